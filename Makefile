@@ -1,0 +1,50 @@
+# HatRPC-Go: the two commands a newcomer needs are `make run` and `make test`;
+# both install what they need first (`make deps`).
+SHELL := /bin/bash
+GO ?= go
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift
+STAMP := .deps.stamp
+
+.PHONY: all deps run test test-go test-c bench generate vet fmt-check clean
+
+all: test
+
+# Debian packages (apt-get, with sudo when not root) and Go modules.
+deps: $(STAMP)
+$(STAMP): go.mod go.sum
+	@if ! dpkg -s $(DEBS) >/dev/null 2>&1; then \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBS); \
+	fi
+	$(GO) mod download
+	@touch $(STAMP)
+
+run: deps
+	./scripts/run.sh
+
+test: deps fmt-check vet test-go test-c
+
+fmt-check:
+	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test-go:
+	$(GO) test -race -timeout 20m ./...
+
+# C unit tests of the verbs core under ASan/UBSan (only once pkg/rdma has them).
+test-c:
+	@if [ -f pkg/rdma/Makefile ]; then $(MAKE) -C pkg/rdma sanitize; fi
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+generate:
+	$(GO) generate ./...
+
+clean:
+	rm -f $(STAMP)
+	$(GO) clean -testcache
