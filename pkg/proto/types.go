@@ -1,8 +1,3 @@
-// Package proto implements the Apache Thrift binary and compact wire
-// protocols for generated code and the HatRPC runtime. Writers append to
-// caller-owned buffers and readers decode from byte slices, so the hot path
-// has no interface dispatch per field, no reflection and no allocations
-// beyond the values the caller keeps.
 package proto
 
 import (
@@ -146,7 +141,7 @@ func (e *protoError) Is(target error) bool { return target == ErrInvalidData }
 
 // Decode error sentinels. Every decode failure matches ErrInvalidData.
 var (
-	ErrInvalidData  = errors.New("proto: invalid data")
+	ErrInvalidData        = errors.New("proto: invalid data")
 	ErrTruncated    error = &protoError{"proto: truncated input"}
 	ErrSizeLimit    error = &protoError{"proto: size limit exceeded"}
 	ErrDepthLimit   error = &protoError{"proto: depth limit exceeded"}

@@ -6,3 +6,4 @@
 package apachegen
 
 //go:generate thrift --gen go:package_prefix=github.com/hatrpc/hatrpc/test/apachegen/,skip_remote -out . ../testdata/interop.thrift
+//go:generate gofmt -w interop

@@ -54,7 +54,7 @@ service Interop {
   binary echoBinary(1: binary data),
   string echoString(1: string s),
   i64 add(1: i32 a, 2: i64 b),
-  // code 0 returns code*10, 1 raises InteropError, 2 raises OtherError and
+  // code 0 returns 42, 1 raises InteropError{code=1}, 2 raises OtherError and
   // anything else fails with an undeclared error (an INTERNAL_ERROR reply).
   i32 mayFail(1: i32 code) throws (1: InteropError err, 2: OtherError other),
   oneway void notify(1: string msg),

@@ -2,5 +2,4 @@
 
 package interop
 
-var GoUnusedProtection__ int;
-
+var GoUnusedProtection__ int

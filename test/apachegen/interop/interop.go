@@ -8,8 +8,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"time"
 	thrift "github.com/apache/thrift/lib/go/thrift"
+	"time"
 )
 
 // (needed to ensure safety because of naive import list construction.)
@@ -21,2440 +21,2643 @@ var _ = time.Now
 var _ = bytes.Equal
 
 type Color int64
+
 const (
-  Color_RED Color = 1
-  Color_GREEN Color = 2
-  Color_BLUE Color = 3
+	Color_RED   Color = 1
+	Color_GREEN Color = 2
+	Color_BLUE  Color = 3
 )
 
 func (p Color) String() string {
-  switch p {
-  case Color_RED: return "RED"
-  case Color_GREEN: return "GREEN"
-  case Color_BLUE: return "BLUE"
-  }
-  return "<UNSET>"
+	switch p {
+	case Color_RED:
+		return "RED"
+	case Color_GREEN:
+		return "GREEN"
+	case Color_BLUE:
+		return "BLUE"
+	}
+	return "<UNSET>"
 }
 
 func ColorFromString(s string) (Color, error) {
-  switch s {
-  case "RED": return Color_RED, nil 
-  case "GREEN": return Color_GREEN, nil 
-  case "BLUE": return Color_BLUE, nil 
-  }
-  return Color(0), fmt.Errorf("not a valid Color string")
+	switch s {
+	case "RED":
+		return Color_RED, nil
+	case "GREEN":
+		return Color_GREEN, nil
+	case "BLUE":
+		return Color_BLUE, nil
+	}
+	return Color(0), fmt.Errorf("not a valid Color string")
 }
-
 
 func ColorPtr(v Color) *Color { return &v }
 
 func (p Color) MarshalText() ([]byte, error) {
-return []byte(p.String()), nil
+	return []byte(p.String()), nil
 }
 
 func (p *Color) UnmarshalText(text []byte) error {
-q, err := ColorFromString(string(text))
-if (err != nil) {
-return err
-}
-*p = q
-return nil
+	q, err := ColorFromString(string(text))
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
 }
 
 func (p *Color) Scan(value interface{}) error {
-v, ok := value.(int64)
-if !ok {
-return errors.New("Scan value is not int64")
-}
-*p = Color(v)
-return nil
+	v, ok := value.(int64)
+	if !ok {
+		return errors.New("Scan value is not int64")
+	}
+	*p = Color(v)
+	return nil
 }
 
-func (p * Color) Value() (driver.Value, error) {
-  if p == nil {
-    return nil, nil
-  }
-return int64(*p), nil
+func (p *Color) Value() (driver.Value, error) {
+	if p == nil {
+		return nil, nil
+	}
+	return int64(*p), nil
 }
+
 // Attributes:
-//  - ID
-//  - Name
+//   - ID
+//   - Name
 type Inner struct {
-  ID int32 `thrift:"id,1" db:"id" json:"id"`
-  Name string `thrift:"name,2" db:"name" json:"name"`
+	ID   int32  `thrift:"id,1" db:"id" json:"id"`
+	Name string `thrift:"name,2" db:"name" json:"name"`
 }
 
 func NewInner() *Inner {
-  return &Inner{}
+	return &Inner{}
 }
 
-
 func (p *Inner) GetID() int32 {
-  return p.ID
+	return p.ID
 }
 
 func (p *Inner) GetName() string {
-  return p.Name
+	return p.Name
 }
 func (p *Inner) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 2:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField2(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *Inner)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.ID = v
-}
-  return nil
+func (p *Inner) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.ID = v
+	}
+	return nil
 }
 
-func (p *Inner)  ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 2: ", err)
-} else {
-  p.Name = v
-}
-  return nil
+func (p *Inner) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Name = v
+	}
+	return nil
 }
 
 func (p *Inner) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "Inner"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-    if err := p.writeField2(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "Inner"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *Inner) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "id", thrift.I32, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:id: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.ID)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.id (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:id: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "id", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:id: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.ID)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.id (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:id: ", p), err)
+	}
+	return err
 }
 
 func (p *Inner) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "name", thrift.STRING, 2); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:name: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.Name)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.name (2) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 2:name: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "name", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:name: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Name)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.name (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:name: ", p), err)
+	}
+	return err
 }
 
 func (p *Inner) Equals(other *Inner) bool {
-  if p == other {
-    return true
-  } else if p == nil || other == nil {
-    return false
-  }
-  if p.ID != other.ID { return false }
-  if p.Name != other.Name { return false }
-  return true
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.ID != other.ID {
+		return false
+	}
+	if p.Name != other.Name {
+		return false
+	}
+	return true
 }
 
 func (p *Inner) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("Inner(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("Inner(%+v)", *p)
 }
 
 // Attributes:
-//  - B
-//  - I8v
-//  - I16v
-//  - I32v
-//  - I64v
-//  - D
-//  - S
-//  - Bin
-//  - Color
-//  - Ints
-//  - Strs
-//  - M
-//  - Inners
-//  - Nested
-//  - Opt
-//  - Inner
-//  - Bools
-//  - ByName
+//   - B
+//   - I8v
+//   - I16v
+//   - I32v
+//   - I64v
+//   - D
+//   - S
+//   - Bin
+//   - Color
+//   - Ints
+//   - Strs
+//   - M
+//   - Inners
+//   - Nested
+//   - Opt
+//   - Inner
+//   - Bools
+//   - ByName
 type AllTypes struct {
-  B bool `thrift:"b,1" db:"b" json:"b"`
-  I8v int8 `thrift:"i8v,2" db:"i8v" json:"i8v"`
-  I16v int16 `thrift:"i16v,3" db:"i16v" json:"i16v"`
-  I32v int32 `thrift:"i32v,4" db:"i32v" json:"i32v"`
-  I64v int64 `thrift:"i64v,5" db:"i64v" json:"i64v"`
-  D float64 `thrift:"d,6" db:"d" json:"d"`
-  S string `thrift:"s,7" db:"s" json:"s"`
-  Bin []byte `thrift:"bin,8" db:"bin" json:"bin"`
-  Color Color `thrift:"color,9" db:"color" json:"color"`
-  Ints []int32 `thrift:"ints,10" db:"ints" json:"ints"`
-  Strs []string `thrift:"strs,11" db:"strs" json:"strs"`
-  M map[string]int64 `thrift:"m,12" db:"m" json:"m"`
-  Inners []*Inner `thrift:"inners,13" db:"inners" json:"inners"`
-  Nested map[int32][]string `thrift:"nested,14" db:"nested" json:"nested"`
-  Opt *string `thrift:"opt,15" db:"opt" json:"opt,omitempty"`
-  Inner *Inner `thrift:"inner,16" db:"inner" json:"inner"`
-  Bools []bool `thrift:"bools,17" db:"bools" json:"bools"`
-  ByName map[string]*Inner `thrift:"byName,18" db:"byName" json:"byName"`
+	B      bool               `thrift:"b,1" db:"b" json:"b"`
+	I8v    int8               `thrift:"i8v,2" db:"i8v" json:"i8v"`
+	I16v   int16              `thrift:"i16v,3" db:"i16v" json:"i16v"`
+	I32v   int32              `thrift:"i32v,4" db:"i32v" json:"i32v"`
+	I64v   int64              `thrift:"i64v,5" db:"i64v" json:"i64v"`
+	D      float64            `thrift:"d,6" db:"d" json:"d"`
+	S      string             `thrift:"s,7" db:"s" json:"s"`
+	Bin    []byte             `thrift:"bin,8" db:"bin" json:"bin"`
+	Color  Color              `thrift:"color,9" db:"color" json:"color"`
+	Ints   []int32            `thrift:"ints,10" db:"ints" json:"ints"`
+	Strs   []string           `thrift:"strs,11" db:"strs" json:"strs"`
+	M      map[string]int64   `thrift:"m,12" db:"m" json:"m"`
+	Inners []*Inner           `thrift:"inners,13" db:"inners" json:"inners"`
+	Nested map[int32][]string `thrift:"nested,14" db:"nested" json:"nested"`
+	Opt    *string            `thrift:"opt,15" db:"opt" json:"opt,omitempty"`
+	Inner  *Inner             `thrift:"inner,16" db:"inner" json:"inner"`
+	Bools  []bool             `thrift:"bools,17" db:"bools" json:"bools"`
+	ByName map[string]*Inner  `thrift:"byName,18" db:"byName" json:"byName"`
 }
 
 func NewAllTypes() *AllTypes {
-  return &AllTypes{}
+	return &AllTypes{}
 }
 
-
 func (p *AllTypes) GetB() bool {
-  return p.B
+	return p.B
 }
 
 func (p *AllTypes) GetI8v() int8 {
-  return p.I8v
+	return p.I8v
 }
 
 func (p *AllTypes) GetI16v() int16 {
-  return p.I16v
+	return p.I16v
 }
 
 func (p *AllTypes) GetI32v() int32 {
-  return p.I32v
+	return p.I32v
 }
 
 func (p *AllTypes) GetI64v() int64 {
-  return p.I64v
+	return p.I64v
 }
 
 func (p *AllTypes) GetD() float64 {
-  return p.D
+	return p.D
 }
 
 func (p *AllTypes) GetS() string {
-  return p.S
+	return p.S
 }
 
 func (p *AllTypes) GetBin() []byte {
-  return p.Bin
+	return p.Bin
 }
 
 func (p *AllTypes) GetColor() Color {
-  return p.Color
+	return p.Color
 }
 
 func (p *AllTypes) GetInts() []int32 {
-  return p.Ints
+	return p.Ints
 }
 
 func (p *AllTypes) GetStrs() []string {
-  return p.Strs
+	return p.Strs
 }
 
 func (p *AllTypes) GetM() map[string]int64 {
-  return p.M
+	return p.M
 }
 
 func (p *AllTypes) GetInners() []*Inner {
-  return p.Inners
+	return p.Inners
 }
 
 func (p *AllTypes) GetNested() map[int32][]string {
-  return p.Nested
+	return p.Nested
 }
+
 var AllTypes_Opt_DEFAULT string
+
 func (p *AllTypes) GetOpt() string {
-  if !p.IsSetOpt() {
-    return AllTypes_Opt_DEFAULT
-  }
-return *p.Opt
+	if !p.IsSetOpt() {
+		return AllTypes_Opt_DEFAULT
+	}
+	return *p.Opt
 }
+
 var AllTypes_Inner_DEFAULT *Inner
+
 func (p *AllTypes) GetInner() *Inner {
-  if !p.IsSetInner() {
-    return AllTypes_Inner_DEFAULT
-  }
-return p.Inner
+	if !p.IsSetInner() {
+		return AllTypes_Inner_DEFAULT
+	}
+	return p.Inner
 }
 
 func (p *AllTypes) GetBools() []bool {
-  return p.Bools
+	return p.Bools
 }
 
 func (p *AllTypes) GetByName() map[string]*Inner {
-  return p.ByName
+	return p.ByName
 }
 func (p *AllTypes) IsSetOpt() bool {
-  return p.Opt != nil
+	return p.Opt != nil
 }
 
 func (p *AllTypes) IsSetInner() bool {
-  return p.Inner != nil
+	return p.Inner != nil
 }
 
 func (p *AllTypes) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.BOOL {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 2:
-      if fieldTypeId == thrift.BYTE {
-        if err := p.ReadField2(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 3:
-      if fieldTypeId == thrift.I16 {
-        if err := p.ReadField3(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 4:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField4(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 5:
-      if fieldTypeId == thrift.I64 {
-        if err := p.ReadField5(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 6:
-      if fieldTypeId == thrift.DOUBLE {
-        if err := p.ReadField6(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 7:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField7(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 8:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField8(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 9:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField9(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 10:
-      if fieldTypeId == thrift.LIST {
-        if err := p.ReadField10(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 11:
-      if fieldTypeId == thrift.SET {
-        if err := p.ReadField11(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 12:
-      if fieldTypeId == thrift.MAP {
-        if err := p.ReadField12(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 13:
-      if fieldTypeId == thrift.LIST {
-        if err := p.ReadField13(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 14:
-      if fieldTypeId == thrift.MAP {
-        if err := p.ReadField14(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 15:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField15(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 16:
-      if fieldTypeId == thrift.STRUCT {
-        if err := p.ReadField16(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 17:
-      if fieldTypeId == thrift.LIST {
-        if err := p.ReadField17(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 18:
-      if fieldTypeId == thrift.MAP {
-        if err := p.ReadField18(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
-}
-
-func (p *AllTypes)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadBool(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.B = v
-}
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.BOOL {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.BYTE {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I16 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 6:
+			if fieldTypeId == thrift.DOUBLE {
+				if err := p.ReadField6(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 7:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField7(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 8:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField8(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 9:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField9(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 10:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField10(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 11:
+			if fieldTypeId == thrift.SET {
+				if err := p.ReadField11(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 12:
+			if fieldTypeId == thrift.MAP {
+				if err := p.ReadField12(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 13:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField13(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 14:
+			if fieldTypeId == thrift.MAP {
+				if err := p.ReadField14(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 15:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField15(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 16:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField16(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 17:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField17(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 18:
+			if fieldTypeId == thrift.MAP {
+				if err := p.ReadField18(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadByte(ctx); err != nil {
-  return thrift.PrependError("error reading field 2: ", err)
-} else {
-  temp := int8(v)
-  p.I8v = temp
-}
-  return nil
-}
-
-func (p *AllTypes)  ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI16(ctx); err != nil {
-  return thrift.PrependError("error reading field 3: ", err)
-} else {
-  p.I16v = v
-}
-  return nil
+func (p *AllTypes) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBool(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.B = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 4: ", err)
-} else {
-  p.I32v = v
-}
-  return nil
-}
-
-func (p *AllTypes)  ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI64(ctx); err != nil {
-  return thrift.PrependError("error reading field 5: ", err)
-} else {
-  p.I64v = v
-}
-  return nil
+func (p *AllTypes) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadByte(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		temp := int8(v)
+		p.I8v = temp
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField6(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadDouble(ctx); err != nil {
-  return thrift.PrependError("error reading field 6: ", err)
-} else {
-  p.D = v
-}
-  return nil
-}
-
-func (p *AllTypes)  ReadField7(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 7: ", err)
-} else {
-  p.S = v
-}
-  return nil
+func (p *AllTypes) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI16(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.I16v = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField8(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadBinary(ctx); err != nil {
-  return thrift.PrependError("error reading field 8: ", err)
-} else {
-  p.Bin = v
-}
-  return nil
-}
-
-func (p *AllTypes)  ReadField9(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 9: ", err)
-} else {
-  temp := Color(v)
-  p.Color = temp
-}
-  return nil
+func (p *AllTypes) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 4: ", err)
+	} else {
+		p.I32v = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField10(ctx context.Context, iprot thrift.TProtocol) error {
-  _, size, err := iprot.ReadListBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading list begin: ", err)
-  }
-  tSlice := make([]int32, 0, size)
-  p.Ints =  tSlice
-  for i := 0; i < size; i ++ {
-var _elem0 int32
-    if v, err := iprot.ReadI32(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _elem0 = v
-}
-    p.Ints = append(p.Ints, _elem0)
-  }
-  if err := iprot.ReadListEnd(ctx); err != nil {
-    return thrift.PrependError("error reading list end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 5: ", err)
+	} else {
+		p.I64v = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField11(ctx context.Context, iprot thrift.TProtocol) error {
-  _, size, err := iprot.ReadSetBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading set begin: ", err)
-  }
-  tSet := make([]string, 0, size)
-  p.Strs =  tSet
-  for i := 0; i < size; i ++ {
-var _elem1 string
-    if v, err := iprot.ReadString(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _elem1 = v
-}
-    p.Strs = append(p.Strs, _elem1)
-  }
-  if err := iprot.ReadSetEnd(ctx); err != nil {
-    return thrift.PrependError("error reading set end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField6(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadDouble(ctx); err != nil {
+		return thrift.PrependError("error reading field 6: ", err)
+	} else {
+		p.D = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField12(ctx context.Context, iprot thrift.TProtocol) error {
-  _, _, size, err := iprot.ReadMapBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading map begin: ", err)
-  }
-  tMap := make(map[string]int64, size)
-  p.M =  tMap
-  for i := 0; i < size; i ++ {
-var _key2 string
-    if v, err := iprot.ReadString(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _key2 = v
-}
-var _val3 int64
-    if v, err := iprot.ReadI64(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _val3 = v
-}
-    p.M[_key2] = _val3
-  }
-  if err := iprot.ReadMapEnd(ctx); err != nil {
-    return thrift.PrependError("error reading map end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField7(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 7: ", err)
+	} else {
+		p.S = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField13(ctx context.Context, iprot thrift.TProtocol) error {
-  _, size, err := iprot.ReadListBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading list begin: ", err)
-  }
-  tSlice := make([]*Inner, 0, size)
-  p.Inners =  tSlice
-  for i := 0; i < size; i ++ {
-    _elem4 := &Inner{}
-    if err := _elem4.Read(ctx, iprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem4), err)
-    }
-    p.Inners = append(p.Inners, _elem4)
-  }
-  if err := iprot.ReadListEnd(ctx); err != nil {
-    return thrift.PrependError("error reading list end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField8(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 8: ", err)
+	} else {
+		p.Bin = v
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField14(ctx context.Context, iprot thrift.TProtocol) error {
-  _, _, size, err := iprot.ReadMapBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading map begin: ", err)
-  }
-  tMap := make(map[int32][]string, size)
-  p.Nested =  tMap
-  for i := 0; i < size; i ++ {
-var _key5 int32
-    if v, err := iprot.ReadI32(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _key5 = v
-}
-    _, size, err := iprot.ReadListBegin(ctx)
-    if err != nil {
-      return thrift.PrependError("error reading list begin: ", err)
-    }
-    tSlice := make([]string, 0, size)
-    _val6 :=  tSlice
-    for i := 0; i < size; i ++ {
-var _elem7 string
-      if v, err := iprot.ReadString(ctx); err != nil {
-      return thrift.PrependError("error reading field 0: ", err)
-} else {
-      _elem7 = v
-}
-      _val6 = append(_val6, _elem7)
-    }
-    if err := iprot.ReadListEnd(ctx); err != nil {
-      return thrift.PrependError("error reading list end: ", err)
-    }
-    p.Nested[_key5] = _val6
-  }
-  if err := iprot.ReadMapEnd(ctx); err != nil {
-    return thrift.PrependError("error reading map end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField9(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 9: ", err)
+	} else {
+		temp := Color(v)
+		p.Color = temp
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField15(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 15: ", err)
-} else {
-  p.Opt = &v
-}
-  return nil
-}
-
-func (p *AllTypes)  ReadField16(ctx context.Context, iprot thrift.TProtocol) error {
-  p.Inner = &Inner{}
-  if err := p.Inner.Read(ctx, iprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Inner), err)
-  }
-  return nil
-}
-
-func (p *AllTypes)  ReadField17(ctx context.Context, iprot thrift.TProtocol) error {
-  _, size, err := iprot.ReadListBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading list begin: ", err)
-  }
-  tSlice := make([]bool, 0, size)
-  p.Bools =  tSlice
-  for i := 0; i < size; i ++ {
-var _elem8 bool
-    if v, err := iprot.ReadBool(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _elem8 = v
-}
-    p.Bools = append(p.Bools, _elem8)
-  }
-  if err := iprot.ReadListEnd(ctx); err != nil {
-    return thrift.PrependError("error reading list end: ", err)
-  }
-  return nil
+func (p *AllTypes) ReadField10(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]int32, 0, size)
+	p.Ints = tSlice
+	for i := 0; i < size; i++ {
+		var _elem0 int32
+		if v, err := iprot.ReadI32(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem0 = v
+		}
+		p.Ints = append(p.Ints, _elem0)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
 }
 
-func (p *AllTypes)  ReadField18(ctx context.Context, iprot thrift.TProtocol) error {
-  _, _, size, err := iprot.ReadMapBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading map begin: ", err)
-  }
-  tMap := make(map[string]*Inner, size)
-  p.ByName =  tMap
-  for i := 0; i < size; i ++ {
-var _key9 string
-    if v, err := iprot.ReadString(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _key9 = v
+func (p *AllTypes) ReadField11(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadSetBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading set begin: ", err)
+	}
+	tSet := make([]string, 0, size)
+	p.Strs = tSet
+	for i := 0; i < size; i++ {
+		var _elem1 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem1 = v
+		}
+		p.Strs = append(p.Strs, _elem1)
+	}
+	if err := iprot.ReadSetEnd(ctx); err != nil {
+		return thrift.PrependError("error reading set end: ", err)
+	}
+	return nil
 }
-    _val10 := &Inner{}
-    if err := _val10.Read(ctx, iprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _val10), err)
-    }
-    p.ByName[_key9] = _val10
-  }
-  if err := iprot.ReadMapEnd(ctx); err != nil {
-    return thrift.PrependError("error reading map end: ", err)
-  }
-  return nil
+
+func (p *AllTypes) ReadField12(ctx context.Context, iprot thrift.TProtocol) error {
+	_, _, size, err := iprot.ReadMapBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading map begin: ", err)
+	}
+	tMap := make(map[string]int64, size)
+	p.M = tMap
+	for i := 0; i < size; i++ {
+		var _key2 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_key2 = v
+		}
+		var _val3 int64
+		if v, err := iprot.ReadI64(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_val3 = v
+		}
+		p.M[_key2] = _val3
+	}
+	if err := iprot.ReadMapEnd(ctx); err != nil {
+		return thrift.PrependError("error reading map end: ", err)
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField13(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*Inner, 0, size)
+	p.Inners = tSlice
+	for i := 0; i < size; i++ {
+		_elem4 := &Inner{}
+		if err := _elem4.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem4), err)
+		}
+		p.Inners = append(p.Inners, _elem4)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField14(ctx context.Context, iprot thrift.TProtocol) error {
+	_, _, size, err := iprot.ReadMapBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading map begin: ", err)
+	}
+	tMap := make(map[int32][]string, size)
+	p.Nested = tMap
+	for i := 0; i < size; i++ {
+		var _key5 int32
+		if v, err := iprot.ReadI32(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_key5 = v
+		}
+		_, size, err := iprot.ReadListBegin(ctx)
+		if err != nil {
+			return thrift.PrependError("error reading list begin: ", err)
+		}
+		tSlice := make([]string, 0, size)
+		_val6 := tSlice
+		for i := 0; i < size; i++ {
+			var _elem7 string
+			if v, err := iprot.ReadString(ctx); err != nil {
+				return thrift.PrependError("error reading field 0: ", err)
+			} else {
+				_elem7 = v
+			}
+			_val6 = append(_val6, _elem7)
+		}
+		if err := iprot.ReadListEnd(ctx); err != nil {
+			return thrift.PrependError("error reading list end: ", err)
+		}
+		p.Nested[_key5] = _val6
+	}
+	if err := iprot.ReadMapEnd(ctx); err != nil {
+		return thrift.PrependError("error reading map end: ", err)
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField15(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 15: ", err)
+	} else {
+		p.Opt = &v
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField16(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Inner = &Inner{}
+	if err := p.Inner.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Inner), err)
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField17(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]bool, 0, size)
+	p.Bools = tSlice
+	for i := 0; i < size; i++ {
+		var _elem8 bool
+		if v, err := iprot.ReadBool(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem8 = v
+		}
+		p.Bools = append(p.Bools, _elem8)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *AllTypes) ReadField18(ctx context.Context, iprot thrift.TProtocol) error {
+	_, _, size, err := iprot.ReadMapBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading map begin: ", err)
+	}
+	tMap := make(map[string]*Inner, size)
+	p.ByName = tMap
+	for i := 0; i < size; i++ {
+		var _key9 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_key9 = v
+		}
+		_val10 := &Inner{}
+		if err := _val10.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _val10), err)
+		}
+		p.ByName[_key9] = _val10
+	}
+	if err := iprot.ReadMapEnd(ctx); err != nil {
+		return thrift.PrependError("error reading map end: ", err)
+	}
+	return nil
 }
 
 func (p *AllTypes) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "AllTypes"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-    if err := p.writeField2(ctx, oprot); err != nil { return err }
-    if err := p.writeField3(ctx, oprot); err != nil { return err }
-    if err := p.writeField4(ctx, oprot); err != nil { return err }
-    if err := p.writeField5(ctx, oprot); err != nil { return err }
-    if err := p.writeField6(ctx, oprot); err != nil { return err }
-    if err := p.writeField7(ctx, oprot); err != nil { return err }
-    if err := p.writeField8(ctx, oprot); err != nil { return err }
-    if err := p.writeField9(ctx, oprot); err != nil { return err }
-    if err := p.writeField10(ctx, oprot); err != nil { return err }
-    if err := p.writeField11(ctx, oprot); err != nil { return err }
-    if err := p.writeField12(ctx, oprot); err != nil { return err }
-    if err := p.writeField13(ctx, oprot); err != nil { return err }
-    if err := p.writeField14(ctx, oprot); err != nil { return err }
-    if err := p.writeField15(ctx, oprot); err != nil { return err }
-    if err := p.writeField16(ctx, oprot); err != nil { return err }
-    if err := p.writeField17(ctx, oprot); err != nil { return err }
-    if err := p.writeField18(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "AllTypes"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField6(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField7(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField8(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField9(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField10(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField11(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField12(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField13(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField14(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField15(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField16(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField17(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField18(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *AllTypes) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "b", thrift.BOOL, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:b: ", p), err) }
-  if err := oprot.WriteBool(ctx, bool(p.B)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.b (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:b: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "b", thrift.BOOL, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:b: ", p), err)
+	}
+	if err := oprot.WriteBool(ctx, bool(p.B)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.b (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:b: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "i8v", thrift.BYTE, 2); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:i8v: ", p), err) }
-  if err := oprot.WriteByte(ctx, int8(p.I8v)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.i8v (2) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 2:i8v: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "i8v", thrift.BYTE, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:i8v: ", p), err)
+	}
+	if err := oprot.WriteByte(ctx, int8(p.I8v)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.i8v (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:i8v: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "i16v", thrift.I16, 3); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:i16v: ", p), err) }
-  if err := oprot.WriteI16(ctx, int16(p.I16v)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.i16v (3) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 3:i16v: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "i16v", thrift.I16, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:i16v: ", p), err)
+	}
+	if err := oprot.WriteI16(ctx, int16(p.I16v)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.i16v (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:i16v: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField4(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "i32v", thrift.I32, 4); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:i32v: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.I32v)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.i32v (4) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 4:i32v: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "i32v", thrift.I32, 4); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:i32v: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.I32v)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.i32v (4) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 4:i32v: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "i64v", thrift.I64, 5); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:i64v: ", p), err) }
-  if err := oprot.WriteI64(ctx, int64(p.I64v)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.i64v (5) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 5:i64v: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "i64v", thrift.I64, 5); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:i64v: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.I64v)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.i64v (5) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 5:i64v: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField6(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "d", thrift.DOUBLE, 6); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 6:d: ", p), err) }
-  if err := oprot.WriteDouble(ctx, float64(p.D)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.d (6) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 6:d: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "d", thrift.DOUBLE, 6); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 6:d: ", p), err)
+	}
+	if err := oprot.WriteDouble(ctx, float64(p.D)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.d (6) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 6:d: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField7(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "s", thrift.STRING, 7); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 7:s: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.S)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.s (7) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 7:s: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "s", thrift.STRING, 7); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 7:s: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.S)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.s (7) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 7:s: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField8(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "bin", thrift.STRING, 8); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 8:bin: ", p), err) }
-  if err := oprot.WriteBinary(ctx, p.Bin); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.bin (8) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 8:bin: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "bin", thrift.STRING, 8); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 8:bin: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Bin); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.bin (8) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 8:bin: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField9(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "color", thrift.I32, 9); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 9:color: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.Color)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.color (9) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 9:color: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "color", thrift.I32, 9); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 9:color: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Color)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.color (9) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 9:color: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField10(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "ints", thrift.LIST, 10); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 10:ints: ", p), err) }
-  if err := oprot.WriteListBegin(ctx, thrift.I32, len(p.Ints)); err != nil {
-    return thrift.PrependError("error writing list begin: ", err)
-  }
-  for _, v := range p.Ints {
-    if err := oprot.WriteI32(ctx, int32(v)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-  }
-  if err := oprot.WriteListEnd(ctx); err != nil {
-    return thrift.PrependError("error writing list end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 10:ints: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "ints", thrift.LIST, 10); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 10:ints: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.I32, len(p.Ints)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Ints {
+		if err := oprot.WriteI32(ctx, int32(v)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 10:ints: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField11(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "strs", thrift.SET, 11); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 11:strs: ", p), err) }
-  if err := oprot.WriteSetBegin(ctx, thrift.STRING, len(p.Strs)); err != nil {
-    return thrift.PrependError("error writing set begin: ", err)
-  }
-  for i := 0; i<len(p.Strs); i++ {
-    for j := i+1; j<len(p.Strs); j++ {
-      if func(tgt, src string) bool {
-        if tgt != src { return false }
-        return true
-      }(p.Strs[i], p.Strs[j]) {
-        return thrift.PrependError("", fmt.Errorf("%T error writing set field: slice is not unique", p.Strs))
-      }
-    }
-  }
-  for _, v := range p.Strs {
-    if err := oprot.WriteString(ctx, string(v)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-  }
-  if err := oprot.WriteSetEnd(ctx); err != nil {
-    return thrift.PrependError("error writing set end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 11:strs: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "strs", thrift.SET, 11); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 11:strs: ", p), err)
+	}
+	if err := oprot.WriteSetBegin(ctx, thrift.STRING, len(p.Strs)); err != nil {
+		return thrift.PrependError("error writing set begin: ", err)
+	}
+	for i := 0; i < len(p.Strs); i++ {
+		for j := i + 1; j < len(p.Strs); j++ {
+			if func(tgt, src string) bool {
+				if tgt != src {
+					return false
+				}
+				return true
+			}(p.Strs[i], p.Strs[j]) {
+				return thrift.PrependError("", fmt.Errorf("%T error writing set field: slice is not unique", p.Strs))
+			}
+		}
+	}
+	for _, v := range p.Strs {
+		if err := oprot.WriteString(ctx, string(v)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+	}
+	if err := oprot.WriteSetEnd(ctx); err != nil {
+		return thrift.PrependError("error writing set end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 11:strs: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField12(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "m", thrift.MAP, 12); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 12:m: ", p), err) }
-  if err := oprot.WriteMapBegin(ctx, thrift.STRING, thrift.I64, len(p.M)); err != nil {
-    return thrift.PrependError("error writing map begin: ", err)
-  }
-  for k, v := range p.M {
-    if err := oprot.WriteString(ctx, string(k)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-    if err := oprot.WriteI64(ctx, int64(v)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-  }
-  if err := oprot.WriteMapEnd(ctx); err != nil {
-    return thrift.PrependError("error writing map end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 12:m: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "m", thrift.MAP, 12); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 12:m: ", p), err)
+	}
+	if err := oprot.WriteMapBegin(ctx, thrift.STRING, thrift.I64, len(p.M)); err != nil {
+		return thrift.PrependError("error writing map begin: ", err)
+	}
+	for k, v := range p.M {
+		if err := oprot.WriteString(ctx, string(k)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(v)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+	}
+	if err := oprot.WriteMapEnd(ctx); err != nil {
+		return thrift.PrependError("error writing map end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 12:m: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField13(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "inners", thrift.LIST, 13); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 13:inners: ", p), err) }
-  if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Inners)); err != nil {
-    return thrift.PrependError("error writing list begin: ", err)
-  }
-  for _, v := range p.Inners {
-    if err := v.Write(ctx, oprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
-    }
-  }
-  if err := oprot.WriteListEnd(ctx); err != nil {
-    return thrift.PrependError("error writing list end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 13:inners: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "inners", thrift.LIST, 13); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 13:inners: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Inners)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Inners {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 13:inners: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField14(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "nested", thrift.MAP, 14); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 14:nested: ", p), err) }
-  if err := oprot.WriteMapBegin(ctx, thrift.I32, thrift.LIST, len(p.Nested)); err != nil {
-    return thrift.PrependError("error writing map begin: ", err)
-  }
-  for k, v := range p.Nested {
-    if err := oprot.WriteI32(ctx, int32(k)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-    if err := oprot.WriteListBegin(ctx, thrift.STRING, len(v)); err != nil {
-      return thrift.PrependError("error writing list begin: ", err)
-    }
-    for _, v := range v {
-      if err := oprot.WriteString(ctx, string(v)); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-    }
-    if err := oprot.WriteListEnd(ctx); err != nil {
-      return thrift.PrependError("error writing list end: ", err)
-    }
-  }
-  if err := oprot.WriteMapEnd(ctx); err != nil {
-    return thrift.PrependError("error writing map end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 14:nested: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "nested", thrift.MAP, 14); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 14:nested: ", p), err)
+	}
+	if err := oprot.WriteMapBegin(ctx, thrift.I32, thrift.LIST, len(p.Nested)); err != nil {
+		return thrift.PrependError("error writing map begin: ", err)
+	}
+	for k, v := range p.Nested {
+		if err := oprot.WriteI32(ctx, int32(k)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRING, len(v)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range v {
+			if err := oprot.WriteString(ctx, string(v)); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+	}
+	if err := oprot.WriteMapEnd(ctx); err != nil {
+		return thrift.PrependError("error writing map end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 14:nested: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField15(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetOpt() {
-    if err := oprot.WriteFieldBegin(ctx, "opt", thrift.STRING, 15); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 15:opt: ", p), err) }
-    if err := oprot.WriteString(ctx, string(*p.Opt)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.opt (15) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 15:opt: ", p), err) }
-  }
-  return err
+	if p.IsSetOpt() {
+		if err := oprot.WriteFieldBegin(ctx, "opt", thrift.STRING, 15); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 15:opt: ", p), err)
+		}
+		if err := oprot.WriteString(ctx, string(*p.Opt)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.opt (15) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 15:opt: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *AllTypes) writeField16(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "inner", thrift.STRUCT, 16); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 16:inner: ", p), err) }
-  if err := p.Inner.Write(ctx, oprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Inner), err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 16:inner: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "inner", thrift.STRUCT, 16); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 16:inner: ", p), err)
+	}
+	if err := p.Inner.Write(ctx, oprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Inner), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 16:inner: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField17(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "bools", thrift.LIST, 17); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 17:bools: ", p), err) }
-  if err := oprot.WriteListBegin(ctx, thrift.BOOL, len(p.Bools)); err != nil {
-    return thrift.PrependError("error writing list begin: ", err)
-  }
-  for _, v := range p.Bools {
-    if err := oprot.WriteBool(ctx, bool(v)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-  }
-  if err := oprot.WriteListEnd(ctx); err != nil {
-    return thrift.PrependError("error writing list end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 17:bools: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "bools", thrift.LIST, 17); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 17:bools: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.BOOL, len(p.Bools)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Bools {
+		if err := oprot.WriteBool(ctx, bool(v)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 17:bools: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) writeField18(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "byName", thrift.MAP, 18); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 18:byName: ", p), err) }
-  if err := oprot.WriteMapBegin(ctx, thrift.STRING, thrift.STRUCT, len(p.ByName)); err != nil {
-    return thrift.PrependError("error writing map begin: ", err)
-  }
-  for k, v := range p.ByName {
-    if err := oprot.WriteString(ctx, string(k)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-    if err := v.Write(ctx, oprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
-    }
-  }
-  if err := oprot.WriteMapEnd(ctx); err != nil {
-    return thrift.PrependError("error writing map end: ", err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 18:byName: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "byName", thrift.MAP, 18); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 18:byName: ", p), err)
+	}
+	if err := oprot.WriteMapBegin(ctx, thrift.STRING, thrift.STRUCT, len(p.ByName)); err != nil {
+		return thrift.PrependError("error writing map begin: ", err)
+	}
+	for k, v := range p.ByName {
+		if err := oprot.WriteString(ctx, string(k)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+		}
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteMapEnd(ctx); err != nil {
+		return thrift.PrependError("error writing map end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 18:byName: ", p), err)
+	}
+	return err
 }
 
 func (p *AllTypes) Equals(other *AllTypes) bool {
-  if p == other {
-    return true
-  } else if p == nil || other == nil {
-    return false
-  }
-  if p.B != other.B { return false }
-  if p.I8v != other.I8v { return false }
-  if p.I16v != other.I16v { return false }
-  if p.I32v != other.I32v { return false }
-  if p.I64v != other.I64v { return false }
-  if p.D != other.D { return false }
-  if p.S != other.S { return false }
-  if bytes.Compare(p.Bin, other.Bin) != 0 { return false }
-  if p.Color != other.Color { return false }
-  if len(p.Ints) != len(other.Ints) { return false }
-  for i, _tgt := range p.Ints {
-    _src11 := other.Ints[i]
-    if _tgt != _src11 { return false }
-  }
-  if len(p.Strs) != len(other.Strs) { return false }
-  for i, _tgt := range p.Strs {
-    _src12 := other.Strs[i]
-    if _tgt != _src12 { return false }
-  }
-  if len(p.M) != len(other.M) { return false }
-  for k, _tgt := range p.M {
-    _src13 := other.M[k]
-    if _tgt != _src13 { return false }
-  }
-  if len(p.Inners) != len(other.Inners) { return false }
-  for i, _tgt := range p.Inners {
-    _src14 := other.Inners[i]
-    if !_tgt.Equals(_src14) { return false }
-  }
-  if len(p.Nested) != len(other.Nested) { return false }
-  for k, _tgt := range p.Nested {
-    _src15 := other.Nested[k]
-    if len(_tgt) != len(_src15) { return false }
-    for i, _tgt := range _tgt {
-      _src16 := _src15[i]
-      if _tgt != _src16 { return false }
-    }
-  }
-  if p.Opt != other.Opt {
-    if p.Opt == nil || other.Opt == nil {
-      return false
-    }
-    if (*p.Opt) != (*other.Opt) { return false }
-  }
-  if !p.Inner.Equals(other.Inner) { return false }
-  if len(p.Bools) != len(other.Bools) { return false }
-  for i, _tgt := range p.Bools {
-    _src17 := other.Bools[i]
-    if _tgt != _src17 { return false }
-  }
-  if len(p.ByName) != len(other.ByName) { return false }
-  for k, _tgt := range p.ByName {
-    _src18 := other.ByName[k]
-    if !_tgt.Equals(_src18) { return false }
-  }
-  return true
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.B != other.B {
+		return false
+	}
+	if p.I8v != other.I8v {
+		return false
+	}
+	if p.I16v != other.I16v {
+		return false
+	}
+	if p.I32v != other.I32v {
+		return false
+	}
+	if p.I64v != other.I64v {
+		return false
+	}
+	if p.D != other.D {
+		return false
+	}
+	if p.S != other.S {
+		return false
+	}
+	if bytes.Compare(p.Bin, other.Bin) != 0 {
+		return false
+	}
+	if p.Color != other.Color {
+		return false
+	}
+	if len(p.Ints) != len(other.Ints) {
+		return false
+	}
+	for i, _tgt := range p.Ints {
+		_src11 := other.Ints[i]
+		if _tgt != _src11 {
+			return false
+		}
+	}
+	if len(p.Strs) != len(other.Strs) {
+		return false
+	}
+	for i, _tgt := range p.Strs {
+		_src12 := other.Strs[i]
+		if _tgt != _src12 {
+			return false
+		}
+	}
+	if len(p.M) != len(other.M) {
+		return false
+	}
+	for k, _tgt := range p.M {
+		_src13 := other.M[k]
+		if _tgt != _src13 {
+			return false
+		}
+	}
+	if len(p.Inners) != len(other.Inners) {
+		return false
+	}
+	for i, _tgt := range p.Inners {
+		_src14 := other.Inners[i]
+		if !_tgt.Equals(_src14) {
+			return false
+		}
+	}
+	if len(p.Nested) != len(other.Nested) {
+		return false
+	}
+	for k, _tgt := range p.Nested {
+		_src15 := other.Nested[k]
+		if len(_tgt) != len(_src15) {
+			return false
+		}
+		for i, _tgt := range _tgt {
+			_src16 := _src15[i]
+			if _tgt != _src16 {
+				return false
+			}
+		}
+	}
+	if p.Opt != other.Opt {
+		if p.Opt == nil || other.Opt == nil {
+			return false
+		}
+		if (*p.Opt) != (*other.Opt) {
+			return false
+		}
+	}
+	if !p.Inner.Equals(other.Inner) {
+		return false
+	}
+	if len(p.Bools) != len(other.Bools) {
+		return false
+	}
+	for i, _tgt := range p.Bools {
+		_src17 := other.Bools[i]
+		if _tgt != _src17 {
+			return false
+		}
+	}
+	if len(p.ByName) != len(other.ByName) {
+		return false
+	}
+	for k, _tgt := range p.ByName {
+		_src18 := other.ByName[k]
+		if !_tgt.Equals(_src18) {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *AllTypes) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("AllTypes(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("AllTypes(%+v)", *p)
 }
 
 // Attributes:
-//  - Code
-//  - Message
+//   - Code
+//   - Message
 type InteropError struct {
-  Code int32 `thrift:"code,1" db:"code" json:"code"`
-  Message string `thrift:"message,2" db:"message" json:"message"`
+	Code    int32  `thrift:"code,1" db:"code" json:"code"`
+	Message string `thrift:"message,2" db:"message" json:"message"`
 }
 
 func NewInteropError() *InteropError {
-  return &InteropError{}
+	return &InteropError{}
 }
 
-
 func (p *InteropError) GetCode() int32 {
-  return p.Code
+	return p.Code
 }
 
 func (p *InteropError) GetMessage() string {
-  return p.Message
+	return p.Message
 }
 func (p *InteropError) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 2:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField2(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropError)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Code = v
-}
-  return nil
+func (p *InteropError) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Code = v
+	}
+	return nil
 }
 
-func (p *InteropError)  ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 2: ", err)
-} else {
-  p.Message = v
-}
-  return nil
+func (p *InteropError) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Message = v
+	}
+	return nil
 }
 
 func (p *InteropError) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "InteropError"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-    if err := p.writeField2(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "InteropError"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropError) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "code", thrift.I32, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:code: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.Code)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.code (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:code: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "code", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:code: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Code)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.code (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:code: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropError) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "message", thrift.STRING, 2); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:message: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.Message)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.message (2) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 2:message: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "message", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:message: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Message)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.message (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:message: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropError) Equals(other *InteropError) bool {
-  if p == other {
-    return true
-  } else if p == nil || other == nil {
-    return false
-  }
-  if p.Code != other.Code { return false }
-  if p.Message != other.Message { return false }
-  return true
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Code != other.Code {
+		return false
+	}
+	if p.Message != other.Message {
+		return false
+	}
+	return true
 }
 
 func (p *InteropError) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropError(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropError(%+v)", *p)
 }
 
 func (p *InteropError) Error() string {
-  return p.String()
+	return p.String()
 }
 
 func (InteropError) TExceptionType() thrift.TExceptionType {
-  return thrift.TExceptionTypeCompiled
+	return thrift.TExceptionTypeCompiled
 }
 
 var _ thrift.TException = (*InteropError)(nil)
 
 // Attributes:
-//  - Reason
+//   - Reason
 type OtherError struct {
-  Reason string `thrift:"reason,1" db:"reason" json:"reason"`
+	Reason string `thrift:"reason,1" db:"reason" json:"reason"`
 }
 
 func NewOtherError() *OtherError {
-  return &OtherError{}
+	return &OtherError{}
 }
-
 
 func (p *OtherError) GetReason() string {
-  return p.Reason
+	return p.Reason
 }
 func (p *OtherError) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *OtherError)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Reason = v
-}
-  return nil
+func (p *OtherError) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Reason = v
+	}
+	return nil
 }
 
 func (p *OtherError) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "OtherError"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "OtherError"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *OtherError) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "reason", thrift.STRING, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:reason: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.Reason)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.reason (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:reason: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "reason", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:reason: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Reason)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.reason (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:reason: ", p), err)
+	}
+	return err
 }
 
 func (p *OtherError) Equals(other *OtherError) bool {
-  if p == other {
-    return true
-  } else if p == nil || other == nil {
-    return false
-  }
-  if p.Reason != other.Reason { return false }
-  return true
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Reason != other.Reason {
+		return false
+	}
+	return true
 }
 
 func (p *OtherError) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("OtherError(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("OtherError(%+v)", *p)
 }
 
 func (p *OtherError) Error() string {
-  return p.String()
+	return p.String()
 }
 
 func (OtherError) TExceptionType() thrift.TExceptionType {
-  return thrift.TExceptionTypeCompiled
+	return thrift.TExceptionTypeCompiled
 }
 
 var _ thrift.TException = (*OtherError)(nil)
 
 type Interop interface {
-  Ping(ctx context.Context) (_err error)
-  // Parameters:
-  //  - V
-  EchoAll(ctx context.Context, v *AllTypes) (_r *AllTypes, _err error)
-  // Parameters:
-  //  - Data
-  EchoBinary(ctx context.Context, data []byte) (_r []byte, _err error)
-  // Parameters:
-  //  - S
-  EchoString(ctx context.Context, s string) (_r string, _err error)
-  // Parameters:
-  //  - A
-  //  - B
-  Add(ctx context.Context, a int32, b int64) (_r int64, _err error)
-  // Parameters:
-  //  - Code
-  MayFail(ctx context.Context, code int32) (_r int32, _err error)
-  // Parameters:
-  //  - Msg
-  Notify(ctx context.Context, msg string) (_err error)
-  DrainNotes(ctx context.Context) (_r []string, _err error)
-  // Parameters:
-  //  - Ms
-  Sleep(ctx context.Context, ms int32) (_r int32, _err error)
+	Ping(ctx context.Context) (_err error)
+	// Parameters:
+	//  - V
+	EchoAll(ctx context.Context, v *AllTypes) (_r *AllTypes, _err error)
+	// Parameters:
+	//  - Data
+	EchoBinary(ctx context.Context, data []byte) (_r []byte, _err error)
+	// Parameters:
+	//  - S
+	EchoString(ctx context.Context, s string) (_r string, _err error)
+	// Parameters:
+	//  - A
+	//  - B
+	Add(ctx context.Context, a int32, b int64) (_r int64, _err error)
+	// Parameters:
+	//  - Code
+	MayFail(ctx context.Context, code int32) (_r int32, _err error)
+	// Parameters:
+	//  - Msg
+	Notify(ctx context.Context, msg string) (_err error)
+	DrainNotes(ctx context.Context) (_r []string, _err error)
+	// Parameters:
+	//  - Ms
+	Sleep(ctx context.Context, ms int32) (_r int32, _err error)
 }
 
 type InteropClient struct {
-  c thrift.TClient
-  meta thrift.ResponseMeta
+	c    thrift.TClient
+	meta thrift.ResponseMeta
 }
 
 func NewInteropClientFactory(t thrift.TTransport, f thrift.TProtocolFactory) *InteropClient {
-  return &InteropClient{
-    c: thrift.NewTStandardClient(f.GetProtocol(t), f.GetProtocol(t)),
-  }
+	return &InteropClient{
+		c: thrift.NewTStandardClient(f.GetProtocol(t), f.GetProtocol(t)),
+	}
 }
 
 func NewInteropClientProtocol(t thrift.TTransport, iprot thrift.TProtocol, oprot thrift.TProtocol) *InteropClient {
-  return &InteropClient{
-    c: thrift.NewTStandardClient(iprot, oprot),
-  }
+	return &InteropClient{
+		c: thrift.NewTStandardClient(iprot, oprot),
+	}
 }
 
 func NewInteropClient(c thrift.TClient) *InteropClient {
-  return &InteropClient{
-    c: c,
-  }
+	return &InteropClient{
+		c: c,
+	}
 }
 
 func (p *InteropClient) Client_() thrift.TClient {
-  return p.c
+	return p.c
 }
 
 func (p *InteropClient) LastResponseMeta_() thrift.ResponseMeta {
-  return p.meta
+	return p.meta
 }
 
 func (p *InteropClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
-  p.meta = meta
+	p.meta = meta
 }
 
 func (p *InteropClient) Ping(ctx context.Context) (_err error) {
-  var _args19 InteropPingArgs
-  var _result21 InteropPingResult
-  var _meta20 thrift.ResponseMeta
-  _meta20, _err = p.Client_().Call(ctx, "ping", &_args19, &_result21)
-  p.SetLastResponseMeta_(_meta20)
-  if _err != nil {
-    return
-  }
-  return nil
+	var _args19 InteropPingArgs
+	var _result21 InteropPingResult
+	var _meta20 thrift.ResponseMeta
+	_meta20, _err = p.Client_().Call(ctx, "ping", &_args19, &_result21)
+	p.SetLastResponseMeta_(_meta20)
+	if _err != nil {
+		return
+	}
+	return nil
 }
 
 // Parameters:
-//  - V
+//   - V
 func (p *InteropClient) EchoAll(ctx context.Context, v *AllTypes) (_r *AllTypes, _err error) {
-  var _args22 InteropEchoAllArgs
-  _args22.V = v
-  var _result24 InteropEchoAllResult
-  var _meta23 thrift.ResponseMeta
-  _meta23, _err = p.Client_().Call(ctx, "echoAll", &_args22, &_result24)
-  p.SetLastResponseMeta_(_meta23)
-  if _err != nil {
-    return
-  }
-  if _ret25 := _result24.GetSuccess(); _ret25 != nil {
-    return _ret25, nil
-  }
-  return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "echoAll failed: unknown result")
+	var _args22 InteropEchoAllArgs
+	_args22.V = v
+	var _result24 InteropEchoAllResult
+	var _meta23 thrift.ResponseMeta
+	_meta23, _err = p.Client_().Call(ctx, "echoAll", &_args22, &_result24)
+	p.SetLastResponseMeta_(_meta23)
+	if _err != nil {
+		return
+	}
+	if _ret25 := _result24.GetSuccess(); _ret25 != nil {
+		return _ret25, nil
+	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "echoAll failed: unknown result")
 }
 
 // Parameters:
-//  - Data
+//   - Data
 func (p *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte, _err error) {
-  var _args26 InteropEchoBinaryArgs
-  _args26.Data = data
-  var _result28 InteropEchoBinaryResult
-  var _meta27 thrift.ResponseMeta
-  _meta27, _err = p.Client_().Call(ctx, "echoBinary", &_args26, &_result28)
-  p.SetLastResponseMeta_(_meta27)
-  if _err != nil {
-    return
-  }
-  return _result28.GetSuccess(), nil
+	var _args26 InteropEchoBinaryArgs
+	_args26.Data = data
+	var _result28 InteropEchoBinaryResult
+	var _meta27 thrift.ResponseMeta
+	_meta27, _err = p.Client_().Call(ctx, "echoBinary", &_args26, &_result28)
+	p.SetLastResponseMeta_(_meta27)
+	if _err != nil {
+		return
+	}
+	return _result28.GetSuccess(), nil
 }
 
 // Parameters:
-//  - S
+//   - S
 func (p *InteropClient) EchoString(ctx context.Context, s string) (_r string, _err error) {
-  var _args29 InteropEchoStringArgs
-  _args29.S = s
-  var _result31 InteropEchoStringResult
-  var _meta30 thrift.ResponseMeta
-  _meta30, _err = p.Client_().Call(ctx, "echoString", &_args29, &_result31)
-  p.SetLastResponseMeta_(_meta30)
-  if _err != nil {
-    return
-  }
-  return _result31.GetSuccess(), nil
+	var _args29 InteropEchoStringArgs
+	_args29.S = s
+	var _result31 InteropEchoStringResult
+	var _meta30 thrift.ResponseMeta
+	_meta30, _err = p.Client_().Call(ctx, "echoString", &_args29, &_result31)
+	p.SetLastResponseMeta_(_meta30)
+	if _err != nil {
+		return
+	}
+	return _result31.GetSuccess(), nil
 }
 
 // Parameters:
-//  - A
-//  - B
+//   - A
+//   - B
 func (p *InteropClient) Add(ctx context.Context, a int32, b int64) (_r int64, _err error) {
-  var _args32 InteropAddArgs
-  _args32.A = a
-  _args32.B = b
-  var _result34 InteropAddResult
-  var _meta33 thrift.ResponseMeta
-  _meta33, _err = p.Client_().Call(ctx, "add", &_args32, &_result34)
-  p.SetLastResponseMeta_(_meta33)
-  if _err != nil {
-    return
-  }
-  return _result34.GetSuccess(), nil
+	var _args32 InteropAddArgs
+	_args32.A = a
+	_args32.B = b
+	var _result34 InteropAddResult
+	var _meta33 thrift.ResponseMeta
+	_meta33, _err = p.Client_().Call(ctx, "add", &_args32, &_result34)
+	p.SetLastResponseMeta_(_meta33)
+	if _err != nil {
+		return
+	}
+	return _result34.GetSuccess(), nil
 }
 
 // Parameters:
-//  - Code
+//   - Code
 func (p *InteropClient) MayFail(ctx context.Context, code int32) (_r int32, _err error) {
-  var _args35 InteropMayFailArgs
-  _args35.Code = code
-  var _result37 InteropMayFailResult
-  var _meta36 thrift.ResponseMeta
-  _meta36, _err = p.Client_().Call(ctx, "mayFail", &_args35, &_result37)
-  p.SetLastResponseMeta_(_meta36)
-  if _err != nil {
-    return
-  }
-  switch {
-  case _result37.Err!= nil:
-    return _r, _result37.Err
-  case _result37.Other!= nil:
-    return _r, _result37.Other
-  }
+	var _args35 InteropMayFailArgs
+	_args35.Code = code
+	var _result37 InteropMayFailResult
+	var _meta36 thrift.ResponseMeta
+	_meta36, _err = p.Client_().Call(ctx, "mayFail", &_args35, &_result37)
+	p.SetLastResponseMeta_(_meta36)
+	if _err != nil {
+		return
+	}
+	switch {
+	case _result37.Err != nil:
+		return _r, _result37.Err
+	case _result37.Other != nil:
+		return _r, _result37.Other
+	}
 
-  return _result37.GetSuccess(), nil
+	return _result37.GetSuccess(), nil
 }
 
 // Parameters:
-//  - Msg
+//   - Msg
 func (p *InteropClient) Notify(ctx context.Context, msg string) (_err error) {
-  var _args38 InteropNotifyArgs
-  _args38.Msg = msg
-  p.SetLastResponseMeta_(thrift.ResponseMeta{})
-  if _, err := p.Client_().Call(ctx, "notify", &_args38, nil); err != nil {
-    return err
-  }
-  return nil
+	var _args38 InteropNotifyArgs
+	_args38.Msg = msg
+	p.SetLastResponseMeta_(thrift.ResponseMeta{})
+	if _, err := p.Client_().Call(ctx, "notify", &_args38, nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (p *InteropClient) DrainNotes(ctx context.Context) (_r []string, _err error) {
-  var _args39 InteropDrainNotesArgs
-  var _result41 InteropDrainNotesResult
-  var _meta40 thrift.ResponseMeta
-  _meta40, _err = p.Client_().Call(ctx, "drainNotes", &_args39, &_result41)
-  p.SetLastResponseMeta_(_meta40)
-  if _err != nil {
-    return
-  }
-  return _result41.GetSuccess(), nil
+	var _args39 InteropDrainNotesArgs
+	var _result41 InteropDrainNotesResult
+	var _meta40 thrift.ResponseMeta
+	_meta40, _err = p.Client_().Call(ctx, "drainNotes", &_args39, &_result41)
+	p.SetLastResponseMeta_(_meta40)
+	if _err != nil {
+		return
+	}
+	return _result41.GetSuccess(), nil
 }
 
 // Parameters:
-//  - Ms
+//   - Ms
 func (p *InteropClient) Sleep(ctx context.Context, ms int32) (_r int32, _err error) {
-  var _args42 InteropSleepArgs
-  _args42.Ms = ms
-  var _result44 InteropSleepResult
-  var _meta43 thrift.ResponseMeta
-  _meta43, _err = p.Client_().Call(ctx, "sleep", &_args42, &_result44)
-  p.SetLastResponseMeta_(_meta43)
-  if _err != nil {
-    return
-  }
-  return _result44.GetSuccess(), nil
+	var _args42 InteropSleepArgs
+	_args42.Ms = ms
+	var _result44 InteropSleepResult
+	var _meta43 thrift.ResponseMeta
+	_meta43, _err = p.Client_().Call(ctx, "sleep", &_args42, &_result44)
+	p.SetLastResponseMeta_(_meta43)
+	if _err != nil {
+		return
+	}
+	return _result44.GetSuccess(), nil
 }
 
 type InteropProcessor struct {
-  processorMap map[string]thrift.TProcessorFunction
-  handler Interop
+	processorMap map[string]thrift.TProcessorFunction
+	handler      Interop
 }
 
 func (p *InteropProcessor) AddToProcessorMap(key string, processor thrift.TProcessorFunction) {
-  p.processorMap[key] = processor
+	p.processorMap[key] = processor
 }
 
 func (p *InteropProcessor) GetProcessorFunction(key string) (processor thrift.TProcessorFunction, ok bool) {
-  processor, ok = p.processorMap[key]
-  return processor, ok
+	processor, ok = p.processorMap[key]
+	return processor, ok
 }
 
 func (p *InteropProcessor) ProcessorMap() map[string]thrift.TProcessorFunction {
-  return p.processorMap
+	return p.processorMap
 }
 
 func NewInteropProcessor(handler Interop) *InteropProcessor {
 
-  self45 := &InteropProcessor{handler:handler, processorMap:make(map[string]thrift.TProcessorFunction)}
-  self45.processorMap["ping"] = &interopProcessorPing{handler:handler}
-  self45.processorMap["echoAll"] = &interopProcessorEchoAll{handler:handler}
-  self45.processorMap["echoBinary"] = &interopProcessorEchoBinary{handler:handler}
-  self45.processorMap["echoString"] = &interopProcessorEchoString{handler:handler}
-  self45.processorMap["add"] = &interopProcessorAdd{handler:handler}
-  self45.processorMap["mayFail"] = &interopProcessorMayFail{handler:handler}
-  self45.processorMap["notify"] = &interopProcessorNotify{handler:handler}
-  self45.processorMap["drainNotes"] = &interopProcessorDrainNotes{handler:handler}
-  self45.processorMap["sleep"] = &interopProcessorSleep{handler:handler}
-return self45
+	self45 := &InteropProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self45.processorMap["ping"] = &interopProcessorPing{handler: handler}
+	self45.processorMap["echoAll"] = &interopProcessorEchoAll{handler: handler}
+	self45.processorMap["echoBinary"] = &interopProcessorEchoBinary{handler: handler}
+	self45.processorMap["echoString"] = &interopProcessorEchoString{handler: handler}
+	self45.processorMap["add"] = &interopProcessorAdd{handler: handler}
+	self45.processorMap["mayFail"] = &interopProcessorMayFail{handler: handler}
+	self45.processorMap["notify"] = &interopProcessorNotify{handler: handler}
+	self45.processorMap["drainNotes"] = &interopProcessorDrainNotes{handler: handler}
+	self45.processorMap["sleep"] = &interopProcessorSleep{handler: handler}
+	return self45
 }
 
 func (p *InteropProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  name, _, seqId, err2 := iprot.ReadMessageBegin(ctx)
-  if err2 != nil { return false, thrift.WrapTException(err2) }
-  if processor, ok := p.GetProcessorFunction(name); ok {
-    return processor.Process(ctx, seqId, iprot, oprot)
-  }
-  iprot.Skip(ctx, thrift.STRUCT)
-  iprot.ReadMessageEnd(ctx)
-  x46 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function " + name)
-  oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-  x46.Write(ctx, oprot)
-  oprot.WriteMessageEnd(ctx)
-  oprot.Flush(ctx)
-  return false, x46
+	name, _, seqId, err2 := iprot.ReadMessageBegin(ctx)
+	if err2 != nil {
+		return false, thrift.WrapTException(err2)
+	}
+	if processor, ok := p.GetProcessorFunction(name); ok {
+		return processor.Process(ctx, seqId, iprot, oprot)
+	}
+	iprot.Skip(ctx, thrift.STRUCT)
+	iprot.ReadMessageEnd(ctx)
+	x46 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
+	x46.Write(ctx, oprot)
+	oprot.WriteMessageEnd(ctx)
+	oprot.Flush(ctx)
+	return false, x46
 
 }
 
 type interopProcessorPing struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorPing) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err47 error
-  args := InteropPingArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "ping", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err47 error
+	args := InteropPingArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "ping", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropPingResult{}
-  if err2 := p.handler.Ping(ctx); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc48 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing ping: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "ping", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err47 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc48.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
-      _write_err47 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
-      _write_err47 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
-      _write_err47 = thrift.WrapTException(err2)
-    }
-    if _write_err47 != nil {
-      return false, thrift.WrapTException(_write_err47)
-    }
-    return true, err
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "ping", thrift.REPLY, seqId); err2 != nil {
-    _write_err47 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
-    _write_err47 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
-    _write_err47 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
-    _write_err47 = thrift.WrapTException(err2)
-  }
-  if _write_err47 != nil {
-    return false, thrift.WrapTException(_write_err47)
-  }
-  return true, err
+	result := InteropPingResult{}
+	if err2 := p.handler.Ping(ctx); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc48 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing ping: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "ping", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err47 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc48.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
+			_write_err47 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
+			_write_err47 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
+			_write_err47 = thrift.WrapTException(err2)
+		}
+		if _write_err47 != nil {
+			return false, thrift.WrapTException(_write_err47)
+		}
+		return true, err
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "ping", thrift.REPLY, seqId); err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err47 == nil && err2 != nil {
+		_write_err47 = thrift.WrapTException(err2)
+	}
+	if _write_err47 != nil {
+		return false, thrift.WrapTException(_write_err47)
+	}
+	return true, err
 }
 
 type interopProcessorEchoAll struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorEchoAll) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err49 error
-  args := InteropEchoAllArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "echoAll", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err49 error
+	args := InteropEchoAllArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "echoAll", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropEchoAllResult{}
-  if retval, err2 := p.handler.EchoAll(ctx, args.V); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc50 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoAll: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "echoAll", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err49 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc50.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
-      _write_err49 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
-      _write_err49 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
-      _write_err49 = thrift.WrapTException(err2)
-    }
-    if _write_err49 != nil {
-      return false, thrift.WrapTException(_write_err49)
-    }
-    return true, err
-  } else {
-    result.Success = retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "echoAll", thrift.REPLY, seqId); err2 != nil {
-    _write_err49 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
-    _write_err49 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
-    _write_err49 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
-    _write_err49 = thrift.WrapTException(err2)
-  }
-  if _write_err49 != nil {
-    return false, thrift.WrapTException(_write_err49)
-  }
-  return true, err
+	result := InteropEchoAllResult{}
+	if retval, err2 := p.handler.EchoAll(ctx, args.V); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc50 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoAll: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "echoAll", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err49 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc50.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+			_write_err49 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+			_write_err49 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+			_write_err49 = thrift.WrapTException(err2)
+		}
+		if _write_err49 != nil {
+			return false, thrift.WrapTException(_write_err49)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "echoAll", thrift.REPLY, seqId); err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err49 == nil && err2 != nil {
+		_write_err49 = thrift.WrapTException(err2)
+	}
+	if _write_err49 != nil {
+		return false, thrift.WrapTException(_write_err49)
+	}
+	return true, err
 }
 
 type interopProcessorEchoBinary struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorEchoBinary) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err51 error
-  args := InteropEchoBinaryArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "echoBinary", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err51 error
+	args := InteropEchoBinaryArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "echoBinary", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropEchoBinaryResult{}
-  if retval, err2 := p.handler.EchoBinary(ctx, args.Data); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc52 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoBinary: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "echoBinary", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err51 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc52.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
-      _write_err51 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
-      _write_err51 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
-      _write_err51 = thrift.WrapTException(err2)
-    }
-    if _write_err51 != nil {
-      return false, thrift.WrapTException(_write_err51)
-    }
-    return true, err
-  } else {
-    result.Success = retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "echoBinary", thrift.REPLY, seqId); err2 != nil {
-    _write_err51 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
-    _write_err51 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
-    _write_err51 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
-    _write_err51 = thrift.WrapTException(err2)
-  }
-  if _write_err51 != nil {
-    return false, thrift.WrapTException(_write_err51)
-  }
-  return true, err
+	result := InteropEchoBinaryResult{}
+	if retval, err2 := p.handler.EchoBinary(ctx, args.Data); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc52 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoBinary: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "echoBinary", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc52.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+			_write_err51 = thrift.WrapTException(err2)
+		}
+		if _write_err51 != nil {
+			return false, thrift.WrapTException(_write_err51)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "echoBinary", thrift.REPLY, seqId); err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err51 == nil && err2 != nil {
+		_write_err51 = thrift.WrapTException(err2)
+	}
+	if _write_err51 != nil {
+		return false, thrift.WrapTException(_write_err51)
+	}
+	return true, err
 }
 
 type interopProcessorEchoString struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorEchoString) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err53 error
-  args := InteropEchoStringArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "echoString", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err53 error
+	args := InteropEchoStringArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "echoString", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropEchoStringResult{}
-  if retval, err2 := p.handler.EchoString(ctx, args.S); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc54 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoString: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "echoString", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err53 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc54.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
-      _write_err53 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
-      _write_err53 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
-      _write_err53 = thrift.WrapTException(err2)
-    }
-    if _write_err53 != nil {
-      return false, thrift.WrapTException(_write_err53)
-    }
-    return true, err
-  } else {
-    result.Success = &retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "echoString", thrift.REPLY, seqId); err2 != nil {
-    _write_err53 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
-    _write_err53 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
-    _write_err53 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
-    _write_err53 = thrift.WrapTException(err2)
-  }
-  if _write_err53 != nil {
-    return false, thrift.WrapTException(_write_err53)
-  }
-  return true, err
+	result := InteropEchoStringResult{}
+	if retval, err2 := p.handler.EchoString(ctx, args.S); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc54 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing echoString: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "echoString", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc54.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+			_write_err53 = thrift.WrapTException(err2)
+		}
+		if _write_err53 != nil {
+			return false, thrift.WrapTException(_write_err53)
+		}
+		return true, err
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "echoString", thrift.REPLY, seqId); err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err53 == nil && err2 != nil {
+		_write_err53 = thrift.WrapTException(err2)
+	}
+	if _write_err53 != nil {
+		return false, thrift.WrapTException(_write_err53)
+	}
+	return true, err
 }
 
 type interopProcessorAdd struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorAdd) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err55 error
-  args := InteropAddArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "add", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err55 error
+	args := InteropAddArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "add", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropAddResult{}
-  if retval, err2 := p.handler.Add(ctx, args.A, args.B); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc56 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing add: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "add", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err55 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc56.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
-      _write_err55 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
-      _write_err55 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
-      _write_err55 = thrift.WrapTException(err2)
-    }
-    if _write_err55 != nil {
-      return false, thrift.WrapTException(_write_err55)
-    }
-    return true, err
-  } else {
-    result.Success = &retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "add", thrift.REPLY, seqId); err2 != nil {
-    _write_err55 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
-    _write_err55 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
-    _write_err55 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
-    _write_err55 = thrift.WrapTException(err2)
-  }
-  if _write_err55 != nil {
-    return false, thrift.WrapTException(_write_err55)
-  }
-  return true, err
+	result := InteropAddResult{}
+	if retval, err2 := p.handler.Add(ctx, args.A, args.B); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc56 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing add: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "add", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc56.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+			_write_err55 = thrift.WrapTException(err2)
+		}
+		if _write_err55 != nil {
+			return false, thrift.WrapTException(_write_err55)
+		}
+		return true, err
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "add", thrift.REPLY, seqId); err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err55 == nil && err2 != nil {
+		_write_err55 = thrift.WrapTException(err2)
+	}
+	if _write_err55 != nil {
+		return false, thrift.WrapTException(_write_err55)
+	}
+	return true, err
 }
 
 type interopProcessorMayFail struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorMayFail) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err57 error
-  args := InteropMayFailArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "mayFail", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err57 error
+	args := InteropMayFailArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "mayFail", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropMayFailResult{}
-  if retval, err2 := p.handler.MayFail(ctx, args.Code); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    switch v := err2.(type) {
-    case *InteropError:
-      result.Err = v
-    case *OtherError:
-      result.Other = v
-    default:
-      if errors.Is(err2, thrift.ErrAbandonRequest) {
-        return false, thrift.WrapTException(err2)
-      }
-      _exc58 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing mayFail: " + err2.Error())
-      if err2 := oprot.WriteMessageBegin(ctx, "mayFail", thrift.EXCEPTION, seqId); err2 != nil {
-        _write_err57 = thrift.WrapTException(err2)
-      }
-      if err2 := _exc58.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
-        _write_err57 = thrift.WrapTException(err2)
-      }
-      if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
-        _write_err57 = thrift.WrapTException(err2)
-      }
-      if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
-        _write_err57 = thrift.WrapTException(err2)
-      }
-      if _write_err57 != nil {
-        return false, thrift.WrapTException(_write_err57)
-      }
-      return true, err
-    }
-  } else {
-    result.Success = &retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "mayFail", thrift.REPLY, seqId); err2 != nil {
-    _write_err57 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
-    _write_err57 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
-    _write_err57 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
-    _write_err57 = thrift.WrapTException(err2)
-  }
-  if _write_err57 != nil {
-    return false, thrift.WrapTException(_write_err57)
-  }
-  return true, err
+	result := InteropMayFailResult{}
+	if retval, err2 := p.handler.MayFail(ctx, args.Code); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *InteropError:
+			result.Err = v
+		case *OtherError:
+			result.Other = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc58 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing mayFail: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "mayFail", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err57 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc58.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
+				_write_err57 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
+				_write_err57 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
+				_write_err57 = thrift.WrapTException(err2)
+			}
+			if _write_err57 != nil {
+				return false, thrift.WrapTException(_write_err57)
+			}
+			return true, err
+		}
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "mayFail", thrift.REPLY, seqId); err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err57 == nil && err2 != nil {
+		_write_err57 = thrift.WrapTException(err2)
+	}
+	if _write_err57 != nil {
+		return false, thrift.WrapTException(_write_err57)
+	}
+	return true, err
 }
 
 type interopProcessorNotify struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorNotify) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  args := InteropNotifyArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	args := InteropNotifyArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  _ = tickerCancel
+	tickerCancel := func() {}
+	_ = tickerCancel
 
-  if err2 := p.handler.Notify(ctx, args.Msg); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-  }
-  tickerCancel()
-  return true, err
+	if err2 := p.handler.Notify(ctx, args.Msg); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+	}
+	tickerCancel()
+	return true, err
 }
 
 type interopProcessorDrainNotes struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorDrainNotes) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err59 error
-  args := InteropDrainNotesArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "drainNotes", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err59 error
+	args := InteropDrainNotesArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "drainNotes", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropDrainNotesResult{}
-  if retval, err2 := p.handler.DrainNotes(ctx); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc60 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing drainNotes: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "drainNotes", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err59 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc60.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
-      _write_err59 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
-      _write_err59 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
-      _write_err59 = thrift.WrapTException(err2)
-    }
-    if _write_err59 != nil {
-      return false, thrift.WrapTException(_write_err59)
-    }
-    return true, err
-  } else {
-    result.Success = retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "drainNotes", thrift.REPLY, seqId); err2 != nil {
-    _write_err59 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
-    _write_err59 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
-    _write_err59 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
-    _write_err59 = thrift.WrapTException(err2)
-  }
-  if _write_err59 != nil {
-    return false, thrift.WrapTException(_write_err59)
-  }
-  return true, err
+	result := InteropDrainNotesResult{}
+	if retval, err2 := p.handler.DrainNotes(ctx); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc60 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing drainNotes: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "drainNotes", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc60.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
+			_write_err59 = thrift.WrapTException(err2)
+		}
+		if _write_err59 != nil {
+			return false, thrift.WrapTException(_write_err59)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "drainNotes", thrift.REPLY, seqId); err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err59 == nil && err2 != nil {
+		_write_err59 = thrift.WrapTException(err2)
+	}
+	if _write_err59 != nil {
+		return false, thrift.WrapTException(_write_err59)
+	}
+	return true, err
 }
 
 type interopProcessorSleep struct {
-  handler Interop
+	handler Interop
 }
 
 func (p *interopProcessorSleep) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-  var _write_err61 error
-  args := InteropSleepArgs{}
-  if err2 := args.Read(ctx, iprot); err2 != nil {
-    iprot.ReadMessageEnd(ctx)
-    x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
-    oprot.WriteMessageBegin(ctx, "sleep", thrift.EXCEPTION, seqId)
-    x.Write(ctx, oprot)
-    oprot.WriteMessageEnd(ctx)
-    oprot.Flush(ctx)
-    return false, thrift.WrapTException(err2)
-  }
-  iprot.ReadMessageEnd(ctx)
+	var _write_err61 error
+	args := InteropSleepArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "sleep", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
 
-  tickerCancel := func() {}
-  // Start a goroutine to do server side connectivity check.
-  if thrift.ServerConnectivityCheckInterval > 0 {
-    var cancel context.CancelFunc
-    ctx, cancel = context.WithCancel(ctx)
-    defer cancel()
-    var tickerCtx context.Context
-    tickerCtx, tickerCancel = context.WithCancel(context.Background())
-    defer tickerCancel()
-    go func(ctx context.Context, cancel context.CancelFunc) {
-      ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
-      defer ticker.Stop()
-      for {
-        select {
-        case <-ctx.Done():
-          return
-        case <-ticker.C:
-          if !iprot.Transport().IsOpen() {
-            cancel()
-            return
-          }
-        }
-      }
-    }(tickerCtx, cancel)
-  }
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
 
-  result := InteropSleepResult{}
-  if retval, err2 := p.handler.Sleep(ctx, args.Ms); err2 != nil {
-    tickerCancel()
-    err = thrift.WrapTException(err2)
-    if errors.Is(err2, thrift.ErrAbandonRequest) {
-      return false, thrift.WrapTException(err2)
-    }
-    _exc62 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing sleep: " + err2.Error())
-    if err2 := oprot.WriteMessageBegin(ctx, "sleep", thrift.EXCEPTION, seqId); err2 != nil {
-      _write_err61 = thrift.WrapTException(err2)
-    }
-    if err2 := _exc62.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
-      _write_err61 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
-      _write_err61 = thrift.WrapTException(err2)
-    }
-    if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
-      _write_err61 = thrift.WrapTException(err2)
-    }
-    if _write_err61 != nil {
-      return false, thrift.WrapTException(_write_err61)
-    }
-    return true, err
-  } else {
-    result.Success = &retval
-  }
-  tickerCancel()
-  if err2 := oprot.WriteMessageBegin(ctx, "sleep", thrift.REPLY, seqId); err2 != nil {
-    _write_err61 = thrift.WrapTException(err2)
-  }
-  if err2 := result.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
-    _write_err61 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
-    _write_err61 = thrift.WrapTException(err2)
-  }
-  if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
-    _write_err61 = thrift.WrapTException(err2)
-  }
-  if _write_err61 != nil {
-    return false, thrift.WrapTException(_write_err61)
-  }
-  return true, err
+	result := InteropSleepResult{}
+	if retval, err2 := p.handler.Sleep(ctx, args.Ms); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc62 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing sleep: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "sleep", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err61 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc62.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
+			_write_err61 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
+			_write_err61 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
+			_write_err61 = thrift.WrapTException(err2)
+		}
+		if _write_err61 != nil {
+			return false, thrift.WrapTException(_write_err61)
+		}
+		return true, err
+	} else {
+		result.Success = &retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "sleep", thrift.REPLY, seqId); err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err61 == nil && err2 != nil {
+		_write_err61 = thrift.WrapTException(err2)
+	}
+	if _write_err61 != nil {
+		return false, thrift.WrapTException(_write_err61)
+	}
+	return true, err
 }
-
 
 // HELPER FUNCTIONS AND STRUCTURES
 
@@ -2462,1640 +2665,1791 @@ type InteropPingArgs struct {
 }
 
 func NewInteropPingArgs() *InteropPingArgs {
-  return &InteropPingArgs{}
+	return &InteropPingArgs{}
 }
 
 func (p *InteropPingArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-      return err
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+			return err
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
 func (p *InteropPingArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "ping_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "ping_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropPingArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropPingArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropPingArgs(%+v)", *p)
 }
 
 type InteropPingResult struct {
 }
 
 func NewInteropPingResult() *InteropPingResult {
-  return &InteropPingResult{}
+	return &InteropPingResult{}
 }
 
 func (p *InteropPingResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-      return err
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+			return err
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
 func (p *InteropPingResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "ping_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "ping_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropPingResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropPingResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropPingResult(%+v)", *p)
 }
 
 // Attributes:
-//  - V
+//   - V
 type InteropEchoAllArgs struct {
-  V *AllTypes `thrift:"v,1" db:"v" json:"v"`
+	V *AllTypes `thrift:"v,1" db:"v" json:"v"`
 }
 
 func NewInteropEchoAllArgs() *InteropEchoAllArgs {
-  return &InteropEchoAllArgs{}
+	return &InteropEchoAllArgs{}
 }
 
 var InteropEchoAllArgs_V_DEFAULT *AllTypes
+
 func (p *InteropEchoAllArgs) GetV() *AllTypes {
-  if !p.IsSetV() {
-    return InteropEchoAllArgs_V_DEFAULT
-  }
-return p.V
+	if !p.IsSetV() {
+		return InteropEchoAllArgs_V_DEFAULT
+	}
+	return p.V
 }
 func (p *InteropEchoAllArgs) IsSetV() bool {
-  return p.V != nil
+	return p.V != nil
 }
 
 func (p *InteropEchoAllArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.STRUCT {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoAllArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  p.V = &AllTypes{}
-  if err := p.V.Read(ctx, iprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.V), err)
-  }
-  return nil
+func (p *InteropEchoAllArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.V = &AllTypes{}
+	if err := p.V.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.V), err)
+	}
+	return nil
 }
 
 func (p *InteropEchoAllArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoAll_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoAll_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoAllArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "v", thrift.STRUCT, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:v: ", p), err) }
-  if err := p.V.Write(ctx, oprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.V), err)
-  }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:v: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "v", thrift.STRUCT, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:v: ", p), err)
+	}
+	if err := p.V.Write(ctx, oprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.V), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:v: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropEchoAllArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoAllArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoAllArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropEchoAllResult struct {
-  Success *AllTypes `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success *AllTypes `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropEchoAllResult() *InteropEchoAllResult {
-  return &InteropEchoAllResult{}
+	return &InteropEchoAllResult{}
 }
 
 var InteropEchoAllResult_Success_DEFAULT *AllTypes
+
 func (p *InteropEchoAllResult) GetSuccess() *AllTypes {
-  if !p.IsSetSuccess() {
-    return InteropEchoAllResult_Success_DEFAULT
-  }
-return p.Success
+	if !p.IsSetSuccess() {
+		return InteropEchoAllResult_Success_DEFAULT
+	}
+	return p.Success
 }
 func (p *InteropEchoAllResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropEchoAllResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.STRUCT {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoAllResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  p.Success = &AllTypes{}
-  if err := p.Success.Read(ctx, iprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
-  }
-  return nil
+func (p *InteropEchoAllResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Success = &AllTypes{}
+	if err := p.Success.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
+	}
+	return nil
 }
 
 func (p *InteropEchoAllResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoAll_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoAll_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoAllResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := p.Success.Write(ctx, oprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
-    }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := p.Success.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropEchoAllResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoAllResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoAllResult(%+v)", *p)
 }
 
 // Attributes:
-//  - Data
+//   - Data
 type InteropEchoBinaryArgs struct {
-  Data []byte `thrift:"data,1" db:"data" json:"data"`
+	Data []byte `thrift:"data,1" db:"data" json:"data"`
 }
 
 func NewInteropEchoBinaryArgs() *InteropEchoBinaryArgs {
-  return &InteropEchoBinaryArgs{}
+	return &InteropEchoBinaryArgs{}
 }
-
 
 func (p *InteropEchoBinaryArgs) GetData() []byte {
-  return p.Data
+	return p.Data
 }
 func (p *InteropEchoBinaryArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoBinaryArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadBinary(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Data = v
-}
-  return nil
+func (p *InteropEchoBinaryArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Data = v
+	}
+	return nil
 }
 
 func (p *InteropEchoBinaryArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoBinary_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoBinary_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoBinaryArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "data", thrift.STRING, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:data: ", p), err) }
-  if err := oprot.WriteBinary(ctx, p.Data); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.data (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:data: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "data", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:data: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Data); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.data (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:data: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropEchoBinaryArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoBinaryArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoBinaryArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropEchoBinaryResult struct {
-  Success []byte `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success []byte `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropEchoBinaryResult() *InteropEchoBinaryResult {
-  return &InteropEchoBinaryResult{}
+	return &InteropEchoBinaryResult{}
 }
 
 var InteropEchoBinaryResult_Success_DEFAULT []byte
 
 func (p *InteropEchoBinaryResult) GetSuccess() []byte {
-  return p.Success
+	return p.Success
 }
 func (p *InteropEchoBinaryResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropEchoBinaryResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoBinaryResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadBinary(ctx); err != nil {
-  return thrift.PrependError("error reading field 0: ", err)
-} else {
-  p.Success = v
-}
-  return nil
+func (p *InteropEchoBinaryResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = v
+	}
+	return nil
 }
 
 func (p *InteropEchoBinaryResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoBinary_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoBinary_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoBinaryResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteBinary(ctx, p.Success); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteBinary(ctx, p.Success); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropEchoBinaryResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoBinaryResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoBinaryResult(%+v)", *p)
 }
 
 // Attributes:
-//  - S
+//   - S
 type InteropEchoStringArgs struct {
-  S string `thrift:"s,1" db:"s" json:"s"`
+	S string `thrift:"s,1" db:"s" json:"s"`
 }
 
 func NewInteropEchoStringArgs() *InteropEchoStringArgs {
-  return &InteropEchoStringArgs{}
+	return &InteropEchoStringArgs{}
 }
-
 
 func (p *InteropEchoStringArgs) GetS() string {
-  return p.S
+	return p.S
 }
 func (p *InteropEchoStringArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoStringArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.S = v
-}
-  return nil
+func (p *InteropEchoStringArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.S = v
+	}
+	return nil
 }
 
 func (p *InteropEchoStringArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoString_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoString_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoStringArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "s", thrift.STRING, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:s: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.S)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.s (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:s: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "s", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:s: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.S)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.s (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:s: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropEchoStringArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoStringArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoStringArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropEchoStringResult struct {
-  Success *string `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success *string `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropEchoStringResult() *InteropEchoStringResult {
-  return &InteropEchoStringResult{}
+	return &InteropEchoStringResult{}
 }
 
 var InteropEchoStringResult_Success_DEFAULT string
+
 func (p *InteropEchoStringResult) GetSuccess() string {
-  if !p.IsSetSuccess() {
-    return InteropEchoStringResult_Success_DEFAULT
-  }
-return *p.Success
+	if !p.IsSetSuccess() {
+		return InteropEchoStringResult_Success_DEFAULT
+	}
+	return *p.Success
 }
 func (p *InteropEchoStringResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropEchoStringResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropEchoStringResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 0: ", err)
-} else {
-  p.Success = &v
-}
-  return nil
+func (p *InteropEchoStringResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
 }
 
 func (p *InteropEchoStringResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "echoString_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "echoString_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropEchoStringResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteString(ctx, string(*p.Success)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRING, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteString(ctx, string(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropEchoStringResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropEchoStringResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropEchoStringResult(%+v)", *p)
 }
 
 // Attributes:
-//  - A
-//  - B
+//   - A
+//   - B
 type InteropAddArgs struct {
-  A int32 `thrift:"a,1" db:"a" json:"a"`
-  B int64 `thrift:"b,2" db:"b" json:"b"`
+	A int32 `thrift:"a,1" db:"a" json:"a"`
+	B int64 `thrift:"b,2" db:"b" json:"b"`
 }
 
 func NewInteropAddArgs() *InteropAddArgs {
-  return &InteropAddArgs{}
+	return &InteropAddArgs{}
 }
 
-
 func (p *InteropAddArgs) GetA() int32 {
-  return p.A
+	return p.A
 }
 
 func (p *InteropAddArgs) GetB() int64 {
-  return p.B
+	return p.B
 }
 func (p *InteropAddArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 2:
-      if fieldTypeId == thrift.I64 {
-        if err := p.ReadField2(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropAddArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.A = v
-}
-  return nil
+func (p *InteropAddArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.A = v
+	}
+	return nil
 }
 
-func (p *InteropAddArgs)  ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI64(ctx); err != nil {
-  return thrift.PrependError("error reading field 2: ", err)
-} else {
-  p.B = v
-}
-  return nil
+func (p *InteropAddArgs) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.B = v
+	}
+	return nil
 }
 
 func (p *InteropAddArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "add_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-    if err := p.writeField2(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "add_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropAddArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "a", thrift.I32, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:a: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.A)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.a (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:a: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "a", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:a: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.A)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.a (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:a: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropAddArgs) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "b", thrift.I64, 2); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:b: ", p), err) }
-  if err := oprot.WriteI64(ctx, int64(p.B)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.b (2) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 2:b: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "b", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:b: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.B)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.b (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:b: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropAddArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropAddArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropAddArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropAddResult struct {
-  Success *int64 `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success *int64 `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropAddResult() *InteropAddResult {
-  return &InteropAddResult{}
+	return &InteropAddResult{}
 }
 
 var InteropAddResult_Success_DEFAULT int64
+
 func (p *InteropAddResult) GetSuccess() int64 {
-  if !p.IsSetSuccess() {
-    return InteropAddResult_Success_DEFAULT
-  }
-return *p.Success
+	if !p.IsSetSuccess() {
+		return InteropAddResult_Success_DEFAULT
+	}
+	return *p.Success
 }
 func (p *InteropAddResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropAddResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.I64 {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropAddResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI64(ctx); err != nil {
-  return thrift.PrependError("error reading field 0: ", err)
-} else {
-  p.Success = &v
-}
-  return nil
+func (p *InteropAddResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
 }
 
 func (p *InteropAddResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "add_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "add_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropAddResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.I64, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteI64(ctx, int64(*p.Success)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.I64, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropAddResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropAddResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropAddResult(%+v)", *p)
 }
 
 // Attributes:
-//  - Code
+//   - Code
 type InteropMayFailArgs struct {
-  Code int32 `thrift:"code,1" db:"code" json:"code"`
+	Code int32 `thrift:"code,1" db:"code" json:"code"`
 }
 
 func NewInteropMayFailArgs() *InteropMayFailArgs {
-  return &InteropMayFailArgs{}
+	return &InteropMayFailArgs{}
 }
-
 
 func (p *InteropMayFailArgs) GetCode() int32 {
-  return p.Code
+	return p.Code
 }
 func (p *InteropMayFailArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropMayFailArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Code = v
-}
-  return nil
+func (p *InteropMayFailArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Code = v
+	}
+	return nil
 }
 
 func (p *InteropMayFailArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "mayFail_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "mayFail_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropMayFailArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "code", thrift.I32, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:code: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.Code)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.code (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:code: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "code", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:code: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Code)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.code (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:code: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropMayFailArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropMayFailArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropMayFailArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
-//  - Err
-//  - Other
+//   - Success
+//   - Err
+//   - Other
 type InteropMayFailResult struct {
-  Success *int32 `thrift:"success,0" db:"success" json:"success,omitempty"`
-  Err *InteropError `thrift:"err,1" db:"err" json:"err,omitempty"`
-  Other *OtherError `thrift:"other,2" db:"other" json:"other,omitempty"`
+	Success *int32        `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Err     *InteropError `thrift:"err,1" db:"err" json:"err,omitempty"`
+	Other   *OtherError   `thrift:"other,2" db:"other" json:"other,omitempty"`
 }
 
 func NewInteropMayFailResult() *InteropMayFailResult {
-  return &InteropMayFailResult{}
+	return &InteropMayFailResult{}
 }
 
 var InteropMayFailResult_Success_DEFAULT int32
+
 func (p *InteropMayFailResult) GetSuccess() int32 {
-  if !p.IsSetSuccess() {
-    return InteropMayFailResult_Success_DEFAULT
-  }
-return *p.Success
+	if !p.IsSetSuccess() {
+		return InteropMayFailResult_Success_DEFAULT
+	}
+	return *p.Success
 }
+
 var InteropMayFailResult_Err_DEFAULT *InteropError
+
 func (p *InteropMayFailResult) GetErr() *InteropError {
-  if !p.IsSetErr() {
-    return InteropMayFailResult_Err_DEFAULT
-  }
-return p.Err
+	if !p.IsSetErr() {
+		return InteropMayFailResult_Err_DEFAULT
+	}
+	return p.Err
 }
+
 var InteropMayFailResult_Other_DEFAULT *OtherError
+
 func (p *InteropMayFailResult) GetOther() *OtherError {
-  if !p.IsSetOther() {
-    return InteropMayFailResult_Other_DEFAULT
-  }
-return p.Other
+	if !p.IsSetOther() {
+		return InteropMayFailResult_Other_DEFAULT
+	}
+	return p.Other
 }
 func (p *InteropMayFailResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropMayFailResult) IsSetErr() bool {
-  return p.Err != nil
+	return p.Err != nil
 }
 
 func (p *InteropMayFailResult) IsSetOther() bool {
-  return p.Other != nil
+	return p.Other != nil
 }
 
 func (p *InteropMayFailResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 1:
-      if fieldTypeId == thrift.STRUCT {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    case 2:
-      if fieldTypeId == thrift.STRUCT {
-        if err := p.ReadField2(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropMayFailResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 0: ", err)
-} else {
-  p.Success = &v
-}
-  return nil
-}
-
-func (p *InteropMayFailResult)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  p.Err = &InteropError{}
-  if err := p.Err.Read(ctx, iprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Err), err)
-  }
-  return nil
+func (p *InteropMayFailResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
 }
 
-func (p *InteropMayFailResult)  ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
-  p.Other = &OtherError{}
-  if err := p.Other.Read(ctx, iprot); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Other), err)
-  }
-  return nil
+func (p *InteropMayFailResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Err = &InteropError{}
+	if err := p.Err.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Err), err)
+	}
+	return nil
+}
+
+func (p *InteropMayFailResult) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Other = &OtherError{}
+	if err := p.Other.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Other), err)
+	}
+	return nil
 }
 
 func (p *InteropMayFailResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "mayFail_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-    if err := p.writeField2(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "mayFail_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropMayFailResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.I32, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteI32(ctx, int32(*p.Success)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.I32, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteI32(ctx, int32(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropMayFailResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetErr() {
-    if err := oprot.WriteFieldBegin(ctx, "err", thrift.STRUCT, 1); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:err: ", p), err) }
-    if err := p.Err.Write(ctx, oprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Err), err)
-    }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 1:err: ", p), err) }
-  }
-  return err
+	if p.IsSetErr() {
+		if err := oprot.WriteFieldBegin(ctx, "err", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:err: ", p), err)
+		}
+		if err := p.Err.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Err), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:err: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropMayFailResult) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetOther() {
-    if err := oprot.WriteFieldBegin(ctx, "other", thrift.STRUCT, 2); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:other: ", p), err) }
-    if err := p.Other.Write(ctx, oprot); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Other), err)
-    }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 2:other: ", p), err) }
-  }
-  return err
+	if p.IsSetOther() {
+		if err := oprot.WriteFieldBegin(ctx, "other", thrift.STRUCT, 2); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:other: ", p), err)
+		}
+		if err := p.Other.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Other), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 2:other: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropMayFailResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropMayFailResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropMayFailResult(%+v)", *p)
 }
 
 // Attributes:
-//  - Msg
+//   - Msg
 type InteropNotifyArgs struct {
-  Msg string `thrift:"msg,1" db:"msg" json:"msg"`
+	Msg string `thrift:"msg,1" db:"msg" json:"msg"`
 }
 
 func NewInteropNotifyArgs() *InteropNotifyArgs {
-  return &InteropNotifyArgs{}
+	return &InteropNotifyArgs{}
 }
-
 
 func (p *InteropNotifyArgs) GetMsg() string {
-  return p.Msg
+	return p.Msg
 }
 func (p *InteropNotifyArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.STRING {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropNotifyArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadString(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Msg = v
-}
-  return nil
+func (p *InteropNotifyArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Msg = v
+	}
+	return nil
 }
 
 func (p *InteropNotifyArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "notify_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "notify_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropNotifyArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "msg", thrift.STRING, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:msg: ", p), err) }
-  if err := oprot.WriteString(ctx, string(p.Msg)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.msg (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:msg: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "msg", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:msg: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Msg)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.msg (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:msg: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropNotifyArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropNotifyArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropNotifyArgs(%+v)", *p)
 }
 
 type InteropDrainNotesArgs struct {
 }
 
 func NewInteropDrainNotesArgs() *InteropDrainNotesArgs {
-  return &InteropDrainNotesArgs{}
+	return &InteropDrainNotesArgs{}
 }
 
 func (p *InteropDrainNotesArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-      return err
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+			return err
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
 func (p *InteropDrainNotesArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "drainNotes_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "drainNotes_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropDrainNotesArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropDrainNotesArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropDrainNotesArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropDrainNotesResult struct {
-  Success []string `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success []string `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropDrainNotesResult() *InteropDrainNotesResult {
-  return &InteropDrainNotesResult{}
+	return &InteropDrainNotesResult{}
 }
 
 var InteropDrainNotesResult_Success_DEFAULT []string
 
 func (p *InteropDrainNotesResult) GetSuccess() []string {
-  return p.Success
+	return p.Success
 }
 func (p *InteropDrainNotesResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropDrainNotesResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.LIST {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropDrainNotesResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  _, size, err := iprot.ReadListBegin(ctx)
-  if err != nil {
-    return thrift.PrependError("error reading list begin: ", err)
-  }
-  tSlice := make([]string, 0, size)
-  p.Success =  tSlice
-  for i := 0; i < size; i ++ {
-var _elem63 string
-    if v, err := iprot.ReadString(ctx); err != nil {
-    return thrift.PrependError("error reading field 0: ", err)
-} else {
-    _elem63 = v
-}
-    p.Success = append(p.Success, _elem63)
-  }
-  if err := iprot.ReadListEnd(ctx); err != nil {
-    return thrift.PrependError("error reading list end: ", err)
-  }
-  return nil
+func (p *InteropDrainNotesResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]string, 0, size)
+	p.Success = tSlice
+	for i := 0; i < size; i++ {
+		var _elem63 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem63 = v
+		}
+		p.Success = append(p.Success, _elem63)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
 }
 
 func (p *InteropDrainNotesResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "drainNotes_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "drainNotes_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropDrainNotesResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.LIST, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteListBegin(ctx, thrift.STRING, len(p.Success)); err != nil {
-      return thrift.PrependError("error writing list begin: ", err)
-    }
-    for _, v := range p.Success {
-      if err := oprot.WriteString(ctx, string(v)); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err) }
-    }
-    if err := oprot.WriteListEnd(ctx); err != nil {
-      return thrift.PrependError("error writing list end: ", err)
-    }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.LIST, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRING, len(p.Success)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Success {
+			if err := oprot.WriteString(ctx, string(v)); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropDrainNotesResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropDrainNotesResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropDrainNotesResult(%+v)", *p)
 }
 
 // Attributes:
-//  - Ms
+//   - Ms
 type InteropSleepArgs struct {
-  Ms int32 `thrift:"ms,1" db:"ms" json:"ms"`
+	Ms int32 `thrift:"ms,1" db:"ms" json:"ms"`
 }
 
 func NewInteropSleepArgs() *InteropSleepArgs {
-  return &InteropSleepArgs{}
+	return &InteropSleepArgs{}
 }
-
 
 func (p *InteropSleepArgs) GetMs() int32 {
-  return p.Ms
+	return p.Ms
 }
 func (p *InteropSleepArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 1:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField1(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropSleepArgs)  ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 1: ", err)
-} else {
-  p.Ms = v
-}
-  return nil
+func (p *InteropSleepArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Ms = v
+	}
+	return nil
 }
 
 func (p *InteropSleepArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "sleep_args"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField1(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "sleep_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropSleepArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if err := oprot.WriteFieldBegin(ctx, "ms", thrift.I32, 1); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:ms: ", p), err) }
-  if err := oprot.WriteI32(ctx, int32(p.Ms)); err != nil {
-  return thrift.PrependError(fmt.Sprintf("%T.ms (1) field write error: ", p), err) }
-  if err := oprot.WriteFieldEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write field end error 1:ms: ", p), err) }
-  return err
+	if err := oprot.WriteFieldBegin(ctx, "ms", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:ms: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Ms)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.ms (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:ms: ", p), err)
+	}
+	return err
 }
 
 func (p *InteropSleepArgs) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropSleepArgs(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropSleepArgs(%+v)", *p)
 }
 
 // Attributes:
-//  - Success
+//   - Success
 type InteropSleepResult struct {
-  Success *int32 `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success *int32 `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewInteropSleepResult() *InteropSleepResult {
-  return &InteropSleepResult{}
+	return &InteropSleepResult{}
 }
 
 var InteropSleepResult_Success_DEFAULT int32
+
 func (p *InteropSleepResult) GetSuccess() int32 {
-  if !p.IsSetSuccess() {
-    return InteropSleepResult_Success_DEFAULT
-  }
-return *p.Success
+	if !p.IsSetSuccess() {
+		return InteropSleepResult_Success_DEFAULT
+	}
+	return *p.Success
 }
 func (p *InteropSleepResult) IsSetSuccess() bool {
-  return p.Success != nil
+	return p.Success != nil
 }
 
 func (p *InteropSleepResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
-  if _, err := iprot.ReadStructBegin(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
-  }
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
 
-
-  for {
-    _, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
-    if err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
-    }
-    if fieldTypeId == thrift.STOP { break; }
-    switch fieldId {
-    case 0:
-      if fieldTypeId == thrift.I32 {
-        if err := p.ReadField0(ctx, iprot); err != nil {
-          return err
-        }
-      } else {
-        if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-          return err
-        }
-      }
-    default:
-      if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-        return err
-      }
-    }
-    if err := iprot.ReadFieldEnd(ctx); err != nil {
-      return err
-    }
-  }
-  if err := iprot.ReadStructEnd(ctx); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
-  }
-  return nil
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
 }
 
-func (p *InteropSleepResult)  ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
-  if v, err := iprot.ReadI32(ctx); err != nil {
-  return thrift.PrependError("error reading field 0: ", err)
-} else {
-  p.Success = &v
-}
-  return nil
+func (p *InteropSleepResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 0: ", err)
+	} else {
+		p.Success = &v
+	}
+	return nil
 }
 
 func (p *InteropSleepResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
-  if err := oprot.WriteStructBegin(ctx, "sleep_result"); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err) }
-  if p != nil {
-    if err := p.writeField0(ctx, oprot); err != nil { return err }
-  }
-  if err := oprot.WriteFieldStop(ctx); err != nil {
-    return thrift.PrependError("write field stop error: ", err) }
-  if err := oprot.WriteStructEnd(ctx); err != nil {
-    return thrift.PrependError("write struct stop error: ", err) }
-  return nil
+	if err := oprot.WriteStructBegin(ctx, "sleep_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
 }
 
 func (p *InteropSleepResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
-  if p.IsSetSuccess() {
-    if err := oprot.WriteFieldBegin(ctx, "success", thrift.I32, 0); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err) }
-    if err := oprot.WriteI32(ctx, int32(*p.Success)); err != nil {
-    return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err) }
-    if err := oprot.WriteFieldEnd(ctx); err != nil {
-      return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err) }
-  }
-  return err
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.I32, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := oprot.WriteI32(ctx, int32(*p.Success)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.success (0) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *InteropSleepResult) String() string {
-  if p == nil {
-    return "<nil>"
-  }
-  return fmt.Sprintf("InteropSleepResult(%+v)", *p)
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("InteropSleepResult(%+v)", *p)
 }
-
-

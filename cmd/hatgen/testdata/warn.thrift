@@ -1,0 +1,3 @@
+struct Legacy {
+  i32 no_id
+}

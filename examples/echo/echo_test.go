@@ -1,0 +1,67 @@
+package echo_test
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func build(t *testing.T, ctx context.Context, dir, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, out)
+	return bin
+}
+
+// TestServerAndClient builds the two example programs the way the README
+// tells a newcomer to run them, starts the server, runs the client against
+// it and stops the server with SIGTERM.
+func TestServerAndClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	serverBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/server")
+	clientBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/client")
+
+	srv := exec.CommandContext(ctx, serverBin, "-addr", "127.0.0.1:0")
+	stdout, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	defer func() { _ = srv.Process.Kill() }()
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "server printed nothing")
+	addr, ok := strings.CutPrefix(lines.Text(), "echo server listening on ")
+	require.True(t, ok, "unexpected first line %q", lines.Text())
+
+	tests := []struct {
+		msg  string
+		want []string
+	}{
+		{"hello", []string{"echo: hello", "empty message refused: nothing to echo", "echoBytes: 1048576 bytes round trip ok"}},
+		{"ünïcode ✓", []string{"echo: ünïcode ✓"}},
+	}
+	for _, tt := range tests {
+		out, err := exec.CommandContext(ctx, clientBin, "-addr", addr, "-msg", tt.msg).CombinedOutput()
+		require.NoError(t, err, "client: %s", out)
+		for _, w := range tt.want {
+			assert.Contains(t, string(out), w+"\n")
+		}
+	}
+
+	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	require.True(t, lines.Scan(), "server exited without its goodbye")
+	assert.Equal(t, "echo server stopped", lines.Text())
+	require.NoError(t, srv.Wait())
+}

@@ -1,0 +1,261 @@
+// Package bench is the Apache Thrift Benchmark (ATB) harness over TCP: an
+// echo service served and called by HatRPC and by Apache Thrift Go, the
+// latency and throughput loops that measure them, and the report table.
+// cmd/atb-tcp runs server and client in separate processes (optionally
+// pinned with taskset); the Benchmark* functions are the in-process view.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Caller performs echo round trips. A Caller is used by one goroutine at a
+// time; systems whose connections are concurrency-safe hand the same
+// connection to several Callers.
+type Caller interface {
+	Echo(ctx context.Context, payload []byte) ([]byte, error)
+	Close() error
+}
+
+// Server is a running echo server.
+type Server interface {
+	Addr() string
+	// Stop shuts the server down, waiting at most until ctx is done.
+	Stop(ctx context.Context) error
+}
+
+// System is one RPC implementation under test.
+type System interface {
+	Name() string
+	// Serve starts an echo server on addr ("127.0.0.1:0" for any port).
+	Serve(ctx context.Context, addr string) (Server, error)
+	// Callers opens n callers to addr, one per concurrent goroutine.
+	Callers(ctx context.Context, addr string, n int) ([]Caller, error)
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]System{}
+)
+
+// Register makes a system available by name to the runner.
+func Register(s System) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[s.Name()]; dup {
+		panic("bench: duplicate system " + s.Name())
+	}
+	registry[s.Name()] = s
+}
+
+// ErrUnknownSystem is returned by Lookup for a name nobody registered.
+var ErrUnknownSystem = errors.New("bench: unknown system")
+
+// Lookup finds a registered system.
+func Lookup(name string) (System, error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	s, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownSystem, name, systemNames())
+	}
+	return s, nil
+}
+
+// Systems lists the registered system names, sorted.
+func Systems() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return systemNames()
+}
+
+func systemNames() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrEchoMismatch means a reply did not carry the request's bytes back.
+var ErrEchoMismatch = errors.New("bench: echo reply differs from request")
+
+// Payload is a deterministic non-constant payload of n bytes.
+func Payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*31 + 7)
+	}
+	return b
+}
+
+func checkEcho(req, rep []byte) error {
+	// Length plus both ends catches truncation and misrouted replies without
+	// a full compare dominating small-message timings.
+	if len(req) != len(rep) || (len(req) > 0 && (req[0] != rep[0] || req[len(req)-1] != rep[len(rep)-1])) {
+		return fmt.Errorf("%w: sent %d bytes, got %d", ErrEchoMismatch, len(req), len(rep))
+	}
+	return nil
+}
+
+// NewHistogram records latencies in nanoseconds from 1µs to 10s with three
+// significant digits.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1_000, 10_000_000_000, 3)
+}
+
+// LatencyResult is one closed-loop single-caller latency run.
+type LatencyResult struct {
+	Calls int64         `json:"calls"`
+	P50   time.Duration `json:"p50_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	P999  time.Duration `json:"p999_ns"`
+	Mean  time.Duration `json:"mean_ns"`
+}
+
+// MeasureLatency makes warmup unrecorded calls, then calls recorded ones.
+func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls int) (LatencyResult, error) {
+	for i := 0; i < warmup; i++ {
+		rep, err := c.Echo(ctx, payload)
+		if err != nil {
+			return LatencyResult{}, err
+		}
+		if err := checkEcho(payload, rep); err != nil {
+			return LatencyResult{}, err
+		}
+	}
+	h := NewHistogram()
+	for i := 0; i < calls; i++ {
+		start := time.Now()
+		rep, err := c.Echo(ctx, payload)
+		d := time.Since(start)
+		if err != nil {
+			return LatencyResult{}, err
+		}
+		if err := checkEcho(payload, rep); err != nil {
+			return LatencyResult{}, err
+		}
+		_ = h.RecordValue(int64(d))
+	}
+	return LatencyResult{
+		Calls: h.TotalCount(),
+		P50:   time.Duration(h.ValueAtQuantile(50)),
+		P99:   time.Duration(h.ValueAtQuantile(99)),
+		P999:  time.Duration(h.ValueAtQuantile(99.9)),
+		Mean:  time.Duration(h.Mean()),
+	}, nil
+}
+
+// ThroughputResult is one closed-loop run with several concurrent callers.
+type ThroughputResult struct {
+	Callers int           `json:"callers"`
+	Calls   int64         `json:"calls"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	P50     time.Duration `json:"p50_ns"`
+	P99     time.Duration `json:"p99_ns"`
+}
+
+// OpsPerSec is completed calls per second.
+func (r ThroughputResult) OpsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Calls) / r.Elapsed.Seconds()
+}
+
+// MeasureThroughput runs every caller in its own goroutine in a closed loop
+// for d (after a short unrecorded warm-up) and counts completed calls.
+func MeasureThroughput(ctx context.Context, callers []Caller, payload []byte, d time.Duration) (ThroughputResult, error) {
+	warm := d / 10
+	var (
+		calls    atomic.Int64
+		measured atomic.Bool
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hists := make([]*hdrhistogram.Histogram, len(callers))
+	for i, c := range callers {
+		hists[i] = NewHistogram()
+		wg.Add(1)
+		go func(c Caller, h *hdrhistogram.Histogram) {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				start := time.Now()
+				rep, err := c.Echo(runCtx, payload)
+				if err == nil {
+					err = checkEcho(payload, rep)
+				}
+				if err != nil {
+					if runCtx.Err() != nil {
+						return // the run ended while this call was in flight
+					}
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+				if measured.Load() {
+					calls.Add(1)
+					_ = h.RecordValue(int64(time.Since(start)))
+				}
+			}
+		}(c, hists[i])
+	}
+	timer := time.NewTimer(warm)
+	defer timer.Stop()
+	var start time.Time
+	select {
+	case <-timer.C:
+		measured.Store(true)
+		start = time.Now()
+	case <-runCtx.Done():
+	}
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+	case <-runCtx.Done():
+	}
+	measured.Store(false)
+	n := calls.Load()
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	if firstErr != nil {
+		return ThroughputResult{}, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return ThroughputResult{}, err
+	}
+	all := NewHistogram()
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	return ThroughputResult{
+		Callers: len(callers),
+		Calls:   n,
+		Elapsed: elapsed,
+		P50:     time.Duration(all.ValueAtQuantile(50)),
+		P99:     time.Duration(all.ValueAtQuantile(99)),
+	}, nil
+}
+
+// CloseAll closes every caller and returns the first error.
+func CloseAll(cs []Caller) error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,110 @@
+// Command atb-tcp runs the ATB echo benchmark over TCP with server and
+// client in separate processes, pinned with taskset to the same CPU, to
+// different CPUs or not at all, and prints HatRPC and Apache Thrift side by
+// side:
+//
+//	go run ./internal/bench/cmd/atb-tcp
+//	go run ./internal/bench/cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
+//
+// The same binary is re-executed as `-role server` and `-role client`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "atb-tcp:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		role       = flag.String("role", "driver", "driver | server | client (server and client are internal)")
+		system     = flag.String("system", "", "server role: system to serve")
+		addr       = flag.String("addr", "127.0.0.1:0", "server role: listen address")
+		spec       = flag.String("spec", "", "client role: JSON ClientSpec")
+		systems    = flag.String("systems", strings.Join(bench.Systems(), ","), "systems to compare")
+		sizes      = flag.String("sizes", "64,4KiB,128KiB", "payload sizes")
+		callers    = flag.String("callers", "1,8,64", "concurrent callers for the throughput runs")
+		calls      = flag.Int("calls", 20000, "recorded calls per latency run")
+		warmup     = flag.Int("warmup", 2000, "unrecorded calls before a latency run")
+		dur        = flag.Duration("dur", 3*time.Second, "measured time per throughput run")
+		reps       = flag.Int("reps", 3, "interleaved repetitions per point; the best is reported")
+		placements = flag.String("placements", "unpinned,same-cpu,split-cpu", "latency placements")
+		cpus       = flag.String("cpus", "0,1", "the two CPUs used for pinning")
+		timeout    = flag.Duration("timeout", 30*time.Minute, "overall limit")
+	)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	switch *role {
+	case "server":
+		return bench.ServeUntilEOF(ctx, *system, *addr, os.Stdin, os.Stdout)
+	case "client":
+		var s bench.ClientSpec
+		if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+			return fmt.Errorf("bad -spec: %w", err)
+		}
+		res, err := bench.RunClient(ctx, s)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(res)
+	case "driver":
+	default:
+		return fmt.Errorf("unknown -role %q", *role)
+	}
+
+	sz, err := bench.ParseInts(*sizes)
+	if err != nil {
+		return err
+	}
+	cl, err := bench.ParseInts(*callers)
+	if err != nil {
+		return err
+	}
+	cpu := strings.Split(*cpus, ",")
+	if len(cpu) != 2 {
+		return fmt.Errorf("-cpus wants two CPUs, got %q", *cpus)
+	}
+	wantPl := map[string]bool{}
+	for _, p := range strings.Split(*placements, ",") {
+		wantPl[strings.TrimSpace(p)] = true
+	}
+	d := bench.Driver{
+		Systems: strings.Split(*systems, ","),
+		Sizes:   sz,
+		Callers: cl,
+		Calls:   *calls,
+		Warmup:  *warmup,
+		Dur:     *dur,
+		Reps:    *reps,
+		Log:     os.Stderr,
+	}
+	for _, p := range bench.Placements(cpu[0], cpu[1]) {
+		if wantPl[p.Name] {
+			d.Placements = append(d.Placements, p)
+		}
+	}
+	lat, tput, err := d.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return bench.WriteReport(os.Stdout, d.Systems, lat, tput)
+}

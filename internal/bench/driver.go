@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Driver runs the multi-process ATB: for every placement and system a
+// server process, then one client process per measurement point.
+type Driver struct {
+	Systems    []string
+	Placements []Placement
+	Sizes      []int
+	Callers    []int // throughput points; runs unpinned
+	Calls      int   // recorded latency calls
+	Warmup     int
+	Dur        time.Duration
+	Reps       int       // measurements per point; the best is kept
+	Log        io.Writer // progress lines; nil = silent
+}
+
+func (d *Driver) logf(format string, args ...any) {
+	if d.Log != nil {
+		fmt.Fprintf(d.Log, format+"\n", args...)
+	}
+}
+
+// Run measures everything and returns the table rows in a stable order.
+// Every point is measured Reps times, the systems taking turns, and the
+// best run is kept (lowest p50, highest calls/s): on a shared machine other
+// load only ever makes a run slower, so the best of several interleaved
+// runs is the fairest estimate of what each system costs.
+func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error) {
+	for _, s := range d.Systems {
+		if _, err := Lookup(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	reps := max(d.Reps, 1)
+	var lat []LatencyRow
+	for _, p := range d.Placements {
+		rows := make([]LatencyRow, len(d.Sizes))
+		for i, size := range d.Sizes {
+			rows[i] = LatencyRow{Placement: p.Name, Size: size, By: map[string]LatencyResult{}}
+		}
+		err := d.withServers(ctx, p.ServerCPU, func(addrs map[string]string) error {
+			for rep := 0; rep < reps; rep++ {
+				for i, size := range d.Sizes {
+					for _, sys := range d.Systems {
+						res, err := RunClientProcess(ctx, ClientSpec{
+							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, Calls: d.Calls,
+						}, p.ClientCPU)
+						if err != nil {
+							return err
+						}
+						l := *res.Latency
+						if old, ok := rows[i].By[sys]; !ok || l.P50 < old.P50 {
+							rows[i].By[sys] = l
+						}
+						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		lat = append(lat, rows...)
+	}
+
+	var tput []ThroughputRow
+	if len(d.Callers) == 0 {
+		return lat, nil, nil
+	}
+	for _, size := range d.Sizes {
+		for _, c := range d.Callers {
+			tput = append(tput, ThroughputRow{Size: size, Callers: c, By: map[string]ThroughputResult{}})
+		}
+	}
+	err := d.withServers(ctx, "", func(addrs map[string]string) error {
+		for rep := 0; rep < reps; rep++ {
+			for i := range tput {
+				row := &tput[i]
+				for _, sys := range d.Systems {
+					res, err := RunClientProcess(ctx, ClientSpec{
+						System: sys, Addr: addrs[sys], Size: row.Size, Callers: row.Callers, Duration: d.Dur,
+					}, "")
+					if err != nil {
+						return err
+					}
+					r := *res.Throughput
+					if old, ok := row.By[sys]; !ok || r.OpsPerSec() > old.OpsPerSec() {
+						row.By[sys] = r
+					}
+					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec())
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lat, tput, nil
+}
+
+// withServers starts one server process per system, all pinned to cpu,
+// runs f with their addresses and stops them.
+func (d *Driver) withServers(ctx context.Context, cpu string, f func(addrs map[string]string) error) (err error) {
+	addrs := map[string]string{}
+	var started []*RemoteServer
+	defer func() {
+		for _, s := range started {
+			if serr := s.Stop(); err == nil {
+				err = serr
+			}
+		}
+	}()
+	for _, sys := range d.Systems {
+		srv, err := StartServerProcess(ctx, sys, cpu)
+		if err != nil {
+			return err
+		}
+		started = append(started, srv)
+		addrs[sys] = srv.Addr
+	}
+	return f(addrs)
+}

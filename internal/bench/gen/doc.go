@@ -1,0 +1,5 @@
+// Package gen holds hatgen's output for the benchmark echo service
+// (idl/atb.thrift, package atb). Regenerate with `go generate ./internal/bench/gen`.
+package gen
+
+//go:generate go run github.com/hatrpc/hatrpc/cmd/hatgen generate -o . --go-package github.com/hatrpc/hatrpc/internal/bench/gen ../idl/atb.thrift

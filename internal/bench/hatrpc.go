@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// Hat is the HatRPC runtime serving and calling the hatgen-generated echo
+// service. Callers share Conns pipelined connections (HatRPC connections
+// are safe for concurrent use), caller i using connection i % Conns.
+type Hat struct {
+	Conns int
+}
+
+// Name is "hatrpc" for one shared connection, "hatrpc-<n>conn" otherwise.
+func (h Hat) Name() string {
+	if h.conns() == 1 {
+		return "hatrpc"
+	}
+	return fmt.Sprintf("hatrpc-%dconn", h.conns())
+}
+
+func (h Hat) conns() int { return max(h.Conns, 1) }
+
+type hatEcho struct{}
+
+func (hatEcho) Echo(_ context.Context, payload []byte) ([]byte, error) { return payload, nil }
+
+type hatServer struct {
+	srv    *server.Server
+	addr   string
+	served chan error
+}
+
+func (s *hatServer) Addr() string { return s.addr }
+
+func (s *hatServer) Stop(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.served; !errors.Is(serr, server.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Serve starts a HatRPC server with the generated echo service on addr.
+func (h Hat) Serve(_ context.Context, addr string) (Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	// The same message cap as the Apache systems; logs would only disturb
+	// the timings.
+	lim := proto.DefaultLimits
+	lim.MaxMessageSize, lim.MaxStringLength = maxMessage, maxMessage
+	srv := server.New(server.WithLimits(lim),
+		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	atb.RegisterEcho(srv, hatEcho{})
+	s := &hatServer{srv: srv, addr: ln.Addr().String(), served: make(chan error, 1)}
+	go func() { s.served <- srv.Serve(ln) }()
+	return s, nil
+}
+
+type hatCaller struct {
+	c     *atb.EchoClient
+	conn  *client.Conn
+	owner bool // the caller that closes the shared connection
+}
+
+func (c *hatCaller) Echo(ctx context.Context, payload []byte) ([]byte, error) {
+	return c.c.Echo(ctx, payload)
+}
+
+func (c *hatCaller) Close() error {
+	if c.owner {
+		return c.conn.Close()
+	}
+	return nil
+}
+
+// Callers dials min(Conns, n) connections and spreads the n callers over
+// them.
+func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	conns := make([]*client.Conn, 0, min(h.conns(), n))
+	for len(conns) < cap(conns) {
+		c, err := client.Dial(ctx, addr, client.WithHints(&atb.EchoHints))
+		if err != nil {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			return nil, fmt.Errorf("hatrpc dial %s: %w", addr, err)
+		}
+		conns = append(conns, c)
+	}
+	out := make([]Caller, n)
+	for i := range out {
+		c := conns[i%len(conns)]
+		out[i] = &hatCaller{c: atb.NewEchoClient(c), conn: c, owner: i < len(conns)}
+	}
+	return out, nil
+}
+
+func init() {
+	Register(Hat{})
+	Register(Hat{Conns: 4})
+}

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// SizeLabel renders a payload size the way the report tables do.
+func SizeLabel(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	default:
+		return fmt.Sprintf("%dB", n)
+	}
+}
+
+// Subject is the system the goals are about; baselines are every system
+// whose name starts with BaselinePrefix, and the best of them is the bar.
+const (
+	Subject        = "hatrpc"
+	BaselinePrefix = "apache"
+	// TputGoalCallers and TputGoal: at 64 callers HatRPC must do at least
+	// twice the operations per second of the best Apache configuration.
+	TputGoalCallers = 64
+	TputGoal        = 2.0
+)
+
+// LatencyRow is one (placement, size) point of the 1-client latency table.
+type LatencyRow struct {
+	Placement string
+	Size      int
+	By        map[string]LatencyResult
+}
+
+// ThroughputRow is one (size, callers) point of the throughput table.
+type ThroughputRow struct {
+	Size    int
+	Callers int
+	By      map[string]ThroughputResult
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e3) }
+
+// bestBaseline picks the baseline with the best value according to better.
+func bestBaseline[T any](by map[string]T, better func(a, b T) bool) (string, T, bool) {
+	var (
+		name string
+		best T
+		ok   bool
+	)
+	for n, v := range by {
+		if !strings.HasPrefix(n, BaselinePrefix) {
+			continue
+		}
+		if !ok || better(v, best) || (!better(best, v) && n < name) {
+			name, best, ok = n, v, true
+		}
+	}
+	return name, best, ok
+}
+
+// LatencyVerdict compares the subject's p50 to the best baseline p50; the
+// goal is a ratio <= 1.
+func LatencyVerdict(by map[string]LatencyResult) (ratio float64, baseline string, ok bool) {
+	sub, has := by[Subject]
+	name, best, hasBase := bestBaseline(by, func(a, b LatencyResult) bool { return a.P50 < b.P50 })
+	if !has || !hasBase || best.P50 <= 0 {
+		return 0, "", false
+	}
+	return float64(sub.P50) / float64(best.P50), name, true
+}
+
+// ThroughputVerdict compares the subject's ops/s to the best baseline's.
+func ThroughputVerdict(by map[string]ThroughputResult) (ratio float64, baseline string, ok bool) {
+	sub, has := by[Subject]
+	name, best, hasBase := bestBaseline(by, func(a, b ThroughputResult) bool { return a.OpsPerSec() > b.OpsPerSec() })
+	if !has || !hasBase || best.OpsPerSec() <= 0 {
+		return 0, "", false
+	}
+	return sub.OpsPerSec() / best.OpsPerSec(), name, true
+}
+
+func mark(pass bool) string {
+	if pass {
+		return "ok"
+	}
+	return "MISS"
+}
+
+// WriteReport prints the latency and throughput tables with the goal
+// verdicts of issue 4.
+func WriteReport(w io.Writer, systems []string, lat []LatencyRow, tput []ThroughputRow) error {
+	fmt.Fprintln(w, "1-client latency in µs (goal: hatrpc p50 <= best apache p50)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := "placement\tsize\t"
+	for _, s := range systems {
+		hdr += s + " p50\t" + s + " p99\t"
+	}
+	fmt.Fprintln(tw, hdr+"p50 ratio\tverdict\t")
+	for _, r := range lat {
+		line := r.Placement + "\t" + SizeLabel(r.Size) + "\t"
+		for _, s := range systems {
+			if v, ok := r.By[s]; ok {
+				line += us(v.P50) + "\t" + us(v.P99) + "\t"
+			} else {
+				line += "-\t-\t"
+			}
+		}
+		if ratio, base, ok := LatencyVerdict(r.By); ok {
+			line += fmt.Sprintf("%.2f vs %s\t%s\t", ratio, base, mark(ratio <= 1))
+		} else {
+			line += "-\t-\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nthroughput in calls/s, unpinned (goal: hatrpc >= %.0fx best apache at %d callers)\n", TputGoal, TputGoalCallers)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr = "size\tcallers\t"
+	for _, s := range systems {
+		hdr += s + "\t"
+	}
+	fmt.Fprintln(tw, hdr+"ratio\tverdict\t")
+	for _, r := range tput {
+		line := SizeLabel(r.Size) + "\t" + fmt.Sprint(r.Callers) + "\t"
+		for _, s := range systems {
+			if v, ok := r.By[s]; ok {
+				line += fmt.Sprintf("%.0f", v.OpsPerSec()) + "\t"
+			} else {
+				line += "-\t"
+			}
+		}
+		if ratio, base, ok := ThroughputVerdict(r.By); ok {
+			verdict := "-"
+			if r.Callers == TputGoalCallers {
+				verdict = mark(ratio >= TputGoal)
+			}
+			line += fmt.Sprintf("%.2fx vs %s\t%s\t", ratio, base, verdict)
+		} else {
+			line += "-\t-\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,212 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Placement says where the runner pins the server and client processes.
+type Placement struct {
+	Name      string
+	ServerCPU string // taskset CPU list; empty = unpinned
+	ClientCPU string
+}
+
+// Placements are the three layouts of issue 4 on a machine with CPUs a, b.
+func Placements(a, b string) []Placement {
+	return []Placement{
+		{Name: "unpinned"},
+		{Name: "same-cpu", ServerCPU: a, ClientCPU: a},
+		{Name: "split-cpu", ServerCPU: a, ClientCPU: b},
+	}
+}
+
+// ClientSpec is what the runner asks a client process to measure.
+type ClientSpec struct {
+	System   string        `json:"system"`
+	Addr     string        `json:"addr"`
+	Size     int           `json:"size"`
+	Callers  int           `json:"callers"`  // 0 = latency run with one caller
+	Warmup   int           `json:"warmup"`   // latency: unrecorded calls
+	Calls    int           `json:"calls"`    // latency: recorded calls
+	Duration time.Duration `json:"duration"` // throughput: measured time
+}
+
+// ClientResult is a client process's answer (one JSON line on stdout).
+type ClientResult struct {
+	Spec       ClientSpec        `json:"spec"`
+	Latency    *LatencyResult    `json:"latency,omitempty"`
+	Throughput *ThroughputResult `json:"throughput,omitempty"`
+}
+
+// RunClient performs spec in this process.
+func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
+	sys, err := Lookup(spec.System)
+	if err != nil {
+		return ClientResult{}, err
+	}
+	n := spec.Callers
+	if n < 1 {
+		n = 1
+	}
+	cs, err := sys.Callers(ctx, spec.Addr, n)
+	if err != nil {
+		return ClientResult{}, err
+	}
+	defer CloseAll(cs)
+	res := ClientResult{Spec: spec}
+	payload := Payload(spec.Size)
+	if spec.Callers == 0 {
+		lat, err := MeasureLatency(ctx, cs[0], payload, spec.Warmup, spec.Calls)
+		if err != nil {
+			return res, err
+		}
+		res.Latency = &lat
+		return res, nil
+	}
+	tp, err := MeasureThroughput(ctx, cs, payload, spec.Duration)
+	if err != nil {
+		return res, err
+	}
+	res.Throughput = &tp
+	return res, nil
+}
+
+// ServeUntilEOF serves system on addr, prints "ADDR <addr>" on out and
+// stops when in reaches EOF: the parent closes the pipe (or dies), so a
+// server process can never outlive its runner.
+func ServeUntilEOF(ctx context.Context, system, addr string, in io.Reader, out io.Writer) error {
+	sys, err := Lookup(system)
+	if err != nil {
+		return err
+	}
+	srv, err := sys.Serve(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(out, "ADDR %s\n", srv.Addr()); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, in)
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Stop(stopCtx)
+}
+
+// ErrChild reports a failed server or client process.
+var ErrChild = errors.New("bench: child process failed")
+
+func pinned(ctx context.Context, cpu string, args ...string) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if cpu == "" {
+		return exec.CommandContext(ctx, self, args...), nil
+	}
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, self}, args...)...), nil
+}
+
+// RemoteServer is a server process started by StartServerProcess.
+type RemoteServer struct {
+	Addr  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// StartServerProcess re-executes this binary as `-role server` under
+// taskset when cpu is set.
+func StartServerProcess(ctx context.Context, system, cpu string) (*RemoteServer, error) {
+	cmd, err := pinned(ctx, cpu, "-role", "server", "-system", system, "-addr", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%w: server %s said %q: %v", ErrChild, system, line, err)
+	}
+	return &RemoteServer{Addr: addr, cmd: cmd, stdin: stdin}, nil
+}
+
+// Stop closes the server's stdin and waits for it to exit.
+func (s *RemoteServer) Stop() error {
+	_ = s.stdin.Close()
+	if err := s.cmd.Wait(); err != nil {
+		return fmt.Errorf("%w: server: %v", ErrChild, err)
+	}
+	return nil
+}
+
+// RunClientProcess re-executes this binary as `-role client` under taskset
+// when cpu is set and decodes its result.
+func RunClientProcess(ctx context.Context, spec ClientSpec, cpu string) (ClientResult, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ClientResult{}, err
+	}
+	cmd, err := pinned(ctx, cpu, "-role", "client", "-spec", string(b))
+	if err != nil {
+		return ClientResult{}, err
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return ClientResult{}, fmt.Errorf("%w: client %s: %v", ErrChild, spec.System, err)
+	}
+	var res ClientResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return res, fmt.Errorf("%w: client output %q: %v", ErrChild, out, err)
+	}
+	return res, nil
+}
+
+// ParseInts parses "64,4096,131072"; sizes may carry a K/KiB or M/MiB suffix.
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		mul := 1
+		for _, suf := range []struct {
+			s string
+			m int
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+			if t, ok := strings.CutSuffix(f, suf.s); ok {
+				f, mul = t, suf.m
+				break
+			}
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("bench: bad number %q: %w", f, err)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package codegen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Expected names are those Apache Thrift's Go generator (t_go_generator.cc)
+// produces for the same IDL identifiers.
+func TestPublicize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"echo", "Echo"},
+		{"tx_name", "TxName"},
+		{"user_id", "UserID"},
+		{"id", "ID"},
+		{"i32_thing", "I32Thing"},
+		{"http_url", "HTTPURL"},
+		{"a_b_c", "ABC"},
+		{"MAX_USERS", "MAX_USERS"},
+		{"NewThing", "NewThing_"},
+		{"newstruct", "Newstruct_"},
+		{"foo_args", "FooArgs_"},
+		{"BarResult", "BarResult_"},
+		{"type", "Type"},
+		{"secondtestString", "SecondtestString"},
+		{"_under", "X_under"},
+		{"x_1", "X_1"},
+		{"shared.SharedStruct", "shared.SharedStruct"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, publicize(tc.in), tc.in)
+	}
+}
+
+func TestHelperNames(t *testing.T) {
+	tests := []struct{ svc, fn, args, result string }{
+		{"ThriftTest", "testVoid", "ThriftTestTestVoidArgs", "ThriftTestTestVoidResult"},
+		{"Calculator", "add", "CalculatorAddArgs", "CalculatorAddResult"},
+		{"range", "new_thing", "RangeNewThingArgs_", "RangeNewThingResult_"},
+		{"KV", "get_id", "KVGetIDArgs", "KVGetIDResult"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.args, argsName(tc.svc, tc.fn))
+		assert.Equal(t, tc.result, resultName(tc.svc, tc.fn))
+	}
+}
+
+func TestVarName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"thing", "thing"},
+		{"type", "type_a1"},
+		{"Func", "func_a1"},
+		{"error", "error_a1"},
+		{"ctx", "ctx_a1"},
+		{"_c", "_c_a1"},
+		{"secondsToSleep", "secondsToSleep"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, varName(tc.in), tc.in)
+	}
+}

@@ -1,0 +1,236 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hatrpc/hatrpc/pkg/idl"
+)
+
+// helperStructs builds the args and result structs of a function (result is
+// nil for oneway functions).
+func (g *generator) helperStructs(fn *idl.Function) (args, result *structDef) {
+	svc := fn.Service
+	args = &structDef{name: argsName(svc.Name, fn.Name), idl: fn.Name + "_args", owner: svc.Program}
+	for _, a := range fn.Args {
+		args.fields = append(args.fields, g.fieldInfo(args, a, a.Req == idl.Optional))
+	}
+	if fn.Oneway {
+		return args, nil
+	}
+	result = &structDef{name: resultName(svc.Name, fn.Name), idl: fn.Name + "_result", owner: svc.Program}
+	if fn.Returns != nil && fn.Returns.Kind != idl.KindVoid {
+		success := &idl.Field{ID: 0, ExplicitID: true, Name: "success", Type: fn.Returns, Req: idl.Optional, Pos: fn.Pos}
+		result.fields = append(result.fields, g.fieldInfo(result, success, true))
+	}
+	for _, t := range fn.Throws {
+		tf := *t
+		tf.Req = idl.Optional
+		result.fields = append(result.fields, g.fieldInfo(result, &tf, true))
+	}
+	return args, result
+}
+
+func hasResult(fn *idl.Function) bool { return fn.Returns != nil && fn.Returns.Kind != idl.KindVoid }
+
+// signature renders `Name(ctx context.Context, a T, ...) (_r R, _err error)`.
+func (g *generator) signature(fn *idl.Function) string {
+	owner := fn.Service.Program
+	params := []string{"ctx " + g.e.std("context") + ".Context"}
+	for _, a := range fn.Args {
+		params = append(params, varName(a.Name)+" "+g.goType(a.Type, owner))
+	}
+	res := "(_err error)"
+	if hasResult(fn) {
+		res = "(_r " + g.goType(fn.Returns, owner) + ", _err error)"
+	}
+	return publicize(fn.Name) + "(" + strings.Join(params, ", ") + ") " + res
+}
+
+func (g *generator) genService(svc *idl.Service) error {
+	res, err := ResolveHints(svc)
+	if err != nil {
+		return err
+	}
+	name := publicize(svc.Name)
+	for _, fn := range svc.Functions {
+		args, result := g.helperStructs(fn)
+		g.genStruct(args)
+		if result != nil {
+			g.genStruct(result)
+		}
+	}
+	all := svc.AllFunctions()
+	g.genHintTable(svc, res)
+
+	// Handler interface.
+	g.e.buf.WriteString(comment(svc.Doc))
+	g.e.p("//")
+	g.e.p("// %sHandler is implemented by servers of %s; Register%s binds it. A", name, svc.Name, name)
+	g.e.p("// declared exception returned as error reaches the caller as that exception.")
+	g.e.p("type %sHandler interface {", name)
+	for _, fn := range all {
+		g.e.buf.WriteString(comment(fn.Doc))
+		g.e.p("%s", g.signature(fn))
+	}
+	g.e.p("}")
+	g.e.p("")
+	g.genRegister(svc, all)
+	g.genClient(svc, all)
+	return nil
+}
+
+func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
+	name := publicize(svc.Name)
+	server := g.e.use(serverPath, "server")
+	proto := g.e.use(protoPath, g.protoName)
+	ctxPkg := g.e.std("context")
+	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
+	g.e.p("func Register%s(s *%s.Server, h %sHandler) {", name, server, name)
+	g.e.p("s.Register(&%s.Service{Name: %q, Hints: &%sHints, Methods: []%s.Method{", server, svc.Name, name, server)
+	for _, fn := range all {
+		owner := fn.Service.Program
+		args, result := g.helperStructs(fn)
+		argsT := g.qual(owner, args.name)
+		g.e.p("{")
+		g.e.p("Name: %q,", fn.Name)
+		if fn.Oneway {
+			g.e.p("Oneway: true,")
+		}
+		g.e.p("NewArgs: func() %s.Struct { return %s() },", proto, g.qual(owner, newName(args.name)))
+		g.e.p("Hints: %sHints.Function(%q),", name, fn.Name)
+		g.e.p("Handle: func(ctx %s.Context, a %s.Struct) (%s.Struct, error) {", ctxPkg, proto, proto)
+		if len(args.fields) > 0 {
+			g.e.p("args := a.(*%s)", argsT)
+		}
+		var call []string
+		call = append(call, "ctx")
+		for _, fd := range args.fields {
+			if fd.ptr {
+				call = append(call, "args.Get"+fd.name+"()")
+			} else {
+				call = append(call, "args."+fd.name)
+			}
+		}
+		callExpr := "h." + publicize(fn.Name) + "(" + strings.Join(call, ", ") + ")"
+		if fn.Oneway {
+			g.e.p("return nil, %s", callExpr)
+			g.e.p("},")
+			g.e.p("},")
+			continue
+		}
+		g.e.p("res := %s()", g.qual(owner, newName(result.name)))
+		if hasResult(fn) {
+			g.e.p("r, err := %s", callExpr)
+		} else {
+			g.e.p("err := %s", callExpr)
+		}
+		g.e.p("if err != nil {")
+		for i, fd := range result.fields {
+			if fd.f.ID == 0 && hasResult(fn) {
+				continue
+			}
+			g.e.p("var e%d %s", i, fd.valType)
+			g.e.p("if %s.As(err, &e%d) {", g.e.std("errors"), i)
+			g.e.p("res.%s = e%d", fd.name, i)
+			g.e.p("return res, nil")
+			g.e.p("}")
+		}
+		g.e.p("return nil, err")
+		g.e.p("}")
+		if hasResult(fn) {
+			succ := result.fields[0]
+			switch {
+			case succ.ptr:
+				g.e.p("res.Success = &r")
+			case isContainer(fn.Returns) || trueKind(fn.Returns) == idl.KindBinary:
+				g.e.p("if r == nil {")
+				g.e.p("// nil would read as \"no result\"; an empty value is a result.")
+				g.e.p("r = make(%s, 0)", succ.valType)
+				g.e.p("}")
+				g.e.p("res.Success = r")
+			default:
+				g.e.p("res.Success = r")
+			}
+		}
+		g.e.p("return res, nil")
+		g.e.p("},")
+		g.e.p("},")
+	}
+	g.e.p("}})")
+	g.e.p("}")
+	g.e.p("")
+}
+
+func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
+	name := publicize(svc.Name)
+	client := g.e.use(clientPath, "client")
+	proto := g.e.use(protoPath, g.protoName)
+	methods := "clientMethods" + name
+	g.e.p("var %s = [...]%s.Method{", methods, client)
+	for _, fn := range all {
+		g.e.p("{Service: %q, Name: %q, Oneway: %t, Hints: %sHints.Function(%q)},", svc.Name, fn.Name, fn.Oneway, name, fn.Name)
+	}
+	g.e.p("}")
+	g.e.p("")
+	g.e.p("// %sClient calls service %q over a client connection.", name, svc.Name)
+	g.e.p("type %sClient struct {", name)
+	g.e.p("c *%s.Conn", client)
+	g.e.p("}")
+	g.e.p("")
+	g.e.p("func New%sClient(c *%s.Conn) *%sClient { return &%sClient{c: c} }", name, client, name, name)
+	g.e.p("")
+	for i, fn := range all {
+		owner := fn.Service.Program
+		args, result := g.helperStructs(fn)
+		g.e.buf.WriteString(comment(fn.Doc))
+		g.e.p("func (_c *%sClient) %s {", name, g.signature(fn))
+		var inits []string
+		for j, fd := range args.fields {
+			v := varName(fn.Args[j].Name)
+			if fd.ptr {
+				v = "&" + v
+			}
+			inits = append(inits, fd.name+": "+v)
+		}
+		g.e.p("_args := &%s{%s}", g.qual(owner, args.name), strings.Join(inits, ", "))
+		if fn.Oneway {
+			g.e.p("return _c.c.Call(ctx, &%s[%d], _args, nil)", methods, i)
+			g.e.p("}")
+			g.e.p("")
+			continue
+		}
+		g.e.p("_res := %s()", g.qual(owner, newName(result.name)))
+		g.e.p("if _err = _c.c.Call(ctx, &%s[%d], _args, _res); _err != nil {", methods, i)
+		g.e.p("return")
+		g.e.p("}")
+		for _, fd := range result.fields {
+			if fd.f.ID == 0 && hasResult(fn) {
+				continue
+			}
+			g.e.p("if _res.%s != nil {", fd.name)
+			if hasResult(fn) {
+				g.e.p("return _r, _res.%s", fd.name)
+			} else {
+				g.e.p("return _res.%s", fd.name)
+			}
+			g.e.p("}")
+		}
+		if !hasResult(fn) {
+			g.e.p("return nil")
+			g.e.p("}")
+			g.e.p("")
+			continue
+		}
+		g.e.p("if _res.Success == nil {")
+		g.e.p("return _r, &%s.ApplicationException{Type: %s.ExcMissingResult, Message: %q}", proto, proto, fmt.Sprintf("%s failed: unknown result", fn.Name))
+		g.e.p("}")
+		if result.fields[0].ptr {
+			g.e.p("return *_res.Success, nil")
+		} else {
+			g.e.p("return _res.Success, nil")
+		}
+		g.e.p("}")
+		g.e.p("")
+	}
+}

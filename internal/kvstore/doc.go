@@ -1,0 +1,66 @@
+// Package kvstore is the storage engine of hatkv: YCSB-style records
+// (field maps) kept in LMDB through internal/lmdb.
+//
+// # Data layout
+//
+// One LMDB environment per data directory with two named databases:
+// "hatkv.data" maps keys to encoded records (see EncodeRecord: a version
+// byte, then length-prefixed, name-sorted fields) and "hatkv.meta" holds
+// the store identity (magic "HATKV\0" and the format version). Open
+// refuses a directory whose data.mdb is not LMDB (ErrCorruptData), a file
+// given as the directory, and a valid LMDB environment that lacks the
+// identity (ErrForeignData); the *OpenError names the path.
+//
+// # Writes and acknowledgement
+//
+// Put merges fields into a record (YCSB update; a missing record is
+// created), Insert replaces it, MultiPut merges several records in one
+// transaction, Delete removes one. A write call returns nil only after the
+// LMDB transaction containing it has committed. With CommitImmediate each
+// write is its own transaction on the caller's goroutine. With CommitGroup
+// a single committer goroutine takes all queued writes (at most maxBatch,
+// waiting at most maxDelay for more) and commits them in one transaction,
+// so one fsync covers many callers; if that transaction fails every caller
+// in it receives the error. A caller whose context ends while queued or
+// waiting gets the context error; its write may or may not have committed.
+//
+// # Durability modes
+//
+// The guarantees below are LMDB's (mdb_env_open flags):
+//
+//   - SyncAlways (default): commit flushes the data pages and then the meta
+//     page. An acknowledged write survives a process crash and an OS crash
+//     or power loss.
+//   - SyncNoMetaSync (MDB_NOMETASYNC): data pages are flushed on commit but
+//     the meta page is not; a system crash may undo the last committed
+//     transaction (atomicity, consistency and isolation are kept, durability
+//     of that last transaction is not). The next commit or an explicit sync
+//     makes it durable.
+//   - SyncNoSync (MDB_NOSYNC): nothing is flushed on commit; a system crash
+//     can lose every transaction since the OS last wrote its buffers, and
+//     unless the filesystem preserves write order it can corrupt the
+//     database. With WriteMap as well LMDB gives the kernel no hint when to
+//     write at all.
+//
+// A crash of only the process (kill -9) loses nothing that was
+// acknowledged in any mode, because committed pages are already in the
+// kernel's page cache; the durability test checks exactly this promise
+// (ack implies committed) under SIGKILL for both commit modes. The
+// difference between the modes shows only on power loss or kernel crash,
+// which a test cannot provoke.
+//
+// # Full map
+//
+// When the LMDB map is full, writes fail with ErrStoreFull and reads keep
+// working. LMDB's copy-on-write needs fresh pages even to delete, so a
+// delete that hits a full map grows the map by a small step (at most
+// eight steps of max(1 MiB, mapsize/64) over the configured size, counted
+// in Stats.MapGrowths); pages freed by deletes are then reused by later
+// writes.
+//
+// # Concurrency
+//
+// Reads run in LMDB read transactions from any goroutine (MDB_NOTLS). The
+// reader table is sized from WithConcurrency; readers beyond it wait for
+// a slot rather than fail with MDB_READERS_FULL.
+package kvstore

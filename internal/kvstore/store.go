@@ -1,0 +1,330 @@
+package kvstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hatrpc/hatrpc/internal/lmdb"
+)
+
+// Names of the two LMDB databases. The identity lives apart from the data
+// so that no user key can collide with it.
+const (
+	metaDBName  = "hatkv.meta"
+	dataDBName  = "hatkv.data"
+	identityKey = "identity"
+	// FormatVersion is the store layout version written into the identity.
+	FormatVersion = 1
+)
+
+var identityMagic = []byte("HATKV\x00")
+
+func identityValue() []byte {
+	return append(append([]byte(nil), identityMagic...), FormatVersion, recordVersion)
+}
+
+// Store is a key-value store of YCSB records on LMDB. It is safe for
+// concurrent use.
+type Store struct {
+	env  *lmdb.Env
+	data lmdb.DBI
+	meta lmdb.DBI
+	cfg  config
+	path string
+
+	maxKey    int
+	committer *committer
+
+	growMu    sync.Mutex
+	mapSize   int64
+	mapCeil   int64
+	mapGrowth atomic.Uint64
+
+	mu     sync.RWMutex // shared by operations, exclusive in Close
+	closed bool
+
+	counters counters
+}
+
+type counters struct {
+	gets, puts, deletes, scans, commits, batchedWrites, maxBatch atomic.Uint64
+}
+
+// Open opens the store in directory path, creating it if needed. A path
+// that is a file, a directory whose data.mdb is not LMDB, or an LMDB
+// environment without the hatkv identity is refused with an *OpenError.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return nil, &OpenError{Path: path, Err: err}
+		}
+	case err != nil:
+		return nil, &OpenError{Path: path, Err: err}
+	case !fi.IsDir():
+		return nil, &OpenError{Path: path, Err: ErrForeignData, Detail: "path is a file, not a directory"}
+	}
+	if fi, err := os.Stat(filepath.Join(path, "data.mdb")); err == nil && !fi.Mode().IsRegular() {
+		return nil, &OpenError{Path: path, Err: ErrForeignData, Detail: "data.mdb is not a regular file"}
+	}
+
+	var flags lmdb.EnvFlag
+	switch cfg.sync {
+	case SyncNoSync:
+		flags |= lmdb.NoSync
+	case SyncNoMetaSync:
+		flags |= lmdb.NoMetaSync
+	}
+	if cfg.writeMap {
+		flags |= lmdb.WriteMap
+	}
+	env, err := lmdb.Open(path,
+		lmdb.WithFlags(flags),
+		lmdb.WithMapSize(cfg.mapSize),
+		lmdb.WithMaxReaders(cfg.concurrency+2),
+		lmdb.WithMaxDBs(4),
+	)
+	if err != nil {
+		return nil, classifyOpenError(path, err)
+	}
+	// Reader slots of processes that died (kill -9) would otherwise pin old
+	// snapshots and keep their pages from being reused.
+	if _, err := env.ReaderCheck(); err != nil {
+		_ = env.Close()
+		return nil, &OpenError{Path: path, Err: err}
+	}
+	s := &Store{env: env, cfg: cfg, path: path, mapSize: cfg.mapSize}
+	s.mapCeil = cfg.mapSize + growStep(cfg.mapSize)*8
+	if err := s.checkIdentity(ctx); err != nil {
+		_ = env.Close()
+		return nil, err
+	}
+	s.maxKey = env.MaxKeySize()
+	if cfg.limits.MaxKeySize > 0 && cfg.limits.MaxKeySize < s.maxKey {
+		s.maxKey = cfg.limits.MaxKeySize
+	}
+	if cfg.commit == CommitGroup {
+		s.committer = newCommitter(s, cfg.maxBatch, cfg.maxDelay)
+	}
+	return s, nil
+}
+
+func classifyOpenError(path string, err error) error {
+	for _, bad := range []error{lmdb.ErrInvalid, lmdb.ErrVersionMismatch, lmdb.ErrCorrupted, lmdb.ErrPageNotFound, lmdb.ErrPanic} {
+		if errors.Is(err, bad) {
+			return &OpenError{Path: path, Err: ErrCorruptData, Cause: err}
+		}
+	}
+	return &OpenError{Path: path, Err: err}
+}
+
+// checkIdentity creates the identity in a fresh environment or verifies
+// it in an existing one. It runs in a write transaction so that the DBI
+// handles it opens stay valid for the environment's lifetime.
+func (s *Store) checkIdentity(ctx context.Context) error {
+	foreign := func(detail string, cause error) error {
+		return &OpenError{Path: s.path, Err: ErrForeignData, Detail: detail, Cause: cause}
+	}
+	return s.env.Update(ctx, func(txn *lmdb.Txn) error {
+		meta, err := txn.OpenDBI(metaDBName, 0)
+		switch {
+		case errors.Is(err, lmdb.ErrNotFound):
+			main, err := txn.OpenDBI("", 0)
+			if err != nil {
+				return classifyOpenError(s.path, err)
+			}
+			st, err := txn.Stat(main)
+			if err != nil {
+				return classifyOpenError(s.path, err)
+			}
+			if st.Entries != 0 {
+				return foreign("LMDB environment without hatkv identity", nil)
+			}
+			if meta, err = txn.OpenDBI(metaDBName, lmdb.Create); err != nil {
+				return classifyOpenError(s.path, err)
+			}
+			if err := txn.Put(meta, []byte(identityKey), identityValue(), 0); err != nil {
+				return classifyOpenError(s.path, err)
+			}
+		case errors.Is(err, lmdb.ErrIncompatible):
+			return foreign("LMDB environment with a conflicting main database", err)
+		case err != nil:
+			return classifyOpenError(s.path, err)
+		default:
+			id, err := txn.GetView(meta, []byte(identityKey))
+			if err != nil {
+				return foreign("identity record missing", err)
+			}
+			if len(id) != len(identityMagic)+2 || !bytes.HasPrefix(id, identityMagic) {
+				return foreign("identity record has the wrong magic", nil)
+			}
+			if v := id[len(identityMagic)]; v > FormatVersion {
+				return &OpenError{Path: s.path, Err: ErrUnsupportedVersion, Detail: fmt.Sprintf("format %d, this build reads up to %d", v, FormatVersion)}
+			}
+		}
+		s.meta = meta
+		data, err := txn.OpenDBI(dataDBName, lmdb.Create)
+		if err != nil {
+			return classifyOpenError(s.path, err)
+		}
+		s.data = data
+		return nil
+	})
+}
+
+// Path returns the data directory.
+func (s *Store) Path() string { return s.path }
+
+// MaxKeySize returns the longest accepted key.
+func (s *Store) MaxKeySize() int { return s.maxKey }
+
+// Close waits for running operations, stops the committer and closes the
+// environment. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.committer != nil {
+		s.committer.stop()
+	}
+	return s.env.Close()
+}
+
+// enter marks an operation in flight; Close waits for it.
+func (s *Store) enter() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) leave() { s.mu.RUnlock() }
+
+// Stats describes the store.
+type Stats struct {
+	Records       uint64
+	Depth         uint
+	PageSize      uint
+	BranchPages   uint64
+	LeafPages     uint64
+	OverflowPages uint64
+	MapSize       int64
+	UsedBytes     int64
+	MaxReaders    uint
+	NumReaders    uint
+	LastTxnID     uint64
+	MapGrowths    uint64
+
+	Gets, Puts, Deletes, Scans uint64
+	// Commits counts write transactions; BatchedWrites the writes they
+	// carried (BatchedWrites/Commits is the mean group-commit batch).
+	Commits, BatchedWrites, MaxBatch uint64
+
+	Sync     SyncMode
+	Commit   CommitMode
+	WriteMap bool
+}
+
+// Stats returns current statistics.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	if err := s.enter(); err != nil {
+		return Stats{}, err
+	}
+	defer s.leave()
+	var st Stats
+	err := s.env.View(ctx, func(txn *lmdb.Txn) error {
+		ds, err := txn.Stat(s.data)
+		if err != nil {
+			return err
+		}
+		st.Records, st.Depth, st.PageSize = ds.Entries, ds.Depth, ds.PageSize
+		st.BranchPages, st.LeafPages, st.OverflowPages = ds.BranchPages, ds.LeafPages, ds.OverflowPages
+		return nil
+	})
+	if err != nil {
+		return Stats{}, s.mapErr(err)
+	}
+	info, err := s.env.Info()
+	if err != nil {
+		return Stats{}, s.mapErr(err)
+	}
+	st.MapSize = info.MapSize
+	st.UsedBytes = int64(info.LastPgno+1) * int64(st.PageSize)
+	st.MaxReaders, st.NumReaders, st.LastTxnID = info.MaxReaders, info.NumReaders, info.LastTxnID
+	st.MapGrowths = s.mapGrowth.Load()
+	c := &s.counters
+	st.Gets, st.Puts, st.Deletes, st.Scans = c.gets.Load(), c.puts.Load(), c.deletes.Load(), c.scans.Load()
+	st.Commits, st.BatchedWrites, st.MaxBatch = c.commits.Load(), c.batchedWrites.Load(), c.maxBatch.Load()
+	st.Sync, st.Commit, st.WriteMap = s.cfg.sync, s.cfg.commit, s.cfg.writeMap
+	return st, nil
+}
+
+// mapErr turns binding errors into the store's vocabulary.
+func (s *Store) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lmdb.ErrMapFull):
+		return fmt.Errorf("%w (map size %d bytes): %w", ErrStoreFull, s.currentMapSize(), err)
+	case errors.Is(err, lmdb.ErrClosed):
+		return ErrClosed
+	}
+	return err
+}
+
+func (s *Store) currentMapSize() int64 {
+	s.growMu.Lock()
+	defer s.growMu.Unlock()
+	return s.mapSize
+}
+
+func growStep(mapSize int64) int64 {
+	step := mapSize / 64
+	if step < 1<<20 {
+		step = 1 << 20
+	}
+	return step
+}
+
+// growForDelete enlarges the map by one step, up to a ceiling. A
+// completely full LMDB map cannot even delete (copy-on-write needs fresh
+// pages), so deletes on a full store get this headroom; the freed pages
+// are then reused by later writes.
+func (s *Store) growForDelete(ctx context.Context) bool {
+	s.growMu.Lock()
+	defer s.growMu.Unlock()
+	next := s.mapSize + growStep(s.cfg.mapSize)
+	if next > s.mapCeil {
+		return false
+	}
+	if err := s.env.SetMapSize(ctx, next); err != nil {
+		return false
+	}
+	s.mapSize = next
+	s.mapGrowth.Add(1)
+	return true
+}

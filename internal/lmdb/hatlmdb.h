@@ -1,0 +1,46 @@
+/* Small static helpers so Go never builds an MDB_val that holds a Go
+ * pointer in Go memory (forbidden by the cgo pointer rules): the MDB_val
+ * for inputs lives on the C stack for the duration of one call. */
+#ifndef HATLMDB_H
+#define HATLMDB_H
+#include <stdlib.h>
+#include <lmdb.h>
+
+static inline int hat_put(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kn,
+                          void *v, size_t vn, unsigned int flags) {
+	MDB_val key = {kn, k};
+	MDB_val val = {vn, v};
+	return mdb_put(txn, dbi, &key, &val, flags);
+}
+
+static inline int hat_get(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kn,
+                          MDB_val *out) {
+	MDB_val key = {kn, k};
+	return mdb_get(txn, dbi, &key, out);
+}
+
+static inline int hat_del(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kn) {
+	MDB_val key = {kn, k};
+	return mdb_del(txn, dbi, &key, NULL);
+}
+
+/* The returned key is copied out only when LMDB replaced it with a pointer
+ * into the map; otherwise it would still be the caller's Go pointer, which
+ * C must not store into Go memory. */
+static inline int hat_cursor_get(MDB_cursor *c, void *k, size_t kn,
+                                 MDB_val *kout, MDB_val *vout, int op) {
+	MDB_val key = {kn, k};
+	MDB_val val = {0, NULL};
+	int rc = mdb_cursor_get(c, &key, &val, (MDB_cursor_op)op);
+	if (rc == 0) {
+		if (key.mv_data == k) {
+			kout->mv_size = kn;
+			kout->mv_data = NULL;
+		} else {
+			*kout = key;
+		}
+		*vout = val;
+	}
+	return rc;
+}
+#endif

@@ -1,0 +1,5 @@
+//go:build !(asan || race)
+
+package lmdb
+
+const instrumentedBuild = false

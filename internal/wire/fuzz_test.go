@@ -1,0 +1,139 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+var fuzzLimits = &proto.Limits{MaxMessageSize: 1 << 16, MaxDepth: 16, MaxStringLength: 1 << 12, MaxContainerSize: 1 << 12}
+
+func FuzzDecodeHeader(f *testing.F) {
+	b := make([]byte, HeaderSize+2)
+	SealFrame(b, KindCall, FlagCompact, 9, 5)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		h, err := DecodeHeader(in, 1<<16)
+		if err != nil {
+			return
+		}
+		if h.PayloadLen() < 0 || h.PayloadLen() > 1<<16 {
+			t.Fatalf("accepted payload length %d", h.PayloadLen())
+		}
+		out := make([]byte, HeaderSize)
+		PutHeader(out, &h)
+		if !bytes.Equal(out, in[:HeaderSize]) {
+			t.Fatalf("re-encoded header %x != %x", out, in[:HeaderSize])
+		}
+	})
+}
+
+func FuzzReadFrame(f *testing.F) {
+	b := make([]byte, HeaderSize+3)
+	SealFrame(b, KindReply, 0, 1, 0)
+	f.Add(append(b, b...))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		br := bufio.NewReader(bytes.NewReader(in))
+		for {
+			h, fr, err := ReadFrame(br, nil, 1<<16)
+			if err != nil {
+				return
+			}
+			if len(fr) != HeaderSize+h.PayloadLen() {
+				t.Fatalf("frame of %d bytes for header length %d", len(fr), h.Length)
+			}
+		}
+	})
+}
+
+func FuzzHello(f *testing.F) {
+	c := GetCodec()
+	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
+		m, _ := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &Hello{Version: 1, Caps: CapFraming, MaxFrame: 100})
+		f.Add(m, p == proto.Compact)
+		m, _ = c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &HelloReply{Version: 1, Caps: 1, Transport: "tcp"})
+		f.Add(m, p == proto.Compact)
+	}
+	PutCodec(c)
+	f.Fuzz(func(t *testing.T, in []byte, compact bool) {
+		p := proto.Binary
+		if compact {
+			p = proto.Compact
+		}
+		mh, err := ParseMsgHeader(p, in)
+		if err != nil {
+			return
+		}
+		if mh.Body < 0 || mh.Body > len(in) {
+			t.Fatalf("body offset %d out of %d", mh.Body, len(in))
+		}
+		c := GetCodec()
+		defer PutCodec(c)
+		var h Hello
+		if err := c.Decode(p, in[mh.Body:], fuzzLimits, &h); err == nil {
+			// A decoded hello re-encodes and decodes to the same value.
+			m, err := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mh2, _ := ParseMsgHeader(p, m)
+			var h2 Hello
+			if err := c.Decode(p, m[mh2.Body:], fuzzLimits, &h2); err != nil || h2 != h {
+				t.Fatalf("hello round trip: %v %+v %+v", err, h, h2)
+			}
+		}
+		var r HelloReply
+		_ = c.Decode(p, in[mh.Body:], fuzzLimits, &r)
+	})
+}
+
+// FuzzReadMessage checks the unframed scanner against proto's own skipper:
+// whatever the scanner accepts as one message, proto can skip exactly.
+func FuzzReadMessage(f *testing.F) {
+	for _, fm := range formats {
+		c := GetCodec()
+		var b []byte
+		if fm.Framed {
+			b = make([]byte, 4)
+		}
+		b, _ = c.AppendMessage(b, fm.Proto, "m", proto.Call, 3, &nested{depth: 1})
+		PutCodec(c)
+		if fm.Framed {
+			n := len(b) - 4
+			b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+		}
+		f.Add(b, fm.Proto == proto.Compact, fm.Framed)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, compact, framed bool) {
+		fm := Format{Proto: proto.Binary, Framed: framed}
+		if compact {
+			fm.Proto = proto.Compact
+		}
+		br := bufio.NewReader(bytes.NewReader(in))
+		msg, err := ReadMessage(br, fm, nil, fuzzLimits)
+		if err != nil || framed {
+			return
+		}
+		if len(msg) > len(in) || !bytes.Equal(msg, in[:len(msg)]) {
+			t.Fatalf("scanner returned bytes that are not a prefix of the input")
+		}
+		mh, err := ParseMsgHeader(fm.Proto, msg)
+		if err != nil {
+			t.Fatalf("scanner accepted a message whose header does not parse: %v", err)
+		}
+		var pos int
+		var serr error
+		if compact {
+			r := proto.NewCompactReader(msg[mh.Body:], fuzzLimits)
+			serr, pos = r.Skip(proto.STRUCT), r.Pos()
+		} else {
+			r := proto.NewBinaryReader(msg[mh.Body:], fuzzLimits)
+			serr, pos = r.Skip(proto.STRUCT), r.Pos()
+		}
+		if serr != nil || mh.Body+pos != len(msg) {
+			t.Fatalf("scanner and proto disagree: scanner %d bytes, proto skip %d (+%d) err %v", len(msg), pos, mh.Body, serr)
+		}
+	})
+}

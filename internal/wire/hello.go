@@ -1,0 +1,192 @@
+package wire
+
+import (
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// HelloMethod is the reserved method name of the capability handshake. A
+// plain Thrift server does not know it and answers UNKNOWN_METHOD.
+const HelloMethod = "__hatrpc_hello"
+
+// Version is the HatRPC framing version this build speaks.
+const Version = 1
+
+// Capability bits exchanged in the handshake.
+const (
+	CapFraming uint64 = 1 << 0 // HatRPC framing over the current TCP connection
+	CapRDMA    uint64 = 1 << 1 // reserved: transport upgrade to RDMA verbs
+	CapSHM     uint64 = 1 << 2 // reserved: transport upgrade to shared memory
+)
+
+// Hello is the handshake call's args struct:
+// 1: i32 version, 2: i64 caps, 3: i32 max_frame.
+type Hello struct {
+	Version  int32
+	Caps     uint64
+	MaxFrame int32
+}
+
+// HelloReply is the handshake's result struct: field 0 (success) holds
+// 1: i32 version, 2: i64 caps (accepted), 3: string transport.
+type HelloReply struct {
+	Version   int32
+	Caps      uint64
+	Transport string
+	MaxFrame  int32
+}
+
+// fieldWriter is the method set both writers share.
+type fieldWriter interface {
+	WriteStructBegin()
+	WriteStructEnd()
+	WriteFieldBegin(t proto.Type, id int16)
+	WriteFieldStop()
+	WriteI32(v int32)
+	WriteI64(v int64)
+	WriteString(v string)
+}
+
+type fieldReader interface {
+	ReadStructBegin() error
+	ReadStructEnd() error
+	ReadFieldBegin() (proto.Type, int16, error)
+	ReadI32() (int32, error)
+	ReadI64() (int64, error)
+	ReadString() (string, error)
+	Skip(t proto.Type) error
+}
+
+func (h *Hello) encode(w fieldWriter) error {
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.I32, 1)
+	w.WriteI32(h.Version)
+	w.WriteFieldBegin(proto.I64, 2)
+	w.WriteI64(int64(h.Caps))
+	w.WriteFieldBegin(proto.I32, 3)
+	w.WriteI32(h.MaxFrame)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (h *Hello) decode(r fieldReader) error {
+	*h = Hello{}
+	return readFields(r, func(t proto.Type, id int16) (bool, error) {
+		var err error
+		switch {
+		case id == 1 && t == proto.I32:
+			h.Version, err = r.ReadI32()
+		case id == 2 && t == proto.I64:
+			var v int64
+			v, err = r.ReadI64()
+			h.Caps = uint64(v)
+		case id == 3 && t == proto.I32:
+			h.MaxFrame, err = r.ReadI32()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// readFields runs a struct's field loop; field returns false for fields it
+// does not know, which are skipped.
+func readFields(r fieldReader, field func(t proto.Type, id int16) (bool, error)) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			return r.ReadStructEnd()
+		}
+		ok, err := field(t, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// EncodeBinary implements proto.Struct.
+func (h *Hello) EncodeBinary(w *proto.BinaryWriter) error { return h.encode(w) }
+
+// EncodeCompact implements proto.Struct.
+func (h *Hello) EncodeCompact(w *proto.CompactWriter) error { return h.encode(w) }
+
+// DecodeBinary implements proto.Struct.
+func (h *Hello) DecodeBinary(r *proto.BinaryReader) error { return h.decode(r) }
+
+// DecodeCompact implements proto.Struct.
+func (h *Hello) DecodeCompact(r *proto.CompactReader) error { return h.decode(r) }
+
+func (h *HelloReply) encode(w fieldWriter) error {
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRUCT, 0)
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.I32, 1)
+	w.WriteI32(h.Version)
+	w.WriteFieldBegin(proto.I64, 2)
+	w.WriteI64(int64(h.Caps))
+	w.WriteFieldBegin(proto.STRING, 3)
+	w.WriteString(h.Transport)
+	w.WriteFieldBegin(proto.I32, 4)
+	w.WriteI32(h.MaxFrame)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (h *HelloReply) decode(r fieldReader) error {
+	*h = HelloReply{}
+	seen := false
+	err := readFields(r, func(t proto.Type, id int16) (bool, error) {
+		if id != 0 || t != proto.STRUCT {
+			return false, nil
+		}
+		seen = true
+		return true, readFields(r, func(t proto.Type, id int16) (bool, error) {
+			var err error
+			switch {
+			case id == 1 && t == proto.I32:
+				h.Version, err = r.ReadI32()
+			case id == 2 && t == proto.I64:
+				var v int64
+				v, err = r.ReadI64()
+				h.Caps = uint64(v)
+			case id == 3 && t == proto.STRING:
+				h.Transport, err = r.ReadString()
+			case id == 4 && t == proto.I32:
+				h.MaxFrame, err = r.ReadI32()
+			default:
+				return false, nil
+			}
+			return true, err
+		})
+	})
+	if err == nil && !seen {
+		return proto.NewApplicationException(proto.ExcMissingResult, "hello reply without result")
+	}
+	return err
+}
+
+// EncodeBinary implements proto.Struct.
+func (h *HelloReply) EncodeBinary(w *proto.BinaryWriter) error { return h.encode(w) }
+
+// EncodeCompact implements proto.Struct.
+func (h *HelloReply) EncodeCompact(w *proto.CompactWriter) error { return h.encode(w) }
+
+// DecodeBinary implements proto.Struct.
+func (h *HelloReply) DecodeBinary(r *proto.BinaryReader) error { return h.decode(r) }
+
+// DecodeCompact implements proto.Struct.
+func (h *HelloReply) DecodeCompact(r *proto.CompactReader) error { return h.decode(r) }

@@ -1,0 +1,144 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// MsgHeader is the Thrift message header at the start of a payload.
+type MsgHeader struct {
+	Name  []byte // aliases the message buffer
+	Type  proto.MessageType
+	Seqid int32
+	Body  int // offset of the body struct
+}
+
+// ParseMsgHeader reads the message header without allocating, so dispatch
+// (method lookup by name, reply matching by seqid) costs no garbage.
+func ParseMsgHeader(p proto.Protocol, msg []byte) (MsgHeader, error) {
+	var h MsgHeader
+	if p == proto.Compact {
+		if len(msg) < 2 {
+			return h, fmt.Errorf("%w: message header", proto.ErrTruncated)
+		}
+		if msg[0] != compactMagic || msg[1]&0x1f != 1 {
+			return h, fmt.Errorf("%w: compact header %x", proto.ErrBadVersion, msg[:2])
+		}
+		h.Type = proto.MessageType(msg[1] >> 5)
+		seq, n := binary.Uvarint(msg[2:])
+		if n <= 0 || seq > 0xffffffff {
+			return h, fmt.Errorf("%w: seqid varint", proto.ErrInvalidData)
+		}
+		h.Seqid = int32(uint32(seq))
+		off := 2 + n
+		l, n := binary.Uvarint(msg[off:])
+		if n <= 0 {
+			return h, fmt.Errorf("%w: name length", proto.ErrInvalidData)
+		}
+		off += n
+		if l > uint64(len(msg)-off) {
+			return h, fmt.Errorf("%w: name", proto.ErrTruncated)
+		}
+		h.Name = msg[off : off+int(l)]
+		h.Body = off + int(l)
+		return h, nil
+	}
+	if len(msg) < 8 {
+		return h, fmt.Errorf("%w: message header", proto.ErrTruncated)
+	}
+	v := binary.BigEndian.Uint32(msg)
+	if v&0xffff0000 != 0x80010000 {
+		return h, fmt.Errorf("%w: binary header %08x", proto.ErrBadVersion, v)
+	}
+	h.Type = proto.MessageType(v & 0xff)
+	l := int64(int32(binary.BigEndian.Uint32(msg[4:])))
+	if l < 0 {
+		return h, fmt.Errorf("%w: name length %d", proto.ErrNegativeSize, l)
+	}
+	if l+4 > int64(len(msg)-8) {
+		return h, fmt.Errorf("%w: name", proto.ErrTruncated)
+	}
+	h.Name = msg[8 : 8+l]
+	h.Seqid = int32(binary.BigEndian.Uint32(msg[8+l:]))
+	h.Body = int(8 + l + 4)
+	return h, nil
+}
+
+// Codec bundles reusable writers and readers for both protocols; get one
+// from GetCodec so the hot path does not allocate them per call.
+type Codec struct {
+	bw *proto.BinaryWriter
+	cw *proto.CompactWriter
+	br *proto.BinaryReader
+	cr *proto.CompactReader
+}
+
+var codecPool = sync.Pool{New: func() any {
+	return &Codec{
+		bw: proto.NewBinaryWriter(nil), cw: proto.NewCompactWriter(nil),
+		br: proto.NewBinaryReader(nil, nil), cr: proto.NewCompactReader(nil, nil),
+	}
+}}
+
+// GetCodec returns a pooled codec; release it with PutCodec.
+func GetCodec() *Codec { return codecPool.Get().(*Codec) }
+
+// PutCodec returns c to the pool, dropping its buffer references.
+func PutCodec(c *Codec) {
+	c.bw.Reset(nil)
+	c.cw.Reset(nil)
+	c.br.Reset(nil)
+	c.cr.Reset(nil)
+	codecPool.Put(c)
+}
+
+// AppendMessage appends a whole message (header and body struct) to dst.
+func (c *Codec) AppendMessage(dst []byte, p proto.Protocol, name string, typ proto.MessageType, seqid int32, body proto.Struct) ([]byte, error) {
+	if p == proto.Compact {
+		c.cw.Reset(dst)
+		c.cw.WriteMessageBegin(name, typ, seqid)
+		err := body.EncodeCompact(c.cw)
+		out := c.cw.Bytes()
+		c.cw.Reset(nil)
+		return out, err
+	}
+	c.bw.Reset(dst)
+	c.bw.WriteMessageBegin(name, typ, seqid)
+	err := body.EncodeBinary(c.bw)
+	out := c.bw.Bytes()
+	c.bw.Reset(nil)
+	return out, err
+}
+
+// Decode decodes body (a struct encoded in p) into s with limits lim.
+func (c *Codec) Decode(p proto.Protocol, body []byte, lim *proto.Limits, s proto.Struct) error {
+	if p == proto.Compact {
+		c.cr.SetLimits(lim)
+		c.cr.Reset(body)
+		return s.DecodeCompact(c.cr)
+	}
+	c.br.SetLimits(lim)
+	c.br.Reset(body)
+	return s.DecodeBinary(c.br)
+}
+
+// bufPool holds message buffers. Buffers that grew huge are dropped rather
+// than pooled so one large message does not pin memory forever.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBuf = 1 << 20
+
+// GetBuf returns an empty pooled buffer.
+func GetBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+// PutBuf returns b to the pool.
+func PutBuf(b *[]byte) {
+	if b == nil || cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}

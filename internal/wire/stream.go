@@ -1,0 +1,485 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Format is the plain-Thrift encoding of one connection.
+type Format struct {
+	Proto  proto.Protocol
+	Framed bool
+}
+
+func (f Format) String() string {
+	if f.Framed {
+		return "framed-" + f.Proto.String()
+	}
+	return "unframed-" + f.Proto.String()
+}
+
+const (
+	binaryMagic  = 0x80
+	compactMagic = 0x82
+)
+
+// ErrGarbage is returned when the first bytes of a stream are no Thrift.
+var ErrGarbage = fmt.Errorf("wire: not a thrift stream: %w", proto.ErrInvalidData)
+
+// Detect peeks at the first bytes of a fresh stream and tells its format:
+// strict binary starts 0x80 0x01, compact 0x82, and framed streams start with
+// a 4-byte length followed by one of those. Nothing is consumed.
+func Detect(br *bufio.Reader) (Format, error) {
+	b, err := br.Peek(1)
+	if err != nil {
+		return Format{}, err
+	}
+	switch b[0] {
+	case binaryMagic:
+		if b, err = br.Peek(2); err != nil {
+			return Format{}, err
+		}
+		if b[1] != 0x01 {
+			return Format{}, ErrGarbage
+		}
+		return Format{Proto: proto.Binary}, nil
+	case compactMagic:
+		return Format{Proto: proto.Compact}, nil
+	}
+	if b, err = br.Peek(5); err != nil {
+		return Format{}, err
+	}
+	switch b[4] {
+	case binaryMagic:
+		return Format{Proto: proto.Binary, Framed: true}, nil
+	case compactMagic:
+		return Format{Proto: proto.Compact, Framed: true}, nil
+	}
+	return Format{}, ErrGarbage
+}
+
+// ReadMessage reads one whole plain-Thrift message of format f from br,
+// appending its bytes (without the frame length) to dst[:0].
+func ReadMessage(br *bufio.Reader, f Format, dst []byte, lim *proto.Limits) ([]byte, error) {
+	if lim == nil {
+		lim = &proto.DefaultLimits
+	}
+	if f.Framed {
+		var lb [4]byte
+		if _, err := io.ReadFull(br, lb[:]); err != nil {
+			return dst[:0], err
+		}
+		n := binary.BigEndian.Uint32(lb[:])
+		if int64(n) > int64(lim.MaxMessageSize) {
+			return dst[:0], fmt.Errorf("%w: frame of %d bytes", ErrFrameTooLarge, n)
+		}
+		return readFull(br, dst[:0], int(n))
+	}
+	if _, err := br.Peek(1); err != nil {
+		return dst[:0], err // io.EOF at a message boundary is a clean end
+	}
+	s := scanner{br: br, out: dst[:0], lim: lim, compact: f.Proto == proto.Compact}
+	err := s.message()
+	return s.out, err
+}
+
+// ReadFrame reads one HatRPC frame; the returned slice holds the header
+// followed by the payload (appended to dst[:0]).
+func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, error) {
+	hb, err := br.Peek(HeaderSize)
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			err = ErrBadFrame
+		}
+		return Header{}, dst[:0], err
+	}
+	h, err := DecodeHeader(hb, maxPayload)
+	if err != nil {
+		return h, dst[:0], err
+	}
+	out, err := readFull(br, dst[:0], HeaderSize+h.PayloadLen())
+	return h, out, err
+}
+
+// readFull appends exactly n bytes from br to dst, growing it in steps so a
+// lying length cannot make us allocate before the bytes actually arrive.
+func readFull(br *bufio.Reader, dst []byte, n int) ([]byte, error) {
+	const step = 1 << 20
+	for n > 0 {
+		k := min(n, step)
+		off := len(dst)
+		dst = grow(dst, k)
+		if _, err := io.ReadFull(br, dst[off:off+k]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return dst[:off], err
+		}
+		n -= k
+	}
+	return dst, nil
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, 2*cap(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+// scanner copies one unframed message from a stream by walking its structure,
+// since unframed Thrift carries no length.
+type scanner struct {
+	br      *bufio.Reader
+	out     []byte
+	lim     *proto.Limits
+	compact bool
+	depth   int
+}
+
+func (s *scanner) take(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: negative length", proto.ErrNegativeSize)
+	}
+	if len(s.out)+n > s.lim.MaxMessageSize {
+		return nil, fmt.Errorf("%w: message over %d bytes", ErrFrameTooLarge, s.lim.MaxMessageSize)
+	}
+	off := len(s.out)
+	var err error
+	s.out, err = readFull(s.br, s.out, n)
+	if err != nil {
+		return nil, err
+	}
+	return s.out[off:], nil
+}
+
+func (s *scanner) byte() (byte, error) {
+	b, err := s.take(1)
+	if err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+func (s *scanner) varint() (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b, err := s.byte()
+		if err != nil {
+			return 0, err
+		}
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: varint too long", proto.ErrInvalidData)
+}
+
+func (s *scanner) i32() (int32, error) {
+	b, err := s.take(4)
+	if err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+func (s *scanner) checkLen(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %d", proto.ErrNegativeSize, n)
+	}
+	if n > int64(s.lim.MaxStringLength) {
+		return fmt.Errorf("%w: string of %d bytes", proto.ErrSizeLimit, n)
+	}
+	return nil
+}
+
+func (s *scanner) checkCount(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("%w: %d", proto.ErrNegativeSize, n)
+	}
+	if n > int64(s.lim.MaxContainerSize) {
+		return fmt.Errorf("%w: container of %d elements", proto.ErrSizeLimit, n)
+	}
+	return nil
+}
+
+func (s *scanner) message() error {
+	if s.compact {
+		b, err := s.take(2)
+		if err != nil {
+			return err
+		}
+		if b[0] != compactMagic || b[1]&0x1f != 1 {
+			return fmt.Errorf("%w: compact header %x", proto.ErrBadVersion, b)
+		}
+		seq, err := s.varint()
+		if err != nil {
+			return err
+		}
+		if seq > 0xffffffff {
+			return fmt.Errorf("%w: seqid varint", proto.ErrInvalidData)
+		}
+		n, err := s.varint()
+		if err != nil {
+			return err
+		}
+		if err := s.checkLen(int64(n)); err != nil {
+			return err
+		}
+		if _, err := s.take(int(n)); err != nil {
+			return err
+		}
+		return s.skipCompact(12)
+	}
+	v, err := s.i32()
+	if err != nil {
+		return err
+	}
+	if uint32(v)&0xffff0000 != 0x80010000 {
+		return fmt.Errorf("%w: binary header %08x", proto.ErrBadVersion, uint32(v))
+	}
+	n, err := s.i32()
+	if err != nil {
+		return err
+	}
+	if err := s.checkLen(int64(n)); err != nil {
+		return err
+	}
+	if _, err := s.take(int(n) + 4); err != nil { // name + seqid
+		return err
+	}
+	return s.skipBinary(proto.STRUCT)
+}
+
+func (s *scanner) enter() error {
+	s.depth++
+	if s.depth > s.lim.MaxDepth {
+		return fmt.Errorf("%w: nesting over %d", proto.ErrDepthLimit, s.lim.MaxDepth)
+	}
+	return nil
+}
+
+func (s *scanner) skipBinary(t proto.Type) error {
+	switch t {
+	case proto.BOOL, proto.I8:
+		_, err := s.take(1)
+		return err
+	case proto.I16:
+		_, err := s.take(2)
+		return err
+	case proto.I32:
+		_, err := s.take(4)
+		return err
+	case proto.I64, proto.DOUBLE:
+		_, err := s.take(8)
+		return err
+	case proto.UUID:
+		_, err := s.take(16)
+		return err
+	case proto.STRING:
+		n, err := s.i32()
+		if err != nil {
+			return err
+		}
+		if err := s.checkLen(int64(n)); err != nil {
+			return err
+		}
+		_, err = s.take(int(n))
+		return err
+	case proto.STRUCT:
+		if err := s.enter(); err != nil {
+			return err
+		}
+		for {
+			ft, err := s.byte()
+			if err != nil {
+				return err
+			}
+			if proto.Type(ft) == proto.STOP {
+				break
+			}
+			if _, err := s.take(2); err != nil {
+				return err
+			}
+			if err := s.skipBinary(proto.Type(ft)); err != nil {
+				return err
+			}
+		}
+		s.depth--
+		return nil
+	case proto.LIST, proto.SET:
+		et, err := s.byte()
+		if err != nil {
+			return err
+		}
+		n, err := s.i32()
+		if err != nil {
+			return err
+		}
+		return s.elemsBinary(int64(n), proto.Type(et))
+	case proto.MAP:
+		kv, err := s.take(2)
+		if err != nil {
+			return err
+		}
+		kt, vt := proto.Type(kv[0]), proto.Type(kv[1])
+		n, err := s.i32()
+		if err != nil {
+			return err
+		}
+		if err := s.checkCount(int64(n)); err != nil {
+			return err
+		}
+		if err := s.enter(); err != nil {
+			return err
+		}
+		for i := int32(0); i < n; i++ {
+			if err := s.skipBinary(kt); err != nil {
+				return err
+			}
+			if err := s.skipBinary(vt); err != nil {
+				return err
+			}
+		}
+		s.depth--
+		return nil
+	}
+	return fmt.Errorf("%w: %d", proto.ErrBadType, t)
+}
+
+func (s *scanner) elemsBinary(n int64, et proto.Type) error {
+	if err := s.checkCount(n); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	for i := int64(0); i < n; i++ {
+		if err := s.skipBinary(et); err != nil {
+			return err
+		}
+	}
+	s.depth--
+	return nil
+}
+
+// Compact type ids (they differ from the binary ones).
+const (
+	ctTrue, ctFalse, ctI8, ctI16, ctI32, ctI64, ctDouble, ctBinary, ctList, ctSet, ctMap, ctStruct, ctUUID = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+)
+
+// skipCompact skips one value of compact type ct; inList marks bools that
+// are stored as a byte (inside containers) rather than in the field header.
+func (s *scanner) skipCompact(ct byte) error {
+	switch ct {
+	case ctTrue, ctFalse, ctI8:
+		_, err := s.take(1)
+		return err
+	case ctI16, ctI32, ctI64:
+		_, err := s.varint()
+		return err
+	case ctDouble:
+		_, err := s.take(8)
+		return err
+	case ctUUID:
+		_, err := s.take(16)
+		return err
+	case ctBinary:
+		n, err := s.varint()
+		if err != nil {
+			return err
+		}
+		if n > 1<<31 {
+			return fmt.Errorf("%w: string of %d bytes", proto.ErrSizeLimit, n)
+		}
+		if err := s.checkLen(int64(n)); err != nil {
+			return err
+		}
+		_, err = s.take(int(n))
+		return err
+	case ctStruct:
+		if err := s.enter(); err != nil {
+			return err
+		}
+		for {
+			h, err := s.byte()
+			if err != nil {
+				return err
+			}
+			if h == 0 {
+				break
+			}
+			if h>>4 == 0 { // long form: explicit zigzag i16 field id
+				if _, err := s.varint(); err != nil {
+					return err
+				}
+			}
+			ft := h & 0x0f
+			if ft == ctTrue || ft == ctFalse {
+				continue // value folded into the header
+			}
+			if err := s.skipCompact(ft); err != nil {
+				return err
+			}
+		}
+		s.depth--
+		return nil
+	case ctList, ctSet:
+		h, err := s.byte()
+		if err != nil {
+			return err
+		}
+		n := uint64(h >> 4)
+		if n == 15 {
+			if n, err = s.varint(); err != nil {
+				return err
+			}
+		}
+		return s.elemsCompact(n, h&0x0f, 0, false)
+	case ctMap:
+		n, err := s.varint()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		kv, err := s.byte()
+		if err != nil {
+			return err
+		}
+		return s.elemsCompact(n, kv>>4, kv&0x0f, true)
+	}
+	return fmt.Errorf("%w: compact type %d", proto.ErrBadType, ct)
+}
+
+func (s *scanner) elemsCompact(n uint64, kt, vt byte, isMap bool) error {
+	if n > 1<<31 {
+		return fmt.Errorf("%w: container of %d elements", proto.ErrSizeLimit, n)
+	}
+	if err := s.checkCount(int64(n)); err != nil {
+		return err
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	for i := uint64(0); i < n; i++ {
+		if err := s.skipCompact(kt); err != nil {
+			return err
+		}
+		if isMap {
+			if err := s.skipCompact(vt); err != nil {
+				return err
+			}
+		}
+	}
+	s.depth--
+	return nil
+}

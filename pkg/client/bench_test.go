@@ -1,0 +1,120 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+)
+
+// BenchmarkEcho compares a HatRPC client+server with Apache's Go client and
+// TSimpleServer on loopback, one caller (latency) and 64 callers
+// (throughput). ns/op of the par64 runs is wall time per call.
+func BenchmarkEcho(b *testing.B) {
+	args := &wiretest.EchoArgs{Msg: "hello, benchmark"}
+	b.Run("hatrpc/seq", func(b *testing.B) {
+		ts := serve(b, "")
+		c := dial(b, ts.addr)
+		benchSeq(b, func(ctx context.Context) error { _, err := echo(ctx, c, args); return err })
+	})
+	b.Run("hatrpc-plain/seq", func(b *testing.B) {
+		ts := serve(b, "")
+		c := dial(b, ts.addr, client.WithoutUpgrade())
+		benchSeq(b, func(ctx context.Context) error { _, err := echo(ctx, c, args); return err })
+	})
+	b.Run("apache/seq", func(b *testing.B) {
+		as, cl, done := apacheSetup(b, 1)
+		defer done()
+		_ = as
+		benchSeq(b, func(ctx context.Context) error { return apacheEcho(ctx, cl[0], args.Msg) })
+	})
+	b.Run("hatrpc/par64", func(b *testing.B) {
+		ts := serve(b, "")
+		c := dial(b, ts.addr)
+		benchPar(b, func(ctx context.Context, _ int) error { _, err := echo(ctx, c, args); return err })
+	})
+	b.Run("apache/par64", func(b *testing.B) {
+		_, cl, done := apacheSetup(b, 64)
+		defer done()
+		benchPar(b, func(ctx context.Context, id int) error { return apacheEcho(ctx, cl[id], args.Msg) })
+	})
+}
+
+func benchSeq(b *testing.B, call func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := call(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchPar runs b.N calls spread over 64 goroutines.
+func benchPar(b *testing.B, call func(ctx context.Context, id int) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const callers = 64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for id := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := call(ctx, id); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func apacheSetup(b *testing.B, n int) (*wiretest.ApacheServer, []*thrift.TStandardClient, func()) {
+	as, err := wiretest.StartApache(&wiretest.ApacheProcessor{}, false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conf := &thrift.TConfiguration{}
+	var cls []*thrift.TStandardClient
+	var trs []thrift.TTransport
+	for range n {
+		tr := thrift.NewTBufferedTransport(thrift.NewTSocketConf(as.Addr, conf), 4096)
+		if err := tr.Open(); err != nil {
+			b.Fatal(err)
+		}
+		p := thrift.NewTBinaryProtocolConf(tr, conf)
+		cls = append(cls, thrift.NewTStandardClient(p, p))
+		trs = append(trs, tr)
+	}
+	return as, cls, func() {
+		for _, tr := range trs {
+			tr.Close()
+		}
+		as.Stop()
+	}
+}
+
+func apacheEcho(ctx context.Context, cl *thrift.TStandardClient, msg string) error {
+	var res wiretest.ApacheEchoResult
+	_, err := cl.Call(ctx, "echo", &wiretest.ApacheEchoArgs{Msg: msg}, &res)
+	return err
+}

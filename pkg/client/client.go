@@ -1,0 +1,612 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// ErrConnClosed is matched (errors.Is) by every error of a call that could
+// not complete because its connection broke or the Conn was closed. Later
+// calls on the same Conn reconnect.
+var ErrConnClosed = errors.New("client: connection closed")
+
+// ConnError carries the cause of a connection failure; it matches ErrConnClosed.
+type ConnError struct {
+	Op  string // "dial", "write", "read", "close"
+	Err error
+}
+
+func (e *ConnError) Error() string {
+	if e.Err == nil {
+		return "client: connection closed (" + e.Op + ")"
+	}
+	return "client: connection closed (" + e.Op + "): " + e.Err.Error()
+}
+
+// Is makes errors.Is(err, ErrConnClosed) true.
+func (e *ConnError) Is(target error) bool { return target == ErrConnClosed }
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// Conn is a client connection, safe for concurrent use: calls from many
+// goroutines are pipelined on one socket and matched to replies by seqid.
+type Conn struct {
+	addr string
+	o    options
+
+	mu        sync.Mutex
+	sess      *session
+	old       []*session // sessions told to go away, still finishing calls
+	closed    bool
+	noUpgrade bool // the peer dropped the connection on the handshake
+
+	fns   sync.Map // method name -> *hints.Function seen in calls
+	cores int
+}
+
+// Dial connects to addr, runs the capability handshake and returns a Conn.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.proto != proto.Binary && o.proto != proto.Compact {
+		return nil, fmt.Errorf("client: unsupported protocol %v", o.proto)
+	}
+	c := &Conn{addr: addr, o: o, cores: runtime.NumCPU()}
+	for _, svc := range o.hints {
+		for i := range svc.Functions {
+			fn := &svc.Functions[i]
+			c.fns.Store(fn.Name, fn)
+			c.fns.Store(svc.Name+":"+fn.Name, fn)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.sess = s
+	return c, nil
+}
+
+// Upgraded reports whether the current connection speaks HatRPC framing
+// (false: plain Thrift, e.g. against an Apache server).
+func (c *Conn) Upgraded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess != nil && c.sess.hat
+}
+
+// Close closes the connection; pending calls fail with ErrConnClosed.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	all := append(c.old, c.sess)
+	c.sess, c.old = nil, nil
+	c.mu.Unlock()
+	for _, s := range all {
+		if s != nil {
+			s.fail(&ConnError{Op: "close"})
+			<-s.done
+		}
+	}
+	return nil
+}
+
+// Plan returns the execution plan for method ("name" or "Service:name"),
+// from the hint tables given with WithHints or seen in calls. Transport is
+// the transport the call would really use on this connection: today TCP.
+func (c *Conn) Plan(method string) hints.Plan {
+	var set hints.Set
+	if v, ok := c.fns.Load(method); ok {
+		set = v.(*hints.Function).Client
+	}
+	p := hints.PlanFor(set, c.cores, 0)
+	p.Transport = c.transportFor(p.Transport)
+	return p
+}
+
+// transportFor settles a requested transport against what the connection
+// negotiated. This is the hybrid-transport hook: when the RDMA or SHM
+// upgrade lands, a session carrying that capability returns it here for
+// functions that did not pin transport=tcp.
+func (c *Conn) transportFor(want hints.Transport) hints.Transport {
+	switch want {
+	case hints.TransportTCP:
+		return hints.TransportTCP
+	default:
+		return hints.TransportTCP
+	}
+}
+
+// Call invokes m with args and decodes the reply into result. For oneway
+// methods result is nil and Call returns once the request is written. An
+// exception reply becomes a *proto.ApplicationException error.
+func (c *Conn) Call(ctx context.Context, m *Method, args, result proto.Struct) error {
+	if len(c.o.interceptors) == 0 {
+		return c.invoke(ctx, m, args, result)
+	}
+	return chain(ctx, c.o.interceptors, m, args, result, c.invoke)
+}
+
+func chain(ctx context.Context, ics []Interceptor, m *Method, args, result proto.Struct, final Invoker) error {
+	if len(ics) == 0 {
+		return final(ctx, m, args, result)
+	}
+	return ics[0](ctx, m, args, result, func(ctx context.Context, m *Method, a, r proto.Struct) error {
+		return chain(ctx, ics[1:], m, a, r, final)
+	})
+}
+
+func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct) error {
+	if m.Hints != nil {
+		if _, ok := c.fns.Load(m.Name); !ok {
+			c.fns.Store(m.Name, m.Hints)
+			c.fns.Store(m.Service+":"+m.Name, m.Hints)
+		}
+		if d := m.Hints.Client.Timeout; d > 0 {
+			if _, ok := ctx.Deadline(); !ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+		}
+	}
+	if c.o.callTimeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.o.callTimeout)
+			defer cancel()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	name := m.Name
+	if c.o.multiplexed && m.Service != "" {
+		name = m.Service + ":" + m.Name
+	}
+	return s.call(ctx, name, m.Oneway, args, result)
+}
+
+// session returns a usable session, reconnecting when the current one broke
+// or was told to go away.
+func (c *Conn) session(ctx context.Context) (*session, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+	}
+	if s := c.sess; s != nil && s.usable() {
+		return s, nil
+	}
+	if s := c.sess; s != nil {
+		c.old = append(c.old, s)
+		c.sess = nil
+	}
+	c.reap()
+	s, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.sess = s
+	return s, nil
+}
+
+// reap forgets old sessions whose reader has exited.
+func (c *Conn) reap() {
+	keep := c.old[:0]
+	for _, s := range c.old {
+		select {
+		case <-s.done:
+		default:
+			keep = append(keep, s)
+		}
+	}
+	c.old = keep
+}
+
+// connect dials and handshakes; c.mu is held.
+func (c *Conn) connect(ctx context.Context) (*session, error) {
+	s, err := c.dialSession(ctx, !c.o.noUpgrade && !c.noUpgrade)
+	var ce *ConnError
+	if err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
+		// Some Thrift servers (e.g. a multiplexed processor without a
+		// default service) drop the connection on an unknown name instead
+		// of answering UNKNOWN_METHOD: retry as plain Thrift.
+		c.noUpgrade = true
+		s, err = c.dialSession(ctx, false)
+	}
+	return s, err
+}
+
+// peerHungUp tells a peer that closed the connection (worth a plain retry)
+// from one that is slow or dead (a timeout, not worth it).
+func peerHungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
+	defer cancel()
+	var (
+		nc  net.Conn
+		err error
+	)
+	if c.o.dial != nil {
+		nc, err = c.o.dial(dctx, c.addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(dctx, "tcp", c.addr)
+	}
+	if err != nil {
+		return nil, &ConnError{Op: "dial", Err: err}
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if c.o.tls != nil {
+		cfg := c.o.tls
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			if host, _, err := net.SplitHostPort(c.addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, &ConnError{Op: "dial", Err: err}
+		}
+		nc = tc
+	}
+	s := newSession(c, nc)
+	if upgrade {
+		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
+		err := s.handshake(hctx)
+		hcancel()
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	go s.readLoop()
+	return s, nil
+}
+
+// session is one network connection of a Conn.
+type session struct {
+	c      *Conn
+	nc     net.Conn
+	br     *bufio.Reader
+	w      *wire.Writer
+	hat    bool
+	format wire.Format
+	done   chan struct{} // reader exited
+
+	mu      sync.Mutex
+	seq     int32
+	pending map[int32]*call
+	err     error
+	goaway  bool
+}
+
+// call is one outstanding request waiting for its reply.
+type call struct {
+	done  chan struct{}
+	reply *[]byte
+	off   int // message start within reply (after a HatRPC header)
+	err   error
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+func newSession(c *Conn, nc net.Conn) *session {
+	return &session{
+		c: c, nc: nc,
+		br:      bufio.NewReaderSize(nc, 32<<10),
+		w:       wire.NewWriter(nc, nil),
+		format:  wire.Format{Proto: c.o.proto, Framed: c.o.framed},
+		done:    make(chan struct{}),
+		pending: map[int32]*call{},
+	}
+}
+
+func (s *session) usable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err == nil && !s.goaway
+}
+
+// handshake offers the HatRPC upgrade as a plain Thrift call. Any
+// exception reply (UNKNOWN_METHOD from an Apache server) means plain Thrift.
+func (s *session) handshake(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.nc.SetDeadline(dl)
+		defer s.nc.SetDeadline(time.Time{})
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:0]
+	if s.format.Framed {
+		b = b[:4]
+	}
+	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming, MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
+	b, _ = codec.AppendMessage(b, s.format.Proto, wire.HelloMethod, proto.Call, 0, &hello)
+	if s.format.Framed {
+		putLen(b, len(b)-4)
+	}
+	*bp = b
+	if _, err := s.nc.Write(b); err != nil {
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	msg, err := wire.ReadMessage(s.br, s.format, b[:0], &s.c.o.limits)
+	*bp = msg
+	if err != nil {
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	mh, err := wire.ParseMsgHeader(s.format.Proto, msg)
+	if err != nil {
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	if mh.Type != proto.Reply {
+		return nil // plain Thrift peer
+	}
+	var rep wire.HelloReply
+	if err := codec.Decode(s.format.Proto, msg[mh.Body:], &s.c.o.limits, &rep); err != nil {
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
+	return nil
+}
+
+func putLen(b []byte, n int) {
+	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+}
+
+// call sends one request and waits for its reply.
+func (s *session) call(ctx context.Context, name string, oneway bool, args, result proto.Struct) error {
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	b := *bp
+	switch {
+	case s.hat:
+		b = b[:wire.HeaderSize]
+	case s.format.Framed:
+		b = b[:4]
+	}
+	typ, kind := proto.Call, wire.KindCall
+	if oneway {
+		typ, kind = proto.Oneway, wire.KindOneway
+	}
+	var cl *call
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		wire.PutBuf(bp)
+		return &ConnError{Op: "write", Err: err}
+	}
+	s.seq++
+	if s.seq <= 0 { // 0 is the handshake's
+		s.seq = 1
+	}
+	seq := s.seq
+	if !oneway {
+		cl = callPool.Get().(*call)
+		s.pending[seq] = cl
+	}
+	s.mu.Unlock()
+
+	b, err := codec.AppendMessage(b, s.format.Proto, name, typ, seq, args)
+	if err == nil {
+		if s.hat {
+			var flags uint8
+			if s.format.Proto == proto.Compact {
+				flags = wire.FlagCompact
+			}
+			wire.SealFrame(b, kind, flags, seq, timeout)
+		} else if s.format.Framed {
+			putLen(b, len(b)-4)
+		}
+		*bp = b
+		if werr := s.w.Write(b); werr != nil {
+			s.fail(werr)
+			err = &ConnError{Op: "write", Err: werr}
+		}
+	} else {
+		*bp = b
+	}
+	wire.PutBuf(bp)
+	if err != nil {
+		if cl != nil && s.take(seq) {
+			callPool.Put(cl)
+		}
+		// A failed write already failed the pending call; its error wins.
+		return err
+	}
+	if oneway {
+		return nil
+	}
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		if s.take(seq) {
+			callPool.Put(cl)
+			if s.hat {
+				s.sendCancel(seq)
+			}
+			return ctx.Err()
+		}
+		<-cl.done // the reply raced us; it is delivered, use it
+	}
+	err = cl.err
+	rp, off := cl.reply, cl.off
+	cl.err, cl.reply = nil, nil
+	callPool.Put(cl)
+	if err != nil {
+		return err
+	}
+	defer wire.PutBuf(rp)
+	err = decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result)
+	if err != nil {
+		// The server gave up on the deadline we sent it just as we did;
+		// report our own deadline rather than its echo. ctx.Err() alone
+		// can lag behind the clock when the timer goroutine runs late.
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
+	}
+	return err
+}
+
+func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct) error {
+	mh, err := wire.ParseMsgHeader(p, msg)
+	if err != nil {
+		return err
+	}
+	switch mh.Type {
+	case proto.Exception:
+		var ae proto.ApplicationException
+		if err := codec.Decode(p, msg[mh.Body:], lim, &ae); err != nil {
+			return err
+		}
+		return &ae
+	case proto.Reply:
+		if result == nil {
+			return nil
+		}
+		return codec.Decode(p, msg[mh.Body:], lim, result)
+	}
+	return fmt.Errorf("%w: reply of message type %v", proto.ErrInvalidData, mh.Type)
+}
+
+// take removes seq from the pending table; false if the reader got it first.
+func (s *session) take(seq int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[seq]; !ok {
+		return false
+	}
+	delete(s.pending, seq)
+	return true
+}
+
+func (s *session) sendCancel(seq int32) {
+	var f [wire.HeaderSize]byte
+	wire.SealFrame(f[:], wire.KindCancel, 0, seq, 0)
+	_ = s.w.Write(f[:])
+}
+
+// readLoop dispatches replies to their callers by seqid until the
+// connection breaks, then fails every pending call with ErrConnClosed.
+func (s *session) readLoop() {
+	defer close(s.done)
+	lim := &s.c.o.limits
+	for {
+		bp := wire.GetBuf()
+		var (
+			seq int32
+			off int
+			err error
+		)
+		if s.hat {
+			var h wire.Header
+			h, *bp, err = wire.ReadFrame(s.br, *bp, lim.MaxMessageSize)
+			if err == nil {
+				switch h.Kind {
+				case wire.KindReply, wire.KindException:
+					seq, off = h.Seqid, wire.HeaderSize
+				case wire.KindGoAway:
+					s.mu.Lock()
+					s.goaway = true
+					s.mu.Unlock()
+					wire.PutBuf(bp)
+					continue
+				default:
+					err = fmt.Errorf("%w: unexpected frame kind %d from server", wire.ErrBadFrame, h.Kind)
+				}
+			}
+		} else {
+			*bp, err = wire.ReadMessage(s.br, s.format, *bp, lim)
+			if err == nil {
+				var mh wire.MsgHeader
+				if mh, err = wire.ParseMsgHeader(s.format.Proto, *bp); err == nil {
+					seq = mh.Seqid
+				}
+			}
+		}
+		if err != nil {
+			wire.PutBuf(bp)
+			s.fail(err)
+			return
+		}
+		s.mu.Lock()
+		cl := s.pending[seq]
+		delete(s.pending, seq)
+		s.mu.Unlock()
+		if cl == nil { // the caller gave up (deadline) before the reply came
+			wire.PutBuf(bp)
+			continue
+		}
+		cl.reply, cl.off = bp, off
+		cl.done <- struct{}{}
+	}
+}
+
+// fail marks the session broken, closes it and fails pending calls.
+func (s *session) fail(cause error) {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = cause
+	pend := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	s.nc.Close()
+	for _, cl := range pend {
+		cl.err = &ConnError{Op: "read", Err: cause}
+		if ce, ok := cause.(*ConnError); ok {
+			cl.err = ce
+		}
+		cl.done <- struct{}{}
+	}
+}

@@ -1,0 +1,233 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+func TestConcurrentPipelinedCalls(t *testing.T) {
+	ts := serve(t, "")
+	for _, opts := range [][]client.Option{nil, {client.WithCompact()}, {client.WithoutUpgrade(), client.WithFramed()}} {
+		c := dial(t, ts.addr, opts...)
+		var wg sync.WaitGroup
+		for g := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 40 {
+					msg := fmt.Sprintf("%d/%d", g, i)
+					got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: msg})
+					if assert.NoError(t, err) {
+						assert.Equal(t, msg, got)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func TestReconnectAfterServerRestart(t *testing.T) {
+	ts := serve(t, "")
+	c := dial(t, ts.addr)
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "before"})
+	require.NoError(t, err)
+	require.Equal(t, "before", got)
+
+	inflight := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "hang", Mode: wiretest.ModeWaitCtx})
+			inflight <- err
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	ts.stop()
+	for range 3 {
+		select {
+		case err := <-inflight:
+			require.ErrorIs(t, err, client.ErrConnClosed)
+			var ce *client.ConnError
+			require.ErrorAs(t, err, &ce)
+		case <-time.After(5 * time.Second):
+			t.Fatal("in-flight call hangs after the server died")
+		}
+	}
+	// While the server is down, calls fail fast with the typed error.
+	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "down"})
+	require.ErrorIs(t, err, client.ErrConnClosed)
+
+	serve(t, ts.addr) // same port
+	got, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+	require.NoError(t, err)
+	require.Equal(t, "after", got)
+	require.True(t, c.Upgraded())
+}
+
+func TestCloseFailsPendingAndLaterCalls(t *testing.T) {
+	ts := serve(t, "")
+	c := dial(t, ts.addr)
+	pending := make(chan error, 1)
+	go func() {
+		_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "p", Mode: wiretest.ModeWaitCtx})
+		pending <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, <-pending, client.ErrConnClosed)
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "late"})
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	require.NoError(t, c.Close()) // idempotent
+}
+
+func TestTimeouts(t *testing.T) {
+	ts := serve(t, "")
+	slow := &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(2 * time.Second)}
+	cases := []struct {
+		name string
+		opts []client.Option
+		m    *client.Method
+	}{
+		{"call-timeout-option", []client.Option{client.WithCallTimeout(50 * time.Millisecond)}, wiretest.EchoMethod},
+		{"hint-timeout", nil, &client.Method{Service: "Echo", Name: "echo",
+			Hints: &hints.Function{Name: "echo", Client: hints.Set{Timeout: 50 * time.Millisecond}}}},
+		{"plain-call-timeout", []client.Option{client.WithoutUpgrade(), client.WithCallTimeout(50 * time.Millisecond)}, wiretest.EchoMethod},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, ts.addr, tc.opts...)
+			t0 := time.Now()
+			err := c.Call(context.Background(), tc.m, slow, &wiretest.EchoResult{})
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Less(t, time.Since(t0), time.Second)
+			// A late reply to the abandoned call does not confuse later ones.
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "next"})
+			require.NoError(t, err)
+			require.Equal(t, "next", got)
+		})
+	}
+	t.Run("expired-context", func(t *testing.T) {
+		c := dial(t, ts.addr)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "x"})
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+func TestClientInterceptors(t *testing.T) {
+	ts := serve(t, "")
+	var trace []string
+	mk := func(tag string) client.Interceptor {
+		return func(ctx context.Context, m *client.Method, args, result proto.Struct, next client.Invoker) error {
+			trace = append(trace, tag+">"+m.Name)
+			err := next(ctx, m, args, result)
+			trace = append(trace, fmt.Sprintf("%s<%v", tag, err))
+			return err
+		}
+	}
+	c := dial(t, ts.addr, client.WithInterceptors(mk("a"), mk("b")))
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "x"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a>echo", "b>echo", "b<<nil>", "a<<nil>"}, trace)
+}
+
+func TestPlan(t *testing.T) {
+	svc := &hints.Service{Name: "Echo", Functions: []hints.Function{
+		{Name: "echo", Client: hints.Set{PerfGoal: hints.Throughput, Transport: hints.TransportRDMA}},
+		{Name: "bulk", Client: hints.Set{Transport: hints.TransportTCP, PayloadSize: 1 << 20}},
+	}}
+	ts := serve(t, "")
+	c := dial(t, ts.addr, client.WithHints(svc))
+	cases := []struct {
+		method string
+		goal   hints.Goal
+		large  bool
+	}{
+		{"echo", hints.Throughput, false},
+		{"Echo:echo", hints.Throughput, false},
+		{"bulk", hints.Latency, true},
+		{"unknown", hints.Latency, false},
+	}
+	for _, tc := range cases {
+		p := c.Plan(tc.method)
+		require.Equal(t, tc.goal, p.Goal, tc.method)
+		require.Equal(t, tc.large, p.Large, tc.method)
+		// Everything runs on TCP until an RDMA/SHM upgrade exists.
+		require.Equal(t, hints.TransportTCP, p.Transport, tc.method)
+	}
+	// Hints seen in calls feed Plan too.
+	m := &client.Method{Service: "Echo", Name: "echo2", Hints: &hints.Function{Name: "echo2", Client: hints.Set{PerfGoal: hints.ResUtil}}}
+	_ = c.Call(tctx(t), m, &wiretest.EchoArgs{}, &wiretest.EchoResult{})
+	require.Equal(t, hints.ResUtil, c.Plan("echo2").Goal)
+}
+
+func TestDialErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = client.Dial(ctx, addr)
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	_, err = client.Dial(ctx, addr, client.WithProtocol(proto.Protocol(9)))
+	require.Error(t, err)
+
+	// A peer that accepts and never answers: the handshake times out.
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- nc
+		}
+	}()
+	t0 := time.Now()
+	_, err = client.Dial(ctx, ln.Addr().String(), client.WithHandshakeTimeout(100*time.Millisecond))
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	require.Less(t, time.Since(t0), 2*time.Second)
+	ln.Close()
+	for nc := range accepted {
+		nc.Close()
+	}
+}
+
+func TestReconnectAfterGracefulShutdown(t *testing.T) {
+	ts := serve(t, "")
+	c := dial(t, ts.addr)
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "one"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, ts.srv.Shutdown(ctx))
+	ts.stop()
+	serve(t, ts.addr)
+	var got string
+	for range 2 { // the first call may still race with the old connection's close
+		if got, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "two"}); err == nil {
+			break
+		}
+		require.ErrorIs(t, err, client.ErrConnClosed)
+	}
+	require.NoError(t, err)
+	require.Equal(t, "two", got)
+}

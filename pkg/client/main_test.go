@@ -1,0 +1,97 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type testServer struct {
+	srv    *server.Server
+	echo   *wiretest.Echo
+	addr   string
+	served chan error
+	once   sync.Once
+}
+
+// serve runs a HatRPC server with the echo service on addr ("" = any port).
+func serve(t testing.TB, addr string, opts ...server.Option) *testServer {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	e := wiretest.NewEcho()
+	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
+	s.Register(e.Service())
+	var ln net.Listener
+	var err error
+	// A restarted server may find its port in TIME_WAIT briefly.
+	for range 50 {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	ts := &testServer{srv: s, echo: e, addr: ln.Addr().String(), served: make(chan error, 1)}
+	go func() { ts.served <- s.Serve(ln) }()
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+func (ts *testServer) stop() {
+	ts.once.Do(func() {
+		ts.srv.Close()
+		select {
+		case <-ts.served:
+		case <-time.After(5 * time.Second):
+			panic("Serve did not return")
+		}
+	})
+}
+
+func dial(t testing.TB, addr string, opts ...client.Option) *client.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func echo(ctx context.Context, c *client.Conn, args *wiretest.EchoArgs) (string, error) {
+	var res wiretest.EchoResult
+	if err := c.Call(ctx, wiretest.EchoMethod, args, &res); err != nil {
+		return "", err
+	}
+	if res.Err != nil {
+		return "", res.Err
+	}
+	if res.Success == nil {
+		return "", errors.New("no success field")
+	}
+	return *res.Success, nil
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,3 @@
+struct Extra {
+  1: bool flag = false
+}

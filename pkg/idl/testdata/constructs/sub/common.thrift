@@ -1,0 +1,3 @@
+struct Common {
+  1: string name
+}

@@ -1,0 +1,5 @@
+include "common.thrift"
+
+struct Other {
+  1: common.Common common
+}

@@ -1,0 +1,29 @@
+// Package proto implements the Apache Thrift binary and compact wire
+// protocols, byte-compatible with Apache Thrift, for hatgen-generated code
+// and the HatRPC runtime.
+//
+// Writers (BinaryWriter, CompactWriter) append to a caller-owned buffer and
+// never fail; readers (BinaryReader, CompactReader) decode from a []byte with
+// bounds checks and Limits, so the hot path has no reflection, no interface
+// dispatch per field and no allocations beyond the values the caller keeps
+// (with Alias, binary values share the input; with UnsafeStrings, strings do
+// too). Every decode failure matches ErrInvalidData through errors.Is, plus a
+// finer sentinel (ErrTruncated, ErrSizeLimit, ErrDepthLimit, ErrBadVersion,
+// ErrBadType, ErrNegativeSize, ErrInvalidVarint, ErrFrameSize).
+//
+// Generated code implements Struct for each IDL struct. The runtime uses
+// the message layer:
+//
+//	enc := new(proto.Encoder)                  // one per connection
+//	out, err := enc.EncodeFramed(p, buf[:0], "add", proto.Call, seq, args)
+//
+//	p, framed, err := proto.Detect(first8)     // server: what does the peer speak?
+//	st := proto.NewStream(p, framed, nil)
+//	msg, err := st.ReadMessage(ctx, br, msg)   // one whole message, frame stripped
+//	dec := proto.NewDecoder(nil)
+//	hdr, err := dec.Begin(p, msg)              // name, type, seqid
+//	err = dec.ReadBody(args)                   // or dec.SkipBody()
+//
+// Unframed messages are delimited by a resumable Scanner that walks the
+// encoding without decoding values, consuming only the message's bytes.
+package proto

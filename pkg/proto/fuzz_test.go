@@ -1,0 +1,125 @@
+package proto_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// fuzzLimits keep hostile inputs cheap while leaving room for real messages.
+var fuzzLimits = &proto.Limits{MaxMessageSize: 1 << 20, MaxDepth: 16, MaxStringLength: 1 << 16, MaxContainerSize: 1 << 16}
+
+func addSeeds(f *testing.F, p proto.Protocol, message bool) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range 4 {
+		var b []byte
+		var err error
+		if message {
+			b, err = proto.EncodeMessage(p, nil, "seed", proto.MessageType(1+i%4), int32(i), randAll(rng))
+		} else {
+			b, err = proto.Marshal(p, nil, randAll(rng))
+		}
+		require.NoError(f, err)
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+}
+
+// checkRoundTrip re-encodes a decoded value and checks the encoding is a
+// fixed point, which catches decoders that accept data they misread.
+func checkRoundTrip(t *testing.T, p proto.Protocol, s *AllTypes) {
+	b1, err := proto.Marshal(p, nil, s)
+	require.NoError(t, err)
+	var s2 AllTypes
+	require.NoError(t, proto.Unmarshal(p, b1, nil, &s2))
+	b2, err := proto.Marshal(p, nil, &s2)
+	require.NoError(t, err)
+	require.Equal(t, b1, b2)
+}
+
+func fuzzMessage(t *testing.T, p proto.Protocol, data []byte) {
+	_, _, _ = proto.Detect(data)
+
+	d := proto.NewDecoder(fuzzLimits)
+	var g Generic
+	_, err := d.Begin(p, data)
+	if err == nil {
+		err = d.ReadBody(&g)
+	}
+	genericOK, pos := err == nil, d.Pos()
+	if err != nil {
+		require.ErrorIs(t, err, proto.ErrInvalidData)
+	}
+
+	// The scanner must agree with a full Skip walk on where the message ends.
+	sc := proto.NewScanner(p, fuzzLimits)
+	n, _, serr := sc.Scan(data)
+	require.Equal(t, genericOK, serr == nil, "scanner %v vs decoder %v", serr, err)
+	if genericOK {
+		require.Equal(t, pos, n)
+	}
+
+	// The same through a stream that delivers one byte per read.
+	if len(data) < 512 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		br := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16)
+		msg, rerr := proto.ReadMessage(ctx, br, p, false, nil, fuzzLimits)
+		if genericOK {
+			require.NoError(t, rerr)
+			require.Equal(t, data[:n], msg)
+		} else {
+			require.Error(t, rerr)
+		}
+	}
+
+	var s AllTypes
+	if _, err := d.Begin(p, data); err == nil {
+		if err := d.ReadBody(&s); err == nil {
+			checkRoundTrip(t, p, &s)
+		} else {
+			require.ErrorIs(t, err, proto.ErrInvalidData)
+		}
+	}
+}
+
+func fuzzStruct(t *testing.T, p proto.Protocol, data []byte) {
+	var g Generic
+	if err := proto.Unmarshal(p, data, fuzzLimits, &g); err != nil {
+		require.ErrorIs(t, err, proto.ErrInvalidData)
+	}
+	var s AllTypes
+	if err := proto.Unmarshal(p, data, fuzzLimits, &s); err != nil {
+		require.ErrorIs(t, err, proto.ErrInvalidData)
+		return
+	}
+	checkRoundTrip(t, p, &s)
+}
+
+func FuzzBinaryMessage(f *testing.F) {
+	addSeeds(f, proto.Binary, true)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzMessage(t, proto.Binary, data) })
+}
+
+func FuzzCompactMessage(f *testing.F) {
+	addSeeds(f, proto.Compact, true)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzMessage(t, proto.Compact, data) })
+}
+
+func FuzzBinaryStruct(f *testing.F) {
+	addSeeds(f, proto.Binary, false)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStruct(t, proto.Binary, data) })
+}
+
+func FuzzCompactStruct(f *testing.F) {
+	addSeeds(f, proto.Compact, false)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzStruct(t, proto.Compact, data) })
+}

@@ -1,0 +1,338 @@
+/* C unit tests of the provider table. They run against the provider named
+ * by HATRPC_PROVIDER (default shm), in one process and across fork(). */
+#define _GNU_SOURCE
+#include "ctest_util.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+static const char *prov = "shm";
+
+static void test_status_strings(void)
+{
+	for (int s = 0; s < HR_STATUS_MAX; s++)
+		CHECK(strcmp(hr_status_str(s), "unknown status") != 0);
+	CHECK(strcmp(hr_status_str(HR_STATUS_MAX), "unknown status") == 0);
+	CHECK(strcmp(hr_status_str(-HR_EFLUSH), hr_status_str(HR_EFLUSH)) == 0);
+	CHECK(hr_provider_by_name("nope") == NULL);
+}
+
+static void test_ibv_no_device(void)
+{
+	hr_dev *d = NULL;
+	hr_dev_opts o = {.gid_index = -1};
+	int st = hr_open(&hr_ibv_provider, &o, &d);
+	if (access("/sys/class/infiniband", F_OK) != 0) {
+		CHECK_ST(st, HR_ENODEV);
+		CHECK(d == NULL);
+	} else if (st == HR_OK) {
+		hr_close(d);
+	}
+}
+
+static void test_opcodes(void)
+{
+	struct ep a, b;
+	CHECK_ST(ep_open(&a, prov, 1 << 20, 7, 0), HR_OK);
+	CHECK_ST(ep_open(&b, prov, 1 << 20, 7, 0), HR_OK);
+	CHECK_ST(ep_connect(&a, &b), HR_OK);
+	uint32_t sizes[] = {1, 64, 4096, 128 << 10};
+	uint32_t ops[] = {HR_OP_SEND, HR_OP_SEND_WITH_IMM, HR_OP_RDMA_WRITE, HR_OP_RDMA_WRITE_WITH_IMM, HR_OP_RDMA_READ};
+	hr_wc wc[4];
+	uint32_t bad;
+	for (unsigned oi = 0; oi < 5; oi++) {
+		for (unsigned si = 0; si < 4; si++) {
+			uint32_t op = ops[oi], n = sizes[si];
+			for (uint32_t i = 0; i < n; i++)
+				a.buf[i] = (uint8_t)(i * 13 + oi);
+			memset(b.buf, 0, n);
+			if (op == HR_OP_RDMA_READ) {
+				memcpy(b.buf, a.buf, n);
+				memset(a.buf, 0, n);
+			}
+			int recv = op != HR_OP_RDMA_WRITE && op != HR_OP_RDMA_READ;
+			if (recv) {
+				hr_recv_wr r = mk_recv(77, &b, 512 << 10, 256 << 10);
+				if (op != HR_OP_RDMA_WRITE_WITH_IMM)
+					r.sg[0].addr = (uint64_t)(uintptr_t)b.buf;
+				CHECK_ST(hr_post_recv(b.qp, &r, 1, &bad), HR_OK);
+			}
+			hr_send_wr w = mk_send(n, op, HR_SEND_SIGNALED, &a, 0, n);
+			w.remote_addr = (uint64_t)(uintptr_t)b.buf;
+			w.rkey = b.mr->rkey;
+			w.imm = 0x5150 + n;
+			CHECK_ST(hr_post_send(a.qp, &w, 1, &bad), HR_OK);
+			CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
+			CHECK_ST((int)wc[0].status, HR_OK);
+			CHECK(wc[0].opcode == op && wc[0].byte_len == n && wc[0].wr_id == n);
+			if (recv) {
+				CHECK(wait_wc(b.rcq, wc, 1, 5000) == 1);
+				CHECK_ST((int)wc[0].status, HR_OK);
+				CHECK(wc[0].wr_id == 77 && wc[0].byte_len == n);
+				CHECK(wc[0].opcode == (op == HR_OP_RDMA_WRITE_WITH_IMM ? HR_WC_RECV_RDMA_WITH_IMM : HR_WC_RECV));
+				if (op != HR_OP_SEND)
+					CHECK((wc[0].flags & HR_WC_WITH_IMM) && wc[0].imm == 0x5150 + n);
+			}
+			CHECK(memcmp(a.buf, b.buf, n) == 0);
+		}
+	}
+	/* atomics */
+	uint64_t v = 40;
+	memcpy(b.buf + 64, &v, 8);
+	hr_send_wr f = mk_send(1, HR_OP_ATOMIC_FETCH_AND_ADD, HR_SEND_SIGNALED, &a, 128, 8);
+	f.remote_addr = (uint64_t)(uintptr_t)(b.buf + 64);
+	f.rkey = b.mr->rkey;
+	f.compare_add = 2;
+	hr_send_wr c = f;
+	c.opcode = HR_OP_ATOMIC_CMP_AND_SWP;
+	c.sg[0].addr += 8;
+	c.compare_add = 42;
+	c.swap = 7;
+	hr_send_wr chain[2] = {f, c};
+	CHECK_ST(hr_post_send(a.qp, chain, 2, &bad), HR_OK);
+	CHECK(wait_wc(a.scq, wc, 2, 5000) == 2);
+	uint64_t old1, old2, now;
+	memcpy(&old1, a.buf + 128, 8);
+	memcpy(&old2, a.buf + 136, 8);
+	memcpy(&now, b.buf + 64, 8);
+	CHECK(old1 == 40 && old2 == 42 && now == 7);
+	hr_counters cnt;
+	CHECK_ST(hr_qp_counters(b.qp, &cnt), HR_OK);
+	CHECK(cnt.inbound[HR_OP_RDMA_WRITE] == 4 && cnt.inbound[HR_OP_ATOMIC_CMP_AND_SWP] == 1);
+	CHECK_ST(hr_qp_counters(a.qp, &cnt), HR_OK);
+	CHECK(cnt.posted[HR_OP_SEND] == 4 && cnt.completions == 22 && cnt.errors == 0);
+	ep_close(&a);
+	ep_close(&b);
+}
+
+static void test_errors(void)
+{
+	struct ep a, b;
+	hr_wc wc[4];
+	uint32_t bad;
+	/* bad rkey: remote access error, then flush */
+	CHECK_ST(ep_open(&a, prov, 1 << 16, 1, 0), HR_OK);
+	CHECK_ST(ep_open(&b, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_connect(&a, &b), HR_OK);
+	hr_send_wr w[2] = {mk_send(1, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, &a, 0, 64),
+			   mk_send(2, HR_OP_RDMA_READ, 0, &a, 0, 64)};
+	w[0].remote_addr = w[1].remote_addr = (uint64_t)(uintptr_t)b.buf + b.len - 32;
+	w[0].rkey = w[1].rkey = b.mr->rkey;
+	CHECK_ST(hr_post_send(a.qp, w, 2, &bad), HR_OK);
+	CHECK(wait_wc(a.scq, wc, 2, 5000) == 2);
+	CHECK_ST((int)wc[0].status, HR_EREMOTE_ACCESS);
+	CHECK_ST((int)wc[1].status, HR_EFLUSH);
+	CHECK(hr_qp_state(a.qp) == HR_QPS_ERR);
+	ep_close(&a);
+	ep_close(&b);
+
+	/* RNR retry exceeded (rnr_retry 1) */
+	CHECK_ST(ep_open(&a, prov, 1 << 16, 1, 0), HR_OK);
+	CHECK_ST(ep_open(&b, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_connect(&a, &b), HR_OK);
+	hr_send_wr s = mk_send(5, HR_OP_SEND, HR_SEND_SIGNALED, &a, 0, 8);
+	CHECK_ST(hr_post_send(a.qp, &s, 1, &bad), HR_OK);
+	CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
+	CHECK_ST((int)wc[0].status, HR_ERNR_RETRY);
+	/* SQ depth: post 65 into a 64 deep queue on the failed QP: flushes
+	 * are completions too, so slots free only when polled. */
+	hr_send_wr many[65];
+	for (int i = 0; i < 65; i++)
+		many[i] = mk_send((uint64_t)i, HR_OP_SEND, 0, &a, 0, 8);
+	CHECK_ST(hr_post_send(a.qp, many, 65, &bad), HR_ENORES);
+	CHECK(bad == 64);
+	CHECK(wait_wc(a.scq, wc, 4, 5000) == 4);
+	for (int i = 0; i < 4; i++)
+		CHECK_ST((int)wc[i].status, HR_EFLUSH);
+	/* inline over the limit */
+	hr_send_wr big = mk_send(9, HR_OP_SEND, HR_SEND_INLINE, &b, 0, 65);
+	CHECK_ST(hr_post_send(b.qp, &big, 1, &bad), HR_EINVAL);
+	/* the peer of a failed QP gets no answer */
+	hr_send_wr bw = mk_send(9, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, &b, 0, 8);
+	bw.remote_addr = (uint64_t)(uintptr_t)a.buf;
+	bw.rkey = a.mr->rkey;
+	CHECK_ST(hr_post_send(b.qp, &bw, 1, &bad), HR_OK);
+	CHECK(wait_wc(b.scq, wc, 1, 5000) == 1);
+	CHECK_ST((int)wc[0].status, HR_ERETRY_EXC);
+	ep_close(&a);
+	ep_close(&b);
+}
+
+/* Many threads post on their own QPs into one shared CQ: the multi-producer
+ * ring must deliver every completion exactly once. */
+struct mt_arg {
+	struct ep *e;
+	hr_qp *qp;
+	int id;
+};
+
+static void *mt_post(void *p)
+{
+	struct mt_arg *a = p;
+	uint32_t bad;
+	for (int i = 0; i < 2000; i++) {
+		hr_send_wr w = mk_send(((uint64_t)a->id << 32) | (uint64_t)i, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, a->e,
+				       (size_t)a->id * 64, 8);
+		w.remote_addr = (uint64_t)(uintptr_t)(a->e->buf + 4096 + a->id * 64);
+		w.rkey = a->e->mr->rkey;
+		while (hr_post_send(a->qp, &w, 1, &bad) == HR_ENORES)
+			;
+	}
+	return NULL;
+}
+
+static void test_multi_producer(void)
+{
+	struct ep e;
+	CHECK_ST(ep_open(&e, prov, 1 << 16, 7, 0), HR_OK);
+	enum { T = 4 };
+	hr_qp *qps[T], *peers[T];
+	hr_cq *cq;
+	CHECK_ST(hr_create_cq(e.dev, 1024, NULL, &cq), HR_OK);
+	for (int i = 0; i < T; i++) {
+		hr_qp_init in = {.send_cq = cq, .recv_cq = e.rcq, .max_send_wr = 64, .max_recv_wr = 4, .max_sge = 1};
+		CHECK_ST(hr_create_qp(e.pd, &in, &qps[i]), HR_OK);
+		CHECK_ST(hr_create_qp(e.pd, &in, &peers[i]), HR_OK);
+		hr_qp_attr x, y;
+		hr_qp_local_attr(qps[i], &x);
+		hr_qp_local_attr(peers[i], &y);
+		CHECK_ST(hr_qp_connect(qps[i], &y), HR_OK);
+		CHECK_ST(hr_qp_connect(peers[i], &x), HR_OK);
+	}
+	pthread_t th[T];
+	struct mt_arg args[T];
+	for (int i = 0; i < T; i++) {
+		args[i] = (struct mt_arg){&e, qps[i], i};
+		pthread_create(&th[i], NULL, mt_post, &args[i]);
+	}
+	int seen[T] = {0}, total = 0, order_ok = 1;
+	hr_wc wc[64];
+	uint64_t deadline = hr_now_ns() + 20000000000ull;
+	while (total < T * 2000 && hr_now_ns() < deadline) {
+		int n = hr_poll_cq(cq, 64, wc);
+		if (n < 0)
+			CHECK(n >= 0);
+		for (int i = 0; i < n; i++) {
+			int id = (int)(wc[i].wr_id >> 32);
+			if ((int)(wc[i].wr_id & 0xffffffff) != seen[id])
+				order_ok = 0;
+			seen[id]++;
+			if (wc[i].status != HR_OK)
+				order_ok = 0;
+		}
+		total += n > 0 ? n : 0;
+	}
+	for (int i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	CHECK(total == T * 2000);
+	CHECK(order_ok);
+	for (int i = 0; i < T; i++) {
+		hr_destroy_qp(qps[i]);
+		hr_destroy_qp(peers[i]);
+	}
+	CHECK_ST(hr_destroy_cq(cq), HR_OK);
+	ep_close(&e);
+}
+
+/* Across fork: the child opens its own device, the endpoints are swapped
+ * over pipes, then the child echoes and finally dies; the parent must see
+ * the death as retry-exceeded within a bounded time. */
+static void test_fork(void)
+{
+	int p2c[2], c2p[2];
+	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct ep c;
+		if (ep_open(&c, prov, 1 << 16, 7, 1))
+			_exit(2);
+		hr_recv_wr r = mk_recv(1, &c, 0, 4096);
+		uint32_t bad;
+		hr_post_recv(c.qp, &r, 1, &bad);
+		hr_qp_attr mine, theirs;
+		hr_qp_local_attr(c.qp, &mine);
+		if (write(c2p[1], &mine, sizeof(mine)) != sizeof(mine) ||
+		    read(p2c[0], &theirs, sizeof(theirs)) != sizeof(theirs))
+			_exit(3);
+		if (hr_qp_connect(c.qp, &theirs))
+			_exit(4);
+		char go = 1;
+		if (write(c2p[1], &go, 1) != 1)
+			_exit(5);
+		hr_wc wc;
+		/* event mode: block on the channel */
+		if (hr_wait_cq(c.rcq, c.ch, 1, &wc, 10000) != 1 || wc.status)
+			_exit(6);
+		hr_send_wr s = mk_send(2, HR_OP_SEND, HR_SEND_SIGNALED, &c, 0, wc.byte_len);
+		hr_post_send(c.qp, &s, 1, &bad);
+		if (wait_wc(c.scq, &wc, 1, 5000) != 1 || wc.status)
+			_exit(7);
+		char done;
+		if (read(p2c[0], &done, 1) != 1)
+			_exit(8);
+		_exit(0); /* dies without closing anything */
+	}
+	struct ep a;
+	CHECK_ST(ep_open(&a, prov, 1 << 16, 7, 0), HR_OK);
+	hr_recv_wr r = mk_recv(3, &a, 8192, 4096);
+	uint32_t bad;
+	CHECK_ST(hr_post_recv(a.qp, &r, 1, &bad), HR_OK);
+	hr_qp_attr mine, theirs;
+	hr_qp_local_attr(a.qp, &mine);
+	CHECK(read(c2p[0], &theirs, sizeof(theirs)) == sizeof(theirs));
+	CHECK(write(p2c[1], &mine, sizeof(mine)) == sizeof(mine));
+	CHECK_ST(hr_qp_connect(a.qp, &theirs), HR_OK);
+	char go;
+	CHECK(read(c2p[0], &go, 1) == 1);
+	memcpy(a.buf, "hello across processes", 23);
+	hr_send_wr s = mk_send(1, HR_OP_SEND, HR_SEND_SIGNALED, &a, 0, 23);
+	CHECK_ST(hr_post_send(a.qp, &s, 1, &bad), HR_OK);
+	hr_wc wc[2];
+	CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
+	CHECK_ST((int)wc[0].status, HR_OK);
+	CHECK(wait_wc(a.rcq, wc, 1, 5000) == 1);
+	CHECK(wc[0].byte_len == 23 && memcmp(a.buf + 8192, "hello across processes", 23) == 0);
+	char done = 1;
+	CHECK(write(p2c[1], &done, 1) == 1);
+	int status;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The peer is gone: the next send fails with retry exceeded, quickly. */
+	uint64_t t0 = hr_now_ns();
+	CHECK_ST(hr_post_send(a.qp, &s, 1, &bad), HR_OK);
+	CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
+	CHECK_ST((int)wc[0].status, HR_ERETRY_EXC);
+	CHECK(hr_now_ns() - t0 < 2000000000ull);
+	ep_close(&a);
+	close(p2c[0]);
+	close(p2c[1]);
+	close(c2p[0]);
+	close(c2p[1]);
+}
+
+int main(void)
+{
+	const char *env = getenv("HATRPC_PROVIDER");
+	if (env && strcmp(env, "ibv") == 0)
+		prov = "ibv";
+	test_status_strings();
+	test_ibv_no_device();
+	struct ep probe;
+	int st = ep_open(&probe, prov, 4096, 7, 0);
+	ep_close(&probe);
+	if (st == HR_OK) {
+		test_opcodes();
+		test_errors();
+		test_multi_producer();
+		test_fork();
+	} else {
+		/* Only the ibv provider without hardware gets here. */
+		CHECK_ST(st, HR_ENODEV);
+	}
+	printf("%s: %d checks, %d failures (provider %s)\n", ct_failures ? "FAIL" : "PASS", ct_checks,
+	       ct_failures, prov);
+	return ct_failures ? 1 : 0;
+}

@@ -1,0 +1,191 @@
+package rdma
+
+/*
+#include <stdlib.h>
+#include "hr.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Provider names.
+const (
+	ProviderIBV  = "ibv"
+	ProviderSHM  = "shm"
+	ProviderAuto = "auto"
+)
+
+// EnvProvider selects the provider when no option does.
+const EnvProvider = "HATRPC_PROVIDER"
+
+type config struct {
+	provider  string
+	name      string
+	gidIndex  int
+	port      int
+	shmSize   uint64
+	rnrTimer  time.Duration
+	peerCheck time.Duration
+	noFork    bool
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithProvider picks "ibv", "shm" or "auto"; it overrides HATRPC_PROVIDER.
+func WithProvider(p string) Option { return func(c *config) { c.provider = p } }
+
+// WithDeviceName selects an ibv device by name (default: first active port).
+func WithDeviceName(n string) Option { return func(c *config) { c.name = n } }
+
+// WithGIDIndex overrides the automatic RoCE GID choice.
+func WithGIDIndex(i int) Option { return func(c *config) { c.gidIndex = i } }
+
+// WithPort selects the ibv port (default: first active).
+func WithPort(p int) Option { return func(c *config) { c.port = p } }
+
+// WithShmSize sets the shm segment size (virtual; pages are used on demand).
+func WithShmSize(n uint64) Option { return func(c *config) { c.shmSize = n } }
+
+// WithRNRTimer sets the shm receiver-not-ready retry interval.
+func WithRNRTimer(d time.Duration) Option { return func(c *config) { c.rnrTimer = d } }
+
+// WithPeerCheck sets how often shm looks for dead peer processes.
+func WithPeerCheck(d time.Duration) Option { return func(c *config) { c.peerCheck = d } }
+
+// WithoutForkInit stops ibv from calling ibv_fork_init.
+func WithoutForkInit() Option { return func(c *config) { c.noFork = true } }
+
+// Device is an opened provider device.
+type Device struct {
+	p        *C.hr_dev
+	provider string
+	mu       sync.Mutex
+	closed   bool
+}
+
+// DeviceInfo describes a device.
+type DeviceInfo struct {
+	Name      string
+	Port      int
+	MTU       int
+	GIDIndex  int
+	MaxQPWR   int
+	MaxSGE    int
+	MaxInline int
+	MaxCQE    int
+}
+
+// Open opens a device of the selected provider. "auto" (the default) uses
+// ibv when a device is present and falls back to shm, which only reaches
+// peers on the same host.
+func Open(opts ...Option) (*Device, error) {
+	c := config{gidIndex: -1}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.provider == "" {
+		c.provider = os.Getenv(EnvProvider)
+	}
+	if c.provider == "" {
+		c.provider = ProviderAuto
+	}
+	switch c.provider {
+	case ProviderIBV, ProviderSHM:
+		return open(c.provider, &c)
+	case ProviderAuto:
+		d, err := open(ProviderIBV, &c)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, ErrNoDevice) {
+			return nil, err
+		}
+		return open(ProviderSHM, &c)
+	}
+	return nil, &Error{Op: fmt.Sprintf("open provider %q", c.provider), Status: StatusInvalid}
+}
+
+func open(name string, c *config) (*Device, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	prov := C.hr_provider_by_name(cname)
+	if prov == nil {
+		return nil, &Error{Op: "open " + name, Status: StatusInvalid}
+	}
+	var o C.hr_dev_opts
+	if c.name != "" {
+		o.name = C.CString(c.name)
+		defer C.free(unsafe.Pointer(o.name))
+	}
+	o.gid_index = C.int32_t(c.gidIndex)
+	o.port = C.uint32_t(c.port)
+	o.shm_size = C.uint64_t(c.shmSize)
+	o.rnr_timer_us = C.uint32_t(c.rnrTimer / time.Microsecond)
+	o.peer_check_ms = C.uint32_t(c.peerCheck / time.Millisecond)
+	if c.noFork {
+		o.no_fork_init = 1
+	}
+	var d *C.hr_dev
+	if err := statusErr("open "+name, C.hr_open(prov, &o, &d)); err != nil {
+		return nil, err
+	}
+	return &Device{p: d, provider: name}, nil
+}
+
+// Provider reports "ibv" or "shm".
+func (d *Device) Provider() string { return d.provider }
+
+// Info queries the device.
+func (d *Device) Info() (DeviceInfo, error) {
+	var i C.hr_dev_info
+	if err := statusErr("query", C.hr_query(d.p, &i)); err != nil {
+		return DeviceInfo{}, err
+	}
+	return DeviceInfo{
+		Name: C.GoString(&i.name[0]), Port: int(i.port), MTU: int(i.mtu), GIDIndex: int(i.gid_index),
+		MaxQPWR: int(i.max_qp_wr), MaxSGE: int(i.max_sge), MaxInline: int(i.max_inline), MaxCQE: int(i.max_cqe),
+	}, nil
+}
+
+// Counters sums the counters of every QP the device has had.
+func (d *Device) Counters() (Counters, error) {
+	var c C.hr_counters
+	if err := statusErr("device counters", C.hr_dev_counters(d.p, &c)); err != nil {
+		return Counters{}, err
+	}
+	return countersFromC(&c), nil
+}
+
+// Close releases the device; every object made from it must be closed first.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return &Error{Op: "close device", Status: StatusClosed}
+	}
+	d.closed = true
+	C.hr_close(d.p)
+	return nil
+}
+
+func countersFromC(c *C.hr_counters) Counters {
+	var g Counters
+	for i := 0; i < NumOpcodes; i++ {
+		g.Posted[i] = uint64(c.posted[i])
+		g.Inbound[i] = uint64(c.inbound[i])
+	}
+	g.RecvPosted = uint64(c.recv_posted)
+	g.BytesOut = uint64(c.bytes_out)
+	g.BytesIn = uint64(c.bytes_in)
+	g.Completions = uint64(c.completions)
+	g.Errors = uint64(c.errors)
+	return g
+}

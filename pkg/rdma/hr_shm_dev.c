@@ -1,0 +1,388 @@
+/* hr_shm_dev.c - shm provider: the device. Segment creation, the segment
+ * allocator, peer mappings, and the service thread that runs RNR retries,
+ * dead-peer detection and completion-channel fd delivery. */
+#define _GNU_SOURCE
+#include "shm_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- futex on shared memory (not FUTEX_PRIVATE: waiters may be in other
+ * processes mapping the same page) ---- */
+
+void shm_futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+int shm_futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t timeout_us)
+{
+	struct timespec ts, *tp = NULL;
+	if (timeout_us >= 0) {
+		ts.tv_sec = (time_t)(timeout_us / 1000000);
+		ts.tv_nsec = (long)(timeout_us % 1000000) * 1000L;
+		tp = &ts;
+	}
+	long r = syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, tp, NULL, 0);
+	if (r == -1 && errno == ETIMEDOUT)
+		return HR_ETIMEDOUT;
+	return HR_OK;
+}
+
+void shm_kick(struct shm_hdr *h)
+{
+	atomic_fetch_add(&h->svc_word, 1);
+	shm_futex_wake(&h->svc_word);
+}
+
+/* ---- segment allocator (owner only, under dev->lock) ---- */
+
+static int freel_insert(struct shm_dev *d, size_t at, uint64_t off, uint64_t len)
+{
+	if (d->nfree == d->capfree) {
+		size_t nc = d->capfree ? d->capfree * 2 : 64;
+		struct shm_extent *n = realloc(d->freel, nc * sizeof(*n));
+		if (!n)
+			return -1;
+		d->freel = n;
+		d->capfree = nc;
+	}
+	memmove(&d->freel[at + 1], &d->freel[at], (d->nfree - at) * sizeof(*d->freel));
+	d->freel[at].off = off;
+	d->freel[at].len = len;
+	d->nfree++;
+	return 0;
+}
+
+/* Returns a segment offset or 0 (offset 0 is the header, never handed out). */
+uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
+{
+	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
+	for (size_t i = 0; i < d->nfree; i++) {
+		struct shm_extent *e = &d->freel[i];
+		uint64_t start = (e->off + align - 1) & ~(align - 1);
+		uint64_t end = e->off + e->len;
+		if (start + len > end)
+			continue;
+		uint64_t pre = start - e->off, post = end - (start + len);
+		if (pre && post) {
+			e->len = pre;
+			if (freel_insert(d, i + 1, start + len, post))
+				return 0;
+		} else if (pre) {
+			e->len = pre;
+		} else if (post) {
+			e->off = start + len;
+			e->len = post;
+		} else {
+			memmove(e, e + 1, (d->nfree - i - 1) * sizeof(*e));
+			d->nfree--;
+		}
+		return start;
+	}
+	return 0;
+}
+
+void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
+{
+	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
+	/* Give the pages back so a long-lived segment does not pin memory. */
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t a = (off + ps - 1) & ~(ps - 1), b = (off + len) & ~(ps - 1);
+	if (b > a)
+		fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a));
+	size_t i = 0;
+	while (i < d->nfree && d->freel[i].off < off)
+		i++;
+	if (i > 0 && d->freel[i - 1].off + d->freel[i - 1].len == off) {
+		d->freel[i - 1].len += len;
+		if (i < d->nfree && off + len == d->freel[i].off) {
+			d->freel[i - 1].len += d->freel[i].len;
+			memmove(&d->freel[i], &d->freel[i + 1], (d->nfree - i - 1) * sizeof(*d->freel));
+			d->nfree--;
+		}
+		return;
+	}
+	if (i < d->nfree && off + len == d->freel[i].off) {
+		d->freel[i].off = off;
+		d->freel[i].len += len;
+		return;
+	}
+	/* On allocation failure the extent leaks; the segment stays consistent. */
+	freel_insert(d, i, off, len);
+}
+
+/* ---- peers ---- */
+
+struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t seg_id,
+			      uint64_t size, int *st)
+{
+	pthread_mutex_lock(&d->lock);
+	for (struct shm_peer *p = d->peers; p; p = p->next) {
+		if (p->pid == pid && p->seg_id == seg_id) {
+			p->refs++;
+			pthread_mutex_unlock(&d->lock);
+			*st = HR_OK;
+			return p;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+
+	*st = HR_EPEER;
+	if (fd < 0 || size < sizeof(struct shm_hdr) || size > (1ull << 40))
+		return NULL;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
+	int mfd = open(path, O_RDWR | O_CLOEXEC);
+	if (mfd < 0)
+		return NULL;
+	struct stat sb;
+	if (fstat(mfd, &sb) != 0 || (uint64_t)sb.st_size != size) {
+		close(mfd);
+		return NULL;
+	}
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, mfd, 0);
+	close(mfd);
+	if (m == MAP_FAILED)
+		return NULL;
+	struct shm_hdr *h = m;
+	/* The id guards against a recycled pid or fd number. */
+	if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->seg_id != seg_id || h->size != size) {
+		munmap(m, size);
+		return NULL;
+	}
+	struct shm_peer *p = calloc(1, sizeof(*p));
+	if (!p) {
+		munmap(m, size);
+		*st = HR_ENOMEM;
+		return NULL;
+	}
+	p->pid = pid;
+	p->seg_id = seg_id;
+	p->base = m;
+	p->size = size;
+	p->refs = 1;
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	pthread_mutex_lock(&d->lock);
+	p->next = d->peers;
+	d->peers = p;
+	pthread_mutex_unlock(&d->lock);
+	shm_kick(d->hdr); /* start watching the peer */
+	*st = HR_OK;
+	return p;
+}
+
+void shm_peer_put(struct shm_dev *d, struct shm_peer *p)
+{
+	pthread_mutex_lock(&d->lock);
+	if (--p->refs > 0) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	for (struct shm_peer **pp = &d->peers; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	munmap(p->base, p->size);
+	free(p);
+}
+
+/* ---- service thread: RNR retries, dead peers, channel fds ---- */
+
+static void svc_deliver_fds(struct shm_dev *d)
+{
+	for (struct shm_chan *c = d->chans; c; c = c->next) {
+		if (c->efd < 0)
+			continue;
+		uint32_t s = atomic_load(&c->sh->seq);
+		if (s != c->delivered) {
+			c->delivered = s;
+			uint64_t one = 1;
+			ssize_t r = write(c->efd, &one, sizeof(one));
+			(void)r;
+		}
+	}
+}
+
+static void svc_check_peers(struct shm_dev *d)
+{
+	struct pollfd pf[64];
+	struct shm_peer *pp[64];
+	int n = 0;
+	for (struct shm_peer *p = d->peers; p && n < 64; p = p->next) {
+		if (atomic_load(&p->dead))
+			continue;
+		struct shm_hdr *h = (struct shm_hdr *)p->base;
+		if (!atomic_load(&h->alive)) {
+			atomic_store(&p->dead, 1);
+			continue;
+		}
+		if (p->pidfd < 0) {
+			if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
+				atomic_store(&p->dead, 1);
+			continue;
+		}
+		pf[n].fd = p->pidfd;
+		pf[n].events = POLLIN;
+		pf[n].revents = 0;
+		pp[n++] = p;
+	}
+	if (n && poll(pf, (nfds_t)n, 0) > 0) {
+		for (int i = 0; i < n; i++)
+			if (pf[i].revents)
+				atomic_store(&pp[i]->dead, 1);
+	}
+}
+
+static void *svc_main(void *arg)
+{
+	struct shm_dev *d = arg;
+	while (!atomic_load(&d->stop)) {
+		uint32_t seen = atomic_load(&d->hdr->svc_word);
+		uint64_t now = hr_now_ns(), next = UINT64_MAX;
+
+		pthread_mutex_lock(&d->lock);
+		svc_deliver_fds(d);
+		int have_peers = d->peers != NULL;
+		if (have_peers)
+			svc_check_peers(d);
+		/* dev->lock before qp->lock: posting never takes dev->lock. */
+		for (int i = 0; i < SHM_MAX_QP; i++) {
+			struct shm_qp *qp = atomic_load(&d->qps[i]);
+			if (!qp)
+				continue;
+			int dead = qp->peer && atomic_load(&qp->peer->dead);
+			int err = atomic_load(&qp->sh->state) == HR_QPS_ERR;
+			if (!atomic_load(&qp->pending) && !dead && !err)
+				continue;
+			pthread_mutex_lock(&qp->lock);
+			if (err)
+				shm_qp_sweep(qp);
+			if (qp->sq_next != qp->sq_tail) {
+				if (qp->rnr_deadline <= now || dead || err)
+					shm_qp_progress(qp);
+				if (qp->sq_next != qp->sq_tail && qp->rnr_deadline && qp->rnr_deadline < next)
+					next = qp->rnr_deadline;
+			} else {
+				atomic_store(&qp->pending, 0);
+			}
+			pthread_mutex_unlock(&qp->lock);
+		}
+		pthread_mutex_unlock(&d->lock);
+
+		int64_t tmo = 1000000;
+		if (have_peers && (int64_t)d->peer_ms * 1000 < tmo)
+			tmo = (int64_t)d->peer_ms * 1000;
+		if (next != UINT64_MAX) {
+			now = hr_now_ns();
+			int64_t t = next <= now ? 0 : (int64_t)((next - now + 999) / 1000);
+			if (t < tmo)
+				tmo = t;
+		}
+		if (tmo > 0)
+			shm_futex_wait(&d->hdr->svc_word, seen, tmo);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* ---- device ---- */
+
+int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
+{
+	struct shm_dev *d = calloc(1, sizeof(*d));
+	if (!d)
+		return HR_ENOMEM;
+	d->prov = &hr_shm_provider;
+	d->fd = -1;
+	d->base = MAP_FAILED;
+	pthread_mutex_init(&d->lock, NULL);
+	d->size = (o && o->shm_size) ? o->shm_size : SHM_DEFAULT_SIZE;
+	d->rnr_us = (o && o->rnr_timer_us) ? o->rnr_timer_us : SHM_DEFAULT_RNR_US;
+	d->peer_ms = (o && o->peer_check_ms) ? o->peer_check_ms : SHM_DEFAULT_PEER_MS;
+	uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
+	int st = HR_EINVAL;
+	if (d->size < hdr_sz + (1u << 20) || d->size > (1ull << 40))
+		goto fail;
+	st = HR_EIO;
+	d->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
+	if (d->fd < 0)
+		goto fail;
+	if (ftruncate(d->fd, (off_t)d->size) != 0)
+		goto fail;
+	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, d->fd, 0);
+	if (d->base == MAP_FAILED)
+		goto fail;
+	d->hdr = (struct shm_hdr *)d->base;
+	d->hdr->magic = SHM_MAGIC;
+	d->hdr->version = SHM_VERSION;
+	d->hdr->size = d->size;
+	d->hdr->pid = (uint32_t)getpid();
+	if (getrandom(&d->hdr->seg_id, sizeof(d->hdr->seg_id), 0) != sizeof(d->hdr->seg_id))
+		goto fail;
+	atomic_store(&d->hdr->alive, 1);
+	st = HR_ENOMEM;
+	if (freel_insert(d, 0, hdr_sz, d->size - hdr_sz))
+		goto fail;
+	for (int i = 0; i < SHM_MAX_MR; i++)
+		d->mr_gen[i] = 1;
+	for (int i = 0; i < SHM_MAX_QP; i++)
+		d->qp_gen[i] = 1;
+	st = HR_EIO;
+	if (pthread_create(&d->svc, NULL, svc_main, d) != 0)
+		goto fail;
+	d->svc_started = 1;
+	*out = (hr_dev *)d;
+	return HR_OK;
+fail:
+	shm_dev_close((hr_dev *)d);
+	return st;
+}
+
+void shm_dev_close(hr_dev *hd)
+{
+	struct shm_dev *d = (struct shm_dev *)hd;
+	if (d->svc_started) {
+		atomic_store(&d->stop, 1);
+		shm_kick(d->hdr);
+		pthread_join(d->svc, NULL);
+	}
+	if (d->base != MAP_FAILED) {
+		/* Peers that still hold our mapping see a dead device. */
+		atomic_store(&d->hdr->alive, 0);
+		munmap(d->base, d->size);
+	}
+	while (d->peers) {
+		struct shm_peer *p = d->peers;
+		d->peers = p->next;
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		munmap(p->base, p->size);
+		free(p);
+	}
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->freel);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}

@@ -1,0 +1,354 @@
+/* hr_shm_exec.c - shm provider: the execution engine. The posting thread (or
+ * the device's service thread, for RNR retries) executes work requests in
+ * order, doing what a NIC would: it checks keys against the target's MR
+ * table, copies into the target's mapped memory and writes completions into
+ * the target's CQ ring. */
+#define _GNU_SOURCE
+#include "shm_internal.h"
+
+#include <string.h>
+
+#define SHM_RNR_PENDING (-1)
+
+/* ---- key checks: the MR table of the segment at base ---- */
+
+struct region {
+	uint8_t *p;
+	uint32_t len;
+	_Atomic uint32_t *busy; /* NULL for local regions */
+};
+
+/* Remote access: pin the MR against deregistration while we copy. */
+static int mr_acquire(uint8_t *base, uint64_t size, uint32_t key, uint64_t addr, uint64_t len,
+		      uint32_t need, struct region *r)
+{
+	struct shm_hdr *h = (struct shm_hdr *)base;
+	struct shm_mr_ent *e = &h->mr[key & (SHM_MAX_MR - 1)];
+	_Atomic uint32_t *busy = &h->mr_busy[key & (SHM_MAX_MR - 1)].n;
+	atomic_fetch_add(busy, 1);
+	if (key == 0 || atomic_load(&e->key) != key)
+		goto bad;
+	uint64_t va = e->va, off = e->off, el = e->len;
+	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+		goto bad;
+	/* A corrupt peer table must not make us write outside the mapping. */
+	if (off > size || el > size - off)
+		goto bad;
+	r->p = base + off + (addr - va);
+	r->len = (uint32_t)len;
+	r->busy = busy;
+	return 0;
+bad:
+	atomic_fetch_sub(busy, 1);
+	return -1;
+}
+
+/* Local access: deregistering memory that our own outstanding work still
+ * uses is the application's error (as with a NIC), so no pin is taken. */
+static int mr_check_local(struct shm_dev *d, uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
+			  struct region *r)
+{
+	struct shm_mr_ent *e = &d->hdr->mr[key & (SHM_MAX_MR - 1)];
+	if (key == 0 || atomic_load_explicit(&e->key, memory_order_acquire) != key)
+		return -1;
+	uint64_t va = e->va, el = e->len;
+	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+		return -1;
+	r->p = d->base + e->off + (addr - va);
+	r->len = (uint32_t)len;
+	r->busy = NULL;
+	return 0;
+}
+
+static void regions_release(struct region *r, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (r[i].busy)
+			atomic_fetch_sub(r[i].busy, 1);
+}
+
+/* Copy src regions into dst regions; returns bytes copied. */
+static uint64_t sg_copy(struct region *dst, int nd, const struct region *src, int ns)
+{
+	int di = 0, si = 0;
+	uint32_t doff = 0, soff = 0;
+	uint64_t total = 0;
+	while (si < ns && di < nd) {
+		uint32_t n = src[si].len - soff;
+		if (dst[di].len - doff < n)
+			n = dst[di].len - doff;
+		memcpy(dst[di].p + doff, src[si].p + soff, n);
+		total += n;
+		doff += n;
+		soff += n;
+		if (soff == src[si].len) {
+			si++;
+			soff = 0;
+		}
+		if (doff == dst[di].len) {
+			di++;
+			doff = 0;
+		}
+	}
+	return total;
+}
+
+/* ---- execution ---- */
+
+struct exec_res {
+	int st;        /* initiator's status */
+	uint32_t len;  /* byte_len for the send completion */
+};
+
+/* Deliver a receive completion on the target; the target's QP inflight is
+ * held by the caller, so its rings stay valid. */
+static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t wr_id, int st,
+			    uint32_t opcode, uint32_t len, uint32_t imm, int with_imm, int solicited)
+{
+	hr_wc wc = {.wr_id = wr_id, .status = (uint32_t)st, .opcode = opcode, .byte_len = len,
+		    .imm = imm, .qp_num = tsh->qpn, .flags = with_imm ? HR_WC_WITH_IMM : 0};
+	cnt_add(&tsh->completions, 1);
+	if (st != HR_OK)
+		cnt_add(&tsh->errors, 1);
+	struct shm_cq_sh *cq = (struct shm_cq_sh *)(qp->rbase + tsh->rcq_off);
+	if (shm_cq_push(qp->rbase, cq, &wc, 0, 0, solicited, &qp->rcq_head_cache) != HR_OK) {
+		atomic_store(&tsh->state, HR_QPS_ERR);
+		shm_kick(qp->rhdr);
+	}
+}
+
+static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
+{
+	/* Only the owner knows whether the ring is an SRQ; its service thread
+	 * flushes when woken. */
+	if (atomic_exchange(&tsh->state, HR_QPS_ERR) != HR_QPS_ERR)
+		shm_kick(qp->rhdr);
+}
+
+static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need, struct region *r)
+{
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		if (mr_check_local(qp->dev, wr->sg[i].lkey, wr->sg[i].addr, wr->sg[i].length, need, &r[i]))
+			return -1;
+	return 0;
+}
+
+static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *inl)
+{
+	struct exec_res res = {HR_OK, 0};
+	const hr_send_wr *wr = &e->wr;
+	struct shm_qp_ent *tent = &qp->rhdr->qp[qp->rqpn & (SHM_MAX_QP - 1)];
+	if ((qp->peer && atomic_load(&qp->peer->dead)) || !atomic_load(&qp->rhdr->alive)) {
+		res.st = HR_ERETRY_EXC;
+		return res;
+	}
+	atomic_fetch_add(&tent->inflight, 1);
+	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tent->off);
+	uint32_t ts;
+	/* A destroyed or failed target never answers: the requester times out. */
+	if (atomic_load(&tent->qpn) != qp->rqpn ||
+	    ((ts = atomic_load(&tsh->state)) != HR_QPS_RTR && ts != HR_QPS_RTS)) {
+		res.st = HR_ERETRY_EXC;
+		goto out;
+	}
+
+	struct region src[HR_MAX_SGE], dst[HR_MAX_SGE], rr;
+	uint64_t total = 0;
+	uint32_t op = wr->opcode;
+	int with_imm = op == HR_OP_SEND_WITH_IMM || op == HR_OP_RDMA_WRITE_WITH_IMM;
+	int nsrc = 0;
+
+	if (op == HR_OP_SEND || op == HR_OP_SEND_WITH_IMM || op == HR_OP_RDMA_WRITE ||
+	    op == HR_OP_RDMA_WRITE_WITH_IMM) {
+		if (wr->flags & HR_SEND_INLINE) {
+			src[0].p = inl;
+			src[0].len = e->inl_len;
+			src[0].busy = NULL;
+			nsrc = e->inl_len ? 1 : 0;
+		} else {
+			if (local_regions(qp, wr, 0, src)) {
+				res.st = HR_ELOCAL_PROT;
+				goto out;
+			}
+			nsrc = (int)wr->num_sge;
+		}
+		for (int i = 0; i < nsrc; i++)
+			total += src[i].len;
+	}
+
+	switch (op) {
+	case HR_OP_SEND:
+	case HR_OP_SEND_WITH_IMM: {
+		struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + tsh->rq_off);
+		struct shm_rwqe w;
+		if (shm_rq_pop(rq, &w) != 0) {
+			res.st = SHM_RNR_PENDING;
+			break;
+		}
+		uint64_t cap = 0;
+		int nd = (int)(w.num_sge <= HR_MAX_SGE ? w.num_sge : HR_MAX_SGE), ok = 1;
+		for (int i = 0; i < nd; i++) {
+			if (mr_acquire(qp->rbase, qp->rsize, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
+				       HR_ACCESS_LOCAL_WRITE, &dst[i])) {
+				regions_release(dst, i);
+				ok = 0;
+				break;
+			}
+			cap += dst[i].len;
+		}
+		if (!ok) {
+			target_recv_cqe(qp, tsh, w.wr_id, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
+			target_error(qp, tsh);
+			res.st = HR_EREMOTE_OP;
+			break;
+		}
+		if (total > cap) {
+			regions_release(dst, nd);
+			target_recv_cqe(qp, tsh, w.wr_id, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
+			target_error(qp, tsh);
+			res.st = HR_EREMOTE_INVAL;
+			break;
+		}
+		sg_copy(dst, nd, src, nsrc);
+		regions_release(dst, nd);
+		cnt_add(&tsh->inbound[op], 1);
+		cnt_add(&tsh->bytes_in, total);
+		/* The copy is ordered before the completion by the release store
+		 * that publishes the CQE. */
+		target_recv_cqe(qp, tsh, w.wr_id, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
+				(wr->flags & HR_SEND_SOLICITED) != 0);
+		res.len = (uint32_t)total;
+		break;
+	}
+	case HR_OP_RDMA_WRITE:
+	case HR_OP_RDMA_WRITE_WITH_IMM: {
+		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
+			res.st = HR_EREMOTE_ACCESS;
+			break;
+		}
+		struct shm_rwqe w;
+		if (with_imm) {
+			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + tsh->rq_off);
+			if (shm_rq_pop(rq, &w) != 0) {
+				regions_release(&rr, 1);
+				res.st = SHM_RNR_PENDING;
+				break;
+			}
+		}
+		sg_copy(&rr, 1, src, nsrc);
+		regions_release(&rr, 1);
+		cnt_add(&tsh->inbound[op], 1);
+		cnt_add(&tsh->bytes_in, total);
+		if (with_imm)
+			target_recv_cqe(qp, tsh, w.wr_id, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total,
+					wr->imm, 1, (wr->flags & HR_SEND_SOLICITED) != 0);
+		res.len = (uint32_t)total;
+		break;
+	}
+	case HR_OP_RDMA_READ: {
+		if (local_regions(qp, wr, HR_ACCESS_LOCAL_WRITE, dst)) {
+			res.st = HR_ELOCAL_PROT;
+			break;
+		}
+		for (uint32_t i = 0; i < wr->num_sge; i++)
+			total += dst[i].len;
+		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
+			regions_release(dst, (int)wr->num_sge);
+			res.st = HR_EREMOTE_ACCESS;
+			break;
+		}
+		sg_copy(dst, (int)wr->num_sge, &rr, 1);
+		regions_release(&rr, 1);
+		regions_release(dst, (int)wr->num_sge);
+		cnt_add(&tsh->inbound[op], 1);
+		res.len = (uint32_t)total;
+		break;
+	}
+	case HR_OP_ATOMIC_FETCH_AND_ADD:
+	case HR_OP_ATOMIC_CMP_AND_SWP: {
+		if (local_regions(qp, wr, HR_ACCESS_LOCAL_WRITE, dst)) {
+			res.st = HR_ELOCAL_PROT;
+			break;
+		}
+		if ((wr->remote_addr & 7) ||
+		    mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
+			regions_release(dst, 1);
+			res.st = HR_EREMOTE_ACCESS;
+			break;
+		}
+		_Atomic uint64_t *t = (_Atomic uint64_t *)(void *)rr.p;
+		uint64_t old;
+		if (op == HR_OP_ATOMIC_FETCH_AND_ADD) {
+			old = atomic_fetch_add(t, wr->compare_add);
+		} else {
+			old = wr->compare_add;
+			atomic_compare_exchange_strong(t, &old, wr->swap);
+		}
+		memcpy(dst[0].p, &old, 8);
+		regions_release(&rr, 1);
+		regions_release(dst, 1);
+		cnt_add(&tsh->inbound[op], 1);
+		res.len = 8;
+		break;
+	}
+	default:
+		res.st = HR_EINVAL;
+	}
+	if (nsrc && !(wr->flags & HR_SEND_INLINE))
+		regions_release(src, nsrc);
+out:
+	atomic_fetch_sub(&tent->inflight, 1);
+	return res;
+}
+
+static void send_cqe(struct shm_qp *qp, struct shm_sqe *e, uint64_t idx, int st, uint32_t len)
+{
+	hr_wc wc = {.wr_id = e->wr.wr_id, .status = (uint32_t)st, .opcode = e->wr.opcode,
+		    .byte_len = len, .qp_num = qp->qpn};
+	qp->cnt.completions++;
+	if (st != HR_OK)
+		qp->cnt.errors++;
+	if (shm_cq_push(qp->dev->base, qp->scq->sh, &wc, 1, idx, 0, &qp->scq_head_cache) != HR_OK)
+		shm_qp_to_error(qp);
+}
+
+/* Runs with qp->lock held. */
+void shm_qp_progress(struct shm_qp *qp)
+{
+	while (qp->sq_next != qp->sq_tail) {
+		uint64_t idx = qp->sq_next;
+		struct shm_sqe *e = &qp->sq[idx % qp->sq_cap];
+		if (atomic_load(&qp->sh->state) == HR_QPS_ERR) {
+			send_cqe(qp, e, idx, HR_EFLUSH, 0);
+			qp->sq_next++;
+			continue;
+		}
+		if (qp->rnr_deadline && hr_now_ns() < qp->rnr_deadline &&
+		    !(qp->peer && atomic_load(&qp->peer->dead)))
+			return;
+		struct exec_res r = exec_wr(qp, e, qp->inl + (idx % qp->sq_cap) * qp->max_inline);
+		if (r.st == SHM_RNR_PENDING) {
+			qp->rnr_tries++;
+			if (qp->rnr_retry == 0 || (qp->rnr_retry < 7 && qp->rnr_tries > qp->rnr_retry)) {
+				r.st = HR_ERNR_RETRY;
+			} else {
+				qp->rnr_deadline = hr_now_ns() + (uint64_t)qp->dev->rnr_us * 1000ull;
+				if (!atomic_exchange(&qp->pending, 1))
+					shm_kick(qp->dev->hdr);
+				return;
+			}
+		}
+		qp->rnr_tries = 0;
+		qp->rnr_deadline = 0;
+		qp->sq_next++;
+		if (r.st != HR_OK) {
+			send_cqe(qp, e, idx, r.st, 0);
+			shm_qp_to_error(qp);
+			continue;
+		}
+		qp->cnt.bytes_out += r.len;
+		if (e->wr.flags & HR_SEND_SIGNALED)
+			send_cqe(qp, e, idx, HR_OK, r.len);
+	}
+	atomic_store(&qp->pending, 0);
+}

@@ -1,0 +1,307 @@
+/* shm_internal.h - private to the shm provider (hr_shm*.c).
+ *
+ * Everything a peer touches lives in the owner's segment (a memfd the peer
+ * maps through /proc/<pid>/fd/<n>): the segment header with the MR and QP
+ * tables, CQ rings, receive rings and QP control blocks. Pointers never cross
+ * processes; only offsets do. The initiator does the work a NIC would do. */
+#ifndef SHM_INTERNAL_H
+#define SHM_INTERNAL_H
+
+#include "hr.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SHM_MAGIC 0x314d48535248ull /* "HRSHM1" */
+#define SHM_VERSION 1
+#define SHM_MAX_MR 4096
+#define SHM_MAX_QP 1024
+#define SHM_MAX_INLINE 256
+#define SHM_MAX_WR 16384
+#define SHM_MAX_CQE (1u << 20)
+#define SHM_DEFAULT_SIZE (1ull << 30)
+#define SHM_DEFAULT_RNR_US 50
+#define SHM_DEFAULT_PEER_MS 5
+#define SHM_DRAIN_WAIT_NS 1000000000ull
+#define CACHELINE 64
+
+struct shm_mr_ent {
+	_Atomic uint32_t key; /* 0 = free; published last */
+	uint32_t access;
+	uint64_t va;  /* owner's virtual address of the region */
+	uint64_t off; /* segment offset */
+	uint64_t len;
+	uint64_t pad_[4];
+};
+
+/* Remote accesses in progress on one MR. Kept apart from the entry so the
+ * owner's own key checks do not bounce the line the initiators write. */
+struct shm_mr_busy {
+	_Atomic uint32_t n;
+	uint8_t pad_[CACHELINE - 4];
+};
+
+struct shm_qp_ent {
+	_Atomic uint32_t qpn; /* 0 = free */
+	_Atomic uint32_t inflight;
+	uint64_t off;
+};
+
+struct shm_hdr {
+	uint64_t magic;
+	uint64_t seg_id;
+	uint64_t size;
+	uint32_t pid;
+	uint32_t version;
+	_Atomic uint32_t alive;
+	_Atomic uint32_t svc_word; /* futex: wakes the owner's service thread */
+	uint8_t pad_[CACHELINE - 40];
+	struct shm_mr_ent mr[SHM_MAX_MR];
+	struct shm_mr_busy mr_busy[SHM_MAX_MR];
+	struct shm_qp_ent qp[SHM_MAX_QP];
+};
+
+struct shm_cqe {
+	_Atomic uint64_t seq; /* slot index + 1 once written */
+	uint64_t sq_idx;
+	hr_wc wc;
+	uint32_t is_send;
+	uint32_t pad_;
+};
+
+struct shm_cq_sh {
+	_Atomic uint64_t tail; /* producers reserve here */
+	uint8_t p1_[CACHELINE - 8];
+	_Atomic uint64_t head; /* consumer */
+	uint8_t p2_[CACHELINE - 8];
+	uint32_t cap;
+	_Atomic uint32_t overflow;
+	_Atomic uint32_t armed; /* 0, 1 = next completion, 2 = solicited */
+	_Atomic uint32_t pending; /* an event is waiting on the channel */
+	uint64_t chan_off;        /* 0 = no channel */
+	uint8_t p3_[CACHELINE - 24];
+	struct shm_cqe e[];
+};
+
+struct shm_chan_sh {
+	_Atomic uint32_t seq; /* futex */
+	_Atomic uint32_t waiters;
+	_Atomic uint32_t fd_wanted;
+	uint32_t pad_;
+};
+
+/* 128-byte slots: a receive with up to three SGEs lives in one cache line,
+ * which is all the initiator reads. */
+struct shm_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad_;
+	hr_sge sg[HR_MAX_SGE];
+	uint8_t pad2_[128 - 16 - HR_MAX_SGE * 16];
+} __attribute__((aligned(64)));
+
+/* Receive ring: one producer (the owner, under a local mutex), many
+ * consumers (initiators, by CAS on head). */
+struct shm_rq_sh {
+	_Atomic uint64_t head;
+	uint8_t p1_[CACHELINE - 8];
+	_Atomic uint64_t tail;
+	uint8_t p2_[CACHELINE - 8];
+	uint32_t cap;
+	uint32_t max_sge;
+	uint8_t p3_[CACHELINE - 8];
+	struct shm_rwqe e[];
+};
+
+struct shm_qp_sh {
+	_Atomic uint32_t state;
+	uint32_t qpn;
+	uint64_t rcq_off;
+	uint64_t rq_off; /* own ring or the SRQ's */
+	uint8_t p1_[CACHELINE - 24];
+	/* written by the peer initiator */
+	_Atomic uint64_t inbound[HR_OP_COUNT];
+	_Atomic uint64_t bytes_in;
+	_Atomic uint64_t completions;
+	_Atomic uint64_t errors;
+};
+
+struct shm_extent {
+	uint64_t off, len;
+};
+
+struct shm_peer {
+	struct shm_peer *next;
+	uint32_t pid;
+	uint64_t seg_id;
+	uint8_t *base;
+	uint64_t size;
+	int pidfd;
+	int refs;
+	_Atomic int dead;
+};
+
+struct shm_dev;
+struct shm_chan;
+
+struct shm_pd {
+	const hr_provider *prov;
+	struct shm_dev *dev;
+};
+
+struct shm_mr {
+	hr_mr pub;
+	struct shm_dev *dev;
+	uint32_t idx;
+};
+
+struct shm_cq {
+	const hr_provider *prov;
+	struct shm_dev *dev;
+	struct shm_cq_sh *sh;
+	uint64_t off, bytes;
+	struct shm_chan *chan;
+	struct shm_cq *chan_next;
+	_Atomic int refs; /* QPs using it */
+	uint64_t cons;    /* consumer position (private copy of head) */
+	uint32_t events_acked;
+};
+
+struct shm_chan {
+	const hr_provider *prov;
+	struct shm_dev *dev;
+	struct shm_chan_sh *sh;
+	uint64_t off;
+	pthread_mutex_t lock;
+	struct shm_cq *cqs;
+	struct shm_chan *next; /* device list, for fd delivery */
+	int efd;
+	uint32_t delivered;
+};
+
+struct shm_srq {
+	const hr_provider *prov;
+	struct shm_dev *dev;
+	struct shm_rq_sh *sh;
+	uint64_t off, bytes;
+	pthread_mutex_t lock;
+	_Atomic int refs;
+	uint64_t head_cache;
+};
+
+struct shm_sqe {
+	hr_send_wr wr;
+	uint32_t inl_len;
+	uint32_t pad_;
+};
+
+struct shm_qp {
+	const hr_provider *prov;
+	struct shm_dev *dev;
+	struct shm_qp_sh *sh;
+	uint64_t sh_off, sh_bytes;
+	struct shm_rq_sh *rq; /* own ring (rq_off) or the SRQ's */
+	uint64_t rq_off, rq_bytes; /* own ring only */
+	uint32_t qpn, idx, psn;
+	struct shm_cq *scq, *rcq;
+	struct shm_srq *srq;
+	pthread_mutex_t lock;     /* send side */
+	pthread_mutex_t rq_lock;  /* own receive ring producer */
+	struct shm_sqe *sq;
+	uint8_t *inl;
+	uint32_t sq_cap, max_inline, max_sge, rnr_retry;
+	uint64_t sq_tail, sq_next;
+	uint64_t rq_head_cache;  /* own ring, producer side */
+	uint64_t scq_head_cache; /* our send CQ */
+	uint64_t rcq_head_cache; /* the peer's receive CQ */
+	_Atomic uint64_t sq_retired;
+	uint32_t rnr_tries;
+	uint64_t rnr_deadline;
+	_Atomic int pending;
+	/* the connected peer */
+	struct shm_peer *_Atomic peer; /* NULL: loopback; read by the service thread */
+	uint8_t *rbase;
+	uint64_t rsize;
+	struct shm_hdr *rhdr;
+	uint32_t rqpn;
+	hr_counters cnt; /* send side, under lock */
+};
+
+struct shm_dev {
+	const hr_provider *prov;
+	int fd;
+	uint8_t *base;
+	uint64_t size;
+	struct shm_hdr *hdr;
+	pthread_mutex_t lock; /* allocator, tables, peers, channels */
+	struct shm_extent *freel;
+	size_t nfree, capfree;
+	struct shm_qp *_Atomic qps[SHM_MAX_QP];
+	uint32_t mr_gen[SHM_MAX_MR];
+	uint32_t qp_gen[SHM_MAX_QP];
+	struct shm_peer *peers;
+	struct shm_chan *chans;
+	hr_counters gone; /* counters of destroyed QPs */
+	uint32_t rnr_us, peer_ms;
+	pthread_t svc;
+	int svc_started;
+	_Atomic int stop;
+};
+
+/* hr_shm_dev.c, hr_shm.c */
+int shm_dev_open(const hr_dev_opts *o, hr_dev **out);
+void shm_dev_close(hr_dev *hd);
+uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align);
+void shm_free(struct shm_dev *d, uint64_t off, uint64_t len);
+void shm_futex_wake(_Atomic uint32_t *w);
+int shm_futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t timeout_us);
+void shm_kick(struct shm_hdr *h); /* wake a device's service thread */
+/* Push a completion into a CQ that lives in the segment at base. */
+/* head_cache (may be NULL) is the producer's last view of the consumer's
+ * head, so the shared head line is only read when the ring looks full. */
+int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, const hr_wc *wc, int is_send,
+		uint64_t sq_idx, int solicited, uint64_t *head_cache);
+struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t seg_id,
+			      uint64_t size, int *st);
+void shm_peer_put(struct shm_dev *d, struct shm_peer *p);
+
+/* hr_shm_qp.c, hr_shm_exec.c */
+int shm_rq_pop(struct shm_rq_sh *rq, struct shm_rwqe *out);
+void shm_rq_flush(uint8_t *base, struct shm_qp_sh *sh, int own_rq);
+void shm_qp_to_error(struct shm_qp *qp);
+
+static inline void cnt_add(_Atomic uint64_t *c, uint64_t v)
+{
+	/* One writer per counter (the connected peer), so no RMW is needed. */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+void shm_qp_progress(struct shm_qp *qp);
+void shm_qp_sweep(struct shm_qp *qp);
+void shm_qp_retire(struct shm_dev *d, uint32_t qpn, uint64_t sq_idx);
+extern const hr_provider hr_shm_provider;
+int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out);
+int shm_destroy_srq(hr_srq *s);
+int shm_post_srq_recv(hr_srq *s, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
+int shm_create_qp(hr_pd *pd, const hr_qp_init *init, hr_qp **out);
+int shm_destroy_qp(hr_qp *q);
+int shm_qp_local_attr(hr_qp *q, hr_qp_attr *out);
+int shm_qp_connect(hr_qp *q, const hr_qp_attr *r);
+int shm_qp_set_error(hr_qp *q);
+int shm_qp_state(hr_qp *q);
+int shm_post_send(hr_qp *q, const hr_send_wr *wr, uint32_t n, uint32_t *bad);
+int shm_post_recv(hr_qp *q, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
+int shm_qp_counters(hr_qp *q, hr_counters *out);
+void shm_counters_add(hr_counters *dst, const hr_counters *src);
+void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
+
+/* Blob carried in hr_qp_attr.blob. */
+struct shm_blob {
+	uint32_t pid;
+	int32_t fd;
+	uint64_t seg_id;
+	uint64_t size;
+};
+
+#endif

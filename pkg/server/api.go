@@ -1,0 +1,53 @@
+// Package server is the HatRPC runtime's server side: one listener serves
+// plain Apache Thrift clients (framed or unframed, binary or compact, detected
+// per connection) and HatRPC clients that upgraded through the capability
+// handshake to the multiplexed HatRPC framing (see docs/design/wire.md).
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Handler runs one call. For oneway methods the result is ignored.
+type Handler func(ctx context.Context, args proto.Struct) (proto.Struct, error)
+
+// Method is one function of a service as generated code registers it.
+type Method struct {
+	Name    string // IDL name, as on the wire
+	Oneway  bool
+	NewArgs func() proto.Struct
+	Handle  Handler // for oneway the result is ignored
+	Hints   *hints.Function
+}
+
+// Service is a set of methods registered under one (multiplexing) name.
+type Service struct {
+	Name    string
+	Methods []Method
+	Hints   *hints.Service
+}
+
+// CallInfo describes the call an interceptor wraps.
+type CallInfo struct {
+	Service   string
+	Method    *Method
+	Seqid     int32
+	Transport string // TransportTCP (HatRPC framing) or TransportThrift (plain Thrift)
+	Protocol  proto.Protocol
+	Remote    string
+	Deadline  time.Time // zero when the client sent none
+}
+
+// Transport label values used in CallInfo and in metrics.
+const (
+	TransportTCP    = "tcp"    // HatRPC framing over TCP
+	TransportThrift = "thrift" // plain Apache Thrift over TCP
+)
+
+// Interceptor wraps a handler; interceptors run in the order they were given,
+// the first one outermost.
+type Interceptor func(ctx context.Context, info *CallInfo, args proto.Struct, next Handler) (proto.Struct, error)

@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+func TestEchoAllEncodings(t *testing.T) {
+	_, _, addr := start(t)
+	cases := []struct {
+		name     string
+		opts     []client.Option
+		upgraded bool
+	}{
+		{"hatrpc-binary", nil, true},
+		{"hatrpc-compact", []client.Option{client.WithCompact()}, true},
+		{"hatrpc-framed-compact", []client.Option{client.WithCompact(), client.WithFramed()}, true},
+		{"plain-unframed-binary", []client.Option{client.WithoutUpgrade()}, false},
+		{"plain-framed-binary", []client.Option{client.WithoutUpgrade(), client.WithFramed()}, false},
+		{"plain-unframed-compact", []client.Option{client.WithoutUpgrade(), client.WithCompact()}, false},
+		{"plain-framed-compact", []client.Option{client.WithoutUpgrade(), client.WithFramed(), client.WithCompact()}, false},
+		{"multiplexed", []client.Option{client.WithMultiplexed()}, true},
+		{"multiplexed-plain", []client.Option{client.WithMultiplexed(), client.WithoutUpgrade()}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, addr, tc.opts...)
+			require.Equal(t, tc.upgraded, c.Upgraded())
+			for i := range 3 {
+				msg := fmt.Sprintf("%s-%d", tc.name, i)
+				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: msg, Blob: []byte("!")})
+				require.NoError(t, err)
+				require.Equal(t, msg+"!", got)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	_, _, addr := start(t)
+	for _, up := range []bool{true, false} {
+		opts := []client.Option{}
+		if !up {
+			opts = append(opts, client.WithoutUpgrade())
+		}
+		c := dial(t, addr, opts...)
+		cases := []struct {
+			name  string
+			mode  int32
+			check func(t *testing.T, err error)
+		}{
+			{"panic", wiretest.ModePanic, func(t *testing.T, err error) {
+				var ae *proto.ApplicationException
+				require.ErrorAs(t, err, &ae)
+				require.Equal(t, proto.ExcInternalError, ae.Type)
+				require.Contains(t, ae.Message, "test panic")
+			}},
+			{"declared", wiretest.ModeDeclared, func(t *testing.T, err error) {
+				var ee *wiretest.EchoError
+				require.ErrorAs(t, err, &ee)
+				require.Equal(t, int32(42), ee.Code)
+				require.Equal(t, "declared", ee.Why)
+			}},
+			{"plain", wiretest.ModePlain, func(t *testing.T, err error) {
+				var ae *proto.ApplicationException
+				require.ErrorAs(t, err, &ae)
+				require.Equal(t, proto.ExcInternalError, ae.Type)
+				require.Equal(t, "plain failure: plain", ae.Message)
+			}},
+			{"appexc", wiretest.ModeAppExc, func(t *testing.T, err error) {
+				var ae *proto.ApplicationException
+				require.ErrorAs(t, err, &ae)
+				require.Equal(t, proto.ExcUnknown, ae.Type)
+				require.Equal(t, "custom: appexc", ae.Message)
+			}},
+			{"noresult", wiretest.ModeNoResult, func(t *testing.T, err error) {
+				var ae *proto.ApplicationException
+				require.ErrorAs(t, err, &ae)
+				require.Equal(t, proto.ExcMissingResult, ae.Type)
+			}},
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s-upgraded=%v", tc.name, up), func(t *testing.T) {
+				_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: tc.name, Mode: tc.mode})
+				require.Error(t, err)
+				tc.check(t, err)
+				// The connection and server survive every failure mode.
+				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+				require.NoError(t, err)
+				require.Equal(t, "after", got)
+			})
+		}
+		t.Run(fmt.Sprintf("unknown-method-upgraded=%v", up), func(t *testing.T) {
+			err := c.Call(tctx(t), &client.Method{Service: "Echo", Name: "nope"}, &wiretest.EchoArgs{Msg: "x"}, &wiretest.EchoResult{})
+			require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcUnknownMethod})
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+			require.NoError(t, err)
+			require.Equal(t, "after", got)
+		})
+	}
+}
+
+func TestServerHintTimeout(t *testing.T) {
+	e := wiretest.NewEcho()
+	svc := e.ServiceNamed("Hinted")
+	svc.Methods[0].Hints = &hints.Function{Name: "echo", Server: hints.Set{Timeout: 50 * time.Millisecond}}
+	s, _, addr := start(t)
+	s.Register(svc)
+	for _, opts := range [][]client.Option{{client.WithMultiplexed()}, {client.WithMultiplexed(), client.WithoutUpgrade()}} {
+		c := dial(t, addr, opts...)
+		t0 := time.Now()
+		err := c.Call(tctx(t), &client.Method{Service: "Hinted", Name: "echo"},
+			&wiretest.EchoArgs{Msg: "h", Mode: wiretest.ModeWaitCtx}, &wiretest.EchoResult{})
+		require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcInternalError, Message: "context deadline exceeded"})
+		require.Less(t, time.Since(t0), 3*time.Second)
+		require.Equal(t, "h", <-e.Cancelled)
+	}
+}

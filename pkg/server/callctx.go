@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// callCtx is the context of one HatRPC call. It replaces
+// context.WithDeadline/WithCancel on the hot path: the deadline timer and the
+// parent watch are only set up if the handler actually asks for Done, so a
+// handler that never blocks on its context costs one small allocation.
+type callCtx struct {
+	parent   context.Context // the connection's context
+	deadline time.Time
+
+	mu      sync.Mutex
+	done    chan struct{}
+	err     error
+	timer   *time.Timer
+	unwatch func() bool
+}
+
+var _ context.Context = (*callCtx)(nil)
+
+func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
+	c := &callCtx{parent: parent}
+	if timeout > 0 {
+		c.deadline = time.Now().Add(timeout)
+	}
+	return c
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
+
+func (c *callCtx) Value(key any) any { return c.parent.Value(key) }
+
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil {
+		return c.done
+	}
+	c.done = make(chan struct{})
+	c.refreshLocked()
+	if c.err != nil {
+		close(c.done)
+		return c.done
+	}
+	c.unwatch = context.AfterFunc(c.parent, func() { c.cancel(context.Canceled) })
+	if !c.deadline.IsZero() {
+		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
+	}
+	return c.done
+}
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.refreshLocked()
+		if c.err != nil && c.done != nil {
+			close(c.done)
+		}
+	}
+	return c.err
+}
+
+// refreshLocked notices a parent cancellation or a passed deadline that no
+// watcher reported yet.
+func (c *callCtx) refreshLocked() {
+	if c.err != nil {
+		return
+	}
+	if c.parent.Err() != nil {
+		c.err = context.Canceled
+	} else if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		c.err = context.DeadlineExceeded
+	}
+}
+
+func (c *callCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
+// release ends the call: watchers stop and the context reads as cancelled,
+// like the CancelFunc of context.WithCancel.
+func (c *callCtx) release() {
+	c.cancel(context.Canceled)
+	c.mu.Lock()
+	t, unwatch := c.timer, c.unwatch
+	c.mu.Unlock()
+	if t != nil {
+		t.Stop()
+	}
+	if unwatch != nil {
+		unwatch()
+	}
+}

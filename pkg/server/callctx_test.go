@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCallCtx(t *testing.T) {
+	cases := []struct {
+		name    string
+		timeout time.Duration
+		act     func(parentCancel context.CancelFunc, c *callCtx)
+		useDone bool
+		want    error
+	}{
+		{"deadline-via-done", 20 * time.Millisecond, func(context.CancelFunc, *callCtx) {}, true, context.DeadlineExceeded},
+		{"deadline-via-err", 20 * time.Millisecond, func(context.CancelFunc, *callCtx) { time.Sleep(30 * time.Millisecond) }, false, context.DeadlineExceeded},
+		{"parent-cancel", 0, func(cancel context.CancelFunc, _ *callCtx) { cancel() }, true, context.Canceled},
+		{"parent-cancel-err-only", 0, func(cancel context.CancelFunc, _ *callCtx) { cancel() }, false, context.Canceled},
+		{"cancel-frame", time.Hour, func(_ context.CancelFunc, c *callCtx) { c.cancel(context.Canceled) }, true, context.Canceled},
+		{"release", 0, func(_ context.CancelFunc, c *callCtx) { c.release() }, true, context.Canceled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := newCallCtx(parent, tc.timeout)
+			defer c.release()
+			_, hasDL := c.Deadline()
+			require.Equal(t, tc.timeout > 0, hasDL)
+			require.NoError(t, c.Err())
+			var done <-chan struct{}
+			if tc.useDone {
+				done = c.Done()
+			}
+			tc.act(cancel, c)
+			if tc.useDone {
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					t.Fatal("Done not closed")
+				}
+			}
+			require.ErrorIs(t, c.Err(), tc.want)
+			// Done asked for after the end is closed already.
+			select {
+			case <-c.Done():
+			default:
+				t.Fatal("late Done not closed")
+			}
+			// Contexts derived by handlers follow.
+			d, dcancel := context.WithCancel(c)
+			defer dcancel()
+			select {
+			case <-d.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("derived context not cancelled")
+			}
+		})
+	}
+	t.Run("value-from-parent", func(t *testing.T) {
+		type key struct{}
+		c := newCallCtx(context.WithValue(context.Background(), key{}, 7), 0)
+		defer c.release()
+		require.Equal(t, 7, c.Value(key{}))
+	})
+}

@@ -1,0 +1,597 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// conn is one client connection. Exactly one goroutine at a time holds the
+// read role (the fields marked reader-owned); calls run on other pool
+// goroutines and only meet in the mutex-guarded part.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	br     *bufio.Reader
+	w      *wire.Writer
+	remote string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// reader-owned
+	started bool
+	format  wire.Format
+	hat     bool
+	nextIn  uint64
+
+	upgraded atomic.Bool // mirrors hat for goroutines without the read role
+
+	serveHook func() // tests of the worker pool replace serve with this
+
+	mu       sync.Mutex
+	calls    map[int32]*callCtx // HatRPC calls in flight, for Cancel frames
+	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
+	held     map[uint64]*[]byte // plain replies finished ahead of their turn
+	inflight int
+	draining bool
+	readDone bool
+	finished bool
+	lingers  bool // closing after bad input: let the error reply arrive
+}
+
+// request is one decoded-enough call, handed from the reader to a handler.
+type request struct {
+	m       *method
+	buf     *[]byte
+	body    []byte
+	proto   proto.Protocol
+	hat     bool
+	oneway  bool
+	seqid   int32
+	timeout time.Duration
+	order   uint64
+	ctx     *callCtx // nil: the connection's context is the call's
+}
+
+var reqPool = sync.Pool{New: func() any { return new(request) }}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		s: s, nc: nc, ctx: ctx, cancel: cancel,
+		br:     bufio.NewReaderSize(nc, 32<<10),
+		w:      wire.NewWriter(nc, nil),
+		remote: nc.RemoteAddr().String(),
+		calls:  map[int32]*callCtx{},
+		held:   map[uint64]*[]byte{},
+	}
+}
+
+func (c *conn) transport(hat bool) string {
+	if hat {
+		return TransportTCP
+	}
+	return TransportThrift
+}
+
+// serve reads until it has a call to run, hands the read role to another
+// pool goroutine and runs the call itself.
+func (c *conn) serve() {
+	if c.serveHook != nil {
+		c.serveHook()
+		return
+	}
+	for {
+		r, err := c.next()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		if r == nil {
+			continue
+		}
+		if !c.acquire(r) {
+			continue
+		}
+		c.s.pool.run(c)
+		c.handle(r)
+		return
+	}
+}
+
+// next reads one message. It returns (nil, nil) for messages it fully
+// handled itself: control frames, the handshake, unknown methods.
+func (c *conn) next() (*request, error) {
+	c.mu.Lock()
+	draining := c.draining
+	c.mu.Unlock()
+	if draining {
+		return nil, errDraining
+	}
+	if !c.started {
+		f, err := wire.Detect(c.br)
+		if err != nil {
+			return nil, err
+		}
+		c.format, c.started = f, true
+	}
+	lim := &c.s.opts.limits
+	bp := wire.GetBuf()
+	var (
+		msg     []byte
+		p       proto.Protocol
+		timeout time.Duration
+		err     error
+	)
+	if c.hat {
+		var h wire.Header
+		var b []byte
+		h, b, err = wire.ReadFrame(c.br, *bp, lim.MaxMessageSize)
+		*bp = b
+		if err != nil {
+			wire.PutBuf(bp)
+			if wire.IsTooLarge(err) {
+				c.fatalReply(true, h.Protocol(), "", h.Seqid, err)
+			}
+			return nil, err
+		}
+		c.s.met.inTCP.Add(float64(len(b)))
+		switch h.Kind {
+		case wire.KindCancel:
+			wire.PutBuf(bp)
+			c.cancelCall(h.Seqid)
+			return nil, nil
+		case wire.KindCall, wire.KindOneway:
+		default:
+			wire.PutBuf(bp)
+			return nil, fmt.Errorf("%w: unexpected frame kind %d from client", wire.ErrBadFrame, h.Kind)
+		}
+		msg, p, timeout = b[wire.HeaderSize:], h.Protocol(), h.Timeout
+	} else {
+		*bp, err = wire.ReadMessage(c.br, c.format, *bp, lim)
+		if err != nil {
+			if errors.Is(err, proto.ErrInvalidData) {
+				// The message start may still tell us whom to answer.
+				if mh, herr := wire.ParseMsgHeader(c.format.Proto, *bp); herr == nil {
+					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
+				} else if b, _ := c.br.Peek(c.br.Buffered()); c.format.Framed {
+					if mh, herr := wire.ParseMsgHeader(c.format.Proto, b); herr == nil {
+						c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
+					}
+				}
+			}
+			wire.PutBuf(bp)
+			return nil, err
+		}
+		msg, p = *bp, c.format.Proto
+		c.s.met.inThrift.Add(float64(len(msg)))
+	}
+	mh, err := wire.ParseMsgHeader(p, msg)
+	if err == nil && mh.Type != proto.Call && mh.Type != proto.Oneway {
+		err = fmt.Errorf("%w: message type %v from client", proto.ErrInvalidData, mh.Type)
+	}
+	if err != nil {
+		wire.PutBuf(bp)
+		return nil, err
+	}
+	m := c.s.lookup(mh.Name)
+	if m == nil {
+		name := string(mh.Name)
+		defer wire.PutBuf(bp)
+		if splitName(name) == wire.HelloMethod && !c.hat {
+			c.hello(p, name, mh.Seqid, msg[mh.Body:])
+			return nil, nil
+		}
+		if mh.Type == proto.Call {
+			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, proto.Exception,
+				proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
+		}
+		return nil, nil
+	}
+	r := reqPool.Get().(*request)
+	*r = request{
+		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
+		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, timeout: timeout,
+	}
+	if !r.oneway {
+		r.order = c.takeOrder(c.hat)
+	}
+	if h := m.m.Hints; h != nil && h.Server.Timeout > 0 && (timeout == 0 || h.Server.Timeout < timeout) {
+		timeout = h.Server.Timeout
+	}
+	if r.hat || timeout > 0 {
+		// Created (and registered for Cancel frames) by the reader, before
+		// the next frame is read, so a Cancel right behind its call is
+		// never missed; waiting for a slot counts against the deadline.
+		r.ctx = newCallCtx(c.ctx, timeout)
+		if r.hat && !r.oneway {
+			c.mu.Lock()
+			c.calls[r.seqid] = r.ctx
+			c.mu.Unlock()
+		}
+	}
+	return r, nil
+}
+
+var errDraining = errors.New("server: connection draining")
+
+// takeOrder reserves the next reply position on plain connections.
+func (c *conn) takeOrder(hat bool) uint64 {
+	if hat {
+		return 0
+	}
+	o := c.nextIn
+	c.nextIn++
+	return o
+}
+
+// acquire takes a call slot, blocking the reader (and so, through TCP, the
+// client) while the server is at its concurrency limit.
+func (c *conn) acquire(r *request) bool {
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	default:
+	}
+	var timeout <-chan time.Time
+	if d := c.s.opts.busyTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	case <-timeout:
+		c.s.met.rejected.WithLabelValues("busy").Inc()
+		if !r.oneway {
+			c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, proto.Exception,
+				proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
+		}
+	case <-c.ctx.Done():
+	}
+	c.freeRequest(r)
+	return false
+}
+
+func (c *conn) begin() {
+	c.s.callWG.Add(1)
+	c.mu.Lock()
+	c.inflight++
+	c.mu.Unlock()
+}
+
+// releaseCtx ends the call's own context and forgets it for Cancel frames.
+func (c *conn) releaseCtx(r *request) {
+	if r.ctx == nil {
+		return
+	}
+	if r.hat && !r.oneway {
+		c.mu.Lock()
+		if c.calls[r.seqid] == r.ctx {
+			delete(c.calls, r.seqid)
+		}
+		c.mu.Unlock()
+	}
+	r.ctx.release()
+	r.ctx = nil
+}
+
+func (c *conn) freeRequest(r *request) {
+	c.releaseCtx(r)
+	if r.buf != nil {
+		wire.PutBuf(r.buf)
+	}
+	*r = request{}
+	reqPool.Put(r)
+}
+
+// handle runs one call and writes its reply.
+func (c *conn) handle(r *request) {
+	st := r.m.stats[1]
+	if r.hat {
+		st = r.m.stats[0]
+	}
+	st.calls.Inc()
+	st.inflight.Inc()
+	start := time.Now()
+
+	ctx := c.ctx
+	if r.ctx != nil {
+		ctx = r.ctx
+	}
+	codec := wire.GetCodec()
+	args := r.m.m.NewArgs()
+	var (
+		res proto.Struct
+		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+	)
+	wire.PutBuf(r.buf)
+	r.buf, r.body = nil, nil
+	if err != nil {
+		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
+	} else {
+		res, err = c.invoke(ctx, r, args)
+	}
+	c.releaseCtx(r)
+	st.latency.Observe(time.Since(start).Seconds())
+	st.inflight.Dec()
+	if err != nil || (res == nil && !r.oneway) {
+		st.errors.Inc()
+	}
+	if !r.oneway {
+		typ, body := proto.Reply, res
+		if err != nil || res == nil {
+			typ, body = proto.Exception, toAppException(err)
+			if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
+				c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "err", err)
+			}
+		}
+		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)
+	}
+	wire.PutCodec(codec)
+	c.freeRequest(r)
+	<-c.s.slots
+	c.end()
+}
+
+// panicError carries a recovered handler panic.
+type panicError struct{ v any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("handler panic: %v", e.v) }
+
+func toAppException(err error) *proto.ApplicationException {
+	var ae *proto.ApplicationException
+	switch {
+	case err == nil:
+		return proto.NewApplicationException(proto.ExcMissingResult, "handler returned no result")
+	case errors.As(err, &ae):
+		return ae
+	}
+	return proto.NewApplicationException(proto.ExcInternalError, err.Error())
+}
+
+func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct) (res proto.Struct, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.log.Error("hatrpc: handler panic", "method", r.m.m.Name, "remote", c.remote,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res, err = nil, &panicError{v}
+		}
+	}()
+	ics := c.s.opts.interceptors
+	if len(ics) == 0 {
+		return r.m.m.Handle(ctx, args)
+	}
+	info := &CallInfo{
+		Service: r.m.svc, Method: r.m.m, Seqid: r.seqid, Transport: c.transport(r.hat),
+		Protocol: r.proto, Remote: c.remote,
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		info.Deadline = dl
+	}
+	return chain(ctx, ics, info, args, r.m.m.Handle)
+}
+
+func chain(ctx context.Context, ics []Interceptor, info *CallInfo, args proto.Struct, h Handler) (proto.Struct, error) {
+	if len(ics) == 0 {
+		return h(ctx, args)
+	}
+	return ics[0](ctx, info, args, func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+		return chain(ctx, ics[1:], info, a, h)
+	})
+}
+
+// reply encodes and sends one reply message. codec may be nil.
+func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) {
+	if codec == nil {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
+	bp := wire.GetBuf()
+	b := *bp
+	switch {
+	case hat:
+		b = b[:wire.HeaderSize]
+	case c.format.Framed:
+		b = b[:4]
+	}
+	start := len(b)
+	b, err := codec.AppendMessage(b, p, name, typ, seqid, body)
+	if err != nil {
+		// The result failed validation (e.g. a required field left unset).
+		b, _ = codec.AppendMessage(b[:start], p, name, proto.Exception, seqid,
+			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+		typ = proto.Exception
+	}
+	if hat {
+		kind := wire.KindReply
+		if typ == proto.Exception {
+			kind = wire.KindException
+		}
+		var flags uint8
+		if p == proto.Compact {
+			flags = wire.FlagCompact
+		}
+		wire.SealFrame(b, kind, flags, seqid, 0)
+		*bp = b
+		c.s.met.outTCP.Add(float64(len(b)))
+		_ = c.w.Write(b)
+		wire.PutBuf(bp)
+		return
+	}
+	if c.format.Framed {
+		putLen(b, len(b)-4)
+	}
+	*bp = b
+	c.s.met.outThrift.Add(float64(len(b)))
+	c.deliver(order, bp)
+}
+
+func putLen(b []byte, n int) {
+	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+}
+
+// deliver writes plain replies in request order, holding early finishers.
+func (c *conn) deliver(order uint64, bp *[]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if order != c.nextOut {
+		c.held[order] = bp
+		return
+	}
+	for {
+		_ = c.w.Write(*bp)
+		wire.PutBuf(bp)
+		c.nextOut++
+		next, ok := c.held[c.nextOut]
+		if !ok {
+			return
+		}
+		delete(c.held, c.nextOut)
+		bp = next
+	}
+}
+
+// fatalReply answers a message the server cannot process before the
+// connection is closed, when it still knows whom to answer.
+func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid int32, cause error) {
+	c.s.log.Warn("hatrpc: closing connection after bad input", "remote", c.remote, "err", cause)
+	c.mu.Lock()
+	c.lingers = true
+	c.mu.Unlock()
+	c.reply(hat, p, c.takeOrder(hat), name, seqid, proto.Exception,
+		proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
+}
+
+// hello answers the capability handshake and switches the connection to
+// HatRPC framing when both sides can.
+func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) {
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	order := c.takeOrder(false)
+	var h wire.Hello
+	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
+		c.reply(false, p, order, name, seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
+		return
+	}
+	rep := wire.HelloReply{Version: wire.Version, Transport: "tcp", MaxFrame: int32(min(c.s.opts.limits.MaxMessageSize, 1<<31-1))}
+	upgrade := !c.s.opts.noUpgrade && h.Version >= 1 && h.Caps&wire.CapFraming != 0
+	if upgrade {
+		// Transport-upgrade slot: when RDMA or SHM can serve this client
+		// (h.Caps&CapRDMA, CapSHM) the negotiation picks it here; today
+		// every upgraded connection stays on TCP.
+		rep.Caps = wire.CapFraming
+	}
+	c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+	if upgrade {
+		c.hat = true
+		c.upgraded.Store(true)
+	}
+}
+
+func (c *conn) cancelCall(seqid int32) {
+	c.mu.Lock()
+	cctx := c.calls[seqid]
+	c.mu.Unlock()
+	if cctx != nil {
+		cctx.cancel(context.Canceled)
+	}
+}
+
+// readFailed ends the read side. A vanished client cancels in-flight calls;
+// a draining server lets them finish.
+func (c *conn) readFailed(err error) {
+	c.mu.Lock()
+	draining := c.draining
+	c.readDone = true
+	c.mu.Unlock()
+	if !draining {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			c.s.log.Info("hatrpc: connection closed", "remote", c.remote, "err", err)
+		}
+		c.cancel()
+	}
+	c.maybeFinish()
+}
+
+func (c *conn) end() {
+	c.s.callWG.Done()
+	c.mu.Lock()
+	c.inflight--
+	c.mu.Unlock()
+	c.maybeFinish()
+}
+
+// maybeFinish closes the connection once reading stopped and no call runs.
+func (c *conn) maybeFinish() {
+	c.mu.Lock()
+	if !c.readDone || c.inflight > 0 || c.finished {
+		c.mu.Unlock()
+		return
+	}
+	c.finished = true
+	lingers := c.lingers
+	c.mu.Unlock()
+	c.w.Wait()
+	c.cancel()
+	if lingers {
+		c.linger()
+	}
+	c.nc.Close()
+	for _, bp := range c.held {
+		wire.PutBuf(bp)
+	}
+	c.s.removeConn(c)
+}
+
+// drain starts a graceful close: no more calls are read; HatRPC clients are
+// told with a GoAway frame so they open a new connection for later calls.
+func (c *conn) drain() {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+	// The reader role may be mid-call; the frame only needs the writer.
+	var f [wire.HeaderSize]byte
+	wire.SealFrame(f[:], wire.KindGoAway, 0, 0, 0)
+	if c.upgraded.Load() {
+		_ = c.w.Write(f[:])
+	}
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+// linger half-closes and drains unread input for a moment before the close:
+// closing a socket with unread bytes sends a RST that can destroy the error
+// reply still in flight to the client.
+func (c *conn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	_ = cw.CloseWrite()
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.nc, lingerBytes))
+}
+
+const (
+	lingerTime  = 250 * time.Millisecond
+	lingerBytes = 4 << 20
+)
+
+func (c *conn) abort() {
+	c.cancel()
+	c.nc.Close()
+}

@@ -1,0 +1,246 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"io"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+func TestShutdownGracefulVsClose(t *testing.T) {
+	t.Run("graceful", func(t *testing.T) {
+		s, _, addr := start(t)
+		c := dial(t, addr)
+		slow := make(chan error, 1)
+		go func() {
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "inflight", DelayNs: int64(300 * time.Millisecond)})
+			if err == nil && got != "inflight" {
+				err = io.ErrUnexpectedEOF
+			}
+			slow <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		require.NoError(t, s.Shutdown(ctx))
+		require.GreaterOrEqual(t, time.Since(t0), 100*time.Millisecond, "Shutdown returned before the in-flight call finished")
+		require.NoError(t, <-slow, "in-flight call must complete during graceful shutdown")
+		// New connections are refused once shut down.
+		_, err := net.DialTimeout("tcp", addr, time.Second)
+		require.Error(t, err)
+		_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "late"})
+		require.ErrorIs(t, err, client.ErrConnClosed)
+	})
+	t.Run("shutdown-deadline-forces-close", func(t *testing.T) {
+		s, e, addr := start(t)
+		c := dial(t, addr)
+		stuck := make(chan error, 1)
+		go func() {
+			_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "stuck", Mode: wiretest.ModeWaitCtx})
+			stuck <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded)
+		require.Equal(t, "stuck", <-e.Cancelled)
+		require.ErrorIs(t, <-stuck, client.ErrConnClosed)
+	})
+	t.Run("close", func(t *testing.T) {
+		s, e, addr := start(t)
+		c := dial(t, addr)
+		stuck := make(chan error, 1)
+		go func() {
+			_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "closed", Mode: wiretest.ModeWaitCtx})
+			stuck <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, s.Close())
+		require.Equal(t, "closed", <-e.Cancelled)
+		require.ErrorIs(t, <-stuck, client.ErrConnClosed)
+	})
+}
+
+func TestBadInputClosesConnOnly(t *testing.T) {
+	_, _, addr := start(t, server.WithLimits(proto.Limits{MaxMessageSize: 1 << 20, MaxDepth: 16, MaxStringLength: 1 << 20, MaxContainerSize: 1 << 16}))
+	bigFramed := func() []byte {
+		// A framed binary call whose length claims ~2 GiB.
+		b := binary.BigEndian.AppendUint32(nil, 0x7fffffff)
+		b = binary.BigEndian.AppendUint32(b, 0x80010001)
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = append(b, "echo"...)
+		return binary.BigEndian.AppendUint32(b, 7)
+	}
+	cases := []struct {
+		name      string
+		payload   []byte
+		wantReply bool
+	}{
+		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), false},
+		{"2GiB-frame", bigFramed(), true},
+		{"2GiB-len-0x80", []byte{0x80, 0, 0, 0, 0x80, 1, 0, 1}, false},
+		{"bad-compact-version", []byte{0x82, 0x05, 0, 0, 0, 0}, false},
+		{"unframed-huge-string", append([]byte{0x80, 1, 0, 1, 0x7f, 0xff, 0xff, 0xff}, "echo"...), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.DialTimeout("tcp", addr, time.Second)
+			require.NoError(t, err)
+			defer nc.Close()
+			require.NoError(t, nc.SetDeadline(time.Now().Add(5*time.Second)))
+			_, err = nc.Write(tc.payload)
+			require.NoError(t, err)
+			got, err := io.ReadAll(nc) // returns once the server closes
+			require.NoError(t, err)
+			if tc.wantReply {
+				require.NotEmpty(t, got)
+				require.Contains(t, string(got), "size limit")
+			}
+			// The server keeps serving others.
+			c := dial(t, addr)
+			msg, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "alive"})
+			require.NoError(t, err)
+			require.Equal(t, "alive", msg)
+		})
+	}
+}
+
+func TestHatFrameTooLarge(t *testing.T) {
+	_, _, addr := start(t, server.WithLimits(proto.Limits{MaxMessageSize: 1024, MaxDepth: 16, MaxStringLength: 1024, MaxContainerSize: 1024}))
+	c := dial(t, addr)
+	require.True(t, c.Upgraded())
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 4096)})
+	var ae *proto.ApplicationException
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, proto.ExcProtocolError, ae.Type)
+	// The server closes that connection. A call racing with the close may
+	// fail with the typed error; a later one reconnects.
+	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "racing"})
+	if err != nil {
+		require.ErrorIs(t, err, client.ErrConnClosed)
+	}
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "small"})
+	require.NoError(t, err)
+	require.Equal(t, "small", got)
+}
+
+func selfSigned(t *testing.T) (*tls.Config, *tls.Config) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hatrpc-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	srv := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return srv, &tls.Config{RootCAs: pool}
+}
+
+func TestTLS(t *testing.T) {
+	scfg, ccfg := selfSigned(t)
+	_, _, addr := start(t, server.WithTLS(scfg))
+	for _, opts := range [][]client.Option{{client.WithTLS(ccfg)}, {client.WithTLS(ccfg), client.WithoutUpgrade(), client.WithCompact()}} {
+		c := dial(t, addr, opts...)
+		got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "secret"})
+		require.NoError(t, err)
+		require.Equal(t, "secret", got)
+	}
+	// Plain TCP against the TLS port fails rather than hangs.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithHandshakeTimeout(300*time.Millisecond))
+	if err == nil {
+		_, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "x"})
+		c.Close()
+	}
+	require.Error(t, err)
+}
+
+func TestMultipleServicesAndInterceptors(t *testing.T) {
+	var trace []string
+	mk := func(tag string) server.Interceptor {
+		return func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+			trace = append(trace, tag+">"+info.Service+"."+info.Method.Name+"/"+info.Transport)
+			res, err := next(ctx, args)
+			trace = append(trace, tag+"<")
+			return res, err
+		}
+	}
+	e2 := wiretest.NewEcho()
+	s, _, addr := start(t, server.WithInterceptors(mk("a"), mk("b")))
+	s.Register(e2.ServiceNamed("Other"))
+	require.Panics(t, func() { s.Register(e2.ServiceNamed("Other")) })
+
+	c := dial(t, addr, client.WithMultiplexed())
+	var res wiretest.EchoResult
+	require.NoError(t, c.Call(tctx(t), &client.Method{Service: "Other", Name: "echo"}, &wiretest.EchoArgs{Msg: "o"}, &res))
+	require.Equal(t, "o", *res.Success)
+	require.Equal(t, []string{"a>Other.echo/tcp", "b>Other.echo/tcp", "b<", "a<"}, trace)
+
+	trace = nil
+	plain := dial(t, addr, client.WithoutUpgrade()) // plain name goes to the first registered service
+	require.NoError(t, plain.Call(tctx(t), &client.Method{Name: "echo"}, &wiretest.EchoArgs{Msg: "p"}, &res))
+	require.Equal(t, []string{"a>Echo.echo/thrift", "b>Echo.echo/thrift", "b<", "a<"}, trace)
+}
+
+// An Apache Go client (framed or not, binary or compact) talks to the
+// HatRPC server on the same port as HatRPC clients.
+func TestApacheClient(t *testing.T) {
+	_, _, addr := start(t)
+	for _, framed := range []bool{false, true} {
+		for _, compact := range []bool{false, true} {
+			conf := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+			var tr thrift.TTransport = thrift.NewTSocketConf(addr, conf)
+			if framed {
+				tr = thrift.NewTFramedTransportConf(tr, conf)
+			} else {
+				tr = thrift.NewTBufferedTransport(tr, 4096)
+			}
+			require.NoError(t, tr.Open())
+			var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(tr, conf)
+			if compact {
+				p = thrift.NewTCompactProtocolConf(tr, conf)
+			}
+			cl := thrift.NewTStandardClient(p, p)
+			for _, msg := range []string{"a", "bb"} {
+				var res wiretest.ApacheEchoResult
+				_, err := cl.Call(tctx(t), "echo", &wiretest.ApacheEchoArgs{Msg: msg}, &res)
+				require.NoError(t, err)
+				require.NotNil(t, res.Success)
+				assert.Equal(t, msg, *res.Success)
+			}
+			var res wiretest.ApacheEchoResult
+			_, err := cl.Call(tctx(t), "nope", &wiretest.ApacheEchoArgs{Msg: "x"}, &res)
+			var ae thrift.TApplicationException
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, int32(thrift.UNKNOWN_METHOD), ae.TypeId())
+			tr.Close()
+		}
+	}
+}

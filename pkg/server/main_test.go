@@ -1,0 +1,74 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// start serves the echo service on a loopback port until the test ends.
+func start(t testing.TB, opts ...server.Option) (*server.Server, *wiretest.Echo, string) {
+	t.Helper()
+	e := wiretest.NewEcho()
+	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
+	s.Register(e.Service())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, s.Close())
+		select {
+		case err := <-served:
+			require.ErrorIs(t, err, server.ErrServerClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Serve did not return")
+		}
+	})
+	return s, e, ln.Addr().String()
+}
+
+func dial(t testing.TB, addr string, opts ...client.Option) *client.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func echo(ctx context.Context, c *client.Conn, args *wiretest.EchoArgs) (string, error) {
+	var res wiretest.EchoResult
+	if err := c.Call(ctx, wiretest.EchoMethod, args, &res); err != nil {
+		return "", err
+	}
+	if res.Err != nil {
+		return "", res.Err
+	}
+	if res.Success == nil {
+		return "", errors.New("no success field")
+	}
+	return *res.Success, nil
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,71 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are created per Server on its registry so several servers (and
+// tests) never collide on the global default registry.
+type metrics struct {
+	calls, errors *prometheus.CounterVec
+	inflight      *prometheus.GaugeVec
+	latency       *prometheus.HistogramVec
+	bytesIn       *prometheus.CounterVec
+	bytesOut      *prometheus.CounterVec
+	conns         prometheus.Gauge
+	rejected      *prometheus.CounterVec
+
+	inTCP, inThrift, outTCP, outThrift prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	lbl := []string{"service", "function", "transport"}
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "calls_total", Help: "Calls handled.",
+		}, lbl),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "errors_total", Help: "Calls that ended in an exception reply or a handler error.",
+		}, lbl),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "in_flight", Help: "Calls executing now.",
+		}, lbl),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "call_duration_seconds", Help: "Handler latency.",
+			Buckets: prometheus.ExponentialBuckets(5e-6, 2.5, 14),
+		}, lbl),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "bytes_in_total", Help: "Request bytes read.",
+		}, []string{"transport"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "bytes_out_total", Help: "Reply bytes written.",
+		}, []string{"transport"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "connections", Help: "Open connections.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.calls, m.errors, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
+	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
+	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
+	return m
+}
+
+// methodStats are the metric children of one method on one transport,
+// resolved once at Register so the hot path does no label lookups.
+type methodStats struct {
+	calls, errors prometheus.Counter
+	inflight      prometheus.Gauge
+	latency       prometheus.Observer
+}
+
+func (m *metrics) forMethod(svc, fn, transport string) *methodStats {
+	return &methodStats{
+		calls:    m.calls.WithLabelValues(svc, fn, transport),
+		errors:   m.errors.WithLabelValues(svc, fn, transport),
+		inflight: m.inflight.WithLabelValues(svc, fn, transport),
+		latency:  m.latency.WithLabelValues(svc, fn, transport),
+	}
+}

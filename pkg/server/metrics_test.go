@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// metricValue sums the counter/gauge/histogram-count samples of name whose
+// labels include want.
+func metricValue(mfs []*dto.MetricFamily, name string, want map[string]string) float64 {
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+func TestMetricsAndDebugEndpoint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, _, addr := start(t, server.WithRegistry(reg), server.WithDebugAddr("127.0.0.1:0"))
+	up := dial(t, addr)
+	plain := dial(t, addr, client.WithoutUpgrade())
+	for range 3 {
+		_, err := echo(tctx(t), up, &wiretest.EchoArgs{Msg: "x"})
+		require.NoError(t, err)
+	}
+	_, err := echo(tctx(t), plain, &wiretest.EchoArgs{Msg: "x"})
+	require.NoError(t, err)
+	_, err = echo(tctx(t), plain, &wiretest.EchoArgs{Msg: "x", Mode: wiretest.ModePlain})
+	require.Error(t, err)
+
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	cases := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"hatrpc_server_calls_total", map[string]string{"service": "Echo", "function": "echo", "transport": "tcp"}, 3},
+		{"hatrpc_server_calls_total", map[string]string{"service": "Echo", "function": "echo", "transport": "thrift"}, 2},
+		{"hatrpc_server_errors_total", map[string]string{"service": "Echo", "function": "echo", "transport": "thrift"}, 1},
+		{"hatrpc_server_call_duration_seconds", map[string]string{"function": "echo"}, 5},
+		{"hatrpc_server_in_flight", map[string]string{"function": "echo"}, 0},
+		{"hatrpc_server_connections", nil, 2},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, metricValue(mfs, tc.name, tc.labels), tc.name)
+	}
+	require.Greater(t, metricValue(mfs, "hatrpc_server_bytes_in_total", map[string]string{"transport": "tcp"}), 0.0)
+	require.Greater(t, metricValue(mfs, "hatrpc_server_bytes_out_total", map[string]string{"transport": "thrift"}), 0.0)
+
+	da, err := s.StartDebug()
+	require.NoError(t, err)
+	for _, path := range []string{"/metrics", "/debug/pprof/"} {
+		resp, err := http.Get("http://" + da.String() + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		if path == "/metrics" {
+			require.Contains(t, string(body), `hatrpc_server_calls_total{function="echo",service="Echo",transport="tcp"} 3`)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

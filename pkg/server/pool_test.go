@@ -1,0 +1,47 @@
+package server
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A burst of work leaves idle workers behind; the sweeper retires the
+// ones nobody reused while steady traffic keeps reusing the same few.
+func TestPoolRetiresIdleWorkers(t *testing.T) {
+	var p pool
+	p.init()
+	p.idleFor, p.sweepEvery = 100*time.Millisecond, 20*time.Millisecond
+	defer p.stop()
+
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	const burst = 200
+	for range burst {
+		wg.Add(1)
+		p.run(&conn{serveHook: func() { defer wg.Done(); <-block }})
+	}
+	require.GreaterOrEqual(t, runtime.NumGoroutine(), before+burst)
+	close(block)
+	wg.Wait()
+
+	// Steady trickle: one task at a time must not keep the burst alive.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		done := make(chan struct{})
+		p.run(&conn{serveHook: func() { close(done) }})
+		<-done
+		p.mu.Lock()
+		n := len(p.idle)
+		p.mu.Unlock()
+		if n <= 2 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("idle workers were not retired")
+}

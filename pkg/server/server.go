@@ -1,0 +1,428 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server serves registered services on any number of listeners.
+type Server struct {
+	opts options
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	met  *metrics
+
+	methods atomic.Pointer[map[string]*method]
+	regMu   sync.Mutex
+	svcs    map[string]*Service
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	shutting  atomic.Bool
+	closed    bool
+	connWG    sync.WaitGroup // one per open connection
+	callWG    sync.WaitGroup // one per executing call
+
+	slots chan struct{}
+	pool  pool
+
+	debugOnce sync.Once
+	debugSrv  *http.Server
+	debugLn   net.Listener
+	debugErr  error
+}
+
+// method is a registered method with its precomputed metric children.
+type method struct {
+	svc   string
+	m     *Method
+	stats [2]*methodStats // [0] HatRPC framing, [1] plain Thrift
+}
+
+// New creates a server; register services, then Serve.
+func New(opts ...Option) *Server {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.maxCalls < 1 {
+		o.maxCalls = 1
+	}
+	if o.maxConns < 1 {
+		o.maxConns = 1
+	}
+	s := &Server{
+		opts:      o,
+		log:       o.logger,
+		reg:       o.registry,
+		svcs:      map[string]*Service{},
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+		slots:     make(chan struct{}, o.maxCalls),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.met = newMetrics(s.reg)
+	s.pool.init()
+	empty := map[string]*method{}
+	s.methods.Store(&empty)
+	return s
+}
+
+// Registry returns the registry holding the server's metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Register adds a service. Its methods answer to "Service:method" and, unless
+// an earlier service already claimed the plain name, to "method". It panics
+// on a duplicate service name or a malformed method.
+func (s *Server) Register(svc *Service) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if _, dup := s.svcs[svc.Name]; dup {
+		panic(fmt.Sprintf("server: service %q registered twice", svc.Name))
+	}
+	s.svcs[svc.Name] = svc
+	old := *s.methods.Load()
+	next := make(map[string]*method, len(old)+2*len(svc.Methods))
+	for k, v := range old {
+		next[k] = v
+	}
+	for i := range svc.Methods {
+		m := &svc.Methods[i]
+		if m.Name == "" || m.NewArgs == nil || m.Handle == nil {
+			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle", m.Name, svc.Name))
+		}
+		rm := &method{svc: svc.Name, m: m}
+		rm.stats[0] = s.met.forMethod(svc.Name, m.Name, TransportTCP)
+		rm.stats[1] = s.met.forMethod(svc.Name, m.Name, TransportThrift)
+		next[svc.Name+":"+m.Name] = rm
+		if _, taken := next[m.Name]; !taken {
+			next[m.Name] = rm
+		}
+	}
+	s.methods.Store(&next)
+}
+
+func (s *Server) lookup(name []byte) *method {
+	return (*s.methods.Load())[string(name)]
+}
+
+// ListenAndServe listens on the TCP address addr and serves it.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Shutdown or Close; it always returns
+// a non-nil error, ErrServerClosed after a shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.opts.tls != nil {
+		ln = tls.NewListener(ln, s.opts.tls)
+	}
+	if s.opts.debugAddr != "" {
+		if _, err := s.StartDebug(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	s.mu.Lock()
+	if s.closed || s.shutting.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.shutting.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed || s.shutting.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.opts.maxConns {
+		s.mu.Unlock()
+		s.met.rejected.WithLabelValues("max_conns").Inc()
+		s.log.Warn("hatrpc: connection rejected: too many connections",
+			"remote", nc.RemoteAddr().String(), "max", s.opts.maxConns)
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
+	s.mu.Unlock()
+	s.met.conns.Inc()
+	s.pool.run(c)
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.met.conns.Dec()
+	s.connWG.Done()
+}
+
+// Shutdown stops accepting, stops reading new calls, lets in-flight calls
+// finish and their replies reach the socket, then closes every connection.
+// When ctx ends first it falls back to Close and returns ctx.Err().
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutting.Store(true)
+	s.mu.Lock()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		s.callWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.finish()
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes listeners and connections at once, cancelling the contexts of
+// in-flight calls, and waits for their goroutines (handlers should honour ctx).
+func (s *Server) Close() error {
+	s.shutting.Store(true)
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.abort()
+	}
+	s.mu.Unlock()
+	s.connWG.Wait()
+	s.callWG.Wait()
+	s.finish()
+	return nil
+}
+
+func (s *Server) finish() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.pool.stop()
+	if s.debugSrv != nil {
+		s.debugSrv.Close()
+	}
+}
+
+// StartDebug starts the pprof and /metrics listener configured with
+// WithDebugAddr (Serve calls it too) and returns its address.
+func (s *Server) StartDebug() (net.Addr, error) {
+	s.debugOnce.Do(func() {
+		if s.opts.debugAddr == "" {
+			s.debugErr = errors.New("server: no debug address configured")
+			return
+		}
+		ln, err := net.Listen("tcp", s.opts.debugAddr)
+		if err != nil {
+			s.debugErr = err
+			return
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.debugLn = ln
+		s.debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go s.debugSrv.Serve(ln)
+	})
+	if s.debugErr != nil {
+		return nil, s.debugErr
+	}
+	return s.debugLn.Addr(), nil
+}
+
+// splitName returns the method part of a possibly multiplexed name.
+func splitName(name string) string {
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// pool runs connection readers. A reader that has read a call hands the
+// connection to another pool goroutine (leader/followers) and runs the call
+// itself, so the handoff's wake-up is off the call's latency path and no
+// goroutine is created per call once the pool is warm. Idle workers form a
+// LIFO stack: the busiest few are reused, and the ones left at the bottom
+// for poolIdle exit, so a burst of connections does not leave thousands of
+// goroutines behind.
+type pool struct {
+	mu      sync.Mutex
+	idle    []*worker // top = most recently used
+	stopped bool
+	wg      sync.WaitGroup
+	once    sync.Once
+	quit    chan struct{}
+
+	idleFor, sweepEvery time.Duration
+}
+
+type worker struct {
+	ch   chan *conn // nil conn = exit
+	last time.Time
+}
+
+const (
+	poolIdle  = 30 * time.Second
+	poolSweep = 5 * time.Second
+)
+
+func (p *pool) init() {
+	p.quit = make(chan struct{})
+	p.idleFor, p.sweepEvery = poolIdle, poolSweep
+}
+
+func (p *pool) run(c *conn) {
+	p.once.Do(func() {
+		p.wg.Add(1)
+		go p.sweeper()
+	})
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		w.ch <- c
+		return
+	}
+	p.mu.Unlock()
+	w := &worker{ch: make(chan *conn, 1)}
+	p.wg.Add(1)
+	go p.loop(w, c)
+}
+
+func (p *pool) loop(w *worker, c *conn) {
+	defer p.wg.Done()
+	for c != nil {
+		c.serve()
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return
+		}
+		w.last = time.Now()
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		c = <-w.ch
+	}
+}
+
+// sweeper retires workers idle for longer than poolIdle.
+func (p *pool) sweeper() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case now := <-t.C:
+			p.mu.Lock()
+			n := 0
+			for n < len(p.idle) && now.Sub(p.idle[n].last) > p.idleFor {
+				n++
+			}
+			old := append([]*worker(nil), p.idle[:n]...)
+			p.idle = append(p.idle[:0], p.idle[n:]...)
+			p.mu.Unlock()
+			for _, w := range old {
+				w.ch <- nil
+			}
+		}
+	}
+}
+
+func (p *pool) stop() {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return
+	}
+	p.stopped = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, w := range idle {
+		w.ch <- nil
+	}
+	close(p.quit)
+	p.wg.Wait()
+}

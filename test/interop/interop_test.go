@@ -1,0 +1,132 @@
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
+	hg "github.com/hatrpc/hatrpc/test/gen/interop"
+	"github.com/hatrpc/hatrpc/test/testutil"
+)
+
+// hatOptions are the client options that speak stack s to a plain Thrift
+// server.
+func hatOptions(s testutil.Stack) []client.Option {
+	var opts []client.Option
+	if s.Framing == testutil.Framed {
+		opts = append(opts, client.WithFramed())
+	} else {
+		opts = append(opts, client.WithUnframed())
+	}
+	if s.Protocol == testutil.Compact {
+		opts = append(opts, client.WithCompact())
+	}
+	return opts
+}
+
+func dialHat(t *testing.T, addr string, opts ...client.Option) *client.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	return c
+}
+
+// TestApacheGoClientToHatServer: Apache Thrift's Go client (Apache's own
+// generated code) calls a HatRPC server running hatgen's generated code.
+func TestApacheGoClientToHatServer(t *testing.T) {
+	for _, s := range testutil.Stacks {
+		t.Run(s.String(), func(t *testing.T) {
+			srv, _ := testutil.StartHatInterop(t)
+			testutil.RunApacheClientSuite(t, testutil.DialApache(t, srv.Addr, s))
+		})
+	}
+}
+
+// TestPythonClientToHatServer: Python's Thrift library (Debian's
+// python3-thrift, code generated now by Debian's thrift compiler) calls a
+// HatRPC server.
+func TestPythonClientToHatServer(t *testing.T) {
+	gen := testutil.GenPython(t)
+	srv, _ := testutil.StartHatInterop(t)
+	for _, s := range testutil.Stacks {
+		t.Run(s.String(), func(t *testing.T) {
+			assert.Equal(t, testutil.PyChecks, testutil.RunPython(t, gen, srv.Addr, s))
+		})
+	}
+}
+
+// TestHatClientToApacheServer: hatgen's generated client calls Apache's
+// TSimpleServer. The HatRPC handshake must fall back to plain Thrift.
+func TestHatClientToApacheServer(t *testing.T) {
+	for _, s := range testutil.Stacks {
+		t.Run(s.String(), func(t *testing.T) {
+			addr, _ := testutil.StartApacheServer(t, s)
+			c := dialHat(t, addr, hatOptions(s)...)
+			assert.False(t, c.Upgraded(), "an Apache server cannot speak HatRPC framing")
+			testutil.RunHatClientSuite(t, hg.NewInteropClient(c))
+		})
+	}
+}
+
+// TestHatClientToHatServer: both ends HatRPC; the connection upgrades to
+// HatRPC framing, and concurrent callers share it.
+func TestHatClientToHatServer(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []client.Option
+		upgraded bool
+	}{
+		{"upgraded", nil, true},
+		{"upgraded compact", []client.Option{client.WithCompact()}, true},
+		{"plain framed+binary", []client.Option{client.WithoutUpgrade(), client.WithFramed()}, false},
+		{"plain buffered+compact", []client.Option{client.WithoutUpgrade(), client.WithUnframed(), client.WithCompact()}, false},
+	}
+	srv, _ := testutil.StartHatInterop(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialHat(t, srv.Addr, tt.opts...)
+			assert.Equal(t, tt.upgraded, c.Upgraded())
+			testutil.RunHatClientSuite(t, hg.NewInteropClient(c))
+		})
+	}
+
+	t.Run("concurrent callers share one connection", func(t *testing.T) {
+		ic := hg.NewInteropClient(dialHat(t, srv.Addr))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		const callers, calls = 16, 50
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for g := 0; g < callers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < calls; i++ {
+					want := fmt.Sprintf("caller %d call %d", g, i)
+					got, err := ic.EchoString(ctx, want)
+					if err == nil && got != want {
+						err = fmt.Errorf("reply crossed: sent %q got %q", want, got)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	})
+}
