@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/testutil"
 )
 
 // diagLine is the shape of every error line: file:line:col: message.
@@ -25,10 +27,7 @@ func runHatgen(args ...string) (code int, stdout, stderr string) {
 }
 
 func corpus(t *testing.T) []string {
-	dir := os.Getenv("HATGEN_IDL_CORPUS")
-	if dir == "" {
-		dir = "/work/shared/idl"
-	}
+	dir := testutil.SharedIDLDir(t)
 	var files []string
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".thrift") {

@@ -12,21 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/codegen"
+	"github.com/hatrpc/hatrpc/internal/testutil"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 )
 
-// corpusDir holds the real-world IDL every release must accept
-// (HATGEN_IDL_CORPUS overrides it).
-func corpusDir() string {
-	if d := os.Getenv("HATGEN_IDL_CORPUS"); d != "" {
-		return d
-	}
-	return "/work/shared/idl"
-}
+// corpusDir holds the real-world IDL every release must accept.
+func corpusDir(t testing.TB) string { return testutil.SharedIDLDir(t) }
 
 func corpusFiles(t testing.TB) []string {
 	var files []string
-	err := filepath.WalkDir(corpusDir(), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(corpusDir(t), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -165,6 +165,16 @@ func TestOpenRefusesForeignData(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "data.mdb"), junk, 0o644))
 			return dir
 		}, []error{ErrCorruptData, lmdb.ErrInvalid}},
+		{"tiny data.mdb", func(t *testing.T) string {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "data.mdb"), []byte("0123456789abcdef"), 0o644))
+			return dir
+		}, []error{ErrCorruptData}},
+		{"data.mdb is a directory", func(t *testing.T) string {
+			dir := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "data.mdb"), 0o755))
+			return dir
+		}, []error{ErrForeignData}},
 		{"foreign lmdb env", func(t *testing.T) string {
 			dir := t.TempDir()
 			env, err := lmdb.Open(dir)

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"io"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Writer serialises writes from many goroutines onto one stream and
@@ -19,6 +21,7 @@ type Writer struct {
 	err     error
 	onWrite func(n int) // bytes-out accounting; may be nil
 	idle    sync.Cond   // signalled when a flush round ends
+	busy    bool        // the last flush found queued frames
 }
 
 // NewWriter wraps w; onWrite (optional) is told every successful write size.
@@ -43,10 +46,23 @@ func (w *Writer) Write(p []byte) error {
 		return nil
 	}
 	w.writing = true
-	w.mu.Unlock()
-	err := w.write(p)
-	w.mu.Lock()
+	var err error
+	if w.busy {
+		// Writers queued behind the last flush: yield once so the
+		// goroutines about to write (replies being encoded, callers being
+		// woken) join this syscall instead of each paying for one.
+		w.pending = append(w.pending, p...)
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
+	} else {
+		w.mu.Unlock()
+		err = w.write(p)
+		w.mu.Lock()
+	}
+	queued := false
 	for err == nil && len(w.pending) > 0 {
+		queued = true
 		buf := w.pending
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
@@ -62,6 +78,7 @@ func (w *Writer) Write(p []byte) error {
 		w.err = err
 		w.pending = nil
 	}
+	w.busy = queued
 	w.writing = false
 	err = w.err
 	w.idle.Broadcast()
@@ -69,7 +86,12 @@ func (w *Writer) Write(p []byte) error {
 	return err
 }
 
+// WriteSyscalls counts the writes all Writers of the process issued;
+// benchmarks divide it by calls to report how well frames were batched.
+var WriteSyscalls atomic.Int64
+
 func (w *Writer) write(p []byte) error {
+	WriteSyscalls.Add(1)
 	n, err := w.w.Write(p)
 	if n > 0 && w.onWrite != nil {
 		w.onWrite(n)

@@ -22,10 +22,15 @@ type DB interface {
 	MultiUpdate(ctx context.Context, keys []string, values []map[string][]byte) error
 }
 
-// RunOptions configures Run.
+// RunOptions configures Run. Zero fields fall back to the workload's
+// client properties (threadcount, target, maxexecutiontime).
 type RunOptions struct {
-	// Threads is the number of client goroutines (default 1).
+	// Threads is the number of client goroutines.
 	Threads int
+	// Target throttles the whole run to this many operations per second.
+	Target float64
+	// MaxDuration ends the run early (without error) once it has elapsed.
+	MaxDuration time.Duration
 	// Load runs the load phase (RecordCount inserts) instead of the
 	// transaction phase (OperationCount operations).
 	Load bool
@@ -38,7 +43,31 @@ type RunOptions struct {
 // Run drives db with the workload and records every operation in m. It
 // stops early when ctx ends, returning the report so far and ctx.Err().
 func Run(ctx context.Context, db DB, w *Workload, opts RunOptions, m *Measurements) (Report, error) {
-	threads := max(opts.Threads, 1)
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = w.cfg.ThreadCount
+	}
+	threads = max(threads, 1)
+	target := opts.Target
+	if target <= 0 {
+		target = w.cfg.Target
+	}
+	limit := opts.MaxDuration
+	if limit <= 0 {
+		limit = w.cfg.MaxExecutionTime
+	}
+	runCtx := ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	// Like YCSB's -target, each thread gets an equal share of the rate
+	// and waits for its next scheduled start time.
+	var interval time.Duration
+	if target > 0 {
+		interval = time.Duration(float64(time.Second) * float64(threads) / target)
+	}
 	total := opts.Operations
 	if total <= 0 {
 		if opts.Load {
@@ -55,7 +84,20 @@ func Run(ctx context.Context, db DB, w *Workload, opts RunOptions, m *Measuremen
 		go func(t int) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(opts.Seed, uint64(t)))
-			for ctx.Err() == nil && issued.Add(1) <= total {
+			next := time.Now()
+			for runCtx.Err() == nil && issued.Add(1) <= total {
+				if interval > 0 {
+					next = next.Add(interval)
+					if d := time.Until(next); d > 0 {
+						timer := time.NewTimer(d)
+						select {
+						case <-timer.C:
+						case <-runCtx.Done():
+							timer.Stop()
+							return
+						}
+					}
+				}
 				var op Operation
 				if opts.Load {
 					op = w.NextLoad(r)
@@ -63,13 +105,18 @@ func Run(ctx context.Context, db DB, w *Workload, opts RunOptions, m *Measuremen
 					op = w.Next(r)
 				}
 				begin := time.Now()
-				err := execute(ctx, db, op)
-				m.Record(op.Type.String(), time.Since(begin), err)
+				err := execute(runCtx, db, op)
 				w.Done(op)
+				if err != nil && runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
+					return // cut off by the end of the run, not a DB failure
+				}
+				m.Record(op.Type.String(), time.Since(begin), err)
 			}
 		}(t)
 	}
 	wg.Wait()
+	// Reaching MaxDuration is a normal end of the run; the caller's own
+	// cancellation is not.
 	return m.Report(time.Since(start)), ctx.Err()
 }
 

@@ -142,6 +142,8 @@ func TestConfigNormalisationAndErrors(t *testing.T) {
 		{"scan range", "maxscanlength", "0"},
 		{"insert range", "insertcount", "5000"},
 		{"bad bool", "readallfields", "perhaps"},
+		{"no threads", "threadcount", "0"},
+		{"negative target", "target", "-5"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // OpType is a workload operation.
@@ -81,6 +82,12 @@ type Config struct {
 	MaxScanLength          int
 	ScanLengthDistribution string
 
+	// Client settings (YCSB client properties): threadcount, target
+	// (total ops/s, 0 = unthrottled) and maxexecutiontime (seconds).
+	ThreadCount      int
+	Target           float64
+	MaxExecutionTime time.Duration
+
 	// Warnings lists adjustments made while parsing, e.g. normalisation.
 	Warnings []string
 }
@@ -128,6 +135,9 @@ func ParseConfig(p *Properties) (*Config, error) {
 	c.MinScanLength = int(i64("minscanlength", 1))
 	c.MaxScanLength = int(i64("maxscanlength", 1000))
 	c.ScanLengthDistribution = p.String("scanlengthdistribution", "uniform")
+	c.ThreadCount = int(i64("threadcount", 1))
+	c.Target = f64("target", 0)
+	c.MaxExecutionTime = time.Duration(i64("maxexecutiontime", 0)) * time.Second
 	defaults := [numOps]float64{OpRead: 0.95, OpUpdate: 0.05}
 	for op, key := range proportionKeys {
 		c.Proportions[op] = f64(key, defaults[op])
@@ -155,6 +165,8 @@ func (c *Config) validate() error {
 		return configErr("scan length range [%d,%d] is empty", c.MinScanLength, c.MaxScanLength)
 	case c.KeyLength < 0 || c.ZeroPadding < 0:
 		return configErr("keylength and zeropadding must not be negative")
+	case c.ThreadCount < 1 || c.Target < 0 || math.IsNaN(c.Target) || c.MaxExecutionTime < 0:
+		return configErr("threadcount must be >= 1, target and maxexecutiontime >= 0")
 	}
 	switch c.FieldLengthDistribution {
 	case "constant", "uniform", "zipfian":

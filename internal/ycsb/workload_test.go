@@ -310,3 +310,63 @@ func TestRunLoadAndTransactions(t *testing.T) {
 	_, err := Run(cctx, &memDB{data: map[string]map[string][]byte{}}, w, RunOptions{Threads: 2}, NewMeasurements())
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// slowDB delays every call so that run limits can be observed.
+type slowDB struct {
+	memDB
+	delay time.Duration
+}
+
+func (d *slowDB) Read(ctx context.Context, key string, fields []string) (map[string][]byte, error) {
+	t := time.NewTimer(d.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return d.memDB.Read(ctx, key, fields)
+}
+
+func TestRunLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := loadWorkload(t, "workloadc", map[string]string{"threadcount": "4"})
+	db := &slowDB{memDB: memDB{data: map[string]map[string][]byte{}}, delay: time.Millisecond}
+	_, err := Run(ctx, &db.memDB, w, RunOptions{Load: true}, NewMeasurements())
+	require.NoError(t, err)
+
+	tests := []struct {
+		name  string
+		opts  RunOptions
+		check func(t *testing.T, r Report)
+	}{
+		{"target caps throughput", RunOptions{Operations: 200, Target: 1000}, func(t *testing.T, r Report) {
+			assert.EqualValues(t, 200, r.Operations)
+			assert.LessOrEqual(t, r.Throughput, 1100.0)
+		}},
+		{"max duration ends the run", RunOptions{Operations: 1 << 40, MaxDuration: 100 * time.Millisecond}, func(t *testing.T, r Report) {
+			assert.Positive(t, r.Operations)
+			assert.Less(t, r.Operations, int64(1<<40))
+			for _, s := range r.Ops {
+				assert.Zero(t, s.Errors, "ops cut off by the deadline are not failures")
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(ctx, db, w, tc.opts, NewMeasurements())
+			require.NoError(t, err)
+			tc.check(t, r)
+		})
+	}
+	p := NewProperties()
+	require.NoError(t, p.LoadWorkload("workloadc"))
+	p.Set("maxexecutiontime", "2")
+	p.Set("target", "500")
+	cfg, err := ParseConfig(p)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, cfg.MaxExecutionTime)
+	assert.InDelta(t, 500, cfg.Target, 1e-9)
+	assert.Equal(t, 1, cfg.ThreadCount)
+}

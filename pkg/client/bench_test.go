@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 )
@@ -67,6 +68,8 @@ func benchPar(b *testing.B, call func(ctx context.Context, id int) error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)
 	b.ReportAllocs()
+	w0 := wire.WriteSyscalls.Load()
+	defer func() { b.ReportMetric(float64(wire.WriteSyscalls.Load()-w0)/float64(b.N), "writes/op") }()
 	b.ResetTimer()
 	for id := range callers {
 		wg.Add(1)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -217,13 +218,13 @@ func compareFields(t *testing.T, what string, want []ajField, got []*Field, chec
 // reference Apache compiler emits for the same files (testdata/apache-json).
 func TestMatchesApacheCompiler(t *testing.T) {
 	files := map[string]string{
-		"ThriftTest.json": filepath.Join(sharedIDL, "apache/thrift/test/v0.16/ThriftTest.thrift"),
-		"Include.json":    filepath.Join(sharedIDL, "apache/thrift/test/Include.thrift"),
-		"tutorial.json":   filepath.Join(sharedIDL, "apache/thrift/tutorial/tutorial.thrift"),
-		"shared.json":     filepath.Join(sharedIDL, "apache/thrift/tutorial/shared.thrift"),
-		"fb303.json":      filepath.Join(sharedIDL, "apache/thrift/contrib/fb303/if/fb303.thrift"),
-		"parquet.json":    filepath.Join(sharedIDL, "apache/parquet-format/src/main/thrift/parquet.thrift"),
-		"jaeger.json":     filepath.Join(sharedIDL, "jaegertracing/jaeger-idl/thrift/jaeger.thrift"),
+		"ThriftTest.json": filepath.Join(sharedIDL(t), "apache/thrift/test/v0.16/ThriftTest.thrift"),
+		"Include.json":    filepath.Join(sharedIDL(t), "apache/thrift/test/Include.thrift"),
+		"tutorial.json":   filepath.Join(sharedIDL(t), "apache/thrift/tutorial/tutorial.thrift"),
+		"shared.json":     filepath.Join(sharedIDL(t), "apache/thrift/tutorial/shared.thrift"),
+		"fb303.json":      filepath.Join(sharedIDL(t), "apache/thrift/contrib/fb303/if/fb303.thrift"),
+		"parquet.json":    filepath.Join(sharedIDL(t), "apache/parquet-format/src/main/thrift/parquet.thrift"),
+		"jaeger.json":     filepath.Join(sharedIDL(t), "jaegertracing/jaeger-idl/thrift/jaeger.thrift"),
 		"plain.json":      "testdata/constructs/plain.thrift",
 	}
 	for js, idlFile := range files {

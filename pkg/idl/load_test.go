@@ -10,13 +10,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/hatrpc/hatrpc/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const sharedIDL = "/work/shared/idl"
+// sharedIDL is the real-world IDL corpus beside the repository.
+func sharedIDL(t testing.TB) string { return testutil.SharedIDLDir(t) }
 
 func findFunc(t *testing.T, s *Service, name string) *Function {
 	t.Helper()
@@ -65,7 +68,7 @@ func findService(t *testing.T, p *Program, name string) *Service {
 // TestSharedIDLFilesLoad loads every real-world IDL file without errors.
 func TestSharedIDLFilesLoad(t *testing.T) {
 	var files []string
-	err := filepath.WalkDir(sharedIDL, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(sharedIDL(t), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".thrift") {
 			files = append(files, p)
 		}
@@ -74,7 +77,7 @@ func TestSharedIDLFilesLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 8)
 	for _, f := range files {
-		t.Run(strings.TrimPrefix(f, sharedIDL+"/"), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(f, sharedIDL(t)+"/"), func(t *testing.T) {
 			p, diags, err := Load(f, nil)
 			require.NoError(t, err)
 			require.Empty(t, diags.Errors)
@@ -143,7 +146,7 @@ func assertFullyResolved(t *testing.T, p *Program) {
 }
 
 func TestThriftTestModel(t *testing.T) {
-	p, diags, err := Load(filepath.Join(sharedIDL, "apache/thrift/test/ThriftTest.thrift"), nil)
+	p, diags, err := Load(filepath.Join(sharedIDL(t), "apache/thrift/test/ThriftTest.thrift"), nil)
 	require.NoError(t, err)
 	assert.Empty(t, diags.Warnings)
 	assert.Equal(t, "ThriftTest", p.Name)
@@ -206,7 +209,7 @@ func TestThriftTestModel(t *testing.T) {
 }
 
 func TestIncludeRelativeToIncludingFile(t *testing.T) {
-	p, diags, err := Load(filepath.Join(sharedIDL, "apache/thrift/test/Include.thrift"), nil)
+	p, diags, err := Load(filepath.Join(sharedIDL(t), "apache/thrift/test/Include.thrift"), nil)
 	require.NoError(t, err)
 	assert.Empty(t, diags.Errors)
 	require.Len(t, p.Includes, 1)
@@ -214,7 +217,7 @@ func TestIncludeRelativeToIncludingFile(t *testing.T) {
 	assert.Equal(t, "v0.16/ThriftTest.thrift", inc.Path)
 	require.NotNil(t, inc.Program)
 	assert.Equal(t, "ThriftTest", inc.Program.Name)
-	assert.Equal(t, filepath.Join(sharedIDL, "apache/thrift/test/v0.16/ThriftTest.thrift"), inc.Program.Path)
+	assert.Equal(t, filepath.Join(sharedIDL(t), "apache/thrift/test/v0.16/ThriftTest.thrift"), inc.Program.Path)
 	f := findStruct(t, p, "IncludeTest").Fields[0]
 	assert.Equal(t, "ThriftTest.Bools", f.Type.Name)
 	assert.Equal(t, KindStruct, f.Type.Kind)
@@ -222,7 +225,7 @@ func TestIncludeRelativeToIncludingFile(t *testing.T) {
 }
 
 func TestTutorialExtendsAcrossInclude(t *testing.T) {
-	p, _, err := Load(filepath.Join(sharedIDL, "apache/thrift/tutorial/tutorial.thrift"), nil)
+	p, _, err := Load(filepath.Join(sharedIDL(t), "apache/thrift/tutorial/tutorial.thrift"), nil)
 	require.NoError(t, err)
 	calc := findService(t, p, "Calculator")
 	require.NotNil(t, calc.Extends)
@@ -416,11 +419,11 @@ func TestConstructsServicesAndHints(t *testing.T) {
 }
 
 func TestParseStringAndLoadFSAgree(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(sharedIDL, "apache/thrift/tutorial/shared.thrift"))
+	src, err := os.ReadFile(filepath.Join(sharedIDL(t), "apache/thrift/tutorial/shared.thrift"))
 	require.NoError(t, err)
 	a, _, err := ParseString("shared.thrift", string(src))
 	require.NoError(t, err)
-	b, _, err := LoadFS(os.DirFS(filepath.Join(sharedIDL, "apache/thrift/tutorial")), "shared.thrift", nil)
+	b, _, err := LoadFS(os.DirFS(filepath.Join(sharedIDL(t), "apache/thrift/tutorial")), "shared.thrift", nil)
 	require.NoError(t, err)
 	assert.Equal(t, a.Namespaces, b.Namespaces)
 	assert.Equal(t, len(a.Structs), len(b.Structs))
@@ -494,7 +497,7 @@ func TestIncludeSearchOrder(t *testing.T) {
 // Load is safe for concurrent use: the shared participle parser is
 // immutable once built.
 func TestConcurrentLoads(t *testing.T) {
-	path := filepath.Join(sharedIDL, "apache/thrift/test/ThriftTest.thrift")
+	path := filepath.Join(sharedIDL(t), "apache/thrift/test/ThriftTest.thrift")
 	errs := make(chan error, 4)
 	for i := 0; i < cap(errs); i++ {
 		go func() {

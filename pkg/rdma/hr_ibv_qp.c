@@ -341,6 +341,12 @@ int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 			ok = (uint32_t)(badwr ? badwr - wr : 0);
 			*bad = base + ok;
 			st = r == ENOMEM ? HR_ENORES : hr_ibv_errno_status(r);
+			/* Providers say EINVAL for "not ready to send"; report the state. */
+			if (r == EINVAL) {
+				int qs = ibv_hr_qp_state(hq);
+				if (qs != HR_QPS_RTS && qs != HR_QPS_ERR)
+					st = HR_ESTATE;
+			}
 		}
 		for (uint32_t i = 0; i < ok; i++) {
 			delta.posted[in[base + i].opcode]++;

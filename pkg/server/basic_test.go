@@ -124,3 +124,19 @@ func TestServerHintTimeout(t *testing.T) {
 		require.Equal(t, "h", <-e.Cancelled)
 	}
 }
+
+func TestLargeMessages(t *testing.T) {
+	_, _, addr := start(t)
+	blob := make([]byte, 3<<20)
+	for i := range blob {
+		blob[i] = byte(i * 7)
+	}
+	for _, opts := range [][]client.Option{nil, {client.WithCompact()}, {client.WithoutUpgrade()}, {client.WithoutUpgrade(), client.WithFramed()}} {
+		c := dial(t, addr, opts...)
+		for _, n := range []int{0, 1, 4095, 64 << 10, 3 << 20} {
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "L", Blob: blob[:n]})
+			require.NoError(t, err)
+			require.Equal(t, "L"+string(blob[:n]), got)
+		}
+	}
+}

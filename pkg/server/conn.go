@@ -63,13 +63,17 @@ type request struct {
 	ctx     *callCtx // nil: the connection's context is the call's
 }
 
+// readBufSize holds a few hundred pipelined small calls per read syscall
+// while keeping an idle connection's footprint small.
+const readBufSize = 16 << 10
+
 var reqPool = sync.Pool{New: func() any { return new(request) }}
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel,
-		br:     bufio.NewReaderSize(nc, 32<<10),
+		br:     bufio.NewReaderSize(nc, readBufSize),
 		w:      wire.NewWriter(nc, nil),
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},

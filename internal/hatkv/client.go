@@ -1,0 +1,154 @@
+package hatkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/pkg/client"
+)
+
+// Client is a set of connections to one HatKV server. Calls are spread
+// over the connections round robin; each connection pipelines concurrent
+// calls, so Client is safe for concurrent use.
+type Client struct {
+	conns []*client.Conn
+	kvs   []*hatkv.HatKVClient
+	next  atomic.Uint64
+}
+
+// ClientOption configures Dial.
+type ClientOption func(*clientOptions)
+
+type clientOptions struct {
+	conns     int
+	transport string
+	extra     []client.Option
+}
+
+// WithConns opens n connections (default 1).
+func WithConns(n int) ClientOption { return func(o *clientOptions) { o.conns = n } }
+
+// WithClientTransport forces the transport (auto or tcp).
+func WithClientTransport(name string) ClientOption {
+	return func(o *clientOptions) { o.transport = name }
+}
+
+// WithClientOptions passes options to every client.Conn.
+func WithClientOptions(opts ...client.Option) ClientOption {
+	return func(o *clientOptions) { o.extra = append(o.extra, opts...) }
+}
+
+// Dial connects to the server at addr.
+func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, error) {
+	o := clientOptions{conns: 1, transport: "auto"}
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := CheckTransport(o.transport); err != nil {
+		return nil, err
+	}
+	c := &Client{}
+	copts := append([]client.Option{client.WithHints(&hatkv.HatKVHints)}, o.extra...)
+	for i := 0; i < max(o.conns, 1); i++ {
+		conn, err := client.Dial(ctx, addr, copts...)
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("hatkv: dial %s: %w", addr, err)
+		}
+		c.conns = append(c.conns, conn)
+		c.kvs = append(c.kvs, hatkv.NewHatKVClient(conn))
+	}
+	return c, nil
+}
+
+// KV returns the generated client of the next connection.
+func (c *Client) KV() *hatkv.HatKVClient {
+	return c.kvs[(c.next.Add(1)-1)%uint64(len(c.kvs))]
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	var errs []error
+	for _, conn := range c.conns {
+		errs = append(errs, conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ErrMissing reports keys a YCSB read found absent; YCSB counts such a
+// read as failed.
+var ErrMissing = errors.New("hatkv: key not found")
+
+// YCSB adapts a Client to ycsb.DB: Read/Update/Insert/Scan map to
+// Get/Put/Put/Scan and the HatRPC extension MultiRead/MultiUpdate to
+// MultiGet/MultiPut.
+type YCSB struct{ C *Client }
+
+var _ ycsb.DB = YCSB{}
+
+// Read implements ycsb.DB.
+func (y YCSB) Read(ctx context.Context, key string, fields []string) (map[string][]byte, error) {
+	rec, err := y.C.KV().Get(ctx, key, fields)
+	return rec, err
+}
+
+// Update implements ycsb.DB.
+func (y YCSB) Update(ctx context.Context, key string, values map[string][]byte) error {
+	return y.C.KV().Put(ctx, key, values)
+}
+
+// Insert implements ycsb.DB; on a new key a merge is an insert.
+func (y YCSB) Insert(ctx context.Context, key string, values map[string][]byte) error {
+	return y.C.KV().Put(ctx, key, values)
+}
+
+// Scan implements ycsb.DB.
+func (y YCSB) Scan(ctx context.Context, startKey string, count int, fields []string) ([]map[string][]byte, error) {
+	kvs, err := y.C.KV().Scan(ctx, startKey, int32(count), fields)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string][]byte, len(kvs))
+	for i, kv := range kvs {
+		out[i] = kv.Record
+	}
+	return out, nil
+}
+
+// MultiRead implements ycsb.DB; a missing key fails the whole operation,
+// as a missing key fails a YCSB read.
+func (y YCSB) MultiRead(ctx context.Context, keys []string, fields []string) ([]map[string][]byte, error) {
+	res, err := y.C.KV().MultiGet(ctx, keys, fields)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string][]byte, len(res))
+	missing := 0
+	for i, l := range res {
+		if l == nil || !l.Found {
+			missing++
+			continue
+		}
+		out[i] = l.Record
+	}
+	if missing > 0 {
+		return out, fmt.Errorf("%w: %d of %d keys in the batch", ErrMissing, missing, len(keys))
+	}
+	return out, nil
+}
+
+// MultiUpdate implements ycsb.DB.
+func (y YCSB) MultiUpdate(ctx context.Context, keys []string, values []map[string][]byte) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("hatkv: multi-update of %d keys with %d records", len(keys), len(values))
+	}
+	recs := make([]*hatkv.KeyRecord, len(keys))
+	for i, k := range keys {
+		recs[i] = &hatkv.KeyRecord{Key: k, Record: values[i]}
+	}
+	return y.C.KV().MultiPut(ctx, recs)
+}

@@ -1,0 +1,102 @@
+package hatkv
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+)
+
+func TestDefaultConfigFollowsIDL(t *testing.T) {
+	cfg := DefaultConfig()
+	assert.Equal(t, kvstore.SyncAlways, cfg.Sync)
+	assert.Equal(t, kvstore.CommitGroup, cfg.Commit)
+	assert.False(t, cfg.WriteMap)
+	assert.Equal(t, 128, cfg.Concurrency)
+	assert.Equal(t, "hint", cfg.Sources["sync"])
+}
+
+func svcWith(service map[string]string, conc int, fn map[string]string) *hints.Service {
+	return &hints.Service{
+		Name:   "HatKV",
+		Server: hints.Set{Concurrency: conc, App: service},
+		Functions: []hints.Function{
+			{Name: "Get", Server: hints.Set{App: service}},
+			{Name: "Put", Server: hints.Set{App: fn}},
+		},
+	}
+}
+
+func TestConfigFromHints(t *testing.T) {
+	tests := []struct {
+		name    string
+		svc     *hints.Service
+		want    Config
+		wantErr string
+	}{
+		{
+			name: "all store hints",
+			svc: svcWith(map[string]string{"kv.sync": "nometasync", "kv.commit": "immediate", "kv.writemap": "on",
+				"kv.mapsize": "2GiB", "kv.group_batch": "32", "kv.group_delay": "1ms", "other.key": "ignored"}, 16,
+				map[string]string{"kv.sync": "nometasync", "kv.commit": "immediate", "kv.writemap": "on",
+					"kv.mapsize": "2GiB", "kv.group_batch": "32", "kv.group_delay": "1ms"}),
+			want: Config{Sync: kvstore.SyncNoMetaSync, Commit: kvstore.CommitImmediate, WriteMap: true,
+				MapSize: 2 << 30, GroupBatch: 32, GroupDelay: time.Millisecond, Concurrency: 16},
+		},
+		{
+			name: "no hints: LMDB defaults, one reader",
+			svc:  svcWith(nil, 0, nil),
+			want: Config{Sync: kvstore.SyncAlways, Commit: kvstore.CommitImmediate, Concurrency: 1},
+		},
+		{
+			name:    "function-level store hint differs",
+			svc:     svcWith(map[string]string{"kv.sync": "always"}, 8, map[string]string{"kv.sync": "nosync"}),
+			wantErr: "kv.sync=nosync on function Put differs from the service level",
+		},
+		{
+			name:    "bad sync value",
+			svc:     svcWith(map[string]string{"kv.sync": "sometimes"}, 8, map[string]string{"kv.sync": "sometimes"}),
+			wantErr: "kv.sync=sometimes",
+		},
+		{
+			name:    "map size too small",
+			svc:     svcWith(map[string]string{"kv.mapsize": "4KB"}, 8, map[string]string{"kv.mapsize": "4KB"}),
+			wantErr: "at least 1MiB",
+		},
+		{
+			name:    "unknown kv key",
+			svc:     svcWith(map[string]string{"kv.colour": "blue"}, 8, map[string]string{"kv.colour": "blue"}),
+			wantErr: "unknown setting",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ConfigFromHints(tt.svc)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrConfig)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			got.Sources = nil
+			assert.Equal(t, tt.want, got)
+			assert.NotEmpty(t, got.Options())
+		})
+	}
+}
+
+func TestConfigOverride(t *testing.T) {
+	cfg := DefaultConfig()
+	require.NoError(t, cfg.Set("sync", "nosync", "flag"))
+	require.NoError(t, cfg.Set("concurrency", "7", "flag"))
+	assert.Equal(t, kvstore.SyncNoSync, cfg.Sync)
+	assert.Equal(t, 7, cfg.Concurrency)
+	assert.Equal(t, "flag", cfg.Sources["sync"])
+	assert.Equal(t, "sync=nosync commit=group writemap=false mapsize=default max_readers=7", cfg.String())
+	require.ErrorIs(t, cfg.Set("concurrency", "0", "flag"), ErrConfig)
+	require.ErrorIs(t, cfg.Set("writemap", "maybe", "flag"), ErrConfig)
+}

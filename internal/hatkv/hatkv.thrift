@@ -1,0 +1,108 @@
+// HatKV: the key-value store co-designed with HatRPC and LMDB (HatRPC paper
+// §4.4, Figure 10). Records are YCSB records: 24-byte keys and 10 fields of
+// 100 bytes, so a PUT carries about 1 KB and a MultiPUT of 10 about 10 KB.
+//
+// Two kinds of hints are used. Communication hints (perf_goal, concurrency,
+// payload_size) steer the RPC engine per service and per function. The
+// application hints kv.* configure the LMDB backend; the server reads them
+// from the generated HatKVHints table (service level, server side):
+//
+//   kv.sync     = always | nometasync | nosync   LMDB durability per commit
+//   kv.commit   = immediate | group              one txn per write, or group commit
+//   kv.writemap = on | off                       MDB_WRITEMAP
+//   kv.mapsize  = size (e.g. 1GiB)               LMDB map size = store capacity
+//
+// and `concurrency` sizes LMDB's reader table (max readers). The kv.* keys
+// are store-wide (LMDB environment flags): a function-level kv.* hint that
+// differs from the service level is rejected at server start.
+namespace go hatkv
+
+/** A YCSB record: field name to value. */
+typedef map<string, binary> Record
+
+/** A key with its record, as MultiPut takes and Scan returns. */
+struct KeyRecord {
+  1: string key,
+  2: Record record,
+}
+
+/** One MultiGet answer: found is false for a missing key. */
+struct Lookup {
+  1: bool found,
+  2: Record record,
+}
+
+/** Store statistics. */
+struct StoreStats {
+  1: i64 records,
+  2: i64 map_size,
+  3: i64 used_bytes,
+  4: i32 max_readers,
+  5: i32 num_readers,
+  6: i64 last_txn_id,
+  7: i64 gets,
+  8: i64 puts,
+  9: i64 deletes,
+  10: i64 scans,
+  11: i64 commits,
+  12: i64 batched_writes,
+  13: i64 max_batch,
+  14: string sync_mode,
+  15: string commit_mode,
+  16: bool write_map,
+  17: i32 max_key_size,
+  18: i64 map_growths,
+}
+
+/** The request is malformed: empty or oversized key, record too large, ... */
+exception InvalidArgument {
+  1: string message,
+}
+
+/** The key does not exist. */
+exception NotFound {
+  1: string message,
+  2: string key,
+}
+
+/** The LMDB map is full: writes fail, reads and deletes keep working. */
+exception StoreFull {
+  1: string message,
+}
+
+service HatKV {
+  hint: perf_goal=throughput, concurrency=128;
+  s_hint: kv.sync=always, kv.commit=group, kv.writemap=off;
+
+  /** Returns the record, restricted to fields when fields is not empty. */
+  Record Get(1: string key, 2: list<string> fields)
+      throws (1: InvalidArgument bad, 2: NotFound missing)
+      [c_hint: payload_size=64; s_hint: payload_size=1KB;],
+
+  /** Merges fields into the record (YCSB update); creates it if missing. */
+  void Put(1: string key, 2: Record fields)
+      throws (1: InvalidArgument bad, 2: StoreFull full)
+      [c_hint: payload_size=1KB; s_hint: payload_size=64;],
+
+  void Delete(1: string key)
+      throws (1: InvalidArgument bad, 2: NotFound missing, 3: StoreFull full)
+      [hint: payload_size=64;],
+
+  /** Reads the keys from one snapshot; one Lookup per key, in order. */
+  list<Lookup> MultiGet(1: list<string> keys, 2: list<string> fields)
+      throws (1: InvalidArgument bad)
+      [c_hint: payload_size=256; s_hint: payload_size=10KB;],
+
+  /** Merges every record atomically: all are committed or none is. */
+  void MultiPut(1: list<KeyRecord> records)
+      throws (1: InvalidArgument bad, 2: StoreFull full)
+      [c_hint: payload_size=10KB; s_hint: payload_size=64;],
+
+  /** Up to count records with keys >= start_key, in key order. */
+  list<KeyRecord> Scan(1: string start_key, 2: i32 count, 3: list<string> fields)
+      throws (1: InvalidArgument bad)
+      [hint: perf_goal=latency; c_hint: payload_size=64;],
+
+  StoreStats Stats()
+      [hint: perf_goal=latency;],
+}

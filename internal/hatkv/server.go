@@ -1,0 +1,141 @@
+package hatkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// CheckTransport validates a --transport value. The hint vocabulary knows
+// rdma and shm, but the runtime serves only TCP today, so those are refused
+// instead of silently falling back.
+func CheckTransport(name string) error {
+	t, err := hints.ParseTransport(name)
+	if err != nil {
+		return fmt.Errorf("%w: transport %q: want auto or tcp", ErrConfig, name)
+	}
+	switch t {
+	case hints.TransportAuto, hints.TransportTCP:
+		return nil
+	}
+	return fmt.Errorf("%w: %s (the RDMA core is not ready; use --transport tcp or auto)", ErrTransportUnavailable, strings.ToLower(name))
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	logger    *slog.Logger
+	debugAddr string
+	transport string
+	registry  *prometheus.Registry
+	overrides [][2]string
+	limits    kvstore.Limits
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithDebugAddr serves /metrics and /debug/pprof on addr.
+func WithDebugAddr(addr string) Option { return func(o *options) { o.debugAddr = addr } }
+
+// WithTransport selects the transport (auto or tcp; rdma and shm are
+// refused with ErrTransportUnavailable).
+func WithTransport(name string) Option { return func(o *options) { o.transport = name } }
+
+// WithRegistry registers the RPC metrics in reg.
+func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o.registry = reg } }
+
+// WithSetting overrides one storage setting the IDL hints chose, by its
+// hint name without "kv." (sync, commit, writemap, mapsize, group_batch,
+// group_delay, concurrency).
+func WithSetting(key, value string) Option {
+	return func(o *options) { o.overrides = append(o.overrides, [2]string{key, value}) }
+}
+
+// WithLimits overrides kvstore's request limits (zero fields keep defaults).
+func WithLimits(l kvstore.Limits) Option { return func(o *options) { o.limits = l } }
+
+// Server is a HatKV server: a kvstore on LMDB behind the generated HatKV
+// service.
+type Server struct {
+	cfg   Config
+	store *kvstore.Store
+	rpc   *server.Server
+	log   *slog.Logger
+}
+
+// Open opens (or creates) the store in dir, configured from the IDL hints
+// and the overrides, and prepares the RPC server. A directory that holds
+// something other than a HatKV store is refused with kvstore's *OpenError.
+func Open(ctx context.Context, dir string, opts ...Option) (*Server, error) {
+	o := options{logger: slog.Default(), transport: "auto"}
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := CheckTransport(o.transport); err != nil {
+		return nil, err
+	}
+	cfg, err := ConfigFromHints(&hatkv.HatKVHints)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range o.overrides {
+		if err := cfg.Set(kv[0], kv[1], "flag"); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Limits = o.limits
+	st, err := kvstore.Open(ctx, dir, cfg.Options()...)
+	if err != nil {
+		return nil, err
+	}
+	var sopts []server.Option
+	sopts = append(sopts, server.WithLogger(o.logger))
+	if o.debugAddr != "" {
+		sopts = append(sopts, server.WithDebugAddr(o.debugAddr))
+	}
+	if o.registry != nil {
+		sopts = append(sopts, server.WithRegistry(o.registry))
+	}
+	rpc := server.New(sopts...)
+	hatkv.RegisterHatKV(rpc, NewService(st))
+	return &Server{cfg: cfg, store: st, rpc: rpc, log: o.logger}, nil
+}
+
+// Config returns the storage configuration in effect.
+func (s *Server) Config() Config { return s.cfg }
+
+// Store returns the underlying store (for stats and tests).
+func (s *Server) Store() *kvstore.Store { return s.store }
+
+// StartDebug starts the metrics and pprof listener, if configured, and
+// returns its address.
+func (s *Server) StartDebug() (net.Addr, error) { return s.rpc.StartDebug() }
+
+// Serve serves ln until Shutdown; it returns nil after a shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.rpc.Serve(ln)
+	if errors.Is(err, server.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown lets in-flight calls finish (or cancels them when ctx ends),
+// then closes the store so every acknowledged write is committed and the
+// environment is closed cleanly.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.rpc.Shutdown(ctx)
+	return errors.Join(err, s.store.Close())
+}

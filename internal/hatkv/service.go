@@ -1,0 +1,161 @@
+package hatkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/kvstore"
+)
+
+// Store is what the service needs from the storage engine; *kvstore.Store
+// implements it.
+type Store interface {
+	Get(ctx context.Context, key string, fields ...string) (kvstore.Record, error)
+	MultiGet(ctx context.Context, keys []string, fields ...string) ([]kvstore.Record, error)
+	Scan(ctx context.Context, startKey string, count int, fields ...string) ([]kvstore.KV, error)
+	Put(ctx context.Context, key string, fields kvstore.Record) error
+	MultiPut(ctx context.Context, kvs []kvstore.KV) error
+	Delete(ctx context.Context, key string) error
+	Stats(ctx context.Context) (kvstore.Stats, error)
+	MaxKeySize() int
+}
+
+// Service implements the generated hatkv.HatKVHandler on a Store.
+type Service struct {
+	store Store
+}
+
+var _ hatkv.HatKVHandler = (*Service)(nil)
+
+// NewService returns the RPC handler for store.
+func NewService(store Store) *Service { return &Service{store: store} }
+
+// Get implements hatkv.HatKVHandler.
+func (s *Service) Get(ctx context.Context, key string, fields []string) (hatkv.Record, error) {
+	rec, err := s.store.Get(ctx, key, fields...)
+	if err != nil {
+		return nil, mapError(err, key)
+	}
+	return hatkv.Record(rec), nil
+}
+
+// Put implements hatkv.HatKVHandler.
+func (s *Service) Put(ctx context.Context, key string, fields hatkv.Record) error {
+	if len(fields) == 0 {
+		return &hatkv.InvalidArgument{Message: fmt.Sprintf("put %q: no fields given", key)}
+	}
+	return mapError(s.store.Put(ctx, key, kvstore.Record(fields)), key)
+}
+
+// Delete implements hatkv.HatKVHandler.
+func (s *Service) Delete(ctx context.Context, key string) error {
+	return mapError(s.store.Delete(ctx, key), key)
+}
+
+// MultiGet implements hatkv.HatKVHandler.
+func (s *Service) MultiGet(ctx context.Context, keys []string, fields []string) ([]*hatkv.Lookup, error) {
+	recs, err := s.store.MultiGet(ctx, keys, fields...)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	out := make([]*hatkv.Lookup, len(recs))
+	for i, r := range recs {
+		out[i] = &hatkv.Lookup{Found: r != nil, Record: hatkv.Record(r)}
+	}
+	return out, nil
+}
+
+// MultiPut implements hatkv.HatKVHandler.
+func (s *Service) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) error {
+	kvs := make([]kvstore.KV, len(records))
+	for i, r := range records {
+		if r == nil {
+			return &hatkv.InvalidArgument{Message: fmt.Sprintf("multiput: record %d is missing", i)}
+		}
+		if len(r.Record) == 0 {
+			return &hatkv.InvalidArgument{Message: fmt.Sprintf("multiput: record %d (%q) has no fields", i, r.Key)}
+		}
+		kvs[i] = kvstore.KV{Key: r.Key, Record: kvstore.Record(r.Record)}
+	}
+	return mapError(s.store.MultiPut(ctx, kvs), "")
+}
+
+// Scan implements hatkv.HatKVHandler.
+func (s *Service) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
+	kvs, err := s.store.Scan(ctx, startKey, int(count), fields...)
+	if err != nil {
+		return nil, mapError(err, startKey)
+	}
+	out := make([]*hatkv.KeyRecord, len(kvs))
+	for i, kv := range kvs {
+		out[i] = &hatkv.KeyRecord{Key: kv.Key, Record: hatkv.Record(kv.Record)}
+	}
+	return out, nil
+}
+
+// Stats implements hatkv.HatKVHandler.
+func (s *Service) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
+	st, err := s.store.Stats(ctx)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	return &hatkv.StoreStats{
+		Records:       int64(st.Records),
+		MapSize:       st.MapSize,
+		UsedBytes:     st.UsedBytes,
+		MaxReaders:    int32(st.MaxReaders),
+		NumReaders:    int32(st.NumReaders),
+		LastTxnID:     int64(st.LastTxnID),
+		Gets:          int64(st.Gets),
+		Puts:          int64(st.Puts),
+		Deletes:       int64(st.Deletes),
+		Scans:         int64(st.Scans),
+		Commits:       int64(st.Commits),
+		BatchedWrites: int64(st.BatchedWrites),
+		MaxBatch:      int64(st.MaxBatch),
+		SyncMode:      st.Sync.String(),
+		CommitMode:    st.Commit.String(),
+		WriteMap:      st.WriteMap,
+		MaxKeySize:    int32(s.store.MaxKeySize()),
+		MapGrowths:    int64(st.MapGrowths),
+	}, nil
+}
+
+// badInput are the kvstore errors caused by the request itself.
+var badInput = []error{
+	kvstore.ErrEmptyKey, kvstore.ErrKeyTooLong, kvstore.ErrValueTooLarge,
+	kvstore.ErrTooManyFields, kvstore.ErrInvalidField, kvstore.ErrScanTooLong,
+	kvstore.ErrBatchTooLarge,
+}
+
+// mapError turns kvstore's typed errors into the IDL's declared exceptions,
+// so clients see a typed, explained failure instead of INTERNAL_ERROR. Other
+// errors (closed store, corrupt record, I/O) stay internal errors.
+func mapError(err error, key string) error {
+	if err == nil {
+		return nil
+	}
+	msg := stripPrefix(err.Error())
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		return &hatkv.NotFound{Message: fmt.Sprintf("key %q not found", key), Key: key}
+	case errors.Is(err, kvstore.ErrStoreFull):
+		return &hatkv.StoreFull{Message: msg + "; reads and deletes still work"}
+	}
+	for _, b := range badInput {
+		if errors.Is(err, b) {
+			return &hatkv.InvalidArgument{Message: msg}
+		}
+	}
+	return err
+}
+
+func stripPrefix(s string) string {
+	const p = "kvstore: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}

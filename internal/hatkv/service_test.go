@@ -1,0 +1,276 @@
+package hatkv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/lmdb"
+)
+
+func rec(kv ...string) hatkv.Record {
+	r := hatkv.Record{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		r[kv[i]] = []byte(kv[i+1])
+	}
+	return r
+}
+
+func TestEndToEnd(t *testing.T) {
+	ts := startServer(t, "")
+	kv := ts.kv
+	ctx := testCtx(t, 20*time.Second)
+
+	require.NoError(t, kv.Put(ctx, "user1", rec("f0", "a", "f1", "b")))
+	require.NoError(t, kv.Put(ctx, "user2", rec("f0", "c")))
+	require.NoError(t, kv.Put(ctx, "user1", rec("f1", "B", "f2", "z")), "put merges fields")
+
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"get all fields", func(t *testing.T) {
+			got, err := kv.Get(ctx, "user1", nil)
+			require.NoError(t, err)
+			assert.Equal(t, rec("f0", "a", "f1", "B", "f2", "z"), got)
+		}},
+		{"get some fields", func(t *testing.T) {
+			got, err := kv.Get(ctx, "user1", []string{"f2", "nope"})
+			require.NoError(t, err)
+			assert.Equal(t, rec("f2", "z"), got)
+		}},
+		{"multiput then multiget with a missing key", func(t *testing.T) {
+			require.NoError(t, kv.MultiPut(ctx, []*hatkv.KeyRecord{
+				{Key: "user3", Record: rec("f0", "x")},
+				{Key: "user4", Record: rec("f0", "y", "f9", "w")},
+			}))
+			got, err := kv.MultiGet(ctx, []string{"user4", "absent", "user3"}, nil)
+			require.NoError(t, err)
+			require.Len(t, got, 3)
+			assert.Equal(t, &hatkv.Lookup{Found: true, Record: rec("f0", "y", "f9", "w")}, got[0])
+			assert.False(t, got[1].Found)
+			assert.Equal(t, rec("f0", "x"), got[2].Record)
+		}},
+		{"scan in key order from a start key", func(t *testing.T) {
+			got, err := kv.Scan(ctx, "user2", 2, []string{"f0"})
+			require.NoError(t, err)
+			require.Len(t, got, 2)
+			assert.Equal(t, "user2", got[0].Key)
+			assert.Equal(t, "user3", got[1].Key)
+			assert.Equal(t, rec("f0", "x"), got[1].Record)
+		}},
+		{"scan past the end is short, not an error", func(t *testing.T) {
+			got, err := kv.Scan(ctx, "user3", 100, nil)
+			require.NoError(t, err)
+			assert.Len(t, got, 2)
+			got, err = kv.Scan(ctx, "zzz", 10, nil)
+			require.NoError(t, err)
+			assert.Empty(t, got)
+		}},
+		{"delete then get is NotFound", func(t *testing.T) {
+			require.NoError(t, kv.Delete(ctx, "user2"))
+			_, err := kv.Get(ctx, "user2", nil)
+			var nf *hatkv.NotFound
+			require.ErrorAs(t, err, &nf)
+			assert.Equal(t, "user2", nf.Key)
+			assert.Contains(t, nf.Message, `"user2" not found`)
+		}},
+		{"stats", func(t *testing.T) {
+			st, err := kv.Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3), st.Records)
+			assert.Equal(t, "nosync", st.SyncMode)
+			assert.Equal(t, "group", st.CommitMode, "commit mode comes from the IDL hint")
+			assert.Equal(t, int32(128+2), st.MaxReaders, "reader slots come from the concurrency hint")
+			assert.Positive(t, st.Puts)
+			assert.Equal(t, int64(1), st.Deletes)
+			assert.Positive(t, st.MaxKeySize)
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, s.run)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	ts := startServer(t, "", WithLimits(kvstore.Limits{MaxBatch: 16}))
+	kv := ts.kv
+	ctx := testCtx(t, 30*time.Second)
+	longKey := strings.Repeat("k", 600)
+	huge := bytes.Repeat([]byte("v"), 5<<20)
+	batch := make([]*hatkv.KeyRecord, 17)
+	for i := range batch {
+		batch[i] = &hatkv.KeyRecord{Key: fmt.Sprint("b", i), Record: rec("f", "v")}
+	}
+	tests := []struct {
+		name    string
+		call    func() error
+		wantMsg string
+	}{
+		{"empty key get", func() error { _, err := kv.Get(ctx, "", nil); return err }, "empty key"},
+		{"empty key put", func() error { return kv.Put(ctx, "", rec("f", "v")) }, "empty key"},
+		{"empty key delete", func() error { return kv.Delete(ctx, "") }, "empty key"},
+		{"oversized key get", func() error { _, err := kv.Get(ctx, longKey, nil); return err }, "key too long"},
+		{"oversized key put", func() error { return kv.Put(ctx, longKey, rec("f", "v")) }, "key length is 600"},
+		{"oversized value", func() error { return kv.Put(ctx, "big", hatkv.Record{"f": huge}) }, "record too large"},
+		{"put without fields", func() error { return kv.Put(ctx, "k", hatkv.Record{}) }, "no fields"},
+		{"empty field name", func() error { return kv.Put(ctx, "k", hatkv.Record{"": []byte("v")}) }, "invalid field name"},
+		{"scan count zero", func() error { _, err := kv.Scan(ctx, "a", 0, nil); return err }, "scan count"},
+		{"scan count negative", func() error { _, err := kv.Scan(ctx, "a", -5, nil); return err }, "scan count"},
+		{"scan count too large", func() error { _, err := kv.Scan(ctx, "a", 1<<30, nil); return err }, "scan count"},
+		{"multiget empty key", func() error { _, err := kv.MultiGet(ctx, []string{"a", ""}, nil); return err }, "empty key"},
+		{"multiput batch too large", func() error { return kv.MultiPut(ctx, batch) }, "batch size is 17"},
+		{"multiput oversized key", func() error {
+			return kv.MultiPut(ctx, []*hatkv.KeyRecord{{Key: longKey, Record: rec("f", "v")}})
+		}, "key too long"},
+		{"multiput empty record", func() error {
+			return kv.MultiPut(ctx, []*hatkv.KeyRecord{{Key: "x", Record: hatkv.Record{}}})
+		}, "no fields"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			var bad *hatkv.InvalidArgument
+			require.ErrorAs(t, err, &bad)
+			assert.Contains(t, bad.Message, tt.wantMsg)
+		})
+	}
+	t.Run("missing keys are NotFound", func(t *testing.T) {
+		var nf *hatkv.NotFound
+		_, err := kv.Get(ctx, "absent", nil)
+		require.ErrorAs(t, err, &nf)
+		require.ErrorAs(t, kv.Delete(ctx, "absent"), &nf)
+	})
+	t.Run("server still serves after bad input", func(t *testing.T) {
+		require.NoError(t, kv.Put(ctx, "ok", rec("f", "v")))
+		got, err := kv.Get(ctx, "ok", nil)
+		require.NoError(t, err)
+		assert.Equal(t, rec("f", "v"), got)
+		st, err := kv.Stats(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), st.Records, "no bad request wrote anything")
+	})
+}
+
+func TestStoreFull(t *testing.T) {
+	ts := startServer(t, "", WithSetting("mapsize", "1MiB"), WithSetting("commit", "immediate"))
+	kv := ts.kv
+	ctx := testCtx(t, 60*time.Second)
+	val := bytes.Repeat([]byte("x"), 900)
+	var written []string
+	var full *hatkv.StoreFull
+	for i := 0; ; i++ {
+		require.Less(t, i, 100000, "a 1 MiB map never filled up")
+		key := fmt.Sprintf("key%06d", i)
+		err := kv.Put(ctx, key, hatkv.Record{"f": val})
+		if err != nil {
+			require.ErrorAs(t, err, &full)
+			break
+		}
+		written = append(written, key)
+	}
+	require.NotEmpty(t, written)
+	assert.Contains(t, full.Message, "store is full")
+	assert.Contains(t, full.Message, "reads and deletes still work")
+
+	for _, k := range []string{written[0], written[len(written)/2], written[len(written)-1]} {
+		got, err := kv.Get(ctx, k, nil)
+		require.NoError(t, err, "reads keep working on a full store")
+		assert.Equal(t, val, got["f"])
+	}
+	got, err := kv.Scan(ctx, "", 5, nil)
+	require.NoError(t, err)
+	assert.Len(t, got, 5)
+	require.ErrorAs(t, kv.MultiPut(ctx, []*hatkv.KeyRecord{{Key: "more", Record: hatkv.Record{"f": val}}}), &full)
+
+	// Deleting frees pages that later writes reuse.
+	for _, k := range written[:len(written)/2] {
+		require.NoError(t, kv.Delete(ctx, k))
+	}
+	require.NoError(t, kv.Put(ctx, "after-delete", hatkv.Record{"f": val}))
+}
+
+func TestOpenRefusesForeignData(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) string
+		want  error
+	}{
+		{"path is a file", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "file")
+			require.NoError(t, os.WriteFile(p, []byte("hello"), 0o644))
+			return p
+		}, kvstore.ErrForeignData},
+		{"corrupt data.mdb", func(t *testing.T) string {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "data.mdb"), bytes.Repeat([]byte{0xde, 0xad}, 8192), 0o644))
+			return dir
+		}, kvstore.ErrCorruptData},
+		{"another program's LMDB", func(t *testing.T) string {
+			dir := t.TempDir()
+			env, err := lmdb.Open(dir)
+			require.NoError(t, err)
+			defer env.Close()
+			require.NoError(t, env.Update(testCtx(t, 10*time.Second), func(txn *lmdb.Txn) error {
+				d, err := txn.OpenDBI("", 0)
+				if err != nil {
+					return err
+				}
+				return txn.Put(d, []byte("somebody"), []byte("else"), 0)
+			}))
+			return dir
+		}, kvstore.ErrForeignData},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.setup(t)
+			srv, err := Open(testCtx(t, 10*time.Second), dir, WithLogger(quietLogger()))
+			if srv != nil {
+				_ = srv.Shutdown(context.Background())
+			}
+			require.ErrorIs(t, err, tt.want)
+			var oe *kvstore.OpenError
+			require.ErrorAs(t, err, &oe)
+			assert.Contains(t, err.Error(), dir, "the error names the path")
+		})
+	}
+}
+
+func TestOpenRejectsUnavailableTransport(t *testing.T) {
+	tests := []struct {
+		transport string
+		want      error
+	}{
+		{"auto", nil},
+		{"tcp", nil},
+		{"TCP", nil},
+		{"rdma", ErrTransportUnavailable},
+		{"shm", ErrTransportUnavailable},
+		{"carrier-pigeon", ErrConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.transport, func(t *testing.T) {
+			err := CheckTransport(tt.transport)
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tt.want)
+			if tt.want == ErrTransportUnavailable {
+				assert.Contains(t, err.Error(), "not available yet")
+				_, err := Open(testCtx(t, 5*time.Second), t.TempDir(), WithTransport(tt.transport))
+				require.ErrorIs(t, err, ErrTransportUnavailable, "refused before the store is opened")
+			}
+		})
+	}
+}
