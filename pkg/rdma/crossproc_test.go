@@ -133,7 +133,7 @@ func peerMain(role string) error {
 }
 
 // startPeer launches the peer process and bootstraps a with it.
-func startPeer(t *testing.T, role string, a *side) *exec.Cmd {
+func startPeer(t testing.TB, role string, a *side) *exec.Cmd {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -231,4 +231,35 @@ func TestDeadPeer(t *testing.T) {
 	require.ErrorIs(t, wcs[0].Err(), ErrRetryExceeded)
 	require.ErrorIs(t, wcs[1].Err(), ErrFlushed)
 	require.Equal(t, QPError, a.qp.State())
+}
+
+// BenchmarkCrossProcessSendRecv is the Go-level round trip to an echo peer
+// process: post, busy-poll both CQs in C, repost (4 crossings per RTT).
+func BenchmarkCrossProcessSendRecv(b *testing.B) {
+	for _, n := range []int{64, 4096} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			d := openTest(b)
+			a := newSide(b, d, newPD(b, d), sideCfg{rnrRetry: 7})
+			startPeer(b, "echo", a)
+			recv := []RecvWR{recvWR(1, a.mr.SGE(64<<10, 4096))}
+			w := []SendWR{sendWR(1, OpSend, Signaled, a.mr.SGE(0, n))}
+			wc := make([]Completion, 2)
+			for b.Loop() {
+				if err := a.qp.PostRecv(recv); err != nil {
+					b.Fatal(err)
+				}
+				if err := a.qp.PostSend(w); err != nil {
+					b.Fatal(err)
+				}
+				spinOne(b, a.scq, wc)
+				spinOne(b, a.rcq, wc)
+			}
+			quit := sendWR(9, OpSendWithImm, Signaled, a.mr.SGE(0, 1))
+			quit.Imm = quitImm
+			if err := a.qp.PostSend([]SendWR{quit}); err != nil {
+				b.Fatal(err)
+			}
+			spinOne(b, a.scq, wc)
+		})
+	}
 }
