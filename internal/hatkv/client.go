@@ -9,6 +9,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 // Client is a set of connections to one HatKV server. Calls are spread
@@ -69,6 +70,10 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 func (c *Client) KV() *hatkv.HatKVClient {
 	return c.kvs[(c.next.Add(1)-1)%uint64(len(c.kvs))]
 }
+
+// Plan returns the execution plan the runtime chose for an IDL function
+// from the generated hint table (transport as negotiated: tcp today).
+func (c *Client) Plan(method string) hints.Plan { return c.conns[0].Plan(method) }
 
 // Close closes every connection.
 func (c *Client) Close() error {

@@ -47,7 +47,9 @@ func randRecord(r *rand.Rand) hatkv.Record {
 
 func sharedKey(i int) string { return fmt.Sprintf("shared-%03d", i) }
 
-func sharedRecord(i int) hatkv.Record { return hatkv.Record{"v": []byte(fmt.Sprint("shared value ", i))} }
+func sharedRecord(i int) hatkv.Record {
+	return hatkv.Record{"v": []byte(fmt.Sprint("shared value ", i))}
+}
 
 type mismatches struct {
 	n    atomic.Int64

@@ -1,12 +1,14 @@
 package hatkv
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
@@ -99,4 +101,40 @@ func TestConfigOverride(t *testing.T) {
 	assert.Equal(t, "sync=nosync commit=group writemap=false mapsize=default max_readers=7", cfg.String())
 	require.ErrorIs(t, cfg.Set("concurrency", "0", "flag"), ErrConfig)
 	require.ErrorIs(t, cfg.Set("writemap", "maybe", "flag"), ErrConfig)
+}
+
+func TestMapError(t *testing.T) {
+	limit := &kvstore.LimitError{Err: kvstore.ErrKeyTooLong, What: "key length", Got: 600, Max: 511}
+	tests := []struct {
+		name  string
+		err   error
+		check func(t *testing.T, got error)
+	}{
+		{"nil", nil, func(t *testing.T, got error) { require.NoError(t, got) }},
+		{"not found", kvstore.ErrNotFound, func(t *testing.T, got error) {
+			var nf *hatkv.NotFound
+			require.ErrorAs(t, got, &nf)
+			assert.Equal(t, "k", nf.Key)
+			assert.Equal(t, `key "k" not found`, nf.Message)
+		}},
+		{"limit", limit, func(t *testing.T, got error) {
+			var bad *hatkv.InvalidArgument
+			require.ErrorAs(t, got, &bad)
+			assert.Equal(t, "key too long: key length is 600, limit 511", bad.Message)
+		}},
+		{"full", fmt.Errorf("%w (map size 1048576 bytes)", kvstore.ErrStoreFull), func(t *testing.T, got error) {
+			var full *hatkv.StoreFull
+			require.ErrorAs(t, got, &full)
+			assert.Contains(t, full.Message, "store is full (map size 1048576 bytes)")
+		}},
+		{"closed stays internal", kvstore.ErrClosed, func(t *testing.T, got error) {
+			require.ErrorIs(t, got, kvstore.ErrClosed)
+		}},
+		{"corrupt record stays internal", &kvstore.RecordError{Key: "k", Reason: "truncated"}, func(t *testing.T, got error) {
+			require.ErrorIs(t, got, kvstore.ErrCorruptRecord)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, mapError(tt.err, "k")) })
+	}
 }

@@ -152,7 +152,7 @@ func TestDurabilityKill9(t *testing.T) {
 				mu.Lock()
 				n := len(acked)
 				mu.Unlock()
-				if n >= 300 || time.Now().After(deadline) {
+				if n >= 2000 || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(20 * time.Millisecond)

@@ -72,7 +72,6 @@ type Server struct {
 	cfg   Config
 	store *kvstore.Store
 	rpc   *server.Server
-	log   *slog.Logger
 }
 
 // Open opens (or creates) the store in dir, configured from the IDL hints
@@ -109,15 +108,17 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Server, error) {
 		sopts = append(sopts, server.WithRegistry(o.registry))
 	}
 	rpc := server.New(sopts...)
+	if err := rpc.Registry().Register(newStoreCollector(st.Stats)); err != nil {
+		_ = rpc.Close()
+		_ = st.Close()
+		return nil, fmt.Errorf("hatkv: registering store metrics: %w", err)
+	}
 	hatkv.RegisterHatKV(rpc, NewService(st))
-	return &Server{cfg: cfg, store: st, rpc: rpc, log: o.logger}, nil
+	return &Server{cfg: cfg, store: st, rpc: rpc}, nil
 }
 
 // Config returns the storage configuration in effect.
 func (s *Server) Config() Config { return s.cfg }
-
-// Store returns the underlying store (for stats and tests).
-func (s *Server) Store() *kvstore.Store { return s.store }
 
 // StartDebug starts the metrics and pprof listener, if configured, and
 // returns its address.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,4 +275,32 @@ func TestOpenRejectsUnavailableTransport(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDebugEndpoint(t *testing.T) {
+	ts := startServer(t, "", WithDebugAddr("127.0.0.1:0"))
+	ctx := testCtx(t, 20*time.Second)
+	require.NoError(t, ts.kv.Put(ctx, "k", rec("f", "v")))
+	_, err := ts.kv.Get(ctx, "k", nil)
+	require.NoError(t, err)
+	addr, err := ts.srv.StartDebug()
+	require.NoError(t, err)
+	get := func(path string) string {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr.String()+path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	metrics := get("/metrics")
+	assert.Contains(t, metrics, "hatkv_store_records 1")
+	assert.Contains(t, metrics, `hatkv_store_operations_total{op="put"} 1`)
+	assert.Contains(t, metrics, "hatkv_store_max_readers 130")
+	assert.Contains(t, metrics, `hatrpc_server_calls_total{function="Get",service="HatKV",transport="tcp"} 1`)
+	assert.Contains(t, get("/debug/pprof/"), "goroutine")
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +302,47 @@ func TestWriterStickyError(t *testing.T) {
 	require.ErrorIs(t, w.Write([]byte("x")), io.ErrClosedPipe)
 	require.ErrorIs(t, w.Write([]byte("y")), io.ErrClosedPipe)
 	require.ErrorIs(t, w.Err(), io.ErrClosedPipe)
+}
+
+// blockingWriter blocks every Write until released, like a peer that
+// stopped reading.
+type blockingWriter struct {
+	release chan struct{}
+	n       atomic.Int64
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	<-b.release
+	b.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func TestWriterBoundsPending(t *testing.T) {
+	bw := &blockingWriter{release: make(chan struct{})}
+	w := NewWriter(bw, nil)
+	frame := make([]byte, 1<<10)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = w.Write(frame) }() // becomes the flusher, blocks
+	var queued atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range (maxPending / len(frame)) * 2 {
+				require.NoError(t, w.Write(frame))
+				queued.Add(int64(len(frame)))
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	w.mu.Lock()
+	pending := len(w.pending)
+	w.mu.Unlock()
+	require.LessOrEqual(t, pending, maxPending+len(frame), "pending grew past its bound")
+	require.Less(t, queued.Load(), int64(4*2*maxPending), "writers were not held back")
+	close(bw.release)
+	wg.Wait()
+	w.Wait()
+	require.Equal(t, int64(len(frame)*(1+4*2*(maxPending/len(frame)))), bw.n.Load())
 }

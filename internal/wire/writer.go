@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Writer serialises writes from many goroutines onto one stream and
@@ -21,7 +22,10 @@ type Writer struct {
 	err     error
 	onWrite func(n int) // bytes-out accounting; may be nil
 	idle    sync.Cond   // signalled when a flush round ends
-	busy    bool        // the last flush found queued frames
+	busy    int         // > 0: recent flushes found queued frames
+
+	deadline interface{ SetWriteDeadline(time.Time) error }
+	timeout  time.Duration
 }
 
 // NewWriter wraps w; onWrite (optional) is told every successful write size.
@@ -40,18 +44,42 @@ func (w *Writer) Write(p []byte) error {
 		w.mu.Unlock()
 		return err
 	}
-	if w.writing {
+	// A peer that stops reading must not make us buffer without bound:
+	// past maxPending, writers wait for the flusher (TCP backpressure).
+	for w.writing && w.err == nil && len(w.pending) >= maxPending {
+		w.idle.Wait()
+	}
+	if w.writing && w.err == nil && len(p) < bigFrame {
 		w.pending = append(w.pending, p...)
 		w.mu.Unlock()
 		return nil
 	}
+	// A big frame waits for its turn instead of being copied: copying it
+	// would cost more than the syscall it might save.
+	for w.writing && w.err == nil {
+		w.idle.Wait()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
 	w.writing = true
 	var err error
-	if w.busy {
+	own := 0 // bytes of ours in pending (it is empty while nobody writes)
+	if len(p) >= bigFrame {
+		err = w.flushPendingLocked()
+		if err == nil {
+			w.mu.Unlock()
+			err = w.write(p)
+			w.mu.Lock()
+		}
+	} else if w.busy > 0 {
 		// Writers queued behind the last flush: yield once so the
 		// goroutines about to write (replies being encoded, callers being
 		// woken) join this syscall instead of each paying for one.
 		w.pending = append(w.pending, p...)
+		own = len(p)
 		w.mu.Unlock()
 		runtime.Gosched()
 		w.mu.Lock()
@@ -60,25 +88,21 @@ func (w *Writer) Write(p []byte) error {
 		err = w.write(p)
 		w.mu.Lock()
 	}
-	queued := false
-	for err == nil && len(w.pending) > 0 {
-		queued = true
-		buf := w.pending
-		w.pending = w.spare[:0]
-		w.mu.Unlock()
-		err = w.write(buf)
-		w.mu.Lock()
-		if cap(buf) <= maxPooledBuf {
-			w.spare = buf[:0]
-		} else {
-			w.spare = nil
-		}
+	queued := len(w.pending) > own
+	if err == nil {
+		err = w.flushPendingLocked()
 	}
 	if err != nil && w.err == nil {
 		w.err = err
 		w.pending = nil
 	}
-	w.busy = queued
+	// Contention comes in bursts: keep yielding for a few rounds after the
+	// last one that batched anything, then go back to writing directly.
+	if queued {
+		w.busy = busyRounds
+	} else if w.busy > 0 {
+		w.busy--
+	}
 	w.writing = false
 	err = w.err
 	w.idle.Broadcast()
@@ -86,12 +110,54 @@ func (w *Writer) Write(p []byte) error {
 	return err
 }
 
+// bigFrame is the size from which frames bypass the coalescing buffer;
+// maxPending bounds that buffer.
+const (
+	bigFrame   = 64 << 10
+	maxPending = 4 << 20
+	busyRounds = 16
+)
+
+// flushPendingLocked writes queued frames until none are left; w.mu is
+// held on entry and exit but not during the syscalls.
+func (w *Writer) flushPendingLocked() error {
+	for len(w.pending) > 0 {
+		buf := w.pending
+		w.pending = w.spare[:0]
+		w.mu.Unlock()
+		err := w.write(buf)
+		w.mu.Lock()
+		w.idle.Broadcast() // room in pending again
+		if cap(buf) <= maxPooledBuf {
+			w.spare = buf[:0]
+		} else {
+			w.spare = nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WriteSyscalls counts the writes all Writers of the process issued;
 // benchmarks divide it by calls to report how well frames were batched.
 var WriteSyscalls atomic.Int64
 
+// SetTimeout bounds each write syscall when the stream supports write
+// deadlines (net.Conn): a peer that stops reading for d fails the stream
+// instead of blocking writers forever. Call it before the first Write.
+func (w *Writer) SetTimeout(d time.Duration) {
+	if dl, ok := w.w.(interface{ SetWriteDeadline(time.Time) error }); ok && d > 0 {
+		w.deadline, w.timeout = dl, d
+	}
+}
+
 func (w *Writer) write(p []byte) error {
 	WriteSyscalls.Add(1)
+	if w.deadline != nil {
+		_ = w.deadline.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
 	n, err := w.w.Write(p)
 	if n > 0 && w.onWrite != nil {
 		w.onWrite(n)

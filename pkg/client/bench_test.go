@@ -40,6 +40,19 @@ func BenchmarkEcho(b *testing.B) {
 		c := dial(b, ts.addr)
 		benchPar(b, func(ctx context.Context, _ int) error { _, err := echo(ctx, c, args); return err })
 	})
+	big := &wiretest.EchoArgs{Msg: string(make([]byte, 128<<10))}
+	b.Run("hatrpc/par64-128KiB", func(b *testing.B) {
+		ts := serve(b, "")
+		c := dial(b, ts.addr)
+		b.SetBytes(int64(2 * len(big.Msg)))
+		benchPar(b, func(ctx context.Context, _ int) error { _, err := echo(ctx, c, big); return err })
+	})
+	b.Run("apache/par64-128KiB", func(b *testing.B) {
+		_, cl, done := apacheSetup(b, 64)
+		defer done()
+		b.SetBytes(int64(2 * len(big.Msg)))
+		benchPar(b, func(ctx context.Context, id int) error { return apacheEcho(ctx, cl[id], big.Msg) })
+	})
 	b.Run("apache/par64", func(b *testing.B) {
 		_, cl, done := apacheSetup(b, 64)
 		defer done()

@@ -125,17 +125,33 @@ func (c *Conn) Plan(method string) hints.Plan {
 	return p
 }
 
-// transportFor settles a requested transport against what the connection
-// negotiated. This is the hybrid-transport hook: when the RDMA or SHM
-// upgrade lands, a session carrying that capability returns it here for
-// functions that did not pin transport=tcp.
+// transportFor settles a requested transport against what the current
+// connection negotiated.
 func (c *Conn) transportFor(want hints.Transport) hints.Transport {
-	switch want {
-	case hints.TransportTCP:
-		return hints.TransportTCP
-	default:
-		return hints.TransportTCP
+	c.mu.Lock()
+	var caps uint64
+	if c.sess != nil {
+		caps = c.sess.caps
 	}
+	c.mu.Unlock()
+	return pickTransport(want, caps)
+}
+
+// pickTransport is the hybrid-transport rule: a function pinned to
+// transport=tcp stays on TCP even on an upgraded connection; otherwise the
+// best transport both peers granted in the handshake wins. Today no server
+// grants CapRDMA or CapSHM, so everything resolves to TCP; the RDMA/SHM
+// upgrade only has to set those bits and carry the calls.
+func pickTransport(want hints.Transport, caps uint64) hints.Transport {
+	switch {
+	case want == hints.TransportTCP:
+		return hints.TransportTCP
+	case caps&wire.CapRDMA != 0 && (want == hints.TransportAuto || want == hints.TransportRDMA):
+		return hints.TransportRDMA
+	case caps&wire.CapSHM != 0 && (want == hints.TransportAuto || want == hints.TransportSHM):
+		return hints.TransportSHM
+	}
+	return hints.TransportTCP
 }
 
 // Call invokes m with args and decodes the reply into result. For oneway
@@ -305,6 +321,7 @@ type session struct {
 	br     *bufio.Reader
 	w      *wire.Writer
 	hat    bool
+	caps   uint64 // capabilities the server granted in the handshake
 	format wire.Format
 	done   chan struct{} // reader exited
 
@@ -329,11 +346,17 @@ func newSession(c *Conn, nc net.Conn) *session {
 	return &session{
 		c: c, nc: nc,
 		br:      bufio.NewReaderSize(nc, 32<<10),
-		w:       wire.NewWriter(nc, nil),
+		w:       newWriter(nc, c.o.writeTimeout),
 		format:  wire.Format{Proto: c.o.proto, Framed: c.o.framed},
 		done:    make(chan struct{}),
 		pending: map[int32]*call{},
 	}
+}
+
+func newWriter(nc net.Conn, timeout time.Duration) *wire.Writer {
+	w := wire.NewWriter(nc, nil)
+	w.SetTimeout(timeout)
+	return w
 }
 
 func (s *session) usable() bool {
@@ -383,6 +406,9 @@ func (s *session) handshake(ctx context.Context) error {
 		return &ConnError{Op: "handshake", Err: err}
 	}
 	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
+	if s.hat {
+		s.caps = rep.Caps
+	}
 	return nil
 }
 

@@ -231,3 +231,27 @@ func TestReconnectAfterGracefulShutdown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "two", got)
 }
+
+// A server that accepts but never reads cannot block a caller forever.
+func TestWriteTimeoutOnStuckServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err == nil {
+			accepted <- nc
+		}
+		close(accepted)
+	}()
+	c := dial(t, ln.Addr().String(), client.WithoutUpgrade(), client.WithWriteTimeout(200*time.Millisecond))
+	t0 := time.Now()
+	_, err = echo(context.Background(), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 64<<20)})
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	require.Less(t, time.Since(t0), 5*time.Second)
+	require.NoError(t, c.Close())
+	require.NoError(t, ln.Close())
+	for nc := range accepted {
+		nc.Close()
+	}
+}

@@ -26,6 +26,7 @@ type options struct {
 	limits           proto.Limits
 	hints            []*hints.Service
 	dial             func(ctx context.Context, addr string) (net.Conn, error)
+	writeTimeout     time.Duration
 }
 
 func defaultOptions() options {
@@ -34,6 +35,7 @@ func defaultOptions() options {
 		dialTimeout:      10 * time.Second,
 		handshakeTimeout: 5 * time.Second,
 		limits:           proto.DefaultLimits,
+		writeTimeout:     30 * time.Second,
 	}
 }
 
@@ -90,3 +92,8 @@ func WithHints(svcs ...*hints.Service) Option {
 func WithDialer(d func(ctx context.Context, addr string) (net.Conn, error)) Option {
 	return func(o *options) { o.dial = d }
 }
+
+// WithWriteTimeout bounds how long a request write may block on a server
+// that stops reading (default 30s); the connection then fails with
+// ErrConnClosed and later calls reconnect.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }

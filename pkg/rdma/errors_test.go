@@ -221,3 +221,79 @@ func TestIBVNoDevice(t *testing.T) {
 	require.NotEmpty(t, info.Name)
 	require.NoError(t, d.Close())
 }
+
+// A destroyed target QP never answers: retry exceeded, then flush.
+func TestPeerQPDestroyed(t *testing.T) {
+	a, b := newPair(t, pairCfg{twoDevices: true})
+	require.NoError(t, b.qp.Close())
+	r := a.peer.Buffers[0]
+	w := sendWR(1, OpRDMAWrite, Signaled, a.mr.SGE(0, 8))
+	w.RemoteAddr, w.RKey = r.Addr, r.RKey
+	require.NoError(t, a.qp.PostSend([]SendWR{w, sendWR(2, OpSend, Signaled, a.mr.SGE(0, 8))}))
+	wcs := waitN(t, a.scq, 2)
+	require.ErrorIs(t, wcs[0].Err(), ErrRetryExceeded)
+	require.ErrorIs(t, wcs[1].Err(), ErrFlushed)
+}
+
+// Once Deregister returns, no write lands in the region, even with writes
+// streaming at it from another goroutine.
+func TestDeregisterUnderLoad(t *testing.T) {
+	a, b := newPair(t, pairCfg{twoDevices: true, a: sideCfg{maxSend: 64, cqDepth: 1024}})
+	target, err := b.pd.AllocMR(64<<10, AccessAll)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, target.Close()) })
+	r := target.Remote()
+	fill(a.mr.Bytes()[:64<<10], 9)
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		wrs := make([]SendWR, 8)
+		for i := range wrs {
+			wrs[i] = sendWR(uint64(i), OpRDMAWrite, 0, a.mr.SGE(0, 64<<10))
+			wrs[i].RemoteAddr, wrs[i].RKey = r.Addr, r.RKey
+		}
+		wrs[7].Flags = Signaled
+		wc := make([]Completion, 16)
+		deadline := time.Now().Add(testTimeout)
+		for i := 0; time.Now().Before(deadline); i++ {
+			if i == 4 {
+				close(started)
+			}
+			if err := a.qp.PostSend(wrs); err != nil {
+				done <- err
+				return
+			}
+			for got := 0; got == 0; {
+				n, err := a.scq.PollSpin(wc, time.Millisecond)
+				if err != nil {
+					done <- err
+					return
+				}
+				for _, c := range wc[:n] {
+					if c.Err() != nil {
+						done <- c.Err()
+						return
+					}
+				}
+				got = n
+			}
+		}
+		done <- errors.New("writes never failed")
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("writer stopped early: %v", err)
+	case <-time.After(testTimeout):
+		t.Fatal("writer did not start")
+	}
+	require.NoError(t, target.Deregister())
+	clear(target.Bytes())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrRemoteAccess)
+	case <-time.After(2 * testTimeout):
+		t.Fatal("writer did not finish")
+	}
+	require.Equal(t, make([]byte, 64<<10), target.Bytes())
+}

@@ -133,6 +133,29 @@ static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need,
 	return 0;
 }
 
+static int span_ok(uint64_t size, uint64_t off, uint64_t len)
+{
+	return off >= sizeof(struct shm_hdr) && off <= size && len <= size - off;
+}
+
+/* The target's control blocks come from another process's memory: check
+ * they lie inside the mapping before following them. */
+static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
+{
+	uint64_t sz = qp->rsize;
+	if (!span_ok(sz, tsh_off, sizeof(struct shm_qp_sh)))
+		return 0;
+	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
+	uint64_t rq_off = tsh->rq_off, cq_off = tsh->rcq_off;
+	if (!span_ok(sz, rq_off, sizeof(struct shm_rq_sh)) || !span_ok(sz, cq_off, sizeof(struct shm_cq_sh)))
+		return 0;
+	uint32_t rcap = ((struct shm_rq_sh *)(qp->rbase + rq_off))->cap;
+	uint32_t ccap = ((struct shm_cq_sh *)(qp->rbase + cq_off))->cap;
+	return rcap && rcap <= SHM_MAX_WR && ccap && ccap <= SHM_MAX_CQE && (ccap & (ccap - 1)) == 0 &&
+	       span_ok(sz, rq_off, sizeof(struct shm_rq_sh) + (uint64_t)rcap * sizeof(struct shm_rwqe)) &&
+	       span_ok(sz, cq_off, sizeof(struct shm_cq_sh) + (uint64_t)ccap * sizeof(struct shm_cqe));
+}
+
 static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *inl)
 {
 	struct exec_res res = {HR_OK, 0};
@@ -143,11 +166,19 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		return res;
 	}
 	atomic_fetch_add(&tent->inflight, 1);
-	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tent->off);
+	uint64_t tsh_off = tent->off;
+	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
 	uint32_t ts;
 	/* A destroyed or failed target never answers: the requester times out. */
-	if (atomic_load(&tent->qpn) != qp->rqpn ||
-	    ((ts = atomic_load(&tsh->state)) != HR_QPS_RTR && ts != HR_QPS_RTS)) {
+	if (atomic_load(&tent->qpn) != qp->rqpn) {
+		res.st = HR_ERETRY_EXC;
+		goto out;
+	}
+	if (!target_sane(qp, tsh_off)) {
+		res.st = HR_EREMOTE_OP;
+		goto out;
+	}
+	if ((ts = atomic_load(&tsh->state)) != HR_QPS_RTR && ts != HR_QPS_RTS) {
 		res.st = HR_ERETRY_EXC;
 		goto out;
 	}

@@ -111,7 +111,9 @@ func TestErrors(t *testing.T) {
 func TestServerHintTimeout(t *testing.T) {
 	e := wiretest.NewEcho()
 	svc := e.ServiceNamed("Hinted")
-	svc.Methods[0].Hints = &hints.Function{Name: "echo", Server: hints.Set{Timeout: 50 * time.Millisecond}}
+	// From the service table, as generated code fills Service.Hints.
+	svc.Hints = &hints.Service{Name: "Hinted", Functions: []hints.Function{
+		{Name: "echo", Server: hints.Set{Timeout: 50 * time.Millisecond}}}}
 	s, _, addr := start(t)
 	s.Register(svc)
 	for _, opts := range [][]client.Option{{client.WithMultiplexed()}, {client.WithMultiplexed(), client.WithoutUpgrade()}} {

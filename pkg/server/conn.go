@@ -37,6 +37,7 @@ type conn struct {
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
 	serveHook func() // tests of the worker pool replace serve with this
+	writeFail sync.Once
 
 	mu       sync.Mutex
 	calls    map[int32]*callCtx // HatRPC calls in flight, for Cancel frames
@@ -61,6 +62,7 @@ type request struct {
 	timeout time.Duration
 	order   uint64
 	ctx     *callCtx // nil: the connection's context is the call's
+	size    int      // request message bytes
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -71,10 +73,11 @@ var reqPool = sync.Pool{New: func() any { return new(request) }}
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
+	w := wire.NewWriter(nc, nil)
+	w.SetTimeout(s.opts.writeTimeout)
 	return &conn{
-		s: s, nc: nc, ctx: ctx, cancel: cancel,
+		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
 		br:     bufio.NewReaderSize(nc, readBufSize),
-		w:      wire.NewWriter(nc, nil),
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
@@ -206,12 +209,13 @@ func (c *conn) next() (*request, error) {
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
 		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, timeout: timeout,
+		size: len(msg),
 	}
 	if !r.oneway {
 		r.order = c.takeOrder(c.hat)
 	}
-	if h := m.m.Hints; h != nil && h.Server.Timeout > 0 && (timeout == 0 || h.Server.Timeout < timeout) {
-		timeout = h.Server.Timeout
+	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
+		timeout = ht
 	}
 	if r.hat || timeout > 0 {
 		// Created (and registered for Cancel frames) by the reader, before
@@ -309,6 +313,7 @@ func (c *conn) handle(r *request) {
 		st = r.m.stats[0]
 	}
 	st.calls.Inc()
+	st.reqBytes.Add(float64(r.size))
 	st.inflight.Inc()
 	start := time.Now()
 
@@ -343,7 +348,7 @@ func (c *conn) handle(r *request) {
 				c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "err", err)
 			}
 		}
-		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)
+		st.repBytes.Add(float64(c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)))
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r)
@@ -398,8 +403,9 @@ func chain(ctx context.Context, ics []Interceptor, info *CallInfo, args proto.St
 	})
 }
 
-// reply encodes and sends one reply message. codec may be nil.
-func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) {
+// reply encodes and sends one reply message and returns its size. codec
+// may be nil.
+func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -432,20 +438,34 @@ func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqi
 		wire.SealFrame(b, kind, flags, seqid, 0)
 		*bp = b
 		c.s.met.outTCP.Add(float64(len(b)))
-		_ = c.w.Write(b)
+		c.checkWrite(c.w.Write(b))
 		wire.PutBuf(bp)
-		return
+		return len(b) - start
 	}
 	if c.format.Framed {
 		putLen(b, len(b)-4)
 	}
 	*bp = b
+	n := len(b) - start
 	c.s.met.outThrift.Add(float64(len(b)))
 	c.deliver(order, bp)
+	return n
 }
 
 func putLen(b []byte, n int) {
 	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+}
+
+// checkWrite tears the connection down after a failed or timed-out write:
+// replies can no longer reach the client, so reading more calls is waste.
+func (c *conn) checkWrite(err error) {
+	if err == nil {
+		return
+	}
+	c.writeFail.Do(func() {
+		c.s.log.Info("hatrpc: closing connection after write failure", "remote", c.remote, "err", err)
+		c.abort()
+	})
 }
 
 // deliver writes plain replies in request order, holding early finishers.
@@ -457,7 +477,7 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 		return
 	}
 	for {
-		_ = c.w.Write(*bp)
+		c.checkWrite(c.w.Write(*bp))
 		wire.PutBuf(bp)
 		c.nextOut++
 		next, ok := c.held[c.nextOut]
@@ -595,7 +615,10 @@ const (
 	lingerBytes = 4 << 20
 )
 
+// abort closes the socket before cancelling the calls, so a handler that
+// returns on cancellation cannot slip a "context canceled" reply out: the
+// client sees its calls fail with the connection, as they did.
 func (c *conn) abort() {
-	c.cancel()
 	c.nc.Close()
+	c.cancel()
 }

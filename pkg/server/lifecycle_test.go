@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -243,4 +245,103 @@ func TestApacheClient(t *testing.T) {
 			tr.Close()
 		}
 	}
+}
+
+// rawHat performs the handshake by hand and returns the upgraded socket.
+func rawHat(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(5*time.Second)))
+	c := wire.GetCodec()
+	defer wire.PutCodec(c)
+	hello, err := c.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0,
+		&wire.Hello{Version: wire.Version, Caps: wire.CapFraming})
+	require.NoError(t, err)
+	_, err = nc.Write(hello)
+	require.NoError(t, err)
+	br := bufio.NewReader(nc)
+	msg, err := wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
+	require.NoError(t, err)
+	mh, err := wire.ParseMsgHeader(proto.Binary, msg)
+	require.NoError(t, err)
+	var rep wire.HelloReply
+	require.NoError(t, c.Decode(proto.Binary, msg[mh.Body:], nil, &rep))
+	require.Equal(t, wire.CapFraming, rep.Caps)
+	require.Equal(t, "tcp", rep.Transport)
+	return nc, br
+}
+
+func TestHatRawFrames(t *testing.T) {
+	_, _, addr := start(t)
+	frame := func(kind wire.Kind, seq int32, payload []byte) []byte {
+		b := append(make([]byte, wire.HeaderSize), payload...)
+		wire.SealFrame(b, kind, 0, seq, 0)
+		return b
+	}
+	c := wire.GetCodec()
+	call, err := c.AppendMessage(nil, proto.Binary, "echo", proto.Call, 5, &wiretest.EchoArgs{Msg: "raw"})
+	require.NoError(t, err)
+	wire.PutCodec(c)
+	cases := []struct {
+		name   string
+		send   []byte
+		closed bool
+	}{
+		{"cancel-unknown-seqid-then-call", append(frame(wire.KindCancel, 99, nil), frame(wire.KindCall, 5, call)...), false},
+		{"reply-kind-from-client", frame(wire.KindReply, 1, call), true},
+		{"reserved-bits", func() []byte { b := frame(wire.KindCall, 5, call); b[6] = 1; return b }(), true},
+		{"garbage-payload", frame(wire.KindCall, 5, []byte("garbage!")), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, br := rawHat(t, addr)
+			defer nc.Close()
+			_, err := nc.Write(tc.send)
+			require.NoError(t, err)
+			h, fr, err := wire.ReadFrame(br, nil, 1<<20)
+			if tc.closed {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, wire.KindReply, h.Kind)
+				require.Equal(t, int32(5), h.Seqid)
+				require.Contains(t, string(fr), "raw")
+			}
+			got, err := echo(tctx(t), dial(t, addr), &wiretest.EchoArgs{Msg: "alive"})
+			require.NoError(t, err)
+			require.Equal(t, "alive", got)
+		})
+	}
+}
+
+// A client that sends calls but never reads the replies is dropped after
+// the write timeout instead of pinning server memory and goroutines.
+func TestWriteTimeoutDropsNonReadingClient(t *testing.T) {
+	s, _, addr := start(t, server.WithWriteTimeout(200*time.Millisecond))
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	require.NoError(t, err)
+	defer nc.Close()
+	c := wire.GetCodec()
+	msg, err := c.AppendMessage(nil, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "x", Blob: make([]byte, 1<<20)})
+	wire.PutCodec(c)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetWriteDeadline(time.Now().Add(5*time.Second)))
+	for range 40 { // ~40 MiB of replies, far beyond the socket buffers
+		if _, err := nc.Write(msg); err != nil {
+			break // the server already gave up on us
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs, err := s.Registry().Gather()
+		require.NoError(t, err)
+		if metricValue(mfs, "hatrpc_server_connections", nil) == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "non-reading client still connected")
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := echo(tctx(t), dial(t, addr), &wiretest.EchoArgs{Msg: "alive"})
+	require.NoError(t, err)
+	require.Equal(t, "alive", got)
 }

@@ -8,6 +8,8 @@ import (
 // tests) never collide on the global default registry.
 type metrics struct {
 	calls, errors *prometheus.CounterVec
+	reqBytes      *prometheus.CounterVec
+	repBytes      *prometheus.CounterVec
 	inflight      *prometheus.GaugeVec
 	latency       *prometheus.HistogramVec
 	bytesIn       *prometheus.CounterVec
@@ -26,6 +28,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, lbl),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "errors_total", Help: "Calls that ended in an exception reply or a handler error.",
+		}, lbl),
+		reqBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "request_bytes_total", Help: "Request message bytes per function.",
+		}, lbl),
+		repBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "reply_bytes_total", Help: "Reply message bytes per function.",
 		}, lbl),
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "in_flight", Help: "Calls executing now.",
@@ -47,7 +55,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.calls, m.errors, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
+	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
 	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
 	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
 	return m
@@ -56,14 +64,17 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 // methodStats are the metric children of one method on one transport,
 // resolved once at Register so the hot path does no label lookups.
 type methodStats struct {
-	calls, errors prometheus.Counter
-	inflight      prometheus.Gauge
-	latency       prometheus.Observer
+	calls, errors      prometheus.Counter
+	reqBytes, repBytes prometheus.Counter
+	inflight           prometheus.Gauge
+	latency            prometheus.Observer
 }
 
 func (m *metrics) forMethod(svc, fn, transport string) *methodStats {
 	return &methodStats{
 		calls:    m.calls.WithLabelValues(svc, fn, transport),
+		reqBytes: m.reqBytes.WithLabelValues(svc, fn, transport),
+		repBytes: m.repBytes.WithLabelValues(svc, fn, transport),
 		errors:   m.errors.WithLabelValues(svc, fn, transport),
 		inflight: m.inflight.WithLabelValues(svc, fn, transport),
 		latency:  m.latency.WithLabelValues(svc, fn, transport),

@@ -78,6 +78,9 @@ func TestMetricsAndDebugEndpoint(t *testing.T) {
 		require.Equal(t, tc.want, metricValue(mfs, tc.name, tc.labels), tc.name)
 	}
 	require.Greater(t, metricValue(mfs, "hatrpc_server_bytes_in_total", map[string]string{"transport": "tcp"}), 0.0)
+	// Each echo request carries at least its 3-byte method name and "x".
+	require.GreaterOrEqual(t, metricValue(mfs, "hatrpc_server_request_bytes_total", map[string]string{"function": "echo", "transport": "tcp"}), 3*8.0)
+	require.GreaterOrEqual(t, metricValue(mfs, "hatrpc_server_reply_bytes_total", map[string]string{"function": "echo", "transport": "thrift"}), 2*8.0)
 	require.Greater(t, metricValue(mfs, "hatrpc_server_bytes_out_total", map[string]string{"transport": "thrift"}), 0.0)
 
 	da, err := s.StartDebug()

@@ -24,6 +24,7 @@ type options struct {
 	interceptors []Interceptor
 	limits       proto.Limits
 	noUpgrade    bool
+	writeTimeout time.Duration
 }
 
 func defaultOptions() options {
@@ -32,6 +33,8 @@ func defaultOptions() options {
 		maxConns: 10000,
 		maxCalls: 4096,
 		limits:   proto.DefaultLimits,
+
+		writeTimeout: 30 * time.Second,
 	}
 }
 
@@ -74,3 +77,7 @@ func WithLimits(l proto.Limits) Option { return func(o *options) { o.limits = l 
 // WithoutUpgrade makes the server answer the HatRPC handshake with no
 // capabilities, so every connection stays plain Thrift.
 func WithoutUpgrade() Option { return func(o *options) { o.noUpgrade = true } }
+
+// WithWriteTimeout bounds how long a reply write may block on a client that
+// stops reading (default 30s); the connection is then closed.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }

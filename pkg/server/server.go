@@ -51,9 +51,10 @@ type Server struct {
 
 // method is a registered method with its precomputed metric children.
 type method struct {
-	svc   string
-	m     *Method
-	stats [2]*methodStats // [0] HatRPC framing, [1] plain Thrift
+	svc     string
+	m       *Method
+	stats   [2]*methodStats // [0] HatRPC framing, [1] plain Thrift
+	timeout time.Duration   // server-side hint timeout; 0 = none
 }
 
 // New creates a server; register services, then Serve.
@@ -114,6 +115,15 @@ func (s *Server) Register(svc *Service) {
 			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle", m.Name, svc.Name))
 		}
 		rm := &method{svc: svc.Name, m: m}
+		h := m.Hints
+		if h == nil {
+			h = svc.Hints.Function(m.Name) // nil-safe; service-level table
+		}
+		if h != nil {
+			rm.timeout = h.Server.Timeout
+		} else if svc.Hints != nil {
+			rm.timeout = svc.Hints.Server.Timeout
+		}
 		rm.stats[0] = s.met.forMethod(svc.Name, m.Name, TransportTCP)
 		rm.stats[1] = s.met.forMethod(svc.Name, m.Name, TransportThrift)
 		next[svc.Name+":"+m.Name] = rm

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv"
+	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+)
+
+type benchFlags struct {
+	clientFlags
+	protocol   string
+	workloads  []string
+	props      []string
+	threads    int
+	conns      int
+	duration   time.Duration
+	operations int64
+	phase      string
+	csvPath    string
+	jsonPath   string
+	plotPath   string
+	seed       uint64
+	progress   string
+}
+
+func newBenchCmd() *cobra.Command {
+	var bf benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a YCSB workload (with the HatRPC MultiRead/MultiUpdate extension) against a server",
+		Long: `Bench is a YCSB client for HatKV. -P names a workload file or a built-in
+workload (` + strings.Join(ycsb.WorkloadNames(), ", ") + `); -p key=value
+overrides a property. multireadproportion and multiupdateproportion (batches
+of batchsize keys) map to MultiGet and MultiPut. The load phase inserts
+recordcount records; the run phase executes operationcount operations (or
+runs for --duration). Per-operation throughput and latency percentiles are
+printed at the end of each phase.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, &bf) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&bf.workloads, "workload", "P", nil, "workload file or built-in name (repeatable; default workloada)")
+	f.StringArrayVarP(&bf.props, "prop", "p", nil, "property override key=value (repeatable)")
+	f.IntVar(&bf.threads, "threads", 1, "client threads")
+	f.IntVar(&bf.conns, "conns", 0, "connections (default: one per thread)")
+	f.DurationVar(&bf.duration, "duration", 0, "run phase length (default: operationcount operations)")
+	f.Int64Var(&bf.operations, "operations", 0, "run phase operations (overrides operationcount)")
+	f.StringVar(&bf.phase, "phase", "both", "load|run|both")
+	f.StringVar(&bf.csvPath, "csv", "", "write per-operation results as CSV")
+	f.StringVar(&bf.jsonPath, "json", "", "write results as JSON")
+	f.StringVar(&bf.plotPath, "plot", "", "write the latency distribution as SVG")
+	f.Uint64Var(&bf.seed, "seed", 0, "random seed (0: from the clock)")
+	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
+	f.StringVar(&bf.protocol, "protocol", "auto", "force the RDMA protocol of the plan (only auto over tcp)")
+	bf.clientFlags.registerConn(cmd)
+	return cmd
+}
+
+// checkProtocol accepts the hint spellings but only auto today: the other
+// protocols are RDMA protocols, and their emulations need the RDMA core.
+func checkProtocol(name string) error {
+	p, err := hints.ParseProtocol(name)
+	if err != nil {
+		return fmt.Errorf("%w: protocol %q: %v", hatkv.ErrConfig, name, err)
+	}
+	if p != hints.ProtoAuto {
+		return fmt.Errorf("%w: protocol %s needs the RDMA transport (only --protocol auto over tcp)", hatkv.ErrTransportUnavailable, p)
+	}
+	return nil
+}
+
+func loadWorkload(bf *benchFlags) (*ycsb.Workload, *ycsb.Properties, error) {
+	props := ycsb.NewProperties()
+	names := bf.workloads
+	if len(names) == 0 {
+		names = []string{"workloada"}
+	}
+	for _, n := range names {
+		var err error
+		if _, serr := os.Stat(n); serr == nil {
+			err = props.Load(n)
+		} else {
+			err = props.LoadWorkload(n)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, kv := range bf.props {
+		if err := props.SetPair(kv); err != nil {
+			return nil, nil, err
+		}
+	}
+	cfg, err := ycsb.ParseConfig(props)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := ycsb.NewWorkload(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, props, nil
+}
+
+// phaseResult is one phase's outcome, as written to --json and --csv.
+type phaseResult struct {
+	Phase  string      `json:"phase"`
+	Report ycsb.Report `json:"report"`
+	m      *ycsb.Measurements
+}
+
+func runBench(cmd *cobra.Command, bf *benchFlags) error {
+	if err := hatkv.CheckTransport(bf.transport); err != nil {
+		return err
+	}
+	if err := checkProtocol(bf.protocol); err != nil {
+		return err
+	}
+	if bf.phase != "load" && bf.phase != "run" && bf.phase != "both" {
+		return fmt.Errorf("--phase %q: want load, run or both", bf.phase)
+	}
+	if bf.threads < 1 {
+		return fmt.Errorf("--threads must be at least 1, got %d", bf.threads)
+	}
+	w, _, err := loadWorkload(bf)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	conns := bf.conns
+	if conns <= 0 {
+		conns = bf.threads
+	}
+	cl, err := hatkv.Dial(ctx, bf.addr, hatkv.WithConns(conns), hatkv.WithClientTransport(bf.transport))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	seed := bf.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	printHeader(out, bf, w, cl, conns, seed)
+
+	var results []phaseResult
+	if bf.phase != "run" {
+		r, err := runPhase(ctx, cmd, bf, cl, w, "load", seed)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if bf.phase != "load" {
+		r, err := runPhase(ctx, cmd, bf, cl, w, "run", seed+1)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	return writeOutputs(bf, results)
+}
+
+func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Client, conns int, seed uint64) {
+	cfg := w.Config()
+	outf(out, "hatkv bench: %s, %d records, %d fields x %d B, key %d B, batch %d, %s distribution\n",
+		strings.Join(orDefault(bf.workloads, "workloada"), "+"), cfg.RecordCount, cfg.FieldCount, cfg.FieldLength,
+		cfg.KeyLength, cfg.BatchSize, cfg.RequestDistribution)
+	outf(out, "server %s, %d threads over %d connections, transport tcp, seed %d\n", bf.addr, bf.threads, conns, seed)
+	for _, warn := range cfg.Warnings {
+		outf(out, "warning: %s\n", warn)
+	}
+	// The hint planner's choice per function; over TCP only the transport
+	// applies, protocol and polling take effect with the RDMA transport.
+	for _, fn := range gen.HatKVHints.Functions {
+		p := cl.Plan(fn.Name)
+		outf(out, "  plan %-8s goal=%s msg=%s transport=%s (rdma plan: protocol=%s polling=%s)\n",
+			fn.Name, p.Goal, sizeOrAuto(p.MsgSize), p.Transport, p.Protocol, p.Polling)
+	}
+}
+
+func orDefault(v []string, def string) []string {
+	if len(v) == 0 {
+		return []string{def}
+	}
+	return v
+}
+
+func sizeOrAuto(n int) string {
+	if n <= 0 {
+		return "auto"
+	}
+	return hints.FormatSize(n)
+}
+
+func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Client, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
+	out := cmd.OutOrStdout()
+	opts := ycsb.RunOptions{Threads: bf.threads, Load: phase == "load", Seed: seed}
+	total := w.Config().InsertCount
+	// The phase stops through runCtx; calls run under ctx, so the calls in
+	// flight when the duration ends complete instead of counting as errors.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if phase == "run" {
+		total = w.Config().OperationCount
+		if bf.operations > 0 {
+			total = bf.operations
+		}
+		if bf.duration > 0 {
+			if bf.operations <= 0 {
+				total = math.MaxInt64
+			}
+			t := time.AfterFunc(bf.duration, stop)
+			defer t.Stop()
+		}
+		opts.Operations = total
+	}
+	db := &countingDB{db: hatkv.YCSB{C: cl}, ctx: ctx}
+	m := ycsb.NewMeasurements()
+	prog := startProgress(out, bf.progress, phase, total, bf.duration, &db.done)
+	rep, _ := ycsb.Run(runCtx, db, w, opts, m)
+	prog.stop()
+	outf(out, "\n== %s phase ==\n", phase)
+	if ctx.Err() != nil {
+		outf(out, "(interrupted: partial results)\n")
+	}
+	if err := rep.WriteText(out); err != nil {
+		return phaseResult{}, err
+	}
+	var failed int64
+	for _, s := range rep.Ops {
+		failed += s.Errors
+	}
+	if failed > 0 {
+		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())
+	}
+	if ctx.Err() != nil {
+		return phaseResult{}, fmt.Errorf("%s phase interrupted: %w", phase, ctx.Err())
+	}
+	return phaseResult{Phase: phase, Report: rep, m: m}, nil
+}
+
+func writeOutputs(bf *benchFlags, results []phaseResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	if bf.jsonPath != "" {
+		if err := writeFile(bf.jsonPath, func(f io.Writer) error {
+			enc := json.NewEncoder(f)
+			enc.SetIndent("", "  ")
+			return enc.Encode(results)
+		}); err != nil {
+			return err
+		}
+	}
+	if bf.csvPath != "" {
+		if err := writeFile(bf.csvPath, func(f io.Writer) error { return writeCSV(f, results) }); err != nil {
+			return err
+		}
+	}
+	if bf.plotPath != "" {
+		last := results[len(results)-1]
+		title := fmt.Sprintf("HatKV %s phase, %d threads", last.Phase, bf.threads)
+		if err := writeFile(bf.plotPath, func(f io.Writer) error { return last.m.WriteSVG(f, title) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func writeCSV(w io.Writer, results []phaseResult) error {
+	cw := csv.NewWriter(w)
+	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	_ = cw.Write([]string{"phase", "operation", "count", "errors", "throughput_ops_sec", "avg_us", "p50_us", "p95_us", "p99_us", "p999_us", "max_us"})
+	for _, r := range results {
+		for _, s := range r.Report.Ops {
+			_ = cw.Write([]string{r.Phase, s.Operation, strconv.FormatInt(s.Count, 10), strconv.FormatInt(s.Errors, 10),
+				ff(s.Throughput), ff(s.AvgUs), ff(s.P50Us), ff(s.P95Us), ff(s.P99Us), ff(s.P999Us), ff(s.MaxUs)})
+		}
+		_ = cw.Write([]string{r.Phase, "OVERALL", strconv.FormatInt(r.Report.Operations, 10), "",
+			ff(r.Report.Throughput), "", "", "", "", "", ""})
+	}
+	cw.Flush()
+	return cw.Error()
+}

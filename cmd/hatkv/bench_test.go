@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// allOps mixes every YCSB operation plus the HatRPC multi operations.
+const allOps = `recordcount=60
+operationcount=300
+fieldcount=10
+fieldlength=100
+readproportion=0.2
+updateproportion=0.15
+insertproportion=0.1
+scanproportion=0.1
+readmodifywriteproportion=0.15
+multireadproportion=0.15
+multiupdateproportion=0.15
+maxscanlength=20
+batchsize=10
+requestdistribution=zipfian
+`
+
+var opRows = []string{"READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE", "MULTIREAD", "MULTIUPDATE"}
+
+func TestBenchSmoke(t *testing.T) {
+	addr := serveInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "allops")
+	require.NoError(t, os.WriteFile(wl, []byte(allOps), 0o644))
+	csvPath, jsonPath, svgPath := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+
+	out, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", wl, "-p", "fieldlength=50", "--threads", "4",
+		"--seed", "7", "--csv", csvPath, "--json", jsonPath, "--plot", svgPath)
+	require.NoError(t, err, out)
+	load, run, ok := strings.Cut(out, "== run phase ==")
+	require.True(t, ok, out)
+	assert.Contains(t, load, "== load phase ==")
+	assert.Regexp(t, `INSERT\s+60\s+0\s`, load, "the load phase inserts recordcount records")
+	assert.Contains(t, out, "10 fields x 50 B", "-p overrides the file")
+	for _, op := range opRows {
+		assert.Regexp(t, `(?m)^\s*`+op+`\s+\d+\s+0\s`, run, "run table has a %s row with no errors", op)
+	}
+	assert.Contains(t, out, "plan MultiPut")
+
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"phase", "operation", "count", "errors", "throughput_ops_sec", "avg_us", "p50_us", "p95_us", "p99_us", "p999_us", "max_us"}, rows[0])
+	assert.Len(t, rows, 1+2+len(opRows)+1, "header, load INSERT+OVERALL, one row per op, run OVERALL")
+
+	var results []phaseResult
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &results))
+	require.Len(t, results, 2)
+	assert.Equal(t, int64(300), results[1].Report.Operations)
+
+	svg, err := os.ReadFile(svgPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "<svg")
+	assert.Contains(t, string(svg), "MULTIUPDATE")
+}
+
+func TestBenchDurationAndBuiltins(t *testing.T) {
+	addr := serveInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb_hatkv", "-p", "recordcount=50",
+		"--phase", "both", "--threads", "2", "--duration", "300ms", "--progress", "on")
+	require.NoError(t, err, out)
+	for _, op := range []string{"READ", "MULTIREAD", "UPDATE", "MULTIUPDATE"} {
+		assert.Regexp(t, `(?m)^\s*`+op+`\s+\d+\s+0\s`, out)
+	}
+	assert.Contains(t, out, "[run]", "progress line")
+
+	out, err = runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=50",
+		"--phase", "run", "--operations", "40")
+	require.NoError(t, err, out)
+	assert.Regexp(t, `(?m)^\s*READ\s+40\s+0\s`, out, "run only, against the records loaded before")
+	assert.NotContains(t, out, "== load phase ==")
+}
+
+func TestBenchRejects(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rdma transport", []string{"--transport", "rdma"}, "not available yet"},
+		{"rdma protocol", []string{"--protocol", "direct_write_imm"}, "needs the RDMA transport"},
+		{"unknown protocol", []string{"--protocol", "smoke-signals"}, "protocol"},
+		{"bad phase", []string{"--phase", "warmup"}, "want load, run or both"},
+		{"unknown workload", []string{"-P", "workloadz"}, `unknown workload "workloadz"`},
+		{"bad property", []string{"-p", "readproportion=lots"}, "readproportion"},
+		{"no threads", []string{"--threads", "0"}, "at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runCmd(ctx, nil, append([]string{"bench", "--addr", "127.0.0.1:1"}, tt.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestBenchInterrupted(t *testing.T) {
+	addr := serveInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20", "--phase", "load")
+	require.NoError(t, err)
+	ictx, interrupt := context.WithCancel(ctx)
+	time.AfterFunc(300*time.Millisecond, interrupt)
+	out, err := runCmd(ictx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20",
+		"--phase", "run", "--duration", "1m")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "run phase interrupted")
+	assert.Contains(t, out, "(interrupted: partial results)")
+	assert.Regexp(t, `(?m)^\s*READ\s+\d+\s`, out, "the partial table is printed")
+}

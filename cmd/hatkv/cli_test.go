@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv"
+	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+)
+
+func TestCLI(t *testing.T) {
+	addr := serveInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := []string{"--addr", addr}
+
+	steps := []struct {
+		name    string
+		stdin   string
+		args    []string
+		want    []string // substrings of the output, in order
+		wantErr string
+	}{
+		{name: "put from args", args: []string{"put", "user1", "f0=hello", "f1=a=b"}, want: []string{"OK user1 (2 fields)"}},
+		{name: "put from stdin lines", stdin: "x=1\n\ny=2\n", args: []string{"put", "user2"}, want: []string{"OK user2 (2 fields)"}},
+		{name: "put one binary field from stdin", stdin: "\x00\x01raw", args: []string{"put", "user3", "--field", "blob"}, want: []string{"OK user3 (1 fields)"}},
+		{name: "get all fields", args: []string{"get", "user1"}, want: []string{"f0=hello\nf1=a=b\n"}},
+		{name: "get one field", args: []string{"get", "user2", "y"}, want: []string{"y=2\n"}},
+		{name: "binary values are quoted", args: []string{"get", "user3"}, want: []string{`blob="\x00\x01raw"`}},
+		{name: "scan", args: []string{"scan", "user2", "--count", "5"}, want: []string{"user2\n  x=1\n  y=2\n", "user3\n", "(2 records)"}},
+		{name: "scan with fields", args: []string{"scan", "--fields", "f0"}, want: []string{"user1\n  f0=hello\nuser2\nuser3\n(3 records)"}},
+		{name: "del", args: []string{"del", "user2"}, want: []string{"deleted user2"}},
+		{name: "get deleted", args: []string{"get", "user2"}, wantErr: `key "user2" not found`},
+		{name: "del missing", args: []string{"del", "nope"}, wantErr: "not found"},
+		{name: "empty key", args: []string{"put", "", "f=v"}, wantErr: "invalid argument: empty key"},
+		{name: "bad pair", args: []string{"put", "k", "novalue"}, wantErr: `"novalue" is not FIELD=VALUE`},
+		{name: "bad stdin line", stdin: "ok=1\nbroken\n", args: []string{"put", "k"}, wantErr: "stdin line 2"},
+		{name: "no fields at all", args: []string{"put", "k"}, wantErr: "no fields"},
+		{name: "scan count zero", args: []string{"scan", "-n", "0"}, wantErr: "invalid argument: scan count"},
+		{name: "stats", args: []string{"stats"}, want: []string{"records", "2", "readers", "sync", "nosync", "commit", "group"}},
+		{name: "rdma refused", args: []string{"get", "user1", "--transport", "rdma"}, wantErr: "not available yet"},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			out, err := runCmd(ctx, strings.NewReader(s.stdin), append(s.args, a...)...)
+			if s.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, describe(err), s.wantErr)
+				return
+			}
+			require.NoError(t, err, out)
+			rest := out
+			for _, w := range s.want {
+				i := strings.Index(rest, w)
+				require.GreaterOrEqual(t, i, 0, "%q not in output (in order):\n%s", w, out)
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}
+
+func TestServeRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	corrupt := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(corrupt, "data.mdb"), []byte(strings.Repeat("junk", 4096)), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"rdma transport", []string{"--transport", "rdma"}, "transport not available yet: rdma"},
+		{"shm transport", []string{"--transport", "shm"}, "transport not available yet: shm"},
+		{"bad transport", []string{"--transport", "udp"}, "want auto or tcp"},
+		{"data path is a file", []string{"--db", file}, "not a hatkv data directory"},
+		{"corrupt data file", []string{"--db", corrupt}, "corrupt or not an LMDB file"},
+		{"bad sync override", []string{"--sync", "sometimes"}, "kv.sync=sometimes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", t.TempDir()}, tt.args...)
+			_, err := runCmd(ctx, nil, args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&gen.InvalidArgument{Message: "empty key"}, "invalid argument: empty key"},
+		{&gen.NotFound{Message: `key "k" not found`, Key: "k"}, `key "k" not found`},
+		{&gen.StoreFull{Message: "store is full"}, "store full: store is full"},
+		{hatkv.ErrTransportUnavailable, hatkv.ErrTransportUnavailable.Error()},
+		{errors.New("plain"), "plain"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, describe(tt.err))
+	}
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv"
+	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+)
+
+// clientFlags are shared by the commands that talk to a server.
+type clientFlags struct {
+	addr      string
+	transport string
+	timeout   time.Duration
+}
+
+func (c *clientFlags) register(cmd *cobra.Command) {
+	c.registerConn(cmd)
+	cmd.Flags().DurationVar(&c.timeout, "timeout", 10*time.Second, "deadline for the whole command")
+}
+
+// registerConn registers the connection flags only (bench runs as long as
+// its workload says, so it has no --timeout).
+func (c *clientFlags) registerConn(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.addr, "addr", defaultAddr, "server address")
+	cmd.Flags().StringVar(&c.transport, "transport", "auto", "auto|tcp (rdma and shm are not available yet)")
+}
+
+// with dials, runs fn under the timeout and closes the connection.
+func (c *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, kv *gen.HatKVClient) error) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
+	defer cancel()
+	cl, err := hatkv.Dial(ctx, c.addr, hatkv.WithClientTransport(c.transport))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return fn(ctx, cl.KV())
+}
+
+func newGetCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "get KEY [FIELD...]",
+		Short: "Print a record (all fields, or the ones named)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+				rec, err := kv.Get(ctx, args[0], args[1:])
+				if err != nil {
+					return err
+				}
+				printRecord(cmd.OutOrStdout(), "", rec)
+				return nil
+			})
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func newPutCmd() *cobra.Command {
+	var (
+		cf    clientFlags
+		field string
+	)
+	cmd := &cobra.Command{
+		Use:   "put KEY [FIELD=VALUE...]",
+		Short: "Merge fields into a record (created if missing)",
+		Long: `Put merges FIELD=VALUE pairs into the record under KEY. Without pairs the
+fields come from stdin: one FIELD=VALUE per line, or, with --field NAME, all
+of stdin (binary safe) becomes the value of that one field.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rec, err := recordFrom(args[1:], field, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+				if err := kv.Put(ctx, args[0], rec); err != nil {
+					return err
+				}
+				outf(cmd.OutOrStdout(), "OK %s (%d fields)\n", args[0], len(rec))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&field, "field", "", "read this one field's value from stdin")
+	cf.register(cmd)
+	return cmd
+}
+
+// recordFrom builds a record from FIELD=VALUE arguments or from stdin.
+func recordFrom(pairs []string, field string, stdin io.Reader) (gen.Record, error) {
+	rec := gen.Record{}
+	if field != "" {
+		if len(pairs) > 0 {
+			return nil, errors.New("--field reads the value from stdin; give no FIELD=VALUE pairs with it")
+		}
+		v, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		rec[field] = v
+		return rec, nil
+	}
+	add := func(src, s string) error {
+		name, val, ok := strings.Cut(s, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%s: %q is not FIELD=VALUE", src, s)
+		}
+		rec[name] = []byte(val)
+		return nil
+	}
+	for _, p := range pairs {
+		if err := add("argument", p); err != nil {
+			return nil, err
+		}
+	}
+	if len(pairs) > 0 {
+		return rec, nil
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if err := add(fmt.Sprintf("stdin line %d", n), line); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading stdin: %w", err)
+	}
+	if len(rec) == 0 {
+		return nil, errors.New("no fields: give FIELD=VALUE arguments or lines on stdin")
+	}
+	return rec, nil
+}
+
+func newDelCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:     "del KEY",
+		Aliases: []string{"delete"},
+		Short:   "Delete a record",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+				if err := kv.Delete(ctx, args[0]); err != nil {
+					return err
+				}
+				outf(cmd.OutOrStdout(), "deleted %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func newScanCmd() *cobra.Command {
+	var (
+		cf     clientFlags
+		count  int32
+		fields []string
+	)
+	cmd := &cobra.Command{
+		Use:   "scan [START]",
+		Short: "Print up to --count records with keys >= START, in key order",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start := ""
+			if len(args) == 1 {
+				start = args[0]
+			}
+			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+				recs, err := kv.Scan(ctx, start, count, fields)
+				if err != nil {
+					return err
+				}
+				w := cmd.OutOrStdout()
+				for _, kr := range recs {
+					outf(w, "%s\n", kr.Key)
+					printRecord(w, "  ", kr.Record)
+				}
+				outf(w, "(%d records)\n", len(recs))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int32VarP(&count, "count", "n", 10, "maximum number of records")
+	cmd.Flags().StringSliceVar(&fields, "fields", nil, "only these fields (comma separated)")
+	cf.register(cmd)
+	return cmd
+}
+
+func newStatsCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Print store statistics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+				st, err := kv.Stats(ctx)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				rows := [][2]string{
+					{"records", fmt.Sprint(st.Records)},
+					{"map size", fmt.Sprintf("%d bytes", st.MapSize)},
+					{"used", fmt.Sprintf("%d bytes (%.1f%%)", st.UsedBytes, 100*float64(st.UsedBytes)/float64(max(st.MapSize, 1)))},
+					{"readers", fmt.Sprintf("%d of %d", st.NumReaders, st.MaxReaders)},
+					{"sync", st.SyncMode},
+					{"commit", st.CommitMode},
+					{"writemap", strconv.FormatBool(st.WriteMap)},
+					{"max key size", fmt.Sprint(st.MaxKeySize)},
+					{"gets / puts / deletes / scans", fmt.Sprintf("%d / %d / %d / %d", st.Gets, st.Puts, st.Deletes, st.Scans)},
+					{"commits (writes carried, max batch)", fmt.Sprintf("%d (%d, %d)", st.Commits, st.BatchedWrites, st.MaxBatch)},
+					{"last txn id", fmt.Sprint(st.LastTxnID)},
+					{"map growths", fmt.Sprint(st.MapGrowths)},
+				}
+				for _, r := range rows {
+					outf(tw, "%s\t%s\n", r[0], r[1])
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+// printRecord prints fields sorted by name; values that are not printable
+// text are quoted so binary data cannot garble the terminal.
+func printRecord(w io.Writer, indent string, rec gen.Record) {
+	for _, name := range slices.Sorted(maps.Keys(rec)) {
+		outf(w, "%s%s=%s\n", indent, name, printable(rec[name]))
+	}
+}
+
+func printable(v []byte) string {
+	s := string(v)
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
+}

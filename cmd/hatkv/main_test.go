@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// childArgsEnv makes the test binary act as the hatkv command (with these
+// unit-separator (0x1f) separated arguments), so tests can signal and kill a real process.
+const childArgsEnv = "HATKV_CLI_CHILD_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgsEnv); args != "" {
+		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is written by a command running in another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runCmd runs the hatkv command line in-process.
+func runCmd(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	cmd := newRootCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	cmd.SetIn(stdin)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+var listeningRE = regexp.MustCompile(`listening on (\S+)`)
+
+// serveInProcess runs `hatkv serve` on 127.0.0.1:0 in a temp dir and
+// returns its address; cleanup cancels it (graceful shutdown) and checks
+// it stopped cleanly.
+func serveInProcess(t *testing.T, extra ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := newRootCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(append([]string{"serve", "--db", t.TempDir(), "--listen", "127.0.0.1:0", "--sync", "nosync"}, extra...))
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			require.Contains(t, out.String(), "hatkv: stopped")
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("serve exited: %v\n%s", err, out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve did not start:\n%s", out.String())
+	return ""
+}

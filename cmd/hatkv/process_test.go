@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	output *syncBuffer
+	exited chan struct{}
+}
+
+// startServeProcess runs `hatkv serve` in a child process (the re-executed
+// test binary) with the IDL defaults, i.e. kv.sync=always.
+func startServeProcess(t *testing.T, db string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"serve", "--db", db, "--listen", "127.0.0.1:0"}, "\x1f"))
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	p := &proc{cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.output
+	require.NoError(t, cmd.Start())
+	addr := make(chan string, 1)
+	go func() {
+		defer close(p.exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = p.output.Write([]byte(line + "\n"))
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		_ = cmd.Wait()
+	})
+	select {
+	case p.addr = <-addr:
+		return p
+	case <-p.exited:
+		t.Fatalf("serve exited before listening:\n%s", p.output.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not start:\n%s", p.output.String())
+	}
+	return nil
+}
+
+// wait waits for the process to exit and returns its exit error.
+func (p *proc) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("server process did not exit")
+	}
+	return p.cmd.Wait()
+}
+
+func TestServeProcessLifecycle(t *testing.T) {
+	tests := []struct {
+		name     string
+		sig      syscall.Signal
+		graceful bool
+	}{
+		{"SIGTERM shuts down gracefully", syscall.SIGTERM, true},
+		{"SIGINT shuts down gracefully", syscall.SIGINT, true},
+		{"SIGKILL loses no acknowledged write", syscall.SIGKILL, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			db := t.TempDir()
+			p := startServeProcess(t, db)
+			for _, k := range []string{"a", "b", "c"} {
+				out, err := runCmd(ctx, nil, "put", "key-"+k, "f="+k, "--addr", p.addr)
+				require.NoError(t, err, out)
+			}
+			require.NoError(t, p.cmd.Process.Signal(tt.sig))
+			err := p.wait(t)
+			if tt.graceful {
+				require.NoError(t, err, "exit status 0 after %v:\n%s", tt.sig, p.output.String())
+				assert.Contains(t, p.output.String(), "shutting down")
+				assert.Contains(t, p.output.String(), "hatkv: stopped")
+			} else {
+				var ee *exec.ExitError
+				require.True(t, errors.As(err, &ee), "killed: %v", err)
+			}
+
+			p2 := startServeProcess(t, db)
+			out, err := runCmd(ctx, nil, "scan", "--addr", p2.addr)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, "key-a\n  f=a\nkey-b\n  f=b\nkey-c\n  f=c\n(3 records)")
+			require.NoError(t, p2.cmd.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, p2.wait(t))
+		})
+	}
+}

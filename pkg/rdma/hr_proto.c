@@ -1,0 +1,384 @@
+/* hr_proto.c - HatRPC engine endpoints: lifecycle, registered regions, the
+ * send-queue accounting behind selective signaling, and the progress loop
+ * (busy polling or blocking on the completion channel). Provider table only. */
+#define _GNU_SOURCE
+#include "hr_proto_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EP_EVENT_SLICE_MS 10
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t hrp_sum(const void *p, uint64_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ull);
+	uint64_t w;
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x100000001b3ull + (h >> 29);
+	}
+	for (; n > 0; n--, b++)
+		h = (h ^ *b) * 0x100000001b3ull;
+	return mix64(h);
+}
+
+uint64_t hrp_msg_sum(const hr_msg *m, uint64_t psum)
+{
+	hr_msg c = *m;
+	c.sum = psum;
+	return hrp_sum(&c, sizeof c, 0x48525043ull) | 1;
+}
+
+int hrp_fail(hr_ep *ep, int st)
+{
+	if (st < 0)
+		st = -st;
+	if (st == HR_OK)
+		return HR_OK;
+	if (!ep->broken) {
+		ep->broken = st;
+		hr_qp_set_error(ep->qp);
+	}
+	return st;
+}
+
+static void region_free(hr_ep *ep, hr_region *r)
+{
+	if (r->mr)
+		hr_dereg_mr(r->mr);
+	if (r->p)
+		hr_free_buf(ep->pd, r->p, r->cap);
+	r->p = NULL;
+	r->mr = NULL;
+	r->cap = 0;
+}
+
+static int region_alloc(hr_ep *ep, hr_region *r, uint64_t cap, uint32_t access)
+{
+	void *p = NULL;
+	int st = hr_alloc_buf(ep->pd, cap, &p);
+	if (st != HR_OK)
+		return st;
+	hr_mr *mr = NULL;
+	st = hr_reg_mr(ep->pd, p, cap, access, &mr);
+	if (st != HR_OK) {
+		hr_free_buf(ep->pd, p, cap);
+		return st;
+	}
+	r->p = p;
+	r->cap = cap;
+	r->mr = mr;
+	r->access = access;
+	return HR_OK;
+}
+
+/* Grows r to hold need bytes, keeping its first keep bytes. Pools grow in
+ * 64 KiB steps: a 16 MiB message should not cost 32 MiB of pinned memory. */
+int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
+{
+	if (need <= r->cap)
+		return HR_OK;
+	if (need > ep->cfg.max_msg + HR_MSG_HDR + HR_MSG_TAIL)
+		return HR_EINVAL;
+	uint64_t cap = (need + 0xffffull) & ~0xffffull;
+	hr_region n = {0};
+	int st = region_alloc(ep, &n, cap, r->access);
+	if (st != HR_OK)
+		return st;
+	if (keep > r->cap)
+		keep = r->cap;
+	if (keep)
+		memcpy(n.p, r->p, keep);
+	region_free(ep, r);
+	*r = n;
+	return HR_OK;
+}
+
+uint8_t *hrp_slot(hr_ep *ep, uint32_t slot) { return ep->slots.p + (uint64_t)slot * ep->slot_stride; }
+
+uint8_t *hrp_ctl(hr_ep *ep)
+{
+	/* Rotating entries: a non-inline control SEND may still be read by the
+	 * device while the next one is built. */
+	uint8_t *p = ep->ctl.p + (uint64_t)(ep->ctl_next % HR_EP_CTL_N) * HR_MSG_HDR;
+	ep->ctl_next++;
+	memset(p, 0, HR_MSG_HDR);
+	return p;
+}
+
+int hrp_repost(hr_ep *ep, uint32_t slot)
+{
+	hr_recv_wr wr = {.wr_id = slot, .num_sge = 1};
+	wr.sg[0].addr = (uint64_t)(uintptr_t)hrp_slot(ep, slot);
+	wr.sg[0].length = ep->slot_stride;
+	wr.sg[0].lkey = ep->slots.mr->lkey;
+	uint32_t bad;
+	return hr_post_recv(ep->qp, &wr, 1, &bad);
+}
+
+/* Returns HR_ETIMEDOUT once the deadline passed or the call was cancelled. */
+int hrp_check(hr_ep *ep)
+{
+	if (atomic_load_explicit(&ep->cancel_gen, memory_order_relaxed) == ep->gen)
+		return HR_ETIMEDOUT;
+	if (ep->deadline != UINT64_MAX && hr_now_ns() >= ep->deadline)
+		return HR_ETIMEDOUT;
+	return HR_OK;
+}
+
+static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const hr_wc *c = &wc[i];
+		if (c->status != HR_OK)
+			return hrp_fail(ep, (int)c->status);
+		if (c->opcode == HR_WC_RECV || c->opcode == HR_WC_RECV_RDMA_WITH_IMM) {
+			uint32_t cap = ep->cfg.nslots;
+			if (ep->arr_tail - ep->arr_head >= cap)
+				return hrp_fail(ep, HR_EIO);
+			hr_arrival *a = &ep->arr[ep->arr_tail % cap];
+			a->slot = (uint32_t)c->wr_id;
+			a->opcode = c->opcode;
+			a->byte_len = c->byte_len;
+			a->imm = c->imm;
+			ep->arr_tail++;
+			continue;
+		}
+		if (c->wr_id > ep->sq_done)
+			ep->sq_done = c->wr_id;
+		if (c->opcode == HR_OP_RDMA_READ && c->wr_id > ep->read_done)
+			ep->read_done = c->wr_id;
+	}
+	return HR_OK;
+}
+
+/* One step of progress: >0 completions handled, 0 none (busy mode) or an
+ * event slice passed, <0 -status. Event mode arms and blocks in slices so
+ * cancellation is noticed. */
+int hrp_progress(hr_ep *ep)
+{
+	hr_wc wc[HR_EP_POLL];
+	int n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
+	if (n == 0 && ep->cfg.event) {
+		int st = hr_arm_cq(ep->cq, 0);
+		if (st != HR_OK)
+			return -hrp_fail(ep, st);
+		/* A completion may have landed between the poll and the arm. */
+		n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
+		if (n == 0) {
+			int slice = EP_EVENT_SLICE_MS;
+			if (ep->deadline != UINT64_MAX) {
+				uint64_t now = hr_now_ns();
+				uint64_t left = ep->deadline > now ? (ep->deadline - now + 999999) / 1000000 : 0;
+				if (left < (uint64_t)slice)
+					slice = (int)left;
+			}
+			hr_cq *ev = NULL;
+			st = hr_get_cq_event(ep->ch, slice, &ev);
+			if (st == HR_ETIMEDOUT)
+				return 0;
+			if (st != HR_OK)
+				return -hrp_fail(ep, st);
+			hr_ack_cq_events(ev, 1);
+			n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
+		}
+	}
+	if (n < 0)
+		return -hrp_fail(ep, -n);
+	int st = dispatch(ep, wc, n);
+	return st != HR_OK ? -st : n;
+}
+
+/* Posts a chain with selective signaling: READs are always signaled (their
+ * data is awaited), other WRs once every signal_interval, which is what frees
+ * send-queue slots. */
+int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n)
+{
+	if (n > ep->sq_cap)
+		return hrp_fail(ep, HR_EINVAL);
+	while (ep->sq_posted - ep->sq_done + n > ep->sq_cap) {
+		int r = hrp_progress(ep);
+		if (r < 0)
+			return -r;
+		int st = hrp_check(ep);
+		if (st != HR_OK)
+			return hrp_fail(ep, st);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		wr[i].wr_id = ++ep->sq_posted;
+		if (wr[i].opcode == HR_OP_RDMA_READ || (wr[i].flags & HR_SEND_SIGNALED) ||
+		    ++ep->unsignaled >= ep->cfg.signal_interval) {
+			wr[i].flags |= HR_SEND_SIGNALED;
+			ep->unsignaled = 0;
+		}
+		uint64_t len = 0;
+		for (uint32_t s = 0; s < wr[i].num_sge; s++)
+			len += wr[i].sg[s].length;
+		if (wr[i].opcode != HR_OP_RDMA_READ && len <= ep->cfg.inline_threshold)
+			wr[i].flags |= HR_SEND_INLINE;
+	}
+	uint32_t bad = 0;
+	int st = hr_post_send(ep->qp, wr, n, &bad);
+	return st != HR_OK ? hrp_fail(ep, st) : HR_OK;
+}
+
+int hrp_wait_read(hr_ep *ep, uint64_t wr_id)
+{
+	while (ep->read_done < wr_id) {
+		int r = hrp_progress(ep);
+		if (r < 0)
+			return -r;
+		if (r == 0) {
+			int st = hrp_check(ep);
+			if (st != HR_OK)
+				return hrp_fail(ep, st);
+		}
+	}
+	return HR_OK;
+}
+
+static void ep_free(hr_ep *ep)
+{
+	if (ep->qp)
+		hr_destroy_qp(ep->qp);
+	if (ep->cq)
+		hr_destroy_cq(ep->cq);
+	if (ep->ch)
+		hr_destroy_chan(ep->ch);
+	region_free(ep, &ep->slots);
+	region_free(ep, &ep->direct);
+	region_free(ep, &ep->resp);
+	region_free(ep, &ep->ctl);
+	region_free(ep, &ep->tx);
+	region_free(ep, &ep->rx);
+	free(ep->arr);
+	free(ep);
+}
+
+static int cfg_ok(const hr_ep_cfg *c)
+{
+	return c->slot_size > 0 && c->nslots >= 4 && c->nslots <= 4096 && c->direct_size > 0 &&
+	       c->resp_size > 0 && c->max_send_wr >= 8 && c->signal_interval > 0 &&
+	       c->signal_interval <= c->max_send_wr / 2 && c->rfp_fetch >= HR_MSG_HDR + HR_MSG_TAIL &&
+	       c->max_msg > 0 && c->direct_size <= c->max_msg && c->resp_size <= c->max_msg &&
+	       c->slot_size <= c->max_msg && (uint64_t)c->slot_size + HR_MSG_HDR <= UINT32_MAX / 2;
+}
+
+int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out)
+{
+	if (!dev || !pd || !cfg || !out || !cfg_ok(cfg))
+		return HR_EINVAL;
+	hr_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return HR_ENOMEM;
+	ep->dev = dev;
+	ep->pd = pd;
+	ep->cfg = *cfg;
+	ep->sq_cap = cfg->max_send_wr;
+	ep->slot_stride = (HR_MSG_HDR + cfg->slot_size + 63u) & ~63u;
+	atomic_store(&ep->cancel_gen, UINT32_MAX);
+	ep->gen = 0;
+	int st = HR_ENOMEM;
+	ep->arr = calloc(cfg->nslots, sizeof *ep->arr);
+	if (!ep->arr)
+		goto fail;
+	uint32_t lw = HR_ACCESS_LOCAL_WRITE;
+	if ((st = region_alloc(ep, &ep->slots, (uint64_t)ep->slot_stride * cfg->nslots, lw)) ||
+	    (st = region_alloc(ep, &ep->direct, HR_MSG_HDR + cfg->direct_size + HR_MSG_TAIL,
+			       lw | HR_ACCESS_REMOTE_WRITE)) ||
+	    (st = region_alloc(ep, &ep->resp, HR_MSG_HDR + cfg->resp_size + HR_MSG_TAIL,
+			       lw | HR_ACCESS_REMOTE_READ)) ||
+	    (st = region_alloc(ep, &ep->ctl, HR_EP_CTL_N * HR_MSG_HDR, lw)))
+		goto fail;
+	uint64_t pool = cfg->pool_size;
+	uint64_t small = HR_MSG_HDR + (uint64_t)(cfg->slot_size > cfg->direct_size ? cfg->slot_size : cfg->direct_size) +
+			 HR_MSG_TAIL;
+	if (pool < small)
+		pool = small;
+	if ((st = region_alloc(ep, &ep->tx, pool, lw | HR_ACCESS_REMOTE_READ)) ||
+	    (st = region_alloc(ep, &ep->rx, pool, lw | HR_ACCESS_REMOTE_WRITE)))
+		goto fail;
+	if ((st = hr_create_chan(dev, &ep->ch)))
+		goto fail;
+	if ((st = hr_create_cq(dev, cfg->max_send_wr + cfg->nslots + 16, ep->ch, &ep->cq)))
+		goto fail;
+	hr_qp_init in = {
+		.send_cq = ep->cq,
+		.recv_cq = ep->cq,
+		.max_send_wr = cfg->max_send_wr,
+		.max_recv_wr = cfg->nslots,
+		.max_sge = 2,
+		.max_inline = cfg->inline_threshold,
+		.rnr_retry = 7,
+		.retry_cnt = 7,
+	};
+	if ((st = hr_create_qp(pd, &in, &ep->qp)))
+		goto fail;
+	for (uint32_t i = 0; i < cfg->nslots; i++)
+		if ((st = hrp_repost(ep, i)))
+			goto fail;
+	*out = ep;
+	return HR_OK;
+fail:
+	ep_free(ep);
+	return st;
+}
+
+void hr_ep_destroy(hr_ep *ep)
+{
+	if (ep)
+		ep_free(ep);
+}
+
+hr_qp *hr_ep_qp(hr_ep *ep) { return ep->qp; }
+
+void hr_ep_local(hr_ep *ep, hr_ep_desc *d)
+{
+	memset(d, 0, sizeof *d);
+	d->direct_addr = (uint64_t)(uintptr_t)ep->direct.p;
+	d->direct_rkey = ep->direct.mr->rkey;
+	d->direct_len = ep->cfg.direct_size;
+	d->resp_addr = (uint64_t)(uintptr_t)ep->resp.p;
+	d->resp_rkey = ep->resp.mr->rkey;
+	d->resp_len = ep->cfg.resp_size;
+	d->slot_size = ep->cfg.slot_size;
+	d->nslots = ep->cfg.nslots;
+	d->event = ep->cfg.event;
+}
+
+int hr_ep_set_peer(hr_ep *ep, const hr_ep_desc *p)
+{
+	if (!p || p->slot_size == 0 || p->nslots < 4 || p->direct_len == 0 || p->resp_len == 0 ||
+	    p->event > 1)
+		return HR_EPEER;
+	ep->peer = *p;
+	ep->have_peer = 1;
+	return HR_OK;
+}
+
+void *hr_ep_tx(hr_ep *ep, uint64_t n)
+{
+	if (ep->tx_busy || hrp_region_ensure(ep, &ep->tx, HR_MSG_HDR + n + HR_MSG_TAIL, 0) != HR_OK)
+		return NULL;
+	return ep->tx.p + HR_MSG_HDR;
+}
+
+void hr_ep_cancel(hr_ep *ep, uint32_t gen) { atomic_store(&ep->cancel_gen, gen); }
+
+void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
+{
+	*out = ep->st;
+	out->rfp_mode = ep->rfp_mode;
+}
+
+int hr_ep_broken(hr_ep *ep) { return ep->broken; }

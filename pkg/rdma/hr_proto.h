@@ -1,0 +1,125 @@
+/* hr_proto.h - the HatRPC engine: RPC protocols as C state machines over the
+ * provider table (hr.h).
+ *
+ * An endpoint (hr_ep) is one side of one connection: its own QP, one CQ
+ * shared by send and receive (so one wait covers both, in busy and in event
+ * mode), and registered buffers allocated through the provider. A call runs
+ * its whole exchange in C: the client crosses cgo once per call
+ * (hr_ep_call), the server once per request (hr_ep_recv, hr_ep_reply).
+ *
+ * One call is outstanding per endpoint at a time (synchronous RPC): that is
+ * what lets a side receive into one pre-known buffer and lets leases stay
+ * valid until the next call without any overwrite protection.
+ */
+#ifndef HR_PROTO_H
+#define HR_PROTO_H
+
+#include "hr.h"
+
+/* Protocol numbers; values are part of the Go contract (proto_endpoint.go). */
+enum hr_proto {
+	HR_PROTO_EAGER = 0,              /* SEND into a pre-posted slot */
+	HR_PROTO_WRITE_RNDV = 1,         /* RTS, CTS, WRITE, FIN */
+	HR_PROTO_READ_RNDV = 2,          /* RTS with the source, READ, FIN */
+	HR_PROTO_DIRECT_WRITE_SEND = 3,  /* WRITE to the pre-known buffer, then SEND */
+	HR_PROTO_CHAINED_WRITE_SEND = 4, /* the same, both in one post */
+	HR_PROTO_DIRECT_WRITE_IMM = 5,   /* one WRITE_WITH_IMM */
+	HR_PROTO_RFP = 6,                /* remote fetching (client READs) */
+	HR_PROTO_HYBRID = 7,             /* eager below the threshold, else Write-RNDV */
+	HR_PROTO_COUNT
+};
+
+/* Bytes in front of every message in a slot, in the pre-known buffer and in
+ * the RFP response buffer; memory-polled messages add an 8-byte tail canary. */
+#define HR_MSG_HDR 64
+#define HR_MSG_TAIL 8
+
+typedef struct hr_ep_cfg {
+	uint32_t slot_size;        /* receive slot payload capacity (eager) */
+	uint32_t nslots;           /* pre-posted receive slots */
+	uint32_t direct_size;      /* pre-known buffer payload capacity */
+	uint32_t resp_size;        /* RFP response buffer payload capacity */
+	uint32_t eager_threshold;  /* hybrid: eager up to here */
+	uint32_t inline_threshold; /* post inline up to here (whole WR) */
+	uint32_t signal_interval;  /* signal one in this many send WRs */
+	uint32_t max_send_wr;
+	uint32_t event;            /* 1: block on the completion channel */
+	uint32_t rfp_retries;      /* R */
+	uint32_t rfp_fetch;        /* F: first READ size, header included */
+	uint32_t pad_;
+	uint64_t max_msg;          /* largest payload either way */
+	uint64_t pool_size;        /* initial rendezvous pool size */
+} hr_ep_cfg;
+
+/* What the peer needs: exchanged at bootstrap next to the QP attributes. */
+typedef struct hr_ep_desc {
+	uint64_t direct_addr;
+	uint64_t resp_addr;
+	uint32_t direct_rkey;
+	uint32_t direct_len; /* payload capacity */
+	uint32_t resp_rkey;
+	uint32_t resp_len;   /* payload capacity */
+	uint32_t slot_size;
+	uint32_t nslots;
+	uint32_t event;
+	uint32_t pad_;
+} hr_ep_desc;
+
+/* What the endpoint did, for tests and the planner's feedback. */
+typedef struct hr_ep_stats {
+	uint64_t calls;          /* client calls completed */
+	uint64_t served;         /* server responses sent */
+	uint64_t rndv_fallbacks; /* messages sent by rendezvous because too large */
+	uint64_t rfp_fetches;    /* first READs of F bytes, retries included */
+	uint64_t rfp_retries;    /* first READs that found no response */
+	uint64_t rfp_rest_reads; /* READs of the part beyond F */
+	uint64_t rfp_exceeded;   /* calls that needed more than R retries */
+	uint64_t rfp_to_reply;   /* switches to server-reply */
+	uint64_t rfp_to_fetch;   /* switches back to fetching */
+	uint64_t rfp_reply_calls;/* calls made in server-reply mode */
+	uint64_t fetch_ns;       /* moving average of one fetch READ */
+	uint32_t rfp_mode;       /* 0 fetch, 1 server-reply */
+	uint32_t pad_;
+} hr_ep_stats;
+
+typedef struct hr_ep hr_ep;
+
+/* Creates the QP (left in INIT), CQ, channel and buffers, and pre-posts the
+ * receive slots. The QP is connected by the caller (hr_ep_qp) after the
+ * descriptors are exchanged. */
+int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out);
+void hr_ep_destroy(hr_ep *ep);
+hr_qp *hr_ep_qp(hr_ep *ep);
+void hr_ep_local(hr_ep *ep, hr_ep_desc *out);
+int hr_ep_set_peer(hr_ep *ep, const hr_ep_desc *peer);
+
+/* A lease on the send staging buffer for n payload bytes; passing it back as
+ * a call's or reply's payload avoids the copy. NULL if n is too large. */
+void *hr_ep_tx(hr_ep *ep, uint64_t n);
+
+/* Client: sends req by proto, waits for the response. *resp points into the
+ * endpoint's memory until the next call. gen identifies the call for
+ * hr_ep_cancel; timeout_ms < 0 waits forever. */
+int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int timeout_ms,
+	       uint32_t gen, void **resp, uint64_t *resp_len);
+
+/* Server: waits up to idle_ms for the next request to start (HR_ETIMEDOUT
+ * with nothing started is benign), then up to timeout_ms in all for it to
+ * complete (a rendezvous); *req stays valid until hr_ep_reply. */
+int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req, uint64_t *len);
+/* Server: answers the pending request by proto. HR_PROTO_RFP leaves the
+ * response for the client to fetch when the client fetches, and replies by
+ * Hybrid when the client has switched to server-reply. */
+int hr_ep_reply(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int timeout_ms, uint32_t gen);
+/* A lease to fill with the pending request's response (n bytes) so that
+ * hr_ep_reply needs no copy; NULL if none fits. */
+void *hr_ep_reply_buf(hr_ep *ep, uint64_t n);
+
+/* Makes the call or wait identified by gen return HR_ETIMEDOUT soon; safe
+ * from any thread while the endpoint exists. */
+void hr_ep_cancel(hr_ep *ep, uint32_t gen);
+void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
+/* HR_OK, or the status that broke the endpoint (its QP is then in error). */
+int hr_ep_broken(hr_ep *ep);
+
+#endif

@@ -1,0 +1,129 @@
+/* hr_proto_int.h - engine internals shared by hr_proto.c (endpoint, buffers,
+ * the progress loop) and hr_proto_msg.c (the protocol state machines). Sees
+ * only hr.h. */
+#ifndef HR_PROTO_INT_H
+#define HR_PROTO_INT_H
+
+#include "hr_proto.h"
+
+#include <stdatomic.h>
+
+/* Message types (hr_msg.type). */
+enum {
+	HRM_DATA = 1,  /* payload follows the header (slot or pre-known buffer) */
+	HRM_RTS_W = 2, /* Write-RNDV request to send: len */
+	HRM_CTS = 3,   /* Write-RNDV clear to send: addr, rkey */
+	HRM_FIN = 4,   /* Write-RNDV data written / Read-RNDV source released */
+	HRM_RTS_R = 5, /* Read-RNDV: the source is addr, rkey, len */
+	HRM_NOTE = 6,  /* Direct-(Chained-)Write-Send: data is in the pre-known buffer */
+	HRM_RESP = 7   /* RFP: response published for fetching */
+};
+
+/* hr_msg.flags */
+enum {
+	HRM_F_FETCH = 1,   /* request: the client will fetch the response */
+	HRM_F_RELEASE = 2  /* FIN: Read-RNDV source may be reused */
+};
+
+/* The header in front of every message. sum covers the other fields (and,
+ * for memory-polled messages, the payload), so a reader racing the writer
+ * never accepts a torn header. */
+typedef struct hr_msg {
+	uint32_t type;
+	uint32_t flags;
+	uint64_t len;
+	uint64_t seq;
+	uint64_t canary; /* memory-polled: payload sum seeded by seq, also the tail */
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t proto;
+	uint64_t server_ns; /* response: time the server spent on the request */
+	uint64_t sum;
+} hr_msg;
+
+_Static_assert(sizeof(hr_msg) <= HR_MSG_HDR, "header too large");
+
+/* A registered region owned by the endpoint. */
+typedef struct hr_region {
+	uint8_t *p;
+	uint64_t cap;
+	hr_mr *mr;
+	uint32_t access;
+} hr_region;
+
+/* A receive completion waiting to be interpreted. */
+typedef struct hr_arrival {
+	uint32_t slot;
+	uint32_t opcode;
+	uint32_t byte_len;
+	uint32_t imm;
+} hr_arrival;
+
+#define HR_EP_CTL_N 64
+#define HR_EP_POLL 16
+
+struct hr_ep {
+	hr_dev *dev;
+	hr_pd *pd;
+	hr_chan *ch;
+	hr_cq *cq;
+	hr_qp *qp;
+	hr_ep_cfg cfg;
+	hr_ep_desc peer;
+	int have_peer;
+
+	hr_region slots;  /* nslots x (HDR + slot_size), receive only */
+	hr_region direct; /* pre-known buffer: peers WRITE here */
+	hr_region resp;   /* RFP: responses published here, peers READ */
+	hr_region ctl;    /* control messages, HR_EP_CTL_N x HDR */
+	hr_region tx;     /* staging: HDR + payload + tail; Read-RNDV source */
+	hr_region rx;     /* Write-RNDV target, READ destination */
+	uint32_t slot_stride;
+	uint32_t ctl_next;
+
+	/* Send queue accounting for selective signaling: WR ids count posts, a
+	 * signaled completion retires every WR up to its id. */
+	uint64_t sq_posted;
+	uint64_t sq_done;
+	uint64_t read_done;
+	uint32_t sq_cap;
+	uint32_t unsignaled;
+
+	hr_arrival *arr;
+	uint32_t arr_head, arr_tail; /* ring of nslots */
+
+	uint64_t seq;      /* client: last call; server: last request */
+	int tx_busy;       /* Read-RNDV source not yet released by the peer */
+	int pending;       /* server: request received, not yet answered */
+	uint32_t pend_flags;
+	uint64_t t_req;
+	uint64_t deadline; /* of the current operation */
+	uint64_t deadline_started; /* server: once a request has started, if set */
+	uint32_t gen;
+	_Atomic uint32_t cancel_gen;
+	int broken;
+
+	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */
+	uint32_t rfp_over; /* consecutive calls over R */
+	hr_ep_stats st;
+};
+
+/* hr_proto.c */
+int hrp_fail(hr_ep *ep, int st);
+int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep);
+int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n);
+int hrp_repost(hr_ep *ep, uint32_t slot);
+int hrp_progress(hr_ep *ep);
+int hrp_check(hr_ep *ep);
+int hrp_wait_read(hr_ep *ep, uint64_t wr_id);
+uint8_t *hrp_ctl(hr_ep *ep);
+uint8_t *hrp_slot(hr_ep *ep, uint32_t slot);
+uint64_t hrp_sum(const void *p, uint64_t n, uint64_t seed);
+uint64_t hrp_msg_sum(const hr_msg *m, uint64_t psum);
+
+/* hr_proto_msg.c */
+int hrp_send_msg(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_t flags, uint64_t server_ns);
+int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *hdr, uint8_t **payload, uint64_t *len);
+int hrp_stage(hr_ep *ep, const void *p, uint64_t len, uint64_t extra);
+
+#endif

@@ -1,0 +1,252 @@
+/* hr_proto_rpc.c - the request/response exchange: client calls (including
+ * RFP's fetch loop and its switch to server-reply and back) and the server's
+ * receive and reply. One cgo crossing per call on each side. */
+#define _GNU_SOURCE
+#include "hr_proto_int.h"
+
+#include <string.h>
+
+enum { RFP_FETCH = 0, RFP_REPLY = 1 };
+/* RF-RPC switches to server-reply only after this many consecutive calls
+ * needed more than R retries, so one slow request does not flip the mode. */
+#define RFP_SWITCH_AFTER 2
+
+static uint64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? UINT64_MAX : hr_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+static int begin(hr_ep *ep, int timeout_ms, uint32_t gen)
+{
+	if (ep->broken || !ep->have_peer)
+		return HR_ESTATE;
+	ep->gen = gen;
+	ep->deadline = deadline_of(timeout_ms);
+	ep->deadline_started = 0;
+	return hrp_check(ep);
+}
+
+static int read_into(hr_ep *ep, uint8_t *dst, uint64_t len, uint64_t raddr, uint32_t rkey, uint64_t *ns)
+{
+	hr_send_wr wr;
+	memset(&wr, 0, sizeof wr);
+	wr.opcode = HR_OP_RDMA_READ;
+	wr.num_sge = len ? 1 : 0;
+	wr.sg[0].addr = (uint64_t)(uintptr_t)dst;
+	wr.sg[0].length = (uint32_t)len;
+	wr.sg[0].lkey = ep->rx.mr->lkey;
+	wr.remote_addr = raddr;
+	wr.rkey = rkey;
+	uint64_t t0 = hr_now_ns();
+	int st = hrp_post(ep, &wr, 1);
+	if (st == HR_OK)
+		st = hrp_wait_read(ep, wr.wr_id);
+	if (ns)
+		*ns = hr_now_ns() - t0;
+	return st;
+}
+
+/* RFP: READ F bytes of the server's response buffer until the response for
+ * this call is there, then READ whatever did not fit. The server posts
+ * nothing. */
+static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
+{
+	uint64_t f = ep->cfg.rfp_fetch;
+	if (f > HR_MSG_HDR + (uint64_t)ep->peer.resp_len + HR_MSG_TAIL)
+		f = HR_MSG_HDR + (uint64_t)ep->peer.resp_len + HR_MSG_TAIL;
+	int st = hrp_region_ensure(ep, &ep->rx, f, 0);
+	if (st != HR_OK)
+		return hrp_fail(ep, st);
+	uint32_t tries = 0;
+	int exceeded = 0;
+	for (;;) {
+		uint64_t ns;
+		if ((st = read_into(ep, ep->rx.p, f, ep->peer.resp_addr, ep->peer.resp_rkey, &ns)) != HR_OK)
+			return st;
+		ep->st.rfp_fetches++;
+		ep->st.fetch_ns = ep->st.fetch_ns ? (ep->st.fetch_ns * 7 + ns) / 8 : ns;
+		hr_msg h;
+		memcpy(&h, ep->rx.p, sizeof h);
+		int ok = h.type == HRM_RESP && h.seq == ep->seq && h.sum == hrp_msg_sum(&h, 0) &&
+			 h.len <= ep->cfg.max_msg;
+		if (ok && h.addr == 0) {
+			uint64_t total = HR_MSG_HDR + h.len + HR_MSG_TAIL;
+			if (h.len > ep->peer.resp_len)
+				return hrp_fail(ep, HR_EIO);
+			if (total > f) {
+				if ((st = hrp_region_ensure(ep, &ep->rx, total, f)) != HR_OK)
+					return hrp_fail(ep, st);
+				st = read_into(ep, ep->rx.p + f, total - f, ep->peer.resp_addr + f,
+					       ep->peer.resp_rkey, NULL);
+				if (st != HR_OK)
+					return st;
+				ep->st.rfp_rest_reads++;
+			}
+			uint8_t *p = ep->rx.p + HR_MSG_HDR;
+			uint64_t tail;
+			memcpy(&tail, p + h.len, sizeof tail);
+			/* A READ racing the server's local copy may be torn: only
+			 * a matching canary and payload sum make it a response. */
+			ok = tail == h.canary && hrp_sum(p, h.len, h.seq) == h.canary;
+		} else if (ok) {
+			/* Too large for the response buffer: the header points into
+			 * the server's pool, filled before the header was. */
+			if ((st = hrp_region_ensure(ep, &ep->rx, HR_MSG_HDR + h.len, 0)) != HR_OK)
+				return hrp_fail(ep, st);
+			st = read_into(ep, ep->rx.p + HR_MSG_HDR, h.len, h.addr, h.rkey, NULL);
+			if (st != HR_OK)
+				return st;
+			ep->st.rfp_rest_reads++;
+		}
+		if (ok) {
+			*resp = ep->rx.p + HR_MSG_HDR;
+			*resp_len = h.len;
+			break;
+		}
+		ep->st.rfp_retries++;
+		if (++tries > ep->cfg.rfp_retries && !exceeded) {
+			exceeded = 1;
+			ep->st.rfp_exceeded++;
+		}
+		if ((st = hrp_check(ep)) != HR_OK)
+			return hrp_fail(ep, st);
+	}
+	/* This call keeps fetching (its response will be published); later ones
+	 * wait for the server to send. */
+	if (!exceeded) {
+		ep->rfp_over = 0;
+	} else if (++ep->rfp_over >= RFP_SWITCH_AFTER) {
+		ep->rfp_mode = RFP_REPLY;
+		ep->rfp_over = 0;
+		ep->st.rfp_to_reply++;
+	}
+	return HR_OK;
+}
+
+int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int timeout_ms, uint32_t gen,
+	       void **resp, uint64_t *resp_len)
+{
+	if (proto >= HR_PROTO_COUNT || !resp || !resp_len || (len && !req))
+		return HR_EINVAL;
+	int st = begin(ep, timeout_ms, gen);
+	if (st != HR_OK)
+		return st;
+	ep->seq++;
+	int fetch = proto == HR_PROTO_RFP && ep->rfp_mode == RFP_FETCH;
+	if ((st = hrp_send_msg(ep, proto, req, len, fetch ? HRM_F_FETCH : 0, 0)) != HR_OK)
+		return hrp_fail(ep, st);
+	if (fetch) {
+		st = rfp_fetch(ep, resp, resp_len);
+	} else {
+		hr_msg h;
+		uint8_t *p;
+		st = hrp_recv_msg(ep, 0, ep->seq, &h, &p, resp_len);
+		*resp = p;
+		if (st == HR_OK && proto == HR_PROTO_RFP) {
+			/* Server-reply: go back to fetching once the server's time
+			 * fits in R fetches again. */
+			ep->st.rfp_reply_calls++;
+			if (h.server_ns <= (uint64_t)ep->cfg.rfp_retries * ep->st.fetch_ns) {
+				ep->rfp_mode = RFP_FETCH;
+				ep->st.rfp_to_fetch++;
+			}
+		}
+	}
+	if (st != HR_OK)
+		return hrp_fail(ep, st);
+	ep->st.calls++;
+	return HR_OK;
+}
+
+int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req, uint64_t *len)
+{
+	if (!req || !len)
+		return HR_EINVAL;
+	if (ep->pending)
+		return HR_ESTATE;
+	int st = begin(ep, timeout_ms, gen);
+	if (st != HR_OK)
+		return st;
+	uint64_t idle = deadline_of(idle_ms);
+	if (idle < ep->deadline) {
+		ep->deadline_started = ep->deadline;
+		ep->deadline = idle;
+	}
+	hr_msg h;
+	uint8_t *p;
+	/* A busy-polling server also watches its pre-known buffer for RFP
+	 * requests, which arrive without any completion. */
+	st = hrp_recv_msg(ep, !ep->cfg.event, ep->seq + 1, &h, &p, len);
+	if (st != HR_OK)
+		return st;
+	*req = p;
+	ep->pending = 1;
+	ep->pend_flags = h.flags;
+	ep->t_req = hr_now_ns();
+	return HR_OK;
+}
+
+/* RFP: leave the response in the response buffer (or, too large, in the
+ * pool with the header pointing at it) for the client to READ. The header
+ * goes last so a fetch that sees it sees the data. */
+static int rfp_publish(hr_ep *ep, const void *resp, uint64_t len, uint64_t server_ns)
+{
+	hr_msg h;
+	memset(&h, 0, sizeof h);
+	uint8_t *dst = ep->resp.p + HR_MSG_HDR;
+	if (len <= ep->cfg.resp_size) {
+		if (len && resp != dst)
+			memcpy(dst, resp, len);
+		h.canary = hrp_sum(dst, len, ep->seq);
+		memcpy(dst + len, &h.canary, HR_MSG_TAIL);
+	} else {
+		int st = hrp_stage(ep, resp, len, 0);
+		if (st != HR_OK)
+			return hrp_fail(ep, st);
+		h.addr = (uint64_t)(uintptr_t)(ep->tx.p + HR_MSG_HDR);
+		h.rkey = ep->tx.mr->rkey;
+	}
+	h.type = HRM_RESP;
+	h.len = len;
+	h.seq = ep->seq;
+	h.proto = HR_PROTO_RFP;
+	h.server_ns = server_ns;
+	h.sum = hrp_msg_sum(&h, 0);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(ep->resp.p, &h, sizeof h);
+	return HR_OK;
+}
+
+int hr_ep_reply(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int timeout_ms, uint32_t gen)
+{
+	if (proto >= HR_PROTO_COUNT || (len && !resp))
+		return HR_EINVAL;
+	if (!ep->pending)
+		return HR_ESTATE;
+	int st = begin(ep, timeout_ms, gen);
+	if (st != HR_OK)
+		return st;
+	if (len > ep->cfg.max_msg)
+		return HR_EINVAL;
+	uint64_t server_ns = hr_now_ns() - ep->t_req;
+	if (ep->pend_flags & HRM_F_FETCH)
+		st = rfp_publish(ep, resp, len, server_ns);
+	else
+		st = hrp_send_msg(ep, proto == HR_PROTO_RFP ? HR_PROTO_HYBRID : proto, resp, len, 0, server_ns);
+	if (st != HR_OK)
+		return hrp_fail(ep, st);
+	ep->pending = 0;
+	ep->st.served++;
+	return HR_OK;
+}
+
+/* The lease the server may fill to answer without a copy: the response
+ * buffer when the client fetches, the staging buffer otherwise. */
+void *hr_ep_reply_buf(hr_ep *ep, uint64_t n)
+{
+	if (!ep->pending)
+		return NULL;
+	if ((ep->pend_flags & HRM_F_FETCH) && n <= ep->cfg.resp_size)
+		return ep->resp.p + HR_MSG_HDR;
+	return hr_ep_tx(ep, n);
+}

@@ -1,0 +1,419 @@
+package rdma
+
+/*
+#include "hr_proto.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Protocol is an RPC protocol of the HatRPC engine (HatRPC §3.1, Fig. 3).
+// The names match the `protocol` hint of pkg/hints.
+type Protocol uint32
+
+// Protocols; values mirror enum hr_proto.
+const (
+	ProtoEager            Protocol = C.HR_PROTO_EAGER
+	ProtoWriteRNDV        Protocol = C.HR_PROTO_WRITE_RNDV
+	ProtoReadRNDV         Protocol = C.HR_PROTO_READ_RNDV
+	ProtoDirectWriteSend  Protocol = C.HR_PROTO_DIRECT_WRITE_SEND
+	ProtoChainedWriteSend Protocol = C.HR_PROTO_CHAINED_WRITE_SEND
+	ProtoDirectWriteIMM   Protocol = C.HR_PROTO_DIRECT_WRITE_IMM
+	ProtoRFP              Protocol = C.HR_PROTO_RFP
+	ProtoHybrid           Protocol = C.HR_PROTO_HYBRID
+	numProtocols                   = C.HR_PROTO_COUNT
+)
+
+var protoNames = [...]string{"eager", "write_rndv", "read_rndv", "direct_write_send",
+	"chained_write_send", "direct_write_imm", "rfp", "hybrid"}
+
+// Protocols lists every protocol.
+func Protocols() []Protocol {
+	out := make([]Protocol, numProtocols)
+	for i := range out {
+		out[i] = Protocol(i)
+	}
+	return out
+}
+
+func (p Protocol) String() string {
+	if int(p) < len(protoNames) {
+		return protoNames[p]
+	}
+	return fmt.Sprintf("Protocol(%d)", uint32(p))
+}
+
+// ParseProtocol maps a hint name ("eager", "rfp", ...) to a Protocol.
+func ParseProtocol(s string) (Protocol, error) {
+	for i, n := range protoNames {
+		if n == s {
+			return Protocol(i), nil
+		}
+	}
+	return 0, &Error{Op: fmt.Sprintf("parse protocol %q", s), Status: StatusInvalid}
+}
+
+// Polling is how an endpoint waits: spinning on its CQ (and, on a server,
+// its pre-known buffer) or blocking on the completion channel.
+type Polling int
+
+// Polling modes.
+const (
+	PollBusy Polling = iota
+	PollEvent
+)
+
+func (p Polling) String() string {
+	if p == PollEvent {
+		return "event"
+	}
+	return "busy"
+}
+
+// EndpointConfig sizes an RPC endpoint; zero fields take the defaults
+// (pkg/hints' defaults where the hint exists).
+type EndpointConfig struct {
+	SlotSize        int // eager capacity of a receive slot (4 KiB)
+	Slots           int // pre-posted receive slots (16)
+	DirectSize      int // pre-known buffer for the Direct-* protocols and RFP requests (64 KiB)
+	RespSize        int // RFP response buffer (64 KiB)
+	EagerThreshold  int // hybrid: eager up to here (4 KiB)
+	InlineThreshold int // post inline up to here, header included (128; -1 disables)
+	SignalInterval  int // signal one send WR in this many (16)
+	MaxSendWR       int // 64
+	Polling         Polling
+	RFPRetries      int // R (5)
+	RFPFetchSize    int // F, header included (256)
+	MaxMessage      int // largest payload either way (64 MiB)
+	PoolSize        int // initial rendezvous pool (1 MiB)
+}
+
+func (c EndpointConfig) toC() C.hr_ep_cfg {
+	or := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	inl := or(c.InlineThreshold, 128)
+	if inl < 0 {
+		inl = 0
+	}
+	ev := 0
+	if c.Polling == PollEvent {
+		ev = 1
+	}
+	return C.hr_ep_cfg{
+		slot_size:        C.uint32_t(or(c.SlotSize, 4<<10)),
+		nslots:           C.uint32_t(or(c.Slots, 16)),
+		direct_size:      C.uint32_t(or(c.DirectSize, 64<<10)),
+		resp_size:        C.uint32_t(or(c.RespSize, 64<<10)),
+		eager_threshold:  C.uint32_t(or(c.EagerThreshold, 4<<10)),
+		inline_threshold: C.uint32_t(inl),
+		signal_interval:  C.uint32_t(or(c.SignalInterval, 16)),
+		max_send_wr:      C.uint32_t(or(c.MaxSendWR, 64)),
+		event:            C.uint32_t(ev),
+		rfp_retries:      C.uint32_t(or(c.RFPRetries, 5)),
+		rfp_fetch:        C.uint32_t(or(c.RFPFetchSize, 256)),
+		max_msg:          C.uint64_t(or(c.MaxMessage, 64<<20)),
+		pool_size:        C.uint64_t(or(c.PoolSize, 1<<20)),
+	}
+}
+
+// EndpointStats is what an endpoint did (see hr_ep_stats).
+type EndpointStats struct {
+	Calls, Served, RNDVFallbacks                       uint64
+	RFPFetches, RFPRetries, RFPRestReads, RFPExceeded  uint64
+	RFPToReply, RFPToFetch, RFPReplyCalls              uint64
+	FetchNS                                            uint64
+	RFPServerReply                                     bool // currently in server-reply mode
+}
+
+// RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and
+// registered buffers owned by C. One call (or one request) is in flight at
+// a time; every exchange runs in C in one cgo crossing.
+type RPCEndpoint struct {
+	pd *PD
+	p  *C.hr_ep
+	qp *QP // wraps the endpoint's QP for bootstrap and counters; not owned
+
+	mu     sync.Mutex // one exchange at a time
+	cmu    sync.RWMutex
+	closed bool
+	gen    uint32
+}
+
+// NewRPCEndpoint creates an endpoint on pd; connect it with Bootstrap.
+func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
+	c := cfg.toC()
+	var p *C.hr_ep
+	if err := statusErr("create endpoint", C.int(C.hr_ep_create(pd.dev.p, pd.p, &c, &p))); err != nil {
+		return nil, err
+	}
+	return &RPCEndpoint{pd: pd, p: p, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider}}, nil
+}
+
+// descMagic marks the third bootstrap buffer entry, which carries the
+// endpoint's parameters rather than a region.
+const descMagic = 0x4852_4550_0001 // "HREP" v1
+
+// Bootstrap exchanges endpoints with the peer over conn (buffers: the
+// pre-known buffer, the RFP response buffer, the parameters) and connects.
+func (e *RPCEndpoint) Bootstrap(ctx context.Context, conn net.Conn) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return &Error{Op: "bootstrap endpoint", Status: StatusClosed}
+	}
+	var d C.hr_ep_desc
+	C.hr_ep_local(e.p, &d)
+	bufs := []RemoteBuffer{
+		{Addr: uint64(d.direct_addr), RKey: uint32(d.direct_rkey), Len: uint64(d.direct_len)},
+		{Addr: uint64(d.resp_addr), RKey: uint32(d.resp_rkey), Len: uint64(d.resp_len)},
+		{Addr: uint64(d.slot_size)<<32 | uint64(d.nslots), RKey: uint32(d.event), Len: descMagic},
+	}
+	peer, err := e.qp.Bootstrap(ctx, conn, bufs...)
+	if err != nil {
+		return err
+	}
+	b := peer.Buffers
+	if len(b) != 3 || b[2].Len != descMagic || b[0].Len > 1<<32-1 || b[1].Len > 1<<32-1 {
+		return fmt.Errorf("%w: peer is not an RPC endpoint", ErrBadBootstrap)
+	}
+	pd := C.hr_ep_desc{
+		direct_addr: C.uint64_t(b[0].Addr), direct_rkey: C.uint32_t(b[0].RKey), direct_len: C.uint32_t(b[0].Len),
+		resp_addr: C.uint64_t(b[1].Addr), resp_rkey: C.uint32_t(b[1].RKey), resp_len: C.uint32_t(b[1].Len),
+		slot_size: C.uint32_t(b[2].Addr >> 32), nslots: C.uint32_t(b[2].Addr), event: C.uint32_t(b[2].RKey),
+	}
+	return statusErr("endpoint peer", C.int(C.hr_ep_set_peer(e.p, &pd)))
+}
+
+func (e *RPCEndpoint) isClosed() bool {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	return e.closed
+}
+
+// run performs one C exchange under ctx: its deadline becomes the C timeout
+// (capped at limit when limit > 0) and cancellation flags the C loop.
+func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.int, gen C.uint32_t) C.int) C.int {
+	ms := -1
+	if dl, ok := ctx.Deadline(); ok {
+		ms = max(int(time.Until(dl)/time.Millisecond), 0)
+	}
+	if limit > 0 && (ms < 0 || ms > int(limit/time.Millisecond)) {
+		ms = int(limit / time.Millisecond)
+	}
+	e.gen++
+	if e.gen == 1<<32-1 {
+		e.gen = 1
+	}
+	gen := e.gen
+	if ctx.Done() == nil {
+		return f(C.int(ms), C.uint32_t(gen))
+	}
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		e.cmu.RLock()
+		defer e.cmu.RUnlock()
+		if !e.closed {
+			C.hr_ep_cancel(e.p, C.uint32_t(gen))
+		}
+	})
+	st := f(C.int(ms), C.uint32_t(gen))
+	if !stop() {
+		<-done // a late cancel must not outlive this exchange
+	}
+	return st
+}
+
+func (e *RPCEndpoint) err(ctx context.Context, op string, st C.int) error {
+	if st == C.HR_OK {
+		return nil
+	}
+	if ctx.Err() != nil && st == C.HR_ETIMEDOUT {
+		return ctx.Err()
+	}
+	return statusErr(op, st)
+}
+
+func ptrLen(b []byte) (unsafe.Pointer, C.uint64_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return unsafe.Pointer(&b[0]), C.uint64_t(len(b))
+}
+
+// RequestBuffer is a lease on the send staging buffer for n bytes: a
+// request written there is sent without a copy. Valid until the next call.
+func (e *RPCEndpoint) RequestBuffer(n int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := C.hr_ep_tx(e.p, C.uint64_t(n))
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// Call sends req by proto and returns the response: a lease on the
+// endpoint's registered memory, valid until the next Call or Close.
+// A failed or interrupted call breaks the endpoint (its QP goes to error).
+func (e *RPCEndpoint) Call(ctx context.Context, proto Protocol, req []byte) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return nil, &Error{Op: "call", Status: StatusClosed}
+	}
+	var rp unsafe.Pointer
+	var rl C.uint64_t
+	p, n := ptrLen(req)
+	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		return C.hr_ep_call(e.p, C.uint32_t(proto), p, n, ms, gen, &rp, &rl)
+	})
+	if err := e.err(ctx, "call "+proto.String(), st); err != nil {
+		return nil, err
+	}
+	if rl == 0 {
+		return []byte{}, nil
+	}
+	return unsafe.Slice((*byte)(rp), int(rl)), nil
+}
+
+// recvSlice bounds one idle server wait, so Stats and Close are not held
+// off and ctx is honoured even if the cancel flag is missed.
+const recvSlice = 100 * time.Millisecond
+
+// Recv waits for the next request; the slice is a lease valid until Reply.
+// The endpoint lock is dropped between wait slices so Stats and Close are
+// not held off by an idle server.
+func (e *RPCEndpoint) Recv(ctx context.Context) ([]byte, error) {
+	for {
+		req, idle, err := e.recvSlice(ctx)
+		if !idle {
+			return req, err
+		}
+	}
+}
+
+func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return nil, false, &Error{Op: "recv", Status: StatusClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	var rp unsafe.Pointer
+	var rl C.uint64_t
+	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		return C.hr_ep_recv(e.p, C.int(recvSlice/time.Millisecond), ms, gen, &rp, &rl)
+	})
+	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
+		return nil, true, nil
+	}
+	if err := e.err(ctx, "recv", st); err != nil {
+		return nil, false, err
+	}
+	if rl == 0 {
+		return []byte{}, false, nil
+	}
+	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
+}
+
+// ReplyBuffer is a lease to build the pending request's response in (n
+// bytes) so Reply sends it without a copy; nil if none fits.
+func (e *RPCEndpoint) ReplyBuffer(n int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := C.hr_ep_reply_buf(e.p, C.uint64_t(n))
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), n)
+}
+
+// Reply answers the pending request by proto. ProtoRFP leaves the response
+// for the client to fetch (the client decides: a client in server-reply
+// mode gets it by Hybrid).
+func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return &Error{Op: "reply", Status: StatusClosed}
+	}
+	p, n := ptrLen(resp)
+	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		return C.hr_ep_reply(e.p, C.uint32_t(proto), p, n, ms, gen)
+	})
+	return e.err(ctx, "reply "+proto.String(), st)
+}
+
+// Serve answers requests with h by proto until ctx ends (returning nil) or
+// the endpoint fails.
+func (e *RPCEndpoint) Serve(ctx context.Context, proto Protocol, h func(req []byte) []byte) error {
+	for {
+		req, err := e.Recv(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := e.Reply(ctx, proto, h(req)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// Stats reports what the endpoint did.
+func (e *RPCEndpoint) Stats() EndpointStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var s C.hr_ep_stats
+	C.hr_ep_stats_get(e.p, &s)
+	return EndpointStats{
+		Calls: uint64(s.calls), Served: uint64(s.served), RNDVFallbacks: uint64(s.rndv_fallbacks),
+		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
+		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
+		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), RFPServerReply: s.rfp_mode != 0,
+	}
+}
+
+// Counters are the endpoint QP's verbs counters; safe while an exchange
+// runs (the provider keeps them under its own lock).
+func (e *RPCEndpoint) Counters() (Counters, error) {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return Counters{}, &Error{Op: "endpoint counters", Status: StatusClosed}
+	}
+	return e.qp.Counters()
+}
+
+// Close destroys the endpoint; a Call or Recv in progress is interrupted
+// first by the caller's context.
+func (e *RPCEndpoint) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cmu.Lock()
+	defer e.cmu.Unlock()
+	if e.closed {
+		return &Error{Op: "close endpoint", Status: StatusClosed}
+	}
+	e.closed = true
+	C.hr_ep_destroy(e.p)
+	return nil
+}

@@ -1,0 +1,299 @@
+package rdma
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var protoSizes = []int{0, 64, 4 << 10, 4<<10 + 1, 8<<10 + 1, 64 << 10, 64<<10 + 1, 1 << 20, 16 << 20}
+
+func callsFor(n int) int {
+	if n >= 1<<20 {
+		return 1
+	}
+	return 4
+}
+
+// TestProtocolConformance runs every protocol, both polling modes, 0 B to
+// 16 MiB, checking the bytes end to end by checksum and the exact verbs
+// operations each side posted, from the provider's counters.
+func TestProtocolConformance(t *testing.T) {
+	for _, proto := range Protocols() {
+		for _, poll := range []Polling{PollBusy, PollEvent} {
+			t.Run(fmt.Sprintf("%v/%v", proto, poll), func(t *testing.T) {
+				cfg := testEPConfig(poll)
+				cli, srv := newRPCPair(t, cfg, cfg, false)
+				rec := &recorder{}
+				serve(t, srv, proto, rec.handle)
+				for _, n := range protoSizes {
+					checkCalls(t, cli, srv, rec, proto, cfg, n, callsFor(n))
+				}
+			})
+		}
+	}
+}
+
+func checkCalls(t *testing.T, cli, srv *RPCEndpoint, rec *recorder, proto Protocol, cfg EndpointConfig, n, calls int) {
+	t.Helper()
+	c0, s0 := counters(t, cli), counters(t, srv)
+	st0 := cli.Stats()
+	first := rec.count()
+	for i := 0; i < calls; i++ {
+		req := make([]byte, n)
+		fill(req, byte(i*31+n))
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		resp, err := cli.Call(ctx, proto, req)
+		cancel()
+		require.NoError(t, err, "%d B call %d", n, i)
+		require.Equal(t, sha256.Sum256(expectedResp(req, n)), sha256.Sum256(resp), "%d B response %d", n, i)
+		require.Equal(t, sha256.Sum256(req), rec.sum(first+i), "%d B request %d", n, i)
+	}
+	c1, s1 := counters(t, cli), counters(t, srv)
+	st1 := cli.Stats()
+	require.Equal(t, uint64(calls), st1.Calls-st0.Calls)
+
+	var wantC, wantS [NumOpcodes]uint64
+	reqS, reqR := oneWay(proto, n, cfg, cfg.Polling == PollEvent)
+	addOps(&wantC, reqS, uint64(calls))
+	addOps(&wantS, reqR, uint64(calls))
+	if proto == ProtoRFP {
+		// Fetch mode: the server posts nothing for the response; the
+		// client READs F bytes until the response is there, then the rest.
+		fetches := st1.RFPFetches - st0.RFPFetches
+		retries := st1.RFPRetries - st0.RFPRetries
+		rest := st1.RFPRestReads - st0.RFPRestReads
+		require.Equal(t, uint64(calls), fetches-retries, "%d B: one successful fetch per call %+v %+v", n, st0, st1)
+		wantRest := uint64(0)
+		if msgHdr+n+msgTail > cfg.RFPFetchSize {
+			wantRest = uint64(calls)
+		}
+		require.Equal(t, wantRest, rest, "%d B: reads beyond F", n)
+		wantC[OpRDMARead] += fetches + rest
+		require.False(t, st1.RFPServerReply)
+	} else {
+		rs, rr := oneWay(proto, n, cfg, cfg.Polling == PollEvent)
+		addOps(&wantS, rs, uint64(calls))
+		addOps(&wantC, rr, uint64(calls))
+	}
+	require.Equal(t, wantC, postedDelta(c0, c1), "%d B: client posted %v", n, effective(proto, n, cfg))
+	require.Equal(t, wantS, postedDelta(s0, s1), "%d B: server posted", n)
+	if proto == ProtoRFP && effective(proto, n, cfg) == ProtoRFP {
+		require.Equal(t, [NumOpcodes]uint64{}, wantS, "RFP fetch: the server posts nothing")
+		require.Zero(t, c1.Inbound[OpSend]-c0.Inbound[OpSend], "RFP fetch: nothing is sent to the client")
+	}
+}
+
+// TestProtocolTwoDevices runs the one-sided protocols between two shm
+// devices, where the peer's memory is a separate mapping.
+func TestProtocolTwoDevices(t *testing.T) {
+	for _, proto := range []Protocol{ProtoDirectWriteIMM, ProtoRFP, ProtoReadRNDV, ProtoWriteRNDV} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, true)
+			rec := &recorder{}
+			serve(t, srv, proto, rec.handle)
+			for _, n := range []int{0, 300, 70 << 10, 2 << 20} {
+				checkCalls(t, cli, srv, rec, proto, cfg, n, 2)
+			}
+		})
+	}
+}
+
+// TestRFPAsymmetric: small requests, responses around F and beyond the
+// response buffer (served from the pool, the header pointing at it).
+func TestRFPAsymmetric(t *testing.T) {
+	for _, resp := range []int{0, 256 - msgHdr - msgTail, 256 - msgHdr - msgTail + 1, 64 << 10, 64<<10 + 1, 3 << 20} {
+		t.Run(fmt.Sprint(resp), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			rec := &recorder{respSize: func(int) int { return resp }}
+			serve(t, srv, ProtoRFP, rec.handle)
+			c0, s0 := counters(t, cli), counters(t, srv)
+			for i := 0; i < 3; i++ {
+				req := []byte{byte(i), 1, 2, 3}
+				got, err := callT(t, cli, ProtoRFP, req)
+				require.NoError(t, err)
+				require.Equal(t, sha256.Sum256(expectedResp(req, resp)), sha256.Sum256(got))
+			}
+			c1, s1 := counters(t, cli), counters(t, srv)
+			st := cli.Stats()
+			require.Equal(t, [NumOpcodes]uint64{}, postedDelta(s0, s1), "server posts nothing")
+			require.Equal(t, uint64(3), postedDelta(c0, c1)[OpRDMAWrite])
+			rest := uint64(0)
+			if msgHdr+resp+msgTail > cfg.RFPFetchSize {
+				rest = 3
+			}
+			require.Equal(t, rest, st.RFPRestReads)
+			require.Equal(t, st.RFPFetches+st.RFPRestReads, postedDelta(c0, c1)[OpRDMARead])
+		})
+	}
+}
+
+func callT(t testing.TB, e *RPCEndpoint, p Protocol, req []byte) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	return e.Call(ctx, p, req)
+}
+
+// TestRFPFallbackAndReturn: two consecutive calls that need more than R
+// fetches switch the client to server-reply (the server then SENDs, the
+// client READs nothing); a fast call brings it back to fetching.
+func TestRFPFallbackAndReturn(t *testing.T) {
+	for _, poll := range []Polling{PollBusy, PollEvent} {
+		t.Run(poll.String(), func(t *testing.T) {
+			cfg := testEPConfig(poll)
+			cfg.RFPRetries = 50000
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			// Request i's handler time; slow is far beyond R fetches.
+			slow := 60 * time.Millisecond
+			plan := []time.Duration{0, 0, slow, 0, slow, slow, slow, 0, 0, 0}
+			rec := &recorder{delay: func(i int) time.Duration { return plan[i] }}
+			serve(t, srv, ProtoRFP, rec.handle)
+			type step struct {
+				reply    bool // this call ran in server-reply mode
+				exceeded bool
+			}
+			want := []step{{}, {}, {exceeded: true}, {}, {exceeded: true}, {exceeded: true},
+				{reply: true}, {reply: true}, {}, {}}
+			for i, w := range want {
+				c0, s0 := counters(t, cli), counters(t, srv)
+				st0 := cli.Stats()
+				req := []byte(fmt.Sprintf("call %d", i))
+				got, err := callT(t, cli, ProtoRFP, req)
+				require.NoError(t, err, "call %d", i)
+				require.Equal(t, expectedResp(req, len(req)), got)
+				c1, s1 := counters(t, cli), counters(t, srv)
+				st1 := cli.Stats()
+				dc, ds := postedDelta(c0, c1), postedDelta(s0, s1)
+				if w.reply {
+					require.Equal(t, uint64(1), st1.RFPReplyCalls-st0.RFPReplyCalls, "call %d", i)
+					require.Zero(t, dc[OpRDMARead], "call %d: no fetch in server-reply", i)
+					require.Equal(t, uint64(1), ds[OpSend], "call %d: the server sends", i)
+				} else {
+					require.Zero(t, ds[OpSend]+ds[OpRDMAWrite]+ds[OpRDMAWriteWithImm], "call %d: server silent", i)
+					require.GreaterOrEqual(t, dc[OpRDMARead], uint64(1), "call %d", i)
+					require.Equal(t, w.exceeded, st1.RFPExceeded > st0.RFPExceeded, "call %d exceeded R", i)
+				}
+			}
+			st := cli.Stats()
+			require.Equal(t, uint64(1), st.RFPToReply)
+			require.Equal(t, uint64(1), st.RFPToFetch)
+			require.False(t, st.RFPServerReply)
+		})
+	}
+}
+
+// TestEndpointZeroCopyLeases: a request built in RequestBuffer and a
+// response built in ReplyBuffer travel without the Go-side copies.
+func TestEndpointZeroCopyLeases(t *testing.T) {
+	for _, proto := range []Protocol{ProtoEager, ProtoRFP, ProtoReadRNDV} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				for {
+					req, err := srv.Recv(ctx)
+					if err != nil {
+						done <- nil
+						return
+					}
+					out := srv.ReplyBuffer(len(req))
+					for i := range req {
+						out[i] = ^req[i]
+					}
+					if err := srv.Reply(ctx, proto, out); err != nil {
+						done <- err
+						return
+					}
+				}
+			}()
+			defer func() { cancel(); require.NoError(t, <-done) }()
+			for _, n := range []int{1, 100, 20 << 10, 200 << 10} {
+				req := cli.RequestBuffer(n)
+				require.Len(t, req, n)
+				fill(req, byte(n))
+				want := make([]byte, n)
+				for i := range req {
+					want[i] = ^req[i]
+				}
+				got, err := callT(t, cli, proto, req)
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+			}
+		})
+	}
+}
+
+func TestEndpointErrors(t *testing.T) {
+	cfg := testEPConfig(PollBusy)
+	t.Run("too large", func(t *testing.T) {
+		cli, _ := newRPCPair(t, cfg, cfg, false)
+		_, err := callT(t, cli, ProtoEager, make([]byte, cfg.MaxMessage+1))
+		require.ErrorIs(t, err, ErrInvalid)
+	})
+	t.Run("bad protocol", func(t *testing.T) {
+		cli, _ := newRPCPair(t, cfg, cfg, false)
+		_, err := callT(t, cli, Protocol(99), nil)
+		require.ErrorIs(t, err, ErrInvalid)
+		_, err = ParseProtocol("carrier_pigeon")
+		require.ErrorIs(t, err, ErrInvalid)
+	})
+	t.Run("not connected", func(t *testing.T) {
+		e := newEndpoint(t, newPD(t, openTest(t)), cfg)
+		_, err := callT(t, e, ProtoEager, []byte("x"))
+		require.ErrorIs(t, err, ErrBadState)
+	})
+	for _, poll := range []Polling{PollBusy, PollEvent} {
+		t.Run("deadline/"+poll.String(), func(t *testing.T) {
+			c := testEPConfig(poll)
+			cli, _ := newRPCPair(t, c, c, false) // nobody serves
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, err := cli.Call(ctx, ProtoRFP, []byte("hello"))
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			// The exchange was cut: the endpoint is broken from now on.
+			_, err = callT(t, cli, ProtoEager, []byte("x"))
+			require.ErrorIs(t, err, ErrBadState)
+		})
+		t.Run("cancel/"+poll.String(), func(t *testing.T) {
+			c := testEPConfig(poll)
+			cli, _ := newRPCPair(t, c, c, false)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(30*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := cli.Call(ctx, ProtoEager, []byte("hello"))
+			require.ErrorIs(t, err, context.Canceled)
+			require.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
+	t.Run("peer gone", func(t *testing.T) {
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		require.NoError(t, srv.qp.SetError())
+		_, err := callT(t, cli, ProtoDirectWriteIMM, []byte("x"))
+		require.Error(t, err)
+		require.False(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	})
+	t.Run("closed", func(t *testing.T) {
+		e, err := NewRPCEndpoint(newPD(t, openTest(t)), cfg)
+		require.NoError(t, err)
+		require.NoError(t, e.Close())
+		require.ErrorIs(t, e.Close(), ErrClosed)
+		_, err = callT(t, e, ProtoEager, nil)
+		require.ErrorIs(t, err, ErrClosed)
+	})
+	t.Run("bad config", func(t *testing.T) {
+		c := cfg
+		c.SignalInterval = c.MaxSendWR // must leave room for unsignaled WRs
+		_, err := NewRPCEndpoint(newPD(t, openTest(t)), c)
+		require.ErrorIs(t, err, ErrInvalid)
+	})
+}
