@@ -43,8 +43,9 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Run a YCSB workload (with the HatRPC MultiRead/MultiUpdate extension) against a server",
 		Long: `Bench is a YCSB client for HatKV. -P names a workload file or a built-in
-workload (` + strings.Join(ycsb.WorkloadNames(), ", ") + `); -p key=value
-overrides a property. multireadproportion and multiupdateproportion (batches
+workload:
+  ` + strings.Join(ycsb.WorkloadNames(), ", ") + `
+-p key=value overrides a property. multireadproportion and multiupdateproportion (batches
 of batchsize keys) map to MultiGet and MultiPut. The load phase inserts
 recordcount records; the run phase executes operationcount operations (or
 runs for --duration). Per-operation throughput and latency percentiles are
@@ -83,7 +84,7 @@ func checkProtocol(name string) error {
 	return nil
 }
 
-func loadWorkload(bf *benchFlags) (*ycsb.Workload, *ycsb.Properties, error) {
+func loadWorkload(bf *benchFlags) (*ycsb.Workload, error) {
 	props := ycsb.NewProperties()
 	names := bf.workloads
 	if len(names) == 0 {
@@ -97,23 +98,23 @@ func loadWorkload(bf *benchFlags) (*ycsb.Workload, *ycsb.Properties, error) {
 			err = props.LoadWorkload(n)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	for _, kv := range bf.props {
 		if err := props.SetPair(kv); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	cfg, err := ycsb.ParseConfig(props)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	w, err := ycsb.NewWorkload(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return w, props, nil
+	return w, nil
 }
 
 // phaseResult is one phase's outcome, as written to --json and --csv.
@@ -136,7 +137,7 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	if bf.threads < 1 {
 		return fmt.Errorf("--threads must be at least 1, got %d", bf.threads)
 	}
-	w, _, err := loadWorkload(bf)
+	w, err := loadWorkload(bf)
 	if err != nil {
 		return err
 	}
@@ -241,9 +242,19 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 	if err := rep.WriteText(out); err != nil {
 		return phaseResult{}, err
 	}
-	var failed int64
+	var failed, records int64
+	batch := int64(w.Config().BatchSize)
 	for _, s := range rep.Ops {
 		failed += s.Errors
+		switch s.Operation {
+		case ycsb.OpMultiRead.String(), ycsb.OpMultiUpdate.String():
+			records += s.Count * batch
+		default:
+			records += s.Count
+		}
+	}
+	if records != rep.Operations && rep.Elapsed > 0 {
+		outf(out, "records/s (a multi-operation counts its %d records): %.2f\n", batch, float64(records)/rep.Elapsed.Seconds())
 	}
 	if failed > 0 {
 		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())

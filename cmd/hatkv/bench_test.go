@@ -54,6 +54,7 @@ func TestBenchSmoke(t *testing.T) {
 		assert.Regexp(t, `(?m)^\s*`+op+`\s+\d+\s+0\s`, run, "run table has a %s row with no errors", op)
 	}
 	assert.Contains(t, out, "plan MultiPut")
+	assert.Contains(t, run, "records/s (a multi-operation counts its 10 records)")
 
 	f, err := os.Open(csvPath)
 	require.NoError(t, err)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +68,26 @@ func TestCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestServeDebugAddr(t *testing.T) {
+	addr, out := serveInProcessOutput(t, "--debug-addr", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := runCmd(ctx, nil, "put", "k", "f=v", "--addr", addr)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`debug: (http://\S+)/metrics`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m[1]+"/metrics", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	http.DefaultClient.CloseIdleConnections()
+	assert.Contains(t, string(body), "hatkv_store_records 1")
+	assert.Contains(t, string(body), `hatrpc_server_calls_total{function="Put",service="HatKV",transport="tcp"} 1`)
 }
 
 func TestServeRefusals(t *testing.T) {

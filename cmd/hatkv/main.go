@@ -58,6 +58,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newServeCmd(), newGetCmd(), newPutCmd(), newDelCmd(), newScanCmd(), newStatsCmd(), newBenchCmd())
 	return root
 }

@@ -65,6 +65,11 @@ var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 // returns its address; cleanup cancels it (graceful shutdown) and checks
 // it stopped cleanly.
 func serveInProcess(t *testing.T, extra ...string) string {
+	addr, _ := serveInProcessOutput(t, extra...)
+	return addr
+}
+
+func serveInProcessOutput(t *testing.T, extra ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newRootCmd()
@@ -87,7 +92,7 @@ func serveInProcess(t *testing.T, extra ...string) string {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
+			return m[1], &out
 		}
 		select {
 		case err := <-done:
@@ -97,5 +102,5 @@ func serveInProcess(t *testing.T, extra ...string) string {
 		}
 	}
 	t.Fatalf("serve did not start:\n%s", out.String())
-	return ""
+	return "", nil
 }

@@ -95,7 +95,7 @@ store is closed.`,
 	f.StringVar(&transport, "transport", "auto", "auto|tcp (rdma and shm are not available yet)")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
 	f.StringVar(&syncMode, "sync", "", "override kv.sync: always|nometasync|nosync")
-	f.StringVar(&commit, "commit", "", "override kv.commit: immediate|group")
+	f.StringVar(&commit, "commit", "", "override kv.commit: immediate|group|auto")
 	f.StringVar(&writeMap, "writemap", "", "override kv.writemap: on|off")
 	f.StringVar(&mapSize, "map-size", "", "override kv.mapsize (LMDB map size, e.g. 4GiB)")
 	f.StringVar(&concurrency, "max-readers", "", "override the concurrency hint that sizes LMDB's reader table")

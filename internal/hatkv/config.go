@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,19 @@ type Config struct {
 	// Sources says, per setting, where its value came from ("hint" or
 	// "flag"), for the startup log line.
 	Sources map[string]string
+	// groupCommit is what kv.commit=auto resolves to: the service's plan
+	// decides (see autoCommit).
+	groupCommit bool
+}
+
+// autoCommit is the co-design rule for kv.commit=auto (also used when the
+// IDL has no kv.commit): group commit when the service is planned for
+// throughput or is over-subscribed, because then many writers wait on the
+// same fsync and one transaction can carry them all; immediate otherwise,
+// so a lone writer never waits for a batch.
+func autoCommit(server hints.Set, cores int) bool {
+	p := hints.PlanFor(server, cores, 0)
+	return p.Goal == hints.Throughput || p.Subscription == hints.Over
 }
 
 // ConfigFromHints reads the server side of svc: the kv.* application hints
@@ -52,11 +66,17 @@ type Config struct {
 // from the service's is an error, because LMDB applies these settings to
 // the whole environment.
 func ConfigFromHints(svc *hints.Service) (Config, error) {
-	cfg := Config{Concurrency: svc.Server.Concurrency, Sources: map[string]string{}}
+	cfg := Config{
+		Concurrency: svc.Server.Concurrency,
+		Sources:     map[string]string{"concurrency": "hint", "commit": "auto"},
+		groupCommit: autoCommit(svc.Server, runtime.NumCPU()),
+	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
-	cfg.Sources["concurrency"] = "hint"
+	if cfg.groupCommit {
+		cfg.Commit = kvstore.CommitGroup
+	}
 	base := svc.Server.App
 	for _, fn := range svc.Functions {
 		for _, k := range storeKeys {
@@ -82,14 +102,15 @@ func ConfigFromHints(svc *hints.Service) (Config, error) {
 func DefaultConfig() Config {
 	cfg, err := ConfigFromHints(&hatkv.HatKVHints)
 	if err != nil {
-		// The IDL is checked in and TestDefaultConfig covers it.
+		// The IDL is checked in and TestDefaultConfigFollowsIDL covers it.
 		panic(err)
 	}
 	return cfg
 }
 
 // Set applies one setting by its hint name without the "kv." prefix (sync,
-// commit, writemap, mapsize, group_batch, group_delay, concurrency). Sizes
+// commit, writemap, mapsize, group_batch, group_delay, concurrency).
+// commit=auto follows the service's plan (see autoCommit). Sizes
 // and durations use the hint syntax (docs/hints.md: 1GiB, 5ms).
 func (c *Config) Set(key, value, source string) error {
 	var err error
@@ -97,6 +118,13 @@ func (c *Config) Set(key, value, source string) error {
 	case "sync":
 		c.Sync, err = kvstore.ParseSyncMode(value)
 	case "commit":
+		if strings.EqualFold(strings.TrimSpace(value), "auto") {
+			c.Commit = kvstore.CommitImmediate
+			if c.groupCommit {
+				c.Commit = kvstore.CommitGroup
+			}
+			break
+		}
 		c.Commit, err = kvstore.ParseCommitMode(value)
 	case "writemap":
 		c.WriteMap, err = parseBool(value)
@@ -157,12 +185,20 @@ func (c Config) Options() []kvstore.Option {
 	return opts
 }
 
-// String renders the configuration for the startup log.
+// String renders the configuration for the startup log; settings
+// overridden on the command line are marked "(flag)".
 func (c Config) String() string {
+	mark := func(key string) string {
+		if c.Sources[key] == "flag" {
+			return "(flag)"
+		}
+		return ""
+	}
 	mapSize := "default"
 	if c.MapSize > 0 {
-		mapSize = fmt.Sprint(c.MapSize)
+		mapSize = hints.FormatSize(int(c.MapSize))
 	}
-	return fmt.Sprintf("sync=%v commit=%v writemap=%v mapsize=%s max_readers=%d",
-		c.Sync, c.Commit, c.WriteMap, mapSize, c.Concurrency)
+	return fmt.Sprintf("sync=%v%s commit=%v%s writemap=%v%s mapsize=%s%s max_readers=%d%s",
+		c.Sync, mark("sync"), c.Commit, mark("commit"), c.WriteMap, mark("writemap"),
+		mapSize, mark("mapsize"), c.Concurrency, mark("concurrency"))
 }

@@ -84,9 +84,37 @@ func TestConfigFromHints(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got.Sources = nil
+			got.Sources, got.groupCommit = nil, false
 			assert.Equal(t, tt.want, got)
 			assert.NotEmpty(t, got.Options())
+		})
+	}
+}
+
+func TestAutoCommitFollowsPlan(t *testing.T) {
+	tests := []struct {
+		name      string
+		set       hints.Set
+		wantGroup bool
+	}{
+		{"defaults: latency, one caller", hints.Set{}, false},
+		{"latency, under-subscribed", hints.Set{PerfGoal: hints.Latency, Concurrency: 1}, false},
+		{"throughput", hints.Set{PerfGoal: hints.Throughput, Concurrency: 1}, true},
+		{"latency, over-subscribed", hints.Set{PerfGoal: hints.Latency, Concurrency: 1 << 20}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := &hints.Service{Name: "HatKV", Server: tt.set}
+			cfg, err := ConfigFromHints(svc)
+			require.NoError(t, err)
+			want := kvstore.CommitImmediate
+			if tt.wantGroup {
+				want = kvstore.CommitGroup
+			}
+			assert.Equal(t, want, cfg.Commit, "no kv.commit hint means auto")
+			require.NoError(t, cfg.Set("commit", "immediate", "flag"))
+			require.NoError(t, cfg.Set("commit", "auto", "flag"))
+			assert.Equal(t, want, cfg.Commit, "commit=auto from the command line")
 		})
 	}
 }
@@ -98,7 +126,7 @@ func TestConfigOverride(t *testing.T) {
 	assert.Equal(t, kvstore.SyncNoSync, cfg.Sync)
 	assert.Equal(t, 7, cfg.Concurrency)
 	assert.Equal(t, "flag", cfg.Sources["sync"])
-	assert.Equal(t, "sync=nosync commit=group writemap=false mapsize=default max_readers=7", cfg.String())
+	assert.Equal(t, "sync=nosync(flag) commit=group writemap=false mapsize=default max_readers=7(flag)", cfg.String())
 	require.ErrorIs(t, cfg.Set("concurrency", "0", "flag"), ErrConfig)
 	require.ErrorIs(t, cfg.Set("writemap", "maybe", "flag"), ErrConfig)
 }

@@ -67,8 +67,15 @@ func runServerChild() int {
 }
 
 type child struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd    *exec.Cmd
+	addr   string
+	exited chan struct{} // closed once stdout hit EOF
+}
+
+// wait reaps the process after its output is drained, as exec requires.
+func (c *child) wait() error {
+	<-c.exited
+	return c.cmd.Wait()
 }
 
 func startChild(t *testing.T, dir, commit string) *child {
@@ -79,23 +86,29 @@ func startChild(t *testing.T, dir, commit string) *child {
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	// Never leave a server process behind, whatever the test did.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		_ = cmd.Wait()
+	})
 	addr := make(chan string, 1)
 	go func() {
+		defer close(exited)
+		defer close(addr)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), childAddrTag); ok {
 				addr <- a
 			}
 		}
-		close(addr)
 	}()
 	select {
 	case a, ok := <-addr:
 		require.True(t, ok, "server child exited before listening")
-		return &child{cmd: cmd, addr: a}
+		return &child{cmd: cmd, addr: a, exited: exited}
 	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		t.Fatal("server child did not start in time")
 		return nil
 	}
@@ -158,7 +171,7 @@ func TestDurabilityKill9(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			require.NoError(t, ch.cmd.Process.Signal(syscall.SIGKILL))
-			err = ch.cmd.Wait()
+			err = ch.wait()
 			var ee *exec.ExitError
 			require.True(t, errors.As(err, &ee), "the server died of SIGKILL: %v", err)
 			stopWriters()
@@ -171,10 +184,6 @@ func TestDurabilityKill9(t *testing.T) {
 			require.NotEmpty(t, keys)
 
 			ch2 := startChild(t, dir, commit)
-			defer func() {
-				_ = ch2.cmd.Process.Signal(syscall.SIGTERM)
-				_ = ch2.cmd.Wait()
-			}()
 			c2, err := Dial(ctx, ch2.addr)
 			require.NoError(t, err)
 			defer c2.Close()

@@ -8,13 +8,20 @@
 // from the generated HatKVHints table (service level, server side):
 //
 //   kv.sync     = always | nometasync | nosync   LMDB durability per commit
-//   kv.commit   = immediate | group              one txn per write, or group commit
+//   kv.commit   = immediate | group | auto       one txn per write, or group commit;
+//                                                auto (or no hint): group when the
+//                                                service plans for throughput or is
+//                                                over-subscribed, else immediate
 //   kv.writemap = on | off                       MDB_WRITEMAP
 //   kv.mapsize  = size (e.g. 1GiB)               LMDB map size = store capacity
 //
 // and `concurrency` sizes LMDB's reader table (max readers). The kv.* keys
 // are store-wide (LMDB environment flags): a function-level kv.* hint that
 // differs from the service level is rejected at server start.
+//
+// The original artifact's ycsb IDL sends each record as one binary value;
+// here records are YCSB field maps, so Get/Scan can project fields and Put
+// merges fields (YCSB update semantics).
 namespace go hatkv
 
 /** A YCSB record: field name to value. */

@@ -304,3 +304,34 @@ func TestDebugEndpoint(t *testing.T) {
 	assert.Contains(t, get("/debug/pprof/"), "goroutine")
 	http.DefaultClient.CloseIdleConnections()
 }
+
+func TestYCSBAdapter(t *testing.T) {
+	ts := startServer(t, "")
+	ctx := testCtx(t, 20*time.Second)
+	db := YCSB{C: ts.client}
+	require.NoError(t, db.Insert(ctx, "u1", map[string][]byte{"a": []byte("1"), "b": []byte("2")}))
+	require.NoError(t, db.Update(ctx, "u1", map[string][]byte{"b": []byte("3")}))
+	require.NoError(t, db.MultiUpdate(ctx, []string{"u2", "u3"}, []map[string][]byte{{"a": []byte("x")}, {"a": []byte("y")}}))
+
+	got, err := db.Read(ctx, "u1", []string{"b"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"b": []byte("3")}, got)
+
+	recs, err := db.Scan(ctx, "u2", 5, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []map[string][]byte{{"a": []byte("x")}, {"a": []byte("y")}}, recs)
+
+	recs, err = db.MultiRead(ctx, []string{"u3", "u1"}, []string{"a"})
+	require.NoError(t, err)
+	assert.Equal(t, []map[string][]byte{{"a": []byte("y")}, {"a": []byte("1")}}, recs)
+
+	_, err = db.MultiRead(ctx, []string{"u1", "missing", "gone"}, nil)
+	require.ErrorIs(t, err, ErrMissing)
+	assert.Contains(t, err.Error(), "2 of 3 keys")
+
+	_, err = db.Read(ctx, "missing", nil)
+	var nf *hatkv.NotFound
+	require.ErrorAs(t, err, &nf)
+
+	require.Error(t, db.MultiUpdate(ctx, []string{"a", "b"}, []map[string][]byte{{"f": nil}}), "keys and records must pair up")
+}

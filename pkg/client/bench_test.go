@@ -29,6 +29,18 @@ func BenchmarkEcho(b *testing.B) {
 		c := dial(b, ts.addr, client.WithoutUpgrade())
 		benchSeq(b, func(ctx context.Context) error { _, err := echo(ctx, c, args); return err })
 	})
+	b.Run("hatrpc/seq-4KiB", func(b *testing.B) {
+		ts := serve(b, "")
+		c := dial(b, ts.addr)
+		a4 := &wiretest.EchoArgs{Msg: string(make([]byte, 4<<10))}
+		benchSeq(b, func(ctx context.Context) error { _, err := echo(ctx, c, a4); return err })
+	})
+	b.Run("apache/seq-4KiB", func(b *testing.B) {
+		_, cl, done := apacheSetup(b, 1)
+		defer done()
+		msg := string(make([]byte, 4<<10))
+		benchSeq(b, func(ctx context.Context) error { return apacheEcho(ctx, cl[0], msg) })
+	})
 	b.Run("apache/seq", func(b *testing.B) {
 		as, cl, done := apacheSetup(b, 1)
 		defer done()

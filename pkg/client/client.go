@@ -51,7 +51,8 @@ type Conn struct {
 	sess      *session
 	old       []*session // sessions told to go away, still finishing calls
 	closed    bool
-	noUpgrade bool // the peer dropped the connection on the handshake
+	noUpgrade bool          // the peer dropped the connection on the handshake
+	dialing   chan struct{} // closed when the reconnect in progress ends
 
 	fns   sync.Map // method name -> *hints.Function seen in calls
 	cores int
@@ -74,22 +75,22 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 			c.fns.Store(svc.Name+":"+fn.Name, fn)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, err := c.connect(ctx)
+	s, fellBack, err := c.connect(ctx, !o.noUpgrade)
 	if err != nil {
 		return nil, err
 	}
+	c.noUpgrade = fellBack
 	c.sess = s
 	return c, nil
 }
 
-// Upgraded reports whether the current connection speaks HatRPC framing
-// (false: plain Thrift, e.g. against an Apache server).
+// Upgraded reports whether the current connection is alive and speaks
+// HatRPC framing (false: plain Thrift, e.g. against an Apache server, or
+// no live connection).
 func (c *Conn) Upgraded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sess != nil && c.sess.hat
+	return c.sess != nil && c.sess.hat && c.sess.usable()
 }
 
 // Close closes the connection; pending calls fail with ErrConnClosed.
@@ -209,30 +210,61 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 }
 
 // session returns a usable session, reconnecting when the current one broke
-// or was told to go away.
+// or was told to go away. One caller dials; the others wait for it, each
+// bounded by its own context.
 func (c *Conn) session(ctx context.Context) (*session, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+		}
+		if s := c.sess; s != nil && s.usable() {
+			c.mu.Unlock()
+			return s, nil
+		}
+		if ch := c.dialing; ch != nil {
+			c.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if s := c.sess; s != nil {
+			c.old = append(c.old, s)
+			c.sess = nil
+		}
+		c.reap()
+		ch := make(chan struct{})
+		c.dialing = ch
+		upgrade := !c.o.noUpgrade && !c.noUpgrade
+		c.mu.Unlock()
+
+		s, fellBack, err := c.connect(ctx, upgrade)
+
+		c.mu.Lock()
+		c.dialing = nil
+		close(ch)
+		if fellBack {
+			c.noUpgrade = true
+		}
+		if err == nil && c.closed {
+			c.mu.Unlock()
+			s.fail(&ConnError{Op: "close"})
+			<-s.done
+			return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+		}
+		if err == nil {
+			c.sess = s
+		}
+		c.mu.Unlock()
+		return s, err
 	}
-	if s := c.sess; s != nil && s.usable() {
-		return s, nil
-	}
-	if s := c.sess; s != nil {
-		c.old = append(c.old, s)
-		c.sess = nil
-	}
-	c.reap()
-	s, err := c.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.sess = s
-	return s, nil
 }
 
-// reap forgets old sessions whose reader has exited.
+// reap forgets old sessions whose reader has exited; c.mu is held.
 func (c *Conn) reap() {
 	keep := c.old[:0]
 	for _, s := range c.old {
@@ -245,18 +277,19 @@ func (c *Conn) reap() {
 	c.old = keep
 }
 
-// connect dials and handshakes; c.mu is held.
-func (c *Conn) connect(ctx context.Context) (*session, error) {
-	s, err := c.dialSession(ctx, !c.o.noUpgrade && !c.noUpgrade)
+// connect dials and, when upgrade is set, handshakes. fellBack reports that
+// the peer hung up on the handshake and the session is plain Thrift.
+func (c *Conn) connect(ctx context.Context, upgrade bool) (s *session, fellBack bool, err error) {
+	s, err = c.dialSession(ctx, upgrade)
 	var ce *ConnError
-	if err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
+	if upgrade && err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
 		// Some Thrift servers (e.g. a multiplexed processor without a
 		// default service) drop the connection on an unknown name instead
 		// of answering UNKNOWN_METHOD: retry as plain Thrift.
-		c.noUpgrade = true
 		s, err = c.dialSession(ctx, false)
+		return s, true, err
 	}
-	return s, err
+	return s, false, err
 }
 
 // peerHungUp tells a peer that closed the connection (worth a plain retry)

@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,4 +256,44 @@ func TestWriteTimeoutOnStuckServer(t *testing.T) {
 	for nc := range accepted {
 		nc.Close()
 	}
+}
+
+// While one caller is stuck reconnecting, the others still honour their
+// own deadlines.
+func TestSlowReconnectDoesNotBlockOthers(t *testing.T) {
+	ts := serve(t, "")
+	var dials atomic.Int32
+	release := make(chan struct{})
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}
+		select {
+		case <-release:
+			return nil, errors.New("dial refused by test")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := dial(t, ts.addr, client.WithDialer(dialer))
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "up"})
+	require.NoError(t, err)
+	ts.stop()
+	require.Eventually(t, func() bool { return !c.Upgraded() }, 5*time.Second, 10*time.Millisecond)
+
+	slow := make(chan error, 1)
+	go func() {
+		_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "dials"})
+		slow <- err
+	}()
+	require.Eventually(t, func() bool { return dials.Load() >= 2 }, 5*time.Second, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "waits"})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(t0), 2*time.Second)
+	close(release)
+	require.ErrorIs(t, <-slow, client.ErrConnClosed)
 }

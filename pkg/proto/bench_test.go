@@ -195,10 +195,12 @@ func BenchmarkMessage(b *testing.B) {
 			var enc proto.Encoder
 			buf := make([]byte, 0, 1024)
 			b.ReportAllocs()
+			clk := startCPU()
 			for b.Loop() {
 				out, _ := enc.Encode(p, buf, "mixed", proto.Call, 1, mx)
 				b.SetBytes(int64(len(out)))
 			}
+			clk.report(b)
 		})
 		msg, _ := proto.EncodeMessage(p, nil, "mixed", proto.Call, 1, mx)
 		b.Run("Decode/"+p.String(), func(b *testing.B) {
@@ -206,6 +208,7 @@ func BenchmarkMessage(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
 			var s Mixed
+			clk := startCPU()
 			for b.Loop() {
 				if _, err := d.Begin(p, msg); err != nil {
 					b.Fatal(err)
@@ -214,17 +217,20 @@ func BenchmarkMessage(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			clk.report(b)
 		})
 		b.Run("Scan/"+p.String(), func(b *testing.B) {
 			sc := proto.NewScanner(p, nil)
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
+			clk := startCPU()
 			for b.Loop() {
 				sc.Reset(p, nil)
 				if _, _, err := sc.Scan(msg); err != nil {
 					b.Fatal(err)
 				}
 			}
+			clk.report(b)
 		})
 	}
 }

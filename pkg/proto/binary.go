@@ -162,35 +162,52 @@ func (r *BinaryReader) truncated() error { return decodeErr(ErrTruncated, r.pos,
 
 // ReadMessageBegin reads a strict or non-strict message header.
 func (r *BinaryReader) ReadMessageBegin() (name string, typ MessageType, seqid int32, err error) {
+	nb, typ, seqid, err := r.messageHeader()
+	return string(nb), typ, seqid, err
+}
+
+// messageHeader reads a message header; name aliases the input.
+func (r *BinaryReader) messageHeader() (name []byte, typ MessageType, seqid int32, err error) {
 	start := r.pos
 	v, err := r.ReadI32()
 	if err != nil {
-		return "", 0, 0, err
+		return nil, 0, 0, err
 	}
 	if v < 0 {
 		if uint32(v)&0xffff0000 != binaryVersion1 {
-			return "", 0, 0, decodeErr(ErrBadVersion, start, "")
+			return nil, 0, 0, decodeErr(ErrBadVersion, start, "")
 		}
 		typ = MessageType(v & 0xff)
-		if name, err = r.ReadString(); err != nil {
-			return "", 0, 0, err
+		if name, err = r.rawBytes(); err != nil {
+			return nil, 0, 0, err
 		}
 	} else {
 		// Old non-strict header: the i32 was the name length.
 		r.pos = start
-		if name, err = r.ReadString(); err != nil {
-			return "", 0, 0, err
+		if name, err = r.rawBytes(); err != nil {
+			return nil, 0, 0, err
 		}
 		b, err := r.ReadI8()
 		if err != nil {
-			return "", 0, 0, err
+			return nil, 0, 0, err
 		}
 		typ = MessageType(b)
 	}
 	if seqid, err = r.ReadI32(); err != nil {
-		return "", 0, 0, err
+		return nil, 0, 0, err
 	}
 	return name, typ, seqid, nil
+}
+
+// rawBytes reads a length-prefixed value as a sub-slice of the input.
+func (r *BinaryReader) rawBytes() ([]byte, error) {
+	n, err := r.readLen()
+	if err != nil {
+		return nil, err
+	}
+	b := r.buf[r.pos : r.pos+n : r.pos+n]
+	r.pos += n
+	return b, nil
 }
 
 // ReadStructBegin accounts for nesting depth.

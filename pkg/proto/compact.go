@@ -56,8 +56,6 @@ var fastField = func() (t [256]Type) {
 	return t
 }()
 
-func compactType(t Type) byte { return toCompact[t&31] }
-
 // CompactWriter appends the Thrift compact protocol to a caller-owned buffer.
 type CompactWriter struct {
 	buf         []byte
@@ -315,22 +313,31 @@ var ErrInvalidVarint error = &protoError{"proto: varint overflow"}
 
 // ReadMessageBegin reads a compact message header.
 func (r *CompactReader) ReadMessageBegin() (name string, typ MessageType, seqid int32, err error) {
+	nb, typ, seqid, err := r.messageHeader()
+	return string(nb), typ, seqid, err
+}
+
+// messageHeader reads a message header; name aliases the input.
+func (r *CompactReader) messageHeader() (name []byte, typ MessageType, seqid int32, err error) {
 	p := r.pos
 	if len(r.buf)-p < 2 {
-		return "", 0, 0, r.truncated()
+		return nil, 0, 0, r.truncated()
 	}
 	if r.buf[p] != compactProtocolID || r.buf[p+1]&compactVersionMsk != compactVersion {
-		return "", 0, 0, decodeErr(ErrBadVersion, p, "")
+		return nil, 0, 0, decodeErr(ErrBadVersion, p, "")
 	}
 	typ = MessageType(r.buf[p+1] >> compactTypeShift)
 	r.pos = p + 2
 	u, err := r.uvarint()
 	if err != nil {
-		return "", 0, 0, err
+		return nil, 0, 0, err
 	}
-	if name, err = r.ReadString(); err != nil {
-		return "", 0, 0, err
+	n, err := r.readLen()
+	if err != nil {
+		return nil, 0, 0, err
 	}
+	name = r.buf[r.pos : r.pos+n : r.pos+n]
+	r.pos += n
 	return name, typ, int32(u), nil
 }
 

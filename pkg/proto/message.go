@@ -104,6 +104,9 @@ type Decoder struct {
 	lim           *Limits
 	bin           BinaryReader
 	cmp           CompactReader
+	// lastName saves the name allocation when consecutive messages call the
+	// same method, the common case on a connection.
+	lastName string
 }
 
 // NewDecoder returns a decoder; nil lim means DefaultLimits.
@@ -125,20 +128,28 @@ func (d *Decoder) Begin(p Protocol, msg []byte) (MessageHeader, error) {
 		return MessageHeader{}, decodeErr(ErrSizeLimit, 0, "message size")
 	}
 	var h MessageHeader
+	var name []byte
 	var err error
 	switch p {
 	case Binary:
 		d.bin.Reset(msg)
 		d.bin.Alias, d.bin.UnsafeStrings = d.Alias, d.UnsafeStrings
-		h.Name, h.Type, h.SeqID, err = d.bin.ReadMessageBegin()
+		name, h.Type, h.SeqID, err = d.bin.messageHeader()
 	case Compact:
 		d.cmp.Reset(msg)
 		d.cmp.Alias, d.cmp.UnsafeStrings = d.Alias, d.UnsafeStrings
-		h.Name, h.Type, h.SeqID, err = d.cmp.ReadMessageBegin()
+		name, h.Type, h.SeqID, err = d.cmp.messageHeader()
 	default:
 		return h, ErrBadProtocol
 	}
-	return h, err
+	if err != nil {
+		return MessageHeader{}, err
+	}
+	if string(name) != d.lastName {
+		d.lastName = string(name)
+	}
+	h.Name = d.lastName
+	return h, nil
 }
 
 // ReadBody decodes the message body into s.

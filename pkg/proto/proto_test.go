@@ -437,6 +437,45 @@ func TestEncoderZeroAlloc(t *testing.T) {
 	}
 }
 
+// TestDecoderReusesName checks names stay right across different methods
+// and that a repeated method name costs no allocation.
+func TestDecoderReusesName(t *testing.T) {
+	for _, p := range protocols {
+		d := proto.NewDecoder(nil)
+		var s Mixed
+		for _, name := range []string{"a", "a", "bb", "a", ""} {
+			msg, err := proto.EncodeMessage(p, nil, name, proto.Call, 1, newMixed())
+			require.NoError(t, err)
+			h, err := d.Begin(p, msg)
+			require.NoError(t, err)
+			require.Equal(t, name, h.Name)
+			require.NoError(t, d.ReadBody(&s))
+		}
+		msg, err := proto.EncodeMessage(p, nil, "mixed", proto.Call, 1, newMixed())
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(100, func() {
+			if _, err := d.Begin(p, msg); err != nil {
+				panic(err)
+			}
+			if err := d.ReadBody(&s); err != nil {
+				panic(err)
+			}
+		})
+		require.Zero(t, allocs, p.String())
+		require.Equal(t, *newMixed(), s)
+	}
+}
+
+func TestDecoderMessageSizeLimit(t *testing.T) {
+	lim := &proto.Limits{MaxMessageSize: 16, MaxDepth: 8, MaxStringLength: 16, MaxContainerSize: 16}
+	for _, p := range protocols {
+		msg, err := proto.EncodeMessage(p, nil, "mixed", proto.Call, 1, newMixed())
+		require.NoError(t, err)
+		_, err = proto.NewDecoder(lim).Begin(p, msg)
+		require.ErrorIs(t, err, proto.ErrSizeLimit)
+	}
+}
+
 func TestFramedEncodeRoundTrip(t *testing.T) {
 	for _, p := range protocols {
 		var enc proto.Encoder

@@ -20,7 +20,8 @@ type Scanner struct {
 type scanKind uint8
 
 const (
-	scanStruct scanKind = iota
+	scanNone scanKind = iota // a primitive: nothing to push
+	scanStruct
 	scanList
 	scanMap
 )
@@ -136,6 +137,10 @@ func (s *Scanner) Scan(buf []byte) (n int, need int, err error) {
 					t, f.valNext = f.a, true
 				}
 			}
+			if end := s.quickSkip(buf, t); end > 0 {
+				s.pos = end
+				continue
+			}
 			f.pending = t
 		}
 		np, child, err := s.value(buf, t)
@@ -144,14 +149,62 @@ func (s *Scanner) Scan(buf []byte) (n int, need int, err error) {
 		}
 		s.pos = np
 		s.stack[top].pending = STOP
-		if child != nil && (child.kind == scanStruct || child.n > 0) {
+		if child.kind == scanStruct || child.kind != scanNone && child.n > 0 {
 			if len(s.stack) >= s.lim.MaxDepth {
 				return 0, 0, decodeErr(ErrDepthLimit, s.pos, "")
 			}
-			s.stack = append(s.stack, *child)
+			s.stack = append(s.stack, child)
 		}
 	}
 	return s.pos, 0, nil
+}
+
+// quickSkip returns the end of a primitive value of type t at s.pos when it
+// lies wholly in buf and is valid, else 0 so the general path (which knows
+// how to report needs and errors) takes over.
+func (s *Scanner) quickSkip(buf []byte, t Type) int {
+	p := s.pos
+	if s.p == Binary {
+		if sz := binaryFixedSize(t); sz > 0 {
+			if p+sz <= len(buf) {
+				return p + sz
+			}
+			return 0
+		}
+		if t == STRING && p+4 <= len(buf) {
+			n := int32(binary.BigEndian.Uint32(buf[p:]))
+			if n >= 0 && int(n) <= s.lim.MaxStringLength && p+4+int(n) <= len(buf) {
+				return p + 4 + int(n)
+			}
+		}
+		return 0
+	}
+	switch t {
+	case I8, BOOL:
+		if p < len(buf) {
+			return p + 1
+		}
+	case DOUBLE:
+		if p+8 <= len(buf) {
+			return p + 8
+		}
+	case UUID:
+		if p+16 <= len(buf) {
+			return p + 16
+		}
+	case I16, I32, I64:
+		if _, n := binary.Uvarint(buf[p:]); n > 0 {
+			return p + n
+		}
+	case STRING:
+		if u, n := binary.Uvarint(buf[p:]); n > 0 {
+			l := int32(uint32(u))
+			if l >= 0 && int(l) <= s.lim.MaxStringLength && p+n+int(l) <= len(buf) {
+				return p + n + int(l)
+			}
+		}
+	}
+	return 0
 }
 
 func isTruncated(err error) bool {
@@ -237,7 +290,7 @@ func (s *Scanner) fieldHeader(buf []byte) (Type, int, error) {
 
 // value consumes one value of type t at s.pos: primitives whole, containers
 // and structs by their header, returning the frame to push.
-func (s *Scanner) value(buf []byte, t Type) (int, *scanFrame, error) {
+func (s *Scanner) value(buf []byte, t Type) (int, scanFrame, error) {
 	p := s.pos
 	if s.p == Binary {
 		return s.binaryValue(buf, p, t)
@@ -258,15 +311,15 @@ func (s *Scanner) countOK(at int, n int64, minElem int) error {
 	return nil
 }
 
-func (s *Scanner) binaryValue(buf []byte, p int, t Type) (int, *scanFrame, error) {
-	trunc := func(need int) (int, *scanFrame, error) {
-		return need, nil, decodeErr(ErrTruncated, p, "")
+func (s *Scanner) binaryValue(buf []byte, p int, t Type) (int, scanFrame, error) {
+	trunc := func(need int) (int, scanFrame, error) {
+		return need, scanFrame{}, decodeErr(ErrTruncated, p, "")
 	}
 	if sz := binaryFixedSize(t); sz > 0 {
 		if p+sz > len(buf) {
 			return trunc(p + sz)
 		}
-		return p + sz, nil, nil
+		return p + sz, scanFrame{}, nil
 	}
 	switch t {
 	case STRING:
@@ -275,17 +328,17 @@ func (s *Scanner) binaryValue(buf []byte, p int, t Type) (int, *scanFrame, error
 		}
 		n := int32(binary.BigEndian.Uint32(buf[p:]))
 		if n < 0 {
-			return 0, nil, decodeErr(ErrNegativeSize, p, "")
+			return 0, scanFrame{}, decodeErr(ErrNegativeSize, p, "")
 		}
 		if int(n) > s.lim.MaxStringLength {
-			return 0, nil, decodeErr(ErrSizeLimit, p, "string length")
+			return 0, scanFrame{}, decodeErr(ErrSizeLimit, p, "string length")
 		}
 		if end := p + 4 + int(n); end > len(buf) {
 			return trunc(end)
 		}
-		return p + 4 + int(n), nil, nil
+		return p + 4 + int(n), scanFrame{}, nil
 	case STRUCT:
-		return p, &scanFrame{kind: scanStruct}, nil
+		return p, scanFrame{kind: scanStruct}, nil
 	case LIST, SET:
 		if p+5 > len(buf) {
 			return trunc(p + 5)
@@ -293,12 +346,12 @@ func (s *Scanner) binaryValue(buf []byte, p int, t Type) (int, *scanFrame, error
 		e := Type(buf[p])
 		n := int32(binary.BigEndian.Uint32(buf[p+1:]))
 		if n != 0 && !e.Valid() {
-			return 0, nil, decodeErr(ErrBadType, p, "list element")
+			return 0, scanFrame{}, decodeErr(ErrBadType, p, "list element")
 		}
 		if err := s.countOK(p, int64(n), minOf(&binaryMinSize, e)); err != nil {
-			return 0, nil, err
+			return 0, scanFrame{}, err
 		}
-		return p + 5, &scanFrame{kind: scanList, a: e, n: int(n)}, nil
+		return p + 5, scanFrame{kind: scanList, a: e, n: int(n)}, nil
 	case MAP:
 		if p+6 > len(buf) {
 			return trunc(p + 6)
@@ -306,14 +359,14 @@ func (s *Scanner) binaryValue(buf []byte, p int, t Type) (int, *scanFrame, error
 		k, v := Type(buf[p]), Type(buf[p+1])
 		n := int32(binary.BigEndian.Uint32(buf[p+2:]))
 		if n != 0 && (!k.Valid() || !v.Valid()) {
-			return 0, nil, decodeErr(ErrBadType, p, "map key/value")
+			return 0, scanFrame{}, decodeErr(ErrBadType, p, "map key/value")
 		}
 		if err := s.countOK(p, int64(n), minOf(&binaryMinSize, k)+minOf(&binaryMinSize, v)); err != nil {
-			return 0, nil, err
+			return 0, scanFrame{}, err
 		}
-		return p + 6, &scanFrame{kind: scanMap, a: k, b: v, n: int(n)}, nil
+		return p + 6, scanFrame{kind: scanMap, a: k, b: v, n: int(n)}, nil
 	}
-	return 0, nil, decodeErr(ErrBadType, p, t.String())
+	return 0, scanFrame{}, decodeErr(ErrBadType, p, t.String())
 }
 
 func (s *Scanner) uvarint(buf []byte, p int) (uint64, int, error) {
@@ -327,38 +380,38 @@ func (s *Scanner) uvarint(buf []byte, p int) (uint64, int, error) {
 	return v, p + n, nil
 }
 
-func (s *Scanner) compactValue(buf []byte, p int, t Type) (int, *scanFrame, error) {
+func (s *Scanner) compactValue(buf []byte, p int, t Type) (int, scanFrame, error) {
 	if sz := s.fixedSize(t); sz > 0 {
 		if p+sz > len(buf) {
-			return p + sz, nil, decodeErr(ErrTruncated, p, "")
+			return p + sz, scanFrame{}, decodeErr(ErrTruncated, p, "")
 		}
-		return p + sz, nil, nil
+		return p + sz, scanFrame{}, nil
 	}
 	switch t {
 	case I16, I32, I64:
 		_, np, err := s.uvarint(buf, p)
-		return np, nil, err
+		return np, scanFrame{}, err
 	case STRING:
 		u, np, err := s.uvarint(buf, p)
 		if err != nil {
-			return np, nil, err
+			return np, scanFrame{}, err
 		}
 		n := int32(uint32(u))
 		if n < 0 {
-			return 0, nil, decodeErr(ErrNegativeSize, p, "")
+			return 0, scanFrame{}, decodeErr(ErrNegativeSize, p, "")
 		}
 		if int(n) > s.lim.MaxStringLength {
-			return 0, nil, decodeErr(ErrSizeLimit, p, "string length")
+			return 0, scanFrame{}, decodeErr(ErrSizeLimit, p, "string length")
 		}
 		if end := np + int(n); end > len(buf) {
-			return end, nil, decodeErr(ErrTruncated, p, "")
+			return end, scanFrame{}, decodeErr(ErrTruncated, p, "")
 		}
-		return np + int(n), nil, nil
+		return np + int(n), scanFrame{}, nil
 	case STRUCT:
-		return p, &scanFrame{kind: scanStruct}, nil
+		return p, scanFrame{kind: scanStruct}, nil
 	case LIST, SET:
 		if p >= len(buf) {
-			return p + 1, nil, decodeErr(ErrTruncated, p, "")
+			return p + 1, scanFrame{}, decodeErr(ErrTruncated, p, "")
 		}
 		b := buf[p]
 		np := p + 1
@@ -366,41 +419,41 @@ func (s *Scanner) compactValue(buf []byte, p int, t Type) (int, *scanFrame, erro
 		if u == 15 {
 			var err error
 			if u, np, err = s.uvarint(buf, np); err != nil {
-				return np, nil, err
+				return np, scanFrame{}, err
 			}
 		}
 		n := int32(uint32(u))
 		e := fromCompact[b&0x0f]
 		if n != 0 && (e == 0xff || e == STOP) {
-			return 0, nil, decodeErr(ErrBadType, p, "list element")
+			return 0, scanFrame{}, decodeErr(ErrBadType, p, "list element")
 		}
 		if err := s.countOK(p, int64(n), minOf(&compactMinSize, e)); err != nil {
-			return 0, nil, err
+			return 0, scanFrame{}, err
 		}
-		return np, &scanFrame{kind: scanList, a: e, n: int(n)}, nil
+		return np, scanFrame{kind: scanList, a: e, n: int(n)}, nil
 	case MAP:
 		u, np, err := s.uvarint(buf, p)
 		if err != nil {
-			return np, nil, err
+			return np, scanFrame{}, err
 		}
 		if u == 0 {
-			return np, nil, nil
+			return np, scanFrame{}, nil
 		}
 		if np >= len(buf) {
-			return np + 1, nil, decodeErr(ErrTruncated, p, "")
+			return np + 1, scanFrame{}, decodeErr(ErrTruncated, p, "")
 		}
 		kv := buf[np]
 		k, v := fromCompact[kv>>4], fromCompact[kv&0x0f]
 		if k == 0xff || k == STOP || v == 0xff || v == STOP {
-			return 0, nil, decodeErr(ErrBadType, p, "map key/value")
+			return 0, scanFrame{}, decodeErr(ErrBadType, p, "map key/value")
 		}
 		n := int32(uint32(u))
 		if err := s.countOK(p, int64(n), compactMinSize[k]+compactMinSize[v]); err != nil {
-			return 0, nil, err
+			return 0, scanFrame{}, err
 		}
-		return np + 1, &scanFrame{kind: scanMap, a: k, b: v, n: int(n)}, nil
+		return np + 1, scanFrame{kind: scanMap, a: k, b: v, n: int(n)}, nil
 	}
-	return 0, nil, decodeErr(ErrBadType, p, t.String())
+	return 0, scanFrame{}, decodeErr(ErrBadType, p, t.String())
 }
 
 func minOf(tbl *[17]int, t Type) int {

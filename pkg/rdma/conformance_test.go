@@ -148,8 +148,11 @@ func TestOrdering(t *testing.T) {
 }
 
 func TestInline(t *testing.T) {
-	const maxInline = 128
-	a, b := newPair(t, pairCfg{a: sideCfg{maxInline: maxInline}})
+	a, b := newPair(t, pairCfg{a: sideCfg{maxInline: 128}})
+	caps, err := a.qp.Caps()
+	require.NoError(t, err)
+	maxInline := caps.MaxInline
+	require.GreaterOrEqual(t, maxInline, 128)
 	require.NoError(t, b.qp.PostRecv([]RecvWR{recvWR(1, b.mr.SGE(0, 4096))}))
 	src := a.mr.Bytes()[:maxInline]
 	fill(src, 5)
@@ -161,7 +164,7 @@ func TestInline(t *testing.T) {
 	require.NoError(t, waitN(t, b.rcq, 1)[0].Err())
 	require.Equal(t, want, b.mr.Bytes()[:maxInline])
 	// Over the limit is refused at post.
-	err := a.qp.PostSend([]SendWR{sendWR(2, OpSend, Signaled|Inline, a.mr.SGE(0, maxInline+1))})
+	err = a.qp.PostSend([]SendWR{sendWR(2, OpSend, Signaled|Inline, a.mr.SGE(0, maxInline+1))})
 	var pe *PostError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, 0, pe.Index)
@@ -171,8 +174,11 @@ func TestInline(t *testing.T) {
 // Unsignaled WRs complete silently; their send-queue slots are released by
 // a later signaled completion, and posting past the depth fails.
 func TestSelectiveSignalingAndDepth(t *testing.T) {
-	const depth = 8
-	a, b := newPair(t, pairCfg{a: sideCfg{maxSend: depth}})
+	a, b := newPair(t, pairCfg{a: sideCfg{maxSend: 8}})
+	caps, err := a.qp.Caps()
+	require.NoError(t, err)
+	depth := caps.MaxSendWR
+	require.GreaterOrEqual(t, depth, 8)
 	remote := a.peer.Buffers[0]
 	wr := func(id uint64, f SendFlags) SendWR {
 		w := sendWR(id, OpRDMAWrite, f, a.mr.SGE(0, 64))
@@ -187,7 +193,7 @@ func TestSelectiveSignalingAndDepth(t *testing.T) {
 	expectNone(t, a.scq, time.Millisecond)
 	require.NoError(t, a.qp.PostSend([]SendWR{wr(100, Signaled)}))
 	// The queue is full until the signaled completion is polled.
-	err := a.qp.PostSend([]SendWR{wr(101, Signaled)})
+	err = a.qp.PostSend([]SendWR{wr(101, Signaled)})
 	require.ErrorIs(t, err, ErrNoResources)
 	wcs := waitN(t, a.scq, 1)
 	require.Equal(t, uint64(100), wcs[0].WRID)
@@ -211,13 +217,15 @@ func TestSelectiveSignalingAndDepth(t *testing.T) {
 	require.Len(t, waitN(t, a.scq, depth), depth)
 
 	// Receive queue depth.
-	recvs := make([]RecvWR, 65)
+	bcaps, err := b.qp.Caps()
+	require.NoError(t, err)
+	recvs := make([]RecvWR, bcaps.MaxRecvWR+1)
 	for i := range recvs {
 		recvs[i] = recvWR(uint64(i), b.mr.SGE(0, 64))
 	}
 	err = b.qp.PostRecv(recvs)
 	require.ErrorAs(t, err, &pe)
-	require.Equal(t, 64, pe.Index)
+	require.Equal(t, bcaps.MaxRecvWR, pe.Index)
 	require.ErrorIs(t, err, ErrNoResources)
 }
 

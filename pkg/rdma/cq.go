@@ -156,6 +156,9 @@ func (cq *CQ) WaitEvent(ctx context.Context) error {
 	}
 }
 
+// Depth is how many completions the CQ holds (at least the requested depth).
+func (cq *CQ) Depth() int { return int(C.hr_cq_depth(cq.p)) }
+
 // Close destroys the CQ (its QPs must be closed first).
 func (cq *CQ) Close() error {
 	if cq.closed.Swap(true) {

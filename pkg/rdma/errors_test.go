@@ -151,9 +151,12 @@ func TestDeregisteredMemory(t *testing.T) {
 }
 
 func TestCQOverflow(t *testing.T) {
-	a, _ := newPair(t, pairCfg{a: sideCfg{cqDepth: 4, maxSend: 16}})
+	a, _ := newPair(t, pairCfg{a: sideCfg{cqDepth: 4, maxSend: 64}})
 	r := a.peer.Buffers[0]
-	wrs := make([]SendWR, 8)
+	depth := a.scq.Depth()
+	require.GreaterOrEqual(t, depth, 4)
+	require.Less(t, depth, 60)
+	wrs := make([]SendWR, depth+4)
 	for i := range wrs {
 		wrs[i] = sendWR(uint64(i), OpRDMAWrite, Signaled, a.mr.SGE(0, 8))
 		wrs[i].RemoteAddr, wrs[i].RKey = r.Addr, r.RKey

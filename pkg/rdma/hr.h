@@ -176,6 +176,14 @@ typedef struct hr_qp_init {
 	uint32_t min_rnr_timer; /* ibv encoding, 0 = default */
 } hr_qp_init;
 
+/* What a QP actually got (providers may round the requested sizes up). */
+typedef struct hr_qp_caps {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+} hr_qp_caps;
+
 /* Counters, per QP and per device (device = sum over its QPs, live and gone).
  * posted: work requests posted by opcode; inbound: operations this QP served
  * as the target, by opcode (ibv: only what software sees, i.e. receives). */
@@ -246,6 +254,9 @@ typedef struct hr_provider {
 	int (*post_recv)(hr_qp *qp, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 	int (*qp_counters)(hr_qp *qp, hr_counters *out);
 	int (*dev_counters)(hr_dev *d, hr_counters *out);
+	int (*qp_caps)(hr_qp *qp, hr_qp_caps *out);
+	/* Completions the CQ holds (>= the requested depth). */
+	int (*cq_depth)(hr_cq *cq);
 } hr_provider;
 
 /* Every handle starts with its provider, so dispatch needs no lookup. */
@@ -291,6 +302,8 @@ int hr_post_send(hr_qp *qp, const hr_send_wr *wr, uint32_t n, uint32_t *bad);
 int hr_post_recv(hr_qp *qp, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 int hr_qp_counters(hr_qp *qp, hr_counters *out);
 int hr_dev_counters(hr_dev *d, hr_counters *out);
+int hr_query_qp_caps(hr_qp *qp, hr_qp_caps *out);
+int hr_cq_depth(hr_cq *cq);
 
 /* Pollers that run in C so completions cross to Go in batches.
  * hr_poll_spin busy-polls up to spin_ns for at least one completion.

@@ -123,6 +123,8 @@ int hr_post_recv(hr_qp *qp, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 }
 int hr_qp_counters(hr_qp *qp, hr_counters *out) { return PROV(qp)->qp_counters(qp, out); }
 int hr_dev_counters(hr_dev *d, hr_counters *out) { return PROV(d)->dev_counters(d, out); }
+int hr_query_qp_caps(hr_qp *qp, hr_qp_caps *out) { return PROV(qp)->qp_caps(qp, out); }
+int hr_cq_depth(hr_cq *cq) { return PROV(cq)->cq_depth(cq); }
 
 int hr_poll_spin(hr_cq *cq, int n, hr_wc *wc, uint64_t spin_ns)
 {

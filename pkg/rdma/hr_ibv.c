@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -330,6 +331,14 @@ static int ibv_hr_create_chan(hr_dev *hd, hr_chan **out)
 		free(c);
 		return hr_ibv_errno_status(errno ? errno : ENOMEM);
 	}
+	/* Non-blocking, so a waiter that lost the event to another thread
+	 * between poll() and ibv_get_cq_event() cannot hang. */
+	int fl = fcntl(c->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		ibv_destroy_comp_channel(c->ch);
+		free(c);
+		return HR_EIO;
+	}
 	*out = (hr_chan *)c;
 	return HR_OK;
 }
@@ -444,9 +453,8 @@ static int ibv_hr_get_cq_event(hr_chan *hc, int timeout_ms, hr_cq **out)
 		return errno == EINTR ? HR_ETIMEDOUT : HR_EIO;
 	struct ibv_cq *cq;
 	void *ctx;
-	/* The fd is blocking: poll said readable, so this returns at once. */
 	if (ibv_get_cq_event(c->ch, &cq, &ctx) != 0)
-		return HR_EIO;
+		return errno == EAGAIN ? HR_ETIMEDOUT : HR_EIO;
 	*out = ctx;
 	return HR_OK;
 }
@@ -455,6 +463,8 @@ static void ibv_hr_ack_cq_events(hr_cq *hc, unsigned n)
 {
 	ibv_ack_cq_events(((struct ibv_hcq *)hc)->cq, n);
 }
+
+static int ibv_hr_cq_depth(hr_cq *hc) { return ((struct ibv_hcq *)hc)->cq->cqe; }
 
 static int ibv_hr_dev_counters(hr_dev *hd, hr_counters *out)
 {
@@ -504,4 +514,6 @@ const hr_provider hr_ibv_provider = {
 	.post_recv = ibv_hr_post_recv,
 	.qp_counters = ibv_hr_qp_counters,
 	.dev_counters = ibv_hr_dev_counters,
+	.qp_caps = ibv_hr_qp_caps,
+	.cq_depth = ibv_hr_cq_depth,
 };

@@ -117,6 +117,8 @@ int ibv_hr_create_qp(hr_pd *hp, const hr_qp_init *in, hr_qp **out)
 		.sq_sig_all = 0,
 	};
 	q->qp = ibv_create_qp(p->pd, &a);
+	/* ibv_create_qp writes back the capacities it granted. */
+	q->caps = (hr_qp_caps){a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge, a.cap.max_inline_data};
 	if (!q->qp) {
 		int e = errno;
 		pthread_mutex_destroy(&q->lock);
@@ -368,4 +370,10 @@ int ibv_hr_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 	q->cnt.recv_posted += st == HR_OK ? n : *bad;
 	pthread_mutex_unlock(&q->lock);
 	return st;
+}
+
+int ibv_hr_qp_caps(hr_qp *hq, hr_qp_caps *out)
+{
+	*out = ((struct ibv_hqp *)hq)->caps;
+	return HR_OK;
 }

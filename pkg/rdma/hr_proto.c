@@ -99,7 +99,24 @@ int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
 		keep = r->cap;
 	if (keep)
 		memcpy(n.p, r->p, keep);
-	region_free(ep, r);
+	if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
+		/* Unsignaled WRs may still gather from the old staging buffer:
+		 * keep it registered until a completion retires them, and make
+		 * the next WR signaled so that one comes. */
+		while (ep->tx_old.p && ep->sq_done < ep->tx_old_at) {
+			int r2 = hrp_progress(ep);
+			if (r2 < 0 || (r2 == 0 && (st = hrp_check(ep)) != HR_OK)) {
+				region_free(ep, &n);
+				return r2 < 0 ? -r2 : st;
+			}
+		}
+		region_free(ep, &ep->tx_old);
+		ep->tx_old = *r;
+		ep->tx_old_at = ep->sq_posted;
+		ep->unsignaled = ep->cfg.signal_interval;
+	} else {
+		region_free(ep, r);
+	}
 	*r = n;
 	return HR_OK;
 }
@@ -156,6 +173,8 @@ static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
 		}
 		if (c->wr_id > ep->sq_done)
 			ep->sq_done = c->wr_id;
+		if (ep->tx_old.p && ep->sq_done >= ep->tx_old_at)
+			region_free(ep, &ep->tx_old);
 		if (c->opcode == HR_OP_RDMA_READ && c->wr_id > ep->read_done)
 			ep->read_done = c->wr_id;
 	}
@@ -224,7 +243,7 @@ int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n)
 		uint64_t len = 0;
 		for (uint32_t s = 0; s < wr[i].num_sge; s++)
 			len += wr[i].sg[s].length;
-		if (wr[i].opcode != HR_OP_RDMA_READ && len <= ep->cfg.inline_threshold)
+		if (wr[i].opcode != HR_OP_RDMA_READ && ep->cfg.inline_threshold && len <= ep->cfg.inline_threshold)
 			wr[i].flags |= HR_SEND_INLINE;
 	}
 	uint32_t bad = 0;
@@ -260,6 +279,7 @@ static void ep_free(hr_ep *ep)
 	region_free(ep, &ep->resp);
 	region_free(ep, &ep->ctl);
 	region_free(ep, &ep->tx);
+	region_free(ep, &ep->tx_old);
 	region_free(ep, &ep->rx);
 	free(ep->arr);
 	free(ep);

@@ -78,6 +78,8 @@ struct hr_ep {
 	hr_region ctl;    /* control messages, HR_EP_CTL_N x HDR */
 	hr_region tx;     /* staging: HDR + payload + tail; Read-RNDV source */
 	hr_region rx;     /* Write-RNDV target, READ destination */
+	hr_region tx_old; /* replaced staging, freed once its WRs are retired */
+	uint64_t tx_old_at;
 	uint32_t slot_stride;
 	uint32_t ctl_next;
 

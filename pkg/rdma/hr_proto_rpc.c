@@ -64,6 +64,11 @@ static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
 		if ((st = read_into(ep, ep->rx.p, f, ep->peer.resp_addr, ep->peer.resp_rkey, &ns)) != HR_OK)
 			return st;
 		ep->st.rfp_fetches++;
+		/* The estimate decides when fetching would cover the server's
+		 * time again: a READ that stalled because this thread lost its
+		 * CPU says nothing about fetching, so samples are clamped. */
+		if (ep->st.fetch_ns && ns > 4 * ep->st.fetch_ns)
+			ns = 4 * ep->st.fetch_ns;
 		ep->st.fetch_ns = ep->st.fetch_ns ? (ep->st.fetch_ns * 7 + ns) / 8 : ns;
 		hr_msg h;
 		memcpy(&h, ep->rx.p, sizeof h);

@@ -401,6 +401,8 @@ static void shm_ack_cq_events(hr_cq *hcq, unsigned n)
 	((struct shm_cq *)hcq)->events_acked += n;
 }
 
+static int shm_cq_depth(hr_cq *hcq) { return (int)((struct shm_cq *)hcq)->sh->cap; }
+
 static int shm_dev_counters(hr_dev *hd, hr_counters *out)
 {
 	struct shm_dev *d = (struct shm_dev *)hd;
@@ -451,4 +453,6 @@ const hr_provider hr_shm_provider = {
 	.post_recv = shm_post_recv,
 	.qp_counters = shm_qp_counters,
 	.dev_counters = shm_dev_counters,
+	.qp_caps = shm_qp_caps,
+	.cq_depth = shm_cq_depth,
 };

@@ -38,11 +38,11 @@ int shm_rq_pop(struct shm_rq_sh *rq, struct shm_rwqe *out)
 {
 	uint64_t h = atomic_load_explicit(&rq->head, memory_order_acquire);
 	for (;;) {
-		uint64_t t = atomic_load_explicit(&rq->tail, memory_order_acquire);
-		if (h == t)
-			return -1;
-		/* Copy before claiming; a failed CAS discards a torn read. */
 		const struct shm_rwqe *e = &rq->e[h % rq->cap];
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) != (uint32_t)(h + 1))
+			return -1;
+		/* Copy before claiming; the producer reuses the slot only after
+		 * head moves on, in which case the CAS fails and we retry. */
 		out->wr_id = e->wr_id;
 		out->num_sge = e->num_sge <= HR_MAX_SGE ? e->num_sge : HR_MAX_SGE;
 		memcpy(out->sg, e->sg, sizeof(e->sg[0]) * out->num_sge);
@@ -70,7 +70,8 @@ static int rq_push(struct shm_rq_sh *rq, const hr_recv_wr *wr, uint32_t n, uint3
 		e->wr_id = wr[i].wr_id;
 		e->num_sge = wr[i].num_sge;
 		memcpy(e->sg, wr[i].sg, sizeof(e->sg[0]) * wr[i].num_sge);
-		atomic_store_explicit(&rq->tail, t + 1, memory_order_release);
+		atomic_store_explicit(&e->seq, (uint32_t)(t + 1), memory_order_release);
+		atomic_store_explicit(&rq->tail, t + 1, memory_order_relaxed);
 	}
 	return HR_OK;
 }
@@ -173,6 +174,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->max_sge = in->max_sge ? in->max_sge : 1;
 	qp->max_inline = in->max_inline;
 	qp->rnr_retry = in->rnr_retry;
+	qp->max_recv = qp->srq ? 0 : in->max_recv_wr;
 	pthread_mutex_init(&qp->lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	int st = HR_ENOMEM;
@@ -379,7 +381,20 @@ int shm_qp_counters(hr_qp *hq, hr_counters *out)
 	pthread_mutex_lock(&qp->lock);
 	*out = qp->cnt;
 	pthread_mutex_unlock(&qp->lock);
+	pthread_mutex_lock(&qp->rq_lock);
+	out->recv_posted = qp->recv_posted;
+	pthread_mutex_unlock(&qp->rq_lock);
 	shm_qp_sh_counters(qp->sh, out);
+	return HR_OK;
+}
+
+int shm_qp_caps(hr_qp *hq, hr_qp_caps *out)
+{
+	struct shm_qp *qp = (struct shm_qp *)hq;
+	out->max_send_wr = qp->sq_cap;
+	out->max_recv_wr = qp->max_recv;
+	out->max_sge = qp->max_sge;
+	out->max_inline = qp->max_inline;
 	return HR_OK;
 }
 
@@ -463,11 +478,8 @@ int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 	}
 	pthread_mutex_lock(&qp->rq_lock);
 	int st = rq_push(qp->rq, wr, n, bad, &qp->rq_head_cache);
-	uint32_t done = st == HR_OK ? n : *bad;
+	qp->recv_posted += st == HR_OK ? n : *bad;
 	pthread_mutex_unlock(&qp->rq_lock);
-	pthread_mutex_lock(&qp->lock);
-	qp->cnt.recv_posted += done;
-	pthread_mutex_unlock(&qp->lock);
 	/* Receives posted to a QP in error complete with a flush, also when the
 	 * error raced with this post. */
 	if (atomic_load(&qp->sh->state) == HR_QPS_ERR)

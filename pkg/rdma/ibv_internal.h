@@ -60,6 +60,7 @@ struct ibv_hqp {
 	struct ibv_hqp *next; /* bucket chain */
 	uint32_t psn;
 	uint32_t rnr_retry, retry_cnt, timeout, min_rnr_timer;
+	hr_qp_caps caps; /* as granted by the provider */
 	pthread_mutex_t lock;
 	hr_counters cnt;
 	_Atomic uint64_t completions, errors, bytes_in;
@@ -83,5 +84,7 @@ int ibv_hr_qp_set_error(hr_qp *hq);
 int ibv_hr_qp_state(hr_qp *hq);
 int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad);
 int ibv_hr_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
+
+int ibv_hr_qp_caps(hr_qp *hq, hr_qp_caps *out);
 
 #endif

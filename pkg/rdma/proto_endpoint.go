@@ -206,7 +206,9 @@ func (e *RPCEndpoint) isClosed() bool {
 func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.int, gen C.uint32_t) C.int) C.int {
 	ms := -1
 	if dl, ok := ctx.Deadline(); ok {
-		ms = max(int(time.Until(dl)/time.Millisecond), 0)
+		// Rounded up and one more, so C gives up only after ctx has: the
+		// caller then reports ctx's error.
+		ms = max(int((time.Until(dl)+time.Millisecond-1)/time.Millisecond)+1, 0)
 	}
 	if limit > 0 && (ms < 0 || ms > int(limit/time.Millisecond)) {
 		ms = int(limit / time.Millisecond)
@@ -239,8 +241,13 @@ func (e *RPCEndpoint) err(ctx context.Context, op string, st C.int) error {
 	if st == C.HR_OK {
 		return nil
 	}
-	if ctx.Err() != nil && st == C.HR_ETIMEDOUT {
-		return ctx.Err()
+	if st == C.HR_ETIMEDOUT {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			<-ctx.Done() // the deadline passed; ctx's timer is about to fire
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	return statusErr(op, st)
 }

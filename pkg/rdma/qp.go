@@ -177,6 +177,21 @@ func (qp *QP) SetError() error { return statusErr("set error", C.hr_qp_set_error
 // State reports the QP state.
 func (qp *QP) State() QPState { return QPState(C.hr_qp_state(qp.p)) }
 
+// QPCaps are the sizes a QP was granted (a provider may round requests up).
+type QPCaps struct {
+	MaxSendWR, MaxRecvWR, MaxSGE, MaxInline int
+}
+
+// Caps reports the granted sizes.
+func (qp *QP) Caps() (QPCaps, error) {
+	var c C.hr_qp_caps
+	if err := statusErr("qp caps", C.hr_query_qp_caps(qp.p, &c)); err != nil {
+		return QPCaps{}, err
+	}
+	return QPCaps{MaxSendWR: int(c.max_send_wr), MaxRecvWR: int(c.max_recv_wr), MaxSGE: int(c.max_sge),
+		MaxInline: int(c.max_inline)}, nil
+}
+
 // Counters returns the QP's counters.
 func (qp *QP) Counters() (Counters, error) {
 	var c C.hr_counters

@@ -92,17 +92,18 @@ struct shm_chan_sh {
 };
 
 /* 128-byte slots: a receive with up to three SGEs lives in one cache line,
- * which is all the initiator reads. */
+ * which is all the initiator reads — including seq, so polling for a posted
+ * receive needs no separate tail line. */
 struct shm_rwqe {
-	uint64_t wr_id;
+	_Atomic uint32_t seq; /* low 32 bits of slot index + 1 once written */
 	uint32_t num_sge;
-	uint32_t pad_;
+	uint64_t wr_id;
 	hr_sge sg[HR_MAX_SGE];
-	uint8_t pad2_[128 - 16 - HR_MAX_SGE * 16];
+	uint8_t pad_[128 - 16 - HR_MAX_SGE * 16];
 } __attribute__((aligned(64)));
 
 /* Receive ring: one producer (the owner, under a local mutex), many
- * consumers (initiators, by CAS on head). */
+ * consumers (initiators, by CAS on head). tail is the producer's own. */
 struct shm_rq_sh {
 	_Atomic uint64_t head;
 	uint8_t p1_[CACHELINE - 8];
@@ -208,9 +209,10 @@ struct shm_qp {
 	struct shm_srq *srq;
 	pthread_mutex_t lock;     /* send side */
 	pthread_mutex_t rq_lock;  /* own receive ring producer */
+	uint64_t recv_posted;     /* under rq_lock */
 	struct shm_sqe *sq;
 	uint8_t *inl;
-	uint32_t sq_cap, max_inline, max_sge, rnr_retry;
+	uint32_t sq_cap, max_inline, max_sge, rnr_retry, max_recv;
 	uint64_t sq_tail, sq_next;
 	uint64_t rq_head_cache;  /* own ring, producer side */
 	uint64_t scq_head_cache; /* our send CQ */
@@ -293,6 +295,7 @@ int shm_qp_state(hr_qp *q);
 int shm_post_send(hr_qp *q, const hr_send_wr *wr, uint32_t n, uint32_t *bad);
 int shm_post_recv(hr_qp *q, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 int shm_qp_counters(hr_qp *q, hr_counters *out);
+int shm_qp_caps(hr_qp *q, hr_qp_caps *out);
 void shm_counters_add(hr_counters *dst, const hr_counters *src);
 void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 func TestEchoAllEncodings(t *testing.T) {
@@ -141,4 +142,13 @@ func TestLargeMessages(t *testing.T) {
 			require.Equal(t, "L"+string(blob[:n]), got)
 		}
 	}
+}
+
+func TestServerWithoutUpgrade(t *testing.T) {
+	_, _, addr := start(t, server.WithoutUpgrade())
+	c := dial(t, addr)
+	require.False(t, c.Upgraded(), "server without upgrade grants no framing")
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "plain"})
+	require.NoError(t, err)
+	require.Equal(t, "plain", got)
 }

@@ -60,7 +60,7 @@ func TestManyGoroutinesManyConns(t *testing.T) {
 // On a HatRPC connection a fast call overtakes a slow one; on a plain
 // connection its reply waits for the slow one (Thrift clients expect order).
 func TestOutOfOrderCompletion(t *testing.T) {
-	_, _, addr := start(t)
+	s, _, addr := start(t)
 	const slowFor = 400 * time.Millisecond
 	cases := []struct {
 		name     string
@@ -78,7 +78,7 @@ func TestOutOfOrderCompletion(t *testing.T) {
 				_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(slowFor)})
 				slowDone <- err
 			}()
-			time.Sleep(50 * time.Millisecond) // let the slow request reach the server first
+			waitInFlight(t, s, 1) // the slow request reached the server first
 			t0 := time.Now()
 			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "fast"})
 			fastTook := time.Since(t0)
@@ -100,7 +100,7 @@ func TestOutOfOrderCompletion(t *testing.T) {
 }
 
 func TestDeadlinePropagationAndCancel(t *testing.T) {
-	_, e, addr := start(t)
+	s, e, addr := start(t)
 	c := dial(t, addr)
 	require.True(t, c.Upgraded())
 
@@ -133,7 +133,7 @@ func TestDeadlinePropagationAndCancel(t *testing.T) {
 	// Explicit cancellation (no deadline) travels as a Cancel frame.
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, s, 1)
 		cancel()
 	}()
 	_, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "cancel", Mode: wiretest.ModeWaitCtx})
@@ -150,7 +150,7 @@ func TestDeadlinePropagationAndCancel(t *testing.T) {
 }
 
 func TestClientGoneCancelsHandler(t *testing.T) {
-	_, e, addr := start(t)
+	s, e, addr := start(t)
 	for _, up := range []bool{true, false} {
 		t.Run(fmt.Sprintf("upgraded=%v", up), func(t *testing.T) {
 			var opts []client.Option
@@ -163,7 +163,7 @@ func TestClientGoneCancelsHandler(t *testing.T) {
 				_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "gone", Mode: wiretest.ModeWaitCtx})
 				done <- err
 			}()
-			time.Sleep(100 * time.Millisecond)
+			waitInFlight(t, s, 1)
 			require.NoError(t, c.Close())
 			select {
 			case err := <-done:
@@ -220,7 +220,7 @@ func TestBackpressure(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: fmt.Sprint(i), DelayNs: int64(20 * time.Millisecond)})
+				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: fmt.Sprint(i), DelayNs: int64(100 * time.Millisecond)})
 				assert.NoError(t, err)
 				assert.Equal(t, fmt.Sprint(i), got)
 			}()
@@ -229,14 +229,14 @@ func TestBackpressure(t *testing.T) {
 		require.Equal(t, int32(2), peak.Load())
 	})
 	t.Run("busy-reply", func(t *testing.T) {
-		_, _, addr := start(t, server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(20*time.Millisecond))
+		s, _, addr := start(t, server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(20*time.Millisecond))
 		c := dial(t, addr)
 		slow := make(chan error, 1)
 		go func() {
 			_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(500 * time.Millisecond)})
 			slow <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, s, 1)
 		_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "rejected"})
 		require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcInternalError, Message: "server busy"})
 		require.NoError(t, <-slow)

@@ -168,13 +168,15 @@ func (c *conn) next() (*request, error) {
 		*bp, err = wire.ReadMessage(c.br, c.format, *bp, lim)
 		if err != nil {
 			if errors.Is(err, proto.ErrInvalidData) {
-				// The message start may still tell us whom to answer.
-				if mh, herr := wire.ParseMsgHeader(c.format.Proto, *bp); herr == nil {
+				// The message start may still tell us whom to answer: the
+				// bytes scanned so far (unframed), or for an oversized
+				// frame the bytes buffered after its length.
+				start := *bp
+				if c.format.Framed {
+					start, _ = c.br.Peek(c.br.Buffered())
+				}
+				if mh, herr := wire.ParseMsgHeader(c.format.Proto, start); herr == nil {
 					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
-				} else if b, _ := c.br.Peek(c.br.Buffered()); c.format.Framed {
-					if mh, herr := wire.ParseMsgHeader(c.format.Proto, b); herr == nil {
-						c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
-					}
 				}
 			}
 			wire.PutBuf(bp)

@@ -39,15 +39,18 @@ func TestShutdownGracefulVsClose(t *testing.T) {
 			}
 			slow <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, s, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		t0 := time.Now()
 		require.NoError(t, s.Shutdown(ctx))
-		require.GreaterOrEqual(t, time.Since(t0), 100*time.Millisecond, "Shutdown returned before the in-flight call finished")
 		require.NoError(t, <-slow, "in-flight call must complete during graceful shutdown")
+		mfs, err := s.Registry().Gather()
+		require.NoError(t, err)
+		require.Equal(t, 1.0, metricValue(mfs, "hatrpc_server_calls_total", map[string]string{"function": "echo"}))
+		require.Equal(t, 0.0, metricValue(mfs, "hatrpc_server_errors_total", nil))
+		require.Equal(t, 0.0, metricValue(mfs, "hatrpc_server_connections", nil))
 		// New connections are refused once shut down.
-		_, err := net.DialTimeout("tcp", addr, time.Second)
+		_, err = net.DialTimeout("tcp", addr, time.Second)
 		require.Error(t, err)
 		_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "late"})
 		require.ErrorIs(t, err, client.ErrConnClosed)
@@ -60,7 +63,7 @@ func TestShutdownGracefulVsClose(t *testing.T) {
 			_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "stuck", Mode: wiretest.ModeWaitCtx})
 			stuck <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, s, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		require.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded)
@@ -75,7 +78,7 @@ func TestShutdownGracefulVsClose(t *testing.T) {
 			_, err := echo(context.Background(), c, &wiretest.EchoArgs{Msg: "closed", Mode: wiretest.ModeWaitCtx})
 			stuck <- err
 		}()
-		time.Sleep(100 * time.Millisecond)
+		waitInFlight(t, s, 1)
 		require.NoError(t, s.Close())
 		require.Equal(t, "closed", <-e.Cancelled)
 		require.ErrorIs(t, <-stuck, client.ErrConnClosed)
@@ -214,7 +217,7 @@ func TestMultipleServicesAndInterceptors(t *testing.T) {
 // An Apache Go client (framed or not, binary or compact) talks to the
 // HatRPC server on the same port as HatRPC clients.
 func TestApacheClient(t *testing.T) {
-	_, _, addr := start(t)
+	_, e, addr := start(t)
 	for _, framed := range []bool{false, true} {
 		for _, compact := range []bool{false, true} {
 			conf := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
@@ -237,8 +240,16 @@ func TestApacheClient(t *testing.T) {
 				require.NotNil(t, res.Success)
 				assert.Equal(t, msg, *res.Success)
 			}
+			_, err := cl.Call(tctx(t), "fire", &wiretest.ApacheEchoArgs{Msg: "oneway"}, nil)
+			require.NoError(t, err)
+			select {
+			case got := <-e.Fired:
+				require.Equal(t, "oneway", got)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Apache oneway not delivered")
+			}
 			var res wiretest.ApacheEchoResult
-			_, err := cl.Call(tctx(t), "nope", &wiretest.ApacheEchoArgs{Msg: "x"}, &res)
+			_, err = cl.Call(tctx(t), "nope", &wiretest.ApacheEchoArgs{Msg: "x"}, &res)
 			var ae thrift.TApplicationException
 			require.ErrorAs(t, err, &ae)
 			require.Equal(t, int32(thrift.UNKNOWN_METHOD), ae.TypeId())

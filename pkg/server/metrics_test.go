@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -96,4 +97,14 @@ func TestMetricsAndDebugEndpoint(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// waitInFlight waits until n calls are inside handlers, so a test acts on
+// calls that really reached the server rather than sleeping and hoping.
+func waitInFlight(t *testing.T, s *server.Server, n float64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		mfs, err := s.Registry().Gather()
+		return err == nil && metricValue(mfs, "hatrpc_server_in_flight", nil) == n
+	}, 10*time.Second, 2*time.Millisecond, "expected %v calls in flight", n)
 }

@@ -282,8 +282,13 @@ func (s *Server) finish() {
 	s.closed = true
 	s.mu.Unlock()
 	s.pool.stop()
-	if s.debugSrv != nil {
-		s.debugSrv.Close()
+	// A StartDebug after this point must not start a listener nobody closes.
+	s.debugOnce.Do(func() { s.debugErr = ErrServerClosed })
+	s.mu.Lock()
+	dbg := s.debugSrv
+	s.mu.Unlock()
+	if dbg != nil {
+		dbg.Close()
 	}
 }
 
@@ -307,9 +312,11 @@ func (s *Server) StartDebug() (net.Addr, error) {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		s.debugLn = ln
-		s.debugSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go s.debugSrv.Serve(ln)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.mu.Lock()
+		s.debugLn, s.debugSrv = ln, srv
+		s.mu.Unlock()
+		go srv.Serve(ln)
 	})
 	if s.debugErr != nil {
 		return nil, s.debugErr

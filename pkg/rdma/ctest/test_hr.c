@@ -139,16 +139,21 @@ static void test_errors(void)
 	CHECK_ST((int)wc[0].status, HR_ERNR_RETRY);
 	/* SQ depth: post 65 into a 64 deep queue on the failed QP: flushes
 	 * are completions too, so slots free only when polled. */
-	hr_send_wr many[65];
-	for (int i = 0; i < 65; i++)
+	hr_qp_caps caps;
+	CHECK_ST(hr_query_qp_caps(a.qp, &caps), HR_OK);
+	CHECK(caps.max_send_wr >= 64);
+	hr_send_wr *many = calloc(caps.max_send_wr + 1, sizeof(*many));
+	for (uint32_t i = 0; i <= caps.max_send_wr; i++)
 		many[i] = mk_send((uint64_t)i, HR_OP_SEND, 0, &a, 0, 8);
-	CHECK_ST(hr_post_send(a.qp, many, 65, &bad), HR_ENORES);
-	CHECK(bad == 64);
+	CHECK_ST(hr_post_send(a.qp, many, caps.max_send_wr + 1, &bad), HR_ENORES);
+	CHECK(bad == caps.max_send_wr);
+	free(many);
 	CHECK(wait_wc(a.scq, wc, 4, 5000) == 4);
 	for (int i = 0; i < 4; i++)
 		CHECK_ST((int)wc[i].status, HR_EFLUSH);
 	/* inline over the limit */
-	hr_send_wr big = mk_send(9, HR_OP_SEND, HR_SEND_INLINE, &b, 0, 65);
+	CHECK_ST(hr_query_qp_caps(b.qp, &caps), HR_OK);
+	hr_send_wr big = mk_send(9, HR_OP_SEND, HR_SEND_INLINE, &b, 0, caps.max_inline + 1);
 	CHECK_ST(hr_post_send(b.qp, &big, 1, &bad), HR_EINVAL);
 	/* the peer of a failed QP gets no answer */
 	hr_send_wr bw = mk_send(9, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, &b, 0, 8);

@@ -101,7 +101,6 @@ func (p *Inner) String() string {
 
 func (p *Inner) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -131,20 +130,14 @@ func (p *Inner) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.ID, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.ID = v
 			}
 		case id == 2 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Name, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Name = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -158,7 +151,6 @@ func (p *Inner) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *Inner) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -188,20 +180,14 @@ func (p *Inner) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.ID, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.ID = v
 			}
 		case id == 2 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Name, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Name = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -339,7 +325,6 @@ func (p *AllTypes) String() string {
 
 func (p *AllTypes) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -438,52 +423,36 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.BOOL:
-			if v, err := r.ReadBool(); err != nil {
+			if p.B, err = r.ReadBool(); err != nil {
 				return err
-			} else {
-				p.B = v
 			}
 		case id == 2 && t == proto.I8:
-			if v, err := r.ReadI8(); err != nil {
+			if p.I8v, err = r.ReadI8(); err != nil {
 				return err
-			} else {
-				p.I8v = v
 			}
 		case id == 3 && t == proto.I16:
-			if v, err := r.ReadI16(); err != nil {
+			if p.I16v, err = r.ReadI16(); err != nil {
 				return err
-			} else {
-				p.I16v = v
 			}
 		case id == 4 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.I32v, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.I32v = v
 			}
 		case id == 5 && t == proto.I64:
-			if v, err := r.ReadI64(); err != nil {
+			if p.I64v, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				p.I64v = v
 			}
 		case id == 6 && t == proto.DOUBLE:
-			if v, err := r.ReadDouble(); err != nil {
+			if p.D, err = r.ReadDouble(); err != nil {
 				return err
-			} else {
-				p.D = v
 			}
 		case id == 7 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.S, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.S = v
 			}
 		case id == 8 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Bin, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Bin = v
 			}
 		case id == 9 && t == proto.I32:
 			if v, err := r.ReadI32(); err != nil {
@@ -502,10 +471,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				}
 				p.Ints = make([]int32, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadI32(); err != nil {
+					if p.Ints[i0], err = r.ReadI32(); err != nil {
 						return err
-					} else {
-						p.Ints[i0] = v
 					}
 				}
 			}
@@ -520,10 +487,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				}
 				p.Strs = make([]string, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadString(); err != nil {
+					if p.Strs[i0], err = r.ReadString(); err != nil {
 						return err
-					} else {
-						p.Strs[i0] = v
 					}
 				}
 			}
@@ -539,16 +504,12 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				p.M = make(map[string]int64, n0)
 				for range n0 {
 					var k0 string
-					if v, err := r.ReadString(); err != nil {
+					if k0, err = r.ReadString(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 int64
-					if v, err := r.ReadI64(); err != nil {
+					if v0, err = r.ReadI64(); err != nil {
 						return err
-					} else {
-						v0 = v
 					}
 					p.M[k0] = v0
 				}
@@ -582,10 +543,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				p.Nested = make(map[int32][]string, n0)
 				for range n0 {
 					var k0 int32
-					if v, err := r.ReadI32(); err != nil {
+					if k0, err = r.ReadI32(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 []string
 					{
@@ -598,10 +557,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 						}
 						v0 = make([]string, n1)
 						for i1 := range n1 {
-							if v, err := r.ReadString(); err != nil {
+							if v0[i1], err = r.ReadString(); err != nil {
 								return err
-							} else {
-								v0[i1] = v
 							}
 						}
 					}
@@ -610,10 +567,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 			}
 		case id == 15 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Opt = &fv
 		case id == 16 && t == proto.STRUCT:
@@ -632,10 +587,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				}
 				p.Bools = make([]bool, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadBool(); err != nil {
+					if p.Bools[i0], err = r.ReadBool(); err != nil {
 						return err
-					} else {
-						p.Bools[i0] = v
 					}
 				}
 			}
@@ -651,10 +604,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				p.ByName = make(map[string]*Inner, n0)
 				for range n0 {
 					var k0 string
-					if v, err := r.ReadString(); err != nil {
+					if k0, err = r.ReadString(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 *Inner
 					v0 = NewInner()
@@ -665,8 +616,6 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 				}
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -680,7 +629,6 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *AllTypes) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -779,52 +727,36 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.BOOL:
-			if v, err := r.ReadBool(); err != nil {
+			if p.B, err = r.ReadBool(); err != nil {
 				return err
-			} else {
-				p.B = v
 			}
 		case id == 2 && t == proto.I8:
-			if v, err := r.ReadI8(); err != nil {
+			if p.I8v, err = r.ReadI8(); err != nil {
 				return err
-			} else {
-				p.I8v = v
 			}
 		case id == 3 && t == proto.I16:
-			if v, err := r.ReadI16(); err != nil {
+			if p.I16v, err = r.ReadI16(); err != nil {
 				return err
-			} else {
-				p.I16v = v
 			}
 		case id == 4 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.I32v, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.I32v = v
 			}
 		case id == 5 && t == proto.I64:
-			if v, err := r.ReadI64(); err != nil {
+			if p.I64v, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				p.I64v = v
 			}
 		case id == 6 && t == proto.DOUBLE:
-			if v, err := r.ReadDouble(); err != nil {
+			if p.D, err = r.ReadDouble(); err != nil {
 				return err
-			} else {
-				p.D = v
 			}
 		case id == 7 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.S, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.S = v
 			}
 		case id == 8 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Bin, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Bin = v
 			}
 		case id == 9 && t == proto.I32:
 			if v, err := r.ReadI32(); err != nil {
@@ -843,10 +775,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				}
 				p.Ints = make([]int32, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadI32(); err != nil {
+					if p.Ints[i0], err = r.ReadI32(); err != nil {
 						return err
-					} else {
-						p.Ints[i0] = v
 					}
 				}
 			}
@@ -861,10 +791,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				}
 				p.Strs = make([]string, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadString(); err != nil {
+					if p.Strs[i0], err = r.ReadString(); err != nil {
 						return err
-					} else {
-						p.Strs[i0] = v
 					}
 				}
 			}
@@ -880,16 +808,12 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				p.M = make(map[string]int64, n0)
 				for range n0 {
 					var k0 string
-					if v, err := r.ReadString(); err != nil {
+					if k0, err = r.ReadString(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 int64
-					if v, err := r.ReadI64(); err != nil {
+					if v0, err = r.ReadI64(); err != nil {
 						return err
-					} else {
-						v0 = v
 					}
 					p.M[k0] = v0
 				}
@@ -923,10 +847,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				p.Nested = make(map[int32][]string, n0)
 				for range n0 {
 					var k0 int32
-					if v, err := r.ReadI32(); err != nil {
+					if k0, err = r.ReadI32(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 []string
 					{
@@ -939,10 +861,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 						}
 						v0 = make([]string, n1)
 						for i1 := range n1 {
-							if v, err := r.ReadString(); err != nil {
+							if v0[i1], err = r.ReadString(); err != nil {
 								return err
-							} else {
-								v0[i1] = v
 							}
 						}
 					}
@@ -951,10 +871,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 			}
 		case id == 15 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Opt = &fv
 		case id == 16 && t == proto.STRUCT:
@@ -973,10 +891,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				}
 				p.Bools = make([]bool, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadBool(); err != nil {
+					if p.Bools[i0], err = r.ReadBool(); err != nil {
 						return err
-					} else {
-						p.Bools[i0] = v
 					}
 				}
 			}
@@ -992,10 +908,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				p.ByName = make(map[string]*Inner, n0)
 				for range n0 {
 					var k0 string
-					if v, err := r.ReadString(); err != nil {
+					if k0, err = r.ReadString(); err != nil {
 						return err
-					} else {
-						k0 = v
 					}
 					var v0 *Inner
 					v0 = NewInner()
@@ -1006,8 +920,6 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 				}
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1049,7 +961,6 @@ func (p *InteropError) Error() string { return p.String() }
 
 func (p *InteropError) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1079,20 +990,14 @@ func (p *InteropError) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Code, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Code = v
 			}
 		case id == 2 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Message, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Message = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1106,7 +1011,6 @@ func (p *InteropError) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropError) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1136,20 +1040,14 @@ func (p *InteropError) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Code, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Code = v
 			}
 		case id == 2 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Message, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Message = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1186,7 +1084,6 @@ func (p *OtherError) Error() string { return p.String() }
 
 func (p *OtherError) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1214,14 +1111,10 @@ func (p *OtherError) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Reason, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Reason = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1235,7 +1128,6 @@ func (p *OtherError) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *OtherError) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1263,14 +1155,10 @@ func (p *OtherError) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Reason, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Reason = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1300,7 +1188,6 @@ func (p *InteropPingArgs) String() string {
 
 func (p *InteropPingArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1326,8 +1213,6 @@ func (p *InteropPingArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1341,7 +1226,6 @@ func (p *InteropPingArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropPingArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1367,8 +1251,6 @@ func (p *InteropPingArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1398,7 +1280,6 @@ func (p *InteropPingResult) String() string {
 
 func (p *InteropPingResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1424,8 +1305,6 @@ func (p *InteropPingResult) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1439,7 +1318,6 @@ func (p *InteropPingResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropPingResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1465,8 +1343,6 @@ func (p *InteropPingResult) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1510,7 +1386,6 @@ func (p *InteropEchoAllArgs) String() string {
 
 func (p *InteropEchoAllArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1547,8 +1422,6 @@ func (p *InteropEchoAllArgs) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1562,7 +1435,6 @@ func (p *InteropEchoAllArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoAllArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1599,8 +1471,6 @@ func (p *InteropEchoAllArgs) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1644,7 +1514,6 @@ func (p *InteropEchoAllResult) String() string {
 
 func (p *InteropEchoAllResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1681,8 +1550,6 @@ func (p *InteropEchoAllResult) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1696,7 +1563,6 @@ func (p *InteropEchoAllResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoAllResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1733,8 +1599,6 @@ func (p *InteropEchoAllResult) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1769,7 +1633,6 @@ func (p *InteropEchoBinaryArgs) String() string {
 
 func (p *InteropEchoBinaryArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1797,14 +1660,10 @@ func (p *InteropEchoBinaryArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Data = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1818,7 +1677,6 @@ func (p *InteropEchoBinaryArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoBinaryArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1846,14 +1704,10 @@ func (p *InteropEchoBinaryArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Data = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1894,7 +1748,6 @@ func (p *InteropEchoBinaryResult) String() string {
 
 func (p *InteropEchoBinaryResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1924,14 +1777,10 @@ func (p *InteropEchoBinaryResult) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -1945,7 +1794,6 @@ func (p *InteropEchoBinaryResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoBinaryResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -1975,14 +1823,10 @@ func (p *InteropEchoBinaryResult) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2017,7 +1861,6 @@ func (p *InteropEchoStringArgs) String() string {
 
 func (p *InteropEchoStringArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2045,14 +1888,10 @@ func (p *InteropEchoStringArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.S, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.S = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2066,7 +1905,6 @@ func (p *InteropEchoStringArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoStringArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2094,14 +1932,10 @@ func (p *InteropEchoStringArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.S, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.S = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2145,7 +1979,6 @@ func (p *InteropEchoStringResult) String() string {
 
 func (p *InteropEchoStringResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2176,15 +2009,11 @@ func (p *InteropEchoStringResult) DecodeBinary(r *proto.BinaryReader) error {
 		switch {
 		case id == 0 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2198,7 +2027,6 @@ func (p *InteropEchoStringResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropEchoStringResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2229,15 +2057,11 @@ func (p *InteropEchoStringResult) DecodeCompact(r *proto.CompactReader) error {
 		switch {
 		case id == 0 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2277,7 +2101,6 @@ func (p *InteropAddArgs) String() string {
 
 func (p *InteropAddArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2307,20 +2130,14 @@ func (p *InteropAddArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.A, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.A = v
 			}
 		case id == 2 && t == proto.I64:
-			if v, err := r.ReadI64(); err != nil {
+			if p.B, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				p.B = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2334,7 +2151,6 @@ func (p *InteropAddArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropAddArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2364,20 +2180,14 @@ func (p *InteropAddArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.A, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.A = v
 			}
 		case id == 2 && t == proto.I64:
-			if v, err := r.ReadI64(); err != nil {
+			if p.B, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				p.B = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2421,7 +2231,6 @@ func (p *InteropAddResult) String() string {
 
 func (p *InteropAddResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2452,15 +2261,11 @@ func (p *InteropAddResult) DecodeBinary(r *proto.BinaryReader) error {
 		switch {
 		case id == 0 && t == proto.I64:
 			var fv int64
-			if v, err := r.ReadI64(); err != nil {
+			if fv, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2474,7 +2279,6 @@ func (p *InteropAddResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropAddResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2505,15 +2309,11 @@ func (p *InteropAddResult) DecodeCompact(r *proto.CompactReader) error {
 		switch {
 		case id == 0 && t == proto.I64:
 			var fv int64
-			if v, err := r.ReadI64(); err != nil {
+			if fv, err = r.ReadI64(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2548,7 +2348,6 @@ func (p *InteropMayFailArgs) String() string {
 
 func (p *InteropMayFailArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2576,14 +2375,10 @@ func (p *InteropMayFailArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Code, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Code = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2597,7 +2392,6 @@ func (p *InteropMayFailArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropMayFailArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2625,14 +2419,10 @@ func (p *InteropMayFailArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Code, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Code = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2704,7 +2494,6 @@ func (p *InteropMayFailResult) String() string {
 
 func (p *InteropMayFailResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2747,10 +2536,8 @@ func (p *InteropMayFailResult) DecodeBinary(r *proto.BinaryReader) error {
 		switch {
 		case id == 0 && t == proto.I32:
 			var fv int32
-			if v, err := r.ReadI32(); err != nil {
+			if fv, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		case id == 1 && t == proto.STRUCT:
@@ -2764,8 +2551,6 @@ func (p *InteropMayFailResult) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2779,7 +2564,6 @@ func (p *InteropMayFailResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropMayFailResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2822,10 +2606,8 @@ func (p *InteropMayFailResult) DecodeCompact(r *proto.CompactReader) error {
 		switch {
 		case id == 0 && t == proto.I32:
 			var fv int32
-			if v, err := r.ReadI32(); err != nil {
+			if fv, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		case id == 1 && t == proto.STRUCT:
@@ -2839,8 +2621,6 @@ func (p *InteropMayFailResult) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2875,7 +2655,6 @@ func (p *InteropNotifyArgs) String() string {
 
 func (p *InteropNotifyArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2903,14 +2682,10 @@ func (p *InteropNotifyArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Msg, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Msg = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2924,7 +2699,6 @@ func (p *InteropNotifyArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropNotifyArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -2952,14 +2726,10 @@ func (p *InteropNotifyArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Msg, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Msg = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -2989,7 +2759,6 @@ func (p *InteropDrainNotesArgs) String() string {
 
 func (p *InteropDrainNotesArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3015,8 +2784,6 @@ func (p *InteropDrainNotesArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3030,7 +2797,6 @@ func (p *InteropDrainNotesArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropDrainNotesArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3056,8 +2822,6 @@ func (p *InteropDrainNotesArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3098,7 +2862,6 @@ func (p *InteropDrainNotesResult) String() string {
 
 func (p *InteropDrainNotesResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3141,16 +2904,12 @@ func (p *InteropDrainNotesResult) DecodeBinary(r *proto.BinaryReader) error {
 				}
 				p.Success = make([]string, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadString(); err != nil {
+					if p.Success[i0], err = r.ReadString(); err != nil {
 						return err
-					} else {
-						p.Success[i0] = v
 					}
 				}
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3164,7 +2923,6 @@ func (p *InteropDrainNotesResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropDrainNotesResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3207,16 +2965,12 @@ func (p *InteropDrainNotesResult) DecodeCompact(r *proto.CompactReader) error {
 				}
 				p.Success = make([]string, n0)
 				for i0 := range n0 {
-					if v, err := r.ReadString(); err != nil {
+					if p.Success[i0], err = r.ReadString(); err != nil {
 						return err
-					} else {
-						p.Success[i0] = v
 					}
 				}
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3251,7 +3005,6 @@ func (p *InteropSleepArgs) String() string {
 
 func (p *InteropSleepArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3279,14 +3032,10 @@ func (p *InteropSleepArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Ms, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Ms = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3300,7 +3049,6 @@ func (p *InteropSleepArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropSleepArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3328,14 +3076,10 @@ func (p *InteropSleepArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.I32:
-			if v, err := r.ReadI32(); err != nil {
+			if p.Ms, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				p.Ms = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3379,7 +3123,6 @@ func (p *InteropSleepResult) String() string {
 
 func (p *InteropSleepResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3410,15 +3153,11 @@ func (p *InteropSleepResult) DecodeBinary(r *proto.BinaryReader) error {
 		switch {
 		case id == 0 && t == proto.I32:
 			var fv int32
-			if v, err := r.ReadI32(); err != nil {
+			if fv, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -3432,7 +3171,6 @@ func (p *InteropSleepResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *InteropSleepResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -3463,15 +3201,11 @@ func (p *InteropSleepResult) DecodeCompact(r *proto.CompactReader) error {
 		switch {
 		case id == 0 && t == proto.I32:
 			var fv int32
-			if v, err := r.ReadI32(); err != nil {
+			if fv, err = r.ReadI32(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}

@@ -36,7 +36,6 @@ func (p *EchoError) Error() string { return p.String() }
 
 func (p *EchoError) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -64,14 +63,10 @@ func (p *EchoError) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Message, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Message = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -85,7 +80,6 @@ func (p *EchoError) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoError) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -113,14 +107,10 @@ func (p *EchoError) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Message, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Message = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -155,7 +145,6 @@ func (p *EchoEchoArgs) String() string {
 
 func (p *EchoEchoArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -183,14 +172,10 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Msg, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Msg = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -204,7 +189,6 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -232,14 +216,10 @@ func (p *EchoEchoArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadString(); err != nil {
+			if p.Msg, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				p.Msg = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -297,7 +277,6 @@ func (p *EchoEchoResult) String() string {
 
 func (p *EchoEchoResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -334,10 +313,8 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 		switch {
 		case id == 0 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		case id == 1 && t == proto.STRUCT:
@@ -346,8 +323,6 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -361,7 +336,6 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -398,10 +372,8 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 		switch {
 		case id == 0 && t == proto.STRING:
 			var fv string
-			if v, err := r.ReadString(); err != nil {
+			if fv, err = r.ReadString(); err != nil {
 				return err
-			} else {
-				fv = v
 			}
 			p.Success = &fv
 		case id == 1 && t == proto.STRUCT:
@@ -410,8 +382,6 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -446,7 +416,6 @@ func (p *EchoEchoBytesArgs) String() string {
 
 func (p *EchoEchoBytesArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -474,14 +443,10 @@ func (p *EchoEchoBytesArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Data = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -495,7 +460,6 @@ func (p *EchoEchoBytesArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoBytesArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -523,14 +487,10 @@ func (p *EchoEchoBytesArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Data = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -571,7 +531,6 @@ func (p *EchoEchoBytesResult) String() string {
 
 func (p *EchoEchoBytesResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -601,14 +560,10 @@ func (p *EchoEchoBytesResult) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -622,7 +577,6 @@ func (p *EchoEchoBytesResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoBytesResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -652,14 +606,10 @@ func (p *EchoEchoBytesResult) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}

@@ -33,7 +33,6 @@ func (p *EchoEchoArgs) String() string {
 
 func (p *EchoEchoArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -61,14 +60,10 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Payload, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Payload = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -82,7 +77,6 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoArgs) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -110,14 +104,10 @@ func (p *EchoEchoArgs) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 1 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Payload, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Payload = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -158,7 +148,6 @@ func (p *EchoEchoResult) String() string {
 
 func (p *EchoEchoResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -188,14 +177,10 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}
@@ -209,7 +194,6 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 
 func (p *EchoEchoResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p == nil {
-		// Like Apache, a nil struct travels as an empty one.
 		w.WriteStructBegin()
 		w.WriteFieldStop()
 		w.WriteStructEnd()
@@ -239,14 +223,10 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 		}
 		switch {
 		case id == 0 && t == proto.STRING:
-			if v, err := r.ReadBinary(); err != nil {
+			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
-			} else {
-				p.Success = v
 			}
 		default:
-			// Unknown fields and fields of an unexpected type are skipped, as
-			// Thrift's versioning rules require.
 			if err := r.Skip(t); err != nil {
 				return err
 			}

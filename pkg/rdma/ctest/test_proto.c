@@ -1,0 +1,252 @@
+/* test_proto.c - C unit tests of the HatRPC engine (hr_proto*.c) on the shm
+ * provider: every protocol, both polling modes, 0 B to 4 MiB with the bytes
+ * checked, the RFP server-reply switch, and timeouts. Run by proto.mk (also
+ * under ASan+UBSan). */
+#define _GNU_SOURCE
+#include "../hr_proto.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(c)                                                                         \
+	do {                                                                             \
+		if (!(c)) {                                                              \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			failures++;                                                      \
+			return;                                                          \
+		}                                                                        \
+	} while (0)
+
+#define CHECK_ST(x)                                                                        \
+	do {                                                                               \
+		int st_ = (x);                                                             \
+		if (st_ != HR_OK) {                                                        \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, hr_status_str(st_)); \
+			failures++;                                                        \
+			return;                                                            \
+		}                                                                          \
+	} while (0)
+
+struct pair {
+	hr_dev *dev;
+	hr_pd *pd;
+	hr_ep *cli, *srv;
+	pthread_t th;
+	atomic_int stop;
+	atomic_uint proto; /* server's response protocol */
+	atomic_uint slow_ns;
+};
+
+static hr_ep_cfg cfg_of(uint32_t event, uint32_t retries)
+{
+	hr_ep_cfg c = {
+		.slot_size = 8192, .nslots = 16, .direct_size = 65536, .resp_size = 65536,
+		.eager_threshold = 4096, .inline_threshold = 128, .signal_interval = 8,
+		.max_send_wr = 64, .event = event, .rfp_retries = retries, .rfp_fetch = 256,
+		.max_msg = 5u << 20, .pool_size = 1u << 16,
+	};
+	return c;
+}
+
+static void fill(uint8_t *p, uint64_t n, uint8_t seed)
+{
+	for (uint64_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static void *server(void *arg)
+{
+	struct pair *pr = arg;
+	uint8_t *out = malloc(5u << 20);
+	while (!atomic_load(&pr->stop)) {
+		void *req;
+		uint64_t len;
+		int st = hr_ep_recv(pr->srv, 20, -1, 1, &req, &len);
+		if (st == HR_ETIMEDOUT && !hr_ep_broken(pr->srv))
+			continue;
+		if (st != HR_OK)
+			break;
+		uint32_t slow = atomic_load(&pr->slow_ns);
+		if (slow) {
+			struct timespec ts = {0, (long)slow};
+			nanosleep(&ts, NULL);
+		}
+		/* The response is the request with every byte inverted. */
+		const uint8_t *r = req;
+		for (uint64_t i = 0; i < len; i++)
+			out[i] = (uint8_t)(0xffu ^ r[i]);
+		if (hr_ep_reply(pr->srv, atomic_load(&pr->proto), out, len, -1, 1) != HR_OK)
+			break;
+	}
+	free(out);
+	return NULL;
+}
+
+static int connect_pair(struct pair *pr, uint32_t cev, uint32_t sev, uint32_t retries)
+{
+	memset(pr, 0, sizeof *pr);
+	hr_dev_opts o = {.shm_size = 256ull << 20};
+	int st = hr_open(&hr_shm_provider, &o, &pr->dev);
+	if (st)
+		return st;
+	if ((st = hr_alloc_pd(pr->dev, &pr->pd)))
+		return st;
+	hr_ep_cfg cc = cfg_of(cev, retries), sc = cfg_of(sev, retries);
+	if ((st = hr_ep_create(pr->dev, pr->pd, &cc, &pr->cli)) || (st = hr_ep_create(pr->dev, pr->pd, &sc, &pr->srv)))
+		return st;
+	hr_qp_attr a, b;
+	hr_ep_desc da, db;
+	if ((st = hr_qp_local_attr(hr_ep_qp(pr->cli), &a)) || (st = hr_qp_local_attr(hr_ep_qp(pr->srv), &b)) ||
+	    (st = hr_qp_connect(hr_ep_qp(pr->cli), &b)) || (st = hr_qp_connect(hr_ep_qp(pr->srv), &a)))
+		return st;
+	hr_ep_local(pr->cli, &da);
+	hr_ep_local(pr->srv, &db);
+	if ((st = hr_ep_set_peer(pr->cli, &db)) || (st = hr_ep_set_peer(pr->srv, &da)))
+		return st;
+	return HR_OK;
+}
+
+static void close_pair(struct pair *pr, int started)
+{
+	if (started) {
+		atomic_store(&pr->stop, 1);
+		pthread_join(pr->th, NULL);
+	}
+	hr_ep_destroy(pr->cli);
+	hr_ep_destroy(pr->srv);
+	if (pr->pd)
+		hr_free_pd(pr->pd);
+	if (pr->dev)
+		hr_close(pr->dev);
+}
+
+static void test_protocols(uint32_t event)
+{
+	static const uint64_t sizes[] = {0, 1, 64, 4096, 4097, 8193, 65536, 65537, 1u << 20, 4u << 20};
+	uint8_t *req = malloc(4u << 20);
+	for (uint32_t proto = 0; proto < HR_PROTO_COUNT; proto++) {
+		struct pair pr;
+		int st = connect_pair(&pr, event, event, 1u << 20);
+		if (st == HR_OK) {
+			atomic_store(&pr.proto, proto);
+			st = pthread_create(&pr.th, NULL, server, &pr) ? HR_EIO : HR_OK;
+		}
+		if (st != HR_OK) {
+			fprintf(stderr, "setup %u: %s\n", proto, hr_status_str(st));
+			failures++;
+			close_pair(&pr, 0);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+			uint64_t n = sizes[i];
+			fill(req, n, (uint8_t)(proto * 13 + i));
+			void *resp;
+			uint64_t rl;
+			st = hr_ep_call(pr.cli, proto, req, n, 10000, 1, &resp, &rl);
+			int ok = st == HR_OK && rl == n;
+			for (uint64_t k = 0; ok && k < n; k++)
+				{
+				unsigned got = ((const uint8_t *)resp)[k], want = 0xffu ^ req[k];
+				ok = got == want;
+			}
+			if (!ok) {
+				fprintf(stderr, "proto %u event %u size %llu: %s len %llu\n", proto, event,
+					(unsigned long long)n, hr_status_str(st), (unsigned long long)rl);
+				failures++;
+				break;
+			}
+		}
+		close_pair(&pr, 1);
+	}
+	free(req);
+}
+
+static void test_rfp_switch(void)
+{
+	struct pair pr;
+	/* R = 20000 READs: 2-20 ms on a loaded shm host, far below the slow
+	 * server's 300 ms and far above the fast server's microseconds. */
+	CHECK_ST(connect_pair(&pr, 0, 0, 20000));
+	atomic_store(&pr.proto, HR_PROTO_RFP);
+	CHECK(pthread_create(&pr.th, NULL, server, &pr) == 0);
+	uint8_t req[32] = {1, 2, 3};
+	void *resp;
+	uint64_t rl;
+	hr_ep_stats s;
+	atomic_store(&pr.slow_ns, 300000000u);
+	for (int i = 0; i < 2; i++) {
+		int st = hr_ep_call(pr.cli, HR_PROTO_RFP, req, sizeof req, 10000, 1, &resp, &rl);
+		if (st != HR_OK) {
+			fprintf(stderr, "rfp slow call: %s\n", hr_status_str(st));
+			failures++;
+			close_pair(&pr, 1);
+			return;
+		}
+	}
+	hr_ep_stats_get(pr.cli, &s);
+	int to_reply = s.rfp_mode == 1 && s.rfp_to_reply == 1;
+	atomic_store(&pr.slow_ns, 0);
+	int st = hr_ep_call(pr.cli, HR_PROTO_RFP, req, sizeof req, 10000, 1, &resp, &rl);
+	hr_ep_stats_get(pr.cli, &s);
+	close_pair(&pr, 1);
+	CHECK(to_reply);
+	CHECK_ST(st);
+	CHECK(s.rfp_reply_calls == 1 && s.rfp_to_fetch == 1 && s.rfp_mode == 0);
+}
+
+static void test_timeout(void)
+{
+	struct pair pr;
+	CHECK_ST(connect_pair(&pr, 0, 0, 5));
+	void *resp;
+	uint64_t rl;
+	uint8_t b[8] = {0};
+	int st = hr_ep_call(pr.cli, HR_PROTO_EAGER, b, sizeof b, 20, 1, &resp, &rl);
+	int broken = hr_ep_broken(pr.cli);
+	int again = hr_ep_call(pr.cli, HR_PROTO_EAGER, b, sizeof b, 20, 2, &resp, &rl);
+	/* The server side: an idle wait is benign. */
+	void *req;
+	uint64_t len;
+	int idle = hr_ep_recv(pr.srv, 0, 5, 1, &req, &len);
+	close_pair(&pr, 0);
+	CHECK(st == HR_ETIMEDOUT && broken == HR_ETIMEDOUT && again == HR_ESTATE);
+	CHECK(idle == HR_OK || idle == HR_ETIMEDOUT);
+}
+
+static void test_bad_config(void)
+{
+	hr_dev *d;
+	hr_dev_opts o = {0};
+	CHECK_ST(hr_open(&hr_shm_provider, &o, &d));
+	hr_pd *pd;
+	int st = hr_alloc_pd(d, &pd);
+	hr_ep_cfg c = cfg_of(0, 5);
+	c.signal_interval = c.max_send_wr;
+	hr_ep *ep = NULL;
+	int bad = st == HR_OK ? hr_ep_create(d, pd, &c, &ep) : st;
+	if (st == HR_OK)
+		hr_free_pd(pd);
+	hr_close(d);
+	CHECK(st == HR_OK && bad == HR_EINVAL && ep == NULL);
+}
+
+int main(void)
+{
+	test_protocols(0);
+	test_protocols(1);
+	test_rfp_switch();
+	test_timeout();
+	test_bad_config();
+	if (failures) {
+		fprintf(stderr, "test_proto: %d failure(s)\n", failures);
+		return 1;
+	}
+	printf("test_proto: ok\n");
+	return 0;
+}
