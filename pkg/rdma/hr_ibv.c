@@ -101,7 +101,7 @@ enum ibv_mtu hr_ibv_mtu_enum(uint32_t bytes)
 }
 
 /* RoCE: prefer RoCE v2 with an IPv4-mapped address, then any other RoCE v2
- * GID that is not link-local, then RoCE v1. IB: index 0. */
+ * GID, then RoCE v1; link-local GIDs are skipped. IB: index 0. */
 static int pick_gid(struct ibv_context *ctx, uint8_t port, int table_len, int ib)
 {
 	if (ib)
@@ -117,11 +117,9 @@ static int pick_gid(struct ibv_context *ctx, uint8_t port, int table_len, int ib
 			continue;
 		int linklocal = g[0] == 0xfe && (g[1] & 0xc0) == 0x80;
 		int v4 = memcmp(g, zero, 10) == 0 && g[10] == 0xff && g[11] == 0xff;
-		int rank;
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2)
-			rank = v4 ? 4 : (linklocal ? 0 : 3);
-		else
-			rank = linklocal ? 1 : 2;
+		if (linklocal)
+			continue; /* not routable beyond the link */
+		int rank = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? (v4 ? 3 : 2) : 1;
 		if (rank > best_rank) {
 			best_rank = rank;
 			best = i;

@@ -70,7 +70,8 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 			} else {
 				memcpy(h, ep->direct.p, sizeof *h);
 				*payload = ep->direct.p + HR_MSG_HDR;
-				if (h->type != HRM_DATA || h->len != a.imm || h->len > ep->cfg.direct_size)
+				if (h->type != HRM_DATA || h->len != a.imm || h->len > ep->cfg.direct_size ||
+				    h->sum != hrp_msg_sum(h, 0))
 					return hrp_fail(ep, HR_EIO);
 			}
 			/* Re-posting now is safe: receives are consumed in posting
@@ -146,12 +147,18 @@ int hrp_stage(hr_ep *ep, const void *p, uint64_t len, uint64_t extra)
 		if (st != HR_OK)
 			return st;
 	}
-	int in_tx = p == ep->tx.p + HR_MSG_HDR;
-	int st = hrp_region_ensure(ep, &ep->tx, HR_MSG_HDR + len + extra, in_tx ? HR_MSG_HDR + len : 0);
+	/* A payload inside the staging buffer (a lease, or part of one) must
+	 * survive the buffer growing, and may overlap where it goes. */
+	const uint8_t *b = p;
+	int inside = len && b >= ep->tx.p && b < ep->tx.p + ep->tx.cap;
+	uint64_t off = inside ? (uint64_t)(b - ep->tx.p) : 0;
+	int st = hrp_region_ensure(ep, &ep->tx, HR_MSG_HDR + len + extra, inside ? off + len : 0);
 	if (st != HR_OK)
 		return st;
-	if (!in_tx && len)
-		memcpy(ep->tx.p + HR_MSG_HDR, p, len);
+	if (inside)
+		b = ep->tx.p + off;
+	if (len && b != ep->tx.p + HR_MSG_HDR)
+		memmove(ep->tx.p + HR_MSG_HDR, b, len);
 	return HR_OK;
 }
 
@@ -332,7 +339,8 @@ int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *h, uint8_
 	case HRM_NOTE: {
 		hr_msg d;
 		memcpy(&d, ep->direct.p, sizeof d);
-		if (d.type != HRM_DATA || d.seq != h->seq || d.len != h->len || d.len > ep->cfg.direct_size)
+		if (d.type != HRM_DATA || d.seq != h->seq || d.len != h->len || d.len > ep->cfg.direct_size ||
+		    d.sum != hrp_msg_sum(&d, 0))
 			return hrp_fail(ep, HR_EIO);
 		*payload = ep->direct.p + HR_MSG_HDR;
 		*len = h->len;

@@ -131,7 +131,8 @@ static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
 int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int timeout_ms, uint32_t gen,
 	       void **resp, uint64_t *resp_len)
 {
-	if (proto >= HR_PROTO_COUNT || !resp || !resp_len || (len && !req))
+	/* Refused before anything is sent, so the endpoint stays usable. */
+	if (proto >= HR_PROTO_COUNT || !resp || !resp_len || (len && !req) || len > ep->cfg.max_msg)
 		return HR_EINVAL;
 	int st = begin(ep, timeout_ms, gen);
 	if (st != HR_OK)
@@ -201,7 +202,7 @@ static int rfp_publish(hr_ep *ep, const void *resp, uint64_t len, uint64_t serve
 	uint8_t *dst = ep->resp.p + HR_MSG_HDR;
 	if (len <= ep->cfg.resp_size) {
 		if (len && resp != dst)
-			memcpy(dst, resp, len);
+			memmove(dst, resp, len); /* may be part of the lease */
 		h.canary = hrp_sum(dst, len, ep->seq);
 		memcpy(dst + len, &h.canary, HR_MSG_TAIL);
 	} else {

@@ -129,11 +129,11 @@ func (c EndpointConfig) toC() C.hr_ep_cfg {
 
 // EndpointStats is what an endpoint did (see hr_ep_stats).
 type EndpointStats struct {
-	Calls, Served, RNDVFallbacks                       uint64
-	RFPFetches, RFPRetries, RFPRestReads, RFPExceeded  uint64
-	RFPToReply, RFPToFetch, RFPReplyCalls              uint64
-	FetchNS                                            uint64
-	RFPServerReply                                     bool // currently in server-reply mode
+	Calls, Served, RNDVFallbacks                      uint64
+	RFPFetches, RFPRetries, RFPRestReads, RFPExceeded uint64
+	RFPToReply, RFPToFetch, RFPReplyCalls             uint64
+	FetchNS                                           uint64
+	RFPServerReply                                    bool // currently in server-reply mode
 }
 
 // RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and

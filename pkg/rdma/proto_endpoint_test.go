@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/stretchr/testify/require"
 )
 
@@ -242,17 +243,18 @@ func TestEndpointZeroCopyLeases(t *testing.T) {
 
 func TestEndpointErrors(t *testing.T) {
 	cfg := testEPConfig(PollBusy)
-	t.Run("too large", func(t *testing.T) {
-		cli, _ := newRPCPair(t, cfg, cfg, false)
+	t.Run("refused arguments keep the endpoint", func(t *testing.T) {
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		serve(t, srv, ProtoEager, func(req []byte) []byte { return req })
 		_, err := callT(t, cli, ProtoEager, make([]byte, cfg.MaxMessage+1))
 		require.ErrorIs(t, err, ErrInvalid)
-	})
-	t.Run("bad protocol", func(t *testing.T) {
-		cli, _ := newRPCPair(t, cfg, cfg, false)
-		_, err := callT(t, cli, Protocol(99), nil)
+		_, err = callT(t, cli, Protocol(99), nil)
 		require.ErrorIs(t, err, ErrInvalid)
 		_, err = ParseProtocol("carrier_pigeon")
 		require.ErrorIs(t, err, ErrInvalid)
+		got, err := callT(t, cli, ProtoEager, []byte("still fine"))
+		require.NoError(t, err)
+		require.Equal(t, "still fine", string(got))
 	})
 	t.Run("not connected", func(t *testing.T) {
 		e := newEndpoint(t, newPD(t, openTest(t)), cfg)
@@ -297,6 +299,23 @@ func TestEndpointErrors(t *testing.T) {
 		_, err = callT(t, e, ProtoEager, nil)
 		require.ErrorIs(t, err, ErrClosed)
 	})
+	t.Run("setup failure unwinds", func(t *testing.T) {
+		d, err := Open(WithShmSize(8 << 20))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, d.Close()) })
+		pd := newPD(t, d)
+		big := cfg
+		big.PoolSize = 6 << 20 // tx fits, rx does not: everything before must be released
+		for i := 0; i < 3; i++ {
+			_, err = NewRPCEndpoint(pd, big)
+			require.ErrorIs(t, err, ErrNoMem)
+		}
+		small := cfg
+		small.PoolSize = 1 << 20
+		e, err := NewRPCEndpoint(pd, small)
+		require.NoError(t, err)
+		require.NoError(t, e.Close())
+	})
 	t.Run("bad config", func(t *testing.T) {
 		c := cfg
 		c.SignalInterval = c.MaxSendWR // must leave room for unsignaled WRs
@@ -320,6 +339,72 @@ func TestEndpointEchoAliasing(t *testing.T) {
 				got, err := callT(t, cli, proto, req)
 				require.NoError(t, err)
 				require.Equal(t, req, got)
+			}
+		})
+	}
+}
+
+// TestProtocolNamesMatchHints: the runtime maps a plan's protocol by name.
+func TestProtocolNamesMatchHints(t *testing.T) {
+	var names []string
+	for p := hints.ProtoEager; p <= hints.ProtoHybrid; p++ {
+		names = append(names, p.String())
+	}
+	require.Len(t, names, numProtocols)
+	for i, n := range names {
+		p, err := ParseProtocol(n)
+		require.NoError(t, err, n)
+		require.Equal(t, Protocol(i), p)
+		require.Equal(t, n, p.String())
+	}
+}
+
+// TestSelectiveSignaling: one send WR in SignalInterval produces a
+// completion; every receive does (Direct-WriteIMM consumes one per message).
+func TestSelectiveSignaling(t *testing.T) {
+	const calls = 64
+	for _, interval := range []int{1, 8, 32} {
+		t.Run(fmt.Sprint(interval), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cfg.SignalInterval = interval
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			serve(t, srv, ProtoDirectWriteIMM, func(req []byte) []byte { return req })
+			c0, s0 := counters(t, cli), counters(t, srv)
+			for i := 0; i < calls; i++ {
+				_, err := callT(t, cli, ProtoDirectWriteIMM, []byte{byte(i)})
+				require.NoError(t, err)
+			}
+			c1, s1 := counters(t, cli), counters(t, srv)
+			want := uint64(calls + calls/interval)
+			require.Equal(t, want, c1.Completions-c0.Completions, "client")
+			require.Equal(t, want, s1.Completions-s0.Completions, "server")
+			require.Zero(t, c1.Errors-c0.Errors)
+		})
+	}
+}
+
+// TestEndpointLeaseOffsets: payloads taken from inside the leases at an
+// offset (overlapping where the engine stages them) arrive intact, also
+// when the staging buffer has to grow.
+func TestEndpointLeaseOffsets(t *testing.T) {
+	for _, proto := range []Protocol{ProtoEager, ProtoRFP, ProtoWriteRNDV} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			serve(t, srv, proto, func(req []byte) []byte {
+				out := srv.ReplyBuffer(len(req) + 7)
+				copy(out[7:], req)
+				return out[7:]
+			})
+			for _, n := range []int{10, 5000, 300 << 10, 2 << 20} {
+				buf := cli.RequestBuffer(n + 13)
+				require.Len(t, buf, n+13)
+				req := buf[13:]
+				fill(req, byte(n))
+				want := append([]byte(nil), req...)
+				got, err := callT(t, cli, proto, req)
+				require.NoError(t, err)
+				require.Equal(t, want, got)
 			}
 		})
 	}

@@ -37,6 +37,12 @@ type conn struct {
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
 	serveHook func() // tests of the worker pool replace serve with this
+	// inline is the episode number of the call running inline with the
+	// read role parked (0: someone reads). Episodes are unique, so a
+	// goroutine whose role was taken away cannot reclaim a later one's.
+	inline    atomic.Uint64
+	episode   uint64      // reader-owned counter
+	handoff   *time.Timer // reader-owned; see armHandoff
 	writeFail sync.Once
 
 	mu       sync.Mutex
@@ -75,13 +81,18 @@ func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := wire.NewWriter(nc, nil)
 	w.SetTimeout(s.opts.writeTimeout)
-	return &conn{
+	c := &conn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
 		br:     bufio.NewReaderSize(nc, readBufSize),
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
 	}
+	// Created before any reader exists so the field is never written
+	// while a timer callback could read it.
+	c.handoff = time.AfterFunc(time.Hour, c.timedHandoff)
+	c.handoff.Stop()
+	return c
 }
 
 func (c *conn) transport(hat bool) string {
@@ -110,9 +121,43 @@ func (c *conn) serve() {
 		if !c.acquire(r) {
 			continue
 		}
-		c.s.pool.run(c)
+		if c.br.Buffered() > 0 {
+			// More calls are already here: read on in another goroutine
+			// while this one runs the call, so they execute concurrently.
+			c.s.pool.run(c)
+			c.handle(r)
+			return
+		}
+		// Nothing else pending: run the call inline, as a plain
+		// request/response server would, and keep the read role. Should
+		// the handler take longer than inlineBudget, the timer hands the
+		// read role to another goroutine so later calls, Cancel frames and
+		// a vanishing client are still seen.
+		c.episode++
+		ep := c.episode
+		c.inline.Store(ep)
+		c.armHandoff()
 		c.handle(r)
-		return
+		if !c.inline.CompareAndSwap(ep, 0) {
+			return // the timer moved the read role on
+		}
+		c.handoff.Stop()
+	}
+}
+
+// inlineBudget is how long a call may run inline before reading moves to
+// another goroutine: far above a fast handler, far below anything a
+// pipelining client would notice.
+const inlineBudget = 50 * time.Microsecond
+
+func (c *conn) armHandoff() { c.handoff.Reset(inlineBudget) }
+
+// timedHandoff runs on the timer: if the inline call is still running, the
+// read role goes to a pool goroutine. A late firing meant for an earlier
+// call only causes an early, harmless handoff.
+func (c *conn) timedHandoff() {
+	if ep := c.inline.Load(); ep != 0 && c.inline.CompareAndSwap(ep, 0) {
+		c.s.pool.run(c)
 	}
 }
 
@@ -571,6 +616,7 @@ func (c *conn) maybeFinish() {
 	}
 	c.finished = true
 	lingers := c.lingers
+	c.handoff.Stop()
 	c.mu.Unlock()
 	c.w.Wait()
 	c.cancel()

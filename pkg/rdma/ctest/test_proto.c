@@ -6,6 +6,9 @@
 #include "../hr_proto.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +239,139 @@ static void test_bad_config(void)
 	CHECK(st == HR_OK && bad == HR_EINVAL && ep == NULL);
 }
 
+/* ---- two processes: the server endpoint lives in a forked child with its
+ * own shm device; descriptors travel over a socketpair. ---- */
+
+static const uint64_t xsizes[] = {0, 100, 5000, 70000, 3u << 20};
+#define NX (sizeof xsizes / sizeof *xsizes)
+
+struct xdesc {
+	hr_qp_attr qp;
+	hr_ep_desc ep;
+};
+
+static int xfer(int fd, const struct xdesc *mine, struct xdesc *peer)
+{
+	if (write(fd, mine, sizeof *mine) != (ssize_t)sizeof *mine)
+		return HR_EIO;
+	size_t got = 0;
+	while (got < sizeof *peer) {
+		ssize_t n = read(fd, (char *)peer + got, sizeof *peer - got);
+		if (n <= 0)
+			return HR_EIO;
+		got += (size_t)n;
+	}
+	return HR_OK;
+}
+
+/* Opens a device and an endpoint and connects it to the peer over fd. */
+static int xside(int fd, uint32_t event, hr_dev **dev, hr_pd **pd, hr_ep **ep)
+{
+	hr_dev_opts o = {.shm_size = 128ull << 20};
+	int st = hr_open(&hr_shm_provider, &o, dev);
+	if (st || (st = hr_alloc_pd(*dev, pd)))
+		return st;
+	hr_ep_cfg c = cfg_of(event, 1u << 20);
+	if ((st = hr_ep_create(*dev, *pd, &c, ep)))
+		return st;
+	struct xdesc mine, peer;
+	memset(&mine, 0, sizeof mine);
+	if ((st = hr_qp_local_attr(hr_ep_qp(*ep), &mine.qp)))
+		return st;
+	hr_ep_local(*ep, &mine.ep);
+	if ((st = xfer(fd, &mine, &peer)) || (st = hr_qp_connect(hr_ep_qp(*ep), &peer.qp)) ||
+	    (st = hr_ep_set_peer(*ep, &peer.ep)))
+		return st;
+	/* Both sides RTS before anyone sends. */
+	char b = 'R';
+	if (write(fd, &b, 1) != 1 || read(fd, &b, 1) != 1)
+		return HR_EIO;
+	return HR_OK;
+}
+
+static void xclose(hr_dev *dev, hr_pd *pd, hr_ep *ep)
+{
+	hr_ep_destroy(ep);
+	if (pd)
+		hr_free_pd(pd);
+	if (dev)
+		hr_close(dev);
+}
+
+static int xchild(int fd, uint32_t event)
+{
+	hr_dev *dev = NULL;
+	hr_pd *pd = NULL;
+	hr_ep *ep = NULL;
+	int st = xside(fd, event, &dev, &pd, &ep);
+	uint8_t *out = malloc(3u << 20);
+	for (uint32_t proto = 0; st == HR_OK && proto < HR_PROTO_COUNT; proto++) {
+		for (size_t i = 0; st == HR_OK && i < NX; i++) {
+			void *req;
+			uint64_t len;
+			if ((st = hr_ep_recv(ep, 10000, 10000, 1, &req, &len)))
+				break;
+			for (uint64_t k = 0; k < len; k++)
+				out[k] = (uint8_t)(0xffu ^ ((const uint8_t *)req)[k]);
+			st = hr_ep_reply(ep, proto, out, len, 10000, 1);
+		}
+	}
+	/* Wait for the parent to finish reading before the memory goes. */
+	char b;
+	if (read(fd, &b, 1) != 1 && st == HR_OK)
+		st = HR_EIO;
+	free(out);
+	xclose(dev, pd, ep);
+	return st;
+}
+
+static void test_cross_process(uint32_t event)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(xchild(sv[1], event));
+	}
+	close(sv[1]);
+	hr_dev *dev = NULL;
+	hr_pd *pd = NULL;
+	hr_ep *ep = NULL;
+	int st = xside(sv[0], event, &dev, &pd, &ep);
+	uint8_t *req = malloc(3u << 20);
+	for (uint32_t proto = 0; st == HR_OK && proto < HR_PROTO_COUNT; proto++) {
+		for (size_t i = 0; st == HR_OK && i < NX; i++) {
+			uint64_t n = xsizes[i];
+			fill(req, n, (uint8_t)(proto + i));
+			void *resp;
+			uint64_t rl;
+			st = hr_ep_call(ep, proto, req, n, 10000, 1, &resp, &rl);
+			if (st == HR_OK && rl != n)
+				st = HR_EIO;
+			for (uint64_t k = 0; st == HR_OK && k < n; k++) {
+				unsigned got = ((const uint8_t *)resp)[k], want = 0xffu ^ req[k];
+				if (got != want)
+					st = HR_EIO;
+			}
+			if (st != HR_OK)
+				fprintf(stderr, "cross-process proto %u size %llu: %s\n", proto,
+					(unsigned long long)n, hr_status_str(st));
+		}
+	}
+	char b = 'D';
+	if (write(sv[0], &b, 1) != 1 && st == HR_OK)
+		st = HR_EIO;
+	int ws = 0;
+	waitpid(pid, &ws, 0);
+	close(sv[0]);
+	free(req);
+	xclose(dev, pd, ep);
+	CHECK_ST(st);
+	CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+}
+
 int main(void)
 {
 	test_protocols(0);
@@ -243,6 +379,8 @@ int main(void)
 	test_rfp_switch();
 	test_timeout();
 	test_bad_config();
+	test_cross_process(0);
+	test_cross_process(1);
 	if (failures) {
 		fprintf(stderr, "test_proto: %d failure(s)\n", failures);
 		return 1;
