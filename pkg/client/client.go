@@ -47,12 +47,11 @@ type Conn struct {
 	addr string
 	o    options
 
-	mu        sync.Mutex
-	sess      *session
-	old       []*session // sessions told to go away, still finishing calls
-	closed    bool
-	noUpgrade bool          // the peer dropped the connection on the handshake
-	dialing   chan struct{} // closed when the reconnect in progress ends
+	mu      sync.Mutex
+	sess    *session
+	old     []*session // sessions told to go away, still finishing calls
+	closed  bool
+	dialing chan struct{} // closed when the reconnect in progress ends
 
 	fns   sync.Map // method name -> *hints.Function seen in calls
 	cores int
@@ -75,11 +74,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 			c.fns.Store(svc.Name+":"+fn.Name, fn)
 		}
 	}
-	s, fellBack, err := c.connect(ctx, !o.noUpgrade)
+	s, err := c.connect(ctx, !o.noUpgrade)
 	if err != nil {
 		return nil, err
 	}
-	c.noUpgrade = fellBack
 	c.sess = s
 	return c, nil
 }
@@ -239,17 +237,14 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 		c.reap()
 		ch := make(chan struct{})
 		c.dialing = ch
-		upgrade := !c.o.noUpgrade && !c.noUpgrade
+		upgrade := !c.o.noUpgrade
 		c.mu.Unlock()
 
-		s, fellBack, err := c.connect(ctx, upgrade)
+		s, err := c.connect(ctx, upgrade)
 
 		c.mu.Lock()
 		c.dialing = nil
 		close(ch)
-		if fellBack {
-			c.noUpgrade = true
-		}
 		if err == nil && c.closed {
 			c.mu.Unlock()
 			s.fail(&ConnError{Op: "close"})
@@ -277,19 +272,19 @@ func (c *Conn) reap() {
 	c.old = keep
 }
 
-// connect dials and, when upgrade is set, handshakes. fellBack reports that
-// the peer hung up on the handshake and the session is plain Thrift.
-func (c *Conn) connect(ctx context.Context, upgrade bool) (s *session, fellBack bool, err error) {
-	s, err = c.dialSession(ctx, upgrade)
+// connect dials and, when upgrade is set, handshakes. The plain-Thrift
+// fallback is decided afresh on every reconnect: a HatRPC server that
+// turned us away once (e.g. at its connection limit) may upgrade later.
+func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
+	s, err := c.dialSession(ctx, upgrade)
 	var ce *ConnError
 	if upgrade && err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
 		// Some Thrift servers (e.g. a multiplexed processor without a
 		// default service) drop the connection on an unknown name instead
 		// of answering UNKNOWN_METHOD: retry as plain Thrift.
-		s, err = c.dialSession(ctx, false)
-		return s, true, err
+		return c.dialSession(ctx, false)
 	}
-	return s, false, err
+	return s, err
 }
 
 // peerHungUp tells a peer that closed the connection (worth a plain retry)
@@ -514,7 +509,8 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		if cl != nil && s.take(seq) {
 			callPool.Put(cl)
 		}
-		// A failed write already failed the pending call; its error wins.
+		// Either the args did not encode (nothing was sent) or the write
+		// failed, which failed the whole session; s.take lost to that.
 		return err
 	}
 	if oneway {

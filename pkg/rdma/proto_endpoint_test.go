@@ -33,14 +33,14 @@ func TestProtocolConformance(t *testing.T) {
 				rec := &recorder{}
 				serve(t, srv, proto, rec.handle)
 				for _, n := range protoSizes {
-					checkCalls(t, cli, srv, rec, proto, cfg, n, callsFor(n))
+					checkCalls(t, cli, srv, rec, proto, cfg, cfg, n, callsFor(n))
 				}
 			})
 		}
 	}
 }
 
-func checkCalls(t *testing.T, cli, srv *RPCEndpoint, rec *recorder, proto Protocol, cfg EndpointConfig, n, calls int) {
+func checkCalls(t *testing.T, cli, srv *RPCEndpoint, rec *recorder, proto Protocol, cfg, scfg EndpointConfig, n, calls int) {
 	t.Helper()
 	c0, s0 := counters(t, cli), counters(t, srv)
 	st0 := cli.Stats()
@@ -60,7 +60,7 @@ func checkCalls(t *testing.T, cli, srv *RPCEndpoint, rec *recorder, proto Protoc
 	require.Equal(t, uint64(calls), st1.Calls-st0.Calls)
 
 	var wantC, wantS [NumOpcodes]uint64
-	reqS, reqR := oneWay(proto, n, cfg, cfg.Polling == PollEvent)
+	reqS, reqR := oneWay(proto, n, scfg, scfg.Polling == PollEvent)
 	addOps(&wantC, reqS, uint64(calls))
 	addOps(&wantS, reqR, uint64(calls))
 	if proto == ProtoRFP {
@@ -90,6 +90,24 @@ func checkCalls(t *testing.T, cli, srv *RPCEndpoint, rec *recorder, proto Protoc
 	}
 }
 
+// TestProtocolMixedPolling: client and server wait differently; a server
+// that blocks on events gets its RFP requests by WRITE_WITH_IMM.
+func TestProtocolMixedPolling(t *testing.T) {
+	for _, proto := range Protocols() {
+		for _, mix := range [][2]Polling{{PollBusy, PollEvent}, {PollEvent, PollBusy}} {
+			t.Run(fmt.Sprintf("%v/client-%v/server-%v", proto, mix[0], mix[1]), func(t *testing.T) {
+				cc, sc := testEPConfig(mix[0]), testEPConfig(mix[1])
+				cli, srv := newRPCPair(t, cc, sc, false)
+				rec := &recorder{}
+				serve(t, srv, proto, rec.handle)
+				for _, n := range []int{0, 300, 70 << 10} {
+					checkCalls(t, cli, srv, rec, proto, cc, sc, n, 3)
+				}
+			})
+		}
+	}
+}
+
 // TestProtocolTwoDevices runs the one-sided protocols between two shm
 // devices, where the peer's memory is a separate mapping.
 func TestProtocolTwoDevices(t *testing.T) {
@@ -100,7 +118,7 @@ func TestProtocolTwoDevices(t *testing.T) {
 			rec := &recorder{}
 			serve(t, srv, proto, rec.handle)
 			for _, n := range []int{0, 300, 70 << 10, 2 << 20} {
-				checkCalls(t, cli, srv, rec, proto, cfg, n, 2)
+				checkCalls(t, cli, srv, rec, proto, cfg, cfg, n, 2)
 			}
 		})
 	}

@@ -1,0 +1,72 @@
+package flock
+
+import "time"
+
+type config struct {
+	qps           int
+	credits       int
+	maxBatch      int
+	ringSize      int
+	maxMsg        int
+	memSlot       int
+	schedInterval time.Duration
+	maxAQP        int
+	workers       int
+	metrics       *Metrics
+	mutexShared   bool // benchmark baseline: QP behind a mutex, no coalescing
+}
+
+func defaultConfig() config {
+	return config{qps: 4, credits: 32, maxBatch: 32, ringSize: 256 << 10, maxMsg: 32 << 10, memSlot: 4096,
+		schedInterval: 10 * time.Millisecond, maxAQP: 256, workers: 8}
+}
+
+// Option configures Dial and NewServer.
+type Option func(*config)
+
+// WithQPs sets how many RC QPs a connection owns (client; default 4).
+func WithQPs(n int) Option { return func(c *config) { c.qps = n } }
+
+// WithCredits sets C, the credits a QP starts with and gets per renewal
+// (server; default 32).
+func WithCredits(n int) Option { return func(c *config) { c.credits = n } }
+
+// WithMaxBatch bounds how many callers a leader coalesces into one message
+// (default 32).
+func WithMaxBatch(n int) Option { return func(c *config) { c.maxBatch = n } }
+
+// WithRingSize sets the size of each QP's receive ring: responses on the
+// client, requests on the server (a multiple of 64; default 256 KiB).
+func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
+
+// WithMaxMessage bounds one coalesced message (default 32 KiB); a single
+// request or response must fit in it with its header.
+func WithMaxMessage(n int) Option { return func(c *config) { c.maxMsg = n } }
+
+// WithMaxMemOp bounds one Read or Write (client; default 4 KiB).
+func WithMaxMemOp(n int) Option { return func(c *config) { c.memSlot = n } }
+
+// WithSchedInterval sets the scheduling interval: the goroutine scheduler
+// on the client, the QP scheduler on the server (default 10ms; 0 disables
+// periodic rescheduling).
+func WithSchedInterval(d time.Duration) Option { return func(c *config) { c.schedInterval = d } }
+
+// WithMaxActiveQPs sets MAX_AQP, the active QPs the server allows over all
+// senders (server; default 256).
+func WithMaxActiveQPs(n int) Option { return func(c *config) { c.maxAQP = n } }
+
+// WithWorkers sets how many goroutines run handlers (server; default 8).
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithMetrics records into m instead of a private Metrics.
+func WithMetrics(m *Metrics) Option { return func(c *config) { c.metrics = m } }
+
+// withMutexSharing makes every QP a plain mutex-protected QP with one
+// request per message: the baseline the benchmarks compare against.
+func withMutexSharing() Option { return func(c *config) { c.mutexShared = true } }
+
+func (c *config) valid() bool {
+	return c.qps >= 1 && c.qps <= 4096 && c.credits >= 2 && c.maxBatch >= 1 && c.maxBatch <= maxMsgCount &&
+		c.ringSize > 0 && c.ringSize%msgAlign == 0 && c.maxMsg >= minMsgLen+metaLen+8 &&
+		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 1
+}
