@@ -329,6 +329,7 @@ func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) 
 		nc = tc
 	}
 	s := newSession(c, nc)
+	s.init()
 	if upgrade {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 		err := s.handshake(hctx)
@@ -338,7 +339,10 @@ func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) 
 			return nil, err
 		}
 	}
-	go s.readLoop()
+	s.mu.Lock()
+	s.reading = true
+	s.mu.Unlock()
+	go s.readIdle()
 	return s, nil
 }
 
@@ -351,21 +355,37 @@ type session struct {
 	hat    bool
 	caps   uint64 // capabilities the server granted in the handshake
 	format wire.Format
-	done   chan struct{} // reader exited
+	done   chan struct{} // closed once the session failed and nobody reads
+	idle   *time.Timer   // starts the idle reader; see release
 
 	mu      sync.Mutex
 	seq     int32
 	pending map[int32]*call
 	err     error
 	goaway  bool
+
+	// The read role (see reader.go): at most one goroutine reads at a time.
+	reading    bool
+	leader     *call  // the call whose caller holds the role, nil for the idle reader
+	leadEp     uint64 // counts role takeovers by callers, for stale interrupts
+	midFrame   bool   // the role holder is inside a frame: interrupting it would desync
+	deadline   bool   // a read deadline is set on nc
+	idleArmed  bool
+	doneClosed bool
 }
 
-// call is one outstanding request waiting for its reply.
+// call is one outstanding request waiting for its reply. The fields after
+// err are guarded by session.mu.
 type call struct {
 	done  chan struct{}
 	reply *[]byte
 	off   int // message start within reply (after a HatRPC header)
 	err   error
+
+	waiting   bool // the caller blocks on done
+	signaled  bool // a send on done is outstanding
+	lead      bool // that send hands over the read role
+	cancelled bool // the caller's context ended while it held the read role
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -379,6 +399,11 @@ func newSession(c *Conn, nc net.Conn) *session {
 		done:    make(chan struct{}),
 		pending: map[int32]*call{},
 	}
+}
+
+func (s *session) init() {
+	s.idle = time.AfterFunc(time.Hour, s.idleRead)
+	s.idle.Stop()
 }
 
 func newWriter(nc net.Conn, timeout time.Duration) *wire.Writer {
@@ -516,21 +541,12 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if oneway {
 		return nil
 	}
-	select {
-	case <-cl.done:
-	case <-ctx.Done():
-		if s.take(seq) {
-			callPool.Put(cl)
-			if s.hat {
-				s.sendCancel(seq)
-			}
-			return ctx.Err()
-		}
-		<-cl.done // the reply raced us; it is delivered, use it
+	if cerr := s.await(ctx, cl, seq); cerr != nil {
+		return cerr
 	}
 	err = cl.err
 	rp, off := cl.reply, cl.off
-	cl.err, cl.reply = nil, nil
+	cl.err, cl.reply, cl.cancelled = nil, nil, false
 	callPool.Put(cl)
 	if err != nil {
 		return err
@@ -587,81 +603,4 @@ func (s *session) sendCancel(seq int32) {
 	var f [wire.HeaderSize]byte
 	wire.SealFrame(f[:], wire.KindCancel, 0, seq, 0)
 	_ = s.w.Write(f[:])
-}
-
-// readLoop dispatches replies to their callers by seqid until the
-// connection breaks, then fails every pending call with ErrConnClosed.
-func (s *session) readLoop() {
-	defer close(s.done)
-	lim := &s.c.o.limits
-	for {
-		bp := wire.GetBuf()
-		var (
-			seq int32
-			off int
-			err error
-		)
-		if s.hat {
-			var h wire.Header
-			h, *bp, err = wire.ReadFrame(s.br, *bp, lim.MaxMessageSize)
-			if err == nil {
-				switch h.Kind {
-				case wire.KindReply, wire.KindException:
-					seq, off = h.Seqid, wire.HeaderSize
-				case wire.KindGoAway:
-					s.mu.Lock()
-					s.goaway = true
-					s.mu.Unlock()
-					wire.PutBuf(bp)
-					continue
-				default:
-					err = fmt.Errorf("%w: unexpected frame kind %d from server", wire.ErrBadFrame, h.Kind)
-				}
-			}
-		} else {
-			*bp, err = wire.ReadMessage(s.br, s.format, *bp, lim)
-			if err == nil {
-				var mh wire.MsgHeader
-				if mh, err = wire.ParseMsgHeader(s.format.Proto, *bp); err == nil {
-					seq = mh.Seqid
-				}
-			}
-		}
-		if err != nil {
-			wire.PutBuf(bp)
-			s.fail(err)
-			return
-		}
-		s.mu.Lock()
-		cl := s.pending[seq]
-		delete(s.pending, seq)
-		s.mu.Unlock()
-		if cl == nil { // the caller gave up (deadline) before the reply came
-			wire.PutBuf(bp)
-			continue
-		}
-		cl.reply, cl.off = bp, off
-		cl.done <- struct{}{}
-	}
-}
-
-// fail marks the session broken, closes it and fails pending calls.
-func (s *session) fail(cause error) {
-	s.mu.Lock()
-	if s.err != nil {
-		s.mu.Unlock()
-		return
-	}
-	s.err = cause
-	pend := s.pending
-	s.pending = nil
-	s.mu.Unlock()
-	s.nc.Close()
-	for _, cl := range pend {
-		cl.err = &ConnError{Op: "read", Err: cause}
-		if ce, ok := cause.(*ConnError); ok {
-			cl.err = ce
-		}
-		cl.done <- struct{}{}
-	}
 }

@@ -153,6 +153,9 @@ func decodeMessage(b []byte, es []entry) (header, []entry, error) {
 	if le.Uint64(b[h.total-trailerLen:]) != h.canary {
 		return header{}, es, ErrTornMessage
 	}
+	if h.flags&^(flagSkip|flagCtl) != 0 {
+		return header{}, es, fmt.Errorf("%w: flags %#x", ErrBadMessage, h.flags)
+	}
 	if h.flags&(flagSkip|flagCtl) != 0 && h.count != 0 {
 		return header{}, es, fmt.Errorf("%w: entries in a control message", ErrBadMessage)
 	}
@@ -170,6 +173,11 @@ func decodeMessage(b []byte, es []entry) (header, []entry, error) {
 			return header{}, es, fmt.Errorf("%w: entry %d data truncated", ErrBadMessage, i)
 		}
 		e.data = b[p : p+n : p+n]
+		for _, z := range b[p+n : p+pad8(n)] {
+			if z != 0 {
+				return header{}, es, fmt.Errorf("%w: entry %d padding", ErrBadMessage, i)
+			}
+		}
 		p += pad8(n)
 		es = append(es, e)
 	}

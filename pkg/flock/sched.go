@@ -111,11 +111,19 @@ type CallerLoad struct {
 	Current    int    // QP the caller uses now
 }
 
+// sizeBreak: a caller whose median request is this many times the first
+// caller's on the QP being filled starts the next QP.
+const sizeBreak = 8
+
 // AssignCallers is Algorithm 1. Busy callers, sorted by median request size
 // then request count, fill the active QPs in order, each QP taking callers
 // until its load reaches total/len(active); so small-request callers share
-// QPs with each other and not with large ones. Idle callers keep their QP
-// if it is still active and are otherwise spread round-robin.
+// QPs with each other and not with large ones. One addition to the paper's
+// pseudo-code: plain quota filling lets the last small callers and the
+// first large one share a QP whenever the small ones' bytes are below the
+// quota (they nearly always are), so a jump in median size by sizeBreak
+// also closes the QP while QPs remain. Idle callers keep their QP if it is
+// still active and are otherwise spread round-robin.
 func AssignCallers(callers []CallerLoad, active []int) map[uint32]int {
 	out := make(map[uint32]int, len(callers))
 	if len(active) == 0 {
@@ -148,8 +156,15 @@ func AssignCallers(callers []CallerLoad, active []int) map[uint32]int {
 		return cmp.Compare(a.Count, b.Count)
 	})
 	quota := (total + uint64(len(active)) - 1) / uint64(len(active))
-	qp, load := 0, uint64(0)
+	qp, load, first := 0, uint64(0), 0
 	for _, c := range busy {
+		if load > 0 && c.MedianSize >= sizeBreak*max(first, 1) && qp < len(active)-1 {
+			qp++
+			load = 0
+		}
+		if load == 0 {
+			first = c.MedianSize
+		}
 		load += c.Bytes
 		out[c.ID] = active[qp]
 		if load >= quota && qp < len(active)-1 {

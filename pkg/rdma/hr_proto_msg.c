@@ -89,7 +89,6 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 				uint64_t tail;
 				if (h->type == HRM_DATA && h->proto == HR_PROTO_RFP && h->seq == seq &&
 				    h->len <= ep->cfg.direct_size && h->sum == hrp_msg_sum(h, 0)) {
-					__atomic_thread_fence(__ATOMIC_ACQUIRE);
 					memcpy(&tail, p + h->len, sizeof tail);
 					/* The canary is the payload's sum seeded by seq: a
 					 * matching tail and sum mean the WRITE has fully

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "hr_proto_int.h"
 
+#include <stddef.h>
 #include <string.h>
 
 enum { RFP_FETCH = 0, RFP_REPLY = 1 };
@@ -218,8 +219,12 @@ static int rfp_publish(hr_ep *ep, const void *resp, uint64_t len, uint64_t serve
 	h.proto = HR_PROTO_RFP;
 	h.server_ns = server_ns;
 	h.sum = hrp_msg_sum(&h, 0);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(ep->resp.p, &h, sizeof h);
+	/* sum is the last field and is stored with release: a fetch that sees
+	 * it sees the payload and the rest of the header (or fails the sum). */
+	_Static_assert(offsetof(hr_msg, sum) + sizeof h.sum == sizeof h, "sum must be last");
+	hr_msg *dst_h = (hr_msg *)(void *)ep->resp.p;
+	memcpy(dst_h, &h, offsetof(hr_msg, sum));
+	__atomic_store_n(&dst_h->sum, h.sum, __ATOMIC_RELEASE);
 	return HR_OK;
 }
 

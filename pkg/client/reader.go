@@ -1,0 +1,358 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+)
+
+// Reading replies: the read role.
+//
+// At most one goroutine reads the socket at a time; it holds the read role
+// (session.reading). A caller waiting for its reply takes the role when
+// nobody holds it and reads itself: a lone caller gets its reply without a
+// goroutine handoff. Replies for other callers are passed to them; when its
+// own reply arrives the caller hands the role to a waiting caller or, when
+// none waits, drops it. A connection with no call outstanding is watched
+// by the idle reader, started idleDelay after the role was dropped, so a
+// server that goes away or drains is noticed between calls.
+
+// idleDelay is how long a connection may go unwatched after its last
+// reply: long next to a call, short for noticing a vanished server.
+const idleDelay = time.Millisecond
+
+// midFrameGrace bounds how long a caller whose context ended keeps reading
+// the rest of a frame that already started; the stream cannot be resumed
+// mid-frame, so a server stalling longer than that fails the connection.
+const midFrameGrace = 2 * time.Second
+
+var errRetry = errors.New("client: retry")
+
+// await waits for the reply of cl (seq), reading it itself when nobody
+// reads. nil means cl.reply or cl.err is set.
+func (s *session) await(ctx context.Context, cl *call, seq int32) error {
+	for {
+		s.mu.Lock()
+		if s.err != nil && !cl.signaled {
+			// Handed the read role as the session failed: nobody else
+			// will signal this call.
+			err := s.connErrLocked()
+			s.mu.Unlock()
+			return err
+		}
+		if !s.reading && s.err == nil {
+			s.reading = true
+			s.mu.Unlock()
+			if err := s.lead(ctx, cl, seq); err != errRetry {
+				return err
+			}
+			continue
+		}
+		cl.waiting = true
+		s.mu.Unlock()
+		select {
+		case <-cl.done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			if !cl.signaled { // nothing is on its way: withdraw
+				cl.waiting = false
+				delete(s.pending, seq)
+				s.mu.Unlock()
+				s.abandon(cl, seq)
+				return ctx.Err()
+			}
+			s.mu.Unlock()
+			<-cl.done
+		}
+		s.mu.Lock()
+		lead := cl.lead
+		cl.waiting, cl.signaled, cl.lead = false, false, false
+		if !lead {
+			s.mu.Unlock()
+			return nil
+		}
+		if ctx.Err() != nil { // handed the role after giving up: pass it on
+			delete(s.pending, seq)
+			s.releaseLocked()
+			s.mu.Unlock()
+			s.abandon(cl, seq)
+			return ctx.Err()
+		}
+		s.mu.Unlock()
+		if err := s.lead(ctx, cl, seq); err != errRetry {
+			return err
+		}
+	}
+}
+
+// abandon recycles the call record of a caller that gave up and tells a
+// HatRPC server to stop working on it.
+func (s *session) abandon(cl *call, seq int32) {
+	cl.cancelled = false
+	callPool.Put(cl)
+	if s.hat {
+		s.sendCancel(seq)
+	}
+}
+
+// lead reads frames with the read role held until the reply of cl arrives
+// (nil), the caller's context ends (its error) or the session fails
+// (errRetry: cl then gets the failure on cl.done).
+func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
+	s.mu.Lock()
+	s.leader = cl
+	s.leadEp++
+	ep := s.leadEp
+	s.mu.Unlock()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() { s.interrupt(ep) })
+		defer stop()
+	}
+	for {
+		_, err := s.br.Peek(1)
+		s.mu.Lock()
+		if err == nil {
+			s.midFrame = true
+			if cl.cancelled {
+				_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
+			}
+		} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
+			delete(s.pending, seq)
+			s.endLeadLocked()
+			s.mu.Unlock()
+			s.abandon(cl, seq)
+			return ctx.Err()
+		}
+		s.mu.Unlock()
+		var (
+			rseq int32
+			bp   *[]byte
+			off  int
+			ok   bool
+		)
+		if err == nil {
+			rseq, bp, off, ok, err = s.readOne()
+		}
+		if err != nil {
+			s.fail(err)
+			s.mu.Lock()
+			s.endLeadLocked()
+			s.mu.Unlock()
+			return errRetry
+		}
+		s.mu.Lock()
+		s.midFrame = false
+		if !ok {
+			s.mu.Unlock()
+			continue
+		}
+		other := s.pending[rseq]
+		delete(s.pending, rseq)
+		switch {
+		case other == cl:
+			cl.reply, cl.off = bp, off
+			s.endLeadLocked()
+			s.mu.Unlock()
+			return nil
+		case other != nil:
+			other.reply, other.off = bp, off
+			other.signaled = true
+			other.done <- struct{}{}
+		default: // its caller gave up before the reply came
+			wire.PutBuf(bp)
+		}
+		if cl.cancelled {
+			delete(s.pending, seq)
+			s.endLeadLocked()
+			s.mu.Unlock()
+			s.abandon(cl, seq)
+			return ctx.Err()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// interrupt runs when the context of the caller holding the read role
+// ends: it makes the blocked read return, unless a frame is half read.
+func (s *session) interrupt(ep uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leader == nil || s.leadEp != ep || s.err != nil {
+		return
+	}
+	s.leader.cancelled = true
+	s.deadline = true
+	if s.midFrame {
+		_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
+	} else {
+		_ = s.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// endLeadLocked gives up the read role held by a caller; s.mu is held.
+func (s *session) endLeadLocked() {
+	s.leader, s.midFrame = nil, false
+	if s.deadline {
+		s.deadline = false
+		_ = s.nc.SetReadDeadline(time.Time{})
+	}
+	s.releaseLocked()
+}
+
+// releaseLocked passes the read role to a waiting caller, or drops it
+// (arming the idle reader when no call is outstanding); s.mu is held.
+func (s *session) releaseLocked() {
+	for _, cl := range s.pending {
+		if cl.waiting && !cl.signaled {
+			cl.lead, cl.signaled = true, true
+			cl.done <- struct{}{}
+			return
+		}
+	}
+	s.reading = false
+	if s.err != nil {
+		s.closeDoneLocked()
+		return
+	}
+	if len(s.pending) == 0 && !s.idleArmed {
+		s.idleArmed = true
+		s.idle.Reset(idleDelay)
+	}
+}
+
+func (s *session) closeDoneLocked() {
+	if !s.doneClosed {
+		s.doneClosed = true
+		close(s.done)
+	}
+}
+
+// idleRead runs on the idle timer: it watches a connection nobody reads.
+func (s *session) idleRead() {
+	s.mu.Lock()
+	s.idleArmed = false
+	if s.reading || s.err != nil || len(s.pending) > 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.reading = true
+	s.mu.Unlock()
+	s.readIdle()
+}
+
+// readIdle reads with the role held and no caller of its own: it delivers
+// replies until no call is outstanding, then drops the role.
+func (s *session) readIdle() {
+	for {
+		seq, bp, off, ok, err := s.readOne()
+		if err != nil {
+			s.fail(err)
+			s.mu.Lock()
+			s.releaseLocked()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+		if ok {
+			if cl := s.pending[seq]; cl != nil {
+				delete(s.pending, seq)
+				cl.reply, cl.off = bp, off
+				cl.signaled = true
+				cl.done <- struct{}{}
+			} else {
+				wire.PutBuf(bp)
+			}
+			if len(s.pending) == 0 || s.anyWaitingLocked() {
+				s.releaseLocked()
+				s.mu.Unlock()
+				return
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *session) anyWaitingLocked() bool {
+	for _, cl := range s.pending {
+		if cl.waiting && !cl.signaled {
+			return true
+		}
+	}
+	return false
+}
+
+// readOne reads one frame or message. ok is false for frames handled here
+// (GoAway); otherwise bp holds the reply for seq from offset off.
+func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error) {
+	lim := &s.c.o.limits
+	bp = wire.GetBuf()
+	if s.hat {
+		var h wire.Header
+		h, *bp, err = wire.ReadFrame(s.br, *bp, lim.MaxMessageSize)
+		if err == nil {
+			switch h.Kind {
+			case wire.KindReply, wire.KindException:
+				return h.Seqid, bp, wire.HeaderSize, true, nil
+			case wire.KindGoAway:
+				s.mu.Lock()
+				s.goaway = true
+				s.mu.Unlock()
+				wire.PutBuf(bp)
+				return 0, nil, 0, false, nil
+			default:
+				err = fmt.Errorf("%w: unexpected frame kind %d from server", wire.ErrBadFrame, h.Kind)
+			}
+		}
+	} else {
+		*bp, err = wire.ReadMessage(s.br, s.format, *bp, lim)
+		if err == nil {
+			var mh wire.MsgHeader
+			if mh, err = wire.ParseMsgHeader(s.format.Proto, *bp); err == nil {
+				return mh.Seqid, bp, 0, true, nil
+			}
+		}
+	}
+	wire.PutBuf(bp)
+	return 0, nil, 0, false, err
+}
+
+// fail marks the session broken, closes it and fails pending calls whose
+// callers are not already being signalled.
+func (s *session) fail(cause error) {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.err = cause
+	pend := s.pending
+	s.pending = nil
+	s.idle.Stop()
+	s.idleArmed = false
+	cerr := s.connErrLocked()
+	for _, cl := range pend {
+		if cl.signaled {
+			continue // handed the read role: it finds s.err and waits again
+		}
+		cl.err = cerr
+		cl.signaled = true
+		cl.done <- struct{}{}
+	}
+	if !s.reading {
+		s.closeDoneLocked()
+	}
+	s.mu.Unlock()
+	s.nc.Close()
+}
+
+// connErrLocked is the error of calls failed with the session; s.mu is held.
+func (s *session) connErrLocked() error {
+	if ce, ok := s.err.(*ConnError); ok {
+		return ce
+	}
+	return &ConnError{Op: "read", Err: s.err}
+}

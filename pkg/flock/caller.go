@@ -1,0 +1,351 @@
+package flock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+const sizeWindow = 32
+
+// Caller is one goroutine's identity on a connection (the paper's
+// application thread): the goroutine scheduler assigns callers to QPs and
+// responses are routed to them by caller and sequence id. A Caller is not
+// for concurrent use; give each goroutine its own (Conn.Call pools them).
+type Caller struct {
+	c        *Conn
+	id       uint32
+	lane     atomic.Int32 // QP in use
+	assigned atomic.Int32 // QP the scheduler wants
+	seq      uint32
+	curSeq   atomic.Uint32
+	inflight atomic.Int32
+	resp     chan response
+	n        *node
+
+	count, bytes atomic.Uint64
+	sizes        [sizeWindow]atomic.Uint32
+	si           atomic.Uint32
+}
+
+type response struct {
+	seq    uint32
+	status uint16
+	data   []byte
+}
+
+// NewCaller registers a caller; new callers are spread round-robin over
+// the QPs until the scheduler has statistics for them.
+func (c *Conn) NewCaller() *Caller {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	old := *c.callers.Load()
+	cl := &Caller{c: c, id: uint32(len(old)), resp: make(chan response, 1), n: newNode()}
+	q := int32(int(cl.id) % len(c.lanes))
+	cl.lane.Store(q)
+	cl.assigned.Store(q)
+	next := make([]*Caller, len(old)+1)
+	copy(next, old)
+	next[len(old)] = cl
+	c.callers.Store(&next)
+	return cl
+}
+
+// ID is the caller id carried in request metadata.
+func (cl *Caller) ID() uint32 { return cl.id }
+
+// QP is the QP the caller currently uses.
+func (cl *Caller) QP() int { return int(cl.lane.Load()) }
+
+func (c *Conn) getCaller() *Caller {
+	select {
+	case cl := <-c.free:
+		return cl
+	default:
+		return c.NewCaller()
+	}
+}
+
+func (c *Conn) putCaller(cl *Caller) {
+	select {
+	case c.free <- cl:
+	default:
+	}
+}
+
+// Call sends req to handler h on the server and waits for the response,
+// using a pooled Caller.
+func (c *Conn) Call(ctx context.Context, h uint16, req []byte) ([]byte, error) {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.Call(ctx, h, req)
+}
+
+func (cl *Caller) record(n int) {
+	cl.count.Add(1)
+	cl.bytes.Add(uint64(n))
+	i := cl.si.Add(1)
+	cl.sizes[i%sizeWindow].Store(uint32(n))
+}
+
+// lane picks the QP for the next operation: the scheduler's choice once
+// this caller has nothing outstanding on its current QP, or any active QP
+// if the current one was deactivated.
+func (cl *Caller) pickLane(ctx context.Context) (*clane, error) {
+	c := cl.c
+	for spins := 0; ; spins++ {
+		cur, as := cl.lane.Load(), cl.assigned.Load()
+		if as != cur && cl.inflight.Load() == 0 && c.lanes[as].active.Load() {
+			cl.lane.Store(as)
+			c.migrations.Add(1)
+			c.m.migrations.Inc()
+			cur = as
+		}
+		if l := c.lanes[cur]; l.active.Load() {
+			return l, nil
+		}
+		// Deactivated under us: nothing can be sent on it, so move now.
+		for i := 1; i < len(c.lanes); i++ {
+			q := (int(cur) + i) % len(c.lanes)
+			if c.lanes[q].active.Load() {
+				cl.lane.Store(int32(q))
+				c.migrations.Add(1)
+				c.m.migrations.Inc()
+				return c.lanes[q], nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoActiveQP, err)
+		}
+		backoff(spins)
+	}
+}
+
+func (cl *Caller) check() error {
+	if cl.c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Call sends req to handler h and waits for its response.
+func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error) {
+	if err := cl.check(); err != nil {
+		return nil, err
+	}
+	if messageLen([]entry{{data: req}}) > cl.c.cfg.maxMsg {
+		return nil, ErrTooLarge
+	}
+	cl.record(len(req))
+	c := cl.c
+	for {
+		l, err := cl.pickLane(ctx)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-cl.resp: // a late answer to an abandoned call
+		default:
+		}
+		cl.seq++
+		seq := cl.seq
+		cl.curSeq.Store(seq)
+		n := cl.n
+		n.reset()
+		n.ctx, n.kind, n.caller, n.seq, n.handler, n.data = ctx, opCall, cl.id, seq, h, req
+		cl.inflight.Add(1)
+		c.outstanding.Add(1)
+		l.submit(n)
+		if err := n.err; err != nil {
+			cl.inflight.Add(-1)
+			c.outstanding.Add(-1)
+			if errors.Is(err, errInactive) {
+				continue
+			}
+			return nil, err
+		}
+		c.poke()
+		for {
+			select {
+			case r := <-cl.resp:
+				if r.seq != seq {
+					continue
+				}
+				switch r.status {
+				case statusOK:
+					return r.data, nil
+				case statusNoHandler:
+					return nil, fmt.Errorf("%w: %d", ErrNoHandler, h)
+				default:
+					return nil, &HandlerError{Handler: h, Msg: string(r.data)}
+				}
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// RemoteRegion is a server memory region attached to the connection for
+// one-sided operations.
+type RemoteRegion struct {
+	idx  int
+	addr uint64
+	rkey uint32
+	Len  uint64
+}
+
+// Regions lists the regions the server attached, in attach order.
+func (c *Conn) Regions() []RemoteRegion {
+	out := make([]RemoteRegion, len(c.regions))
+	for i, r := range c.regions {
+		out[i] = RemoteRegion{idx: i, addr: r.Addr, rkey: r.RKey, Len: r.Len}
+	}
+	return out
+}
+
+func (cl *Caller) memOp(ctx context.Context, n *node) error {
+	if err := cl.check(); err != nil {
+		return err
+	}
+	size := max(len(n.data), len(n.dst))
+	if n.kind == opRead || n.kind == opWrite {
+		cl.record(size)
+	}
+	for {
+		l, err := cl.pickLane(ctx)
+		if err != nil {
+			return err
+		}
+		n.ctx, n.err = ctx, nil
+		n.next.Store(nil)
+		cl.inflight.Add(1)
+		l.submit(n)
+		cl.inflight.Add(-1)
+		if errors.Is(n.err, errInactive) {
+			continue
+		}
+		return n.err
+	}
+}
+
+func (cl *Caller) region(r RemoteRegion, off uint64, n int, atomic bool) (*node, error) {
+	if off > r.Len || uint64(n) > r.Len-off || (atomic && (off%8 != 0 || n != 8)) {
+		return nil, fmt.Errorf("%w: [%d,+%d) of %d", ErrBadRegion, off, n, r.Len)
+	}
+	if n > cl.c.cfg.memSlot {
+		return nil, ErrTooLarge
+	}
+	nd := cl.n
+	nd.reset()
+	nd.raddr, nd.rkey = r.addr+off, r.rkey
+	return nd, nil
+}
+
+// Read copies len(dst) bytes at off in region r into dst (one-sided).
+func (cl *Caller) Read(ctx context.Context, r RemoteRegion, off uint64, dst []byte) error {
+	n, err := cl.region(r, off, len(dst), false)
+	if err != nil {
+		return err
+	}
+	n.kind, n.dst = opRead, dst
+	return cl.memOp(ctx, n)
+}
+
+// Write copies src to off in region r (one-sided).
+func (cl *Caller) Write(ctx context.Context, r RemoteRegion, off uint64, src []byte) error {
+	n, err := cl.region(r, off, len(src), false)
+	if err != nil {
+		return err
+	}
+	n.kind, n.data = opWrite, src
+	return cl.memOp(ctx, n)
+}
+
+// FetchAdd atomically adds add to the 8-byte word at off and returns its
+// previous value.
+func (cl *Caller) FetchAdd(ctx context.Context, r RemoteRegion, off, add uint64) (uint64, error) {
+	n, err := cl.region(r, off, 8, true)
+	if err != nil {
+		return 0, err
+	}
+	n.kind, n.arg1 = opFetchAdd, add
+	err = cl.memOp(ctx, n)
+	return n.old, err
+}
+
+// CompareSwap atomically replaces the word at off with swap if it equals
+// cmp, and returns its previous value either way.
+func (cl *Caller) CompareSwap(ctx context.Context, r RemoteRegion, off, cmp, swap uint64) (uint64, error) {
+	n, err := cl.region(r, off, 8, true)
+	if err != nil {
+		return 0, err
+	}
+	n.kind, n.arg1, n.arg2 = opCompareSwap, cmp, swap
+	err = cl.memOp(ctx, n)
+	return n.old, err
+}
+
+// Read, Write, FetchAdd and CompareSwap on a Conn use a pooled Caller.
+func (c *Conn) Read(ctx context.Context, r RemoteRegion, off uint64, dst []byte) error {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.Read(ctx, r, off, dst)
+}
+
+// Write: see Caller.Write.
+func (c *Conn) Write(ctx context.Context, r RemoteRegion, off uint64, src []byte) error {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.Write(ctx, r, off, src)
+}
+
+// FetchAdd: see Caller.FetchAdd.
+func (c *Conn) FetchAdd(ctx context.Context, r RemoteRegion, off, add uint64) (uint64, error) {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.FetchAdd(ctx, r, off, add)
+}
+
+// CompareSwap: see Caller.CompareSwap.
+func (c *Conn) CompareSwap(ctx context.Context, r RemoteRegion, off, cmp, swap uint64) (uint64, error) {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.CompareSwap(ctx, r, off, cmp, swap)
+}
+
+// schedule is the goroutine scheduler: every interval it reassigns callers
+// to the active QPs by Algorithm 1. Callers pick the change up themselves
+// (pickLane) once their outstanding requests are answered.
+func (c *Conn) schedule() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.schedInterval)
+	defer t.Stop()
+	var loads []CallerLoad
+	var sizes []uint32
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		active := c.ActiveQPs()
+		callers := *c.callers.Load()
+		loads = loads[:0]
+		for _, cl := range callers {
+			sizes = sizes[:0]
+			for i := range cl.sizes {
+				if s := cl.sizes[i].Load(); s > 0 {
+					sizes = append(sizes, s)
+				}
+			}
+			loads = append(loads, CallerLoad{ID: cl.id, MedianSize: medianU32(sizes), Count: cl.count.Swap(0),
+				Bytes: cl.bytes.Swap(0), Current: int(cl.lane.Load())})
+		}
+		for id, q := range AssignCallers(loads, active) {
+			callers[id].assigned.Store(int32(q))
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package flock
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const hEcho, hFail = 1, 2
+
+// echo answers with the request reversed, so a response routed to the
+// wrong caller or built from the wrong request is detected.
+func echo(_ context.Context, req []byte) ([]byte, error) {
+	out := make([]byte, len(req))
+	for i, b := range req {
+		out[len(req)-1-i] = b
+	}
+	return out, nil
+}
+
+func reversed(b []byte) []byte { out, _ := echo(nil, b); return out }
+
+func TestCallsManyGoroutines(t *testing.T) {
+	tests := []struct {
+		name    string
+		g, n    int
+		maxSize int
+		opts    []Option
+		srv     []Option
+	}{
+		{"256x40-flock4", 256, 40, 2048, []Option{WithQPs(4)}, nil},
+		{"64x100-flock1-small-rings", 64, 100, 512, []Option{WithQPs(1), WithRingSize(16 << 10), WithMaxMessage(4 << 10)},
+			[]Option{WithRingSize(16 << 10), WithMaxMessage(4 << 10)}},
+		{"16x100-mutex", 16, 100, 1024, []Option{WithQPs(2), withMutexSharing()}, []Option{withMutexSharing()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openDev(t)
+			s := newServer(t, d, append([]Option{WithCredits(8)}, tc.srv...)...)
+			var seen sync.Map // token -> count
+			s.Handle(hEcho, func(ctx context.Context, req []byte) ([]byte, error) {
+				v, _ := seen.LoadOrStore(string(req[:8]), new(atomic.Int32))
+				v.(*atomic.Int32).Add(1)
+				return echo(ctx, req)
+			})
+			c, _ := dial(t, d, s, tc.opts...)
+			ctx := tctx(t)
+			var wg sync.WaitGroup
+			errs := make(chan error, tc.g)
+			for g := 0; g < tc.g; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cl := c.NewCaller()
+					r := rand.New(rand.NewPCG(uint64(g), 7))
+					for i := 0; i < tc.n; i++ {
+						req := make([]byte, 8+r.IntN(tc.maxSize))
+						binary.LittleEndian.PutUint32(req, uint32(g))
+						binary.LittleEndian.PutUint32(req[4:], uint32(i))
+						for j := 8; j < len(req); j++ {
+							req[j] = byte(r.Uint32())
+						}
+						resp, err := cl.Call(ctx, hEcho, req)
+						if err != nil {
+							errs <- fmt.Errorf("g%d call %d: %w", g, i, err)
+							return
+						}
+						if !bytes.Equal(resp, reversed(req)) {
+							errs <- fmt.Errorf("g%d call %d: wrong response", g, i)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			count := 0
+			seen.Range(func(_, v any) bool {
+				count++
+				require.Equal(t, int32(1), v.(*atomic.Int32).Load(), "request handled more than once")
+				return true
+			})
+			require.Equal(t, tc.g*tc.n, count)
+			st := c.Stats()
+			require.Equal(t, uint64(tc.g*tc.n), st.Requests)
+			require.Zero(t, s.Violations())
+			t.Logf("messages %d requests %d (%.2f requests/message) migrations %d", st.Messages, st.Requests,
+				float64(st.Requests)/float64(st.Messages), st.Migrations)
+		})
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	d := openDev(t)
+	s := newServer(t, d)
+	s.Handle(hFail, func(context.Context, []byte) ([]byte, error) { return nil, errors.New("boom") })
+	c, _ := dial(t, d, s)
+	ctx := tctx(t)
+	_, err := c.Call(ctx, hFail, []byte("x"))
+	var he *HandlerError
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, "boom", he.Msg)
+	_, err = c.Call(ctx, 99, []byte("x"))
+	require.ErrorIs(t, err, ErrNoHandler)
+	_, err = c.Call(ctx, hFail, make([]byte, 64<<10))
+	require.ErrorIs(t, err, ErrTooLarge)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = c.Call(cctx, hFail, []byte("x"))
+	require.ErrorIs(t, err, context.Canceled)
+	_ = time.Now
+}

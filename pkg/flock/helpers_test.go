@@ -1,0 +1,70 @@
+package flock
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+const testTimeout = 20 * time.Second
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openDev(t testing.TB) *rdma.Device {
+	t.Helper()
+	d, err := rdma.Open(rdma.WithShmSize(1<<30), rdma.WithRNRTimer(20*time.Microsecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	return d
+}
+
+func newServer(t testing.TB, d *rdma.Device, opts ...Option) *Server {
+	t.Helper()
+	s, err := NewServer(d, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+// dial connects a new sender to s over an in-memory bootstrap connection.
+func dial(t testing.TB, d *rdma.Device, s *Server, opts ...Option) (*Conn, *Peer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	type res struct {
+		p   *Peer
+		err error
+	}
+	rc := make(chan res, 1)
+	go func() {
+		p, err := s.Accept(ctx, d, b)
+		rc <- res{p, err}
+	}()
+	c, err := Dial(ctx, d, a, opts...)
+	r := <-rc
+	require.NoError(t, err)
+	require.NoError(t, r.err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c, r.p
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond under the test timeout.
+func eventually(t testing.TB, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, testTimeout, time.Millisecond, msg)
+}

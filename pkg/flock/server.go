@@ -1,0 +1,476 @@
+package flock
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// Handler runs one RPC on the server.
+type Handler func(ctx context.Context, req []byte) ([]byte, error)
+
+// Server is the receiving side: it polls the request rings of every
+// connected sender, runs handlers on a worker pool, coalesces responses per
+// QP, and runs the QP scheduler that grants credits and decides which QPs
+// stay active.
+type Server struct {
+	cfg      config
+	m        *Metrics
+	pd       *rdma.PD
+	handlers atomic.Pointer[map[uint16]Handler]
+	hmu      sync.Mutex
+	regions  []*rdma.MR
+
+	mu    sync.Mutex // peers and regions: connection setup only
+	peers []*Peer
+	lanes atomic.Pointer[[]*slane]
+
+	tasks      chan task
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stop       chan struct{}
+	loops      sync.WaitGroup
+	workers    sync.WaitGroup
+	closed     atomic.Bool
+	violations atomic.Uint64
+}
+
+// Peer is one connected sender.
+type Peer struct {
+	id    uint32
+	s     *Server
+	lanes []*slane
+	srq   *rdma.SRQ
+	rcq   *rdma.CQ
+	byQPN map[uint32]*slane
+	undo  []func() error
+	recvs []rdma.RecvWR
+}
+
+// slane is one server-side QP: the request ring it polls and the response
+// path back to the sender's response ring.
+type slane struct {
+	idx  int
+	p    *Peer
+	qp   *rdma.QP
+	w    ringWriter
+	req  ringReader
+	comb combiner
+	mu   sync.Mutex // mutexShared baseline only
+
+	active   atomic.Bool
+	granted  atomic.Uint64 // total credits granted on this QP
+	answered atomic.Uint64 // renewal requests answered
+	received atomic.Uint64 // requests received
+	util     atomic.Uint64 // U_ij: reported degrees since the last redistribution
+	es       []entry       // leader only
+}
+
+type task struct {
+	l       *slane
+	caller  uint32
+	seq     uint32
+	handler uint16
+	data    []byte
+}
+
+// NewServer creates a server on dev and starts its dispatcher, QP
+// scheduler and workers. Register handlers and attach regions before
+// accepting senders.
+func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !cfg.valid() {
+		return nil, fmt.Errorf("flock: invalid options: %w", rdma.ErrInvalid)
+	}
+	if cfg.mutexShared {
+		cfg.maxBatch = 1
+	}
+	if cfg.metrics == nil {
+		cfg.metrics = NewMetrics()
+	}
+	pd, err := dev.AllocPD()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, tasks: make(chan task, 4096), stop: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.handlers.Store(&map[uint16]Handler{})
+	s.lanes.Store(&[]*slane{})
+	s.loops.Add(2)
+	go s.dispatch()
+	go s.scheduleQPs()
+	for i := 0; i < cfg.workers; i++ {
+		s.workers.Add(1)
+		go s.work()
+	}
+	return s, nil
+}
+
+// Handle registers h for handler id.
+func (s *Server) Handle(id uint16, h Handler) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	next := make(map[uint16]Handler, len(*s.handlers.Load())+1)
+	for k, v := range *s.handlers.Load() {
+		next[k] = v
+	}
+	next[id] = h
+	s.handlers.Store(&next)
+}
+
+// AttachRegion registers size bytes of memory for one-sided Read, Write
+// and atomics by senders that connect afterwards. The returned region's
+// Bytes are the server's view of it.
+func (s *Server) AttachRegion(size int) (*rdma.MR, error) {
+	mr, err := s.pd.AllocMR(size, rdma.AccessAll)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.regions = append(s.regions, mr)
+	s.mu.Unlock()
+	return mr, nil
+}
+
+// Violations counts messages that carried more requests than the sender
+// had been granted credits for (zero for a well-behaved sender).
+func (s *Server) Violations() uint64 { return s.violations.Load() }
+
+// ID is the sender id the server assigned.
+func (p *Peer) ID() uint32 { return p.id }
+
+// ActiveQPs lists the QPs the server keeps active for this sender.
+func (p *Peer) ActiveQPs() []int {
+	var out []int
+	for _, l := range p.lanes {
+		if l.active.Load() {
+			out = append(out, l.idx)
+		}
+	}
+	return out
+}
+
+// Credits reports, for one QP, the credits granted so far and the
+// requests received so far.
+func (p *Peer) Credits(qp int) (granted, received uint64) {
+	l := p.lanes[qp]
+	return l.granted.Load(), l.received.Load()
+}
+
+// Accept sets up a sender that is in Dial at the other end of conn and
+// returns once its QPs are connected. A new sender gets the average share
+// of active QPs (eq. 3.1's rule for joining senders).
+func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_ *Peer, err error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	defer deadlineFrom(ctx, conn)()
+	hello := make([]byte, 6)
+	if _, err := io.ReadFull(conn, hello); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
+	}
+	qps := int(binary.BigEndian.Uint16(hello[4:]))
+	if string(hello[:4]) != handshakeMagic || qps < 1 {
+		return nil, fmt.Errorf("%w: bad hello", ErrProtocol)
+	}
+	p := &Peer{s: s, byQPN: make(map[uint32]*slane, qps)}
+	defer func() {
+		if err != nil {
+			p.release()
+		}
+	}()
+	if err := p.setup(dev, qps); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	p.id = uint32(len(s.peers))
+	var functioning []int
+	total := 0
+	for _, q := range s.peers {
+		a := len(q.ActiveQPs())
+		total += a
+		if a > 1 {
+			functioning = append(functioning, a)
+		}
+	}
+	share := NewSenderShare(functioning, total, s.cfg.maxAQP, qps)
+	regions := make([]rdma.RemoteBuffer, len(s.regions))
+	for i, r := range s.regions {
+		regions[i] = r.Remote()
+	}
+	s.mu.Unlock()
+	reply := binary.BigEndian.AppendUint32([]byte(handshakeMagic), p.id)
+	for i, l := range p.lanes {
+		on := i < share
+		l.active.Store(on)
+		if on {
+			l.granted.Store(uint64(s.cfg.credits))
+			reply = append(reply, 1)
+		} else {
+			reply = append(reply, 0)
+		}
+		reply = binary.BigEndian.AppendUint64(reply, l.granted.Load())
+	}
+	if _, err := conn.Write(reply); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
+	}
+	for _, l := range p.lanes {
+		peer, err := l.qp.Bootstrap(ctx, conn, append([]rdma.RemoteBuffer{l.req.mr.Remote()}, regions...)...)
+		if err != nil {
+			return nil, err
+		}
+		if len(peer.Buffers) == 0 {
+			return nil, fmt.Errorf("%w: sender exposed no ring", ErrProtocol)
+		}
+		if err := l.w.init(l.w.stage, stageFixed, s.cfg.maxMsg, peer.Buffers[0]); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	s.peers = append(s.peers, p)
+	all := append(append([]*slane(nil), *s.lanes.Load()...), p.lanes...)
+	s.lanes.Store(&all)
+	s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(share))
+	return p, nil
+}
+
+func (p *Peer) setup(dev *rdma.Device, qps int) error {
+	s := p.s
+	cfg := &s.cfg
+	depth := 2*qps + 8
+	var err error
+	if p.rcq, err = dev.CreateCQ(2 * depth); err != nil {
+		return err
+	}
+	p.undo = append(p.undo, p.rcq.Close)
+	if p.srq, err = s.pd.CreateSRQ(depth, 1); err != nil {
+		return err
+	}
+	p.undo = append(p.undo, p.srq.Close)
+	p.recvs = make([]rdma.RecvWR, depth)
+	for i := range p.recvs {
+		p.recvs[i] = rdma.RecvWR{WRID: uint64(i)}
+	}
+	if err := p.srq.PostRecv(p.recvs); err != nil {
+		return err
+	}
+	for i := 0; i < qps; i++ {
+		l := &slane{idx: i, p: p}
+		l.comb = combiner{max: cfg.maxBatch, serve: l.serve}
+		scq, err := dev.CreateCQ(2*cfg.maxBatch + 16)
+		if err != nil {
+			return err
+		}
+		p.undo = append(p.undo, scq.Close)
+		if l.qp, err = s.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: p.rcq, SRQ: p.srq,
+			MaxSendWR: 2*cfg.maxBatch + 8, MaxSGE: 2, RNRRetry: 7}); err != nil {
+			return err
+		}
+		p.undo = append(p.undo, l.qp.Close)
+		stage, err := s.pd.AllocMR(stageFixed+cfg.maxMsg, rdma.LocalWrite)
+		if err != nil {
+			return err
+		}
+		p.undo = append(p.undo, stage.Close)
+		ring, err := s.pd.AllocMR(ctlLen+cfg.ringSize, rdma.LocalWrite|rdma.RemoteWrite|rdma.RemoteRead)
+		if err != nil {
+			return err
+		}
+		p.undo = append(p.undo, ring.Close)
+		l.req.init(ring)
+		l.w = ringWriter{idx: i, qp: l.qp, scq: scq, stage: stage, headRead: s.m.headReads.Inc}
+		ep, err := l.qp.Endpoint()
+		if err != nil {
+			return err
+		}
+		p.byQPN[ep.QPN] = l
+		p.lanes = append(p.lanes, l)
+	}
+	return nil
+}
+
+func (p *Peer) release() {
+	for i := len(p.undo) - 1; i >= 0; i-- {
+		_ = p.undo[i]()
+	}
+	p.undo = nil
+}
+
+// Close stops the server and frees every sender's QPs and rings and the
+// attached regions.
+func (s *Server) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	s.cancel()
+	close(s.stop)
+	s.loops.Wait()
+	close(s.tasks)
+	s.workers.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.peers {
+		p.release()
+	}
+	for _, r := range s.regions {
+		_ = r.Close()
+	}
+	return s.pd.Close()
+}
+
+// dispatch is the request dispatcher: it polls every request ring, checks
+// the sender stayed within its credits, and hands requests to the workers.
+func (s *Server) dispatch() {
+	defer s.loops.Done()
+	es := make([]entry, 0, 64)
+	idle := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		got := false
+		for _, l := range *s.lanes.Load() {
+			for i := 0; i < 16; i++ {
+				h, out, ok := l.req.poll(es[:0])
+				es = out
+				if !ok {
+					break
+				}
+				got = true
+				s.accept(l, h, es)
+				clear(es)
+				l.req.release(h)
+			}
+		}
+		if got {
+			idle = 0
+			continue
+		}
+		idle++
+		if idle < 256 {
+			runtime.Gosched()
+			continue
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(time.Duration(min(idle/256, 20)) * 10 * time.Microsecond):
+		}
+	}
+}
+
+func (s *Server) accept(l *slane, h header, es []entry) {
+	if h.flags&flagSkip != 0 {
+		return
+	}
+	if h.ack > l.w.peerHead.Load() {
+		l.w.peerHead.Store(h.ack)
+	}
+	if l.received.Add(uint64(len(es))) > l.granted.Load() {
+		s.violations.Add(1)
+	}
+	for i := range es {
+		e := &es[i]
+		t := task{l: l, caller: e.caller, seq: e.seq, handler: e.handler, data: append([]byte(nil), e.data...)}
+		select {
+		case s.tasks <- t:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+func (s *Server) work() {
+	defer s.workers.Done()
+	n := newNode()
+	for t := range s.tasks {
+		var out []byte
+		status := statusOK
+		if h, ok := (*s.handlers.Load())[t.handler]; !ok {
+			status = statusNoHandler
+		} else {
+			var err error
+			if out, err = h(s.ctx, t.data); err != nil {
+				status, out = statusHandlerErr, []byte(err.Error())
+			}
+		}
+		if messageLen([]entry{{data: out}}) > s.cfg.maxMsg {
+			status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
+		}
+		n.reset()
+		n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, t.caller, t.seq, t.handler, status, out
+		t.l.submit(n)
+	}
+}
+
+func (l *slane) submit(n *node) {
+	if l.p.s.cfg.mutexShared {
+		l.mu.Lock()
+		l.serve([]*node{n})
+		l.mu.Unlock()
+		return
+	}
+	l.comb.submit(n)
+}
+
+// serve is the response leader: coalesce the batch's responses into one
+// message whose header also carries the request-ring head and the QP's
+// credit state, post it, poll its completion.
+func (l *slane) serve(b []*node) int {
+	w := &l.w
+	s := l.p.s
+	k, size := 0, headerLen+trailerLen
+	l.es = l.es[:0]
+	for _, n := range b {
+		if n.kind == opResp {
+			sz := metaLen + pad8(len(n.data))
+			if size+sz > s.cfg.maxMsg {
+				break
+			}
+			size += sz
+			l.es = append(l.es, entry{caller: n.caller, seq: n.seq, handler: n.handler, status: n.status, data: n.data})
+		}
+		k++
+	}
+	k = max(k, 1)
+	ctl := l.answered.Load() << 32
+	if !l.active.Load() {
+		ctl |= ctlInactive
+	}
+	h := header{ack: load64(l.req.b, ctlHead), credit: l.granted.Load(), ctl: ctl}
+	if len(l.es) == 0 {
+		h.flags = flagCtl
+	}
+	err := w.addMessage(s.ctx, h, l.es)
+	clear(l.es)
+	if err == nil {
+		err = w.post(s.ctx)
+	}
+	if err == nil && len(l.es) > 0 {
+		s.m.degree.WithLabelValues("server").Observe(float64(len(l.es)))
+		s.m.messages.WithLabelValues("server").Inc()
+		s.m.requests.WithLabelValues("server").Add(float64(len(l.es)))
+	}
+	for _, n := range b[:k] {
+		n.err = err
+	}
+	return k
+}
