@@ -84,6 +84,9 @@ func (a Apache) Serve(_ context.Context, addr string) (Server, error) {
 	}
 	srv := thrift.NewTSimpleServer4(atb.NewEchoProcessor(apacheEcho{}), sock,
 		a.transportFactory(conf), thrift.NewTBinaryProtocolFactoryConf(conf))
+	// AcceptLoop (unlike Serve) leaves the log context unset, and Apache
+	// dereferences it when a connection ends with an error.
+	srv.SetLogContext(context.Background())
 	if err := srv.Listen(); err != nil {
 		return nil, err
 	}

@@ -73,6 +73,11 @@ type combiner struct {
 	// node, the leader's first). It returns how many of the batch (a
 	// prefix, at least one) it completed; the rest stay queued.
 	serve func(batch []*node) int
+	// yield, when it reports true, makes a new leader give other runnable
+	// goroutines one chance to enqueue before it collects: goroutines woken
+	// together by the dispatcher otherwise reach the queue one at a time,
+	// each finding it empty.
+	yield func() bool
 }
 
 // submit runs n through the queue and returns once n is complete.
@@ -87,9 +92,32 @@ func (c *combiner) submit(n *node) {
 	c.lead(n)
 }
 
+// submitChain enqueues ns as one run with a single tail swap (the links
+// inside the run are set before it is published) and returns when all of
+// them are complete. The server's dispatcher uses it to hand over all
+// responses to one request message at once.
+func (c *combiner) submitChain(ns []*node) {
+	for i := 0; i < len(ns)-1; i++ {
+		ns[i].next.Store(ns[i+1])
+	}
+	prev := c.tail.Swap(ns[len(ns)-1])
+	leader := prev == nil
+	if !leader {
+		prev.next.Store(ns[0])
+	}
+	for i, n := range ns {
+		if (i == 0 && leader) || <-n.sig == sigLeader {
+			c.lead(n)
+		}
+	}
+}
+
 // lead serves one batch starting at first (the leader's own node, which is
 // always served), then hands leadership to the first node not served.
 func (c *combiner) lead(first *node) {
+	if c.yield != nil && first.next.Load() == nil && c.yield() {
+		runtime.Gosched()
+	}
 	b := c.batch[:0]
 	b = append(b, first)
 	for cur := first; len(b) < c.max; {

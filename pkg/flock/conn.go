@@ -132,19 +132,6 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 	if _, err := conn.Write(hello); err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
 	}
-	reply := make([]byte, 4+4+cfg.qps*9)
-	if _, err := io.ReadFull(conn, reply); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
-	}
-	if string(reply[:4]) != handshakeMagic {
-		return nil, fmt.Errorf("%w: bad handshake reply", ErrProtocol)
-	}
-	c.peerID = binary.BigEndian.Uint32(reply[4:])
-	for i, l := range c.lanes {
-		p := reply[8+i*9:]
-		l.active.Store(p[0] == 1)
-		l.granted.Store(binary.BigEndian.Uint64(p[1:]))
-	}
 	for i, l := range c.lanes {
 		peer, err := l.qp.Bootstrap(ctx, conn, l.resp.mr.Remote())
 		if err != nil {
@@ -160,6 +147,21 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 			c.regions = peer.Buffers[1:]
 		}
 	}
+	// The server decides the QPs' initial state last; control messages it
+	// pushes after that wait in the rings until the dispatcher starts.
+	reply := make([]byte, 4+4+cfg.qps*9)
+	if _, err := io.ReadFull(conn, reply); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
+	}
+	if string(reply[:4]) != handshakeMagic {
+		return nil, fmt.Errorf("%w: bad handshake reply", ErrProtocol)
+	}
+	c.peerID = binary.BigEndian.Uint32(reply[4:])
+	for i, l := range c.lanes {
+		p := reply[8+i*9:]
+		l.active.Store(p[0] == 1)
+		l.granted.Store(binary.BigEndian.Uint64(p[1:]))
+	}
 	c.wg.Add(1)
 	go c.dispatch()
 	if cfg.schedInterval > 0 {
@@ -172,7 +174,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 func (c *Conn) newLane(dev *rdma.Device, i int) (*clane, error) {
 	cfg := &c.cfg
 	l := &clane{idx: i, c: c, hist: make([]uint32, cfg.maxBatch+1)}
-	l.comb = combiner{max: cfg.maxBatch, serve: l.serve}
+	l.comb = combiner{max: cfg.maxBatch, serve: l.serve, yield: func() bool { return len(*c.callers.Load()) > 1 }}
 	scq, err := dev.CreateCQ(2*cfg.maxBatch + 16)
 	if err != nil {
 		return nil, err
@@ -371,12 +373,15 @@ func (l *clane) waitCredits(ctx context.Context) error {
 	}
 }
 
+// backoff yields for a while before sleeping: what is waited for (credits,
+// an activation) usually arrives within a few scheduling rounds, and a
+// timer sleep costs tens of microseconds on a loaded machine.
 func backoff(spins int) {
-	if spins < 64 {
+	if spins < 256 {
 		runtime.Gosched()
 		return
 	}
-	time.Sleep(time.Duration(min(spins-63, 20)) * 10 * time.Microsecond)
+	time.Sleep(time.Duration(min(spins-255, 20)) * 10 * time.Microsecond)
 }
 
 func (l *clane) submit(n *node) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,23 +37,30 @@ func TestCallsManyGoroutines(t *testing.T) {
 		maxSize int
 		opts    []Option
 		srv     []Option
+		// wrap: the request ring must have wrapped (skip messages);
+		// headReads: senders must have READ a ring head.
+		wrap, headReads bool
 	}{
-		{"256x40-flock4", 256, 40, 2048, []Option{WithQPs(4)}, nil},
+		{"256x100-flock4", 256, 100, 2048, []Option{WithQPs(4)}, nil, false, false},
 		{"64x100-flock1-small-rings", 64, 100, 512, []Option{WithQPs(1), WithRingSize(16 << 10), WithMaxMessage(4 << 10)},
-			[]Option{WithRingSize(16 << 10), WithMaxMessage(4 << 10)}},
-		{"16x100-mutex", 16, 100, 1024, []Option{WithQPs(2), withMutexSharing()}, []Option{withMutexSharing()}},
+			[]Option{WithRingSize(16 << 10), WithMaxMessage(4 << 10)}, true, false},
+		{"64x50-tiny-rings-many-credits", 64, 50, 200, []Option{WithQPs(1), WithRingSize(4096), WithMaxMessage(2048)},
+			[]Option{WithRingSize(4096), WithMaxMessage(2048), WithCredits(1024)}, true, true},
+		{"64x50-worker-pool", 64, 50, 1024, []Option{WithQPs(3)}, []Option{WithWorkers(4)}, false, false},
+		{"16x100-mutex", 16, 100, 1024, []Option{WithQPs(2), withMutexSharing()}, []Option{withMutexSharing()}, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openDev(t)
-			s := newServer(t, d, append([]Option{WithCredits(8)}, tc.srv...)...)
+			m := NewMetrics()
+			s := newServer(t, d, append([]Option{WithCredits(8), WithMetrics(m)}, tc.srv...)...)
 			var seen sync.Map // token -> count
 			s.Handle(hEcho, func(ctx context.Context, req []byte) ([]byte, error) {
 				v, _ := seen.LoadOrStore(string(req[:8]), new(atomic.Int32))
 				v.(*atomic.Int32).Add(1)
 				return echo(ctx, req)
 			})
-			c, _ := dial(t, d, s, tc.opts...)
+			c, p := dial(t, d, s, append([]Option{WithMetrics(m)}, tc.opts...)...)
 			ctx := tctx(t)
 			var wg sync.WaitGroup
 			errs := make(chan error, tc.g)
@@ -96,6 +104,13 @@ func TestCallsManyGoroutines(t *testing.T) {
 			st := c.Stats()
 			require.Equal(t, uint64(tc.g*tc.n), st.Requests)
 			require.Zero(t, s.Violations())
+			if tc.wrap {
+				ring := &p.lanes[0].req
+				require.Greater(t, load64(ring.b, ctlHead), ring.size, "request ring never wrapped")
+			}
+			if tc.headReads {
+				require.Positive(t, metricValue(t, m.headReads), "no sender ever READ a ring head")
+			}
 			t.Logf("messages %d requests %d (%.2f requests/message) migrations %d", st.Messages, st.Requests,
 				float64(st.Requests)/float64(st.Messages), st.Migrations)
 		})
@@ -121,4 +136,49 @@ func TestCallErrors(t *testing.T) {
 	_, err = c.Call(cctx, hFail, []byte("x"))
 	require.ErrorIs(t, err, context.Canceled)
 	_ = time.Now
+}
+
+func TestMetricsExposed(t *testing.T) {
+	d := openDev(t)
+	m := NewMetrics()
+	s := newServer(t, d, WithMetrics(m))
+	s.Handle(hEcho, echo)
+	c, _ := dial(t, d, s, WithQPs(2), WithMetrics(m))
+	ctx := tctx(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := c.NewCaller()
+			for i := 0; i < 40; i++ {
+				_, err := cl.Call(ctx, hEcho, []byte("metrics"))
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	fams, err := m.Registry.Gather()
+	require.NoError(t, err)
+	byName := map[string]bool{}
+	var clientObs uint64
+	var clientSum float64
+	for _, f := range fams {
+		byName[f.GetName()] = true
+		if f.GetName() == "flock_coalescing_degree" {
+			for _, mt := range f.GetMetric() {
+				if mt.GetLabel()[0].GetValue() == "client" {
+					clientObs, clientSum = mt.GetHistogram().GetSampleCount(), mt.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+	}
+	for _, n := range []string{"flock_coalescing_degree", "flock_credits_granted_total", "flock_credits_declined_total",
+		"flock_active_qps", "flock_migrations_total", "flock_messages_total", "flock_entries_total", "flock_head_reads_total"} {
+		require.True(t, byName[n], n)
+	}
+	st := c.Stats()
+	require.Equal(t, st.Messages, clientObs)
+	require.Equal(t, float64(st.Requests), clientSum)
+	require.Equal(t, 2.0, metricValue(t, m.activeQPs.WithLabelValues("0")))
 }

@@ -2,10 +2,13 @@ package flock
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -53,7 +56,11 @@ func dial(t testing.TB, d *rdma.Device, s *Server, opts ...Option) (*Conn, *Peer
 	r := <-rc
 	require.NoError(t, err)
 	require.NoError(t, r.err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	t.Cleanup(func() {
+		if err := c.Close(); !errors.Is(err, ErrClosed) {
+			require.NoError(t, err)
+		}
+	})
 	return c, r.p
 }
 
@@ -67,4 +74,18 @@ func tctx(t testing.TB) context.Context {
 func eventually(t testing.TB, cond func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, cond, testTimeout, time.Millisecond, msg)
+}
+
+// metricValue reads a single counter or gauge (no testutil: its extra
+// dependencies are not in go.sum).
+func metricValue(t testing.TB, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var d dto.Metric
+	require.NoError(t, (<-ch).Write(&d))
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
 }

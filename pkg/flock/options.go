@@ -18,7 +18,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{qps: 4, credits: 32, maxBatch: 32, ringSize: 256 << 10, maxMsg: 32 << 10, memSlot: 4096,
-		schedInterval: 10 * time.Millisecond, maxAQP: 256, workers: 8}
+		schedInterval: 10 * time.Millisecond, maxAQP: 256}
 }
 
 // Option configures Dial and NewServer.
@@ -55,7 +55,10 @@ func WithSchedInterval(d time.Duration) Option { return func(c *config) { c.sche
 // senders (server; default 256).
 func WithMaxActiveQPs(n int) Option { return func(c *config) { c.maxAQP = n } }
 
-// WithWorkers sets how many goroutines run handlers (server; default 8).
+// WithWorkers runs handlers on a pool of n goroutines (server). The
+// default, 0, runs them on the dispatcher, which coalesces all responses to
+// one request message into one response message; use a pool for handlers
+// that block.
 func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 
 // WithMetrics records into m instead of a private Metrics.
@@ -68,5 +71,5 @@ func withMutexSharing() Option { return func(c *config) { c.mutexShared = true }
 func (c *config) valid() bool {
 	return c.qps >= 1 && c.qps <= 4096 && c.credits >= 2 && c.maxBatch >= 1 && c.maxBatch <= maxMsgCount &&
 		c.ringSize > 0 && c.ringSize%msgAlign == 0 && c.maxMsg >= minMsgLen+metaLen+8 &&
-		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 1
+		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 0
 }

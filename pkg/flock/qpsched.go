@@ -1,7 +1,7 @@
 package flock
 
 import (
-	"runtime"
+	"context"
 	"strconv"
 	"time"
 
@@ -18,52 +18,40 @@ func (s *Server) scheduleQPs() {
 	defer s.loops.Done()
 	wcs := make([]rdma.Completion, 64)
 	next := time.Now().Add(s.cfg.schedInterval)
-	idle := 0
 	for {
-		select {
-		case <-s.stop:
+		// Renewals are rare next to requests, so this goroutine blocks in
+		// the CQ's event wait (off any P) instead of spinning.
+		wait := 5 * time.Millisecond
+		if s.cfg.schedInterval > 0 {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, max(wait, time.Millisecond))
+		n, err := s.rcq.Wait(ctx, wcs)
+		cancel()
+		if s.ctx.Err() != nil {
 			return
-		default:
 		}
-		got := false
-		s.mu.Lock()
-		peers := append([]*Peer(nil), s.peers...)
-		s.mu.Unlock()
-		for _, p := range peers {
-			n, err := p.rcq.Poll(wcs)
-			if err != nil || n == 0 {
-				continue
-			}
-			got = true
+		if err == nil && n > 0 {
+			byQPN := *s.byQPN.Load()
 			for i := range wcs[:n] {
-				s.renew(p, &wcs[i])
+				if l := byQPN[wcs[i].QPNum]; l != nil {
+					s.renew(l, &wcs[i])
+					_ = l.p.srq.PostRecv(l.p.recvs[:1])
+				}
 			}
-			_ = p.srq.PostRecv(p.recvs[:n])
 		}
-		if s.cfg.schedInterval > 0 && time.Now().After(next) {
+		if s.cfg.schedInterval > 0 && !time.Now().Before(next) {
+			s.mu.Lock()
+			peers := append([]*Peer(nil), s.peers...)
+			s.mu.Unlock()
 			s.redistribute(peers)
 			next = time.Now().Add(s.cfg.schedInterval)
-		}
-		if got {
-			idle = 0
-			continue
-		}
-		idle++
-		if idle < 256 {
-			runtime.Gosched()
-			continue
-		}
-		select {
-		case <-s.stop:
-			return
-		case <-time.After(time.Duration(min(idle/256, 20)) * 10 * time.Microsecond):
 		}
 	}
 }
 
-func (s *Server) renew(p *Peer, wc *rdma.Completion) {
-	l := p.byQPN[wc.QPNum]
-	if l == nil || wc.Err() != nil || !wc.HasImm() {
+func (s *Server) renew(l *slane, wc *rdma.Completion) {
+	if wc.Err() != nil || !wc.HasImm() {
 		return
 	}
 	l.util.Add(uint64(wc.Imm))
@@ -86,6 +74,14 @@ func (s *Server) pushControl(l *slane) {
 }
 
 func (s *Server) redistribute(peers []*Peer) {
+	s.schedMu.Lock()
+	defer s.schedMu.Unlock()
+	s.redistributeLocked(peers)
+}
+
+// redistributeLocked applies eq. 3.1. Deactivations go first, so the
+// number of active QPs never exceeds MAX_AQP, not even in passing.
+func (s *Server) redistributeLocked(peers []*Peer) {
 	loads := make([]SenderLoad, len(peers))
 	for i, p := range peers {
 		loads[i].QPs = len(p.lanes)
@@ -94,18 +90,22 @@ func (s *Server) redistribute(peers []*Peer) {
 		}
 	}
 	alloc := AllocateQPs(loads, s.cfg.maxAQP)
-	for i, p := range peers {
-		for j, l := range p.lanes {
-			want := j < alloc[i]
-			if want == l.active.Load() {
-				continue
+	for _, activate := range []bool{false, true} {
+		for i, p := range peers {
+			for j, l := range p.lanes {
+				want := j < alloc[i]
+				if want != activate || want == l.active.Load() {
+					continue
+				}
+				if want {
+					l.granted.Add(uint64(s.cfg.credits))
+				}
+				l.active.Store(want)
+				s.pushControl(l)
 			}
-			if want {
-				l.granted.Add(uint64(s.cfg.credits))
-			}
-			l.active.Store(want)
-			s.pushControl(l)
 		}
+	}
+	for i, p := range peers {
 		s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(alloc[i]))
 	}
 }

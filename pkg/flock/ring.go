@@ -90,6 +90,7 @@ func (w *ringWriter) used() uint64 { return w.tail - w.peerHead.Load() }
 // the piggybacked value says the ring is full.
 func (w *ringWriter) reserve(ctx context.Context, total int) (uint64, error) {
 	sz := alignUp(uint64(total), msgAlign)
+	var since time.Time
 	for spins := 0; ; spins++ {
 		off := w.tail % w.ringSize
 		need := sz
@@ -113,6 +114,14 @@ func (w *ringWriter) reserve(ctx context.Context, total int) (uint64, error) {
 		}
 		if err := ctx.Err(); err != nil {
 			return 0, err
+		}
+		// A peer that stops consuming must not hold the leader (and every
+		// caller queued behind it) forever.
+		if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) > postTimeout {
+			w.broken = &QPError{QP: w.idx, Err: fmt.Errorf("%w: peer ring full for %v", ErrProtocol, postTimeout)}
+			return 0, w.broken
 		}
 		if spins > 64 {
 			time.Sleep(20 * time.Microsecond)

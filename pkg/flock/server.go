@@ -15,7 +15,8 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
-// Handler runs one RPC on the server.
+// Handler runs one RPC on the server. req is only valid until it returns
+// (it may point into the request ring).
 type Handler func(ctx context.Context, req []byte) ([]byte, error)
 
 // Server is the receiving side: it polls the request rings of every
@@ -30,9 +31,12 @@ type Server struct {
 	hmu      sync.Mutex
 	regions  []*rdma.MR
 
-	mu    sync.Mutex // peers and regions: connection setup only
-	peers []*Peer
-	lanes atomic.Pointer[[]*slane]
+	mu      sync.Mutex // peers and regions: connection setup only
+	schedMu sync.Mutex // one redistribution at a time
+	peers   []*Peer
+	lanes   atomic.Pointer[[]*slane]
+	byQPN   atomic.Pointer[map[uint32]*slane]
+	rcq     *rdma.CQ // every sender's credit renewals, in event mode
 
 	tasks      chan task
 	ctx        context.Context
@@ -50,8 +54,6 @@ type Peer struct {
 	s     *Server
 	lanes []*slane
 	srq   *rdma.SRQ
-	rcq   *rdma.CQ
-	byQPN map[uint32]*slane
 	undo  []func() error
 	recvs []rdma.RecvWR
 }
@@ -72,8 +74,14 @@ type slane struct {
 	answered atomic.Uint64 // renewal requests answered
 	received atomic.Uint64 // requests received
 	util     atomic.Uint64 // U_ij: reported degrees since the last redistribution
-	es       []entry       // leader only
+	qpn      uint32
+	es       []entry // leader only
+	inline   []*node // dispatcher only: responses to one message
 }
+
+// maxServerQPs bounds the QPs of all senders together: each may have one
+// credit renewal outstanding, and all of them land on one receive CQ.
+const maxServerQPs = 8192
 
 type task struct {
 	l       *slane
@@ -104,14 +112,20 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, tasks: make(chan task, 4096), stop: make(chan struct{})}
+	rcq, err := dev.CreateCQ(maxServerQPs+64, rdma.WithEvents())
+	if err != nil {
+		_ = pd.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{})}
+	s.byQPN.Store(&map[uint32]*slane{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers.Store(&map[uint16]Handler{})
 	s.lanes.Store(&[]*slane{})
 	s.loops.Add(2)
 	go s.dispatch()
 	go s.scheduleQPs()
-	for i := 0; i < cfg.workers; i++ {
+	for i := 0; i < cfg.workers; i++ { // none by default: handlers run on the dispatcher
 		s.workers.Add(1)
 		go s.work()
 	}
@@ -169,6 +183,65 @@ func (p *Peer) Credits(qp int) (granted, received uint64) {
 	return l.granted.Load(), l.received.Load()
 }
 
+// register gives a connected newcomer its share of active QPs (eq. 3.1's
+// rule for joining senders) and publishes it to the dispatcher and the QP
+// scheduler; it returns the handshake reply (sender id, per QP: active flag
+// and credits).
+func (s *Server) register(p *Peer) ([]byte, error) {
+	s.schedMu.Lock()
+	defer s.schedMu.Unlock()
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p.id = uint32(len(s.peers))
+	var functioning []int
+	total := 0
+	for _, q := range s.peers {
+		a := len(q.ActiveQPs())
+		total += a
+		if a > 1 {
+			functioning = append(functioning, a)
+		}
+	}
+	share := NewSenderShare(functioning, total, s.cfg.maxAQP, len(p.lanes))
+	// When even the newcomer's one QP does not fit under MAX_AQP, it starts
+	// with none and an immediate redistribution (below) makes room first,
+	// so the limit holds throughout.
+	crowded := total+share > s.cfg.maxAQP
+	if crowded {
+		share = 0
+	}
+	reply := binary.BigEndian.AppendUint32([]byte(handshakeMagic), p.id)
+	for i, l := range p.lanes {
+		on := i < share
+		l.active.Store(on)
+		if on {
+			l.granted.Store(uint64(s.cfg.credits))
+			reply = append(reply, 1)
+		} else {
+			reply = append(reply, 0)
+		}
+		reply = binary.BigEndian.AppendUint64(reply, l.granted.Load())
+	}
+	s.peers = append(s.peers, p)
+	peers := append([]*Peer(nil), s.peers...)
+	all := append(append([]*slane(nil), *s.lanes.Load()...), p.lanes...)
+	s.lanes.Store(&all)
+	byQPN := make(map[uint32]*slane, len(all))
+	for _, l := range all {
+		byQPN[l.qpn] = l
+	}
+	s.byQPN.Store(&byQPN)
+	s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(share))
+	s.mu.Unlock()
+	if crowded {
+		s.redistributeLocked(peers)
+	}
+	return reply, nil
+}
+
 // Accept sets up a sender that is in Dial at the other end of conn and
 // returns once its QPs are connected. A new sender gets the average share
 // of active QPs (eq. 3.1's rule for joining senders).
@@ -185,7 +258,10 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 	if string(hello[:4]) != handshakeMagic || qps < 1 {
 		return nil, fmt.Errorf("%w: bad hello", ErrProtocol)
 	}
-	p := &Peer{s: s, byQPN: make(map[uint32]*slane, qps)}
+	if len(*s.lanes.Load())+qps > maxServerQPs {
+		return nil, fmt.Errorf("flock: server QP limit %d reached: %w", maxServerQPs, rdma.ErrNoResources)
+	}
+	p := &Peer{s: s}
 	defer func() {
 		if err != nil {
 			p.release()
@@ -195,37 +271,14 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 		return nil, err
 	}
 	s.mu.Lock()
-	p.id = uint32(len(s.peers))
-	var functioning []int
-	total := 0
-	for _, q := range s.peers {
-		a := len(q.ActiveQPs())
-		total += a
-		if a > 1 {
-			functioning = append(functioning, a)
-		}
-	}
-	share := NewSenderShare(functioning, total, s.cfg.maxAQP, qps)
 	regions := make([]rdma.RemoteBuffer, len(s.regions))
 	for i, r := range s.regions {
 		regions[i] = r.Remote()
 	}
 	s.mu.Unlock()
-	reply := binary.BigEndian.AppendUint32([]byte(handshakeMagic), p.id)
-	for i, l := range p.lanes {
-		on := i < share
-		l.active.Store(on)
-		if on {
-			l.granted.Store(uint64(s.cfg.credits))
-			reply = append(reply, 1)
-		} else {
-			reply = append(reply, 0)
-		}
-		reply = binary.BigEndian.AppendUint64(reply, l.granted.Load())
-	}
-	if _, err := conn.Write(reply); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
-	}
+	// Connect first and decide the QPs' initial state last, under the
+	// scheduler's lock, so no redistribution runs between counting the
+	// active QPs and registering the newcomer.
 	for _, l := range p.lanes {
 		peer, err := l.qp.Bootstrap(ctx, conn, append([]rdma.RemoteBuffer{l.req.mr.Remote()}, regions...)...)
 		if err != nil {
@@ -238,15 +291,13 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 			return nil, err
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return nil, ErrClosed
+	reply, err := s.register(p)
+	if err != nil {
+		return nil, err
 	}
-	s.peers = append(s.peers, p)
-	all := append(append([]*slane(nil), *s.lanes.Load()...), p.lanes...)
-	s.lanes.Store(&all)
-	s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(share))
+	if _, err := conn.Write(reply); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
+	}
 	return p, nil
 }
 
@@ -255,10 +306,6 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 	cfg := &s.cfg
 	depth := 2*qps + 8
 	var err error
-	if p.rcq, err = dev.CreateCQ(2 * depth); err != nil {
-		return err
-	}
-	p.undo = append(p.undo, p.rcq.Close)
 	if p.srq, err = s.pd.CreateSRQ(depth, 1); err != nil {
 		return err
 	}
@@ -273,12 +320,15 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 	for i := 0; i < qps; i++ {
 		l := &slane{idx: i, p: p}
 		l.comb = combiner{max: cfg.maxBatch, serve: l.serve}
+		if cfg.workers > 1 {
+			l.comb.yield = func() bool { return true }
+		}
 		scq, err := dev.CreateCQ(2*cfg.maxBatch + 16)
 		if err != nil {
 			return err
 		}
 		p.undo = append(p.undo, scq.Close)
-		if l.qp, err = s.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: p.rcq, SRQ: p.srq,
+		if l.qp, err = s.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: s.rcq, SRQ: p.srq,
 			MaxSendWR: 2*cfg.maxBatch + 8, MaxSGE: 2, RNRRetry: 7}); err != nil {
 			return err
 		}
@@ -299,7 +349,7 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 		if err != nil {
 			return err
 		}
-		p.byQPN[ep.QPN] = l
+		l.qpn = ep.QPN
 		p.lanes = append(p.lanes, l)
 	}
 	return nil
@@ -331,6 +381,7 @@ func (s *Server) Close() error {
 	for _, r := range s.regions {
 		_ = r.Close()
 	}
+	_ = s.rcq.Close()
 	return s.pd.Close()
 }
 
@@ -387,6 +438,10 @@ func (s *Server) accept(l *slane, h header, es []entry) {
 	if l.received.Add(uint64(len(es))) > l.granted.Load() {
 		s.violations.Add(1)
 	}
+	if s.cfg.workers == 0 {
+		s.runInline(l, es)
+		return
+	}
 	for i := range es {
 		e := &es[i]
 		t := task{l: l, caller: e.caller, seq: e.seq, handler: e.handler, data: append([]byte(nil), e.data...)}
@@ -398,25 +453,55 @@ func (s *Server) accept(l *slane, h header, es []entry) {
 	}
 }
 
+// runInline runs the handlers of one message on the dispatcher (the
+// default, WithWorkers(0)) and hands all responses to the QP's combining
+// queue as one run, so they leave in one message. The requests are read
+// straight from the ring: zero-copy, which is why a handler must not keep
+// req after it returns.
+func (s *Server) runInline(l *slane, es []entry) {
+	for len(l.inline) < len(es) {
+		l.inline = append(l.inline, newNode())
+	}
+	ns := l.inline[:len(es)]
+	for i := range es {
+		e := &es[i]
+		s.call(ns[i], l, e.caller, e.seq, e.handler, e.data)
+	}
+	if l.p.s.cfg.mutexShared {
+		for _, n := range ns {
+			l.submit(n)
+		}
+		return
+	}
+	l.comb.submitChain(ns)
+	for _, n := range ns {
+		n.data = nil
+	}
+}
+
+func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req []byte) {
+	var out []byte
+	status := statusOK
+	if h, ok := (*s.handlers.Load())[handler]; !ok {
+		status = statusNoHandler
+	} else {
+		var err error
+		if out, err = h(s.ctx, req); err != nil {
+			status, out = statusHandlerErr, []byte(err.Error())
+		}
+	}
+	if messageLen([]entry{{data: out}}) > s.cfg.maxMsg {
+		status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
+	}
+	n.reset()
+	n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, caller, seq, handler, status, out
+}
+
 func (s *Server) work() {
 	defer s.workers.Done()
 	n := newNode()
 	for t := range s.tasks {
-		var out []byte
-		status := statusOK
-		if h, ok := (*s.handlers.Load())[t.handler]; !ok {
-			status = statusNoHandler
-		} else {
-			var err error
-			if out, err = h(s.ctx, t.data); err != nil {
-				status, out = statusHandlerErr, []byte(err.Error())
-			}
-		}
-		if messageLen([]entry{{data: out}}) > s.cfg.maxMsg {
-			status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
-		}
-		n.reset()
-		n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, t.caller, t.seq, t.handler, status, out
+		s.call(n, t.l, t.caller, t.seq, t.handler, t.data)
 		t.l.submit(n)
 	}
 }

@@ -91,14 +91,30 @@ func (w *BinaryWriter) WriteDouble(v float64) {
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
-	w.buf = append(w.buf, v...)
+	// One capacity check and one slice update per value instead of one per
+	// append: the 4-byte prefix and the bytes go into room made up front.
+	b := w.buf
+	n := len(b)
+	if cap(b)-n < 4+len(v) {
+		b = append(b, make([]byte, 4+len(v))...)
+	}
+	b = b[:n+4+len(v)]
+	binary.BigEndian.PutUint32(b[n:], uint32(len(v)))
+	copy(b[n+4:], v)
+	w.buf = b
 }
 
-// WriteBinary writes length-prefixed bytes.
+// WriteBinary writes length-prefixed bytes (see WriteString).
 func (w *BinaryWriter) WriteBinary(v []byte) {
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
-	w.buf = append(w.buf, v...)
+	b := w.buf
+	n := len(b)
+	if cap(b)-n < 4+len(v) {
+		b = append(b, make([]byte, 4+len(v))...)
+	}
+	b = b[:n+4+len(v)]
+	binary.BigEndian.PutUint32(b[n:], uint32(len(v)))
+	copy(b[n+4:], v)
+	w.buf = b
 }
 
 // WriteUUID writes 16 raw bytes.
@@ -134,6 +150,7 @@ type BinaryReader struct {
 	// modified or reused while any decoded string is alive: a string that
 	// changes under its holder breaks map keys and every Go invariant.
 	UnsafeStrings bool
+	strs          strArena // backs short copied strings
 }
 
 // NewBinaryReader returns a reader over buf; a nil lim means DefaultLimits.
@@ -225,8 +242,22 @@ func (r *BinaryReader) ReadStructEnd() error {
 	return nil
 }
 
-// ReadFieldBegin reads a field header; t == STOP ends the struct.
+// ReadFieldBegin reads a field header; t == STOP ends the struct. The
+// common case (a value field with its id in bounds) is small enough to
+// inline into generated decoders, which call it once per field.
 func (r *BinaryReader) ReadFieldBegin() (t Type, id int16, err error) {
+	if p := r.pos; p >= 0 && p+3 <= len(r.buf) {
+		b := r.buf[p : p+3]
+		if t = Type(b[0]); validType[t] {
+			r.pos = p + 3
+			return t, int16(uint16(b[1])<<8 | uint16(b[2])), nil
+		}
+	}
+	return r.fieldBeginSlow()
+}
+
+// fieldBeginSlow handles STOP, bad types and input ending mid-header.
+func (r *BinaryReader) fieldBeginSlow() (t Type, id int16, err error) {
 	p := r.pos
 	if p >= len(r.buf) {
 		return 0, 0, r.truncated()
@@ -324,31 +355,43 @@ func (r *BinaryReader) readLen() (int, error) {
 
 // ReadString reads a length-prefixed string, copied unless UnsafeStrings.
 func (r *BinaryReader) ReadString() (string, error) {
-	n, err := r.readLen()
-	if err != nil {
-		return "", err
+	var b []byte
+	// The fast path repeats value's so that a string costs one call.
+	if p := r.pos; p >= 0 && p+4 <= len(r.buf) {
+		n := int(int32(binary.BigEndian.Uint32(r.buf[p : p+4])))
+		if e := p + 4 + n; n >= 0 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+			r.pos = e
+			b = r.buf[p+4 : e]
+		}
 	}
-	b := r.buf[r.pos : r.pos+n]
-	r.pos += n
-	if r.UnsafeStrings && n > 0 {
-		return unsafe.String(&b[0], n), nil
+	if b == nil {
+		var err error
+		if b, err = r.rawBytes(); err != nil {
+			return "", err
+		}
 	}
-	return string(b), nil
+	if r.UnsafeStrings && len(b) > 0 {
+		return unsafe.String(&b[0], len(b)), nil
+	}
+	return r.strs.str(b), nil
 }
 
 // ReadBinary reads length-prefixed bytes, aliasing the input when Alias is
 // set. An empty value is returned as a non-nil empty slice.
 func (r *BinaryReader) ReadBinary() ([]byte, error) {
-	n, err := r.readLen()
-	if err != nil {
-		return nil, err
+	if p := r.pos; r.Alias && p >= 0 && p+4 <= len(r.buf) {
+		// Fast path of rawBytes, so an aliased value costs one call.
+		n := int(int32(binary.BigEndian.Uint32(r.buf[p : p+4])))
+		if e := p + 4 + n; n >= 0 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+			r.pos = e
+			return r.buf[p+4 : e : e], nil
+		}
 	}
-	src := r.buf[r.pos : r.pos+n : r.pos+n]
-	r.pos += n
-	if r.Alias {
-		return src, nil
+	src, err := r.rawBytes()
+	if err != nil || r.Alias {
+		return src, err
 	}
-	out := make([]byte, n)
+	out := make([]byte, len(src))
 	copy(out, src)
 	return out, nil
 }
@@ -418,6 +461,15 @@ func (r *BinaryReader) ReadMapBegin() (key, val Type, n int, err error) {
 	n, err = r.checkCount(p, cnt, binaryMinSize[key]+binaryMinSize[val])
 	return key, val, n, err
 }
+
+// validType marks the value types, indexed by any byte so lookups need no
+// bounds check.
+var validType = func() (v [256]bool) {
+	for t := range v {
+		v[t] = Type(t).Valid()
+	}
+	return v
+}()
 
 // binaryMinSize is the smallest encoding of one value of each type.
 var binaryMinSize = [17]int{

@@ -183,11 +183,27 @@ func (w *CompactWriter) WriteDouble(v float64) {
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
+	// A short value's 1-byte length and its bytes go into room made up
+	// front: one capacity check and one slice update instead of two.
+	if b, n := w.buf, len(w.buf); len(v) < 0x80 && cap(b)-n > len(v) {
+		b = b[:n+1+len(v)]
+		b[n] = byte(len(v))
+		copy(b[n+1:], v)
+		w.buf = b
+		return
+	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 
-// WriteBinary writes a varint length and the bytes.
+// WriteBinary writes a varint length and the bytes (see WriteString).
 func (w *CompactWriter) WriteBinary(v []byte) {
+	if b, n := w.buf, len(w.buf); len(v) < 0x80 && cap(b)-n > len(v) {
+		b = b[:n+1+len(v)]
+		b[n] = byte(len(v))
+		copy(b[n+1:], v)
+		w.buf = b
+		return
+	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 
@@ -245,6 +261,7 @@ type CompactReader struct {
 	// modified or reused while any decoded string is alive: a string that
 	// changes under its holder breaks map keys and every Go invariant.
 	UnsafeStrings bool
+	strs          strArena // backs short copied strings
 }
 
 // NewCompactReader returns a reader over buf; a nil lim means DefaultLimits.
@@ -447,7 +464,8 @@ func (r *CompactReader) ReadI16() (int16, error) {
 	return int16(v), err
 }
 
-// ReadI32 reads a zigzag varint (truncated to 32 bits, as Apache does).
+// ReadI32 reads a zigzag varint (truncated to 32 bits, as Apache does);
+// see ReadI64 for the method.
 func (r *CompactReader) ReadI32() (int32, error) {
 	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
 		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
@@ -467,33 +485,48 @@ func (r *CompactReader) ReadI32() (int32, error) {
 	return int32(u32>>1) ^ -int32(u32&1), err
 }
 
-// ReadI64 reads a zigzag varint.
+// ReadI64 reads a zigzag varint. With 10 bytes left it is branch-free
+// whatever the length (the branch in the middle is on an error only): the first 8
+// bytes come in one load, the first clear stop bit is found with a count of
+// trailing zeros, gather packs the 7-bit groups, and bytes 8-9 add the top
+// 8 bits when no stop bit was among the first 8. Lengths vary per value
+// (timestamps in ns take 9 bytes), so a length-dependent branch would
+// mispredict; only 1-byte values keep a shortcut, as it is both cheapest
+// and the most common length.
 func (r *CompactReader) ReadI64() (int64, error) {
-	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
-		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
+	p := r.pos
+	if p >= 0 && p+10 <= len(r.buf) {
+		b := r.buf[p : p+10]
+		w := binary.LittleEndian.Uint64(b)
 		if w&0x80 == 0 {
 			r.pos = p + 1
 			u := int64(w & 0x7f)
 			return u>>1 ^ -(u & 1), nil
 		}
+		m := ^w & 0x8080808080808080
+		// long is all ones when bytes 0-7 all continue (9 or 10 bytes).
+		long := (m|-m)>>63 - 1
+		// Bytes 8-9 count only if long; byte 9 only if byte 8 continues.
+		hi := uint64(binary.LittleEndian.Uint16(b[8:])) & long
+		c8 := hi >> 7 & 1
+		if c8*(hi>>9) != 0 { // byte 9 continues or holds bits past 64
+			return 0, decodeErr(ErrInvalidVarint, p, "")
+		}
+		u := gather(w&(m^(m-1))) | (hi&0x7f)<<56 | c8&(hi>>8)<<63
+		r.pos = p + (bits.TrailingZeros64(m)+1)>>3 + int(long&(1+c8))
+		return int64(u>>1) ^ -int64(u&1), nil
+	}
+	return r.readI64Tail()
+}
+
+// readI64Tail reads a varint within 10 bytes of the end of the input.
+func (r *CompactReader) readI64Tail() (int64, error) {
+	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
+		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
 		if m := ^w & 0x8080808080808080; m != 0 {
 			r.pos = p + (bits.TrailingZeros64(m)+1)>>3
 			u := gather(w & (m ^ (m - 1)))
 			return int64(u>>1) ^ -int64(u&1), nil
-		}
-		if p+10 <= len(r.buf) {
-			// 9 or 10 bytes: the 8 loaded groups carry 56 bits.
-			b8, b9 := r.buf[p+8], r.buf[p+9]
-			if b8 < 0x80 {
-				u := gather(w) | uint64(b8)<<56
-				r.pos = p + 9
-				return int64(u>>1) ^ -int64(u&1), nil
-			}
-			if b9 <= 1 {
-				u := gather(w) | uint64(b8&0x7f)<<56 | uint64(b9)<<63
-				r.pos = p + 10
-				return int64(u>>1) ^ -int64(u&1), nil
-			}
 		}
 	}
 	u, err := r.uvarintSlow()
@@ -531,33 +564,56 @@ func (r *CompactReader) readLen() (int, error) {
 
 // ReadString reads a length-prefixed string, copied unless UnsafeStrings.
 func (r *CompactReader) ReadString() (string, error) {
-	n, err := r.readLen()
-	if err != nil {
-		return "", err
+	var b []byte
+	// The fast path repeats value's so that a short string costs one call.
+	if p := r.pos; p >= 0 && p < len(r.buf) {
+		n := int(r.buf[p])
+		if e := p + 1 + n; n < 0x80 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+			r.pos = e
+			b = r.buf[p+1 : e]
+		}
 	}
-	b := r.buf[r.pos : r.pos+n]
-	r.pos += n
-	if r.UnsafeStrings && n > 0 {
-		return unsafe.String(&b[0], n), nil
+	if b == nil {
+		var err error
+		if b, err = r.value(); err != nil {
+			return "", err
+		}
 	}
-	return string(b), nil
+	if r.UnsafeStrings && len(b) > 0 {
+		return unsafe.String(&b[0], len(b)), nil
+	}
+	return r.strs.str(b), nil
 }
 
 // ReadBinary reads length-prefixed bytes, aliasing the input when Alias is
 // set. An empty value is returned as a non-nil empty slice.
 func (r *CompactReader) ReadBinary() ([]byte, error) {
+	if p := r.pos; r.Alias && p >= 0 && p < len(r.buf) {
+		// Fast path of value for a one-byte length: one call per value.
+		n := int(r.buf[p])
+		if e := p + 1 + n; n < 0x80 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+			r.pos = e
+			return r.buf[p+1 : e : e], nil
+		}
+	}
+	src, err := r.value()
+	if err != nil || r.Alias {
+		return src, err
+	}
+	out := make([]byte, len(src))
+	copy(out, src)
+	return out, nil
+}
+
+// value reads a length-prefixed value as a sub-slice of the input.
+func (r *CompactReader) value() ([]byte, error) {
 	n, err := r.readLen()
 	if err != nil {
 		return nil, err
 	}
 	src := r.buf[r.pos : r.pos+n : r.pos+n]
 	r.pos += n
-	if r.Alias {
-		return src, nil
-	}
-	out := make([]byte, n)
-	copy(out, src)
-	return out, nil
+	return src, nil
 }
 
 // ReadUUID reads 16 raw bytes.

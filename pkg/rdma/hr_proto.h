@@ -111,6 +111,11 @@ int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req,
  * response for the client to fetch when the client fetches, and replies by
  * Hybrid when the client has switched to server-reply. */
 int hr_ep_reply(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int timeout_ms, uint32_t gen);
+/* Server, one crossing per request: hr_ep_reply, then hr_ep_recv of the
+ * next request. *replied tells whether the reply went out (a failure after
+ * that is the receive's: HR_ETIMEDOUT with the endpoint intact is idle). */
+int hr_ep_reply_recv(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int idle_ms, int timeout_ms,
+		     uint32_t gen, int *replied, void **req, uint64_t *req_len);
 /* A lease to fill with the pending request's response (n bytes) so that
  * hr_ep_reply needs no copy; NULL if none fits. */
 void *hr_ep_reply_buf(hr_ep *ep, uint64_t n);

@@ -251,6 +251,19 @@ int hr_ep_reply(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int t
 	return HR_OK;
 }
 
+int hr_ep_reply_recv(hr_ep *ep, uint32_t proto, const void *resp, uint64_t len, int idle_ms, int timeout_ms,
+		     uint32_t gen, int *replied, void **req, uint64_t *req_len)
+{
+	if (!replied)
+		return HR_EINVAL;
+	*replied = 0;
+	int st = hr_ep_reply(ep, proto, resp, len, timeout_ms, gen);
+	if (st != HR_OK)
+		return st;
+	*replied = 1;
+	return hr_ep_recv(ep, idle_ms, timeout_ms, gen, req, req_len);
+}
+
 /* The lease the server may fill to answer without a copy: the response
  * buffer when the client fetches, the staging buffer otherwise. */
 void *hr_ep_reply_buf(hr_ep *ep, uint64_t n)

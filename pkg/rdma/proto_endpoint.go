@@ -366,23 +366,52 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 }
 
 // Serve answers requests with h by proto until ctx ends (returning nil) or
-// the endpoint fails.
+// the endpoint fails. Each request costs one cgo crossing: the reply and the
+// wait for the next request are one call.
 func (e *RPCEndpoint) Serve(ctx context.Context, proto Protocol, h func(req []byte) []byte) error {
-	for {
-		req, err := e.Recv(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if err := e.Reply(ctx, proto, h(req)); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+	req, err := e.Recv(ctx)
+	for err == nil {
+		var idle bool
+		req, idle, err = e.replyRecv(ctx, proto, h(req))
+		if idle {
+			req, err = e.Recv(ctx)
 		}
 	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// replyRecv answers the pending request and waits (one idle slice) for the
+// next one; idle reports that the reply went out and nothing arrived yet.
+func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte) ([]byte, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return nil, false, &Error{Op: "reply", Status: StatusClosed}
+	}
+	p, n := ptrLen(resp)
+	var rp unsafe.Pointer
+	var rl C.uint64_t
+	var replied C.int
+	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		return C.hr_ep_reply_recv(e.p, C.uint32_t(proto), p, n, C.int(recvSlice/time.Millisecond), ms, gen,
+			&replied, &rp, &rl)
+	})
+	if replied == 0 {
+		return nil, false, e.err(ctx, "reply "+proto.String(), st)
+	}
+	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
+		return nil, true, nil
+	}
+	if err := e.err(ctx, "recv", st); err != nil {
+		return nil, false, err
+	}
+	if rl == 0 {
+		return []byte{}, false, nil
+	}
+	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
 }
 
 // Stats reports what the endpoint did.

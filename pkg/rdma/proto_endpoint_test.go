@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -316,6 +317,23 @@ func TestEndpointErrors(t *testing.T) {
 		require.ErrorIs(t, e.Close(), ErrClosed)
 		_, err = callT(t, e, ProtoEager, nil)
 		require.ErrorIs(t, err, ErrClosed)
+	})
+	t.Run("peer is not an endpoint", func(t *testing.T) {
+		d := openTest(t)
+		pd := newPD(t, d)
+		e := newEndpoint(t, pd, cfg)
+		plain := newSide(t, d, pd, sideCfg{})
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		ca, cb := net.Pipe()
+		defer ca.Close()
+		defer cb.Close()
+		errc := make(chan error, 1)
+		go func() { _, err := plain.qp.Bootstrap(ctx, cb, plain.mr.Remote()); errc <- err }()
+		require.ErrorIs(t, e.Bootstrap(ctx, ca), ErrBadBootstrap)
+		require.NoError(t, <-errc)
+		_, err := callT(t, e, ProtoEager, []byte("x"))
+		require.ErrorIs(t, err, ErrBadState)
 	})
 	t.Run("setup failure unwinds", func(t *testing.T) {
 		d, err := Open(WithShmSize(8 << 20))

@@ -155,6 +155,9 @@ func StartApacheServer(t testing.TB, s Stack) (addr string, h *ApacheHandler) {
 	require.NoError(t, err)
 	srv := thrift.NewTSimpleServer4(ai.NewInteropProcessor(h), sock,
 		s.transportFactory(conf), s.protocolFactory(conf))
+	// AcceptLoop (unlike Serve) leaves the log context unset, and Apache
+	// dereferences it when a connection ends with an error.
+	srv.SetLogContext(context.Background())
 	require.NoError(t, srv.Listen())
 	done := make(chan struct{})
 	go func() {
