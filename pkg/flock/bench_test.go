@@ -76,3 +76,51 @@ func BenchmarkRPC64(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFetchAdd64: 8-byte fetch-and-add from 64 goroutines on one
+// counter; FLOCK's leader chains the followers' atomics into one post.
+func BenchmarkFetchAdd64(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		opts []Option
+	}{
+		{"b-mutex-shared-qp", []Option{WithQPs(1), withMutexSharing()}},
+		{"c-flock-4qp", []Option{WithQPs(4)}},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			const g = 64
+			d := openDev(b)
+			s := newServer(b, d, WithSchedInterval(0))
+			_, err := s.AttachRegion(64)
+			require.NoError(b, err)
+			c, _ := dial(b, d, s, append([]Option{WithSchedInterval(0)}, m.opts...)...)
+			r := c.Regions()[0]
+			ctx := tctx(b)
+			per := max(b.N/g, 1)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			errs := make(chan error, g)
+			for i := 0; i < g; i++ {
+				cl := c.NewCaller()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := 0; k < per; k++ {
+						if _, err := cl.FetchAdd(ctx, r, 0, 1); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(per*g)/time.Since(start).Seconds(), "ops/s")
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				require.NoError(b, err)
+			}
+		})
+	}
+}

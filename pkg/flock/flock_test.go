@@ -40,14 +40,16 @@ func TestCallsManyGoroutines(t *testing.T) {
 		// wrap: the request ring must have wrapped (skip messages);
 		// headReads: senders must have READ a ring head.
 		wrap, headReads bool
+		twoDevices      bool
 	}{
-		{"256x100-flock4", 256, 100, 2048, []Option{WithQPs(4)}, nil, false, false},
+		{"256x100-flock4", 256, 100, 2048, []Option{WithQPs(4)}, nil, false, false, false},
+		{"128x50-flock4-two-devices", 128, 50, 2048, []Option{WithQPs(4)}, nil, false, false, true},
 		{"64x100-flock1-small-rings", 64, 100, 512, []Option{WithQPs(1), WithRingSize(16 << 10), WithMaxMessage(4 << 10)},
-			[]Option{WithRingSize(16 << 10), WithMaxMessage(4 << 10)}, true, false},
+			[]Option{WithRingSize(16 << 10), WithMaxMessage(4 << 10)}, true, false, false},
 		{"64x50-tiny-rings-many-credits", 64, 50, 200, []Option{WithQPs(1), WithRingSize(4096), WithMaxMessage(2048)},
-			[]Option{WithRingSize(4096), WithMaxMessage(2048), WithCredits(1024)}, true, true},
-		{"64x50-worker-pool", 64, 50, 1024, []Option{WithQPs(3)}, []Option{WithWorkers(4)}, false, false},
-		{"16x100-mutex", 16, 100, 1024, []Option{WithQPs(2), withMutexSharing()}, []Option{withMutexSharing()}, false, false},
+			[]Option{WithRingSize(4096), WithMaxMessage(2048), WithCredits(1024)}, true, true, false},
+		{"64x50-worker-pool", 64, 50, 1024, []Option{WithQPs(3)}, []Option{WithWorkers(4)}, false, false, false},
+		{"16x100-mutex", 16, 100, 1024, []Option{WithQPs(2), withMutexSharing()}, []Option{withMutexSharing()}, false, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +62,11 @@ func TestCallsManyGoroutines(t *testing.T) {
 				v.(*atomic.Int32).Add(1)
 				return echo(ctx, req)
 			})
-			c, p := dial(t, d, s, append([]Option{WithMetrics(m)}, tc.opts...)...)
+			cd := d
+			if tc.twoDevices {
+				cd = openDev(t)
+			}
+			c, p := dialFrom(t, d, cd, s, append([]Option{WithMetrics(m)}, tc.opts...)...)
 			ctx := tctx(t)
 			var wg sync.WaitGroup
 			errs := make(chan error, tc.g)

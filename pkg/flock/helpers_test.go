@@ -38,6 +38,13 @@ func newServer(t testing.TB, d *rdma.Device, opts ...Option) *Server {
 // dial connects a new sender to s over an in-memory bootstrap connection.
 func dial(t testing.TB, d *rdma.Device, s *Server, opts ...Option) (*Conn, *Peer) {
 	t.Helper()
+	return dialFrom(t, d, d, s, opts...)
+}
+
+// dialFrom is dial with the sender on its own device (shm: its own
+// segment, reached through the peer mapping as across processes).
+func dialFrom(t testing.TB, sd, cd *rdma.Device, s *Server, opts ...Option) (*Conn, *Peer) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	a, b := net.Pipe()
@@ -49,10 +56,10 @@ func dial(t testing.TB, d *rdma.Device, s *Server, opts ...Option) (*Conn, *Peer
 	}
 	rc := make(chan res, 1)
 	go func() {
-		p, err := s.Accept(ctx, d, b)
+		p, err := s.Accept(ctx, sd, b)
 		rc <- res{p, err}
 	}()
-	c, err := Dial(ctx, d, a, opts...)
+	c, err := Dial(ctx, cd, a, opts...)
 	r := <-rc
 	require.NoError(t, err)
 	require.NoError(t, r.err)

@@ -1,6 +1,10 @@
 package flock
 
-import "time"
+import (
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
+)
 
 type config struct {
 	qps           int
@@ -72,4 +76,23 @@ func (c *config) valid() bool {
 	return c.qps >= 1 && c.qps <= 4096 && c.credits >= 2 && c.maxBatch >= 1 && c.maxBatch <= maxMsgCount &&
 		c.ringSize > 0 && c.ringSize%msgAlign == 0 && c.maxMsg >= minMsgLen+metaLen+8 &&
 		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 0
+}
+
+// WithPlan applies the hints a service resolved to (docs/hints.md):
+// `credits` sets C, and `qp_sharing` decides whether callers share QPs —
+// on: the connection keeps its shared set (never more QPs than concurrent
+// callers); off: every concurrent caller gets its own QP. Options after
+// WithPlan override it.
+func WithPlan(p hints.Plan) Option {
+	return func(c *config) {
+		if p.Credits > 0 {
+			c.credits = max(p.Credits, 2)
+		}
+		conc := max(p.Concurrency, 1)
+		if p.QPSharing {
+			c.qps = min(c.qps, conc)
+		} else {
+			c.qps = min(conc, 4096)
+		}
+	}
 }

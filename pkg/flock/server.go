@@ -262,8 +262,11 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 		return nil, fmt.Errorf("flock: server QP limit %d reached: %w", maxServerQPs, rdma.ErrNoResources)
 	}
 	p := &Peer{s: s}
+	registered := false
 	defer func() {
-		if err != nil {
+		// Once registered the dispatcher polls the peer's rings, so they
+		// live until Server.Close even if the reply cannot be sent.
+		if err != nil && !registered {
 			p.release()
 		}
 	}()
@@ -295,6 +298,7 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 	if err != nil {
 		return nil, err
 	}
+	registered = true
 	if _, err := conn.Write(reply); err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
 	}

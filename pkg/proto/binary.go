@@ -91,30 +91,14 @@ func (w *BinaryWriter) WriteDouble(v float64) {
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
-	// One capacity check and one slice update per value instead of one per
-	// append: the 4-byte prefix and the bytes go into room made up front.
-	b := w.buf
-	n := len(b)
-	if cap(b)-n < 4+len(v) {
-		b = append(b, make([]byte, 4+len(v))...)
-	}
-	b = b[:n+4+len(v)]
-	binary.BigEndian.PutUint32(b[n:], uint32(len(v)))
-	copy(b[n+4:], v)
-	w.buf = b
+	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	w.buf = append(w.buf, v...)
 }
 
-// WriteBinary writes length-prefixed bytes (see WriteString).
+// WriteBinary writes length-prefixed bytes.
 func (w *BinaryWriter) WriteBinary(v []byte) {
-	b := w.buf
-	n := len(b)
-	if cap(b)-n < 4+len(v) {
-		b = append(b, make([]byte, 4+len(v))...)
-	}
-	b = b[:n+4+len(v)]
-	binary.BigEndian.PutUint32(b[n:], uint32(len(v)))
-	copy(b[n+4:], v)
-	w.buf = b
+	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	w.buf = append(w.buf, v...)
 }
 
 // WriteUUID writes 16 raw bytes.

@@ -183,27 +183,11 @@ func (w *CompactWriter) WriteDouble(v float64) {
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
-	// A short value's 1-byte length and its bytes go into room made up
-	// front: one capacity check and one slice update instead of two.
-	if b, n := w.buf, len(w.buf); len(v) < 0x80 && cap(b)-n > len(v) {
-		b = b[:n+1+len(v)]
-		b[n] = byte(len(v))
-		copy(b[n+1:], v)
-		w.buf = b
-		return
-	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 
-// WriteBinary writes a varint length and the bytes (see WriteString).
+// WriteBinary writes a varint length and the bytes.
 func (w *CompactWriter) WriteBinary(v []byte) {
-	if b, n := w.buf, len(w.buf); len(v) < 0x80 && cap(b)-n > len(v) {
-		b = b[:n+1+len(v)]
-		b[n] = byte(len(v))
-		copy(b[n+1:], v)
-		w.buf = b
-		return
-	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 
@@ -485,48 +469,33 @@ func (r *CompactReader) ReadI32() (int32, error) {
 	return int32(u32>>1) ^ -int32(u32&1), err
 }
 
-// ReadI64 reads a zigzag varint. With 10 bytes left it is branch-free
-// whatever the length (the branch in the middle is on an error only): the first 8
-// bytes come in one load, the first clear stop bit is found with a count of
-// trailing zeros, gather packs the 7-bit groups, and bytes 8-9 add the top
-// 8 bits when no stop bit was among the first 8. Lengths vary per value
-// (timestamps in ns take 9 bytes), so a length-dependent branch would
-// mispredict; only 1-byte values keep a shortcut, as it is both cheapest
-// and the most common length.
+// ReadI64 reads a zigzag varint.
 func (r *CompactReader) ReadI64() (int64, error) {
-	p := r.pos
-	if p >= 0 && p+10 <= len(r.buf) {
-		b := r.buf[p : p+10]
-		w := binary.LittleEndian.Uint64(b)
+	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
+		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
 		if w&0x80 == 0 {
 			r.pos = p + 1
 			u := int64(w & 0x7f)
 			return u>>1 ^ -(u & 1), nil
 		}
-		m := ^w & 0x8080808080808080
-		// long is all ones when bytes 0-7 all continue (9 or 10 bytes).
-		long := (m|-m)>>63 - 1
-		// Bytes 8-9 count only if long; byte 9 only if byte 8 continues.
-		hi := uint64(binary.LittleEndian.Uint16(b[8:])) & long
-		c8 := hi >> 7 & 1
-		if c8*(hi>>9) != 0 { // byte 9 continues or holds bits past 64
-			return 0, decodeErr(ErrInvalidVarint, p, "")
-		}
-		u := gather(w&(m^(m-1))) | (hi&0x7f)<<56 | c8&(hi>>8)<<63
-		r.pos = p + (bits.TrailingZeros64(m)+1)>>3 + int(long&(1+c8))
-		return int64(u>>1) ^ -int64(u&1), nil
-	}
-	return r.readI64Tail()
-}
-
-// readI64Tail reads a varint within 10 bytes of the end of the input.
-func (r *CompactReader) readI64Tail() (int64, error) {
-	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
-		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
 		if m := ^w & 0x8080808080808080; m != 0 {
 			r.pos = p + (bits.TrailingZeros64(m)+1)>>3
 			u := gather(w & (m ^ (m - 1)))
 			return int64(u>>1) ^ -int64(u&1), nil
+		}
+		if p+10 <= len(r.buf) {
+			// 9 or 10 bytes: the 8 loaded groups carry 56 bits.
+			b8, b9 := r.buf[p+8], r.buf[p+9]
+			if b8 < 0x80 {
+				u := gather(w) | uint64(b8)<<56
+				r.pos = p + 9
+				return int64(u>>1) ^ -int64(u&1), nil
+			}
+			if b9 <= 1 {
+				u := gather(w) | uint64(b8&0x7f)<<56 | uint64(b9)<<63
+				r.pos = p + 10
+				return int64(u>>1) ^ -int64(u&1), nil
+			}
 		}
 	}
 	u, err := r.uvarintSlow()

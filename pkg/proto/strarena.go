@@ -15,24 +15,29 @@ const (
 )
 
 // strArena lives inside its reader, which therefore must not be copied once
-// used: two copies appending to one chunk through separate slice headers
-// would overwrite each other's strings. noCopy makes go vet flag copies.
+// used: two copies filling one chunk from separate offsets would overwrite
+// each other's strings. noCopy makes go vet flag copies.
 type strArena struct {
-	_    noCopy
-	free []byte // unused tail of the current chunk
+	_     noCopy
+	chunk []byte
+	// off is the start of chunk's unused tail. Advancing an int rather than
+	// reslicing chunk matters: a pointer store into the (heap) reader costs
+	// a GC write barrier, and decoders that allocate keep the GC busy.
+	off int
 }
 
-// arenaString returns a copy of b as a string, from a's chunk when short.
+// str returns a copy of b as a string, from a's chunk when short.
 func (a *strArena) str(b []byte) string {
 	n := len(b)
 	if n == 0 || n > arenaMaxString {
 		return string(b)
 	}
-	if len(a.free) < n {
-		a.free = make([]byte, arenaChunk)
+	off := a.off
+	if off < 0 || off+n > len(a.chunk) {
+		a.chunk, off = make([]byte, arenaChunk), 0
 	}
-	d := a.free[:n:n]
-	a.free = a.free[n:]
+	d := a.chunk[off : off+n : off+n]
+	a.off = off + n
 	copy(d, b)
 	return unsafe.String(&d[0], n)
 }
