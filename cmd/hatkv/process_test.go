@@ -30,6 +30,9 @@ func startServeProcess(t *testing.T, db string) *proc {
 	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"serve", "--db", db, "--listen", "127.0.0.1:0"}, "\x1f"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe() // held open for the child's lifetime
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stdin.Close() })
 	p := &proc{cmd: cmd, output: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.output
 	require.NoError(t, cmd.Start())

@@ -95,16 +95,10 @@ func startProgress(w io.Writer, mode, phase string, total int64, dur time.Durati
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		width := 0
-		for {
-			select {
-			case <-p.quit:
-				fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", width))
-				return
-			case <-t.C:
-			}
+		draw := func() {
 			el := time.Since(start)
 			n := count.Load()
-			line := fmt.Sprintf("[%s] %6.1fs %d ops, %.0f ops/s", phase, el.Seconds(), n, float64(n)/el.Seconds())
+			line := fmt.Sprintf("[%s] %6.1fs %d ops, %.0f ops/s", phase, el.Seconds(), n, float64(n)/max(el.Seconds(), 1e-9))
 			switch {
 			case dur > 0 && phase == "run":
 				line += fmt.Sprintf(" (%.0f%% of %v)", 100*min(el.Seconds()/dur.Seconds(), 1), dur)
@@ -113,6 +107,16 @@ func startProgress(w io.Writer, mode, phase string, total int64, dur time.Durati
 			}
 			width = max(width, len(line))
 			fmt.Fprintf(w, "\r%-*s", width, line)
+		}
+		draw() // at once, so even a short phase shows it started
+		for {
+			select {
+			case <-p.quit:
+				fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", width))
+				return
+			case <-t.C:
+				draw()
+			}
 		}
 	}()
 	return p

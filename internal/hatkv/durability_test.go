@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -52,6 +53,7 @@ func runServerChild() int {
 		fmt.Fprintln(os.Stderr, "listen:", err)
 		return 2
 	}
+	exitWithParent()
 	fmt.Printf("%s%s\n", childAddrTag, ln.Addr())
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
@@ -64,6 +66,15 @@ func runServerChild() int {
 		return 2
 	}
 	return 0
+}
+
+// exitWithParent ends a re-executed child when the test process that holds
+// its stdin dies (e.g. on a test timeout), so no server outlives the test.
+func exitWithParent() {
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(3)
+	}()
 }
 
 type child struct {
@@ -85,6 +96,9 @@ func startChild(t *testing.T, dir, commit string) *child {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	stdin, err := cmd.StdinPipe() // held open for the child's lifetime
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = stdin.Close() })
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
 	// Never leave a server process behind, whatever the test did.

@@ -31,6 +31,20 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// closeWithin closes c, failing the test instead of hanging when the
+// client cannot close.
+func closeWithin(t testing.TB, c *Client, d time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(d):
+		t.Errorf("client Close did not return within %v", d)
+	}
+}
+
 // testServer is a HatKV server on 127.0.0.1:0 with a client connected to it.
 type testServer struct {
 	srv    *Server
@@ -58,7 +72,7 @@ func startServer(t testing.TB, dir string, opts ...Option) *testServer {
 	require.NoError(t, err)
 	ts := &testServer{srv: srv, addr: ln.Addr().String(), client: c, kv: c.KV()}
 	t.Cleanup(func() {
-		require.NoError(t, c.Close())
+		closeWithin(t, c, 10*time.Second)
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		require.NoError(t, srv.Shutdown(sctx))

@@ -26,6 +26,7 @@ type Writer struct {
 
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration
+	dlSet    time.Time // the write deadline last set; owned by the writing goroutine
 }
 
 // NewWriter wraps w; onWrite (optional) is told every successful write size.
@@ -156,7 +157,13 @@ func (w *Writer) SetTimeout(d time.Duration) {
 func (w *Writer) write(p []byte) error {
 	WriteSyscalls.Add(1)
 	if w.deadline != nil {
-		_ = w.deadline.SetWriteDeadline(time.Now().Add(w.timeout))
+		// Every write gets at least the timeout. Moving the deadline
+		// costs a runtime timer update, so it is set with some slack and
+		// moved only once less than the timeout is left.
+		if now := time.Now(); w.dlSet.Sub(now) < w.timeout {
+			w.dlSet = now.Add(w.timeout + w.timeout/8)
+			_ = w.deadline.SetWriteDeadline(w.dlSet)
+		}
 	}
 	n, err := w.w.Write(p)
 	if n > 0 && w.onWrite != nil {

@@ -44,7 +44,7 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 			s.mu.Unlock()
 			return err
 		}
-		if !s.reading && s.err == nil {
+		if !s.reading && s.err == nil && !cl.signaled {
 			s.reading = true
 			s.mu.Unlock()
 			if err := s.lead(ctx, cl, seq); err != errRetry {

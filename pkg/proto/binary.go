@@ -226,9 +226,9 @@ func (r *BinaryReader) ReadStructEnd() error {
 	return nil
 }
 
-// ReadFieldBegin reads a field header; t == STOP ends the struct. The
-// common case (a value field with its id in bounds) is small enough to
-// inline into generated decoders, which call it once per field.
+// ReadFieldBegin reads a field header; t == STOP ends the struct. Generated
+// decoders call it once per field, so the common case (a value field) gets
+// one bounds check and a table lookup; STOP and errors take the slow path.
 func (r *BinaryReader) ReadFieldBegin() (t Type, id int16, err error) {
 	if p := r.pos; p >= 0 && p+3 <= len(r.buf) {
 		b := r.buf[p : p+3]
@@ -340,10 +340,11 @@ func (r *BinaryReader) readLen() (int, error) {
 // ReadString reads a length-prefixed string, copied unless UnsafeStrings.
 func (r *BinaryReader) ReadString() (string, error) {
 	var b []byte
-	// The fast path repeats value's so that a string costs one call.
+	// rawBytes' fast path, repeated so that a string costs one call.
 	if p := r.pos; p >= 0 && p+4 <= len(r.buf) {
 		n := int(int32(binary.BigEndian.Uint32(r.buf[p : p+4])))
-		if e := p + 4 + n; n >= 0 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+		if n >= 0 && n <= r.lim.MaxStringLength && n <= len(r.buf)-p-4 {
+			e := p + 4 + n
 			r.pos = e
 			b = r.buf[p+4 : e]
 		}
@@ -366,7 +367,8 @@ func (r *BinaryReader) ReadBinary() ([]byte, error) {
 	if p := r.pos; r.Alias && p >= 0 && p+4 <= len(r.buf) {
 		// Fast path of rawBytes, so an aliased value costs one call.
 		n := int(int32(binary.BigEndian.Uint32(r.buf[p : p+4])))
-		if e := p + 4 + n; n >= 0 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
+		if n >= 0 && n <= r.lim.MaxStringLength && n <= len(r.buf)-p-4 {
+			e := p + 4 + n
 			r.pos = e
 			return r.buf[p+4 : e : e], nil
 		}

@@ -448,8 +448,7 @@ func (r *CompactReader) ReadI16() (int16, error) {
 	return int16(v), err
 }
 
-// ReadI32 reads a zigzag varint (truncated to 32 bits, as Apache does);
-// see ReadI64 for the method.
+// ReadI32 reads a zigzag varint (truncated to 32 bits, as Apache does).
 func (r *CompactReader) ReadI32() (int32, error) {
 	if p := r.pos; p >= 0 && p+8 <= len(r.buf) {
 		w := binary.LittleEndian.Uint64(r.buf[p : p+8])
@@ -534,7 +533,8 @@ func (r *CompactReader) readLen() (int, error) {
 // ReadString reads a length-prefixed string, copied unless UnsafeStrings.
 func (r *CompactReader) ReadString() (string, error) {
 	var b []byte
-	// The fast path repeats value's so that a short string costs one call.
+	// value's fast path (a 1-byte length), repeated so that a short
+	// string costs one call.
 	if p := r.pos; p >= 0 && p < len(r.buf) {
 		n := int(r.buf[p])
 		if e := p + 1 + n; n < 0x80 && n <= r.lim.MaxStringLength && e <= len(r.buf) {

@@ -41,8 +41,10 @@ type conn struct {
 	// read role parked (0: someone reads). Episodes are unique, so a
 	// goroutine whose role was taken away cannot reclaim a later one's.
 	inline    atomic.Uint64
-	episode   uint64      // reader-owned counter
-	handoff   *time.Timer // reader-owned; see armHandoff
+	inlineAt  atomic.Int64 // when the inline call started (since epoch)
+	armed     atomic.Bool  // the handoff timer is pending
+	episode   uint64       // reader-owned counter
+	handoff   *time.Timer  // see armHandoff
 	writeFail sync.Once
 
 	mu       sync.Mutex
@@ -135,28 +137,49 @@ func (c *conn) serve() {
 		// a vanishing client are still seen.
 		c.episode++
 		ep := c.episode
+		c.inlineAt.Store(int64(time.Since(epoch)))
 		c.inline.Store(ep)
 		c.armHandoff()
 		c.handle(r)
 		if !c.inline.CompareAndSwap(ep, 0) {
 			return // the timer moved the read role on
 		}
-		c.handoff.Stop()
 	}
 }
+
+var epoch = time.Now()
 
 // inlineBudget is how long a call may run inline before reading moves to
 // another goroutine: far above a fast handler, far below anything a
 // pipelining client would notice.
 const inlineBudget = 50 * time.Microsecond
 
-func (c *conn) armHandoff() { c.handoff.Reset(inlineBudget) }
+// armHandoff makes sure the timer will look at the inline call within
+// inlineBudget. The timer is left running between calls rather than reset
+// and stopped around each one: back-to-back calls then cost one timer
+// update per budget period instead of two per call.
+func (c *conn) armHandoff() {
+	if !c.armed.Load() {
+		c.armed.Store(true)
+		c.handoff.Reset(inlineBudget)
+	}
+}
 
-// timedHandoff runs on the timer: if the inline call is still running, the
-// read role goes to a pool goroutine. A late firing meant for an earlier
-// call only causes an early, harmless handoff.
+// timedHandoff runs on the timer: if an inline call has been running for
+// inlineBudget, the read role goes to a pool goroutine; if a younger one
+// runs, the timer is set for the rest of its budget.
 func (c *conn) timedHandoff() {
-	if ep := c.inline.Load(); ep != 0 && c.inline.CompareAndSwap(ep, 0) {
+	c.armed.Store(false)
+	ep := c.inline.Load()
+	if ep == 0 {
+		return
+	}
+	if left := inlineBudget - (time.Since(epoch) - time.Duration(c.inlineAt.Load())); left > 0 {
+		c.armed.Store(true)
+		c.handoff.Reset(left)
+		return
+	}
+	if c.inline.CompareAndSwap(ep, 0) {
 		c.s.pool.run(c)
 	}
 }
