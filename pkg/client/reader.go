@@ -108,11 +108,19 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 	s.leadEp++
 	ep := s.leadEp
 	s.mu.Unlock()
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { s.interrupt(ep) })
-		defer stop()
-	}
+	// The context is watched only once the read would block: under load
+	// replies are mostly buffered already and the watch would cost more
+	// than the read.
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
 	for {
+		if stop == nil && ctx.Done() != nil && s.br.Buffered() == 0 {
+			stop = context.AfterFunc(ctx, func() { s.interrupt(ep) })
+		}
 		_, err := s.br.Peek(1)
 		s.mu.Lock()
 		if err == nil {
@@ -165,7 +173,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		default: // its caller gave up before the reply came
 			wire.PutBuf(bp)
 		}
-		if cl.cancelled {
+		if cl.cancelled || (stop == nil && ctx.Err() != nil) {
 			delete(s.pending, seq)
 			s.endLeadLocked()
 			s.mu.Unlock()
