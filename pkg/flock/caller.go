@@ -347,5 +347,6 @@ func (c *Conn) schedule() {
 		for id, q := range AssignCallers(loads, active) {
 			callers[id].assigned.Store(int32(q))
 		}
+		c.rounds.Add(1)
 	}
 }

@@ -37,6 +37,7 @@ type Conn struct {
 	closed      atomic.Bool
 
 	messages, entries, migrations, stale atomic.Uint64
+	rounds                               atomic.Uint64 // goroutine-scheduler rounds completed
 }
 
 // clane is one QP of a connection.
@@ -467,6 +468,13 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 			continue
 		}
 		cl := callers[e.caller]
+		// The request is answered: count it off before the caller can see
+		// the response, so its next pickLane knows nothing is outstanding
+		// and can take a pending migration (decremented after the send, a
+		// caller that calls again at once kept seeing inflight 1 and could
+		// miss the migration round after round).
+		cl.inflight.Add(-1)
+		c.outstanding.Add(-1)
 		if cl.curSeq.Load() == e.seq {
 			r := response{seq: e.seq, status: e.status, data: append([]byte(nil), e.data...)}
 			select {
@@ -477,8 +485,6 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 		} else {
 			c.stale.Add(1)
 		}
-		cl.inflight.Add(-1)
-		c.outstanding.Add(-1)
 	}
 }
 

@@ -3,7 +3,10 @@ package flock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +78,49 @@ func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// progressCtx is a context for a long load test whose total time depends on
+// how loaded the machine is: instead of a fixed deadline, it is cancelled
+// when no progress (a call of the returned func) has been reported for
+// testTimeout, so a lost wakeup (a caller, or every caller, stuck) still
+// fails the test while slowness does not. limit caps the whole run.
+func progressCtx(t testing.TB, limit time.Duration) (context.Context, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		tk := time.NewTicker(100 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+			}
+			if idle := time.Since(time.Unix(0, last.Load())); idle > testTimeout {
+				cancel(fmt.Errorf("no call completed for %v: %w", idle.Round(time.Millisecond),
+					context.DeadlineExceeded))
+				return
+			}
+			if time.Since(start) > limit {
+				cancel(fmt.Errorf("still running after %v: %w", limit, context.DeadlineExceeded))
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+	})
+	return ctx, func() { last.Store(time.Now().UnixNano()) }
 }
 
 // eventually polls cond under the test timeout.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package flock
+
+const raceEnabled = false
