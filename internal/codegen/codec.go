@@ -89,9 +89,27 @@ func (g *generator) genCodec(sd *structDef, sfx string) {
 	g.e.p("if t == %s.STOP {", proto)
 	g.e.p("break")
 	g.e.p("}")
-	g.e.p("switch {")
+	// Unknown fields and fields of an unexpected type are skipped, as
+	// Thrift's versioning rules require. Dispatching on the id alone lets
+	// the compiler turn the switch into a jump table or binary search; the
+	// wire type is then checked inside the case.
+	if len(sd.fields) == 0 {
+		g.e.p("if err := r.Skip(t); err != nil {")
+		g.e.p("return err")
+		g.e.p("}")
+		g.e.p("}")
+		g.genDecodeEnd(sd, proto)
+		return
+	}
+	g.e.p("switch id {")
 	for _, fd := range sd.fields {
-		g.e.p("case id == %d && t == %s:", fd.f.ID, g.wire(fd.f.Type))
+		g.e.p("case %d:", fd.f.ID)
+		g.e.p("if t != %s {", g.wire(fd.f.Type))
+		g.e.p("if err := r.Skip(t); err != nil {")
+		g.e.p("return err")
+		g.e.p("}")
+		g.e.p("break")
+		g.e.p("}")
 		if fd.ptr {
 			g.e.p("var fv %s", fd.valType)
 			g.decodeValue(fd.f.Type, "fv", 0, sfx, sd.owner, false)
@@ -103,14 +121,18 @@ func (g *generator) genCodec(sd *structDef, sfx string) {
 			g.e.p("isset%s = true", fd.name)
 		}
 	}
-	// Unknown fields and fields of an unexpected type are skipped, as
-	// Thrift's versioning rules require.
 	g.e.p("default:")
 	g.e.p("if err := r.Skip(t); err != nil {")
 	g.e.p("return err")
 	g.e.p("}")
 	g.e.p("}")
 	g.e.p("}")
+	g.genDecodeEnd(sd, proto)
+}
+
+// genDecodeEnd closes a Decode method after its field loop: it reads the
+// struct end and checks that every required field was seen.
+func (g *generator) genDecodeEnd(sd *structDef, proto string) {
 	g.e.p("if err := r.ReadStructEnd(); err != nil {")
 	g.e.p("return err")
 	g.e.p("}")

@@ -49,12 +49,24 @@ func (p *YCSBMap) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -121,12 +133,24 @@ func (p *YCSBMap) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -197,12 +221,24 @@ func (p *YCSBList) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -262,12 +298,24 @@ func (p *YCSBList) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -329,8 +377,14 @@ func (p *I64List) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -388,8 +442,14 @@ func (p *I64List) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -505,84 +565,204 @@ func (p *Mixed) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B1, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.BOOL:
+		case 2:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B2, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I8:
+		case 3:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8a, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I8:
+		case 4:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8b, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I16:
+		case 5:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16a, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I16:
+		case 6:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16b, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.I32:
+		case 7:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32a, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I32:
+		case 8:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32b, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32c, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I32:
+		case 10:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32d, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64a, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I64:
+		case 12:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64b, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I64:
+		case 13:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64c, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 14 && t == proto.I64:
+		case 14:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64d, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 15 && t == proto.I64:
+		case 15:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64e, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.DOUBLE:
+		case 16:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D1, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.DOUBLE:
+		case 17:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D2, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.DOUBLE:
+		case 18:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D3, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 19 && t == proto.DOUBLE:
+		case 19:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D4, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 20 && t == proto.BOOL:
+		case 20:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B3, err = r.ReadBool(); err != nil {
 				return err
 			}
@@ -663,84 +843,204 @@ func (p *Mixed) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B1, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.BOOL:
+		case 2:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B2, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I8:
+		case 3:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8a, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I8:
+		case 4:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8b, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I16:
+		case 5:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16a, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I16:
+		case 6:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16b, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.I32:
+		case 7:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32a, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I32:
+		case 8:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32b, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32c, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I32:
+		case 10:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32d, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64a, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I64:
+		case 12:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64b, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I64:
+		case 13:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64c, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 14 && t == proto.I64:
+		case 14:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64d, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 15 && t == proto.I64:
+		case 15:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64e, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.DOUBLE:
+		case 16:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D1, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.DOUBLE:
+		case 17:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D2, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.DOUBLE:
+		case 18:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D3, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 19 && t == proto.DOUBLE:
+		case 19:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D4, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 20 && t == proto.BOOL:
+		case 20:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B3, err = r.ReadBool(); err != nil {
 				return err
 			}

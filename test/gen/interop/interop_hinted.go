@@ -128,12 +128,24 @@ func (p *Inner) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -178,12 +190,24 @@ func (p *Inner) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -421,46 +445,106 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8v, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I16:
+		case 3:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16v, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32v, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I64:
+		case 5:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64v, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Bin, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Color = Color(v)
 			}
-		case id == 10 && t == proto.LIST:
+		case 10:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -476,7 +560,13 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 11 && t == proto.SET:
+		case 11:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -492,7 +582,13 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.MAP:
+		case 12:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -514,7 +610,13 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					p.M[k0] = v0
 				}
 			}
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -531,7 +633,13 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.MAP:
+		case 14:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -565,18 +673,36 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					p.Nested[k0] = v0
 				}
 			}
-		case id == 15 && t == proto.STRING:
+		case 15:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Opt = &fv
-		case id == 16 && t == proto.STRUCT:
+		case 16:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Inner = NewInner()
 			if err := p.Inner.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.LIST:
+		case 17:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -592,7 +718,13 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 18 && t == proto.MAP:
+		case 18:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -725,46 +857,106 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I8v, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I16:
+		case 3:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I16v, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I32v, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I64:
+		case 5:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.I64v, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.D, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Bin, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Color = Color(v)
 			}
-		case id == 10 && t == proto.LIST:
+		case 10:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -780,7 +972,13 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 11 && t == proto.SET:
+		case 11:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -796,7 +994,13 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.MAP:
+		case 12:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -818,7 +1022,13 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					p.M[k0] = v0
 				}
 			}
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -835,7 +1045,13 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.MAP:
+		case 14:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -869,18 +1085,36 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					p.Nested[k0] = v0
 				}
 			}
-		case id == 15 && t == proto.STRING:
+		case 15:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Opt = &fv
-		case id == 16 && t == proto.STRUCT:
+		case 16:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Inner = NewInner()
 			if err := p.Inner.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.LIST:
+		case 17:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -896,7 +1130,13 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 18 && t == proto.MAP:
+		case 18:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -988,12 +1228,24 @@ func (p *InteropError) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Code, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1038,12 +1290,24 @@ func (p *InteropError) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Code, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1109,8 +1373,14 @@ func (p *OtherError) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Reason, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1153,8 +1423,14 @@ func (p *OtherError) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Reason, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1211,11 +1487,8 @@ func (p *InteropPingArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1249,11 +1522,8 @@ func (p *InteropPingArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1303,11 +1573,8 @@ func (p *InteropPingResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1341,11 +1608,8 @@ func (p *InteropPingResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1415,8 +1679,14 @@ func (p *InteropEchoAllArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.V = NewAllTypes()
 			if err := p.V.DecodeBinary(r); err != nil {
 				return err
@@ -1464,8 +1734,14 @@ func (p *InteropEchoAllArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.V = NewAllTypes()
 			if err := p.V.DecodeCompact(r); err != nil {
 				return err
@@ -1543,8 +1819,14 @@ func (p *InteropEchoAllResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewAllTypes()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -1592,8 +1874,14 @@ func (p *InteropEchoAllResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewAllTypes()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err
@@ -1658,8 +1946,14 @@ func (p *InteropEchoBinaryArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -1702,8 +1996,14 @@ func (p *InteropEchoBinaryArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -1775,8 +2075,14 @@ func (p *InteropEchoBinaryResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -1821,8 +2127,14 @@ func (p *InteropEchoBinaryResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -1886,8 +2198,14 @@ func (p *InteropEchoStringArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1930,8 +2248,14 @@ func (p *InteropEchoStringArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -2006,8 +2330,14 @@ func (p *InteropEchoStringResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
@@ -2054,8 +2384,14 @@ func (p *InteropEchoStringResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
@@ -2128,12 +2464,24 @@ func (p *InteropAddArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.A, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -2178,12 +2526,24 @@ func (p *InteropAddArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.A, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -2258,8 +2618,14 @@ func (p *InteropAddResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I64:
+		switch id {
+		case 0:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
@@ -2306,8 +2672,14 @@ func (p *InteropAddResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I64:
+		switch id {
+		case 0:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
@@ -2373,8 +2745,14 @@ func (p *InteropMayFailArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Code, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -2417,8 +2795,14 @@ func (p *InteropMayFailArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Code, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -2533,19 +2917,37 @@ func (p *InteropMayFailResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewInteropError()
 			if err := p.Err.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Other = NewOtherError()
 			if err := p.Other.DecodeBinary(r); err != nil {
 				return err
@@ -2603,19 +3005,37 @@ func (p *InteropMayFailResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewInteropError()
 			if err := p.Err.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Other = NewOtherError()
 			if err := p.Other.DecodeCompact(r); err != nil {
 				return err
@@ -2680,8 +3100,14 @@ func (p *InteropNotifyArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -2724,8 +3150,14 @@ func (p *InteropNotifyArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -2782,11 +3214,8 @@ func (p *InteropDrainNotesArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -2820,11 +3249,8 @@ func (p *InteropDrainNotesArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -2892,8 +3318,14 @@ func (p *InteropDrainNotesResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2953,8 +3385,14 @@ func (p *InteropDrainNotesResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -3030,8 +3468,14 @@ func (p *InteropSleepArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ms, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -3074,8 +3518,14 @@ func (p *InteropSleepArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ms, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -3150,8 +3600,14 @@ func (p *InteropSleepResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -3198,8 +3654,14 @@ func (p *InteropSleepResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err

@@ -61,8 +61,14 @@ func (p *EchoError) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -105,8 +111,14 @@ func (p *EchoError) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -170,8 +182,14 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -214,8 +232,14 @@ func (p *EchoEchoArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -310,14 +334,26 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewEchoError()
 			if err := p.Err.DecodeBinary(r); err != nil {
 				return err
@@ -369,14 +405,26 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewEchoError()
 			if err := p.Err.DecodeCompact(r); err != nil {
 				return err
@@ -441,8 +489,14 @@ func (p *EchoEchoBytesArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -485,8 +539,14 @@ func (p *EchoEchoBytesArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Data, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -558,8 +618,14 @@ func (p *EchoEchoBytesResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -604,8 +670,14 @@ func (p *EchoEchoBytesResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}

@@ -76,12 +76,24 @@ func (p *KeyRecord) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -148,12 +160,24 @@ func (p *KeyRecord) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -247,12 +271,24 @@ func (p *Lookup) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Found, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -319,12 +355,24 @@ func (p *Lookup) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Found, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -526,76 +574,184 @@ func (p *StoreStats) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Records, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MapSize, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I64:
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.UsedBytes, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxReaders, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.NumReaders, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I64:
+		case 6:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.LastTxnID, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.I64:
+		case 7:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Gets, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I64:
+		case 8:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Puts, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I64:
+		case 9:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Deletes, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I64:
+		case 10:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Scans, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Commits, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I64:
+		case 12:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.BatchedWrites, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I64:
+		case 13:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxBatch, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 14 && t == proto.STRING:
+		case 14:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.SyncMode, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 15 && t == proto.STRING:
+		case 15:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.CommitMode, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.BOOL:
+		case 16:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.WriteMap, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.I32:
+		case 17:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxKeySize, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.I64:
+		case 18:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MapGrowths, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -672,76 +828,184 @@ func (p *StoreStats) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Records, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MapSize, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I64:
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.UsedBytes, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxReaders, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.NumReaders, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I64:
+		case 6:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.LastTxnID, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.I64:
+		case 7:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Gets, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I64:
+		case 8:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Puts, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I64:
+		case 9:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Deletes, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I64:
+		case 10:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Scans, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Commits, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I64:
+		case 12:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.BatchedWrites, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I64:
+		case 13:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxBatch, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 14 && t == proto.STRING:
+		case 14:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.SyncMode, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 15 && t == proto.STRING:
+		case 15:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.CommitMode, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.BOOL:
+		case 16:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.WriteMap, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.I32:
+		case 17:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaxKeySize, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.I64:
+		case 18:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MapGrowths, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -808,8 +1072,14 @@ func (p *InvalidArgument) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -852,8 +1122,14 @@ func (p *InvalidArgument) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -927,12 +1203,24 @@ func (p *NotFound) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -977,12 +1265,24 @@ func (p *NotFound) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1049,8 +1349,14 @@ func (p *StoreFull) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1093,8 +1399,14 @@ func (p *StoreFull) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1168,12 +1480,24 @@ func (p *HatKVGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -1233,12 +1557,24 @@ func (p *HatKVGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -1366,8 +1702,14 @@ func (p *HatKVGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.MAP:
+		switch id {
+		case 0:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1389,12 +1731,24 @@ func (p *HatKVGetResult) DecodeBinary(r *proto.BinaryReader) error {
 					p.Success[k0] = v0
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Missing = NewNotFound()
 			if err := p.Missing.DecodeBinary(r); err != nil {
 				return err
@@ -1456,8 +1810,14 @@ func (p *HatKVGetResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.MAP:
+		switch id {
+		case 0:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1479,12 +1839,24 @@ func (p *HatKVGetResult) DecodeCompact(r *proto.CompactReader) error {
 					p.Success[k0] = v0
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Missing = NewNotFound()
 			if err := p.Missing.DecodeCompact(r); err != nil {
 				return err
@@ -1560,12 +1932,24 @@ func (p *HatKVPutArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1632,12 +2016,24 @@ func (p *HatKVPutArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1752,13 +2148,25 @@ func (p *HatKVPutResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeBinary(r); err != nil {
 				return err
@@ -1812,13 +2220,25 @@ func (p *HatKVPutResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeCompact(r); err != nil {
 				return err
@@ -1883,8 +2303,14 @@ func (p *HatKVDeleteArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -1927,8 +2353,14 @@ func (p *HatKVDeleteArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -2045,18 +2477,36 @@ func (p *HatKVDeleteResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Missing = NewNotFound()
 			if err := p.Missing.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.STRUCT:
+		case 3:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeBinary(r); err != nil {
 				return err
@@ -2116,18 +2566,36 @@ func (p *HatKVDeleteResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Missing = NewNotFound()
 			if err := p.Missing.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.STRUCT:
+		case 3:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeCompact(r); err != nil {
 				return err
@@ -2205,8 +2673,14 @@ func (p *HatKVMultiGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2222,7 +2696,13 @@ func (p *HatKVMultiGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2285,8 +2765,14 @@ func (p *HatKVMultiGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2302,7 +2788,13 @@ func (p *HatKVMultiGetArgs) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2411,8 +2903,14 @@ func (p *HatKVMultiGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2429,7 +2927,13 @@ func (p *HatKVMultiGetResult) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
@@ -2486,8 +2990,14 @@ func (p *HatKVMultiGetResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2504,7 +3014,13 @@ func (p *HatKVMultiGetResult) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
@@ -2574,8 +3090,14 @@ func (p *HatKVMultiPutArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2636,8 +3158,14 @@ func (p *HatKVMultiPutArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2747,13 +3275,25 @@ func (p *HatKVMultiPutResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeBinary(r); err != nil {
 				return err
@@ -2807,13 +3347,25 @@ func (p *HatKVMultiPutResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Full = NewStoreFull()
 			if err := p.Full.DecodeCompact(r); err != nil {
 				return err
@@ -2895,16 +3447,34 @@ func (p *HatKVScanArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.StartKey, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Count, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -2966,16 +3536,34 @@ func (p *HatKVScanArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.StartKey, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Count, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -3084,8 +3672,14 @@ func (p *HatKVScanResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -3102,7 +3696,13 @@ func (p *HatKVScanResult) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
@@ -3159,8 +3759,14 @@ func (p *HatKVScanResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.LIST:
+		switch id {
+		case 0:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -3177,7 +3783,13 @@ func (p *HatKVScanResult) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalidArgument()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
@@ -3235,11 +3847,8 @@ func (p *HatKVStatsArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -3273,11 +3882,8 @@ func (p *HatKVStatsArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -3347,8 +3953,14 @@ func (p *HatKVStatsResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewStoreStats()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -3396,8 +4008,14 @@ func (p *HatKVStatsResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewStoreStats()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err

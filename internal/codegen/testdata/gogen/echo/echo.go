@@ -76,12 +76,24 @@ func (p *Msg) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Text, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -130,12 +142,24 @@ func (p *Msg) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Text, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -214,8 +238,14 @@ func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.M = NewMsg()
 			if err := p.M.DecodeBinary(r); err != nil {
 				return err
@@ -263,8 +293,14 @@ func (p *EchoEchoArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.M = NewMsg()
 			if err := p.M.DecodeCompact(r); err != nil {
 				return err
@@ -342,8 +378,14 @@ func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewMsg()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -391,8 +433,14 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewMsg()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err

@@ -118,44 +118,104 @@ func (p *AllBase) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABool, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AByte, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I8:
+		case 3:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI8, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I16:
+		case 4:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI16, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI32, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I64:
+		case 6:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI64, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.DOUBLE:
+		case 7:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ADouble, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AString, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.STRING:
+		case 9:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABinary, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.UUID:
+		case 10:
+			if t != proto.UUID {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AUUID, err = r.ReadUUID(); err != nil {
 				return err
 			}
@@ -216,44 +276,104 @@ func (p *AllBase) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABool, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AByte, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I8:
+		case 3:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI8, err = r.ReadI8(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I16:
+		case 4:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI16, err = r.ReadI16(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI32, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.I64:
+		case 6:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AnI64, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.DOUBLE:
+		case 7:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ADouble, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AString, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.STRING:
+		case 9:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABinary, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.UUID:
+		case 10:
+			if t != proto.UUID {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.AUUID, err = r.ReadUUID(); err != nil {
 				return err
 			}
@@ -469,54 +589,108 @@ func (p *OptionalBase) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv bool
 			if fv, err = r.ReadBool(); err != nil {
 				return err
 			}
 			p.ABool = &fv
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int8
 			if fv, err = r.ReadI8(); err != nil {
 				return err
 			}
 			p.AByte = &fv
-		case id == 3 && t == proto.I16:
+		case 3:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int16
 			if fv, err = r.ReadI16(); err != nil {
 				return err
 			}
 			p.AnI16 = &fv
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.AnI32 = &fv
-		case id == 5 && t == proto.I64:
+		case 5:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
 			}
 			p.AnI64 = &fv
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv float64
 			if fv, err = r.ReadDouble(); err != nil {
 				return err
 			}
 			p.ADouble = &fv
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.AString = &fv
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABinary, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.UUID:
+		case 9:
+			if t != proto.UUID {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv [16]byte
 			if fv, err = r.ReadUUID(); err != nil {
 				return err
@@ -595,54 +769,108 @@ func (p *OptionalBase) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.BOOL:
+		switch id {
+		case 1:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv bool
 			if fv, err = r.ReadBool(); err != nil {
 				return err
 			}
 			p.ABool = &fv
-		case id == 2 && t == proto.I8:
+		case 2:
+			if t != proto.I8 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int8
 			if fv, err = r.ReadI8(); err != nil {
 				return err
 			}
 			p.AByte = &fv
-		case id == 3 && t == proto.I16:
+		case 3:
+			if t != proto.I16 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int16
 			if fv, err = r.ReadI16(); err != nil {
 				return err
 			}
 			p.AnI16 = &fv
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.AnI32 = &fv
-		case id == 5 && t == proto.I64:
+		case 5:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
 			}
 			p.AnI64 = &fv
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv float64
 			if fv, err = r.ReadDouble(); err != nil {
 				return err
 			}
 			p.ADouble = &fv
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.AString = &fv
-		case id == 8 && t == proto.STRING:
+		case 8:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABinary, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.UUID:
+		case 9:
+			if t != proto.UUID {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv [16]byte
 			if fv, err = r.ReadUUID(); err != nil {
 				return err

@@ -157,22 +157,46 @@ func (p *Limits) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Max, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I64:
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
 			}
 			p.Soft = &fv
-		case id == 4 && t == proto.LIST:
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -238,22 +262,46 @@ func (p *Limits) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Max, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I64:
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int64
 			if fv, err = r.ReadI64(); err != nil {
 				return err
 			}
 			p.Soft = &fv
-		case id == 4 && t == proto.LIST:
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {

@@ -61,12 +61,24 @@ func (p *Item) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Count, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -111,12 +123,24 @@ func (p *Item) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Count, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -353,8 +377,14 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -370,7 +400,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.SET:
+		case 2:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -386,7 +422,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -408,7 +450,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					p.Counts[k0] = v0
 				}
 			}
-		case id == 4 && t == proto.LIST:
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -425,7 +473,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 5 && t == proto.SET:
+		case 5:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -442,7 +496,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -465,7 +525,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					p.ByID[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.LIST:
+		case 7:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -493,7 +559,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 8 && t == proto.MAP:
+		case 8:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -557,7 +629,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					p.Deep[k0] = v0
 				}
 			}
-		case id == 9 && t == proto.SET:
+		case 9:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -573,7 +651,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 10 && t == proto.MAP:
+		case 10:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -597,7 +681,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					p.ByBlob[k0] = v0
 				}
 			}
-		case id == 11 && t == proto.LIST:
+		case 11:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -613,7 +703,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.MAP:
+		case 12:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -635,7 +731,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					p.ByDouble[k0] = v0
 				}
 			}
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -652,7 +754,13 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.LIST:
+		case 14:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -828,8 +936,14 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.LIST:
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -845,7 +959,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.SET:
+		case 2:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -861,7 +981,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -883,7 +1009,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					p.Counts[k0] = v0
 				}
 			}
-		case id == 4 && t == proto.LIST:
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -900,7 +1032,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 5 && t == proto.SET:
+		case 5:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -917,7 +1055,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -940,7 +1084,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					p.ByID[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.LIST:
+		case 7:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -968,7 +1118,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 8 && t == proto.MAP:
+		case 8:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1032,7 +1188,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					p.Deep[k0] = v0
 				}
 			}
-		case id == 9 && t == proto.SET:
+		case 9:
+			if t != proto.SET {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadSetBegin()
 				if err != nil {
@@ -1048,7 +1210,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 10 && t == proto.MAP:
+		case 10:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1072,7 +1240,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					p.ByBlob[k0] = v0
 				}
 			}
-		case id == 11 && t == proto.LIST:
+		case 11:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -1088,7 +1262,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.MAP:
+		case 12:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1110,7 +1290,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					p.ByDouble[k0] = v0
 				}
 			}
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -1127,7 +1313,13 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.LIST:
+		case 14:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {

@@ -224,14 +224,26 @@ func (p *Palette) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Primary = Color(v)
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv Color
 			if v, err := r.ReadI32(); err != nil {
 				return err
@@ -239,7 +251,13 @@ func (p *Palette) DecodeBinary(r *proto.BinaryReader) error {
 				fv = Color(v)
 			}
 			p.Secondary = &fv
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -257,7 +275,13 @@ func (p *Palette) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.MAP:
+		case 4:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -281,7 +305,13 @@ func (p *Palette) DecodeBinary(r *proto.BinaryReader) error {
 					p.Names[k0] = v0
 				}
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
@@ -345,14 +375,26 @@ func (p *Palette) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Primary = Color(v)
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv Color
 			if v, err := r.ReadI32(); err != nil {
 				return err
@@ -360,7 +402,13 @@ func (p *Palette) DecodeCompact(r *proto.CompactReader) error {
 				fv = Color(v)
 			}
 			p.Secondary = &fv
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -378,7 +426,13 @@ func (p *Palette) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.MAP:
+		case 4:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -402,7 +456,13 @@ func (p *Palette) DecodeCompact(r *proto.CompactReader) error {
 					p.Names[k0] = v0
 				}
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {

@@ -68,12 +68,24 @@ func (p *NotFound) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -118,12 +130,24 @@ func (p *NotFound) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Message, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -208,13 +232,25 @@ func (p *Invalid) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Reason, err = r.ReadString(); err != nil {
 				return err
 			}
 			issetReason = true
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -280,13 +316,25 @@ func (p *Invalid) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Reason, err = r.ReadString(); err != nil {
 				return err
 			}
 			issetReason = true
-		case id == 2 && t == proto.LIST:
+		case 2:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -360,11 +408,8 @@ func (p *Empty) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -398,11 +443,8 @@ func (p *Empty) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -459,8 +501,14 @@ func (p *StoreGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -503,8 +551,14 @@ func (p *StoreGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
@@ -599,14 +653,26 @@ func (p *StoreGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Nf = NewNotFound()
 			if err := p.Nf.DecodeBinary(r); err != nil {
 				return err
@@ -658,14 +724,26 @@ func (p *StoreGetResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.Success = &fv
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Nf = NewNotFound()
 			if err := p.Nf.DecodeCompact(r); err != nil {
 				return err
@@ -737,12 +815,24 @@ func (p *StorePutArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -787,12 +877,24 @@ func (p *StorePutArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -889,13 +991,25 @@ func (p *StorePutResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalid()
 			if err := p.Bad.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Nf = NewNotFound()
 			if err := p.Nf.DecodeBinary(r); err != nil {
 				return err
@@ -949,13 +1063,25 @@ func (p *StorePutResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Bad = NewInvalid()
 			if err := p.Bad.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Nf = NewNotFound()
 			if err := p.Nf.DecodeCompact(r); err != nil {
 				return err
@@ -1013,11 +1139,8 @@ func (p *StoreClearArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1051,11 +1174,8 @@ func (p *StoreClearArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -1125,8 +1245,14 @@ func (p *StoreClearResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.E = NewEmpty()
 			if err := p.E.DecodeBinary(r); err != nil {
 				return err
@@ -1174,8 +1300,14 @@ func (p *StoreClearResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.E = NewEmpty()
 			if err := p.E.DecodeCompact(r); err != nil {
 				return err

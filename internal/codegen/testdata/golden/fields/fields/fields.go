@@ -56,8 +56,14 @@ func (p *Sub) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -100,8 +106,14 @@ func (p *Sub) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -433,58 +445,124 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ReqInt, err = r.ReadI32(); err != nil {
 				return err
 			}
 			issetReqInt = true
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.OptInt = &fv
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.OptDef, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.DefInt, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ReqStr, err = r.ReadString(); err != nil {
 				return err
 			}
 			issetReqStr = true
-		case id == 6 && t == proto.STRING:
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.OptStr = &fv
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.DefStr, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRUCT:
+		case 8:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.ReqSub = NewSub()
 			if err := p.ReqSub.DecodeBinary(r); err != nil {
 				return err
 			}
 			issetReqSub = true
-		case id == 9 && t == proto.STRUCT:
+		case 9:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.OptSub = NewSub()
 			if err := p.OptSub.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.STRUCT:
+		case 10:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.DefSub = NewSub()
 			if err := p.DefSub.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.LIST:
+		case 11:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -500,7 +578,13 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.LIST:
+		case 12:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv []int32
 			{
 				et0, n0, err := r.ReadListBegin()
@@ -518,7 +602,13 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 				}
 			}
 			p.OptListDef = &fv
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -534,7 +624,13 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.LIST:
+		case 14:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -551,24 +647,54 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 				}
 			}
 			issetReqList = true
-		case id == 15 && t == proto.STRUCT:
+		case 15:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.SubDef = NewSub()
 			if err := p.SubDef.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.DOUBLE:
+		case 16:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ratio, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.BOOL:
+		case 17:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.On, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.BOOL:
+		case 18:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaybeOn, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 19 && t == proto.I32:
+		case 19:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ZeroDef, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -706,58 +832,124 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ReqInt, err = r.ReadI32(); err != nil {
 				return err
 			}
 			issetReqInt = true
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.OptInt = &fv
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.OptDef, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.DefInt, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ReqStr, err = r.ReadString(); err != nil {
 				return err
 			}
 			issetReqStr = true
-		case id == 6 && t == proto.STRING:
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.OptStr = &fv
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.DefStr, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.STRUCT:
+		case 8:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.ReqSub = NewSub()
 			if err := p.ReqSub.DecodeCompact(r); err != nil {
 				return err
 			}
 			issetReqSub = true
-		case id == 9 && t == proto.STRUCT:
+		case 9:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.OptSub = NewSub()
 			if err := p.OptSub.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.STRUCT:
+		case 10:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.DefSub = NewSub()
 			if err := p.DefSub.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.LIST:
+		case 11:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -773,7 +965,13 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 12 && t == proto.LIST:
+		case 12:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv []int32
 			{
 				et0, n0, err := r.ReadListBegin()
@@ -791,7 +989,13 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 				}
 			}
 			p.OptListDef = &fv
-		case id == 13 && t == proto.LIST:
+		case 13:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -807,7 +1011,13 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 14 && t == proto.LIST:
+		case 14:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -824,24 +1034,54 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 				}
 			}
 			issetReqList = true
-		case id == 15 && t == proto.STRUCT:
+		case 15:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.SubDef = NewSub()
 			if err := p.SubDef.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 16 && t == proto.DOUBLE:
+		case 16:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ratio, err = r.ReadDouble(); err != nil {
 				return err
 			}
-		case id == 17 && t == proto.BOOL:
+		case 17:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.On, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 18 && t == proto.BOOL:
+		case 18:
+			if t != proto.BOOL {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.MaybeOn, err = r.ReadBool(); err != nil {
 				return err
 			}
-		case id == 19 && t == proto.I32:
+		case 19:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ZeroDef, err = r.ReadI32(); err != nil {
 				return err
 			}

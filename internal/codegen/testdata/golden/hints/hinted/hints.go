@@ -58,8 +58,14 @@ func (p *KVGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -102,8 +108,14 @@ func (p *KVGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -175,8 +187,14 @@ func (p *KVGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -221,8 +239,14 @@ func (p *KVGetResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Success, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -293,12 +317,24 @@ func (p *KVPutArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Value, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -343,12 +379,24 @@ func (p *KVPutArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Key, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Value, err = r.ReadBinary(); err != nil {
 				return err
 			}
@@ -405,11 +453,8 @@ func (p *KVPutResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -443,11 +488,8 @@ func (p *KVPutResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -497,11 +539,8 @@ func (p *KVSizeArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -535,11 +574,8 @@ func (p *KVSizeArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -607,8 +643,14 @@ func (p *KVSizeResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -655,8 +697,14 @@ func (p *KVSizeResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -835,11 +883,8 @@ func (p *PlainNoopArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -873,11 +918,8 @@ func (p *PlainNoopArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -927,11 +969,8 @@ func (p *PlainNoopResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -965,11 +1004,8 @@ func (p *PlainNoopResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {

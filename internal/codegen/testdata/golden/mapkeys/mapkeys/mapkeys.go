@@ -69,12 +69,24 @@ func (p *Key) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.A, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -119,12 +131,24 @@ func (p *Key) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.A, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.B, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -283,8 +307,14 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.MAP:
+		switch id {
+		case 1:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -315,7 +345,13 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -346,7 +382,13 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -383,7 +425,13 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.MAP:
+		case 4:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -404,7 +452,13 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 5 && t == proto.LIST:
+		case 5:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -463,7 +517,13 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -586,8 +646,14 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.MAP:
+		switch id {
+		case 1:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -618,7 +684,13 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 2 && t == proto.MAP:
+		case 2:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -649,7 +721,13 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -686,7 +764,13 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.MAP:
+		case 4:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -707,7 +791,13 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 5 && t == proto.LIST:
+		case 5:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -766,7 +856,13 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -853,8 +949,14 @@ func (p *KeyServiceLookupArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.MAP:
+		switch id {
+		case 1:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -931,8 +1033,14 @@ func (p *KeyServiceLookupArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.MAP:
+		switch id {
+		case 1:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1037,8 +1145,14 @@ func (p *KeyServiceLookupResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.MAP:
+		switch id {
+		case 0:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -1105,8 +1219,14 @@ func (p *KeyServiceLookupResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.MAP:
+		switch id {
+		case 0:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {

@@ -58,8 +58,14 @@ func (p *NewThing_) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -102,8 +108,14 @@ func (p *NewThing_) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -167,8 +179,14 @@ func (p *FooArgs_) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -211,8 +229,14 @@ func (p *FooArgs_) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -276,8 +300,14 @@ func (p *BarResult_) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -320,8 +350,14 @@ func (p *BarResult_) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.V, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -469,56 +505,134 @@ func (p *Reserved) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Type, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Func, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.NewField_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.SomeArgs_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.UserID, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.STRING:
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.TxName, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.HTTPURL, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I32:
+		case 8:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Chan, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Error, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I32:
+		case 10:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X_under, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABC, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I32:
+		case 12:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Go, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I32:
+		case 13:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Defer, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -585,56 +699,134 @@ func (p *Reserved) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Type, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Func, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.NewField_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.SomeArgs_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.I32:
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.UserID, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.STRING:
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.TxName, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 7 && t == proto.STRING:
+		case 7:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.HTTPURL, err = r.ReadString(); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.I32:
+		case 8:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Chan, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 9 && t == proto.I32:
+		case 9:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Error, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 10 && t == proto.I32:
+		case 10:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X_under, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 11 && t == proto.I64:
+		case 11:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ABC, err = r.ReadI64(); err != nil {
 				return err
 			}
-		case id == 12 && t == proto.I32:
+		case 12:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Go, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 13 && t == proto.I32:
+		case 13:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Defer, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -726,24 +918,54 @@ func (p *RangeSelectArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Type, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ctx, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X_c, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Args_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Error, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -794,24 +1016,54 @@ func (p *RangeSelectArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Type, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Ctx, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X_c, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 4 && t == proto.I32:
+		case 4:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Args_, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Error, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -886,8 +1138,14 @@ func (p *RangeSelectResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -934,8 +1192,14 @@ func (p *RangeSelectResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -1014,8 +1278,14 @@ func (p *RangeNewThingArgs_) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Args_ = NewFooArgs_()
 			if err := p.Args_.DecodeBinary(r); err != nil {
 				return err
@@ -1063,8 +1333,14 @@ func (p *RangeNewThingArgs_) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Args_ = NewFooArgs_()
 			if err := p.Args_.DecodeCompact(r); err != nil {
 				return err
@@ -1142,8 +1418,14 @@ func (p *RangeNewThingResult_) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewNewThing_()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -1191,8 +1473,14 @@ func (p *RangeNewThingResult_) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewNewThing_()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err
@@ -1257,8 +1545,14 @@ func (p *RangeGetIDArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -1301,8 +1595,14 @@ func (p *RangeGetIDArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -1379,8 +1679,14 @@ func (p *RangeGetIDResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewBarResult_()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -1428,8 +1734,14 @@ func (p *RangeGetIDResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewBarResult_()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err

@@ -159,12 +159,24 @@ func (p *Point) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Y, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -209,12 +221,24 @@ func (p *Point) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.X, err = r.ReadI32(); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Y, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -383,32 +407,62 @@ func (p *Uses) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI64(); err != nil {
 				return err
 			} else {
 				p.User = UserId(v)
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI64(); err != nil {
 				return err
 			} else {
 				p.Owner = OwnerId(v)
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Kind = KindAlias(v)
 			}
-		case id == 4 && t == proto.STRING:
+		case 4:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadBinary(); err != nil {
 				return err
 			} else {
 				p.Blob = Blob(v)
 			}
-		case id == 5 && t == proto.LIST:
+		case 5:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -426,7 +480,13 @@ func (p *Uses) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -452,12 +512,24 @@ func (p *Uses) DecodeBinary(r *proto.BinaryReader) error {
 					p.Blobs[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.STRUCT:
+		case 7:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Where = NewPoint()
 			if err := p.Where.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.LIST:
+		case 8:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -474,7 +546,13 @@ func (p *Uses) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 9 && t == proto.I64:
+		case 9:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv OwnerId
 			if v, err := r.ReadI64(); err != nil {
 				return err
@@ -482,7 +560,13 @@ func (p *Uses) DecodeBinary(r *proto.BinaryReader) error {
 				fv = OwnerId(v)
 			}
 			p.MaybeOwner = &fv
-		case id == 10 && t == proto.MAP:
+		case 10:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -588,32 +672,62 @@ func (p *Uses) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I64:
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI64(); err != nil {
 				return err
 			} else {
 				p.User = UserId(v)
 			}
-		case id == 2 && t == proto.I64:
+		case 2:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI64(); err != nil {
 				return err
 			} else {
 				p.Owner = OwnerId(v)
 			}
-		case id == 3 && t == proto.I32:
+		case 3:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Kind = KindAlias(v)
 			}
-		case id == 4 && t == proto.STRING:
+		case 4:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadBinary(); err != nil {
 				return err
 			} else {
 				p.Blob = Blob(v)
 			}
-		case id == 5 && t == proto.LIST:
+		case 5:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -631,7 +745,13 @@ func (p *Uses) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -657,12 +777,24 @@ func (p *Uses) DecodeCompact(r *proto.CompactReader) error {
 					p.Blobs[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.STRUCT:
+		case 7:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Where = NewPoint()
 			if err := p.Where.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 8 && t == proto.LIST:
+		case 8:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -679,7 +811,13 @@ func (p *Uses) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 9 && t == proto.I64:
+		case 9:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv OwnerId
 			if v, err := r.ReadI64(); err != nil {
 				return err
@@ -687,7 +825,13 @@ func (p *Uses) DecodeCompact(r *proto.CompactReader) error {
 				fv = OwnerId(v)
 			}
 			p.MaybeOwner = &fv
-		case id == 10 && t == proto.MAP:
+		case 10:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {

@@ -54,8 +54,14 @@ func (p *Inner) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -98,8 +104,14 @@ func (p *Inner) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.S, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -290,20 +302,38 @@ func (p *Value) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.IntValue = &fv
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.StringValue = &fv
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -319,16 +349,34 @@ func (p *Value) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.STRUCT:
+		case 4:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Inner = NewInner()
 			if err := p.Inner.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Raw, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv float64
 			if fv, err = r.ReadDouble(); err != nil {
 				return err
@@ -403,20 +451,38 @@ func (p *Value) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
 			}
 			p.IntValue = &fv
-		case id == 2 && t == proto.STRING:
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
 			}
 			p.StringValue = &fv
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -432,16 +498,34 @@ func (p *Value) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.STRUCT:
+		case 4:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Inner = NewInner()
 			if err := p.Inner.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRING:
+		case 5:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Raw, err = r.ReadBinary(); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.DOUBLE:
+		case 6:
+			if t != proto.DOUBLE {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv float64
 			if fv, err = r.ReadDouble(); err != nil {
 				return err
@@ -540,13 +624,25 @@ func (p *Holder) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Value = NewValue()
 			if err := p.Value.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Maybe = NewValue()
 			if err := p.Maybe.DecodeBinary(r); err != nil {
 				return err
@@ -600,13 +696,25 @@ func (p *Holder) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Value = NewValue()
 			if err := p.Value.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Maybe = NewValue()
 			if err := p.Maybe.DecodeCompact(r); err != nil {
 				return err

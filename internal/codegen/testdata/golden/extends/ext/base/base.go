@@ -59,8 +59,14 @@ func (p *Info) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -103,8 +109,14 @@ func (p *Info) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Name, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -170,8 +182,14 @@ func (p *BaseError) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -214,8 +232,14 @@ func (p *BaseError) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRING:
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.Msg, err = r.ReadString(); err != nil {
 				return err
 			}
@@ -279,8 +303,14 @@ func (p *BaseInfoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -323,8 +353,14 @@ func (p *BaseInfoArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.ID, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -421,13 +457,25 @@ func (p *BaseInfoResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewInfo()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewBaseError()
 			if err := p.Err.DecodeBinary(r); err != nil {
 				return err
@@ -481,13 +529,25 @@ func (p *BaseInfoResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = NewInfo()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 1 && t == proto.STRUCT:
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Err = NewBaseError()
 			if err := p.Err.DecodeCompact(r); err != nil {
 				return err
@@ -545,11 +605,8 @@ func (p *BasePingArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -583,11 +640,8 @@ func (p *BasePingArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {

@@ -53,11 +53,8 @@ func (p *MiddleCountArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -91,11 +88,8 @@ func (p *MiddleCountArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		default:
-			if err := r.Skip(t); err != nil {
-				return err
-			}
+		if err := r.Skip(t); err != nil {
+			return err
 		}
 	}
 	if err := r.ReadStructEnd(); err != nil {
@@ -163,8 +157,14 @@ func (p *MiddleCountResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -211,8 +211,14 @@ func (p *MiddleCountResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.I32:
+		switch id {
+		case 0:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv int32
 			if fv, err = r.ReadI32(); err != nil {
 				return err
@@ -406,8 +412,14 @@ func (p *ChildNameArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Info = base.NewInfo()
 			if err := p.Info.DecodeBinary(r); err != nil {
 				return err
@@ -455,8 +467,14 @@ func (p *ChildNameArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Info = base.NewInfo()
 			if err := p.Info.DecodeCompact(r); err != nil {
 				return err
@@ -532,8 +550,14 @@ func (p *ChildNameResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err
@@ -580,8 +604,14 @@ func (p *ChildNameResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRING:
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			var fv string
 			if fv, err = r.ReadString(); err != nil {
 				return err

@@ -169,19 +169,37 @@ func (p *Main) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.S = shared.NewSharedStruct()
 			if err := p.S.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Mode = shared.Mode(v)
 			}
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -198,17 +216,35 @@ func (p *Main) DecodeBinary(r *proto.BinaryReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.STRUCT:
+		case 4:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Plain = plain.NewPlainThing()
 			if err := p.Plain.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRUCT:
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Star = ns.NewStarThing()
 			if err := p.Star.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -233,7 +269,13 @@ func (p *Main) DecodeBinary(r *proto.BinaryReader) error {
 					p.ByMode[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.STRUCT:
+		case 7:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Pt = proto2.NewProtoThing()
 			if err := p.Pt.DecodeBinary(r); err != nil {
 				return err
@@ -316,19 +358,37 @@ func (p *Main) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.S = shared.NewSharedStruct()
 			if err := p.S.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.I32:
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
 				p.Mode = shared.Mode(v)
 			}
-		case id == 3 && t == proto.LIST:
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				et0, n0, err := r.ReadListBegin()
 				if err != nil {
@@ -345,17 +405,35 @@ func (p *Main) DecodeCompact(r *proto.CompactReader) error {
 					}
 				}
 			}
-		case id == 4 && t == proto.STRUCT:
+		case 4:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Plain = plain.NewPlainThing()
 			if err := p.Plain.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 5 && t == proto.STRUCT:
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Star = ns.NewStarThing()
 			if err := p.Star.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 6 && t == proto.MAP:
+		case 6:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -380,7 +458,13 @@ func (p *Main) DecodeCompact(r *proto.CompactReader) error {
 					p.ByMode[k0] = v0
 				}
 			}
-		case id == 7 && t == proto.STRUCT:
+		case 7:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Pt = proto2.NewProtoThing()
 			if err := p.Pt.DecodeCompact(r); err != nil {
 				return err
@@ -445,8 +529,14 @@ func (p *MainsGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
@@ -491,8 +581,14 @@ func (p *MainsGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if v, err := r.ReadI32(); err != nil {
 				return err
 			} else {
@@ -571,8 +667,14 @@ func (p *MainsGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = shared.NewSharedStruct()
 			if err := p.Success.DecodeBinary(r); err != nil {
 				return err
@@ -620,8 +722,14 @@ func (p *MainsGetResult) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 0 && t == proto.STRUCT:
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Success = shared.NewSharedStruct()
 			if err := p.Success.DecodeCompact(r); err != nil {
 				return err

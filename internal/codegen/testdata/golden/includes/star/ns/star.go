@@ -54,8 +54,14 @@ func (p *StarThing) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.N, err = r.ReadI32(); err != nil {
 				return err
 			}
@@ -98,8 +104,14 @@ func (p *StarThing) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.I32:
+		switch id {
+		case 1:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			if p.N, err = r.ReadI32(); err != nil {
 				return err
 			}

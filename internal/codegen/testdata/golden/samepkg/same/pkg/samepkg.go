@@ -102,18 +102,36 @@ func (p *Thing) DecodeBinary(r *proto.BinaryReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Other = NewOtherThing()
 			if err := p.Other.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Alias = NewOtherThing()
 			if err := p.Alias.DecodeBinary(r); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
@@ -202,18 +220,36 @@ func (p *Thing) DecodeCompact(r *proto.CompactReader) error {
 		if t == proto.STOP {
 			break
 		}
-		switch {
-		case id == 1 && t == proto.STRUCT:
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Other = NewOtherThing()
 			if err := p.Other.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 2 && t == proto.STRUCT:
+		case 2:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			p.Alias = NewOtherThing()
 			if err := p.Alias.DecodeCompact(r); err != nil {
 				return err
 			}
-		case id == 3 && t == proto.MAP:
+		case 3:
+			if t != proto.MAP {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
 			{
 				kt0, vt0, n0, err := r.ReadMapBegin()
 				if err != nil {
