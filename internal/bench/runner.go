@@ -58,7 +58,7 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	if n < 1 {
 		n = 1
 	}
-	cs, err := sys.Callers(ctx, spec.Addr, n)
+	cs, err := callersFor(ctx, sys, spec.Addr, n, spec.Size)
 	if err != nil {
 		return ClientResult{}, err
 	}
@@ -79,6 +79,19 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	}
 	res.Throughput = &tp
 	return res, nil
+}
+
+// sizedSystem is a System whose callers are configured for the payload
+// size (the engine's planned system plans by size).
+type sizedSystem interface {
+	CallersFor(ctx context.Context, addr string, n, size int) ([]Caller, error)
+}
+
+func callersFor(ctx context.Context, sys System, addr string, n, size int) ([]Caller, error) {
+	if s, ok := sys.(sizedSystem); ok {
+		return s.CallersFor(ctx, addr, n, size)
+	}
+	return sys.Callers(ctx, addr, n)
 }
 
 // ServeUntilEOF serves system on addr, prints "ADDR <addr>" on out and

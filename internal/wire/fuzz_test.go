@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -53,6 +54,9 @@ func FuzzHello(f *testing.F) {
 	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
 		m, _ := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &Hello{Version: 1, Caps: CapFraming, MaxFrame: 100})
 		f.Add(m, p == proto.Compact)
+		m, _ = c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &Hello{Version: 1, Caps: CapAttach, Host: "h",
+			Attach: &Attach{Transport: "shm", Function: "S:f"}})
+		f.Add(m, p == proto.Compact)
 		m, _ = c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &HelloReply{Version: 1, Caps: 1, Transport: "tcp"})
 		f.Add(m, p == proto.Compact)
 	}
@@ -80,7 +84,7 @@ func FuzzHello(f *testing.F) {
 			}
 			mh2, _ := ParseMsgHeader(p, m)
 			var h2 Hello
-			if err := c.Decode(p, m[mh2.Body:], fuzzLimits, &h2); err != nil || h2 != h {
+			if err := c.Decode(p, m[mh2.Body:], fuzzLimits, &h2); err != nil || !reflect.DeepEqual(h2, h) {
 				t.Fatalf("hello round trip: %v %+v %+v", err, h, h2)
 			}
 		}

@@ -14,16 +14,34 @@ const Version = 1
 // Capability bits exchanged in the handshake.
 const (
 	CapFraming uint64 = 1 << 0 // HatRPC framing over the current TCP connection
-	CapRDMA    uint64 = 1 << 1 // reserved: transport upgrade to RDMA verbs
-	CapSHM     uint64 = 1 << 2 // reserved: transport upgrade to shared memory
+	CapRDMA    uint64 = 1 << 1 // calls may move to RDMA verbs lanes (ibv provider)
+	CapSHM     uint64 = 1 << 2 // calls may move to shared-memory lanes (shm provider)
+	CapAttach  uint64 = 1 << 3 // this connection becomes a lane's bootstrap and liveness link
 )
 
 // Hello is the handshake call's args struct:
-// 1: i32 version, 2: i64 caps, 3: i32 max_frame.
+// 1: i32 version, 2: i64 caps, 3: i32 max_frame, 4: string host,
+// 5: Attach attach.
 type Hello struct {
 	Version  int32
 	Caps     uint64
 	MaxFrame int32
+	// Host identifies the client's kernel (its boot id): shared memory is
+	// only offered to a client on the same host.
+	Host   string
+	Attach *Attach // set with CapAttach
+}
+
+// Attach asks to turn the connection into one lane for a function:
+// 1: string transport ("shm" or "rdma"), 2: string function
+// ("Service:name"), 3: string client transport hint, 4: string client
+// protocol hint. The server refuses (with an exception naming the
+// function) a lane whose client plan cannot work with its own.
+type Attach struct {
+	Transport       string
+	Function        string
+	ClientTransport string
+	ClientProtocol  string
 }
 
 // HelloReply is the handshake's result struct: field 0 (success) holds
@@ -64,9 +82,34 @@ func (h *Hello) encode(w fieldWriter) error {
 	w.WriteI64(int64(h.Caps))
 	w.WriteFieldBegin(proto.I32, 3)
 	w.WriteI32(h.MaxFrame)
+	if h.Host != "" {
+		w.WriteFieldBegin(proto.STRING, 4)
+		w.WriteString(h.Host)
+	}
+	if a := h.Attach; a != nil {
+		w.WriteFieldBegin(proto.STRUCT, 5)
+		w.WriteStructBegin()
+		for i, v := range []string{a.Transport, a.Function, a.ClientTransport, a.ClientProtocol} {
+			w.WriteFieldBegin(proto.STRING, int16(i+1))
+			w.WriteString(v)
+		}
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
+}
+
+func (a *Attach) decode(r fieldReader) error {
+	return readFields(r, func(t proto.Type, id int16) (bool, error) {
+		if t != proto.STRING || id < 1 || id > 4 {
+			return false, nil
+		}
+		v, err := r.ReadString()
+		*[]*string{&a.Transport, &a.Function, &a.ClientTransport, &a.ClientProtocol}[id-1] = v
+		return true, err
+	})
 }
 
 func (h *Hello) decode(r fieldReader) error {
@@ -82,6 +125,11 @@ func (h *Hello) decode(r fieldReader) error {
 			h.Caps = uint64(v)
 		case id == 3 && t == proto.I32:
 			h.MaxFrame, err = r.ReadI32()
+		case id == 4 && t == proto.STRING:
+			h.Host, err = r.ReadString()
+		case id == 5 && t == proto.STRUCT:
+			h.Attach = &Attach{}
+			err = h.Attach.decode(r)
 		default:
 			return false, nil
 		}

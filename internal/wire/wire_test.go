@@ -227,19 +227,24 @@ func TestDetectGarbage(t *testing.T) {
 func TestHelloRoundTrip(t *testing.T) {
 	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
 		c := GetCodec()
-		h := Hello{Version: 1, Caps: CapFraming | CapRDMA, MaxFrame: 1 << 20}
-		msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &h)
-		require.NoError(t, err)
-		mh, err := ParseMsgHeader(p, msg)
-		require.NoError(t, err)
-		var got Hello
-		require.NoError(t, c.Decode(p, msg[mh.Body:], nil, &got))
-		require.Equal(t, h, got)
+		for _, h := range []Hello{
+			{Version: 1, Caps: CapFraming | CapRDMA, MaxFrame: 1 << 20},
+			{Version: 1, Caps: CapFraming | CapSHM | CapAttach, MaxFrame: 9, Host: "boot-id",
+				Attach: &Attach{Transport: "shm", Function: "S:f", ClientTransport: "auto", ClientProtocol: "rfp"}},
+		} {
+			msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &h)
+			require.NoError(t, err)
+			mh, err := ParseMsgHeader(p, msg)
+			require.NoError(t, err)
+			var got Hello
+			require.NoError(t, c.Decode(p, msg[mh.Body:], nil, &got))
+			require.Equal(t, h, got)
+		}
 
 		rep := HelloReply{Version: 1, Caps: CapFraming, Transport: "tcp", MaxFrame: 7}
-		msg, err = c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &rep)
+		msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &rep)
 		require.NoError(t, err)
-		mh, err = ParseMsgHeader(p, msg)
+		mh, err := ParseMsgHeader(p, msg)
 		require.NoError(t, err)
 		var gotRep HelloReply
 		require.NoError(t, c.Decode(p, msg[mh.Body:], nil, &gotRep))

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -55,6 +56,7 @@ type Conn struct {
 
 	fns   sync.Map // method name -> *hints.Function seen in calls
 	cores int
+	lanes lanes
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -67,6 +69,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		return nil, fmt.Errorf("client: unsupported protocol %v", o.proto)
 	}
 	c := &Conn{addr: addr, o: o, cores: runtime.NumCPU()}
+	c.lanes.c = c
 	for _, svc := range o.hints {
 		for i := range svc.Functions {
 			fn := &svc.Functions[i]
@@ -79,6 +82,10 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		return nil, err
 	}
 	c.sess = s
+	if err := c.prewarm(ctx, s); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -102,6 +109,7 @@ func (c *Conn) Close() error {
 	all := append(c.old, c.sess)
 	c.sess, c.old = nil, nil
 	c.mu.Unlock()
+	c.lanes.close()
 	for _, s := range all {
 		if s != nil {
 			s.fail(&ConnError{Op: "close"})
@@ -198,6 +206,9 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	}
 	s, err := c.session(ctx)
 	if err != nil {
+		return err
+	}
+	if err := c.lanesFor(ctx, s, m, args, result); err != errNoLane {
 		return err
 	}
 	name := m.Name
@@ -297,6 +308,30 @@ func peerHungUp(err error) bool {
 func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
+	nc, err := c.dialRaw(dctx)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(c, nc)
+	s.init()
+	if upgrade {
+		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
+		err := s.handshake(hctx)
+		hcancel()
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	s.reading = true
+	s.mu.Unlock()
+	go s.readIdle()
+	return s, nil
+}
+
+// dialRaw opens a TCP (or TLS, or WithDialer) connection to the server.
+func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 	var (
 		nc  net.Conn
 		err error
@@ -328,22 +363,7 @@ func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) 
 		}
 		nc = tc
 	}
-	s := newSession(c, nc)
-	s.init()
-	if upgrade {
-		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
-		err := s.handshake(hctx)
-		hcancel()
-		if err != nil {
-			nc.Close()
-			return nil, err
-		}
-	}
-	s.mu.Lock()
-	s.reading = true
-	s.mu.Unlock()
-	go s.readIdle()
-	return s, nil
+	return nc, nil
 }
 
 // session is one network connection of a Conn.
@@ -421,48 +441,66 @@ func (s *session) usable() bool {
 // handshake offers the HatRPC upgrade as a plain Thrift call. Any
 // exception reply (UNKNOWN_METHOD from an Apache server) means plain Thrift.
 func (s *session) handshake(ctx context.Context) error {
-	if dl, ok := ctx.Deadline(); ok {
-		_ = s.nc.SetDeadline(dl)
-		defer s.nc.SetDeadline(time.Time{})
+	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | s.c.laneOffer(),
+		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
+	if hello.Caps&wire.CapSHM != 0 {
+		hello.Host = fastpath.HostID()
 	}
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	bp := wire.GetBuf()
-	defer wire.PutBuf(bp)
-	b := (*bp)[:0]
-	if s.format.Framed {
-		b = b[:4]
-	}
-	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming, MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
-	b, _ = codec.AppendMessage(b, s.format.Proto, wire.HelloMethod, proto.Call, 0, &hello)
-	if s.format.Framed {
-		putLen(b, len(b)-4)
-	}
-	*bp = b
-	if _, err := s.nc.Write(b); err != nil {
-		return &ConnError{Op: "handshake", Err: err}
-	}
-	msg, err := wire.ReadMessage(s.br, s.format, b[:0], &s.c.o.limits)
-	*bp = msg
-	if err != nil {
-		return &ConnError{Op: "handshake", Err: err}
-	}
-	mh, err := wire.ParseMsgHeader(s.format.Proto, msg)
-	if err != nil {
-		return &ConnError{Op: "handshake", Err: err}
-	}
-	if mh.Type != proto.Reply {
-		return nil // plain Thrift peer
-	}
-	var rep wire.HelloReply
-	if err := codec.Decode(s.format.Proto, msg[mh.Body:], &s.c.o.limits, &rep); err != nil {
-		return &ConnError{Op: "handshake", Err: err}
+	rep, exc, err := s.c.helloExchange(ctx, s.nc, s.br, s.format, &hello)
+	if err != nil || exc != nil {
+		return err // an exception: plain Thrift peer
 	}
 	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
 	if s.hat {
 		s.caps = rep.Caps
 	}
 	return nil
+}
+
+// helloExchange sends hello as a plain Thrift call on nc and reads the
+// answer: a reply, or the exception the server answered with.
+func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader, format wire.Format, hello *wire.Hello) (*wire.HelloReply, *proto.ApplicationException, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+		defer nc.SetDeadline(time.Time{})
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:0]
+	if format.Framed {
+		b = b[:4]
+	}
+	b, _ = codec.AppendMessage(b, format.Proto, wire.HelloMethod, proto.Call, 0, hello)
+	if format.Framed {
+		putLen(b, len(b)-4)
+	}
+	*bp = b
+	if _, err := nc.Write(b); err != nil {
+		return nil, nil, &ConnError{Op: "handshake", Err: err}
+	}
+	msg, err := wire.ReadMessage(br, format, b[:0], &c.o.limits)
+	*bp = msg
+	if err != nil {
+		return nil, nil, &ConnError{Op: "handshake", Err: err}
+	}
+	mh, err := wire.ParseMsgHeader(format.Proto, msg)
+	if err != nil {
+		return nil, nil, &ConnError{Op: "handshake", Err: err}
+	}
+	if mh.Type != proto.Reply {
+		var ae proto.ApplicationException
+		if mh.Type != proto.Exception || codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &ae) != nil {
+			ae = *proto.NewApplicationException(proto.ExcUnknown, "handshake answered with message type "+mh.Type.String())
+		}
+		return nil, &ae, nil
+	}
+	var rep wire.HelloReply
+	if err := codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &rep); err != nil {
+		return nil, nil, &ConnError{Op: "handshake", Err: err}
+	}
+	return &rep, nil, nil
 }
 
 func putLen(b []byte, n int) {

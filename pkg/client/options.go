@@ -27,6 +27,8 @@ type options struct {
 	hints            []*hints.Service
 	dial             func(ctx context.Context, addr string) (net.Conn, error)
 	writeTimeout     time.Duration
+	rdma             string // provider for lanes: auto, shm, ibv; "off" disables
+	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
 }
 
 func defaultOptions() options {
@@ -36,6 +38,7 @@ func defaultOptions() options {
 		handshakeTimeout: 5 * time.Second,
 		limits:           proto.DefaultLimits,
 		writeTimeout:     30 * time.Second,
+		rdma:             "auto",
 	}
 }
 
@@ -97,3 +100,16 @@ func WithDialer(d func(ctx context.Context, addr string) (net.Conn, error)) Opti
 // that stops reading (default 30s); the connection then fails with
 // ErrConnClosed and later calls reconnect.
 func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }
+
+// WithRDMA selects the verbs provider for lanes ("auto", "shm", "ibv"):
+// when the server grants it in the handshake, each function whose hints
+// allow it (transport auto, shm or rdma) runs on lanes of the HatRPC
+// engine, with the protocol its client hints plan. On by default (auto);
+// a server without lanes, or any Apache Thrift server, keeps every call on
+// TCP. WithRDMA("off") keeps this Conn on TCP.
+func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithMaxLanes bounds the lanes (endpoint pairs, one call each at a time)
+// a Conn opens per function; callers beyond it wait for a free lane. The
+// default is the function's concurrency hint, at least 16.
+func WithMaxLanes(n int) Option { return func(o *options) { o.maxLanes = n } }

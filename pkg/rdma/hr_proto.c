@@ -157,6 +157,8 @@ int hrp_repost(hr_ep *ep, uint32_t slot)
 /* Returns HR_ETIMEDOUT once the deadline passed or the call was cancelled. */
 int hrp_check(hr_ep *ep)
 {
+	if (atomic_load_explicit(&ep->aborted, memory_order_relaxed))
+		return HR_ECLOSED;
 	if (atomic_load_explicit(&ep->cancel_gen, memory_order_relaxed) == ep->gen)
 		return HR_ETIMEDOUT;
 	if (ep->deadline != UINT64_MAX && hr_now_ns() >= ep->deadline)
@@ -200,6 +202,17 @@ int hrp_progress(hr_ep *ep)
 	hr_wc wc[HR_EP_POLL];
 	int n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
 	if (n == 0 && ep->cfg.event) {
+		/* Adaptive polling: spin for spin_ns, as busy polling would, and
+		 * only then pay for arming and sleeping; a completion that comes
+		 * within the spin costs no wakeup. */
+		uint64_t spin = atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
+		if (spin) {
+			uint64_t now = hr_now_ns();
+			if (!ep->spin_until)
+				ep->spin_until = now + spin;
+			if (now < ep->spin_until)
+				return 0;
+		}
 		int st = hr_arm_cq(ep->cq, 0);
 		if (st != HR_OK)
 			return -hrp_fail(ep, st);
@@ -225,6 +238,8 @@ int hrp_progress(hr_ep *ep)
 	}
 	if (n < 0)
 		return -hrp_fail(ep, -n);
+	if (n > 0)
+		ep->spin_until = 0;
 	int st = dispatch(ep, wc, n);
 	return st != HR_OK ? -st : n;
 }
@@ -405,6 +420,8 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 }
 
 void hr_ep_cancel(hr_ep *ep, uint32_t gen) { atomic_store(&ep->cancel_gen, gen); }
+void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
+void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
 
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 {

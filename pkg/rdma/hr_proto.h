@@ -123,6 +123,13 @@ void *hr_ep_reply_buf(hr_ep *ep, uint64_t n);
 /* Makes the call or wait identified by gen return HR_ETIMEDOUT soon; safe
  * from any thread while the endpoint exists. */
 void hr_ep_cancel(hr_ep *ep, uint32_t gen);
+/* Ends every current and later wait with HR_ECLOSED (breaking the endpoint
+ * if an exchange was under way): the runtime calls it when the peer is known
+ * to be gone. Safe from any thread while the endpoint exists. */
+void hr_ep_abort(hr_ep *ep);
+/* Event mode: poll for ns before arming the CQ and blocking (0: block at
+ * once). The adaptive poller moves this with the CPU load; any thread. */
+void hr_ep_set_spin(hr_ep *ep, uint64_t ns);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
 /* HR_OK, or the status that broke the endpoint (its QP is then in error). */
 int hr_ep_broken(hr_ep *ep);

@@ -103,6 +103,9 @@ struct hr_ep {
 	uint64_t deadline_started; /* server: once a request has started, if set */
 	uint32_t gen;
 	_Atomic uint32_t cancel_gen;
+	_Atomic uint32_t aborted;  /* hr_ep_abort: every wait ends with HR_ECLOSED */
+	_Atomic uint64_t spin_ns;  /* event mode: poll this long before blocking */
+	uint64_t spin_until;       /* end of the current spin phase, 0: none yet */
 	int broken;
 
 	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */

@@ -21,6 +21,7 @@ static int begin(hr_ep *ep, int timeout_ms, uint32_t gen)
 {
 	if (ep->broken || !ep->have_peer)
 		return HR_ESTATE;
+	ep->spin_until = 0;
 	ep->gen = gen;
 	ep->deadline = deadline_of(timeout_ms);
 	ep->deadline_started = 0;

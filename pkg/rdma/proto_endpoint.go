@@ -60,6 +60,9 @@ func ParseProtocol(s string) (Protocol, error) {
 	return 0, &Error{Op: fmt.Sprintf("parse protocol %q", s), Status: StatusInvalid}
 }
 
+// MinFetchSize is the smallest RFP fetch size F: a message header and tail.
+const MinFetchSize = C.HR_MSG_HDR + C.HR_MSG_TAIL
+
 // Polling is how an endpoint waits: spinning on its CQ (and, on a server,
 // its pre-known buffer) or blocking on the completion channel.
 type Polling int
@@ -93,6 +96,9 @@ type EndpointConfig struct {
 	RFPFetchSize    int // F, header included (256)
 	MaxMessage      int // largest payload either way (64 MiB)
 	PoolSize        int // initial rendezvous pool (1 MiB)
+	// SpinTime, with PollEvent, polls this long before blocking (adaptive
+	// polling); SetSpin changes it later.
+	SpinTime time.Duration
 }
 
 func (c EndpointConfig) toC() C.hr_ep_cfg {
@@ -157,7 +163,32 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 	if err := statusErr("create endpoint", C.int(C.hr_ep_create(pd.dev.p, pd.p, &c, &p))); err != nil {
 		return nil, err
 	}
+	if cfg.SpinTime > 0 {
+		C.hr_ep_set_spin(p, C.uint64_t(cfg.SpinTime))
+	}
 	return &RPCEndpoint{pd: pd, p: p, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider}}, nil
+}
+
+// Abort makes the exchange in progress, and every later one, fail with
+// ErrClosed: for a runtime that learned the peer is gone (its bootstrap
+// connection closed) while a call waits in C. Safe from any goroutine.
+func (e *RPCEndpoint) Abort() {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if !e.closed {
+		C.hr_ep_abort(e.p)
+	}
+}
+
+// SetSpin sets how long an event-polling endpoint spins before it blocks
+// (0: block at once); it takes effect at the next wait. Safe from any
+// goroutine; one cgo crossing, so callers change it only on a decision.
+func (e *RPCEndpoint) SetSpin(d time.Duration) {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if !e.closed {
+		C.hr_ep_set_spin(e.p, C.uint64_t(max(d, 0)))
+	}
 }
 
 // descMagic marks the third bootstrap buffer entry, which carries the
@@ -369,18 +400,48 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 // the endpoint fails. Each request costs one cgo crossing: the reply and the
 // wait for the next request are one call.
 func (e *RPCEndpoint) Serve(ctx context.Context, proto Protocol, h func(req []byte) []byte) error {
-	req, err := e.Recv(ctx)
-	for err == nil {
+	return e.ServeCalls(ctx, nil, func(req []byte) ([]byte, Protocol) { return h(req), proto })
+}
+
+// ServeCalls is Serve with the response protocol chosen per request by h,
+// and a graceful stop: once stop is closed, the loop returns nil at the
+// first idle moment (after answering the request in hand), so a draining
+// server finishes its calls. ctx ending interrupts even a wait in C.
+func (e *RPCEndpoint) ServeCalls(ctx context.Context, stop <-chan struct{}, h func(req []byte) ([]byte, Protocol)) error {
+	req, err := e.recvUntil(ctx, stop)
+	for err == nil && req != nil {
+		resp, proto := h(req)
 		var idle bool
-		req, idle, err = e.replyRecv(ctx, proto, h(req))
+		req, idle, err = e.replyRecv(ctx, proto, resp)
 		if idle {
-			req, err = e.Recv(ctx)
+			req, err = e.recvUntil(ctx, stop)
 		}
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// recvUntil is Recv that gives up (nil, nil) once stop is closed and a
+// whole idle slice started after that passed: a request the client sent
+// before it learned of the stop still arrives within that slice.
+func (e *RPCEndpoint) recvUntil(ctx context.Context, stop <-chan struct{}) ([]byte, error) {
+	stopped := false
+	for {
+		if stopped {
+			return nil, nil
+		}
+		select {
+		case <-stop:
+			stopped = true
+		default:
+		}
+		req, idle, err := e.recvSlice(ctx)
+		if !idle {
+			return req, err
+		}
+	}
 }
 
 // replyRecv answers the pending request and waits (one idle slice) for the

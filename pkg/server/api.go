@@ -36,7 +36,8 @@ type CallInfo struct {
 	Service   string
 	Method    *Method
 	Seqid     int32
-	Transport string // TransportTCP (HatRPC framing) or TransportThrift (plain Thrift)
+	Transport string // TransportTCP, TransportThrift, TransportSHM or TransportRDMA
+	// Protocol is the Thrift protocol of the call's messages.
 	Protocol  proto.Protocol
 	Remote    string
 	Deadline  time.Time // zero when the client sent none
@@ -46,6 +47,8 @@ type CallInfo struct {
 const (
 	TransportTCP    = "tcp"    // HatRPC framing over TCP
 	TransportThrift = "thrift" // plain Apache Thrift over TCP
+	TransportSHM    = "shm"    // a lane of the HatRPC engine on the shm provider
+	TransportRDMA   = "rdma"   // a lane of the HatRPC engine on an RDMA NIC
 )
 
 // Interceptor wraps a handler; interceptors run in the order they were given,

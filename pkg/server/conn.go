@@ -56,6 +56,12 @@ type conn struct {
 	readDone bool
 	finished bool
 	lingers  bool // closing after bad input: let the error reply arrive
+	laning   bool // the connection became (or is becoming) a lane
+	lane     *lane
+
+	// reader-owned, then the lane's
+	attach  *lane
+	laneBuf []byte
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -71,6 +77,7 @@ type request struct {
 	order   uint64
 	ctx     *callCtx // nil: the connection's context is the call's
 	size    int      // request message bytes
+	tr      uint8    // transport index into method.stats
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -97,12 +104,16 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
-func (c *conn) transport(hat bool) string {
-	if hat {
-		return TransportTCP
-	}
-	return TransportThrift
-}
+// Transport indexes of method.stats and transportNames.
+const (
+	trTCP uint8 = iota
+	trThrift
+	trSHM
+	trRDMA
+	numTransports
+)
+
+var transportNames = [numTransports]string{TransportTCP, TransportThrift, TransportSHM, TransportRDMA}
 
 // serve reads until it has a call to run, hands the read role to another
 // pool goroutine and runs the call itself.
@@ -113,6 +124,10 @@ func (c *conn) serve() {
 	}
 	for {
 		r, err := c.next()
+		if err == errAttached {
+			c.serveLane(c.attach)
+			return
+		}
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -266,7 +281,9 @@ func (c *conn) next() (*request, error) {
 		name := string(mh.Name)
 		defer wire.PutBuf(bp)
 		if splitName(name) == wire.HelloMethod && !c.hat {
-			c.hello(p, name, mh.Seqid, msg[mh.Body:])
+			if c.hello(p, name, mh.Seqid, msg[mh.Body:]) {
+				return nil, errAttached
+			}
 			return nil, nil
 		}
 		if mh.Type == proto.Call {
@@ -279,7 +296,10 @@ func (c *conn) next() (*request, error) {
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
 		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, timeout: timeout,
-		size: len(msg),
+		size: len(msg), tr: trThrift,
+	}
+	if c.hat {
+		r.tr = trTCP
 	}
 	if !r.oneway {
 		r.order = c.takeOrder(c.hat)
@@ -378,10 +398,22 @@ func (c *conn) freeRequest(r *request) {
 
 // handle runs one call and writes its reply.
 func (c *conn) handle(r *request) {
-	st := r.m.stats[1]
-	if r.hat {
-		st = r.m.stats[0]
+	codec := wire.GetCodec()
+	st, typ, body := c.execute(r, codec)
+	if !r.oneway {
+		st.repBytes.Add(float64(c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)))
 	}
+	wire.PutCodec(codec)
+	c.freeRequest(r)
+	<-c.s.slots
+	c.end()
+}
+
+// execute decodes the arguments, runs the handler through the interceptors
+// and returns what to reply (for oneway calls nothing is sent), whatever
+// the transport. The request buffer is released once decoded.
+func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.MessageType, proto.Struct) {
+	st := r.m.stats[r.tr]
 	st.calls.Inc()
 	st.reqBytes.Add(float64(r.size))
 	st.inflight.Inc()
@@ -391,13 +423,14 @@ func (c *conn) handle(r *request) {
 	if r.ctx != nil {
 		ctx = r.ctx
 	}
-	codec := wire.GetCodec()
 	args := r.m.m.NewArgs()
 	var (
 		res proto.Struct
 		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
 	)
-	wire.PutBuf(r.buf)
+	if r.buf != nil {
+		wire.PutBuf(r.buf)
+	}
 	r.buf, r.body = nil, nil
 	if err != nil {
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
@@ -410,20 +443,13 @@ func (c *conn) handle(r *request) {
 	if err != nil || (res == nil && !r.oneway) {
 		st.errors.Inc()
 	}
-	if !r.oneway {
-		typ, body := proto.Reply, res
-		if err != nil || res == nil {
-			typ, body = proto.Exception, toAppException(err)
-			if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
-				c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "err", err)
-			}
+	if err != nil || res == nil {
+		if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
+			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "err", err)
 		}
-		st.repBytes.Add(float64(c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)))
+		return st, proto.Exception, toAppException(err)
 	}
-	wire.PutCodec(codec)
-	c.freeRequest(r)
-	<-c.s.slots
-	c.end()
+	return st, proto.Reply, res
 }
 
 // panicError carries a recovered handler panic.
@@ -455,7 +481,7 @@ func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct) (res p
 		return r.m.m.Handle(ctx, args)
 	}
 	info := &CallInfo{
-		Service: r.m.svc, Method: r.m.m, Seqid: r.seqid, Transport: c.transport(r.hat),
+		Service: r.m.svc, Method: r.m.m, Seqid: r.seqid, Transport: transportNames[r.tr],
 		Protocol: r.proto, Remote: c.remote,
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -571,8 +597,10 @@ func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid int32, 
 }
 
 // hello answers the capability handshake and switches the connection to
-// HatRPC framing when both sides can.
-func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) {
+// HatRPC framing when both sides can, granting lanes when the server has
+// them and the client can reach them. It reports true when the connection
+// itself became a lane (an attach hello): the reader then stops.
+func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bool {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	order := c.takeOrder(false)
@@ -580,21 +608,34 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) {
 	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
 		c.reply(false, p, order, name, seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
-		return
+		return false
 	}
 	rep := wire.HelloReply{Version: wire.Version, Transport: "tcp", MaxFrame: int32(min(c.s.opts.limits.MaxMessageSize, 1<<31-1))}
 	upgrade := !c.s.opts.noUpgrade && h.Version >= 1 && h.Caps&wire.CapFraming != 0
+	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
+		l, exc := c.grantLane(&h)
+		if exc != nil {
+			c.reply(false, p, order, name, seqid, proto.Exception, exc, codec)
+			return false
+		}
+		rep.Caps = wire.CapFraming | wire.CapAttach | c.s.laneCaps(&h)
+		rep.Transport = transportNames[l.tr]
+		c.mu.Lock()
+		c.laning = true
+		c.mu.Unlock()
+		c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+		c.attach = l
+		return true
+	}
 	if upgrade {
-		// Transport-upgrade slot: when RDMA or SHM can serve this client
-		// (h.Caps&CapRDMA, CapSHM) the negotiation picks it here; today
-		// every upgraded connection stays on TCP.
-		rep.Caps = wire.CapFraming
+		rep.Caps = wire.CapFraming | c.s.laneCaps(&h)
 	}
 	c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
 	if upgrade {
 		c.hat = true
 		c.upgraded.Store(true)
 	}
+	return false
 }
 
 func (c *conn) cancelCall(seqid int32) {
@@ -658,7 +699,12 @@ func (c *conn) maybeFinish() {
 func (c *conn) drain() {
 	c.mu.Lock()
 	c.draining = true
+	laning := c.laning
 	c.mu.Unlock()
+	if laning {
+		c.stopLane() // a lane still bootstrapping sees draining and stops itself
+		return
+	}
 	// The reader role may be mid-call; the frame only needs the writer.
 	var f [wire.HeaderSize]byte
 	wire.SealFrame(f[:], wire.KindGoAway, 0, 0, 0)

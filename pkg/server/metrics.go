@@ -15,6 +15,7 @@ type metrics struct {
 	bytesIn       *prometheus.CounterVec
 	bytesOut      *prometheus.CounterVec
 	conns         prometheus.Gauge
+	lanes         prometheus.Gauge
 	rejected      *prometheus.CounterVec
 
 	inTCP, inThrift, outTCP, outThrift prometheus.Counter
@@ -51,11 +52,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		conns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "connections", Help: "Open connections.",
 		}),
+		lanes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "lanes", Help: "Open rdma/shm lanes (each also counts as a connection).",
+		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.rejected)
+	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.rejected)
 	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
 	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
 	return m

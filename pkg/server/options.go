@@ -25,6 +25,7 @@ type options struct {
 	limits       proto.Limits
 	noUpgrade    bool
 	writeTimeout time.Duration
+	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
 }
 
 func defaultOptions() options {
@@ -81,3 +82,11 @@ func WithoutUpgrade() Option { return func(o *options) { o.noUpgrade = true } }
 // WithWriteTimeout bounds how long a reply write may block on a client that
 // stops reading (default 30s); the connection is then closed.
 func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }
+
+// WithRDMA lets HatRPC clients move calls onto lanes of the HatRPC engine:
+// provider "auto" (ibv when an RDMA device exists, else shm; HATRPC_PROVIDER
+// overrides), "shm" or "ibv". Shared memory is offered only to clients on
+// the same host. Each function then runs over the protocols its hints plan,
+// one lane per function per client (docs/design/lanes.md). Off by default:
+// without it every call stays on TCP.
+func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }

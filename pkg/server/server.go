@@ -16,6 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
@@ -43,6 +47,11 @@ type Server struct {
 	slots chan struct{}
 	pool  pool
 
+	devMu          sync.Mutex
+	dev            *fastpath.Device // shared verbs device of the lanes, opened on first use
+	devFailed      bool
+	closedForLanes bool
+
 	debugOnce sync.Once
 	debugSrv  *http.Server
 	debugLn   net.Listener
@@ -53,8 +62,10 @@ type Server struct {
 type method struct {
 	svc     string
 	m       *Method
-	stats   [2]*methodStats // [0] HatRPC framing, [1] plain Thrift
-	timeout time.Duration   // server-side hint timeout; 0 = none
+	stats   [numTransports]*methodStats // by trTCP, trThrift, trSHM, trRDMA
+	timeout time.Duration               // server-side hint timeout; 0 = none
+	set     hints.Set                   // server-side hints (lanes plan from them)
+	side    fastpath.Side               // the lane plan of the server side
 }
 
 // New creates a server; register services, then Serve.
@@ -120,12 +131,17 @@ func (s *Server) Register(svc *Service) {
 			h = svc.Hints.Function(m.Name) // nil-safe; service-level table
 		}
 		if h != nil {
-			rm.timeout = h.Server.Timeout
+			rm.set = h.Server
 		} else if svc.Hints != nil {
-			rm.timeout = svc.Hints.Server.Timeout
+			rm.set = svc.Hints.Server
 		}
-		rm.stats[0] = s.met.forMethod(svc.Name, m.Name, TransportTCP)
-		rm.stats[1] = s.met.forMethod(svc.Name, m.Name, TransportThrift)
+		rm.timeout = rm.set.Timeout
+		rm.side = fastpath.PlanSide(rm.set, s.opts.limits.MaxMessageSize+wire.HeaderSize)
+		for tr := range rm.stats {
+			if tr < int(trSHM) || s.opts.rdma != "" {
+				rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
+			}
+		}
 		next[svc.Name+":"+m.Name] = rm
 		if _, taken := next[m.Name]; !taken {
 			next[m.Name] = rm
@@ -282,6 +298,7 @@ func (s *Server) finish() {
 	s.closed = true
 	s.mu.Unlock()
 	s.pool.stop()
+	s.releaseDevice()
 	// A StartDebug after this point must not start a listener nobody closes.
 	s.debugOnce.Do(func() { s.debugErr = ErrServerClosed })
 	s.mu.Lock()

@@ -36,7 +36,7 @@ func run() error {
 		system     = flag.String("system", "", "server role: system to serve")
 		addr       = flag.String("addr", "127.0.0.1:0", "server role: listen address")
 		spec       = flag.String("spec", "", "client role: JSON ClientSpec")
-		systems    = flag.String("systems", strings.Join(bench.Systems(), ","), "systems to compare")
+		systems    = flag.String("systems", strings.Join(bench.TCPSystems(), ","), "systems to compare")
 		sizes      = flag.String("sizes", "64,4KiB,128KiB", "payload sizes")
 		callers    = flag.String("callers", "1,8,64", "concurrent callers for the throughput runs")
 		calls      = flag.Int("calls", 20000, "recorded calls per latency run")

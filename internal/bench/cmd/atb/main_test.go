@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRunnerEndToEnd builds the runner and runs a tiny sweep (separate
+// server and client processes) and checks every output file.
+func TestRunnerEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "atb")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	res := filepath.Join(dir, "out")
+	cmd := exec.CommandContext(ctx, bin, "-systems", "shm-eager,shm-planned,hatrpc",
+		"-lat-sizes", "64,4K", "-tput-sizes", "512", "-callers", "1,4", "-calls", "100", "-warmup", "10",
+		"-dur", "100ms", "-reps", "1", "-out", res)
+	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER=shm")
+	stdout, err := cmd.Output()
+	require.NoError(t, err)
+	t.Log("\n" + string(stdout))
+	assert.Contains(t, string(stdout), "### Goals")
+
+	read := func(name string) [][]string {
+		f, err := os.Open(filepath.Join(res, name))
+		require.NoError(t, err)
+		defer f.Close()
+		recs, err := csv.NewReader(f).ReadAll()
+		require.NoError(t, err)
+		return recs
+	}
+	assert.Len(t, read("latency.csv"), 1+3*2, "a row per system and size")
+	assert.Len(t, read("throughput.csv"), 1+3*2, "a row per system and caller count")
+	for _, f := range []string{"latency.svg", "throughput-512B.svg", "report.md"} {
+		st, err := os.Stat(filepath.Join(res, f))
+		require.NoError(t, err)
+		assert.Positive(t, st.Size(), f)
+	}
+}

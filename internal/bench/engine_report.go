@@ -1,0 +1,411 @@
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Goals of issue 6.
+const (
+	LatencyGoalSize = 64
+	LatencyGoalP50  = 5.0 // µs, engine p50 at LatencyGoalSize
+	SpeedupGoalSize = 128 << 10
+	SpeedupGoal     = 5.0  // engine calls/s over TCP at SpeedupGoalSize
+	PlannedSlack    = 0.05 // planned within 5% of the best fixed protocol
+)
+
+func usf(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func toUS(d int64) float64 { return float64(d) / 1e3 }
+
+// MBPerSec is the payload volume one way, in 10^6 bytes per second.
+func MBPerSec(r ThroughputResult, size int) float64 { return r.OpsPerSec() * float64(size) / 1e6 }
+
+// WriteLatencyCSV writes system,protocol,size,p50_us,p99_us,mean_us (and
+// the polling mode and provider) for every measured point.
+func WriteLatencyCSV(w io.Writer, systems []string, rows []LatencyRow) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"system", "protocol", "size", "p50_us", "p99_us", "mean_us", "polling", "provider"})
+	for _, r := range rows {
+		for _, s := range systems {
+			v, ok := r.By[s]
+			if !ok {
+				continue
+			}
+			proto, poll := Describe(s, r.Size, 1)
+			_ = cw.Write([]string{s, proto, strconv.Itoa(r.Size), usf(toUS(int64(v.P50))), usf(toUS(int64(v.P99))),
+				usf(toUS(int64(v.Mean))), poll, providerOf(s)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteThroughputCSV writes system,size,clients,calls_per_s,mb_per_s (and
+// the protocol, polling mode and provider) for every measured point.
+func WriteThroughputCSV(w io.Writer, systems []string, rows []ThroughputRow) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"system", "size", "clients", "calls_per_s", "mb_per_s", "protocol", "polling", "provider"})
+	for _, r := range rows {
+		for _, s := range systems {
+			v, ok := r.By[s]
+			if !ok {
+				continue
+			}
+			proto, poll := Describe(s, r.Size, r.Callers)
+			_ = cw.Write([]string{s, strconv.Itoa(r.Size), strconv.Itoa(r.Callers), usf(v.OpsPerSec()),
+				usf(MBPerSec(v, r.Size)), proto, poll, providerOf(s)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func providerOf(system string) string {
+	if IsEngineSystem(system) {
+		return providerOfPrefix(EnginePrefix())
+	}
+	return "tcp"
+}
+
+// PlotLatency draws p50 latency against payload size, log-log, one line
+// per system (HatRPC paper, Fig. 8 style).
+func PlotLatency(w io.Writer, systems []string, rows []LatencyRow) error {
+	p := plot.New()
+	p.Title.Text = "ATB 1-caller echo latency (p50)"
+	p.X.Label.Text = "payload (bytes)"
+	p.Y.Label.Text = "p50 latency (µs)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = sizeTicks{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	var lines []any
+	for _, s := range systems {
+		var xys plotter.XYs
+		for _, r := range rows {
+			if v, ok := r.By[s]; ok && v.P50 > 0 {
+				xys = append(xys, plotter.XY{X: float64(r.Size), Y: toUS(int64(v.P50))})
+			}
+		}
+		if len(xys) > 0 {
+			lines = append(lines, s, xys)
+		}
+	}
+	return writePlot(w, p, lines)
+}
+
+// PlotThroughput draws calls/s against the number of callers for one
+// payload size, one line per system (HatRPC paper, Fig. 9 style).
+func PlotThroughput(w io.Writer, systems []string, rows []ThroughputRow, size int) error {
+	p := plot.New()
+	p.Title.Text = "ATB closed-loop throughput, " + SizeLabel(size) + " payload"
+	p.X.Label.Text = "concurrent callers"
+	p.Y.Label.Text = "calls/s"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	if size >= 64<<10 {
+		p.Y.Label.Text = "calls/s (× " + SizeLabel(size) + " = payload volume)"
+	}
+	var lines []any
+	for _, s := range systems {
+		var xys plotter.XYs
+		for _, r := range rows {
+			if v, ok := r.By[s]; ok && r.Size == size {
+				xys = append(xys, plotter.XY{X: float64(r.Callers), Y: v.OpsPerSec()})
+			}
+		}
+		if len(xys) > 0 {
+			lines = append(lines, s, xys)
+		}
+	}
+	return writePlot(w, p, lines)
+}
+
+func writePlot(w io.Writer, p *plot.Plot, lines []any) error {
+	if len(lines) == 0 {
+		return fmt.Errorf("bench: nothing measured to plot")
+	}
+	p.Add(plotter.NewGrid())
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return err
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	wt, err := p.WriterTo(9*vg.Inch, 6*vg.Inch, "svg")
+	if err != nil {
+		return err
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}
+
+// sizeTicks labels powers of two in bytes.
+type sizeTicks struct{}
+
+func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for n := 1; float64(n) <= hi*1.0001; n *= 4 {
+		if float64(n) >= lo*0.9999 {
+			ticks = append(ticks, plot.Tick{Value: float64(n), Label: SizeLabel(n)})
+		}
+	}
+	return ticks
+}
+
+// fixedEngine reports whether s is an engine system with a fixed protocol.
+func fixedEngine(s string) bool {
+	e, ok := engineSystems[s]
+	return ok && !e.Planned
+}
+
+func plannedName() string { return Engine{Planned: true}.Name() }
+
+// WriteEngineLatencyTable writes the latency table as Markdown: p50/p99 in
+// µs per system (rows) and size (columns), then the planned system's
+// verdict per size.
+func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
+	hdr := "| system (protocol, polling) |"
+	sep := "|---|"
+	for _, r := range rows {
+		hdr += " " + SizeLabel(r.Size) + " |"
+		sep += "---:|"
+	}
+	fmt.Fprintln(w, hdr)
+	fmt.Fprintln(w, sep)
+	for _, s := range systems {
+		line := "| " + systemLabel(s, rows[0].Size, 1) + " |"
+		for _, r := range rows {
+			if v, ok := r.By[s]; ok {
+				line += fmt.Sprintf(" %.1f / %.0f |", toUS(int64(v.P50)), toUS(int64(v.P99)))
+			} else {
+				line += " - |"
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	line := "| planned protocol |"
+	for _, r := range rows {
+		p, _ := Describe(plannedName(), r.Size, 1)
+		line += " " + p + " |"
+	}
+	fmt.Fprintln(w, line)
+	line = "| planned / best fixed p50 |"
+	for _, r := range rows {
+		ratio, best, ok := plannedLatencyRatio(r)
+		if !ok {
+			line += " - |"
+			continue
+		}
+		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio <= 1+PlannedSlack))
+	}
+	fmt.Fprintln(w, line)
+}
+
+func short(system string) string {
+	_, after, ok := strings.Cut(system, "-")
+	if ok && IsEngineSystem(system) {
+		return after
+	}
+	return system
+}
+
+func systemLabel(s string, size, callers int) string {
+	proto, poll := Describe(s, size, callers)
+	if !IsEngineSystem(s) {
+		return s + " (TCP loopback)"
+	}
+	if s == plannedName() {
+		return s + " (hints.PlanFor, " + poll + ")"
+	}
+	return s + " (" + proto + ", " + poll + ")"
+}
+
+func plannedLatencyRatio(r LatencyRow) (float64, string, bool) {
+	pl, ok := r.By[plannedName()]
+	if !ok {
+		return 0, "", false
+	}
+	best, bestName := math.Inf(1), ""
+	for s, v := range r.By {
+		if fixedEngine(s) && float64(v.P50) < best {
+			best, bestName = float64(v.P50), s
+		}
+	}
+	if bestName == "" || best <= 0 {
+		return 0, "", false
+	}
+	return float64(pl.P50) / best, bestName, true
+}
+
+func plannedThroughputRatio(r ThroughputRow) (float64, string, bool) {
+	pl, ok := r.By[plannedName()]
+	if !ok {
+		return 0, "", false
+	}
+	best, bestName := 0.0, ""
+	for s, v := range r.By {
+		if fixedEngine(s) && v.OpsPerSec() > best {
+			best, bestName = v.OpsPerSec(), s
+		}
+	}
+	if bestName == "" {
+		return 0, "", false
+	}
+	return pl.OpsPerSec() / best, bestName, true
+}
+
+// WriteEngineThroughputTable writes calls/s per system (rows) and caller
+// count (columns) for one size, the planned verdict and, against TCP, the
+// best engine system's speedup.
+func WriteEngineThroughputTable(w io.Writer, systems []string, rows []ThroughputRow, size int) {
+	var rs []ThroughputRow
+	for _, r := range rows {
+		if r.Size == size {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		return
+	}
+	hdr, sep := "| "+SizeLabel(size)+": calls/s |", "|---|"
+	for _, r := range rs {
+		hdr += fmt.Sprintf(" c%d |", r.Callers)
+		sep += "---:|"
+	}
+	fmt.Fprintln(w, hdr)
+	fmt.Fprintln(w, sep)
+	for _, s := range systems {
+		line := "| " + s + " |"
+		for _, r := range rs {
+			if v, ok := r.By[s]; ok {
+				line += fmt.Sprintf(" %.0f |", v.OpsPerSec())
+			} else {
+				line += " - |"
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	line := "| polling (engine) |"
+	for _, r := range rs {
+		_, poll := Describe(plannedName(), size, r.Callers)
+		line += " " + poll + " |"
+	}
+	fmt.Fprintln(w, line)
+	line = "| planned protocol |"
+	for _, r := range rs {
+		p, _ := Describe(plannedName(), size, r.Callers)
+		line += " " + p + " |"
+	}
+	fmt.Fprintln(w, line)
+	line = "| planned / best fixed |"
+	for _, r := range rs {
+		ratio, best, ok := plannedThroughputRatio(r)
+		if !ok {
+			line += " - |"
+			continue
+		}
+		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio >= 1-PlannedSlack))
+	}
+	fmt.Fprintln(w, line)
+	line = "| best engine / TCP |"
+	for _, r := range rs {
+		line += " " + speedupCell(r) + " |"
+	}
+	fmt.Fprintln(w, line)
+}
+
+func speedupCell(r ThroughputRow) string {
+	tcp, ok := r.By[Subject]
+	if !ok || tcp.OpsPerSec() <= 0 {
+		return "-"
+	}
+	best, bestName := 0.0, ""
+	for s, v := range r.By {
+		if IsEngineSystem(s) && v.OpsPerSec() > best {
+			best, bestName = v.OpsPerSec(), s
+		}
+	}
+	if bestName == "" {
+		return "-"
+	}
+	ratio := best / tcp.OpsPerSec()
+	verdict := ""
+	if r.Size == SpeedupGoalSize {
+		verdict = " " + mark(ratio >= SpeedupGoal)
+	}
+	return fmt.Sprintf("%.1fx (%s)%s", ratio, short(bestName), verdict)
+}
+
+// WriteEngineVerdicts summarises the three goals of issue 6.
+func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
+	for _, r := range lat {
+		if r.Size != LatencyGoalSize {
+			continue
+		}
+		best, bestName := math.Inf(1), ""
+		for s, v := range r.By {
+			if IsEngineSystem(s) && toUS(int64(v.P50)) < best {
+				best, bestName = toUS(int64(v.P50)), s
+			}
+		}
+		if pl, ok := r.By[plannedName()]; ok {
+			fmt.Fprintf(w, "- %s p50 < %.0f µs: best engine %s %.2f µs, planned %.2f µs, TCP %s µs: **%s**\n",
+				SizeLabel(r.Size), LatencyGoalP50, short(bestName), best, toUS(int64(pl.P50)),
+				tcpP50(r), mark(toUS(int64(pl.P50)) < LatencyGoalP50))
+		}
+	}
+	var cells []string
+	pass := true
+	for _, r := range tput {
+		if r.Size != SpeedupGoalSize {
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("c%d %s", r.Callers, speedupCell(r)))
+		if !strings.HasSuffix(speedupCell(r), "ok") {
+			pass = false
+		}
+	}
+	if len(cells) > 0 {
+		fmt.Fprintf(w, "- %s engine ≥ %.0fx TCP calls/s: %s: **%s**\n", SizeLabel(SpeedupGoalSize), SpeedupGoal,
+			strings.Join(cells, "; "), mark(pass))
+	}
+	n, miss := 0, []string{}
+	for _, r := range lat {
+		if ratio, _, ok := plannedLatencyRatio(r); ok {
+			n++
+			if ratio > 1+PlannedSlack {
+				miss = append(miss, fmt.Sprintf("latency %s %.2f", SizeLabel(r.Size), ratio))
+			}
+		}
+	}
+	for _, r := range tput {
+		if ratio, _, ok := plannedThroughputRatio(r); ok {
+			n++
+			if ratio < 1-PlannedSlack {
+				miss = append(miss, fmt.Sprintf("%s c%d %.2f", SizeLabel(r.Size), r.Callers, ratio))
+			}
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "- planned within %.0f%% of the best fixed protocol: %d of %d cells", PlannedSlack*100, n-len(miss), n)
+		if len(miss) > 0 {
+			fmt.Fprintf(w, "; misses: %s", strings.Join(miss, ", "))
+		}
+		fmt.Fprintf(w, ": **%s**\n", mark(len(miss) == 0))
+	}
+}
+
+func tcpP50(r LatencyRow) string {
+	if v, ok := r.By[Subject]; ok {
+		return fmt.Sprintf("%.1f", toUS(int64(v.P50)))
+	}
+	return "-"
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+func TestEngineReport(t *testing.T) {
+	eager := Engine{Proto: rdma.ProtoEager}.Name()
+	imm := Engine{Proto: rdma.ProtoDirectWriteIMM}.Name()
+	planned := Engine{Planned: true}.Name()
+	systems := []string{eager, imm, planned, Subject}
+	lat := []LatencyRow{{Placement: "unpinned", Size: 64, By: map[string]LatencyResult{
+		eager:   {P50: 3 * time.Microsecond, P99: 9 * time.Microsecond, Mean: 4 * time.Microsecond},
+		imm:     {P50: 2 * time.Microsecond, P99: 8 * time.Microsecond, Mean: 3 * time.Microsecond},
+		planned: {P50: 2100 * time.Nanosecond, P99: 8 * time.Microsecond, Mean: 3 * time.Microsecond},
+		Subject: {P50: 12 * time.Microsecond, P99: 50 * time.Microsecond, Mean: 14 * time.Microsecond},
+	}}}
+	sec := func(calls int64) ThroughputResult { return ThroughputResult{Calls: calls, Elapsed: time.Second} }
+	tput := []ThroughputRow{
+		{Size: 128 << 10, Callers: 1, By: map[string]ThroughputResult{eager: sec(9000), imm: sec(10000), planned: sec(9000), Subject: sec(1000)}},
+		{Size: 128 << 10, Callers: 8, By: map[string]ThroughputResult{eager: sec(4000), imm: sec(3000), planned: sec(3000), Subject: sec(1000)}},
+	}
+
+	var b bytes.Buffer
+	require.NoError(t, WriteLatencyCSV(&b, systems, lat))
+	recs, err := csv.NewReader(&b).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 5)
+	assert.Equal(t, []string{"system", "protocol", "size", "p50_us", "p99_us", "mean_us"}, recs[0][:6])
+	assert.Equal(t, []string{planned, "direct_write_imm", "64", "2.10", "8.00", "3.00", "busy", "shm"}, recs[3])
+
+	b.Reset()
+	require.NoError(t, WriteThroughputCSV(&b, systems, tput))
+	recs, err = csv.NewReader(&b).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 9)
+	assert.Equal(t, []string{"system", "size", "clients", "calls_per_s", "mb_per_s"}, recs[0][:5])
+	assert.Equal(t, []string{Subject, "131072", "1", "1000.00", "131.07", "tcp", "-", "tcp"}, recs[4])
+
+	b.Reset()
+	WriteEngineVerdicts(&b, lat, tput)
+	v := b.String()
+	assert.Contains(t, v, "planned 2.10 µs")
+	assert.Contains(t, v, "c1 10.0x (direct_write_imm) ok; c8 4.0x (eager) MISS: **MISS**")
+	assert.Contains(t, v, "1 of 3 cells; misses: 128KiB c1 0.90, 128KiB c8 0.75")
+
+	for name, f := range map[string]func(*bytes.Buffer) error{
+		"latency":    func(w *bytes.Buffer) error { return PlotLatency(w, systems, lat) },
+		"throughput": func(w *bytes.Buffer) error { return PlotThroughput(w, systems, tput, 128<<10) },
+	} {
+		b.Reset()
+		require.NoError(t, f(&b), name)
+		assert.True(t, strings.HasPrefix(b.String(), "<?xml"), name)
+		assert.Contains(t, b.String(), planned, name)
+	}
+	assert.Error(t, PlotThroughput(&b, systems, tput, 512), "no points at 512 B")
+
+	b.Reset()
+	WriteEngineLatencyTable(&b, systems, lat)
+	assert.Contains(t, b.String(), "| 1.05 (direct_write_imm) ok |")
+	b.Reset()
+	WriteEngineThroughputTable(&b, systems, tput, 128<<10)
+	assert.Contains(t, b.String(), "| planned / best fixed | 0.90 (direct_write_imm) MISS | 0.75 (eager) MISS |")
+}

@@ -1,0 +1,141 @@
+package fastpath
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// Side is one side's plan for one function on a lane: the protocol of the
+// messages it sends (by size) and how its endpoint is built.
+type Side struct {
+	Small, Large rdma.Protocol
+	Threshold    int // messages above this are Large
+	Polling      hints.Polling
+	Config       rdma.EndpointConfig
+}
+
+// Protocol picks the protocol for an n-byte message.
+func (s *Side) Protocol(n int) rdma.Protocol {
+	if n > s.Threshold {
+		return s.Large
+	}
+	return s.Small
+}
+
+// Spin is the spin phase an endpoint of this side starts with: busy polls
+// until the message comes, event blocks at once, adaptive starts spinning
+// and lets the tuner decide.
+func (s *Side) Spin() time.Duration {
+	switch s.Polling {
+	case hints.PollBusy:
+		return BusySpin
+	case hints.PollAdaptive:
+		return AdaptiveSpin
+	}
+	return 0
+}
+
+// BusySpin is the spin phase of a busy-polling lane: longer than any call,
+// so it never blocks, yet the wait still ends (and rechecks) now and then.
+const BusySpin = time.Hour
+
+// AdaptiveSpin is the spin phase the tuner gives adaptive lanes while the
+// CPU has room: a few round trips long, so a quick answer costs no wakeup.
+const AdaptiveSpin = 100 * time.Microsecond
+
+// MaxMessage is the largest request or response a lane carries (the
+// runtime's message limit caps it further).
+const MaxMessage = 64 << 20
+
+// PlanSide turns a resolved hint set into a lane side. Protocols follow the
+// planner (pkg/hints.PlanFor) for a small and a large message; the hybrid
+// hint keeps the engine's own size switch. Every endpoint is built in event
+// mode and spins per its polling hint, so the tuner can move it later and
+// peers always get a completion for RFP requests (see docs/design/lanes.md).
+func PlanSide(set hints.Set, maxMsg int) Side {
+	cores := runtime.NumCPU()
+	small := hints.PlanFor(set, cores, 1)
+	large := hints.PlanFor(set, cores, small.EagerThreshold+1)
+	sd := Side{
+		Small:     engineProto(set.Protocol, small.Protocol),
+		Large:     engineProto(set.Protocol, large.Protocol),
+		Threshold: small.EagerThreshold,
+		Polling:   small.Polling,
+	}
+	if maxMsg <= 0 || maxMsg > MaxMessage {
+		maxMsg = MaxMessage
+	}
+	inline := small.InlineThreshold
+	if inline == 0 {
+		inline = -1
+	}
+	sig := small.SignalInterval
+	sd.Config = rdma.EndpointConfig{
+		SlotSize:        small.EagerThreshold,
+		Slots:           16,
+		DirectSize:      64 << 10,
+		RespSize:        64 << 10,
+		EagerThreshold:  small.EagerThreshold,
+		InlineThreshold: inline,
+		SignalInterval:  sig,
+		MaxSendWR:       max(64, 2*sig),
+		Polling:         rdma.PollEvent,
+		RFPRetries:      small.RFPRetries,
+		RFPFetchSize:    max(small.RFPFetchSize, rdma.MinFetchSize),
+		MaxMessage:      maxMsg,
+		PoolSize:        256 << 10,
+		SpinTime:        sd.Spin(),
+	}
+	return sd
+}
+
+func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {
+	if hint == hints.ProtoHybrid {
+		return rdma.ProtoHybrid
+	}
+	p, err := rdma.ParseProtocol(planned.String())
+	if err != nil {
+		return rdma.ProtoHybrid // the planner never returns auto; hybrid is safe for any size
+	}
+	return p
+}
+
+// PlanError is a client plan the server cannot serve; it names the
+// function, and matches ErrPlanConflict.
+type PlanError struct {
+	Function string
+	Reason   string
+}
+
+// ErrPlanConflict matches every PlanError.
+var ErrPlanConflict = fmt.Errorf("fastpath: client and server plans conflict")
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("function %s: %s", e.Function, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrPlanConflict) true.
+func (e *PlanError) Is(target error) bool { return target == ErrPlanConflict }
+
+// CheckPair reports whether a client that asks for a lane of transport
+// lane, with its own transport and protocol hints for fn, can work with the
+// server's hints for fn. The engine accepts any pair of protocols (each
+// side picks its own, and an RFP server answers a client that does not
+// fetch by sending), so what can conflict is where the function runs.
+func CheckPair(fn string, lane hints.Transport, clientTransport hints.Transport, server hints.Set) error {
+	switch {
+	case server.Transport == hints.TransportTCP:
+		return &PlanError{fn, fmt.Sprintf("the client asks for a %s lane but the server pins the function to transport=tcp", lane)}
+	case server.Transport != hints.TransportAuto && server.Transport != lane:
+		return &PlanError{fn, fmt.Sprintf("the client asks for a %s lane but the server pins the function to transport=%s", lane, server.Transport)}
+	case clientTransport == hints.TransportTCP:
+		return &PlanError{fn, "the client pins the function to transport=tcp, yet asked for a lane"}
+	case clientTransport != hints.TransportAuto && clientTransport != lane:
+		return &PlanError{fn, fmt.Sprintf("the client pins transport=%s but the lane is %s", clientTransport, lane)}
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package fastpath
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Spinner is what the tuner moves: an event-polling endpoint's spin phase.
+type Spinner interface{ SetSpin(time.Duration) }
+
+// Polling decisions of the adaptive tuner (CommonRDMA's decision tree).
+const (
+	DecideSpin  = iota // spare cores: spin AdaptiveSpin before blocking
+	DecideShort        // cores taken but CPU not saturated: spin ShortSpin
+	DecideBlock        // saturated: block at once (pure event polling)
+	numDecisions
+)
+
+// ShortSpin covers a reply that is already on its way, not a handler.
+const ShortSpin = 10 * time.Microsecond
+
+var decisionNames = [numDecisions]string{"spin", "short_spin", "block"}
+
+// DecisionName names a decision for metrics and logs.
+func DecisionName(d int) string { return decisionNames[d] }
+
+// tunePeriod is how often the tuner decides: long enough to average the
+// CPU load over many calls, short enough to follow a load burst.
+const tunePeriod = 10 * time.Millisecond
+
+type tuner struct {
+	mu      sync.Mutex
+	eps     map[Spinner]struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	current atomic.Int32
+
+	waiting atomic.Int64 // lanes inside a wait in C, adaptive or not
+	counts  [numDecisions]atomic.Uint64
+}
+
+var tune = tuner{eps: map[Spinner]struct{}{}}
+
+// Waiting counts a lane entering a wait in C; call the returned function
+// when it leaves. The tuner compares the number of spinning lanes with the
+// cores.
+func Waiting() func() {
+	tune.waiting.Add(1)
+	return func() { tune.waiting.Add(-1) }
+}
+
+// RegisterAdaptive puts an adaptive endpoint under the tuner and sets its
+// current spin; unregister before closing the endpoint. The tuner runs
+// while at least one endpoint is registered.
+func RegisterAdaptive(s Spinner) (unregister func()) {
+	tune.mu.Lock()
+	tune.eps[s] = struct{}{}
+	if tune.stop == nil {
+		tune.stop, tune.done = make(chan struct{}), make(chan struct{})
+		tune.current.Store(DecideSpin)
+		go tune.loop(tune.stop, tune.done)
+	}
+	d := int(tune.current.Load())
+	tune.mu.Unlock()
+	s.SetSpin(spinOf(d))
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			tune.mu.Lock()
+			delete(tune.eps, s)
+			var stop, done chan struct{}
+			if len(tune.eps) == 0 {
+				stop, done = tune.stop, tune.done
+				tune.stop, tune.done = nil, nil
+			}
+			tune.mu.Unlock()
+			if stop != nil {
+				close(stop)
+				<-done
+			}
+		})
+	}
+}
+
+func spinOf(d int) time.Duration {
+	switch d {
+	case DecideSpin:
+		return AdaptiveSpin
+	case DecideShort:
+		return ShortSpin
+	}
+	return 0
+}
+
+// Decide is the decision tree: spinning pays while spinners leave cores
+// for the handlers; once they do not, a short spin still catches replies
+// already in flight; a saturated CPU blocks at once (HatRPC §3.2: busy
+// polling collapses when pollers outnumber cores).
+func Decide(waiting, cores int, cpu float64) int {
+	switch {
+	case waiting < cores && cpu < 0.75:
+		return DecideSpin
+	case waiting <= 2*cores && cpu < 0.9:
+		return DecideShort
+	}
+	return DecideBlock
+}
+
+func (t *tuner) loop(stop, done chan struct{}) {
+	defer close(done)
+	tk := time.NewTicker(tunePeriod)
+	defer tk.Stop()
+	cores := runtime.NumCPU()
+	lastCPU, lastWall := cpuTime(), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tk.C:
+			c := cpuTime()
+			wall := now.Sub(lastWall)
+			load := 0.0
+			if wall > 0 {
+				load = float64(c-lastCPU) / float64(wall) / float64(cores)
+			}
+			lastCPU, lastWall = c, now
+			d := Decide(int(t.waiting.Load()), cores, load)
+			t.counts[d].Add(1)
+			if int(t.current.Swap(int32(d))) == d {
+				continue
+			}
+			// One cgo crossing per endpoint, only when the decision changes.
+			t.mu.Lock()
+			for s := range t.eps {
+				s.SetSpin(spinOf(d))
+			}
+			t.mu.Unlock()
+		}
+	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// PollingStats is what the tuner did: decisions taken per kind (one per
+// period while adaptive lanes exist), the decision in force, and the lanes
+// currently waiting in C.
+type PollingStats struct {
+	Decisions [numDecisions]uint64
+	Current   int
+	Waiting   int
+	Adaptive  int // endpoints under the tuner
+}
+
+// Polling reports the tuner's state.
+func Polling() PollingStats {
+	var s PollingStats
+	for i := range s.Decisions {
+		s.Decisions[i] = tune.counts[i].Load()
+	}
+	s.Current = int(tune.current.Load())
+	s.Waiting = int(tune.waiting.Load())
+	tune.mu.Lock()
+	s.Adaptive = len(tune.eps)
+	tune.mu.Unlock()
+	return s
+}

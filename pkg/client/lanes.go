@@ -1,0 +1,426 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// Lanes carry a Conn's calls over the HatRPC engine once the server granted
+// shm or rdma in the handshake (docs/design/lanes.md): one pool of lanes per
+// function, each lane an endpoint pair doing one call at a time entirely in
+// C, bootstrapped over its own TCP connection, which then stays open as the
+// lane's liveness link.
+
+// ErrPlanConflict matches (errors.Is) the error of a call whose function's
+// client plan the server refused; the error names the function.
+var ErrPlanConflict = fastpath.ErrPlanConflict
+
+// defaultMaxLanes is the lanes per function when the concurrency hint is
+// lower: enough for a burst of callers without queueing on a 2-core box.
+const defaultMaxLanes = 16
+
+// laneOffer is what the handshake offers beyond HatRPC framing.
+func (c *Conn) laneOffer() uint64 {
+	switch c.o.rdma {
+	case "off", "":
+		return 0
+	case rdma.ProviderSHM:
+		return wire.CapSHM
+	case rdma.ProviderIBV:
+		return wire.CapRDMA
+	}
+	return wire.CapSHM | wire.CapRDMA
+}
+
+// lanes is the Conn's set of lane pools.
+type lanes struct {
+	c      *Conn
+	mu     sync.Mutex
+	pools  map[string]*lanePool
+	devs   map[hints.Transport]*fastpath.Device
+	off    error // set once lanes proved unusable: everything stays on TCP
+	closed bool
+}
+
+// lanePool is the lanes of one function.
+type lanePool struct {
+	ls       *lanes
+	fn       string // Service:name, as the server looks it up
+	tr       hints.Transport
+	side     fastpath.Side
+	set      hints.Set
+	tokens   chan struct{} // one per lane that may exist
+	idle     chan *clane
+	conflict atomic.Pointer[fastpath.PlanError]
+
+	mu  sync.Mutex
+	all map[*clane]struct{}
+}
+
+// clane is one lane of a client.
+type clane struct {
+	p      *lanePool
+	pd     *rdma.PD
+	ep     *rdma.RPCEndpoint
+	link   *fastpath.Link
+	unreg  func()
+	goaway atomic.Bool
+	broken atomic.Bool
+	once   sync.Once
+}
+
+// errNoLane sends a call to TCP: lanes are off for this Conn.
+var errNoLane = errors.New("client: no lane")
+
+// pool returns the function's lane pool, nil when the call stays on TCP.
+func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
+	key := m.Service + ":" + m.Name
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closed {
+		return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+	}
+	if ls.off != nil {
+		return nil, errNoLane
+	}
+	if p := ls.pools[key]; p != nil && p.tr == tr {
+		return p, nil
+	}
+	var set hints.Set
+	if m.Hints != nil {
+		set = m.Hints.Client
+	}
+	n := ls.c.o.maxLanes
+	if n <= 0 {
+		n = max(set.Concurrency, defaultMaxLanes)
+	}
+	p := &lanePool{ls: ls, fn: key, tr: tr, set: set,
+		side:   fastpath.PlanSide(set, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
+		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
+	if ls.pools == nil {
+		ls.pools = map[string]*lanePool{}
+	}
+	ls.pools[key] = p
+	return p, nil
+}
+
+// device returns the shared device for transport tr.
+func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if d := ls.devs[tr]; d != nil {
+		return d, nil
+	}
+	provider := rdma.ProviderSHM
+	if tr == hints.TransportRDMA {
+		provider = rdma.ProviderIBV
+	}
+	d, err := fastpath.Acquire(provider)
+	if err != nil {
+		return nil, err
+	}
+	if ls.devs == nil {
+		ls.devs = map[hints.Transport]*fastpath.Device{}
+	}
+	ls.devs[tr] = d
+	return d, nil
+}
+
+// disable keeps every later call of the Conn on TCP.
+func (ls *lanes) disable(err error) {
+	ls.mu.Lock()
+	if ls.off == nil {
+		ls.off = err
+	}
+	ls.mu.Unlock()
+}
+
+// close ends every lane and releases the devices.
+func (ls *lanes) close() {
+	ls.mu.Lock()
+	ls.closed = true
+	pools := ls.pools
+	devs := ls.devs
+	ls.pools, ls.devs = nil, nil
+	ls.mu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		all := make([]*clane, 0, len(p.all))
+		for l := range p.all {
+			all = append(all, l)
+		}
+		p.mu.Unlock()
+		for _, l := range all {
+			l.close()
+		}
+	}
+	for _, d := range devs {
+		d.Release()
+	}
+}
+
+// get takes an idle lane, opens a new one while under the limit, or waits.
+func (p *lanePool) get(ctx context.Context) (*clane, error) {
+	if pe := p.conflict.Load(); pe != nil {
+		return nil, pe
+	}
+	select {
+	case l := <-p.idle:
+		return l, nil
+	default:
+	}
+	select {
+	case l := <-p.idle:
+		return l, nil
+	case p.tokens <- struct{}{}:
+		l, err := p.open(ctx)
+		if err != nil {
+			<-p.tokens
+			return nil, err
+		}
+		return l, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// put returns a lane after a call; a broken or drained one is closed and
+// its place freed for a new one.
+func (p *lanePool) put(l *clane) {
+	if l.broken.Load() || l.goaway.Load() {
+		l.close()
+		return
+	}
+	p.idle <- l
+}
+
+// open attaches a new lane: a TCP connection whose hello asks for the lane,
+// then the endpoint bootstrap over it.
+func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
+	c := p.ls.c
+	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
+	defer cancel()
+	d, err := p.ls.device(p.tr)
+	if err != nil {
+		p.ls.disable(err)
+		return nil, errNoLane
+	}
+	nc, err := c.dialRaw(dctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			nc.Close()
+		}
+	}()
+	br := bufio.NewReaderSize(nc, 4<<10)
+	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
+		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(),
+		Attach: &wire.Attach{Transport: p.tr.String(), Function: p.fn,
+			ClientTransport: p.set.Transport.String(), ClientProtocol: p.set.Protocol.String()}}
+	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
+	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
+	hcancel()
+	switch {
+	case err != nil:
+		return nil, err
+	case exc != nil && exc.Type == proto.ExcInvalidProtocol:
+		pe := &fastpath.PlanError{Function: p.fn, Reason: exc.Message}
+		p.conflict.Store(pe)
+		return nil, pe
+	case exc != nil || rep.Caps&wire.CapAttach == 0:
+		// The server will not give lanes to this client (draining, or it
+		// changed its mind): the Conn carries on over TCP.
+		p.ls.disable(fmt.Errorf("lane refused: %v", exc))
+		return nil, errNoLane
+	}
+	l := &clane{p: p}
+	if l.pd, err = d.AllocPD(); err != nil {
+		return nil, &ConnError{Op: "lane", Err: err}
+	}
+	if l.ep, err = rdma.NewRPCEndpoint(l.pd, p.side.Config); err != nil {
+		_ = l.pd.Close()
+		return nil, &ConnError{Op: "lane", Err: err}
+	}
+	if err = l.ep.Bootstrap(dctx, bufConn{nc, br}); err != nil {
+		_ = l.ep.Close()
+		_ = l.pd.Close()
+		return nil, &ConnError{Op: "lane", Err: err}
+	}
+	if p.side.Polling == hints.PollAdaptive {
+		l.unreg = fastpath.RegisterAdaptive(l.ep)
+	}
+	l.link = fastpath.Watch(nc, func() { l.goaway.Store(true) }, func() {
+		l.broken.Store(true)
+		l.ep.Abort()
+	})
+	p.mu.Lock()
+	p.all[l] = struct{}{}
+	p.mu.Unlock()
+	return l, nil
+}
+
+// close tears the lane down and frees its place in the pool.
+func (l *clane) close() {
+	l.once.Do(func() {
+		l.broken.Store(true)
+		l.link.Close() // the watcher aborts the endpoint: a call in C returns
+		if l.unreg != nil {
+			l.unreg()
+		}
+		_ = l.ep.Close()
+		_ = l.pd.Close()
+		p := l.p
+		p.mu.Lock()
+		delete(p.all, l)
+		p.mu.Unlock()
+		<-p.tokens
+	})
+}
+
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b bufConn) Read(q []byte) (int, error) { return b.r.Read(q) }
+
+// call runs one call on a lane of the pool.
+func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, result proto.Struct) error {
+	l, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	c := p.ls.c
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			p.put(l)
+			return context.DeadlineExceeded
+		}
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	kind, typ := wire.KindCall, proto.Call
+	if oneway {
+		kind, typ = wire.KindOneway, proto.Oneway
+	}
+	const seq = 1 // one call at a time per lane: the frame's seqid is fixed
+	b, err := codec.AppendMessage((*bp)[:wire.HeaderSize], c.o.proto, name, typ, seq, args)
+	*bp = b
+	if err != nil {
+		p.put(l)
+		return err
+	}
+	var flags uint8
+	if c.o.proto == proto.Compact {
+		flags = wire.FlagCompact
+	}
+	wire.SealFrame(b, kind, flags, seq, timeout)
+	resp, err := l.ep.Call(ctx, p.side.Protocol(len(b)), b)
+	if err != nil {
+		// An interrupted exchange leaves the endpoint broken: the lane
+		// goes, and a later call opens a new one.
+		l.broken.Store(true)
+		p.put(l)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
+		return &ConnError{Op: "lane", Err: err}
+	}
+	defer p.put(l)
+	if oneway {
+		return nil
+	}
+	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
+	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
+		err = fmt.Errorf("%w: lane reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
+	}
+	if err != nil {
+		l.broken.Store(true)
+		return &ConnError{Op: "lane", Err: err}
+	}
+	// Decoding copies what it keeps: the response is the engine's lease,
+	// valid only until the lane's next call.
+	err = decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+	}
+	return err
+}
+
+// lanesFor runs the call on a lane when the session granted lanes and the
+// function's hints allow one; errNoLane sends it to TCP.
+func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result proto.Struct) error {
+	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+		return errNoLane
+	}
+	want := hints.TransportAuto
+	if m.Hints != nil {
+		want = m.Hints.Client.Transport
+	}
+	tr := pickTransport(want, s.caps)
+	if tr != hints.TransportSHM && tr != hints.TransportRDMA {
+		return errNoLane
+	}
+	p, err := c.lanes.pool(m, tr)
+	if err != nil {
+		return err
+	}
+	name := m.Name
+	if m.Service != "" {
+		name = m.Service + ":" + m.Name
+	}
+	return p.call(ctx, name, m.Oneway, args, result)
+}
+
+// prewarm opens one lane per function of the WithHints tables, so a plan
+// the server refuses fails Dial rather than a later call.
+func (c *Conn) prewarm(ctx context.Context, s *session) error {
+	for _, svc := range c.o.hints {
+		for i := range svc.Functions {
+			fn := &svc.Functions[i]
+			tr := pickTransport(fn.Client.Transport, s.caps)
+			if tr != hints.TransportSHM && tr != hints.TransportRDMA {
+				continue
+			}
+			p, err := c.lanes.pool(&Method{Service: svc.Name, Name: fn.Name, Hints: fn}, tr)
+			if err != nil {
+				return nilIfNoLane(err)
+			}
+			l, err := p.get(ctx)
+			if err != nil {
+				return nilIfNoLane(err)
+			}
+			p.put(l)
+		}
+	}
+	return nil
+}
+
+func nilIfNoLane(err error) error {
+	if err == errNoLane {
+		return nil
+	}
+	return err
+}

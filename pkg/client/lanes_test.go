@@ -1,0 +1,280 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// laneServer serves the echo service with lanes on the shm provider.
+func laneServer(t *testing.T, opts ...server.Option) *testServer {
+	t.Helper()
+	return serve(t, "", append([]server.Option{server.WithRDMA("shm")}, opts...)...)
+}
+
+// callsOn reads the server's call counter for echo on a transport.
+func callsOn(t *testing.T, ts *testServer, transport string) float64 {
+	t.Helper()
+	mfs, err := ts.srv.Registry().Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "hatrpc_server_calls_total" {
+			continue
+		}
+		var n float64
+		for _, m := range mf.GetMetric() {
+			lbl := map[string]string{}
+			for _, l := range m.GetLabel() {
+				lbl[l.GetName()] = l.GetValue()
+			}
+			if lbl["function"] == "echo" && lbl["transport"] == transport {
+				n += m.GetCounter().GetValue()
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+func methodWith(set hints.Set) *client.Method {
+	return &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo", Client: set}}
+}
+
+func TestLanesCarryCalls(t *testing.T) {
+	cases := []struct {
+		name string
+		set  hints.Set
+	}{
+		{"default", hints.Set{}},
+		{"eager-busy", hints.Set{Protocol: hints.ProtoEager, Polling: hints.PollBusy}},
+		{"rfp-event", hints.Set{Protocol: hints.ProtoRFP, Polling: hints.PollEvent}},
+		{"write-rndv-adaptive", hints.Set{Protocol: hints.ProtoWriteRNDV, Polling: hints.PollAdaptive}},
+		{"hybrid", hints.Set{Protocol: hints.ProtoHybrid}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := laneServer(t)
+			c := dial(t, ts.addr)
+			m := methodWith(tc.set)
+			for _, n := range []int{0, 10, 5000, 200 << 10} {
+				args := &wiretest.EchoArgs{Msg: strings.Repeat("x", n)}
+				var res wiretest.EchoResult
+				require.NoError(t, c.Call(tctx(t), m, args, &res))
+				require.NotNil(t, res.Success)
+				require.Equal(t, args.Msg, *res.Success)
+			}
+			require.Equal(t, 4.0, callsOn(t, ts, "shm"), "every call ran on a shm lane")
+			require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
+			require.Equal(t, "shm", c.Plan("Echo:echo").Transport.String())
+		})
+	}
+}
+
+func TestLanesServerFeatures(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	ic := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		mu.Lock()
+		seen = append(seen, info.Transport)
+		mu.Unlock()
+		return next(ctx, args)
+	}
+	ts := laneServer(t, server.WithInterceptors(ic))
+	c := dial(t, ts.addr)
+	ctx := tctx(t)
+
+	_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "boom", Mode: wiretest.ModeDeclared})
+	var ee *wiretest.EchoError
+	require.ErrorAs(t, err, &ee, "declared exception")
+	require.Equal(t, int32(42), ee.Code)
+
+	_, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "p", Mode: wiretest.ModePanic})
+	var ae *proto.ApplicationException
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, proto.ExcInternalError, ae.Type)
+
+	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "still alive"})
+	require.NoError(t, err)
+	require.Equal(t, "still alive", got)
+
+	// Deadline: propagated to the handler, and the call returns on time.
+	for len(ts.echo.Deadlines) > 0 {
+		<-ts.echo.Deadlines
+	}
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = echo(dctx, c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(5 * time.Second)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 3*time.Second)
+	select {
+	case d := <-ts.echo.Deadlines:
+		require.Greater(t, d, time.Duration(0))
+		require.LessOrEqual(t, d, 200*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler saw no deadline")
+	}
+	// The timed-out lane was replaced: later calls work.
+	got, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "after timeout"})
+	require.NoError(t, err)
+	require.Equal(t, "after timeout", got)
+
+	// Oneway.
+	require.NoError(t, c.Call(ctx, wiretest.FireMethod, &wiretest.EchoArgs{Msg: "fired"}, nil))
+	select {
+	case msg := <-ts.echo.Fired:
+		require.Equal(t, "fired", msg)
+	case <-time.After(5 * time.Second):
+		t.Fatal("oneway not delivered")
+	}
+
+	// Unknown method.
+	err = c.Call(ctx, &client.Method{Service: "Echo", Name: "nope"}, &wiretest.EchoArgs{}, &wiretest.EchoResult{})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, proto.ExcUnknownMethod, ae.Type)
+
+	mu.Lock()
+	for _, tr := range seen {
+		require.Equal(t, server.TransportSHM, tr)
+	}
+	require.NotEmpty(t, seen)
+	mu.Unlock()
+	require.Greater(t, laneGauge(t, ts), 0.0)
+}
+
+func laneGauge(t *testing.T, ts *testServer) float64 {
+	mfs, err := ts.srv.Registry().Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "hatrpc_server_lanes" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+func TestLanesConcurrent(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr, client.WithMaxLanes(4))
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				msg := fmt.Sprintf("g%d-%d-%s", g, i, strings.Repeat("y", (g*i)%3000))
+				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: msg})
+				if err == nil && got != msg {
+					err = fmt.Errorf("got %q for %q", got, msg)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 32.0*50, callsOn(t, ts, "shm"))
+}
+
+func TestLanesPinnedTCPAndConflict(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr)
+	// transport=tcp on the client keeps the function on TCP.
+	m := methodWith(hints.Set{Transport: hints.TransportTCP})
+	var res wiretest.EchoResult
+	require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "tcp"}, &res))
+	require.Equal(t, 1.0, callsOn(t, ts, "tcp"))
+	require.Equal(t, 0.0, callsOn(t, ts, "shm"))
+
+	// The server pins echo to TCP; a client that insists on shm is refused
+	// with an error naming the function.
+	e := wiretest.NewEcho()
+	svc := e.Service()
+	svc.Hints = &hints.Service{Name: "Echo", Functions: []hints.Function{{Name: "echo", Server: hints.Set{Transport: hints.TransportTCP}}}}
+	svc.Methods[0].Hints = &svc.Hints.Functions[0]
+	s := server.New(server.WithLogger(quiet), server.WithRDMA("shm"))
+	s.Register(svc)
+	ts2 := serveWith(t, s)
+	c2 := dial(t, ts2)
+	err := c2.Call(tctx(t), methodWith(hints.Set{Transport: hints.TransportSHM}), &wiretest.EchoArgs{Msg: "x"}, &res)
+	require.ErrorIs(t, err, client.ErrPlanConflict)
+	require.EqualError(t, err, "function Echo:echo: the client asks for a shm lane but the server pins the function to transport=tcp")
+
+	// With the hint tables given at Dial, the refusal comes from Dial.
+	_, err = client.Dial(tctx(t), ts2, client.WithHints(&hints.Service{Name: "Echo",
+		Functions: []hints.Function{{Name: "echo", Client: hints.Set{Transport: hints.TransportSHM}}}}))
+	require.ErrorIs(t, err, client.ErrPlanConflict)
+}
+
+func TestLanesOffStaysTCP(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr, client.WithRDMA("off"))
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "plain"})
+	require.NoError(t, err)
+	require.Equal(t, "plain", got)
+	require.Equal(t, 1.0, callsOn(t, ts, "tcp"))
+	require.Equal(t, "tcp", c.Plan("Echo:echo").Transport.String())
+}
+
+func TestLanesShutdownGraceful(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr)
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "warm"})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "in flight", DelayNs: int64(300 * time.Millisecond)})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, ts.srv.Shutdown(sctx))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the in-flight call finishes during a graceful shutdown")
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight call hung")
+	}
+	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+	require.Error(t, err)
+	require.False(t, errors.Is(err, context.DeadlineExceeded), "a closed server fails calls fast: %v", err)
+}
+
+// serveWith serves s on a fresh port and closes it at cleanup.
+func serveWith(t *testing.T, s *server.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return ln.Addr().String()
+}

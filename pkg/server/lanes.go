@@ -1,0 +1,355 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// A lane is one RPCEndpoint pair for one function of one client: the TCP
+// connection that asked for it carries the endpoint bootstrap and then
+// stays open as its liveness link (docs/design/lanes.md). The conn keeps
+// its place in the server's books, so connection limits, Shutdown and
+// Close apply to lanes as to any connection.
+type lane struct {
+	fn   string
+	side fastpath.Side
+	tr   uint8 // trSHM or trRDMA
+	stop chan struct{}
+	link *fastpath.Link
+
+	in, out prometheus.Counter // bytes
+}
+
+// errAttached ends the reader of a connection that became a lane.
+var errAttached = errors.New("server: connection became a lane")
+
+// laneBootstrapTimeout bounds the endpoint exchange after a granted attach.
+const laneBootstrapTimeout = 10 * time.Second
+
+// device returns the server's verbs device, opening it on first use; nil
+// when lanes are off or the provider cannot be opened (then every client
+// stays on TCP, and the failure is logged once).
+func (s *Server) device() *fastpath.Device {
+	if s.opts.rdma == "" {
+		return nil
+	}
+	s.devMu.Lock()
+	defer s.devMu.Unlock()
+	if s.dev == nil && !s.devFailed && !s.closedForLanes {
+		d, err := fastpath.Acquire(s.opts.rdma)
+		if err != nil {
+			s.devFailed = true
+			s.log.Warn("hatrpc: rdma/shm lanes unavailable; serving TCP only", "provider", s.opts.rdma, "err", err)
+			return nil
+		}
+		s.dev = d
+		s.log.Info("hatrpc: lanes enabled", "provider", d.Provider())
+	}
+	return s.dev
+}
+
+// releaseDevice drops the device once no lane can use it any more.
+func (s *Server) releaseDevice() {
+	s.devMu.Lock()
+	defer s.devMu.Unlock()
+	s.closedForLanes = true
+	if s.dev != nil {
+		s.dev.Release()
+		s.dev = nil
+	}
+}
+
+// laneCaps is what the server grants a client's hello: shared memory only
+// to a client on this host, RDMA to anyone who offers it.
+func (s *Server) laneCaps(h *wire.Hello) uint64 {
+	d := s.device()
+	if d == nil {
+		return 0
+	}
+	switch d.Transport() {
+	case hints.TransportSHM:
+		if h.Caps&wire.CapSHM != 0 && h.Host != "" && h.Host == fastpath.HostID() {
+			return wire.CapSHM
+		}
+	case hints.TransportRDMA:
+		if h.Caps&wire.CapRDMA != 0 {
+			return wire.CapRDMA
+		}
+	}
+	return 0
+}
+
+// grantLane checks an attach request; the exception says why it is refused.
+func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
+	a := h.Attach
+	caps := c.s.laneCaps(h)
+	want, err := hints.ParseTransport(a.Transport)
+	if err != nil || (want == hints.TransportSHM && caps&wire.CapSHM == 0) ||
+		(want == hints.TransportRDMA && caps&wire.CapRDMA == 0) || (want != hints.TransportSHM && want != hints.TransportRDMA) {
+		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType,
+			fmt.Sprintf("hatrpc: no %q lanes for this client", a.Transport))
+	}
+	c.mu.Lock()
+	draining := c.draining
+	c.mu.Unlock()
+	if draining || c.s.shutting.Load() {
+		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType, "hatrpc: server shutting down")
+	}
+	side := fastpath.PlanSide(hints.Set{}, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
+	var set hints.Set
+	if m := c.s.lookup([]byte(a.Function)); m != nil {
+		set, side = m.set, m.side
+	}
+	ct, err := hints.ParseTransport(a.ClientTransport)
+	if err != nil {
+		ct = hints.TransportAuto
+	}
+	if err := fastpath.CheckPair(a.Function, want, ct, set); err != nil {
+		var pe *fastpath.PlanError
+		errors.As(err, &pe)
+		c.s.log.Warn("hatrpc: lane refused", "remote", c.remote, "err", err)
+		return nil, proto.NewApplicationException(proto.ExcInvalidProtocol, pe.Reason)
+	}
+	tr := trSHM
+	if want == hints.TransportRDMA {
+		tr = trRDMA
+	}
+	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}),
+		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
+		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
+}
+
+// bufConn reads through the connection's buffered reader, which may hold
+// bytes the hello's reader took from the socket.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// serveLane runs a granted lane until the client goes, the server closes,
+// or a drain finds it idle; then the connection ends as any other.
+func (c *conn) serveLane(l *lane) {
+	defer c.readFailed(io.EOF)
+	d := c.s.device()
+	if d == nil {
+		return
+	}
+	pd, err := d.AllocPD()
+	if err != nil {
+		c.s.log.Warn("hatrpc: lane setup failed", "remote", c.remote, "function", l.fn, "err", err)
+		return
+	}
+	defer pd.Close()
+	ep, err := rdma.NewRPCEndpoint(pd, l.side.Config)
+	if err != nil {
+		c.s.log.Warn("hatrpc: lane setup failed", "remote", c.remote, "function", l.fn, "err", err)
+		return
+	}
+	defer ep.Close()
+	c.w.Wait() // the hello reply goes out before the bootstrap bytes
+	if c.w.Err() != nil {
+		return
+	}
+	bctx, cancel := context.WithTimeout(c.ctx, laneBootstrapTimeout)
+	err = ep.Bootstrap(bctx, bufConn{c.nc, c.br})
+	cancel()
+	if err != nil {
+		c.s.log.Info("hatrpc: lane bootstrap failed", "remote", c.remote, "function", l.fn, "err", err)
+		return
+	}
+	if l.side.Polling == hints.PollAdaptive {
+		defer fastpath.RegisterAdaptive(ep)()
+	}
+	l.link = fastpath.Watch(c.nc, nil, func() {
+		c.cancel()
+		ep.Abort()
+	})
+	defer l.link.Close()
+	c.mu.Lock()
+	c.lane = l
+	draining := c.draining
+	c.mu.Unlock()
+	if draining {
+		c.stopLane()
+	}
+	c.s.met.lanes.Inc()
+	defer c.s.met.lanes.Dec()
+	// The lane counts as waiting (for the adaptive poller) except while
+	// its handler runs.
+	idle := fastpath.Waiting()
+	err = ep.ServeCalls(c.ctx, l.stop, func(req []byte) ([]byte, rdma.Protocol) {
+		idle()
+		defer func() { idle = fastpath.Waiting() }()
+		return c.laneCall(l, req)
+	})
+	idle()
+	if err != nil && c.ctx.Err() == nil {
+		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
+	}
+}
+
+// stopLane tells the client to stop starting calls on the lane and lets
+// the lane end at its next idle moment; c.mu is not held.
+func (c *conn) stopLane() {
+	c.mu.Lock()
+	l := c.lane
+	c.mu.Unlock()
+	if l == nil {
+		return
+	}
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	_ = l.link.SendGoAway()
+	close(l.stop)
+}
+
+// laneCall runs one request that arrived on a lane and returns the reply
+// frame and the protocol to send it by. req is the engine's lease, valid
+// until the reply is sent: everything kept is copied out by the decoder.
+func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
+	lim := &c.s.opts.limits
+	l.in.Add(float64(len(req)))
+	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
+	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
+		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
+	}
+	var mh wire.MsgHeader
+	if err == nil {
+		mh, err = wire.ParseMsgHeader(h.Protocol(), req[wire.HeaderSize:])
+	}
+	if err != nil {
+		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil)
+	}
+	p := h.Protocol()
+	m := c.s.lookup(mh.Name)
+	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
+	if m == nil {
+		if oneway {
+			return nil, l.side.Small
+		}
+		name := string(mh.Name)
+		return c.laneReply(l, p, name, mh.Seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
+	}
+	r := reqPool.Get().(*request)
+	*r = request{m: m, body: req[wire.HeaderSize+mh.Body:], proto: p, hat: true,
+		oneway: oneway || m.m.Oneway, seqid: mh.Seqid, size: len(req) - wire.HeaderSize, tr: l.tr}
+	timeout := h.Timeout
+	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
+		timeout = ht
+	}
+	r.ctx = newCallCtx(c.ctx, timeout)
+	if !c.acquireLane() {
+		c.freeRequest(r)
+		if oneway {
+			return nil, m.side.Small
+		}
+		return c.laneReply(l, p, m.m.Name, mh.Seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
+	}
+	if r.oneway {
+		// The client only waits for the request to be taken; its handler
+		// runs on after the acknowledgement, off the lease.
+		r.body = append([]byte(nil), r.body...)
+		go func() {
+			codec := wire.GetCodec()
+			c.execute(r, codec)
+			wire.PutCodec(codec)
+			c.freeRequest(r)
+			<-c.s.slots
+			c.end()
+		}()
+		return nil, m.side.Small
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	st, typ, body := c.execute(r, codec)
+	c.freeRequest(r)
+	<-c.s.slots
+	c.end()
+	out, _ := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec)
+	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+	return out, m.side.Protocol(len(out))
+}
+
+// acquireLane takes a call slot like acquire, for a lane: the wait holds
+// the lane (and so its client) up to the busy timeout.
+func (c *conn) acquireLane() bool {
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	default:
+	}
+	var timeout <-chan time.Time
+	if d := c.s.opts.busyTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	case <-timeout:
+		c.s.met.rejected.WithLabelValues("busy").Inc()
+	case <-c.ctx.Done():
+	}
+	return false
+}
+
+// laneReply encodes one reply frame into the lane's reply buffer. The
+// buffer is the conn's: a lane answers one call at a time.
+func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) ([]byte, rdma.Protocol) {
+	if codec == nil {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
+	if cap(c.laneBuf) < wire.HeaderSize {
+		c.laneBuf = make([]byte, 0, 4<<10)
+	}
+	b, err := codec.AppendMessage(c.laneBuf[:wire.HeaderSize], p, name, typ, seqid, body)
+	if err != nil {
+		b, _ = codec.AppendMessage(b[:wire.HeaderSize], p, name, proto.Exception, seqid,
+			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+		typ = proto.Exception
+	}
+	kind := wire.KindReply
+	if typ == proto.Exception {
+		kind = wire.KindException
+	}
+	var flags uint8
+	if p == proto.Compact {
+		flags = wire.FlagCompact
+	}
+	wire.SealFrame(b, kind, flags, seqid, 0)
+	// Keep a grown buffer for the next reply, but not a huge one forever.
+	if cap(b) <= laneBufKeep {
+		c.laneBuf = b[:0]
+	} else {
+		c.laneBuf = nil
+	}
+	l.out.Add(float64(len(b)))
+	return b, l.side.Protocol(len(b))
+}
+
+const laneBufKeep = 1 << 20
