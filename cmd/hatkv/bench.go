@@ -35,6 +35,7 @@ type benchFlags struct {
 	plotPath   string
 	seed       uint64
 	progress   string
+	emul       emulFlags
 }
 
 func newBenchCmd() *cobra.Command {
@@ -68,6 +69,7 @@ printed at the end of each phase.`,
 	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
 	f.StringVar(&bf.protocol, "protocol", "auto", "force the RDMA protocol of the plan (only auto over tcp)")
 	bf.clientFlags.registerConn(cmd)
+	bf.emul.register(cmd)
 	return cmd
 }
 
@@ -140,6 +142,9 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	w, err := loadWorkload(bf)
 	if err != nil {
 		return err
+	}
+	if bf.emul.kind != "" {
+		return runEmulBench(cmd, bf, w)
 	}
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()

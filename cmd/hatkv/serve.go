@@ -23,6 +23,7 @@ func newServeCmd() *cobra.Command {
 		db, listen, transport, debugAddr string
 		syncMode, commit, writeMap       string
 		mapSize, concurrency             string
+		emulListen                       string
 		shutdownTimeout                  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -68,10 +69,17 @@ store is closed.`,
 				outf(cmd.OutOrStdout(), "debug: http://%s/metrics and /debug/pprof/\n", a)
 			}
 			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport tcp, listening on %s\n", db, srv.Config(), ln.Addr())
+			stopEmul, err := startEmul(cmd, srv, emulListen, log)
+			if err != nil {
+				ln.Close()
+				_ = srv.Shutdown(context.Background())
+				return err
+			}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			select {
 			case err := <-served:
+				stopEmul()
 				_ = srv.Shutdown(context.Background())
 				return err
 			case <-ctx.Done():
@@ -79,6 +87,7 @@ store is closed.`,
 			log.Info("hatkv: shutting down", "timeout", shutdownTimeout)
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
+			stopEmul()
 			err = srv.Shutdown(sctx)
 			if serr := <-served; serr != nil && err == nil {
 				err = serr
@@ -99,6 +108,7 @@ store is closed.`,
 	f.StringVar(&writeMap, "writemap", "", "override kv.writemap: on|off")
 	f.StringVar(&mapSize, "map-size", "", "override kv.mapsize (LMDB map size, e.g. 4GiB)")
 	f.StringVar(&concurrency, "max-readers", "", "override the concurrency hint that sizes LMDB's reader table")
+	f.StringVar(&emulListen, "emul-listen", "", "also serve the protocol emulations (bench --emulate) on this TCP address")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may take on shutdown")
 	return cmd
 }

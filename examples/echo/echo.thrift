@@ -12,7 +12,7 @@ exception EchoError {
 }
 
 service Echo {
-  hint: transport = tcp, perf_goal = latency;
+  hint: perf_goal = latency;
   s_hint: concurrency = 8;
 
   // Returns msg unchanged; an empty msg is refused with EchoError.

@@ -35,7 +35,13 @@ func TestServerAndClient(t *testing.T) {
 	serverBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/server")
 	clientBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/client")
 
-	srv := exec.CommandContext(ctx, serverBin, "-addr", "127.0.0.1:0")
+	for _, lanes := range []string{"off", "shm"} {
+		t.Run("rdma="+lanes, func(t *testing.T) { runExample(t, ctx, serverBin, clientBin, lanes) })
+	}
+}
+
+func runExample(t *testing.T, ctx context.Context, serverBin, clientBin, lanes string) {
+	srv := exec.CommandContext(ctx, serverBin, "-addr", "127.0.0.1:0", "-rdma", lanes)
 	stdout, err := srv.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
@@ -52,8 +58,18 @@ func TestServerAndClient(t *testing.T) {
 		{"hello", []string{"echo: hello", "empty message refused: nothing to echo", "echoBytes: 1048576 bytes round trip ok"}},
 		{"ünïcode ✓", []string{"echo: ünïcode ✓"}},
 	}
+	// The planned protocols of echo.thrift: latency goal → busy polling and
+	// Direct-WriteIMM for echo; throughput with 1 MiB payloads → Direct-
+	// WriteIMM while under-subscribed. Over TCP the plan says so.
+	transport := "shm"
+	if lanes == "off" {
+		transport = "tcp"
+	}
+	tests[0].want = append(tests[0].want,
+		"plan echo: transport="+transport+" protocol=direct_write_imm polling=busy",
+		"plan echoBytes: transport="+transport+" protocol=direct_write_imm polling=busy")
 	for _, tt := range tests {
-		out, err := exec.CommandContext(ctx, clientBin, "-addr", addr, "-msg", tt.msg).CombinedOutput()
+		out, err := exec.CommandContext(ctx, clientBin, "-addr", addr, "-msg", tt.msg, "-rdma", lanes).CombinedOutput()
 		require.NoError(t, err, "client: %s", out)
 		for _, w := range tt.want {
 			assert.Contains(t, string(out), w+"\n")

@@ -164,6 +164,10 @@ func (g *generator) encodeValue(t *idl.Type, expr string, depth int, sfx string,
 			begin = "WriteSetBegin"
 		}
 		g.e.p("w.%s(%s, len(%s))", begin, g.wire(tt.Elem), expr)
+		if m := bulkMethod(tt.Elem); m != "" {
+			g.e.p("w.Write%s(%s)", m, expr)
+			return
+		}
 		g.e.p("for _, v%s := range %s {", d, expr)
 		g.encodeValue(tt.Elem, "v"+d, depth+1, sfx, towner, false)
 		g.e.p("}")
@@ -213,9 +217,15 @@ func (g *generator) decodeValue(t *idl.Type, dst string, depth int, sfx string, 
 		g.e.p("return %s.Errorf(\"%%w: element type %%v, want %%v\", %s.ErrBadType, et%s, %s)", g.e.std("fmt"), proto, d, g.wire(tt.Elem))
 		g.e.p("}")
 		g.e.p("%s = make(%s, n%s)", dst, g.goType(t, owner), d)
-		g.e.p("for i%s := range n%s {", d, d)
-		g.decodeValue(tt.Elem, dst+"[i"+d+"]", depth+1, sfx, towner, false)
-		g.e.p("}")
+		if m := bulkMethod(tt.Elem); m != "" {
+			g.e.p("if err = r.Read%s(%s); err != nil {", m, dst)
+			g.e.p("return err")
+			g.e.p("}")
+		} else {
+			g.e.p("for i%s := range n%s {", d, d)
+			g.decodeValue(tt.Elem, dst+"[i"+d+"]", depth+1, sfx, towner, false)
+			g.e.p("}")
+		}
 		g.e.p("}")
 	case idl.KindMap:
 		g.e.p("{")
@@ -264,3 +274,14 @@ func (g *generator) decodeValue(t *idl.Type, dst string, depth int, sfx string, 
 		g.e.p("}")
 	}
 }
+
+// bulkMethods names the whole-list Write<m>/Read<m> methods of the
+// protocol writers and readers by element kind. A list of a named element
+// type (typedef, enum) is not a []int64 etc., so it keeps the element loop.
+var bulkMethods = map[idl.TypeKind]string{
+	idl.KindBool: "Bools", idl.KindI8: "I8s", idl.KindI16: "I16s", idl.KindI32: "I32s",
+	idl.KindI64: "I64s", idl.KindDouble: "Doubles", idl.KindString: "Strings", idl.KindBinary: "Binaries",
+}
+
+// bulkMethod returns the whole-list method suffix for elem, or "".
+func bulkMethod(elem *idl.Type) string { return bulkMethods[elem.Kind] }

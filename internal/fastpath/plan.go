@@ -47,16 +47,22 @@ const BusySpin = time.Hour
 // CPU has room: a few round trips long, so a quick answer costs no wakeup.
 const AdaptiveSpin = 100 * time.Microsecond
 
-// MaxMessage is the largest request or response a lane carries (the
-// runtime's message limit caps it further).
-const MaxMessage = 64 << 20
+// MaxMessage is the largest request or response a lane carries: the
+// default 64 MiB message limit plus room for the frame header (the
+// runtime's own limit still applies to the Thrift message).
+const MaxMessage = 64<<20 + 4<<10
 
 // PlanSide turns a resolved hint set into a lane side. Protocols follow the
 // planner (pkg/hints.PlanFor) for a small and a large message; the hybrid
 // hint keeps the engine's own size switch. Every endpoint is built in event
 // mode and spins per its polling hint, so the tuner can move it later and
 // peers always get a completion for RFP requests (see docs/design/lanes.md).
-func PlanSide(set hints.Set, maxMsg int) Side {
+//
+// The pre-known (direct) buffer receives the peer's messages and the RFP
+// response buffer holds this side's, so each is sized from the declared
+// payload_size of the side that writes it (at least 64 KiB, at most
+// bufferCap): a planned message then never falls back to rendezvous.
+func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 	cores := runtime.NumCPU()
 	small := hints.PlanFor(set, cores, 1)
 	large := hints.PlanFor(set, cores, small.EagerThreshold+1)
@@ -77,8 +83,8 @@ func PlanSide(set hints.Set, maxMsg int) Side {
 	sd.Config = rdma.EndpointConfig{
 		SlotSize:        small.EagerThreshold,
 		Slots:           16,
-		DirectSize:      64 << 10,
-		RespSize:        64 << 10,
+		DirectSize:      bufferFor(peerPayload),
+		RespSize:        bufferFor(set.PayloadSize),
 		EagerThreshold:  small.EagerThreshold,
 		InlineThreshold: inline,
 		SignalInterval:  sig,
@@ -91,6 +97,18 @@ func PlanSide(set hints.Set, maxMsg int) Side {
 		SpinTime:        sd.Spin(),
 	}
 	return sd
+}
+
+// bufferCap bounds the registered buffers of one lane: beyond it a message
+// goes by rendezvous over the pools, which costs one round trip more.
+const bufferCap = 4 << 20
+
+// frameRoom covers the runtime's frame and Thrift message headers around a
+// declared payload.
+const frameRoom = 1 << 10
+
+func bufferFor(payload int) int {
+	return min(max(payload+frameRoom, 64<<10), bufferCap)
 }
 
 func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {

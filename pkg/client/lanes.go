@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ type lanePool struct {
 	tokens   chan struct{} // one per lane that may exist
 	idle     chan *clane
 	conflict atomic.Pointer[fastpath.PlanError]
+	calls    [numProtocols]atomic.Uint64 // requests sent, by engine protocol
 
 	mu  sync.Mutex
 	all map[*clane]struct{}
@@ -79,6 +81,42 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
+}
+
+const numProtocols = 8 // rdma.Protocols()
+
+// LaneStats describes the lanes of one function of a Conn.
+type LaneStats struct {
+	Function  string            // Service:name
+	Transport string            // shm or rdma
+	Lanes     int               // open now
+	Requests  map[string]uint64 // requests sent, by engine protocol
+}
+
+// LaneStats reports, per function that used lanes, how many are open and
+// which engine protocols its requests went by (the plan in force).
+func (c *Conn) LaneStats() []LaneStats {
+	c.lanes.mu.Lock()
+	pools := make([]*lanePool, 0, len(c.lanes.pools))
+	for _, p := range c.lanes.pools {
+		pools = append(pools, p)
+	}
+	c.lanes.mu.Unlock()
+	out := make([]LaneStats, 0, len(pools))
+	for _, p := range pools {
+		st := LaneStats{Function: p.fn, Transport: p.tr.String(), Requests: map[string]uint64{}}
+		p.mu.Lock()
+		st.Lanes = len(p.all)
+		p.mu.Unlock()
+		for i := range p.calls {
+			if n := p.calls[i].Load(); n > 0 {
+				st.Requests[rdma.Protocol(i).String()] = n
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Function < out[j].Function })
+	return out
 }
 
 // errNoLane sends a call to TCP: lanes are off for this Conn.
@@ -99,15 +137,16 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 		return p, nil
 	}
 	var set hints.Set
+	var respSize int // the server's declared response size sizes our pre-known buffer
 	if m.Hints != nil {
-		set = m.Hints.Client
+		set, respSize = m.Hints.Client, m.Hints.Server.PayloadSize
 	}
 	n := ls.c.o.maxLanes
 	if n <= 0 {
 		n = max(set.Concurrency, defaultMaxLanes)
 	}
 	p := &lanePool{ls: ls, fn: key, tr: tr, set: set,
-		side:   fastpath.PlanSide(set, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
+		side:   fastpath.PlanSide(set, respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if ls.pools == nil {
 		ls.pools = map[string]*lanePool{}
@@ -332,7 +371,9 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		flags = wire.FlagCompact
 	}
 	wire.SealFrame(b, kind, flags, seq, timeout)
-	resp, err := l.ep.Call(ctx, p.side.Protocol(len(b)), b)
+	pr := p.side.Protocol(len(b))
+	p.calls[pr%numProtocols].Add(1)
+	resp, err := l.ep.Call(ctx, pr, b)
 	if err != nil {
 		// An interrupted exchange leaves the endpoint broken: the lane
 		// goes, and a later call opens a new one.

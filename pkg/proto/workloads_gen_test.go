@@ -201,9 +201,7 @@ func (p *YCSBList) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteString(p.Key)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Values))
-	for _, v0 := range p.Values {
-		w.WriteBinary(v0)
-	}
+	w.WriteBinaries(p.Values)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -248,10 +246,8 @@ func (p *YCSBList) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Values = make([][]byte, n0)
-				for i0 := range n0 {
-					if p.Values[i0], err = r.ReadBinary(); err != nil {
-						return err
-					}
+				if err = r.ReadBinaries(p.Values); err != nil {
+					return err
 				}
 			}
 		default:
@@ -278,9 +274,7 @@ func (p *YCSBList) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteString(p.Key)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Values))
-	for _, v0 := range p.Values {
-		w.WriteBinary(v0)
-	}
+	w.WriteBinaries(p.Values)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -325,10 +319,8 @@ func (p *YCSBList) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Values = make([][]byte, n0)
-				for i0 := range n0 {
-					if p.Values[i0], err = r.ReadBinary(); err != nil {
-						return err
-					}
+				if err = r.ReadBinaries(p.Values); err != nil {
+					return err
 				}
 			}
 		default:
@@ -357,9 +349,7 @@ func (p *I64List) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.I64, len(p.Values))
-	for _, v0 := range p.Values {
-		w.WriteI64(v0)
-	}
+	w.WriteI64s(p.Values)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -394,10 +384,8 @@ func (p *I64List) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I64)
 				}
 				p.Values = make([]int64, n0)
-				for i0 := range n0 {
-					if p.Values[i0], err = r.ReadI64(); err != nil {
-						return err
-					}
+				if err = r.ReadI64s(p.Values); err != nil {
+					return err
 				}
 			}
 		default:
@@ -422,9 +410,7 @@ func (p *I64List) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.I64, len(p.Values))
-	for _, v0 := range p.Values {
-		w.WriteI64(v0)
-	}
+	w.WriteI64s(p.Values)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -459,10 +445,8 @@ func (p *I64List) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I64)
 				}
 				p.Values = make([]int64, n0)
-				for i0 := range n0 {
-					if p.Values[i0], err = r.ReadI64(); err != nil {
-						return err
-					}
+				if err = r.ReadI64s(p.Values); err != nil {
+					return err
 				}
 			}
 		default:

@@ -108,7 +108,7 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 	if draining || c.s.shutting.Load() {
 		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType, "hatrpc: server shutting down")
 	}
-	side := fastpath.PlanSide(hints.Set{}, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
+	side := fastpath.PlanSide(hints.Set{}, 0, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	var set hints.Set
 	if m := c.s.lookup([]byte(a.Function)); m != nil {
 		set, side = m.set, m.side
@@ -288,7 +288,12 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	c.end()
 	out, _ := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
-	return out, m.side.Protocol(len(out))
+	if len(out) > m.side.Threshold {
+		m.replies[1].Inc()
+		return out, m.side.Large
+	}
+	m.replies[0].Inc()
+	return out, m.side.Small
 }
 
 // acquireLane takes a call slot like acquire, for a lane: the wait holds

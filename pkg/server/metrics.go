@@ -16,6 +16,7 @@ type metrics struct {
 	bytesOut      *prometheus.CounterVec
 	conns         prometheus.Gauge
 	lanes         prometheus.Gauge
+	laneReplies   *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 
 	inTCP, inThrift, outTCP, outThrift prometheus.Counter
@@ -55,11 +56,15 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		lanes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "lanes", Help: "Open rdma/shm lanes (each also counts as a connection).",
 		}),
+		laneReplies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "lane_replies_total",
+			Help: "Replies sent on rdma/shm lanes, by the engine protocol the server side planned.",
+		}, []string{"service", "function", "protocol"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.rejected)
+	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.laneReplies, m.rejected)
 	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
 	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
 	return m

@@ -66,6 +66,7 @@ type method struct {
 	timeout time.Duration               // server-side hint timeout; 0 = none
 	set     hints.Set                   // server-side hints (lanes plan from them)
 	side    fastpath.Side               // the lane plan of the server side
+	replies [2]prometheus.Counter       // lane replies by side.Small, side.Large
 }
 
 // New creates a server; register services, then Serve.
@@ -130,17 +131,22 @@ func (s *Server) Register(svc *Service) {
 		if h == nil {
 			h = svc.Hints.Function(m.Name) // nil-safe; service-level table
 		}
+		var reqSize int // the client's declared request size sizes our pre-known buffer
 		if h != nil {
-			rm.set = h.Server
+			rm.set, reqSize = h.Server, h.Client.PayloadSize
 		} else if svc.Hints != nil {
-			rm.set = svc.Hints.Server
+			rm.set, reqSize = svc.Hints.Server, svc.Hints.Client.PayloadSize
 		}
 		rm.timeout = rm.set.Timeout
-		rm.side = fastpath.PlanSide(rm.set, s.opts.limits.MaxMessageSize+wire.HeaderSize)
+		rm.side = fastpath.PlanSide(rm.set, reqSize, s.opts.limits.MaxMessageSize+wire.HeaderSize)
 		for tr := range rm.stats {
 			if tr < int(trSHM) || s.opts.rdma != "" {
 				rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
 			}
+		}
+		if s.opts.rdma != "" {
+			rm.replies[0] = s.met.laneReplies.WithLabelValues(svc.Name, m.Name, rm.side.Small.String())
+			rm.replies[1] = s.met.laneReplies.WithLabelValues(svc.Name, m.Name, rm.side.Large.String())
 		}
 		next[svc.Name+":"+m.Name] = rm
 		if _, taken := next[m.Name]; !taken {

@@ -19,13 +19,14 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9090", "server address")
 	msg := flag.String("msg", "hello, HatRPC", "message to echo")
+	lanes := flag.String("rdma", "auto", "rdma/shm lanes when the server offers them: auto, shm, ibv, or off")
 	flag.Parse()
 
 	// Every blocking call takes a context; this one bounds the whole run.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	conn, err := client.Dial(ctx, *addr)
+	conn, err := client.Dial(ctx, *addr, client.WithRDMA(*lanes), client.WithHints(&echo.EchoHints))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,4 +56,11 @@ func main() {
 		log.Fatal("echoBytes: reply differs from request")
 	}
 	fmt.Printf("echoBytes: %d bytes round trip ok\n", len(back))
+
+	// The plan each function ran with: transport and RDMA protocol come
+	// from the hints in echo.thrift and what the server offered.
+	for _, fn := range []string{"echo", "echoBytes"} {
+		p := conn.Plan("Echo:" + fn)
+		fmt.Printf("plan %s: transport=%s protocol=%s polling=%s\n", fn, p.Transport, p.Protocol, p.Polling)
+	}
 }

@@ -37,13 +37,21 @@ func (handler) EchoBytes(_ context.Context, data []byte) ([]byte, error) {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9090", "address to listen on")
+	lanes := flag.String("rdma", "auto", "rdma/shm lanes: auto (RDMA NIC if any, else shared memory with same-host clients), shm, ibv, or off")
 	flag.Parse()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := server.New()
+	var opts []server.Option
+	if *lanes != "off" {
+		// HatRPC clients move each function onto an engine lane planned
+		// from its hints; everyone else (and transport=tcp functions)
+		// stays on TCP.
+		opts = append(opts, server.WithRDMA(*lanes))
+	}
+	srv := server.New(opts...)
 	echo.RegisterEcho(srv, handler{})
 
 	// Stop gracefully on Ctrl-C: finish in-flight calls, then close.

@@ -699,11 +699,11 @@ var _ proto.Struct = (*EchoEchoBytesResult)(nil)
 // fields left out have their default value).
 var EchoHints = hints.Service{
 	Name:   "Echo",
-	Client: hints.Set{Transport: hints.TransportTCP},
-	Server: hints.Set{Concurrency: 8, Transport: hints.TransportTCP},
+	Client: hints.Set{},
+	Server: hints.Set{Concurrency: 8},
 	Functions: []hints.Function{
-		{Name: "echo", Client: hints.Set{Transport: hints.TransportTCP}, Server: hints.Set{Concurrency: 8, Transport: hints.TransportTCP}},
-		{Name: "echoBytes", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 1048576, Transport: hints.TransportTCP}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 8, PayloadSize: 1048576, Transport: hints.TransportTCP}},
+		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 8}},
+		{Name: "echoBytes", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 1048576}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 8, PayloadSize: 1048576}},
 	},
 }
 

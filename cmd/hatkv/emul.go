@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv"
+	"github.com/hatrpc/hatrpc/internal/hatkv/emul"
+	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// startEmul serves the protocol emulations (internal/hatkv/emul) of srv's
+// store on addr, when addr is set. The returned stop must run before the
+// store closes (srv.Shutdown): it ends every emulation connection first.
+func startEmul(cmd *cobra.Command, srv *hatkv.Server, addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	dev, err := rdma.Open()
+	if err != nil {
+		return nil, fmt.Errorf("emulations need an RDMA device (ibv, or shm): %w", err)
+	}
+	es, err := emul.NewServer(cmd.Context(), dev, srv.Store(), emul.WithLogger(log))
+	if err != nil {
+		_ = dev.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = es.Close()
+		_ = dev.Close()
+		return nil, fmt.Errorf("emul listen %s: %w", addr, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- es.Serve(ln) }()
+	outf(cmd.OutOrStdout(), "hatkv: emulations (argrpc, herd, pilaf, rfp) over %s served at %s\n", dev.Provider(), ln.Addr())
+	return func() {
+		_ = es.Close() // closes ln too
+		if err := <-served; err != nil {
+			log.Warn("hatkv: emulation listener", "err", err)
+		}
+		_ = dev.Close()
+	}, nil
+}
+
+// emulFlags select `hatkv bench --emulate`.
+type emulFlags struct {
+	kind    string
+	addr    string
+	polling string
+}
+
+func (e *emulFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&e.kind, "emulate", "", "run through a protocol emulation instead of HatRPC: argrpc|herd|pilaf|rfp")
+	f.StringVar(&e.addr, "emul-addr", "", "the server's --emul-listen address (with --emulate)")
+	f.StringVar(&e.polling, "emul-polling", "auto", "busy|event|auto (auto: busy for one thread, else event)")
+}
+
+func (e *emulFlags) pollingFor(threads int) (rdma.Polling, error) {
+	switch e.polling {
+	case "busy":
+		return rdma.PollBusy, nil
+	case "event":
+		return rdma.PollEvent, nil
+	case "auto":
+		// Busy pollers beyond the core count take turns at the CPU.
+		if threads == 1 {
+			return rdma.PollBusy, nil
+		}
+		return rdma.PollEvent, nil
+	}
+	return 0, fmt.Errorf("%w: --emul-polling %q: want busy, event or auto", hatkv.ErrConfig, e.polling)
+}
+
+// runEmulBench is runBench through an emulation: one connection per
+// thread (an emulation endpoint carries one call at a time).
+func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
+	kind, err := emul.ParseKind(bf.emul.kind)
+	if err != nil {
+		return fmt.Errorf("%w: %w", hatkv.ErrConfig, err)
+	}
+	if bf.emul.addr == "" {
+		return fmt.Errorf("%w: --emulate needs --emul-addr (the server's --emul-listen)", hatkv.ErrConfig)
+	}
+	if bf.phase != "load" && bf.phase != "run" && bf.phase != "both" {
+		return fmt.Errorf("--phase %q: want load, run or both", bf.phase)
+	}
+	if bf.threads < 1 {
+		return fmt.Errorf("--threads must be at least 1, got %d", bf.threads)
+	}
+	poll, err := bf.emul.pollingFor(bf.threads)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	dev, err := rdma.Open()
+	if err != nil {
+		return fmt.Errorf("emulations need an RDMA device (ibv, or shm): %w", err)
+	}
+	defer dev.Close()
+	var d net.Dialer
+	dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", bf.emul.addr) }
+	pool, err := emul.DialPool(ctx, dev, bf.threads, dial, kind, emul.WithPolling(poll))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	seed := bf.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	cfg := w.Config()
+	outf(out, "hatkv bench: %s, %d records, %d fields x %d B, key %d B, batch %d, %s distribution\n",
+		strings.Join(orDefault(bf.workloads, "workloada"), "+"), cfg.RecordCount, cfg.FieldCount, cfg.FieldLength, cfg.KeyLength, cfg.BatchSize,
+		cfg.RequestDistribution)
+	outf(out, "emulation %s at %s over %s, %d threads (one connection each), %s polling, seed %d\n",
+		kind, bf.emul.addr, dev.Provider(), bf.threads, poll, seed)
+	var results []phaseResult
+	for i, phase := range []string{"load", "run"} {
+		if bf.phase != "both" && bf.phase != phase {
+			continue
+		}
+		r, err := runEmulPhase(ctx, cmd, bf, pool, w, phase, seed+uint64(i))
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+	}
+	if kind == emul.Pilaf {
+		var st emul.PilafStats
+		for _, c := range pool.Clients() {
+			s := c.PilafStats()
+			st.Gets, st.Reads, st.Retries, st.Fallbacks = st.Gets+s.Gets, st.Reads+s.Reads, st.Retries+s.Retries, st.Fallbacks+s.Fallbacks
+		}
+		outf(out, "pilaf: %d one-sided GETs, %d READs, %d retries, %d answered by RPC\n", st.Gets, st.Reads, st.Retries, st.Fallbacks)
+	}
+	return writeOutputs(bf, results)
+}
+
+// runEmulPhase is runPhase over a ycsb.DB (runPhase takes a HatRPC client).
+func runEmulPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, db ycsb.DB, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
+	out := cmd.OutOrStdout()
+	opts := ycsb.RunOptions{Threads: bf.threads, Load: phase == "load", Seed: seed}
+	total := w.Config().InsertCount
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if phase == "run" {
+		total = w.Config().OperationCount
+		if bf.operations > 0 {
+			total = bf.operations
+		}
+		if bf.duration > 0 {
+			if bf.operations <= 0 {
+				total = math.MaxInt64
+			}
+			t := time.AfterFunc(bf.duration, stop)
+			defer t.Stop()
+		}
+		opts.Operations = total
+	}
+	cdb := &countingDB{db: db, ctx: ctx}
+	m := ycsb.NewMeasurements()
+	prog := startProgress(out, bf.progress, phase, total, bf.duration, &cdb.done)
+	rep, _ := ycsb.Run(runCtx, cdb, w, opts, m)
+	prog.stop()
+	outf(out, "\n== %s phase ==\n", phase)
+	if err := rep.WriteText(out); err != nil {
+		return phaseResult{}, err
+	}
+	var failed int64
+	for _, s := range rep.Ops {
+		failed += s.Errors
+	}
+	if failed > 0 {
+		outf(out, "warning: %d operations failed (first error: %v)\n", failed, cdb.firstError())
+		if errors.Is(cdb.firstError(), emul.ErrPeerGone) {
+			return phaseResult{}, fmt.Errorf("%s phase: %w", phase, cdb.firstError())
+		}
+	}
+	if ctx.Err() != nil {
+		return phaseResult{}, fmt.Errorf("%s phase interrupted: %w", phase, ctx.Err())
+	}
+	return phaseResult{Phase: phase, Report: rep, m: m}, nil
+}

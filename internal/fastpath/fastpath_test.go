@@ -1,0 +1,164 @@
+package fastpath
+
+import (
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		waiting, cores int
+		cpu            float64
+		want           int
+	}{
+		{0, 2, 0.1, DecideSpin},
+		{1, 2, 0.5, DecideSpin},
+		{2, 2, 0.5, DecideShort}, // spinners would take every core
+		{1, 2, 0.8, DecideShort}, // the CPU is busy with handlers
+		{4, 2, 0.5, DecideShort},
+		{5, 2, 0.5, DecideBlock}, // more than twice the cores wait
+		{1, 2, 0.95, DecideBlock},
+		{63, 64, 0.1, DecideSpin},
+	}
+	for _, tc := range cases {
+		require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.cores, tc.cpu)), "%+v", tc)
+	}
+}
+
+func TestCheckPair(t *testing.T) {
+	cases := []struct {
+		lane, client hints.Transport
+		server       hints.Set
+		err          string
+	}{
+		{hints.TransportSHM, hints.TransportAuto, hints.Set{}, ""},
+		{hints.TransportSHM, hints.TransportSHM, hints.Set{Transport: hints.TransportSHM}, ""},
+		{hints.TransportRDMA, hints.TransportAuto, hints.Set{Protocol: hints.ProtoRFP}, ""},
+		{hints.TransportSHM, hints.TransportAuto, hints.Set{Transport: hints.TransportTCP},
+			"function S:f: the client asks for a shm lane but the server pins the function to transport=tcp"},
+		{hints.TransportSHM, hints.TransportAuto, hints.Set{Transport: hints.TransportRDMA},
+			"function S:f: the client asks for a shm lane but the server pins the function to transport=rdma"},
+		{hints.TransportSHM, hints.TransportTCP, hints.Set{},
+			"function S:f: the client pins the function to transport=tcp, yet asked for a lane"},
+		{hints.TransportSHM, hints.TransportRDMA, hints.Set{},
+			"function S:f: the client pins transport=rdma but the lane is shm"},
+	}
+	for _, tc := range cases {
+		err := CheckPair("S:f", tc.lane, tc.client, tc.server)
+		if tc.err == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.EqualError(t, err, tc.err)
+		require.ErrorIs(t, err, ErrPlanConflict)
+	}
+}
+
+func TestPlanSide(t *testing.T) {
+	cases := []struct {
+		name         string
+		set          hints.Set
+		small, large rdma.Protocol
+		polling      hints.Polling
+		spin         time.Duration
+	}{
+		{"default latency", hints.Set{}, rdma.ProtoDirectWriteIMM, rdma.ProtoDirectWriteIMM, hints.PollBusy, BusySpin},
+		{"hybrid stays the engine's", hints.Set{Protocol: hints.ProtoHybrid}, rdma.ProtoHybrid, rdma.ProtoHybrid, hints.PollBusy, BusySpin},
+		{"throughput over-subscribed", hints.Set{PerfGoal: hints.Throughput, Concurrency: 1 << 20},
+			rdma.ProtoDirectWriteIMM, rdma.ProtoRFP, hints.PollEvent, 0},
+		{"explicit eager adaptive", hints.Set{Protocol: hints.ProtoEager, Polling: hints.PollAdaptive},
+			rdma.ProtoEager, rdma.ProtoEager, hints.PollAdaptive, AdaptiveSpin},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := PlanSide(tc.set, 0, 1<<20)
+			require.Equal(t, tc.small, s.Small)
+			require.Equal(t, tc.large, s.Large)
+			require.Equal(t, tc.polling, s.Polling)
+			require.Equal(t, tc.spin, s.Config.SpinTime)
+			require.Equal(t, rdma.PollEvent, s.Config.Polling, "lanes always build event-capable endpoints")
+			require.Equal(t, tc.small, s.Protocol(s.Threshold))
+			require.Equal(t, tc.large, s.Protocol(s.Threshold+1))
+			require.Equal(t, 1<<20, s.Config.MaxMessage)
+		})
+	}
+	require.Equal(t, -1, PlanSide(hints.Set{InlineThreshold: hints.InlineDisabled}, 0, 0).Config.InlineThreshold)
+	require.Equal(t, MaxMessage, PlanSide(hints.Set{}, 0, 0).Config.MaxMessage)
+	sized := PlanSide(hints.Set{PayloadSize: 1 << 20}, 128<<10, 0)
+	require.Equal(t, 128<<10+frameRoom, sized.Config.DirectSize, "the peer's messages fit the pre-known buffer")
+	require.Equal(t, 1<<20+frameRoom, sized.Config.RespSize, "this side's responses fit the RFP buffer")
+	require.Equal(t, bufferCap, PlanSide(hints.Set{PayloadSize: 1 << 30}, 1<<30, 0).Config.RespSize)
+	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Config.DirectSize)
+}
+
+type spinRec struct{ last atomic.Int64 }
+
+func (s *spinRec) SetSpin(d time.Duration) { s.last.Store(int64(d)) }
+
+func TestTunerLifecycle(t *testing.T) {
+	a, b := &spinRec{}, &spinRec{}
+	ua := RegisterAdaptive(a)
+	ub := RegisterAdaptive(b)
+	require.Equal(t, int64(AdaptiveSpin), a.last.Load(), "idle process: spin")
+	done := Waiting()
+	require.Equal(t, 1, Polling().Waiting)
+	done()
+	require.Eventually(t, func() bool {
+		s := Polling()
+		return s.Decisions[DecideSpin]+s.Decisions[DecideShort]+s.Decisions[DecideBlock] > 0
+	}, 5*time.Second, tunePeriod)
+	require.Equal(t, 2, Polling().Adaptive)
+	ua()
+	ua() // twice is harmless
+	ub()
+	require.Equal(t, 0, Polling().Adaptive) // and the tuner goroutine ended (goleak)
+}
+
+func TestLink(t *testing.T) {
+	a, b := net.Pipe()
+	goaway := make(chan struct{}, 1)
+	dead := make(chan struct{}, 1)
+	l := Watch(a, func() { goaway <- struct{}{} }, func() { dead <- struct{}{} })
+	peer := &Link{nc: b}
+	go func() { _ = peer.SendGoAway() }()
+	select {
+	case <-goaway:
+	case <-time.After(5 * time.Second):
+		t.Fatal("go-away not seen")
+	}
+	require.NoError(t, b.Close())
+	select {
+	case <-dead:
+	case <-time.After(5 * time.Second):
+		t.Fatal("peer close not seen")
+	}
+	l.Close()
+}
+
+func TestDeviceShared(t *testing.T) {
+	d1, err := Acquire(rdma.ProviderSHM)
+	require.NoError(t, err)
+	d2, err := Acquire(rdma.ProviderSHM)
+	require.NoError(t, err)
+	require.Same(t, d1.Device, d2.Device, "one device per process and provider")
+	require.Equal(t, hints.TransportSHM, d1.Transport())
+	d1.Release()
+	d1.Release() // a second release of the same reference is ignored
+	pd, err := d2.AllocPD()
+	require.NoError(t, err, "the device outlives one of its two references")
+	require.NoError(t, pd.Close())
+	d2.Release()
+	_, err = Acquire("nonsense")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.NotEmpty(t, HostID())
+}

@@ -1,0 +1,137 @@
+package fault_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testutil"
+)
+
+func init() {
+	childRoles["lane-sleep"] = childLaneSleep
+	childRoles["lane-server"] = childLaneServer
+}
+
+// childLaneSleep starts a long sleep call on a shm lane and is meant to be
+// SIGKILLed mid-call.
+func childLaneSleep(ctx context.Context, out io.Writer, _ io.Reader) error {
+	c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA("shm"))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if tr := c.Plan("Interop:sleep").Transport.String(); tr != "shm" {
+		return fmt.Errorf("sleep would run over %s, not a shm lane", tr)
+	}
+	fmt.Fprintln(out, "CALLING")
+	_, err = testutil.HatSleep(ctx, c, 60_000)
+	return fmt.Errorf("sleep returned although the child should be dead: %v", err)
+}
+
+// childLaneServer serves the sleep service with shm lanes on
+// HATRPC_FAULT_ADDR and says "SERVING" once it accepts.
+func childLaneServer(ctx context.Context, out io.Writer, in io.Reader) error {
+	srv := server.New(server.WithRDMA("shm"))
+	srv.Register(testutil.SleepService(testutil.NewSleepHandler()))
+	var ln net.Listener
+	var err error
+	for range 100 { // the port of a killed predecessor may linger briefly
+		if ln, err = net.Listen("tcp", os.Getenv(envAddr)); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintln(out, "SERVING")
+	_, _ = io.Copy(io.Discard, in)
+	return srv.Close()
+}
+
+// TestLaneClientKilledMidCall: a client process waiting in a call on a
+// shm lane is killed; the server sees the lane's link close, cancels the
+// handler and frees the lane, and a bystander is not disturbed.
+func TestLaneClientKilledMidCall(t *testing.T) {
+	h := testutil.NewSleepHandler()
+	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA("shm"))
+	probe := testutil.StartProber(t, srv.Addr, 2*time.Millisecond)
+
+	child := testutil.StartChild(t, "lane-sleep", envAddr+"="+srv.Addr)
+	child.Expect(t, "CALLING", 30*time.Second)
+	require.Equal(t, int32(60_000), h.WaitStarted(t, 30*time.Second))
+	child.Kill(t)
+	_ = child.WaitExit(t, 10*time.Second)
+
+	require.Eventually(t, func() bool { return h.Active() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the handler of a dead lane client is still running")
+	assert.Equal(t, 1, h.Cancelled())
+	n := srv.WaitConns(t, func(n int) bool { return n <= 1 }, 10*time.Second)
+	assert.LessOrEqual(t, n, 1, "the dead client's connections (session and lane) are still open")
+	probe.Check(t)
+}
+
+// TestLaneServerKilledMidCall: the server process dies while a client
+// waits in C on a shm lane; the call fails (no hang), and once a new
+// server listens on the same address, later calls of the same Conn
+// reconnect and run on new lanes.
+func TestLaneServerKilledMidCall(t *testing.T) {
+	ln := testutil.ListenLocal(t)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child.Expect(t, "SERVING", 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithRDMA("shm"))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "shm", c.Plan("Interop:sleep").Transport.String())
+	_, err = testutil.HatSleep(ctx, c, 1)
+	require.NoError(t, err)
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := testutil.HatSleep(ctx, c, 60_000)
+		errc <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the call is waiting in C
+	killed := time.Now()
+	child.Kill(t)
+	_ = child.WaitExit(t, 10*time.Second)
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, client.ErrConnClosed)
+		t.Logf("call failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("a call on a lane to a killed server hangs")
+	}
+
+	child2 := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child2.Expect(t, "SERVING", 30*time.Second)
+	require.Eventually(t, func() bool {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ccancel()
+		_, err := testutil.HatSleep(cctx, c, 1)
+		if err != nil && !strings.Contains(err.Error(), "closed") && !strings.Contains(err.Error(), "refused") {
+			t.Logf("retry: %v", err)
+		}
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "calls do not recover after the server came back")
+	require.Equal(t, "shm", c.Plan("Interop:sleep").Transport.String())
+	require.NoError(t, child2.CloseStdin())
+	require.NoError(t, child2.WaitExit(t, 10*time.Second))
+}

@@ -1,0 +1,20 @@
+// A service with a latency-critical function and a throughput function, as
+// in the HatRPC mix benchmark: the hints give each its own plan, and the
+// runtime runs each on lanes of its own.
+namespace go mix
+
+service Mix {
+  s_hint: concurrency = 4;
+
+  // Small and latency-critical: busy polling, Direct-WriteIMM both ways.
+  binary ping(1: binary data) [ hint: perf_goal = latency, payload_size = 64; ]
+
+  // Bulk: many concurrent callers with 128 KiB payloads; over-subscribed,
+  // so large messages go by RFP and everyone polls by events.
+  i64 crunch(1: binary data) [ hint: perf_goal = throughput, concurrency = 1024, payload_size = 128KiB; ]
+
+  // Pinned to TCP whatever the connection upgraded to (hybrid transport).
+  string status() [ hint: transport = tcp; ]
+
+  oneway void note(1: string msg)
+}
