@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
@@ -67,23 +68,23 @@ printed at the end of each phase.`,
 	f.StringVar(&bf.plotPath, "plot", "", "write the latency distribution as SVG")
 	f.Uint64Var(&bf.seed, "seed", 0, "random seed (0: from the clock)")
 	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
-	f.StringVar(&bf.protocol, "protocol", "auto", "force the RDMA protocol of the plan (only auto over tcp)")
+	f.StringVar(&bf.protocol, "protocol", "auto", "force the engine protocol of every request on lanes (needs --transport auto, shm or rdma)")
 	bf.clientFlags.registerConn(cmd)
 	bf.emul.register(cmd)
 	return cmd
 }
 
-// checkProtocol accepts the hint spellings but only auto today: the other
-// protocols are RDMA protocols, and their emulations need the RDMA core.
-func checkProtocol(name string) error {
+// checkProtocol parses --protocol: any hint spelling; a forced protocol
+// needs lanes, so not with --transport tcp.
+func checkProtocol(name, transport string) (hints.Protocol, error) {
 	p, err := hints.ParseProtocol(name)
 	if err != nil {
-		return fmt.Errorf("%w: protocol %q: %v", hatkv.ErrConfig, name, err)
+		return 0, fmt.Errorf("%w: protocol %q: %v", hatkv.ErrConfig, name, err)
 	}
-	if p != hints.ProtoAuto {
-		return fmt.Errorf("%w: protocol %s needs the RDMA transport (only --protocol auto over tcp)", hatkv.ErrTransportUnavailable, p)
+	if p != hints.ProtoAuto && strings.EqualFold(transport, "tcp") {
+		return 0, fmt.Errorf("%w: protocol %s needs engine lanes (--transport auto, shm or rdma), not tcp", hatkv.ErrConfig, p)
 	}
-	return nil
+	return p, nil
 }
 
 func loadWorkload(bf *benchFlags) (*ycsb.Workload, error) {
@@ -130,7 +131,8 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	if err := hatkv.CheckTransport(bf.transport); err != nil {
 		return err
 	}
-	if err := checkProtocol(bf.protocol); err != nil {
+	lp, err := checkProtocol(bf.protocol, bf.transport)
+	if err != nil {
 		return err
 	}
 	if bf.phase != "load" && bf.phase != "run" && bf.phase != "both" {
@@ -152,7 +154,8 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	if conns <= 0 {
 		conns = bf.threads
 	}
-	cl, err := hatkv.Dial(ctx, bf.addr, hatkv.WithConns(conns), hatkv.WithClientTransport(bf.transport))
+	cl, err := hatkv.Dial(ctx, bf.addr, hatkv.WithConns(conns), hatkv.WithClientTransport(bf.transport),
+		hatkv.WithClientOptions(client.WithLaneProtocol(lp)))
 	if err != nil {
 		return err
 	}
@@ -186,15 +189,15 @@ func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Clie
 	outf(out, "hatkv bench: %s, %d records, %d fields x %d B, key %d B, batch %d, %s distribution\n",
 		strings.Join(orDefault(bf.workloads, "workloada"), "+"), cfg.RecordCount, cfg.FieldCount, cfg.FieldLength,
 		cfg.KeyLength, cfg.BatchSize, cfg.RequestDistribution)
-	outf(out, "server %s, %d threads over %d connections, transport tcp, seed %d\n", bf.addr, bf.threads, conns, seed)
+	outf(out, "server %s, %d threads over %d connections, transport %s, seed %d\n", bf.addr, bf.threads, conns, cl.Plan("Get").Transport, seed)
 	for _, warn := range cfg.Warnings {
 		outf(out, "warning: %s\n", warn)
 	}
-	// The hint planner's choice per function; over TCP only the transport
-	// applies, protocol and polling take effect with the RDMA transport.
+	// The hint planner's choice per function; protocol and polling take
+	// effect on lanes (transport shm or rdma).
 	for _, fn := range gen.HatKVHints.Functions {
 		p := cl.Plan(fn.Name)
-		outf(out, "  plan %-8s goal=%s msg=%s transport=%s (rdma plan: protocol=%s polling=%s)\n",
+		outf(out, "  plan %-8s goal=%s msg=%s transport=%s (lane plan: protocol=%s polling=%s)\n",
 			fn.Name, p.Goal, sizeOrAuto(p.MsgSize), p.Transport, p.Protocol, p.Polling)
 	}
 }

@@ -106,8 +106,7 @@ func TestBenchRejects(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"rdma transport", []string{"--transport", "rdma"}, "not available yet"},
-		{"rdma protocol", []string{"--protocol", "direct_write_imm"}, "needs the RDMA transport"},
+		{"protocol over tcp", []string{"--protocol", "direct_write_imm", "--transport", "tcp"}, "needs engine lanes"},
 		{"unknown protocol", []string{"--protocol", "smoke-signals"}, "protocol"},
 		{"bad phase", []string{"--phase", "warmup"}, "want load, run or both"},
 		{"unknown workload", []string{"-P", "workloadz"}, `unknown workload "workloadz"`},

@@ -49,7 +49,8 @@ func TestCLI(t *testing.T) {
 		{name: "no fields at all", args: []string{"put", "k"}, wantErr: "no fields"},
 		{name: "scan count zero", args: []string{"scan", "-n", "0"}, wantErr: "invalid argument: scan count"},
 		{name: "stats", args: []string{"stats"}, want: []string{"records", "2", "readers", "sync", "nosync", "commit", "group"}},
-		{name: "rdma refused", args: []string{"get", "user1", "--transport", "rdma"}, wantErr: "not available yet"},
+		{name: "rdma refused", args: []string{"get", "user1", "--transport", "rdma"}, wantErr: "did not grant rdma lanes (calls would run over tcp)"},
+		{name: "get over shm", args: []string{"get", "user1", "--transport", "shm"}, want: []string{"f0=hello"}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -87,7 +88,7 @@ func TestServeDebugAddr(t *testing.T) {
 	require.NoError(t, err)
 	http.DefaultClient.CloseIdleConnections()
 	assert.Contains(t, string(body), "hatkv_store_records 1")
-	assert.Contains(t, string(body), `hatrpc_server_calls_total{function="Put",service="HatKV",transport="tcp"} 1`)
+	assert.Contains(t, string(body), `hatrpc_server_calls_total{function="Put",service="HatKV",transport="shm"} 1`)
 }
 
 func TestServeRefusals(t *testing.T) {
@@ -102,9 +103,8 @@ func TestServeRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"rdma transport", []string{"--transport", "rdma"}, "transport not available yet: rdma"},
-		{"shm transport", []string{"--transport", "shm"}, "transport not available yet: shm"},
-		{"bad transport", []string{"--transport", "udp"}, "want auto or tcp"},
+		{"rdma transport", []string{"--transport", "rdma"}, "transport not available: rdma: fastpath: rdma/shm transport unavailable: open ibv"},
+		{"bad transport", []string{"--transport", "udp"}, "want auto, tcp, shm or rdma"},
 		{"data path is a file", []string{"--db", file}, "not a hatkv data directory"},
 		{"corrupt data file", []string{"--db", corrupt}, "corrupt or not an LMDB file"},
 		{"bad sync override", []string{"--sync", "sometimes"}, "kv.sync=sometimes"},

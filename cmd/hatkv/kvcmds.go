@@ -36,7 +36,7 @@ func (c *clientFlags) register(cmd *cobra.Command) {
 // its workload says, so it has no --timeout).
 func (c *clientFlags) registerConn(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.addr, "addr", defaultAddr, "server address")
-	cmd.Flags().StringVar(&c.transport, "transport", "auto", "auto|tcp (rdma and shm are not available yet)")
+	cmd.Flags().StringVar(&c.transport, "transport", "auto", "auto|tcp|shm|rdma (shm/rdma: fail unless the server grants lanes)")
 }
 
 // with dials, runs fn under the timeout and closes the connection.

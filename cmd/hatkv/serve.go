@@ -68,7 +68,7 @@ store is closed.`,
 				}
 				outf(cmd.OutOrStdout(), "debug: http://%s/metrics and /debug/pprof/\n", a)
 			}
-			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport tcp, listening on %s\n", db, srv.Config(), ln.Addr())
+			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport %s, listening on %s\n", db, srv.Config(), srv.Transport(), ln.Addr())
 			stopEmul, err := startEmul(cmd, srv, emulListen, log)
 			if err != nil {
 				ln.Close()
@@ -101,7 +101,7 @@ store is closed.`,
 	f := cmd.Flags()
 	f.StringVar(&db, "db", defaultDB, "data directory (created if missing)")
 	f.StringVar(&listen, "listen", defaultAddr, "TCP address to serve on")
-	f.StringVar(&transport, "transport", "auto", "auto|tcp (rdma and shm are not available yet)")
+	f.StringVar(&transport, "transport", "auto", "auto|tcp|shm|rdma: auto adds engine lanes (RDMA NIC if any, else shm for same-host clients) to TCP")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
 	f.StringVar(&syncMode, "sync", "", "override kv.sync: always|nometasync|nosync")
 	f.StringVar(&commit, "commit", "", "override kv.commit: immediate|group|auto")

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ func Acquire(provider string) (*Device, error) {
 		}
 		d, err := rdma.Open(opts...)
 		if err != nil {
-			return nil, errors.Join(ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		e = &devEntry{dev: d}
 		devices[provider] = e

@@ -33,7 +33,8 @@ type clientOptions struct {
 // WithConns opens n connections (default 1).
 func WithConns(n int) ClientOption { return func(o *clientOptions) { o.conns = n } }
 
-// WithClientTransport forces the transport (auto or tcp).
+// WithClientTransport selects the transport: auto (lanes where the server
+// grants them, else TCP), tcp, or shm/rdma (Dial fails unless granted).
 func WithClientTransport(name string) ClientOption {
 	return func(o *clientOptions) { o.transport = name }
 }
@@ -49,11 +50,16 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 	for _, f := range opts {
 		f(&o)
 	}
-	if err := CheckTransport(o.transport); err != nil {
+	tr, err := parseTransport(o.transport)
+	if err != nil {
 		return nil, err
 	}
 	c := &Client{}
-	copts := append([]client.Option{client.WithHints(&hatkv.HatKVHints)}, o.extra...)
+	lanes := providerFor(tr)
+	if lanes == "" {
+		lanes = "off"
+	}
+	copts := append([]client.Option{client.WithHints(&hatkv.HatKVHints), client.WithRDMA(lanes)}, o.extra...)
 	for i := 0; i < max(o.conns, 1); i++ {
 		conn, err := client.Dial(ctx, addr, copts...)
 		if err != nil {
@@ -62,6 +68,13 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 		}
 		c.conns = append(c.conns, conn)
 		c.kvs = append(c.kvs, hatkv.NewHatKVClient(conn))
+	}
+	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
+		if got := c.conns[0].Plan("HatKV:Get").Transport; got != tr {
+			_ = c.Close()
+			return nil, fmt.Errorf("%w: the server at %s did not grant %s lanes (calls would run over %s); start it with --transport %s or auto on a host that can",
+				ErrTransportUnavailable, addr, tr, got, tr)
+		}
 	}
 	return c, nil
 }
@@ -72,7 +85,7 @@ func (c *Client) KV() *hatkv.HatKVClient {
 }
 
 // Plan returns the execution plan the runtime chose for an IDL function
-// from the generated hint table (transport as negotiated: tcp today).
+// from the generated hint table, with the transport as negotiated.
 func (c *Client) Plan(method string) hints.Plan { return c.conns[0].Plan(method) }
 
 // Close closes every connection.

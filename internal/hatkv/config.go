@@ -18,9 +18,10 @@ import (
 // store-wide hint set differently on one function, an unknown transport).
 var ErrConfig = errors.New("hatkv: invalid configuration")
 
-// ErrTransportUnavailable is returned for transports that exist in the hint
-// vocabulary but not yet in the runtime (rdma, shm).
-var ErrTransportUnavailable = errors.New("hatkv: transport not available yet")
+// ErrTransportUnavailable is returned when an explicitly chosen transport
+// (shm, rdma) cannot be used: no such device here, or the server did not
+// grant it.
+var ErrTransportUnavailable = errors.New("hatkv: transport not available")
 
 // defaultGroupBatch is kvstore's own default, used when only the delay is set.
 const defaultGroupBatch = 256

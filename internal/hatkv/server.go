@@ -10,25 +10,40 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
-// CheckTransport validates a --transport value. The hint vocabulary knows
-// rdma and shm, but the runtime serves only TCP today, so those are refused
-// instead of silently falling back.
+// CheckTransport validates a --transport value: auto (lanes of the
+// HatRPC engine where both sides can, else TCP), tcp, shm or rdma.
 func CheckTransport(name string) error {
-	t, err := hints.ParseTransport(name)
+	_, err := parseTransport(name)
+	return err
+}
+
+func parseTransport(name string) (hints.Transport, error) {
+	t, err := hints.ParseTransport(strings.ToLower(name))
 	if err != nil {
-		return fmt.Errorf("%w: transport %q: want auto or tcp", ErrConfig, name)
+		return 0, fmt.Errorf("%w: transport %q: want auto, tcp, shm or rdma", ErrConfig, name)
 	}
+	return t, nil
+}
+
+// providerFor is the verbs provider a transport needs ("" for tcp).
+func providerFor(t hints.Transport) string {
 	switch t {
-	case hints.TransportAuto, hints.TransportTCP:
-		return nil
+	case hints.TransportSHM:
+		return rdma.ProviderSHM
+	case hints.TransportRDMA:
+		return rdma.ProviderIBV
+	case hints.TransportAuto:
+		return rdma.ProviderAuto
 	}
-	return fmt.Errorf("%w: %s (the RDMA core is not ready; use --transport tcp or auto)", ErrTransportUnavailable, strings.ToLower(name))
+	return ""
 }
 
 // Option configures a Server.
@@ -69,22 +84,52 @@ func WithLimits(l kvstore.Limits) Option { return func(o *options) { o.limits = 
 // Server is a HatKV server: a kvstore on LMDB behind the generated HatKV
 // service.
 type Server struct {
-	cfg   Config
-	store *kvstore.Store
-	rpc   *server.Server
+	cfg       Config
+	store     *kvstore.Store
+	rpc       *server.Server
+	dev       *fastpath.Device // held for an explicit shm/rdma transport
+	transport hints.Transport
+}
+
+// Transport describes what the server offers: "tcp", or "tcp + shm
+// lanes" / "tcp + rdma lanes" for HatRPC clients that can use them.
+func (s *Server) Transport() string {
+	if s.dev == nil {
+		return "tcp"
+	}
+	return "tcp + " + s.dev.Transport().String() + " lanes"
 }
 
 // Open opens (or creates) the store in dir, configured from the IDL hints
 // and the overrides, and prepares the RPC server. A directory that holds
 // something other than a HatKV store is refused with kvstore's *OpenError.
-func Open(ctx context.Context, dir string, opts ...Option) (*Server, error) {
+func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error) {
 	o := options{logger: slog.Default(), transport: "auto"}
 	for _, f := range opts {
 		f(&o)
 	}
-	if err := CheckTransport(o.transport); err != nil {
+	tr, err := parseTransport(o.transport)
+	if err != nil {
 		return nil, err
 	}
+	var dev *fastpath.Device
+	if p := providerFor(tr); p != "" {
+		// The reference keeps the device open for the server's lanes. An
+		// explicit shm or rdma must work: refuse to start rather than
+		// quietly serve TCP; auto without a device serves TCP only.
+		if dev, err = fastpath.Acquire(p); err != nil {
+			if tr != hints.TransportAuto {
+				return nil, fmt.Errorf("%w: %s: %v", ErrTransportUnavailable, tr, err)
+			}
+			o.logger.Warn("hatkv: no rdma/shm device; serving TCP only", "err", err)
+			tr, dev, err = hints.TransportTCP, nil, nil
+		}
+	}
+	defer func() {
+		if dev != nil && err != nil {
+			dev.Release()
+		}
+	}()
 	cfg, err := ConfigFromHints(&hatkv.HatKVHints)
 	if err != nil {
 		return nil, err
@@ -101,6 +146,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Server, error) {
 	}
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(o.logger))
+	if p := providerFor(tr); p != "" {
+		sopts = append(sopts, server.WithRDMA(p))
+	}
 	if o.debugAddr != "" {
 		sopts = append(sopts, server.WithDebugAddr(o.debugAddr))
 	}
@@ -114,7 +162,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("hatkv: registering store metrics: %w", err)
 	}
 	hatkv.RegisterHatKV(rpc, NewService(st))
-	return &Server{cfg: cfg, store: st, rpc: rpc}, nil
+	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr}, nil
 }
 
 // Config returns the storage configuration in effect.
@@ -138,5 +186,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // environment is closed cleanly.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.rpc.Shutdown(ctx)
-	return errors.Join(err, s.store.Close())
+	err = errors.Join(err, s.store.Close())
+	if s.dev != nil {
+		s.dev.Release()
+	}
+	return err
 }

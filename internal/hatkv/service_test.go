@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 func rec(kv ...string) hatkv.Record {
@@ -248,33 +249,57 @@ func TestOpenRefusesForeignData(t *testing.T) {
 	}
 }
 
-func TestOpenRejectsUnavailableTransport(t *testing.T) {
+func TestOpenTransport(t *testing.T) {
 	tests := []struct {
 		transport string
 		want      error
+		offers    string
 	}{
-		{"auto", nil},
-		{"tcp", nil},
-		{"TCP", nil},
-		{"rdma", ErrTransportUnavailable},
-		{"shm", ErrTransportUnavailable},
-		{"carrier-pigeon", ErrConfig},
+		{"auto", nil, "tcp + shm lanes"},
+		{"tcp", nil, "tcp"},
+		{"TCP", nil, "tcp"},
+		{"shm", nil, "tcp + shm lanes"},
+		{"rdma", ErrTransportUnavailable, ""}, // no RDMA NIC on the machines these tests run on
+		{"carrier-pigeon", ErrConfig, ""},
+	}
+	if ibvPresent() {
+		tests[0].offers = "tcp + rdma lanes"
+		tests[4] = struct {
+			transport string
+			want      error
+			offers    string
+		}{"rdma", nil, "tcp + rdma lanes"}
 	}
 	for _, tt := range tests {
 		t.Run(tt.transport, func(t *testing.T) {
 			err := CheckTransport(tt.transport)
-			if tt.want == nil {
-				require.NoError(t, err)
+			if tt.want == ErrConfig {
+				require.ErrorIs(t, err, ErrConfig)
+				assert.Contains(t, err.Error(), "want auto, tcp, shm or rdma")
 				return
 			}
-			require.ErrorIs(t, err, tt.want)
-			if tt.want == ErrTransportUnavailable {
-				assert.Contains(t, err.Error(), "not available yet")
-				_, err := Open(testCtx(t, 5*time.Second), t.TempDir(), WithTransport(tt.transport))
-				require.ErrorIs(t, err, ErrTransportUnavailable, "refused before the store is opened")
+			require.NoError(t, err)
+			srv, err := Open(testCtx(t, 5*time.Second), t.TempDir(), WithTransport(tt.transport))
+			if tt.want != nil {
+				require.ErrorIs(t, err, tt.want, "refused before the store is opened")
+				assert.Contains(t, err.Error(), "transport not available: "+tt.transport)
+				return
 			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.offers, srv.Transport())
+			require.NoError(t, srv.Shutdown(context.Background()))
 		})
 	}
+}
+
+// ibvPresent reports whether this machine has an RDMA NIC.
+func ibvPresent() bool {
+	d, err := rdma.Open(rdma.WithProvider(rdma.ProviderIBV))
+	if err != nil {
+		return false
+	}
+	_ = d.Close()
+	return true
 }
 
 func TestDebugEndpoint(t *testing.T) {
@@ -300,7 +325,7 @@ func TestDebugEndpoint(t *testing.T) {
 	assert.Contains(t, metrics, "hatkv_store_records 1")
 	assert.Contains(t, metrics, `hatkv_store_operations_total{op="put"} 1`)
 	assert.Contains(t, metrics, "hatkv_store_max_readers 130")
-	assert.Contains(t, metrics, `hatrpc_server_calls_total{function="Get",service="HatKV",transport="tcp"} 1`)
+	assert.Contains(t, metrics, `hatrpc_server_calls_total{function="Get",service="HatKV",transport="shm"} 1`)
 	assert.Contains(t, get("/debug/pprof/"), "goroutine")
 	http.DefaultClient.CloseIdleConnections()
 }

@@ -141,6 +141,9 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	if m.Hints != nil {
 		set, respSize = m.Hints.Client, m.Hints.Server.PayloadSize
 	}
+	if ls.c.o.laneProto != hints.ProtoAuto {
+		set.Protocol = ls.c.o.laneProto
+	}
 	n := ls.c.o.maxLanes
 	if n <= 0 {
 		n = max(set.Concurrency, defaultMaxLanes)

@@ -29,6 +29,7 @@ type options struct {
 	writeTimeout     time.Duration
 	rdma             string // provider for lanes: auto, shm, ibv; "off" disables
 	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
+	laneProto        hints.Protocol
 }
 
 func defaultOptions() options {
@@ -113,3 +114,8 @@ func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provi
 // a Conn opens per function; callers beyond it wait for a free lane. The
 // default is the function's concurrency hint, at least 16.
 func WithMaxLanes(n int) Option { return func(o *options) { o.maxLanes = n } }
+
+// WithLaneProtocol forces the engine protocol of every request this Conn
+// sends on lanes, whatever the hints plan (for comparisons such as
+// `hatkv bench --protocol`); the server still answers by its own plan.
+func WithLaneProtocol(p hints.Protocol) Option { return func(o *options) { o.laneProto = p } }

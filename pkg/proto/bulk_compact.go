@@ -62,6 +62,9 @@ func (w *CompactWriter) WriteI64s(v []int64) {
 
 // WriteI32s writes the elements of an i32 list.
 func (w *CompactWriter) WriteI32s(v []int32) {
+	if len(v) == 0 {
+		return // the slack below would grow an empty buffer
+	}
 	b := w.buf
 	if room := 5*len(v) + 3; cap(b)-len(b) < room {
 		b = growCap(b, room)
@@ -77,6 +80,9 @@ func (w *CompactWriter) WriteI32s(v []int32) {
 
 // WriteI16s writes the elements of an i16 list.
 func (w *CompactWriter) WriteI16s(v []int16) {
+	if len(v) == 0 {
+		return // the slack below would grow an empty buffer
+	}
 	b := w.buf
 	if room := 3*len(v) + 5; cap(b)-len(b) < room {
 		b = growCap(b, room)

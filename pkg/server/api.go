@@ -38,9 +38,9 @@ type CallInfo struct {
 	Seqid     int32
 	Transport string // TransportTCP, TransportThrift, TransportSHM or TransportRDMA
 	// Protocol is the Thrift protocol of the call's messages.
-	Protocol  proto.Protocol
-	Remote    string
-	Deadline  time.Time // zero when the client sent none
+	Protocol proto.Protocol
+	Remote   string
+	Deadline time.Time // zero when the client sent none
 }
 
 // Transport label values used in CallInfo and in metrics.

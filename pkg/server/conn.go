@@ -413,7 +413,7 @@ func (c *conn) handle(r *request) {
 // and returns what to reply (for oneway calls nothing is sent), whatever
 // the transport. The request buffer is released once decoded.
 func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.MessageType, proto.Struct) {
-	st := r.m.stats[r.tr]
+	st := c.s.statsFor(r.m, r.tr)
 	st.calls.Inc()
 	st.reqBytes.Add(float64(r.size))
 	st.inflight.Inc()

@@ -33,6 +33,21 @@ type lane struct {
 	in, out prometheus.Counter // bytes
 }
 
+// statsFor returns the method's metric children for a transport; those of
+// the lane transports are made on first use, so a server shows only the
+// transports it really serves.
+func (s *Server) statsFor(m *method, tr uint8) *methodStats {
+	if tr < trSHM {
+		return m.stats[tr]
+	}
+	p := &m.lstats[tr-trSHM]
+	if st := p.Load(); st != nil {
+		return st
+	}
+	p.CompareAndSwap(nil, s.met.forMethod(m.svc, m.m.Name, transportNames[tr]))
+	return p.Load()
+}
+
 // errAttached ends the reader of a connection that became a lane.
 var errAttached = errors.New("server: connection became a lane")
 

@@ -62,11 +62,12 @@ type Server struct {
 type method struct {
 	svc     string
 	m       *Method
-	stats   [numTransports]*methodStats // by trTCP, trThrift, trSHM, trRDMA
-	timeout time.Duration               // server-side hint timeout; 0 = none
-	set     hints.Set                   // server-side hints (lanes plan from them)
-	side    fastpath.Side               // the lane plan of the server side
-	replies [2]prometheus.Counter       // lane replies by side.Small, side.Large
+	stats   [trSHM]*methodStats                                // trTCP, trThrift
+	lstats  [numTransports - trSHM]atomic.Pointer[methodStats] // lanes: made on first use
+	timeout time.Duration                                      // server-side hint timeout; 0 = none
+	set     hints.Set                                          // server-side hints (lanes plan from them)
+	side    fastpath.Side                                      // the lane plan of the server side
+	replies [2]prometheus.Counter                              // lane replies by side.Small, side.Large
 }
 
 // New creates a server; register services, then Serve.
@@ -139,10 +140,10 @@ func (s *Server) Register(svc *Service) {
 		}
 		rm.timeout = rm.set.Timeout
 		rm.side = fastpath.PlanSide(rm.set, reqSize, s.opts.limits.MaxMessageSize+wire.HeaderSize)
-		for tr := range rm.stats {
-			if tr < int(trSHM) || s.opts.rdma != "" {
-				rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
-			}
+		// Lane transports get their metric children on first use, so a
+		// server shows only the transports it really serves.
+		for tr := trTCP; tr < trSHM; tr++ {
+			rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
 		}
 		if s.opts.rdma != "" {
 			rm.replies[0] = s.met.laneReplies.WithLabelValues(svc.Name, m.Name, rm.side.Small.String())

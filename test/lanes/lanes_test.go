@@ -46,7 +46,6 @@ func (h *handler) Note(_ context.Context, msg string) error {
 	return nil
 }
 
-
 func start(t *testing.T) (*server.Server, *handler, string) {
 	t.Helper()
 	h := &handler{infos: map[string]string{}}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/ycsb"
@@ -81,11 +82,16 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 	if c.pd, err = dev.AllocPD(); err != nil {
 		return nil, fmt.Errorf("emul: client pd: %w", err)
 	}
-	if c.ep, err = rdma.NewRPCEndpoint(c.pd, endpointConfig(o.polling)); err != nil {
+	if c.ep, err = rdma.NewRPCEndpoint(c.pd, endpointConfig(kind, o.polling)); err != nil {
 		return nil, fmt.Errorf("emul: client endpoint: %w", err)
 	}
 	if err := c.ep.Bootstrap(ctx, nc); err != nil {
 		return nil, fmt.Errorf("emul: %v bootstrap: %w", kind, err)
+	}
+	if kind == HERD {
+		if err := c.herdWarmup(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if kind == Pilaf {
 		if c.pl, err = newPilafReader(ctx, dev, c.pd, nc, o.pilafRetries); err != nil {
@@ -98,6 +104,25 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 		c.kill()
 	}()
 	return c, nil
+}
+
+// herdWarmup pings until the engine's RFP state machine has left fetch
+// mode (two calls whose response was not there after R = 1 fetch), so
+// every later request is a WRITE answered by a SEND.
+func (c *Client) herdWarmup(ctx context.Context) error {
+	for range 1000 {
+		if c.ep.Stats().RFPServerReply {
+			return nil
+		}
+		r, err := c.call(ctx, []byte{opPing})
+		if err != nil {
+			return err
+		}
+		if err := r.end(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: herd: the engine stayed in RFP fetch mode", ErrProtocol)
 }
 
 // Kind is the connection's emulation.
@@ -184,7 +209,7 @@ func (c *Client) call(ctx context.Context, req []byte) (reader, error) {
 	stop()
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil && c.life.Err() != nil {
+		if ctx.Err() == nil && peerGone(c.life) {
 			return reader{}, fmt.Errorf("%w: %w", ErrPeerGone, err)
 		}
 		return reader{}, fmt.Errorf("emul: %v call: %w", c.kind, err)
@@ -197,6 +222,22 @@ func (c *Client) call(ctx context.Context, req []byte) (reader, error) {
 		return reader{}, statusErr(st, string(r.b))
 	}
 	return r, nil
+}
+
+// peerGoneWait is how long a failed exchange waits for nc's EOF: a server
+// that went away broke the QP first, its closed conn is on the way.
+const peerGoneWait = 200 * time.Millisecond
+
+// peerGone reports whether a failure is the peer going away (life ends).
+func peerGone(life context.Context) bool {
+	t := time.NewTimer(peerGoneWait)
+	defer t.Stop()
+	select {
+	case <-life.Done():
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 func (c *Client) rpcGet(ctx context.Context, key string, fields []string) (map[string][]byte, error) {

@@ -21,6 +21,7 @@ import (
 //	multiput  n, n×(key, record)
 //	delete    key
 //	scan      start key, count, fields
+//	ping      (nothing)
 //
 // fields: n, n×name (n = 0: all fields); key/name/record: length, bytes.
 //
@@ -35,6 +36,7 @@ const (
 	opMultiPut
 	opDelete
 	opScan
+	opPing // no store access: HERD's warm-up
 )
 
 const (

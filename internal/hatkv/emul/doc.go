@@ -5,9 +5,12 @@
 //
 //   - AR-gRPC: eager (SEND into a pre-posted slot) below 4 KiB, Read-RNDV
 //     (RTS, the receiver READs, FIN) from 4 KiB, in both directions.
-//   - HERD: the request is written into the server's pre-known buffer
-//     (Direct-WriteIMM: one RDMA_WRITE_WITH_IMM), the response is SENT
-//     (eager; beyond a 4 KiB slot the engine falls back to Write-RNDV).
+//   - HERD: the request is one RDMA WRITE into the server's pre-known
+//     buffer, which a busy server polls (no completion, no receive; an
+//     event-driven server cannot watch memory and gets WRITE_WITH_IMM), the
+//     response one SEND (eager; beyond a 4 KiB slot the engine falls back
+//     to Write-RNDV). This is the engine's RFP request path with the
+//     client held in server-reply mode (R = 1, two warm-up pings in Dial).
 //   - RFP: the request is written (RDMA_WRITE to a busy server's polled
 //     buffer; WRITE_WITH_IMM to an event-driven one) and the client
 //     fetches the response with RDMA READs; the server posts nothing.

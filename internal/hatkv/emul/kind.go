@@ -158,18 +158,16 @@ func ackHello(ctx context.Context, nc net.Conn, code byte) error {
 	return nil
 }
 
-// Protocol choices per emulation, on the side that sends the message. The
-// request and response rules are the same except for HERD and RFP, whose
-// two directions differ by design.
+// Protocol choices per emulation, on the side that sends the message.
 const arEagerMax = 4 << 10 // AR-gRPC's eager threshold: eager strictly below
 
 func requestProto(k Kind, n int) rdma.Protocol {
 	switch k {
 	case ARGRPC:
 		return arProto(n)
-	case HERD:
-		return rdma.ProtoDirectWriteIMM
-	case RFP:
+	case HERD, RFP:
+		// HERD: the RFP request path (a WRITE into the server's pre-known
+		// buffer) with the client held in server-reply mode (herdConfig).
 		return rdma.ProtoRFP
 	}
 	return rdma.ProtoHybrid
@@ -194,14 +192,25 @@ func arProto(n int) rdma.Protocol {
 	return rdma.ProtoReadRNDV
 }
 
-// endpointConfig is shared by both sides. RFP's R is 2^20: a shm READ costs
-// ~100 ns, so the hardware default (5) would switch to server-reply almost
-// at once and RFP would no longer be RFP. Slots are 4 KiB: AR-gRPC's eager
+// endpointConfig is shared by both sides. Slots are 4 KiB: AR-gRPC's eager
 // messages (< 4 KiB) fit one, as do HERD's small responses.
-func endpointConfig(p rdma.Polling) rdma.EndpointConfig {
+//
+// R, the RFP fetch retries, decides the RFP and HERD clients' mode. RFP:
+// 2^20, since a shm READ costs ~100 ns and the hardware default (5) would
+// switch to server-reply almost at once; RFP would no longer be RFP. HERD:
+// 1, so the client leaves fetch mode after two calls (Dial makes them) and
+// never comes back: that needs a server turnaround within one fetch
+// (~100 ns), below any handler's time. In server-reply mode a request is
+// still one RDMA WRITE into the server's polled buffer, without the fetch
+// flag, and the server answers by SEND: HERD's protocol.
+func endpointConfig(k Kind, p rdma.Polling) rdma.EndpointConfig {
+	r := 1 << 20
+	if k == HERD {
+		r = 1
+	}
 	return rdma.EndpointConfig{
 		SlotSize: 4 << 10, Slots: 16, DirectSize: 64 << 10, RespSize: 64 << 10,
-		EagerThreshold: arEagerMax, Polling: p, RFPRetries: 1 << 20, RFPFetchSize: 256,
+		EagerThreshold: arEagerMax, Polling: p, RFPRetries: r, RFPFetchSize: 256,
 		MaxMessage: 16 << 20, PoolSize: 256 << 10,
 	}
 }

@@ -93,6 +93,9 @@ func (p *pilafReader) read(ctx, life context.Context, loc int, rb rdma.RemoteBuf
 		RemoteAddr: rb.Addr + off, RKey: rb.RKey}
 	wr.SG[0] = p.mr.SGE(loc, n)
 	if err := p.qp.PostSend(p.wr[:]); err != nil {
+		if ctx.Err() == nil && peerGone(life) {
+			return nil, fmt.Errorf("%w: pilaf READ: %w", ErrPeerGone, err)
+		}
 		return nil, fmt.Errorf("emul: pilaf READ: %w", err)
 	}
 	for {
@@ -102,7 +105,7 @@ func (p *pilafReader) read(ctx, life context.Context, loc int, rb rdma.RemoteBuf
 		}
 		if k > 0 {
 			if err := p.wc[0].Err(); err != nil {
-				if life.Err() != nil {
+				if ctx.Err() == nil && peerGone(life) {
 					return nil, fmt.Errorf("%w: pilaf READ: %w", ErrPeerGone, err)
 				}
 				return nil, fmt.Errorf("emul: pilaf READ: %w", err)

@@ -228,7 +228,7 @@ func (s *Server) setup(ctx context.Context, nc net.Conn, c *srvConn) error {
 		*c = b
 		s.mu.Unlock()
 	}()
-	if b.ep, err = rdma.NewRPCEndpoint(s.pd, endpointConfig(h.polling)); err != nil {
+	if b.ep, err = rdma.NewRPCEndpoint(s.pd, endpointConfig(h.kind, h.polling)); err != nil {
 		return fmt.Errorf("emul: server endpoint: %w", err)
 	}
 	if h.kind == Pilaf {
@@ -375,6 +375,11 @@ func (s *Server) handle(ctx context.Context, req []byte, out []byte) []byte {
 		err := s.store.Delete(ctx, key)
 		s.reindex(ctx, key)
 		if err != nil {
+			return failure(out, err)
+		}
+		return out
+	case opPing:
+		if err := r.end(); err != nil {
 			return failure(out, err)
 		}
 		return out

@@ -64,10 +64,13 @@ func TestVerbsPerOperation(t *testing.T) {
 		{kind: ARGRPC, poll: rdma.PollBusy, size: 600, want: want{cRPC: ops{send: 2 * n, read: n}, sRPC: ops{send: n}}},
 		// and a 6 KiB request (PUT), answered eagerly:
 		{kind: ARGRPC, poll: rdma.PollBusy, size: 600, put: true, want: want{cRPC: ops{send: n}, sRPC: ops{send: 2 * n, read: n}}},
-		// HERD: the request by one RDMA_WRITE_WITH_IMM into the server's
-		// pre-known buffer, the response by one SEND.
-		{kind: HERD, poll: rdma.PollBusy, size: 100, want: want{cRPC: ops{wimm: n}, sRPC: ops{send: n}}},
+		// HERD: the request by one RDMA WRITE into the server's polled
+		// buffer (WRITE_WITH_IMM to an event-driven server), the response
+		// by one SEND; the client READs nothing.
+		{kind: HERD, poll: rdma.PollBusy, size: 100, want: want{cRPC: ops{write: n}, sRPC: ops{send: n}}},
 		{kind: HERD, poll: rdma.PollEvent, size: 100, want: want{cRPC: ops{wimm: n}, sRPC: ops{send: n}}},
+		// A 6 KiB request is still one WRITE (the buffer holds 64 KiB).
+		{kind: HERD, poll: rdma.PollBusy, size: 600, put: true, want: want{cRPC: ops{write: n}, sRPC: ops{send: n}}},
 		// RFP: the request by RDMA WRITE (WRITE_WITH_IMM to an event-driven
 		// server, which cannot watch memory); the client READs the
 		// response; the server posts nothing.
@@ -109,6 +112,11 @@ func TestVerbsPerOperation(t *testing.T) {
 				require.Zero(t, st.RFPToReply, "stayed in fetch mode")
 				t.Logf("rfp: %d READs for %d calls (%d fetch retries in all)", cRPC[read], n, st.RFPRetries)
 				cRPC[read] = n
+			}
+			if tc.kind == HERD {
+				st := c.ep.Stats()
+				require.True(t, st.RFPServerReply, "%+v", st)
+				require.Zero(t, st.RFPToFetch, "%+v", st)
 			}
 			require.Equal(t, tc.want.cRPC, cRPC, "client RPC QP")
 			require.Equal(t, tc.want.sRPC, posted(before.sRPC, after.sRPC), "server RPC QP")

@@ -375,14 +375,10 @@ func (p *AllTypes) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteI32(int32(p.Color))
 	w.WriteFieldBegin(proto.LIST, 10)
 	w.WriteListBegin(proto.I32, len(p.Ints))
-	for _, v0 := range p.Ints {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ints)
 	w.WriteFieldBegin(proto.SET, 11)
 	w.WriteSetBegin(proto.STRING, len(p.Strs))
-	for _, v0 := range p.Strs {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Strs)
 	w.WriteFieldBegin(proto.MAP, 12)
 	w.WriteMapBegin(proto.STRING, proto.I64, len(p.M))
 	for k0, v0 := range p.M {
@@ -401,9 +397,7 @@ func (p *AllTypes) EncodeBinary(w *proto.BinaryWriter) error {
 	for k0, v0 := range p.Nested {
 		w.WriteI32(k0)
 		w.WriteListBegin(proto.STRING, len(v0))
-		for _, v1 := range v0 {
-			w.WriteString(v1)
-		}
+		w.WriteStrings(v0)
 	}
 	if p.IsSetOpt() {
 		w.WriteFieldBegin(proto.STRING, 15)
@@ -417,9 +411,7 @@ func (p *AllTypes) EncodeBinary(w *proto.BinaryWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 17)
 	w.WriteListBegin(proto.BOOL, len(p.Bools))
-	for _, v0 := range p.Bools {
-		w.WriteBool(v0)
-	}
+	w.WriteBools(p.Bools)
 	w.WriteFieldBegin(proto.MAP, 18)
 	w.WriteMapBegin(proto.STRING, proto.STRUCT, len(p.ByName))
 	for k0, v0 := range p.ByName {
@@ -554,10 +546,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ints = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ints[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ints); err != nil {
+					return err
 				}
 			}
 		case 11:
@@ -576,10 +566,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Strs = make([]string, n0)
-				for i0 := range n0 {
-					if p.Strs[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Strs); err != nil {
+					return err
 				}
 			}
 		case 12:
@@ -664,10 +652,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.STRING)
 						}
 						v0 = make([]string, n1)
-						for i1 := range n1 {
-							if v0[i1], err = r.ReadString(); err != nil {
-								return err
-							}
+						if err = r.ReadStrings(v0); err != nil {
+							return err
 						}
 					}
 					p.Nested[k0] = v0
@@ -712,10 +698,8 @@ func (p *AllTypes) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.BOOL)
 				}
 				p.Bools = make([]bool, n0)
-				for i0 := range n0 {
-					if p.Bools[i0], err = r.ReadBool(); err != nil {
-						return err
-					}
+				if err = r.ReadBools(p.Bools); err != nil {
+					return err
 				}
 			}
 		case 18:
@@ -787,14 +771,10 @@ func (p *AllTypes) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteI32(int32(p.Color))
 	w.WriteFieldBegin(proto.LIST, 10)
 	w.WriteListBegin(proto.I32, len(p.Ints))
-	for _, v0 := range p.Ints {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ints)
 	w.WriteFieldBegin(proto.SET, 11)
 	w.WriteSetBegin(proto.STRING, len(p.Strs))
-	for _, v0 := range p.Strs {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Strs)
 	w.WriteFieldBegin(proto.MAP, 12)
 	w.WriteMapBegin(proto.STRING, proto.I64, len(p.M))
 	for k0, v0 := range p.M {
@@ -813,9 +793,7 @@ func (p *AllTypes) EncodeCompact(w *proto.CompactWriter) error {
 	for k0, v0 := range p.Nested {
 		w.WriteI32(k0)
 		w.WriteListBegin(proto.STRING, len(v0))
-		for _, v1 := range v0 {
-			w.WriteString(v1)
-		}
+		w.WriteStrings(v0)
 	}
 	if p.IsSetOpt() {
 		w.WriteFieldBegin(proto.STRING, 15)
@@ -829,9 +807,7 @@ func (p *AllTypes) EncodeCompact(w *proto.CompactWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 17)
 	w.WriteListBegin(proto.BOOL, len(p.Bools))
-	for _, v0 := range p.Bools {
-		w.WriteBool(v0)
-	}
+	w.WriteBools(p.Bools)
 	w.WriteFieldBegin(proto.MAP, 18)
 	w.WriteMapBegin(proto.STRING, proto.STRUCT, len(p.ByName))
 	for k0, v0 := range p.ByName {
@@ -966,10 +942,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ints = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ints[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ints); err != nil {
+					return err
 				}
 			}
 		case 11:
@@ -988,10 +962,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Strs = make([]string, n0)
-				for i0 := range n0 {
-					if p.Strs[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Strs); err != nil {
+					return err
 				}
 			}
 		case 12:
@@ -1076,10 +1048,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.STRING)
 						}
 						v0 = make([]string, n1)
-						for i1 := range n1 {
-							if v0[i1], err = r.ReadString(); err != nil {
-								return err
-							}
+						if err = r.ReadStrings(v0); err != nil {
+							return err
 						}
 					}
 					p.Nested[k0] = v0
@@ -1124,10 +1094,8 @@ func (p *AllTypes) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.BOOL)
 				}
 				p.Bools = make([]bool, n0)
-				for i0 := range n0 {
-					if p.Bools[i0], err = r.ReadBool(); err != nil {
-						return err
-					}
+				if err = r.ReadBools(p.Bools); err != nil {
+					return err
 				}
 			}
 		case 18:
@@ -3297,9 +3265,7 @@ func (p *InteropDrainNotesResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p.IsSetSuccess() {
 		w.WriteFieldBegin(proto.LIST, 0)
 		w.WriteListBegin(proto.STRING, len(p.Success))
-		for _, v0 := range p.Success {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Success)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -3335,10 +3301,8 @@ func (p *InteropDrainNotesResult) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Success = make([]string, n0)
-				for i0 := range n0 {
-					if p.Success[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Success); err != nil {
+					return err
 				}
 			}
 		default:
@@ -3364,9 +3328,7 @@ func (p *InteropDrainNotesResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p.IsSetSuccess() {
 		w.WriteFieldBegin(proto.LIST, 0)
 		w.WriteListBegin(proto.STRING, len(p.Success))
-		for _, v0 := range p.Success {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Success)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -3402,10 +3364,8 @@ func (p *InteropDrainNotesResult) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Success = make([]string, n0)
-				for i0 := range n0 {
-					if p.Success[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Success); err != nil {
+					return err
 				}
 			}
 		default:

@@ -1460,9 +1460,7 @@ func (p *HatKVGetArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteString(p.Key)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -1507,10 +1505,8 @@ func (p *HatKVGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1537,9 +1533,7 @@ func (p *HatKVGetArgs) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteString(p.Key)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -1584,10 +1578,8 @@ func (p *HatKVGetArgs) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -2648,14 +2640,10 @@ func (p *HatKVMultiGetArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.STRING, len(p.Keys))
-	for _, v0 := range p.Keys {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Keys)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -2690,10 +2678,8 @@ func (p *HatKVMultiGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Keys = make([]string, n0)
-				for i0 := range n0 {
-					if p.Keys[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Keys); err != nil {
+					return err
 				}
 			}
 		case 2:
@@ -2712,10 +2698,8 @@ func (p *HatKVMultiGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -2740,14 +2724,10 @@ func (p *HatKVMultiGetArgs) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.STRING, len(p.Keys))
-	for _, v0 := range p.Keys {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Keys)
 	w.WriteFieldBegin(proto.LIST, 2)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -2782,10 +2762,8 @@ func (p *HatKVMultiGetArgs) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Keys = make([]string, n0)
-				for i0 := range n0 {
-					if p.Keys[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Keys); err != nil {
+					return err
 				}
 			}
 		case 2:
@@ -2804,10 +2782,8 @@ func (p *HatKVMultiGetArgs) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -3427,9 +3403,7 @@ func (p *HatKVScanArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteI32(p.Count)
 	w.WriteFieldBegin(proto.LIST, 3)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -3484,10 +3458,8 @@ func (p *HatKVScanArgs) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -3516,9 +3488,7 @@ func (p *HatKVScanArgs) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteI32(p.Count)
 	w.WriteFieldBegin(proto.LIST, 3)
 	w.WriteListBegin(proto.STRING, len(p.Fields))
-	for _, v0 := range p.Fields {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Fields)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -3573,10 +3543,8 @@ func (p *HatKVScanArgs) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:

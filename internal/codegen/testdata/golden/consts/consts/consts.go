@@ -137,9 +137,7 @@ func (p *Limits) EncodeBinary(w *proto.BinaryWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 4)
 	w.WriteListBegin(proto.STRING, len(p.Tags))
-	for _, v0 := range p.Tags {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Tags)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -206,10 +204,8 @@ func (p *Limits) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Tags = make([]string, n0)
-				for i0 := range n0 {
-					if p.Tags[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Tags); err != nil {
+					return err
 				}
 			}
 		default:
@@ -242,9 +238,7 @@ func (p *Limits) EncodeCompact(w *proto.CompactWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 4)
 	w.WriteListBegin(proto.STRING, len(p.Tags))
-	for _, v0 := range p.Tags {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Tags)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -311,10 +305,8 @@ func (p *Limits) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Tags = make([]string, n0)
-				for i0 := range n0 {
-					if p.Tags[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Tags); err != nil {
+					return err
 				}
 			}
 		default:

@@ -258,14 +258,10 @@ func (p *Containers) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.I32, len(p.Ints))
-	for _, v0 := range p.Ints {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ints)
 	w.WriteFieldBegin(proto.SET, 2)
 	w.WriteSetBegin(proto.STRING, len(p.Names))
-	for _, v0 := range p.Names {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Names)
 	w.WriteFieldBegin(proto.MAP, 3)
 	w.WriteMapBegin(proto.STRING, proto.I64, len(p.Counts))
 	for k0, v0 := range p.Counts {
@@ -298,9 +294,7 @@ func (p *Containers) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteListBegin(proto.LIST, len(p.Matrix))
 	for _, v0 := range p.Matrix {
 		w.WriteListBegin(proto.I32, len(v0))
-		for _, v1 := range v0 {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(v0)
 	}
 	w.WriteFieldBegin(proto.MAP, 8)
 	w.WriteMapBegin(proto.STRING, proto.LIST, len(p.Deep))
@@ -312,17 +306,13 @@ func (p *Containers) EncodeBinary(w *proto.BinaryWriter) error {
 			for k2, v2 := range v1 {
 				w.WriteI32(k2)
 				w.WriteSetBegin(proto.STRING, len(v2))
-				for _, v3 := range v2 {
-					w.WriteString(v3)
-				}
+				w.WriteStrings(v2)
 			}
 		}
 	}
 	w.WriteFieldBegin(proto.SET, 9)
 	w.WriteSetBegin(proto.STRING, len(p.Blobs))
-	for _, v0 := range p.Blobs {
-		w.WriteBinary(v0)
-	}
+	w.WriteBinaries(p.Blobs)
 	w.WriteFieldBegin(proto.MAP, 10)
 	w.WriteMapBegin(proto.STRING, proto.I32, len(p.ByBlob))
 	for k0, v0 := range p.ByBlob {
@@ -331,9 +321,7 @@ func (p *Containers) EncodeBinary(w *proto.BinaryWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 11)
 	w.WriteListBegin(proto.BOOL, len(p.Flags))
-	for _, v0 := range p.Flags {
-		w.WriteBool(v0)
-	}
+	w.WriteBools(p.Flags)
 	w.WriteFieldBegin(proto.MAP, 12)
 	w.WriteMapBegin(proto.DOUBLE, proto.UUID, len(p.ByDouble))
 	for k0, v0 := range p.ByDouble {
@@ -394,10 +382,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ints = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ints[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ints); err != nil {
+					return err
 				}
 			}
 		case 2:
@@ -416,10 +402,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Names = make([]string, n0)
-				for i0 := range n0 {
-					if p.Names[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Names); err != nil {
+					return err
 				}
 			}
 		case 3:
@@ -551,10 +535,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Matrix[i0] = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Matrix[i0][i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Matrix[i0]); err != nil {
+							return err
 						}
 					}
 				}
@@ -615,10 +597,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 											return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et3, proto.STRING)
 										}
 										v2 = make([]string, n3)
-										for i3 := range n3 {
-											if v2[i3], err = r.ReadString(); err != nil {
-												return err
-											}
+										if err = r.ReadStrings(v2); err != nil {
+											return err
 										}
 									}
 									v0[i1][k2] = v2
@@ -645,10 +625,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Blobs = make([][]byte, n0)
-				for i0 := range n0 {
-					if p.Blobs[i0], err = r.ReadBinary(); err != nil {
-						return err
-					}
+				if err = r.ReadBinaries(p.Blobs); err != nil {
+					return err
 				}
 			}
 		case 10:
@@ -697,10 +675,8 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.BOOL)
 				}
 				p.Flags = make([]bool, n0)
-				for i0 := range n0 {
-					if p.Flags[i0], err = r.ReadBool(); err != nil {
-						return err
-					}
+				if err = r.ReadBools(p.Flags); err != nil {
+					return err
 				}
 			}
 		case 12:
@@ -817,14 +793,10 @@ func (p *Containers) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.I32, len(p.Ints))
-	for _, v0 := range p.Ints {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ints)
 	w.WriteFieldBegin(proto.SET, 2)
 	w.WriteSetBegin(proto.STRING, len(p.Names))
-	for _, v0 := range p.Names {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Names)
 	w.WriteFieldBegin(proto.MAP, 3)
 	w.WriteMapBegin(proto.STRING, proto.I64, len(p.Counts))
 	for k0, v0 := range p.Counts {
@@ -857,9 +829,7 @@ func (p *Containers) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteListBegin(proto.LIST, len(p.Matrix))
 	for _, v0 := range p.Matrix {
 		w.WriteListBegin(proto.I32, len(v0))
-		for _, v1 := range v0 {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(v0)
 	}
 	w.WriteFieldBegin(proto.MAP, 8)
 	w.WriteMapBegin(proto.STRING, proto.LIST, len(p.Deep))
@@ -871,17 +841,13 @@ func (p *Containers) EncodeCompact(w *proto.CompactWriter) error {
 			for k2, v2 := range v1 {
 				w.WriteI32(k2)
 				w.WriteSetBegin(proto.STRING, len(v2))
-				for _, v3 := range v2 {
-					w.WriteString(v3)
-				}
+				w.WriteStrings(v2)
 			}
 		}
 	}
 	w.WriteFieldBegin(proto.SET, 9)
 	w.WriteSetBegin(proto.STRING, len(p.Blobs))
-	for _, v0 := range p.Blobs {
-		w.WriteBinary(v0)
-	}
+	w.WriteBinaries(p.Blobs)
 	w.WriteFieldBegin(proto.MAP, 10)
 	w.WriteMapBegin(proto.STRING, proto.I32, len(p.ByBlob))
 	for k0, v0 := range p.ByBlob {
@@ -890,9 +856,7 @@ func (p *Containers) EncodeCompact(w *proto.CompactWriter) error {
 	}
 	w.WriteFieldBegin(proto.LIST, 11)
 	w.WriteListBegin(proto.BOOL, len(p.Flags))
-	for _, v0 := range p.Flags {
-		w.WriteBool(v0)
-	}
+	w.WriteBools(p.Flags)
 	w.WriteFieldBegin(proto.MAP, 12)
 	w.WriteMapBegin(proto.DOUBLE, proto.UUID, len(p.ByDouble))
 	for k0, v0 := range p.ByDouble {
@@ -953,10 +917,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ints = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ints[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ints); err != nil {
+					return err
 				}
 			}
 		case 2:
@@ -975,10 +937,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Names = make([]string, n0)
-				for i0 := range n0 {
-					if p.Names[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Names); err != nil {
+					return err
 				}
 			}
 		case 3:
@@ -1110,10 +1070,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Matrix[i0] = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Matrix[i0][i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Matrix[i0]); err != nil {
+							return err
 						}
 					}
 				}
@@ -1174,10 +1132,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 											return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et3, proto.STRING)
 										}
 										v2 = make([]string, n3)
-										for i3 := range n3 {
-											if v2[i3], err = r.ReadString(); err != nil {
-												return err
-											}
+										if err = r.ReadStrings(v2); err != nil {
+											return err
 										}
 									}
 									v0[i1][k2] = v2
@@ -1204,10 +1160,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Blobs = make([][]byte, n0)
-				for i0 := range n0 {
-					if p.Blobs[i0], err = r.ReadBinary(); err != nil {
-						return err
-					}
+				if err = r.ReadBinaries(p.Blobs); err != nil {
+					return err
 				}
 			}
 		case 10:
@@ -1256,10 +1210,8 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.BOOL)
 				}
 				p.Flags = make([]bool, n0)
-				for i0 := range n0 {
-					if p.Flags[i0], err = r.ReadBool(); err != nil {
-						return err
-					}
+				if err = r.ReadBools(p.Flags); err != nil {
+					return err
 				}
 			}
 		case 12:

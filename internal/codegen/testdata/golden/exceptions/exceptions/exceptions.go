@@ -210,9 +210,7 @@ func (p *Invalid) EncodeBinary(w *proto.BinaryWriter) error {
 	if p.IsSetFields() {
 		w.WriteFieldBegin(proto.LIST, 2)
 		w.WriteListBegin(proto.STRING, len(p.Fields))
-		for _, v0 := range p.Fields {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Fields)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -260,10 +258,8 @@ func (p *Invalid) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:
@@ -294,9 +290,7 @@ func (p *Invalid) EncodeCompact(w *proto.CompactWriter) error {
 	if p.IsSetFields() {
 		w.WriteFieldBegin(proto.LIST, 2)
 		w.WriteListBegin(proto.STRING, len(p.Fields))
-		for _, v0 := range p.Fields {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Fields)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -344,10 +338,8 @@ func (p *Invalid) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Fields = make([]string, n0)
-				for i0 := range n0 {
-					if p.Fields[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
 				}
 			}
 		default:

@@ -387,27 +387,19 @@ func (p *Fields) EncodeBinary(w *proto.BinaryWriter) error {
 	if p.IsSetOptList() {
 		w.WriteFieldBegin(proto.LIST, 11)
 		w.WriteListBegin(proto.I32, len(p.OptList))
-		for _, v0 := range p.OptList {
-			w.WriteI32(v0)
-		}
+		w.WriteI32s(p.OptList)
 	}
 	if p.IsSetOptListDef() {
 		w.WriteFieldBegin(proto.LIST, 12)
 		w.WriteListBegin(proto.I32, len(*p.OptListDef))
-		for _, v0 := range *p.OptListDef {
-			w.WriteI32(v0)
-		}
+		w.WriteI32s(*p.OptListDef)
 	}
 	w.WriteFieldBegin(proto.LIST, 13)
 	w.WriteListBegin(proto.I32, len(p.ListDef))
-	for _, v0 := range p.ListDef {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.ListDef)
 	w.WriteFieldBegin(proto.LIST, 14)
 	w.WriteListBegin(proto.STRING, len(p.ReqList))
-	for _, v0 := range p.ReqList {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.ReqList)
 	if p.IsSetSubDef() {
 		w.WriteFieldBegin(proto.STRUCT, 15)
 		if err := p.SubDef.EncodeBinary(w); err != nil {
@@ -572,10 +564,8 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.OptList = make([]int32, n0)
-				for i0 := range n0 {
-					if p.OptList[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.OptList); err != nil {
+					return err
 				}
 			}
 		case 12:
@@ -595,10 +585,8 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				fv = make([]int32, n0)
-				for i0 := range n0 {
-					if fv[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(fv); err != nil {
+					return err
 				}
 			}
 			p.OptListDef = &fv
@@ -618,10 +606,8 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.ListDef = make([]int32, n0)
-				for i0 := range n0 {
-					if p.ListDef[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.ListDef); err != nil {
+					return err
 				}
 			}
 		case 14:
@@ -640,10 +626,8 @@ func (p *Fields) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.ReqList = make([]string, n0)
-				for i0 := range n0 {
-					if p.ReqList[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.ReqList); err != nil {
+					return err
 				}
 			}
 			issetReqList = true
@@ -774,27 +758,19 @@ func (p *Fields) EncodeCompact(w *proto.CompactWriter) error {
 	if p.IsSetOptList() {
 		w.WriteFieldBegin(proto.LIST, 11)
 		w.WriteListBegin(proto.I32, len(p.OptList))
-		for _, v0 := range p.OptList {
-			w.WriteI32(v0)
-		}
+		w.WriteI32s(p.OptList)
 	}
 	if p.IsSetOptListDef() {
 		w.WriteFieldBegin(proto.LIST, 12)
 		w.WriteListBegin(proto.I32, len(*p.OptListDef))
-		for _, v0 := range *p.OptListDef {
-			w.WriteI32(v0)
-		}
+		w.WriteI32s(*p.OptListDef)
 	}
 	w.WriteFieldBegin(proto.LIST, 13)
 	w.WriteListBegin(proto.I32, len(p.ListDef))
-	for _, v0 := range p.ListDef {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.ListDef)
 	w.WriteFieldBegin(proto.LIST, 14)
 	w.WriteListBegin(proto.STRING, len(p.ReqList))
-	for _, v0 := range p.ReqList {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.ReqList)
 	if p.IsSetSubDef() {
 		w.WriteFieldBegin(proto.STRUCT, 15)
 		if err := p.SubDef.EncodeCompact(w); err != nil {
@@ -959,10 +935,8 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.OptList = make([]int32, n0)
-				for i0 := range n0 {
-					if p.OptList[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.OptList); err != nil {
+					return err
 				}
 			}
 		case 12:
@@ -982,10 +956,8 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				fv = make([]int32, n0)
-				for i0 := range n0 {
-					if fv[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(fv); err != nil {
+					return err
 				}
 			}
 			p.OptListDef = &fv
@@ -1005,10 +977,8 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.ListDef = make([]int32, n0)
-				for i0 := range n0 {
-					if p.ListDef[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.ListDef); err != nil {
+					return err
 				}
 			}
 		case 14:
@@ -1027,10 +997,8 @@ func (p *Fields) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.ReqList = make([]string, n0)
-				for i0 := range n0 {
-					if p.ReqList[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.ReqList); err != nil {
+					return err
 				}
 			}
 			issetReqList = true

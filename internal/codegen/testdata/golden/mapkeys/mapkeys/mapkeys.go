@@ -228,18 +228,14 @@ func (p *Keys) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.STRING, len(p.ByList))
 	for _, e0 := range p.ByList {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteString(e0.Value)
 	}
 	w.WriteFieldBegin(proto.MAP, 2)
 	w.WriteMapBegin(proto.SET, proto.I32, len(p.BySet))
 	for _, e0 := range p.BySet {
 		w.WriteSetBegin(proto.STRING, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteString(v1)
-		}
+		w.WriteStrings(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldBegin(proto.MAP, 3)
@@ -268,9 +264,7 @@ func (p *Keys) EncodeBinary(w *proto.BinaryWriter) error {
 		w.WriteMapBegin(proto.LIST, proto.MAP, len(v0))
 		for _, e1 := range v0 {
 			w.WriteListBegin(proto.I32, len(e1.Key))
-			for _, v2 := range e1.Key {
-				w.WriteI32(v2)
-			}
+			w.WriteI32s(e1.Key)
 			w.WriteMapBegin(proto.STRUCT, proto.I32, len(e1.Value))
 			for _, e2 := range e1.Value {
 				if err := e2.Key.EncodeBinary(w); err != nil {
@@ -334,10 +328,8 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.ByList[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.ByList[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.ByList[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.ByList[i0].Value, err = r.ReadString(); err != nil {
@@ -371,10 +363,8 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.STRING)
 						}
 						p.BySet[i0].Key = make([]string, n1)
-						for i1 := range n1 {
-							if p.BySet[i0].Key[i1], err = r.ReadString(); err != nil {
-								return err
-							}
+						if err = r.ReadStrings(p.BySet[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.BySet[i0].Value, err = r.ReadI32(); err != nil {
@@ -488,10 +478,8 @@ func (p *Keys) DecodeBinary(r *proto.BinaryReader) error {
 									return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et2, proto.I32)
 								}
 								p.Nested[i0][i1].Key = make(IntList, n2)
-								for i2 := range n2 {
-									if p.Nested[i0][i1].Key[i2], err = r.ReadI32(); err != nil {
-										return err
-									}
+								if err = r.ReadI32s(p.Nested[i0][i1].Key); err != nil {
+									return err
 								}
 							}
 							{
@@ -567,18 +555,14 @@ func (p *Keys) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.STRING, len(p.ByList))
 	for _, e0 := range p.ByList {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteString(e0.Value)
 	}
 	w.WriteFieldBegin(proto.MAP, 2)
 	w.WriteMapBegin(proto.SET, proto.I32, len(p.BySet))
 	for _, e0 := range p.BySet {
 		w.WriteSetBegin(proto.STRING, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteString(v1)
-		}
+		w.WriteStrings(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldBegin(proto.MAP, 3)
@@ -607,9 +591,7 @@ func (p *Keys) EncodeCompact(w *proto.CompactWriter) error {
 		w.WriteMapBegin(proto.LIST, proto.MAP, len(v0))
 		for _, e1 := range v0 {
 			w.WriteListBegin(proto.I32, len(e1.Key))
-			for _, v2 := range e1.Key {
-				w.WriteI32(v2)
-			}
+			w.WriteI32s(e1.Key)
 			w.WriteMapBegin(proto.STRUCT, proto.I32, len(e1.Value))
 			for _, e2 := range e1.Value {
 				if err := e2.Key.EncodeCompact(w); err != nil {
@@ -673,10 +655,8 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.ByList[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.ByList[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.ByList[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.ByList[i0].Value, err = r.ReadString(); err != nil {
@@ -710,10 +690,8 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.STRING)
 						}
 						p.BySet[i0].Key = make([]string, n1)
-						for i1 := range n1 {
-							if p.BySet[i0].Key[i1], err = r.ReadString(); err != nil {
-								return err
-							}
+						if err = r.ReadStrings(p.BySet[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.BySet[i0].Value, err = r.ReadI32(); err != nil {
@@ -827,10 +805,8 @@ func (p *Keys) DecodeCompact(r *proto.CompactReader) error {
 									return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et2, proto.I32)
 								}
 								p.Nested[i0][i1].Key = make(IntList, n2)
-								for i2 := range n2 {
-									if p.Nested[i0][i1].Key[i2], err = r.ReadI32(); err != nil {
-										return err
-									}
+								if err = r.ReadI32s(p.Nested[i0][i1].Key); err != nil {
+									return err
 								}
 							}
 							{
@@ -927,9 +903,7 @@ func (p *KeyServiceLookupArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.I32, len(p.In))
 	for _, e0 := range p.In {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -976,10 +950,8 @@ func (p *KeyServiceLookupArgs) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.In[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.In[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.In[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.In[i0].Value, err = r.ReadI32(); err != nil {
@@ -1011,9 +983,7 @@ func (p *KeyServiceLookupArgs) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.I32, len(p.In))
 	for _, e0 := range p.In {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -1060,10 +1030,8 @@ func (p *KeyServiceLookupArgs) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.In[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.In[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.In[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.In[i0].Value, err = r.ReadI32(); err != nil {

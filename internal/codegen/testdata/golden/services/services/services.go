@@ -162,9 +162,7 @@ func (p *Resp) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.STRING, len(p.Hits))
-	for _, v0 := range p.Hits {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Hits)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -199,10 +197,8 @@ func (p *Resp) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Hits = make([]string, n0)
-				for i0 := range n0 {
-					if p.Hits[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Hits); err != nil {
+					return err
 				}
 			}
 		default:
@@ -227,9 +223,7 @@ func (p *Resp) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteStructBegin()
 	w.WriteFieldBegin(proto.LIST, 1)
 	w.WriteListBegin(proto.STRING, len(p.Hits))
-	for _, v0 := range p.Hits {
-		w.WriteString(v0)
-	}
+	w.WriteStrings(p.Hits)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -264,10 +258,8 @@ func (p *Resp) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Hits = make([]string, n0)
-				for i0 := range n0 {
-					if p.Hits[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Hits); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1043,9 +1035,7 @@ func (p *SearchSuggestResult) EncodeBinary(w *proto.BinaryWriter) error {
 	if p.IsSetSuccess() {
 		w.WriteFieldBegin(proto.LIST, 0)
 		w.WriteListBegin(proto.STRING, len(p.Success))
-		for _, v0 := range p.Success {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Success)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -1081,10 +1071,8 @@ func (p *SearchSuggestResult) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Success = make([]string, n0)
-				for i0 := range n0 {
-					if p.Success[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Success); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1110,9 +1098,7 @@ func (p *SearchSuggestResult) EncodeCompact(w *proto.CompactWriter) error {
 	if p.IsSetSuccess() {
 		w.WriteFieldBegin(proto.LIST, 0)
 		w.WriteListBegin(proto.STRING, len(p.Success))
-		for _, v0 := range p.Success {
-			w.WriteString(v0)
-		}
+		w.WriteStrings(p.Success)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -1148,10 +1134,8 @@ func (p *SearchSuggestResult) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
 				}
 				p.Success = make([]string, n0)
-				for i0 := range n0 {
-					if p.Success[i0], err = r.ReadString(); err != nil {
-						return err
-					}
+				if err = r.ReadStrings(p.Success); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1735,9 +1719,7 @@ func (p *SearchTotalArgs) EncodeBinary(w *proto.BinaryWriter) error {
 	}
 	w.WriteFieldBegin(proto.SET, 3)
 	w.WriteSetBegin(proto.I32, len(p.Ids))
-	for _, v0 := range p.Ids {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ids)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -1824,10 +1806,8 @@ func (p *SearchTotalArgs) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ids = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ids[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ids); err != nil {
+					return err
 				}
 			}
 		default:
@@ -1867,9 +1847,7 @@ func (p *SearchTotalArgs) EncodeCompact(w *proto.CompactWriter) error {
 	}
 	w.WriteFieldBegin(proto.SET, 3)
 	w.WriteSetBegin(proto.I32, len(p.Ids))
-	for _, v0 := range p.Ids {
-		w.WriteI32(v0)
-	}
+	w.WriteI32s(p.Ids)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -1956,10 +1934,8 @@ func (p *SearchTotalArgs) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I32)
 				}
 				p.Ids = make([]int32, n0)
-				for i0 := range n0 {
-					if p.Ids[i0], err = r.ReadI32(); err != nil {
-						return err
-					}
+				if err = r.ReadI32s(p.Ids); err != nil {
+					return err
 				}
 			}
 		default:

@@ -267,9 +267,7 @@ func (p *Value) EncodeBinary(w *proto.BinaryWriter) error {
 	if p.IsSetListValue() {
 		w.WriteFieldBegin(proto.LIST, 3)
 		w.WriteListBegin(proto.I64, len(p.ListValue))
-		for _, v0 := range p.ListValue {
-			w.WriteI64(v0)
-		}
+		w.WriteI64s(p.ListValue)
 	}
 	if p.IsSetInner() {
 		w.WriteFieldBegin(proto.STRUCT, 4)
@@ -343,10 +341,8 @@ func (p *Value) DecodeBinary(r *proto.BinaryReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I64)
 				}
 				p.ListValue = make([]int64, n0)
-				for i0 := range n0 {
-					if p.ListValue[i0], err = r.ReadI64(); err != nil {
-						return err
-					}
+				if err = r.ReadI64s(p.ListValue); err != nil {
+					return err
 				}
 			}
 		case 4:
@@ -416,9 +412,7 @@ func (p *Value) EncodeCompact(w *proto.CompactWriter) error {
 	if p.IsSetListValue() {
 		w.WriteFieldBegin(proto.LIST, 3)
 		w.WriteListBegin(proto.I64, len(p.ListValue))
-		for _, v0 := range p.ListValue {
-			w.WriteI64(v0)
-		}
+		w.WriteI64s(p.ListValue)
 	}
 	if p.IsSetInner() {
 		w.WriteFieldBegin(proto.STRUCT, 4)
@@ -492,10 +486,8 @@ func (p *Value) DecodeCompact(r *proto.CompactReader) error {
 					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.I64)
 				}
 				p.ListValue = make([]int64, n0)
-				for i0 := range n0 {
-					if p.ListValue[i0], err = r.ReadI64(); err != nil {
-						return err
-					}
+				if err = r.ReadI64s(p.ListValue); err != nil {
+					return err
 				}
 			}
 		case 4:

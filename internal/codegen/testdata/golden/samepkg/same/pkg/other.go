@@ -43,9 +43,7 @@ func (p *OtherThing) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.I32, len(p.Odd))
 	for _, e0 := range p.Odd {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -92,10 +90,8 @@ func (p *OtherThing) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Odd[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Odd[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Odd[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.Odd[i0].Value, err = r.ReadI32(); err != nil {
@@ -127,9 +123,7 @@ func (p *OtherThing) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteMapBegin(proto.LIST, proto.I32, len(p.Odd))
 	for _, e0 := range p.Odd {
 		w.WriteListBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteI32(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -176,10 +170,8 @@ func (p *OtherThing) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Odd[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Odd[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Odd[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.Odd[i0].Value, err = r.ReadI32(); err != nil {

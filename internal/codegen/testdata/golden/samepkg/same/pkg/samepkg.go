@@ -80,9 +80,7 @@ func (p *Thing) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteMapBegin(proto.SET, proto.STRING, len(p.Odd))
 	for _, e0 := range p.Odd {
 		w.WriteSetBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteString(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -151,10 +149,8 @@ func (p *Thing) DecodeBinary(r *proto.BinaryReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Odd[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Odd[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Odd[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.Odd[i0].Value, err = r.ReadString(); err != nil {
@@ -198,9 +194,7 @@ func (p *Thing) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteMapBegin(proto.SET, proto.STRING, len(p.Odd))
 	for _, e0 := range p.Odd {
 		w.WriteSetBegin(proto.I32, len(e0.Key))
-		for _, v1 := range e0.Key {
-			w.WriteI32(v1)
-		}
+		w.WriteI32s(e0.Key)
 		w.WriteString(e0.Value)
 	}
 	w.WriteFieldStop()
@@ -269,10 +263,8 @@ func (p *Thing) DecodeCompact(r *proto.CompactReader) error {
 							return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et1, proto.I32)
 						}
 						p.Odd[i0].Key = make([]int32, n1)
-						for i1 := range n1 {
-							if p.Odd[i0].Key[i1], err = r.ReadI32(); err != nil {
-								return err
-							}
+						if err = r.ReadI32s(p.Odd[i0].Key); err != nil {
+							return err
 						}
 					}
 					if p.Odd[i0].Value, err = r.ReadString(); err != nil {
