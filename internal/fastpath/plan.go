@@ -16,6 +16,7 @@ type Side struct {
 	Threshold    int // messages above this are Large
 	Polling      hints.Polling
 	Config       rdma.EndpointConfig
+	QPSharing    bool // the plan shares QPs among callers (FLOCK)
 }
 
 // Protocol picks the protocol for an n-byte message.
@@ -71,6 +72,7 @@ func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 		Large:     engineProto(set.Protocol, large.Protocol),
 		Threshold: small.EagerThreshold,
 		Polling:   small.Polling,
+		QPSharing: small.QPSharing,
 	}
 	if maxMsg <= 0 || maxMsg > MaxMessage {
 		maxMsg = MaxMessage
@@ -157,3 +159,16 @@ func CheckPair(fn string, lane hints.Transport, clientTransport hints.Transport,
 	}
 	return nil
 }
+
+// FlockFunction is the attach name that asks for the process's shared
+// FLOCK handle (qp_sharing) instead of a lane of one function.
+const FlockFunction = "__flock"
+
+// FLOCK sizing: the largest request or response frame that travels over a
+// shared handle, and the ring each QP receives into. Functions planned
+// with qp_sharing whose declared payloads exceed FlockMaxMessage use
+// lanes of their own.
+const (
+	FlockMaxMessage = 60 << 10
+	FlockRing       = 512 << 10
+)

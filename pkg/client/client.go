@@ -57,6 +57,7 @@ type Conn struct {
 	fns   sync.Map // method name -> *hints.Function seen in calls
 	cores int
 	lanes lanes
+	flock *sharedFlock // this Conn's reference to the process's FLOCK handle
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -110,6 +111,7 @@ func (c *Conn) Close() error {
 	c.sess, c.old = nil, nil
 	c.mu.Unlock()
 	c.lanes.close()
+	c.releaseFlock()
 	for _, s := range all {
 		if s != nil {
 			s.fail(&ConnError{Op: "close"})

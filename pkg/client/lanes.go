@@ -65,7 +65,8 @@ type lanePool struct {
 	tokens   chan struct{} // one per lane that may exist
 	idle     chan *clane
 	conflict atomic.Pointer[fastpath.PlanError]
-	calls    [numProtocols]atomic.Uint64 // requests sent, by engine protocol
+	share    bool // qp_sharing: calls go through the process's FLOCK handle
+	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
 
 	mu  sync.Mutex
 	all map[*clane]struct{}
@@ -83,14 +84,17 @@ type clane struct {
 	once   sync.Once
 }
 
-const numProtocols = 8 // rdma.Protocols()
+const (
+	numProtocols = 8 // rdma.Protocols()
+	flockSlot    = numProtocols
+)
 
 // LaneStats describes the lanes of one function of a Conn.
 type LaneStats struct {
 	Function  string            // Service:name
 	Transport string            // shm or rdma
 	Lanes     int               // open now
-	Requests  map[string]uint64 // requests sent, by engine protocol
+	Requests  map[string]uint64 // requests sent, by engine protocol ("flock": through the shared FLOCK handle)
 }
 
 // LaneStats reports, per function that used lanes, how many are open and
@@ -110,7 +114,11 @@ func (c *Conn) LaneStats() []LaneStats {
 		p.mu.Unlock()
 		for i := range p.calls {
 			if n := p.calls[i].Load(); n > 0 {
-				st.Requests[rdma.Protocol(i).String()] = n
+				name := "flock"
+				if i < numProtocols {
+					name = rdma.Protocol(i).String()
+				}
+				st.Requests[name] = n
 			}
 		}
 		out = append(out, st)
@@ -151,6 +159,10 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	p := &lanePool{ls: ls, fn: key, tr: tr, set: set,
 		side:   fastpath.PlanSide(set, respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
+	// Sharing needs declared payloads that fit a FLOCK message both ways:
+	// a reply that does not fit could only fail after its handler ran.
+	p.share = p.side.QPSharing && set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
+		respSize > 0 && respSize <= fastpath.FlockMaxMessage/2
 	if ls.pools == nil {
 		ls.pools = map[string]*lanePool{}
 	}
@@ -165,11 +177,7 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	if d := ls.devs[tr]; d != nil {
 		return d, nil
 	}
-	provider := rdma.ProviderSHM
-	if tr == hints.TransportRDMA {
-		provider = rdma.ProviderIBV
-	}
-	d, err := fastpath.Acquire(provider)
+	d, err := fastpath.Acquire(providerOf(tr))
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +186,14 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	}
 	ls.devs[tr] = d
 	return d, nil
+}
+
+// providerOf is the verbs provider of a lane transport.
+func providerOf(tr hints.Transport) string {
+	if tr == hints.TransportRDMA {
+		return rdma.ProviderIBV
+	}
+	return rdma.ProviderSHM
 }
 
 // disable keeps every later call of the Conn on TCP.
@@ -434,6 +450,14 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 	name := m.Name
 	if m.Service != "" {
 		name = m.Service + ":" + m.Name
+	}
+	if p.share {
+		if err := c.flockCall(ctx, tr, m, name, args, result); err != errNoLane {
+			if err == nil {
+				p.calls[flockSlot].Add(1)
+			}
+			return err
+		}
 	}
 	return p.call(ctx, name, m.Oneway, args, result)
 }

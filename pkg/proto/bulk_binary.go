@@ -283,3 +283,88 @@ func (r *BinaryReader) ReadStrings(dst []string) error {
 	r.pos = p
 	return nil
 }
+
+// rawAt is rawBytes' fast path as a pure function, so loops over many
+// values keep their position in a register: the value at p and the offset
+// after it, or q < 0 when the careful path must decide.
+func rawAt(buf []byte, p, maxLen int) (b []byte, q int) {
+	if p >= 0 && p+4 <= len(buf) {
+		n := int(int32(binary.BigEndian.Uint32(buf[p : p+4])))
+		if n >= 0 && n <= maxLen && n <= len(buf)-p-4 {
+			q = p + 4 + n
+			return buf[p+4 : q : q], q
+		}
+	}
+	return nil, -1
+}
+
+// ReadStringBinaryMap reads the n entries of a map<string,binary> into m,
+// with ReadString's and ReadBinary's copying rules.
+func (r *BinaryReader) ReadStringBinaryMap(m map[string][]byte, n int) error {
+	p, buf, maxLen := r.pos, r.buf, r.lim.MaxStringLength
+	for range n {
+		kb, q := rawAt(buf, p, maxLen)
+		if q < 0 {
+			r.pos = p
+			var err error
+			if kb, err = r.rawBytes(); err != nil {
+				return err
+			}
+			q = r.pos
+		}
+		v, e := rawAt(buf, q, maxLen)
+		if e < 0 {
+			r.pos = q
+			var err error
+			if v, err = r.rawBytes(); err != nil {
+				return err
+			}
+			e = r.pos
+		}
+		if !r.Alias {
+			v = append(make([]byte, 0, len(v)), v...)
+		}
+		m[r.keyString(kb)] = v
+		p = e
+	}
+	r.pos = p
+	return nil
+}
+
+// ReadStringStringMap reads the n entries of a map<string,string> into m,
+// with ReadString's copying rules.
+func (r *BinaryReader) ReadStringStringMap(m map[string]string, n int) error {
+	p, buf, maxLen := r.pos, r.buf, r.lim.MaxStringLength
+	for range n {
+		kb, q := rawAt(buf, p, maxLen)
+		if q < 0 {
+			r.pos = p
+			var err error
+			if kb, err = r.rawBytes(); err != nil {
+				return err
+			}
+			q = r.pos
+		}
+		vb, e := rawAt(buf, q, maxLen)
+		if e < 0 {
+			r.pos = q
+			var err error
+			if vb, err = r.rawBytes(); err != nil {
+				return err
+			}
+			e = r.pos
+		}
+		m[r.keyString(kb)] = r.keyString(vb)
+		p = e
+	}
+	r.pos = p
+	return nil
+}
+
+// keyString converts a decoded string as ReadString does.
+func (r *BinaryReader) keyString(b []byte) string {
+	if r.UnsafeStrings && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return r.strs.str(b)
+}

@@ -195,7 +195,7 @@ func (r *CompactReader) ReadI64s(dst []int64) error {
 		if p >= 0 && p+10 <= len(buf) {
 			w := binary.LittleEndian.Uint64(buf[p : p+8])
 			if m := ^w & 0x8080808080808080; m != 0 {
-				p += (bits.TrailingZeros64(m) + 1) >> 3
+				p += bits.TrailingZeros64(m)>>3 + 1
 				u = gather(w & (m ^ (m - 1)))
 				dst[i] = int64(u>>1) ^ -int64(u&1)
 				continue
@@ -231,7 +231,7 @@ func (r *CompactReader) ReadI32s(dst []int32) error {
 		if p >= 0 && p+8 <= len(buf) {
 			w := binary.LittleEndian.Uint64(buf[p : p+8])
 			if m := ^w & 0x8080808080808080; m != 0 {
-				p += (bits.TrailingZeros64(m) + 1) >> 3
+				p += bits.TrailingZeros64(m)>>3 + 1
 				u := uint32(gather(w & (m ^ (m - 1))))
 				dst[i] = int32(u>>1) ^ -int32(u&1)
 				continue
@@ -258,7 +258,7 @@ func (r *CompactReader) ReadI16s(dst []int16) error {
 		if p >= 0 && p+8 <= len(buf) {
 			w := binary.LittleEndian.Uint64(buf[p : p+8])
 			if m := ^w & 0x8080808080808080; m != 0 {
-				p += (bits.TrailingZeros64(m) + 1) >> 3
+				p += bits.TrailingZeros64(m)>>3 + 1
 				u := uint32(gather(w & (m ^ (m - 1))))
 				dst[i] = int16(int32(u>>1) ^ -int32(u&1))
 				continue
@@ -379,4 +379,88 @@ func (r *CompactReader) ReadStrings(dst []string) error {
 	}
 	r.pos = p
 	return nil
+}
+
+// compactRawAt is value's fast path (a one-byte length) as a pure function, so
+// loops over many values keep their position in a register: the value at
+// p and the offset after it, or q < 0 when the careful path must decide.
+func compactRawAt(buf []byte, p, maxLen int) (b []byte, q int) {
+	if p >= 0 && p < len(buf) {
+		n := int(buf[p])
+		if q = p + 1 + n; n < 0x80 && n <= maxLen && q <= len(buf) {
+			return buf[p+1 : q : q], q
+		}
+	}
+	return nil, -1
+}
+
+// ReadStringBinaryMap reads the n entries of a map<string,binary> into m,
+// with ReadString's and ReadBinary's copying rules.
+func (r *CompactReader) ReadStringBinaryMap(m map[string][]byte, n int) error {
+	p, buf, maxLen := r.pos, r.buf, r.lim.MaxStringLength
+	for range n {
+		kb, q := compactRawAt(buf, p, maxLen)
+		if q < 0 {
+			r.pos = p
+			var err error
+			if kb, err = r.value(); err != nil {
+				return err
+			}
+			q = r.pos
+		}
+		v, e := compactRawAt(buf, q, maxLen)
+		if e < 0 {
+			r.pos = q
+			var err error
+			if v, err = r.value(); err != nil {
+				return err
+			}
+			e = r.pos
+		}
+		if !r.Alias {
+			v = append(make([]byte, 0, len(v)), v...)
+		}
+		m[r.keyString(kb)] = v
+		p = e
+	}
+	r.pos = p
+	return nil
+}
+
+// ReadStringStringMap reads the n entries of a map<string,string> into m,
+// with ReadString's copying rules.
+func (r *CompactReader) ReadStringStringMap(m map[string]string, n int) error {
+	p, buf, maxLen := r.pos, r.buf, r.lim.MaxStringLength
+	for range n {
+		kb, q := compactRawAt(buf, p, maxLen)
+		if q < 0 {
+			r.pos = p
+			var err error
+			if kb, err = r.value(); err != nil {
+				return err
+			}
+			q = r.pos
+		}
+		vb, e := compactRawAt(buf, q, maxLen)
+		if e < 0 {
+			r.pos = q
+			var err error
+			if vb, err = r.value(); err != nil {
+				return err
+			}
+			e = r.pos
+		}
+		m[r.keyString(kb)] = r.keyString(vb)
+		p = e
+	}
+	r.pos = p
+	return nil
+}
+
+// keyString converts a decoded string as ReadString does.
+func (r *CompactReader) keyString(b []byte) string {
+	if r.UnsafeStrings && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return r.strs.str(b)
 }

@@ -31,6 +31,10 @@ type lane struct {
 	link *fastpath.Link
 
 	in, out prometheus.Counter // bytes
+
+	// shared: the lane stands for the FLOCK handle of every client of
+	// the process; its calls run concurrently on the FLOCK workers.
+	shared bool
 }
 
 // statsFor returns the method's metric children for a transport; those of
@@ -123,6 +127,13 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 	if draining || c.s.shutting.Load() {
 		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType, "hatrpc: server shutting down")
 	}
+	tr := trSHM
+	if want == hints.TransportRDMA {
+		tr = trRDMA
+	}
+	if a.Function == fastpath.FlockFunction {
+		return &lane{fn: a.Function, tr: tr, shared: true, stop: make(chan struct{})}, nil
+	}
 	side := fastpath.PlanSide(hints.Set{}, 0, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	var set hints.Set
 	if m := c.s.lookup([]byte(a.Function)); m != nil {
@@ -137,10 +148,6 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 		errors.As(err, &pe)
 		c.s.log.Warn("hatrpc: lane refused", "remote", c.remote, "err", err)
 		return nil, proto.NewApplicationException(proto.ExcInvalidProtocol, pe.Reason)
-	}
-	tr := trSHM
-	if want == hints.TransportRDMA {
-		tr = trRDMA
 	}
 	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}),
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
@@ -162,6 +169,11 @@ func (c *conn) serveLane(l *lane) {
 	defer c.readFailed(io.EOF)
 	d := c.s.device()
 	if d == nil {
+		return
+	}
+	if l.shared {
+		c.w.Wait() // the hello reply goes out before the bootstrap bytes
+		c.serveFlock(l, d)
 		return
 	}
 	pd, err := d.AllocPD()
@@ -344,10 +356,13 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
 	}
-	if cap(c.laneBuf) < wire.HeaderSize {
-		c.laneBuf = make([]byte, 0, 4<<10)
+	buf := c.laneBuf
+	if l.shared || cap(buf) < wire.HeaderSize {
+		// A shared lane's replies are coalesced later, so each keeps its
+		// own buffer.
+		buf = make([]byte, 0, 4<<10)
 	}
-	b, err := codec.AppendMessage(c.laneBuf[:wire.HeaderSize], p, name, typ, seqid, body)
+	b, err := codec.AppendMessage(buf[:wire.HeaderSize], p, name, typ, seqid, body)
 	if err != nil {
 		b, _ = codec.AppendMessage(b[:wire.HeaderSize], p, name, proto.Exception, seqid,
 			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
@@ -363,9 +378,11 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	}
 	wire.SealFrame(b, kind, flags, seqid, 0)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
-	if cap(b) <= laneBufKeep {
+	switch {
+	case l.shared:
+	case cap(b) <= laneBufKeep:
 		c.laneBuf = b[:0]
-	} else {
+	default:
 		c.laneBuf = nil
 	}
 	l.out.Add(float64(len(b)))

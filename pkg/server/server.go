@@ -51,6 +51,7 @@ type Server struct {
 	dev            *fastpath.Device // shared verbs device of the lanes, opened on first use
 	devFailed      bool
 	closedForLanes bool
+	flock          flockState
 
 	debugOnce sync.Once
 	debugSrv  *http.Server
@@ -294,6 +295,7 @@ func (s *Server) Close() error {
 		c.abort()
 	}
 	s.mu.Unlock()
+	s.cancelFlock()
 	s.connWG.Wait()
 	s.callWG.Wait()
 	s.finish()
@@ -305,6 +307,7 @@ func (s *Server) finish() {
 	s.closed = true
 	s.mu.Unlock()
 	s.pool.stop()
+	s.closeFlock()
 	s.releaseDevice()
 	// A StartDebug after this point must not start a listener nobody closes.
 	s.debugOnce.Do(func() { s.debugErr = ErrServerClosed })

@@ -18,3 +18,12 @@ service Mix {
 
   oneway void note(1: string msg)
 }
+
+// Many callers, small messages: the callers of every connection of a
+// process share a few QPs through one FLOCK handle (qp_sharing).
+service Shared {
+  hint: qp_sharing = on, perf_goal = throughput, concurrency = 256;
+
+  binary get(1: binary key) [ c_hint: payload_size = 64; s_hint: payload_size = 1KiB; ]
+  i64 slow(1: i64 ms) [ hint: payload_size = 64; ]
+}

@@ -128,6 +128,16 @@ func BenchmarkYCSB(b *testing.B) {
 							b.ReportMetric(s.P50Us, "get-p50-us")
 						}
 					}
+					if kind == HERD && poll == rdma.PollBusy {
+						// Calls made in RFP fetch mode after a flip back
+						// (see endpointConfig): not HERD's WRITE + SEND.
+						var fetched uint64
+						for _, c := range pool.Clients() {
+							st := c.ep.Stats()
+							fetched += st.Calls - st.RFPReplyCalls
+						}
+						b.ReportMetric(float64(fetched)/float64(max(rep.Operations, 1)), "herd-fetch-calls/op")
+					}
 					if kind == Pilaf {
 						var st PilafStats
 						for _, c := range pool.Clients() {

@@ -37,6 +37,7 @@ func WithPilafRetries(n int) ClientOption { return func(o *clientOptions) { o.pi
 // concurrent threads.
 type Client struct {
 	kind Kind
+	poll rdma.Polling
 	nc   net.Conn
 	pd   *rdma.PD
 	ep   *rdma.RPCEndpoint
@@ -67,7 +68,7 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 		_ = nc.Close()
 		return nil, fmt.Errorf("%w: %v", ErrUnknownKind, kind)
 	}
-	c := &Client{kind: kind, nc: nc, watched: make(chan struct{})}
+	c := &Client{kind: kind, poll: o.polling, nc: nc, watched: make(chan struct{})}
 	c.life, c.kill = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -88,7 +89,7 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 	if err := c.ep.Bootstrap(ctx, nc); err != nil {
 		return nil, fmt.Errorf("emul: %v bootstrap: %w", kind, err)
 	}
-	if kind == HERD {
+	if kind == HERD && o.polling == rdma.PollBusy {
 		if err := c.herdWarmup(ctx); err != nil {
 			return nil, err
 		}
@@ -111,15 +112,17 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 // every later request is a WRITE answered by a SEND.
 func (c *Client) herdWarmup(ctx context.Context) error {
 	for range 1000 {
-		if c.ep.Stats().RFPServerReply {
-			return nil
-		}
 		r, err := c.call(ctx, []byte{opPing})
 		if err != nil {
 			return err
 		}
 		if err := r.end(); err != nil {
 			return err
+		}
+		// Checked right after each call: a ping's turnaround is short
+		// enough to flip a client in server-reply mode back to fetching.
+		if c.ep.Stats().RFPServerReply {
+			return nil
 		}
 	}
 	return fmt.Errorf("%w: herd: the engine stayed in RFP fetch mode", ErrProtocol)
@@ -205,7 +208,7 @@ func (c *Client) begin() error {
 func (c *Client) call(ctx context.Context, req []byte) (reader, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.life, cancel)
-	resp, err := c.ep.Call(cctx, requestProto(c.kind, len(req)), req)
+	resp, err := c.ep.Call(cctx, requestProto(c.kind, c.poll, len(req)), req)
 	stop()
 	cancel()
 	if err != nil {

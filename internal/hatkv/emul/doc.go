@@ -9,8 +9,9 @@
 //     buffer, which a busy server polls (no completion, no receive; an
 //     event-driven server cannot watch memory and gets WRITE_WITH_IMM), the
 //     response one SEND (eager; beyond a 4 KiB slot the engine falls back
-//     to Write-RNDV). This is the engine's RFP request path with the
-//     client held in server-reply mode (R = 1, two warm-up pings in Dial).
+//     to Write-RNDV). Busy: the engine's RFP request path with the client
+//     held in server-reply mode (R = 1, warm-up pings in Dial); event:
+//     Direct-WriteIMM (the same verbs, without RFP's mode machine).
 //   - RFP: the request is written (RDMA_WRITE to a busy server's polled
 //     buffer; WRITE_WITH_IMM to an event-driven one) and the client
 //     fetches the response with RDMA READs; the server posts nothing.

@@ -161,13 +161,20 @@ func ackHello(ctx context.Context, nc net.Conn, code byte) error {
 // Protocol choices per emulation, on the side that sends the message.
 const arEagerMax = 4 << 10 // AR-gRPC's eager threshold: eager strictly below
 
-func requestProto(k Kind, n int) rdma.Protocol {
+func requestProto(k Kind, p rdma.Polling, n int) rdma.Protocol {
 	switch k {
 	case ARGRPC:
 		return arProto(n)
-	case HERD, RFP:
-		// HERD: the RFP request path (a WRITE into the server's pre-known
-		// buffer) with the client held in server-reply mode (herdConfig).
+	case HERD:
+		// A busy server polls its pre-known buffer: the RFP request path
+		// (a plain WRITE) with the client held in server-reply mode. An
+		// event-driven server cannot watch memory; the RFP path would post
+		// WRITE_WITH_IMM, which is Direct-WriteIMM without the mode machine.
+		if p == rdma.PollEvent {
+			return rdma.ProtoDirectWriteIMM
+		}
+		return rdma.ProtoRFP
+	case RFP:
 		return rdma.ProtoRFP
 	}
 	return rdma.ProtoHybrid
@@ -199,10 +206,12 @@ func arProto(n int) rdma.Protocol {
 // 2^20, since a shm READ costs ~100 ns and the hardware default (5) would
 // switch to server-reply almost at once; RFP would no longer be RFP. HERD:
 // 1, so the client leaves fetch mode after two calls (Dial makes them) and
-// never comes back: that needs a server turnaround within one fetch
-// (~100 ns), below any handler's time. In server-reply mode a request is
-// still one RDMA WRITE into the server's polled buffer, without the fetch
-// flag, and the server answers by SEND: HERD's protocol.
+// comes back only for a server turnaround within one fetch (~100 ns, below
+// any store access; a loaded machine that stalls fetches inflates the
+// estimate, then it may flip back until two calls exceed again: counted in
+// EndpointStats.RFPToFetch). In server-reply mode a request is still one
+// RDMA WRITE into the server's polled buffer, without the fetch flag, and
+// the server answers by SEND: HERD's protocol.
 func endpointConfig(k Kind, p rdma.Polling) rdma.EndpointConfig {
 	r := 1 << 20
 	if k == HERD {

@@ -1009,3 +1009,609 @@ func (_c *MixClient) Note(ctx context.Context, msg string) (_err error) {
 	_args := &MixNoteArgs{Msg: msg}
 	return _c.c.Call(ctx, &clientMethodsMix[3], _args, nil)
 }
+
+type SharedGetArgs struct {
+	Key []byte `thrift:"key,1" db:"key" json:"key"`
+}
+
+func NewSharedGetArgs() *SharedGetArgs {
+	return &SharedGetArgs{}
+}
+
+func (p *SharedGetArgs) GetKey() []byte {
+	return p.Key
+}
+
+func (p *SharedGetArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("SharedGetArgs(%+v)", *p)
+}
+
+func (p *SharedGetArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedGetArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *SharedGetArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedGetArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*SharedGetArgs)(nil)
+
+type SharedGetResult struct {
+	Success []byte `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewSharedGetResult() *SharedGetResult {
+	return &SharedGetResult{}
+}
+
+var SharedGetResult_Success_DEFAULT []byte
+
+func (p *SharedGetResult) GetSuccess() []byte {
+	return p.Success
+}
+
+func (p *SharedGetResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *SharedGetResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("SharedGetResult(%+v)", *p)
+}
+
+func (p *SharedGetResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteBinary(p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedGetResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Success, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *SharedGetResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteBinary(p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedGetResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Success, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*SharedGetResult)(nil)
+
+type SharedSlowArgs struct {
+	Ms int64 `thrift:"ms,1" db:"ms" json:"ms"`
+}
+
+func NewSharedSlowArgs() *SharedSlowArgs {
+	return &SharedSlowArgs{}
+}
+
+func (p *SharedSlowArgs) GetMs() int64 {
+	return p.Ms
+}
+
+func (p *SharedSlowArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("SharedSlowArgs(%+v)", *p)
+}
+
+func (p *SharedSlowArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.I64, 1)
+	w.WriteI64(p.Ms)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedSlowArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Ms, err = r.ReadI64(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *SharedSlowArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.I64, 1)
+	w.WriteI64(p.Ms)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedSlowArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 1:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Ms, err = r.ReadI64(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*SharedSlowArgs)(nil)
+
+type SharedSlowResult struct {
+	Success *int64 `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewSharedSlowResult() *SharedSlowResult {
+	return &SharedSlowResult{}
+}
+
+var SharedSlowResult_Success_DEFAULT int64
+
+func (p *SharedSlowResult) GetSuccess() int64 {
+	if !p.IsSetSuccess() {
+		return SharedSlowResult_Success_DEFAULT
+	}
+	return *p.Success
+}
+
+func (p *SharedSlowResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *SharedSlowResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("SharedSlowResult(%+v)", *p)
+}
+
+func (p *SharedSlowResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.I64, 0)
+		w.WriteI64(*p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedSlowResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 0:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv int64
+			if fv, err = r.ReadI64(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *SharedSlowResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.I64, 0)
+		w.WriteI64(*p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *SharedSlowResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == proto.STOP {
+			break
+		}
+		switch id {
+		case 0:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv int64
+			if fv, err = r.ReadI64(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*SharedSlowResult)(nil)
+
+// SharedHints is the resolved hint table of service Shared (defaults applied;
+// fields left out have their default value).
+var SharedHints = hints.Service{
+	Name:   "Shared",
+	Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, QPSharing: hints.SwitchOn},
+	Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, QPSharing: hints.SwitchOn},
+	Functions: []hints.Function{
+		{Name: "get", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, PayloadSize: 64, QPSharing: hints.SwitchOn}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, PayloadSize: 1024, QPSharing: hints.SwitchOn}},
+		{Name: "slow", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, PayloadSize: 64, QPSharing: hints.SwitchOn}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 256, PayloadSize: 64, QPSharing: hints.SwitchOn}},
+	},
+}
+
+// SharedHandler is implemented by servers of Shared; RegisterShared binds it. A
+// declared exception returned as error reaches the caller as that exception.
+type SharedHandler interface {
+	Get(ctx context.Context, key []byte) (_r []byte, _err error)
+	Slow(ctx context.Context, ms int64) (_r int64, _err error)
+}
+
+// RegisterShared registers h as service "Shared" on s.
+func RegisterShared(s *server.Server, h SharedHandler) {
+	s.Register(&server.Service{Name: "Shared", Hints: &SharedHints, Methods: []server.Method{
+		{
+			Name:    "get",
+			NewArgs: func() proto.Struct { return NewSharedGetArgs() },
+			Hints:   SharedHints.Function("get"),
+			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+				args := a.(*SharedGetArgs)
+				res := NewSharedGetResult()
+				r, err := h.Get(ctx, args.Key)
+				if err != nil {
+					return nil, err
+				}
+				if r == nil {
+					// nil would read as "no result"; an empty value is a result.
+					r = make([]byte, 0)
+				}
+				res.Success = r
+				return res, nil
+			},
+		},
+		{
+			Name:    "slow",
+			NewArgs: func() proto.Struct { return NewSharedSlowArgs() },
+			Hints:   SharedHints.Function("slow"),
+			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+				args := a.(*SharedSlowArgs)
+				res := NewSharedSlowResult()
+				r, err := h.Slow(ctx, args.Ms)
+				if err != nil {
+					return nil, err
+				}
+				res.Success = &r
+				return res, nil
+			},
+		},
+	}})
+}
+
+var clientMethodsShared = [...]client.Method{
+	{Service: "Shared", Name: "get", Oneway: false, Hints: SharedHints.Function("get")},
+	{Service: "Shared", Name: "slow", Oneway: false, Hints: SharedHints.Function("slow")},
+}
+
+// SharedClient calls service "Shared" over a client connection.
+type SharedClient struct {
+	c *client.Conn
+}
+
+func NewSharedClient(c *client.Conn) *SharedClient { return &SharedClient{c: c} }
+
+func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err error) {
+	_args := &SharedGetArgs{Key: key}
+	_res := NewSharedGetResult()
+	if _err = _c.c.Call(ctx, &clientMethodsShared[0], _args, _res); _err != nil {
+		return
+	}
+	if _res.Success == nil {
+		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
+	}
+	return _res.Success, nil
+}
+
+func (_c *SharedClient) Slow(ctx context.Context, ms int64) (_r int64, _err error) {
+	_args := &SharedSlowArgs{Ms: ms}
+	_res := NewSharedSlowResult()
+	if _err = _c.c.Call(ctx, &clientMethodsShared[1], _args, _res); _err != nil {
+		return
+	}
+	if _res.Success == nil {
+		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "slow failed: unknown result"}
+	}
+	return *_res.Success, nil
+}

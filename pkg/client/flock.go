@@ -1,0 +1,241 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/flock"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// With qp_sharing in a function's plan, its calls go through one FLOCK
+// handle per server and process (pkg/flock): every Conn of the process to
+// that server shares its few QPs, callers coalesce into one message per
+// leader, and credits and the QP and goroutine schedulers apply. The
+// handle is opened on first use like a lane (attach over TCP, the
+// connection then its liveness link) and closed with its last Conn.
+
+// sharedFlock is one FLOCK handle and who uses it.
+type sharedFlock struct {
+	key  string
+	refs int // Conns holding it, under flocksMu
+
+	fc     *flock.Conn
+	link   *fastpath.Link
+	dev    *fastpath.Device
+	dead   context.Context // cancelled when the link breaks or the server drains
+	kill   context.CancelFunc
+	calls  sync.WaitGroup
+	closed sync.Once
+}
+
+var (
+	flocksMu sync.Mutex
+	flocks   = map[string]*sharedFlock{}
+)
+
+// errFlockGone fails the calls in flight when the handle's peer goes away.
+var errFlockGone = errors.New("flock handle closed: the server went away or drains")
+
+// flockFor returns this Conn's reference to the process's handle for the
+// server, attaching one when there is none (or the old one died).
+func (c *Conn) flockFor(ctx context.Context, tr hints.Transport) (*sharedFlock, error) {
+	c.mu.Lock()
+	h := c.flock
+	c.mu.Unlock()
+	if h != nil && h.dead.Err() == nil {
+		return h, nil
+	}
+	key := c.addr + "|" + tr.String()
+	flocksMu.Lock()
+	defer flocksMu.Unlock()
+	sh := flocks[key]
+	if sh == nil || sh.dead.Err() != nil {
+		var err error
+		if sh, err = c.openFlock(ctx, key, tr); err != nil {
+			return nil, err
+		}
+		flocks[key] = sh
+	}
+	sh.refs++
+	c.mu.Lock()
+	old := c.flock
+	c.flock = sh
+	c.mu.Unlock()
+	if old != nil && old.releaseLocked() {
+		go old.close() // a dead handle: its calls are failing already
+	}
+	return sh, nil
+}
+
+// releaseLocked drops one reference and reports whether it was the last;
+// flocksMu is held. The caller closes the handle then, outside the lock.
+func (sh *sharedFlock) releaseLocked() bool {
+	if sh.refs--; sh.refs > 0 {
+		return false
+	}
+	if flocks[sh.key] == sh {
+		delete(flocks, sh.key)
+	}
+	return true
+}
+
+func (c *Conn) releaseFlock() {
+	c.mu.Lock()
+	h := c.flock
+	c.flock = nil
+	c.mu.Unlock()
+	if h == nil {
+		return
+	}
+	flocksMu.Lock()
+	last := h.releaseLocked()
+	flocksMu.Unlock()
+	if last {
+		h.close()
+	}
+}
+
+func (sh *sharedFlock) close() {
+	sh.closed.Do(func() {
+		sh.kill()
+		sh.calls.Wait()
+		_ = sh.fc.Close()
+		sh.link.Close()
+		sh.dev.Release()
+	})
+}
+
+// openFlock attaches a new handle: a TCP connection whose hello asks for
+// the FLOCK attach, then flock.Dial over it.
+func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_ *sharedFlock, err error) {
+	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
+	defer cancel()
+	d, err := fastpath.Acquire(providerOf(tr))
+	if err != nil {
+		return nil, errNoLane
+	}
+	defer func() {
+		if err != nil {
+			d.Release()
+		}
+	}()
+	nc, err := c.dialRaw(dctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			nc.Close()
+		}
+	}()
+	br := bufio.NewReaderSize(nc, 4<<10)
+	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
+		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(),
+		Attach: &wire.Attach{Transport: tr.String(), Function: fastpath.FlockFunction}}
+	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
+	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
+	hcancel()
+	if err != nil {
+		return nil, err
+	}
+	if exc != nil || rep.Caps&wire.CapAttach == 0 {
+		return nil, errNoLane
+	}
+	fc, err := flock.Dial(dctx, d.Device, bufConn{nc, br},
+		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
+	if err != nil {
+		return nil, &ConnError{Op: "flock", Err: err}
+	}
+	dead, kill := context.WithCancelCause(context.Background())
+	sh := &sharedFlock{key: key, fc: fc, dev: d, dead: dead, kill: func() { kill(errFlockGone) }}
+	sh.link = fastpath.Watch(nc, sh.kill, sh.kill)
+	return sh, nil
+}
+
+// flockCall runs one call through the shared handle; errNoLane means the
+// call belongs on a lane (too large to share, or no FLOCK here).
+func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, name string, args, result proto.Struct) error {
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	kind, typ := wire.KindCall, proto.Call
+	if m.Oneway {
+		kind, typ = wire.KindOneway, proto.Oneway
+	}
+	const seq = 1 // FLOCK matches the response to its caller
+	b, err := codec.AppendMessage((*bp)[:wire.HeaderSize], c.o.proto, name, typ, seq, args)
+	*bp = b
+	if err != nil {
+		return err
+	}
+	if len(b) > fastpath.FlockMaxMessage {
+		return errNoLane
+	}
+	var flags uint8
+	if c.o.proto == proto.Compact {
+		flags = wire.FlagCompact
+	}
+	wire.SealFrame(b, kind, flags, seq, timeout)
+	sh, err := c.flockFor(ctx, tr)
+	if err != nil {
+		return err
+	}
+	sh.calls.Add(1)
+	defer sh.calls.Done()
+	if sh.dead.Err() != nil {
+		return &ConnError{Op: "flock", Err: context.Cause(sh.dead)}
+	}
+	// A call waits for its response until ctx ends; the handle's death
+	// ends it too, so a vanished server means an error, not a hang.
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(sh.dead, func() { cancel(context.Cause(sh.dead)) })
+	resp, err := sh.fc.Call(cctx, flockHandler, b)
+	stop()
+	cancel(nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
+		var he *flock.HandlerError
+		if errors.As(err, &he) {
+			return proto.NewApplicationException(proto.ExcInternalError, he.Msg)
+		}
+		if cause := context.Cause(cctx); cause != nil && errors.Is(err, context.Canceled) {
+			err = cause
+		}
+		sh.kill()
+		return &ConnError{Op: "flock", Err: err}
+	}
+	if m.Oneway {
+		return nil
+	}
+	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
+	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
+		err = fmt.Errorf("%w: flock reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
+	}
+	if err != nil {
+		return &ConnError{Op: "flock", Err: err}
+	}
+	return decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
+}
+
+// flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).
+const flockHandler = 0

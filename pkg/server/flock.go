@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/flock"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+)
+
+// FLOCK (qp_sharing): functions whose client plan shares QPs reach the
+// server through one FLOCK handle per client process rather than lanes of
+// their own (docs/design/lanes.md). The server side is one flock.Server
+// for all of them; its workers run the calls through the same frame path
+// as lanes.
+
+// flockHandler is the FLOCK handler id every HatRPC frame travels under.
+const flockHandler = 0
+
+// flockState is the server's FLOCK side, made on the first attach.
+type flockState struct {
+	once sync.Once
+	srv  *flock.Server
+	err  error
+	conn *conn // the pseudo-connection FLOCK calls run on
+	lane *lane
+}
+
+// flockServer returns the server's flock.Server, creating it on first use.
+func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, *conn, error) {
+	f := &s.flock
+	f.once.Do(func() {
+		fs, err := flock.NewServer(d.Device, flock.WithWorkers(max(4, 2*runtime.NumCPU())),
+			flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
+		if err != nil {
+			f.err = err
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		// The pseudo-connection never finishes by itself (readDone stays
+		// false); the server's Close cancels its context.
+		f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+		f.lane = &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
+			side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
+			in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
+			out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}
+		fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
+			out, _ := f.conn.laneCall(f.lane, req)
+			if len(out) > fastpath.FlockMaxMessage {
+				// The handler ran, but its reply cannot travel back this
+				// way: the caller gets this error (plan the function's
+				// payload_size so it does not share QPs).
+				return nil, fmt.Errorf("hatrpc: reply of %d bytes exceeds the qp_sharing message limit %d",
+					len(out), fastpath.FlockMaxMessage)
+			}
+			return out, nil
+		})
+		f.srv = fs
+	})
+	return f.srv, f.conn, f.err
+}
+
+// cancelFlock cancels the contexts of the FLOCK calls running (Close).
+func (s *Server) cancelFlock() {
+	f := &s.flock
+	f.once.Do(func() { f.err = ErrServerClosed }) // no FLOCK after this
+	if f.conn != nil {
+		f.conn.cancel()
+	}
+}
+
+// closeFlock stops the FLOCK side once no call can arrive any more.
+func (s *Server) closeFlock() {
+	s.cancelFlock()
+	if f := &s.flock; f.srv != nil {
+		_ = f.srv.Close()
+	}
+}
+
+// serveFlock accepts a client process's FLOCK handle on the connection and
+// keeps the connection as the handle's liveness link until either side
+// goes; the calls themselves run on the FLOCK workers.
+func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
+	fs, _, err := c.s.flockServer(d, l.tr)
+	if err != nil {
+		c.s.log.Warn("hatrpc: qp_sharing unavailable", "err", err)
+		return
+	}
+	bctx, cancel := context.WithTimeout(c.ctx, laneBootstrapTimeout)
+	_, err = fs.Accept(bctx, d.Device, bufConn{c.nc, c.br})
+	cancel()
+	if err != nil {
+		c.s.log.Info("hatrpc: flock attach failed", "remote", c.remote, "err", err)
+		return
+	}
+	l.link = fastpath.Watch(c.nc, nil, func() { c.cancel() })
+	defer l.link.Close()
+	c.mu.Lock()
+	c.lane = l
+	draining := c.draining
+	c.mu.Unlock()
+	if draining {
+		c.stopLane()
+	}
+	c.s.met.lanes.Inc()
+	defer c.s.met.lanes.Dec()
+	select {
+	case <-c.ctx.Done():
+	case <-l.stop:
+	}
+}
