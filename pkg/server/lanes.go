@@ -357,9 +357,12 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 		defer wire.PutCodec(codec)
 	}
 	buf := c.laneBuf
-	if l.shared || cap(buf) < wire.HeaderSize {
+	switch {
+	case l.shared:
 		// A shared lane's replies are coalesced later, so each keeps its
-		// own buffer.
+		// own buffer, sized for the typical small reply.
+		buf = make([]byte, 0, 512)
+	case cap(buf) < wire.HeaderSize:
 		buf = make([]byte, 0, 4<<10)
 	}
 	b, err := codec.AppendMessage(buf[:wire.HeaderSize], p, name, typ, seqid, body)
