@@ -2,11 +2,15 @@ package bench
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -207,6 +211,26 @@ func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
 		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio <= 1+PlannedSlack))
 	}
 	fmt.Fprintln(w, line)
+	// Against the fixed system running the plan's protocol: the planner's
+	// other settings plus noise, where the row above is the choice itself.
+	line = "| planned / same protocol p50 |"
+	for _, r := range rows {
+		line += " " + sameProtoCell(r.By, r.Size, 1, func(v LatencyResult) float64 { return float64(v.P50) }) + " |"
+	}
+	fmt.Fprintln(w, line)
+}
+
+// sameProtoCell is planned's value over that of the fixed system with the
+// protocol the plan picked (RFP: the default-R system, as the plan's R).
+func sameProtoCell[T any](by map[string]T, size, callers int, val func(T) float64) string {
+	proto, _ := Describe(plannedName(), size, callers)
+	same := EnginePrefix() + "-" + proto
+	pl, ok1 := by[plannedName()]
+	fx, ok2 := by[same]
+	if !ok1 || !ok2 || val(fx) <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", val(pl)/val(fx))
 }
 
 func short(system string) string {
@@ -235,7 +259,7 @@ func plannedLatencyRatio(r LatencyRow) (float64, string, bool) {
 	}
 	best, bestName := math.Inf(1), ""
 	for s, v := range r.By {
-		if fixedEngine(s) && float64(v.P50) < best {
+		if fixedEngine(s) && (float64(v.P50) < best || float64(v.P50) == best && s < bestName) {
 			best, bestName = float64(v.P50), s
 		}
 	}
@@ -252,7 +276,7 @@ func plannedThroughputRatio(r ThroughputRow) (float64, string, bool) {
 	}
 	best, bestName := 0.0, ""
 	for s, v := range r.By {
-		if fixedEngine(s) && v.OpsPerSec() > best {
+		if fixedEngine(s) && (v.OpsPerSec() > best || v.OpsPerSec() == best && s < bestName) {
 			best, bestName = v.OpsPerSec(), s
 		}
 	}
@@ -313,6 +337,11 @@ func WriteEngineThroughputTable(w io.Writer, systems []string, rows []Throughput
 			continue
 		}
 		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio >= 1-PlannedSlack))
+	}
+	fmt.Fprintln(w, line)
+	line = "| planned / same protocol |"
+	for _, r := range rs {
+		line += " " + sameProtoCell(r.By, size, r.Callers, ThroughputResult.OpsPerSec) + " |"
 	}
 	fmt.Fprintln(w, line)
 	line = "| best engine / TCP |"
@@ -408,4 +437,128 @@ func tcpP50(r LatencyRow) string {
 		return fmt.Sprintf("%.1f", toUS(int64(v.P50)))
 	}
 	return "-"
+}
+
+// ReadLatencyCSV reads what WriteLatencyCSV wrote: rows in size order and
+// the systems in first-seen order (µs to ns at the CSV's 10 ns precision).
+func ReadLatencyCSV(r io.Reader) ([]string, []LatencyRow, error) {
+	recs, err := readCSV(r, "p50_us")
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		systems []string
+		rows    []LatencyRow
+		bySize  = map[int]int{}
+	)
+	for _, rec := range recs {
+		size, err1 := strconv.Atoi(rec[2])
+		p50, err2 := strconv.ParseFloat(rec[3], 64)
+		p99, err3 := strconv.ParseFloat(rec[4], 64)
+		mean, err4 := strconv.ParseFloat(rec[5], 64)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return nil, nil, fmt.Errorf("bench: latency.csv %v: %w", rec, err)
+		}
+		systems = appendNew(systems, rec[0])
+		i, ok := bySize[size]
+		if !ok {
+			i = len(rows)
+			bySize[size] = i
+			rows = append(rows, LatencyRow{Placement: "unpinned", Size: size, By: map[string]LatencyResult{}})
+		}
+		ns := func(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
+		rows[i].By[rec[0]] = LatencyResult{P50: ns(p50), P99: ns(p99), Mean: ns(mean)}
+	}
+	return systems, rows, nil
+}
+
+// ReadThroughputCSV reads what WriteThroughputCSV wrote; each result is
+// calls_per_s calls in one second.
+func ReadThroughputCSV(r io.Reader) ([]string, []ThroughputRow, error) {
+	recs, err := readCSV(r, "clients")
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		systems []string
+		rows    []ThroughputRow
+		byPoint = map[[2]int]int{}
+	)
+	for _, rec := range recs {
+		size, err1 := strconv.Atoi(rec[1])
+		clients, err2 := strconv.Atoi(rec[2])
+		cps, err3 := strconv.ParseFloat(rec[3], 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return nil, nil, fmt.Errorf("bench: throughput.csv %v: %w", rec, err)
+		}
+		systems = appendNew(systems, rec[0])
+		k := [2]int{size, clients}
+		i, ok := byPoint[k]
+		if !ok {
+			i = len(rows)
+			byPoint[k] = i
+			rows = append(rows, ThroughputRow{Size: size, Callers: clients, By: map[string]ThroughputResult{}})
+		}
+		rows[i].By[rec[0]] = ThroughputResult{Callers: clients, Calls: int64(math.Round(cps)), Elapsed: time.Second}
+	}
+	return systems, rows, nil
+}
+
+func readCSV(r io.Reader, col string) ([][]string, error) {
+	recs, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 || len(recs[0]) < 6 || !slices.Contains(recs[0], col) {
+		return nil, fmt.Errorf("bench: not an ATB CSV (no %s column)", col)
+	}
+	return recs[1:], nil
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// MergeLatency keeps, per point and system, the better (lower p50) of two
+// runs: repetitions of a sweep taken at different times on a shared host.
+func MergeLatency(a, b []LatencyRow) []LatencyRow {
+	out := slices.Clone(a)
+	for _, rb := range b {
+		i := slices.IndexFunc(out, func(r LatencyRow) bool { return r.Size == rb.Size && r.Placement == rb.Placement })
+		if i < 0 {
+			out = append(out, rb)
+			continue
+		}
+		by := maps.Clone(out[i].By)
+		for s, v := range rb.By {
+			if old, ok := by[s]; !ok || v.P50 < old.P50 {
+				by[s] = v
+			}
+		}
+		out[i].By = by
+	}
+	return out
+}
+
+// MergeThroughput keeps the higher calls/s per point and system.
+func MergeThroughput(a, b []ThroughputRow) []ThroughputRow {
+	out := slices.Clone(a)
+	for _, rb := range b {
+		i := slices.IndexFunc(out, func(r ThroughputRow) bool { return r.Size == rb.Size && r.Callers == rb.Callers })
+		if i < 0 {
+			out = append(out, rb)
+			continue
+		}
+		by := maps.Clone(out[i].By)
+		for s, v := range rb.By {
+			if old, ok := by[s]; !ok || v.OpsPerSec() > old.OpsPerSec() {
+				by[s] = v
+			}
+		}
+		out[i].By = by
+	}
+	return out
 }

@@ -47,6 +47,25 @@ func TestEngineReport(t *testing.T) {
 	assert.Equal(t, []string{Subject, "131072", "1", "1000.00", "131.07", "tcp", "-", "tcp"}, recs[4])
 
 	b.Reset()
+	require.NoError(t, WriteLatencyCSV(&b, systems, lat))
+	gotSys, gotLat, err := ReadLatencyCSV(&b)
+	require.NoError(t, err)
+	assert.Equal(t, systems, gotSys)
+	assert.Equal(t, lat, gotLat, "CSV round trip")
+	b.Reset()
+	require.NoError(t, WriteThroughputCSV(&b, systems, tput))
+	gotSys, gotTput, err := ReadThroughputCSV(&b)
+	require.NoError(t, err)
+	assert.Equal(t, systems, gotSys)
+	for i := range tput {
+		for s, v := range tput[i].By {
+			assert.InDelta(t, v.OpsPerSec(), gotTput[i].By[s].OpsPerSec(), 0.5, "%s", s)
+		}
+	}
+	_, _, err = ReadLatencyCSV(strings.NewReader("a,b\n1,2\n"))
+	assert.Error(t, err)
+
+	b.Reset()
 	WriteEngineVerdicts(&b, lat, tput)
 	v := b.String()
 	assert.Contains(t, v, "planned 2.10 µs")
@@ -70,4 +89,23 @@ func TestEngineReport(t *testing.T) {
 	b.Reset()
 	WriteEngineThroughputTable(&b, systems, tput, 128<<10)
 	assert.Contains(t, b.String(), "| planned / best fixed | 0.90 (direct_write_imm) MISS | 0.75 (eager) MISS |")
+	assert.Contains(t, b.String(), "| planned / same protocol | 0.90 | - |", "c8 plans rfp, which has no row here")
+}
+
+func TestMergeKeepsBest(t *testing.T) {
+	a := []LatencyRow{{Size: 64, By: map[string]LatencyResult{"x": {P50: 3}, "y": {P50: 1}}}}
+	b := []LatencyRow{{Size: 64, By: map[string]LatencyResult{"x": {P50: 2}, "y": {P50: 5}}}, {Size: 4, By: map[string]LatencyResult{"x": {P50: 7}}}}
+	m := MergeLatency(a, b)
+	require.Len(t, m, 2)
+	assert.Equal(t, time.Duration(2), m[0].By["x"].P50)
+	assert.Equal(t, time.Duration(1), m[0].By["y"].P50)
+	assert.Equal(t, time.Duration(3), a[0].By["x"].P50, "inputs untouched")
+
+	sec := func(calls int64) ThroughputResult { return ThroughputResult{Calls: calls, Elapsed: time.Second} }
+	ta := []ThroughputRow{{Size: 512, Callers: 8, By: map[string]ThroughputResult{"x": sec(10), "y": sec(30)}}}
+	tb := []ThroughputRow{{Size: 512, Callers: 8, By: map[string]ThroughputResult{"x": sec(20), "y": sec(5)}}}
+	tm := MergeThroughput(ta, tb)
+	require.Len(t, tm, 1)
+	assert.Equal(t, int64(20), tm[0].By["x"].Calls)
+	assert.Equal(t, int64(30), tm[0].By["y"].Calls)
 }

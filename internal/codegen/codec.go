@@ -79,16 +79,27 @@ func (g *generator) genCodec(sd *structDef, sfx string) {
 	}
 	g.e.p("for {")
 	if len(sd.fields) > 0 {
-		g.e.p("t, id, err := r.ReadFieldBegin()")
+		// ReadFieldBeginFast inlines (ReadFieldBegin cannot), so a field
+		// costs no call for its header; STOP and errors take the call.
+		g.e.p("t, id, ok := r.ReadFieldBeginFast()")
+		g.e.p("var err error")
+		g.e.p("if !ok {")
+		g.e.p("if t, id, err = r.ReadFieldBegin(); err != nil {")
+		g.e.p("return err")
+		g.e.p("}")
+		g.e.p("if t == %s.STOP {", proto)
+		g.e.p("break")
+		g.e.p("}")
+		g.e.p("}")
 	} else {
 		g.e.p("t, _, err := r.ReadFieldBegin()")
+		g.e.p("if err != nil {")
+		g.e.p("return err")
+		g.e.p("}")
+		g.e.p("if t == %s.STOP {", proto)
+		g.e.p("break")
+		g.e.p("}")
 	}
-	g.e.p("if err != nil {")
-	g.e.p("return err")
-	g.e.p("}")
-	g.e.p("if t == %s.STOP {", proto)
-	g.e.p("break")
-	g.e.p("}")
 	// Unknown fields and fields of an unexpected type are skipped, as
 	// Thrift's versioning rules require. Dispatching on the id alone lets
 	// the compiler turn the switch into a jump table or binary search; the

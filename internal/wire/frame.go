@@ -31,6 +31,10 @@ const (
 	KindOneway    Kind = 4
 	KindCancel    Kind = 5 // client gave up on seqid; server cancels its context
 	KindGoAway    Kind = 6 // server drains: no new calls on this connection
+	// KindBatch carries whole frames back to back (lanes only): calls one
+	// way, their replies in the same order the other (a oneway call's
+	// place holds an empty reply).
+	KindBatch Kind = 7
 )
 
 // Flag bits.
@@ -94,7 +98,7 @@ func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 	h.Seqid = int32(binary.BigEndian.Uint32(b[8:]))
 	h.Timeout = time.Duration(binary.BigEndian.Uint64(b[12:]))
 	switch {
-	case h.Kind < KindCall || h.Kind > KindGoAway:
+	case h.Kind < KindCall || h.Kind > KindBatch:
 		return h, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, h.Kind)
 	case h.Flags&^FlagCompact != 0 || b[6] != 0 || b[7] != 0:
 		return h, fmt.Errorf("%w: reserved bits set", ErrBadFrame)
@@ -114,3 +118,22 @@ func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 
 // IsTooLarge reports whether err is a size-limit violation (as opposed to garbage).
 func IsTooLarge(err error) bool { return errors.Is(err, proto.ErrSizeLimit) }
+
+// SplitFrames cuts a batch payload into its frames, each checked like a
+// single frame (nested batches are refused).
+func SplitFrames(b []byte, maxPayload int) ([][]byte, error) {
+	var out [][]byte
+	for len(b) > 0 {
+		h, err := DecodeHeader(b, maxPayload)
+		if err != nil {
+			return nil, err
+		}
+		n := HeaderSize + h.PayloadLen()
+		if h.Kind == KindBatch || n > len(b) {
+			return nil, fmt.Errorf("%w: batch entry of kind %d, %d of %d bytes", ErrBadFrame, h.Kind, len(b), n)
+		}
+		out = append(out, b[:n:n])
+		b = b[n:]
+	}
+	return out, nil
+}

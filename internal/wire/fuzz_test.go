@@ -141,3 +141,21 @@ func FuzzReadMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitFrames: a batch payload never panics the splitter, and what it
+// accepts re-joins to the input.
+func FuzzSplitFrames(f *testing.F) {
+	one := make([]byte, HeaderSize+3)
+	SealFrame(one, KindCall, 0, 1, 0)
+	f.Add(append(append([]byte{}, one...), one...))
+	f.Add([]byte{0, 0, 0, 16, 7})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		frames, err := SplitFrames(in, 1<<16)
+		if err != nil {
+			return
+		}
+		if joined := bytes.Join(frames, nil); !bytes.Equal(joined, in) {
+			t.Fatalf("split %x re-joins to %x", in, joined)
+		}
+	})
+}

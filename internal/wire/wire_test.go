@@ -54,7 +54,7 @@ func TestHeaderRejects(t *testing.T) {
 	}{
 		{"short", func(b []byte) []byte { return b[:10] }, false},
 		{"kind0", func(b []byte) []byte { b[4] = 0; return b }, false},
-		{"kind7", func(b []byte) []byte { b[4] = 7; return b }, false},
+		{"kind8", func(b []byte) []byte { b[4] = 8; return b }, false},
 		{"flags", func(b []byte) []byte { b[5] = 0x80; return b }, false},
 		{"reserved", func(b []byte) []byte { b[7] = 1; return b }, false},
 		{"length-short", func(b []byte) []byte { b[0], b[1], b[2], b[3] = 0, 0, 0, 3; return b }, false},
@@ -350,4 +350,29 @@ func TestWriterBoundsPending(t *testing.T) {
 	wg.Wait()
 	w.Wait()
 	require.Equal(t, int64(len(frame)*(1+4*2*(maxPending/len(frame)))), bw.n.Load())
+}
+
+func TestSplitFrames(t *testing.T) {
+	frame := func(kind Kind, n int) []byte {
+		b := make([]byte, HeaderSize+n)
+		SealFrame(b, kind, 0, 1, 0)
+		return b
+	}
+	var batch []byte
+	for _, n := range []int{0, 5, 100} {
+		batch = append(batch, frame(KindCall, n)...)
+	}
+	got, err := SplitFrames(batch, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Len(t, got[2], HeaderSize+100)
+	cases := map[string][]byte{
+		"truncated": batch[:len(batch)-1],
+		"nested":    frame(KindBatch, 0),
+		"garbage":   []byte{1, 2, 3},
+	}
+	for name, b := range cases {
+		_, err := SplitFrames(b, 1<<20)
+		require.ErrorIs(t, err, proto.ErrInvalidData, name)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,7 @@ type lanePool struct {
 	tokens   chan struct{} // one per lane that may exist
 	idle     chan *clane
 	conflict atomic.Pointer[fastpath.PlanError]
+	batch    *batcher // RF-RPC batching (batch hint), nil when off
 	share    bool // qp_sharing: calls go through the process's FLOCK handle
 	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
 
@@ -159,6 +161,9 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	p := &lanePool{ls: ls, fn: key, tr: tr, set: set,
 		side:   fastpath.PlanSide(set, respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
+	if set.Batch != hints.BatchOff {
+		p.batch = newBatcher(p, hints.PlanFor(set, runtime.NumCPU(), 1))
+	}
 	// Sharing needs declared payloads that fit a FLOCK message both ways:
 	// a reply that does not fit could only fail after its handler ran.
 	p.share = p.side.QPSharing && set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
@@ -358,15 +363,10 @@ func (b bufConn) Read(q []byte) (int, error) { return b.r.Read(q) }
 
 // call runs one call on a lane of the pool.
 func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, result proto.Struct) error {
-	l, err := p.get(ctx)
-	if err != nil {
-		return err
-	}
 	c := p.ls.c
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			p.put(l)
 			return context.DeadlineExceeded
 		}
 	}
@@ -382,12 +382,19 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	b, err := codec.AppendMessage((*bp)[:wire.HeaderSize], c.o.proto, name, typ, seq, args)
 	*bp = b
 	if err != nil {
-		p.put(l)
 		return err
 	}
 	var flags uint8
 	if c.o.proto == proto.Compact {
 		flags = wire.FlagCompact
+	}
+	if p.batch != nil {
+		wire.SealFrame(b, kind, flags, seq, timeout)
+		return p.batchCall(ctx, b, oneway, result)
+	}
+	l, err := p.get(ctx)
+	if err != nil {
+		return err
 	}
 	wire.SealFrame(b, kind, flags, seq, timeout)
 	pr := p.side.Protocol(len(b))

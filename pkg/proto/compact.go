@@ -288,7 +288,7 @@ func (r *CompactReader) uvarint() (uint64, error) {
 		}
 		if m := ^w & 0x8080808080808080; m != 0 {
 			// m^(m-1) keeps every bit up to the last byte's stop bit.
-			r.pos = p + (bits.TrailingZeros64(m)+1)>>3
+			r.pos = p + bits.TrailingZeros64(m)>>3 + 1
 			return gather(w & (m ^ (m - 1))), nil
 		}
 	}
@@ -458,7 +458,7 @@ func (r *CompactReader) ReadI32() (int32, error) {
 			return u>>1 ^ -(u & 1), nil
 		}
 		if m := ^w & 0x8080808080808080; m != 0 {
-			r.pos = p + (bits.TrailingZeros64(m)+1)>>3
+			r.pos = p + bits.TrailingZeros64(m)>>3 + 1
 			u := uint32(gather(w & (m ^ (m - 1))))
 			return int32(u>>1) ^ -int32(u&1), nil
 		}
@@ -478,7 +478,7 @@ func (r *CompactReader) ReadI64() (int64, error) {
 			return u>>1 ^ -(u & 1), nil
 		}
 		if m := ^w & 0x8080808080808080; m != 0 {
-			r.pos = p + (bits.TrailingZeros64(m)+1)>>3
+			r.pos = p + bits.TrailingZeros64(m)>>3 + 1
 			u := gather(w & (m ^ (m - 1)))
 			return int64(u>>1) ^ -int64(u&1), nil
 		}

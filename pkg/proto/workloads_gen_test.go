@@ -42,12 +42,15 @@ func (p *YCSBMap) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -126,12 +129,15 @@ func (p *YCSBMap) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -212,12 +218,15 @@ func (p *YCSBList) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -285,12 +294,15 @@ func (p *YCSBList) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -360,12 +372,15 @@ func (p *I64List) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -421,12 +436,15 @@ func (p *I64List) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -542,12 +560,15 @@ func (p *Mixed) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -820,12 +841,15 @@ func (p *Mixed) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:

@@ -254,6 +254,9 @@ func (c *conn) stopLane() {
 func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	lim := &c.s.opts.limits
 	l.in.Add(float64(len(req)))
+	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
+		return c.laneBatch(l, req)
+	}
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
 		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
@@ -321,6 +324,34 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	}
 	m.replies[0].Inc()
 	return out, m.side.Small
+}
+
+// laneBatch runs the calls of an RF-RPC batch one after the other and
+// answers with their replies in one frame, in order; a oneway call's place
+// holds an empty reply.
+func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
+	lim := &c.s.opts.limits
+	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
+	var frames [][]byte
+	if err == nil {
+		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
+	}
+	if err != nil {
+		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil)
+	}
+	out := make([]byte, wire.HeaderSize, 64<<10)
+	for _, f := range frames {
+		rep, _ := c.laneCall(l, f)
+		if rep == nil {
+			var empty [wire.HeaderSize]byte
+			wire.SealFrame(empty[:], wire.KindReply, 0, 0, 0)
+			rep = empty[:]
+		}
+		out = append(out, rep...) // rep lives in laneBuf, reused by the next call
+	}
+	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
+	return out, l.side.Protocol(len(out))
 }
 
 // acquireLane takes a call slot like acquire, for a lane: the wait holds

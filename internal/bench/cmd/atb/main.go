@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,8 @@ func run() error {
 		reps     = flag.Int("reps", 3, "interleaved repetitions per point; the best is reported")
 		out      = flag.String("out", "docs/performance", "directory for the CSV, SVG and report.md files")
 		timeout  = flag.Duration("timeout", 30*time.Minute, "overall limit")
+		from     = flag.String("from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
+		merge    = flag.Bool("merge", false, "keep the best of this run and the CSV files already in -out per point")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,6 +78,9 @@ func run() error {
 		return fmt.Errorf("unknown -role %q", *role)
 	}
 
+	if *from != "" {
+		return regenerate(*from, *out)
+	}
 	ls, err := bench.ParseInts(*latSizes)
 	if err != nil {
 		return err
@@ -106,6 +112,24 @@ func run() error {
 		}
 	}
 	took := time.Since(started).Round(time.Second)
+	if *merge {
+		osys, olat, otput, err := readDir(*out)
+		if err != nil {
+			return err
+		}
+		lat, tput = bench.MergeLatency(olat, lat), bench.MergeThroughput(otput, tput)
+		for _, s := range sys {
+			if !slices.Contains(osys, s) {
+				osys = append(osys, s)
+			}
+		}
+		sys, took = osys, 0
+		for _, r := range tput {
+			if !slices.Contains(ts, r.Size) {
+				ts = append(ts, r.Size)
+			}
+		}
+	}
 	return write(*out, sys, lat, tput, ts, took)
 }
 
@@ -124,7 +148,11 @@ func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.Throug
 		}
 	}
 	var rep bytes.Buffer
-	fmt.Fprintf(&rep, "Provider: %s; sweep took %v.\n\n", bench.EnginePrefix(), took)
+	fmt.Fprintf(&rep, "Provider: %s", bench.EnginePrefix())
+	if took > 0 {
+		fmt.Fprintf(&rep, "; sweep took %v", took)
+	}
+	fmt.Fprintf(&rep, ".\n\n")
 	fmt.Fprintf(&rep, "### 1-caller latency, p50 / p99 µs\n\n")
 	if len(lat) > 0 {
 		bench.WriteEngineLatencyTable(&rep, sys, lat)
@@ -147,4 +175,48 @@ func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.Throug
 	}
 	_, err := os.Stdout.Write(rep.Bytes())
 	return err
+}
+
+// regenerate rewrites the plots and report.md in out from the CSV files in
+// dir, e.g. after a change to the report.
+func regenerate(dir, out string) error {
+	sys, lat, tput, err := readDir(dir)
+	if err != nil {
+		return err
+	}
+	var sizes []int
+	for _, r := range tput {
+		if !slices.Contains(sizes, r.Size) {
+			sizes = append(sizes, r.Size)
+		}
+	}
+	return write(out, sys, lat, tput, sizes, 0)
+}
+
+// readDir reads latency.csv and throughput.csv from dir.
+func readDir(dir string) ([]string, []bench.LatencyRow, []bench.ThroughputRow, error) {
+	f, err := os.Open(filepath.Join(dir, "latency.csv"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	sys, lat, err := bench.ReadLatencyCSV(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g, err := os.Open(filepath.Join(dir, "throughput.csv"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer g.Close()
+	tsys, tput, err := bench.ReadThroughputCSV(g)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, s := range tsys {
+		if !slices.Contains(sys, s) {
+			sys = append(sys, s)
+		}
+	}
+	return sys, lat, tput, nil
 }
