@@ -1,7 +1,10 @@
 package fastpath
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,4 +164,37 @@ func TestDeviceShared(t *testing.T) {
 	_, err = Acquire("nonsense")
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.NotEmpty(t, HostID())
+}
+
+func TestNUMA(t *testing.T) {
+	require.Equal(t, -1, PlanNUMA(hints.NUMANone, nil).Node)
+	// A fake two-node machine.
+	root := t.TempDir()
+	for node, cpus := range []string{"0-1\n", "2,3\n"} {
+		dir := filepath.Join(root, fmt.Sprintf("node%d", node))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cpulist"), []byte(cpus), 0o644))
+	}
+	old := nodeRoot
+	nodeRoot = root
+	defer func() { nodeRoot = old }()
+	require.Equal(t, []int{0, 1}, Nodes())
+	p := PlanNUMA(hints.NUMANode(1), nil)
+	require.Equal(t, NUMAPlan{Node: 1, CPUs: []int{2, 3}}, p)
+	require.Equal(t, "numa=nic ignored: the device reports no NUMA node", PlanNUMA(hints.NUMANIC, nil).Note)
+	require.Equal(t, "numa=7 ignored: node 7 has no CPUs here", PlanNUMA(hints.NUMANode(7), nil).Note)
+	// One node: a no-op with a note.
+	nodeRoot = filepath.Join(root, "node0")
+	require.Contains(t, PlanNUMA(hints.NUMANode(0), nil).Note, "ignored: this machine has 0 NUMA node(s)")
+	require.True(t, NoteOnce("x"))
+	require.False(t, NoteOnce("x"))
+	// Binding to this machine's first node's CPUs works and restores.
+	nodeRoot = old
+	if nodes := Nodes(); len(nodes) > 0 {
+		cpus, err := nodeCPUs(nodes[0])
+		require.NoError(t, err)
+		restore, err := NUMAPlan{Node: nodes[0], CPUs: cpus}.Bind()
+		require.NoError(t, err)
+		restore()
+	}
 }

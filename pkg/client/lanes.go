@@ -66,8 +66,8 @@ type lanePool struct {
 	tokens   chan struct{} // one per lane that may exist
 	idle     chan *clane
 	conflict atomic.Pointer[fastpath.PlanError]
-	batch    *batcher // RF-RPC batching (batch hint), nil when off
-	share    bool // qp_sharing: calls go through the process's FLOCK handle
+	batch    *batcher                        // RF-RPC batching (batch hint), nil when off
+	share    bool                            // qp_sharing: calls go through the process's FLOCK handle
 	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
 
 	mu  sync.Mutex

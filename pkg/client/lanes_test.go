@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -277,4 +279,55 @@ func serveWith(t *testing.T, s *server.Server) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// TestLanesNUMAOneNode: a numa hint on a one-node machine is a logged
+// no-op (and the calls work).
+func TestLanesNUMAOneNode(t *testing.T) {
+	var buf syncBuffer
+	e := wiretest.NewEcho()
+	svc := e.Service()
+	svc.Hints = &hints.Service{Name: "Echo", Server: hints.Set{NUMA: hints.NUMANode(0)},
+		Functions: []hints.Function{{Name: "echo", Server: hints.Set{NUMA: hints.NUMANode(0)}}}}
+	svc.Methods[0].Hints = &svc.Hints.Functions[0]
+	s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), server.WithRDMA("shm"))
+	s.Register(svc)
+	addr := serveWith(t, s)
+	c := dial(t, addr)
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "numa"})
+	require.NoError(t, err)
+	require.Equal(t, "numa", got)
+	if len(fastpathNodes()) <= 1 {
+		require.Eventually(t, func() bool {
+			return strings.Contains(buf.String(), "numa=0 ignored: this machine has 1 NUMA node(s)")
+		}, 5*time.Second, 10*time.Millisecond, "log: %s", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func fastpathNodes() []string {
+	ents, _ := os.ReadDir("/sys/devices/system/node")
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "node") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

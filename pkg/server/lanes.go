@@ -32,6 +32,8 @@ type lane struct {
 
 	in, out prometheus.Counter // bytes
 
+	numa hints.NUMA // the function's numa hint
+
 	// shared: the lane stands for the FLOCK handle of every client of
 	// the process; its calls run concurrently on the FLOCK workers.
 	shared bool
@@ -139,6 +141,7 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 	if m := c.s.lookup([]byte(a.Function)); m != nil {
 		set, side = m.set, m.side
 	}
+	numa := set.NUMA
 	ct, err := hints.ParseTransport(a.ClientTransport)
 	if err != nil {
 		ct = hints.TransportAuto
@@ -149,7 +152,7 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 		c.s.log.Warn("hatrpc: lane refused", "remote", c.remote, "err", err)
 		return nil, proto.NewApplicationException(proto.ExcInvalidProtocol, pe.Reason)
 	}
-	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}),
+	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}), numa: numa,
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
 }
@@ -176,6 +179,17 @@ func (c *conn) serveLane(l *lane) {
 		c.serveFlock(l, d)
 		return
 	}
+	// The numa hint pins this goroutine's thread, the lane's poller, to
+	// the node before the endpoint's buffers are first touched.
+	np := fastpath.PlanNUMA(l.numa, d)
+	if np.Note != "" && fastpath.NoteOnce(np.Note) {
+		c.s.log.Info("hatrpc: "+np.Note, "function", l.fn)
+	}
+	restore, err := np.Bind()
+	if err != nil {
+		c.s.log.Warn("hatrpc: numa binding failed", "function", l.fn, "err", err)
+	}
+	defer restore()
 	pd, err := d.AllocPD()
 	if err != nil {
 		c.s.log.Warn("hatrpc: lane setup failed", "remote", c.remote, "function", l.fn, "err", err)
