@@ -68,6 +68,7 @@ type lanePool struct {
 	conflict atomic.Pointer[fastpath.PlanError]
 	batch    *batcher                        // RF-RPC batching (batch hint), nil when off
 	share    bool                            // qp_sharing: calls go through the process's FLOCK handle
+	canShare bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
 	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
 
 	mu  sync.Mutex
@@ -166,8 +167,10 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	}
 	// Sharing needs declared payloads that fit a FLOCK message both ways:
 	// a reply that does not fit could only fail after its handler ran.
-	p.share = p.side.QPSharing && set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
+	p.canShare = set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
 		respSize > 0 && respSize <= fastpath.FlockMaxMessage/2
+	p.share = p.side.QPSharing && p.canShare
+	p.canShare = p.canShare && set.QPSharing == hints.SwitchAuto
 	if ls.pools == nil {
 		ls.pools = map[string]*lanePool{}
 	}
@@ -257,6 +260,11 @@ func (p *lanePool) get(ctx context.Context) (*clane, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// saturated reports that every lane the pool may open is open and busy.
+func (p *lanePool) saturated() bool {
+	return len(p.idle) == 0 && len(p.tokens) == cap(p.tokens)
 }
 
 // put returns a lane after a call; a broken or drained one is closed and
@@ -458,7 +466,9 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 	if m.Service != "" {
 		name = m.Service + ":" + m.Name
 	}
-	if p.share {
+	// qp_sharing=auto also shares once the callers outnumber the lanes the
+	// plan allows, rather than queueing for a lane.
+	if p.share || (p.canShare && p.saturated()) {
 		if err := c.flockCall(ctx, tr, m, name, args, result); err != errNoLane {
 			if err == nil {
 				p.calls[flockSlot].Add(1)

@@ -331,3 +331,22 @@ func fastpathNodes() []string {
 	}
 	return out
 }
+
+// TestLanesOverflowToFlock: with qp_sharing=auto, callers beyond the lanes
+// the plan allows share the process's FLOCK handle instead of queueing.
+func TestLanesOverflowToFlock(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr, client.WithMaxLanes(2))
+	m := &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo",
+		Client: hints.Set{PayloadSize: 256, Polling: hints.PollEvent}, Server: hints.Set{PayloadSize: 256}}}
+	runConcurrent(t, c, m, 32, 30)
+	st := c.LaneStats()
+	require.Len(t, st, 1)
+	require.LessOrEqual(t, st[0].Lanes, 2)
+	require.Greater(t, st[0].Requests["flock"], uint64(0), "overflow went through FLOCK: %v", st[0].Requests)
+	var total uint64
+	for _, n := range st[0].Requests {
+		total += n
+	}
+	require.Equal(t, uint64(32*30), total)
+}

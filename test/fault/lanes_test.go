@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
@@ -21,6 +24,7 @@ import (
 func init() {
 	childRoles["lane-sleep"] = childLaneSleep
 	childRoles["lane-server"] = childLaneServer
+	childRoles["flock-client"] = childFlockClient
 }
 
 // childLaneSleep starts a long sleep call on a shm lane and is meant to be
@@ -134,4 +138,63 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 	require.Equal(t, "shm", c.Plan("Interop:sleep").Transport.String())
 	require.NoError(t, child2.CloseStdin())
 	require.NoError(t, child2.WaitExit(t, 10*time.Second))
+}
+
+// flockPing is Interop.ping planned with qp_sharing: it goes through the
+// process's FLOCK handle.
+var flockPing = &client.Method{Service: "Interop", Name: "ping", Hints: &hints.Function{Name: "ping",
+	Client: hints.Set{QPSharing: hints.SwitchOn, PayloadSize: 64}, Server: hints.Set{PayloadSize: 64}}}
+
+// childFlockClient runs 64 goroutines × 200 pings through FLOCK from its
+// own process over two Conns and reports "DONE <calls> <via flock>".
+func childFlockClient(ctx context.Context, out io.Writer, _ io.Reader) error {
+	var conns [2]*client.Conn
+	for i := range conns {
+		c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA("shm"))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				if err := conns[g%2].Call(ctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{}); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	var via uint64
+	for _, c := range conns {
+		for _, s := range c.LaneStats() {
+			via += s.Requests["flock"]
+		}
+	}
+	fmt.Fprintf(out, "DONE %d %d\n", 64*200, via)
+	return nil
+}
+
+// TestFlockTwoProcesses: a client process shares one FLOCK handle among 64
+// goroutines on two Conns against a server in this process; every call is
+// answered, all through FLOCK, and the handle goes away with the process.
+func TestFlockTwoProcesses(t *testing.T) {
+	h := testutil.NewSleepHandler()
+	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA("shm"))
+	child := testutil.StartChild(t, "flock-client", envAddr+"="+srv.Addr)
+	line := child.Expect(t, "DONE", 120*time.Second)
+	assert.Equal(t, "12800 12800", strings.TrimSpace(line), "calls, then calls through FLOCK")
+	require.NoError(t, child.WaitExit(t, 30*time.Second))
+	n := srv.WaitConns(t, func(n int) bool { return n == 0 }, 10*time.Second)
+	assert.Equal(t, 0, n, "the child's session and FLOCK link are closed")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -278,4 +279,64 @@ func TestPilafTornDetected(t *testing.T) {
 	_, err = c.Read(ctx, "key", nil)
 	require.NoError(t, err)
 	require.Equal(t, PilafStats{Gets: 3, Reads: 28, Retries: 8, Fallbacks: 2}, c.PilafStats())
+}
+
+// TestPilafRewriteStress republishes index entries as fast as the server
+// can (no store in the way, extents of changing sizes freed and reused)
+// while clients GET them one-sidedly: collisions are then frequent, and
+// every GET still returns one whole version (a GET that gives up gets the
+// store's version 0 by RPC).
+func TestPilafRewriteStress(t *testing.T) {
+	e := newEnv(t)
+	ctx := testCtx(t, testTimeout)
+	const keys = 2
+	names := []string{"s0", "s1"}
+	w := e.dial(t, Pilaf)
+	for _, k := range names {
+		require.NoError(t, w.Insert(ctx, k, versioned(k, 0, 4)))
+	}
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		v := 0
+		for {
+			select {
+			case <-stop:
+				done <- v
+				return
+			default:
+			}
+			v++
+			k := names[v%keys]
+			e.srv.idx.publish(k, kvstore.EncodeRecord(versioned(k, v, 1+v%60)))
+		}
+	}()
+	var total PilafStats
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	rctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	for range 2 {
+		c := e.dial(t, Pilaf, WithPilafRetries(8))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rctx.Err() == nil {
+				for _, k := range names {
+					r, err := c.Read(ctx, k, nil)
+					require.NoError(t, err)
+					versionOf(t, k, r)
+				}
+			}
+			st := c.PilafStats()
+			mu.Lock()
+			total.Gets, total.Reads, total.Retries, total.Fallbacks = total.Gets+st.Gets, total.Reads+st.Reads,
+				total.Retries+st.Retries, total.Fallbacks+st.Fallbacks
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	t.Logf("%d republications; readers: %+v", <-done, total)
+	require.Greater(t, total.Gets, uint64(100))
 }
