@@ -40,9 +40,10 @@ func (s *Side) Spin() time.Duration {
 	return 0
 }
 
-// BusySpin is the spin phase of a busy-polling lane: longer than any call,
-// so it never blocks, yet the wait still ends (and rechecks) now and then.
-const BusySpin = time.Hour
+// BusySpin is the spin phase of a busy-polling lane: far longer than any
+// gap between calls of a busy caller, so it does not block while calls
+// come, yet an idle lane stops burning a core 20 ms after its last one.
+const BusySpin = 20 * time.Millisecond
 
 // AdaptiveSpin is the spin phase the tuner gives adaptive lanes while the
 // CPU has room: a few round trips long, so a quick answer costs no wakeup.

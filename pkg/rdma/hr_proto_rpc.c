@@ -21,7 +21,6 @@ static int begin(hr_ep *ep, int timeout_ms, uint32_t gen)
 {
 	if (ep->broken || !ep->have_peer)
 		return HR_ESTATE;
-	ep->spin_until = 0;
 	ep->gen = gen;
 	ep->deadline = deadline_of(timeout_ms);
 	ep->deadline_started = 0;
@@ -139,6 +138,10 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	int st = begin(ep, timeout_ms, gen);
 	if (st != HR_OK)
 		return st;
+	/* A call's reply is worth a fresh spin; a server's wait is not reset
+	 * by its idle slices, so an idle lane stops spinning spin_ns after its
+	 * last completion and blocks until the next request. */
+	ep->spin_until = 0;
 	ep->seq++;
 	int fetch = proto == HR_PROTO_RFP && ep->rfp_mode == RFP_FETCH;
 	if ((st = hrp_send_msg(ep, proto, req, len, fetch ? HRM_F_FETCH : 0, 0)) != HR_OK)
