@@ -24,6 +24,7 @@ import (
 type benchFlags struct {
 	clientFlags
 	protocol   string
+	hintLevel  string
 	workloads  []string
 	props      []string
 	threads    int
@@ -68,6 +69,7 @@ printed at the end of each phase.`,
 	f.StringVar(&bf.plotPath, "plot", "", "write the latency distribution as SVG")
 	f.Uint64Var(&bf.seed, "seed", 0, "random seed (0: from the clock)")
 	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
+	f.StringVar(&bf.hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service; start the server the same way)")
 	f.StringVar(&bf.protocol, "protocol", "auto", "force the engine protocol of every request on lanes (needs --transport auto, shm or rdma)")
 	bf.clientFlags.registerConn(cmd)
 	bf.emul.register(cmd)
@@ -154,8 +156,16 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	if conns <= 0 {
 		conns = bf.threads
 	}
+	copts := []client.Option{client.WithLaneProtocol(lp)}
+	switch bf.hintLevel {
+	case "function":
+	case "service":
+		copts = append(copts, client.WithServiceLevelHints())
+	default:
+		return fmt.Errorf("%w: --hint-level %q: want function or service", hatkv.ErrConfig, bf.hintLevel)
+	}
 	cl, err := hatkv.Dial(ctx, bf.addr, hatkv.WithConns(conns), hatkv.WithClientTransport(bf.transport),
-		hatkv.WithClientOptions(client.WithLaneProtocol(lp)))
+		hatkv.WithClientOptions(copts...))
 	if err != nil {
 		return err
 	}

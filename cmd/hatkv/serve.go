@@ -20,7 +20,7 @@ const (
 
 func newServeCmd() *cobra.Command {
 	var (
-		db, listen, transport, debugAddr string
+		db, listen, transport, debugAddr, hintLevel string
 		syncMode, commit, writeMap       string
 		mapSize, concurrency             string
 		emulListen                       string
@@ -39,6 +39,13 @@ store is closed.`,
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			opts := []hatkv.Option{hatkv.WithLogger(log), hatkv.WithTransport(transport)}
+			switch hintLevel {
+			case "function":
+			case "service":
+				opts = append(opts, hatkv.WithServiceLevelHints())
+			default:
+				return fmt.Errorf("%w: --hint-level %q: want function or service", hatkv.ErrConfig, hintLevel)
+			}
 			if debugAddr != "" {
 				opts = append(opts, hatkv.WithDebugAddr(debugAddr))
 			}
@@ -103,6 +110,7 @@ store is closed.`,
 	f.StringVar(&listen, "listen", defaultAddr, "TCP address to serve on")
 	f.StringVar(&transport, "transport", "auto", "auto|tcp|shm|rdma: auto adds engine lanes (RDMA NIC if any, else shm for same-host clients) to TCP")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
+	f.StringVar(&hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service)")
 	f.StringVar(&syncMode, "sync", "", "override kv.sync: always|nometasync|nosync")
 	f.StringVar(&commit, "commit", "", "override kv.commit: immediate|group|auto")
 	f.StringVar(&writeMap, "writemap", "", "override kv.writemap: on|off")

@@ -56,7 +56,13 @@ type options struct {
 	registry  *prometheus.Registry
 	overrides [][2]string
 	limits    kvstore.Limits
+	svcLevel  bool
 }
+
+// WithServiceLevelHints plans the RPC functions from hatkv.thrift's
+// service-level hints only (the evaluation's "service-level hints"
+// configuration); the default uses the per-function hints too.
+func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -148,6 +154,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	sopts = append(sopts, server.WithLogger(o.logger))
 	if p := providerFor(tr); p != "" {
 		sopts = append(sopts, server.WithRDMA(p))
+	}
+	if o.svcLevel {
+		sopts = append(sopts, server.WithServiceLevelHints())
 	}
 	if o.debugAddr != "" {
 		sopts = append(sopts, server.WithDebugAddr(o.debugAddr))

@@ -55,7 +55,7 @@ func FuzzHello(f *testing.F) {
 		m, _ := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &Hello{Version: 1, Caps: CapFraming, MaxFrame: 100})
 		f.Add(m, p == proto.Compact)
 		m, _ = c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &Hello{Version: 1, Caps: CapAttach, Host: "h",
-			Attach: &Attach{Transport: "shm", Function: "S:f"}})
+			Attach: &Attach{Transport: "shm", Function: "S:f"}, Plans: []Attach{{Function: "S:g"}}})
 		f.Add(m, p == proto.Compact)
 		m, _ = c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &HelloReply{Version: 1, Caps: 1, Transport: "tcp"})
 		f.Add(m, p == proto.Compact)

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"fmt"
+
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -21,7 +23,7 @@ const (
 
 // Hello is the handshake call's args struct:
 // 1: i32 version, 2: i64 caps, 3: i32 max_frame, 4: string host,
-// 5: Attach attach.
+// 5: Attach attach, 6: list<Attach> plans.
 type Hello struct {
 	Version  int32
 	Caps     uint64
@@ -30,6 +32,10 @@ type Hello struct {
 	// only offered to a client on the same host.
 	Host   string
 	Attach *Attach // set with CapAttach
+	// Plans are the client's plans (Function, ClientTransport,
+	// ClientProtocol) for the functions it knows, for the server to check
+	// against its own before any call; a conflict comes back in the reply.
+	Plans []Attach
 }
 
 // Attach asks to turn the connection into one lane for a function:
@@ -45,16 +51,20 @@ type Attach struct {
 }
 
 // HelloReply is the handshake's result struct: field 0 (success) holds
-// 1: i32 version, 2: i64 caps (accepted), 3: string transport.
+// 1: i32 version, 2: i64 caps (accepted), 3: string transport,
+// 4: i32 max_frame, 5: string conflict_function, 6: string conflict.
 type HelloReply struct {
 	Version   int32
 	Caps      uint64
 	Transport string
 	MaxFrame  int32
+	// A plan of Hello.Plans the server cannot serve: the function and why.
+	ConflictFunction, Conflict string
 }
 
 // fieldWriter is the method set both writers share.
 type fieldWriter interface {
+	WriteListBegin(et proto.Type, n int)
 	WriteStructBegin()
 	WriteStructEnd()
 	WriteFieldBegin(t proto.Type, id int16)
@@ -65,6 +75,7 @@ type fieldWriter interface {
 }
 
 type fieldReader interface {
+	ReadListBegin() (proto.Type, int, error)
 	ReadStructBegin() error
 	ReadStructEnd() error
 	ReadFieldBegin() (proto.Type, int16, error)
@@ -88,18 +99,32 @@ func (h *Hello) encode(w fieldWriter) error {
 	}
 	if a := h.Attach; a != nil {
 		w.WriteFieldBegin(proto.STRUCT, 5)
-		w.WriteStructBegin()
-		for i, v := range []string{a.Transport, a.Function, a.ClientTransport, a.ClientProtocol} {
-			w.WriteFieldBegin(proto.STRING, int16(i+1))
-			w.WriteString(v)
+		a.encode(w)
+	}
+	if len(h.Plans) > 0 {
+		w.WriteFieldBegin(proto.LIST, 6)
+		w.WriteListBegin(proto.STRUCT, len(h.Plans))
+		for i := range h.Plans {
+			h.Plans[i].encode(w)
 		}
-		w.WriteFieldStop()
-		w.WriteStructEnd()
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
 }
+
+func (a *Attach) encode(w fieldWriter) {
+	w.WriteStructBegin()
+	for i, v := range []string{a.Transport, a.Function, a.ClientTransport, a.ClientProtocol} {
+		w.WriteFieldBegin(proto.STRING, int16(i+1))
+		w.WriteString(v)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+}
+
+// maxPlans bounds the plans a hello may carry (hostile input).
+const maxPlans = 4096
 
 func (a *Attach) decode(r fieldReader) error {
 	return readFields(r, func(t proto.Type, id int16) (bool, error) {
@@ -130,6 +155,24 @@ func (h *Hello) decode(r fieldReader) error {
 		case id == 5 && t == proto.STRUCT:
 			h.Attach = &Attach{}
 			err = h.Attach.decode(r)
+		case id == 6 && t == proto.LIST:
+			var et proto.Type
+			var n int
+			if et, n, err = r.ReadListBegin(); err != nil {
+				return true, err
+			}
+			if et != proto.STRUCT || n > maxPlans {
+				return true, fmt.Errorf("%w: hello plans: %d entries of type %v", proto.ErrInvalidData, n, et)
+			}
+			h.Plans = nil // an empty list is no list: it re-encodes as absent
+			if n > 0 {
+				h.Plans = make([]Attach, n)
+			}
+			for i := range h.Plans {
+				if err = h.Plans[i].decode(r); err != nil {
+					return true, err
+				}
+			}
 		default:
 			return false, nil
 		}
@@ -187,6 +230,12 @@ func (h *HelloReply) encode(w fieldWriter) error {
 	w.WriteString(h.Transport)
 	w.WriteFieldBegin(proto.I32, 4)
 	w.WriteI32(h.MaxFrame)
+	if h.Conflict != "" {
+		w.WriteFieldBegin(proto.STRING, 5)
+		w.WriteString(h.ConflictFunction)
+		w.WriteFieldBegin(proto.STRING, 6)
+		w.WriteString(h.Conflict)
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	w.WriteFieldStop()
@@ -215,6 +264,10 @@ func (h *HelloReply) decode(r fieldReader) error {
 				h.Transport, err = r.ReadString()
 			case id == 4 && t == proto.I32:
 				h.MaxFrame, err = r.ReadI32()
+			case id == 5 && t == proto.STRING:
+				h.ConflictFunction, err = r.ReadString()
+			case id == 6 && t == proto.STRING:
+				h.Conflict, err = r.ReadString()
 			default:
 				return false, nil
 			}

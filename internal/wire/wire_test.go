@@ -231,6 +231,7 @@ func TestHelloRoundTrip(t *testing.T) {
 			{Version: 1, Caps: CapFraming | CapRDMA, MaxFrame: 1 << 20},
 			{Version: 1, Caps: CapFraming | CapSHM | CapAttach, MaxFrame: 9, Host: "boot-id",
 				Attach: &Attach{Transport: "shm", Function: "S:f", ClientTransport: "auto", ClientProtocol: "rfp"}},
+			{Version: 1, Caps: CapFraming, Plans: []Attach{{Function: "S:f", ClientTransport: "shm"}, {Function: "S:g"}}},
 		} {
 			msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &h)
 			require.NoError(t, err)
@@ -241,7 +242,7 @@ func TestHelloRoundTrip(t *testing.T) {
 			require.Equal(t, h, got)
 		}
 
-		rep := HelloReply{Version: 1, Caps: CapFraming, Transport: "tcp", MaxFrame: 7}
+		rep := HelloReply{Version: 1, Caps: CapFraming, Transport: "tcp", MaxFrame: 7, ConflictFunction: "S:f", Conflict: "pinned"}
 		msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &rep)
 		require.NoError(t, err)
 		mh, err := ParseMsgHeader(p, msg)

@@ -54,10 +54,11 @@ type Conn struct {
 	closed  bool
 	dialing chan struct{} // closed when the reconnect in progress ends
 
-	fns   sync.Map // method name -> *hints.Function seen in calls
-	cores int
-	lanes lanes
-	flock *sharedFlock // this Conn's reference to the process's FLOCK handle
+	fns        sync.Map // method name -> *hints.Function seen in calls
+	svcMethods sync.Map // *Method -> *Method planned at service level (WithServiceLevelHints)
+	cores      int
+	lanes      lanes
+	flock      *sharedFlock // this Conn's reference to the process's FLOCK handle
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -74,6 +75,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	for _, svc := range o.hints {
 		for i := range svc.Functions {
 			fn := &svc.Functions[i]
+			if o.svcLevel {
+				fn = &hints.Function{Name: fn.Name, Client: svc.Client, Server: svc.Server}
+			}
 			c.fns.Store(fn.Name, fn)
 			c.fns.Store(svc.Name+":"+fn.Name, fn)
 		}
@@ -83,10 +87,6 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		return nil, err
 	}
 	c.sess = s
-	if err := c.prewarm(ctx, s); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -183,6 +183,9 @@ func chain(ctx context.Context, ics []Interceptor, m *Method, args, result proto
 }
 
 func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct) error {
+	if c.o.svcLevel && m.Hints != nil {
+		m = c.serviceLevel(m)
+	}
 	if m.Hints != nil {
 		if _, ok := c.fns.Load(m.Name); !ok {
 			c.fns.Store(m.Name, m.Hints)
@@ -218,6 +221,22 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 		name = m.Service + ":" + m.Name
 	}
 	return s.call(ctx, name, m.Oneway, args, result)
+}
+
+// serviceLevel returns m planned from its service's level hints (the
+// table given with WithHints), cached per method.
+func (c *Conn) serviceLevel(m *Method) *Method {
+	if v, ok := c.svcMethods.Load(m); ok {
+		return v.(*Method)
+	}
+	out := m
+	if v, ok := c.fns.Load(m.Service + ":" + m.Name); ok {
+		cp := *m
+		cp.Hints = v.(*hints.Function)
+		out = &cp
+	}
+	c.svcMethods.Store(m, out)
+	return out
 }
 
 // session returns a usable session, reconnecting when the current one broke
@@ -447,10 +466,14 @@ func (s *session) handshake(ctx context.Context) error {
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
 	if hello.Caps&wire.CapSHM != 0 {
 		hello.Host = fastpath.HostID()
+		hello.Plans = s.c.planChecks()
 	}
 	rep, exc, err := s.c.helloExchange(ctx, s.nc, s.br, s.format, &hello)
 	if err != nil || exc != nil {
 		return err // an exception: plain Thrift peer
+	}
+	if rep.Conflict != "" {
+		return &fastpath.PlanError{Function: rep.ConflictFunction, Reason: rep.Conflict}
 	}
 	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
 	if s.hat {

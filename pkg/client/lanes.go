@@ -479,33 +479,21 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 	return p.call(ctx, name, m.Oneway, args, result)
 }
 
-// prewarm opens one lane per function of the WithHints tables, so a plan
-// the server refuses fails Dial rather than a later call.
-func (c *Conn) prewarm(ctx context.Context, s *session) error {
+// planChecks lists the client plans of the WithHints functions for the
+// server to check in the handshake, so a plan it cannot serve fails Dial
+// rather than a later call.
+func (c *Conn) planChecks() []wire.Attach {
+	var out []wire.Attach
 	for _, svc := range c.o.hints {
 		for i := range svc.Functions {
-			fn := &svc.Functions[i]
-			tr := pickTransport(fn.Client.Transport, s.caps)
-			if tr != hints.TransportSHM && tr != hints.TransportRDMA {
-				continue
+			set := svc.Functions[i].Client
+			if c.o.svcLevel {
+				set = svc.Client
 			}
-			p, err := c.lanes.pool(&Method{Service: svc.Name, Name: fn.Name, Hints: fn}, tr)
-			if err != nil {
-				return nilIfNoLane(err)
-			}
-			l, err := p.get(ctx)
-			if err != nil {
-				return nilIfNoLane(err)
-			}
-			p.put(l)
+			out = append(out, wire.Attach{Function: svc.Name + ":" + svc.Functions[i].Name,
+				ClientTransport: set.Transport.String(), ClientProtocol: set.Protocol.String()})
 		}
 	}
-	return nil
+	return out
 }
 
-func nilIfNoLane(err error) error {
-	if err == errNoLane {
-		return nil
-	}
-	return err
-}

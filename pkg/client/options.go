@@ -30,6 +30,7 @@ type options struct {
 	rdma             string // provider for lanes: auto, shm, ibv; "off" disables
 	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
 	laneProto        hints.Protocol
+	svcLevel         bool
 }
 
 func defaultOptions() options {
@@ -119,3 +120,9 @@ func WithMaxLanes(n int) Option { return func(o *options) { o.maxLanes = n } }
 // sends on lanes, whatever the hints plan (for comparisons such as
 // `hatkv bench --protocol`); the server still answers by its own plan.
 func WithLaneProtocol(p hints.Protocol) Option { return func(o *options) { o.laneProto = p } }
+
+// WithServiceLevelHints plans every function of the WithHints services from
+// its service-level hints only, ignoring function-level groups: the
+// "service-level hints" configuration of the HatRPC evaluation, for
+// comparisons (the server has the same option).
+func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }

@@ -259,6 +259,21 @@ func BenchmarkBaseline(b *testing.B) {
 		clk.report(b)
 		require.Equal(b, b.N*(6*10+1000), n)
 	})
+	// IterateCopy adds the bytes any encoding must copy (keys and values,
+	// no framing): the floor for the YCSBMap encoders.
+	b.Run("YCSBMapIterateCopy", func(b *testing.B) {
+		buf := make([]byte, 0, 4096)
+		b.ReportAllocs()
+		clk := startCPU()
+		for b.Loop() {
+			buf = buf[:0]
+			for k, v := range ym.Fields {
+				buf = append(append(buf, k...), v...)
+			}
+		}
+		clk.report(b)
+		require.Len(b, buf, 6*10+1000)
+	})
 	b.Run("YCSBMapBuild", func(b *testing.B) {
 		b.ReportAllocs()
 		clk := startCPU()

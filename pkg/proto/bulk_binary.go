@@ -89,30 +89,18 @@ func (w *BinaryWriter) WriteBools(v []bool) {
 
 // WriteBinaries writes the elements of a binary list.
 func (w *BinaryWriter) WriteBinaries(v [][]byte) {
-	total := 4 * len(v)
+	b := w.buf // a local: no store back to w per element
 	for _, x := range v {
-		total += len(x)
-	}
-	o := len(w.buf)
-	b := extend(w.buf, total)
-	for _, x := range v {
-		binary.BigEndian.PutUint32(b[o:], uint32(len(x)))
-		o += 4 + copy(b[o+4:], x)
+		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
 	}
 	w.buf = b
 }
 
 // WriteStrings writes the elements of a string list.
 func (w *BinaryWriter) WriteStrings(v []string) {
-	total := 4 * len(v)
+	b := w.buf // a local: no store back to w per element
 	for _, x := range v {
-		total += len(x)
-	}
-	o := len(w.buf)
-	b := extend(w.buf, total)
-	for _, x := range v {
-		binary.BigEndian.PutUint32(b[o:], uint32(len(x)))
-		o += 4 + copy(b[o+4:], x)
+		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
 	}
 	w.buf = b
 }

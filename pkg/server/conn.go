@@ -629,6 +629,10 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	}
 	if upgrade {
 		rep.Caps = wire.CapFraming | c.s.laneCaps(&h)
+		rep.ConflictFunction, rep.Conflict = c.s.checkPlans(&h, rep.Caps)
+		if rep.Conflict != "" {
+			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)
+		}
 	}
 	c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
 	if upgrade {

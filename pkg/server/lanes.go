@@ -157,6 +157,38 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
 }
 
+// checkPlans checks the client's plans against the server's own before any
+// call: the first function whose lane would be refused, and why.
+func (s *Server) checkPlans(h *wire.Hello, caps uint64) (string, string) {
+	for _, a := range h.Plans {
+		ct, err := hints.ParseTransport(a.ClientTransport)
+		if err != nil {
+			ct = hints.TransportAuto
+		}
+		// The lane transport the client would pick (client.pickTransport).
+		var lane hints.Transport
+		switch {
+		case ct == hints.TransportTCP:
+			continue
+		case caps&wire.CapRDMA != 0 && (ct == hints.TransportAuto || ct == hints.TransportRDMA):
+			lane = hints.TransportRDMA
+		case caps&wire.CapSHM != 0 && (ct == hints.TransportAuto || ct == hints.TransportSHM):
+			lane = hints.TransportSHM
+		default:
+			continue // no lane granted: the function runs over TCP
+		}
+		var set hints.Set
+		if m := s.lookup([]byte(a.Function)); m != nil {
+			set = m.set
+		}
+		var pe *fastpath.PlanError
+		if err := fastpath.CheckPair(a.Function, lane, ct, set); errors.As(err, &pe) {
+			return pe.Function, pe.Reason
+		}
+	}
+	return "", ""
+}
+
 // bufConn reads through the connection's buffered reader, which may hold
 // bytes the hello's reader took from the socket.
 type bufConn struct {

@@ -26,6 +26,7 @@ type options struct {
 	noUpgrade    bool
 	writeTimeout time.Duration
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
+	svcLevel     bool
 }
 
 func defaultOptions() options {
@@ -90,3 +91,8 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // one lane per function per client (docs/design/lanes.md). Off by default:
 // without it every call stays on TCP.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithServiceLevelHints plans every method from its service's level hints
+// only, ignoring function-level groups (for comparisons; the client has the
+// same option).
+func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }

@@ -133,6 +133,9 @@ func (s *Server) Register(svc *Service) {
 		if h == nil {
 			h = svc.Hints.Function(m.Name) // nil-safe; service-level table
 		}
+		if s.opts.svcLevel {
+			h = nil
+		}
 		var reqSize int // the client's declared request size sizes our pre-known buffer
 		if h != nil {
 			rm.set, reqSize = h.Server, h.Client.PayloadSize

@@ -180,3 +180,43 @@ func TestMixPlannedProtocols(t *testing.T) {
 	require.Equal(t, "shm", conn.Plan("Mix:ping").Transport.String())
 	require.Equal(t, "tcp", conn.Plan("Mix:status").Transport.String())
 }
+
+// TestServiceLevelHintsOnly: with both sides told to use service-level
+// hints only, crunch no longer gets its throughput plan (RFP for its large
+// requests) but the service's default.
+func TestServiceLevelHintsOnly(t *testing.T) {
+	h := &handler{infos: map[string]string{}}
+	srv := server.New(server.WithRDMA("shm"), server.WithServiceLevelHints(),
+		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	mix.RegisterMix(srv, h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	defer func() {
+		require.NoError(t, srv.Close())
+		<-done
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA("shm"), client.WithHints(&mix.MixHints),
+		client.WithServiceLevelHints())
+	require.NoError(t, err)
+	defer conn.Close()
+	c := mix.NewMixClient(conn)
+	big := bytes.Repeat([]byte{9}, 128<<10)
+	for i := 0; i < 5; i++ {
+		_, err := c.Crunch(ctx, big)
+		require.NoError(t, err)
+	}
+	_, err = c.Status(ctx)
+	require.NoError(t, err)
+	st := conn.LaneStats()
+	byFn := map[string]map[string]uint64{}
+	for _, s := range st {
+		byFn[s.Function] = s.Requests
+	}
+	require.Equal(t, map[string]uint64{"direct_write_imm": 5}, byFn["Mix:crunch"])
+	require.Equal(t, map[string]uint64{"direct_write_imm": 1}, byFn["Mix:status"], "status is no longer pinned to TCP")
+	require.Equal(t, "shm", conn.Plan("Mix:status").Transport.String())
+}

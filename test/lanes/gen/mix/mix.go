@@ -51,12 +51,15 @@ func (p *MixPingArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -101,12 +104,15 @@ func (p *MixPingArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -180,12 +186,15 @@ func (p *MixPingResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -232,12 +241,15 @@ func (p *MixPingResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -303,12 +315,15 @@ func (p *MixCrunchArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -353,12 +368,15 @@ func (p *MixCrunchArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -435,12 +453,15 @@ func (p *MixCrunchResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -489,12 +510,15 @@ func (p *MixCrunchResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -659,12 +683,15 @@ func (p *MixStatusResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -713,12 +740,15 @@ func (p *MixStatusResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -786,12 +816,15 @@ func (p *MixNoteArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -836,12 +869,15 @@ func (p *MixNoteArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1049,12 +1085,15 @@ func (p *SharedGetArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1099,12 +1138,15 @@ func (p *SharedGetArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1178,12 +1220,15 @@ func (p *SharedGetResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1230,12 +1275,15 @@ func (p *SharedGetResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1301,12 +1349,15 @@ func (p *SharedSlowArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1351,12 +1402,15 @@ func (p *SharedSlowArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1433,12 +1487,15 @@ func (p *SharedSlowResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1487,12 +1544,15 @@ func (p *SharedSlowResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:

@@ -54,12 +54,15 @@ func (p *Item) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -116,12 +119,15 @@ func (p *Item) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -358,12 +364,15 @@ func (p *Containers) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -893,12 +902,15 @@ func (p *Containers) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:

@@ -51,12 +51,15 @@ func (p *NewThing_) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -101,12 +104,15 @@ func (p *NewThing_) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -172,12 +178,15 @@ func (p *FooArgs_) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -222,12 +231,15 @@ func (p *FooArgs_) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -293,12 +305,15 @@ func (p *BarResult_) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -343,12 +358,15 @@ func (p *BarResult_) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -498,12 +516,15 @@ func (p *Reserved) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -692,12 +713,15 @@ func (p *Reserved) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -911,12 +935,15 @@ func (p *RangeSelectArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1009,12 +1036,15 @@ func (p *RangeSelectArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1131,12 +1161,15 @@ func (p *RangeSelectResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1185,12 +1218,15 @@ func (p *RangeSelectResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1271,12 +1307,15 @@ func (p *RangeNewThingArgs_) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1326,12 +1365,15 @@ func (p *RangeNewThingArgs_) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1411,12 +1453,15 @@ func (p *RangeNewThingResult_) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1466,12 +1511,15 @@ func (p *RangeNewThingResult_) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1538,12 +1586,15 @@ func (p *RangeGetIDArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1588,12 +1639,15 @@ func (p *RangeGetIDArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -1672,12 +1726,15 @@ func (p *RangeGetIDResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -1727,12 +1784,15 @@ func (p *RangeGetIDResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:

@@ -52,12 +52,15 @@ func (p *Info) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -102,12 +105,15 @@ func (p *Info) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -175,12 +181,15 @@ func (p *BaseError) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -225,12 +234,15 @@ func (p *BaseError) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -296,12 +308,15 @@ func (p *BaseInfoArgs) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -346,12 +361,15 @@ func (p *BaseInfoArgs) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 1:
@@ -450,12 +468,15 @@ func (p *BaseInfoResult) DecodeBinary(r *proto.BinaryReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
@@ -522,12 +543,15 @@ func (p *BaseInfoResult) DecodeCompact(r *proto.CompactReader) error {
 		return err
 	}
 	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
 		}
 		switch id {
 		case 0:
