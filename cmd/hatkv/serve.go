@@ -21,10 +21,10 @@ const (
 func newServeCmd() *cobra.Command {
 	var (
 		db, listen, transport, debugAddr, hintLevel string
-		syncMode, commit, writeMap       string
-		mapSize, concurrency             string
-		emulListen                       string
-		shutdownTimeout                  time.Duration
+		syncMode, commit, writeMap                  string
+		mapSize, concurrency                        string
+		emulListen                                  string
+		shutdownTimeout                             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",

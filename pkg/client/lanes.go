@@ -496,4 +496,3 @@ func (c *Conn) planChecks() []wire.Attach {
 	}
 	return out
 }
-
