@@ -34,7 +34,9 @@ type flockState struct {
 func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, *conn, error) {
 	f := &s.flock
 	f.once.Do(func() {
-		fs, err := flock.NewServer(d.Device, flock.WithWorkers(max(4, 2*runtime.NumCPU())),
+		// Handlers may block (a write waiting for its group commit), so
+		// the pool is sized like a connection's concurrency, not the cores.
+		fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
 			flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
 		if err != nil {
 			f.err = err
