@@ -127,7 +127,14 @@ func BenchmarkATBLatency(b *testing.B) {
 	}
 }
 
+// logSetup labels a benchmark with what its metrics cannot say.
+func logSetup(b *testing.B, name string, size, callers int) {
+	proto, poll := Describe(name, size, callers)
+	b.Logf("provider=%s protocol=%s polling=%s", providerOf(name), proto, poll)
+}
+
 func benchLatency(b *testing.B, name, addr string, size int) {
+	logSetup(b, name, size, 1)
 	c := engineCallers(b, name, addr, 1, size)[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -182,6 +189,7 @@ func BenchmarkATBThroughput(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B, name, addr string, size, conc int) {
+	logSetup(b, name, size, conc)
 	cs := engineCallers(b, name, addr, conc, size)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -16,13 +16,13 @@ const (
 	DecideSpin  = iota // spare cores: spin AdaptiveSpin before blocking
 	DecideShort        // cores taken but CPU not saturated: spin ShortSpin
 	DecideBlock        // saturated: block at once (pure event polling)
-	numDecisions
+	NumDecisions
 )
 
 // ShortSpin covers a reply that is already on its way, not a handler.
 const ShortSpin = 10 * time.Microsecond
 
-var decisionNames = [numDecisions]string{"spin", "short_spin", "block"}
+var decisionNames = [NumDecisions]string{"spin", "short_spin", "block"}
 
 // DecisionName names a decision for metrics and logs.
 func DecisionName(d int) string { return decisionNames[d] }
@@ -39,7 +39,7 @@ type tuner struct {
 	current atomic.Int32
 
 	waiting atomic.Int64 // lanes inside a wait in C, adaptive or not
-	counts  [numDecisions]atomic.Uint64
+	counts  [NumDecisions]atomic.Uint64
 }
 
 var tune = tuner{eps: map[Spinner]struct{}{}}
@@ -155,7 +155,7 @@ func cpuTime() time.Duration {
 // period while adaptive lanes exist), the decision in force, and the lanes
 // currently waiting in C.
 type PollingStats struct {
-	Decisions [numDecisions]uint64
+	Decisions [NumDecisions]uint64
 	Current   int
 	Waiting   int
 	Adaptive  int // endpoints under the tuner

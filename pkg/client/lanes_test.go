@@ -350,3 +350,30 @@ func TestLanesOverflowToFlock(t *testing.T) {
 	}
 	require.Equal(t, uint64(32*30), total)
 }
+
+// TestLanesAdaptivePollingMetrics: adaptive lanes run under the tuner,
+// whose decisions the server exports.
+func TestLanesAdaptivePollingMetrics(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr)
+	m := methodWith(hints.Set{Polling: hints.PollAdaptive})
+	decisions := func() float64 {
+		mfs, err := ts.srv.Registry().Gather()
+		require.NoError(t, err)
+		var n float64
+		for _, mf := range mfs {
+			if mf.GetName() == "hatrpc_rdma_polling_decisions_total" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	before := decisions()
+	require.Eventually(t, func() bool {
+		var res wiretest.EchoResult
+		require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "adaptive"}, &res))
+		return decisions() > before
+	}, 5*time.Second, time.Millisecond, "the tuner decided nothing while an adaptive lane was open")
+}

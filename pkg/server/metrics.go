@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 )
 
 // metrics are created per Server on its registry so several servers (and
@@ -65,6 +67,19 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.laneReplies, m.rejected)
+	// The adaptive poller is process-wide (internal/fastpath): its
+	// decisions so far and the lanes waiting in C now.
+	for d := 0; d < fastpath.NumDecisions; d++ {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "rdma", Name: "polling_decisions_total",
+			Help:        "Adaptive polling decisions (every 10 ms while adaptive lanes exist): spin, short_spin or block.",
+			ConstLabels: prometheus.Labels{"decision": fastpath.DecisionName(d)},
+		}, func() float64 { return float64(fastpath.Polling().Decisions[d]) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hatrpc", Subsystem: "rdma", Name: "lanes_waiting",
+		Help: "Lanes of this process waiting in C for a message (the adaptive poller's input).",
+	}, func() float64 { return float64(fastpath.Polling().Waiting) }))
 	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
 	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
 	return m
