@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
@@ -19,10 +20,18 @@ import (
 // are safe for concurrent use), caller i using connection i % Conns.
 type Hat struct {
 	Conns int
+	// Lanes serves with engine lanes (server.WithRDMA, provider from
+	// HATRPC_PROVIDER or auto): calls then run over shm or RDMA with the
+	// protocol atb.thrift's hints plan, through the whole runtime.
+	Lanes bool
 }
 
-// Name is "hatrpc" for one shared connection, "hatrpc-<n>conn" otherwise.
+// Name is "hatrpc" for one shared connection, "hatrpc-<n>conn" otherwise,
+// and "hatrpc-lanes" over engine lanes.
 func (h Hat) Name() string {
+	if h.Lanes {
+		return "hatrpc-lanes"
+	}
 	if h.conns() == 1 {
 		return "hatrpc"
 	}
@@ -61,8 +70,11 @@ func (h Hat) Serve(_ context.Context, addr string) (Server, error) {
 	// the timings.
 	lim := proto.DefaultLimits
 	lim.MaxMessageSize, lim.MaxStringLength = maxMessage, maxMessage
-	srv := server.New(server.WithLimits(lim),
-		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	opts := []server.Option{server.WithLimits(lim), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if h.Lanes {
+		opts = append(opts, server.WithRDMA(rdma.ProviderAuto))
+	}
+	srv := server.New(opts...)
 	atb.RegisterEcho(srv, hatEcho{})
 	s := &hatServer{srv: srv, addr: ln.Addr().String(), served: make(chan error, 1)}
 	go func() { s.served <- srv.Serve(ln) }()
@@ -91,7 +103,11 @@ func (c *hatCaller) Close() error {
 func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) {
 	conns := make([]*client.Conn, 0, min(h.conns(), n))
 	for len(conns) < cap(conns) {
-		c, err := client.Dial(ctx, addr, client.WithHints(&atb.EchoHints))
+		lanes := "off" // a server without lanes grants none anyway; be explicit
+		if h.Lanes {
+			lanes = rdma.ProviderAuto
+		}
+		c, err := client.Dial(ctx, addr, client.WithHints(&atb.EchoHints), client.WithRDMA(lanes))
 		if err != nil {
 			for _, c := range conns {
 				_ = c.Close()
@@ -111,4 +127,5 @@ func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) 
 func init() {
 	Register(Hat{})
 	Register(Hat{Conns: 4})
+	Register(Hat{Lanes: true})
 }

@@ -111,8 +111,11 @@ func (s *spinRec) SetSpin(d time.Duration) { s.last.Store(int64(d)) }
 func TestTunerLifecycle(t *testing.T) {
 	a, b := &spinRec{}, &spinRec{}
 	ua := RegisterAdaptive(a)
-	ub := RegisterAdaptive(b)
+	ub := RegisterBusy(b)
 	require.Equal(t, int64(AdaptiveSpin), a.last.Load(), "idle process: spin")
+	require.Equal(t, int64(BusySpin), b.last.Load(), "idle process: a busy lane spins without end")
+	require.Equal(t, ShortSpin, spinFor(DecideShort, true), "a busy lane degrades when the cores are taken")
+	require.Equal(t, time.Duration(0), spinFor(DecideBlock, true))
 	done := Waiting()
 	require.Equal(t, 1, Polling().Waiting)
 	done()

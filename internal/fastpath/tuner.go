@@ -33,7 +33,7 @@ const tunePeriod = 10 * time.Millisecond
 
 type tuner struct {
 	mu      sync.Mutex
-	eps     map[Spinner]struct{}
+	eps     map[Spinner]bool // true: a busy-polling endpoint
 	stop    chan struct{}
 	done    chan struct{}
 	current atomic.Int32
@@ -42,7 +42,7 @@ type tuner struct {
 	counts  [NumDecisions]atomic.Uint64
 }
 
-var tune = tuner{eps: map[Spinner]struct{}{}}
+var tune = tuner{eps: map[Spinner]bool{}}
 
 // Waiting counts a lane entering a wait in C; call the returned function
 // when it leaves. The tuner compares the number of spinning lanes with the
@@ -55,9 +55,17 @@ func Waiting() func() {
 // RegisterAdaptive puts an adaptive endpoint under the tuner and sets its
 // current spin; unregister before closing the endpoint. The tuner runs
 // while at least one endpoint is registered.
-func RegisterAdaptive(s Spinner) (unregister func()) {
+func RegisterAdaptive(s Spinner) (unregister func()) { return register(s, false) }
+
+// RegisterBusy puts a busy-polling endpoint under the tuner: it spins
+// without end (BusySpin) while the cores have room, and degrades like an
+// adaptive one when spinners would outnumber them, so a busy plan cannot
+// starve the handlers and the other lanes (HatRPC §3.2, Fig. 5).
+func RegisterBusy(s Spinner) (unregister func()) { return register(s, true) }
+
+func register(s Spinner, busy bool) (unregister func()) {
 	tune.mu.Lock()
-	tune.eps[s] = struct{}{}
+	tune.eps[s] = busy
 	if tune.stop == nil {
 		tune.stop, tune.done = make(chan struct{}), make(chan struct{})
 		tune.current.Store(DecideSpin)
@@ -65,7 +73,7 @@ func RegisterAdaptive(s Spinner) (unregister func()) {
 	}
 	d := int(tune.current.Load())
 	tune.mu.Unlock()
-	s.SetSpin(spinOf(d))
+	s.SetSpin(spinFor(d, busy))
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -83,6 +91,14 @@ func RegisterAdaptive(s Spinner) (unregister func()) {
 			}
 		})
 	}
+}
+
+// spinFor is the spin a decision gives an endpoint of each class.
+func spinFor(d int, busy bool) time.Duration {
+	if busy && d == DecideSpin {
+		return BusySpin
+	}
+	return spinOf(d)
 }
 
 func spinOf(d int) time.Duration {
@@ -134,8 +150,8 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			}
 			// One cgo crossing per endpoint, only when the decision changes.
 			t.mu.Lock()
-			for s := range t.eps {
-				s.SetSpin(spinOf(d))
+			for s, busy := range t.eps {
+				s.SetSpin(spinFor(d, busy))
 			}
 			t.mu.Unlock()
 		}
@@ -158,7 +174,7 @@ type PollingStats struct {
 	Decisions [NumDecisions]uint64
 	Current   int
 	Waiting   int
-	Adaptive  int // endpoints under the tuner
+	Adaptive  int // endpoints under the tuner (adaptive and busy)
 }
 
 // Polling reports the tuner's state.

@@ -331,8 +331,11 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 		_ = l.pd.Close()
 		return nil, &ConnError{Op: "lane", Err: err}
 	}
-	if p.side.Polling == hints.PollAdaptive {
+	switch p.side.Polling {
+	case hints.PollAdaptive:
 		l.unreg = fastpath.RegisterAdaptive(l.ep)
+	case hints.PollBusy:
+		l.unreg = fastpath.RegisterBusy(l.ep)
 	}
 	l.link = fastpath.Watch(nc, func() { l.goaway.Store(true) }, func() {
 		l.broken.Store(true)
@@ -407,7 +410,9 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	wire.SealFrame(b, kind, flags, seq, timeout)
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
+	waiting := fastpath.Waiting() // for the adaptive poller: this caller spins or sleeps in C
 	resp, err := l.ep.Call(ctx, pr, b)
+	waiting()
 	if err != nil {
 		// An interrupted exchange leaves the endpoint broken: the lane
 		// goes, and a later call opens a new one.

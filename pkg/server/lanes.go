@@ -245,8 +245,11 @@ func (c *conn) serveLane(l *lane) {
 		c.s.log.Info("hatrpc: lane bootstrap failed", "remote", c.remote, "function", l.fn, "err", err)
 		return
 	}
-	if l.side.Polling == hints.PollAdaptive {
+	switch l.side.Polling {
+	case hints.PollAdaptive:
 		defer fastpath.RegisterAdaptive(ep)()
+	case hints.PollBusy:
+		defer fastpath.RegisterBusy(ep)()
 	}
 	l.link = fastpath.Watch(c.nc, nil, func() {
 		c.cancel()

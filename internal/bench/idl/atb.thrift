@@ -3,7 +3,7 @@
 namespace go atb
 
 service Echo {
-  hint: transport = tcp, perf_goal = latency;
+  hint: perf_goal = latency;
   s_hint: concurrency = 64;
 
   binary echo(1: binary payload),

@@ -41,7 +41,7 @@ func run() error {
 		system   = flag.String("system", "", "server role: system to serve")
 		addr     = flag.String("addr", "127.0.0.1:0", "server role: listen address")
 		spec     = flag.String("spec", "", "client role: JSON ClientSpec")
-		systems  = flag.String("systems", strings.Join(append(bench.EngineSystems(), bench.Subject), ","), "systems to compare")
+		systems  = flag.String("systems", strings.Join(append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes"), ","), "systems to compare")
 		latSizes = flag.String("lat-sizes", "4,16,64,256,1K,4K,16K,64K,256K,512K", "latency payload sizes")
 		tpSizes  = flag.String("tput-sizes", "512,128K", "throughput payload sizes")
 		callers  = flag.String("callers", "1,8,16,32,64", "concurrent callers for the throughput runs")

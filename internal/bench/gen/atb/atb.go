@@ -280,10 +280,10 @@ var _ proto.Struct = (*EchoEchoResult)(nil)
 // fields left out have their default value).
 var EchoHints = hints.Service{
 	Name:   "Echo",
-	Client: hints.Set{Transport: hints.TransportTCP},
-	Server: hints.Set{Concurrency: 64, Transport: hints.TransportTCP},
+	Client: hints.Set{},
+	Server: hints.Set{Concurrency: 64},
 	Functions: []hints.Function{
-		{Name: "echo", Client: hints.Set{Transport: hints.TransportTCP}, Server: hints.Set{Concurrency: 64, Transport: hints.TransportTCP}},
+		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 64}},
 	},
 }
 
