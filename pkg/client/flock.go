@@ -155,7 +155,10 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 		return nil, &ConnError{Op: "flock", Err: err}
 	}
 	dead, kill := context.WithCancelCause(context.Background())
-	sh := &sharedFlock{key: key, fc: fc, dev: d, dead: dead, kill: func() { kill(errFlockGone) }}
+	sh := &sharedFlock{key: key, fc: fc, dev: d, dead: dead, kill: func() {
+		kill(errFlockGone)
+		fc.Abort()
+	}}
 	sh.link = fastpath.Watch(nc, sh.kill, sh.kill)
 	return sh, nil
 }
@@ -201,12 +204,9 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 		return &ConnError{Op: "flock", Err: context.Cause(sh.dead)}
 	}
 	// A call waits for its response until ctx ends; the handle's death
-	// ends it too, so a vanished server means an error, not a hang.
-	cctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(sh.dead, func() { cancel(context.Cause(sh.dead)) })
-	resp, err := sh.fc.Call(cctx, flockHandler, b)
-	stop()
-	cancel(nil)
+	// aborts it too (flock.Conn.Abort), so a vanished server means an
+	// error, not a hang, without a derived context per call.
+	resp, err := sh.fc.Call(ctx, flockHandler, b)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -218,8 +218,8 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 		if errors.As(err, &he) {
 			return proto.NewApplicationException(proto.ExcInternalError, he.Msg)
 		}
-		if cause := context.Cause(cctx); cause != nil && errors.Is(err, context.Canceled) {
-			err = cause
+		if errors.Is(err, flock.ErrClosed) && sh.dead.Err() != nil {
+			err = fmt.Errorf("%w: %w", err, context.Cause(sh.dead))
 		}
 		sh.kill()
 		return &ConnError{Op: "flock", Err: err}

@@ -124,7 +124,7 @@ func (cl *Caller) pickLane(ctx context.Context) (*clane, error) {
 }
 
 func (cl *Caller) check() error {
-	if cl.c.closed.Load() {
+	if cl.c.closed.Load() || cl.c.aborted.Load() {
 		return ErrClosed
 	}
 	return nil
@@ -167,6 +167,11 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 			return nil, err
 		}
 		c.poke()
+		if c.aborted.Load() {
+			// Abort may have looked at this caller before it was in
+			// flight; its answer would never come.
+			return nil, ErrClosed
+		}
 		for {
 			select {
 			case r := <-cl.resp:
@@ -176,6 +181,8 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 				switch r.status {
 				case statusOK:
 					return r.data, nil
+				case statusAborted:
+					return nil, ErrClosed
 				case statusNoHandler:
 					return nil, fmt.Errorf("%w: %d", ErrNoHandler, h)
 				default:

@@ -35,6 +35,7 @@ type Conn struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closed      atomic.Bool
+	aborted     atomic.Bool
 
 	messages, entries, migrations, stale atomic.Uint64
 	rounds                               atomic.Uint64 // goroutine-scheduler rounds completed
@@ -212,6 +213,23 @@ func (c *Conn) release() {
 		_ = c.undo[i]()
 	}
 	c.undo = nil
+}
+
+// Abort fails every call waiting for a response, and every later call,
+// with ErrClosed: for a runtime that learned the server is gone. Safe from
+// any goroutine; Close must still follow once the calls returned.
+func (c *Conn) Abort() {
+	if c.aborted.Swap(true) {
+		return
+	}
+	for _, cl := range *c.callers.Load() {
+		if cl.inflight.Load() > 0 {
+			select {
+			case cl.resp <- response{seq: cl.curSeq.Load(), status: statusAborted}:
+			default: // a response is already waiting for it
+			}
+		}
+	}
 }
 
 // Close stops the dispatcher and scheduler and frees the QPs and rings.

@@ -42,6 +42,7 @@ const (
 	statusOK uint16 = iota
 	statusHandlerErr
 	statusNoHandler
+	statusAborted // local only: Conn.Abort failed the call
 )
 
 // header is the decoded fixed part of a message.

@@ -425,11 +425,19 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	}
 	args := r.m.m.NewArgs()
 	var (
-		res proto.Struct
-		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		res     proto.Struct
+		aliased bool
+		err     error
 	)
 	if r.buf != nil {
-		wire.PutBuf(r.buf)
+		// The buffer is ours (lanes hand in borrowed ring memory): large
+		// payloads stay in it and it goes to the args.
+		aliased, err = codec.DecodeOwned(r.proto, r.body, &c.s.opts.limits, args)
+		if !aliased {
+			wire.PutBuf(r.buf)
+		}
+	} else {
+		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
 	}
 	r.buf, r.body = nil, nil
 	if err != nil {
