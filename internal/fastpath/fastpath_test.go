@@ -26,11 +26,11 @@ func TestDecide(t *testing.T) {
 	}{
 		{0, 2, 0.1, DecideSpin},
 		{1, 2, 0.5, DecideSpin},
-		{2, 2, 0.5, DecideShort}, // spinners would take every core
-		{1, 2, 0.8, DecideShort}, // the CPU is busy with handlers
-		{4, 2, 0.5, DecideShort},
-		{5, 2, 0.5, DecideBlock}, // more than twice the cores wait
-		{1, 2, 0.95, DecideBlock},
+		{1, 2, 0.8, DecideBlock}, // the CPU is busy with handlers
+		{2, 2, 0.3, DecideShort}, // spinners would take every core, but the CPU idles
+		{2, 2, 0.6, DecideBlock},
+		{64, 2, 0.1, DecideShort},
+		{64, 2, 0.95, DecideBlock},
 		{63, 64, 0.1, DecideSpin},
 	}
 	for _, tc := range cases {
@@ -114,7 +114,8 @@ func TestTunerLifecycle(t *testing.T) {
 	ub := RegisterBusy(b)
 	require.Equal(t, int64(AdaptiveSpin), a.last.Load(), "idle process: spin")
 	require.Equal(t, int64(BusySpin), b.last.Load(), "idle process: a busy lane spins without end")
-	require.Equal(t, ShortSpin, spinFor(DecideShort, true), "a busy lane degrades when the cores are taken")
+	require.Equal(t, BusySpin, spinFor(DecideShort, true), "a busy lane spins on while the CPU has room")
+	require.Equal(t, ShortSpin, spinFor(DecideShort, false))
 	require.Equal(t, time.Duration(0), spinFor(DecideBlock, true))
 	done := Waiting()
 	require.Equal(t, 1, Polling().Waiting)

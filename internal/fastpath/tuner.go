@@ -58,9 +58,9 @@ func Waiting() func() {
 func RegisterAdaptive(s Spinner) (unregister func()) { return register(s, false) }
 
 // RegisterBusy puts a busy-polling endpoint under the tuner: it spins
-// without end (BusySpin) while the cores have room, and degrades like an
-// adaptive one when spinners would outnumber them, so a busy plan cannot
-// starve the handlers and the other lanes (HatRPC §3.2, Fig. 5).
+// (BusySpin) unless the tuner decides to block, when pollers outnumber the
+// cores twice or the CPU is saturated, so a busy plan cannot starve the
+// handlers and the other lanes (HatRPC §3.2, Fig. 5).
 func RegisterBusy(s Spinner) (unregister func()) { return register(s, true) }
 
 func register(s Spinner, busy bool) (unregister func()) {
@@ -93,9 +93,12 @@ func register(s Spinner, busy bool) (unregister func()) {
 	}
 }
 
-// spinFor is the spin a decision gives an endpoint of each class.
+// spinFor is the spin a decision gives an endpoint of each class: a busy
+// lane keeps spinning until the CPU is saturated; only then does it block
+// like everyone else (a short spin would only delay its own handler: the
+// spinning thread keeps a core the handler needs).
 func spinFor(d int, busy bool) time.Duration {
-	if busy && d == DecideSpin {
+	if busy && d != DecideBlock {
 		return BusySpin
 	}
 	return spinOf(d)
@@ -111,15 +114,16 @@ func spinOf(d int) time.Duration {
 	return 0
 }
 
-// Decide is the decision tree: spinning pays while spinners leave cores
-// for the handlers; once they do not, a short spin still catches replies
-// already in flight; a saturated CPU blocks at once (HatRPC §3.2: busy
-// polling collapses when pollers outnumber cores).
+// Decide is the decision tree: spinning pays while the spinners leave a
+// core for the handlers (waiters < cores) and the CPU has room; with the
+// cores taken, a short spin still pays on a mostly idle CPU (it catches a
+// reply already on its way); otherwise every waiter blocks (HatRPC §3.2:
+// busy polling collapses when pollers outnumber cores).
 func Decide(waiting, cores int, cpu float64) int {
 	switch {
 	case waiting < cores && cpu < 0.75:
 		return DecideSpin
-	case waiting <= 2*cores && cpu < 0.9:
+	case cpu < 0.5:
 		return DecideShort
 	}
 	return DecideBlock

@@ -138,9 +138,11 @@ func (c *conn) serve() {
 		if !c.acquire(r) {
 			continue
 		}
-		if c.br.Buffered() > 0 {
-			// More calls are already here: read on in another goroutine
-			// while this one runs the call, so they execute concurrently.
+		if c.br.Buffered() > 0 || r.size >= inlineMaxSize {
+			// More calls are already here, or this one is big enough that
+			// decoding it and writing its reply take longer than a
+			// goroutine handoff: read on in another goroutine while this
+			// one runs the call, so they execute concurrently.
 			c.s.pool.run(c)
 			c.handle(r)
 			return
@@ -163,6 +165,12 @@ func (c *conn) serve() {
 }
 
 var epoch = time.Now()
+
+// inlineMaxSize is the request size from which a call never runs inline:
+// at 16 KiB copying the payload already costs several handoffs, and a
+// pipelining client sending large calls would otherwise find the server
+// working on one core.
+const inlineMaxSize = 16 << 10
 
 // inlineBudget is how long a call may run inline before reading moves to
 // another goroutine: far above a fast handler, far below anything a
