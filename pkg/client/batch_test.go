@@ -23,7 +23,7 @@ func runConcurrent(t *testing.T, c *client.Conn, m *client.Method, callers, call
 		go func() {
 			defer wg.Done()
 			for i := 0; i < calls; i++ {
-				msg := fmt.Sprintf("batch-%d-%d", g, i)
+				msg := fmt.Sprintf("call-%d-%d", g, i)
 				var res wiretest.EchoResult
 				err := c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: msg}, &res)
 				if err == nil && (res.Success == nil || *res.Success != msg) {

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +126,7 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 			d.Release()
 		}
 	}()
-	nc, err := c.dialRaw(dctx)
+	nc, br, rep, exc, err := c.attach(dctx, &wire.Attach{Transport: tr.String(), Function: fastpath.FlockFunction})
 	if err != nil {
 		return nil, err
 	}
@@ -136,16 +135,6 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 			nc.Close()
 		}
 	}()
-	br := bufio.NewReaderSize(nc, 4<<10)
-	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
-		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(),
-		Attach: &wire.Attach{Transport: tr.String(), Function: fastpath.FlockFunction}}
-	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
-	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
-	hcancel()
-	if err != nil {
-		return nil, err
-	}
 	if exc != nil || rep.Caps&wire.CapAttach == 0 {
 		return nil, errNoLane
 	}

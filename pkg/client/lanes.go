@@ -288,7 +288,8 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 		p.ls.disable(err)
 		return nil, errNoLane
 	}
-	nc, err := c.dialRaw(dctx)
+	nc, br, rep, exc, err := c.attach(dctx, &wire.Attach{Transport: p.tr.String(), Function: p.fn,
+		ClientTransport: p.set.Transport.String(), ClientProtocol: p.set.Protocol.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -297,17 +298,7 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 			nc.Close()
 		}
 	}()
-	br := bufio.NewReaderSize(nc, 4<<10)
-	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
-		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(),
-		Attach: &wire.Attach{Transport: p.tr.String(), Function: p.fn,
-			ClientTransport: p.set.Transport.String(), ClientProtocol: p.set.Protocol.String()}}
-	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
-	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
-	hcancel()
 	switch {
-	case err != nil:
-		return nil, err
 	case exc != nil && exc.Type == proto.ExcInvalidProtocol:
 		pe := &fastpath.PlanError{Function: p.fn, Reason: exc.Message}
 		p.conflict.Store(pe)
@@ -345,6 +336,26 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 	p.all[l] = struct{}{}
 	p.mu.Unlock()
 	return l, nil
+}
+
+// attach dials a new connection and sends the hello asking to turn it into
+// a lane (or the FLOCK handle); the caller closes nc unless it keeps it.
+func (c *Conn) attach(dctx context.Context, a *wire.Attach) (net.Conn, *bufio.Reader, *wire.HelloReply, *proto.ApplicationException, error) {
+	nc, err := c.dialRaw(dctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	br := bufio.NewReaderSize(nc, 4<<10)
+	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
+		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(), Attach: a}
+	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
+	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
+	hcancel()
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, nil, err
+	}
+	return nc, br, rep, exc, nil
 }
 
 // close tears the lane down and frees its place in the pool.

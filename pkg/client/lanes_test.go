@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -171,30 +170,7 @@ func laneGauge(t *testing.T, ts *testServer) float64 {
 func TestLanesConcurrent(t *testing.T) {
 	ts := laneServer(t)
 	c := dial(t, ts.addr, client.WithMaxLanes(4))
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for g := 0; g < 32; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				msg := fmt.Sprintf("g%d-%d-%s", g, i, strings.Repeat("y", (g*i)%3000))
-				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: msg})
-				if err == nil && got != msg {
-					err = fmt.Errorf("got %q for %q", got, msg)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	runConcurrent(t, c, wiretest.EchoMethod, 32, 50)
 	require.Equal(t, 32.0*50, callsOn(t, ts, "shm"))
 }
 

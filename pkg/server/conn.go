@@ -344,29 +344,12 @@ func (c *conn) takeOrder(hat bool) uint64 {
 // acquire takes a call slot, blocking the reader (and so, through TCP, the
 // client) while the server is at its concurrency limit.
 func (c *conn) acquire(r *request) bool {
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
+	if c.acquireLane() {
 		return true
-	default:
 	}
-	var timeout <-chan time.Time
-	if d := c.s.opts.busyTimeout; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
-		return true
-	case <-timeout:
-		c.s.met.rejected.WithLabelValues("busy").Inc()
-		if !r.oneway {
-			c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, proto.Exception,
-				proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
-		}
-	case <-c.ctx.Done():
+	if c.ctx.Err() == nil && !r.oneway {
+		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, proto.Exception,
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
 	}
 	c.freeRequest(r)
 	return false

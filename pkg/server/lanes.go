@@ -403,8 +403,9 @@ func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	return out, l.side.Protocol(len(out))
 }
 
-// acquireLane takes a call slot like acquire, for a lane: the wait holds
-// the lane (and so its client) up to the busy timeout.
+// acquireLane takes a call slot, waiting up to the busy timeout while the
+// server is at its concurrency limit (the wait holds the reader or the lane,
+// and so the client); false when none came or the connection ended.
 func (c *conn) acquireLane() bool {
 	select {
 	case c.s.slots <- struct{}{}:
