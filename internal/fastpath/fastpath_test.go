@@ -102,6 +102,10 @@ func TestPlanSide(t *testing.T) {
 	require.Equal(t, 1<<20+frameRoom, sized.Config.RespSize, "this side's responses fit the RFP buffer")
 	require.Equal(t, bufferCap, PlanSide(hints.Set{PayloadSize: 1 << 30}, 1<<30, 0).Config.RespSize)
 	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Config.DirectSize)
+	grown := PlanSide(hints.Set{}, 0, 0).Sized(200<<10, 1<<30)
+	require.Equal(t, 200<<10+frameRoom, grown.Config.DirectSize)
+	require.Equal(t, bufferCap, grown.Config.RespSize)
+	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Sized(10, 0).Config.DirectSize, "never shrinks below the default")
 }
 
 type spinRec struct{ last atomic.Int64 }

@@ -102,6 +102,16 @@ func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 	return sd
 }
 
+// Sized returns the side with its pre-known buffer grown to receive
+// messages of recv bytes and its RFP response buffer grown to publish
+// messages of publish bytes (both capped like the declared sizes): what the
+// client tells at attach about the sizes it declared or has seen.
+func (s Side) Sized(recv, publish int) Side {
+	s.Config.DirectSize = max(s.Config.DirectSize, bufferFor(recv))
+	s.Config.RespSize = max(s.Config.RespSize, bufferFor(publish))
+	return s
+}
+
 // bufferCap bounds the registered buffers of one lane: beyond it a message
 // goes by rendezvous over the pools, which costs one round trip more.
 const bufferCap = 4 << 20

@@ -41,13 +41,18 @@ type Hello struct {
 // Attach asks to turn the connection into one lane for a function:
 // 1: string transport ("shm" or "rdma"), 2: string function
 // ("Service:name"), 3: string client transport hint, 4: string client
-// protocol hint. The server refuses (with an exception naming the
-// function) a lane whose client plan cannot work with its own.
+// protocol hint, 5: i64 request size, 6: i64 response size (what the
+// client expects: declared payload sizes or those seen so far; each side
+// sizes the buffer it receives into from them). The server refuses (with
+// an exception naming the function) a lane whose client plan cannot work
+// with its own.
 type Attach struct {
 	Transport       string
 	Function        string
 	ClientTransport string
 	ClientProtocol  string
+	RequestSize     int64
+	ResponseSize    int64
 }
 
 // HelloReply is the handshake's result struct: field 0 (success) holds
@@ -119,6 +124,12 @@ func (a *Attach) encode(w fieldWriter) {
 		w.WriteFieldBegin(proto.STRING, int16(i+1))
 		w.WriteString(v)
 	}
+	for i, v := range []int64{a.RequestSize, a.ResponseSize} {
+		if v != 0 {
+			w.WriteFieldBegin(proto.I64, int16(i+5))
+			w.WriteI64(v)
+		}
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 }
@@ -128,12 +139,20 @@ const maxPlans = 4096
 
 func (a *Attach) decode(r fieldReader) error {
 	return readFields(r, func(t proto.Type, id int16) (bool, error) {
-		if t != proto.STRING || id < 1 || id > 4 {
-			return false, nil
+		switch {
+		case t == proto.STRING && id >= 1 && id <= 4:
+			v, err := r.ReadString()
+			*[]*string{&a.Transport, &a.Function, &a.ClientTransport, &a.ClientProtocol}[id-1] = v
+			return true, err
+		case t == proto.I64 && (id == 5 || id == 6):
+			v, err := r.ReadI64()
+			if v < 0 {
+				return true, fmt.Errorf("%w: negative size %d in attach", proto.ErrInvalidData, v)
+			}
+			*[]*int64{&a.RequestSize, &a.ResponseSize}[id-5] = v
+			return true, err
 		}
-		v, err := r.ReadString()
-		*[]*string{&a.Transport, &a.Function, &a.ClientTransport, &a.ClientProtocol}[id-1] = v
-		return true, err
+		return false, nil
 	})
 }
 

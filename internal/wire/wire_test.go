@@ -230,7 +230,8 @@ func TestHelloRoundTrip(t *testing.T) {
 		for _, h := range []Hello{
 			{Version: 1, Caps: CapFraming | CapRDMA, MaxFrame: 1 << 20},
 			{Version: 1, Caps: CapFraming | CapSHM | CapAttach, MaxFrame: 9, Host: "boot-id",
-				Attach: &Attach{Transport: "shm", Function: "S:f", ClientTransport: "auto", ClientProtocol: "rfp"}},
+				Attach: &Attach{Transport: "shm", Function: "S:f", ClientTransport: "auto", ClientProtocol: "rfp",
+					RequestSize: 128 << 10, ResponseSize: 7}},
 			{Version: 1, Caps: CapFraming, Plans: []Attach{{Function: "S:f", ClientTransport: "shm"}, {Function: "S:g"}}},
 		} {
 			msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Call, 0, &h)

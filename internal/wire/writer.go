@@ -75,7 +75,7 @@ func (w *Writer) Write(p []byte) error {
 			err = w.write(p)
 			w.mu.Lock()
 		}
-	} else if yieldOnBusy && w.busy > 0 {
+	} else if w.busy > 0 {
 		// Writers queued behind the last flush: yield once so the
 		// goroutines about to write (replies being encoded, callers being
 		// woken) join this syscall instead of each paying for one.
@@ -118,8 +118,6 @@ const (
 	maxPending = 4 << 20
 	busyRounds = 16
 )
-
-var yieldOnBusy = false
 
 // flushPendingLocked writes queued frames until none are left; w.mu is
 // held on entry and exit but not during the syscalls.

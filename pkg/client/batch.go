@@ -178,11 +178,15 @@ func (b *batcher) size() int {
 // callBatch sends the frames of calls as one KindBatch frame on a lane and
 // splits the reply.
 func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, error) {
-	l, err := p.get(ctx)
+	n := wire.HeaderSize
+	for _, bc := range calls {
+		n += len(bc.frame)
+	}
+	l, err := p.get(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	n := wire.HeaderSize
+	n = wire.HeaderSize
 	for _, bc := range calls {
 		n += len(bc.frame)
 	}

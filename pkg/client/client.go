@@ -407,10 +407,11 @@ type session struct {
 
 	// The read role (see reader.go): at most one goroutine reads at a time.
 	reading    bool
-	leader     *call  // the call whose caller holds the role, nil for the idle reader
-	leadEp     uint64 // counts role takeovers by callers, for stale interrupts
-	midFrame   bool   // the role holder is inside a frame: interrupting it would desync
-	deadline   bool   // a read deadline is set on nc
+	leader     *call           // the call whose caller holds the role, nil for the idle reader
+	leaderDone <-chan struct{} // the Done channel of the leader's context
+	watch      *ctxWatch       // see watchDone
+	midFrame   bool            // the role holder is inside a frame: interrupting it would desync
+	deadline   bool            // a read deadline is set on nc
 	idleArmed  bool
 	doneClosed bool
 }

@@ -70,6 +70,9 @@ type lanePool struct {
 	share    bool                            // qp_sharing: calls go through the process's FLOCK handle
 	canShare bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
 	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
+	respSize int                             // declared response size
+	maxReq   atomic.Int64                    // largest request seen: new lanes are sized for it
+	maxResp  atomic.Int64                    // largest response seen
 
 	mu  sync.Mutex
 	all map[*clane]struct{}
@@ -159,7 +162,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	if n <= 0 {
 		n = max(set.Concurrency, defaultMaxLanes)
 	}
-	p := &lanePool{ls: ls, fn: key, tr: tr, set: set,
+	p := &lanePool{ls: ls, fn: key, tr: tr, set: set, respSize: respSize,
 		side:   fastpath.PlanSide(set, respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if set.Batch != hints.BatchOff {
@@ -238,7 +241,11 @@ func (ls *lanes) close() {
 }
 
 // get takes an idle lane, opens a new one while under the limit, or waits.
-func (p *lanePool) get(ctx context.Context) (*clane, error) {
+// reqSize is the request at hand, which a new lane is sized for.
+func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
+	if int64(reqSize) > p.maxReq.Load() {
+		p.maxReq.Store(int64(reqSize))
+	}
 	if pe := p.conflict.Load(); pe != nil {
 		return nil, pe
 	}
@@ -251,7 +258,7 @@ func (p *lanePool) get(ctx context.Context) (*clane, error) {
 	case l := <-p.idle:
 		return l, nil
 	case p.tokens <- struct{}{}:
-		l, err := p.open(ctx)
+		l, err := p.open(ctx, reqSize)
 		if err != nil {
 			<-p.tokens
 			return nil, err
@@ -279,7 +286,7 @@ func (p *lanePool) put(l *clane) {
 
 // open attaches a new lane: a TCP connection whose hello asks for the lane,
 // then the endpoint bootstrap over it.
-func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
+func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) {
 	c := p.ls.c
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
@@ -288,8 +295,16 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 		p.ls.disable(err)
 		return nil, errNoLane
 	}
+	// Sizes for both sides' buffers: declared, or the largest seen (with
+	// no reply seen yet, as large as the request: echo-like services).
+	req := max(int64(p.set.PayloadSize), p.maxReq.Load(), int64(reqSize))
+	resp := max(int64(p.respSize), p.maxResp.Load())
+	if resp == 0 {
+		resp = req
+	}
 	nc, br, rep, exc, err := c.attach(dctx, &wire.Attach{Transport: p.tr.String(), Function: p.fn,
-		ClientTransport: p.set.Transport.String(), ClientProtocol: p.set.Protocol.String()})
+		ClientTransport: p.set.Transport.String(), ClientProtocol: p.set.Protocol.String(),
+		RequestSize: req, ResponseSize: resp})
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +328,7 @@ func (p *lanePool) open(ctx context.Context) (_ *clane, err error) {
 	if l.pd, err = d.AllocPD(); err != nil {
 		return nil, &ConnError{Op: "lane", Err: err}
 	}
-	if l.ep, err = rdma.NewRPCEndpoint(l.pd, p.side.Config); err != nil {
+	if l.ep, err = rdma.NewRPCEndpoint(l.pd, p.side.Sized(int(min(resp, fastpath.MaxMessage)), 0).Config); err != nil {
 		_ = l.pd.Close()
 		return nil, &ConnError{Op: "lane", Err: err}
 	}
@@ -414,7 +429,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		wire.SealFrame(b, kind, flags, seq, timeout)
 		return p.batchCall(ctx, b, oneway, result)
 	}
-	l, err := p.get(ctx)
+	l, err := p.get(ctx, len(b))
 	if err != nil {
 		return err
 	}
@@ -440,6 +455,9 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	defer p.put(l)
 	if oneway {
 		return nil
+	}
+	if int64(len(resp)) > p.maxResp.Load() {
+		p.maxResp.Store(int64(len(resp)))
 	}
 	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
 	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {

@@ -103,23 +103,18 @@ func (s *session) abandon(cl *call, seq int32) {
 // (nil), the caller's context ends (its error) or the session fails
 // (errRetry: cl then gets the failure on cl.done).
 func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
+	done := ctx.Done()
 	s.mu.Lock()
-	s.leader = cl
-	s.leadEp++
-	ep := s.leadEp
+	s.leader, s.leaderDone = cl, done
 	s.mu.Unlock()
 	// The context is watched only once the read would block: under load
 	// replies are mostly buffered already and the watch would cost more
 	// than the read.
-	var stop func() bool
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
+	watched := false
 	for {
-		if stop == nil && ctx.Done() != nil && s.br.Buffered() == 0 {
-			stop = context.AfterFunc(ctx, func() { s.interrupt(ep) })
+		if !watched && done != nil && s.br.Buffered() == 0 {
+			watched = true
+			s.watchDone(ctx, done)
 		}
 		_, err := s.br.Peek(1)
 		s.mu.Lock()
@@ -173,7 +168,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		default: // its caller gave up before the reply came
 			wire.PutBuf(bp)
 		}
-		if cl.cancelled || (stop == nil && ctx.Err() != nil) {
+		if cl.cancelled || (!watched && ctx.Err() != nil) {
 			delete(s.pending, seq)
 			s.endLeadLocked()
 			s.mu.Unlock()
@@ -184,12 +179,62 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 	}
 }
 
-// interrupt runs when the context of the caller holding the read role
-// ends: it makes the blocked read return, unless a frame is half read.
-func (s *session) interrupt(ep uint64) {
+// ctxWatch is a registration of context.AfterFunc on a Done channel.
+// Registering per call costs three allocations and two locked updates of
+// the context; callers usually call with the same context over and over,
+// so the last registration is kept (until another context takes the read
+// role, the session fails or the connection idles) and reused.
+type ctxWatch struct {
+	s    *session
+	done <-chan struct{}
+	stop func() bool
+}
+
+func (w *ctxWatch) fire() { w.s.interrupt(w.done) }
+
+// watchDone makes sure the end of ctx (whose Done channel is done)
+// interrupts the read role while a caller of ctx holds it. Contexts are
+// told apart by their Done channel: contexts that share one end together.
+func (s *session) watchDone(ctx context.Context, done <-chan struct{}) {
+	s.mu.Lock()
+	if s.watch != nil && s.watch.done == done {
+		s.mu.Unlock()
+		// The kept registration has fired already if ctx ended before
+		// this caller took the role: interrupt on its behalf.
+		if ctx.Err() != nil {
+			s.interrupt(done)
+		}
+		return
+	}
+	s.mu.Unlock()
+	w := &ctxWatch{s: s, done: done}
+	w.stop = context.AfterFunc(ctx, w.fire)
+	s.mu.Lock()
+	old := s.watch
+	if s.err != nil {
+		old, w = w, nil // fail already dropped the watch
+	}
+	s.watch = w
+	s.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+}
+
+// dropWatchLocked forgets the kept context watch, returning it for the
+// caller to stop once s.mu is released.
+func (s *session) dropWatchLocked() *ctxWatch {
+	w := s.watch
+	s.watch = nil
+	return w
+}
+
+// interrupt runs when a context ends whose caller may hold the read role:
+// it makes the blocked read return, unless a frame is half read.
+func (s *session) interrupt(done <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leader == nil || s.leadEp != ep || s.err != nil {
+	if s.leader == nil || s.leaderDone != done || s.err != nil {
 		return
 	}
 	s.leader.cancelled = true
@@ -203,7 +248,7 @@ func (s *session) interrupt(ep uint64) {
 
 // endLeadLocked gives up the read role held by a caller; s.mu is held.
 func (s *session) endLeadLocked() {
-	s.leader, s.midFrame = nil, false
+	s.leader, s.leaderDone, s.midFrame = nil, nil, false
 	if s.deadline {
 		s.deadline = false
 		_ = s.nc.SetReadDeadline(time.Time{})
@@ -248,7 +293,12 @@ func (s *session) idleRead() {
 		return
 	}
 	s.reading = true
+	// An idle connection must not keep its callers' contexts referenced.
+	w := s.dropWatchLocked()
 	s.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
 	s.readIdle()
 }
 
@@ -342,6 +392,7 @@ func (s *session) fail(cause error) {
 	s.idle.Stop()
 	s.idleArmed = false
 	cerr := s.connErrLocked()
+	w := s.dropWatchLocked()
 	for _, cl := range pend {
 		if cl.signaled {
 			continue // handed the read role: it finds s.err and waits again
@@ -354,6 +405,9 @@ func (s *session) fail(cause error) {
 		s.closeDoneLocked()
 	}
 	s.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
 	s.nc.Close()
 }
 

@@ -152,6 +152,9 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 		c.s.log.Warn("hatrpc: lane refused", "remote", c.remote, "err", err)
 		return nil, proto.NewApplicationException(proto.ExcInvalidProtocol, pe.Reason)
 	}
+	// The client's sizes (declared or seen) size what this side receives
+	// (requests) and publishes (RFP responses), so they need no rendezvous.
+	side = side.Sized(int(min(a.RequestSize, fastpath.MaxMessage)), int(min(a.ResponseSize, fastpath.MaxMessage)))
 	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}), numa: numa,
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
