@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift
 STAMP := .deps.stamp
 
-.PHONY: all deps run test test-go test-c bench generate vet fmt-check clean
+.PHONY: all deps run test test-go test-c bench bench-atb generate vet fmt-check clean
 
 all: test
 
@@ -42,6 +42,11 @@ test-c:
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# ATB sweep: engine protocols, lanes through the runtime and TCP, as CSV,
+# SVG plots and docs/performance/report.md (~10 min on 2 cores).
+bench-atb: deps
+	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./internal/bench/cmd/atb -reps 3 -calls 3000 -warmup 300 -dur 1s
 
 generate:
 	$(GO) generate ./...

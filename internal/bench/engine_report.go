@@ -243,6 +243,9 @@ func short(system string) string {
 
 func systemLabel(s string, size, callers int) string {
 	proto, poll := Describe(s, size, callers)
+	if s == (Hat{Lanes: true}).Name() {
+		return s + " (pkg/server + pkg/client on engine lanes, atb.thrift's hints)"
+	}
 	if !IsEngineSystem(s) {
 		return s + " (TCP loopback)"
 	}
