@@ -23,6 +23,7 @@ type Writer struct {
 	onWrite func(n int) // bytes-out accounting; may be nil
 	idle    sync.Cond   // signalled when a flush round ends
 	busy    int         // > 0: recent flushes found queued frames
+	held    int         // > 0: see Hold
 
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration
@@ -50,7 +51,7 @@ func (w *Writer) Write(p []byte) error {
 	for w.writing && w.err == nil && len(w.pending) >= maxPending {
 		w.idle.Wait()
 	}
-	if w.writing && w.err == nil && len(p) < bigFrame {
+	if w.err == nil && len(p) < bigFrame && (w.writing || w.held > 0 && len(w.pending)+len(p) <= maxHeld) {
 		w.pending = append(w.pending, p...)
 		w.mu.Unlock()
 		return nil
@@ -67,7 +68,7 @@ func (w *Writer) Write(p []byte) error {
 	}
 	w.writing = true
 	var err error
-	own := 0 // bytes of ours in pending (it is empty while nobody writes)
+	own := 0 // bytes of ours in pending (empty while nobody writes or holds)
 	if len(p) >= bigFrame {
 		err = w.flushPendingLocked()
 		if err == nil {
@@ -75,21 +76,30 @@ func (w *Writer) Write(p []byte) error {
 			err = w.write(p)
 			w.mu.Lock()
 		}
-	} else if w.busy > 0 {
-		// Writers queued behind the last flush: yield once so the
-		// goroutines about to write (replies being encoded, callers being
-		// woken) join this syscall instead of each paying for one.
+	} else if w.busy > 0 || len(w.pending) > 0 {
+		// Frames a Hold left queued go first. Writers queued behind the
+		// last flush: yield once so the goroutines about to write
+		// (replies being encoded, callers being woken) join this syscall
+		// instead of each paying for one.
 		w.pending = append(w.pending, p...)
 		own = len(p)
-		w.mu.Unlock()
-		runtime.Gosched()
-		w.mu.Lock()
+		if w.busy > 0 {
+			w.mu.Unlock()
+			runtime.Gosched()
+			w.mu.Lock()
+		}
 	} else {
 		w.mu.Unlock()
 		err = w.write(p)
 		w.mu.Lock()
 	}
-	queued := len(w.pending) > own
+	return w.finishLocked(err, len(w.pending) > own)
+}
+
+// finishLocked ends a write round begun by setting w.writing: it flushes
+// what was queued meanwhile (queued tells whether anyone else's frames
+// were) and unlocks w.mu.
+func (w *Writer) finishLocked(err error, queued bool) error {
 	if err == nil {
 		err = w.flushPendingLocked()
 	}
@@ -111,12 +121,36 @@ func (w *Writer) Write(p []byte) error {
 	return err
 }
 
+// Hold makes small frames queue until the matching Release instead of
+// being written: a server running a burst of pipelined calls back to back
+// sends their replies in one syscall instead of one each. Up to maxHeld
+// bytes are held; beyond that frames go out as usual.
+func (w *Writer) Hold() {
+	w.mu.Lock()
+	w.held++
+	w.mu.Unlock()
+}
+
+// Release ends a Hold, writing what it queued once no Hold is left.
+func (w *Writer) Release() error {
+	w.mu.Lock()
+	w.held--
+	if w.held > 0 || w.writing || len(w.pending) == 0 || w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.writing = true
+	return w.finishLocked(nil, false)
+}
+
 // bigFrame is the size from which frames bypass the coalescing buffer;
 // maxPending bounds that buffer.
 const (
 	bigFrame   = 64 << 10
 	maxPending = 4 << 20
 	busyRounds = 16
+	maxHeld    = 64 << 10
 )
 
 // flushPendingLocked writes queued frames until none are left; w.mu is

@@ -419,6 +419,7 @@ func (c *Conn) dispatch() {
 	defer c.wg.Done()
 	es := make([]entry, 0, 64)
 	idle := 0
+	var quiet time.Time // when the rings last went empty
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -445,8 +446,14 @@ func (c *Conn) dispatch() {
 			idle = 0
 			continue
 		}
+		if idle == 0 {
+			quiet = time.Now()
+		}
 		idle++
-		if c.outstanding.Load() > 0 && idle < 256 {
+		// While calls are outstanding, keep yielding (not sleeping) for a
+		// while: a Go timer nap costs tens of µs, more than most server
+		// turnarounds, and a lone caller would pay it on every call.
+		if c.outstanding.Load() > 0 && (idle < 256 || time.Since(quiet) < spinWindow) {
 			runtime.Gosched()
 			continue
 		}

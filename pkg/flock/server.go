@@ -389,6 +389,10 @@ func (s *Server) Close() error {
 	return s.pd.Close()
 }
 
+// spinWindow is how long a dispatcher keeps yielding after its rings went
+// empty before it naps (µs-scale timer naps are not: Go rounds them up).
+const spinWindow = 200 * time.Microsecond
+
 // idleLong is the number of empty dispatcher rounds after which the
 // server naps for 1 ms: 256 yields plus 5,000 naps of up to 200 µs.
 const idleLong = 256 + 5000
@@ -399,6 +403,7 @@ func (s *Server) dispatch() {
 	defer s.loops.Done()
 	es := make([]entry, 0, 64)
 	idle := 0
+	var quiet time.Time // when the rings last went empty
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -425,8 +430,13 @@ func (s *Server) dispatch() {
 			idle = 0
 			continue
 		}
+		if idle == 0 {
+			quiet = time.Now()
+		}
 		idle++
-		if idle < 256 {
+		// Yield rather than nap for a while after the last request: the
+		// next one of a closed-loop caller is usually a turnaround away.
+		if idle < 256 || time.Since(quiet) < spinWindow {
 			runtime.Gosched()
 			continue
 		}

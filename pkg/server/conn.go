@@ -43,6 +43,8 @@ type conn struct {
 	inline    atomic.Uint64
 	inlineAt  atomic.Int64 // when the inline call started (since epoch)
 	armed     atomic.Bool  // the handoff timer is pending
+	holding   atomic.Bool  // the reader holds the writer (see Writer.Hold)
+	slow      bool         // reader-owned: the last inline call was not quick
 	episode   uint64       // reader-owned counter
 	handoff   *time.Timer  // see armHandoff
 	writeFail sync.Once
@@ -123,12 +125,17 @@ func (c *conn) serve() {
 		return
 	}
 	for {
+		if c.holding.Load() && !c.nextBuffered() {
+			c.unhold() // about to wait for the client: send what is held
+		}
 		r, err := c.next()
 		if err == errAttached {
+			c.unhold()
 			c.serveLane(c.attach)
 			return
 		}
 		if err != nil {
+			c.unhold()
 			c.readFailed(err)
 			return
 		}
@@ -138,29 +145,70 @@ func (c *conn) serve() {
 		if !c.acquire(r) {
 			continue
 		}
-		if c.br.Buffered() > 0 || r.size >= inlineMaxSize {
-			// More calls are already here, or this one is big enough that
-			// decoding it and writing its reply take longer than a
-			// goroutine handoff: read on in another goroutine while this
-			// one runs the call, so they execute concurrently.
+		more := c.br.Buffered() > 0
+		if r.size >= inlineMaxSize || more && (!c.hat || c.slow) {
+			// More calls are already here and calls are not quick, or
+			// this one is big enough that decoding it and writing its
+			// reply take longer than a goroutine handoff: read on in
+			// another goroutine while this one runs the call, so they
+			// execute concurrently.
+			c.unhold()
 			c.s.pool.run(c)
 			c.handle(r)
 			return
 		}
-		// Nothing else pending: run the call inline, as a plain
-		// request/response server would, and keep the read role. Should
-		// the handler take longer than inlineBudget, the timer hands the
-		// read role to another goroutine so later calls, Cancel frames and
-		// a vanishing client are still seen.
+		if more && !c.holding.Load() {
+			// A burst of quick pipelined calls: run them one after the
+			// other here, without a handoff each, and send their replies
+			// together once the burst is read.
+			c.w.Hold()
+			c.holding.Store(true)
+		}
+		// Run the call inline, as a plain request/response server would,
+		// and keep the read role. Should the handler take longer than
+		// inlineBudget, the timer hands the read role to another goroutine
+		// so later calls, Cancel frames and a vanishing client are still
+		// seen.
 		c.episode++
 		ep := c.episode
-		c.inlineAt.Store(int64(time.Since(epoch)))
+		at := time.Since(epoch)
+		c.inlineAt.Store(int64(at))
 		c.inline.Store(ep)
 		c.armHandoff()
 		c.handle(r)
+		c.slow = time.Since(epoch)-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
+			c.unhold()
 			return // the timer moved the read role on
 		}
+	}
+}
+
+// quickCall is how long an inline call may take for the next buffered
+// call to run inline too: beyond it the calls of a burst go to separate
+// goroutines (and cores).
+const quickCall = 20 * time.Microsecond
+
+// nextBuffered tells whether the next HatRPC frame is buffered whole, so
+// reading it cannot wait for the client.
+func (c *conn) nextBuffered() bool {
+	n := c.br.Buffered()
+	if !c.hat || n < wire.HeaderSize {
+		return false
+	}
+	hb, err := c.br.Peek(wire.HeaderSize)
+	if err != nil {
+		return false
+	}
+	h, err := wire.DecodeHeader(hb, c.s.opts.limits.MaxMessageSize)
+	return err == nil && n >= wire.HeaderSize+h.PayloadLen()
+}
+
+// unhold ends the reader's Hold on the writer, if it has one; the timer
+// may end it first when it takes the read role away.
+func (c *conn) unhold() {
+	if c.holding.CompareAndSwap(true, false) {
+		c.checkWrite(c.w.Release())
 	}
 }
 
@@ -203,6 +251,7 @@ func (c *conn) timedHandoff() {
 		return
 	}
 	if c.inline.CompareAndSwap(ep, 0) {
+		c.unhold() // a slow call must not keep earlier replies back
 		c.s.pool.run(c)
 	}
 }
