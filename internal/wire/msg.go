@@ -125,31 +125,6 @@ func (c *Codec) Decode(p proto.Protocol, body []byte, lim *proto.Limits, s proto
 	return s.DecodeBinary(c.br)
 }
 
-// DecodeOwned decodes like Decode, except that a body of at least
-// AliasMin bytes is decoded with its binary fields sharing body instead of
-// copied out of it: copying a large payload costs more than allocating the
-// next read buffer. It reports whether s now references body; the caller
-// then hands body's buffer to s (never reuses or pools it), so s stays
-// valid for as long as whoever holds it wants.
-func (c *Codec) DecodeOwned(p proto.Protocol, body []byte, lim *proto.Limits, s proto.Struct) (bool, error) {
-	if len(body) < AliasMin {
-		return false, c.Decode(p, body, lim, s)
-	}
-	if p == proto.Compact {
-		c.cr.Alias = true
-		err := c.Decode(p, body, lim, s)
-		c.cr.Alias = false
-		return true, err
-	}
-	c.br.Alias = true
-	err := c.Decode(p, body, lim, s)
-	c.br.Alias = false
-	return true, err
-}
-
-// AliasMin is the body size from which DecodeOwned aliases.
-var AliasMin = 16 << 10
-
 // bufPool holds message buffers. Buffers that grew huge are dropped rather
 // than pooled so one large message does not pin memory forever.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

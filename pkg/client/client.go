@@ -615,11 +615,8 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil {
 		return err
 	}
-	var aliased bool
-	aliased, err = decodeOwnedReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result)
-	if !aliased {
-		wire.PutBuf(rp)
-	}
+	defer wire.PutBuf(rp)
+	err = decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result)
 	if err != nil {
 		// The server gave up on the deadline we sent it just as we did;
 		// report our own deadline rather than its echo. ctx.Err() alone
@@ -653,17 +650,6 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 		return codec.Decode(p, msg[mh.Body:], lim, result)
 	}
 	return fmt.Errorf("%w: reply of message type %v", proto.ErrInvalidData, mh.Type)
-}
-
-// decodeOwnedReply is decodeReply for a reply buffer the caller owns: a
-// large result keeps referencing it (reported by aliased), so the buffer
-// must then not be pooled.
-func decodeOwnedReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct) (aliased bool, err error) {
-	mh, err := wire.ParseMsgHeader(p, msg)
-	if err != nil || mh.Type != proto.Reply || result == nil {
-		return false, decodeReply(codec, p, msg, lim, result)
-	}
-	return codec.DecodeOwned(p, msg[mh.Body:], lim, result)
 }
 
 // take removes seq from the pending table; false if the reader got it first.

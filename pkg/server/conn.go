@@ -176,7 +176,9 @@ func (c *conn) serve() {
 		c.inline.Store(ep)
 		c.armHandoff()
 		c.handle(r)
-		c.slow = time.Since(epoch)-at > quickCall
+		// Timed only in bursts, the only time it matters: a lone call
+		// pays no clock read.
+		c.slow = more && time.Since(epoch)-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
 			c.unhold()
 			return // the timer moved the read role on
@@ -465,19 +467,11 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	}
 	args := r.m.m.NewArgs()
 	var (
-		res     proto.Struct
-		aliased bool
-		err     error
+		res proto.Struct
+		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
 	)
 	if r.buf != nil {
-		// The buffer is ours (lanes hand in borrowed ring memory): large
-		// payloads stay in it and it goes to the args.
-		aliased, err = codec.DecodeOwned(r.proto, r.body, &c.s.opts.limits, args)
-		if !aliased {
-			wire.PutBuf(r.buf)
-		}
-	} else {
-		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		wire.PutBuf(r.buf)
 	}
 	r.buf, r.body = nil, nil
 	if err != nil {
