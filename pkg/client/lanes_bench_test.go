@@ -10,8 +10,8 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
-// BenchmarkLanes compares one function's calls over TCP and over shm
-// lanes planned with different hints, one caller (latency) and 64 callers
+// BenchmarkLanes compares one function's calls over TCP and over engine
+// lanes (shm, or RDMA with HATRPC_PROVIDER=ibv) planned with different hints, one caller (latency) and 64 callers
 // (throughput), server and client in one process.
 func BenchmarkLanes(b *testing.B) {
 	args := &wiretest.EchoArgs{Msg: "hello, benchmark"}
@@ -40,12 +40,12 @@ func BenchmarkLanes(b *testing.B) {
 			}
 		}
 		b.Run(p.name+"/seq", func(b *testing.B) {
-			ts := serve(b, "", server.WithRDMA("shm"))
+			ts := serve(b, "", server.WithRDMA("auto")) // HATRPC_PROVIDER picks shm or ibv
 			c := dial(b, ts.addr, opts...)
 			benchSeq(b, call(c))
 		})
 		b.Run(p.name+"/par64", func(b *testing.B) {
-			ts := serve(b, "", server.WithRDMA("shm"))
+			ts := serve(b, "", server.WithRDMA("auto"))
 			c := dial(b, ts.addr, opts...)
 			f := call(c)
 			benchPar(b, func(ctx context.Context, _ int) error { return f(ctx) })
