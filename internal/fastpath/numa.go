@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -91,14 +90,6 @@ func PlanNUMA(n hints.NUMA, d *Device) NUMAPlan {
 		return NUMAPlan{Node: -1, Note: fmt.Sprintf("numa=%s ignored: node %d has no CPUs here", n, node)}
 	}
 	return NUMAPlan{Node: node, CPUs: cpus}
-}
-
-var noteOnce sync.Map // notes already logged
-
-// NoteOnce reports whether note is new (so it is logged once per process).
-func NoteOnce(note string) bool {
-	_, seen := noteOnce.LoadOrStore(note, true)
-	return !seen
 }
 
 // Bind pins the calling goroutine's thread to the plan's CPUs, so a poller

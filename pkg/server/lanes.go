@@ -217,7 +217,7 @@ func (c *conn) serveLane(l *lane) {
 	// The numa hint pins this goroutine's thread, the lane's poller, to
 	// the node before the endpoint's buffers are first touched.
 	np := fastpath.PlanNUMA(l.numa, d)
-	if np.Note != "" && fastpath.NoteOnce(np.Note) {
+	if _, seen := c.s.notes.LoadOrStore(np.Note, true); np.Note != "" && !seen {
 		c.s.log.Info("hatrpc: "+np.Note, "function", l.fn)
 	}
 	restore, err := np.Bind()

@@ -52,6 +52,7 @@ type Server struct {
 	devFailed      bool
 	closedForLanes bool
 	flock          flockState
+	notes          sync.Map // configuration notes already logged (once per server)
 
 	debugOnce sync.Once
 	debugSrv  *http.Server
