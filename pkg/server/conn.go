@@ -142,6 +142,9 @@ func (c *conn) serve() {
 		if r == nil {
 			continue
 		}
+		if c.holding.Load() && len(c.s.slots) == cap(c.s.slots) {
+			c.unhold() // waiting for a slot must not keep replies back
+		}
 		if !c.acquire(r) {
 			continue
 		}
@@ -178,11 +181,12 @@ func (c *conn) serve() {
 		c.handle(r)
 		// Timed only in bursts, the only time it matters: a lone call
 		// pays no clock read.
-		c.slow = more && time.Since(epoch)-at > quickCall
+		slow := more && time.Since(epoch)-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
 			c.unhold()
 			return // the timer moved the read role on
 		}
+		c.slow = slow
 	}
 }
 

@@ -319,7 +319,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	}
 	if err != nil {
 		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil)
+			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0)
 	}
 	p := h.Protocol()
 	m := c.s.lookup(mh.Name)
@@ -330,7 +330,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 		}
 		name := string(mh.Name)
 		return c.laneReply(l, p, name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
+			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0)
 	}
 	r := reqPool.Get().(*request)
 	*r = request{m: m, body: req[wire.HeaderSize+mh.Body:], proto: p, hat: true,
@@ -346,7 +346,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 			return nil, m.side.Small
 		}
 		return c.laneReply(l, p, m.m.Name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0)
 	}
 	if r.oneway {
 		// The client only waits for the request to be taken; its handler
@@ -368,7 +368,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	c.freeRequest(r)
 	<-c.s.slots
 	c.end()
-	out, _ := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec)
+	out, _ := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	if len(out) > m.side.Threshold {
 		m.replies[1].Inc()
@@ -390,7 +390,7 @@ func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	}
 	if err != nil {
 		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil)
+			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0)
 	}
 	out := make([]byte, wire.HeaderSize, 64<<10)
 	for _, f := range frames {
@@ -435,7 +435,7 @@ func (c *conn) acquireLane() bool {
 
 // laneReply encodes one reply frame into the lane's reply buffer. The
 // buffer is the conn's: a lane answers one call at a time.
-func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) ([]byte, rdma.Protocol) {
+func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -444,8 +444,8 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	switch {
 	case l.shared:
 		// A shared lane's replies are coalesced later, so each keeps its
-		// own buffer, sized for the typical small reply.
-		buf = make([]byte, 0, 512)
+		// own buffer, sized for the declared reply (no regrowth copies).
+		buf = make([]byte, 0, min(max(512, hint+wire.HeaderSize+256), 1<<20))
 	case cap(buf) < wire.HeaderSize:
 		buf = make([]byte, 0, 4<<10)
 	}
