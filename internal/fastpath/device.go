@@ -91,12 +91,18 @@ var (
 )
 
 // HostID identifies this kernel (its boot id): two processes may share
-// memory only when they run on the same one.
+// memory only when they run on the same one. Without a readable boot id
+// the host name stands in (shm then fails at bootstrap, not silently, if
+// two hosts share a name).
 func HostID() string {
 	hostOnce.Do(func() {
-		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-		if err == nil {
+		if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 			hostID = strings.TrimSpace(string(b))
+		}
+		if hostID == "" {
+			if h, err := os.Hostname(); err == nil {
+				hostID = "host:" + h
+			}
 		}
 	})
 	return hostID
