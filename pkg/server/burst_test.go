@@ -1,0 +1,64 @@
+package server_test
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// A burst of pipelined calls arriving in one read runs inline with the
+// replies held back for one write; a slow call inside the burst must not
+// keep the replies of the quick calls before it waiting.
+func TestBurstWithSlowCallDoesNotHoldQuickReplies(t *testing.T) {
+	_, _, addr := start(t)
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	br := bufio.NewReader(nc)
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+
+	hello := &wire.Hello{Version: wire.Version, Caps: wire.CapFraming, MaxFrame: 1 << 20}
+	msg, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0, hello)
+	require.NoError(t, err)
+	_, err = nc.Write(msg)
+	require.NoError(t, err)
+	rep, err := wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
+	require.NoError(t, err)
+	mh, err := wire.ParseMsgHeader(proto.Binary, rep)
+	require.NoError(t, err)
+	require.Equal(t, proto.Reply, mh.Type)
+
+	const slowFor = 600 * time.Millisecond
+	var burst []byte
+	frame := func(seq int32, args *wiretest.EchoArgs) {
+		start := len(burst)
+		burst = append(burst, make([]byte, wire.HeaderSize)...)
+		burst, err = codec.AppendMessage(burst, proto.Binary, "echo", proto.Call, seq, args)
+		require.NoError(t, err)
+		wire.SealFrame(burst[start:], wire.KindCall, 0, seq, 0)
+	}
+	for seq := int32(1); seq <= 5; seq++ {
+		frame(seq, &wiretest.EchoArgs{Msg: "quick"})
+	}
+	frame(6, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(slowFor)})
+	t0 := time.Now()
+	_, err = nc.Write(burst) // one write: the server reads the burst at once
+	require.NoError(t, err)
+	for range 5 {
+		h, _, err := wire.ReadFrame(br, nil, 1<<20)
+		require.NoError(t, err)
+		require.Less(t, h.Seqid, int32(6), "a quick reply comes first")
+	}
+	require.Less(t, time.Since(t0), slowFor/2, "quick replies were held behind the slow call")
+	h, _, err := wire.ReadFrame(br, nil, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, int32(6), h.Seqid)
+}
