@@ -106,10 +106,14 @@ func printTable(w io.Writer, rows []codegen.ExplainRow) error {
 			return err
 		}
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  SIZE\tTRANSPORT\tPROTOCOL\tPOLLING\tGOAL\tSUBSCRIPTION\tSIZE FROM\n")
+		fmt.Fprintf(tw, "  SIZE\tTRANSPORT\tPROTOCOL\tPOLLING\tGOAL\tSUBSCRIPTION\tQP_SHARING\tSIZE FROM\n")
 		for _, p := range rows[i:j] {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.MessageSize, p.Transport, p.Protocol, p.Polling,
-				p.Plan.Goal, p.Plan.Subscription, p.SizeFrom)
+			share := "off"
+			if p.Plan.QPSharing {
+				share = "on" // the runtime routes it through FLOCK when its payloads are declared and fit
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.MessageSize, p.Transport, p.Protocol, p.Polling,
+				p.Plan.Goal, p.Plan.Subscription, share, p.SizeFrom)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

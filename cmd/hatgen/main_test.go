@@ -157,12 +157,12 @@ func TestExplainTable(t *testing.T) {
 		"KV.get (client)", "KV.put (server)",
 		"payload_size=4KiB", "testdata/kv.thrift:6:38 (function c_hint)",
 		"polling=event", "(service s_hint)",
-		"SIZE", "PROTOCOL", "POLLING",
+		"SIZE", "PROTOCOL", "POLLING", "QP_SHARING",
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Regexp(t, `(?m)^\s+4096\s+auto\s+direct_write_imm\s+busy\s+throughput\s+under\s+payload_size$`, out)
-	assert.Regexp(t, `(?m)^\s+131072\s+auto\s+rfp\s+busy\s+throughput\s+under\s+--sizes$`, out)
+	assert.Regexp(t, `(?m)^\s+4096\s+auto\s+direct_write_imm\s+busy\s+throughput\s+under\s+off\s+payload_size$`, out)
+	assert.Regexp(t, `(?m)^\s+131072\s+auto\s+rfp\s+busy\s+throughput\s+under\s+off\s+--sizes$`, out)
 }
 
 func TestExplainErrors(t *testing.T) {
