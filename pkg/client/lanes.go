@@ -133,6 +133,10 @@ func (c *Conn) LaneStats() []LaneStats {
 	return out
 }
 
+// leaseMin is the message size from which encoding into the engine's
+// registered buffer (saving a copy) pays for the extra cgo crossing.
+const leaseMin = 16 << 10
+
 // errNoLane sends a call to TCP: lanes are off for this Conn.
 var errNoLane = errors.New("client: no lane")
 
@@ -416,10 +420,29 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		kind, typ = wire.KindOneway, proto.Oneway
 	}
 	const seq = 1 // one call at a time per lane: the frame's seqid is fixed
-	b, err := codec.AppendMessage((*bp)[:wire.HeaderSize], c.o.proto, name, typ, seq, args)
-	*bp = b
+	// Large requests are encoded straight into the lane's registered
+	// staging buffer (a lease), which the engine then sends without a
+	// copy; one that outgrows the lease falls back to Go memory.
+	var l *clane
+	dst, pooled := (*bp)[:wire.HeaderSize], true
+	if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
+		var err error
+		if l, err = p.get(ctx, guess); err != nil {
+			return err
+		}
+		if lease := l.ep.RequestBuffer(guess + guess/4 + 4<<10); lease != nil {
+			dst, pooled = lease[:wire.HeaderSize], false
+		}
+	}
+	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
 	if err != nil {
+		if l != nil {
+			p.put(l)
+		}
 		return err
+	}
+	if pooled {
+		*bp = b // a grown pool buffer goes back to the pool
 	}
 	var flags uint8
 	if c.o.proto == proto.Compact {
@@ -429,9 +452,12 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		wire.SealFrame(b, kind, flags, seq, timeout)
 		return p.batchCall(ctx, b, oneway, result)
 	}
-	l, err := p.get(ctx, len(b))
-	if err != nil {
-		return err
+	if l == nil {
+		if l, err = p.get(ctx, len(b)); err != nil {
+			return err
+		}
+	} else if int64(len(b)) > p.maxReq.Load() {
+		p.maxReq.Store(int64(len(b)))
 	}
 	wire.SealFrame(b, kind, flags, seq, timeout)
 	pr := p.side.Protocol(len(b))

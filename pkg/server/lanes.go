@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,9 @@ type lane struct {
 	in, out prometheus.Counter // bytes
 
 	numa hints.NUMA // the function's numa hint
+
+	ep       *rdma.RPCEndpoint // set once bootstrapped (not for shared lanes)
+	maxReply atomic.Int64      // largest reply sent: large ones go through a lease
 
 	// shared: the lane stands for the FLOCK handle of every client of
 	// the process; its calls run concurrently on the FLOCK workers.
@@ -254,6 +258,7 @@ func (c *conn) serveLane(l *lane) {
 	case hints.PollBusy:
 		defer fastpath.RegisterBusy(ep)()
 	}
+	l.ep = ep
 	l.link = fastpath.Watch(c.nc, nil, func() {
 		c.cancel()
 		ep.Abort()
@@ -440,13 +445,22 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
 	}
-	buf := c.laneBuf
+	buf, leased := c.laneBuf, false
+	guess := max(hint, int(l.maxReply.Load()))
 	switch {
 	case l.shared:
 		// A shared lane's replies are coalesced later, so each keeps its
 		// own buffer, sized for the declared reply (no regrowth copies).
 		buf = make([]byte, 0, min(max(512, hint+wire.HeaderSize+256), 1<<20))
-	case cap(buf) < wire.HeaderSize:
+	case guess >= leaseMin && l.ep != nil:
+		// A large reply is encoded straight into the engine's registered
+		// buffer (staging, or the RFP response buffer when the client
+		// fetches): the engine then sends it without a copy.
+		if lease := l.ep.ReplyBuffer(guess + guess/4 + 4<<10); lease != nil {
+			buf, leased = lease[:0], true
+		}
+	}
+	if cap(buf) < wire.HeaderSize {
 		buf = make([]byte, 0, 4<<10)
 	}
 	b, err := codec.AppendMessage(buf[:wire.HeaderSize], p, name, typ, seqid, body)
@@ -466,14 +480,21 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	wire.SealFrame(b, kind, flags, seqid, 0)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {
-	case l.shared:
+	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep
 	case cap(b) <= laneBufKeep:
 		c.laneBuf = b[:0]
 	default:
 		c.laneBuf = nil
+	}
+	if n := int64(len(b)); n > l.maxReply.Load() {
+		l.maxReply.Store(n)
 	}
 	l.out.Add(float64(len(b)))
 	return b, l.side.Protocol(len(b))
 }
 
 const laneBufKeep = 1 << 20
+
+// leaseMin is the reply size from which encoding into the engine's buffer
+// (saving a copy) pays for the extra cgo crossing.
+const leaseMin = 16 << 10
