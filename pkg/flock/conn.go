@@ -388,6 +388,9 @@ func (l *clane) waitCredits(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if l.c.aborted.Load() {
+			return ErrClosed // the server is gone: no grant will come
+		}
 		backoff(spins)
 	}
 }
