@@ -164,11 +164,9 @@ func (c *conn) serve() {
 			c.bursty = true
 		}
 		if r.size >= inlineMaxSize || more && (!c.hat || c.slow) {
-			// More calls are already here and calls are not quick, or
-			// this one is big enough that decoding it and writing its
-			// reply take longer than a goroutine handoff: read on in
-			// another goroutine while this one runs the call, so they
-			// execute concurrently.
+			// More calls are here and calls are not quick, or this one
+			// costs more than a handoff: read on in another goroutine
+			// while this one runs the call, so they run concurrently.
 			c.unhold()
 			c.s.pool.run(c)
 			c.handle(r)
@@ -183,9 +181,8 @@ func (c *conn) serve() {
 		}
 		// Run the call inline, as a plain request/response server would,
 		// and keep the read role. Should the handler take longer than
-		// inlineBudget, the timer hands the read role to another goroutine
-		// so later calls, Cancel frames and a vanishing client are still
-		// seen.
+		// inlineBudget, the timer hands the read role on so later calls,
+		// Cancel frames and a vanishing client are still seen.
 		c.episode++
 		ep := c.episode
 		at := time.Since(epoch)
@@ -193,8 +190,7 @@ func (c *conn) serve() {
 		c.inline.Store(ep)
 		c.armHandoff()
 		c.handle(r)
-		// Timed only in bursts, the only time it matters: a lone call
-		// pays no clock read.
+		// Timed only in bursts: a lone call pays no clock read.
 		slow := more && time.Since(epoch)-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
 			c.unhold()
@@ -235,9 +231,8 @@ func (c *conn) unhold() {
 var epoch = time.Now()
 
 // inlineMaxSize is the request size from which a call never runs inline:
-// at 16 KiB copying the payload already costs several handoffs, and a
-// pipelining client sending large calls would otherwise find the server
-// working on one core.
+// copying the payload costs several handoffs, and a client pipelining large
+// calls would otherwise find the server working on one core.
 const inlineMaxSize = 16 << 10
 
 // inlineBudget is how long a call may run inline before reading moves to
