@@ -45,7 +45,6 @@ type conn struct {
 	armed     atomic.Bool  // the handoff timer is pending
 	holding   atomic.Bool  // the reader holds the writer (see Writer.Hold)
 	slow      bool         // reader-owned: the last inline call was not quick
-	bursty    bool         // reader-owned: calls filled the read buffer
 	episode   uint64       // reader-owned counter
 	handoff   *time.Timer  // see armHandoff
 	writeFail sync.Once
@@ -86,10 +85,6 @@ type request struct {
 // readBufSize holds a few hundred pipelined small calls per read syscall
 // while keeping an idle connection's footprint small.
 const readBufSize = 16 << 10
-
-// burstReadBufSize is the read buffer of a connection that receives bursts
-// of pipelined calls (see serve).
-const burstReadBufSize = 64 << 10
 
 var reqPool = sync.Pool{New: func() any { return new(request) }}
 
@@ -133,12 +128,6 @@ func (c *conn) serve() {
 		if c.holding.Load() && !c.nextBuffered() {
 			c.unhold() // about to wait for the client: send what is held
 		}
-		if c.bursty && c.br.Buffered() == 0 {
-			// Calls come in bursts that fill the read buffer: a bigger one
-			// takes them in fewer syscalls and batches more replies.
-			c.br = bufio.NewReaderSize(c.nc, burstReadBufSize)
-			c.bursty = false
-		}
 		r, err := c.next()
 		if err == errAttached {
 			c.unhold()
@@ -160,9 +149,6 @@ func (c *conn) serve() {
 			continue
 		}
 		more := c.br.Buffered() > 0
-		if more && c.br.Size() < burstReadBufSize && c.br.Buffered() > c.br.Size()/2 {
-			c.bursty = true
-		}
 		if r.size >= inlineMaxSize || more && (!c.hat || c.slow) {
 			// More calls are here and calls are not quick, or this one
 			// costs more than a handoff: read on in another goroutine
@@ -212,10 +198,7 @@ func (c *conn) nextBuffered() bool {
 	if !c.hat || n < wire.HeaderSize {
 		return false
 	}
-	hb, err := c.br.Peek(wire.HeaderSize)
-	if err != nil {
-		return false
-	}
+	hb, _ := c.br.Peek(wire.HeaderSize) // buffered: cannot fail
 	h, err := wire.DecodeHeader(hb, c.s.opts.limits.MaxMessageSize)
 	return err == nil && n >= wire.HeaderSize+h.PayloadLen()
 }
