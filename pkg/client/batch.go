@@ -257,7 +257,7 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
 }
 
 // BatchSizes reports, for a function with the batch hint, the N in force

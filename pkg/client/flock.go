@@ -223,7 +223,7 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	if err != nil {
 		return &ConnError{Op: "flock", Err: err}
 	}
-	return decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
 }
 
 // flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).

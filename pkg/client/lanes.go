@@ -496,10 +496,21 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	// Decoding copies what it keeps: the response is the engine's lease,
 	// valid only until the lane's next call.
 	err = decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
+	return ownDeadline(ctx, err)
+}
+
+// ownDeadline reports the caller's own deadline rather than the server's
+// echo of it: the server gave up on the deadline we sent it just as we did,
+// and ctx.Err() can lag behind the clock when the timer goroutine runs late.
+func ownDeadline(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
 	}
 	return err
 }
