@@ -107,7 +107,12 @@ func TCPSystems() []string {
 // and concurrency of the benchmark point.
 func PlanSet(goal hints.Goal, size, callers int) hints.Set {
 	s := atb.EchoHints.Function("echo").Client
+	// The transport the lanes would run on: the planner adapts the design
+	// space to shared memory (pkg/hints.shmSpace).
 	s.Transport = hints.TransportRDMA
+	if EnginePrefix() == "shm" {
+		s.Transport = hints.TransportSHM
+	}
 	s.PerfGoal = goal
 	s.PayloadSize = size
 	s.Concurrency = callers

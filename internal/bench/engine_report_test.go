@@ -36,7 +36,12 @@ func TestEngineReport(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 5)
 	assert.Equal(t, []string{"system", "protocol", "size", "p50_us", "p99_us", "mean_us"}, recs[0][:6])
-	assert.Equal(t, []string{planned, "direct_write_imm", "64", "2.10", "8.00", "3.00", "busy", "shm"}, recs[3])
+	// 64 B for one caller: RFP on shared memory, Direct-WriteIMM on NICs.
+	wantProto := "rfp"
+	if EnginePrefix() == "verbs" {
+		wantProto = "direct_write_imm"
+	}
+	assert.Equal(t, []string{planned, wantProto, "64", "2.10", "8.00", "3.00", "busy", providerOfPrefix(EnginePrefix())}, recs[3])
 
 	b.Reset()
 	require.NoError(t, WriteThroughputCSV(&b, systems, tput))

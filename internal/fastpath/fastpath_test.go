@@ -96,6 +96,13 @@ func TestPlanSide(t *testing.T) {
 		})
 	}
 	require.Equal(t, -1, PlanSide(hints.Set{InlineThreshold: hints.InlineDisabled}, 0, 0).Config.InlineThreshold)
+	// On shm lanes tiny messages of an under-subscribed plan go by RFP.
+	shm := PlanSide(OnTransport(hints.Set{}, hints.TransportSHM), 0, 0)
+	require.Equal(t, rdma.ProtoRFP, shm.Protocol(hints.ShmTinyMessage))
+	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage+1))
+	require.Equal(t, hints.TransportTCP, OnTransport(hints.Set{Transport: hints.TransportTCP}, hints.TransportSHM).Transport)
+	nic := PlanSide(OnTransport(hints.Set{}, hints.TransportRDMA), 0, 0)
+	require.Equal(t, rdma.ProtoDirectWriteIMM, nic.Protocol(64))
 	require.Equal(t, MaxMessage, PlanSide(hints.Set{}, 0, 0).Config.MaxMessage)
 	sized := PlanSide(hints.Set{PayloadSize: 1 << 20}, 128<<10, 0)
 	require.Equal(t, 128<<10+frameRoom, sized.Config.DirectSize, "the peer's messages fit the pre-known buffer")

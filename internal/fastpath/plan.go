@@ -12,8 +12,9 @@ import (
 // Side is one side's plan for one function on a lane: the protocol of the
 // messages it sends (by size) and how its endpoint is built.
 type Side struct {
-	Small, Large rdma.Protocol
-	Threshold    int // messages above this are Large
+	Tiny, Small, Large rdma.Protocol
+	TinyMax            int // messages up to this are Tiny (shm: hints.ShmTinyMessage)
+	Threshold          int // messages above this are Large
 	Polling      hints.Polling
 	Config       rdma.EndpointConfig
 	QPSharing    bool // the plan shares QPs among callers (FLOCK)
@@ -21,10 +22,23 @@ type Side struct {
 
 // Protocol picks the protocol for an n-byte message.
 func (s *Side) Protocol(n int) rdma.Protocol {
-	if n > s.Threshold {
+	switch {
+	case n > s.Threshold:
 		return s.Large
+	case n <= s.TinyMax:
+		return s.Tiny
 	}
 	return s.Small
+}
+
+// OnTransport is set planned for lanes of transport tr: a set that leaves
+// the transport to the runtime (auto) takes the lane's, so the planner can
+// use its shared-memory design space on shm.
+func OnTransport(set hints.Set, tr hints.Transport) hints.Set {
+	if set.Transport == hints.TransportAuto {
+		set.Transport = tr
+	}
+	return set
 }
 
 // Spin is the spin phase an endpoint of this side starts with: busy polls
@@ -66,11 +80,14 @@ const MaxMessage = 64<<20 + 4<<10
 // bufferCap): a planned message then never falls back to rendezvous.
 func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 	cores := runtime.NumCPU()
-	small := hints.PlanFor(set, cores, 1)
+	tiny := hints.PlanFor(set, cores, 1)
+	small := hints.PlanFor(set, cores, min(hints.ShmTinyMessage+1, tiny.EagerThreshold))
 	large := hints.PlanFor(set, cores, small.EagerThreshold+1)
 	sd := Side{
+		Tiny:      engineProto(set.Protocol, tiny.Protocol),
 		Small:     engineProto(set.Protocol, small.Protocol),
 		Large:     engineProto(set.Protocol, large.Protocol),
+		TinyMax:   min(hints.ShmTinyMessage, small.EagerThreshold),
 		Threshold: small.EagerThreshold,
 		Polling:   small.Polling,
 		QPSharing: small.QPSharing,

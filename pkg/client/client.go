@@ -129,8 +129,12 @@ func (c *Conn) Plan(method string) hints.Plan {
 	if v, ok := c.fns.Load(method); ok {
 		set = v.(*hints.Function).Client
 	}
+	tr := c.transportFor(set.Transport)
+	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
+		set = fastpath.OnTransport(set, tr) // what the lane plans with
+	}
 	p := hints.PlanFor(set, c.cores, 0)
-	p.Transport = c.transportFor(p.Transport)
+	p.Transport = tr
 	return p
 }
 

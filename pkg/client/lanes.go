@@ -167,7 +167,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 		n = max(set.Concurrency, defaultMaxLanes)
 	}
 	p := &lanePool{ls: ls, fn: key, tr: tr, set: set, respSize: respSize,
-		side:   fastpath.PlanSide(set, respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
+		side:   fastpath.PlanSide(fastpath.OnTransport(set, tr), respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if set.Batch != hints.BatchOff {
 		p.batch = newBatcher(p, hints.PlanFor(set, runtime.NumCPU(), 1))

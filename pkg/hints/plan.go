@@ -127,6 +127,23 @@ var designSpace = [3][3]cell{
 	},
 }
 
+// ShmTinyMessage is the largest message the shared-memory design space
+// sends by RFP when under-subscribed; from 1 KiB up Direct-WriteIMM and
+// eager are as fast or faster on shm (docs/performance.md).
+const ShmTinyMessage = 512
+
+// shmSpace adapts a Fig. 6 cell to shared memory, where an RDMA READ is a
+// local memcpy rather than a network round trip: over-subscribed large
+// throughput transfers go by Read-RNDV (one control message less than
+// Write-RNDV, and no fetching clients competing for the cores; measured
+// best at 16-64 callers), instead of RFP.
+func shmSpace(goal Goal, sub Subscription, c cell) cell {
+	if goal == Throughput && sub == Over {
+		c.large = ProtoReadRNDV
+	}
+	return c
+}
+
 // defaultCredits per goal: res_util keeps few pre-posted receive slots,
 // throughput keeps enough to cover a pipeline of outstanding calls.
 var defaultCredits = [3]int{Latency: 32, Throughput: 64, ResUtil: 16}
@@ -174,9 +191,18 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 		goal = Latency
 	}
 	c := designSpace[goal][p.Subscription]
+	if s.Transport == TransportSHM {
+		c = shmSpace(goal, p.Subscription, c)
+	}
 	p.Protocol = c.small
 	if p.Large {
 		p.Protocol = c.large
+	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyMessage {
+		// Under-subscribed tiny messages on shared memory: a fetch READ is
+		// a memcpy, so RFP beats Direct-WriteIMM (not for res_util: a
+		// fetching client spins) (measured: 1.6 against
+		// 1.9 µs at 4-256 B; 347k against 187k calls/s at 512 B).
+		p.Protocol = ProtoRFP
 	}
 	switch s.Protocol {
 	case ProtoAuto:

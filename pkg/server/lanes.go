@@ -140,11 +140,14 @@ func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
 	if a.Function == fastpath.FlockFunction {
 		return &lane{fn: a.Function, tr: tr, shared: true, stop: make(chan struct{})}, nil
 	}
-	side := fastpath.PlanSide(hints.Set{}, 0, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	var set hints.Set
+	var reqSize int
 	if m := c.s.lookup([]byte(a.Function)); m != nil {
-		set, side = m.set, m.side
+		set, reqSize = m.set, m.reqSize
 	}
+	// The reply plan for this lane's transport: on shm the planner adapts
+	// the design space (pkg/hints).
+	side := fastpath.PlanSide(fastpath.OnTransport(set, want), reqSize, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	numa := set.NUMA
 	ct, err := hints.ParseTransport(a.ClientTransport)
 	if err != nil {
@@ -331,7 +334,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
 	if m == nil {
 		if oneway {
-			return nil, l.side.Small
+			return nil, l.side.Tiny
 		}
 		name := string(mh.Name)
 		return c.laneReply(l, p, name, mh.Seqid, proto.Exception,
@@ -348,7 +351,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	if !c.acquireLane() {
 		c.freeRequest(r)
 		if oneway {
-			return nil, m.side.Small
+			return nil, l.side.Tiny
 		}
 		return c.laneReply(l, p, m.m.Name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0)
@@ -365,7 +368,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 			<-c.s.slots
 			c.end()
 		}()
-		return nil, m.side.Small
+		return nil, l.side.Tiny
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
@@ -373,14 +376,23 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	c.freeRequest(r)
 	<-c.s.slots
 	c.end()
-	out, _ := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize)
+	out, pr := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
-	if len(out) > m.side.Threshold {
-		m.replies[1].Inc()
-		return out, m.side.Large
+	c.s.laneReplied(m, pr)
+	return out, pr
+}
+
+// laneReplied counts a lane reply of m by its engine protocol; the metric
+// children are made on first use.
+func (s *Server) laneReplied(m *method, pr rdma.Protocol) {
+	p := &m.replies[int(pr)%len(m.replies)]
+	ctr := p.Load()
+	if ctr == nil {
+		c := s.met.laneReplies.WithLabelValues(m.svc, m.m.Name, pr.String())
+		p.CompareAndSwap(nil, &c)
+		ctr = p.Load()
 	}
-	m.replies[0].Inc()
-	return out, m.side.Small
+	(*ctr).Inc()
 }
 
 // laneBatch runs the calls of an RF-RPC batch one after the other and

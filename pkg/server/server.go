@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
@@ -68,8 +67,8 @@ type method struct {
 	lstats  [numTransports - trSHM]atomic.Pointer[methodStats] // lanes: made on first use
 	timeout time.Duration                                      // server-side hint timeout; 0 = none
 	set     hints.Set                                          // server-side hints (lanes plan from them)
-	side    fastpath.Side                                      // the lane plan of the server side
-	replies [2]prometheus.Counter                              // lane replies by side.Small, side.Large
+	reqSize int                                                // the client's declared request size (sizes lane buffers)
+	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
 }
 
 // New creates a server; register services, then Serve.
@@ -144,15 +143,11 @@ func (s *Server) Register(svc *Service) {
 			rm.set, reqSize = svc.Hints.Server, svc.Hints.Client.PayloadSize
 		}
 		rm.timeout = rm.set.Timeout
-		rm.side = fastpath.PlanSide(rm.set, reqSize, s.opts.limits.MaxMessageSize+wire.HeaderSize)
+		rm.reqSize = reqSize
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
 		for tr := trTCP; tr < trSHM; tr++ {
 			rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
-		}
-		if s.opts.rdma != "" {
-			rm.replies[0] = s.met.laneReplies.WithLabelValues(svc.Name, m.Name, rm.side.Small.String())
-			rm.replies[1] = s.met.laneReplies.WithLabelValues(svc.Name, m.Name, rm.side.Large.String())
 		}
 		next[svc.Name+":"+m.Name] = rm
 		if _, taken := next[m.Name]; !taken {

@@ -162,16 +162,21 @@ func TestMixPlannedProtocols(t *testing.T) {
 	for _, s := range conn.LaneStats() {
 		stats[s.Function] = s
 	}
-	require.Equal(t, map[string]uint64{"direct_write_imm": pings}, stats["Mix:ping"].Requests)
-	require.Equal(t, map[string]uint64{"rfp": crunches}, stats["Mix:crunch"].Requests)
+	// ping's 64 B requests, planned for latency by an under-subscribed
+	// client on shm: RFP (the shared-memory design space, pkg/hints).
+	require.Equal(t, map[string]uint64{"rfp": pings}, stats["Mix:ping"].Requests)
+	// crunch's 128 KiB requests, throughput over-subscribed: Read-RNDV on
+	// shm (RFP, Fig. 6's choice, on a NIC).
+	require.Equal(t, map[string]uint64{"read_rndv": crunches}, stats["Mix:crunch"].Requests)
 	require.NotContains(t, stats, "Mix:status", "status is pinned to TCP")
 	require.GreaterOrEqual(t, stats["Mix:ping"].Lanes, 1)
 	require.GreaterOrEqual(t, stats["Mix:crunch"].Lanes, 1)
 	for _, fn := range []string{"Mix:ping", "Mix:crunch"} {
 		require.Equal(t, "shm", stats[fn].Transport)
 	}
-	// Server side: ping answers by Direct-WriteIMM (latency); crunch's
-	// 8-byte results are small, so Direct-WriteIMM as well.
+	// Server side (over-subscribed on any machine: concurrency = 1024):
+	// ping answers by Direct-WriteIMM (latency); crunch's 8-byte results
+	// are small, so Direct-WriteIMM as well.
 	require.Equal(t, map[string]float64{"ping/direct_write_imm": pings, "crunch/direct_write_imm": crunches}, replies(t, srv))
 	h.mu.Lock()
 	require.Equal(t, map[string]string{"ping": "shm", "crunch": "shm", "status": "tcp", "note": "shm"}, h.infos)
@@ -217,6 +222,6 @@ func TestServiceLevelHintsOnly(t *testing.T) {
 		byFn[s.Function] = s.Requests
 	}
 	require.Equal(t, map[string]uint64{"direct_write_imm": 5}, byFn["Mix:crunch"])
-	require.Equal(t, map[string]uint64{"direct_write_imm": 1}, byFn["Mix:status"], "status is no longer pinned to TCP")
+	require.Equal(t, map[string]uint64{"rfp": 1}, byFn["Mix:status"], "status is no longer pinned to TCP (a tiny request: RFP on shm)")
 	require.Equal(t, "shm", conn.Plan("Mix:status").Transport.String())
 }

@@ -4,7 +4,7 @@
 namespace go mix
 
 service Mix {
-  s_hint: concurrency = 4;
+  s_hint: concurrency = 1024;
 
   // Small and latency-critical: busy polling, Direct-WriteIMM both ways.
   binary ping(1: binary data) [ hint: perf_goal = latency, payload_size = 64; ]

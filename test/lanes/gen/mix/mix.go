@@ -909,12 +909,12 @@ var _ proto.Struct = (*MixNoteArgs)(nil)
 var MixHints = hints.Service{
 	Name:   "Mix",
 	Client: hints.Set{},
-	Server: hints.Set{Concurrency: 4},
+	Server: hints.Set{Concurrency: 1024},
 	Functions: []hints.Function{
-		{Name: "ping", Client: hints.Set{PayloadSize: 64}, Server: hints.Set{Concurrency: 4, PayloadSize: 64}},
+		{Name: "ping", Client: hints.Set{PayloadSize: 64}, Server: hints.Set{Concurrency: 1024, PayloadSize: 64}},
 		{Name: "crunch", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 1024, PayloadSize: 131072}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 1024, PayloadSize: 131072}},
-		{Name: "status", Client: hints.Set{Transport: hints.TransportTCP}, Server: hints.Set{Concurrency: 4, Transport: hints.TransportTCP}},
-		{Name: "note", Client: hints.Set{}, Server: hints.Set{Concurrency: 4}},
+		{Name: "status", Client: hints.Set{Transport: hints.TransportTCP}, Server: hints.Set{Concurrency: 1024, Transport: hints.TransportTCP}},
+		{Name: "note", Client: hints.Set{}, Server: hints.Set{Concurrency: 1024}},
 	},
 }
 
