@@ -15,9 +15,9 @@ type Side struct {
 	Tiny, Small, Large rdma.Protocol
 	TinyMax            int // messages up to this are Tiny (shm: hints.ShmTinyMessage)
 	Threshold          int // messages above this are Large
-	Polling      hints.Polling
-	Config       rdma.EndpointConfig
-	QPSharing    bool // the plan shares QPs among callers (FLOCK)
+	Polling            hints.Polling
+	Config             rdma.EndpointConfig
+	QPSharing          bool // the plan shares QPs among callers (FLOCK)
 }
 
 // Protocol picks the protocol for an n-byte message.
