@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/client"
@@ -55,7 +56,7 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 		return nil, err
 	}
 	c := &Client{}
-	lanes := providerFor(tr)
+	lanes := fastpath.Provider(tr)
 	if lanes == "" {
 		lanes = "off"
 	}

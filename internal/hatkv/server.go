@@ -14,7 +14,6 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/hints"
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
@@ -31,19 +30,6 @@ func parseTransport(name string) (hints.Transport, error) {
 		return 0, fmt.Errorf("%w: transport %q: want auto, tcp, shm or rdma", ErrConfig, name)
 	}
 	return t, nil
-}
-
-// providerFor is the verbs provider a transport needs ("" for tcp).
-func providerFor(t hints.Transport) string {
-	switch t {
-	case hints.TransportSHM:
-		return rdma.ProviderSHM
-	case hints.TransportRDMA:
-		return rdma.ProviderIBV
-	case hints.TransportAuto:
-		return rdma.ProviderAuto
-	}
-	return ""
 }
 
 // Option configures a Server.
@@ -119,7 +105,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		return nil, err
 	}
 	var dev *fastpath.Device
-	if p := providerFor(tr); p != "" {
+	if p := fastpath.Provider(tr); p != "" {
 		// The reference keeps the device open for the server's lanes. An
 		// explicit shm or rdma must work: refuse to start rather than
 		// quietly serve TCP; auto without a device serves TCP only.
@@ -152,7 +138,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	}
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(o.logger))
-	if p := providerFor(tr); p != "" {
+	if p := fastpath.Provider(tr); p != "" {
 		sopts = append(sopts, server.WithRDMA(p))
 	}
 	if o.svcLevel {

@@ -205,10 +205,7 @@ func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, err
 	if err != nil {
 		l.broken.Store(true)
 		p.put(l)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &ConnError{Op: "lane", Err: err}
+		return nil, callFailed(ctx, "lane", err)
 	}
 	defer p.put(l)
 	lim := p.ls.c.o.limits.MaxMessageSize
@@ -250,14 +247,9 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 	if oneway {
 		return nil
 	}
-	c := p.ls.c
-	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
-	if err != nil {
-		return &ConnError{Op: "lane", Err: err}
-	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
+	return p.ls.c.decodeFrame(ctx, "lane", codec, resp, result)
 }
 
 // BatchSizes reports, for a function with the batch hint, the N in force

@@ -147,24 +147,7 @@ func (c *Conn) transportFor(want hints.Transport) hints.Transport {
 		caps = c.sess.caps
 	}
 	c.mu.Unlock()
-	return pickTransport(want, caps)
-}
-
-// pickTransport is the hybrid-transport rule: a function pinned to
-// transport=tcp stays on TCP even on an upgraded connection; otherwise the
-// best transport both peers granted in the handshake wins. Today no server
-// grants CapRDMA or CapSHM, so everything resolves to TCP; the RDMA/SHM
-// upgrade only has to set those bits and carry the calls.
-func pickTransport(want hints.Transport, caps uint64) hints.Transport {
-	switch {
-	case want == hints.TransportTCP:
-		return hints.TransportTCP
-	case caps&wire.CapRDMA != 0 && (want == hints.TransportAuto || want == hints.TransportRDMA):
-		return hints.TransportRDMA
-	case caps&wire.CapSHM != 0 && (want == hints.TransportAuto || want == hints.TransportSHM):
-		return hints.TransportSHM
-	}
-	return hints.TransportTCP
+	return fastpath.PickTransport(want, caps)
 }
 
 // Call invokes m with args and decodes the reply into result. For oneway
@@ -620,19 +603,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	defer wire.PutBuf(rp)
-	err = decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result)
-	if err != nil {
-		// The server gave up on the deadline we sent it just as we did;
-		// report our own deadline rather than its echo. ctx.Err() alone
-		// can lag behind the clock when the timer goroutine runs late.
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return context.DeadlineExceeded
-		}
-	}
-	return err
+	return ownDeadline(ctx, decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result))
 }
 
 func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct) error {

@@ -117,7 +117,7 @@ func (sh *sharedFlock) close() {
 func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_ *sharedFlock, err error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
-	d, err := fastpath.Acquire(providerOf(tr))
+	d, err := fastpath.Acquire(fastpath.Provider(tr))
 	if err != nil {
 		return nil, errNoLane
 	}
@@ -165,12 +165,7 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	kind, typ := wire.KindCall, proto.Call
-	if m.Oneway {
-		kind, typ = wire.KindOneway, proto.Oneway
-	}
-	const seq = 1 // FLOCK matches the response to its caller
-	b, err := codec.AppendMessage((*bp)[:wire.HeaderSize], c.o.proto, name, typ, seq, args)
+	b, err := c.appendFrame(codec, (*bp)[:wire.HeaderSize], name, m.Oneway, args, timeout)
 	*bp = b
 	if err != nil {
 		return err
@@ -178,11 +173,6 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	if len(b) > fastpath.FlockMaxMessage {
 		return errNoLane
 	}
-	var flags uint8
-	if c.o.proto == proto.Compact {
-		flags = wire.FlagCompact
-	}
-	wire.SealFrame(b, kind, flags, seq, timeout)
 	sh, err := c.flockFor(ctx, tr)
 	if err != nil {
 		return err
@@ -197,11 +187,8 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	// error, not a hang, without a derived context per call.
 	resp, err := sh.fc.Call(ctx, flockHandler, b)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return context.DeadlineExceeded
+		if cerr := ctxFailure(ctx); cerr != nil {
+			return cerr
 		}
 		var he *flock.HandlerError
 		if errors.As(err, &he) {
@@ -216,14 +203,7 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	if m.Oneway {
 		return nil
 	}
-	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
-	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
-		err = fmt.Errorf("%w: flock reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
-	}
-	if err != nil {
-		return &ConnError{Op: "flock", Err: err}
-	}
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
+	return c.decodeFrame(ctx, "flock", codec, resp, result)
 }
 
 // flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).

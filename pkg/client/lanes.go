@@ -174,10 +174,10 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	}
 	// Sharing needs declared payloads that fit a FLOCK message both ways:
 	// a reply that does not fit could only fail after its handler ran.
-	p.canShare = set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
+	fits := set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
 		respSize > 0 && respSize <= fastpath.FlockMaxMessage/2
-	p.share = p.side.QPSharing && p.canShare
-	p.canShare = p.canShare && set.QPSharing == hints.SwitchAuto
+	p.share = p.side.QPSharing && fits
+	p.canShare = fits && set.QPSharing == hints.SwitchAuto
 	if ls.pools == nil {
 		ls.pools = map[string]*lanePool{}
 	}
@@ -192,7 +192,7 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	if d := ls.devs[tr]; d != nil {
 		return d, nil
 	}
-	d, err := fastpath.Acquire(providerOf(tr))
+	d, err := fastpath.Acquire(fastpath.Provider(tr))
 	if err != nil {
 		return nil, err
 	}
@@ -201,14 +201,6 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	}
 	ls.devs[tr] = d
 	return d, nil
-}
-
-// providerOf is the verbs provider of a lane transport.
-func providerOf(tr hints.Transport) string {
-	if tr == hints.TransportRDMA {
-		return rdma.ProviderIBV
-	}
-	return rdma.ProviderSHM
 }
 
 // disable keeps every later call of the Conn on TCP.
@@ -415,11 +407,6 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	kind, typ := wire.KindCall, proto.Call
-	if oneway {
-		kind, typ = wire.KindOneway, proto.Oneway
-	}
-	const seq = 1 // one call at a time per lane: the frame's seqid is fixed
 	// Large requests are encoded straight into the lane's registered
 	// staging buffer (a lease), which the engine then sends without a
 	// copy; one that outgrows the lease falls back to Go memory.
@@ -434,7 +421,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 			dst, pooled = lease[:wire.HeaderSize], false
 		}
 	}
-	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
+	b, err := c.appendFrame(codec, dst, name, oneway, args, timeout)
 	if err != nil {
 		if l != nil {
 			p.put(l)
@@ -444,12 +431,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	if pooled {
 		*bp = b // a grown pool buffer goes back to the pool
 	}
-	var flags uint8
-	if c.o.proto == proto.Compact {
-		flags = wire.FlagCompact
-	}
 	if p.batch != nil {
-		wire.SealFrame(b, kind, flags, seq, timeout)
 		return p.batchCall(ctx, b, oneway, result)
 	}
 	if l == nil {
@@ -459,7 +441,6 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	} else if int64(len(b)) > p.maxReq.Load() {
 		p.maxReq.Store(int64(len(b)))
 	}
-	wire.SealFrame(b, kind, flags, seq, timeout)
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
 	waiting := fastpath.Waiting() // for the adaptive poller: this caller spins or sleeps in C
@@ -470,13 +451,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		// goes, and a later call opens a new one.
 		l.broken.Store(true)
 		p.put(l)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return context.DeadlineExceeded
-		}
-		return &ConnError{Op: "lane", Err: err}
+		return callFailed(ctx, "lane", err)
 	}
 	defer p.put(l)
 	if oneway {
@@ -485,18 +460,69 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	if int64(len(resp)) > p.maxResp.Load() {
 		p.maxResp.Store(int64(len(resp)))
 	}
-	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
-	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
-		err = fmt.Errorf("%w: lane reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
-	}
-	if err != nil {
-		l.broken.Store(true)
-		return &ConnError{Op: "lane", Err: err}
-	}
 	// Decoding copies what it keeps: the response is the engine's lease,
 	// valid only until the lane's next call.
-	err = decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result)
-	return ownDeadline(ctx, err)
+	err = c.decodeFrame(ctx, "lane", codec, resp, result)
+	if errors.As(err, new(*ConnError)) {
+		l.broken.Store(true) // out of step with its peer
+	}
+	return err
+}
+
+// appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
+// carry the same frames as TCP; the frame's seqid is fixed: one call at a
+// time per lane, and FLOCK matches responses to callers itself).
+func (c *Conn) appendFrame(codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
+	const seq = 1
+	kind, typ := wire.KindCall, proto.Call
+	if oneway {
+		kind, typ = wire.KindOneway, proto.Oneway
+	}
+	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
+	if err != nil {
+		return b, err
+	}
+	var flags uint8
+	if c.o.proto == proto.Compact {
+		flags = wire.FlagCompact
+	}
+	wire.SealFrame(b, kind, flags, seq, timeout)
+	return b, nil
+}
+
+// decodeFrame checks a reply frame from a lane or FLOCK (a reply or an
+// exception whose payload is exactly the rest; otherwise a *ConnError of
+// op: the peer sent garbage) and decodes its Thrift reply into result.
+func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct) error {
+	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
+	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
+		err = fmt.Errorf("%w: %s reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, op, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
+	}
+	if err != nil {
+		return &ConnError{Op: op, Err: err}
+	}
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
+}
+
+// callFailed is the error of a call whose exchange failed: the caller's
+// own context error if that is why, else the connection error.
+func callFailed(ctx context.Context, op string, err error) error {
+	if cerr := ctxFailure(ctx); cerr != nil {
+		return cerr
+	}
+	return &ConnError{Op: op, Err: err}
+}
+
+// ctxFailure is ctx's error, or DeadlineExceeded once its deadline passed
+// (ctx.Err() can lag behind the clock when the timer goroutine runs late).
+func ctxFailure(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // ownDeadline reports the caller's own deadline rather than the server's
@@ -506,11 +532,8 @@ func ownDeadline(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return ctxErr
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
+	if cerr := ctxFailure(ctx); cerr != nil {
+		return cerr
 	}
 	return err
 }
@@ -525,7 +548,7 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 	if m.Hints != nil {
 		want = m.Hints.Client.Transport
 	}
-	tr := pickTransport(want, s.caps)
+	tr := fastpath.PickTransport(want, s.caps)
 	if tr != hints.TransportSHM && tr != hints.TransportRDMA {
 		return errNoLane
 	}

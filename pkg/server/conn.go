@@ -650,13 +650,17 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	}
 	rep := wire.HelloReply{Version: wire.Version, Transport: "tcp", MaxFrame: int32(min(c.s.opts.limits.MaxMessageSize, 1<<31-1))}
 	upgrade := !c.s.opts.noUpgrade && h.Version >= 1 && h.Caps&wire.CapFraming != 0
+	var caps uint64
+	if upgrade {
+		caps = c.s.laneCaps(&h)
+	}
 	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
-		l, exc := c.grantLane(&h)
+		l, exc := c.grantLane(&h, caps)
 		if exc != nil {
 			c.reply(false, p, order, name, seqid, proto.Exception, exc, codec)
 			return false
 		}
-		rep.Caps = wire.CapFraming | wire.CapAttach | c.s.laneCaps(&h)
+		rep.Caps = wire.CapFraming | wire.CapAttach | caps
 		rep.Transport = transportNames[l.tr]
 		c.mu.Lock()
 		c.laning = true
@@ -666,7 +670,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		return true
 	}
 	if upgrade {
-		rep.Caps = wire.CapFraming | c.s.laneCaps(&h)
+		rep.Caps = wire.CapFraming | caps
 		rep.ConflictFunction, rep.Conflict = c.s.checkPlans(&h, rep.Caps)
 		if rep.Conflict != "" {
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)

@@ -101,15 +101,7 @@ func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
 	}
 	l.link = fastpath.Watch(c.nc, nil, func() { c.cancel() })
 	defer l.link.Close()
-	c.mu.Lock()
-	c.lane = l
-	draining := c.draining
-	c.mu.Unlock()
-	if draining {
-		c.stopLane()
-	}
-	c.s.met.lanes.Inc()
-	defer c.s.met.lanes.Dec()
+	defer c.runLane(l)()
 	select {
 	case <-c.ctx.Done():
 	case <-l.stop:

@@ -117,10 +117,10 @@ func (s *Server) laneCaps(h *wire.Hello) uint64 {
 	return 0
 }
 
-// grantLane checks an attach request; the exception says why it is refused.
-func (c *conn) grantLane(h *wire.Hello) (*lane, *proto.ApplicationException) {
+// grantLane checks an attach request against the lane capabilities the
+// server grants the client; the exception says why it is refused.
+func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationException) {
 	a := h.Attach
-	caps := c.s.laneCaps(h)
 	want, err := hints.ParseTransport(a.Transport)
 	if err != nil || (want == hints.TransportSHM && caps&wire.CapSHM == 0) ||
 		(want == hints.TransportRDMA && caps&wire.CapRDMA == 0) || (want != hints.TransportSHM && want != hints.TransportRDMA) {
@@ -175,17 +175,10 @@ func (s *Server) checkPlans(h *wire.Hello, caps uint64) (string, string) {
 		if err != nil {
 			ct = hints.TransportAuto
 		}
-		// The lane transport the client would pick (client.pickTransport).
-		var lane hints.Transport
-		switch {
-		case ct == hints.TransportTCP:
-			continue
-		case caps&wire.CapRDMA != 0 && (ct == hints.TransportAuto || ct == hints.TransportRDMA):
-			lane = hints.TransportRDMA
-		case caps&wire.CapSHM != 0 && (ct == hints.TransportAuto || ct == hints.TransportSHM):
-			lane = hints.TransportSHM
-		default:
-			continue // no lane granted: the function runs over TCP
+		// The transport the client will pick for the function.
+		lane := fastpath.PickTransport(ct, caps)
+		if lane == hints.TransportTCP {
+			continue // pinned to TCP, or no lane granted
 		}
 		var set hints.Set
 		if m := s.lookup([]byte(a.Function)); m != nil {
@@ -267,15 +260,7 @@ func (c *conn) serveLane(l *lane) {
 		ep.Abort()
 	})
 	defer l.link.Close()
-	c.mu.Lock()
-	c.lane = l
-	draining := c.draining
-	c.mu.Unlock()
-	if draining {
-		c.stopLane()
-	}
-	c.s.met.lanes.Inc()
-	defer c.s.met.lanes.Dec()
+	defer c.runLane(l)()
 	// The lane counts as waiting (for the adaptive poller) except while
 	// its handler runs.
 	idle := fastpath.Waiting()
@@ -288,6 +273,20 @@ func (c *conn) serveLane(l *lane) {
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
 	}
+}
+
+// runLane publishes a bootstrapped lane (a drain that came first stops it
+// at once) and counts it; the returned function uncounts it.
+func (c *conn) runLane(l *lane) (done func()) {
+	c.mu.Lock()
+	c.lane = l
+	draining := c.draining
+	c.mu.Unlock()
+	if draining {
+		c.stopLane()
+	}
+	c.s.met.lanes.Inc()
+	return c.s.met.lanes.Dec
 }
 
 // stopLane tells the client to stop starting calls on the lane and lets

@@ -1,4 +1,4 @@
-package client
+package fastpath
 
 import (
 	"testing"
@@ -27,6 +27,6 @@ func TestPickTransport(t *testing.T) {
 		{hints.TransportRDMA, wire.CapFraming | wire.CapSHM, hints.TransportTCP},
 	}
 	for _, tc := range cases {
-		require.Equal(t, tc.got, pickTransport(tc.want, tc.caps), "want=%v caps=%b", tc.want, tc.caps)
+		require.Equal(t, tc.got, PickTransport(tc.want, tc.caps), "want=%v caps=%b", tc.want, tc.caps)
 	}
 }
