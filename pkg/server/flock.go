@@ -31,7 +31,7 @@ type flockState struct {
 }
 
 // flockServer returns the server's flock.Server, creating it on first use.
-func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, *conn, error) {
+func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error) {
 	f := &s.flock
 	f.once.Do(func() {
 		// Handlers may block (a write waiting for its group commit), so
@@ -63,7 +63,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, *conn
 		})
 		f.srv = fs
 	})
-	return f.srv, f.conn, f.err
+	return f.srv, f.err
 }
 
 // cancelFlock cancels the contexts of the FLOCK calls running (Close).
@@ -87,7 +87,7 @@ func (s *Server) closeFlock() {
 // keeps the connection as the handle's liveness link until either side
 // goes; the calls themselves run on the FLOCK workers.
 func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
-	fs, _, err := c.s.flockServer(d, l.tr)
+	fs, err := c.s.flockServer(d, l.tr)
 	if err != nil {
 		c.s.log.Warn("hatrpc: qp_sharing unavailable", "err", err)
 		return
