@@ -46,7 +46,7 @@ bench: deps
 # ATB sweep: engine protocols, lanes through the runtime and TCP, as CSV,
 # SVG plots and docs/performance/report.md (~10 min on 2 cores).
 bench-atb: deps
-	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./internal/bench/cmd/atb -reps 3 -calls 3000 -warmup 300 -dur 1s
+	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./internal/bench/cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
 
 generate:
 	$(GO) generate ./...

@@ -13,12 +13,49 @@ type Driver struct {
 	Systems    []string
 	Placements []Placement
 	Sizes      []int
-	Callers    []int // throughput points; runs unpinned
+	Callers    []int // throughput points
+	// TputPlacement pins the throughput runs (zero value: unpinned).
+	TputPlacement Placement
 	Calls      int   // recorded latency calls
 	Warmup     int
 	Dur        time.Duration
 	Reps       int       // measurements per point; the best is kept
 	Log        io.Writer // progress lines; nil = silent
+	// Settle is the pause before each measurement. A busy-polling server
+	// keeps spinning for a while after its last call (pkg/rdma bounds it
+	// to 20 ms), so without a pause the system measured next would share
+	// the CPUs with the one measured before it.
+	Settle time.Duration
+}
+
+// DefaultSettle is the pause the runners use.
+const DefaultSettle = 50 * time.Millisecond
+
+// order is the order the systems take turns in during repetition rep: a
+// rotation, so no system always runs right after the same neighbour or at
+// the same place in the round (the first and last of a round see other
+// load than the middle).
+func (d *Driver) order(rep int) []string {
+	n := len(d.Systems)
+	out := make([]string, n)
+	for i := range n {
+		out[i] = d.Systems[(i+rep)%n]
+	}
+	return out
+}
+
+func (d *Driver) settle(ctx context.Context) error {
+	if d.Settle <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d.Settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (d *Driver) logf(format string, args ...any) {
@@ -48,7 +85,10 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 		err := d.withServers(ctx, p.ServerCPU, func(addrs map[string]string) error {
 			for rep := 0; rep < reps; rep++ {
 				for i, size := range d.Sizes {
-					for _, sys := range d.Systems {
+					for _, sys := range d.order(rep + i) {
+						if err := d.settle(ctx); err != nil {
+							return err
+						}
 						res, err := RunClientProcess(ctx, ClientSpec{
 							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, Calls: d.Calls,
 						}, p.ClientCPU)
@@ -80,14 +120,18 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 			tput = append(tput, ThroughputRow{Size: size, Callers: c, By: map[string]ThroughputResult{}})
 		}
 	}
-	err := d.withServers(ctx, "", func(addrs map[string]string) error {
+	tp := d.TputPlacement
+	err := d.withServers(ctx, tp.ServerCPU, func(addrs map[string]string) error {
 		for rep := 0; rep < reps; rep++ {
 			for i := range tput {
 				row := &tput[i]
-				for _, sys := range d.Systems {
+				for _, sys := range d.order(rep + i) {
+					if err := d.settle(ctx); err != nil {
+						return err
+					}
 					res, err := RunClientProcess(ctx, ClientSpec{
 						System: sys, Addr: addrs[sys], Size: row.Size, Callers: row.Callers, Duration: d.Dur,
-					}, "")
+					}, tp.ClientCPU)
 					if err != nil {
 						return err
 					}

@@ -4,8 +4,18 @@
 #define _GNU_SOURCE
 #include "hr_proto_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A spinning poller yields the CPU once every this many empty polls
+ * (~10 µs of spinning). When the host has more runnable threads than CPUs,
+ * e.g. the peer process spins on the same core, a poller that never yields
+ * keeps the CPU for a whole scheduler slice while the completion it waits
+ * for cannot be produced: calls then take milliseconds. With a CPU to
+ * itself sched_yield returns at once, so the cost is one cheap syscall per
+ * ~10 µs of waiting, and none at all for replies that come sooner. */
+#define EP_YIELD_EVERY 256
 
 /* An event wait wakes this often to notice a cancel or abort flag (a
  * deadline ends it on time regardless): short enough for a prompt abort,
@@ -241,8 +251,12 @@ int hrp_progress(hr_ep *ep)
 	}
 	if (n < 0)
 		return -hrp_fail(ep, -n);
-	if (n > 0)
+	if (n > 0) {
 		ep->spin_until = 0;
+		ep->empty_polls = 0;
+	} else if (++ep->empty_polls % EP_YIELD_EVERY == 0) {
+		sched_yield();
+	}
 	int st = dispatch(ep, wc, n);
 	return st != HR_OK ? -st : n;
 }

@@ -53,6 +53,10 @@ func run() error {
 		timeout  = flag.Duration("timeout", 30*time.Minute, "overall limit")
 		from     = flag.String("from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
 		merge    = flag.Bool("merge", false, "keep the best of this run and the CSV files already in -out per point")
+		latPl    = flag.String("lat-placement", "unpinned", "latency runs: unpinned | same-cpu | split-cpu (server and client on the two -cpus)")
+		tputPl   = flag.String("tput-placement", "unpinned", "throughput runs: unpinned | same-cpu | split-cpu")
+		cpus     = flag.String("cpus", "0,1", "the two CPUs used for pinning")
+		settle   = flag.Duration("settle", bench.DefaultSettle, "pause before each measurement (lets the previous system's pollers go idle)")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,11 +98,19 @@ func run() error {
 		return err
 	}
 	sys := strings.Split(*systems, ",")
+	latP, err := placement(*latPl, *cpus)
+	if err != nil {
+		return err
+	}
+	tputP, err := placement(*tputPl, *cpus)
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	// Two drivers: latency and throughput sweep different sizes.
 	latD := bench.Driver{
-		Systems: sys, Placements: []bench.Placement{{Name: "unpinned"}}, Sizes: ls,
-		Calls: *calls, Warmup: *warmup, Reps: *reps, Log: os.Stderr,
+		Systems: sys, Placements: []bench.Placement{latP}, Sizes: ls,
+		Calls: *calls, Warmup: *warmup, Reps: *reps, Log: os.Stderr, Settle: *settle,
 	}
 	lat, _, err := latD.Run(ctx)
 	if err != nil {
@@ -106,7 +118,10 @@ func run() error {
 	}
 	var tput []bench.ThroughputRow
 	if len(ts) > 0 && len(cl) > 0 {
-		tpD := bench.Driver{Systems: sys, Sizes: ts, Callers: cl, Dur: *dur, Reps: *reps, Log: os.Stderr}
+		tpD := bench.Driver{
+			Systems: sys, Sizes: ts, Callers: cl, Dur: *dur, Reps: *reps, Log: os.Stderr,
+			Settle: *settle, TputPlacement: tputP,
+		}
 		if _, tput, err = tpD.Run(ctx); err != nil {
 			return err
 		}
@@ -131,6 +146,20 @@ func run() error {
 		}
 	}
 	return write(*out, sys, lat, tput, ts, took)
+}
+
+// placement resolves a placement name against the two CPUs in cpus.
+func placement(name, cpus string) (bench.Placement, error) {
+	a, b, ok := strings.Cut(cpus, ",")
+	if !ok || a == "" || b == "" {
+		return bench.Placement{}, fmt.Errorf("-cpus %q: want two CPUs, e.g. 0,1", cpus)
+	}
+	for _, p := range bench.Placements(a, b) {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return bench.Placement{}, fmt.Errorf("unknown placement %q (unpinned, same-cpu, split-cpu)", name)
 }
 
 func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.ThroughputRow, tsizes []int, took time.Duration) error {

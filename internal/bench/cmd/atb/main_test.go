@@ -52,3 +52,30 @@ func TestRunnerEndToEnd(t *testing.T) {
 		assert.Positive(t, st.Size(), f)
 	}
 }
+
+func TestPlacementFlag(t *testing.T) {
+	tests := []struct {
+		name, cpus     string
+		server, client string
+		wantErr        string
+	}{
+		{name: "unpinned", cpus: "0,1"},
+		{name: "split-cpu", cpus: "0,1", server: "0", client: "1"},
+		{name: "same-cpu", cpus: "2,3", server: "2", client: "2"},
+		{name: "both", cpus: "0,1", wantErr: `unknown placement "both" (unpinned, same-cpu, split-cpu)`},
+		{name: "unpinned", cpus: "0", wantErr: `-cpus "0": want two CPUs, e.g. 0,1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.cpus, func(t *testing.T) {
+			p, err := placement(tt.name, tt.cpus)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.name, p.Name)
+			assert.Equal(t, tt.server, p.ServerCPU)
+			assert.Equal(t, tt.client, p.ClientCPU)
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDriverOrderRotates(t *testing.T) {
+	d := Driver{Systems: []string{"a", "b", "c"}}
+	tests := []struct {
+		rep  int
+		want []string
+	}{
+		{0, []string{"a", "b", "c"}},
+		{1, []string{"b", "c", "a"}},
+		{2, []string{"c", "a", "b"}},
+		{3, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, d.order(tt.rep), "rep %d", tt.rep)
+	}
+	// Over a full rotation every system takes every place once.
+	seen := map[string]map[int]bool{}
+	for rep := range 3 {
+		for i, s := range d.order(rep) {
+			if seen[s] == nil {
+				seen[s] = map[int]bool{}
+			}
+			seen[s][i] = true
+		}
+	}
+	for s, places := range seen {
+		require.Len(t, places, 3, s)
+	}
+}
+
+func TestDriverSettle(t *testing.T) {
+	d := Driver{Settle: 20 * time.Millisecond}
+	start := time.Now()
+	require.NoError(t, d.settle(context.Background()))
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.Settle = time.Hour
+	require.ErrorIs(t, d.settle(ctx), context.Canceled)
+
+	d.Settle = 0
+	require.NoError(t, d.settle(context.Background()))
+}
