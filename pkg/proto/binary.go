@@ -346,6 +346,9 @@ func (r *BinaryReader) ReadString() (string, error) {
 		if n >= 0 && n <= r.lim.MaxStringLength && n <= len(r.buf)-p-4 {
 			e := p + 4 + n
 			r.pos = e
+			if uint(n-1) < 16 && p+20 <= len(r.buf) && !r.UnsafeStrings {
+				return r.strs.short((*[16]byte)(r.buf[p+4:p+20]), n), nil
+			}
 			b = r.buf[p+4 : e]
 		}
 	}

@@ -160,11 +160,44 @@ func (r *CompactReader) fixed(n int) ([]byte, error) {
 
 // ReadI64s fills dst with the elements of an i64 list.
 func (r *CompactReader) ReadI64s(dst []int64) error {
-	p, buf := r.pos, r.buf
-	for i := range dst {
-		// uvarint's word-at-a-time decode, with the position kept in a
-		// register: each varint's length feeds the next one's load, so
-		// a round trip through r.pos per element is the critical path.
+	i, p, buf := 0, r.pos, r.buf
+	// Decoding one varint at a time chains each load on the previous
+	// varint's length (load, find stop byte, add: ~12 cycles an element).
+	// Blocks instead find every stop byte of 64 input bytes from loads at
+	// fixed offsets, then walk the stop-byte bitmap: an element's position
+	// depends only on the bitmap, so elements decode in parallel.
+	for i < len(dst) && p >= 0 && p <= len(buf)-i64Block-10 {
+		b := buf[p : p+i64Block+10]
+		var stops uint64 // bit j: byte p+j ends a varint
+		for j := 0; j < i64Block; j += 8 {
+			m := ^binary.LittleEndian.Uint64(b[j:j+8]) & 0x8080808080808080
+			stops |= (m >> 7 * 0x0102040810204080) >> 56 << j
+		}
+		s := 0 // start of the next varint within b
+		for ; stops != 0 && i < len(dst); i++ {
+			e := bits.TrailingZeros64(stops) + 1
+			stops &= stops - 1
+			k := e - s // its length
+			if k > 9 && (k > 10 || b[s+9] > 1) {
+				break // too long or overflowing: the careful decoder says which
+			}
+			w := binary.LittleEndian.Uint64(b[s : s+8])
+			hi := uint64(binary.LittleEndian.Uint16(b[s+8 : s+10]))
+			u := gather(w&lowBytes[k&15]) | (hi&0x7f<<56|hi>>8<<63)&highBits[k&15]
+			dst[i] = int64(u>>1) ^ -int64(u&1)
+			s = e
+		}
+		if s == 0 {
+			// No varint ends in the block, or the first is malformed:
+			// the loop below reports it. (A malformed one later in the
+			// block starts the next block.)
+			break
+		}
+		p += s
+	}
+	for ; i < len(dst); i++ {
+		// Near the end of the input: word-at-a-time while 10 bytes are
+		// left, with the position kept in a register.
 		var u uint64
 		if p >= 0 && p+10 <= len(buf) {
 			w := binary.LittleEndian.Uint64(buf[p : p+8])
@@ -196,6 +229,19 @@ func (r *CompactReader) ReadI64s(dst []int64) error {
 	r.pos = p
 	return nil
 }
+
+// i64Block is how many input bytes ReadI64s scans for stop bytes at once.
+const i64Block = 64
+
+// lowBytes[k] keeps the first min(k, 8) bytes of a k-byte varint's first
+// word; highBits[k] keeps the bits bytes 8 and 9 contribute (k = 9, 10).
+var (
+	lowBytes = [16]uint64{
+		1: 1<<8 - 1, 2: 1<<16 - 1, 3: 1<<24 - 1, 4: 1<<32 - 1, 5: 1<<40 - 1,
+		6: 1<<48 - 1, 7: 1<<56 - 1, 8: 1<<64 - 1, 9: 1<<64 - 1, 10: 1<<64 - 1,
+	}
+	highBits = [16]uint64{9: 0x7f << 56, 10: 1<<64 - 1}
+)
 
 // ReadI32s fills dst with the elements of an i32 list (each truncated to 32
 // bits, as ReadI32 does).

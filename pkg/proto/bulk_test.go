@@ -1,6 +1,7 @@
 package proto_test
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -128,7 +129,10 @@ var bulkKinds = []struct {
 			vs = append(vs, int64(rng.Uint64()>>rng.UintN(64)))
 		}
 		roundTrip(t, p, i64Ops, vs)
-	}, i64Ops.diff},
+	}, func(t *testing.T, p proto.Protocol, data []byte, n, mode int) {
+		i64Ops.diff(t, p, data, n, mode)
+		sameI64Error(t, p, data, n)
+	}},
 	{"i32", func(t *testing.T, p proto.Protocol, rng *rand.Rand) {
 		vs := []int32{0, 1, -1, math.MaxInt32, math.MinInt32}
 		for range 300 {
@@ -236,9 +240,43 @@ func FuzzBulkLists(f *testing.F) {
 			f.Add(uint8(pi), uint8(ki), uint8(4), w.Bytes())
 		}
 	}
+	// Long i64 lists reach ReadI64s' 64-byte block path, with every
+	// varint length and a malformed varint inside a block.
+	for pi, p := range protocols {
+		w := newBulkWriter(p)
+		for i := range 200 {
+			w.WriteI64s([]int64{int64(rng.Uint64() >> (i % 64))})
+		}
+		f.Add(uint8(pi), uint8(0), uint8(200), w.Bytes())
+		bad := append(bytes.Repeat([]byte{0x81, 0x01}, 20), bytes.Repeat([]byte{0xff}, 9)...)
+		bad = append(bad, 0x02)
+		f.Add(uint8(pi), uint8(0), uint8(60), append(bad, make([]byte, 100)...))
+	}
 	f.Fuzz(func(t *testing.T, pi, ki, n uint8, data []byte) {
 		p := protocols[int(pi)%len(protocols)]
 		k := bulkKinds[int(ki)%len(bulkKinds)]
 		k.diff(t, p, data, int(n), int(ki)%3)
 	})
+}
+
+// sameI64Error checks the compact ReadI64s block decoder fails with exactly
+// the error (kind and offset) element-by-element ReadI64 reports.
+func sameI64Error(t *testing.T, p proto.Protocol, data []byte, n int) {
+	if p != proto.Compact {
+		return
+	}
+	r1 := newBulkReader(p, data, 1)
+	var err1 error
+	for range n {
+		if _, err1 = r1.ReadI64(); err1 != nil {
+			break
+		}
+	}
+	err2 := newBulkReader(p, data, 1).ReadI64s(make([]int64, n))
+	if err1 == nil {
+		require.NoError(t, err2)
+		return
+	}
+	require.Error(t, err2)
+	require.Equal(t, err1.Error(), err2.Error())
 }

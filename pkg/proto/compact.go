@@ -539,6 +539,9 @@ func (r *CompactReader) ReadString() (string, error) {
 		n := int(r.buf[p])
 		if e := p + 1 + n; n < 0x80 && n <= r.lim.MaxStringLength && e <= len(r.buf) {
 			r.pos = e
+			if uint(n-1) < 16 && p+17 <= len(r.buf) && !r.UnsafeStrings {
+				return r.strs.short((*[16]byte)(r.buf[p+1:p+17]), n), nil
+			}
 			b = r.buf[p+1 : e]
 		}
 	}

@@ -47,3 +47,20 @@ type noCopy struct{}
 
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
+
+// short is str for 1 to 16 bytes at the start of src, copied as one
+// 16-byte store. Map keys are hashed right after they are decoded, and
+// the hash loads 16 bytes from the key's start: when the key was written
+// by smaller stores, as copy writes short strings, that load cannot be
+// forwarded from the store buffer and stalls until the stores retire.
+// The bytes stored past the string's end are unused chunk space.
+func (a *strArena) short(src *[16]byte, n int) string {
+	off := a.off
+	if off < 0 || off+16 > len(a.chunk) {
+		a.chunk, off = make([]byte, arenaChunk), 0
+	}
+	d := (*[16]byte)(a.chunk[off : off+16])
+	*d = *src
+	a.off = off + n
+	return unsafe.String(&d[0], n)
+}

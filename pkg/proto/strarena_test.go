@@ -60,3 +60,35 @@ func TestCopiedStringsStayPut(t *testing.T) {
 		})
 	}
 }
+
+// TestReadStringShort checks ReadString at every length around the 16-byte
+// single-store copy, with the string last in the input (no room to load 16
+// bytes) and followed by others: values are exact, survive the input being
+// overwritten, and are not clobbered by the strings decoded after them.
+func TestReadStringShort(t *testing.T) {
+	for _, p := range protocols {
+		for _, tail := range []int{0, 1, 15, 16, 40} {
+			t.Run(fmt.Sprintf("%v/tail%d", p, tail), func(t *testing.T) {
+				w := newBulkWriter(p)
+				var want []string
+				for n := range 41 {
+					want = append(want, strings.Repeat(string(rune('A'+n%26)), n))
+					w.WriteString(want[n])
+				}
+				// the last string ends the input unless tail bytes follow
+				in := append(w.Bytes(), make([]byte, tail)...)
+				r := newBulkReader(p, in, 1)
+				var got []string
+				for range want {
+					s, err := r.ReadString()
+					require.NoError(t, err)
+					got = append(got, s)
+				}
+				for i := range in {
+					in[i] = 0xee
+				}
+				require.Equal(t, want, got)
+			})
+		}
+	}
+}
