@@ -29,6 +29,9 @@ const (
 	// twice the operations per second of the best Apache configuration.
 	TputGoalCallers = 64
 	TputGoal        = 2.0
+	// RawPrefix names the physical-floor systems (raw.go): shown next to
+	// the others, never a baseline or a subject of a verdict.
+	RawPrefix = "raw"
 )
 
 // LatencyRow is one (placement, size) point of the 1-client latency table.
@@ -146,6 +149,51 @@ func WriteReport(w io.Writer, systems []string, lat []LatencyRow, tput []Through
 			line += fmt.Sprintf("%.2fx vs %s\t%s\t", ratio, base, verdict)
 		} else {
 			line += "-\t-\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeRawShare(w, systems, tput)
+}
+
+// writeRawShare prints every system's throughput as a fraction of the best
+// raw-TCP system at the same point: how much of what loopback TCP can carry
+// here each RPC system gets. Nothing is printed without a raw system.
+func writeRawShare(w io.Writer, systems []string, tput []ThroughputRow) error {
+	var raws, others []string
+	for _, s := range systems {
+		if strings.HasPrefix(s, RawPrefix) {
+			raws = append(raws, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	if len(raws) == 0 || len(others) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nthroughput as a fraction of the best of %s (the TCP floor; no verdict)\n", strings.Join(raws, ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := "size\tcallers\t"
+	for _, s := range others {
+		hdr += s + "/raw\t"
+	}
+	fmt.Fprintln(tw, hdr)
+	for _, r := range tput {
+		best := 0.0
+		for _, s := range raws {
+			if v, ok := r.By[s]; ok {
+				best = max(best, v.OpsPerSec())
+			}
+		}
+		line := SizeLabel(r.Size) + "\t" + fmt.Sprint(r.Callers) + "\t"
+		for _, s := range others {
+			if v, ok := r.By[s]; ok && best > 0 {
+				line += fmt.Sprintf("%.2f", v.OpsPerSec()/best) + "\t"
+			} else {
+				line += "-\t"
+			}
 		}
 		fmt.Fprintln(tw, line)
 	}

@@ -64,3 +64,44 @@ func TestVerdicts(t *testing.T) {
 	assert.Contains(t, out, "2.00x vs apache-framed")
 	assert.NotContains(t, out, "MISS")
 }
+
+func TestRawShare(t *testing.T) {
+	tests := []struct {
+		name    string
+		systems []string
+		want    []string
+		absent  []string
+	}{
+		{
+			name:    "fraction of the best raw system",
+			systems: []string{"raw-tcp", "raw-tcp-1conn", "apache-buffered", "hatrpc"},
+			want:    []string{"fraction of the best of raw-tcp, raw-tcp-1conn", "hatrpc/raw", "0.75", "0.25"},
+		},
+		{
+			name:    "no raw system, no table",
+			systems: []string{"apache-buffered", "hatrpc"},
+			absent:  []string{"fraction"},
+		},
+	}
+	tp := map[string]ThroughputResult{
+		"raw-tcp":         {Calls: 400, Elapsed: time.Second},
+		"raw-tcp-1conn":   {Calls: 200, Elapsed: time.Second},
+		"apache-buffered": {Calls: 100, Elapsed: time.Second},
+		"hatrpc":          {Calls: 300, Elapsed: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, WriteReport(&buf, tt.systems, nil, []ThroughputRow{{Size: 4096, Callers: 64, By: tp}}))
+			out := buf.String()
+			for _, w := range tt.want {
+				assert.Contains(t, out, w)
+			}
+			for _, a := range tt.absent {
+				assert.NotContains(t, out, a)
+			}
+			// raw systems are never the baseline of a verdict.
+			assert.Contains(t, out, "3.00x vs apache-buffered")
+		})
+	}
+}

@@ -139,6 +139,11 @@ func PutBuf(b *[]byte) {
 	if b == nil || cap(*b) > maxPooledBuf {
 		return
 	}
+	if cap(*b) >= largeMin {
+		putLarge(*b) // see bufpool.go
+		*b = nil
+		return
+	}
 	*b = (*b)[:0]
 	bufPool.Put(b)
 }

@@ -101,7 +101,8 @@ func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, er
 	if err != nil {
 		return h, dst[:0], err
 	}
-	out, err := readFull(br, dst[:0], HeaderSize+h.PayloadLen())
+	n := HeaderSize + h.PayloadLen()
+	out, err := readFull(br, growInto(dst[:0], n), n)
 	return h, out, err
 }
 

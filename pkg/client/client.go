@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -386,6 +387,8 @@ type session struct {
 	done   chan struct{} // closed once the session failed and nobody reads
 	idle   *time.Timer   // starts the idle reader; see release
 
+	reqHint atomic.Int32 // size of the last request frame; see call
+
 	mu      sync.Mutex
 	seq     int32
 	pending map[int32]*call
@@ -530,7 +533,9 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	bp := wire.GetBuf()
+	// Sized like the last request: a large one is then encoded into a
+	// pooled buffer instead of growing a small one into fresh memory.
+	bp := wire.GetBufSize(int(s.reqHint.Load()))
 	b := *bp
 	switch {
 	case s.hat:
@@ -573,6 +578,9 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 			putLen(b, len(b)-4)
 		}
 		*bp = b
+		if n := int32(min(len(b), 1<<30)); s.reqHint.Load() != n {
+			s.reqHint.Store(n)
+		}
 		if werr := s.w.Write(b); werr != nil {
 			s.fail(werr)
 			err = &ConnError{Op: "write", Err: werr}
@@ -602,11 +610,20 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil {
 		return err
 	}
-	defer wire.PutBuf(rp)
-	return ownDeadline(ctx, decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result))
+	msg := (*rp)[off:]
+	if len(msg) >= wire.AliasMin {
+		// A large result keeps its bytes in the frame buffer rather than
+		// in fresh copies; the caller owns the buffer now.
+		err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, true)
+		wire.Adopt(rp)
+	} else {
+		err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, false)
+		wire.PutBuf(rp)
+	}
+	return ownDeadline(ctx, err)
 }
 
-func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct) error {
+func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err != nil {
 		return err
@@ -621,6 +638,9 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 	case proto.Reply:
 		if result == nil {
 			return nil
+		}
+		if alias {
+			return codec.DecodeAliased(p, msg[mh.Body:], lim, result)
 		}
 		return codec.Decode(p, msg[mh.Body:], lim, result)
 	}

@@ -501,7 +501,7 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result))
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result, false))
 }
 
 // callFailed is the error of a call whose exchange failed: the caller's

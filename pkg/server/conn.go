@@ -439,7 +439,7 @@ func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
 	st, typ, body := c.execute(r, codec)
 	if !r.oneway {
-		st.repBytes.Add(float64(c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec)))
+		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec, &r.m.repHint)))
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r)
@@ -464,10 +464,18 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	args := r.m.m.NewArgs()
 	var (
 		res proto.Struct
-		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		err error
 	)
-	if r.buf != nil {
-		wire.PutBuf(r.buf)
+	if r.buf != nil && len(r.body) >= wire.AliasMin {
+		// Large arguments keep their bytes in the frame buffer rather
+		// than in fresh copies; the handler owns the buffer now.
+		err = codec.DecodeAliased(r.proto, r.body, &c.s.opts.limits, args)
+		wire.Adopt(r.buf)
+	} else {
+		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		if r.buf != nil {
+			wire.PutBuf(r.buf)
+		}
 	}
 	r.buf, r.body = nil, nil
 	if err != nil {
@@ -537,59 +545,6 @@ func chain(ctx context.Context, ics []Interceptor, info *CallInfo, args proto.St
 	})
 }
 
-// reply encodes and sends one reply message and returns its size. codec
-// may be nil.
-func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
-	if codec == nil {
-		codec = wire.GetCodec()
-		defer wire.PutCodec(codec)
-	}
-	bp := wire.GetBuf()
-	b := *bp
-	switch {
-	case hat:
-		b = b[:wire.HeaderSize]
-	case c.format.Framed:
-		b = b[:4]
-	}
-	start := len(b)
-	b, err := codec.AppendMessage(b, p, name, typ, seqid, body)
-	if err != nil {
-		// The result failed validation (e.g. a required field left unset).
-		b, _ = codec.AppendMessage(b[:start], p, name, proto.Exception, seqid,
-			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
-		typ = proto.Exception
-	}
-	if hat {
-		kind := wire.KindReply
-		if typ == proto.Exception {
-			kind = wire.KindException
-		}
-		var flags uint8
-		if p == proto.Compact {
-			flags = wire.FlagCompact
-		}
-		wire.SealFrame(b, kind, flags, seqid, 0)
-		*bp = b
-		c.s.met.outTCP.Add(float64(len(b)))
-		c.checkWrite(c.w.Write(b))
-		wire.PutBuf(bp)
-		return len(b) - start
-	}
-	if c.format.Framed {
-		putLen(b, len(b)-4)
-	}
-	*bp = b
-	n := len(b) - start
-	c.s.met.outThrift.Add(float64(len(b)))
-	c.deliver(order, bp)
-	return n
-}
-
-func putLen(b []byte, n int) {
-	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
-}
-
 // checkWrite tears the connection down after a failed or timed-out write:
 // replies can no longer reach the client, so reading more calls is waste.
 func (c *conn) checkWrite(err error) {
@@ -600,27 +555,6 @@ func (c *conn) checkWrite(err error) {
 		c.s.log.Info("hatrpc: closing connection after write failure", "remote", c.remote, "err", err)
 		c.abort()
 	})
-}
-
-// deliver writes plain replies in request order, holding early finishers.
-func (c *conn) deliver(order uint64, bp *[]byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if order != c.nextOut {
-		c.held[order] = bp
-		return
-	}
-	for {
-		c.checkWrite(c.w.Write(*bp))
-		wire.PutBuf(bp)
-		c.nextOut++
-		next, ok := c.held[c.nextOut]
-		if !ok {
-			return
-		}
-		delete(c.held, c.nextOut)
-		bp = next
-	}
 }
 
 // fatalReply answers a message the server cannot process before the

@@ -69,6 +69,7 @@ type method struct {
 	set     hints.Set                                          // server-side hints (lanes plan from them)
 	reqSize int                                                // the client's declared request size (sizes lane buffers)
 	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
+	repHint atomic.Int32                                       // size of the last reply over TCP; see conn.replyHinted
 }
 
 // New creates a server; register services, then Serve.

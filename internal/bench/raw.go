@@ -1,0 +1,319 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// Raw is the physical floor of an echo over loopback TCP with Go's net
+// package: no Thrift, no framing beyond a 4-byte length, preallocated
+// buffers and no allocation per call. Its numbers are the ceiling any
+// TCP RPC system can reach here, so reports show the RPC systems as a
+// fraction of it; it is never part of a verdict.
+//
+// Without Shared every caller has its own connection with one call in
+// flight (like the Apache systems); the server reads a request and writes
+// it back from the same buffer. With Shared all callers pipeline over one
+// connection (like hatrpc): requests carry an 8-byte header (length, id),
+// the server echoes the byte stream in whatever chunks it reads, and one
+// client goroutine reads replies straight into the waiting caller's buffer.
+type Raw struct {
+	Shared bool
+}
+
+// Name is "raw-tcp" or "raw-tcp-1conn".
+func (r Raw) Name() string {
+	if r.Shared {
+		return "raw-tcp-1conn"
+	}
+	return "raw-tcp"
+}
+
+// rawHdr is the per-conn request header: a big-endian length; rawMuxHdr
+// adds the caller id on a shared connection.
+const (
+	rawHdr    = 4
+	rawMuxHdr = 8
+)
+
+// errRawTooLarge refuses lengths beyond the cap every system runs with.
+var errRawTooLarge = errors.New("bench: raw frame too large")
+
+type rawServer struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func (s *rawServer) Addr() string { return s.ln.Addr().String() }
+
+func (s *rawServer) Stop(ctx context.Context) error {
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("raw server stop: %w", ctx.Err())
+	}
+}
+
+// Serve starts the raw echo server on addr.
+func (r Raw) Serve(_ context.Context, addr string) (Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &rawServer{ln: ln, conns: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns[c] = struct{}{}
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if r.Shared {
+					rawStreamEcho(c)
+				} else {
+					rawServeConn(c)
+				}
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				_ = c.Close()
+			}()
+		}
+	}()
+	return s, nil
+}
+
+// rawServeConn answers one request at a time: the first read usually
+// brings the whole request (the client writes it with one writev), the
+// reply leaves with one write from the same buffer.
+func rawServeConn(c net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := io.ReadAtLeast(c, buf, rawHdr)
+		if err != nil {
+			return
+		}
+		size := int(binary.BigEndian.Uint32(buf))
+		if size > maxMessage {
+			return
+		}
+		total := rawHdr + size
+		if total > len(buf) {
+			nb := make([]byte, total)
+			copy(nb, buf[:n])
+			buf = nb
+		}
+		if n < total {
+			if _, err := io.ReadFull(c, buf[n:total]); err != nil {
+				return
+			}
+		}
+		if _, err := c.Write(buf[:total]); err != nil {
+			return
+		}
+	}
+}
+
+// rawStreamEcho writes back whatever it reads: replies are the requests'
+// bytes in the same order, so nothing needs parsing, and a read that
+// brought many pipelined requests is answered by one write.
+func rawStreamEcho(c net.Conn) {
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// rawCaller owns one connection and its buffers.
+type rawCaller struct {
+	c    net.Conn
+	hdr  [rawHdr]byte
+	bufs [2][]byte
+	rep  []byte
+}
+
+func (c *rawCaller) Echo(ctx context.Context, payload []byte) ([]byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.c.SetDeadline(dl)
+	}
+	binary.BigEndian.PutUint32(c.hdr[:], uint32(len(payload)))
+	// writev of header and payload: no copy of the payload into a frame.
+	c.bufs = [2][]byte{c.hdr[:], payload}
+	v := net.Buffers(c.bufs[:])
+	if _, err := v.WriteTo(c.c); err != nil {
+		return nil, err
+	}
+	if cap(c.rep) < rawHdr+len(payload) {
+		c.rep = make([]byte, rawHdr+len(payload))
+	}
+	rep := c.rep[:rawHdr+len(payload)]
+	// One request is in flight, so reading ahead cannot eat a later reply.
+	if _, err := io.ReadFull(c.c, rep); err != nil {
+		return nil, err
+	}
+	if int(binary.BigEndian.Uint32(rep)) != len(payload) {
+		return nil, fmt.Errorf("%w: raw length %d", ErrEchoMismatch, binary.BigEndian.Uint32(rep))
+	}
+	return rep[rawHdr:], nil
+}
+
+func (c *rawCaller) Close() error { return c.c.Close() }
+
+// Callers dials one connection per caller, or one shared connection.
+func (r Raw) Callers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	if r.Shared {
+		return rawMuxCallers(ctx, addr, n)
+	}
+	out := make([]Caller, 0, n)
+	for i := 0; i < n; i++ {
+		c, err := rawDial(ctx, addr)
+		if err != nil {
+			_ = CloseAll(out)
+			return nil, err
+		}
+		out = append(out, &rawCaller{c: c})
+	}
+	return out, nil
+}
+
+func rawDial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("raw dial %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// rawMux is the shared pipelined connection of raw-tcp-1conn.
+type rawMux struct {
+	c    net.Conn
+	wmu  sync.Mutex
+	done chan struct{} // closed when the reader exits
+	err  error         // why the reader exited; read after done
+	mu   sync.Mutex
+	call []*rawMuxCaller // by id
+}
+
+type rawMuxCaller struct {
+	m     *rawMux
+	id    uint32
+	hdr   [rawMuxHdr]byte
+	bufs  [2][]byte
+	rep   []byte
+	ready chan struct{}
+	owner bool
+}
+
+func rawMuxCallers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	c, err := rawDial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	m := &rawMux{c: c, done: make(chan struct{}), call: make([]*rawMuxCaller, n)}
+	out := make([]Caller, n)
+	for i := range out {
+		mc := &rawMuxCaller{m: m, id: uint32(i), ready: make(chan struct{}, 1), owner: i == 0}
+		m.call[i] = mc
+		out[i] = mc
+	}
+	go m.read()
+	return out, nil
+}
+
+// read delivers replies: header first, then the payload straight into the
+// caller's reply buffer (io.ReadFull on the conn, no intermediate copy).
+func (m *rawMux) read() {
+	defer close(m.done)
+	var hdr [rawMuxHdr]byte
+	for {
+		if _, err := io.ReadFull(m.c, hdr[:]); err != nil {
+			m.err = err
+			return
+		}
+		size := int(binary.BigEndian.Uint32(hdr[:]))
+		id := binary.BigEndian.Uint32(hdr[4:])
+		if id >= uint32(len(m.call)) || size > maxMessage {
+			m.err = errRawTooLarge
+			return
+		}
+		mc := m.call[id]
+		if cap(mc.rep) < size {
+			mc.rep = make([]byte, size)
+		}
+		mc.rep = mc.rep[:size]
+		if _, err := io.ReadFull(m.c, mc.rep); err != nil {
+			m.err = err
+			return
+		}
+		mc.ready <- struct{}{}
+	}
+}
+
+func (c *rawMuxCaller) Echo(ctx context.Context, payload []byte) ([]byte, error) {
+	binary.BigEndian.PutUint32(c.hdr[:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(c.hdr[4:], c.id)
+	c.bufs = [2][]byte{c.hdr[:], payload}
+	v := net.Buffers(c.bufs[:])
+	c.m.wmu.Lock()
+	_, err := v.WriteTo(c.m.c)
+	c.m.wmu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-c.ready:
+		return c.rep, nil
+	case <-c.m.done:
+		return nil, fmt.Errorf("raw reader: %w", c.m.err)
+	case <-ctx.Done():
+		// The reply may still arrive into c.rep; this caller is not used
+		// again once its context ends (the run is over).
+		return nil, ctx.Err()
+	}
+}
+
+func (c *rawMuxCaller) Close() error {
+	if !c.owner {
+		return nil
+	}
+	err := c.m.c.Close()
+	<-c.m.done
+	return err
+}
+
+func init() {
+	Register(Raw{})
+	Register(Raw{Shared: true})
+}

@@ -1,0 +1,164 @@
+package wire
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Large message buffers (from largeMin up to maxPooledBuf) live in their
+// own pool, in size classes, and survive garbage collections.
+//
+// Why not sync.Pool: a workload of large messages allocates so fast that
+// the collector runs every few milliseconds, and a sync.Pool is emptied by
+// every second cycle. Each call then allocated fresh frame buffers, and
+// the runtime hands out large objects from pages its scavenger returned to
+// the OS in the meantime: profiled at 128 KiB, most of the CPU of
+// decoding and of the read syscalls was page faults on such fresh memory
+// (24 faults per call). A buffer that is reused stays mapped and in cache.
+//
+// Classes are multiples of largeStep; a class keeps its most recently
+// returned buffers first (LIFO: the warmest in cache). What the pool
+// retains is bounded by largeRetain bytes and largePerClass buffers a class, so a burst of huge messages
+// cannot pin memory forever.
+const (
+	largeMin    = 32 << 10
+	largeStep   = 16 << 10
+	largeRetain = 32 << 20
+	// largePerClass bounds each class, so buffers of a size nobody asks
+	// for any more cannot fill the pool for the sizes still in use.
+	largePerClass = 128
+)
+
+type largeClass struct {
+	mu   sync.Mutex
+	bufs [][]byte
+}
+
+var (
+	largeClasses [maxPooledBuf/largeStep + 1]largeClass
+	largeHeld    atomic.Int64 // bytes retained by largeClasses
+)
+
+// getLarge returns an empty buffer with capacity at least n (largeMin <= n
+// <= maxPooledBuf): a pooled one, or a new one rounded up to its class.
+func getLarge(n int) []byte {
+	c := (n + largeStep - 1) / largeStep
+	// Class n/largeStep may hold a buffer just big enough (buffers grown
+	// by append are filed by their odd capacity); every buffer of class c
+	// or c+1 fits, and looking one further keeps a workload whose sizes
+	// straddle a class boundary from allocating.
+	for k := n / largeStep; k <= min(c+1, len(largeClasses)-1); k++ {
+		lc := &largeClasses[k]
+		lc.mu.Lock()
+		if m := len(lc.bufs); m > 0 && cap(lc.bufs[m-1]) >= n {
+			b := lc.bufs[m-1]
+			lc.bufs[m-1] = nil
+			lc.bufs = lc.bufs[:m-1]
+			lc.mu.Unlock()
+			largeHeld.Add(-int64(cap(b)))
+			return b[:0]
+		}
+		lc.mu.Unlock()
+	}
+	return make([]byte, 0, c*largeStep)
+}
+
+// putLarge keeps b (cap(b) >= largeMin) for reuse unless the pool is full.
+func putLarge(b []byte) {
+	if cap(b) < largeMin || cap(b) > maxPooledBuf {
+		return
+	}
+	if largeHeld.Add(int64(cap(b))) > largeRetain {
+		largeHeld.Add(-int64(cap(b)))
+		return
+	}
+	// Filed by the class every size of which it can hold.
+	lc := &largeClasses[cap(b)/largeStep]
+	lc.mu.Lock()
+	if len(lc.bufs) >= largePerClass {
+		lc.mu.Unlock()
+		largeHeld.Add(-int64(cap(b)))
+		return
+	}
+	lc.bufs = append(lc.bufs, b[:0])
+	lc.mu.Unlock()
+}
+
+// GetBufSize returns an empty pooled buffer with room for n bytes: for
+// large n from the size-classed pool, else as GetBuf. Encoders that know
+// (or can guess) the size of what they write use it so a large message is
+// not built by growing a small buffer into fresh memory.
+func GetBufSize(n int) *[]byte {
+	if n < largeMin || n > maxPooledBuf {
+		return GetBuf()
+	}
+	b := getLarge(n)
+	return &b
+}
+
+// growInto makes sure *bp can hold n bytes without growing, swapping a
+// too-small buffer for a pooled large one; used before reading a frame
+// whose size is known.
+func growInto(dst []byte, n int) []byte {
+	if cap(dst) >= n || n < largeMin || n > maxPooledBuf {
+		return dst
+	}
+	if cap(dst) > 0 {
+		small := dst[:0]
+		if cap(small) >= largeMin {
+			putLarge(small)
+		} else {
+			bufPool.Put(&small)
+		}
+	}
+	return getLarge(n)
+}
+
+// AliasMin is the message size from which DecodeAliased pays off: below
+// it a copy of the binary fields costs less than the buffer's detour
+// through the garbage collector.
+const AliasMin = largeMin
+
+// DecodeAliased decodes like Decode but lets binary fields alias body
+// instead of copying them out. The buffer body lives in must then be
+// handed to Adopt, never to PutBuf: decoded values keep using it.
+//
+// At 128 KiB the copy was the costliest step of a call: each copy went to
+// fresh memory the runtime had just returned to the OS, paying a page
+// fault per 4 KiB on top of the memmove. Aliasing drops the copy; Adopt
+// brings the buffer back into the pool once nothing uses it any more.
+func (c *Codec) DecodeAliased(p proto.Protocol, body []byte, lim *proto.Limits, s proto.Struct) error {
+	if p == proto.Compact {
+		c.cr.Alias = true
+		defer func() { c.cr.Alias = false }()
+	} else {
+		c.br.Alias = true
+		defer func() { c.br.Alias = false }()
+	}
+	return c.Decode(p, body, lim, s)
+}
+
+// Adopt gives up the pool's claim on *bp (and clears it): values decoded
+// by DecodeAliased own the buffer now. A pool-sized buffer returns to the
+// pool when the collector finds no reference to any byte of it; the
+// finalizer runs only then, so nothing decoded can see it reused.
+func Adopt(bp *[]byte) {
+	if bp == nil {
+		return
+	}
+	b := *bp
+	*bp = nil
+	c := cap(b)
+	if c < largeMin || c > maxPooledBuf {
+		return // the collector frees it like any other slice
+	}
+	// Every large buffer starts its own heap object (made by make or
+	// append, or recycled whole below), as SetFinalizer requires.
+	runtime.SetFinalizer(unsafe.SliceData(b[:1]), func(p *byte) {
+		putLarge(unsafe.Slice(p, c)[:0])
+	})
+}

@@ -1,0 +1,201 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+func TestGetBufSize(t *testing.T) {
+	tests := []struct {
+		name  string
+		n     int
+		large bool // served by the size-classed pool
+	}{
+		{"zero", 0, false},
+		{"small", 4 << 10, false},
+		{"just below", largeMin - 1, false},
+		{"smallest large", largeMin, true},
+		{"128KiB frame", 128<<10 + HeaderSize + 40, true},
+		{"largest pooled", maxPooledBuf, true},
+		{"beyond the pool", maxPooledBuf + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bp := GetBufSize(tt.n)
+			require.NotNil(t, bp)
+			assert.Empty(t, *bp)
+			if tt.large {
+				assert.GreaterOrEqual(t, cap(*bp), tt.n)
+			}
+			PutBuf(bp)
+		})
+	}
+}
+
+func TestLargePoolReusesAndBounds(t *testing.T) {
+	const n = 100 << 10
+	b := getLarge(n)
+	require.GreaterOrEqual(t, cap(b), n)
+	b = append(b, 1, 2, 3)
+	putLarge(b)
+	again := getLarge(n)
+	assert.Equal(t, unsafeData(b), unsafeData(again), "the buffer just returned is handed out first")
+	assert.Empty(t, again)
+	putLarge(again)
+
+	// A class never holds more than largePerClass buffers.
+	held := make([][]byte, 0, largePerClass+8)
+	for range largePerClass + 8 {
+		held = append(held, make([]byte, 0, 7*largeStep))
+	}
+	for _, h := range held {
+		putLarge(h)
+	}
+	lc := &largeClasses[7]
+	lc.mu.Lock()
+	assert.LessOrEqual(t, len(lc.bufs), largePerClass)
+	lc.mu.Unlock()
+	for range largePerClass + 8 {
+		getLarge(7 * largeStep) // empty the class for the other tests
+	}
+	assert.LessOrEqual(t, largeHeld.Load(), int64(largeRetain))
+}
+
+func unsafeData(b []byte) *byte { return &b[:1][0] }
+
+// TestReadFrameLargeUsesPool checks a large frame is read whole into a
+// pooled buffer and a small destination goes back to the small pool.
+func TestReadFrameLargeUsesPool(t *testing.T) {
+	payload := bytes.Repeat([]byte{0xab}, 200<<10)
+	frame := make([]byte, HeaderSize, HeaderSize+len(payload))
+	frame = append(frame, payload...)
+	SealFrame(frame, KindCall, 0, 7, 0)
+	br := bufio.NewReaderSize(bytes.NewReader(frame), 16<<10)
+	h, got, err := ReadFrame(br, make([]byte, 0, 4096), 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, int32(7), h.Seqid)
+	assert.Equal(t, frame, got)
+	assert.GreaterOrEqual(t, cap(got), len(frame))
+}
+
+// TestDecodeAliasedAdopt decodes a large binary field by aliasing, hands
+// the buffer to Adopt and checks the decoded bytes survive the buffer's
+// return to the pool: it may be reused only once nothing refers to it.
+func TestDecodeAliasedAdopt(t *testing.T) {
+	tests := []struct {
+		name string
+		p    proto.Protocol
+	}{{"binary", proto.Binary}, {"compact", proto.Compact}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := bytes.Repeat([]byte{0x5a}, 64<<10)
+			codec := GetCodec()
+			bp := GetBufSize(len(want) + 64)
+			body := appendBinaryStruct(tt.p, (*bp)[:0], want)
+			*bp = body
+			var got binStruct
+			require.NoError(t, codec.DecodeAliased(tt.p, body, &proto.DefaultLimits, &got))
+			Adopt(bp)
+			PutCodec(codec) // drops the codec's reference to the buffer
+			assert.Nil(t, *bp, "Adopt clears the holder")
+			assert.Equal(t, want, got.v)
+
+			// Churn the pool: the aliased buffer must not be handed out
+			// (and overwritten) while got.v refers to it.
+			n := len(body)
+			for range 3 {
+				runtime.GC()
+				b := getLarge(n)
+				b = append(b, bytes.Repeat([]byte{0xff}, n)...)
+				putLarge(b)
+			}
+			assert.Equal(t, want, got.v)
+			runtime.KeepAlive(got.v)
+
+			// Without a reference the finalizer brings it back.
+			before := largeHeld.Load()
+			got.v = nil
+			for i := 0; i < 20 && largeHeld.Load() == before; i++ {
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+			assert.Greater(t, largeHeld.Load(), before, "the adopted buffer returned to the pool")
+		})
+	}
+}
+
+// binStruct is a struct { 1: binary v } for the aliasing tests.
+type binStruct struct{ v []byte }
+
+func appendBinaryStruct(p proto.Protocol, dst, v []byte) []byte {
+	if p == proto.Compact {
+		w := proto.NewCompactWriter(dst)
+		w.WriteFieldBegin(proto.STRING, 1)
+		w.WriteBinary(v)
+		w.WriteFieldStop()
+		return w.Bytes()
+	}
+	w := proto.NewBinaryWriter(dst)
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(v)
+	w.WriteFieldStop()
+	return w.Bytes()
+}
+
+func (s *binStruct) EncodeBinary(w *proto.BinaryWriter) error {
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(s.v)
+	w.WriteFieldStop()
+	return nil
+}
+
+func (s *binStruct) EncodeCompact(w *proto.CompactWriter) error {
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(s.v)
+	w.WriteFieldStop()
+	return nil
+}
+
+func (s *binStruct) DecodeBinary(r *proto.BinaryReader) error {
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil || t == proto.STOP {
+			return err
+		}
+		if id == 1 && t == proto.STRING {
+			if s.v, err = r.ReadBinary(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.Skip(t); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *binStruct) DecodeCompact(r *proto.CompactReader) error {
+	for {
+		t, id, err := r.ReadFieldBegin()
+		if err != nil || t == proto.STOP {
+			return err
+		}
+		if id == 1 && t == proto.STRING {
+			if s.v, err = r.ReadBinary(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.Skip(t); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"sync/atomic"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// reply encodes and sends one reply message and returns its size. codec
+// may be nil.
+func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
+	return c.replyHinted(hat, p, order, name, seqid, typ, body, codec, nil)
+}
+
+// replyHinted is reply with the size of the method's last reply (hint,
+// updated here): a large reply is then encoded into a pooled buffer of
+// its size instead of growing a small one into fresh memory.
+func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *atomic.Int32) int {
+	if codec == nil {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
+	var bp *[]byte
+	if hint != nil {
+		bp = wire.GetBufSize(int(hint.Load()))
+	} else {
+		bp = wire.GetBuf()
+	}
+	b := *bp
+	switch {
+	case hat:
+		b = b[:wire.HeaderSize]
+	case c.format.Framed:
+		b = b[:4]
+	}
+	start := len(b)
+	b, err := codec.AppendMessage(b, p, name, typ, seqid, body)
+	if err != nil {
+		// The result failed validation (e.g. a required field left unset).
+		b, _ = codec.AppendMessage(b[:start], p, name, proto.Exception, seqid,
+			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+		typ = proto.Exception
+	}
+	if n := int32(min(len(b), 1<<30)); hint != nil && hint.Load() != n {
+		hint.Store(n)
+	}
+	if hat {
+		kind := wire.KindReply
+		if typ == proto.Exception {
+			kind = wire.KindException
+		}
+		var flags uint8
+		if p == proto.Compact {
+			flags = wire.FlagCompact
+		}
+		wire.SealFrame(b, kind, flags, seqid, 0)
+		*bp = b
+		c.s.met.outTCP.Add(float64(len(b)))
+		c.checkWrite(c.w.Write(b))
+		wire.PutBuf(bp)
+		return len(b) - start
+	}
+	if c.format.Framed {
+		putLen(b, len(b)-4)
+	}
+	*bp = b
+	n := len(b) - start
+	c.s.met.outThrift.Add(float64(len(b)))
+	c.deliver(order, bp)
+	return n
+}
+
+func putLen(b []byte, n int) {
+	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+}
+
+// deliver writes plain replies in request order, holding early finishers.
+func (c *conn) deliver(order uint64, bp *[]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if order != c.nextOut {
+		c.held[order] = bp
+		return
+	}
+	for {
+		c.checkWrite(c.w.Write(*bp))
+		wire.PutBuf(bp)
+		c.nextOut++
+		next, ok := c.held[c.nextOut]
+		if !ok {
+			return
+		}
+		delete(c.held, c.nextOut)
+		bp = next
+	}
+}
