@@ -16,11 +16,11 @@ type Driver struct {
 	Callers    []int // throughput points
 	// TputPlacement pins the throughput runs (zero value: unpinned).
 	TputPlacement Placement
-	Calls      int   // recorded latency calls
-	Warmup     int
-	Dur        time.Duration
-	Reps       int       // measurements per point; the best is kept
-	Log        io.Writer // progress lines; nil = silent
+	Calls         int // recorded latency calls
+	Warmup        int
+	Dur           time.Duration
+	Reps          int       // measurements per point; the best is kept
+	Log           io.Writer // progress lines; nil = silent
 	// Settle is the pause before each measurement. A busy-polling server
 	// keeps spinning for a while after its last call (pkg/rdma bounds it
 	// to 20 ms), so without a pause the system measured next would share
