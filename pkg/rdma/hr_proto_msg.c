@@ -56,6 +56,7 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 {
 	for (unsigned spin = 0;; spin++) {
 		if (ep->arr_head != ep->arr_tail) {
+			ep->empty_polls = 0;
 			hr_arrival a = ep->arr[ep->arr_head % ep->cfg.nslots];
 			ep->arr_head++;
 			*mem = 0;
@@ -94,6 +95,7 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 					 * matching tail and sum mean the WRITE has fully
 					 * landed, whatever order it was copied in. */
 					if (tail == h->canary && hrp_sum(p, h->len, h->seq) == h->canary) {
+						ep->empty_polls = 0;
 						*payload = p;
 						*mem = 1;
 						*byte_len = 0;
