@@ -474,21 +474,8 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	if cap(buf) < wire.HeaderSize {
 		buf = make([]byte, 0, 4<<10)
 	}
-	b, err := codec.AppendMessage(buf[:wire.HeaderSize], p, name, typ, seqid, body)
-	if err != nil {
-		b, _ = codec.AppendMessage(b[:wire.HeaderSize], p, name, proto.Exception, seqid,
-			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
-		typ = proto.Exception
-	}
-	kind := wire.KindReply
-	if typ == proto.Exception {
-		kind = wire.KindException
-	}
-	var flags uint8
-	if p == proto.Compact {
-		flags = wire.FlagCompact
-	}
-	wire.SealFrame(b, kind, flags, seqid, 0)
+	b, typ := appendReply(codec, buf[:wire.HeaderSize], p, name, seqid, typ, body)
+	sealReply(b, p, seqid, typ)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {
 	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep

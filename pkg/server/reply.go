@@ -35,26 +35,12 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		b = b[:4]
 	}
 	start := len(b)
-	b, err := codec.AppendMessage(b, p, name, typ, seqid, body)
-	if err != nil {
-		// The result failed validation (e.g. a required field left unset).
-		b, _ = codec.AppendMessage(b[:start], p, name, proto.Exception, seqid,
-			proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
-		typ = proto.Exception
-	}
+	b, typ = appendReply(codec, b, p, name, seqid, typ, body)
 	if n := int32(min(len(b), 1<<30)); hint != nil && hint.Load() != n {
 		hint.Store(n)
 	}
 	if hat {
-		kind := wire.KindReply
-		if typ == proto.Exception {
-			kind = wire.KindException
-		}
-		var flags uint8
-		if p == proto.Compact {
-			flags = wire.FlagCompact
-		}
-		wire.SealFrame(b, kind, flags, seqid, 0)
+		sealReply(b, p, seqid, typ)
 		*bp = b
 		c.s.met.outTCP.Add(float64(len(b)))
 		c.checkWrite(c.w.Write(b))
@@ -94,4 +80,31 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 		delete(c.held, c.nextOut)
 		bp = next
 	}
+}
+
+// appendReply appends the reply message to b, or, when the result does not
+// encode (e.g. a required field left unset), an INTERNAL_ERROR exception in
+// its place; it returns the message type it wrote.
+func appendReply(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct) ([]byte, proto.MessageType) {
+	start := len(b)
+	out, err := codec.AppendMessage(b, p, name, typ, seqid, body)
+	if err == nil {
+		return out, typ
+	}
+	out, _ = codec.AppendMessage(out[:start], p, name, proto.Exception, seqid,
+		proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+	return out, proto.Exception
+}
+
+// sealReply fills in the HatRPC frame header of a reply frame.
+func sealReply(frame []byte, p proto.Protocol, seqid int32, typ proto.MessageType) {
+	kind := wire.KindReply
+	if typ == proto.Exception {
+		kind = wire.KindException
+	}
+	var flags uint8
+	if p == proto.Compact {
+		flags = wire.FlagCompact
+	}
+	wire.SealFrame(frame, kind, flags, seqid, 0)
 }
