@@ -100,6 +100,24 @@ func GetBufSize(n int) *[]byte {
 	return &b
 }
 
+// SizeHint remembers the size of the last message of a stream of similar
+// ones (a connection's requests, a method's replies), so the next one is
+// encoded into a pooled buffer of about its size instead of growing a
+// small buffer into fresh memory. The zero value is ready to use.
+type SizeHint struct{ n atomic.Int32 }
+
+// Buf returns an empty pooled buffer sized like the last message.
+func (h *SizeHint) Buf() *[]byte { return GetBufSize(int(h.n.Load())) }
+
+// Note records the size of the message just encoded.
+func (h *SizeHint) Note(size int) {
+	// Store only on change: the hint is shared by concurrent callers, and
+	// a steady size then costs no cache-line write.
+	if n := int32(min(size, 1<<30)); h.n.Load() != n {
+		h.n.Store(n)
+	}
+}
+
 // growInto makes sure *bp can hold n bytes without growing, swapping a
 // too-small buffer for a pooled large one; used before reading a frame
 // whose size is known.
@@ -140,6 +158,16 @@ func (c *Codec) DecodeAliased(p proto.Protocol, body []byte, lim *proto.Limits, 
 		defer func() { c.br.Alias = false }()
 	}
 	return c.Decode(p, body, lim, s)
+}
+
+// Release disposes of the buffer a message was decoded from: handed to
+// Adopt when the decode aliased it (DecodeAliased), else back to the pool.
+func Release(bp *[]byte, aliased bool) {
+	if aliased {
+		Adopt(bp)
+		return
+	}
+	PutBuf(bp)
 }
 
 // Adopt gives up the pool's claim on *bp (and clears it): values decoded

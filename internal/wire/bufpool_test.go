@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,4 +199,42 @@ func (s *binStruct) DecodeCompact(r *proto.CompactReader) error {
 			return err
 		}
 	}
+}
+
+func TestSizeHint(t *testing.T) {
+	var h SizeHint
+	tests := []struct {
+		name    string
+		size    int // noted before Buf
+		minCap  int // Buf's capacity is at least this
+		largeOK bool
+	}{
+		{"zero value", 0, 0, false},
+		{"small message", 1 << 10, 0, false},
+		{"large message", 200 << 10, 200 << 10, true},
+		{"capped size", 1 << 40, 0, false}, // beyond any pool: a plain buffer
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.size > 0 {
+				h.Note(tt.size)
+			}
+			bp := h.Buf()
+			require.NotNil(t, bp)
+			assert.Empty(t, *bp)
+			assert.GreaterOrEqual(t, cap(*bp), tt.minCap)
+			PutBuf(bp)
+		})
+	}
+	h.Note(1 << 40)
+	assert.Equal(t, int32(1<<30), h.n.Load(), "sizes saturate instead of wrapping")
+}
+
+func TestReleaseCopiedGoesBackToThePool(t *testing.T) {
+	bp := GetBufSize(largeMin)
+	data := unsafe.SliceData((*bp)[:1])
+	Release(bp, false)
+	assert.Nil(t, *bp, "the caller no longer holds the buffer")
+	again := getLarge(largeMin) // LIFO: the buffer just released
+	assert.Same(t, data, unsafe.SliceData(again[:1]))
 }

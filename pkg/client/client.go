@@ -10,7 +10,6 @@ import (
 	"net"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -387,7 +386,7 @@ type session struct {
 	done   chan struct{} // closed once the session failed and nobody reads
 	idle   *time.Timer   // starts the idle reader; see release
 
-	reqHint atomic.Int32 // size of the last request frame; see call
+	reqHint wire.SizeHint // size of the last request frame; see call
 
 	mu      sync.Mutex
 	seq     int32
@@ -535,7 +534,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	defer wire.PutCodec(codec)
 	// Sized like the last request: a large one is then encoded into a
 	// pooled buffer instead of growing a small one into fresh memory.
-	bp := wire.GetBufSize(int(s.reqHint.Load()))
+	bp := s.reqHint.Buf()
 	b := *bp
 	switch {
 	case s.hat:
@@ -578,9 +577,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 			putLen(b, len(b)-4)
 		}
 		*bp = b
-		if n := int32(min(len(b), 1<<30)); s.reqHint.Load() != n {
-			s.reqHint.Store(n)
-		}
+		s.reqHint.Note(len(b))
 		if werr := s.w.Write(b); werr != nil {
 			s.fail(werr)
 			err = &ConnError{Op: "write", Err: werr}
@@ -611,15 +608,11 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	msg := (*rp)[off:]
-	if len(msg) >= wire.AliasMin {
-		// A large result keeps its bytes in the frame buffer rather than
-		// in fresh copies; the caller owns the buffer now.
-		err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, true)
-		wire.Adopt(rp)
-	} else {
-		err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, false)
-		wire.PutBuf(rp)
-	}
+	// A large result keeps its bytes in the frame buffer rather than in
+	// fresh copies; the caller owns the buffer then.
+	alias := len(msg) >= wire.AliasMin
+	err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, alias)
+	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }
 

@@ -466,16 +466,16 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		res proto.Struct
 		err error
 	)
-	if r.buf != nil && len(r.body) >= wire.AliasMin {
-		// Large arguments keep their bytes in the frame buffer rather
-		// than in fresh copies; the handler owns the buffer now.
+	// Large arguments keep their bytes in the frame buffer rather than in
+	// fresh copies; the handler owns the buffer then.
+	alias := r.buf != nil && len(r.body) >= wire.AliasMin
+	if alias {
 		err = codec.DecodeAliased(r.proto, r.body, &c.s.opts.limits, args)
-		wire.Adopt(r.buf)
 	} else {
 		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
-		if r.buf != nil {
-			wire.PutBuf(r.buf)
-		}
+	}
+	if r.buf != nil {
+		wire.Release(r.buf, alias)
 	}
 	r.buf, r.body = nil, nil
 	if err != nil {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"sync/atomic"
-
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
@@ -16,14 +14,14 @@ func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqi
 // replyHinted is reply with the size of the method's last reply (hint,
 // updated here): a large reply is then encoded into a pooled buffer of
 // its size instead of growing a small one into fresh memory.
-func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *atomic.Int32) int {
+func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint) int {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
 	}
 	var bp *[]byte
 	if hint != nil {
-		bp = wire.GetBufSize(int(hint.Load()))
+		bp = hint.Buf()
 	} else {
 		bp = wire.GetBuf()
 	}
@@ -36,8 +34,8 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 	}
 	start := len(b)
 	b, typ = appendReply(codec, b, p, name, seqid, typ, body)
-	if n := int32(min(len(b), 1<<30)); hint != nil && hint.Load() != n {
-		hint.Store(n)
+	if hint != nil {
+		hint.Note(len(b))
 	}
 	if hat {
 		sealReply(b, p, seqid, typ)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
@@ -69,7 +70,7 @@ type method struct {
 	set     hints.Set                                          // server-side hints (lanes plan from them)
 	reqSize int                                                // the client's declared request size (sizes lane buffers)
 	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
-	repHint atomic.Int32                                       // size of the last reply over TCP; see conn.replyHinted
+	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 }
 
 // New creates a server; register services, then Serve.
