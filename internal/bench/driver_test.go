@@ -51,3 +51,35 @@ func TestDriverSettle(t *testing.T) {
 	d.Settle = 0
 	require.NoError(t, d.settle(context.Background()))
 }
+
+func TestParsePlacements(t *testing.T) {
+	tests := []struct {
+		names, cpus string
+		want        []string
+		wantErr     string
+	}{
+		{names: "unpinned,same-cpu,split-cpu", cpus: "0,1", want: []string{"unpinned", "same-cpu", "split-cpu"}},
+		{names: "split-cpu, unpinned", cpus: "2,3", want: []string{"unpinned", "split-cpu"}},
+		{names: "same-cpu,bogus", cpus: "0,1", wantErr: `unknown placement "bogus" (unpinned, same-cpu, split-cpu)`},
+		{names: "unpinned", cpus: "0,1,2", wantErr: `-cpus "0,1,2": want two CPUs, e.g. 0,1`},
+		{names: "unpinned", cpus: ",1", wantErr: `-cpus ",1": want two CPUs, e.g. 0,1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.names+"/"+tt.cpus, func(t *testing.T) {
+			ps, err := ParsePlacements(tt.names, tt.cpus)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, p := range ps {
+				got = append(got, p.Name)
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+	ps, err := ParsePlacements("split-cpu", "2,3")
+	require.NoError(t, err)
+	require.Equal(t, Placement{Name: "split-cpu", ServerCPU: "2", ClientCPU: "3"}, ps[0])
+}

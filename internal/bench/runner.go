@@ -30,6 +30,31 @@ func Placements(a, b string) []Placement {
 	}
 }
 
+// ParsePlacements resolves a comma-separated list of placement names
+// (unpinned, same-cpu, split-cpu) against the two CPUs in cpus ("0,1"),
+// in the order Placements lists them.
+func ParsePlacements(names, cpus string) ([]Placement, error) {
+	a, b, ok := strings.Cut(cpus, ",")
+	if !ok || a == "" || b == "" || strings.Contains(b, ",") {
+		return nil, fmt.Errorf("-cpus %q: want two CPUs, e.g. 0,1", cpus)
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		want[strings.TrimSpace(n)] = true
+	}
+	var out []Placement
+	for _, p := range Placements(a, b) {
+		if want[p.Name] {
+			out = append(out, p)
+			delete(want, p.Name)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("unknown placement %q (unpinned, same-cpu, split-cpu)", n)
+	}
+	return out, nil
+}
+
 // ClientSpec is what the runner asks a client process to measure.
 type ClientSpec struct {
 	System   string        `json:"system"`

@@ -79,13 +79,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cpu := strings.Split(*cpus, ",")
-	if len(cpu) != 2 {
-		return fmt.Errorf("-cpus wants two CPUs, got %q", *cpus)
-	}
-	wantPl := map[string]bool{}
-	for _, p := range strings.Split(*placements, ",") {
-		wantPl[strings.TrimSpace(p)] = true
+	pls, err := bench.ParsePlacements(*placements, *cpus)
+	if err != nil {
+		return err
 	}
 	d := bench.Driver{
 		Systems: strings.Split(*systems, ","),
@@ -97,11 +93,7 @@ func run() error {
 		Reps:    *reps,
 		Log:     os.Stderr,
 	}
-	for _, p := range bench.Placements(cpu[0], cpu[1]) {
-		if wantPl[p.Name] {
-			d.Placements = append(d.Placements, p)
-		}
-	}
+	d.Placements = pls
 	lat, tput, err := d.Run(ctx)
 	if err != nil {
 		return err

@@ -148,18 +148,13 @@ func run() error {
 	return write(*out, sys, lat, tput, ts, took)
 }
 
-// placement resolves a placement name against the two CPUs in cpus.
+// placement resolves one placement name against the two CPUs in cpus.
 func placement(name, cpus string) (bench.Placement, error) {
-	a, b, ok := strings.Cut(cpus, ",")
-	if !ok || a == "" || b == "" {
-		return bench.Placement{}, fmt.Errorf("-cpus %q: want two CPUs, e.g. 0,1", cpus)
+	ps, err := bench.ParsePlacements(name, cpus)
+	if err != nil {
+		return bench.Placement{}, err
 	}
-	for _, p := range bench.Placements(a, b) {
-		if p.Name == name {
-			return p, nil
-		}
-	}
-	return bench.Placement{}, fmt.Errorf("unknown placement %q (unpinned, same-cpu, split-cpu)", name)
+	return ps[0], nil
 }
 
 func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.ThroughputRow, tsizes []int, took time.Duration) error {
