@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ type benchFlags struct {
 	plotPath   string
 	seed       uint64
 	progress   string
+	cpuProfile string
 	emul       emulFlags
 }
 
@@ -68,6 +70,7 @@ printed at the end of each phase.`,
 	f.StringVar(&bf.jsonPath, "json", "", "write results as JSON")
 	f.StringVar(&bf.plotPath, "plot", "", "write the latency distribution as SVG")
 	f.Uint64Var(&bf.seed, "seed", 0, "random seed (0: from the clock)")
+	f.StringVar(&bf.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) of the whole run to this file")
 	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
 	f.StringVar(&bf.hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service; start the server the same way)")
 	f.StringVar(&bf.protocol, "protocol", "auto", "force the engine protocol of every request on lanes (needs --transport auto, shm or rdma)")
@@ -146,6 +149,13 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	w, err := loadWorkload(bf)
 	if err != nil {
 		return err
+	}
+	if bf.cpuProfile != "" {
+		stop, err := startCPUProfile(bf.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if bf.emul.kind != "" {
 		return runEmulBench(cmd, bf, w)
@@ -337,4 +347,21 @@ func writeCSV(w io.Writer, results []phaseResult) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// startCPUProfile profiles the client process until the returned func runs:
+// the client's share of a run's CPU is half of what a transport costs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -3,6 +3,7 @@ package flock
 import (
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ func BenchmarkRPC64(b *testing.B) {
 		// than the default 32 credits: this shows what the credit
 		// throttle costs.
 		{"c-flock-4qp-credits256", func(int) int { return 4 }, []Option{WithCredits(256)}},
+		// The runtime's configuration: handlers on a worker pool because
+		// they may block (pkg/server).
+		{"d-flock-4qp-workers64", func(int) int { return 4 }, []Option{WithWorkers(64)}},
 	}
 	for _, m := range modes {
 		for _, g := range []int{1, 8, 64, 256} {
@@ -44,6 +48,7 @@ func BenchmarkRPC64(b *testing.B) {
 				per := max(b.N/g, 1)
 				before := c.Stats()
 				b.ResetTimer()
+				cpu0 := processCPU()
 				start := time.Now()
 				var wg sync.WaitGroup
 				errs := make(chan error, g)
@@ -62,6 +67,7 @@ func BenchmarkRPC64(b *testing.B) {
 				}
 				wg.Wait()
 				el := time.Since(start)
+				cpu := processCPU() - cpu0
 				b.StopTimer()
 				close(errs)
 				for err := range errs {
@@ -72,6 +78,9 @@ func BenchmarkRPC64(b *testing.B) {
 				b.ReportMetric(reqs/el.Seconds(), "req/s")
 				b.ReportMetric(float64(st.Messages-before.Messages)/reqs, "msgs/req")
 				b.ReportMetric(float64(c.QPs()), "QPs")
+				// CPU per request (both sides, this process): on a shared
+				// 2-core machine far steadier than wall time.
+				b.ReportMetric(float64(cpu.Nanoseconds())/reqs, "cpu-ns/req")
 			})
 		}
 	}
@@ -123,4 +132,11 @@ func BenchmarkFetchAdd64(b *testing.B) {
 			}
 		})
 	}
+}
+
+// processCPU is the user+system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -153,31 +153,53 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 		seq := cl.seq
 		cl.curSeq.Store(seq)
 		n := cl.n
+		n.reclaim()
 		n.reset()
+		n.wait = waitAsync
 		n.ctx, n.kind, n.caller, n.seq, n.handler, n.data = ctx, opCall, cl.id, seq, h, req
 		cl.inflight.Add(1)
 		c.outstanding.Add(1)
-		l.submit(n)
-		if err := n.err; err != nil {
-			cl.inflight.Add(-1)
-			c.outstanding.Add(-1)
-			if errors.Is(err, errInactive) {
-				continue
-			}
-			return nil, err
-		}
-		c.poke()
-		if c.aborted.Load() {
-			// Abort may have looked at this caller before it was in
-			// flight; its answer would never come.
-			return nil, ErrClosed
+		served := l.submitAsync(n)
+		if served {
+			c.poke()
 		}
 		for {
+			if served {
+				if err := n.err; err != nil {
+					cl.inflight.Add(-1)
+					c.outstanding.Add(-1)
+					if errors.Is(err, errInactive) {
+						break // to another QP
+					}
+					return nil, err
+				}
+				served = false
+				if c.aborted.Load() {
+					// Abort may have looked at this caller before it was
+					// in flight; its answer would never come.
+					return nil, ErrClosed
+				}
+			}
 			select {
+			case sig := <-n.sig:
+				// Leadership, or a failure: either way the node is served
+				// now and n.err tells which.
+				if sig == sigLeader {
+					l.comb.lead(n)
+					c.poke()
+				} else {
+					n.free.Store(true)
+				}
+				served = true
 			case r := <-cl.resp:
 				if r.seq != seq {
 					continue
 				}
+				// The answer means the request left, but req is the
+				// caller's again only once the leader is done with the node
+				// (its release store orders the leader's reads before the
+				// caller's next use of req).
+				cl.settle(l, n, true)
 				switch r.status {
 				case statusOK:
 					return r.data, nil
@@ -189,9 +211,37 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 					return nil, &HandlerError{Handler: h, Msg: string(r.data)}
 				}
 			case <-ctx.Done():
+				cl.settle(l, n, false)
 				return nil, ctx.Err()
 			}
 		}
+	}
+}
+
+// settle waits until the combining queue is done with n, leading if it is
+// handed leadership: before a call returns (the queue must never wait on a
+// caller that left, nor read req after it was given back). answered: the
+// call's response (or abort) came, so it was counted off already.
+func (cl *Caller) settle(l *clane, n *node, answered bool) {
+	for spins := 0; ; spins++ {
+		if n.free.Load() {
+			return
+		}
+		select {
+		case sig := <-n.sig:
+			if sig == sigLeader {
+				l.comb.lead(n)
+			} else {
+				n.free.Store(true)
+			}
+			if n.err != nil && !answered { // never sent: no response counts it off
+				cl.inflight.Add(-1)
+				cl.c.outstanding.Add(-1)
+			}
+			return
+		default:
+		}
+		backoff(spins)
 	}
 }
 
@@ -230,6 +280,7 @@ func (cl *Caller) memOp(ctx context.Context, n *node) error {
 		n.next.Store(nil)
 		cl.inflight.Add(1)
 		l.submit(n)
+		n.free.Store(true)
 		cl.inflight.Add(-1)
 		if errors.Is(n.err, errInactive) {
 			continue
@@ -246,6 +297,7 @@ func (cl *Caller) region(r RemoteRegion, off uint64, n int, atomic bool) (*node,
 		return nil, ErrTooLarge
 	}
 	nd := cl.n
+	nd.reclaim()
 	nd.reset()
 	nd.raddr, nd.rkey = r.addr+off, r.rkey
 	return nd, nil

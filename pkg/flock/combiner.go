@@ -3,6 +3,7 @@ package flock
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -34,6 +35,12 @@ type node struct {
 	next atomic.Pointer[node]
 	sig  chan signal
 	ctx  context.Context
+	// wait says how the submitter learns that its node is served; free,
+	// set by the leader, says the queue no longer references the node,
+	// which may then be reused.
+	wait waitMode
+	free atomic.Bool
+	pool *nodePool // detached nodes go back here once served
 
 	kind    opKind
 	caller  uint32
@@ -54,12 +61,100 @@ type node struct {
 	scratch int // leader-assigned scratch offset
 }
 
-func newNode() *node { return &node{sig: make(chan signal, 1)} }
+// waitMode is what a node's submitter does while the node is queued.
+type waitMode uint8
+
+const (
+	// waitSync: the submitter blocks on sig until the node is served.
+	waitSync waitMode = iota
+	// waitAsync: the submitter waits for something else (an RPC's
+	// response) and hears on sig only of a failure or of leadership: a
+	// served request costs its follower no wake-up.
+	waitAsync
+	// waitNone: nobody waits. The leader serves a detached successor
+	// itself instead of handing it leadership, and returns the node to its
+	// pool (server responses: a worker goes back to work at once).
+	waitNone
+)
+
+func newNode() *node {
+	n := &node{sig: make(chan signal, 1)}
+	n.free.Store(true)
+	return n
+}
 
 func (n *node) reset() {
 	n.next.Store(nil)
 	n.ctx, n.data, n.dst, n.err = nil, nil, nil, nil
 	n.old, n.status, n.scratch = 0, 0, 0
+	n.wait = waitSync
+}
+
+// reclaim waits until the queue no longer references n (a leader may still
+// be finishing the batch an async node was served in) and takes it.
+func (n *node) reclaim() {
+	for !n.free.Load() {
+		runtime.Gosched()
+	}
+	n.free.Store(false)
+}
+
+// complete tells a served node's submitter, as its wait mode asks.
+func (n *node) complete() {
+	switch {
+	case n.wait == waitNone:
+		n.free.Store(true)
+		n.pool.put(n)
+	case n.wait == waitAsync && n.err == nil:
+		n.free.Store(true)
+	default:
+		// The submitter owns the node again once it has this (and frees
+		// it, if it reuses nodes through reclaim).
+		n.sig <- sigDone
+	}
+}
+
+// release ends the queue's use of a served node: the leader's own node
+// only becomes free (its owner is running the leader and sees the result),
+// unless nobody waits for it; others complete.
+func release(own, n *node) {
+	if n == own && n.wait != waitNone {
+		n.free.Store(true)
+		return
+	}
+	n.complete()
+}
+
+// nodePool recycles detached nodes; a plain free list, because the nodes
+// cycle between the workers and the leaders of one server.
+type nodePool struct {
+	mu   sync.Mutex
+	free []*node
+	made atomic.Int64
+}
+
+func (p *nodePool) get() *node {
+	p.mu.Lock()
+	var n *node
+	if k := len(p.free); k > 0 {
+		n, p.free = p.free[k-1], p.free[:k-1]
+	}
+	p.mu.Unlock()
+	if n == nil {
+		n = newNode()
+		n.pool = p
+		p.made.Add(1)
+	}
+	n.reclaim()
+	n.reset()
+	n.wait = waitNone
+	return n
+}
+
+func (p *nodePool) put(n *node) {
+	p.mu.Lock()
+	p.free = append(p.free, n)
+	p.mu.Unlock()
 }
 
 // combiner is the thread combining queue of one QP: an MCS-style queue
@@ -92,6 +187,33 @@ func (c *combiner) submit(n *node) {
 	c.lead(n)
 }
 
+// submitAsync enqueues an async node (wait == waitAsync) and reports
+// whether this goroutine became the leader and so has served it already.
+// Otherwise the node is served by another goroutine: its submitter hears
+// on n.sig of a failure (sigDone with err set) or of leadership
+// (sigLeader: call lead), and of nothing when it was sent.
+func (c *combiner) submitAsync(n *node) bool {
+	prev := c.tail.Swap(n)
+	if prev != nil {
+		prev.next.Store(n)
+		return false
+	}
+	c.lead(n)
+	return true
+}
+
+// submitDetached enqueues a node nobody waits for (wait == waitNone, from
+// a nodePool); if the queue was empty this goroutine leads, serving every
+// detached node that queues up meanwhile.
+func (c *combiner) submitDetached(n *node) {
+	prev := c.tail.Swap(n)
+	if prev != nil {
+		prev.next.Store(n)
+		return
+	}
+	c.lead(n)
+}
+
 // submitChain enqueues ns as one run with a single tail swap (the links
 // inside the run are set before it is published) and returns when all of
 // them are complete. The server's dispatcher uses it to hand over all
@@ -112,9 +234,20 @@ func (c *combiner) submitChain(ns []*node) {
 	}
 }
 
-// lead serves one batch starting at first (the leader's own node, which is
-// always served), then hands leadership to the first node not served.
+// lead serves batches starting at first (the leader's own node, always
+// served), then hands leadership to the first node not served; a detached
+// successor has nobody to hand it to, so the leader serves it too.
 func (c *combiner) lead(first *node) {
+	own := first
+	for first != nil {
+		first = c.leadOnce(own, first)
+	}
+}
+
+// leadOnce serves one batch from first and returns the detached node to
+// lead next, if any. own is the leader's own node: it is not completed
+// here (its owner is running this).
+func (c *combiner) leadOnce(own, first *node) *node {
 	if c.yield != nil && first.next.Load() == nil && c.yield() {
 		runtime.Gosched()
 	}
@@ -137,8 +270,8 @@ func (c *combiner) lead(first *node) {
 	// Nodes before last had their successors read while collecting, so
 	// they may be completed (and reused) now. c.batch must be finished with
 	// before the tail CAS below: after it a new leader may start.
-	for i := 1; i < k-1; i++ {
-		b[i].sig <- sigDone
+	for i := 0; i < k-1; i++ {
+		release(own, b[i])
 	}
 	clear(b)
 	c.batch = b[:0]
@@ -150,10 +283,13 @@ func (c *combiner) lead(first *node) {
 			}
 		}
 	}
-	if last != first {
-		last.sig <- sigDone
+	release(own, last)
+	if succ == nil {
+		return nil
 	}
-	if succ != nil {
-		succ.sig <- sigLeader
+	if succ.wait == waitNone {
+		return succ
 	}
+	succ.sig <- sigLeader
+	return nil
 }

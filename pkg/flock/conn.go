@@ -416,6 +416,17 @@ func (l *clane) submit(n *node) {
 	l.comb.submit(n)
 }
 
+// submitAsync enqueues an RPC request node (see combiner.submitAsync) and
+// reports whether it is served already.
+func (l *clane) submitAsync(n *node) bool {
+	if l.c.cfg.mutexShared {
+		l.submit(n)
+		n.free.Store(true)
+		return true
+	}
+	return l.comb.submitAsync(n)
+}
+
 // dispatch is the response dispatcher: it polls every QP's response ring
 // and hands each response to its caller by caller id and sequence id.
 func (c *Conn) dispatch() {

@@ -203,3 +203,77 @@ func TestMetricsExposed(t *testing.T) {
 	require.Equal(t, float64(st.Requests), clientSum)
 	require.Equal(t, 2.0, metricValue(t, m.activeQPs.WithLabelValues("0")))
 }
+
+// Callers that give up (deadline or cancellation) while their requests
+// wait in the combining queue or in flight, mixed with callers that wait:
+// the queue never waits on a caller that left, every waiting caller gets
+// its own answer, and nothing stays counted as outstanding.
+func TestCallsGivenUpMidQueue(t *testing.T) {
+	tests := []struct {
+		name string
+		srv  []Option
+	}{
+		{"handlers inline", nil},
+		{"worker pool", []Option{WithWorkers(8)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openDev(t)
+			s := newServer(t, d, append([]Option{WithCredits(16)}, tc.srv...)...)
+			s.Handle(hEcho, func(ctx context.Context, req []byte) ([]byte, error) {
+				time.Sleep(20 * time.Microsecond) // keep requests queued behind each other
+				return echo(ctx, req)
+			})
+			c, _ := dial(t, d, s, WithQPs(2))
+			ctx := tctx(t)
+			const g, n = 48, 60
+			var wg sync.WaitGroup
+			var gaveUp, answered atomic.Int64
+			errs := make(chan error, g)
+			for i := 0; i < g; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cl := c.NewCaller()
+					rng := rand.New(rand.NewPCG(uint64(i), 7))
+					for j := 0; j < n; j++ {
+						req := binary.BigEndian.AppendUint64(nil, uint64(i)<<32|uint64(j))
+						cctx, cancel := ctx, context.CancelFunc(func() {})
+						if i%2 == 0 { // half the callers give up after 0-200 µs
+							cctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
+						}
+						resp, err := cl.Call(cctx, hEcho, req)
+						cancel()
+						switch {
+						case err == nil:
+							if !bytes.Equal(reversed(req), resp) {
+								errs <- fmt.Errorf("caller %d call %d: answer %x for request %x", i, j, resp, req)
+								return
+							}
+							answered.Add(1)
+						case i%2 == 0 && errors.Is(err, context.DeadlineExceeded):
+							gaveUp.Add(1)
+						default:
+							errs <- fmt.Errorf("caller %d call %d: %w", i, j, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			require.Equal(t, int64(g*n), answered.Load()+gaveUp.Load())
+			require.Positive(t, gaveUp.Load(), "no call gave up: the test proves nothing")
+			// Late answers to the calls given up still arrive and are
+			// counted off; after that nothing is outstanding.
+			eventually(t, func() bool { return c.outstanding.Load() == 0 }, "calls still outstanding")
+			resp, err := c.Call(ctx, hEcho, []byte("after"))
+			require.NoError(t, err)
+			require.Equal(t, reversed([]byte("after")), resp)
+			t.Logf("%d answered, %d given up", answered.Load(), gaveUp.Load())
+		})
+	}
+}

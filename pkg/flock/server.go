@@ -46,6 +46,7 @@ type Server struct {
 	workers    sync.WaitGroup
 	closed     atomic.Bool
 	violations atomic.Uint64
+	nodes      nodePool // the workers' response nodes
 }
 
 // Peer is one connected sender.
@@ -526,13 +527,27 @@ func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req
 	n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, caller, seq, handler, status, out
 }
 
+// work runs tasks; a response is handed to its QP's combining queue
+// detached, so the worker takes its next task at once instead of waiting
+// for the leader to post it.
 func (s *Server) work() {
 	defer s.workers.Done()
-	n := newNode()
 	for t := range s.tasks {
+		n := s.nodes.get()
 		s.call(n, t.l, t.caller, t.seq, t.handler, t.data)
-		t.l.submit(n)
+		n.wait = waitNone
+		t.l.submitDetached(n)
 	}
+}
+
+func (l *slane) submitDetached(n *node) {
+	if l.p.s.cfg.mutexShared {
+		l.submit(n)
+		n.free.Store(true)
+		n.pool.put(n)
+		return
+	}
+	l.comb.submitDetached(n)
 }
 
 func (l *slane) submit(n *node) {

@@ -108,3 +108,33 @@ func waitInFlight(t *testing.T, s *server.Server, n float64) {
 		return err == nil && metricValue(mfs, "hatrpc_server_in_flight", nil) == n
 	}, 10*time.Second, 2*time.Millisecond, "expected %v calls in flight", n)
 }
+
+// The server's own registry carries the Go runtime and process series; a
+// registry the user passes gets only the server's metrics (it may hold
+// those collectors already, and registering them twice would fail).
+func TestRuntimeMetrics(t *testing.T) {
+	runtimeSeries := []string{"go_goroutines", "go_memstats_mallocs_total", "go_gc_duration_seconds", "process_cpu_seconds_total"}
+	tests := []struct {
+		name    string
+		opts    []server.Option
+		present bool
+	}{
+		{"private registry", nil, true},
+		{"user registry", []server.Option{server.WithRegistry(prometheus.NewRegistry())}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, _ := start(t, tc.opts...)
+			mfs, err := s.Registry().Gather()
+			require.NoError(t, err)
+			names := map[string]bool{}
+			for _, mf := range mfs {
+				names[mf.GetName()] = true
+			}
+			for _, n := range runtimeSeries {
+				require.Equal(t, tc.present, names[n], n)
+			}
+		})
+	}
+}
+

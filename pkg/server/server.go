@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
@@ -98,7 +99,11 @@ func New(opts ...Option) *Server {
 		s.log = slog.Default()
 	}
 	if s.reg == nil {
+		// A private registry is all /metrics shows, so it carries the Go
+		// runtime and process series operators expect (GC, heap,
+		// goroutines, CPU); a registry the user passes may have them.
 		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.met = newMetrics(s.reg)
 	s.pool.init()
