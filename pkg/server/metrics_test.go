@@ -137,4 +137,3 @@ func TestRuntimeMetrics(t *testing.T) {
 		})
 	}
 }
-
