@@ -110,3 +110,25 @@ func serveInProcessOutput(t *testing.T, extra ...string) (string, *syncBuffer) {
 	t.Fatalf("serve did not start:\n%s", out.String())
 	return "", nil
 }
+
+func TestGCTarget(t *testing.T) {
+	tests := []struct {
+		gogc string
+		pct  int
+		set  bool
+	}{
+		{"", defaultGCPercent, true},
+		{"100", 0, false},
+		{"off", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run("GOGC="+tc.gogc, func(t *testing.T) {
+			pct, set := gcTarget(func(k string) string {
+				require.Equal(t, "GOGC", k)
+				return tc.gogc
+			})
+			require.Equal(t, tc.set, set)
+			require.Equal(t, tc.pct, pct)
+		})
+	}
+}

@@ -196,9 +196,13 @@ func newCommitter(s *Store, maxBatch int, maxDelay time.Duration) *committer {
 func (c *committer) submit(ctx context.Context, op *writeOp) error {
 	op.done = make(chan struct{})
 	select {
-	case c.reqs <- op:
-	case <-ctx.Done():
-		return ctx.Err()
+	case c.reqs <- op: // usually room: no need to ask ctx for Done yet
+	default:
+		select {
+		case c.reqs <- op:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	select {
 	case <-op.done:

@@ -353,10 +353,8 @@ func (e *Env) View(ctx context.Context, fn func(*Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	select {
-	case e.readSlots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := acquire(ctx, e.readSlots); err != nil {
+		return err
 	}
 	defer func() { <-e.readSlots }()
 
@@ -380,6 +378,23 @@ func (e *Env) View(ctx context.Context, fn func(*Txn) error) error {
 		}
 	}()
 	return fn(t)
+}
+
+// acquire takes a slot, waiting under ctx only when none is free: asking a
+// context for Done can cost more than the transaction (a server's call
+// context builds its channel and parent watch lazily, on first use).
+func acquire(ctx context.Context, slots chan struct{}) error {
+	select {
+	case slots <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (e *Env) beginRead() (*C.MDB_txn, error) {
@@ -408,10 +423,8 @@ func (e *Env) Update(ctx context.Context, fn func(*Txn) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	select {
-	case e.writeSlot <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := acquire(ctx, e.writeSlot); err != nil {
+		return err
 	}
 	defer func() { <-e.writeSlot }()
 
