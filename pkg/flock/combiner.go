@@ -240,20 +240,34 @@ func (c *combiner) submitChain(ns []*node) {
 func (c *combiner) lead(first *node) {
 	own := first
 	for first != nil {
-		first = c.leadOnce(own, first)
+		first = c.leadOnce(own, first, c.max)
 	}
 }
 
-// leadOnce serves one batch from first and returns the detached node to
-// lead next, if any. own is the leader's own node: it is not completed
+// tryLeadOne serves n alone if the queue is idle, and reports whether it
+// did; nodes that queue up meanwhile get leadership as usual. For a
+// goroutine that must not wait in the queue (a client dispatcher: the
+// queue's leader may be waiting for credits it delivers).
+func (c *combiner) tryLeadOne(n *node) bool {
+	if !c.tail.CompareAndSwap(nil, n) {
+		return false
+	}
+	for first := c.leadOnce(n, n, 1); first != nil; {
+		first = c.leadOnce(n, first, c.max)
+	}
+	return true
+}
+
+// leadOnce serves one batch (at most limit nodes) from first and returns the
+// detached node to lead next, if any. own is the leader's own node: it is not completed
 // here (its owner is running this).
-func (c *combiner) leadOnce(own, first *node) *node {
-	if c.yield != nil && first.next.Load() == nil && c.yield() {
+func (c *combiner) leadOnce(own, first *node, limit int) *node {
+	if c.yield != nil && first.next.Load() == nil && c.yield() && limit > 1 {
 		runtime.Gosched()
 	}
 	b := c.batch[:0]
 	b = append(b, first)
-	for cur := first; len(b) < c.max; {
+	for cur := first; len(b) < limit; {
 		nx := cur.next.Load()
 		if nx == nil {
 			break

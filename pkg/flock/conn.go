@@ -31,6 +31,8 @@ type Conn struct {
 	free    chan *Caller
 
 	outstanding atomic.Int64
+	bell        bell    // the dispatcher's doorbell (bell.go)
+	es          []entry // the dispatcher's scratch
 	wake        chan struct{}
 	stop        chan struct{}
 	wg          sync.WaitGroup
@@ -113,6 +115,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 	c := &Conn{cfg: cfg, m: cfg.metrics, free: make(chan *Caller, 1024), wake: make(chan struct{}, 1),
 		stop: make(chan struct{})}
 	c.callers.Store(&[]*Caller{})
+	c.es = make([]entry, 0, 64)
 	defer func() {
 		if err != nil {
 			c.release()
@@ -122,6 +125,9 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		return nil, err
 	}
 	c.undo = append(c.undo, c.pd.Close)
+	if err := c.openBell(dev); err != nil {
+		return nil, err
+	}
 	for i := 0; i < cfg.qps; i++ {
 		l, err := c.newLane(dev, i)
 		if err != nil {
@@ -159,6 +165,9 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		return nil, fmt.Errorf("%w: bad handshake reply", ErrProtocol)
 	}
 	c.peerID = binary.BigEndian.Uint32(reply[4:])
+	if err := c.armBell(); err != nil {
+		return nil, err
+	}
 	for i, l := range c.lanes {
 		p := reply[8+i*9:]
 		l.active.Store(p[0] == 1)
@@ -182,13 +191,8 @@ func (c *Conn) newLane(dev *rdma.Device, i int) (*clane, error) {
 		return nil, err
 	}
 	c.undo = append(c.undo, scq.Close)
-	rcq, err := dev.CreateCQ(4)
-	if err != nil {
-		return nil, err
-	}
-	c.undo = append(c.undo, rcq.Close)
-	l.qp, err = c.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: rcq, MaxSendWR: 2*cfg.maxBatch + 8,
-		MaxRecvWR: 1, MaxSGE: 2, RNRRetry: 7})
+	l.qp, err = c.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: c.bell.cq, MaxSendWR: 2*cfg.maxBatch + 8,
+		MaxRecvWR: bellRecvs, MaxSGE: 2, RNRRetry: 7})
 	if err != nil {
 		return nil, err
 	}
@@ -321,8 +325,8 @@ func (l *clane) serve(b []*node) int {
 	for _, n := range b[:k] {
 		n.lane = l.idx
 	}
-	l.c.m.degree.WithLabelValues("client").Observe(float64(k))
-	if rpcs > 0 {
+	if rpcs > 0 { // memory operations alone are not RPC messages
+		l.c.m.degree.WithLabelValues("client").Observe(float64(rpcs))
 		l.c.messages.Add(1)
 		l.c.entries.Add(rpcs)
 		l.c.m.messages.WithLabelValues("client").Inc()
@@ -416,6 +420,20 @@ func (l *clane) submit(n *node) {
 	l.comb.submit(n)
 }
 
+// tryServeOne serves n alone if nobody is serving this QP now, and
+// reports whether it did.
+func (l *clane) tryServeOne(n *node) bool {
+	if l.c.cfg.mutexShared {
+		if !l.mu.TryLock() {
+			return false
+		}
+		defer l.mu.Unlock()
+		l.serve([]*node{n})
+		return true
+	}
+	return l.comb.tryLeadOne(n)
+}
+
 // submitAsync enqueues an RPC request node (see combiner.submitAsync) and
 // reports whether it is served already.
 func (l *clane) submitAsync(n *node) bool {
@@ -431,7 +449,6 @@ func (l *clane) submitAsync(n *node) bool {
 // and hands each response to its caller by caller id and sequence id.
 func (c *Conn) dispatch() {
 	defer c.wg.Done()
-	es := make([]entry, 0, 64)
 	idle := 0
 	var quiet time.Time // when the rings last went empty
 	timer := time.NewTimer(time.Hour)
@@ -442,21 +459,7 @@ func (c *Conn) dispatch() {
 			return
 		default:
 		}
-		got := false
-		for _, l := range c.lanes {
-			for i := 0; i < 16; i++ {
-				h, out, ok := l.resp.poll(es[:0])
-				es = out
-				if !ok {
-					break
-				}
-				got = true
-				c.deliver(l, h, es)
-				clear(es)
-				l.resp.release(h)
-			}
-		}
-		if got {
+		if c.poll() {
 			idle = 0
 			continue
 		}
@@ -471,6 +474,9 @@ func (c *Conn) dispatch() {
 			runtime.Gosched()
 			continue
 		}
+		if c.outstanding.Load() > 0 && c.sleep() {
+			continue
+		}
 		d := 1 * time.Millisecond
 		if c.outstanding.Load() > 0 {
 			d = time.Duration(min(idle/256, 20)) * 10 * time.Microsecond
@@ -483,6 +489,26 @@ func (c *Conn) dispatch() {
 		case <-timer.C:
 		}
 	}
+}
+
+// poll delivers what the response rings hold (up to 16 messages a QP) and
+// reports whether there was anything. Dispatcher only.
+func (c *Conn) poll() bool {
+	got := false
+	for _, l := range c.lanes {
+		for i := 0; i < 16; i++ {
+			h, out, ok := l.resp.poll(c.es[:0])
+			c.es = out
+			if !ok {
+				break
+			}
+			got = true
+			c.deliver(l, h, c.es)
+			clear(c.es)
+			l.resp.release(h)
+		}
+	}
+	return got
 }
 
 func (c *Conn) deliver(l *clane, h header, es []entry) {

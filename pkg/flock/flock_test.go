@@ -195,7 +195,8 @@ func TestMetricsExposed(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"flock_coalescing_degree", "flock_credits_granted_total", "flock_credits_declined_total",
-		"flock_active_qps", "flock_migrations_total", "flock_messages_total", "flock_entries_total", "flock_head_reads_total"} {
+		"flock_active_qps", "flock_migrations_total", "flock_messages_total", "flock_entries_total", "flock_head_reads_total",
+		"flock_dispatcher_sleeps_total", "flock_dispatcher_wakeups_total"} {
 		require.True(t, byName[n], n)
 	}
 	st := c.Stats()

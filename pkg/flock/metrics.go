@@ -15,6 +15,8 @@ type Metrics struct {
 	messages        *prometheus.CounterVec
 	requests        *prometheus.CounterVec
 	headReads       prometheus.Counter
+	sleeps          prometheus.Counter
+	wakeups         prometheus.Counter
 }
 
 // NewMetrics creates the metrics on a fresh registry.
@@ -39,8 +41,12 @@ func NewMetrics() *Metrics {
 			Name: "flock_entries_total", Help: "Requests or responses carried in messages."}, []string{"side"}),
 		headReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flock_head_reads_total", Help: "RDMA READs of a peer ring head (piggybacked head was stale)."}),
+		sleeps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flock_dispatcher_sleeps_total", Help: "Client dispatcher sleeps on the doorbell (calls outstanding, rings empty)."}),
+		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flock_dispatcher_wakeups_total", Help: "Doorbells the server rang to wake a sleeping client dispatcher."}),
 	}
 	m.Registry.MustRegister(m.degree, m.creditsGranted, m.creditsDeclined, m.activeQPs, m.migrations,
-		m.messages, m.requests, m.headReads)
+		m.messages, m.requests, m.headReads, m.sleeps, m.wakeups)
 	return m
 }

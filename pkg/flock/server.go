@@ -57,6 +57,7 @@ type Peer struct {
 	srq   *rdma.SRQ
 	undo  []func() error
 	recvs []rdma.RecvWR
+	rung  atomic.Uint64 // the last sleep epoch of the peer's dispatcher woken
 }
 
 // slane is one server-side QP: the request ring it polls and the response
@@ -592,6 +593,9 @@ func (l *slane) serve(b []*node) int {
 	clear(l.es)
 	if err == nil {
 		err = w.post(s.ctx)
+	}
+	if err == nil {
+		l.ringIfAsleep() // the message has completed at the peer
 	}
 	if err == nil && len(l.es) > 0 {
 		s.m.degree.WithLabelValues("server").Observe(float64(len(l.es)))

@@ -1,0 +1,154 @@
+package flock
+
+import (
+	"context"
+	"encoding/binary"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// The doorbell. A client dispatcher whose response rings stayed empty for
+// its spin window, while calls are outstanding, sleeps in C on an event CQ
+// instead of napping on a Go timer (which, with the rest of the process
+// idle, lasts about a millisecond whatever was asked: the netpoller's
+// timeout has millisecond resolution) or spinning on a core the server
+// needs. Before it
+// sleeps it writes a new sleep epoch into a control word of the server's
+// request ring (lane 0) and waits for that WRITE to complete; then it looks
+// at its rings once more. A server leader, after a message of its has
+// completed at the client, reads the word and, when the epoch is one it has
+// not answered, wakes the client with a zero-length WRITE_WITH_IMM. Both
+// sides write before they read, so the client either sees the message in
+// its re-poll or the server sees the epoch: no wake-up is lost. A sleep
+// still ends after bellSlice, so a lost server costs a look every few ms.
+
+const (
+	// ctlBell, in lane 0's request ring on the server: the client
+	// dispatcher's sleep epoch.
+	ctlBell = 16
+	// bellRecvs receives stay posted on each client QP for wake-ups: the
+	// server rings at most once per epoch, and a sleep that timed out can
+	// leave one wake-up in flight when the next begins.
+	bellRecvs = 4
+	// bellSlice is the longest a dispatcher sleeps before it looks again.
+	bellSlice = 5 * time.Millisecond
+	bellImm   = 0xbe11
+)
+
+// bell is the client side, used by the dispatcher goroutine only.
+type bell struct {
+	cq    *rdma.CQ
+	wcs   []rdma.Completion
+	recv  [1]rdma.RecvWR
+	node  *node
+	epoch uint64
+	buf   [8]byte
+	ctx   context.Context // for the epoch WRITE: never cancelled
+	// sleeps and wakes count sleeps and the server's wake-ups (tests).
+	sleeps, wakes uint64
+}
+
+func (c *Conn) openBell(dev *rdma.Device) error {
+	cq, err := dev.CreateCQ(c.cfg.qps*bellRecvs+8, rdma.WithEvents())
+	if err != nil {
+		return err
+	}
+	c.undo = append(c.undo, cq.Close)
+	c.bell = bell{cq: cq, wcs: make([]rdma.Completion, c.cfg.qps*bellRecvs), node: newNode(),
+		ctx: context.Background()}
+	return nil
+}
+
+// armBell posts the wake-up receives once the lanes are connected.
+func (c *Conn) armBell() error {
+	for _, l := range c.lanes {
+		for i := 0; i < bellRecvs; i++ {
+			if err := c.repost(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Conn) repost(l *clane) error {
+	c.bell.recv[0] = rdma.RecvWR{WRID: uint64(l.idx)}
+	return l.qp.PostRecv(c.bell.recv[:])
+}
+
+// sleep is the dispatcher's wait for the server once spinning stopped
+// paying. It reports false when it could not sleep now (no idle active
+// lane to write the epoch on), and the dispatcher naps instead.
+func (c *Conn) sleep() bool {
+	b := &c.bell
+	var l *clane
+	for _, cand := range c.lanes {
+		if cand.active.Load() {
+			l = cand
+			break
+		}
+	}
+	if l == nil {
+		return false
+	}
+	b.epoch++
+	binary.LittleEndian.PutUint64(b.buf[:], b.epoch)
+	n := b.node
+	n.reclaim()
+	n.reset()
+	target := &c.lanes[0].w.remote
+	n.ctx, n.kind, n.raddr, n.rkey, n.data = b.ctx, opWrite, target.Addr+ctlBell, target.RKey, b.buf[:]
+	// The dispatcher must never wait in a combining queue: a leader there
+	// may be waiting for credits that only the dispatcher delivers. So it
+	// writes the epoch only when the queue is idle.
+	served := l.tryServeOne(n)
+	n.free.Store(true) // served or not, this goroutine has it back
+	if !served {
+		return false
+	}
+	if n.err != nil {
+		return false
+	}
+	if c.poll() {
+		return true
+	}
+	b.sleeps++
+	c.m.sleeps.Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), bellSlice)
+	k, err := b.cq.Wait(ctx, b.wcs)
+	cancel()
+	if err != nil {
+		return true // slice over (or the CQ failed: the lanes report it)
+	}
+	for i := range b.wcs[:k] {
+		wc := &b.wcs[i]
+		if int(wc.WRID) < len(c.lanes) && wc.Err() == nil {
+			b.wakes++
+			_ = c.repost(c.lanes[wc.WRID])
+		}
+	}
+	return true
+}
+
+// ringIfAsleep wakes the peer's dispatcher if it went to sleep since the
+// last wake-up; l's leader calls it after a message completed at the peer.
+func (l *slane) ringIfAsleep() {
+	p := l.p
+	e := load64(p.lanes[0].req.b, ctlBell)
+	for {
+		r := p.rung.Load()
+		if e <= r {
+			return
+		}
+		if p.rung.CompareAndSwap(r, e) {
+			break
+		}
+	}
+	w := &l.w
+	w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWriteWithImm, Imm: bellImm,
+		RemoteAddr: w.remote.Addr, RKey: w.remote.RKey})
+	if w.post(p.s.ctx) == nil {
+		p.s.m.wakeups.Inc()
+	}
+}

@@ -1,0 +1,74 @@
+package flock
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var errWrongAnswer = errors.New("answer is not the reversed request")
+
+// A client dispatcher waiting longer than its spin window for slow handlers
+// sleeps on the doorbell, and the server's wake-ups reach it: the sleeps
+// and the wake-ups both happen, and every call gets its own answer. Run
+// for both ways of sharing a QP.
+func TestDispatcherSleepsAndIsWoken(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+	}{
+		{"flock", nil},
+		{"mutex", []Option{withMutexSharing()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openDev(t)
+			m := NewMetrics()
+			s := newServer(t, d, append([]Option{WithMetrics(m)}, tc.opts...)...)
+			s.Handle(hEcho, func(ctx context.Context, req []byte) ([]byte, error) {
+				time.Sleep(2 * time.Millisecond) // well past the dispatcher's spin window
+				return echo(ctx, req)
+			})
+			c, _ := dial(t, d, s, append([]Option{WithQPs(2), WithMetrics(m)}, tc.opts...)...)
+			ctx := tctx(t)
+			const g, n = 4, 15
+			var wg sync.WaitGroup
+			errs := make(chan error, g)
+			for i := 0; i < g; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < n; j++ {
+						req := binary.BigEndian.AppendUint32(nil, uint32(i<<16|j))
+						resp, err := c.Call(ctx, hEcho, req)
+						if err == nil && !bytes.Equal(reversed(req), resp) {
+							err = errWrongAnswer
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			require.NoError(t, c.Close()) // stops the dispatcher: its counters are ours to read
+			require.Positive(t, c.bell.sleeps, "the dispatcher never slept")
+			require.Positive(t, c.bell.wakes, "no wake-up reached the client")
+			require.Positive(t, metricValue(t, m.sleeps))
+			require.Positive(t, metricValue(t, m.wakeups))
+			require.LessOrEqual(t, c.bell.wakes, c.bell.sleeps+uint64(len(c.lanes)*bellRecvs))
+			t.Logf("%d sleeps, %d woken by the server", c.bell.sleeps, c.bell.wakes)
+		})
+	}
+}
