@@ -451,6 +451,8 @@ func (c *Conn) dispatch() {
 	defer c.wg.Done()
 	idle := 0
 	var quiet time.Time // when the rings last went empty
+	spin := spinWindow  // adapted: see below
+	slept := false      // the rings went empty and the spin did not pay
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -460,7 +462,10 @@ func (c *Conn) dispatch() {
 		default:
 		}
 		if c.poll() {
-			idle = 0
+			if idle > 0 && !slept {
+				spin = min(2*spin, spinWindow) // the spin paid
+			}
+			idle, slept = 0, false
 			continue
 		}
 		if idle == 0 {
@@ -468,11 +473,18 @@ func (c *Conn) dispatch() {
 		}
 		idle++
 		// While calls are outstanding, keep yielding (not sleeping) for a
-		// while: a Go timer nap costs tens of µs, more than most server
-		// turnarounds, and a lone caller would pay it on every call.
-		if c.outstanding.Load() > 0 && (idle < 256 || time.Since(quiet) < spinWindow) {
+		// while: a lone caller's answer is usually a turnaround away, less
+		// than a sleep and its wake-up. But a spin that keeps ending in a
+		// sleep (a saturated server: answers come in bursts, milliseconds
+		// apart) only takes a core the server needs, so the window halves
+		// each time that happens, and doubles back when the spin pays.
+		if c.outstanding.Load() > 0 && !slept && (idle < 16 || time.Since(quiet) < spin) {
 			runtime.Gosched()
 			continue
+		}
+		if !slept && c.outstanding.Load() > 0 {
+			spin = max(spin/2, minSpin)
+			slept = true
 		}
 		if c.outstanding.Load() > 0 && c.sleep() {
 			continue

@@ -395,6 +395,9 @@ func (s *Server) Close() error {
 // empty before it naps (µs-scale timer naps are not: Go rounds them up).
 const spinWindow = 200 * time.Microsecond
 
+// minSpin is the shortest spin a client dispatcher adapts down to.
+const minSpin = 10 * time.Microsecond
+
 // idleLong is the number of empty dispatcher rounds after which the
 // server naps for 1 ms: 256 yields plus 5,000 naps of up to 200 µs.
 const idleLong = 256 + 5000
