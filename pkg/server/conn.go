@@ -54,6 +54,10 @@ type conn struct {
 	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	inflight int
+	// pseudo: the FLOCK pseudo-connection, which never finishes (the
+	// server's Close ends its calls): only the server counts its calls, so
+	// its workers do not all take this conn's mutex twice a call.
+	pseudo   bool
 	draining bool
 	readDone bool
 	finished bool
@@ -404,6 +408,9 @@ func (c *conn) acquire(r *request) bool {
 
 func (c *conn) begin() {
 	c.s.callWG.Add(1)
+	if c.pseudo {
+		return
+	}
 	c.mu.Lock()
 	c.inflight++
 	c.mu.Unlock()
@@ -645,6 +652,9 @@ func (c *conn) readFailed(err error) {
 
 func (c *conn) end() {
 	c.s.callWG.Done()
+	if c.pseudo {
+		return
+	}
 	c.mu.Lock()
 	c.inflight--
 	c.mu.Unlock()

@@ -45,7 +45,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 		ctx, cancel := context.WithCancel(context.Background())
 		// The pseudo-connection never finishes by itself (readDone stays
 		// false); the server's Close cancels its context.
-		f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+		f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
 		f.lane = &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
 			side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 			in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
