@@ -33,7 +33,17 @@ const (
 	bellRecvs = 4
 	// bellSlice is the longest a dispatcher sleeps before it looks again.
 	bellSlice = 5 * time.Millisecond
-	bellImm   = 0xbe11
+	// bellImm marks a wake-up WRITE_WITH_IMM; a credit renewal's immediate
+	// is a coalescing degree, never this.
+	bellImm = 0xffffffff
+	// idleSleep is how long a server's request rings must stay empty before
+	// its dispatcher sleeps on the doorbell (until then it spins and naps);
+	// idleSlice bounds one such sleep.
+	idleSleep = time.Second
+	idleSlice = time.Second
+	// maxBellPeers: with more senders than this, going to sleep would cost
+	// too many writes, and an idle dispatcher naps instead.
+	maxBellPeers = 64
 )
 
 // bell is the client side, used by the dispatcher goroutine only.
@@ -151,4 +161,99 @@ func (l *slane) ringIfAsleep() {
 	if w.post(p.s.ctx) == nil {
 		p.s.m.wakeups.Inc()
 	}
+}
+
+// The other direction. A server dispatcher whose request rings stayed
+// empty for idleSleep sleeps instead of napping every millisecond forever
+// (5-12 % of a core for an idle server): it writes a new sleep epoch into
+// a control word of each sender's response ring (lane 0), polls once more,
+// and blocks until a sender's wake-up arrives (a zero-length
+// WRITE_WITH_IMM with bellImm, which the QP scheduler, waiting on the
+// receive CQ anyway, passes on) or idleSlice passes. A sender's leader
+// reads the word after each of its messages completed and rings when the
+// epoch is new. Same write-then-read order on both sides as above.
+
+// sleep reports false when the dispatcher should nap instead (too many
+// senders, a busy QP, a failed write).
+func (s *Server) sleep() bool {
+	s.mu.Lock()
+	peers := append(s.sleepPeers[:0], s.peers...)
+	s.mu.Unlock()
+	s.sleepPeers = peers
+	if len(peers) > maxBellPeers {
+		return false
+	}
+	s.bellEpoch++
+	n := s.bellNode
+	for _, p := range peers {
+		l := p.lanes[0]
+		if l.w.broken != nil {
+			continue // a sender that is gone
+		}
+		n.reclaim()
+		n.reset()
+		n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch
+		served := l.tryServeOne(n)
+		n.free.Store(true)
+		if !served {
+			return false
+		}
+	}
+	if s.poll() {
+		return true
+	}
+	s.m.sleeps.Inc()
+	t := time.NewTimer(idleSlice)
+	defer t.Stop()
+	select {
+	case <-s.stop:
+	case <-s.bell:
+	case <-t.C:
+	}
+	return true
+}
+
+// postEpoch is a leader's work for the dispatcher's epoch node: one WRITE
+// of the epoch into the sender's lane-0 response ring.
+func (l *slane) postEpoch(n *node) {
+	w := &l.w
+	binary.LittleEndian.PutUint64(w.sb[stageBell:], n.old)
+	wr := rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWrite, NumSGE: 1,
+		RemoteAddr: w.remote.Addr + ctlBell, RKey: w.remote.RKey}
+	wr.SG[0] = w.stage.SGE(stageBell, 8)
+	w.wrs = append(w.wrs, wr)
+	n.err = w.post(n.ctx)
+}
+
+// wakeServer rings the server if its dispatcher went to sleep since the
+// last wake-up; l's leader calls it after a message completed.
+func (l *clane) wakeServer() {
+	c := l.c
+	e := load64(c.lanes[0].resp.b, ctlBell)
+	for {
+		r := c.srvRung.Load()
+		if e <= r {
+			return
+		}
+		if c.srvRung.CompareAndSwap(r, e) {
+			break
+		}
+	}
+	w := &l.w
+	w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWriteWithImm, Imm: bellImm,
+		RemoteAddr: w.remote.Addr, RKey: w.remote.RKey})
+	_ = w.post(c.bell.ctx)
+}
+
+// tryServeOne serves n alone if nobody is serving this QP now.
+func (l *slane) tryServeOne(n *node) bool {
+	if l.p.s.cfg.mutexShared {
+		if !l.mu.TryLock() {
+			return false
+		}
+		defer l.mu.Unlock()
+		l.serve([]*node{n})
+		return true
+	}
+	return l.comb.tryLeadOne(n)
 }

@@ -72,3 +72,46 @@ func TestDispatcherSleepsAndIsWoken(t *testing.T) {
 		})
 	}
 }
+
+// An idle server's dispatcher sleeps on the doorbell instead of napping
+// every millisecond, and a sender's next request wakes it: every call after
+// an idle spell is answered, the server slept, and the wake-ups came from
+// the sender. A sender that connects while the dispatcher sleeps is served
+// too (it is told the epoch when the dispatcher wakes for it).
+func TestIdleServerSleepsAndIsWoken(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+	}{
+		{"flock", nil},
+		{"mutex", []Option{withMutexSharing()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openDev(t)
+			m := NewMetrics()
+			s := newServer(t, d, append([]Option{WithMetrics(m), withIdleSleep(5 * time.Millisecond)}, tc.opts...)...)
+			s.Handle(hEcho, echo)
+			c, _ := dial(t, d, s, append([]Option{WithQPs(2)}, tc.opts...)...)
+			ctx := tctx(t)
+			call := func(c *Conn, i int) {
+				req := binary.BigEndian.AppendUint32(nil, uint32(i))
+				resp, err := c.Call(ctx, hEcho, req)
+				require.NoError(t, err)
+				require.Equal(t, reversed(req), resp)
+			}
+			for i := 0; i < 5; i++ {
+				before := metricValue(t, m.sleeps)
+				eventually(t, func() bool { return metricValue(t, m.sleeps) > before }, "the idle server never slept")
+				call(c, i)
+			}
+			require.Positive(t, metricValue(t, m.wakeups), "no sender woke the server")
+			// A newcomer while the dispatcher sleeps.
+			before := metricValue(t, m.sleeps)
+			eventually(t, func() bool { return metricValue(t, m.sleeps) > before }, "the idle server never slept")
+			c2, _ := dial(t, d, s, append([]Option{WithQPs(1)}, tc.opts...)...)
+			call(c2, 99)
+			call(c, 100)
+		})
+	}
+}

@@ -31,8 +31,9 @@ type Conn struct {
 	free    chan *Caller
 
 	outstanding atomic.Int64
-	bell        bell    // the dispatcher's doorbell (bell.go)
-	es          []entry // the dispatcher's scratch
+	bell        bell          // the dispatcher's doorbell (bell.go)
+	srvRung     atomic.Uint64 // the last sleep epoch of the server's dispatcher woken
+	es          []entry       // the dispatcher's scratch
 	wake        chan struct{}
 	stop        chan struct{}
 	wg          sync.WaitGroup
@@ -314,6 +315,9 @@ func (l *clane) serve(b []*node) int {
 		return fail(b[:k], err)
 	}
 	l.used += rpcs
+	if rpcs > 0 {
+		l.wakeServer() // the message completed: is the server's dispatcher asleep?
+	}
 	for _, n := range l.mem {
 		switch n.kind {
 		case opRead:

@@ -42,9 +42,9 @@ func NewMetrics() *Metrics {
 		headReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flock_head_reads_total", Help: "RDMA READs of a peer ring head (piggybacked head was stale)."}),
 		sleeps: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flock_dispatcher_sleeps_total", Help: "Client dispatcher sleeps on the doorbell (calls outstanding, rings empty)."}),
+			Name: "flock_dispatcher_sleeps_total", Help: "Dispatcher sleeps on the doorbell: a client's (calls outstanding, rings empty) or an idle server's."}),
 		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flock_dispatcher_wakeups_total", Help: "Doorbells the server rang to wake a sleeping client dispatcher."}),
+			Name: "flock_dispatcher_wakeups_total", Help: "Doorbells rung to wake a sleeping dispatcher (a client's by the server, the server's by a client)."}),
 	}
 	m.Registry.MustRegister(m.degree, m.creditsGranted, m.creditsDeclined, m.activeQPs, m.migrations,
 		m.messages, m.requests, m.headReads, m.sleeps, m.wakeups)

@@ -18,11 +18,12 @@ type config struct {
 	workers       int
 	metrics       *Metrics
 	mutexShared   bool // benchmark baseline: QP behind a mutex, no coalescing
+	idleSleep     time.Duration
 }
 
 func defaultConfig() config {
 	return config{qps: 4, credits: 32, maxBatch: 32, ringSize: 256 << 10, maxMsg: 32 << 10, memSlot: 4096,
-		schedInterval: 10 * time.Millisecond, maxAQP: 256}
+		schedInterval: 10 * time.Millisecond, maxAQP: 256, idleSleep: idleSleep}
 }
 
 // Option configures Dial and NewServer.
@@ -71,6 +72,10 @@ func WithMetrics(m *Metrics) Option { return func(c *config) { c.metrics = m } }
 // withMutexSharing makes every QP a plain mutex-protected QP with one
 // request per message: the baseline the benchmarks compare against.
 func withMutexSharing() Option { return func(c *config) { c.mutexShared = true } }
+
+// withIdleSleep sets how long a server's rings stay empty before its
+// dispatcher sleeps on the doorbell (tests: less than the second it is).
+func withIdleSleep(d time.Duration) Option { return func(c *config) { c.idleSleep = d } }
 
 func (c *config) valid() bool {
 	return c.qps >= 1 && c.qps <= 4096 && c.credits >= 2 && c.maxBatch >= 1 && c.maxBatch <= maxMsgCount &&

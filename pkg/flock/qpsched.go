@@ -35,7 +35,11 @@ func (s *Server) scheduleQPs() {
 			byQPN := *s.byQPN.Load()
 			for i := range wcs[:n] {
 				if l := byQPN[wcs[i].QPNum]; l != nil {
-					s.renew(l, &wcs[i])
+					if wc := &wcs[i]; wc.Err() == nil && wc.HasImm() && wc.Imm == bellImm {
+						s.wake() // a sender woke the sleeping dispatcher
+					} else {
+						s.renew(l, wc)
+					}
 					_ = l.p.srq.PostRecv(l.p.recvs[:1])
 				}
 			}
@@ -47,6 +51,20 @@ func (s *Server) scheduleQPs() {
 			s.redistribute(peers)
 			next = time.Now().Add(s.cfg.schedInterval)
 		}
+	}
+}
+
+func (s *Server) wake() {
+	s.m.wakeups.Inc()
+	s.nudge()
+}
+
+// nudge makes a sleeping dispatcher look at its rings (and sleep again,
+// telling every sender its new epoch).
+func (s *Server) nudge() {
+	select {
+	case s.bell <- struct{}{}:
+	default:
 	}
 }
 

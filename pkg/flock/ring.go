@@ -29,6 +29,7 @@ const (
 	stageSkip    = 0
 	stageHead    = 64
 	stageMailbox = 72
+	stageBell    = 80 // a server dispatcher's sleep epoch (bell.go)
 	stageFixed   = 128
 )
 

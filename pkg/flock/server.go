@@ -47,6 +47,13 @@ type Server struct {
 	closed     atomic.Bool
 	violations atomic.Uint64
 	nodes      nodePool // the workers' response nodes
+
+	// the dispatcher's doorbell (bell.go)
+	bell       chan struct{}
+	bellEpoch  uint64
+	bellNode   *node
+	sleepPeers []*Peer
+	es         []entry // the dispatcher's scratch
 }
 
 // Peer is one connected sender.
@@ -119,7 +126,8 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 		_ = pd.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{})}
+	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{}),
+		bell: make(chan struct{}, 1), bellNode: newNode()}
 	s.byQPN.Store(&map[uint32]*slane{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers.Store(&map[uint16]Handler{})
@@ -241,6 +249,7 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 	if crowded {
 		s.redistributeLocked(peers)
 	}
+	s.nudge() // a sleeping dispatcher has not told the newcomer its epoch
 	return reply, nil
 }
 
@@ -406,7 +415,7 @@ const idleLong = 256 + 5000
 // the sender stayed within its credits, and hands requests to the workers.
 func (s *Server) dispatch() {
 	defer s.loops.Done()
-	es := make([]entry, 0, 64)
+	s.es = make([]entry, 0, 64)
 	idle := 0
 	var quiet time.Time // when the rings last went empty
 	timer := time.NewTimer(time.Hour)
@@ -417,21 +426,7 @@ func (s *Server) dispatch() {
 			return
 		default:
 		}
-		got := false
-		for _, l := range *s.lanes.Load() {
-			for i := 0; i < 16; i++ {
-				h, out, ok := l.req.poll(es[:0])
-				es = out
-				if !ok {
-					break
-				}
-				got = true
-				s.accept(l, h, es)
-				clear(es)
-				l.req.release(h)
-			}
-		}
-		if got {
+		if s.poll() {
 			idle = 0
 			continue
 		}
@@ -445,10 +440,14 @@ func (s *Server) dispatch() {
 			runtime.Gosched()
 			continue
 		}
-		// Back off to 200 µs naps while requests may still come in a
-		// burst, and to 1 ms once the server has been idle for a while
-		// (about a second), so an idle server costs next to no CPU; the
-		// first request after that waits up to 1 ms.
+		// Back off to naps of up to 200 µs while requests may still come
+		// in a burst (a Go timer rounds them up to about 1 ms when the
+		// process is otherwise idle), and once the rings have been empty
+		// for idleSleep, sleep on the doorbell: an idle server then costs
+		// no CPU, and the first request wakes it (bell.go).
+		if time.Since(quiet) > s.cfg.idleSleep && s.sleep() {
+			continue
+		}
 		d := time.Duration(min(idle/256, 20)) * 10 * time.Microsecond
 		if idle > idleLong {
 			d = time.Millisecond
@@ -460,6 +459,26 @@ func (s *Server) dispatch() {
 		case <-timer.C:
 		}
 	}
+}
+
+// poll accepts what the request rings hold (up to 16 messages a QP) and
+// reports whether there was anything. Dispatcher only.
+func (s *Server) poll() bool {
+	got := false
+	for _, l := range *s.lanes.Load() {
+		for i := 0; i < 16; i++ {
+			h, out, ok := l.req.poll(s.es[:0])
+			s.es = out
+			if !ok {
+				break
+			}
+			got = true
+			s.accept(l, h, s.es)
+			clear(s.es)
+			l.req.release(h)
+		}
+	}
+	return got
 }
 
 func (s *Server) accept(l *slane, h header, es []entry) {
@@ -570,6 +589,10 @@ func (l *slane) submit(n *node) {
 func (l *slane) serve(b []*node) int {
 	w := &l.w
 	s := l.p.s
+	if b[0].kind == opWrite { // the dispatcher's sleep epoch, alone (tryServeOne)
+		l.postEpoch(b[0])
+		return 1
+	}
 	k, size := 0, headerLen+trailerLen
 	l.es = l.es[:0]
 	for _, n := range b {
