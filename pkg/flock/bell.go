@@ -36,14 +36,20 @@ const (
 	// bellImm marks a wake-up WRITE_WITH_IMM; a credit renewal's immediate
 	// is a coalescing degree, never this.
 	bellImm = 0xffffffff
-	// idleSleep is how long a server's request rings must stay empty before
-	// its dispatcher sleeps on the doorbell (until then it spins and naps);
-	// idleSlice bounds one such sleep.
-	idleSleep = time.Second
+	// idleSlice bounds one sleep of a server dispatcher.
 	idleSlice = time.Second
 	// maxBellPeers: with more senders than this, going to sleep would cost
 	// too many writes, and an idle dispatcher naps instead.
 	maxBellPeers = 64
+)
+
+// sleepResult is what a dispatcher's attempt to sleep came to.
+type sleepResult uint8
+
+const (
+	slept     sleepResult = iota // slept, or found work after telling the peer
+	sleepBusy                    // a leader holds the QP: try again after a yield
+	sleepNo                      // cannot sleep now: nap instead
 )
 
 // bell is the client side, used by the dispatcher goroutine only.
@@ -88,9 +94,8 @@ func (c *Conn) repost(l *clane) error {
 }
 
 // sleep is the dispatcher's wait for the server once spinning stopped
-// paying. It reports false when it could not sleep now (no idle active
-// lane to write the epoch on), and the dispatcher naps instead.
-func (c *Conn) sleep() bool {
+// paying.
+func (c *Conn) sleep() sleepResult {
 	b := &c.bell
 	var l *clane
 	for _, cand := range c.lanes {
@@ -100,7 +105,7 @@ func (c *Conn) sleep() bool {
 		}
 	}
 	if l == nil {
-		return false
+		return sleepNo
 	}
 	b.epoch++
 	binary.LittleEndian.PutUint64(b.buf[:], b.epoch)
@@ -115,13 +120,13 @@ func (c *Conn) sleep() bool {
 	served := l.tryServeOne(n)
 	n.free.Store(true) // served or not, this goroutine has it back
 	if !served {
-		return false
+		return sleepBusy
 	}
 	if n.err != nil {
-		return false
+		return sleepNo
 	}
 	if c.poll() {
-		return true
+		return slept
 	}
 	b.sleeps++
 	c.m.sleeps.Inc()
@@ -129,7 +134,7 @@ func (c *Conn) sleep() bool {
 	k, err := b.cq.Wait(ctx, b.wcs)
 	cancel()
 	if err != nil {
-		return true // slice over (or the CQ failed: the lanes report it)
+		return slept // slice over (or the CQ failed: the lanes report it)
 	}
 	for i := range b.wcs[:k] {
 		wc := &b.wcs[i]
@@ -138,7 +143,7 @@ func (c *Conn) sleep() bool {
 			_ = c.repost(c.lanes[wc.WRID])
 		}
 	}
-	return true
+	return slept
 }
 
 // ringIfAsleep wakes the peer's dispatcher if it went to sleep since the
@@ -164,8 +169,9 @@ func (l *slane) ringIfAsleep() {
 }
 
 // The other direction. A server dispatcher whose request rings stayed
-// empty for idleSleep sleeps instead of napping every millisecond forever
-// (5-12 % of a core for an idle server): it writes a new sleep epoch into
+// empty for its (adaptive) spin sleeps instead of napping on Go timers
+// (which last ~1 ms, and forever cost an idle server 5-12 % of a core): it
+// writes a new sleep epoch into
 // a control word of each sender's response ring (lane 0), polls once more,
 // and blocks until a sender's wake-up arrives (a zero-length
 // WRITE_WITH_IMM with bellImm, which the QP scheduler, waiting on the
@@ -173,15 +179,13 @@ func (l *slane) ringIfAsleep() {
 // reads the word after each of its messages completed and rings when the
 // epoch is new. Same write-then-read order on both sides as above.
 
-// sleep reports false when the dispatcher should nap instead (too many
-// senders, a busy QP, a failed write).
-func (s *Server) sleep() bool {
+func (s *Server) sleep() sleepResult {
 	s.mu.Lock()
 	peers := append(s.sleepPeers[:0], s.peers...)
 	s.mu.Unlock()
 	s.sleepPeers = peers
 	if len(peers) > maxBellPeers {
-		return false
+		return sleepNo
 	}
 	s.bellEpoch++
 	n := s.bellNode
@@ -196,11 +200,11 @@ func (s *Server) sleep() bool {
 		served := l.tryServeOne(n)
 		n.free.Store(true)
 		if !served {
-			return false
+			return sleepBusy
 		}
 	}
 	if s.poll() {
-		return true
+		return slept
 	}
 	s.m.sleeps.Inc()
 	t := time.NewTimer(idleSlice)
@@ -210,7 +214,7 @@ func (s *Server) sleep() bool {
 	case <-s.bell:
 	case <-t.C:
 	}
-	return true
+	return slept
 }
 
 // postEpoch is a leader's work for the dispatcher's epoch node: one WRITE

@@ -456,7 +456,7 @@ func (c *Conn) dispatch() {
 	idle := 0
 	var quiet time.Time // when the rings last went empty
 	spin := spinWindow  // adapted: see below
-	slept := false      // the rings went empty and the spin did not pay
+	gaveUp := false     // the rings went empty and the spin did not pay
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -466,10 +466,10 @@ func (c *Conn) dispatch() {
 		default:
 		}
 		if c.poll() {
-			if idle > 0 && !slept {
+			if idle > 0 && !gaveUp {
 				spin = min(2*spin, spinWindow) // the spin paid
 			}
-			idle, slept = 0, false
+			idle, gaveUp = 0, false
 			continue
 		}
 		if idle == 0 {
@@ -482,16 +482,22 @@ func (c *Conn) dispatch() {
 		// sleep (a saturated server: answers come in bursts, milliseconds
 		// apart) only takes a core the server needs, so the window halves
 		// each time that happens, and doubles back when the spin pays.
-		if c.outstanding.Load() > 0 && !slept && (idle < 16 || time.Since(quiet) < spin) {
+		if c.outstanding.Load() > 0 && !gaveUp && (idle < 16 || time.Since(quiet) < spin) {
 			runtime.Gosched()
 			continue
 		}
-		if !slept && c.outstanding.Load() > 0 {
+		if !gaveUp && c.outstanding.Load() > 0 {
 			spin = max(spin/2, minSpin)
-			slept = true
+			gaveUp = true
 		}
-		if c.outstanding.Load() > 0 && c.sleep() {
-			continue
+		if c.outstanding.Load() > 0 {
+			switch c.sleep() {
+			case slept:
+				continue
+			case sleepBusy:
+				runtime.Gosched()
+				continue
+			}
 		}
 		d := 1 * time.Millisecond
 		if c.outstanding.Load() > 0 {

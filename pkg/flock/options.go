@@ -23,7 +23,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{qps: 4, credits: 32, maxBatch: 32, ringSize: 256 << 10, maxMsg: 32 << 10, memSlot: 4096,
-		schedInterval: 10 * time.Millisecond, maxAQP: 256, idleSleep: idleSleep}
+		schedInterval: 10 * time.Millisecond, maxAQP: 256}
 }
 
 // Option configures Dial and NewServer.
@@ -74,7 +74,7 @@ func WithMetrics(m *Metrics) Option { return func(c *config) { c.metrics = m } }
 func withMutexSharing() Option { return func(c *config) { c.mutexShared = true } }
 
 // withIdleSleep sets how long a server's rings stay empty before its
-// dispatcher sleeps on the doorbell (tests: less than the second it is).
+// dispatcher may sleep on the doorbell (default 0: once its spin ended).
 func withIdleSleep(d time.Duration) Option { return func(c *config) { c.idleSleep = d } }
 
 func (c *config) valid() bool {

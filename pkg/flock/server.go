@@ -417,7 +417,8 @@ func (s *Server) dispatch() {
 	defer s.loops.Done()
 	s.es = make([]entry, 0, 64)
 	idle := 0
-	var quiet time.Time // when the rings last went empty
+	var quiet time.Time               // when the rings last went empty
+	spin, gaveUp := spinWindow, false // adaptive, as the client's (conn.go)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -427,26 +428,39 @@ func (s *Server) dispatch() {
 		default:
 		}
 		if s.poll() {
-			idle = 0
+			if idle > 0 && !gaveUp {
+				spin = min(2*spin, spinWindow)
+			}
+			idle, gaveUp = 0, false
 			continue
 		}
 		if idle == 0 {
 			quiet = time.Now()
 		}
 		idle++
-		// Yield rather than nap for a while after the last request: the
+		// Yield rather than sleep for a while after the last request: the
 		// next one of a closed-loop caller is usually a turnaround away.
-		if idle < 256 || time.Since(quiet) < spinWindow {
+		// A spin that keeps ending in a sleep (handlers waiting for disk,
+		// callers thinking) halves, one that pays doubles back.
+		if !gaveUp && (idle < 16 || time.Since(quiet) < spin) {
 			runtime.Gosched()
 			continue
 		}
-		// Back off to naps of up to 200 µs while requests may still come
-		// in a burst (a Go timer rounds them up to about 1 ms when the
-		// process is otherwise idle), and once the rings have been empty
-		// for idleSleep, sleep on the doorbell: an idle server then costs
-		// no CPU, and the first request wakes it (bell.go).
-		if time.Since(quiet) > s.cfg.idleSleep && s.sleep() {
-			continue
+		if !gaveUp {
+			spin, gaveUp = max(spin/2, minSpin), true
+		}
+		// Then sleep on the doorbell (bell.go): the first request wakes
+		// it, and an idle server costs no CPU. Naps only when that cannot
+		// be (too many senders): a Go timer nap lasts ~1 ms when the
+		// process is otherwise idle.
+		if time.Since(quiet) >= s.cfg.idleSleep {
+			switch s.sleep() {
+			case slept:
+				continue
+			case sleepBusy:
+				runtime.Gosched()
+				continue
+			}
 		}
 		d := time.Duration(min(idle/256, 20)) * 10 * time.Microsecond
 		if idle > idleLong {
