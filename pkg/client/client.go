@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,7 @@ type Conn struct {
 	cores      int
 	lanes      lanes
 	flock      *sharedFlock // this Conn's reference to the process's FLOCK handle
+	spread     spreader     // extra TCP connections, see spread.go
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -107,9 +109,13 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
-	all := append(c.old, c.sess)
+	extra, dialDone := c.closeSpreadLocked()
+	all := append(append(c.old, c.sess), extra...)
 	c.sess, c.old = nil, nil
 	c.mu.Unlock()
+	if dialDone != nil {
+		<-dialDone
+	}
 	c.lanes.close()
 	c.releaseFlock()
 	for _, s := range all {
@@ -207,7 +213,11 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	if c.o.multiplexed && m.Service != "" {
 		name = m.Service + ":" + m.Name
 	}
-	return s.call(ctx, name, m.Oneway, args, result)
+	s = c.pick(s)
+	s.inflight.Add(1)
+	err = s.call(ctx, name, m.Oneway, args, result)
+	s.inflight.Add(-1)
+	return err
 }
 
 // serviceLevel returns m planned from its service's level hints (the
@@ -314,6 +324,12 @@ func peerHungUp(err error) bool {
 }
 
 func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) {
+	return c.dialSessionCaps(ctx, upgrade, 0)
+}
+
+// dialSessionCaps is dialSession offering caps in the handshake; 0 offers
+// everything this Conn can do (framing, lanes and their plan checks).
+func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	nc, err := c.dialRaw(dctx)
@@ -324,7 +340,7 @@ func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) 
 	s.init()
 	if upgrade {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
-		err := s.handshake(hctx)
+		err := s.handshake(hctx, caps)
 		hcancel()
 		if err != nil {
 			nc.Close()
@@ -386,7 +402,9 @@ type session struct {
 	done   chan struct{} // closed once the session failed and nobody reads
 	idle   *time.Timer   // starts the idle reader; see release
 
-	reqHint wire.SizeHint // size of the last request frame; see call
+	reqHint  wire.SizeHint // size of the last request frame; see call
+	repSize  atomic.Int32  // size of the last reply frame (spread.go)
+	inflight atomic.Int32  // TCP calls sent or being sent, not yet answered
 
 	mu      sync.Mutex
 	seq     int32
@@ -451,8 +469,11 @@ func (s *session) usable() bool {
 
 // handshake offers the HatRPC upgrade as a plain Thrift call. Any
 // exception reply (UNKNOWN_METHOD from an Apache server) means plain Thrift.
-func (s *session) handshake(ctx context.Context) error {
-	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | s.c.laneOffer(),
+func (s *session) handshake(ctx context.Context, caps uint64) error {
+	if caps == 0 {
+		caps = wire.CapFraming | s.c.laneOffer()
+	}
+	hello := wire.Hello{Version: wire.Version, Caps: caps,
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
 	if hello.Caps&wire.CapSHM != 0 {
 		hello.Host = fastpath.HostID()
@@ -608,6 +629,9 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	msg := (*rp)[off:]
+	if n := int32(min(len(*rp), 1<<30)); s.repSize.Load() != n {
+		s.repSize.Store(n)
+	}
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
