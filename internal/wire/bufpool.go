@@ -109,9 +109,6 @@ type SizeHint struct{ n atomic.Int32 }
 // Buf returns an empty pooled buffer sized like the last message.
 func (h *SizeHint) Buf() *[]byte { return GetBufSize(int(h.n.Load())) }
 
-// Size is the size last noted (0 before the first).
-func (h *SizeHint) Size() int { return int(h.n.Load()) }
-
 // Note records the size of the message just encoded.
 func (h *SizeHint) Note(size int) {
 	// Store only on change: the hint is shared by concurrent callers, and

@@ -2,10 +2,13 @@ package wire
 
 import (
 	"io"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // Writer serialises writes from many goroutines onto one stream and
@@ -94,6 +97,57 @@ func (w *Writer) Write(p []byte) error {
 		w.mu.Lock()
 	}
 	return w.finishLocked(err, len(w.pending) > own)
+}
+
+// WriteVec writes head with the values of refs inserted (see proto.Ref) as
+// one frame, with a vectored write (writev) when the stream supports it, so
+// the values go to the socket from their own memory instead of being copied
+// into the frame first. Like a big Write it waits for its turn and returns
+// once the frame is written: refs may be reused then.
+func (w *Writer) WriteVec(head []byte, refs []proto.Ref) error {
+	if len(refs) == 0 {
+		return w.Write(head)
+	}
+	w.mu.Lock()
+	for w.writing && w.err == nil {
+		w.idle.Wait()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.writing = true
+	err := w.flushPendingLocked()
+	if err == nil {
+		w.mu.Unlock()
+		err = w.writeVec(head, refs)
+		w.mu.Lock()
+	}
+	return w.finishLocked(err, len(w.pending) > 0)
+}
+
+func (w *Writer) writeVec(head []byte, refs []proto.Ref) error {
+	var arr [9]([]byte) // a message with up to 4 large values needs no allocation
+	bufs := net.Buffers(arr[:0])
+	prev := 0
+	for _, r := range refs {
+		if r.Off > prev {
+			bufs = append(bufs, head[prev:r.Off])
+		}
+		bufs = append(bufs, r.Data)
+		prev = r.Off
+	}
+	if prev < len(head) {
+		bufs = append(bufs, head[prev:])
+	}
+	WriteSyscalls.Add(1)
+	w.armDeadline()
+	n, err := bufs.WriteTo(w.w)
+	if n > 0 && w.onWrite != nil {
+		w.onWrite(int(n))
+	}
+	return err
 }
 
 // finishLocked ends a write round begun by setting w.writing: it flushes
@@ -190,20 +244,25 @@ func (w *Writer) SetTimeout(d time.Duration) {
 
 func (w *Writer) write(p []byte) error {
 	WriteSyscalls.Add(1)
-	if w.deadline != nil {
-		// Every write gets at least the timeout. Moving the deadline
-		// costs a runtime timer update, so it is set with some slack and
-		// moved only once less than the timeout is left.
-		if now := time.Now(); w.dlSet.Sub(now) < w.timeout {
-			w.dlSet = now.Add(w.timeout + w.timeout/8)
-			_ = w.deadline.SetWriteDeadline(w.dlSet)
-		}
-	}
+	w.armDeadline()
 	n, err := w.w.Write(p)
 	if n > 0 && w.onWrite != nil {
 		w.onWrite(n)
 	}
 	return err
+}
+
+// armDeadline gives the coming write at least the timeout. Moving the
+// deadline costs a runtime timer update, so it is set with some slack and
+// moved only once less than the timeout is left.
+func (w *Writer) armDeadline() {
+	if w.deadline == nil {
+		return
+	}
+	if now := time.Now(); w.dlSet.Sub(now) < w.timeout {
+		w.dlSet = now.Add(w.timeout + w.timeout/8)
+		_ = w.deadline.SetWriteDeadline(w.dlSet)
+	}
 }
 
 // Err returns the sticky write error, if any.

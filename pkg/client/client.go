@@ -402,8 +402,9 @@ type session struct {
 	done   chan struct{} // closed once the session failed and nobody reads
 	idle   *time.Timer   // starts the idle reader; see release
 
-	reqHint  wire.SizeHint // size of the last request frame; see call
-	repSize  atomic.Int32  // size of the last reply frame (spread.go)
+	reqHint  wire.SizeHint // size of the last request's encode buffer; see call
+	reqSize  atomic.Int32  // wire size of the last request (spread.go)
+	repSize  atomic.Int32  // wire size of the last reply (spread.go)
 	inflight atomic.Int32  // TCP calls sent or being sent, not yet answered
 
 	mu      sync.Mutex
@@ -586,20 +587,23 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	}
 	s.mu.Unlock()
 
-	b, err := codec.AppendMessage(b, s.format.Proto, name, typ, seq, args)
+	// Large binary values stay in the caller's slices and go out with
+	// one vectored write: no copy of them into the frame.
+	b, refs, err := codec.AppendMessageRefs(b, s.format.Proto, name, typ, seq, args)
 	if err == nil {
 		if s.hat {
 			var flags uint8
 			if s.format.Proto == proto.Compact {
 				flags = wire.FlagCompact
 			}
-			wire.SealFrame(b, kind, flags, seq, timeout)
+			wire.SealFrameRefs(b, refs, kind, flags, seq, timeout)
 		} else if s.format.Framed {
-			putLen(b, len(b)-4)
+			putLen(b, len(b)+proto.RefsLen(refs)-4)
 		}
 		*bp = b
 		s.reqHint.Note(len(b))
-		if werr := s.w.Write(b); werr != nil {
+		noteSize(&s.reqSize, len(b)+proto.RefsLen(refs))
+		if werr := s.w.WriteVec(b, refs); werr != nil {
 			s.fail(werr)
 			err = &ConnError{Op: "write", Err: werr}
 		}
@@ -629,9 +633,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	msg := (*rp)[off:]
-	if n := int32(min(len(*rp), 1<<30)); s.repSize.Load() != n {
-		s.repSize.Store(n)
-	}
+	noteSize(&s.repSize, len(*rp))
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin

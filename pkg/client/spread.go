@@ -62,7 +62,7 @@ func (s *session) loaded() bool {
 	if n == 0 {
 		return false
 	}
-	per := int64(s.reqHint.Size()) + int64(s.repSize.Load())
+	per := int64(s.reqSize.Load()) + int64(s.repSize.Load())
 	return int64(n)*per >= spreadBytes
 }
 
@@ -170,6 +170,14 @@ func (c *Conn) dropExtra(s *session) {
 	c.spread.extra.Store(&next)
 	c.old = append(c.old, s)
 	c.reap()
+}
+
+// noteSize stores n in a size field shared by concurrent callers, only on
+// change: a steady size then costs no cache-line write.
+func noteSize(f *atomic.Int32, n int) {
+	if v := int32(min(n, 1<<30)); f.Load() != v {
+		f.Store(v)
+	}
 }
 
 // closeSpread stops a dial in progress and returns the extra connections;
