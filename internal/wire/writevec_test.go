@@ -193,3 +193,48 @@ func TestWriteVecStickyError(t *testing.T) {
 	require.ErrorIs(t, w.Write([]byte("later")), io.ErrClosedPipe)
 	require.ErrorIs(t, w.WriteVec(head, refs), io.ErrClosedPipe)
 }
+
+func TestBigFramesQueuedBehindAWriteGoOutTogether(t *testing.T) {
+	// Big frames (copied Write from 64 KiB, and WriteVec) arriving while
+	// another goroutine writes are sent by that goroutine in one vectored
+	// write, not one turn each, and every frame stays whole.
+	sink := &syncBuf{}
+	w := NewWriter(sink, nil)
+	const goroutines, per = 8, 10
+	big := bytes.Repeat([]byte("B"), bigFrame)
+	large := bytes.Repeat([]byte("R"), RefMin)
+	before := WriteSyscalls.Load()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				tag := fmt.Appendf(nil, "<%d:%02d>", g, i)
+				if i%2 == 0 {
+					assert.NoError(t, w.Write(append(append([]byte(nil), tag...), big...)))
+					continue
+				}
+				head, refs, c := frameOf(t, proto.Binary, int32(g*100+i), blobs{tag, large}, true)
+				assert.NoError(t, w.WriteVec(head, refs))
+				PutCodec(c)
+			}
+		}()
+	}
+	wg.Wait()
+	w.Wait()
+	rounds := WriteSyscalls.Load() - before
+	assert.Less(t, rounds, int64(goroutines*per), "queued big frames were batched")
+	out := sink.b.Bytes()
+	for g := range goroutines {
+		last := -1
+		for i := range per {
+			idx := bytes.Index(out, fmt.Appendf(nil, "<%d:%02d>", g, i))
+			require.Greater(t, idx, last, "frames of one goroutine arrive in order")
+			last = idx
+			if i%2 == 0 {
+				require.True(t, bytes.HasPrefix(out[idx+len(fmt.Sprintf("<%d:%02d>", g, i)):], big), "copied frame whole")
+			}
+		}
+	}
+}
