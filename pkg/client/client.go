@@ -501,6 +501,21 @@ func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader,
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
 	}
+	if ctx.Done() != nil {
+		// Cancelling ctx (a Dial given up, Close stopping a background
+		// dial) must end a handshake the server never answers now, not
+		// at its deadline.
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = nc.SetDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired // the deadline reset above must come after it
+			}
+		}()
+	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()

@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +147,52 @@ func TestConnsCloseWhileSpreading(t *testing.T) {
 		cancel()
 		assert.Equal(t, 0, c.Conns())
 	}
+}
+
+func TestConnsCloseDuringUnansweredExtraHandshake(t *testing.T) {
+	// Extra connections reach a peer that accepts and never answers the
+	// handshake: Close must stop that background dial at once, not after
+	// the handshake timeout.
+	ts := serve(t, "")
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer hole.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	var dials atomic.Int32
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		if dials.Add(1) > 1 {
+			addr = hole.Addr().String()
+		}
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, ts.addr, client.WithDialer(dialer), client.WithHandshakeTimeout(time.Minute))
+	require.NoError(t, err)
+	burst(t, tctx(t), c, 16, 5, strings.Repeat("h", 128<<10), func() bool { return dials.Load() > 1 })
+	require.Eventually(t, func() bool { return len(accepted) > 0 }, 5*time.Second, time.Millisecond, "no extra dial started")
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the handshake timeout")
+	assert.Equal(t, 0, c.Conns(), "Close leaves no connection")
 }
