@@ -164,6 +164,10 @@ type ThroughputResult struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	P50     time.Duration `json:"p50_ns"`
 	P99     time.Duration `json:"p99_ns"`
+	// User+sys CPU time of the client process and of the server process
+	// over the measured window (zero: not measured).
+	ClientCPU time.Duration `json:"client_cpu_ns,omitempty"`
+	ServerCPU time.Duration `json:"server_cpu_ns,omitempty"`
 }
 
 // OpsPerSec is completed calls per second.
@@ -177,6 +181,12 @@ func (r ThroughputResult) OpsPerSec() float64 {
 // MeasureThroughput runs every caller in its own goroutine in a closed loop
 // for d (after a short unrecorded warm-up) and counts completed calls.
 func MeasureThroughput(ctx context.Context, callers []Caller, payload []byte, d time.Duration) (ThroughputResult, error) {
+	return measureThroughput(ctx, callers, payload, d, 0)
+}
+
+// measureThroughput is MeasureThroughput that also samples this process's
+// CPU time and serverPID's (0: none) at the edges of the measured window.
+func measureThroughput(ctx context.Context, callers []Caller, payload []byte, d time.Duration, serverPID int) (ThroughputResult, error) {
 	warm := d / 10
 	var (
 		calls    atomic.Int64
@@ -215,9 +225,13 @@ func MeasureThroughput(ctx context.Context, callers []Caller, payload []byte, d 
 	}
 	timer := time.NewTimer(warm)
 	defer timer.Stop()
-	var start time.Time
+	var (
+		start      time.Time
+		cpu0, cpu1 cpuSample
+	)
 	select {
 	case <-timer.C:
+		cpu0 = sampleCPU(serverPID)
 		measured.Store(true)
 		start = time.Now()
 	case <-runCtx.Done():
@@ -230,6 +244,7 @@ func MeasureThroughput(ctx context.Context, callers []Caller, payload []byte, d 
 	measured.Store(false)
 	n := calls.Load()
 	elapsed := time.Since(start)
+	cpu1 = sampleCPU(serverPID)
 	cancel()
 	wg.Wait()
 	if firstErr != nil {
@@ -242,13 +257,18 @@ func MeasureThroughput(ctx context.Context, callers []Caller, payload []byte, d 
 	for _, h := range hists {
 		all.Merge(h)
 	}
-	return ThroughputResult{
-		Callers: len(callers),
-		Calls:   n,
-		Elapsed: elapsed,
-		P50:     time.Duration(all.ValueAtQuantile(50)),
-		P99:     time.Duration(all.ValueAtQuantile(99)),
-	}, nil
+	res := ThroughputResult{
+		Callers:   len(callers),
+		Calls:     n,
+		Elapsed:   elapsed,
+		P50:       time.Duration(all.ValueAtQuantile(50)),
+		P99:       time.Duration(all.ValueAtQuantile(99)),
+		ClientCPU: cpu1.client - cpu0.client,
+	}
+	if cpu0.serverOK && cpu1.serverOK {
+		res.ServerCPU = cpu1.server - cpu0.server
+	}
+	return res, nil
 }
 
 // CloseAll closes every caller and returns the first error.

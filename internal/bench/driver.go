@@ -26,6 +26,8 @@ type Driver struct {
 	// to 20 ms), so without a pause the system measured next would share
 	// the CPUs with the one measured before it.
 	Settle time.Duration
+
+	pids map[string]int // server process per system, set by withServers
 }
 
 // DefaultSettle is the pause the runners use.
@@ -131,6 +133,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 					}
 					res, err := RunClientProcess(ctx, ClientSpec{
 						System: sys, Addr: addrs[sys], Size: row.Size, Callers: row.Callers, Duration: d.Dur,
+						ServerPID: d.pids[sys],
 					}, tp.ClientCPU)
 					if err != nil {
 						return err
@@ -139,7 +142,8 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 					if old, ok := row.By[sys]; !ok || r.OpsPerSec() > old.OpsPerSec() {
 						row.By[sys] = r
 					}
-					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec())
+					c, s := r.CPUPerCall()
+					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s cpu/call %s+%s µs", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec(), us(c), us(s))
 				}
 			}
 		}
@@ -155,6 +159,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 // runs f with their addresses and stops them.
 func (d *Driver) withServers(ctx context.Context, cpu string, f func(addrs map[string]string) error) (err error) {
 	addrs := map[string]string{}
+	d.pids = map[string]int{}
 	var started []*RemoteServer
 	defer func() {
 		for _, s := range started {
@@ -170,6 +175,7 @@ func (d *Driver) withServers(ctx context.Context, cpu string, f func(addrs map[s
 		}
 		started = append(started, srv)
 		addrs[sys] = srv.Addr
+		d.pids[sys] = srv.PID
 	}
 	return f(addrs)
 }

@@ -24,6 +24,9 @@ type Hat struct {
 	// HATRPC_PROVIDER or auto): calls then run over shm or RDMA with the
 	// protocol atb.thrift's hints plan, through the whole runtime.
 	Lanes bool
+	// TCP is the client.WithConns of each Conn (0: the default). Conns > 1
+	// keeps one TCP connection per Conn, so hatrpc-4conn stays four.
+	TCP int
 }
 
 // Name is "hatrpc" for one shared connection, "hatrpc-<n>conn" otherwise,
@@ -33,9 +36,19 @@ func (h Hat) Name() string {
 		return "hatrpc-lanes"
 	}
 	if h.conns() == 1 {
+		if h.TCP > 0 {
+			return fmt.Sprintf("hatrpc-%dtcp", h.TCP)
+		}
 		return "hatrpc"
 	}
 	return fmt.Sprintf("hatrpc-%dconn", h.conns())
+}
+
+func (h Hat) tcp() int {
+	if h.TCP == 0 && h.conns() > 1 {
+		return 1
+	}
+	return h.TCP
 }
 
 func (h Hat) conns() int { return max(h.Conns, 1) }
@@ -107,7 +120,11 @@ func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) 
 		if h.Lanes {
 			lanes = rdma.ProviderAuto
 		}
-		c, err := client.Dial(ctx, addr, client.WithHints(&atb.EchoHints), client.WithRDMA(lanes))
+		opts := []client.Option{client.WithHints(&atb.EchoHints), client.WithRDMA(lanes)}
+		if n := h.tcp(); n > 0 {
+			opts = append(opts, client.WithConns(n))
+		}
+		c, err := client.Dial(ctx, addr, opts...)
 		if err != nil {
 			for _, c := range conns {
 				_ = c.Close()
@@ -127,5 +144,10 @@ func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) 
 func init() {
 	Register(Hat{})
 	Register(Hat{Conns: 4})
+	// One Conn over exactly n TCP connections: hatrpc-1tcp is the runtime
+	// before it spread calls (one connection per Conn).
+	Register(Hat{TCP: 1})
+	Register(Hat{TCP: 2})
+	Register(Hat{TCP: 8})
 	Register(Hat{Lanes: true})
 }

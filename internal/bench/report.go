@@ -155,7 +155,10 @@ func WriteReport(w io.Writer, systems []string, lat []LatencyRow, tput []Through
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeRawShare(w, systems, tput)
+	if err := writeRawShare(w, systems, tput); err != nil {
+		return err
+	}
+	return writeCPU(w, systems, tput)
 }
 
 // writeRawShare prints every system's throughput as a fraction of the best

@@ -64,6 +64,9 @@ type ClientSpec struct {
 	Warmup   int           `json:"warmup"`   // latency: unrecorded calls
 	Calls    int           `json:"calls"`    // latency: recorded calls
 	Duration time.Duration `json:"duration"` // throughput: measured time
+	// ServerPID is the server process, whose CPU time a throughput run
+	// samples from /proc (0: not sampled).
+	ServerPID int `json:"server_pid,omitempty"`
 }
 
 // ClientResult is a client process's answer (one JSON line on stdout).
@@ -98,7 +101,7 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 		res.Latency = &lat
 		return res, nil
 	}
-	tp, err := MeasureThroughput(ctx, cs, payload, spec.Duration)
+	tp, err := measureThroughput(ctx, cs, payload, spec.Duration, spec.ServerPID)
 	if err != nil {
 		return res, err
 	}
@@ -157,6 +160,7 @@ func pinned(ctx context.Context, cpu string, args ...string) (*exec.Cmd, error) 
 // RemoteServer is a server process started by StartServerProcess.
 type RemoteServer struct {
 	Addr  string
+	PID   int // taskset execs the binary, so this is the server's own pid
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 }
@@ -187,7 +191,7 @@ func StartServerProcess(ctx context.Context, system, cpu string) (*RemoteServer,
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("%w: server %s said %q: %v", ErrChild, system, line, err)
 	}
-	return &RemoteServer{Addr: addr, cmd: cmd, stdin: stdin}, nil
+	return &RemoteServer{Addr: addr, PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}, nil
 }
 
 // Stop closes the server's stdin and waits for it to exit.

@@ -86,6 +86,12 @@ func SealFrame(frame []byte, kind Kind, flags uint8, seqid int32, timeout time.D
 	PutHeader(frame, &Header{Length: uint32(len(frame) - lenFieldSize), Kind: kind, Flags: flags, Seqid: seqid, Timeout: timeout})
 }
 
+// SealFrameRefs is SealFrame for a frame whose payload continues in refs
+// (Codec.AppendMessageRefs).
+func SealFrameRefs(frame []byte, refs []proto.Ref, kind Kind, flags uint8, seqid int32, timeout time.Duration) {
+	PutHeader(frame, &Header{Length: uint32(len(frame) + proto.RefsLen(refs) - lenFieldSize), Kind: kind, Flags: flags, Seqid: seqid, Timeout: timeout})
+}
+
 // DecodeHeader parses a header and checks it against maxPayload.
 func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 	var h Header

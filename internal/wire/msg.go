@@ -74,6 +74,8 @@ type Codec struct {
 	cw *proto.CompactWriter
 	br *proto.BinaryReader
 	cr *proto.CompactReader
+
+	refs []proto.Ref // AppendMessageRefs' result, reused
 }
 
 var codecPool = sync.Pool{New: func() any {
@@ -92,6 +94,8 @@ func PutCodec(c *Codec) {
 	c.cw.Reset(nil)
 	c.br.Reset(nil)
 	c.cr.Reset(nil)
+	clear(c.refs) // must not pin the values of the last message
+	c.refs = c.refs[:0]
 	codecPool.Put(c)
 }
 
@@ -111,6 +115,33 @@ func (c *Codec) AppendMessage(dst []byte, p proto.Protocol, name string, typ pro
 	out := c.bw.Bytes()
 	c.bw.Reset(nil)
 	return out, err
+}
+
+// RefMin is the binary value size from which AppendMessageRefs leaves a
+// value out of the buffer: from there a vectored write costs less than
+// copying the value into the frame.
+const RefMin = 32 << 10
+
+// AppendMessageRefs is AppendMessage that leaves binary values of RefMin
+// bytes or more out of dst and returns them as refs (see proto.Ref); refs
+// is owned by c and valid until its next use or PutCodec. Send the result
+// with Writer.WriteVec while the values are unchanged.
+func (c *Codec) AppendMessageRefs(dst []byte, p proto.Protocol, name string, typ proto.MessageType, seqid int32, body proto.Struct) (out []byte, refs []proto.Ref, err error) {
+	clear(c.refs)
+	c.refs = c.refs[:0]
+	if p == proto.Compact {
+		c.cw.SetRefs(&c.refs, RefMin)
+		defer c.cw.SetRefs(nil, 0)
+	} else {
+		c.bw.SetRefs(&c.refs, RefMin)
+		defer c.bw.SetRefs(nil, 0)
+	}
+	out, err = c.AppendMessage(dst, p, name, typ, seqid, body)
+	if err != nil {
+		clear(c.refs)
+		c.refs = c.refs[:0]
+	}
+	return out, c.refs, err
 }
 
 // Decode decodes body (a struct encoded in p) into s with limits lim.

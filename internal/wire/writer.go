@@ -2,10 +2,13 @@ package wire
 
 import (
 	"io"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // Writer serialises writes from many goroutines onto one stream and
@@ -18,12 +21,20 @@ type Writer struct {
 	mu      sync.Mutex
 	pending []byte
 	spare   []byte
-	writing bool
-	err     error
-	onWrite func(n int) // bytes-out accounting; may be nil
-	idle    sync.Cond   // signalled when a flush round ends
-	busy    int         // > 0: recent flushes found queued frames
-	held    int         // > 0: see Hold
+	// Big frames queued by reference while another goroutine writes (see
+	// writeBig): vecTaken counts the batches taken for writing, vecSent
+	// those written; a frame queued while vecTaken was k is sent once
+	// vecSent > k.
+	vec      net.Buffers
+	vecSpare net.Buffers
+	vecTaken uint64
+	vecSent  uint64
+	writing  bool
+	err      error
+	onWrite  func(n int) // bytes-out accounting; may be nil
+	idle     sync.Cond   // signalled when a flush round ends
+	busy     int         // > 0: recent flushes found queued frames
+	held     int         // > 0: see Hold
 
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration
@@ -40,6 +51,11 @@ func NewWriter(w io.Writer, onWrite func(n int)) *Writer {
 // Write queues p, or writes it directly when the stream is idle. It returns
 // the stream's sticky error. p may be reused as soon as Write returns.
 func (w *Writer) Write(p []byte) error {
+	if len(p) >= bigFrame {
+		// Copying a big frame would cost more than the syscall it might
+		// save: it is written from p, after the frames queued before it.
+		return w.writeBig(p, nil)
+	}
 	w.mu.Lock()
 	if w.err != nil {
 		err := w.err
@@ -51,32 +67,20 @@ func (w *Writer) Write(p []byte) error {
 	for w.writing && w.err == nil && len(w.pending) >= maxPending {
 		w.idle.Wait()
 	}
-	if w.err == nil && len(p) < bigFrame && (w.writing || w.held > 0 && len(w.pending)+len(p) <= maxHeld) {
-		w.pending = append(w.pending, p...)
-		w.mu.Unlock()
-		return nil
-	}
-	// A big frame waits for its turn instead of being copied: copying it
-	// would cost more than the syscall it might save.
-	for w.writing && w.err == nil {
-		w.idle.Wait()
-	}
 	if w.err != nil {
 		err := w.err
 		w.mu.Unlock()
 		return err
 	}
+	if w.writing || w.held > 0 && len(w.pending)+len(p) <= maxHeld {
+		w.pending = append(w.pending, p...)
+		w.mu.Unlock()
+		return nil
+	}
 	w.writing = true
 	var err error
 	own := 0 // bytes of ours in pending (empty while nobody writes or holds)
-	if len(p) >= bigFrame {
-		err = w.flushPendingLocked()
-		if err == nil {
-			w.mu.Unlock()
-			err = w.write(p)
-			w.mu.Lock()
-		}
-	} else if w.busy > 0 || len(w.pending) > 0 {
+	if w.busy > 0 || len(w.pending) > 0 {
 		// Frames a Hold left queued go first. Writers queued behind the
 		// last flush: yield once so the goroutines about to write
 		// (replies being encoded, callers being woken) join this syscall
@@ -96,6 +100,64 @@ func (w *Writer) Write(p []byte) error {
 	return w.finishLocked(err, len(w.pending) > own)
 }
 
+// WriteVec writes head with the values of refs inserted (see proto.Ref) as
+// one frame, with a vectored write (writev) when the stream supports it, so
+// the values go to the socket from their own memory instead of being copied
+// into the frame first. It returns once the frame is written: head and the
+// values may be reused then.
+func (w *Writer) WriteVec(head []byte, refs []proto.Ref) error {
+	if len(refs) == 0 {
+		return w.Write(head)
+	}
+	return w.writeBig(head, refs)
+}
+
+// writeBig writes the frame head+refs without copying it. While another
+// goroutine writes, the frame joins the queue of big frames, which that
+// goroutine sends in one vectored write after its own; their callers then
+// wake once each, instead of every waiter waking at every write to race
+// for the next turn.
+func (w *Writer) writeBig(head []byte, refs []proto.Ref) error {
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	if w.writing {
+		w.vec = appendFrame(w.vec, head, refs)
+		batch := w.vecTaken
+		for w.vecSent <= batch && w.err == nil {
+			w.idle.Wait()
+		}
+		err := w.err
+		if w.vecSent > batch {
+			err = nil
+		}
+		w.mu.Unlock()
+		return err
+	}
+	w.writing = true
+	w.vec = appendFrame(w.vec, head, refs)
+	return w.finishLocked(nil, false)
+}
+
+// appendFrame appends the pieces of the frame head+refs to bufs.
+func appendFrame(bufs net.Buffers, head []byte, refs []proto.Ref) net.Buffers {
+	prev := 0
+	for _, r := range refs {
+		if r.Off > prev {
+			bufs = append(bufs, head[prev:r.Off])
+		}
+		bufs = append(bufs, r.Data)
+		prev = r.Off
+	}
+	if prev < len(head) {
+		bufs = append(bufs, head[prev:])
+	}
+	return bufs
+}
+
 // finishLocked ends a write round begun by setting w.writing: it flushes
 // what was queued meanwhile (queued tells whether anyone else's frames
 // were) and unlocks w.mu.
@@ -106,6 +168,8 @@ func (w *Writer) finishLocked(err error, queued bool) error {
 	if err != nil && w.err == nil {
 		w.err = err
 		w.pending = nil
+		clear(w.vec)
+		w.vec = nil
 	}
 	// Contention comes in bursts: keep yielding for a few rounds after the
 	// last one that batched anything, then go back to writing directly.
@@ -144,8 +208,9 @@ func (w *Writer) Release() error {
 	return w.finishLocked(nil, false)
 }
 
-// bigFrame is the size from which frames bypass the coalescing buffer;
-// maxPending bounds that buffer.
+// bigFrame is the size from which frames bypass the coalescing buffer
+// (they are written from the caller's memory, see writeBig); maxPending
+// bounds that buffer.
 const (
 	bigFrame   = 64 << 10
 	maxPending = 4 << 20
@@ -153,26 +218,61 @@ const (
 	maxHeld    = 64 << 10
 )
 
-// flushPendingLocked writes queued frames until none are left; w.mu is
-// held on entry and exit but not during the syscalls.
+// flushPendingLocked writes queued frames until none are left: the small
+// ones copied into pending, then the big ones queued by reference, in one
+// vectored write. w.mu is held on entry and exit but not during the
+// syscalls.
 func (w *Writer) flushPendingLocked() error {
-	for len(w.pending) > 0 {
+	for len(w.pending) > 0 || len(w.vec) > 0 {
 		buf := w.pending
 		w.pending = w.spare[:0]
+		vec := w.vec
+		w.vec = w.vecSpare[:0]
+		batch := w.vecTaken
+		if len(vec) > 0 {
+			w.vecTaken++
+		}
 		w.mu.Unlock()
-		err := w.write(buf)
+		var err error
+		if len(vec) == 0 {
+			err = w.write(buf)
+		} else {
+			err = w.writeBuffers(buf, vec)
+		}
 		w.mu.Lock()
-		w.idle.Broadcast() // room in pending again
+		if len(vec) > 0 && err == nil {
+			w.vecSent = batch + 1
+		}
+		w.idle.Broadcast() // room in pending again; queued big frames sent
 		if cap(buf) <= maxPooledBuf {
 			w.spare = buf[:0]
 		} else {
 			w.spare = nil
 		}
+		clear(vec) // the frames belong to their callers again
+		w.vecSpare = vec[:0]
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeBuffers writes small (may be empty) and then vec with one vectored
+// write where the stream supports it (net.Buffers.WriteTo uses writev on a
+// socket and one Write per piece elsewhere).
+func (w *Writer) writeBuffers(small []byte, vec net.Buffers) error {
+	bufs := vec
+	if len(small) > 0 {
+		bufs = append(net.Buffers{small}, vec...)
+	}
+	WriteSyscalls.Add(1)
+	w.armDeadline()
+	n, err := bufs.WriteTo(w.w)
+	if n > 0 && w.onWrite != nil {
+		w.onWrite(int(n))
+	}
+	return err
 }
 
 // WriteSyscalls counts the writes all Writers of the process issued;
@@ -190,20 +290,25 @@ func (w *Writer) SetTimeout(d time.Duration) {
 
 func (w *Writer) write(p []byte) error {
 	WriteSyscalls.Add(1)
-	if w.deadline != nil {
-		// Every write gets at least the timeout. Moving the deadline
-		// costs a runtime timer update, so it is set with some slack and
-		// moved only once less than the timeout is left.
-		if now := time.Now(); w.dlSet.Sub(now) < w.timeout {
-			w.dlSet = now.Add(w.timeout + w.timeout/8)
-			_ = w.deadline.SetWriteDeadline(w.dlSet)
-		}
-	}
+	w.armDeadline()
 	n, err := w.w.Write(p)
 	if n > 0 && w.onWrite != nil {
 		w.onWrite(n)
 	}
 	return err
+}
+
+// armDeadline gives the coming write at least the timeout. Moving the
+// deadline costs a runtime timer update, so it is set with some slack and
+// moved only once less than the timeout is left.
+func (w *Writer) armDeadline() {
+	if w.deadline == nil {
+		return
+	}
+	if now := time.Now(); w.dlSet.Sub(now) < w.timeout {
+		w.dlSet = now.Add(w.timeout + w.timeout/8)
+		_ = w.deadline.SetWriteDeadline(w.dlSet)
+	}
 }
 
 // Err returns the sticky write error, if any.

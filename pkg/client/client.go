@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,7 @@ type Conn struct {
 	cores      int
 	lanes      lanes
 	flock      *sharedFlock // this Conn's reference to the process's FLOCK handle
+	spread     spreader     // extra TCP connections, see spread.go
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -107,9 +109,13 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closed = true
-	all := append(c.old, c.sess)
+	extra, dialDone := c.closeSpreadLocked()
+	all := append(append(c.old, c.sess), extra...)
 	c.sess, c.old = nil, nil
 	c.mu.Unlock()
+	if dialDone != nil {
+		<-dialDone
+	}
 	c.lanes.close()
 	c.releaseFlock()
 	for _, s := range all {
@@ -207,7 +213,11 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	if c.o.multiplexed && m.Service != "" {
 		name = m.Service + ":" + m.Name
 	}
-	return s.call(ctx, name, m.Oneway, args, result)
+	s = c.pick(s)
+	s.inflight.Add(1)
+	err = s.call(ctx, name, m.Oneway, args, result)
+	s.inflight.Add(-1)
+	return err
 }
 
 // serviceLevel returns m planned from its service's level hints (the
@@ -314,6 +324,12 @@ func peerHungUp(err error) bool {
 }
 
 func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) {
+	return c.dialSessionCaps(ctx, upgrade, 0)
+}
+
+// dialSessionCaps is dialSession offering caps in the handshake; 0 offers
+// everything this Conn can do (framing, lanes and their plan checks).
+func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	nc, err := c.dialRaw(dctx)
@@ -324,7 +340,7 @@ func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) 
 	s.init()
 	if upgrade {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
-		err := s.handshake(hctx)
+		err := s.handshake(hctx, caps)
 		hcancel()
 		if err != nil {
 			nc.Close()
@@ -386,7 +402,10 @@ type session struct {
 	done   chan struct{} // closed once the session failed and nobody reads
 	idle   *time.Timer   // starts the idle reader; see release
 
-	reqHint wire.SizeHint // size of the last request frame; see call
+	reqHint  wire.SizeHint // size of the last request's encode buffer; see call
+	reqSize  atomic.Int32  // wire size of the last request (spread.go)
+	repSize  atomic.Int32  // wire size of the last reply (spread.go)
+	inflight atomic.Int32  // TCP calls sent or being sent, not yet answered
 
 	mu      sync.Mutex
 	seq     int32
@@ -451,8 +470,11 @@ func (s *session) usable() bool {
 
 // handshake offers the HatRPC upgrade as a plain Thrift call. Any
 // exception reply (UNKNOWN_METHOD from an Apache server) means plain Thrift.
-func (s *session) handshake(ctx context.Context) error {
-	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | s.c.laneOffer(),
+func (s *session) handshake(ctx context.Context, caps uint64) error {
+	if caps == 0 {
+		caps = wire.CapFraming | s.c.laneOffer()
+	}
+	hello := wire.Hello{Version: wire.Version, Caps: caps,
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
 	if hello.Caps&wire.CapSHM != 0 {
 		hello.Host = fastpath.HostID()
@@ -478,6 +500,21 @@ func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader,
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
+	}
+	if ctx.Done() != nil {
+		// Cancelling ctx (a Dial given up, Close stopping a background
+		// dial) must end a handshake the server never answers now, not
+		// at its deadline.
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = nc.SetDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired // the deadline reset above must come after it
+			}
+		}()
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
@@ -565,20 +602,23 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	}
 	s.mu.Unlock()
 
-	b, err := codec.AppendMessage(b, s.format.Proto, name, typ, seq, args)
+	// Large binary values stay in the caller's slices and go out with
+	// one vectored write: no copy of them into the frame.
+	b, refs, err := codec.AppendMessageRefs(b, s.format.Proto, name, typ, seq, args)
 	if err == nil {
 		if s.hat {
 			var flags uint8
 			if s.format.Proto == proto.Compact {
 				flags = wire.FlagCompact
 			}
-			wire.SealFrame(b, kind, flags, seq, timeout)
+			wire.SealFrameRefs(b, refs, kind, flags, seq, timeout)
 		} else if s.format.Framed {
-			putLen(b, len(b)-4)
+			putLen(b, len(b)+proto.RefsLen(refs)-4)
 		}
 		*bp = b
 		s.reqHint.Note(len(b))
-		if werr := s.w.Write(b); werr != nil {
+		noteSize(&s.reqSize, len(b)+proto.RefsLen(refs))
+		if werr := s.w.WriteVec(b, refs); werr != nil {
 			s.fail(werr)
 			err = &ConnError{Op: "write", Err: werr}
 		}
@@ -608,6 +648,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	msg := (*rp)[off:]
+	noteSize(&s.repSize, len(*rp))
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin

@@ -31,6 +31,7 @@ type options struct {
 	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
 	laneProto        hints.Protocol
 	svcLevel         bool
+	conns            int // TCP connections calls may spread over; see spread.go
 }
 
 func defaultOptions() options {
@@ -41,6 +42,7 @@ func defaultOptions() options {
 		limits:           proto.DefaultLimits,
 		writeTimeout:     30 * time.Second,
 		rdma:             "auto",
+		conns:            DefaultConns,
 	}
 }
 
@@ -126,3 +128,12 @@ func WithLaneProtocol(p hints.Protocol) Option { return func(o *options) { o.lan
 // "service-level hints" configuration of the HatRPC evaluation, for
 // comparisons (the server has the same option).
 func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }
+
+// WithConns lets the Conn spread calls over up to n TCP connections to a
+// HatRPC server (default DefaultConns; 1 keeps every call on one). The
+// Conn dials one; the others are opened in the background only when many
+// bytes are in flight (large calls, or many concurrent medium ones), and
+// each call then takes the least busy connection. A lone caller and small
+// calls stay on the first connection, whose writes coalesce. A plain
+// Thrift server always gets exactly one connection.
+func WithConns(n int) Option { return func(o *options) { o.conns = max(n, 1) } }

@@ -11,7 +11,9 @@ const binaryVersion1 = 0x80010000
 // BinaryWriter appends the Thrift binary protocol to a caller-owned buffer.
 // It never fails: the buffer simply grows.
 type BinaryWriter struct {
-	buf []byte
+	buf    []byte
+	refs   *[]Ref // see SetRefs
+	refMin int
 }
 
 // NewBinaryWriter returns a writer appending to buf.
@@ -98,6 +100,10 @@ func (w *BinaryWriter) WriteString(v string) {
 // WriteBinary writes length-prefixed bytes.
 func (w *BinaryWriter) WriteBinary(v []byte) {
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	if w.refs != nil && len(v) >= w.refMin {
+		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		return
+	}
 	w.buf = append(w.buf, v...)
 }
 

@@ -64,6 +64,8 @@ type CompactWriter struct {
 	boolPending bool
 	boolID      int16
 	stackArr    [8]int16
+	refs        *[]Ref // see SetRefs
+	refMin      int
 }
 
 // NewCompactWriter returns a writer appending to buf.
@@ -188,6 +190,11 @@ func (w *CompactWriter) WriteString(v string) {
 
 // WriteBinary writes a varint length and the bytes.
 func (w *CompactWriter) WriteBinary(v []byte) {
+	if w.refs != nil && len(v) >= w.refMin {
+		w.buf = appendLen(w.buf, len(v))
+		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		return
+	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 

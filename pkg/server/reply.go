@@ -33,17 +33,26 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		b = b[:4]
 	}
 	start := len(b)
+	if hat {
+		// Large binary values (an echoed payload, a blob read from
+		// storage) go out from the handler's slices with one vectored
+		// write instead of being copied into the frame.
+		var refs []proto.Ref
+		b, refs, typ = appendReplyRefs(codec, b, p, name, seqid, typ, body)
+		if hint != nil {
+			hint.Note(len(b))
+		}
+		sealReplyRefs(b, refs, p, seqid, typ)
+		*bp = b
+		n := len(b) + proto.RefsLen(refs)
+		c.s.met.outTCP.Add(float64(n))
+		c.checkWrite(c.w.WriteVec(b, refs))
+		wire.PutBuf(bp)
+		return n - start
+	}
 	b, typ = appendReply(codec, b, p, name, seqid, typ, body)
 	if hint != nil {
 		hint.Note(len(b))
-	}
-	if hat {
-		sealReply(b, p, seqid, typ)
-		*bp = b
-		c.s.met.outTCP.Add(float64(len(b)))
-		c.checkWrite(c.w.Write(b))
-		wire.PutBuf(bp)
-		return len(b) - start
 	}
 	if c.format.Framed {
 		putLen(b, len(b)-4)
@@ -94,8 +103,21 @@ func appendReply(codec *wire.Codec, b []byte, p proto.Protocol, name string, seq
 	return out, proto.Exception
 }
 
-// sealReply fills in the HatRPC frame header of a reply frame.
-func sealReply(frame []byte, p proto.Protocol, seqid int32, typ proto.MessageType) {
+// appendReplyRefs is appendReply leaving large binary values out of b, as
+// wire.Codec.AppendMessageRefs.
+func appendReplyRefs(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct) ([]byte, []proto.Ref, proto.MessageType) {
+	start := len(b)
+	out, refs, err := codec.AppendMessageRefs(b, p, name, typ, seqid, body)
+	if err == nil {
+		return out, refs, typ
+	}
+	out, _ = codec.AppendMessage(out[:start], p, name, proto.Exception, seqid,
+		proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+	return out, nil, proto.Exception
+}
+
+// sealReplyRefs is sealReply for a frame continued by refs.
+func sealReplyRefs(frame []byte, refs []proto.Ref, p proto.Protocol, seqid int32, typ proto.MessageType) {
 	kind := wire.KindReply
 	if typ == proto.Exception {
 		kind = wire.KindException
@@ -104,5 +126,10 @@ func sealReply(frame []byte, p proto.Protocol, seqid int32, typ proto.MessageTyp
 	if p == proto.Compact {
 		flags = wire.FlagCompact
 	}
-	wire.SealFrame(frame, kind, flags, seqid, 0)
+	wire.SealFrameRefs(frame, refs, kind, flags, seqid, 0)
+}
+
+// sealReply fills in the HatRPC frame header of a reply frame.
+func sealReply(frame []byte, p proto.Protocol, seqid int32, typ proto.MessageType) {
+	sealReplyRefs(frame, nil, p, seqid, typ)
 }

@@ -49,8 +49,11 @@ func TestRunnerEndToEnd(t *testing.T) {
 	}
 	assert.Equal(t, 2, count("unpinned"), "one latency row per size")
 	assert.Equal(t, 2, count("same-cpu"))
-	assert.Equal(t, 2, count("64B"), "one throughput row per caller count")
-	assert.Equal(t, 2, count("4KiB"))
+	// One row per caller count in the throughput table and one in the
+	// CPU-per-call table.
+	assert.Equal(t, 4, count("64B"), "one throughput and one CPU row per caller count")
+	assert.Equal(t, 4, count("4KiB"))
+	assert.Contains(t, table, "CPU per call")
 	assert.Contains(t, table, "vs apache-buffered")
 	for _, s := range systems {
 		_, err := bench.Lookup(s)

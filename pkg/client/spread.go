@@ -1,0 +1,212 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+)
+
+// Spreading calls over several TCP connections.
+//
+// One loopback TCP connection carries at most ~10k echoes of 128 KiB a
+// second however little work the two ends do, and its server side decodes
+// and answers on one reader; a Conn with many large calls in flight is
+// faster over several connections. Small calls are not: one connection
+// coalesces their writes, and a lone caller keeps the latency of one
+// connection. So a Conn starts with one connection and, against a HatRPC
+// server only, opens more (up to WithConns) in the background once the
+// bytes in flight on it pass spreadBytes; each call then takes the
+// connection with the fewest calls in flight, the first on a tie.
+//
+// Extra connections never carry lanes or the handshake's plan checks
+// (those stay on the first connection), and a plain Thrift peer is never
+// given one: a single-threaded server (Python's TSimpleServer) accepts a
+// second connection into its backlog and serves it only after the first
+// closes.
+
+// errNotUpgraded: an extra connection's handshake came back plain.
+var errNotUpgraded = errors.New("client: extra connection not upgraded")
+
+// DefaultConns is the default of WithConns.
+const DefaultConns = 4
+
+// spreadBytes is the request+reply bytes in flight on a connection from
+// which the next call goes to a less loaded one: one 128 KiB echo, eight
+// 4 KiB ones; never for 64-byte calls, whose writes coalesce.
+const spreadBytes = 64 << 10
+
+// spreadRetry is how long a Conn waits after a failed extra dial before it
+// tries again (the server may be at its connection limit).
+const spreadRetry = time.Second
+
+// spreader is the Conn's set of extra connections.
+type spreader struct {
+	extra atomic.Pointer[[]*session] // copy-on-write; written under Conn.mu
+	// Read without Conn.mu by every loaded call, so a failing server does
+	// not serialise them on it; written under Conn.mu.
+	dialing  atomic.Bool
+	notAfter atomic.Int64 // unix ns: no extra dial before this (after a failure)
+	// Guarded by Conn.mu.
+	stop context.CancelFunc
+	ctx  context.Context
+	done chan struct{} // closed when a background dial ends; nil if none runs
+}
+
+// loaded reports whether s has enough bytes in flight that the next call
+// should look for another connection.
+func (s *session) loaded() bool {
+	n := s.inflight.Load()
+	if n == 0 {
+		return false
+	}
+	per := int64(s.reqSize.Load()) + int64(s.repSize.Load())
+	return int64(n)*per >= spreadBytes
+}
+
+// pick returns the session a TCP call goes out on: s (the Conn's first
+// connection) unless it is loaded and WithConns allows more.
+func (c *Conn) pick(s *session) *session {
+	if c.o.conns <= 1 || !s.hat || !s.loaded() {
+		return s
+	}
+	best := s
+	least := s.inflight.Load()
+	var extra []*session
+	if p := c.spread.extra.Load(); p != nil {
+		extra = *p
+	}
+	for _, e := range extra {
+		if n := e.inflight.Load(); n < least {
+			best, least = e, n
+		}
+	}
+	if len(extra)+1 < c.o.conns && (best == s || best.loaded()) {
+		c.growSpread()
+	}
+	if best != s && !best.usable() {
+		c.dropExtra(best)
+		return s
+	}
+	return best
+}
+
+// growSpread starts dialling one more connection in the background unless
+// one is being dialled, the Conn is closed or a recent dial failed.
+func (c *Conn) growSpread() {
+	sp := &c.spread
+	if sp.dialing.Load() || time.Now().UnixNano() < sp.notAfter.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || sp.dialing.Load() {
+		return
+	}
+	if p := sp.extra.Load(); p != nil && len(*p)+1 >= c.o.conns {
+		return
+	}
+	if sp.ctx == nil {
+		sp.ctx, sp.stop = context.WithCancel(context.Background())
+	}
+	sp.dialing.Store(true)
+	sp.done = make(chan struct{})
+	go c.dialExtra(sp.ctx, sp.done)
+}
+
+func (c *Conn) dialExtra(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	s, err := c.dialSessionCaps(ctx, true, wire.CapFraming)
+	if err == nil && !s.hat {
+		// Not upgraded (e.g. the server is at its connection limit and
+		// turned the handshake away): a plain connection must not carry
+		// spread calls, see above.
+		s.fail(&ConnError{Op: "close"})
+		<-s.done
+		s, err = nil, errNotUpgraded
+	}
+	c.mu.Lock()
+	c.spread.dialing.Store(false)
+	if err != nil {
+		c.spread.notAfter.Store(time.Now().Add(spreadRetry).UnixNano())
+		c.mu.Unlock()
+		return
+	}
+	if c.closed {
+		c.mu.Unlock()
+		s.fail(&ConnError{Op: "close"})
+		<-s.done
+		return
+	}
+	var cur []*session
+	if p := c.spread.extra.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append(make([]*session, 0, len(cur)+1), cur...), s)
+	c.spread.extra.Store(&next)
+	c.mu.Unlock()
+}
+
+// dropExtra forgets a broken or draining extra connection; its calls
+// finish (or fail) on their own and Close still waits for its reader.
+func (c *Conn) dropExtra(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.spread.extra.Load()
+	if p == nil {
+		return
+	}
+	next := make([]*session, 0, len(*p))
+	for _, e := range *p {
+		if e != s {
+			next = append(next, e)
+		}
+	}
+	if len(next) == len(*p) {
+		return
+	}
+	c.spread.extra.Store(&next)
+	c.old = append(c.old, s)
+	c.reap()
+}
+
+// noteSize stores n in a size field shared by concurrent callers, only on
+// change: a steady size then costs no cache-line write.
+func noteSize(f *atomic.Int32, n int) {
+	if v := int32(min(n, 1<<30)); f.Load() != v {
+		f.Store(v)
+	}
+}
+
+// closeSpread stops a dial in progress and returns the extra connections;
+// c.mu is held and c.closed set. The caller fails them and waits.
+func (c *Conn) closeSpreadLocked() (extra []*session, dialDone chan struct{}) {
+	sp := &c.spread
+	if sp.stop != nil {
+		sp.stop()
+	}
+	if sp.dialing.Load() {
+		dialDone = sp.done
+	}
+	if p := sp.extra.Swap(nil); p != nil {
+		extra = *p
+	}
+	return extra, dialDone
+}
+
+// Conns reports how many TCP connections the Conn has open (at least 1
+// while it is usable): the first one and those WithConns spread calls over.
+func (c *Conn) Conns() int {
+	n := 0
+	if p := c.spread.extra.Load(); p != nil {
+		n = len(*p)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,202 @@
+package client_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// burst runs callers concurrent loops of up to rounds echoes of msg (each
+// delayed by the server so they overlap), a loop ending early once stop
+// returns true; every call must succeed within ctx and return msg.
+func burst(t *testing.T, ctx context.Context, c *client.Conn, callers, rounds int, msg string, stop func() bool) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if stop() {
+					return
+				}
+				got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: msg, DelayNs: int64(time.Millisecond)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got != msg {
+					errs <- assert.AnError
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestConnsSpreadLargeCalls(t *testing.T) {
+	large := strings.Repeat("x", 128<<10)
+	small := strings.Repeat("y", 64)
+	tests := []struct {
+		name      string
+		opts      []client.Option
+		msg       string
+		wantMulti bool
+		max       int
+	}{
+		{"large calls spread over the default", nil, large, true, client.DefaultConns},
+		{"WithConns(2) caps the connections", []client.Option{client.WithConns(2)}, large, true, 2},
+		{"WithConns(1) keeps one", []client.Option{client.WithConns(1)}, large, false, 1},
+		{"small calls stay on one", nil, small, false, 1},
+		{"plain Thrift never spreads", []client.Option{client.WithoutUpgrade()}, large, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := serve(t, "")
+			c := dial(t, ts.addr, tt.opts...)
+			require.Equal(t, 1, c.Conns())
+			// Spreading starts in the background: stop as soon as it
+			// shows, or after a fixed amount of work when it must not.
+			rounds := 20
+			if tt.wantMulti {
+				rounds = 500 // ends as soon as a second connection shows
+			}
+			burst(t, tctx(t), c, 16, rounds, tt.msg, func() bool { return tt.wantMulti && c.Conns() > 1 })
+			n := c.Conns()
+			assert.LessOrEqual(t, n, tt.max)
+			if tt.wantMulti {
+				assert.Greater(t, n, 1, "16 concurrent 128 KiB calls must spread")
+			} else {
+				assert.Equal(t, 1, n)
+			}
+			// Whatever the layout, a lone caller still works.
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+			require.NoError(t, err)
+			assert.Equal(t, "after", got)
+		})
+	}
+}
+
+func TestConnsServerLimitKeepsCallsWorking(t *testing.T) {
+	// The server turns every connection beyond the first away: extra dials
+	// fail, calls stay on the first connection and all succeed.
+	ts := serve(t, "", server.WithMaxConns(1))
+	c := dial(t, ts.addr)
+	large := strings.Repeat("z", 128<<10)
+	burst(t, tctx(t), c, 8, 20, large, func() bool { return false })
+	assert.Equal(t, 1, c.Conns())
+	assert.True(t, c.Upgraded())
+}
+
+func TestConnsReconnectAfterServerRestart(t *testing.T) {
+	ts := serve(t, "")
+	c := dial(t, ts.addr)
+	large := strings.Repeat("r", 128<<10)
+	burst(t, tctx(t), c, 16, 500, large, func() bool { return c.Conns() > 1 })
+	require.Greater(t, c.Conns(), 1)
+
+	ts.stop()
+	// Every connection died with the server; calls fail with the typed
+	// error until it is back, then succeed on fresh connections.
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: large})
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	serve(t, ts.addr)
+	burst(t, tctx(t), c, 16, 20, large, func() bool { return false })
+	assert.True(t, c.Upgraded())
+}
+
+func TestConnsCloseWhileSpreading(t *testing.T) {
+	// Close right as the background dial starts must not leak its
+	// goroutine or connection (goleak in TestMain checks).
+	ts := serve(t, "")
+	for range 5 {
+		ctx, cancel := context.WithTimeout(tctx(t), 5*time.Second)
+		c, err := client.Dial(ctx, ts.addr)
+		require.NoError(t, err)
+		large := strings.Repeat("c", 128<<10)
+		bctx, bcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for bctx.Err() == nil {
+					if _, err := echo(bctx, c, &wiretest.EchoArgs{Msg: large}); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, c.Close())
+		wg.Wait()
+		bcancel()
+		cancel()
+		assert.Equal(t, 0, c.Conns())
+	}
+}
+
+func TestConnsCloseDuringUnansweredExtraHandshake(t *testing.T) {
+	// Extra connections reach a peer that accepts and never answers the
+	// handshake: Close must stop that background dial at once, not after
+	// the handshake timeout.
+	ts := serve(t, "")
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer hole.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	var dials atomic.Int32
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		if dials.Add(1) > 1 {
+			addr = hole.Addr().String()
+		}
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, ts.addr, client.WithDialer(dialer), client.WithHandshakeTimeout(time.Minute))
+	require.NoError(t, err)
+	burst(t, tctx(t), c, 16, 500, strings.Repeat("h", 128<<10), func() bool { return dials.Load() > 1 })
+	require.Eventually(t, func() bool { return len(accepted) > 0 }, 5*time.Second, time.Millisecond, "no extra dial started")
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the handshake timeout")
+	assert.Equal(t, 0, c.Conns(), "Close leaves no connection")
+}
