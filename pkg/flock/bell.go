@@ -3,6 +3,8 @@ package flock
 import (
 	"context"
 	"encoding/binary"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -150,22 +152,32 @@ func (c *Conn) sleep() sleepResult {
 // last wake-up; l's leader calls it after a message completed at the peer.
 func (l *slane) ringIfAsleep() {
 	p := l.p
-	e := load64(p.lanes[0].req.b, ctlBell)
-	for {
-		r := p.rung.Load()
-		if e <= r {
-			return
-		}
-		if p.rung.CompareAndSwap(r, e) {
-			break
-		}
-	}
-	w := &l.w
-	w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWriteWithImm, Imm: bellImm,
-		RemoteAddr: w.remote.Addr, RKey: w.remote.RKey})
-	if w.post(p.s.ctx) == nil {
+	if claimEpoch(p.lanes[0].req.b, &p.rung) && l.w.ring(p.s.ctx) == nil {
 		p.s.m.wakeups.Inc()
 	}
+}
+
+// claimEpoch reports whether the sleep epoch in ctl is one not answered
+// yet, and records it as answered (so one leader of the peer rings).
+func claimEpoch(ctl []byte, rung *atomic.Uint64) bool {
+	e := load64(ctl, ctlBell)
+	for {
+		r := rung.Load()
+		if e <= r {
+			return false
+		}
+		if rung.CompareAndSwap(r, e) {
+			return true
+		}
+	}
+}
+
+// ring posts the wake-up: a zero-length WRITE_WITH_IMM, which completes a
+// receive at the peer. Leader only.
+func (w *ringWriter) ring(ctx context.Context) error {
+	w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWriteWithImm, Imm: bellImm,
+		RemoteAddr: w.remote.Addr, RKey: w.remote.RKey})
+	return w.post(ctx)
 }
 
 // The other direction. A server dispatcher whose request rings stayed
@@ -233,31 +245,26 @@ func (l *slane) postEpoch(n *node) {
 // last wake-up; l's leader calls it after a message completed.
 func (l *clane) wakeServer() {
 	c := l.c
-	e := load64(c.lanes[0].resp.b, ctlBell)
-	for {
-		r := c.srvRung.Load()
-		if e <= r {
-			return
-		}
-		if c.srvRung.CompareAndSwap(r, e) {
-			break
-		}
+	if claimEpoch(c.lanes[0].resp.b, &c.srvRung) {
+		_ = l.w.ring(c.bell.ctx)
 	}
-	w := &l.w
-	w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWriteWithImm, Imm: bellImm,
-		RemoteAddr: w.remote.Addr, RKey: w.remote.RKey})
-	_ = w.post(c.bell.ctx)
 }
 
 // tryServeOne serves n alone if nobody is serving this QP now.
 func (l *slane) tryServeOne(n *node) bool {
-	if l.p.s.cfg.mutexShared {
-		if !l.mu.TryLock() {
+	return tryServeOne(l.p.s.cfg.mutexShared, &l.mu, &l.comb, n)
+}
+
+// tryServeOne serves n through comb (or, in the mutex-shared baseline,
+// under mu) if nobody is serving the QP now, and reports whether it did.
+func tryServeOne(mutexShared bool, mu *sync.Mutex, comb *combiner, n *node) bool {
+	if mutexShared {
+		if !mu.TryLock() {
 			return false
 		}
-		defer l.mu.Unlock()
-		l.serve([]*node{n})
+		defer mu.Unlock()
+		comb.serve([]*node{n})
 		return true
 	}
-	return l.comb.tryLeadOne(n)
+	return comb.tryLeadOne(n)
 }

@@ -424,18 +424,9 @@ func (l *clane) submit(n *node) {
 	l.comb.submit(n)
 }
 
-// tryServeOne serves n alone if nobody is serving this QP now, and
-// reports whether it did.
+// tryServeOne serves n alone if nobody is serving this QP now.
 func (l *clane) tryServeOne(n *node) bool {
-	if l.c.cfg.mutexShared {
-		if !l.mu.TryLock() {
-			return false
-		}
-		defer l.mu.Unlock()
-		l.serve([]*node{n})
-		return true
-	}
-	return l.comb.tryLeadOne(n)
+	return tryServeOne(l.c.cfg.mutexShared, &l.mu, &l.comb, n)
 }
 
 // submitAsync enqueues an RPC request node (see combiner.submitAsync) and
@@ -518,16 +509,8 @@ func (c *Conn) dispatch() {
 func (c *Conn) poll() bool {
 	got := false
 	for _, l := range c.lanes {
-		for i := 0; i < 16; i++ {
-			h, out, ok := l.resp.poll(c.es[:0])
-			c.es = out
-			if !ok {
-				break
-			}
+		if l.resp.drain(&c.es, func(h header, es []entry) { c.deliver(l, h, es) }) {
 			got = true
-			c.deliver(l, h, c.es)
-			clear(c.es)
-			l.resp.release(h)
 		}
 	}
 	return got

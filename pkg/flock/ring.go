@@ -300,3 +300,22 @@ func (r *ringReader) release(h header) {
 	r.head += n
 	store64(r.b, ctlHead, r.head)
 }
+
+// drain hands up to 16 messages of the ring to use (their entries are valid
+// only during the call; es is the caller's scratch) and reports whether
+// there were any.
+func (r *ringReader) drain(es *[]entry, use func(header, []entry)) bool {
+	got := false
+	for i := 0; i < 16; i++ {
+		h, out, ok := r.poll((*es)[:0])
+		*es = out
+		if !ok {
+			return got
+		}
+		got = true
+		use(h, out)
+		clear(out)
+		r.release(h)
+	}
+	return got
+}

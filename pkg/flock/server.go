@@ -480,16 +480,8 @@ func (s *Server) dispatch() {
 func (s *Server) poll() bool {
 	got := false
 	for _, l := range *s.lanes.Load() {
-		for i := 0; i < 16; i++ {
-			h, out, ok := l.req.poll(s.es[:0])
-			s.es = out
-			if !ok {
-				break
-			}
+		if l.req.drain(&s.es, func(h header, es []entry) { s.accept(l, h, es) }) {
 			got = true
-			s.accept(l, h, s.es)
-			clear(s.es)
-			l.req.release(h)
 		}
 	}
 	return got
