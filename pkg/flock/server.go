@@ -400,15 +400,17 @@ func (s *Server) Close() error {
 	return s.pd.Close()
 }
 
-// spinWindow is how long a dispatcher keeps yielding after its rings went
-// empty before it naps (µs-scale timer naps are not: Go rounds them up).
+// spinWindow is the longest a dispatcher keeps yielding after its rings
+// went empty before it sleeps on the doorbell (µs-scale timer naps are no
+// alternative: Go rounds them up to about a millisecond).
 const spinWindow = 200 * time.Microsecond
 
-// minSpin is the shortest spin a client dispatcher adapts down to.
+// minSpin is the shortest spin a dispatcher adapts down to.
 const minSpin = 10 * time.Microsecond
 
-// idleLong is the number of empty dispatcher rounds after which the
-// server naps for 1 ms: 256 yields plus 5,000 naps of up to 200 µs.
+// idleLong is the number of empty rounds after which a server dispatcher
+// that cannot sleep on the doorbell (more than maxBellPeers senders) naps
+// 1 ms at a time instead of up to 200 µs.
 const idleLong = 256 + 5000
 
 // dispatch is the request dispatcher: it polls every request ring, checks
