@@ -183,9 +183,8 @@ func (w *ringWriter) ring(ctx context.Context) error {
 // The other direction. A server dispatcher whose request rings stayed
 // empty for its (adaptive) spin sleeps instead of napping on Go timers
 // (which last ~1 ms, and forever cost an idle server 5-12 % of a core): it
-// writes a new sleep epoch into
-// a control word of each sender's response ring (lane 0), polls once more,
-// and blocks until a sender's wake-up arrives (a zero-length
+// writes a new sleep epoch into a control word of each sender's response
+// ring (lane 0), polls once more, and blocks until a sender's wake-up arrives (a zero-length
 // WRITE_WITH_IMM with bellImm, which the QP scheduler, waiting on the
 // receive CQ anyway, passes on) or idleSlice passes. A sender's leader
 // reads the word after each of its messages completed and rings when the
@@ -202,10 +201,9 @@ func (s *Server) sleep() sleepResult {
 	s.bellEpoch++
 	n := s.bellNode
 	for _, p := range peers {
+		// A sender that is gone has a broken writer: the write fails at
+		// once and the loop goes on.
 		l := p.lanes[0]
-		if l.w.broken != nil {
-			continue // a sender that is gone
-		}
 		n.reclaim()
 		n.reset()
 		n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 var errWrongAnswer = errors.New("answer is not the reversed request")
@@ -113,5 +115,51 @@ func TestIdleServerSleepsAndIsWoken(t *testing.T) {
 			call(c2, 99)
 			call(c, 100)
 		})
+	}
+}
+
+// The adaptive spin: halves each spell that ends in a sleep, doubles back
+// when a spin pays, stays within [minSpin, spinWindow], and a spell that
+// already gave up does not halve again or count as paid.
+func TestSpinnerAdapts(t *testing.T) {
+	tests := []struct {
+		name   string
+		events string // g: a spell gives up (then a message comes); p: a spin pays
+		want   time.Duration
+	}{
+		{"fresh", "", spinWindow},
+		{"one sleep", "g", spinWindow / 2},
+		{"three sleeps", "ggg", spinWindow / 8},
+		{"floor", "gggggggggg", minSpin},
+		{"paid back", "ggp", spinWindow / 2},
+		{"ceiling", "ppp", spinWindow},
+		{"floor then pays", "ggggggggggp", 2 * minSpin},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := newSpinner()
+			for _, e := range tc.events {
+				require.True(t, sp.spinning(0, time.Now()))
+				if e == 'g' {
+					sp.giveUp()
+					sp.giveUp() // the same spell: no second halving
+					require.False(t, sp.spinning(1<<20, time.Now()), "spinning after giving up")
+				}
+				sp.found(1) // a message ends the spell
+			}
+			require.Equal(t, tc.want, sp.window)
+		})
+	}
+}
+
+// A writer whose QP broke fails every post at once and drops what was
+// queued for it: a dead sender's wake-ups and sleep epochs do not pile up.
+func TestBrokenWriterDropsQueued(t *testing.T) {
+	broken := &QPError{QP: 0, Err: errWrongAnswer}
+	w := ringWriter{broken: broken}
+	for i := 0; i < 3; i++ {
+		w.wrs = append(w.wrs, rdma.SendWR{WRID: w.nextID()})
+		require.ErrorIs(t, w.post(context.Background()), errWrongAnswer)
+		require.Empty(t, w.wrs)
 	}
 }

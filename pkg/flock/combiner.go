@@ -187,11 +187,12 @@ func (c *combiner) submit(n *node) {
 	c.lead(n)
 }
 
-// submitAsync enqueues an async node (wait == waitAsync) and reports
-// whether this goroutine became the leader and so has served it already.
-// Otherwise the node is served by another goroutine: its submitter hears
-// on n.sig of a failure (sigDone with err set) or of leadership
-// (sigLeader: call lead), and of nothing when it was sent.
+// submitAsync enqueues a node whose submitter does not wait for it to be
+// served (wait is waitAsync or waitNone) and reports whether this
+// goroutine became the leader and so has served it already. Otherwise
+// another goroutine serves it: an async submitter hears on n.sig of a
+// failure (sigDone with err set) or of leadership (sigLeader: call lead),
+// and of nothing when it was sent; a detached one hears nothing.
 func (c *combiner) submitAsync(n *node) bool {
 	prev := c.tail.Swap(n)
 	if prev != nil {
@@ -200,18 +201,6 @@ func (c *combiner) submitAsync(n *node) bool {
 	}
 	c.lead(n)
 	return true
-}
-
-// submitDetached enqueues a node nobody waits for (wait == waitNone, from
-// a nodePool); if the queue was empty this goroutine leads, serving every
-// detached node that queues up meanwhile.
-func (c *combiner) submitDetached(n *node) {
-	prev := c.tail.Swap(n)
-	if prev != nil {
-		prev.next.Store(n)
-		return
-	}
-	c.lead(n)
 }
 
 // submitChain enqueues ns as one run with a single tail swap (the links
@@ -237,9 +226,12 @@ func (c *combiner) submitChain(ns []*node) {
 // lead serves batches starting at first (the leader's own node, always
 // served), then hands leadership to the first node not served; a detached
 // successor has nobody to hand it to, so the leader serves it too.
-func (c *combiner) lead(first *node) {
-	own := first
-	for first != nil {
+func (c *combiner) lead(first *node) { c.leadFrom(first, c.max) }
+
+// leadFrom leads from own, the leader's node, taking at most limit nodes in
+// the first batch and serving detached successors after it.
+func (c *combiner) leadFrom(own *node, limit int) {
+	for first := c.leadOnce(own, own, limit); first != nil; {
 		first = c.leadOnce(own, first, c.max)
 	}
 }
@@ -252,15 +244,13 @@ func (c *combiner) tryLeadOne(n *node) bool {
 	if !c.tail.CompareAndSwap(nil, n) {
 		return false
 	}
-	for first := c.leadOnce(n, n, 1); first != nil; {
-		first = c.leadOnce(n, first, c.max)
-	}
+	c.leadFrom(n, 1)
 	return true
 }
 
-// leadOnce serves one batch (at most limit nodes) from first and returns the
-// detached node to lead next, if any. own is the leader's own node: it is not completed
-// here (its owner is running this).
+// leadOnce serves one batch (at most limit nodes) from first and returns
+// the detached node to lead next, if any. own is the leader's own node: it
+// is not completed here (its owner is running this).
 func (c *combiner) leadOnce(own, first *node, limit int) *node {
 	if c.yield != nil && first.next.Load() == nil && c.yield() && limit > 1 {
 		runtime.Gosched()

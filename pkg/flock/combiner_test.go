@@ -135,7 +135,7 @@ func TestCombinerWaitModes(t *testing.T) {
 						if tc.mode == waitNone {
 							n := pool.get()
 							n.caller = id
-							c.submitDetached(n)
+							c.submitAsync(n)
 							continue
 						}
 						nd.reclaim()

@@ -446,8 +446,7 @@ func (c *Conn) dispatch() {
 	defer c.wg.Done()
 	idle := 0
 	var quiet time.Time // when the rings last went empty
-	spin := spinWindow  // adapted: see below
-	gaveUp := false     // the rings went empty and the spin did not pay
+	sp := newSpinner()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -457,10 +456,8 @@ func (c *Conn) dispatch() {
 		default:
 		}
 		if c.poll() {
-			if idle > 0 && !gaveUp {
-				spin = min(2*spin, spinWindow) // the spin paid
-			}
-			idle, gaveUp = 0, false
+			sp.found(idle)
+			idle = 0
 			continue
 		}
 		if idle == 0 {
@@ -469,19 +466,13 @@ func (c *Conn) dispatch() {
 		idle++
 		// While calls are outstanding, keep yielding (not sleeping) for a
 		// while: a lone caller's answer is usually a turnaround away, less
-		// than a sleep and its wake-up. But a spin that keeps ending in a
-		// sleep (a saturated server: answers come in bursts, milliseconds
-		// apart) only takes a core the server needs, so the window halves
-		// each time that happens, and doubles back when the spin pays.
-		if c.outstanding.Load() > 0 && !gaveUp && (idle < 16 || time.Since(quiet) < spin) {
+		// than a sleep and its wake-up; then sleep on the doorbell.
+		if c.outstanding.Load() > 0 && sp.spinning(idle, quiet) {
 			runtime.Gosched()
 			continue
 		}
-		if !gaveUp && c.outstanding.Load() > 0 {
-			spin = max(spin/2, minSpin)
-			gaveUp = true
-		}
 		if c.outstanding.Load() > 0 {
+			sp.giveUp()
 			switch c.sleep() {
 			case slept:
 				continue

@@ -208,6 +208,7 @@ func (w *ringWriter) addMessage(ctx context.Context, h header, es []entry) error
 // (RC moves it to the error state), so the writer is poisoned.
 func (w *ringWriter) post(ctx context.Context) error {
 	if w.broken != nil {
+		w.wrs = w.wrs[:0] // never to be sent: do not let them pile up
 		return w.broken
 	}
 	if len(w.wrs) == 0 {

@@ -408,6 +408,40 @@ const spinWindow = 200 * time.Microsecond
 // minSpin is the shortest spin a dispatcher adapts down to.
 const minSpin = 10 * time.Microsecond
 
+// spinner is a dispatcher's adaptive spin: how long it keeps yielding after
+// its rings went empty before it sleeps. A spin that keeps ending in a
+// sleep (a saturated peer whose messages come in bursts milliseconds
+// apart, handlers waiting for disk, callers thinking) only takes a core
+// the peer needs, so the window halves each time that happens and doubles
+// back when the spin pays, between minSpin and spinWindow.
+type spinner struct {
+	window time.Duration
+	gaveUp bool // this idle spell's spin ended without a message
+}
+
+func newSpinner() spinner { return spinner{window: spinWindow} }
+
+// found records that the rings held something after idle empty rounds.
+func (s *spinner) found(idle int) {
+	if idle > 0 && !s.gaveUp {
+		s.window = min(2*s.window, spinWindow) // the spin paid
+	}
+	s.gaveUp = false
+}
+
+// spinning reports whether to keep yielding, idle rounds into an idle
+// spell that began at quiet.
+func (s *spinner) spinning(idle int, quiet time.Time) bool {
+	return !s.gaveUp && (idle < 16 || time.Since(quiet) < s.window)
+}
+
+// giveUp records that this spell's spin did not pay.
+func (s *spinner) giveUp() {
+	if !s.gaveUp {
+		s.window, s.gaveUp = max(s.window/2, minSpin), true
+	}
+}
+
 // idleLong is the number of empty rounds after which a server dispatcher
 // that cannot sleep on the doorbell (more than maxBellPeers senders) naps
 // 1 ms at a time instead of up to 200 µs.
@@ -419,8 +453,8 @@ func (s *Server) dispatch() {
 	defer s.loops.Done()
 	s.es = make([]entry, 0, 64)
 	idle := 0
-	var quiet time.Time               // when the rings last went empty
-	spin, gaveUp := spinWindow, false // adaptive, as the client's (conn.go)
+	var quiet time.Time // when the rings last went empty
+	sp := newSpinner()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -430,10 +464,8 @@ func (s *Server) dispatch() {
 		default:
 		}
 		if s.poll() {
-			if idle > 0 && !gaveUp {
-				spin = min(2*spin, spinWindow)
-			}
-			idle, gaveUp = 0, false
+			sp.found(idle)
+			idle = 0
 			continue
 		}
 		if idle == 0 {
@@ -442,15 +474,11 @@ func (s *Server) dispatch() {
 		idle++
 		// Yield rather than sleep for a while after the last request: the
 		// next one of a closed-loop caller is usually a turnaround away.
-		// A spin that keeps ending in a sleep (handlers waiting for disk,
-		// callers thinking) halves, one that pays doubles back.
-		if !gaveUp && (idle < 16 || time.Since(quiet) < spin) {
+		if sp.spinning(idle, quiet) {
 			runtime.Gosched()
 			continue
 		}
-		if !gaveUp {
-			spin, gaveUp = max(spin/2, minSpin), true
-		}
+		sp.giveUp()
 		// Then sleep on the doorbell (bell.go): the first request wakes
 		// it, and an idle server costs no CPU. Naps only when that cannot
 		// be (too many senders): a Go timer nap lasts ~1 ms when the
@@ -578,7 +606,7 @@ func (l *slane) submitDetached(n *node) {
 		n.pool.put(n)
 		return
 	}
-	l.comb.submitDetached(n)
+	l.comb.submitAsync(n)
 }
 
 func (l *slane) submit(n *node) {
