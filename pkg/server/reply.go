@@ -98,9 +98,15 @@ func appendReply(codec *wire.Codec, b []byte, p proto.Protocol, name string, seq
 	if err == nil {
 		return out, typ
 	}
-	out, _ = codec.AppendMessage(out[:start], p, name, proto.Exception, seqid,
+	return appendEncodeFailed(codec, out[:start], p, name, seqid, err), proto.Exception
+}
+
+// appendEncodeFailed replaces a reply that could not be encoded with an
+// INTERNAL_ERROR exception saying why.
+func appendEncodeFailed(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, err error) []byte {
+	out, _ := codec.AppendMessage(b, p, name, proto.Exception, seqid,
 		proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
-	return out, proto.Exception
+	return out
 }
 
 // appendReplyRefs is appendReply leaving large binary values out of b, as
@@ -111,9 +117,7 @@ func appendReplyRefs(codec *wire.Codec, b []byte, p proto.Protocol, name string,
 	if err == nil {
 		return out, refs, typ
 	}
-	out, _ = codec.AppendMessage(out[:start], p, name, proto.Exception, seqid,
-		proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
-	return out, nil, proto.Exception
+	return appendEncodeFailed(codec, out[:start], p, name, seqid, err), nil, proto.Exception
 }
 
 // sealReplyRefs is sealReply for a frame continued by refs.
