@@ -148,6 +148,8 @@ func init() {
 	// before it spread calls (one connection per Conn).
 	Register(Hat{TCP: 1})
 	Register(Hat{TCP: 2})
+	Register(Hat{TCP: 4})
 	Register(Hat{TCP: 8})
+	Register(Hat{TCP: 16})
 	Register(Hat{Lanes: true})
 }

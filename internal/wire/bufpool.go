@@ -21,21 +21,32 @@ import (
 // (24 faults per call). A buffer that is reused stays mapped and in cache.
 //
 // Classes are multiples of largeStep; a class keeps its most recently
-// returned buffers first (LIFO: the warmest in cache). What the pool
-// retains is bounded by largeRetain bytes and largePerClass buffers a class, so a burst of huge messages
-// cannot pin memory forever.
+// returned buffers first (LIFO: the warmest in cache).
+//
+// How much to keep: buffers that decoded values adopted come back only
+// when a collection finds them unused (Adopt), so a steady stream of large
+// calls needs the buffers in flight plus those freed by one collection.
+// At 64 concurrent 128 KiB echoes that was more than a 32 MiB pool held:
+// each process allocated (and zeroed, and page-faulted in) fresh buffers
+// every cycle, and raising the bound to 128 MiB took 167-178 µs of CPU per
+// call to 153-158 µs (atb-tcp, 2026-11-23; 256 MiB was worse again). So
+// the hard bounds are generous (largeRetain bytes, largePerClass buffers a
+// class, so sizes nobody asks for any more cannot crowd out those in use),
+// and what is kept is trimmed to demand instead: after every collection a
+// class drops the buffers it did not hand out since the one before (its
+// low-water mark), oldest first. A burst of large messages therefore pins
+// memory for at most two collections once it ends.
 const (
-	largeMin    = 32 << 10
-	largeStep   = 16 << 10
-	largeRetain = 32 << 20
-	// largePerClass bounds each class, so buffers of a size nobody asks
-	// for any more cannot fill the pool for the sizes still in use.
-	largePerClass = 128
+	largeMin      = 32 << 10
+	largeStep     = 16 << 10
+	largeRetain   = 128 << 20
+	largePerClass = 1024
 )
 
 type largeClass struct {
 	mu   sync.Mutex
 	bufs [][]byte
+	low  int // fewest buffers held since the last trim
 }
 
 var (
@@ -58,6 +69,7 @@ func getLarge(n int) []byte {
 			b := lc.bufs[m-1]
 			lc.bufs[m-1] = nil
 			lc.bufs = lc.bufs[:m-1]
+			lc.low = min(lc.low, m-1)
 			lc.mu.Unlock()
 			largeHeld.Add(-int64(cap(b)))
 			return b[:0]
@@ -76,6 +88,7 @@ func putLarge(b []byte) {
 		largeHeld.Add(-int64(cap(b)))
 		return
 	}
+	trimOnce.Do(armTrim)
 	// Filed by the class every size of which it can hold.
 	lc := &largeClasses[cap(b)/largeStep]
 	lc.mu.Lock()
@@ -86,6 +99,51 @@ func putLarge(b []byte) {
 	}
 	lc.bufs = append(lc.bufs, b[:0])
 	lc.mu.Unlock()
+}
+
+var (
+	trimOnce sync.Once
+	trims    atomic.Int64 // trims done, for tests
+)
+
+// gcMark is an object whose only purpose is to be collected: its cleanup
+// trims the pool and makes the next one, so the pool is trimmed once per
+// collection. (It holds a pointer and is not tiny: the tiny allocator
+// could keep it alive alongside other objects.)
+type gcMark struct {
+	_ *gcMark
+	_ [2]uintptr
+}
+
+func armTrim() {
+	runtime.AddCleanup(new(gcMark), func(struct{}) {
+		trimLarge()
+		armTrim()
+	}, struct{}{})
+}
+
+// trimLarge drops, in every class, the buffers not handed out since the
+// last trim: they were not needed for a whole collection cycle.
+func trimLarge() {
+	defer trims.Add(1)
+	for i := range largeClasses {
+		lc := &largeClasses[i]
+		lc.mu.Lock()
+		n := lc.low
+		if n > 0 {
+			var freed int64
+			for _, b := range lc.bufs[:n] {
+				freed += int64(cap(b))
+			}
+			// The oldest (coldest) are at the bottom of the stack.
+			k := copy(lc.bufs, lc.bufs[n:])
+			clear(lc.bufs[k:])
+			lc.bufs = lc.bufs[:k]
+			largeHeld.Add(-freed)
+		}
+		lc.low = len(lc.bufs)
+		lc.mu.Unlock()
+	}
 }
 
 // GetBufSize returns an empty pooled buffer with room for n bytes: for

@@ -72,6 +72,63 @@ func TestLargePoolReusesAndBounds(t *testing.T) {
 
 func unsafeData(b []byte) *byte { return &b[:1][0] }
 
+// collect runs a collection and waits for the pool's trim that follows it.
+func collect(t *testing.T) {
+	t.Helper()
+	before := trims.Load()
+	runtime.GC()
+	require.Eventually(t, func() bool { return trims.Load() > before },
+		5*time.Second, time.Millisecond, "no trim after a collection")
+}
+
+func classLen(c int) int {
+	lc := &largeClasses[c]
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return len(lc.bufs)
+}
+
+// TestLargePoolTrimsToDemand: buffers nobody took for a whole collection
+// cycle are dropped, those handed out during it are kept.
+func TestLargePoolTrimsToDemand(t *testing.T) {
+	const class = 11 // 176 KiB: no other test uses it
+	size := class * largeStep
+	tests := []struct {
+		name     string
+		put      int
+		taken    int // handed out (and returned) between the two trims
+		wantKept int
+	}{
+		{"idle buffers go", 6, 0, 0},
+		{"buffers in use stay", 6, 4, 4},
+		{"all in use, all stay", 5, 5, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trimOnce.Do(armTrim)
+			collect(t) // start from a trimmed, empty class
+			collect(t)
+			require.Zero(t, classLen(class))
+			for range tt.put {
+				putLarge(make([]byte, 0, size))
+			}
+			collect(t) // marks what is held now
+			got := make([][]byte, 0, tt.taken)
+			for range tt.taken {
+				got = append(got, getLarge(size))
+			}
+			for _, b := range got {
+				putLarge(b)
+			}
+			collect(t) // drops what was not taken
+			assert.Equal(t, tt.wantKept, classLen(class))
+			for range classLen(class) {
+				getLarge(size) // leave the class empty
+			}
+		})
+	}
+}
+
 // TestReadFrameLargeUsesPool checks a large frame is read whole into a
 // pooled buffer and a small destination goes back to the small pool.
 func TestReadFrameLargeUsesPool(t *testing.T) {

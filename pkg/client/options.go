@@ -133,7 +133,8 @@ func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = tru
 // HatRPC server (default DefaultConns; 1 keeps every call on one). The
 // Conn dials one; the others are opened in the background only when many
 // bytes are in flight (large calls, or many concurrent medium ones), and
-// each call then takes the least busy connection. A lone caller and small
+// each call then takes the least busy connection. Calls under 64 KiB
+// (request plus reply) use at most 4 of them. A lone caller and small
 // calls stay on the first connection, whose writes coalesce. A plain
 // Thrift server always gets exactly one connection.
 func WithConns(n int) Option { return func(o *options) { o.conns = max(n, 1) } }

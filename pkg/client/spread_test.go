@@ -54,6 +54,7 @@ func burst(t *testing.T, ctx context.Context, c *client.Conn, callers, rounds in
 func TestConnsSpreadLargeCalls(t *testing.T) {
 	large := strings.Repeat("x", 128<<10)
 	small := strings.Repeat("y", 64)
+	medium := strings.Repeat("m", 4<<10)
 	tests := []struct {
 		name      string
 		opts      []client.Option
@@ -65,6 +66,9 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 		{"WithConns(2) caps the connections", []client.Option{client.WithConns(2)}, large, true, 2},
 		{"WithConns(1) keeps one", []client.Option{client.WithConns(1)}, large, false, 1},
 		{"small calls stay on one", nil, small, false, 1},
+		// 64 callers of 4 KiB would fill 8 connections; calls under
+		// 64 KiB spread over at most 4 (smallConns).
+		{"medium calls spread over at most 4", nil, medium, true, 4},
 		{"plain Thrift never spreads", []client.Option{client.WithoutUpgrade()}, large, false, 1},
 	}
 	for _, tt := range tests {
@@ -78,7 +82,12 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 			if tt.wantMulti {
 				rounds = 500 // ends as soon as a second connection shows
 			}
-			burst(t, tctx(t), c, 16, rounds, tt.msg, func() bool { return tt.wantMulti && c.Conns() > 1 })
+			workers, done := 16, func() bool { return tt.wantMulti && c.Conns() > 1 }
+			if len(tt.msg) == len(medium) {
+				// Past the cap, not just past one connection.
+				workers, rounds, done = 64, 100, func() bool { return false }
+			}
+			burst(t, tctx(t), c, workers, rounds, tt.msg, done)
 			n := c.Conns()
 			assert.LessOrEqual(t, n, tt.max)
 			if tt.wantMulti {
