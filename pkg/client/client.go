@@ -395,6 +395,7 @@ type session struct {
 	c      *Conn
 	nc     net.Conn
 	br     *bufio.Reader
+	spin   *wire.SpinReader // under br; nil unless nc is a plain socket
 	w      *wire.Writer
 	hat    bool
 	caps   uint64 // capabilities the server granted in the handshake
@@ -441,9 +442,10 @@ type call struct {
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 func newSession(c *Conn, nc net.Conn) *session {
+	sr := wire.NewSpinReader(nc)
 	return &session{
-		c: c, nc: nc,
-		br:      bufio.NewReaderSize(nc, 32<<10),
+		c: c, nc: nc, spin: sr,
+		br:      bufio.NewReaderSize(sr.Reader(nc), 32<<10),
 		w:       newWriter(nc, c.o.writeTimeout),
 		format:  wire.Format{Proto: c.o.proto, Framed: c.o.framed},
 		done:    make(chan struct{}),

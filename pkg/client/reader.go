@@ -116,6 +116,9 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 			watched = true
 			s.watchDone(ctx, done)
 		}
+		if s.br.Buffered() == 0 && s.inflight.Load() == 1 {
+			s.spin.Arm() // a lone call: its reply is about to come
+		}
 		_, err := s.br.Peek(1)
 		s.mu.Lock()
 		if err == nil {

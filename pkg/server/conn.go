@@ -23,6 +23,7 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	br     *bufio.Reader
+	spin   *wire.SpinReader // under br; nil unless nc is a plain socket
 	w      *wire.Writer
 	remote string
 	ctx    context.Context
@@ -94,11 +95,13 @@ var reqPool = sync.Pool{New: func() any { return new(request) }}
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
+	sr := wire.NewSpinReader(nc)
 	w := wire.NewWriter(nc, nil)
 	w.SetTimeout(s.opts.writeTimeout)
 	c := &conn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
-		br:     bufio.NewReaderSize(nc, readBufSize),
+		br:     bufio.NewReaderSize(sr.Reader(nc), readBufSize),
+		spin:   sr,
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
@@ -187,6 +190,11 @@ func (c *conn) serve() {
 			return // the timer moved the read role on
 		}
 		c.slow = slow
+		if !more && c.br.Buffered() == 0 {
+			// A lone call answered: its client is likely to send the
+			// next one right away (see wire.SpinReader).
+			c.spin.Arm()
+		}
 	}
 }
 

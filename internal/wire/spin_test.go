@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tcpPair returns both ends of a loopback TCP connection; every read on
+// them fails after 5 s rather than hang a test.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(acc)
+			return
+		}
+		acc <- c
+	}()
+	a, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	require.NoError(t, err)
+	b, ok := <-acc
+	require.True(t, ok, "accept failed")
+	for _, c := range []net.Conn{a, b} {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestSpinReader(t *testing.T) {
+	tests := []struct {
+		name       string
+		arm        bool
+		sendAfter  time.Duration // -1: close the peer instead of sending
+		deadline   time.Duration // > 0: read deadline, nothing is sent
+		wantErr    error
+		wantMisses int // -1: not checked
+	}{
+		{"unarmed reads as the socket does", false, 0, 0, nil, 0},
+		{"armed, data already there", true, 0, 0, nil, 0},
+		// Sent by a goroutine spinning 10 µs (Go timers fire ~1 ms late
+		// on an idle machine); whether it makes the 50 µs window depends
+		// on the load, so only the bytes are checked.
+		{"armed, data while polling", true, 10 * time.Microsecond, 0, nil, -1},
+		{"armed, data after the window", true, 20 * time.Millisecond, 0, nil, 1},
+		{"armed, peer closes", true, -1, 0, io.EOF, 0},
+		{"armed, deadline passes", true, 0, 20 * time.Millisecond, os.ErrDeadlineExceeded, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tcpPair(t)
+			r := NewSpinReader(a)
+			require.NotNil(t, r)
+			if tt.arm {
+				r.Arm()
+			}
+			msg := []byte("ping")
+			switch {
+			case tt.deadline > 0:
+				require.NoError(t, a.SetReadDeadline(time.Now().Add(tt.deadline)))
+			case tt.sendAfter < 0:
+				require.NoError(t, b.Close())
+			case tt.sendAfter == 0:
+				_, err := b.Write(msg)
+				require.NoError(t, err)
+				time.Sleep(time.Millisecond) // let it arrive before the read
+			case tt.sendAfter < time.Millisecond:
+				start := time.Now()
+				go func() {
+					for time.Since(start) < tt.sendAfter {
+					}
+					_, _ = b.Write(msg)
+				}()
+			default:
+				timer := time.AfterFunc(tt.sendAfter, func() { _, _ = b.Write(msg) })
+				defer timer.Stop()
+			}
+			buf := make([]byte, 16)
+			n, err := r.Read(buf)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, tt.wantErr)
+				if tt.wantErr != io.EOF {
+					var oe *net.OpError
+					assert.True(t, errors.As(err, &oe), "wrapped like net.Conn.Read: %v", err)
+				}
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, msg, buf[:n])
+			}
+			if tt.wantMisses >= 0 {
+				assert.Equal(t, tt.wantMisses, r.misses)
+			}
+			assert.False(t, r.armed, "an Arm covers one read")
+		})
+	}
+}
+
+func TestSpinReaderPausesAfterMisses(t *testing.T) {
+	a, b := tcpPair(t)
+	r := NewSpinReader(a)
+	require.NotNil(t, r)
+	buf := make([]byte, 8)
+	for i := range spinMisses {
+		r.Arm()
+		timer := time.AfterFunc(5*time.Millisecond, func() { _, _ = b.Write([]byte{byte(i)}) })
+		n, err := r.Read(buf)
+		timer.Stop()
+		require.NoError(t, err)
+		require.Equal(t, []byte{byte(i)}, buf[:n])
+	}
+	assert.Equal(t, spinPause, r.pause, "polling stops after %d misses in a row", spinMisses)
+	assert.Zero(t, r.misses)
+
+	// While paused an armed read does not poll (and counts down).
+	r.Arm()
+	_, err := b.Write([]byte("x"))
+	require.NoError(t, err)
+	n, err := r.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(buf[:n]))
+	assert.Equal(t, spinPause-1, r.pause)
+}
+
+func TestSpinReaderNotASocket(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	r := NewSpinReader(a)
+	assert.Nil(t, r)
+	r.Arm() // safe on nil
+	assert.Equal(t, a, r.Reader(a), "a nil SpinReader reads the conn itself")
+}
