@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,11 +20,18 @@ import (
 // 2026-11-23).
 //
 // Polling only pays when exactly that is happening, so the owner arms it
-// for the next read only (a lone caller awaiting its reply, a server that
-// just answered a lone call); under pipelined load a poll burns the CPU
-// the peer needs (64 callers: -20-25 % calls/s when every read polled).
+// for the next read only: a caller whose call is the only one of its
+// process in flight, a server connection that just answered a lone call
+// while no other call runs. Under load a poll burns the CPU the peer and
+// the other calls need: 64 pipelined callers lost 20-25 % calls/s when
+// every read polled, and hatkv over TCP with 64 threads (a lone caller
+// on each of 64 connections) 15 % ops/s when each lone caller polled.
+// And only one reader of a process polls at a time.
 // Between polls it yields the CPU (sched_yield), so a peer on the same CPU
-// runs at once instead of after the poll. Polls that time out mean the
+// runs at once instead of after the poll. (It does not yield to the
+// process's goroutines: runtime.Gosched there woke idle threads, and so
+// idle CPUs, which is what polling avoids; the poller holds one P for at
+// most the window.) Polls that time out mean the
 // peer is not answering within the window (slow handler, think time):
 // after spinMisses of them in a row polling stops for spinPause armed
 // reads.
@@ -33,6 +41,8 @@ const (
 	spinMisses = 4
 	spinPause  = 256
 )
+
+var polling atomic.Bool // a SpinReader of this process is polling
 
 // SpinReader is an io.Reader over a socket whose next Read may poll.
 // Arm and Read belong to the goroutine holding the connection's read role.
@@ -82,6 +92,11 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 		r.pause--
 		return r.nc.Read(p)
 	}
+	// One poller per process: a second one would only take CPU from it.
+	if !polling.CompareAndSwap(false, true) {
+		return r.nc.Read(p)
+	}
+	defer polling.Store(false)
 	var (
 		n      int
 		rerr   error

@@ -215,10 +215,16 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	}
 	s = c.pick(s)
 	s.inflight.Add(1)
+	tcpCalls.Add(1)
 	err = s.call(ctx, name, m.Oneway, args, result)
+	tcpCalls.Add(-1)
 	s.inflight.Add(-1)
 	return err
 }
+
+// tcpCalls counts the process's TCP calls in flight, over every Conn: a
+// caller polls its socket only when it is the only one (wire.SpinReader).
+var tcpCalls atomic.Int32
 
 // serviceLevel returns m planned from its service's level hints (the
 // table given with WithHints), cached per method.

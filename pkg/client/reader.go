@@ -116,8 +116,8 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 			watched = true
 			s.watchDone(ctx, done)
 		}
-		if s.br.Buffered() == 0 && s.inflight.Load() == 1 {
-			s.spin.Arm() // a lone call: its reply is about to come
+		if s.br.Buffered() == 0 && tcpCalls.Load() == 1 {
+			s.spin.Arm() // the process's only call: its reply is about to come
 		}
 		_, err := s.br.Peek(1)
 		s.mu.Lock()

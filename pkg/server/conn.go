@@ -190,9 +190,10 @@ func (c *conn) serve() {
 			return // the timer moved the read role on
 		}
 		c.slow = slow
-		if !more && c.br.Buffered() == 0 {
-			// A lone call answered: its client is likely to send the
-			// next one right away (see wire.SpinReader).
+		if !more && c.br.Buffered() == 0 && len(c.s.slots) == 0 {
+			// A lone call answered and no other call runs: its client
+			// is likely to send the next one right away, and polling
+			// takes no CPU from other calls (see wire.SpinReader).
 			c.spin.Arm()
 		}
 	}
