@@ -12,30 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// tcpPair returns both ends of a loopback TCP connection; every read on
-// them fails after 5 s rather than hang a test.
+// tcpPair is loopback with a 5 s read deadline on both ends, so no read
+// in these tests can hang.
 func tcpPair(t *testing.T) (a, b net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(acc)
-			return
-		}
-		acc <- c
-	}()
-	a, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-	require.NoError(t, err)
-	b, ok := <-acc
-	require.True(t, ok, "accept failed")
+	a, b = loopback(t)
 	for _, c := range []net.Conn{a, b} {
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 	}
-	t.Cleanup(func() { a.Close(); b.Close() })
 	return a, b
 }
 
