@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -143,6 +144,64 @@ func TestReadFrameLargeUsesPool(t *testing.T) {
 	assert.Equal(t, frame, got)
 	assert.GreaterOrEqual(t, cap(got), len(frame))
 }
+
+// TestReadFrameFrom reads frames of every size class through a bufio
+// reader over raw, the large ones partly from raw directly, and checks
+// each frame and that the stream stays in step (nothing read past a
+// frame from raw).
+func TestReadFrameFrom(t *testing.T) {
+	frame := func(n int, seq int32) []byte {
+		f := make([]byte, HeaderSize, HeaderSize+n)
+		for i := range n {
+			f = append(f, byte(i*7+int(seq)))
+		}
+		SealFrame(f, KindCall, 0, seq, 0)
+		return f
+	}
+	tests := []struct {
+		name  string
+		sizes []int
+		chunk int // raw returns at most this much per Read (0: all it can)
+	}{
+		{"small frames only", []int{10, 4 << 10, 100}, 0},
+		{"large after small", []int{100, 128 << 10, 64}, 0},
+		{"large frames back to back", []int{128 << 10, 200 << 10, 40 << 10}, 0},
+		{"large frames in short reads", []int{128 << 10, 33 << 10, 128 << 10}, 1500},
+		{"frame exactly buffered", []int{16<<10 - HeaderSize, 64 << 10}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stream []byte
+			var want [][]byte
+			for i, n := range tt.sizes {
+				f := frame(n, int32(i+1))
+				want = append(want, f)
+				stream = append(stream, f...)
+			}
+			var raw io.Reader = bytes.NewReader(stream)
+			if tt.chunk > 0 {
+				raw = &shortReader{r: raw, max: tt.chunk}
+			}
+			br := bufio.NewReaderSize(raw, 16<<10)
+			for i, w := range want {
+				h, got, err := ReadFrameFrom(br, raw, nil, 1<<20)
+				require.NoError(t, err, "frame %d", i)
+				assert.Equal(t, int32(i+1), h.Seqid)
+				require.Equal(t, w, got, "frame %d", i)
+			}
+			_, _, err := ReadFrameFrom(br, raw, nil, 1<<20)
+			assert.ErrorIs(t, err, io.EOF)
+		})
+	}
+}
+
+// shortReader returns at most max bytes per Read.
+type shortReader struct {
+	r   io.Reader
+	max int
+}
+
+func (s *shortReader) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.max)]) }
 
 // TestDecodeAliasedAdopt decodes a large binary field by aliasing, hands
 // the buffer to Adopt and checks the decoded bytes survive the buffer's

@@ -35,10 +35,21 @@ func FuzzReadFrame(f *testing.F) {
 	b := make([]byte, HeaderSize+3)
 	SealFrame(b, KindReply, 0, 1, 0)
 	f.Add(append(b, b...))
+	big := make([]byte, HeaderSize+largeMin+5)
+	SealFrame(big, KindCall, 0, 2, 0)
+	f.Add(append(append(big, b...), big...))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		br := bufio.NewReader(bytes.NewReader(in))
+		// ReadFrame and ReadFrameFrom (large frames partly read from the
+		// raw reader) must see the same frames and the same end.
+		br := bufio.NewReaderSize(bytes.NewReader(in), 4096)
+		raw := bytes.NewReader(in)
+		br2 := bufio.NewReaderSize(raw, 4096)
 		for {
-			h, fr, err := ReadFrame(br, nil, 1<<16)
+			h, fr, err := ReadFrame(br, nil, 1<<17)
+			h2, fr2, err2 := ReadFrameFrom(br2, raw, nil, 1<<17)
+			if (err == nil) != (err2 == nil) || err == nil && (h != h2 || !bytes.Equal(fr, fr2)) {
+				t.Fatalf("ReadFrame %v %v, ReadFrameFrom %v %v", h, err, h2, err2)
+			}
 			if err != nil {
 				return
 			}

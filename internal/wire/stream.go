@@ -90,6 +90,15 @@ func ReadMessage(br *bufio.Reader, f Format, dst []byte, lim *proto.Limits) ([]b
 // ReadFrame reads one HatRPC frame; the returned slice holds the header
 // followed by the payload (appended to dst[:0]).
 func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, error) {
+	return ReadFrameFrom(br, nil, dst, maxPayload)
+}
+
+// ReadFrameFrom is ReadFrame for a br that reads from raw: a large frame's
+// bytes beyond what br has buffered are read from raw straight into dst.
+// Through br the frame's last bytes (less than br's buffer) would be read
+// into the buffer and copied again: up to a quarter of a 128 KiB frame,
+// 3.8 % of the CPU of 128 KiB echoes at 64 callers.
+func ReadFrameFrom(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload int) (Header, []byte, error) {
 	hb, err := br.Peek(HeaderSize)
 	if err != nil {
 		if err == bufio.ErrBufferFull {
@@ -102,13 +111,23 @@ func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, er
 		return h, dst[:0], err
 	}
 	n := HeaderSize + h.PayloadLen()
-	out, err := readFull(br, growInto(dst[:0], n), n)
+	if raw == nil || n < largeMin {
+		out, err := readFull(br, growInto(dst[:0], n), n)
+		return h, out, err
+	}
+	dst = growInto(dst[:0], n)
+	k := min(n, br.Buffered())
+	out, err := readFull(br, dst, k)
+	if err != nil {
+		return h, out, err
+	}
+	out, err = readFull(raw, out, n-k)
 	return h, out, err
 }
 
 // readFull appends exactly n bytes from br to dst, growing it in steps so a
 // lying length cannot make us allocate before the bytes actually arrive.
-func readFull(br *bufio.Reader, dst []byte, n int) ([]byte, error) {
+func readFull(br io.Reader, dst []byte, n int) ([]byte, error) {
 	const step = 1 << 20
 	for n > 0 {
 		k := min(n, step)

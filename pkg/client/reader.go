@@ -353,7 +353,7 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 	bp = wire.GetBuf()
 	if s.hat {
 		var h wire.Header
-		h, *bp, err = wire.ReadFrame(s.br, *bp, lim.MaxMessageSize)
+		h, *bp, err = wire.ReadFrameFrom(s.br, s.spin.Reader(s.nc), *bp, lim.MaxMessageSize)
 		if err == nil {
 			switch h.Kind {
 			case wire.KindReply, wire.KindException:

@@ -294,7 +294,7 @@ func (c *conn) next() (*request, error) {
 	if c.hat {
 		var h wire.Header
 		var b []byte
-		h, b, err = wire.ReadFrame(c.br, *bp, lim.MaxMessageSize)
+		h, b, err = wire.ReadFrameFrom(c.br, c.spin.Reader(c.nc), *bp, lim.MaxMessageSize)
 		*bp = b
 		if err != nil {
 			wire.PutBuf(bp)
