@@ -24,17 +24,17 @@ import (
 // process in flight, a server connection that just answered a lone call
 // while no other call runs. Under load a poll burns the CPU the peer and
 // the other calls need: 64 pipelined callers lost 20-25 % calls/s when
-// every read polled, and hatkv over TCP with 64 threads (a lone caller
-// on each of 64 connections) 15 % ops/s when each lone caller polled.
-// And only one reader of a process polls at a time.
-// Between polls it yields the CPU (sched_yield), so a peer on the same CPU
-// runs at once instead of after the poll. (It does not yield to the
+// every read polled, and hatkv over TCP with 64 threads (a lone caller on
+// each of 64 connections) 15 % ops/s when each lone caller polled. And
+// only one reader of a process polls at a time.
+//
+// Between polls it yields the CPU (sched_yield), so a peer on the same
+// CPU runs at once instead of after the poll. It does not yield to the
 // process's goroutines: runtime.Gosched there woke idle threads, and so
 // idle CPUs, which is what polling avoids; the poller holds one P for at
-// most the window.) Polls that time out mean the
-// peer is not answering within the window (slow handler, think time):
-// after spinMisses of them in a row polling stops for spinPause armed
-// reads.
+// most the window. Polls that time out mean the peer is not answering
+// within the window (slow handler, think time): after spinMisses of them
+// in a row polling stops for spinPause armed reads.
 
 const (
 	spinWindow = 50 * time.Microsecond
