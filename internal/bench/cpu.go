@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"syscall"
-	"text/tabwriter"
 	"time"
 )
 
@@ -87,23 +86,15 @@ func writeCPU(w io.Writer, systems []string, tput []ThroughputRow) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nCPU per call in µs, client+server user+sys over the measured window (best run)")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "size\tcallers\t"
-	for _, s := range systems {
-		hdr += s + "\t"
-	}
-	fmt.Fprintln(tw, hdr)
-	for _, r := range tput {
-		line := SizeLabel(r.Size) + "\t" + fmt.Sprint(r.Callers) + "\t"
-		for _, s := range systems {
+	return writePointTable(w, systems, tput, func(r ThroughputRow) []string {
+		cells := make([]string, len(systems))
+		for i, s := range systems {
+			cells[i] = "-"
 			if v, ok := r.By[s]; ok && v.ServerCPU > 0 {
 				c, sv := v.CPUPerCall()
-				line += fmt.Sprintf("%s (%s+%s)", us(c+sv), us(c), us(sv)) + "\t"
-			} else {
-				line += "-\t"
+				cells[i] = fmt.Sprintf("%s (%s+%s)", us(c+sv), us(c), us(sv))
 			}
 		}
-		fmt.Fprintln(tw, line)
-	}
-	return tw.Flush()
+		return cells
+	})
 }

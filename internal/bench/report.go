@@ -126,19 +126,14 @@ func WriteReport(w io.Writer, systems []string, lat []LatencyRow, tput []Through
 		return err
 	}
 	fmt.Fprintf(w, "\nthroughput in calls/s, unpinned (goal: hatrpc >= %.0fx best apache at %d callers)\n", TputGoal, TputGoalCallers)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr = "size\tcallers\t"
-	for _, s := range systems {
-		hdr += s + "\t"
-	}
-	fmt.Fprintln(tw, hdr+"ratio\tverdict\t")
-	for _, r := range tput {
-		line := SizeLabel(r.Size) + "\t" + fmt.Sprint(r.Callers) + "\t"
+	cols := append(append([]string(nil), systems...), "ratio", "verdict")
+	err := writePointTable(w, cols, tput, func(r ThroughputRow) []string {
+		cells := make([]string, 0, len(cols))
 		for _, s := range systems {
 			if v, ok := r.By[s]; ok {
-				line += fmt.Sprintf("%.0f", v.OpsPerSec()) + "\t"
+				cells = append(cells, fmt.Sprintf("%.0f", v.OpsPerSec()))
 			} else {
-				line += "-\t"
+				cells = append(cells, "-")
 			}
 		}
 		if ratio, base, ok := ThroughputVerdict(r.By); ok {
@@ -146,13 +141,11 @@ func WriteReport(w io.Writer, systems []string, lat []LatencyRow, tput []Through
 			if r.Callers == TputGoalCallers {
 				verdict = mark(ratio >= TputGoal)
 			}
-			line += fmt.Sprintf("%.2fx vs %s\t%s\t", ratio, base, verdict)
-		} else {
-			line += "-\t-\t"
+			return append(cells, fmt.Sprintf("%.2fx vs %s", ratio, base), verdict)
 		}
-		fmt.Fprintln(tw, line)
-	}
-	if err := tw.Flush(); err != nil {
+		return append(cells, "-", "-")
+	})
+	if err != nil {
 		return err
 	}
 	if err := writeRawShare(w, systems, tput); err != nil {
@@ -177,28 +170,42 @@ func writeRawShare(w io.Writer, systems []string, tput []ThroughputRow) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nthroughput as a fraction of the best of %s (the TCP floor; no verdict)\n", strings.Join(raws, ", "))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "size\tcallers\t"
-	for _, s := range others {
-		hdr += s + "/raw\t"
+	cols := make([]string, len(others))
+	for i, s := range others {
+		cols[i] = s + "/raw"
 	}
-	fmt.Fprintln(tw, hdr)
-	for _, r := range tput {
+	return writePointTable(w, cols, tput, func(r ThroughputRow) []string {
 		best := 0.0
 		for _, s := range raws {
 			if v, ok := r.By[s]; ok {
 				best = max(best, v.OpsPerSec())
 			}
 		}
-		line := SizeLabel(r.Size) + "\t" + fmt.Sprint(r.Callers) + "\t"
-		for _, s := range others {
+		cells := make([]string, len(others))
+		for i, s := range others {
+			cells[i] = "-"
 			if v, ok := r.By[s]; ok && best > 0 {
-				line += fmt.Sprintf("%.2f", v.OpsPerSec()/best) + "\t"
-			} else {
-				line += "-\t"
+				cells[i] = fmt.Sprintf("%.2f", v.OpsPerSec()/best)
 			}
 		}
-		fmt.Fprintln(tw, line)
+		return cells
+	})
+}
+
+// writePointTable prints a table of one line per throughput point: its
+// size and callers, then cells(r), one cell per column of cols.
+func writePointTable(w io.Writer, cols []string, tput []ThroughputRow, cells func(ThroughputRow) []string) error {
+	line := func(a, b string, rest []string) string {
+		l := a + "\t" + b + "\t"
+		for _, c := range rest {
+			l += c + "\t"
+		}
+		return l
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, line("size", "callers", cols))
+	for _, r := range tput {
+		fmt.Fprintln(tw, line(SizeLabel(r.Size), fmt.Sprint(r.Callers), cells(r)))
 	}
 	return tw.Flush()
 }
