@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,14 +20,7 @@ var errWrongAnswer = errors.New("answer is not the reversed request")
 // and the wake-ups both happen, and every call gets its own answer. Run
 // for both ways of sharing a QP.
 func TestDispatcherSleepsAndIsWoken(t *testing.T) {
-	tests := []struct {
-		name string
-		opts []Option
-	}{
-		{"flock", nil},
-		{"mutex", []Option{withMutexSharing()}},
-	}
-	for _, tc := range tests {
+	for _, tc := range sharingModes {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openDev(t)
 			m := NewMetrics()
@@ -40,30 +32,19 @@ func TestDispatcherSleepsAndIsWoken(t *testing.T) {
 			c, _ := dial(t, d, s, append([]Option{WithQPs(2), WithMetrics(m)}, tc.opts...)...)
 			ctx := tctx(t)
 			const g, n = 4, 15
-			var wg sync.WaitGroup
-			errs := make(chan error, g)
-			for i := 0; i < g; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for j := 0; j < n; j++ {
-						req := binary.BigEndian.AppendUint32(nil, uint32(i<<16|j))
-						resp, err := c.Call(ctx, hEcho, req)
-						if err == nil && !bytes.Equal(reversed(req), resp) {
-							err = errWrongAnswer
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
+			inParallel(t, g, func(i int) error {
+				for j := 0; j < n; j++ {
+					req := binary.BigEndian.AppendUint32(nil, uint32(i<<16|j))
+					resp, err := c.Call(ctx, hEcho, req)
+					if err == nil && !bytes.Equal(reversed(req), resp) {
+						err = errWrongAnswer
 					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 			require.NoError(t, c.Close()) // stops the dispatcher: its counters are ours to read
 			require.Positive(t, c.bell.sleeps, "the dispatcher never slept")
 			require.Positive(t, c.bell.wakes, "no wake-up reached the client")
@@ -81,14 +62,7 @@ func TestDispatcherSleepsAndIsWoken(t *testing.T) {
 // the sender. A sender that connects while the dispatcher sleeps is served
 // too (it is told the epoch when the dispatcher wakes for it).
 func TestIdleServerSleepsAndIsWoken(t *testing.T) {
-	tests := []struct {
-		name string
-		opts []Option
-	}{
-		{"flock", nil},
-		{"mutex", []Option{withMutexSharing()}},
-	}
-	for _, tc := range tests {
+	for _, tc := range sharingModes {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openDev(t)
 			m := NewMetrics()

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,12 +30,8 @@ func TestCombinerServesEachNodeOnce(t *testing.T) {
 			var batches, maxSeen, total int
 			c := combiner{max: tc.max}
 			c.serve = func(b []*node) int {
-				assert.Equal(t, int32(1), inLeader.Add(1), "two leaders at once")
-				defer inLeader.Add(-1)
-				k := len(b)
-				if tc.partial && k > 1 {
-					k = (k + 1) / 2
-				}
+				defer leading(t, &inLeader)()
+				k := portion(len(b), tc.partial)
 				for _, n := range b[:k] {
 					served[n.caller]++
 				}
@@ -104,12 +99,8 @@ func TestCombinerWaitModes(t *testing.T) {
 			var pool nodePool
 			c := combiner{max: tc.max}
 			c.serve = func(b []*node) int {
-				assert.Equal(t, int32(1), inLeader.Add(1), "two leaders at once")
-				defer inLeader.Add(-1)
-				k := len(b)
-				if tc.partial && k > 1 {
-					k = (k + 1) / 2
-				}
+				defer leading(t, &inLeader)()
+				k := portion(len(b), tc.partial)
 				for _, n := range b[:k] {
 					served[n.caller]++
 					if tc.failing && n.caller%7 == 0 {

@@ -228,44 +228,32 @@ func TestCallsGivenUpMidQueue(t *testing.T) {
 			c, _ := dial(t, d, s, WithQPs(2))
 			ctx := tctx(t)
 			const g, n = 48, 60
-			var wg sync.WaitGroup
 			var gaveUp, answered atomic.Int64
-			errs := make(chan error, g)
-			for i := 0; i < g; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					cl := c.NewCaller()
-					rng := rand.New(rand.NewPCG(uint64(i), 7))
-					for j := 0; j < n; j++ {
-						req := binary.BigEndian.AppendUint64(nil, uint64(i)<<32|uint64(j))
-						cctx, cancel := ctx, context.CancelFunc(func() {})
-						if i%2 == 0 { // half the callers give up after 0-200 µs
-							cctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
-						}
-						resp, err := cl.Call(cctx, hEcho, req)
-						cancel()
-						switch {
-						case err == nil:
-							if !bytes.Equal(reversed(req), resp) {
-								errs <- fmt.Errorf("caller %d call %d: answer %x for request %x", i, j, resp, req)
-								return
-							}
-							answered.Add(1)
-						case i%2 == 0 && errors.Is(err, context.DeadlineExceeded):
-							gaveUp.Add(1)
-						default:
-							errs <- fmt.Errorf("caller %d call %d: %w", i, j, err)
-							return
-						}
+			inParallel(t, g, func(i int) error {
+				cl := c.NewCaller()
+				rng := rand.New(rand.NewPCG(uint64(i), 7))
+				for j := 0; j < n; j++ {
+					req := binary.BigEndian.AppendUint64(nil, uint64(i)<<32|uint64(j))
+					cctx, cancel := ctx, context.CancelFunc(func() {})
+					if i%2 == 0 { // half the callers give up after 0-200 µs
+						cctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(200))*time.Microsecond)
 					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
+					resp, err := cl.Call(cctx, hEcho, req)
+					cancel()
+					switch {
+					case err == nil:
+						if !bytes.Equal(reversed(req), resp) {
+							return fmt.Errorf("caller %d call %d: answer %x for request %x", i, j, resp, req)
+						}
+						answered.Add(1)
+					case i%2 == 0 && errors.Is(err, context.DeadlineExceeded):
+						gaveUp.Add(1)
+					default:
+						return fmt.Errorf("caller %d call %d: %w", i, j, err)
+					}
+				}
+				return nil
+			})
 			require.Equal(t, int64(g*n), answered.Load()+gaveUp.Load())
 			require.Positive(t, gaveUp.Load(), "no call gave up: the test proves nothing")
 			// Late answers to the calls given up still arrive and are

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -141,4 +142,51 @@ func metricValue(t testing.TB, c prometheus.Collector) float64 {
 		return d.Counter.GetValue()
 	}
 	return d.Gauge.GetValue()
+}
+
+// sharingModes are the two ways of sharing a QP that tests run under.
+var sharingModes = []struct {
+	name string
+	opts []Option
+}{
+	{"flock", nil},
+	{"mutex", []Option{withMutexSharing()}},
+}
+
+// inParallel runs f(0) … f(g-1) in g goroutines and fails t with every
+// error they return.
+func inParallel(t testing.TB, g int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, g)
+	for i := 0; i < g; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// leading fails t if another combiner leader is serving; the returned
+// func ends this leader's turn.
+func leading(t testing.TB, in *atomic.Int32) func() {
+	assert.Equal(t, int32(1), in.Add(1), "two leaders at once")
+	return func() { in.Add(-1) }
+}
+
+// portion is how many of a batch of k a test leader serves: all of it, or
+// with partial half of it (rounded up), so the rest goes to a next leader.
+func portion(k int, partial bool) int {
+	if partial && k > 1 {
+		return (k + 1) / 2
+	}
+	return k
 }
