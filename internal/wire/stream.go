@@ -111,17 +111,14 @@ func ReadFrameFrom(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload int) 
 		return h, dst[:0], err
 	}
 	n := HeaderSize + h.PayloadLen()
-	if raw == nil || n < largeMin {
-		out, err := readFull(br, growInto(dst[:0], n), n)
-		return h, out, err
+	k := n // bytes read through br
+	if raw != nil && n >= largeMin {
+		k = min(n, br.Buffered())
 	}
-	dst = growInto(dst[:0], n)
-	k := min(n, br.Buffered())
-	out, err := readFull(br, dst, k)
-	if err != nil {
-		return h, out, err
+	out, err := readFull(br, growInto(dst[:0], n), k)
+	if err == nil && k < n {
+		out, err = readFull(raw, out, n-k)
 	}
-	out, err = readFull(raw, out, n-k)
 	return h, out, err
 }
 
