@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -65,6 +66,25 @@ func TestHarness(t *testing.T) {
 				assert.LessOrEqual(t, lat.P50, lat.P99)
 				assert.LessOrEqual(t, lat.P99, lat.P999)
 			}
+
+			// Concurrent callers of a shared connection (the pipelined
+			// systems) each get their own reply back. (Before the throughput
+			// run: the raw systems' callers are not reused once a context ends.)
+			var wg sync.WaitGroup
+			for i, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := range 20 {
+						p := bytes.Repeat([]byte{byte(i*20 + k + 1)}, 4<<10+i)
+						rep, err := c.Echo(ctx, p)
+						if !assert.NoError(t, err) || !assert.True(t, bytes.Equal(p, rep), "caller %d call %d: wrong reply", i, k) {
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
 
 			tp, err := MeasureThroughput(ctx, cs, Payload(4<<10), 200*time.Millisecond)
 			require.NoError(t, err)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
 )
 
 // Raw is the physical floor of an echo over loopback TCP with Go's net
@@ -22,13 +25,27 @@ import (
 // connection (like hatrpc): requests carry an 8-byte header (length, id),
 // the server echoes the byte stream in whatever chunks it reads, and one
 // client goroutine reads replies straight into the waiting caller's buffer.
+//
+// Batched is the floor of hatrpc's own layout for small calls: callers
+// spread over rawBatchConns connections, frames queued through the same
+// coalescing wire.Writer hatrpc uses (one write for the frames of all
+// callers that arrive while one is written) and replies read through a
+// 256 KiB buffer, so a read brings many of them. It is what batching alone
+// buys, without Thrift or a single allocation per call.
 type Raw struct {
-	Shared bool
+	Shared  bool
+	Batched bool
 }
 
-// Name is "raw-tcp" or "raw-tcp-1conn".
+// rawBatchConns matches hatrpc's connections for calls under 64 KiB.
+const rawBatchConns = 4
+
+// Name is "raw-tcp", "raw-tcp-1conn" or "raw-tcp-batch".
 func (r Raw) Name() string {
-	if r.Shared {
+	switch {
+	case r.Batched:
+		return "raw-tcp-batch"
+	case r.Shared:
 		return "raw-tcp-1conn"
 	}
 	return "raw-tcp"
@@ -192,8 +209,11 @@ func (c *rawCaller) Close() error { return c.c.Close() }
 
 // Callers dials one connection per caller, or one shared connection.
 func (r Raw) Callers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	if r.Batched {
+		return rawBatchCallers(ctx, addr, n)
+	}
 	if r.Shared {
-		return rawMuxCallers(ctx, addr, n)
+		return rawMuxCallers(ctx, addr, n, false)
 	}
 	out := make([]Caller, 0, n)
 	for i := 0; i < n; i++ {
@@ -219,6 +239,8 @@ func rawDial(ctx context.Context, addr string) (net.Conn, error) {
 // rawMux is the shared pipelined connection of raw-tcp-1conn.
 type rawMux struct {
 	c    net.Conn
+	r    io.Reader    // c, or a buffer over it (batched)
+	w    *wire.Writer // nil: one writev per call under wmu
 	wmu  sync.Mutex
 	done chan struct{} // closed when the reader exits
 	err  error         // why the reader exited; read after done
@@ -231,17 +253,22 @@ type rawMuxCaller struct {
 	id    uint32
 	hdr   [rawMuxHdr]byte
 	bufs  [2][]byte
+	frame []byte // batched: header and payload, queued with one Write
 	rep   []byte
 	ready chan struct{}
 	owner bool
 }
 
-func rawMuxCallers(ctx context.Context, addr string, n int) ([]Caller, error) {
+func rawMuxCallers(ctx context.Context, addr string, n int, batched bool) ([]Caller, error) {
 	c, err := rawDial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	m := &rawMux{c: c, done: make(chan struct{}), call: make([]*rawMuxCaller, n)}
+	m := &rawMux{c: c, r: c, done: make(chan struct{}), call: make([]*rawMuxCaller, n)}
+	if batched {
+		m.r = bufio.NewReaderSize(c, 256<<10)
+		m.w = wire.NewWriter(c, nil)
+	}
 	out := make([]Caller, n)
 	for i := range out {
 		mc := &rawMuxCaller{m: m, id: uint32(i), ready: make(chan struct{}, 1), owner: i == 0}
@@ -258,7 +285,7 @@ func (m *rawMux) read() {
 	defer close(m.done)
 	var hdr [rawMuxHdr]byte
 	for {
-		if _, err := io.ReadFull(m.c, hdr[:]); err != nil {
+		if _, err := io.ReadFull(m.r, hdr[:]); err != nil {
 			m.err = err
 			return
 		}
@@ -273,7 +300,7 @@ func (m *rawMux) read() {
 			mc.rep = make([]byte, size)
 		}
 		mc.rep = mc.rep[:size]
-		if _, err := io.ReadFull(m.c, mc.rep); err != nil {
+		if _, err := io.ReadFull(m.r, mc.rep); err != nil {
 			m.err = err
 			return
 		}
@@ -282,13 +309,21 @@ func (m *rawMux) read() {
 }
 
 func (c *rawMuxCaller) Echo(ctx context.Context, payload []byte) ([]byte, error) {
-	binary.BigEndian.PutUint32(c.hdr[:], uint32(len(payload)))
-	binary.BigEndian.PutUint32(c.hdr[4:], c.id)
-	c.bufs = [2][]byte{c.hdr[:], payload}
-	v := net.Buffers(c.bufs[:])
-	c.m.wmu.Lock()
-	_, err := v.WriteTo(c.m.c)
-	c.m.wmu.Unlock()
+	var err error
+	if c.m.w != nil {
+		c.frame = binary.BigEndian.AppendUint32(c.frame[:0], uint32(len(payload)))
+		c.frame = binary.BigEndian.AppendUint32(c.frame, c.id)
+		c.frame = append(c.frame, payload...)
+		err = c.m.w.Write(c.frame)
+	} else {
+		binary.BigEndian.PutUint32(c.hdr[:], uint32(len(payload)))
+		binary.BigEndian.PutUint32(c.hdr[4:], c.id)
+		c.bufs = [2][]byte{c.hdr[:], payload}
+		v := net.Buffers(c.bufs[:])
+		c.m.wmu.Lock()
+		_, err = v.WriteTo(c.m.c)
+		c.m.wmu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +348,29 @@ func (c *rawMuxCaller) Close() error {
 	return err
 }
 
+// rawBatchCallers spreads n callers round-robin over rawBatchConns
+// batched connections.
+func rawBatchCallers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	conns := min(n, rawBatchConns)
+	out := make([]Caller, n)
+	var all []Caller
+	for k := 0; k < conns; k++ {
+		share := (n - k + conns - 1) / conns // callers k, k+conns, ...
+		cs, err := rawMuxCallers(ctx, addr, share, true)
+		if err != nil {
+			_ = CloseAll(all)
+			return nil, err
+		}
+		all = append(all, cs...)
+		for j, c := range cs {
+			out[k+j*conns] = c
+		}
+	}
+	return out, nil
+}
+
 func init() {
 	Register(Raw{})
 	Register(Raw{Shared: true})
+	Register(Raw{Shared: true, Batched: true})
 }
