@@ -70,21 +70,11 @@ func TestHarness(t *testing.T) {
 			// Concurrent callers of a shared connection (the pipelined
 			// systems) each get their own reply back. (Before the throughput
 			// run: the raw systems' callers are not reused once a context ends.)
-			var wg sync.WaitGroup
-			for i, c := range cs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := range 20 {
-						p := bytes.Repeat([]byte{byte(i*20 + k + 1)}, 4<<10+i)
-						rep, err := c.Echo(ctx, p)
-						if !assert.NoError(t, err) || !assert.True(t, bytes.Equal(p, rep), "caller %d call %d: wrong reply", i, k) {
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			eachCall(len(cs), 20, func(i, k int) bool {
+				p := bytes.Repeat([]byte{byte(i*20 + k + 1)}, 4<<10+i)
+				rep, err := cs[i].Echo(ctx, p)
+				return assert.NoError(t, err) && assert.True(t, bytes.Equal(p, rep), "caller %d call %d: wrong reply", i, k)
+			})
 
 			tp, err := MeasureThroughput(ctx, cs, Payload(4<<10), 200*time.Millisecond)
 			require.NoError(t, err)

@@ -27,13 +27,19 @@ type Hat struct {
 	// TCP is the client.WithConns of each Conn (0: the default). Conns > 1
 	// keeps one TCP connection per Conn, so hatrpc-4conn stays four.
 	TCP int
+	// Owned serves with server.WithOwnedArgs: the echo's argument is a
+	// fresh copy per call, as without atb.thrift's borrow_args hint.
+	Owned bool
 }
 
 // Name is "hatrpc" for one shared connection, "hatrpc-<n>conn" otherwise,
-// and "hatrpc-lanes" over engine lanes.
+// "hatrpc-lanes" over engine lanes and "hatrpc-owned" with owned arguments.
 func (h Hat) Name() string {
 	if h.Lanes {
 		return "hatrpc-lanes"
+	}
+	if h.Owned {
+		return "hatrpc-owned"
 	}
 	if h.conns() == 1 {
 		if h.TCP > 0 {
@@ -86,6 +92,9 @@ func (h Hat) Serve(_ context.Context, addr string) (Server, error) {
 	opts := []server.Option{server.WithLimits(lim), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if h.Lanes {
 		opts = append(opts, server.WithRDMA(rdma.ProviderAuto))
+	}
+	if h.Owned {
+		opts = append(opts, server.WithOwnedArgs())
 	}
 	srv := server.New(opts...)
 	atb.RegisterEcho(srv, hatEcho{})
@@ -152,4 +161,5 @@ func init() {
 	Register(Hat{TCP: 8})
 	Register(Hat{TCP: 16})
 	Register(Hat{Lanes: true})
+	Register(Hat{Owned: true})
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +21,50 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
+
+// serveEcho serves h as atb's echo with the benchmark's message limits
+// (plus sopts) on a fresh port and dials it with copts; connection and
+// server end with the test.
+func serveEcho(ctx context.Context, t *testing.T, h atb.EchoHandler, sopts []server.Option, copts ...client.Option) *atb.EchoClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	lim := proto.DefaultLimits
+	lim.MaxMessageSize, lim.MaxStringLength = maxMessage, maxMessage
+	opts := append([]server.Option{server.WithLimits(lim), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, sopts...)
+	srv := server.New(opts...)
+	atb.RegisterEcho(srv, h)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.Shutdown(sctx))
+		<-served
+	})
+	conn, err := client.Dial(ctx, ln.Addr().String(), copts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return atb.NewEchoClient(conn)
+}
+
+// eachCall runs f(g, i) for i < calls on each of callers goroutines g and
+// waits for them; a goroutine stops at its first false.
+func eachCall(callers, calls int, f func(g, i int) bool) {
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				if !f(g, i) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
 
 // keepingEcho answers with a copy and keeps every argument it was given,
 // so the test can check later that no argument was overwritten.
@@ -53,47 +99,27 @@ func TestLargePayloadOwnership(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			lim := proto.DefaultLimits
-			lim.MaxMessageSize, lim.MaxStringLength = maxMessage, maxMessage
-			srv := server.New(server.WithLimits(lim), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			// keepingEcho keeps its arguments: it must not borrow them
+			// (atb.thrift's echo carries borrow_args = on).
 			h := &keepingEcho{}
-			atb.RegisterEcho(srv, h)
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(ln) }()
-			defer func() {
-				require.NoError(t, srv.Shutdown(ctx))
-				<-served
-			}()
-			conn, err := client.Dial(ctx, ln.Addr().String(), tt.opts...)
-			require.NoError(t, err)
-			defer conn.Close()
-			c := atb.NewEchoClient(conn)
+			c := serveEcho(ctx, t, h, []server.Option{server.WithOwnedArgs()}, tt.opts...)
 
 			const callers, calls = 8, 12
 			pattern := func(g, i int) []byte {
 				return bytes.Repeat([]byte{byte(g*calls + i + 1)}, tt.size)
 			}
 			kept := make([][][]byte, callers)
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range calls {
-						rep, err := c.Echo(ctx, pattern(g, i))
-						if !assert.NoError(t, err) {
-							return
-						}
-						kept[g] = append(kept[g], rep)
-						if i%4 == 3 {
-							runtime.GC() // lets finalizers recycle buffers nobody holds
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			eachCall(callers, calls, func(g, i int) bool {
+				rep, err := c.Echo(ctx, pattern(g, i))
+				if !assert.NoError(t, err) {
+					return false
+				}
+				kept[g] = append(kept[g], rep)
+				if i%4 == 3 {
+					runtime.GC() // lets finalizers recycle buffers nobody holds
+				}
+				return true
+			})
 			runtime.GC()
 			runtime.GC()
 			// Recycled buffers are reused by these calls; the kept ones must not be.
@@ -114,5 +140,71 @@ func TestLargePayloadOwnership(t *testing.T) {
 				assert.True(t, bytes.Equal(a, bytes.Repeat(a[:1], tt.size)), "handler argument overwritten")
 			}
 		})
+	}
+}
+
+// aliasEcho returns its argument itself, the case borrow_args must get
+// right: the reply is encoded from the request's buffer before the server
+// reuses it. It records whether a 4 KiB argument came as a slice of the
+// request buffer (borrowed) or as an allocation of its own. Decoded
+// values are capped at their length either way, so it tells them apart by
+// address: a 4 KiB allocation is at least 8-byte aligned, while a value
+// inside a frame starts after the frame and message headers, at an odd
+// offset in every encoding tested here (43, 27, 11, ... bytes).
+type aliasEcho struct {
+	mu       sync.Mutex
+	borrowed map[bool]int
+}
+
+func (a *aliasEcho) Echo(_ context.Context, payload []byte) ([]byte, error) {
+	if len(payload) == 4096 {
+		a.mu.Lock()
+		a.borrowed[uintptr(unsafe.Pointer(unsafe.SliceData(payload)))%8 != 0]++
+		a.mu.Unlock()
+	}
+	return payload, nil
+}
+
+// TestBorrowedArgs: with atb.thrift's borrow_args hint a handler's binary
+// argument is a slice of the request buffer (WithOwnedArgs turns that off),
+// and echoing it back is safe under concurrency for every encoding, small
+// (copied into the reply) and large (written from the argument) alike.
+func TestBorrowedArgs(t *testing.T) {
+	encodings := []struct {
+		name string
+		opts []client.Option
+	}{
+		{"hatrpc-binary", nil},
+		{"hatrpc-compact", []client.Option{client.WithCompact()}},
+		{"plain-framed", []client.Option{client.WithoutUpgrade(), client.WithFramed()}},
+		{"plain-unframed-compact", []client.Option{client.WithoutUpgrade(), client.WithCompact()}},
+	}
+	for _, owned := range []bool{false, true} {
+		for _, enc := range encodings {
+			t.Run(fmt.Sprintf("owned=%v/%s", owned, enc.name), func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				var sopts []server.Option
+				if owned {
+					sopts = append(sopts, server.WithOwnedArgs())
+				}
+				h := &aliasEcho{borrowed: map[bool]int{}}
+				c := serveEcho(ctx, t, h, sopts, enc.opts...)
+
+				sizes := []int{0, 100, 4096, 40 << 10, 200 << 10}
+				const callers, calls = 8, 10
+				eachCall(callers, calls, func(g, i int) bool {
+					n := sizes[(g+i)%len(sizes)]
+					p := bytes.Repeat([]byte{byte(g*calls + i + 1)}, n)
+					rep, err := c.Echo(ctx, p)
+					return assert.NoError(t, err) &&
+						assert.True(t, bytes.Equal(p, rep), "caller %d call %d (%d bytes): wrong reply", g, i, n)
+				})
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				assert.Equal(t, map[bool]int{!owned: callers * calls / len(sizes)}, h.borrowed,
+					"4 KiB arguments borrowed (true) or owned (false)")
+			})
+		}
 	}
 }

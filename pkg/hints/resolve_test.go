@@ -119,6 +119,35 @@ func TestResolvePrecedence(t *testing.T) {
 	assert.Equal(t, "default", fside.Client.Values[4].Origin.Describe())
 }
 
+// TestResolveBorrowArgs: borrow_args is server-side only, so written in a
+// shared group it reaches the server's set and leaves the client's alone.
+func TestResolveBorrowArgs(t *testing.T) {
+	tests := []struct {
+		name  string
+		group RawGroup
+		want  bool
+		value string
+	}{
+		{"shared group", grp(RawShared, 5, id(5, 9, "borrow_args", "on")), true, "on"},
+		{"s_hint, alias spelling", grp(RawServer, 5, id(5, 11, "borrow_args", "yes")), true, "on"},
+		{"explicit off", grp(RawServer, 5, id(5, 11, "borrow_args", "off")), false, "off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Resolve("S", nil, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
+			require.NoError(t, err)
+			fn := res.Function("put")
+			require.NotNil(t, fn)
+			assert.Equal(t, tt.want, fn.Server.Set.BorrowArgs)
+			assert.False(t, fn.Client.Set.BorrowArgs)
+			v, ok := res.Lookup("put", SideServer, "borrow_args")
+			require.True(t, ok)
+			assert.Equal(t, tt.value, v.Value)
+			assert.False(t, res.Server.Set.BorrowArgs, "the service level is untouched")
+		})
+	}
+}
+
 func TestResolveValuesCoverSchema(t *testing.T) {
 	res := precedenceService(t)
 	for _, r := range []*Resolved{&res.Client, &res.Server, &res.Functions[0].Client, &res.Functions[2].Server} {
@@ -262,6 +291,10 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`svc.thrift:1:15: bad value "0" for batch: must be at least 1`}, []error{ErrRange}},
 		{"service-only key on a function", nil, f("get", grp(RawShared, 9, id(9, 20, "numa", "nic"))),
 			[]string{`svc.thrift:9:20: hint "numa" is not allowed on function get: it is service-level only`}, []error{ErrScope}},
+		{"bad borrow_args", []RawGroup{grp(RawServer, 1, id(1, 9, "borrow_args", "maybe"))}, nil,
+			[]string{`svc.thrift:1:21: bad value "maybe" for borrow_args: want one of off, on`}, []error{ErrBadValue}},
+		{"server-only key in c_hint", []RawGroup{grp(RawClient, 1, id(1, 9, "borrow_args", "on"))}, nil,
+			[]string{`svc.thrift:1:9: hint "borrow_args" is not allowed in c_hint: it is server-side only`}, []error{ErrSide}},
 		{"client-only key in s_hint", []RawGroup{grp(RawServer, 1, num(1, 9, "rfp_retries", "3"))}, nil,
 			[]string{`svc.thrift:1:9: hint "rfp_retries" is not allowed in s_hint: it is client-side only`}, []error{ErrSide}},
 		{"duplicate key", []RawGroup{grp(RawShared, 1, id(1, 9, "proto", "eager"), id(1, 25, "proto", "eager"))}, nil,

@@ -309,6 +309,16 @@ var schema = []Key{
 			}
 			return intIn(raw, 1, maxCount, &s.Credits)
 		}},
+	{Name: "borrow_args", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
+		Doc: "on: the handler (and its interceptors) keeps no argument, nor any part of one, once it returns, so binary arguments are decoded in place in the request's buffer, which is reused as soon as the reply is written (TCP)",
+		apply: func(s *Set, raw string) (string, error) {
+			v, ok := enumParse(onOffNames, switchAliases, raw)
+			if !ok {
+				return "", enumErr("borrow_args", raw, onOffNames)
+			}
+			s.BorrowArgs = v == 1
+			return onOffNames[v], nil
+		}},
 	{Name: "timeout", Type: TypeDuration, Default: "none",
 		Doc: "per-call deadline (client) or handler deadline (server), on top of the context's",
 		apply: func(s *Set, raw string) (string, error) {

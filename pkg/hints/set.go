@@ -34,6 +34,7 @@ type Set struct {
 	QPSharing       Switch
 	Credits         int           // receive slots per connection; 0 = goal dependent
 	Timeout         time.Duration // per-call deadline; 0 = none (the context decides)
+	BorrowArgs      bool          // server: the handler keeps no argument past its return
 	App             map[string]string
 }
 
@@ -165,6 +166,9 @@ func GoLiteral(s Set) string {
 	}
 	num("Credits", s.Credits)
 	dur("Timeout", s.Timeout)
+	if s.BorrowArgs {
+		field("BorrowArgs", "true")
+	}
 	if len(s.App) > 0 {
 		keys := make([]string, 0, len(s.App))
 		for k := range s.App {

@@ -102,6 +102,7 @@ var (
 	protocolNames  = []string{"auto", "eager", "write_rndv", "read_rndv", "direct_write_send", "chained_write_send", "direct_write_imm", "rfp", "hybrid"}
 	transportNames = []string{"auto", "rdma", "shm", "tcp"}
 	switchNames    = []string{"auto", "on", "off"}
+	onOffNames     = []string{"off", "on"}
 )
 
 // Extra accepted spellings. They are for people who write the protocol names

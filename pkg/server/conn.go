@@ -458,7 +458,7 @@ func (c *conn) handle(r *request) {
 		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec, &r.m.repHint)))
 	}
 	wire.PutCodec(codec)
-	c.freeRequest(r)
+	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
 	<-c.s.slots
 	c.end()
 }
@@ -483,17 +483,21 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		err error
 	)
 	// Large arguments keep their bytes in the frame buffer rather than in
-	// fresh copies; the handler owns the buffer then.
+	// fresh copies; the handler owns the buffer then. Borrowed arguments
+	// (borrow_args) alias it too, but the buffer stays the request's and
+	// goes back to the pool once the reply is written (freeRequest).
+	borrow := r.buf != nil && r.m.borrow
 	alias := r.buf != nil && len(r.body) >= wire.AliasMin
-	if alias {
+	if alias || borrow {
 		err = codec.DecodeAliased(r.proto, r.body, &c.s.opts.limits, args)
 	} else {
 		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
 	}
-	if r.buf != nil {
+	if r.buf != nil && !borrow {
 		wire.Release(r.buf, alias)
+		r.buf = nil
 	}
-	r.buf, r.body = nil, nil
+	r.body = nil
 	if err != nil {
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
 	} else {

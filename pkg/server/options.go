@@ -27,6 +27,7 @@ type options struct {
 	writeTimeout time.Duration
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
 	svcLevel     bool
+	ownedArgs    bool
 }
 
 func defaultOptions() options {
@@ -96,3 +97,9 @@ func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provi
 // only, ignoring function-level groups (for comparisons; the client has the
 // same option).
 func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }
+
+// WithOwnedArgs ignores the borrow_args hint: every handler gets arguments
+// of its own to keep, as without the hint. For a handler suspected of
+// keeping a borrowed argument (which the server would then overwrite),
+// and for comparisons.
+func WithOwnedArgs() Option { return func(o *options) { o.ownedArgs = true } }

@@ -72,6 +72,7 @@ type method struct {
 	reqSize int                                                // the client's declared request size (sizes lane buffers)
 	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
+	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
 }
 
 // New creates a server; register services, then Serve.
@@ -150,6 +151,7 @@ func (s *Server) Register(svc *Service) {
 			rm.set, reqSize = svc.Hints.Server, svc.Hints.Client.PayloadSize
 		}
 		rm.timeout = rm.set.Timeout
+		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.reqSize = reqSize
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
