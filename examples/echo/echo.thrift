@@ -18,6 +18,7 @@ service Echo {
   // Returns msg unchanged; an empty msg is refused with EchoError.
   string echo(1: string msg) throws (1: EchoError err),
 
-  // Bulk data: tell the runtime it is about throughput and large payloads.
-  binary echoBytes(1: binary data) [ hint: perf_goal = throughput, payload_size = 1MiB; ]
+  // Bulk data: tell the runtime it is about throughput and large payloads,
+  // and that the handler keeps nothing of data once it returns.
+  binary echoBytes(1: binary data) [ hint: perf_goal = throughput, payload_size = 1MiB; s_hint: borrow_args = on; ]
 }

@@ -733,7 +733,7 @@ var EchoHints = hints.Service{
 	Server: hints.Set{Concurrency: 8},
 	Functions: []hints.Function{
 		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 8}},
-		{Name: "echoBytes", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 1048576}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 8, PayloadSize: 1048576}},
+		{Name: "echoBytes", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 1048576}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 8, PayloadSize: 1048576, BorrowArgs: true}},
 	},
 }
 
