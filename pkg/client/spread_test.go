@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"strings"
@@ -61,15 +62,18 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 		msg       string
 		wantMulti bool
 		max       int
+		workers   int // concurrent callers; 0 = 16
 	}{
-		{"large calls spread over the default", nil, large, true, client.DefaultConns},
-		{"WithConns(2) caps the connections", []client.Option{client.WithConns(2)}, large, true, 2},
-		{"WithConns(1) keeps one", []client.Option{client.WithConns(1)}, large, false, 1},
-		{"small calls stay on one", nil, small, false, 1},
+		{"large calls spread over the default", nil, large, true, client.DefaultConns, 0},
+		{"WithConns(2) caps the connections", []client.Option{client.WithConns(2)}, large, true, 2, 0},
+		{"WithConns(1) keeps one", []client.Option{client.WithConns(1)}, large, false, 1, 0},
+		{"small calls stay on one", nil, small, false, 1, 16},
+		// 64 callers put more than 32 calls in flight on one connection.
+		{"many small calls spread", nil, small, true, 4, 64},
 		// 64 callers of 4 KiB would fill 8 connections; calls under
 		// 64 KiB spread over at most 4 (smallConns).
-		{"medium calls spread over at most 4", nil, medium, true, 4},
-		{"plain Thrift never spreads", []client.Option{client.WithoutUpgrade()}, large, false, 1},
+		{"medium calls spread over at most 4", nil, medium, true, 4, 64},
+		{"plain Thrift never spreads", []client.Option{client.WithoutUpgrade()}, large, false, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +86,7 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 			if tt.wantMulti {
 				rounds = 500 // ends as soon as a second connection shows
 			}
-			workers, done := 16, func() bool { return tt.wantMulti && c.Conns() > 1 }
+			workers, done := cmp.Or(tt.workers, 16), func() bool { return tt.wantMulti && c.Conns() > 1 }
 			if len(tt.msg) == len(medium) {
 				// Past the cap, not just past one connection.
 				workers, rounds, done = 64, 100, func() bool { return false }
@@ -91,7 +95,7 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 			n := c.Conns()
 			assert.LessOrEqual(t, n, tt.max)
 			if tt.wantMulti {
-				assert.Greater(t, n, 1, "16 concurrent 128 KiB calls must spread")
+				assert.Greater(t, n, 1, "%d concurrent calls of %d bytes must spread", workers, len(tt.msg))
 			} else {
 				assert.Equal(t, 1, n)
 			}
