@@ -27,8 +27,9 @@ type Hat struct {
 	// TCP is the client.WithConns of each Conn (0: the default). Conns > 1
 	// keeps one TCP connection per Conn, so hatrpc-4conn stays four.
 	TCP int
-	// Owned serves with server.WithOwnedArgs: the echo's argument is a
-	// fresh copy per call, as without atb.thrift's borrow_args hint.
+	// Owned serves with server.WithOwnedArgs and calls Echo, not
+	// EchoBorrowed: argument and result are fresh copies per call, as
+	// before HatRPC could borrow them.
 	Owned bool
 }
 
@@ -113,6 +114,14 @@ func (c *hatCaller) Echo(ctx context.Context, payload []byte) ([]byte, error) {
 	return c.c.Echo(ctx, payload)
 }
 
+// hatBorrowCaller checks each reply in place (EchoBorrowed); hatrpc-owned
+// keeps the plain hatCaller, whose results are its own, as before.
+type hatBorrowCaller struct{ *hatCaller }
+
+func (c hatBorrowCaller) EchoCheck(ctx context.Context, payload []byte, check func(rep []byte) error) error {
+	return c.c.EchoBorrowed(ctx, payload, check)
+}
+
 func (c *hatCaller) Close() error {
 	if c.owner {
 		return c.conn.Close()
@@ -145,7 +154,12 @@ func (h Hat) Callers(ctx context.Context, addr string, n int) ([]Caller, error) 
 	out := make([]Caller, n)
 	for i := range out {
 		c := conns[i%len(conns)]
-		out[i] = &hatCaller{c: atb.NewEchoClient(c), conn: c, owner: i < len(conns)}
+		hc := &hatCaller{c: atb.NewEchoClient(c), conn: c, owner: i < len(conns)}
+		if h.Owned {
+			out[i] = hc
+		} else {
+			out[i] = hatBorrowCaller{hc}
+		}
 	}
 	return out, nil
 }

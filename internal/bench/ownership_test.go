@@ -3,12 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -165,22 +167,27 @@ func (a *aliasEcho) Echo(_ context.Context, payload []byte) ([]byte, error) {
 	return payload, nil
 }
 
+// echoEncoding is a client configuration the borrowing tests run under.
+type echoEncoding struct {
+	name string
+	opts []client.Option
+}
+
+// echoEncodings covers HatRPC framing and plain Thrift, binary and compact.
+var echoEncodings = []echoEncoding{
+	{"hatrpc-binary", nil},
+	{"hatrpc-compact", []client.Option{client.WithCompact()}},
+	{"plain-framed", []client.Option{client.WithoutUpgrade(), client.WithFramed()}},
+	{"plain-unframed-compact", []client.Option{client.WithoutUpgrade(), client.WithCompact()}},
+}
+
 // TestBorrowedArgs: with atb.thrift's borrow_args hint a handler's binary
 // argument is a slice of the request buffer (WithOwnedArgs turns that off),
 // and echoing it back is safe under concurrency for every encoding, small
 // (copied into the reply) and large (written from the argument) alike.
 func TestBorrowedArgs(t *testing.T) {
-	encodings := []struct {
-		name string
-		opts []client.Option
-	}{
-		{"hatrpc-binary", nil},
-		{"hatrpc-compact", []client.Option{client.WithCompact()}},
-		{"plain-framed", []client.Option{client.WithoutUpgrade(), client.WithFramed()}},
-		{"plain-unframed-compact", []client.Option{client.WithoutUpgrade(), client.WithCompact()}},
-	}
 	for _, owned := range []bool{false, true} {
-		for _, enc := range encodings {
+		for _, enc := range echoEncodings {
 			t.Run(fmt.Sprintf("owned=%v/%s", owned, enc.name), func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 				defer cancel()
@@ -207,4 +214,63 @@ func TestBorrowedArgs(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestBorrowedResults: EchoBorrowed hands use the result in place, for
+// every encoding and size, concurrently; use runs exactly once per call and
+// its error is the call's; with interceptors the result is an owned copy
+// and use still runs.
+func TestBorrowedResults(t *testing.T) {
+	var intercepted atomic.Int64
+	count := func(ctx context.Context, m *client.Method, args, result proto.Struct, next client.Invoker) error {
+		intercepted.Add(1)
+		return next(ctx, m, args, result)
+	}
+	tests := append(echoEncodings[:len(echoEncodings):len(echoEncodings)],
+		echoEncoding{"interceptors", []client.Option{client.WithInterceptors(count)}})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := serveEcho(ctx, t, &aliasEcho{borrowed: map[bool]int{}}, nil, tt.opts...)
+			sizes := []int{0, 100, 4096, 40 << 10, 200 << 10}
+			const callers, calls = 8, 10
+			var uses atomic.Int64
+			eachCall(callers, calls, func(g, i int) bool {
+				p := bytes.Repeat([]byte{byte(g*calls + i + 1)}, sizes[(g+i)%len(sizes)])
+				err := c.EchoBorrowed(ctx, p, func(r []byte) error {
+					uses.Add(1)
+					assert.True(t, bytes.Equal(p, r), "caller %d call %d (%d bytes): wrong result", g, i, len(p))
+					return nil
+				})
+				return assert.NoError(t, err)
+			})
+			assert.Equal(t, int64(callers*calls), uses.Load())
+
+			errMine := errors.New("mine")
+			err := c.EchoBorrowed(ctx, []byte("x"), func([]byte) error { return errMine })
+			assert.ErrorIs(t, err, errMine)
+			if tt.name == "interceptors" {
+				assert.Equal(t, int64(callers*calls+1), intercepted.Load())
+			}
+		})
+	}
+}
+
+type failingEcho struct{}
+
+func (failingEcho) Echo(context.Context, []byte) ([]byte, error) { return nil, errors.New("boom") }
+
+// TestBorrowedResultException: an exception reply is the call's error and
+// use does not run.
+func TestBorrowedResultException(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := serveEcho(ctx, t, failingEcho{}, nil)
+	ran := false
+	err := c.EchoBorrowed(ctx, []byte("x"), func([]byte) error { ran = true; return nil })
+	var ae *proto.ApplicationException
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, proto.ExcInternalError, ae.Type)
+	assert.False(t, ran)
 }

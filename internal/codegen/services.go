@@ -185,15 +185,7 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 		args, result := g.helperStructs(fn)
 		g.e.buf.WriteString(comment(fn.Doc))
 		g.e.p("func (_c *%sClient) %s {", name, g.signature(fn))
-		var inits []string
-		for j, fd := range args.fields {
-			v := varName(fn.Args[j].Name)
-			if fd.ptr {
-				v = "&" + v
-			}
-			inits = append(inits, fd.name+": "+v)
-		}
-		g.e.p("_args := &%s{%s}", g.qual(owner, args.name), strings.Join(inits, ", "))
+		g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
 		if fn.Oneway {
 			g.e.p("return _c.c.Call(ctx, &%s[%d], _args, nil)", methods, i)
 			g.e.p("}")
@@ -232,5 +224,57 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 		}
 		g.e.p("}")
 		g.e.p("")
+		if trueKind(fn.Returns) == idl.KindBinary {
+			g.genBorrowed(name, methods, i, fn, args, result)
+		}
 	}
+}
+
+// argInits renders the field initialisers of fn's args struct.
+func argInits(fn *idl.Function, args *structDef) string {
+	var inits []string
+	for j, fd := range args.fields {
+		v := varName(fn.Args[j].Name)
+		if fd.ptr {
+			v = "&" + v
+		}
+		inits = append(inits, fd.name+": "+v)
+	}
+	return strings.Join(inits, ", ")
+}
+
+// genBorrowed emits <Fn>Borrowed for a function returning binary: the
+// result is handed to a callback and may be a slice of the reply buffer
+// (client.Conn.CallBorrowed), which saves an allocation and a copy per call.
+func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, args, result *structDef) {
+	owner := fn.Service.Program
+	proto := g.e.use(protoPath, g.protoName)
+	fname := publicize(fn.Name)
+	params := []string{"ctx " + g.e.std("context") + ".Context"}
+	for _, a := range fn.Args {
+		params = append(params, varName(a.Name)+" "+g.goType(a.Type, owner))
+	}
+	params = append(params, "use func(r []byte) error")
+	g.e.p("// %sBorrowed is %s for a caller that needs the result only while use", fname, fname)
+	g.e.p("// runs: it may be a slice of the reply's buffer, which is reused once use")
+	g.e.p("// returns (client.Conn.CallBorrowed). Copy what must outlive use.")
+	g.e.p("func (_c *%sClient) %sBorrowed(%s) error {", name, fname, strings.Join(params, ", "))
+	g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
+	g.e.p("_res := %s()", g.qual(owner, newName(result.name)))
+	g.e.p("return _c.c.CallBorrowed(ctx, &%s[%d], _args, _res, func() error {", methods, i)
+	for _, fd := range result.fields {
+		if fd.f.ID == 0 {
+			continue
+		}
+		g.e.p("if _res.%s != nil {", fd.name)
+		g.e.p("return _res.%s", fd.name)
+		g.e.p("}")
+	}
+	g.e.p("if _res.Success == nil {")
+	g.e.p("return &%s.ApplicationException{Type: %s.ExcMissingResult, Message: %q}", proto, proto, fmt.Sprintf("%s failed: unknown result", fn.Name))
+	g.e.p("}")
+	g.e.p("return use(_res.Success)")
+	g.e.p("})")
+	g.e.p("}")
+	g.e.p("")
 }

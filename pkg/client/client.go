@@ -655,8 +655,11 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil {
 		return err
 	}
-	msg := (*rp)[off:]
 	noteSize(&s.repSize, len(*rp))
+	if ok, err := s.decodeBorrowed(ctx, codec, rp, off, result); ok {
+		return err
+	}
+	msg := (*rp)[off:]
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin

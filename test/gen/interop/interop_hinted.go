@@ -3985,6 +3985,20 @@ func (_c *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte
 	return _res.Success, nil
 }
 
+// EchoBinaryBorrowed is EchoBinary for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *InteropClient) EchoBinaryBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	_args := &InteropEchoBinaryArgs{Data: data}
+	_res := NewInteropEchoBinaryResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsInterop[2], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBinary failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}
+
 func (_c *InteropClient) EchoString(ctx context.Context, s string) (_r string, _err error) {
 	_args := &InteropEchoStringArgs{S: s}
 	_res := NewInteropEchoStringResult()

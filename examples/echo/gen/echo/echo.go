@@ -827,3 +827,17 @@ func (_c *EchoClient) EchoBytes(ctx context.Context, data []byte) (_r []byte, _e
 	}
 	return _res.Success, nil
 }
+
+// EchoBytesBorrowed is EchoBytes for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *EchoClient) EchoBytesBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	_args := &EchoEchoBytesArgs{Data: data}
+	_res := NewEchoEchoBytesResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsEcho[1], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBytes failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}

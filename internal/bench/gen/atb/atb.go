@@ -340,3 +340,17 @@ func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err
 	}
 	return _res.Success, nil
 }
+
+// EchoBorrowed is Echo for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
+	_args := &EchoEchoArgs{Payload: payload}
+	_res := NewEchoEchoResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsEcho[0], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}

@@ -1017,6 +1017,20 @@ func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err err
 	return _res.Success, nil
 }
 
+// PingBorrowed is Ping for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *MixClient) PingBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	_args := &MixPingArgs{Data: data}
+	_res := NewMixPingResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsMix[0], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "ping failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}
+
 func (_c *MixClient) Crunch(ctx context.Context, data []byte) (_r int64, _err error) {
 	_args := &MixCrunchArgs{Data: data}
 	_res := NewMixCrunchResult()
@@ -1662,6 +1676,20 @@ func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err er
 		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
 	}
 	return _res.Success, nil
+}
+
+// GetBorrowed is Get for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *SharedClient) GetBorrowed(ctx context.Context, key []byte, use func(r []byte) error) error {
+	_args := &SharedGetArgs{Key: key}
+	_res := NewSharedGetResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsShared[0], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
 }
 
 func (_c *SharedClient) Slow(ctx context.Context, ms int64) (_r int64, _err error) {

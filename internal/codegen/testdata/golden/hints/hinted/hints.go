@@ -847,6 +847,20 @@ func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error)
 	return _res.Success, nil
 }
 
+// GetBorrowed is Get for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *KVClient) GetBorrowed(ctx context.Context, key string, use func(r []byte) error) error {
+	_args := &KVGetArgs{Key: key}
+	_res := NewKVGetResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsKV[0], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}
+
 func (_c *KVClient) Put(ctx context.Context, key string, value []byte) (_err error) {
 	_args := &KVPutArgs{Key: key, Value: value}
 	_res := NewKVPutResult()

@@ -2724,6 +2724,20 @@ func (_c *SearchClient) Raw(ctx context.Context, in []byte) (_r []byte, _err err
 	return _res.Success, nil
 }
 
+// RawBorrowed is Raw for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+func (_c *SearchClient) RawBorrowed(ctx context.Context, in []byte, use func(r []byte) error) error {
+	_args := &SearchRawArgs{In: in}
+	_res := NewSearchRawResult()
+	return _c.c.CallBorrowed(ctx, &clientMethodsSearch[5], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "raw failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}
+
 func (_c *SearchClient) Total(ctx context.Context, reqs []*Req, named map[string]*Req, ids []int32) (_r int64, _err error) {
 	_args := &SearchTotalArgs{Reqs: reqs, Named: named, Ids: ids}
 	_res := NewSearchTotalResult()
