@@ -36,15 +36,21 @@ func hasResult(fn *idl.Function) bool { return fn.Returns != nil && fn.Returns.K
 // signature renders `Name(ctx context.Context, a T, ...) (_r R, _err error)`.
 func (g *generator) signature(fn *idl.Function) string {
 	owner := fn.Service.Program
-	params := []string{"ctx " + g.e.std("context") + ".Context"}
-	for _, a := range fn.Args {
-		params = append(params, varName(a.Name)+" "+g.goType(a.Type, owner))
-	}
+	params := g.params(fn)
 	res := "(_err error)"
 	if hasResult(fn) {
 		res = "(_r " + g.goType(fn.Returns, owner) + ", _err error)"
 	}
 	return publicize(fn.Name) + "(" + strings.Join(params, ", ") + ") " + res
+}
+
+// params renders fn's parameters: the context, then one per argument.
+func (g *generator) params(fn *idl.Function) []string {
+	params := []string{"ctx " + g.e.std("context") + ".Context"}
+	for _, a := range fn.Args {
+		params = append(params, varName(a.Name)+" "+g.goType(a.Type, fn.Service.Program))
+	}
+	return params
 }
 
 func (g *generator) genService(svc *idl.Service) error {
@@ -250,11 +256,7 @@ func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, a
 	owner := fn.Service.Program
 	proto := g.e.use(protoPath, g.protoName)
 	fname := publicize(fn.Name)
-	params := []string{"ctx " + g.e.std("context") + ".Context"}
-	for _, a := range fn.Args {
-		params = append(params, varName(a.Name)+" "+g.goType(a.Type, owner))
-	}
-	params = append(params, "use func(r []byte) error")
+	params := append(g.params(fn), "use func(r []byte) error")
 	g.e.p("// %sBorrowed is %s for a caller that needs the result only while use", fname, fname)
 	g.e.p("// runs: it may be a slice of the reply's buffer, which is reused once use")
 	g.e.p("// returns (client.Conn.CallBorrowed). Copy what must outlive use.")

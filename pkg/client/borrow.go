@@ -38,14 +38,12 @@ type borrow struct {
 // interceptors (which may read result after their invoker returns), are
 // decoded into owned values as by Call; use then runs on those.
 func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.Struct, use func() error) error {
-	if result == nil || m.Oneway || len(c.o.interceptors) > 0 {
-		if err := c.Call(ctx, m, args, result); err != nil {
-			return err
-		}
-		return use()
+	var b *borrow
+	if result != nil && !m.Oneway && len(c.o.interceptors) == 0 {
+		b = &borrow{use: use}
+		ctx = context.WithValue(ctx, borrowKey{}, b)
 	}
-	b := &borrow{use: use}
-	if err := c.Call(context.WithValue(ctx, borrowKey{}, b), m, args, result); err != nil || b.done {
+	if err := c.Call(ctx, m, args, result); err != nil || b != nil && b.done {
 		return err
 	}
 	return use()
@@ -60,12 +58,12 @@ func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, rp *[]b
 		return false, nil
 	}
 	err := decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result, true)
-	if err != nil {
-		wire.PutBuf(rp)
-		return true, ownDeadline(ctx, err)
+	if err == nil {
+		b.done = true
+		err = b.use()
+	} else {
+		err = ownDeadline(ctx, err)
 	}
-	b.done = true
-	err = b.use()
 	wire.PutBuf(rp)
 	return true, err
 }

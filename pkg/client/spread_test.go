@@ -89,7 +89,7 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 			workers, done := cmp.Or(tt.workers, 16), func() bool { return tt.wantMulti && c.Conns() > 1 }
 			if len(tt.msg) == len(medium) {
 				// Past the cap, not just past one connection.
-				workers, rounds, done = 64, 100, func() bool { return false }
+				rounds, done = 100, func() bool { return false }
 			}
 			burst(t, tctx(t), c, workers, rounds, tt.msg, done)
 			n := c.Conns()
