@@ -12,7 +12,7 @@ import (
 // TestCUnit builds and runs the C unit tests (make ctest) against the same
 // provider selection, so `go test` covers both halves of the suite.
 func TestCUnit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout*6)
+	ctx, cancel := context.WithTimeout(context.Background(), buildRunTimeout)
 	defer cancel()
 	wd, err := os.Getwd()
 	require.NoError(t, err)

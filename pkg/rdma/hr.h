@@ -36,6 +36,7 @@ typedef enum hr_status {
 	HR_ENOTSUP = 17,       /* operation not supported by the device */
 	HR_EIO = 18,           /* other provider/OS failure */
 	HR_EPEER = 19,         /* bad peer attributes (cannot map/reach peer) */
+	HR_ELOCAL_OP = 20,     /* local QP operation error (malformed WR) */
 	HR_STATUS_MAX
 } hr_status;
 
@@ -243,6 +244,8 @@ typedef struct hr_provider {
 	int (*create_srq)(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out);
 	int (*destroy_srq)(hr_srq *srq);
 	int (*post_srq_recv)(hr_srq *srq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
+	/* Receives the SRQ holds as granted (>= the requested max_wr). */
+	int (*srq_max_wr)(hr_srq *srq);
 	int (*create_qp)(hr_pd *pd, const hr_qp_init *init, hr_qp **out);
 	int (*destroy_qp)(hr_qp *qp);
 	int (*qp_local_attr)(hr_qp *qp, hr_qp_attr *out);
@@ -292,6 +295,7 @@ void hr_ack_cq_events(hr_cq *cq, unsigned n);
 int hr_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out);
 int hr_destroy_srq(hr_srq *srq);
 int hr_post_srq_recv(hr_srq *srq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
+int hr_srq_max_wr(hr_srq *srq);
 int hr_create_qp(hr_pd *pd, const hr_qp_init *init, hr_qp **out);
 int hr_destroy_qp(hr_qp *qp);
 int hr_qp_local_attr(hr_qp *qp, hr_qp_attr *out);

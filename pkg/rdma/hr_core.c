@@ -29,6 +29,7 @@ static const char *const status_names[HR_STATUS_MAX] = {
 	[HR_ENOTSUP] = "not supported",
 	[HR_EIO] = "provider I/O error",
 	[HR_EPEER] = "bad peer attributes",
+	[HR_ELOCAL_OP] = "local QP operation error",
 };
 
 const char *hr_status_str(int st)
@@ -100,6 +101,7 @@ int hr_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out)
 	return PROV(pd)->create_srq(pd, max_wr, max_sge, out);
 }
 int hr_destroy_srq(hr_srq *s) { return PROV(s)->destroy_srq(s); }
+int hr_srq_max_wr(hr_srq *s) { return PROV(s)->srq_max_wr(s); }
 int hr_post_srq_recv(hr_srq *s, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 {
 	return PROV(s)->post_srq_recv(s, wr, n, bad);

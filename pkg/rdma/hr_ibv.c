@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 int hr_ibv_errno_status(int e)
 {
@@ -41,7 +42,10 @@ static int wc_status(enum ibv_wc_status s)
 	case IBV_WC_LOC_LEN_ERR:
 		return HR_ELOCAL_LEN;
 	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
 		return HR_ELOCAL_PROT;
+	case IBV_WC_LOC_QP_OP_ERR:
+		return HR_ELOCAL_OP;
 	case IBV_WC_WR_FLUSH_ERR:
 		return HR_EFLUSH;
 	case IBV_WC_REM_ACCESS_ERR:
@@ -130,6 +134,93 @@ static int pick_gid(struct ibv_context *ctx, uint8_t port, int table_len, int ib
 
 static void ibv_dev_close(hr_dev *hd);
 
+struct ibv_hqp *ibv_hr_qp_lookup(struct ibv_hdev *d, uint32_t qpn)
+{
+	for (struct ibv_hqp *q = d->qps[qpn % IBV_QP_BUCKETS]; q; q = q->next)
+		if (q->qp->qp_num == qpn)
+			return q;
+	return NULL;
+}
+
+/* A CQ overrun loses completions, so the CQ reports the overflow from then on
+ * and its QPs go to the error state (as the IB spec has an overrun CQ's QPs do
+ * on devices that detect it themselves): nobody waits on work whose completion
+ * was dropped. */
+static void cq_overrun(struct ibv_hdev *d, struct ibv_hcq *c)
+{
+	atomic_store(&c->overflow, 1);
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+	pthread_mutex_lock(&d->lock);
+	for (int i = 0; i < IBV_QP_BUCKETS; i++)
+		for (struct ibv_hqp *q = d->qps[i]; q; q = q->next)
+			if (q->scq == c || q->rcq == c) {
+				ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+				atomic_store(&q->in_error, 1);
+			}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void *async_loop(void *arg)
+{
+	struct ibv_hdev *d = arg;
+	struct pollfd pf[2] = {{.fd = d->ctx->async_fd, .events = POLLIN}, {.fd = d->async_pipe[0], .events = POLLIN}};
+	for (;;) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (pf[1].revents)
+			return NULL;
+		struct ibv_async_event ev;
+		while (ibv_get_async_event(d->ctx, &ev) == 0) {
+			switch (ev.event_type) {
+			case IBV_EVENT_CQ_ERR:
+				cq_overrun(d, ev.element.cq->cq_context);
+				break;
+			case IBV_EVENT_QP_FATAL:
+			case IBV_EVENT_QP_REQ_ERR:
+			case IBV_EVENT_QP_ACCESS_ERR:
+				atomic_store(&((struct ibv_hqp *)ev.element.qp->qp_context)->in_error, 1);
+				break;
+			default:
+				break;
+			}
+			/* Acked at once: ibv_destroy_qp/cq wait for their events' acks. */
+			ibv_ack_async_event(&ev);
+		}
+	}
+}
+
+int ibv_hr_async_start(struct ibv_hdev *d)
+{
+	int fl = fcntl(d->ctx->async_fd, F_GETFL);
+	if (fl < 0 || fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return HR_EIO;
+	if (pipe2(d->async_pipe, O_CLOEXEC) != 0)
+		return hr_ibv_errno_status(errno);
+	if (pthread_create(&d->async_thr, NULL, async_loop, d) != 0) {
+		close(d->async_pipe[0]);
+		close(d->async_pipe[1]);
+		return HR_ENOMEM;
+	}
+	d->async_started = 1;
+	return HR_OK;
+}
+
+void ibv_hr_async_stop(struct ibv_hdev *d)
+{
+	if (!d->async_started)
+		return;
+	char b = 1;
+	while (write(d->async_pipe[1], &b, 1) < 0 && errno == EINTR)
+		;
+	pthread_join(d->async_thr, NULL);
+	close(d->async_pipe[0]);
+	close(d->async_pipe[1]);
+	d->async_started = 0;
+}
+
 static int ibv_dev_open(const hr_dev_opts *o, hr_dev **out)
 {
 	/* Go's runtime forks (os/exec): registered pages must survive it. */
@@ -196,6 +287,8 @@ static int ibv_dev_open(const hr_dev_opts *o, hr_dev **out)
 		st = HR_ENODEV; /* RoCE without a usable GID cannot route */
 		goto fail;
 	}
+	if ((st = ibv_hr_async_start(d)) != HR_OK)
+		goto fail;
 	*out = (hr_dev *)d;
 	return HR_OK;
 fail:
@@ -206,6 +299,7 @@ fail:
 static void ibv_dev_close(hr_dev *hd)
 {
 	struct ibv_hdev *d = (struct ibv_hdev *)hd;
+	ibv_hr_async_stop(d);
 	if (d->ctx)
 		ibv_close_device(d->ctx);
 	pthread_mutex_destroy(&d->lock);
@@ -382,19 +476,13 @@ static int ibv_hr_destroy_cq(hr_cq *hc)
 	return HR_OK;
 }
 
-static struct ibv_hqp *qp_lookup(struct ibv_hdev *d, uint32_t qpn)
-{
-	for (struct ibv_hqp *q = d->qps[qpn % IBV_QP_BUCKETS]; q; q = q->next)
-		if (q->qp->qp_num == qpn)
-			return q;
-	return NULL;
-}
-
 static int ibv_hr_poll_cq(hr_cq *hc, int n, hr_wc *out)
 {
 	struct ibv_hcq *c = (struct ibv_hcq *)hc;
 	struct ibv_wc wc[32];
 	int total = 0;
+	if (atomic_load_explicit(&c->overflow, memory_order_relaxed))
+		return -HR_ECQ_OVERFLOW;
 	while (total < n) {
 		int want = n - total > 32 ? 32 : n - total;
 		int got = ibv_poll_cq(c->cq, want, wc);
@@ -414,12 +502,14 @@ static int ibv_hr_poll_cq(hr_cq *hc, int n, hr_wc *out)
 				w->flags |= HR_WC_WITH_IMM;
 				w->imm = be32toh(wc[i].imm_data);
 			}
-			struct ibv_hqp *q = qp_lookup(c->dev, wc[i].qp_num);
+			struct ibv_hqp *q = ibv_hr_qp_lookup(c->dev, wc[i].qp_num);
 			if (q) {
 				atomic_fetch_add_explicit(&q->completions, 1, memory_order_relaxed);
-				if (w->status != HR_OK)
+				if (w->status != HR_OK) {
+					/* Any error completion of an RC QP means it is in ERR now. */
 					atomic_fetch_add_explicit(&q->errors, 1, memory_order_relaxed);
-				else if (w->opcode == HR_WC_RECV || w->opcode == HR_WC_RECV_RDMA_WITH_IMM) {
+					atomic_store_explicit(&q->in_error, 1, memory_order_relaxed);
+				} else if (w->opcode == HR_WC_RECV || w->opcode == HR_WC_RECV_RDMA_WITH_IMM) {
 					int op = w->opcode == HR_WC_RECV_RDMA_WITH_IMM ? HR_OP_RDMA_WRITE_WITH_IMM
 						: (w->flags & HR_WC_WITH_IMM) ? HR_OP_SEND_WITH_IMM : HR_OP_SEND;
 					atomic_fetch_add_explicit(&q->inbound[op], 1, memory_order_relaxed);
@@ -502,6 +592,7 @@ const hr_provider hr_ibv_provider = {
 	.create_srq = ibv_hr_create_srq,
 	.destroy_srq = ibv_hr_destroy_srq,
 	.post_srq_recv = ibv_hr_post_srq_recv,
+	.srq_max_wr = ibv_hr_srq_max_wr,
 	.create_qp = ibv_hr_create_qp,
 	.destroy_qp = ibv_hr_destroy_qp,
 	.qp_local_attr = ibv_hr_qp_local_attr,

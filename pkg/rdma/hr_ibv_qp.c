@@ -26,14 +26,21 @@ int ibv_hr_create_srq(hr_pd *hp, uint32_t max_wr, uint32_t max_sge, hr_srq **out
 		return HR_ENOMEM;
 	s->prov = &hr_ibv_provider;
 	struct ibv_srq_init_attr a = {.attr = {.max_wr = max_wr, .max_sge = max_sge}};
+	if (max_wr == 0 || max_sge == 0 || max_sge > HR_MAX_SGE) {
+		free(s);
+		return HR_EINVAL;
+	}
 	s->srq = ibv_create_srq(p->pd, &a);
 	if (!s->srq) {
 		free(s);
 		return hr_ibv_errno_status(errno ? errno : ENOMEM);
 	}
+	s->max_wr = a.attr.max_wr; /* written back: what the device granted */
 	*out = (hr_srq *)s;
 	return HR_OK;
 }
+
+int ibv_hr_srq_max_wr(hr_srq *hs) { return (int)((struct ibv_hsrq *)hs)->max_wr; }
 
 int ibv_hr_destroy_srq(hr_srq *hs)
 {
@@ -94,7 +101,10 @@ int ibv_hr_create_qp(hr_pd *hp, const hr_qp_init *in, hr_qp **out)
 {
 	struct ibv_hpd *p = (struct ibv_hpd *)hp;
 	struct ibv_hdev *d = p->dev;
-	if (!in || !in->send_cq || !in->recv_cq || in->rnr_retry > 7 || in->retry_cnt > 7)
+	/* The same contract as every provider: a QP sends, receives (or has an
+	 * SRQ) and stays within HR_MAX_SGE; verbs alone would allow more. */
+	if (!in || !in->send_cq || !in->recv_cq || in->rnr_retry > 7 || in->retry_cnt > 7 ||
+	    in->max_send_wr == 0 || in->max_sge > HR_MAX_SGE || (!in->srq && in->max_recv_wr == 0))
 		return HR_EINVAL;
 	struct ibv_hqp *q = calloc(1, sizeof(*q));
 	if (!q)
@@ -102,7 +112,11 @@ int ibv_hr_create_qp(hr_pd *hp, const hr_qp_init *in, hr_qp **out)
 	q->prov = &hr_ibv_provider;
 	q->dev = d;
 	q->rnr_retry = in->rnr_retry;
-	q->retry_cnt = in->retry_cnt ? in->retry_cnt : 7;
+	/* 6, not 7: the IB spec counts 7 as seven retries, but rxe (and some
+	 * other providers) treat 7 like rnr_retry's "forever", so a dead peer
+	 * would never be reported. 6 retries of a 67 ms ACK timeout (timeout
+	 * 14 = 4.096 us << 14) bound dead-peer detection to ~0.5 s. */
+	q->retry_cnt = in->retry_cnt ? in->retry_cnt : 6;
 	q->timeout = in->timeout ? in->timeout : 14;
 	q->min_rnr_timer = in->min_rnr_timer ? in->min_rnr_timer : 12;
 	pthread_mutex_init(&q->lock, NULL);
@@ -113,9 +127,12 @@ int ibv_hr_create_qp(hr_pd *hp, const hr_qp_init *in, hr_qp **out)
 		.cap = {.max_send_wr = in->max_send_wr, .max_recv_wr = in->srq ? 0 : in->max_recv_wr,
 			.max_send_sge = in->max_sge ? in->max_sge : 1, .max_recv_sge = in->max_sge ? in->max_sge : 1,
 			.max_inline_data = in->max_inline},
+		.qp_context = q,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
 	};
+	q->scq = (struct ibv_hcq *)in->send_cq;
+	q->rcq = (struct ibv_hcq *)in->recv_cq;
 	q->qp = ibv_create_qp(p->pd, &a);
 	/* ibv_create_qp writes back the capacities it granted. */
 	q->caps = (hr_qp_caps){a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge, a.cap.max_inline_data};
@@ -184,15 +201,21 @@ int ibv_hr_destroy_qp(hr_qp *hq)
 	hr_counters c;
 	ibv_hr_qp_counters(hq, &c);
 	uint32_t qpn = q->qp->qp_num;
-	int r = ibv_destroy_qp(q->qp);
-	if (r)
-		return hr_ibv_errno_status(r);
+	/* Unlinked first, under the device lock: the async-event thread walks the
+	 * list under that lock and must never touch a QP being destroyed. */
 	pthread_mutex_lock(&d->lock);
 	for (struct ibv_hqp **pp = &d->qps[qpn % IBV_QP_BUCKETS]; *pp; pp = &(*pp)->next) {
 		if (*pp == q) {
 			*pp = q->next;
 			break;
 		}
+	}
+	int r = ibv_destroy_qp(q->qp);
+	if (r) {
+		q->next = d->qps[qpn % IBV_QP_BUCKETS];
+		d->qps[qpn % IBV_QP_BUCKETS] = q;
+		pthread_mutex_unlock(&d->lock);
+		return hr_ibv_errno_status(r);
 	}
 	hr_ibv_counters_add(&d->gone, &c);
 	pthread_mutex_unlock(&d->lock);
@@ -260,9 +283,13 @@ int ibv_hr_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 
 int ibv_hr_qp_set_error(hr_qp *hq)
 {
+	struct ibv_hqp *q = (struct ibv_hqp *)hq;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-	int e = ibv_modify_qp(((struct ibv_hqp *)hq)->qp, &a, IBV_QP_STATE);
-	return e ? hr_ibv_errno_status(e) : HR_OK;
+	int e = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+	if (e)
+		return hr_ibv_errno_status(e);
+	atomic_store(&q->in_error, 1);
+	return HR_OK;
 }
 
 int ibv_hr_qp_state(hr_qp *hq)
@@ -337,6 +364,17 @@ int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 		if (m == 0)
 			break;
 		wr[m - 1].next = NULL;
+		/* Counted before the post: the peer may see the work (and a test
+		 * read this side's counters) before ibv_post_send returns. */
+		hr_counters pre = {0};
+		for (uint32_t i = 0; i < m; i++) {
+			pre.posted[in[base + i].opcode]++;
+			for (uint32_t j = 0; j < in[base + i].num_sge; j++)
+				pre.bytes_out += in[base + i].sg[j].length;
+		}
+		pthread_mutex_lock(&q->lock);
+		hr_ibv_counters_add(&q->cnt, &pre);
+		pthread_mutex_unlock(&q->lock);
 		int r = ibv_post_send(q->qp, wr, &badwr);
 		uint32_t ok = m;
 		if (r) {
@@ -350,14 +388,17 @@ int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 					st = HR_ESTATE;
 			}
 		}
-		for (uint32_t i = 0; i < ok; i++) {
+		/* Take back what was not posted. */
+		for (uint32_t i = ok; i < m; i++) {
 			delta.posted[in[base + i].opcode]++;
 			for (uint32_t j = 0; j < in[base + i].num_sge; j++)
 				delta.bytes_out += in[base + i].sg[j].length;
 		}
 	}
 	pthread_mutex_lock(&q->lock);
-	hr_ibv_counters_add(&q->cnt, &delta);
+	for (int i = 0; i < HR_OP_COUNT; i++)
+		q->cnt.posted[i] -= delta.posted[i];
+	q->cnt.bytes_out -= delta.bytes_out;
 	pthread_mutex_unlock(&q->lock);
 	return st;
 }
@@ -366,6 +407,13 @@ int ibv_hr_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 {
 	struct ibv_hqp *q = (struct ibv_hqp *)hq;
 	int st = post_recv_chunks(NULL, q->qp, wr, n, bad);
+	/* Verbs: work posted to a QP in the error state completes with a flush
+	 * error. rxe's user-space post_recv never enters the kernel, so nothing
+	 * flushes it until the QP is moved to ERR again (a legal ERR -> ERR). */
+	if (st == HR_OK && atomic_load_explicit(&q->in_error, memory_order_relaxed)) {
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+		ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+	}
 	pthread_mutex_lock(&q->lock);
 	q->cnt.recv_posted += st == HR_OK ? n : *bad;
 	pthread_mutex_unlock(&q->lock);

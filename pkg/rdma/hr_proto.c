@@ -88,9 +88,25 @@ static void region_free(hr_ep *ep, hr_region *r)
 	r->cap = 0;
 }
 
+/* Setup steps left before an injected failure (< 0: none). Tests use it to
+ * prove every step of hr_ep_create unwinds on every provider. */
+static _Atomic int inject_steps = -1;
+
+void hr_ep_inject_setup_failure(int steps) { atomic_store(&inject_steps, steps); }
+
+static int injected(void)
+{
+	int left = atomic_load(&inject_steps);
+	while (left >= 0 && !atomic_compare_exchange_weak(&inject_steps, &left, left - 1))
+		;
+	return left == 0;
+}
+
 static int region_alloc(hr_ep *ep, hr_region *r, uint64_t cap, uint32_t access)
 {
 	void *p = NULL;
+	if (injected())
+		return HR_ENOMEM;
 	int st = hr_alloc_buf(ep->pd, cap, &p);
 	if (st != HR_OK)
 		return st;
@@ -372,9 +388,9 @@ int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out)
 	if ((st = region_alloc(ep, &ep->tx, pool, lw | HR_ACCESS_REMOTE_READ)) ||
 	    (st = region_alloc(ep, &ep->rx, pool, lw | HR_ACCESS_REMOTE_WRITE)))
 		goto fail;
-	if ((st = hr_create_chan(dev, &ep->ch)))
+	if ((st = injected() ? HR_ENOMEM : hr_create_chan(dev, &ep->ch)))
 		goto fail;
-	if ((st = hr_create_cq(dev, cfg->max_send_wr + cfg->nslots + 16, ep->ch, &ep->cq)))
+	if ((st = injected() ? HR_ENOMEM : hr_create_cq(dev, cfg->max_send_wr + cfg->nslots + 16, ep->ch, &ep->cq)))
 		goto fail;
 	hr_qp_init in = {
 		.send_cq = ep->cq,
@@ -384,9 +400,9 @@ int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out)
 		.max_sge = 2,
 		.max_inline = cfg->inline_threshold,
 		.rnr_retry = 7,
-		.retry_cnt = 7,
+		.retry_cnt = 0, /* the provider's bounded default: a dead peer fails calls */
 	};
-	if ((st = hr_create_qp(pd, &in, &ep->qp)))
+	if ((st = injected() ? HR_ENOMEM : hr_create_qp(pd, &in, &ep->qp)))
 		goto fail;
 	for (uint32_t i = 0; i < cfg->nslots; i++)
 		if ((st = hrp_repost(ep, i)))

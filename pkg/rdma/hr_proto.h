@@ -88,6 +88,9 @@ typedef struct hr_ep hr_ep;
  * receive slots. The QP is connected by the caller (hr_ep_qp) after the
  * descriptors are exchanged. */
 int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out);
+/* Test hook: the steps-th setup step of the next hr_ep_create calls fails
+ * with HR_ENOMEM (0 = the first step); < 0 disarms it. */
+void hr_ep_inject_setup_failure(int steps);
 void hr_ep_destroy(hr_ep *ep);
 hr_qp *hr_ep_qp(hr_ep *ep);
 void hr_ep_local(hr_ep *ep, hr_ep_desc *out);

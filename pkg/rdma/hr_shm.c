@@ -443,6 +443,7 @@ const hr_provider hr_shm_provider = {
 	.create_srq = shm_create_srq,
 	.destroy_srq = shm_destroy_srq,
 	.post_srq_recv = shm_post_srq_recv,
+	.srq_max_wr = shm_srq_max_wr,
 	.create_qp = shm_create_qp,
 	.destroy_qp = shm_destroy_qp,
 	.qp_local_attr = shm_qp_local_attr,

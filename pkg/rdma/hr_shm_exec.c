@@ -334,7 +334,12 @@ out:
 
 static void send_cqe(struct shm_qp *qp, struct shm_sqe *e, uint64_t idx, int st, uint32_t len)
 {
-	hr_wc wc = {.wr_id = e->wr.wr_id, .status = (uint32_t)st, .opcode = e->wr.opcode,
+	/* Verbs report the WITH_IMM sends as plain SEND / RDMA_WRITE on the
+	 * requester's side (ibv_poll_cq(3): there is no *_WITH_IMM send opcode). */
+	uint32_t op = e->wr.opcode == HR_OP_SEND_WITH_IMM	    ? HR_OP_SEND
+		      : e->wr.opcode == HR_OP_RDMA_WRITE_WITH_IMM ? HR_OP_RDMA_WRITE
+								  : e->wr.opcode;
+	hr_wc wc = {.wr_id = e->wr.wr_id, .status = (uint32_t)st, .opcode = op,
 		    .byte_len = len, .qp_num = qp->qpn};
 	qp->cnt.completions++;
 	if (st != HR_OK)

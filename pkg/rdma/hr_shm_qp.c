@@ -131,6 +131,8 @@ int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out)
 	return HR_OK;
 }
 
+int shm_srq_max_wr(hr_srq *hs) { return (int)((struct shm_srq *)hs)->sh->cap; }
+
 int shm_destroy_srq(hr_srq *hs)
 {
 	struct shm_srq *s = (struct shm_srq *)hs;

@@ -12,7 +12,7 @@ import (
 // TestCProtoUnit builds and runs the engine's C unit tests (proto.mk), so
 // `go test` covers the C state machines without the Go wrapper too.
 func TestCProtoUnit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), buildRunTimeout)
 	defer cancel()
 	wd, err := os.Getwd()
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,16 +172,24 @@ func TestRFPFallbackAndReturn(t *testing.T) {
 	for _, poll := range []Polling{PollBusy, PollEvent} {
 		t.Run(poll.String(), func(t *testing.T) {
 			cfg := testEPConfig(poll)
-			cfg.RFPRetries = 20000 // 2-20 ms of fetching on a loaded shm host
+			cfg.RFPRetries = 20000 // margin for fast calls on a loaded host
 			cli, srv := newRPCPair(t, cfg, cfg, false)
-			slow := 300 * time.Millisecond
-			plan := []time.Duration{0, slow, 0, slow, slow, slow, 0, 0}
-			rec := &recorder{delay: func(i int) time.Duration { return plan[i] }}
+			const slow, fast = true, false
+			plan := []bool{fast, slow, fast, slow, slow, slow, fast, fast}
+			// "Slow" is defined by the client, not by a clock: so the test
+			// holds on a loaded host and under emulation alike.
+			var before atomic.Pointer[rfpCallStart]
+			rec := &recorder{wait: func(i int) {
+				if plan[i] {
+					rfpSlowServer(t, cli, cfg.RFPRetries, before.Load())
+				}
+			}}
 			serve(t, srv, ProtoRFP, rec.handle)
 			reply, prev, replyCalls := false, false, 0
 			for i, d := range plan {
 				c0, s0 := counters(t, cli), counters(t, srv)
 				st0 := cli.Stats()
+				before.Store(&rfpCallStart{reads: c0.Posted[OpRDMARead], stats: st0})
 				req := []byte(fmt.Sprintf("call %d", i))
 				got, err := callT(t, cli, ProtoRFP, req)
 				require.NoError(t, err, "call %d", i)
@@ -215,6 +224,38 @@ func TestRFPFallbackAndReturn(t *testing.T) {
 			require.False(t, st.RFPServerReply)
 		})
 	}
+}
+
+// rfpSlowServer holds the handler until the client counts the call as slow:
+// while fetching, until it has exceeded R fetches; in server-reply mode,
+// for twice R fetches' time, which keeps the client there.
+//
+// The client's stats are locked while it calls; its QP counters are not: the
+// (R+2)-th fetch READ is posted only after the (R+1)-th failed, which is
+// when the call counts as exceeded.
+func rfpSlowServer(t *testing.T, cli *RPCEndpoint, r int, start *rfpCallStart) {
+	if start.stats.RFPServerReply {
+		time.Sleep(2 * time.Duration(r) * time.Duration(start.stats.FetchNS))
+		return
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := cli.Counters()
+		if err != nil || c.Posted[OpRDMARead]-start.reads >= uint64(r)+2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the client never exceeded %d fetches", r)
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// rfpCallStart is the client's state as a call begins.
+type rfpCallStart struct {
+	reads uint64
+	stats EndpointStats
 }
 
 // TestEndpointZeroCopyLeases: a request built in RequestBuffer and a
@@ -336,19 +377,24 @@ func TestEndpointErrors(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadState)
 	})
 	t.Run("setup failure unwinds", func(t *testing.T) {
-		d, err := Open(WithShmSize(8 << 20))
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, d.Close()) })
+		// Each setup step in turn fails; whatever the steps before it
+		// created is released (the PD's and device's Close in cleanup fail
+		// on any leftover QP, CQ or registration).
+		d := openTest(t)
 		pd := newPD(t, d)
-		big := cfg
-		big.PoolSize = 6 << 20 // tx fits, rx does not: everything before must be released
-		for i := 0; i < 3; i++ {
-			_, err = NewRPCEndpoint(pd, big)
-			require.ErrorIs(t, err, ErrNoMem)
+		steps := 0
+		for ; ; steps++ {
+			injectSetupFailure(steps)
+			e, err := NewRPCEndpoint(pd, cfg)
+			injectSetupFailure(-1)
+			if err == nil {
+				require.NoError(t, e.Close())
+				break
+			}
+			require.ErrorIs(t, err, ErrNoMem, "step %d", steps)
 		}
-		small := cfg
-		small.PoolSize = 1 << 20
-		e, err := NewRPCEndpoint(pd, small)
+		require.GreaterOrEqual(t, steps, 9, "every region, the channel, the CQ and the QP")
+		e, err := NewRPCEndpoint(pd, cfg)
 		require.NoError(t, err)
 		require.NoError(t, e.Close())
 	})

@@ -94,7 +94,7 @@ type recorder struct {
 	mu       sync.Mutex
 	sums     [][32]byte
 	respSize func(n int) int
-	delay    func(i int) time.Duration
+	wait     func(i int) // runs before the handler answers request i
 }
 
 func respSeed(req []byte) byte {
@@ -115,8 +115,8 @@ func (r *recorder) handle(req []byte) []byte {
 	i := len(r.sums)
 	r.sums = append(r.sums, sha256.Sum256(req))
 	r.mu.Unlock()
-	if r.delay != nil {
-		time.Sleep(r.delay(i))
+	if r.wait != nil {
+		r.wait(i)
 	}
 	n := len(req)
 	if r.respSize != nil {

@@ -25,6 +25,10 @@ func (pd *PD) CreateSRQ(maxWR, maxSGE int) (*SRQ, error) {
 	return &SRQ{p: s}, nil
 }
 
+// MaxWR is how many receives the SRQ holds, as the device granted it (verbs
+// may round the requested depth up).
+func (s *SRQ) MaxWR() int { return int(C.hr_srq_max_wr(s.p)) }
+
 // PostRecv posts receives to the SRQ in one crossing.
 func (s *SRQ) PostRecv(wrs []RecvWR) error {
 	if s.closed.Load() {

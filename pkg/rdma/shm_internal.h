@@ -285,6 +285,7 @@ void shm_qp_retire(struct shm_dev *d, uint32_t qpn, uint64_t sq_idx);
 extern const hr_provider hr_shm_provider;
 int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out);
 int shm_destroy_srq(hr_srq *s);
+int shm_srq_max_wr(hr_srq *s);
 int shm_post_srq_recv(hr_srq *s, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 int shm_create_qp(hr_pd *pd, const hr_qp_init *init, hr_qp **out);
 int shm_destroy_qp(hr_qp *q);

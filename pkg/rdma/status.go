@@ -37,7 +37,8 @@ const (
 	StatusNotSupported Status = 17
 	StatusIO           Status = 18
 	StatusBadPeer      Status = 19
-	statusMax          Status = 20
+	StatusLocalOp      Status = 20
+	statusMax          Status = 21
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -61,6 +62,10 @@ var (
 	ErrNotSupported  error = StatusNotSupported
 	ErrIO            error = StatusIO
 	ErrBadPeer       error = StatusBadPeer
+	// ErrLocalOp is a local QP operation error: a work request the device
+	// could not execute locally. Some devices (rxe) report a bad lkey so,
+	// where the IB spec has a local protection error.
+	ErrLocalOp error = StatusLocalOp
 )
 
 func (s Status) Error() string {

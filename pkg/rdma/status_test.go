@@ -13,7 +13,7 @@ func TestStatusMirror(t *testing.T) {
 	goStatuses := []Status{StatusOK, StatusNoDevice, StatusNoMem, StatusInvalid, StatusNoResources,
 		StatusRemoteAccess, StatusRNRRetry, StatusRetryExc, StatusFlushed, StatusClosed, StatusLocalProt,
 		StatusLocalLen, StatusRemoteInval, StatusRemoteOp, StatusCQOverflow, StatusTimedOut, StatusBadState,
-		StatusNotSupported, StatusIO, StatusBadPeer, statusMax}
+		StatusNotSupported, StatusIO, StatusBadPeer, StatusLocalOp, statusMax}
 	cs := cStatuses()
 	require.Len(t, cs, len(goStatuses))
 	for i, s := range goStatuses {
