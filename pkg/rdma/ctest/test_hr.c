@@ -156,23 +156,27 @@ static void test_errors(void)
 	CHECK_ST(hr_post_send(a.qp, &s, 1, &bad), HR_OK);
 	CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
 	CHECK_ST((int)wc[0].status, HR_ERNR_RETRY);
-	/* SQ depth: post 65 into a 64 deep queue on the failed QP: flushes
-	 * are completions too, so slots free only when polled. */
+	/* Work posted to the failed QP is accepted and flushed, signaled or not
+	 * (how a failed QP's send queue drains is the device's business; the
+	 * depth of a healthy one is TestSelectiveSignalingAndDepth's). */
 	hr_qp_caps caps;
 	CHECK_ST(hr_query_qp_caps(a.qp, &caps), HR_OK);
 	CHECK(caps.max_send_wr >= 64);
-	/* The limit is at least the granted depth; rxe holds more than it
-	 * reports (rings rounded up to a power of two), so overflow by far. */
-	uint32_t nmany = 4 * caps.max_send_wr;
-	hr_send_wr *many = calloc(nmany, sizeof(*many));
-	for (uint32_t i = 0; i < nmany; i++)
+	hr_send_wr many[8];
+	for (uint32_t i = 0; i < 8; i++)
 		many[i] = mk_send((uint64_t)i, HR_OP_SEND, 0, &a, 0, 8);
-	CHECK_ST(hr_post_send(a.qp, many, nmany, &bad), HR_ENORES);
-	CHECK(bad >= caps.max_send_wr && bad < nmany);
-	free(many);
-	CHECK(wait_wc(a.scq, wc, 4, 5000) == 4);
-	for (int i = 0; i < 4; i++)
-		CHECK_ST((int)wc[i].status, HR_EFLUSH);
+	CHECK_ST(hr_post_send(a.qp, many, 8, &bad), HR_OK);
+	for (int got = 0; got < 8;) {
+		int n = wait_wc(a.scq, wc, 4, 5000);
+		CHECK(n > 0);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			CHECK_ST((int)wc[i].status, HR_EFLUSH);
+			CHECK(wc[i].wr_id == (uint64_t)(got + i));
+		}
+		got += n;
+	}
 	/* inline over the limit */
 	CHECK_ST(hr_query_qp_caps(b.qp, &caps), HR_OK);
 	hr_send_wr big = mk_send(9, HR_OP_SEND, HR_SEND_INLINE, &b, 0, caps.max_inline + 1);

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# suite.sh - the Go test suites on real kernel verbs: builds each package's
+# test binary on the host, boots one Soft-RoCE guest (vm.sh), runs them all
+# there with HATRPC_PROVIDER=ibv, and prints a table of tests passed and
+# failed per package. Exit status: 0 only if every package passed.
+#
+#   test/rxe/suite.sh [-run REGEXP] [PKG...]     (default: $RXE_PKGS below)
+#
+# Tests that apply to one provider only carry "SHMOnly" or "IBVOnly" in their
+# names; the table counts them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+# Everything whose tests touch the fast path. The whole list runs in
+# `make test-rdma`; CI runs the same script (see README, "Real verbs").
+RXE_PKGS=${RXE_PKGS:-"pkg/rdma"}
+run=""
+if [[ ${1:-} == -run ]]; then
+	run=$2
+	shift 2
+fi
+(($#)) && RXE_PKGS="$*"
+
+share=$(mktemp -d "${TMPDIR:-/tmp}/hatrpc-rxe-suite.XXXXXX")
+trap 'rm -rf "$share"' EXIT
+mkdir -p "$share/bin" "$share/logs"
+pkgs=()
+for p in $RXE_PKGS; do
+	name=${p//\//_}
+	go test -c -o "$share/bin/$name.test" "./$p"
+	[[ -f $share/bin/$name.test ]] && pkgs+=("$p")
+done
+
+{
+	echo 'for p in "$@"; do'
+	echo '  name=${p//\//_}'
+	echo "  cd $(printf %q "$root")/\$p"
+	echo "  $(printf %q "$share")/bin/\$name.test -test.v -test.timeout 40m ${run:+-test.run $(printf %q "$run")} >$(printf %q "$share")/logs/\$name.log 2>&1"
+	echo "  echo \$? >$(printf %q "$share")/logs/\$name.rc"
+	echo "  echo \"rxe: \$p done (exit \$(cat $(printf %q "$share")/logs/\$name.rc))\""
+	echo 'done'
+} >"$share/run.sh"
+
+status=0
+"$root/test/rxe/vm.sh" run --share "$share" --timeout "${RXE_TIMEOUT:-3000}" -- bash "$share/run.sh" "${pkgs[@]}" || status=$?
+
+printf '\n%-24s %7s %7s %9s  %s\n' package passed failed specific result
+fail=0
+for p in "${pkgs[@]}"; do
+	name=${p//\//_}
+	log=$share/logs/$name.log
+	rc=$(cat "$share/logs/$name.rc" 2>/dev/null || echo "no status")
+	pass=$(grep -c '^--- PASS' "$log" 2>/dev/null || true)
+	failed=$(grep -c '^--- FAIL' "$log" 2>/dev/null || true)
+	spec=$(grep -cE '^--- (PASS|FAIL): Test[A-Za-z0-9_]*(SHMOnly|IBVOnly)' "$log" 2>/dev/null || true)
+	res=ok
+	[[ $rc == 0 ]] || { res="FAIL ($rc)"; fail=1; }
+	printf '%-24s %7s %7s %9s  %s\n' "$p" "$pass" "$failed" "$spec" "$res"
+	if [[ $rc != 0 && -f $log ]]; then
+		grep -E '^(--- FAIL|    --- FAIL|panic:)' "$log" | head -20 | sed 's/^/    /'
+		[[ -n ${RXE_LOGS:-} ]] && cp "$log" "$RXE_LOGS/"
+	fi
+done
+((status == 0 && fail == 0)) || exit 1
