@@ -27,6 +27,9 @@ func StripHints(file string, src []byte) ([]byte, error) {
 		}
 		start, end := widen(text, sp[0], sp[1])
 		out.WriteString(text[last:start])
+		if start > 0 && end < len(text) && isIdentChar(text[start-1]) && isIdentChar(text[end]) {
+			out.WriteByte(' ') // `a hint: k=v;b` must not become `ab`
+		}
 		last = end
 	}
 	out.WriteString(text[last:])
