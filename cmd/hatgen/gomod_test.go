@@ -86,6 +86,6 @@ func TestGenerateDefaultGoPackage(t *testing.T) {
 func TestVersion(t *testing.T) {
 	code, out, stderr := runHatgen("--version")
 	require.Equal(t, 0, code, stderr)
-	// A test binary carries no module version.
-	assert.Equal(t, "hatgen devel\n", out)
+	// cobra's "NAME version VERSION"; a test binary carries no module version.
+	assert.Equal(t, "hatgen version devel\n", out)
 }

@@ -53,6 +53,7 @@ func TestFreshModule(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "doc.go"),
 		"package echosvc\n\n//go:generate go tool hatgen generate -o gen echo.thrift\n")
 	goIn(t, ctx, dir, env, "mod", "tidy")
+	assert.Equal(t, "hatgen version devel ("+root+")\n", goIn(t, ctx, dir, env, "tool", "hatgen", "--version"))
 	goIn(t, ctx, dir, env, "generate", "./...")
 	_, err := os.Stat(filepath.Join(dir, "gen", "echo", "echo.go"))
 	require.NoError(t, err, "go generate wrote gen/echo/echo.go")
