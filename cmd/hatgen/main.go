@@ -4,16 +4,21 @@
 //	hatgen generate [-o DIR] [-I DIR]... [--go-package IMPORT/PATH] FILE.thrift...
 //	hatgen check [-I DIR]... FILE...
 //	hatgen explain [-I DIR]... FILE [--cores N] [--sizes 512,131072] [--json]
+//	hatgen plain [-o OUT] FILE
+//	hatgen --version
 //
 // generate lays packages out like `thrift --gen go -out DIR`: `namespace go
 // a.b` becomes DIR/a/b (package b), falling back to the `*` namespace and
-// then to the file's base name; --go-package is DIR's import path. Errors
+// then to the file's base name; --go-package is DIR's import path, by
+// default derived from the go.mod above DIR (module path + DIR relative to
+// the module root). plain writes FILE without its hints, for Apache's
+// compiler and other Thrift tools. Errors
 // print as `file:line:col: message`, one per line, and exit with status 1;
 // warnings print with a `warning:` prefix and do not fail.
 //
 // In a Go package, generate with
 //
-//	//go:generate go run github.com/hatrpc/hatrpc/cmd/hatgen generate -o . --go-package IMPORT/PATH x.thrift
+//	//go:generate go run github.com/hatrpc/hatrpc/cmd/hatgen generate -o gen x.thrift
 package main
 
 import (
@@ -25,6 +30,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hatrpc/hatrpc/internal/buildinfo"
 	"github.com/hatrpc/hatrpc/internal/codegen"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 )
@@ -53,12 +59,14 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hatgen",
 		Short:         "HatRPC IDL checker and Go code generator",
+		Version:       buildinfo.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newGenerateCmd(stderr), newCheckCmd(stdout, stderr), newExplainCmd(stdout, stderr))
+	root.AddCommand(newGenerateCmd(stderr), newCheckCmd(stdout, stderr), newExplainCmd(stdout, stderr),
+		newPlainCmd(stdout, stderr))
 	return root
 }
 
@@ -102,12 +110,26 @@ func newGenerateCmd(stderr io.Writer) *cobra.Command {
 		Short: "Generate one Go package per IDL file (and per included file)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			noModule := false
+			if goPkg == "" {
+				p, err := defaultGoPackage(out)
+				if err != nil && !errors.Is(err, errNoModule) {
+					return err
+				}
+				goPkg, noModule = p, err != nil
+			}
 			failed := false
 			for _, file := range args {
 				prog, err := load(file, includes, stderr)
 				if err != nil {
 					failed = true
 					continue
+				}
+				if noModule && len(prog.Includes) > 0 {
+					// The packages of included files would be imported
+					// by their bare directory names, which do not build.
+					fmt.Fprintf(stderr, "hatgen: warning: no go.mod above %s: included packages are imported by their directory alone; pass --go-package\n", out)
+					noModule = false
 				}
 				files, err := codegen.Generate(prog, codegen.WithGoPackage(goPkg))
 				if err != nil {
@@ -127,7 +149,7 @@ func newGenerateCmd(stderr io.Writer) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", ".", "output directory")
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "include directory (repeatable)")
-	cmd.Flags().StringVar(&goPkg, "go-package", "", "import path of the output directory")
+	cmd.Flags().StringVar(&goPkg, "go-package", "", "import path of the output directory (default: from the go.mod above it)")
 	return cmd
 }
 

@@ -60,6 +60,8 @@ func TestCheck(t *testing.T) {
 		}},
 		{"resolve error", "testdata/badsyntax.thrift", 1, []string{`testdata/badsyntax.thrift:3:6: unknown type "unknown_type"`}},
 		{"warning only", "testdata/warn.thrift", 0, []string{`testdata/warn.thrift:2:7: warning: No field key specified`}},
+		{"enum value with another enum's prefix", "testdata/enumprefix.thrift", 0, []string{
+			`testdata/enumprefix.thrift:4:18: warning: MyEnum1.ME2_2: ME2_2 is a value of MyEnum2, not of MyEnum1; read as MyEnum2.ME2_2, as Apache's compiler does`}},
 		{"clean", "testdata/kv.thrift", 0, nil},
 		{"missing file", "testdata/nope.thrift", 1, []string{"nope.thrift"}},
 	}

@@ -4,4 +4,4 @@
 // and client/.
 package echo
 
-//go:generate go run github.com/hatrpc/hatrpc/cmd/hatgen generate -o gen --go-package github.com/hatrpc/hatrpc/examples/echo/gen echo.thrift
+//go:generate go run github.com/hatrpc/hatrpc/cmd/hatgen generate -o gen echo.thrift

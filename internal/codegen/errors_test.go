@@ -24,6 +24,8 @@ func TestGenerateErrors(t *testing.T) {
 			"t.thrift:3:3: fields a_b and aB of S both map to Go name AB", codegen.ErrGenerate},
 		{"field shadows a method", "exception E {\n  1: string error\n}\n",
 			"t.thrift:2:3: field error of E maps to Go name Error, which is a generated method", codegen.ErrGenerate},
+		{"keyword field shadows a method", "struct S {\n  6: string string\n}\n",
+			"t.thrift:2:3: field string of S maps to Go name String, which is a generated method", codegen.ErrGenerate},
 		{"package main", "namespace go x.main\nstruct S { 1: i32 a }\n",
 			"t.thrift:1:1: go namespace x.main yields package main", codegen.ErrGenerate},
 		{"MapEntry is reserved", "struct MapEntry { 1: i32 a }\n",

@@ -1,6 +1,7 @@
 // Package client is the HatRPC runtime's client side. A Conn speaks plain
-// Thrift to any Thrift server and upgrades itself to the multiplexed HatRPC
-// framing when the peer is a HatRPC server (see docs/design/wire.md).
+// Thrift to any Thrift server, finding its framing and protocol by itself,
+// and upgrades itself to the multiplexed HatRPC framing when the peer is a
+// HatRPC server (see docs/design/wire.md).
 package client
 
 import (

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -27,12 +28,23 @@ var ErrConnClosed = errors.New("client: connection closed")
 
 // ConnError carries the cause of a connection failure; it matches ErrConnClosed.
 type ConnError struct {
-	Op  string // "dial", "write", "read", "close"
+	Op  string // "dial", "tls", "handshake", "write", "read", "close"
 	Err error
 }
 
 func (e *ConnError) Error() string {
-	if e.Err == nil {
+	switch {
+	case e.Op == "dial" && e.Err != nil:
+		// The connection never opened: net's own "dial tcp ADDR: connect:
+		// connection refused" says what happened.
+		var oe *net.OpError
+		if errors.As(e.Err, &oe) && oe.Op == "dial" {
+			return "client: " + e.Err.Error()
+		}
+		return "client: dial: " + e.Err.Error()
+	case e.Op == "tls" && e.Err != nil:
+		return "client: TLS handshake: " + e.Err.Error()
+	case e.Err == nil:
 		return "client: connection closed (" + e.Op + ")"
 	}
 	return "client: connection closed (" + e.Op + "): " + e.Err.Error()
@@ -59,8 +71,9 @@ type Conn struct {
 	svcMethods sync.Map // *Method -> *Method planned at service level (WithServiceLevelHints)
 	cores      int
 	lanes      lanes
-	flock      *sharedFlock // this Conn's reference to the process's FLOCK handle
-	spread     spreader     // extra TCP connections, see spread.go
+	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
+	spread     spreader                    // extra TCP connections, see spread.go
+	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -307,21 +320,6 @@ func (c *Conn) reap() {
 	c.old = keep
 }
 
-// connect dials and, when upgrade is set, handshakes. The plain-Thrift
-// fallback is decided afresh on every reconnect: a HatRPC server that
-// turned us away once (e.g. at its connection limit) may upgrade later.
-func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
-	s, err := c.dialSession(ctx, upgrade)
-	var ce *ConnError
-	if upgrade && err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
-		// Some Thrift servers (e.g. a multiplexed processor without a
-		// default service) drop the connection on an unknown name instead
-		// of answering UNKNOWN_METHOD: retry as plain Thrift.
-		return c.dialSession(ctx, false)
-	}
-	return s, err
-}
-
 // peerHungUp tells a peer that closed the connection (worth a plain retry)
 // from one that is slow or dead (a timeout, not worth it).
 func peerHungUp(err error) bool {
@@ -329,20 +327,23 @@ func peerHungUp(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-func (c *Conn) dialSession(ctx context.Context, upgrade bool) (*session, error) {
-	return c.dialSessionCaps(ctx, upgrade, 0)
+// dialSessionCaps dials a session in the Conn's current stack, offering
+// caps in the handshake; 0 offers everything this Conn can do (framing,
+// lanes and their plan checks).
+func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
+	return c.dialSessionFormat(ctx, upgrade, caps, c.wireFormat())
 }
 
-// dialSessionCaps is dialSession offering caps in the handshake; 0 offers
-// everything this Conn can do (framing, lanes and their plan checks).
-func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
+// dialSessionFormat is dialSessionCaps speaking plain Thrift stack f until
+// (and unless) the handshake upgrades the session.
+func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64, f wire.Format) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	nc, err := c.dialRaw(dctx)
 	if err != nil {
 		return nil, err
 	}
-	s := newSession(c, nc)
+	s := newSession(c, nc, f)
 	s.init()
 	if upgrade {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
@@ -389,7 +390,7 @@ func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			nc.Close()
-			return nil, &ConnError{Op: "dial", Err: err}
+			return nil, &ConnError{Op: "tls", Err: err}
 		}
 		nc = tc
 	}
@@ -447,13 +448,13 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-func newSession(c *Conn, nc net.Conn) *session {
+func newSession(c *Conn, nc net.Conn, f wire.Format) *session {
 	sr := wire.NewSpinReader(nc)
 	return &session{
 		c: c, nc: nc, spin: sr,
 		br:      bufio.NewReaderSize(sr.Reader(nc), 32<<10),
 		w:       newWriter(nc, c.o.writeTimeout),
-		format:  wire.Format{Proto: c.o.proto, Framed: c.o.framed},
+		format:  f,
 		done:    make(chan struct{}),
 		pending: map[int32]*call{},
 	}
@@ -503,8 +504,15 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 }
 
 // helloExchange sends hello as a plain Thrift call on nc and reads the
-// answer: a reply, or the exception the server answered with.
+// answer: a reply, or the exception the server answered with. An answer
+// that is not Thrift at all is a *NotThriftError.
 func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader, format wire.Format, hello *wire.Hello) (*wire.HelloReply, *proto.ApplicationException, error) {
+	return c.helloExchangeTrailer(ctx, nc, br, format, hello, nil)
+}
+
+// helloExchangeTrailer is helloExchange sending trailer after the hello
+// (see probeTrailer).
+func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.Reader, format wire.Format, hello *wire.Hello, trailer []byte) (*wire.HelloReply, *proto.ApplicationException, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 		defer nc.SetDeadline(time.Time{})
@@ -536,18 +544,29 @@ func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader,
 	if format.Framed {
 		putLen(b, len(b)-4)
 	}
+	b = append(b, trailer...)
 	*bp = b
 	if _, err := nc.Write(b); err != nil {
 		return nil, nil, &ConnError{Op: "handshake", Err: err}
 	}
+	head := peekHead(br)
+	fail := func(err error) error {
+		if nt := notThrift(c.addr, head, err); nt != nil {
+			return nt
+		}
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	if bytes.HasPrefix(head, []byte("HTTP/")) {
+		return nil, nil, fail(nil) // before a framed read takes "HTTP" for a 1.2 GB frame
+	}
 	msg, err := wire.ReadMessage(br, format, b[:0], &c.o.limits)
 	*bp = msg
 	if err != nil {
-		return nil, nil, &ConnError{Op: "handshake", Err: err}
+		return nil, nil, fail(err)
 	}
 	mh, err := wire.ParseMsgHeader(format.Proto, msg)
 	if err != nil {
-		return nil, nil, &ConnError{Op: "handshake", Err: err}
+		return nil, nil, fail(err)
 	}
 	if mh.Type != proto.Reply {
 		var ae proto.ApplicationException
@@ -558,7 +577,7 @@ func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader,
 	}
 	var rep wire.HelloReply
 	if err := codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &rep); err != nil {
-		return nil, nil, &ConnError{Op: "handshake", Err: err}
+		return nil, nil, fail(err)
 	}
 	return &rep, nil, nil
 }

@@ -16,6 +16,7 @@ type Option func(*options)
 type options struct {
 	proto            proto.Protocol
 	framed           bool
+	formatSet        bool // framing or protocol given: no probing (detect.go)
 	tls              *tls.Config
 	dialTimeout      time.Duration
 	handshakeTimeout time.Duration
@@ -46,15 +47,25 @@ func defaultOptions() options {
 	}
 }
 
+// By default a Conn offers the handshake unframed in binary, Apache's
+// defaults, and when the server hangs up on it, offers it framed, then in
+// compact (each on a connection of its own): it finds a plain Thrift
+// server's stack by itself and keeps it for reconnects. WithFramed,
+// WithUnframed and WithProtocol (or WithCompact) fix the stack instead:
+// nothing else is tried. A HatRPC server reads any stack, and WithoutUpgrade
+// sends no handshake, so neither probes.
+
 // WithFramed uses Thrift's framed transport (4-byte length prefix) for plain
-// Thrift; the default is unframed, Apache's default.
-func WithFramed() Option { return func(o *options) { o.framed = true } }
+// Thrift, and only it.
+func WithFramed() Option { return func(o *options) { o.framed, o.formatSet = true, true } }
 
-// WithUnframed uses the unframed (buffered) transport; this is the default.
-func WithUnframed() Option { return func(o *options) { o.framed = false } }
+// WithUnframed uses the unframed (buffered) transport, and only it.
+func WithUnframed() Option { return func(o *options) { o.framed, o.formatSet = false, true } }
 
-// WithProtocol selects proto.Binary (default) or proto.Compact.
-func WithProtocol(p proto.Protocol) Option { return func(o *options) { o.proto = p } }
+// WithProtocol selects proto.Binary or proto.Compact, and only it.
+func WithProtocol(p proto.Protocol) Option {
+	return func(o *options) { o.proto, o.formatSet = p, true }
+}
 
 // WithCompact is WithProtocol(proto.Compact).
 func WithCompact() Option { return WithProtocol(proto.Compact) }

@@ -178,6 +178,12 @@ func (c *constChecker) ident(u *unit, t, tt *Type, v *ConstValue) {
 	if i := strings.LastIndexByte(name, '.'); i > 0 {
 		if decl, ok := lookup(c.l, u, name[:i], typesOf); ok {
 			if e, isEnum := decl.(*Enum); isEnum && !e.Senum {
+				if ev := wrongPrefix(tt, e, name[i+1:]); ev != nil {
+					c.l.diags.warnf(v.Pos, fmt.Sprintf("%s: %s is a value of %s, not of %s; read as %s.%s, as Apache's compiler does",
+						name, ev.Name, ev.Enum.Name, e.Name, ev.Enum.Name, ev.Name))
+					v.EnumValue = ev
+					return
+				}
 				for _, ev := range e.Values {
 					if ev.Name == name[i+1:] {
 						v.EnumValue = ev
@@ -211,6 +217,23 @@ func (c *constChecker) ident(u *unit, t, tt *Type, v *ConstValue) {
 	if !c.l.viaBrokenInclude(u, name) {
 		c.errorf(v.Pos, "unknown constant or enum value %q", name)
 	}
+}
+
+// wrongPrefix finds the value an enum-typed default or constant written
+// with another enum's prefix means. Apache's compiler looks only at the
+// last part of the name, in the expected enum: `MyEnum2 x =
+// MyEnum1.ME2_2` is MyEnum2.ME2_2 there, and hatgen follows it (with a
+// warning) so that IDL Apache accepts is accepted here too.
+func wrongPrefix(tt *Type, written *Enum, value string) *EnumValue {
+	if tt.Kind != KindEnum || tt.Enum.Senum || tt.Enum == written {
+		return nil
+	}
+	for _, ev := range tt.Enum.Values {
+		if ev.Name == value {
+			return ev
+		}
+	}
+	return nil
 }
 
 func (c *constChecker) enumRef(t, tt *Type, v *ConstValue) {

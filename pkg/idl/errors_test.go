@@ -249,3 +249,75 @@ func TestLoadMissingRootFile(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIO)
 	assert.Equal(t, "testdata/does-not-exist.thrift:1:1: cannot read file: no such file", diags.Error())
 }
+
+// TestKeywordFieldNames: Apache's compiler since THRIFT-5626 takes any
+// keyword that cannot follow a field name as one (its FieldName rule);
+// names elsewhere stay identifiers.
+func TestKeywordFieldNames(t *testing.T) {
+	src := "struct Thrift5626 {\n" +
+		"   1: i8 i8\n   2: i16 i16\n   3: i32 i32\n   4: i64 i64\n   5: uuid uuid\n   6: string string\n" +
+		"   7: binary binary\n   8: bool bool\n   9: byte byte\n  10: list<string> list\n  11: set<string> set\n" +
+		"  12: map<string,string> map\n  13: double double\n  14: optional i32 optional\n  15: required i32 required\n" +
+		"  16: i32 void\n  17: i32 oneway\n  18: i32 async\n  19: i32 typedef\n  20: i32 struct\n  21: i32 union\n" +
+		"  22: i32 exception\n  23: i32 extends\n  24: i32 throws\n  25: i32 service\n  26: i32 enum\n  27: i32 const\n" +
+		"  28: i32 namespace\n  29: i32 include\n  30: i32 cpp_include\n}\n" +
+		"service S {\n  i32 f(1: i32 i32, 2: string string) throws (1: E exception)\n}\n" +
+		"exception E {\n  1: string string\n}\n"
+	p, diags, err := loadMap(t, map[string]string{"main.thrift": src})
+	require.NoError(t, err, "%v", diags)
+	assert.Empty(t, diags.Warnings)
+	var names []string
+	for _, f := range p.Structs[0].Fields {
+		names = append(names, f.Name)
+	}
+	assert.Equal(t, []string{"i8", "i16", "i32", "i64", "uuid", "string", "binary", "bool", "byte", "list", "set", "map",
+		"double", "optional", "required", "void", "oneway", "async", "typedef", "struct", "union", "exception",
+		"extends", "throws", "service", "enum", "const", "namespace", "include", "cpp_include"}, names)
+	assert.Equal(t, KindI8, p.Structs[0].Fields[0].Type.Kind)
+	assert.Equal(t, KindMap, p.Structs[0].Fields[11].Type.Kind)
+	assert.Equal(t, "i32", p.Services[0].Functions[0].Args[0].Name)
+	assert.Equal(t, "exception", p.Services[0].Functions[0].Throws[0].Name)
+
+	for _, tc := range []struct{ name, src, want string }{
+		// Keywords that may follow a field name are not names (Apache's rule too).
+		{"xsd keyword", "struct A {\n  1: i32 xsd_optional\n}\n", `main.thrift:2:10: unexpected "xsd_optional" (expected identifier)`},
+		{"keyword as struct name", "struct i8 {\n  1: i32 a\n}\n", `main.thrift:1:8: unexpected "i8" (expected identifier)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags, err := loadMap(t, map[string]string{"main.thrift": tc.src})
+			require.Error(t, err)
+			assert.Equal(t, tc.want, diags.Error())
+		})
+	}
+}
+
+// TestEnumDefaultWithAnotherEnumsPrefix: `MyEnum2 x = MyEnum1.ME2_2` names
+// ME2_2 with the wrong enum's prefix; Apache's compiler looks the last part
+// up in the field's enum, so hatgen reads it as MyEnum2.ME2_2 and warns.
+func TestEnumDefaultWithAnotherEnumsPrefix(t *testing.T) {
+	src := "enum MyEnum1 {\n  ME1_0 = 0,\n  ME1_1 = 1,\n}\n" +
+		"enum MyEnum2 {\n  ME2_0 = 0,\n  ME2_1 = 1,\n  ME2_2 = 2,\n}\n" +
+		"struct S {\n  1: MyEnum2 x = MyEnum1.ME2_2\n  2: MyEnum2 y = MyEnum2.ME2_1\n  3: MyEnum1 z = MyEnum1.ME1_1\n}\n" +
+		"const MyEnum2 C = MyEnum1.ME2_0\n"
+	p, diags, err := loadMap(t, map[string]string{"main.thrift": src})
+	require.NoError(t, err, "%v", diags)
+	var got []string
+	for _, w := range diags.Warnings {
+		got = append(got, w.Error())
+	}
+	assert.Equal(t, []string{
+		`main.thrift:11:18: MyEnum1.ME2_2: ME2_2 is a value of MyEnum2, not of MyEnum1; read as MyEnum2.ME2_2, as Apache's compiler does`,
+		`main.thrift:15:19: MyEnum1.ME2_0: ME2_0 is a value of MyEnum2, not of MyEnum1; read as MyEnum2.ME2_0, as Apache's compiler does`,
+	}, got)
+	x := p.Structs[0].Fields[0].Default.EnumValue
+	require.NotNil(t, x)
+	assert.Equal(t, "MyEnum2", x.Enum.Name)
+	assert.Equal(t, "ME2_2", x.Name)
+	assert.Equal(t, int64(2), x.Value)
+	assert.Equal(t, "ME2_0", p.Consts[0].Value.EnumValue.Name)
+
+	// A name the field's enum does not have is still an error.
+	_, diags, err = loadMap(t, map[string]string{"main.thrift": strings.Replace(src, "MyEnum1.ME2_2", "MyEnum1.ME2_9", 1)})
+	require.Error(t, err)
+	assert.Equal(t, `main.thrift:11:18: unknown enum value "ME2_9" in enum MyEnum1`, diags.Error())
+}

@@ -103,3 +103,75 @@ func walkTypes(p *Program, visit func(*Type)) {
 		}
 	}
 }
+
+// FuzzStripHints: for any source StripHints either reports a positioned
+// syntax error or returns text that parses, holds no hint group, and
+// declares the same services and functions as the input.
+func FuzzStripHints(f *testing.F) {
+	for _, s := range []string{
+		"service S {\n  hint: perf_goal = latency;\n  void f() [ c_hint: timeout = 1s; ],\n}\n",
+		"service S { s_hint: a=b; i32 g(1: i32 x) throws (1: E e), [hint: x=4KiB] }",
+		"struct A { hint: a=b; 1: i32 hint }\nenum E { hint: a=b; X }\n",
+		"const list<i32> L = [1, 2]\nservice S { void f() [] }",
+		"struct i8s { 1: i8 i8 }\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := StripHints("fuzz.thrift", []byte(src))
+		if err != nil {
+			if !diagLine.MatchString(err.Error()) {
+				t.Fatalf("malformed error %q", err)
+			}
+			return
+		}
+		before, d := parseSource("fuzz.thrift", src)
+		if d != nil {
+			t.Fatalf("StripHints accepted what the parser rejects: %v", d)
+		}
+		after, d := parseSource("fuzz.thrift", string(out))
+		if d != nil {
+			t.Fatalf("output does not parse: %v\n%s", d, out)
+		}
+		if spans := hintSpans(after.doc); len(spans) != 0 {
+			t.Fatalf("%d hint constructs left in\n%s", len(spans), out)
+		}
+		if a, b := functionNames(before.doc), functionNames(after.doc); a != b {
+			t.Fatalf("functions changed: %q -> %q", a, b)
+		}
+	})
+}
+
+func functionNames(doc *astDocument) string {
+	var b strings.Builder
+	for _, it := range doc.Items {
+		if it.Service == nil {
+			continue
+		}
+		b.WriteString(it.Service.Name.Name + "{")
+		for _, m := range it.Service.Members {
+			if m.Function != nil {
+				b.WriteString(m.Function.Name.Name + ",")
+			}
+		}
+		b.WriteString("}")
+	}
+	return b.String()
+}
+
+func TestStripHintsKeepsTokensApart(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"struct A { 1: i32 a hint: k=v;2: i32 b }", "struct A { 1: i32 a 2: i32 b }"},
+		{"service S {void f()[hint: k=v;]void g()}", "service S {void f()void g()}"},
+		{"service S {\n  hint: k=v;\n  void f() [ hint: k=v; ],\n}\n", "service S {\n  void f(),\n}\n"},
+	}
+	for _, tc := range tests {
+		out, err := StripHints("t.thrift", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != tc.want {
+			t.Errorf("StripHints(%q) = %q, want %q", tc.src, out, tc.want)
+		}
+	}
+}

@@ -84,6 +84,14 @@ type astName struct {
 	Name string `parser:"@Ident"`
 }
 
+// astFieldName is a field's name. Apache's compiler (THRIFT-5626, since
+// 0.18) takes any keyword that cannot follow a field's name as one, so
+// `1: i8 i8` or `2: list<string> list` are fields; so does hatgen.
+type astFieldName struct {
+	Pos  lexer.Position
+	Name string `parser:"@(Ident | \"namespace\" | \"cpp_include\" | \"include\" | \"void\" | \"bool\" | \"byte\" | \"i8\" | \"i16\" | \"i32\" | \"i64\" | \"double\" | \"string\" | \"binary\" | \"uuid\" | \"map\" | \"list\" | \"set\" | \"oneway\" | \"async\" | \"typedef\" | \"struct\" | \"union\" | \"exception\" | \"extends\" | \"throws\" | \"service\" | \"enum\" | \"const\" | \"required\" | \"optional\")"`
+}
+
 type astEnum struct {
 	Pos         lexer.Position
 	Name        *astName         `parser:"\"enum\" @@"`
@@ -136,7 +144,7 @@ type astField struct {
 	Req         string          `parser:"@(\"required\" | \"optional\")?"`
 	Type        *astType        `parser:"@@"`
 	Ref         bool            `parser:"@\"&\"?"`
-	Name        *astName        `parser:"@@"`
+	Name        *astFieldName   `parser:"@@"`
 	Default     *astConstValue  `parser:"(\"=\" @@)?"`
 	XsdOptional bool            `parser:"@\"xsd_optional\"?"`
 	XsdNillable bool            `parser:"@\"xsd_nillable\"?"`

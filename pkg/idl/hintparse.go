@@ -25,6 +25,7 @@ var hintSides = map[string]HintSide{"hint": HintShared, "s_hint": HintServer, "c
 // astHintGroup is `hint: k=v, k=v;` (also s_hint / c_hint).
 type astHintGroup struct {
 	Pos     lexer.Position
+	End     int // byte offset just past the group (hatgen plain cuts it out)
 	Keyword string
 	Side    HintSide
 	Entries []*HintEntry
@@ -98,8 +99,10 @@ func (g *astHintGroup) parse(lex *lexer.PeekingLexer, inBlock bool) error {
 			prev += ","
 		case isPunct(sep, ";"):
 			lex.Next()
+			g.End = sep.Pos.Offset + len(sep.Value)
 			return nil
 		case inBlock && isPunct(sep, "]"):
+			g.End = v.Pos.Offset + len(v.Value)
 			return nil
 		default:
 			abortf(sep.Pos, "expected \",\" or \";\" after hint %s, found %s", prev, describe(sep))
@@ -110,6 +113,7 @@ func (g *astHintGroup) parse(lex *lexer.PeekingLexer, inBlock bool) error {
 // astHintBlock is the function-level `[ hint-groups ]`.
 type astHintBlock struct {
 	Pos    lexer.Position
+	End    int // byte offset just past "]"
 	Groups []*astHintGroup
 }
 
@@ -125,6 +129,7 @@ func (b *astHintBlock) Parse(lex *lexer.PeekingLexer) error {
 		t := lex.Peek()
 		if isPunct(t, "]") {
 			lex.Next()
+			b.End = t.Pos.Offset + len(t.Value)
 			return nil
 		}
 		g := &astHintGroup{}

@@ -141,7 +141,7 @@ func syntaxDiagnostic(file string, tokens []lexer.Token, err error) *Diagnostic 
 
 // productionWords names grammar productions in user terms.
 var productionWords = map[string]string{
-	"AstName": "identifier", "AstType": "type", "AstField": "field", "AstConstValue": "constant value",
+	"AstName": "identifier", "AstFieldName": "identifier", "AstType": "type", "AstField": "field", "AstConstValue": "constant value",
 	"AstAnnotations": "annotations", "AstIntLit": "integer", "AstStringLit": "string literal",
 	"AstEnumValue": "enum value", "AstItem": "definition", "AstHintGroup": "hint group",
 	"AstHintBlock": "function hints", "AstServiceMember": "function", "AstStructMember": "field",

@@ -77,6 +77,26 @@ func TestHatClientToApacheServer(t *testing.T) {
 	}
 }
 
+// TestDefaultClientToPythonServer: a client with default options calls
+// Apache's Python TSimpleServer (Debian's python3-thrift) in every stack,
+// framed or not, binary or compact: it finds the stack by itself.
+func TestDefaultClientToPythonServer(t *testing.T) {
+	gen := testutil.GenPython(t)
+	for _, s := range []testutil.Stack{
+		{Framing: testutil.Framed, Protocol: testutil.Binary},
+		{Framing: testutil.Buffered, Protocol: testutil.Binary},
+		{Framing: testutil.Framed, Protocol: testutil.Compact},
+		{Framing: testutil.Buffered, Protocol: testutil.Compact},
+	} {
+		t.Run(s.String(), func(t *testing.T) {
+			addr := testutil.StartPythonServer(t, gen, s)
+			c := dialHat(t, addr)
+			assert.False(t, c.Upgraded(), "Python's server cannot speak HatRPC framing")
+			testutil.RunHatClientSuite(t, hg.NewInteropClient(c))
+		})
+	}
+}
+
 // TestHatClientToHatServer: both ends HatRPC; the connection upgrades to
 // HatRPC framing, and concurrent callers share it.
 func TestHatClientToHatServer(t *testing.T) {

@@ -1,7 +1,11 @@
 package testutil
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,4 +76,46 @@ func RunPython(t testing.TB, genDir, addr string, s Stack) int {
 	n, err := strconv.Atoi(string(m[1]))
 	require.NoError(t, err)
 	return n
+}
+
+var listeningLine = regexp.MustCompile(`^LISTENING (\d+)$`)
+
+// StartPythonServer runs testdata/pyserver.py, Apache's Python
+// TSimpleServer with the reference Interop handler, in stack s, and
+// returns its loopback address; the process is killed when the test ends.
+func StartPythonServer(t testing.TB, genDir string, s Stack) string {
+	t.Helper()
+	cmd := exec.Command(Python, filepath.Join(TestdataDir(), "pyserver.py"),
+		genDir, string(s.Framing), string(s.Protocol))
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("pyserver %s stderr:\n%s", s, stderr.String())
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case l := <-line:
+		m := listeningLine.FindStringSubmatch(l)
+		require.NotNil(t, m, "pyserver %s printed %q (stderr follows)", s, l)
+		return net.JoinHostPort("127.0.0.1", m[1])
+	case <-time.After(time.Minute):
+		t.Fatalf("pyserver %s did not start within a minute", s)
+		return ""
+	}
 }

@@ -198,6 +198,10 @@ func StartApache(proc thrift.TProcessor, framed, compact bool) (*ApacheServer, e
 	}
 	srv := thrift.NewTSimpleServer4(proc, sock, tf, pf)
 	srv.SetLogger(func(string) {})
+	// AcceptLoop (unlike Serve) leaves the log context unset, and Apache
+	// dereferences it when a connection ends with an error (a client
+	// probing with another framing or protocol).
+	srv.SetLogContext(context.Background())
 	if err := srv.Listen(); err != nil {
 		return nil, fmt.Errorf("apache listen: %w", err)
 	}
