@@ -17,6 +17,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 func TestCLI(t *testing.T) {
@@ -49,8 +50,8 @@ func TestCLI(t *testing.T) {
 		{name: "no fields at all", args: []string{"put", "k"}, wantErr: "no fields"},
 		{name: "scan count zero", args: []string{"scan", "-n", "0"}, wantErr: "invalid argument: scan count"},
 		{name: "stats", args: []string{"stats"}, want: []string{"records", "2", "readers", "sync", "nosync", "commit", "group"}},
-		{name: "rdma refused", args: []string{"get", "user1", "--transport", "rdma"}, wantErr: "did not grant rdma lanes (calls would run over tcp)"},
-		{name: "get over shm", args: []string{"get", "user1", "--transport", "shm"}, want: []string{"f0=hello"}},
+		{name: "other fast transport refused", args: []string{"get", "user1", "--transport", fastpathtest.OtherTransport()}, wantErr: "did not grant " + fastpathtest.OtherTransport() + " lanes (calls would run over tcp)"},
+		{name: "get over the fast path", args: []string{"get", "user1", "--transport", fastpathtest.Transport()}, want: []string{"f0=hello"}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestServeDebugAddr(t *testing.T) {
 	require.NoError(t, err)
 	http.DefaultClient.CloseIdleConnections()
 	assert.Contains(t, string(body), "hatkv_store_records 1")
-	assert.Contains(t, string(body), `hatrpc_server_calls_total{function="Put",service="HatKV",transport="shm"} 1`)
+	assert.Contains(t, string(body), `hatrpc_server_calls_total{function="Put",service="HatKV",transport="`+fastpathtest.Transport()+`"} 1`)
 }
 
 func TestServeRefusals(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -35,7 +36,7 @@ func TestServerAndClient(t *testing.T) {
 	serverBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/server")
 	clientBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/client")
 
-	for _, lanes := range []string{"off", "shm"} {
+	for _, lanes := range []string{"off", fastpathtest.Provider()} {
 		t.Run("rdma="+lanes, func(t *testing.T) { runExample(t, ctx, serverBin, clientBin, lanes) })
 	}
 }
@@ -61,7 +62,7 @@ func runExample(t *testing.T, ctx context.Context, serverBin, clientBin, lanes s
 	// The planned protocols of echo.thrift: latency goal → busy polling and
 	// Direct-WriteIMM for echo; throughput with 1 MiB payloads → Direct-
 	// WriteIMM while under-subscribed. Over TCP the plan says so.
-	transport := "shm"
+	transport := fastpathtest.Transport()
 	if lanes == "off" {
 		transport = "tcp"
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 func rec(kv ...string) hatkv.Record {
@@ -325,7 +326,7 @@ func TestDebugEndpoint(t *testing.T) {
 	assert.Contains(t, metrics, "hatkv_store_records 1")
 	assert.Contains(t, metrics, `hatkv_store_operations_total{op="put"} 1`)
 	assert.Contains(t, metrics, "hatkv_store_max_readers 130")
-	assert.Contains(t, metrics, `hatrpc_server_calls_total{function="Get",service="HatKV",transport="shm"} 1`)
+	assert.Contains(t, metrics, `hatrpc_server_calls_total{function="Get",service="HatKV",transport="`+fastpathtest.Transport()+`"} 1`)
 	assert.Contains(t, get("/debug/pprof/"), "goroutine")
 	http.DefaultClient.CloseIdleConnections()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 // runConcurrent makes callers×calls echo calls of m and checks every reply.
@@ -79,7 +80,7 @@ func TestBatching(t *testing.T) {
 			if tc.autoN != nil {
 				require.True(t, tc.autoN(n), "automatic N ended at %d", n)
 			}
-			require.Equal(t, float64(16*40), callsOn(t, ts, "shm"))
+			require.Equal(t, float64(16*40), callsOn(t, ts, fastpathtest.Transport()))
 		})
 	}
 }

@@ -18,12 +18,13 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 // laneServer serves the echo service with lanes on the shm provider.
 func laneServer(t *testing.T, opts ...server.Option) *testServer {
 	t.Helper()
-	return serve(t, "", append([]server.Option{server.WithRDMA("shm")}, opts...)...)
+	return serve(t, "", append([]server.Option{server.WithRDMA(fastpathtest.Provider())}, opts...)...)
 }
 
 // callsOn reads the server's call counter for echo on a transport.
@@ -77,9 +78,9 @@ func TestLanesCarryCalls(t *testing.T) {
 				require.NotNil(t, res.Success)
 				require.Equal(t, args.Msg, *res.Success)
 			}
-			require.Equal(t, 4.0, callsOn(t, ts, "shm"), "every call ran on a shm lane")
+			require.Equal(t, 4.0, callsOn(t, ts, fastpathtest.Transport()), "every call ran on a fast-path lane")
 			require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
-			require.Equal(t, "shm", c.Plan("Echo:echo").Transport.String())
+			require.Equal(t, fastpathtest.Transport(), c.Plan("Echo:echo").Transport.String())
 		})
 	}
 }
@@ -171,7 +172,7 @@ func TestLanesConcurrent(t *testing.T) {
 	ts := laneServer(t)
 	c := dial(t, ts.addr, client.WithMaxLanes(4))
 	runConcurrent(t, c, wiretest.EchoMethod, 32, 50)
-	require.Equal(t, 32.0*50, callsOn(t, ts, "shm"))
+	require.Equal(t, 32.0*50, callsOn(t, ts, fastpathtest.Transport()))
 }
 
 func TestLanesPinnedTCPAndConflict(t *testing.T) {
@@ -182,7 +183,7 @@ func TestLanesPinnedTCPAndConflict(t *testing.T) {
 	var res wiretest.EchoResult
 	require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "tcp"}, &res))
 	require.Equal(t, 1.0, callsOn(t, ts, "tcp"))
-	require.Equal(t, 0.0, callsOn(t, ts, "shm"))
+	require.Equal(t, 0.0, callsOn(t, ts, fastpathtest.Transport()))
 
 	// The server pins echo to TCP; a client that insists on shm is refused
 	// with an error naming the function.
@@ -190,7 +191,7 @@ func TestLanesPinnedTCPAndConflict(t *testing.T) {
 	svc := e.Service()
 	svc.Hints = &hints.Service{Name: "Echo", Functions: []hints.Function{{Name: "echo", Server: hints.Set{Transport: hints.TransportTCP}}}}
 	svc.Methods[0].Hints = &svc.Hints.Functions[0]
-	s := server.New(server.WithLogger(quiet), server.WithRDMA("shm"))
+	s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
 	s.Register(svc)
 	ts2 := serveWith(t, s)
 	c2 := dial(t, ts2)
@@ -266,7 +267,7 @@ func TestLanesNUMAOneNode(t *testing.T) {
 	svc.Hints = &hints.Service{Name: "Echo", Server: hints.Set{NUMA: hints.NUMANode(0)},
 		Functions: []hints.Function{{Name: "echo", Server: hints.Set{NUMA: hints.NUMANode(0)}}}}
 	svc.Methods[0].Hints = &svc.Hints.Functions[0]
-	s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), server.WithRDMA("shm"))
+	s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))), server.WithRDMA(fastpathtest.Provider()))
 	s.Register(svc)
 	addr := serveWith(t, s)
 	c := dial(t, addr)

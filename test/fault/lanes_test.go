@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -30,12 +31,12 @@ func init() {
 // childLaneSleep starts a long sleep call on a shm lane and is meant to be
 // SIGKILLed mid-call.
 func childLaneSleep(ctx context.Context, out io.Writer, _ io.Reader) error {
-	c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA("shm"))
+	c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA(fastpathtest.Provider()))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if tr := c.Plan("Interop:sleep").Transport.String(); tr != "shm" {
+	if tr := c.Plan("Interop:sleep").Transport.String(); tr != fastpathtest.Transport() {
 		return fmt.Errorf("sleep would run over %s, not a shm lane", tr)
 	}
 	fmt.Fprintln(out, "CALLING")
@@ -46,7 +47,7 @@ func childLaneSleep(ctx context.Context, out io.Writer, _ io.Reader) error {
 // childLaneServer serves the sleep service with shm lanes on
 // HATRPC_FAULT_ADDR and says "SERVING" once it accepts.
 func childLaneServer(ctx context.Context, out io.Writer, in io.Reader) error {
-	srv := server.New(server.WithRDMA("shm"))
+	srv := server.New(server.WithRDMA(fastpathtest.Provider()))
 	srv.Register(testutil.SleepService(testutil.NewSleepHandler()))
 	var ln net.Listener
 	var err error
@@ -70,7 +71,7 @@ func childLaneServer(ctx context.Context, out io.Writer, in io.Reader) error {
 // handler and frees the lane, and a bystander is not disturbed.
 func TestLaneClientKilledMidCall(t *testing.T) {
 	h := testutil.NewSleepHandler()
-	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA("shm"))
+	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA(fastpathtest.Provider()))
 	probe := testutil.StartProber(t, srv.Addr, 2*time.Millisecond)
 
 	child := testutil.StartChild(t, "lane-sleep", envAddr+"="+srv.Addr)
@@ -100,10 +101,10 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 	child.Expect(t, "SERVING", 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, addr, client.WithRDMA("shm"))
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)
 	defer c.Close()
-	require.Equal(t, "shm", c.Plan("Interop:sleep").Transport.String())
+	require.Equal(t, fastpathtest.Transport(), c.Plan("Interop:sleep").Transport.String())
 	_, err = testutil.HatSleep(ctx, c, 1)
 	require.NoError(t, err)
 
@@ -135,7 +136,7 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 		}
 		return err == nil
 	}, 20*time.Second, 50*time.Millisecond, "calls do not recover after the server came back")
-	require.Equal(t, "shm", c.Plan("Interop:sleep").Transport.String())
+	require.Equal(t, fastpathtest.Transport(), c.Plan("Interop:sleep").Transport.String())
 	require.NoError(t, child2.CloseStdin())
 	require.NoError(t, child2.WaitExit(t, 10*time.Second))
 }
@@ -150,7 +151,7 @@ var flockPing = &client.Method{Service: "Interop", Name: "ping", Hints: &hints.F
 func childFlockClient(ctx context.Context, out io.Writer, _ io.Reader) error {
 	var conns [2]*client.Conn
 	for i := range conns {
-		c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA("shm"))
+		c, err := client.Dial(ctx, os.Getenv(envAddr), client.WithRDMA(fastpathtest.Provider()))
 		if err != nil {
 			return err
 		}
@@ -190,7 +191,7 @@ func childFlockClient(ctx context.Context, out io.Writer, _ io.Reader) error {
 // answered, all through FLOCK, and the handle goes away with the process.
 func TestFlockTwoProcesses(t *testing.T) {
 	h := testutil.NewSleepHandler()
-	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA("shm"))
+	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)}, server.WithRDMA(fastpathtest.Provider()))
 	child := testutil.StartChild(t, "flock-client", envAddr+"="+srv.Addr)
 	line := child.Expect(t, "DONE", 120*time.Second)
 	assert.Equal(t, "12800 12800", strings.TrimSpace(line), "calls, then calls through FLOCK")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 )
 
@@ -42,7 +43,7 @@ func (s *shared) Slow(ctx context.Context, ms int64) (int64, error) {
 func startShared(t *testing.T) (*server.Server, *shared, string) {
 	t.Helper()
 	h := &shared{slowStarted: make(chan struct{}, 16)}
-	srv := server.New(server.WithRDMA("shm"), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	mix.RegisterShared(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -68,7 +69,7 @@ func TestFlockSharesQPs(t *testing.T) {
 	const conns, callers, calls = 4, 64, 100
 	cs := make([]*client.Conn, conns)
 	for i := range cs {
-		c, err := client.Dial(ctx, addr, client.WithRDMA("shm"))
+		c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 		require.NoError(t, err)
 		defer c.Close()
 		cs[i] = c
@@ -116,7 +117,7 @@ func TestFlockServerGone(t *testing.T) {
 	srv, h, addr := startShared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := client.Dial(ctx, addr, client.WithRDMA("shm"))
+	conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)
 	defer conn.Close()
 	c := mix.NewSharedClient(conn)

@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 )
 
@@ -55,7 +56,7 @@ func start(t *testing.T) (*server.Server, *handler, string) {
 		h.mu.Unlock()
 		return next(ctx, args)
 	}
-	srv := server.New(server.WithRDMA("shm"), server.WithInterceptors(ic),
+	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithInterceptors(ic),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	mix.RegisterMix(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,7 +104,7 @@ func TestMixPlannedProtocols(t *testing.T) {
 	srv, h, addr := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := client.Dial(ctx, addr, client.WithRDMA("shm"), client.WithHints(&mix.MixHints))
+	conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()), client.WithHints(&mix.MixHints))
 	require.NoError(t, err)
 	defer conn.Close()
 	c := mix.NewMixClient(conn)
@@ -172,17 +173,17 @@ func TestMixPlannedProtocols(t *testing.T) {
 	require.GreaterOrEqual(t, stats["Mix:ping"].Lanes, 1)
 	require.GreaterOrEqual(t, stats["Mix:crunch"].Lanes, 1)
 	for _, fn := range []string{"Mix:ping", "Mix:crunch"} {
-		require.Equal(t, "shm", stats[fn].Transport)
+		require.Equal(t, fastpathtest.Transport(), stats[fn].Transport)
 	}
 	// Server side (over-subscribed on any machine: concurrency = 1024):
 	// ping answers by Direct-WriteIMM (latency); crunch's 8-byte results
 	// are small, so Direct-WriteIMM as well.
 	require.Equal(t, map[string]float64{"ping/direct_write_imm": pings, "crunch/direct_write_imm": crunches}, replies(t, srv))
 	h.mu.Lock()
-	require.Equal(t, map[string]string{"ping": "shm", "crunch": "shm", "status": "tcp", "note": "shm"}, h.infos)
+	require.Equal(t, map[string]string{"ping": fastpathtest.Transport(), "crunch": fastpathtest.Transport(), "status": "tcp", "note": fastpathtest.Transport()}, h.infos)
 	h.mu.Unlock()
 
-	require.Equal(t, "shm", conn.Plan("Mix:ping").Transport.String())
+	require.Equal(t, fastpathtest.Transport(), conn.Plan("Mix:ping").Transport.String())
 	require.Equal(t, "tcp", conn.Plan("Mix:status").Transport.String())
 }
 
@@ -191,7 +192,7 @@ func TestMixPlannedProtocols(t *testing.T) {
 // requests) but the service's default.
 func TestServiceLevelHintsOnly(t *testing.T) {
 	h := &handler{infos: map[string]string{}}
-	srv := server.New(server.WithRDMA("shm"), server.WithServiceLevelHints(),
+	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithServiceLevelHints(),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	mix.RegisterMix(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -204,7 +205,7 @@ func TestServiceLevelHintsOnly(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA("shm"), client.WithHints(&mix.MixHints),
+	conn, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastpathtest.Provider()), client.WithHints(&mix.MixHints),
 		client.WithServiceLevelHints())
 	require.NoError(t, err)
 	defer conn.Close()
@@ -223,5 +224,5 @@ func TestServiceLevelHintsOnly(t *testing.T) {
 	}
 	require.Equal(t, map[string]uint64{"direct_write_imm": 5}, byFn["Mix:crunch"])
 	require.Equal(t, map[string]uint64{"rfp": 1}, byFn["Mix:status"], "status is no longer pinned to TCP (a tiny request: RFP on shm)")
-	require.Equal(t, "shm", conn.Plan("Mix:status").Transport.String())
+	require.Equal(t, fastpathtest.Transport(), conn.Plan("Mix:status").Transport.String())
 }

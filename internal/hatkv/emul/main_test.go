@@ -13,6 +13,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +29,7 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 
 func openDevice(t testing.TB) *rdma.Device {
 	t.Helper()
-	d, err := rdma.Open(rdma.WithProvider(rdma.ProviderSHM), rdma.WithShmSize(1<<30),
+	d, err := rdma.Open(rdma.WithProvider(fastpathtest.Provider()), rdma.WithShmSize(1<<30),
 		rdma.WithRNRTimer(20*time.Microsecond), rdma.WithPeerCheck(2*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
