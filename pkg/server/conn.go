@@ -79,7 +79,8 @@ type request struct {
 	proto   proto.Protocol
 	hat     bool
 	oneway  bool
-	seqid   int32
+	seqid   int32 // of the message header
+	fseq    int32 // of the HatRPC frame: replies and Cancel frames use it
 	timeout time.Duration
 	order   uint64
 	ctx     *callCtx // nil: the connection's context is the call's
@@ -289,6 +290,7 @@ func (c *conn) next() (*request, error) {
 		msg     []byte
 		p       proto.Protocol
 		timeout time.Duration
+		fseq    int32
 		err     error
 	)
 	if c.hat {
@@ -299,7 +301,7 @@ func (c *conn) next() (*request, error) {
 		if err != nil {
 			wire.PutBuf(bp)
 			if wire.IsTooLarge(err) {
-				c.fatalReply(true, h.Protocol(), "", h.Seqid, err)
+				c.fatalReply(true, h.Protocol(), "", h.Seqid, h.Seqid, err)
 			}
 			return nil, err
 		}
@@ -314,7 +316,7 @@ func (c *conn) next() (*request, error) {
 			wire.PutBuf(bp)
 			return nil, fmt.Errorf("%w: unexpected frame kind %d from client", wire.ErrBadFrame, h.Kind)
 		}
-		msg, p, timeout = b[wire.HeaderSize:], h.Protocol(), h.Timeout
+		msg, p, timeout, fseq = b[wire.HeaderSize:], h.Protocol(), h.Timeout, h.Seqid
 	} else {
 		*bp, err = wire.ReadMessage(c.br, c.format, *bp, lim)
 		if err != nil {
@@ -327,7 +329,7 @@ func (c *conn) next() (*request, error) {
 					start, _ = c.br.Peek(c.br.Buffered())
 				}
 				if mh, herr := wire.ParseMsgHeader(c.format.Proto, start); herr == nil {
-					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
+					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, 0, err)
 				}
 			}
 			wire.PutBuf(bp)
@@ -355,7 +357,7 @@ func (c *conn) next() (*request, error) {
 			return nil, nil
 		}
 		if mh.Type == proto.Call {
-			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, proto.Exception,
+			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, fseq, proto.Exception,
 				proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
 		}
 		return nil, nil
@@ -363,7 +365,7 @@ func (c *conn) next() (*request, error) {
 	r := reqPool.Get().(*request)
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
-		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, timeout: timeout,
+		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, fseq: fseq, timeout: timeout,
 		size: len(msg), tr: trThrift,
 	}
 	if c.hat {
@@ -382,7 +384,7 @@ func (c *conn) next() (*request, error) {
 		r.ctx = newCallCtx(c.ctx, timeout)
 		if r.hat && !r.oneway {
 			c.mu.Lock()
-			c.calls[r.seqid] = r.ctx
+			c.calls[r.fseq] = r.ctx
 			c.mu.Unlock()
 		}
 	}
@@ -408,7 +410,7 @@ func (c *conn) acquire(r *request) bool {
 		return true
 	}
 	if c.ctx.Err() == nil && !r.oneway {
-		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, proto.Exception,
+		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
 			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
 	}
 	c.freeRequest(r)
@@ -432,8 +434,8 @@ func (c *conn) releaseCtx(r *request) {
 	}
 	if r.hat && !r.oneway {
 		c.mu.Lock()
-		if c.calls[r.seqid] == r.ctx {
-			delete(c.calls, r.seqid)
+		if c.calls[r.fseq] == r.ctx {
+			delete(c.calls, r.fseq)
 		}
 		c.mu.Unlock()
 	}
@@ -455,7 +457,7 @@ func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
 	st, typ, body := c.execute(r, codec)
 	if !r.oneway {
-		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec, &r.m.repHint)))
+		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint)))
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
@@ -579,12 +581,12 @@ func (c *conn) checkWrite(err error) {
 
 // fatalReply answers a message the server cannot process before the
 // connection is closed, when it still knows whom to answer.
-func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid int32, cause error) {
+func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid, fseq int32, cause error) {
 	c.s.log.Warn("hatrpc: closing connection after bad input", "remote", c.remote, "err", cause)
 	c.mu.Lock()
 	c.lingers = true
 	c.mu.Unlock()
-	c.reply(hat, p, c.takeOrder(hat), name, seqid, proto.Exception,
+	c.reply(hat, p, c.takeOrder(hat), name, seqid, fseq, proto.Exception,
 		proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
 }
 
@@ -598,7 +600,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	order := c.takeOrder(false)
 	var h wire.Hello
 	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
-		c.reply(false, p, order, name, seqid, proto.Exception,
+		c.reply(false, p, order, name, seqid, 0, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
 		return false
 	}
@@ -611,7 +613,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
 		l, exc := c.grantLane(&h, caps)
 		if exc != nil {
-			c.reply(false, p, order, name, seqid, proto.Exception, exc, codec)
+			c.reply(false, p, order, name, seqid, 0, proto.Exception, exc, codec)
 			return false
 		}
 		rep.Caps = wire.CapFraming | wire.CapAttach | caps
@@ -619,7 +621,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		c.mu.Lock()
 		c.laning = true
 		c.mu.Unlock()
-		c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+		c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
 		c.attach = l
 		return true
 	}
@@ -630,7 +632,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)
 		}
 	}
-	c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+	c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
 	if upgrade {
 		c.hat = true
 		c.upgraded.Store(true)
