@@ -23,7 +23,8 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	br     *bufio.Reader
-	spin   *wire.SpinReader // under br; nil unless nc is a plain socket
+	raw    *meter           // under br, over spin (or nc)
+	spin   *wire.SpinReader // nil unless nc is a plain socket
 	w      *wire.Writer
 	remote string
 	ctx    context.Context
@@ -69,6 +70,11 @@ type conn struct {
 	// reader-owned, then the lane's
 	attach  *lane
 	laneBuf []byte
+
+	timeoutFields
+	chargeFn wire.Charge // c.charge, made once
+	charging int64       // reader-owned: budget charged for the message being read
+	memHeld  int64       // budget held by the connection's requests; guarded by budget.mu
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -86,6 +92,7 @@ type request struct {
 	ctx     *callCtx // nil: the connection's context is the call's
 	size    int      // request message bytes
 	tr      uint8    // transport index into method.stats
+	mem     int64    // request memory budget held until the call ends
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -101,12 +108,15 @@ func newConn(s *Server, nc net.Conn) *conn {
 	w.SetTimeout(s.opts.writeTimeout)
 	c := &conn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
-		br:     bufio.NewReaderSize(sr.Reader(nc), readBufSize),
 		spin:   sr,
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
 	}
+	c.raw = &meter{c: c, r: sr.Reader(nc)}
+	c.br = bufio.NewReaderSize(c.raw, readBufSize)
+	c.chargeFn = c.charge
+	c.since.Store(s.clock.Load()) // the handshake phase starts now
 	// Created before any reader exists so the field is never written
 	// while a timer callback could read it.
 	c.handoff = time.AfterFunc(time.Hour, c.timedHandoff)
@@ -277,6 +287,7 @@ func (c *conn) next() (*request, error) {
 	if draining {
 		return nil, errDraining
 	}
+	c.atBoundary()
 	if !c.started {
 		f, err := wire.Detect(c.br)
 		if err != nil {
@@ -296,10 +307,14 @@ func (c *conn) next() (*request, error) {
 	if c.hat {
 		var h wire.Header
 		var b []byte
-		h, b, err = wire.ReadFrameFrom(c.br, c.spin.Reader(c.nc), *bp, lim.MaxMessageSize)
+		h, b, err = wire.ReadFrameCharged(c.br, c.raw, *bp, lim.MaxMessageSize, c.chargeFn)
 		*bp = b
 		if err != nil {
 			wire.PutBuf(bp)
+			c.releaseCharge()
+			if c.overBudget(err, h.Kind == wire.KindCall, h.Protocol(), h.Seqid) {
+				return nil, nil
+			}
 			if wire.IsTooLarge(err) {
 				c.fatalReply(true, h.Protocol(), "", h.Seqid, h.Seqid, err)
 			}
@@ -314,12 +329,17 @@ func (c *conn) next() (*request, error) {
 		case wire.KindCall, wire.KindOneway:
 		default:
 			wire.PutBuf(bp)
+			c.releaseCharge()
 			return nil, fmt.Errorf("%w: unexpected frame kind %d from client", wire.ErrBadFrame, h.Kind)
 		}
 		msg, p, timeout, fseq = b[wire.HeaderSize:], h.Protocol(), h.Timeout, h.Seqid
 	} else {
-		*bp, err = wire.ReadMessage(c.br, c.format, *bp, lim)
+		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
 		if err != nil {
+			c.releaseCharge()
+			if c.overBudget(err, false, c.format.Proto, 0) {
+				return nil, nil
+			}
 			if errors.Is(err, proto.ErrInvalidData) {
 				// The message start may still tell us whom to answer: the
 				// bytes scanned so far (unframed), or for an oversized
@@ -338,18 +358,21 @@ func (c *conn) next() (*request, error) {
 		msg, p = *bp, c.format.Proto
 		c.s.met.inThrift.Add(float64(len(msg)))
 	}
+	c.busy()
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err == nil && mh.Type != proto.Call && mh.Type != proto.Oneway {
 		err = fmt.Errorf("%w: message type %v from client", proto.ErrInvalidData, mh.Type)
 	}
 	if err != nil {
 		wire.PutBuf(bp)
+		c.releaseCharge()
 		return nil, err
 	}
 	m := c.s.lookup(mh.Name)
 	if m == nil {
 		name := string(mh.Name)
 		defer wire.PutBuf(bp)
+		defer c.releaseCharge()
 		if splitName(name) == wire.HelloMethod && !c.hat {
 			if c.hello(p, name, mh.Seqid, msg[mh.Body:]) {
 				return nil, errAttached
@@ -366,7 +389,7 @@ func (c *conn) next() (*request, error) {
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
 		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, fseq: fseq, timeout: timeout,
-		size: len(msg), tr: trThrift,
+		size: len(msg), tr: trThrift, mem: c.takeCharge(),
 	}
 	if c.hat {
 		r.tr = trTCP
@@ -448,6 +471,9 @@ func (c *conn) freeRequest(r *request) {
 	if r.buf != nil {
 		wire.PutBuf(r.buf)
 	}
+	if r.mem > 0 {
+		c.s.budget.release(c, r.mem)
+	}
 	*r = request{}
 	reqPool.Put(r)
 }
@@ -491,9 +517,9 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	borrow := r.buf != nil && r.m.borrow
 	alias := r.buf != nil && len(r.body) >= wire.AliasMin
 	if alias || borrow {
-		err = codec.DecodeAliased(r.proto, r.body, &c.s.opts.limits, args)
+		err = codec.DecodeAliased(r.proto, r.body, r.m.lim, args)
 	} else {
-		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		err = codec.Decode(r.proto, r.body, r.m.lim, args)
 	}
 	if r.buf != nil && !borrow {
 		wire.Release(r.buf, alias)
@@ -574,6 +600,7 @@ func (c *conn) checkWrite(err error) {
 		return
 	}
 	c.writeFail.Do(func() {
+		c.why.CompareAndSwap(whyNone, whyWriteError)
 		c.s.log.Info("hatrpc: closing connection after write failure", "remote", c.remote, "err", err)
 		c.abort()
 	})
@@ -654,10 +681,19 @@ func (c *conn) cancelCall(seqid int32) {
 func (c *conn) readFailed(err error) {
 	c.mu.Lock()
 	draining := c.draining
+	laning := c.laning
 	c.readDone = true
 	c.mu.Unlock()
+	if laning {
+		c.why.CompareAndSwap(whyNone, whyLane)
+	}
+	c.noteReadEnd(err, draining)
 	if !draining {
-		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		switch why := c.why.Load(); {
+		case why == whyHandshake || why == whyIdle || why == whySlow:
+			// Expected in numbers (idle clients, an attack): not logged one by one.
+			c.s.log.Debug("hatrpc: connection closed", "remote", c.remote, "reason", whyNames[why])
+		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF):
 			c.s.log.Info("hatrpc: connection closed", "remote", c.remote, "err", err)
 		}
 		c.cancel()
@@ -687,6 +723,8 @@ func (c *conn) maybeFinish() {
 	lingers := c.lingers
 	c.handoff.Stop()
 	c.mu.Unlock()
+	c.why.CompareAndSwap(whyNone, whyReadError)
+	c.s.met.closed[c.why.Load()].Inc()
 	c.w.Wait()
 	c.cancel()
 	if lingers {

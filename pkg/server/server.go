@@ -21,6 +21,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
@@ -45,8 +46,15 @@ type Server struct {
 	connWG    sync.WaitGroup // one per open connection
 	callWG    sync.WaitGroup // one per executing call
 
-	slots chan struct{}
-	pool  pool
+	slots  chan struct{}
+	pool   pool
+	budget budget
+
+	clock     atomic.Int64 // coarse time since epoch, advanced by the sweeper (timeouts.go)
+	sweepOnce sync.Once
+	sweepStop sync.Once
+	sweepQuit chan struct{}
+	sweepWG   sync.WaitGroup
 
 	devMu          sync.Mutex
 	dev            *fastpath.Device // shared verbs device of the lanes, opened on first use
@@ -73,6 +81,7 @@ type method struct {
 	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
+	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
 }
 
 // New creates a server; register services, then Serve.
@@ -108,6 +117,13 @@ func New(opts ...Option) *Server {
 	}
 	s.met = newMetrics(s.reg)
 	s.pool.init()
+	s.budget.init(o.memBudget, o.memPerConn)
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
+		Help: "Request memory admitted by the budget and not yet released (WithMemoryBudget).",
+	}, s.budget.inUse))
+	s.sweepQuit = make(chan struct{})
+	s.clock.Store(int64(time.Since(epoch)))
 	empty := map[string]*method{}
 	s.methods.Store(&empty)
 	return s
@@ -153,6 +169,7 @@ func (s *Server) Register(svc *Service) {
 		rm.timeout = rm.set.Timeout
 		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.reqSize = reqSize
+		rm.lim = s.methodLimits(svc.Name, m.Name)
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
 		for tr := trTCP; tr < trSHM; tr++ {
@@ -164,6 +181,20 @@ func (s *Server) Register(svc *Service) {
 		}
 	}
 	s.methods.Store(&next)
+}
+
+// methodLimits returns the decoder limits for the arguments of svc:name.
+func (s *Server) methodLimits(svc, name string) *proto.Limits {
+	n, ok := s.opts.containerLimits[svc+":"+name]
+	if !ok {
+		n, ok = s.opts.containerLimits[name]
+	}
+	if !ok || n >= s.opts.limits.MaxContainerSize {
+		return &s.opts.limits
+	}
+	l := s.opts.limits
+	l.MaxContainerSize = max(n, 0)
+	return &l
 }
 
 func (s *Server) lookup(name []byte) *method {
@@ -199,6 +230,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	s.startSweeper()
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
@@ -300,6 +332,7 @@ func (s *Server) Close() error {
 		ln.Close()
 	}
 	for c := range s.conns {
+		c.why.CompareAndSwap(whyNone, whyShutdown)
 		c.abort()
 	}
 	s.mu.Unlock()
@@ -314,6 +347,8 @@ func (s *Server) finish() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.stopSweeper()
+	s.budget.stop()
 	s.pool.stop()
 	s.closeFlock()
 	s.releaseDevice()

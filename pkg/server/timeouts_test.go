@@ -1,0 +1,253 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// These tests drive the sweeper by hand (server.ManualSweep): what closes
+// a connection is the logical time passed to Sweep, never how fast this
+// machine runs, so they pass under any load.
+
+// t0 is an arbitrary logical start time.
+const t0 = time.Hour
+
+func startSwept(t *testing.T, opts ...server.Option) (*server.Server, string) {
+	t.Helper()
+	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
+	server.ManualSweep(s)
+	server.Sweep(s, t0)
+	s.Register(wiretest.NewEcho().Service())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, s.Close())
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Serve did not return")
+		}
+	})
+	return s, ln.Addr().String()
+}
+
+// onlyConn waits until the server has one connection satisfying ok.
+func onlyConn(t *testing.T, s *server.Server, ok func(server.ConnState) bool) server.ConnState {
+	t.Helper()
+	var st server.ConnState
+	require.Eventually(t, func() bool {
+		cs := server.Conns(s)
+		if len(cs) != 1 {
+			return false
+		}
+		st = cs[0]
+		return ok == nil || ok(st)
+	}, 5*time.Second, time.Millisecond)
+	return st
+}
+
+func inPhase(ph uint32) func(server.ConnState) bool {
+	return func(st server.ConnState) bool { return st.Phase == ph }
+}
+
+func closedBy(t *testing.T, s *server.Server, reason string) float64 {
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	return metricValue(mfs, "hatrpc_server_connections_closed_total", map[string]string{"reason": reason})
+}
+
+// waitClosed waits until the server dropped every connection.
+func waitClosed(t *testing.T, s *server.Server) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(server.Conns(s)) == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// readsEOF asserts the server closed nc.
+func readsEOF(t *testing.T, nc net.Conn) {
+	t.Helper()
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err := io.ReadAll(nc)
+	require.NoError(t, err, "the server closes the connection (EOF), not the test's deadline")
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	s, addr := startSwept(t, server.WithHandshakeTimeout(10*time.Second))
+	cases := []struct {
+		name string
+		send []byte // part of a first message
+	}{
+		{"silent", nil},
+		{"half a hello", []byte{0x80, 0x01, 0x00}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0 + time.Duration(i)*time.Minute
+			server.Sweep(s, now)
+			nc, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			defer nc.Close()
+			onlyConn(t, s, nil)
+			if tc.send != nil {
+				_, err = nc.Write(tc.send)
+				require.NoError(t, err)
+				onlyConn(t, s, func(st server.ConnState) bool { return st.InBytes == int64(len(tc.send)) })
+			}
+			server.Sweep(s, now+10*time.Second-time.Millisecond)
+			require.Empty(t, onlyConn(t, s, nil).Closing, "still within the handshake timeout")
+			server.Sweep(s, now+10*time.Second)
+			readsEOF(t, nc)
+			waitClosed(t, s)
+			require.Equal(t, float64(i+1), closedBy(t, s, "handshake_timeout"))
+		})
+	}
+}
+
+// rawHello upgrades a raw connection by hand.
+func rawHello(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	hello, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0,
+		&wire.Hello{Version: wire.Version, Caps: wire.CapFraming})
+	require.NoError(t, err)
+	_, err = nc.Write(hello)
+	require.NoError(t, err)
+	br := bufio.NewReader(nc)
+	_, err = wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
+	require.NoError(t, err)
+	return nc, br
+}
+
+func TestSlowFrameClosed(t *testing.T) {
+	const grace, rate = 5 * time.Second, 100 // bytes/s
+	s, addr := startSwept(t, server.WithMinReadRate(grace, rate), server.WithIdleTimeout(0))
+	nc, _ := rawHello(t, addr)
+	defer nc.Close()
+	onlyConn(t, s, inPhase(server.PhIdle))
+	now := t0 + time.Minute
+	server.Sweep(s, now)
+	// A frame announcing 1,000 payload bytes, of which 10 arrive.
+	f := make([]byte, wire.HeaderSize+10)
+	wire.PutHeader(f, &wire.Header{Length: wire.HeaderSize - 4 + 1000, Kind: wire.KindCall, Seqid: 1})
+	_, err := nc.Write(f)
+	require.NoError(t, err)
+	onlyConn(t, s, func(st server.ConnState) bool { return st.Phase == server.PhFrame && st.Progress == int64(len(f)) })
+
+	server.Sweep(s, now+grace)
+	require.Empty(t, onlyConn(t, s, nil).Closing, "within the grace period")
+	server.Sweep(s, now+grace+300*time.Millisecond)
+	require.Empty(t, onlyConn(t, s, nil).Closing, "30 bytes in 0.3 s keep up with 100 B/s")
+	server.Sweep(s, now+grace+time.Second)
+	readsEOF(t, nc)
+	waitClosed(t, s)
+	require.Equal(t, 1.0, closedBy(t, s, "slow_read"))
+}
+
+// An idle HatRPC client is sent a GoAway, and its next call goes out on a
+// new connection instead of failing.
+func TestIdleHatRPCClientRedials(t *testing.T) {
+	const idle = time.Minute
+	s, addr := startSwept(t, server.WithIdleTimeout(idle))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, addr, client.WithConns(1))
+	require.NoError(t, err)
+	defer cl.Close()
+	call := func() {
+		var res wiretest.EchoResult
+		require.NoError(t, cl.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "hi"}, &res))
+		require.Equal(t, "hi", *res.Success)
+	}
+	call()
+	onlyConn(t, s, inPhase(server.PhIdle))
+
+	server.Sweep(s, t0+idle-time.Second)
+	require.False(t, onlyConn(t, s, nil).GoAway, "not idle long enough")
+	server.Sweep(s, t0+idle)
+	require.Eventually(t, func() bool { return !cl.Upgraded() }, 5*time.Second, time.Millisecond,
+		"the client saw the GoAway")
+	server.Sweep(s, t0+idle+server.IdleGrace-time.Millisecond)
+	require.Empty(t, onlyConn(t, s, nil).Closing, "the GoAway's grace period")
+	server.Sweep(s, t0+idle+server.IdleGrace)
+	waitClosed(t, s)
+	require.Equal(t, 1.0, closedBy(t, s, "idle_timeout"))
+
+	call() // on a new connection
+	require.True(t, cl.Upgraded())
+	require.Len(t, server.Conns(s), 1)
+}
+
+// A connection with a call running is not idle, however long the call.
+func TestIdleSparesRunningCalls(t *testing.T) {
+	const idle = time.Minute
+	s, addr := startSwept(t, server.WithIdleTimeout(idle))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, addr, client.WithConns(1))
+	require.NoError(t, err)
+	defer cl.Close()
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.Call(cctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "wait", Mode: wiretest.ModeWaitCtx}, &wiretest.EchoResult{})
+	}()
+	// The reader waits for the next call meanwhile.
+	onlyConn(t, s, func(st server.ConnState) bool { return st.Inflight == 1 && st.Phase == server.PhIdle })
+	server.Sweep(s, t0+10*idle)
+	st := onlyConn(t, s, nil)
+	require.False(t, st.GoAway)
+	require.Empty(t, st.Closing)
+	stop()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+func TestIdlePlainConnClosed(t *testing.T) {
+	const idle = time.Minute
+	s, addr := startSwept(t, server.WithIdleTimeout(idle))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, addr, client.WithoutUpgrade())
+	require.NoError(t, err)
+	defer cl.Close()
+	var res wiretest.EchoResult
+	require.NoError(t, cl.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "hi"}, &res))
+	onlyConn(t, s, inPhase(server.PhIdle))
+	server.Sweep(s, t0+idle)
+	waitClosed(t, s)
+	require.Equal(t, 1.0, closedBy(t, s, "idle_timeout"))
+}
+
+func TestSweepTick(t *testing.T) {
+	cases := []struct {
+		name                string
+		handshake, idle, rd time.Duration
+		want                time.Duration
+	}{
+		{"defaults", server.DefaultHandshakeTimeout, server.DefaultIdleTimeout, server.DefaultReadGrace, time.Second},
+		{"short", 200 * time.Millisecond, time.Second, 0, 20 * time.Millisecond},
+		{"tiny", time.Millisecond, 0, 0, 10 * time.Millisecond},
+		{"off", 0, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, server.SweepTick(tc.handshake, tc.idle, tc.rd))
+		})
+	}
+}
