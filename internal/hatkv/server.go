@@ -150,6 +150,15 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	if o.registry != nil {
 		sopts = append(sopts, server.WithRegistry(o.registry))
 	}
+	// A request's lists and maps (keys of a batch, fields of a record) are
+	// refused while decoding beyond a few times the store's limits, before
+	// they are allocated: three MultiGets of 16M keys each took 1.3 GB
+	// when the batch limit was checked only after decoding (issue 18).
+	// Counts up to that bound still get the store's typed InvalidArgument.
+	maxItems := decodeItems(o.limits)
+	for _, f := range hatkv.HatKVHints.Functions {
+		sopts = append(sopts, server.WithContainerLimit("HatKV:"+f.Name, maxItems))
+	}
 	rpc := server.New(sopts...)
 	if err := rpc.Registry().Register(newStoreCollector(st.Stats)); err != nil {
 		_ = rpc.Close()
@@ -186,4 +195,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.dev.Release()
 	}
 	return err
+}
+
+// decodeItems is the element count beyond which a request's containers
+// are refused at decode: four times the larger of the batch and field
+// limits in effect.
+func decodeItems(l kvstore.Limits) int {
+	batch, fields := kvstore.DefaultLimits.MaxBatch, kvstore.DefaultLimits.MaxFields
+	if l.MaxBatch > 0 {
+		batch = l.MaxBatch
+	}
+	if l.MaxFields > 0 {
+		fields = l.MaxFields
+	}
+	return 4 * max(batch, fields)
 }

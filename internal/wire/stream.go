@@ -73,7 +73,7 @@ type Charge func(n int) error
 // ChargeMin is the message size from which a Charge is asked.
 const ChargeMin = 64 << 10
 
-const chargeStep = 1 << 20
+const chargeStep = ChargeMin
 
 // ChargeError is a Charge's refusal; the frame it was asked for (Size
 // bytes, length field and header included) is still unread, so a reader

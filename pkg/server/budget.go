@@ -208,11 +208,14 @@ func (c *conn) releaseCharge() {
 // is answered like an oversized one, and the connection closes. hat tells
 // a HatRPC frame (call: of kind call) from a framed plain message.
 func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bool {
-	var ce *wire.ChargeError
-	if !errors.As(err, &ce) || !errors.Is(err, errBudgetWait) {
+	if !errors.Is(err, errBudgetWait) {
 		return false
 	}
 	c.s.met.rejected.WithLabelValues("memory_budget").Inc()
+	var ce *wire.ChargeError
+	if !errors.As(err, &ce) {
+		return false // unframed: where the message ends is unknown
+	}
 	exc := proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error())
 	if c.hat {
 		if wire.Discard(c.br, ce.Size) != nil {
