@@ -43,6 +43,13 @@ type options struct {
 	overrides [][2]string
 	limits    kvstore.Limits
 	svcLevel  bool
+	rpcOpts   []server.Option
+}
+
+// WithRPCOptions passes options (time limits, memory budget, ...) to the
+// RPC server, after hatkv's own.
+func WithRPCOptions(opts ...server.Option) Option {
+	return func(o *options) { o.rpcOpts = append(o.rpcOpts, opts...) }
 }
 
 // WithServiceLevelHints plans the RPC functions from hatkv.thrift's
@@ -159,7 +166,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	for _, f := range hatkv.HatKVHints.Functions {
 		sopts = append(sopts, server.WithContainerLimit("HatKV:"+f.Name, maxItems))
 	}
-	rpc := server.New(sopts...)
+	rpc := server.New(append(sopts, o.rpcOpts...)...)
 	if err := rpc.Registry().Register(newStoreCollector(st.Stats)); err != nil {
 		_ = rpc.Close()
 		_ = st.Close()

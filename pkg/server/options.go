@@ -86,10 +86,11 @@ func WithHandshakeTimeout(d time.Duration) Option {
 func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idleTimeout = d } }
 
 // WithMinReadRate bounds how slowly a message may arrive once its first
-// byte has: after grace it must keep up with bytesPerSec (on average since
-// it started), else the connection is closed (defaults 10s, 4 KiB/s;
-// grace 0 = no limit). This stops clients that hold a connection and its
-// buffers by sending a frame a byte at a time.
+// byte has: after grace it must keep up with bytesPerSec on average since
+// it started, and no grace may pass without any of its bytes arriving,
+// else the connection is closed (defaults 10s, 4 KiB/s; grace 0 = no
+// limit). This stops clients that hold a connection and its buffers by
+// sending a frame a byte at a time, or most of one and then nothing.
 func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 	return func(o *options) { o.readGrace, o.minReadRate = grace, bytesPerSec }
 }

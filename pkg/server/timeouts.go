@@ -26,7 +26,8 @@ import (
 //	idle       at a message boundary, nothing buffered: idleTimeout once
 //	           no call runs on the connection either
 //	frame      a message has started to arrive: after readGrace its
-//	           bytes must keep up with minReadRate
+//	           bytes must keep up with minReadRate on average, and
+//	           some must have come in the last readGrace
 //	busy       the reader has a message, runs it or waits for a call
 //	           slot or memory (the server's doing, not the client's)
 //
@@ -75,6 +76,7 @@ func (m *meter) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
 	if n > 0 {
 		c := m.c
+		c.lastIn.Store(c.s.clock.Load())
 		in := c.inBytes.Add(int64(n))
 		if c.phase.Load() == phIdle {
 			c.enter(phFrame, in-int64(n))
@@ -194,8 +196,12 @@ func (s *Server) sweep(now time.Duration) {
 			if o.readGrace <= 0 || age < o.readGrace {
 				continue
 			}
+			// Too slow on average since the message began, or stalled
+			// for the grace period (a client that sent most of a frame
+			// fast and stopped would otherwise keep a good average).
 			got := c.inBytes.Load() - c.base.Load()
-			if float64(got) < float64(o.minReadRate)*(age-o.readGrace).Seconds() || o.minReadRate <= 0 {
+			stalled := now-time.Duration(max(c.lastIn.Load(), c.since.Load())) >= o.readGrace
+			if stalled || float64(got) < float64(o.minReadRate)*(age-o.readGrace).Seconds() {
 				c.expire(whySlow)
 			}
 		case phIdle:
@@ -258,6 +264,7 @@ type timeoutFields struct {
 	since    atomic.Int64 // coarse clock when the phase began
 	base     atomic.Int64 // phFrame: inBytes when the message began
 	inBytes  atomic.Int64 // bytes read from the socket
+	lastIn   atomic.Int64 // coarse clock of the last bytes read
 	goawayAt atomic.Int64 // coarse clock of the idle GoAway; 0 = none sent
 	why      atomic.Uint32
 	greeted  bool // reader-owned: the first message arrived

@@ -136,28 +136,49 @@ func rawHello(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 }
 
 func TestSlowFrameClosed(t *testing.T) {
-	const grace, rate = 5 * time.Second, 100 // bytes/s
-	s, addr := startSwept(t, server.WithMinReadRate(grace, rate), server.WithIdleTimeout(0))
-	nc, _ := rawHello(t, addr)
-	defer nc.Close()
-	onlyConn(t, s, inPhase(server.PhIdle))
-	now := t0 + time.Minute
-	server.Sweep(s, now)
-	// A frame announcing 1,000 payload bytes, of which 10 arrive.
-	f := make([]byte, wire.HeaderSize+10)
-	wire.PutHeader(f, &wire.Header{Length: wire.HeaderSize - 4 + 1000, Kind: wire.KindCall, Seqid: 1})
-	_, err := nc.Write(f)
-	require.NoError(t, err)
-	onlyConn(t, s, func(st server.ConnState) bool { return st.Phase == server.PhFrame && st.Progress == int64(len(f)) })
-
-	server.Sweep(s, now+grace)
-	require.Empty(t, onlyConn(t, s, nil).Closing, "within the grace period")
-	server.Sweep(s, now+grace+300*time.Millisecond)
-	require.Empty(t, onlyConn(t, s, nil).Closing, "30 bytes in 0.3 s keep up with 100 B/s")
-	server.Sweep(s, now+grace+time.Second)
-	readsEOF(t, nc)
-	waitClosed(t, s)
-	require.Equal(t, 1.0, closedBy(t, s, "slow_read"))
+	const grace = 5 * time.Second
+	cases := []struct {
+		name string
+		rate int // bytes/s
+		// more: a byte sent 4 s in, so the frame is not stalled at
+		// grace + 1 s (and only its average rate counts).
+		more      bool
+		openUntil time.Duration // past grace, still open at this age
+		closedAt  time.Duration
+	}{
+		{"too slow on average", 100, true, grace + 300*time.Millisecond, grace + time.Second},
+		{"stalled", 1, false, grace - time.Millisecond, grace},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr := startSwept(t, server.WithMinReadRate(grace, tc.rate), server.WithIdleTimeout(0))
+			nc, _ := rawHello(t, addr)
+			defer nc.Close()
+			onlyConn(t, s, inPhase(server.PhIdle))
+			now := t0 + time.Duration(i+1)*time.Minute
+			server.Sweep(s, now)
+			// A frame announcing 1,000 payload bytes, of which 10 arrive.
+			f := make([]byte, wire.HeaderSize+10)
+			wire.PutHeader(f, &wire.Header{Length: wire.HeaderSize - 4 + 1000, Kind: wire.KindCall, Seqid: 1})
+			_, err := nc.Write(f)
+			require.NoError(t, err)
+			got := int64(len(f))
+			onlyConn(t, s, func(st server.ConnState) bool { return st.Phase == server.PhFrame && st.Progress == got })
+			if tc.more {
+				server.Sweep(s, now+4*time.Second)
+				_, err = nc.Write([]byte{0})
+				require.NoError(t, err)
+				got++
+				onlyConn(t, s, func(st server.ConnState) bool { return st.Progress == got })
+			}
+			server.Sweep(s, now+tc.openUntil)
+			require.Empty(t, onlyConn(t, s, nil).Closing, "not too slow yet")
+			server.Sweep(s, now+tc.closedAt)
+			readsEOF(t, nc)
+			waitClosed(t, s)
+			require.Equal(t, 1.0, closedBy(t, s, "slow_read"))
+		})
+	}
 }
 
 // An idle HatRPC client is sent a GoAway, and its next call goes out on a
