@@ -24,6 +24,10 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
+// connBurst is the number of connections from which their closing down
+// to a quarter returns memory to the OS.
+const connBurst = 1000
+
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
 
@@ -41,6 +45,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	connPeak  int // most connections since the last give-back (removeConn)
 	shutting  atomic.Bool
 	closed    bool
 	connWG    sync.WaitGroup // one per open connection
@@ -117,6 +122,7 @@ func New(opts ...Option) *Server {
 	}
 	s.met = newMetrics(s.reg)
 	s.pool.init()
+	s.pool.onRetire = s.budget.giveBack
 	s.budget.init(o.memBudget, o.memPerConn)
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
@@ -283,7 +289,19 @@ func (s *Server) accept(nc net.Conn) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	// A burst of connections gone (an attack closed by the time limits,
+	// clients leaving): their buffers and goroutine stacks are garbage the
+	// heap would keep; give the memory back.
+	n := len(s.conns)
+	s.connPeak = max(s.connPeak, n+1)
+	burstOver := s.connPeak >= connBurst && n <= s.connPeak/4
+	if burstOver {
+		s.connPeak = n
+	}
 	s.mu.Unlock()
+	if burstOver {
+		s.budget.giveBack()
+	}
 	s.met.conns.Dec()
 	s.connWG.Done()
 }
@@ -418,6 +436,7 @@ type pool struct {
 	quit    chan struct{}
 
 	idleFor, sweepEvery time.Duration
+	onRetire            func() // after the sweeper retired a burst's workers
 }
 
 type worker struct {
@@ -428,6 +447,10 @@ type worker struct {
 const (
 	poolIdle  = 30 * time.Second
 	poolSweep = 5 * time.Second
+	// poolKeep idle workers wait poolIdle; beyond them, workers idle for
+	// a sweep period retire: after 10,000 connections went, their
+	// workers' stacks are memory nobody will reuse soon.
+	poolKeep = 256
 )
 
 func (p *pool) init() {
@@ -483,7 +506,11 @@ func (p *pool) sweeper() {
 		case now := <-t.C:
 			p.mu.Lock()
 			n := 0
-			for n < len(p.idle) && now.Sub(p.idle[n].last) > p.idleFor {
+			for n < len(p.idle) {
+				age := now.Sub(p.idle[n].last)
+				if age <= p.idleFor && (len(p.idle)-n <= poolKeep || age <= p.sweepEvery) {
+					break
+				}
 				n++
 			}
 			old := append([]*worker(nil), p.idle[:n]...)
@@ -491,6 +518,9 @@ func (p *pool) sweeper() {
 			p.mu.Unlock()
 			for _, w := range old {
 				w.ch <- nil
+			}
+			if len(old) >= poolKeep && p.onRetire != nil {
+				p.onRetire()
 			}
 		}
 	}
