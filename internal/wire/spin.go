@@ -50,8 +50,8 @@ type SpinReader struct {
 	nc     net.Conn
 	rc     syscall.RawConn
 	armed  bool
-	misses int // polls in a row that timed out
-	pause  int // armed reads left that do not poll
+	misses int    // polls in a row that timed out
+	pause  int    // armed reads left that do not poll
 	onMiss func() // tests: runs when a poll times out, before the read parks
 }
 
