@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/wire"
@@ -269,6 +270,58 @@ func TestSweepTick(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, server.SweepTick(tc.handshake, tc.idle, tc.rd))
+		})
+	}
+}
+
+// What an Apache Thrift client sees of the time limits (documented in
+// docs/design/wire.md): a connection it opened and did not use within
+// the handshake timeout, or left idle, is closed, and its next call fails
+// with a transport error; reopening the transport serves it again. Apache
+// clients do not reconnect by themselves.
+func TestApacheClientAfterIdleClose(t *testing.T) {
+	const limit = time.Minute
+	cases := []struct {
+		name     string
+		callOnce bool // idle after one call; else never used
+		reason   string
+	}{
+		{"opened and not used", false, "handshake_timeout"},
+		{"idle after a call", true, "idle_timeout"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, addr := startSwept(t, server.WithHandshakeTimeout(limit), server.WithIdleTimeout(limit))
+			now := t0 + time.Duration(i+1)*time.Hour
+			server.Sweep(s, now)
+			conf := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+			tr := thrift.NewTFramedTransportConf(thrift.NewTSocketConf(addr, conf), conf)
+			require.NoError(t, tr.Open())
+			defer tr.Close()
+			p := thrift.NewTBinaryProtocolConf(tr, conf)
+			cl := thrift.NewTStandardClient(p, p)
+			call := func() error {
+				var res wiretest.ApacheEchoResult
+				_, err := cl.Call(tctx(t), "echo", &wiretest.ApacheEchoArgs{Msg: "a"}, &res)
+				if err == nil {
+					require.Equal(t, "a", *res.Success)
+				}
+				return err
+			}
+			if tc.callOnce {
+				require.NoError(t, call())
+				onlyConn(t, s, inPhase(server.PhIdle))
+			} else {
+				onlyConn(t, s, inPhase(server.PhHandshake))
+			}
+			server.Sweep(s, now+limit)
+			waitClosed(t, s)
+			require.Equal(t, 1.0, closedBy(t, s, tc.reason))
+			var te thrift.TTransportException
+			require.ErrorAs(t, call(), &te, "the next call fails")
+			require.NoError(t, tr.Close())
+			require.NoError(t, tr.Open())
+			require.NoError(t, call(), "a reopened transport is served")
 		})
 	}
 }
