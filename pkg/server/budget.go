@@ -203,9 +203,13 @@ func (b *budget) stop() {
 // charge is the wire.Charge of c's reader: it admits n more bytes of the
 // message being read.
 func (c *conn) charge(n int) error {
-	c.phase.Store(phBusy) // waiting for memory is not the client's doing
+	// Waiting for memory is not the client's doing: the time limits skip
+	// it, and the message's clock resumes where it stopped.
+	ph, since, t0 := c.phase.Load(), c.since.Load(), c.s.clock.Load()
+	c.phase.Store(phBusy)
 	err := c.s.budget.acquire(c, int64(n), c.s.opts.busyTimeout)
-	c.enter(phFrame, c.inBytes.Load())
+	c.since.Store(since + c.s.clock.Load() - t0)
+	c.phase.Store(ph)
 	if err == nil {
 		c.charging += int64(n)
 	}

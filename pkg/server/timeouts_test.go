@@ -325,3 +325,49 @@ func TestApacheClientAfterIdleClose(t *testing.T) {
 		})
 	}
 }
+
+// A request waiting for memory (the server's doing) is not closed by the
+// time limits however long it waits, and is served once memory is free.
+func TestBudgetWaitIsNotSlow(t *testing.T) {
+	e := wiretest.NewEcho()
+	s := server.New(server.WithLogger(quiet), server.WithMemoryBudget(300<<10, 300<<10),
+		server.WithMinReadRate(time.Second, 1<<20), server.WithIdleTimeout(time.Second))
+	server.ManualSweep(s)
+	server.Sweep(s, t0)
+	s.Register(e.Service())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = s.Serve(ln) }()
+	defer s.Close()
+	addr := ln.Addr().String()
+
+	release := holdBudget(t, s, e, addr, 200<<10)
+	nc, br := rawHello(t, addr)
+	defer nc.Close()
+	codec := wire.GetCodec()
+	f, err := codec.AppendMessage(make([]byte, wire.HeaderSize), proto.Binary, "echo", proto.Call, 7,
+		&wiretest.EchoArgs{Msg: "w", Blob: make([]byte, 200<<10)})
+	wire.PutCodec(codec)
+	require.NoError(t, err)
+	wire.SealFrame(f, wire.KindCall, 0, 7, 0)
+	_, err = nc.Write(f)
+	require.NoError(t, err)
+	waiting := func(st server.ConnState) bool { return st.Phase == server.PhBusy && st.Inflight == 0 && st.InBytes > 0 }
+	require.Eventually(t, func() bool {
+		for _, st := range server.Conns(s) {
+			if waiting(st) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	server.Sweep(s, t0+time.Hour)
+	for _, st := range server.Conns(s) {
+		require.Empty(t, st.Closing)
+	}
+	release()
+	h, _, err := wire.ReadFrame(br, nil, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindReply, h.Kind)
+	require.Equal(t, int32(7), h.Seqid)
+}
