@@ -254,6 +254,12 @@ func TestIdlePlainConnClosed(t *testing.T) {
 	server.Sweep(s, t0+idle)
 	waitClosed(t, s)
 	require.Equal(t, 1.0, closedBy(t, s, "idle_timeout"))
+	// No GoAway on plain Thrift: the client redials once its idle reader
+	// saw the close (a call racing the close itself fails, hence retries).
+	require.Eventually(t, func() bool {
+		return cl.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "again"}, &res) == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, "again", *res.Success)
 }
 
 func TestSweepTick(t *testing.T) {
