@@ -67,7 +67,8 @@ func Detect(br *bufio.Reader) (Format, error) {
 // the read. It is asked for messages of ChargeMin bytes or more only:
 // once for a frame whose length is known, the whole frame, before the
 // payload is read; for an unframed message in steps of chargeStep as the
-// scan passes ChargeMin.
+// scan passes ChargeMin (its buffer grows by doubling, so it may hold up
+// to twice what was charged).
 type Charge func(n int) error
 
 // ChargeMin is the message size from which a Charge is asked.
@@ -141,7 +142,10 @@ func sized(dst []byte, n int) []byte {
 	if n <= maxPooledBuf {
 		return growInto(dst, n)
 	}
-	if cap(dst) > 0 && cap(dst) < largeMin {
+	switch c := cap(dst); {
+	case c >= largeMin:
+		putLarge(dst[:0])
+	case c > 0:
 		small := dst[:0]
 		bufPool.Put(&small)
 	}
