@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/wire"
@@ -59,10 +60,11 @@ type budget struct {
 	sinceGC  int64         // bytes of large requests released since the last forced collection
 	gcing    bool          // a forced collection runs: admissions wait for it
 
-	kick chan struct{} // wakes the give-back goroutine
-	quit chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
+	kick  chan struct{} // wakes the give-back goroutine
+	gives atomic.Int64  // give-backs done, for tests
+	quit  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
 }
 
 func (b *budget) init(total, perConn int64) {
@@ -182,6 +184,7 @@ func (b *budget) giver() {
 		}
 		wire.TrimPool()
 		debug.FreeOSMemory()
+		b.gives.Add(1)
 		select {
 		case <-b.quit:
 			return

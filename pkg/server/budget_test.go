@@ -118,3 +118,15 @@ func TestMemoryBudgetTooLarge(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 5+100<<10)
 }
+
+// Once large requests ended and the budget is empty, memory goes back
+// to the OS.
+func TestMemoryGivenBackAfterLargeRequests(t *testing.T) {
+	s, _, addr := start(t)
+	c := dial(t, addr, client.WithConns(1))
+	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 2<<20)})
+	require.NoError(t, err)
+	require.Len(t, got, 3+2<<20)
+	require.Eventually(t, func() bool { return server.GiveBacks(s) >= 1 }, 10*time.Second, time.Millisecond)
+	require.Zero(t, gauge(t, s, "hatrpc_server_request_memory_bytes"))
+}

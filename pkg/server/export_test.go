@@ -52,3 +52,6 @@ func SweepTick(handshake, idle, grace time.Duration) time.Duration {
 	o := options{handshakeTimeout: handshake, idleTimeout: idle, readGrace: grace}
 	return o.sweepTick()
 }
+
+// GiveBacks counts the times s returned memory to the OS.
+func GiveBacks(s *Server) int64 { return s.budget.gives.Load() }

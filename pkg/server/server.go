@@ -437,6 +437,7 @@ type pool struct {
 
 	idleFor, sweepEvery time.Duration
 	onRetire            func() // after the sweeper retired a burst's workers
+	retired             int    // sweeper-owned: retired since onRetire last ran
 }
 
 type worker struct {
@@ -519,7 +520,8 @@ func (p *pool) sweeper() {
 			for _, w := range old {
 				w.ch <- nil
 			}
-			if len(old) >= poolKeep && p.onRetire != nil {
+			if p.retired += len(old); p.retired >= poolKeep && p.onRetire != nil {
+				p.retired = 0
 				p.onRetire()
 			}
 		}
