@@ -43,6 +43,13 @@ type options struct {
 	overrides [][2]string
 	limits    kvstore.Limits
 	svcLevel  bool
+	rpcOpts   []server.Option
+}
+
+// WithRPCOptions passes options (time limits, memory budget, ...) to the
+// RPC server, after hatkv's own.
+func WithRPCOptions(opts ...server.Option) Option {
+	return func(o *options) { o.rpcOpts = append(o.rpcOpts, opts...) }
 }
 
 // WithServiceLevelHints plans the RPC functions from hatkv.thrift's
@@ -150,7 +157,16 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	if o.registry != nil {
 		sopts = append(sopts, server.WithRegistry(o.registry))
 	}
-	rpc := server.New(sopts...)
+	// A request's lists and maps (keys of a batch, fields of a record) are
+	// refused while decoding beyond a few times the store's limits, before
+	// they are allocated: three MultiGets of 16M keys each took 1.3 GB
+	// when the batch limit was checked only after decoding (issue 18).
+	// Counts up to that bound still get the store's typed InvalidArgument.
+	maxItems := decodeItems(o.limits)
+	for _, f := range hatkv.HatKVHints.Functions {
+		sopts = append(sopts, server.WithContainerLimit("HatKV:"+f.Name, maxItems))
+	}
+	rpc := server.New(append(sopts, o.rpcOpts...)...)
 	if err := rpc.Registry().Register(newStoreCollector(st.Stats)); err != nil {
 		_ = rpc.Close()
 		_ = st.Close()
@@ -186,4 +202,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.dev.Release()
 	}
 	return err
+}
+
+// decodeItems is the element count beyond which a request's containers
+// are refused at decode: four times the larger of the batch and field
+// limits in effect.
+func decodeItems(l kvstore.Limits) int {
+	batch, fields := kvstore.DefaultLimits.MaxBatch, kvstore.DefaultLimits.MaxFields
+	if l.MaxBatch > 0 {
+		batch = l.MaxBatch
+	}
+	if l.MaxFields > 0 {
+		fields = l.MaxFields
+	}
+	return 4 * max(batch, fields)
 }

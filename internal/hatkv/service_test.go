@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
@@ -360,4 +361,50 @@ func TestYCSBAdapter(t *testing.T) {
 	require.ErrorAs(t, err, &nf)
 
 	require.Error(t, db.MultiUpdate(ctx, []string{"a", "b"}, []map[string][]byte{{"f": nil}}), "keys and records must pair up")
+}
+
+// A batch far over the limit is refused while its arguments are decoded,
+// before its key list is allocated; one a little over still gets the
+// store's typed error.
+func TestHugeBatchRefusedAtDecode(t *testing.T) {
+	ts := startServer(t, "")
+	ctx := testCtx(t, 30*time.Second)
+	keys := func(n int) []string {
+		k := make([]string, n)
+		for i := range k {
+			k[i] = fmt.Sprint("k", i)
+		}
+		return k
+	}
+	tests := []struct {
+		name    string
+		n       int
+		decode  bool // refused by the decoder (PROTOCOL_ERROR)
+		wantMsg string
+	}{
+		{"at the limit", 1024, false, ""},
+		{"a little over", 1025, false, "batch size is 1025"},
+		{"at the decode bound", 4096, false, "batch size is 4096"},
+		{"far over", 100000, true, "container size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ts.kv.MultiGet(ctx, keys(tt.n), nil)
+			switch {
+			case tt.wantMsg == "":
+				require.NoError(t, err)
+			case tt.decode:
+				var ae *proto.ApplicationException
+				require.ErrorAs(t, err, &ae)
+				assert.Equal(t, proto.ExcProtocolError, ae.Type)
+				assert.Contains(t, ae.Message, tt.wantMsg)
+			default:
+				var bad *hatkv.InvalidArgument
+				require.ErrorAs(t, err, &bad)
+				assert.Contains(t, bad.Message, tt.wantMsg)
+			}
+		})
+	}
+	require.Equal(t, 4096, decodeItems(kvstore.Limits{}))
+	require.Equal(t, 8192, decodeItems(kvstore.Limits{MaxBatch: 2048, MaxFields: 16}))
 }

@@ -146,6 +146,11 @@ func trimLarge() {
 	}
 }
 
+// TrimPool drops the pooled large buffers not handed out since the last
+// trim (as after a collection): a server calls it when a burst of large
+// requests ended, before returning freed memory to the OS.
+func TrimPool() { trimLarge() }
+
 // GetBufSize returns an empty pooled buffer with room for n bytes: for
 // large n from the size-classed pool, else as GetBuf. Encoders that know
 // (or can guess) the size of what they write use it so a large message is

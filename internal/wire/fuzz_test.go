@@ -41,20 +41,32 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		// ReadFrame and ReadFrameFrom (large frames partly read from the
 		// raw reader) must see the same frames and the same end.
+		// ReadFrameCharged asks for each large frame's size once, before
+		// reading it, and otherwise reads the same.
 		br := bufio.NewReaderSize(bytes.NewReader(in), 4096)
 		raw := bytes.NewReader(in)
 		br2 := bufio.NewReaderSize(raw, 4096)
+		raw3 := bytes.NewReader(in)
+		br3 := bufio.NewReaderSize(raw3, 4096)
 		for {
 			h, fr, err := ReadFrame(br, nil, 1<<17)
 			h2, fr2, err2 := ReadFrameFrom(br2, raw, nil, 1<<17)
 			if (err == nil) != (err2 == nil) || err == nil && (h != h2 || !bytes.Equal(fr, fr2)) {
 				t.Fatalf("ReadFrame %v %v, ReadFrameFrom %v %v", h, err, h2, err2)
 			}
+			charged := 0
+			h3, fr3, err3 := ReadFrameCharged(br3, raw3, nil, 1<<17, func(n int) error { charged += n; return nil })
+			if (err == nil) != (err3 == nil) || err == nil && (h != h3 || !bytes.Equal(fr, fr3)) {
+				t.Fatalf("ReadFrame %v %v, ReadFrameCharged %v %v", h, err, h3, err3)
+			}
 			if err != nil {
 				return
 			}
 			if len(fr) != HeaderSize+h.PayloadLen() {
 				t.Fatalf("frame of %d bytes for header length %d", len(fr), h.Length)
+			}
+			if want := len(fr) * bool2int(len(fr) >= ChargeMin); charged != want {
+				t.Fatalf("charged %d for a frame of %d bytes", charged, len(fr))
 			}
 		}
 	})
@@ -128,6 +140,16 @@ func FuzzReadMessage(f *testing.F) {
 		}
 		br := bufio.NewReader(bytes.NewReader(in))
 		msg, err := ReadMessage(br, fm, nil, fuzzLimits)
+		// Charged, the same message, with at least its bytes admitted.
+		charged := 0
+		msg2, err2 := ReadMessageCharged(bufio.NewReader(bytes.NewReader(in)), fm, nil, fuzzLimits,
+			func(n int) error { charged += n; return nil })
+		if (err == nil) != (err2 == nil) || !bytes.Equal(msg, msg2) {
+			t.Fatalf("ReadMessage %d bytes %v, ReadMessageCharged %d bytes %v", len(msg), err, len(msg2), err2)
+		}
+		if err == nil && len(msg) >= ChargeMin && charged < len(msg) {
+			t.Fatalf("charged %d for a message of %d bytes", charged, len(msg))
+		}
 		if err != nil || framed {
 			return
 		}
@@ -169,4 +191,11 @@ func FuzzSplitFrames(f *testing.F) {
 			t.Fatalf("split %x re-joins to %x", in, joined)
 		}
 	})
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

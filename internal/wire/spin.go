@@ -50,8 +50,9 @@ type SpinReader struct {
 	nc     net.Conn
 	rc     syscall.RawConn
 	armed  bool
-	misses int // polls in a row that timed out
-	pause  int // armed reads left that do not poll
+	misses int    // polls in a row that timed out
+	pause  int    // armed reads left that do not poll
+	onMiss func() // tests: runs when a poll times out, before the read parks
 }
 
 // NewSpinReader returns a SpinReader over nc, or nil if nc is not a plain
@@ -121,6 +122,9 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 				r.misses++
 				if r.misses >= spinMisses {
 					r.misses, r.pause = 0, spinPause
+				}
+				if r.onMiss != nil {
+					r.onMiss()
 				}
 				return false
 			}

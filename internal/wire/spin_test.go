@@ -24,23 +24,27 @@ func tcpPair(t *testing.T) (a, b net.Conn) {
 }
 
 func TestSpinReader(t *testing.T) {
+	// afterMiss: the data (or the deadline) comes only once the poll
+	// timed out (SpinReader.onMiss), so the outcome does not depend on
+	// how fast this machine schedules the two ends.
+	const afterMiss = time.Duration(-2)
 	tests := []struct {
 		name       string
 		arm        bool
 		sendAfter  time.Duration // -1: close the peer instead of sending
-		deadline   time.Duration // > 0: read deadline, nothing is sent
+		deadline   bool          // the read deadline passes after a miss, nothing is sent
 		wantErr    error
 		wantMisses int // -1: not checked
 	}{
-		{"unarmed reads as the socket does", false, 0, 0, nil, 0},
-		{"armed, data already there", true, 0, 0, nil, 0},
+		{"unarmed reads as the socket does", false, 0, false, nil, 0},
+		{"armed, data already there", true, 0, false, nil, 0},
 		// Sent by a goroutine spinning 10 µs (Go timers fire ~1 ms late
 		// on an idle machine); whether it makes the 50 µs window depends
 		// on the load, so only the bytes are checked.
-		{"armed, data while polling", true, 10 * time.Microsecond, 0, nil, -1},
-		{"armed, data after the window", true, 20 * time.Millisecond, 0, nil, 1},
-		{"armed, peer closes", true, -1, 0, io.EOF, 0},
-		{"armed, deadline passes", true, 0, 20 * time.Millisecond, os.ErrDeadlineExceeded, 1},
+		{"armed, data while polling", true, 10 * time.Microsecond, false, nil, -1},
+		{"armed, data after the window", true, afterMiss, false, nil, 1},
+		{"armed, peer closes", true, -1, false, io.EOF, 0},
+		{"armed, deadline passes", true, 0, true, os.ErrDeadlineExceeded, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,24 +56,23 @@ func TestSpinReader(t *testing.T) {
 			}
 			msg := []byte("ping")
 			switch {
-			case tt.deadline > 0:
-				require.NoError(t, a.SetReadDeadline(time.Now().Add(tt.deadline)))
+			case tt.deadline:
+				r.onMiss = func() { _ = a.SetReadDeadline(time.Now()) }
+			case tt.sendAfter == afterMiss:
+				r.onMiss = func() { _, _ = b.Write(msg) }
 			case tt.sendAfter < 0:
 				require.NoError(t, b.Close())
 			case tt.sendAfter == 0:
 				_, err := b.Write(msg)
 				require.NoError(t, err)
 				time.Sleep(time.Millisecond) // let it arrive before the read
-			case tt.sendAfter < time.Millisecond:
+			default:
 				start := time.Now()
 				go func() {
 					for time.Since(start) < tt.sendAfter {
 					}
 					_, _ = b.Write(msg)
 				}()
-			default:
-				timer := time.AfterFunc(tt.sendAfter, func() { _, _ = b.Write(msg) })
-				defer timer.Stop()
 			}
 			buf := make([]byte, 16)
 			n, err := r.Read(buf)
@@ -99,9 +102,9 @@ func TestSpinReaderPausesAfterMisses(t *testing.T) {
 	buf := make([]byte, 8)
 	for i := range spinMisses {
 		r.Arm()
-		timer := time.AfterFunc(5*time.Millisecond, func() { _, _ = b.Write([]byte{byte(i)}) })
+		// Sent once the poll gave up, whatever the machine's load.
+		r.onMiss = func() { _, _ = b.Write([]byte{byte(i)}) }
 		n, err := r.Read(buf)
-		timer.Stop()
 		require.NoError(t, err)
 		require.Equal(t, []byte{byte(i)}, buf[:n])
 	}

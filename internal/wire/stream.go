@@ -62,9 +62,42 @@ func Detect(br *bufio.Reader) (Format, error) {
 	return Format{}, ErrGarbage
 }
 
+// Charge admits n more bytes of the message being read before its buffer
+// grows to hold them (a server's request memory budget); an error stops
+// the read. It is asked for messages of ChargeMin bytes or more only:
+// once for a frame whose length is known, the whole frame, before the
+// payload is read; for an unframed message in steps of chargeStep as the
+// scan passes ChargeMin (its buffer grows by doubling, so it may hold up
+// to twice what was charged).
+type Charge func(n int) error
+
+// ChargeMin is the message size from which a Charge is asked.
+const ChargeMin = 64 << 10
+
+const chargeStep = ChargeMin
+
+// ChargeError is a Charge's refusal; the frame it was asked for (Size
+// bytes, length field and header included) is still unread, so a reader
+// may skip it (Discard) and go on.
+type ChargeError struct {
+	Err  error
+	Size int
+}
+
+func (e *ChargeError) Error() string { return e.Err.Error() }
+func (e *ChargeError) Unwrap() error { return e.Err }
+
 // ReadMessage reads one whole plain-Thrift message of format f from br,
 // appending its bytes (without the frame length) to dst[:0].
 func ReadMessage(br *bufio.Reader, f Format, dst []byte, lim *proto.Limits) ([]byte, error) {
+	return ReadMessageCharged(br, f, dst, lim, nil)
+}
+
+// ReadMessageCharged is ReadMessage asking charge (if not nil) before
+// buffering large messages. A framed message charge refused is left
+// unread but for its 4-byte length (ChargeError.Size then counts the
+// payload only).
+func ReadMessageCharged(br *bufio.Reader, f Format, dst []byte, lim *proto.Limits, charge Charge) ([]byte, error) {
 	if lim == nil {
 		lim = &proto.DefaultLimits
 	}
@@ -77,14 +110,46 @@ func ReadMessage(br *bufio.Reader, f Format, dst []byte, lim *proto.Limits) ([]b
 		if int64(n) > int64(lim.MaxMessageSize) {
 			return dst[:0], fmt.Errorf("%w: frame of %d bytes", ErrFrameTooLarge, n)
 		}
+		if charge != nil && n >= ChargeMin {
+			if err := charge(int(n)); err != nil {
+				return dst[:0], &ChargeError{Err: err, Size: int(n)}
+			}
+			return readFull(br, sized(dst[:0], int(n)), int(n))
+		}
 		return readFull(br, dst[:0], int(n))
 	}
 	if _, err := br.Peek(1); err != nil {
 		return dst[:0], err // io.EOF at a message boundary is a clean end
 	}
-	s := scanner{br: br, out: dst[:0], lim: lim, compact: f.Proto == proto.Compact}
+	s := scanner{br: br, out: dst[:0], lim: lim, compact: f.Proto == proto.Compact, charge: charge, charged: ChargeMin}
 	err := s.message()
 	return s.out, err
+}
+
+// Discard skips n bytes of br (a refused frame).
+func Discard(br *bufio.Reader, n int) error {
+	_, err := br.Discard(n)
+	return err
+}
+
+// sized makes sure dst (empty) can hold n bytes without growing: the
+// memory of a charged message was admitted whole, and growing a buffer
+// step by step would leave up to as much again behind as garbage.
+func sized(dst []byte, n int) []byte {
+	if cap(dst) >= n {
+		return dst
+	}
+	if n <= maxPooledBuf {
+		return growInto(dst, n)
+	}
+	switch c := cap(dst); {
+	case c >= largeMin:
+		putLarge(dst[:0])
+	case c > 0:
+		small := dst[:0]
+		bufPool.Put(&small)
+	}
+	return make([]byte, 0, n)
 }
 
 // ReadFrame reads one HatRPC frame; the returned slice holds the header
@@ -99,6 +164,13 @@ func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, er
 // into the buffer and copied again: up to a quarter of a 128 KiB frame,
 // 3.8 % of the CPU of 128 KiB echoes at 64 callers.
 func ReadFrameFrom(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload int) (Header, []byte, error) {
+	return ReadFrameCharged(br, raw, dst, maxPayload, nil)
+}
+
+// ReadFrameCharged is ReadFrameFrom asking charge (if not nil) for a
+// frame of ChargeMin bytes or more before reading its payload; a refused
+// frame is left unread (ChargeError).
+func ReadFrameCharged(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload int, charge Charge) (Header, []byte, error) {
 	hb, err := br.Peek(HeaderSize)
 	if err != nil {
 		if err == bufio.ErrBufferFull {
@@ -111,11 +183,20 @@ func ReadFrameFrom(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload int) 
 		return h, dst[:0], err
 	}
 	n := HeaderSize + h.PayloadLen()
+	var buf []byte
+	if charge != nil && n >= ChargeMin {
+		if err := charge(n); err != nil {
+			return h, dst[:0], &ChargeError{Err: err, Size: n}
+		}
+		buf = sized(dst[:0], n)
+	} else {
+		buf = growInto(dst[:0], n)
+	}
 	k := n // bytes read through br
 	if raw != nil && n >= largeMin {
 		k = min(n, br.Buffered())
 	}
-	out, err := readFull(br, growInto(dst[:0], n), k)
+	out, err := readFull(br, buf, k)
 	if err == nil && k < n {
 		out, err = readFull(raw, out, n-k)
 	}
@@ -158,6 +239,8 @@ type scanner struct {
 	lim     *proto.Limits
 	compact bool
 	depth   int
+	charge  Charge
+	charged int // bytes admitted so far (the first ChargeMin need none)
 }
 
 func (s *scanner) take(n int) ([]byte, error) {
@@ -166,6 +249,19 @@ func (s *scanner) take(n int) ([]byte, error) {
 	}
 	if len(s.out)+n > s.lim.MaxMessageSize {
 		return nil, fmt.Errorf("%w: message over %d bytes", ErrFrameTooLarge, s.lim.MaxMessageSize)
+	}
+	if s.charge != nil && len(s.out)+n > s.charged {
+		// Admitted ahead in steps, the first one covering the bytes
+		// scanned so far too.
+		want := min((len(s.out)+n+chargeStep-1)/chargeStep*chargeStep, s.lim.MaxMessageSize)
+		from := s.charged
+		if from == ChargeMin {
+			from = 0
+		}
+		if err := s.charge(want - from); err != nil {
+			return nil, err
+		}
+		s.charged = want
 	}
 	off := len(s.out)
 	var err error

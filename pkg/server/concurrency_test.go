@@ -59,9 +59,23 @@ func TestManyGoroutinesManyConns(t *testing.T) {
 
 // On a HatRPC connection a fast call overtakes a slow one; on a plain
 // connection its reply waits for the slow one (Thrift clients expect order).
+// HatRPC replies come as calls finish, plain Thrift ones in request
+// order. The slow call is held by a gate the test opens, so the order is
+// decided by the server's logic alone, never by how long a call took.
 func TestOutOfOrderCompletion(t *testing.T) {
-	s, _, addr := start(t)
-	const slowFor = 400 * time.Millisecond
+	gate := make(chan struct{})
+	var gated atomic.Int32
+	hold := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		if a, ok := args.(*wiretest.EchoArgs); ok && a.Msg == "slow" {
+			gated.Add(1)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+		}
+		return next(ctx, args)
+	}
+	_, _, addr := start(t, server.WithInterceptors(hold))
 	cases := []struct {
 		name     string
 		opts     []client.Option
@@ -70,29 +84,40 @@ func TestOutOfOrderCompletion(t *testing.T) {
 		{"hatrpc", nil, true},
 		{"plain", []client.Option{client.WithoutUpgrade()}, false},
 	}
-	for _, tc := range cases {
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dial(t, addr, tc.opts...)
 			slowDone := make(chan error, 1)
 			go func() {
-				_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(slowFor)})
+				_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "slow"})
 				slowDone <- err
 			}()
-			waitInFlight(t, s, 1) // the slow request reached the server first
-			t0 := time.Now()
-			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "fast"})
-			fastTook := time.Since(t0)
-			require.NoError(t, err)
-			require.Equal(t, "fast", got)
+			require.Eventually(t, func() bool { return gated.Load() == int32(i+1) }, 5*time.Second, time.Millisecond,
+				"the slow request reached the server first")
+			fastDone := make(chan error, 1)
+			go func() {
+				got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "fast"})
+				if err == nil && got != "fast" {
+					err = fmt.Errorf("got %q", got)
+				}
+				fastDone <- err
+			}()
 			if tc.fastWins {
-				require.Less(t, fastTook, slowFor/2, "fast reply was held behind the slow one")
+				require.NoError(t, <-fastDone, "fast reply was held behind the slow one")
 				select {
 				case <-slowDone:
 					t.Fatal("slow call finished before the fast one returned")
 				default:
 				}
+				gate <- struct{}{}
 			} else {
-				require.GreaterOrEqual(t, fastTook, slowFor/2, "plain replies must keep request order")
+				select {
+				case err := <-fastDone:
+					t.Fatalf("plain replies must keep request order: fast returned (%v) while slow runs", err)
+				case <-time.After(100 * time.Millisecond):
+				}
+				gate <- struct{}{}
+				require.NoError(t, <-fastDone)
 			}
 			require.NoError(t, <-slowDone)
 		})

@@ -23,7 +23,8 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	br     *bufio.Reader
-	spin   *wire.SpinReader // under br; nil unless nc is a plain socket
+	raw    *meter           // under br, over spin (or nc)
+	spin   *wire.SpinReader // nil unless nc is a plain socket
 	w      *wire.Writer
 	remote string
 	ctx    context.Context
@@ -69,6 +70,11 @@ type conn struct {
 	// reader-owned, then the lane's
 	attach  *lane
 	laneBuf []byte
+
+	timeoutFields
+	chargeFn wire.Charge // c.charge, made once
+	charging int64       // reader-owned: budget charged for the message being read
+	memHeld  int64       // budget held by the connection's requests; guarded by budget.mu
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -79,12 +85,14 @@ type request struct {
 	proto   proto.Protocol
 	hat     bool
 	oneway  bool
-	seqid   int32
+	seqid   int32 // of the message header
+	fseq    int32 // of the HatRPC frame: replies and Cancel frames use it
 	timeout time.Duration
 	order   uint64
 	ctx     *callCtx // nil: the connection's context is the call's
 	size    int      // request message bytes
 	tr      uint8    // transport index into method.stats
+	mem     int64    // request memory budget held until the call ends
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -100,12 +108,15 @@ func newConn(s *Server, nc net.Conn) *conn {
 	w.SetTimeout(s.opts.writeTimeout)
 	c := &conn{
 		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
-		br:     bufio.NewReaderSize(sr.Reader(nc), readBufSize),
 		spin:   sr,
 		remote: nc.RemoteAddr().String(),
 		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
 	}
+	c.raw = &meter{c: c, r: sr.Reader(nc)}
+	c.br = bufio.NewReaderSize(c.raw, readBufSize)
+	c.chargeFn = c.charge
+	c.since.Store(s.clock.Load()) // the handshake phase starts now
 	// Created before any reader exists so the field is never written
 	// while a timer callback could read it.
 	c.handoff = time.AfterFunc(time.Hour, c.timedHandoff)
@@ -276,6 +287,7 @@ func (c *conn) next() (*request, error) {
 	if draining {
 		return nil, errDraining
 	}
+	c.atBoundary()
 	if !c.started {
 		f, err := wire.Detect(c.br)
 		if err != nil {
@@ -289,17 +301,22 @@ func (c *conn) next() (*request, error) {
 		msg     []byte
 		p       proto.Protocol
 		timeout time.Duration
+		fseq    int32
 		err     error
 	)
 	if c.hat {
 		var h wire.Header
 		var b []byte
-		h, b, err = wire.ReadFrameFrom(c.br, c.spin.Reader(c.nc), *bp, lim.MaxMessageSize)
+		h, b, err = wire.ReadFrameCharged(c.br, c.raw, *bp, lim.MaxMessageSize, c.chargeFn)
 		*bp = b
 		if err != nil {
 			wire.PutBuf(bp)
+			c.releaseCharge()
+			if c.overBudget(err, h.Kind == wire.KindCall, h.Protocol(), h.Seqid) {
+				return nil, nil
+			}
 			if wire.IsTooLarge(err) {
-				c.fatalReply(true, h.Protocol(), "", h.Seqid, err)
+				c.fatalReply(true, h.Protocol(), "", h.Seqid, h.Seqid, err)
 			}
 			return nil, err
 		}
@@ -312,12 +329,17 @@ func (c *conn) next() (*request, error) {
 		case wire.KindCall, wire.KindOneway:
 		default:
 			wire.PutBuf(bp)
+			c.releaseCharge()
 			return nil, fmt.Errorf("%w: unexpected frame kind %d from client", wire.ErrBadFrame, h.Kind)
 		}
-		msg, p, timeout = b[wire.HeaderSize:], h.Protocol(), h.Timeout
+		msg, p, timeout, fseq = b[wire.HeaderSize:], h.Protocol(), h.Timeout, h.Seqid
 	} else {
-		*bp, err = wire.ReadMessage(c.br, c.format, *bp, lim)
+		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
 		if err != nil {
+			c.releaseCharge()
+			if c.overBudget(err, false, c.format.Proto, 0) {
+				return nil, nil
+			}
 			if errors.Is(err, proto.ErrInvalidData) {
 				// The message start may still tell us whom to answer: the
 				// bytes scanned so far (unframed), or for an oversized
@@ -327,7 +349,7 @@ func (c *conn) next() (*request, error) {
 					start, _ = c.br.Peek(c.br.Buffered())
 				}
 				if mh, herr := wire.ParseMsgHeader(c.format.Proto, start); herr == nil {
-					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, err)
+					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, 0, err)
 				}
 			}
 			wire.PutBuf(bp)
@@ -336,18 +358,21 @@ func (c *conn) next() (*request, error) {
 		msg, p = *bp, c.format.Proto
 		c.s.met.inThrift.Add(float64(len(msg)))
 	}
+	c.busy()
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err == nil && mh.Type != proto.Call && mh.Type != proto.Oneway {
 		err = fmt.Errorf("%w: message type %v from client", proto.ErrInvalidData, mh.Type)
 	}
 	if err != nil {
 		wire.PutBuf(bp)
+		c.releaseCharge()
 		return nil, err
 	}
 	m := c.s.lookup(mh.Name)
 	if m == nil {
 		name := string(mh.Name)
 		defer wire.PutBuf(bp)
+		defer c.releaseCharge()
 		if splitName(name) == wire.HelloMethod && !c.hat {
 			if c.hello(p, name, mh.Seqid, msg[mh.Body:]) {
 				return nil, errAttached
@@ -355,7 +380,7 @@ func (c *conn) next() (*request, error) {
 			return nil, nil
 		}
 		if mh.Type == proto.Call {
-			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, proto.Exception,
+			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, fseq, proto.Exception,
 				proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
 		}
 		return nil, nil
@@ -363,8 +388,8 @@ func (c *conn) next() (*request, error) {
 	r := reqPool.Get().(*request)
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
-		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, timeout: timeout,
-		size: len(msg), tr: trThrift,
+		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, fseq: fseq, timeout: timeout,
+		size: len(msg), tr: trThrift, mem: c.takeCharge(),
 	}
 	if c.hat {
 		r.tr = trTCP
@@ -382,7 +407,7 @@ func (c *conn) next() (*request, error) {
 		r.ctx = newCallCtx(c.ctx, timeout)
 		if r.hat && !r.oneway {
 			c.mu.Lock()
-			c.calls[r.seqid] = r.ctx
+			c.calls[r.fseq] = r.ctx
 			c.mu.Unlock()
 		}
 	}
@@ -408,7 +433,7 @@ func (c *conn) acquire(r *request) bool {
 		return true
 	}
 	if c.ctx.Err() == nil && !r.oneway {
-		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, proto.Exception,
+		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
 			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
 	}
 	c.freeRequest(r)
@@ -432,8 +457,8 @@ func (c *conn) releaseCtx(r *request) {
 	}
 	if r.hat && !r.oneway {
 		c.mu.Lock()
-		if c.calls[r.seqid] == r.ctx {
-			delete(c.calls, r.seqid)
+		if c.calls[r.fseq] == r.ctx {
+			delete(c.calls, r.fseq)
 		}
 		c.mu.Unlock()
 	}
@@ -446,6 +471,9 @@ func (c *conn) freeRequest(r *request) {
 	if r.buf != nil {
 		wire.PutBuf(r.buf)
 	}
+	if r.mem > 0 {
+		c.s.budget.release(c, r.mem)
+	}
 	*r = request{}
 	reqPool.Put(r)
 }
@@ -455,7 +483,7 @@ func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
 	st, typ, body := c.execute(r, codec)
 	if !r.oneway {
-		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, typ, body, codec, &r.m.repHint)))
+		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint)))
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
@@ -489,9 +517,9 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	borrow := r.buf != nil && r.m.borrow
 	alias := r.buf != nil && len(r.body) >= wire.AliasMin
 	if alias || borrow {
-		err = codec.DecodeAliased(r.proto, r.body, &c.s.opts.limits, args)
+		err = codec.DecodeAliased(r.proto, r.body, r.m.lim, args)
 	} else {
-		err = codec.Decode(r.proto, r.body, &c.s.opts.limits, args)
+		err = codec.Decode(r.proto, r.body, r.m.lim, args)
 	}
 	if r.buf != nil && !borrow {
 		wire.Release(r.buf, alias)
@@ -572,6 +600,7 @@ func (c *conn) checkWrite(err error) {
 		return
 	}
 	c.writeFail.Do(func() {
+		c.why.CompareAndSwap(whyNone, whyWriteError)
 		c.s.log.Info("hatrpc: closing connection after write failure", "remote", c.remote, "err", err)
 		c.abort()
 	})
@@ -579,12 +608,12 @@ func (c *conn) checkWrite(err error) {
 
 // fatalReply answers a message the server cannot process before the
 // connection is closed, when it still knows whom to answer.
-func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid int32, cause error) {
+func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid, fseq int32, cause error) {
 	c.s.log.Warn("hatrpc: closing connection after bad input", "remote", c.remote, "err", cause)
 	c.mu.Lock()
 	c.lingers = true
 	c.mu.Unlock()
-	c.reply(hat, p, c.takeOrder(hat), name, seqid, proto.Exception,
+	c.reply(hat, p, c.takeOrder(hat), name, seqid, fseq, proto.Exception,
 		proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
 }
 
@@ -598,7 +627,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	order := c.takeOrder(false)
 	var h wire.Hello
 	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
-		c.reply(false, p, order, name, seqid, proto.Exception,
+		c.reply(false, p, order, name, seqid, 0, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
 		return false
 	}
@@ -611,7 +640,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
 		l, exc := c.grantLane(&h, caps)
 		if exc != nil {
-			c.reply(false, p, order, name, seqid, proto.Exception, exc, codec)
+			c.reply(false, p, order, name, seqid, 0, proto.Exception, exc, codec)
 			return false
 		}
 		rep.Caps = wire.CapFraming | wire.CapAttach | caps
@@ -619,7 +648,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		c.mu.Lock()
 		c.laning = true
 		c.mu.Unlock()
-		c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+		c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
 		c.attach = l
 		return true
 	}
@@ -630,7 +659,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)
 		}
 	}
-	c.reply(false, p, order, name, seqid, proto.Reply, &rep, codec)
+	c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
 	if upgrade {
 		c.hat = true
 		c.upgraded.Store(true)
@@ -652,10 +681,19 @@ func (c *conn) cancelCall(seqid int32) {
 func (c *conn) readFailed(err error) {
 	c.mu.Lock()
 	draining := c.draining
+	laning := c.laning
 	c.readDone = true
 	c.mu.Unlock()
+	if laning {
+		c.why.CompareAndSwap(whyNone, whyLane)
+	}
+	c.noteReadEnd(err, draining)
 	if !draining {
-		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		switch why := c.why.Load(); {
+		case why == whyHandshake || why == whyIdle || why == whySlow:
+			// Expected in numbers (idle clients, an attack): not logged one by one.
+			c.s.log.Debug("hatrpc: connection closed", "remote", c.remote, "reason", whyNames[why])
+		case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF):
 			c.s.log.Info("hatrpc: connection closed", "remote", c.remote, "err", err)
 		}
 		c.cancel()
@@ -685,6 +723,8 @@ func (c *conn) maybeFinish() {
 	lingers := c.lingers
 	c.handoff.Stop()
 	c.mu.Unlock()
+	c.why.CompareAndSwap(whyNone, whyReadError)
+	c.s.met.closed[c.why.Load()].Inc()
 	c.w.Wait()
 	c.cancel()
 	if lingers {

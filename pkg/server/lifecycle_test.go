@@ -356,3 +356,40 @@ func TestWriteTimeoutDropsNonReadingClient(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "alive", got)
 }
+
+// A reply frame echoes the request frame's seqid, which clients dispatch
+// on, and its payload the payload's seqid, even when a client numbers the
+// two differently (docs/design/wire.md, section 3).
+func TestReplyEchoesFrameSeqid(t *testing.T) {
+	_, _, addr := start(t)
+	cases := []struct {
+		name       string
+		method     string
+		frame, msg int32
+		kind       wire.Kind
+	}{
+		{"reply", "echo", 5, 77, wire.KindReply},
+		{"unknown-method", "nope", 6, 78, wire.KindException},
+		{"same", "echo", 9, 9, wire.KindReply},
+	}
+	nc, br := rawHat(t, addr)
+	defer nc.Close()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := wire.GetCodec()
+			defer wire.PutCodec(c)
+			b, err := c.AppendMessage(make([]byte, wire.HeaderSize), proto.Binary, tc.method, proto.Call, tc.msg, &wiretest.EchoArgs{Msg: "s"})
+			require.NoError(t, err)
+			wire.SealFrame(b, wire.KindCall, 0, tc.frame, 0)
+			_, err = nc.Write(b)
+			require.NoError(t, err)
+			h, fr, err := wire.ReadFrame(br, nil, 1<<20)
+			require.NoError(t, err)
+			require.Equal(t, tc.kind, h.Kind)
+			require.Equal(t, tc.frame, h.Seqid, "frame seqid")
+			mh, err := wire.ParseMsgHeader(proto.Binary, fr[wire.HeaderSize:])
+			require.NoError(t, err)
+			require.Equal(t, tc.msg, mh.Seqid, "payload seqid")
+		})
+	}
+}

@@ -20,6 +20,8 @@ type metrics struct {
 	lanes         prometheus.Gauge
 	laneReplies   *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	closedBy      *prometheus.CounterVec
+	closed        [numWhy]prometheus.Counter // closedBy's children, by close reason
 
 	inTCP, inThrift, outTCP, outThrift prometheus.Counter
 }
@@ -66,7 +68,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.laneReplies, m.rejected)
+	m.closedBy = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "hatrpc", Subsystem: "server", Name: "connections_closed_total",
+		Help: "Connections closed, by reason: client_closed, bad_input, read_error, write_error, shutdown, handshake_timeout, idle_timeout, slow_read, lane_closed.",
+	}, []string{"reason"})
+	for w := whyClient; w < numWhy; w++ {
+		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
+	}
+	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.laneReplies, m.rejected, m.closedBy)
 	// The adaptive poller is process-wide (internal/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {

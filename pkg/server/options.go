@@ -28,6 +28,17 @@ type options struct {
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
 	svcLevel     bool
 	ownedArgs    bool
+
+	// Connection time limits (timeouts.go); 0 disables each.
+	handshakeTimeout time.Duration
+	idleTimeout      time.Duration
+	readGrace        time.Duration
+	minReadRate      int  // bytes/s
+	manualSweep      bool // tests drive the sweeper themselves
+
+	// Request memory (budget.go).
+	memBudget, memPerConn int64
+	containerLimits       map[string]int // method ("Service:method" or "method") -> max elements
 }
 
 func defaultOptions() options {
@@ -38,6 +49,77 @@ func defaultOptions() options {
 		limits:   proto.DefaultLimits,
 
 		writeTimeout: 30 * time.Second,
+
+		handshakeTimeout: DefaultHandshakeTimeout,
+		idleTimeout:      DefaultIdleTimeout,
+		readGrace:        DefaultReadGrace,
+		minReadRate:      DefaultMinReadRate,
+
+		memBudget:  DefaultMemoryBudget,
+		memPerConn: DefaultMemoryPerConn,
+	}
+}
+
+// Defaults of the connection time limits and the request memory budget.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultReadGrace        = 10 * time.Second
+	DefaultMinReadRate      = 4 << 10 // bytes/s
+	DefaultMemoryBudget     = 256 << 20
+	DefaultMemoryPerConn    = 64 << 20
+)
+
+// WithHandshakeTimeout bounds the time from accept until the connection's
+// first message has arrived whole: the HatRPC handshake, or a plain
+// Thrift client's first call (default 10s; 0 = none). A connection that
+// sends nothing in that time is closed.
+func WithHandshakeTimeout(d time.Duration) Option {
+	return func(o *options) { o.handshakeTimeout = d }
+}
+
+// WithIdleTimeout closes a connection with no call in flight and nothing
+// arriving for d (default 5m; 0 = never). A HatRPC client is sent a
+// GoAway first and the connection closes a second later, so the client's
+// next call opens a new connection instead of failing; a plain Thrift
+// connection is simply closed (see docs/design/wire.md).
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idleTimeout = d } }
+
+// WithMinReadRate bounds how slowly a message may arrive once its first
+// byte has: after grace it must keep up with bytesPerSec on average since
+// it started, and no grace may pass without any of its bytes arriving,
+// else the connection is closed (defaults 10s, 4 KiB/s; grace 0 = no
+// limit). This stops clients that hold a connection and its buffers by
+// sending a frame a byte at a time, or most of one and then nothing.
+func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
+	return func(o *options) { o.readGrace, o.minReadRate = grace, bytesPerSec }
+}
+
+// WithMemoryBudget bounds the request memory the server holds: the
+// buffers of requests of 64 KiB or more, from the moment their size is
+// known until their call ends, across all connections (total, default
+// 256 MiB) and per connection (perConn, default 64 MiB). A request that
+// does not fit waits, and its connection is not read meanwhile (TCP
+// back-pressure), until calls ending make room; with WithBusyTimeout it
+// waits that long at most and gets a "server busy" exception. One that
+// could never fit (larger than either bound) is refused like an oversized
+// message. total 0 turns the budget off.
+func WithMemoryBudget(total, perConn int64) Option {
+	return func(o *options) { o.memBudget, o.memPerConn = total, perConn }
+}
+
+// WithContainerLimit makes decoding the arguments of method ("Service:name"
+// or "name") refuse any list, set or map of more than n elements before
+// allocating it; the call gets a PROTOCOL_ERROR exception. For a service
+// with a declared batch limit this keeps a request carrying millions of
+// elements from costing memory in proportion. Methods without one use
+// WithLimits' MaxContainerSize.
+func WithContainerLimit(method string, n int) Option {
+	return func(o *options) {
+		if o.containerLimits == nil {
+			o.containerLimits = map[string]int{}
+		}
+		o.containerLimits[method] = n
 	}
 }
 

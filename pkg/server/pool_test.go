@@ -45,3 +45,38 @@ func TestPoolRetiresIdleWorkers(t *testing.T) {
 	}
 	t.Fatal("idle workers were not retired")
 }
+
+// After a burst of connections, workers beyond poolKeep retire after one
+// sweep period (not poolIdle), and the server is told to give memory back.
+func TestPoolRetiresBurstBeyondKeep(t *testing.T) {
+	var p pool
+	p.init()
+	p.idleFor, p.sweepEvery = time.Hour, 20*time.Millisecond
+	gave := make(chan struct{}, 1)
+	p.onRetire = func() {
+		select {
+		case gave <- struct{}{}:
+		default:
+		}
+	}
+	defer p.stop()
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	const burst = poolKeep + 300
+	for range burst {
+		wg.Add(1)
+		p.run(&conn{serveHook: func() { defer wg.Done(); <-block }})
+	}
+	close(block)
+	wg.Wait()
+	select {
+	case <-gave:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the burst's workers were not retired")
+	}
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.idle) == poolKeep
+	}, 10*time.Second, time.Millisecond, "poolKeep workers stay for poolIdle")
+}

@@ -6,15 +6,17 @@ import (
 )
 
 // reply encodes and sends one reply message and returns its size. codec
-// may be nil.
-func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
-	return c.replyHinted(hat, p, order, name, seqid, typ, body, codec, nil)
+// may be nil. seqid goes into the message header; a HatRPC frame carries
+// fseq, the seqid of the request frame, which the client dispatches on
+// (the two differ only for a client that numbers them differently).
+func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
+	return c.replyHinted(hat, p, order, name, seqid, fseq, typ, body, codec, nil)
 }
 
 // replyHinted is reply with the size of the method's last reply (hint,
 // updated here): a large reply is then encoded into a pooled buffer of
 // its size instead of growing a small one into fresh memory.
-func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint) int {
+func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint) int {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -42,7 +44,7 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		if hint != nil {
 			hint.Note(len(b))
 		}
-		sealReplyRefs(b, refs, p, seqid, typ)
+		sealReplyRefs(b, refs, p, fseq, typ)
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
 		c.s.met.outTCP.Add(float64(n))

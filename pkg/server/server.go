@@ -21,7 +21,12 @@ import (
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
+
+// connBurst is the number of connections from which their closing down
+// to a quarter returns memory to the OS.
+const connBurst = 1000
 
 // ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
@@ -40,13 +45,21 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	connPeak  int // most connections since the last give-back (removeConn)
 	shutting  atomic.Bool
 	closed    bool
 	connWG    sync.WaitGroup // one per open connection
 	callWG    sync.WaitGroup // one per executing call
 
-	slots chan struct{}
-	pool  pool
+	slots  chan struct{}
+	pool   pool
+	budget budget
+
+	clock     atomic.Int64 // coarse time since epoch, advanced by the sweeper (timeouts.go)
+	sweepOnce sync.Once
+	sweepStop sync.Once
+	sweepQuit chan struct{}
+	sweepWG   sync.WaitGroup
 
 	devMu          sync.Mutex
 	dev            *fastpath.Device // shared verbs device of the lanes, opened on first use
@@ -73,6 +86,7 @@ type method struct {
 	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
+	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
 }
 
 // New creates a server; register services, then Serve.
@@ -108,6 +122,14 @@ func New(opts ...Option) *Server {
 	}
 	s.met = newMetrics(s.reg)
 	s.pool.init()
+	s.pool.onRetire = s.budget.giveBack
+	s.budget.init(o.memBudget, o.memPerConn)
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
+		Help: "Request memory admitted by the budget and not yet released (WithMemoryBudget).",
+	}, s.budget.inUse))
+	s.sweepQuit = make(chan struct{})
+	s.clock.Store(int64(time.Since(epoch)))
 	empty := map[string]*method{}
 	s.methods.Store(&empty)
 	return s
@@ -153,6 +175,7 @@ func (s *Server) Register(svc *Service) {
 		rm.timeout = rm.set.Timeout
 		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.reqSize = reqSize
+		rm.lim = s.methodLimits(svc.Name, m.Name)
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
 		for tr := trTCP; tr < trSHM; tr++ {
@@ -164,6 +187,20 @@ func (s *Server) Register(svc *Service) {
 		}
 	}
 	s.methods.Store(&next)
+}
+
+// methodLimits returns the decoder limits for the arguments of svc:name.
+func (s *Server) methodLimits(svc, name string) *proto.Limits {
+	n, ok := s.opts.containerLimits[svc+":"+name]
+	if !ok {
+		n, ok = s.opts.containerLimits[name]
+	}
+	if !ok || n >= s.opts.limits.MaxContainerSize {
+		return &s.opts.limits
+	}
+	l := s.opts.limits
+	l.MaxContainerSize = max(n, 0)
+	return &l
 }
 
 func (s *Server) lookup(name []byte) *method {
@@ -199,6 +236,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()
+	s.startSweeper()
 	defer func() {
 		s.mu.Lock()
 		delete(s.listeners, ln)
@@ -251,7 +289,19 @@ func (s *Server) accept(nc net.Conn) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	// A burst of connections gone (an attack closed by the time limits,
+	// clients leaving): their buffers and goroutine stacks are garbage the
+	// heap would keep; give the memory back.
+	n := len(s.conns)
+	s.connPeak = max(s.connPeak, n+1)
+	burstOver := s.connPeak >= connBurst && n <= s.connPeak/4
+	if burstOver {
+		s.connPeak = n
+	}
 	s.mu.Unlock()
+	if burstOver {
+		s.budget.giveBack()
+	}
 	s.met.conns.Dec()
 	s.connWG.Done()
 }
@@ -300,6 +350,7 @@ func (s *Server) Close() error {
 		ln.Close()
 	}
 	for c := range s.conns {
+		c.why.CompareAndSwap(whyNone, whyShutdown)
 		c.abort()
 	}
 	s.mu.Unlock()
@@ -314,6 +365,8 @@ func (s *Server) finish() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.stopSweeper()
+	s.budget.stop()
 	s.pool.stop()
 	s.closeFlock()
 	s.releaseDevice()
@@ -383,6 +436,8 @@ type pool struct {
 	quit    chan struct{}
 
 	idleFor, sweepEvery time.Duration
+	onRetire            func() // after the sweeper retired a burst's workers
+	retired             int    // sweeper-owned: retired since onRetire last ran
 }
 
 type worker struct {
@@ -393,6 +448,10 @@ type worker struct {
 const (
 	poolIdle  = 30 * time.Second
 	poolSweep = 5 * time.Second
+	// poolKeep idle workers wait poolIdle; beyond them, workers idle for
+	// a sweep period retire: after 10,000 connections went, their
+	// workers' stacks are memory nobody will reuse soon.
+	poolKeep = 256
 )
 
 func (p *pool) init() {
@@ -448,7 +507,11 @@ func (p *pool) sweeper() {
 		case now := <-t.C:
 			p.mu.Lock()
 			n := 0
-			for n < len(p.idle) && now.Sub(p.idle[n].last) > p.idleFor {
+			for n < len(p.idle) {
+				age := now.Sub(p.idle[n].last)
+				if age <= p.idleFor && (len(p.idle)-n <= poolKeep || age <= p.sweepEvery) {
+					break
+				}
 				n++
 			}
 			old := append([]*worker(nil), p.idle[:n]...)
@@ -456,6 +519,10 @@ func (p *pool) sweeper() {
 			p.mu.Unlock()
 			for _, w := range old {
 				w.ch <- nil
+			}
+			if p.retired += len(old); p.retired >= poolKeep && p.onRetire != nil {
+				p.retired = 0
+				p.onRetire()
 			}
 		}
 	}

@@ -49,8 +49,11 @@ func TestIdleConnections(t *testing.T) {
 	require.Greater(t, limit, uint64(batch+200), "RLIMIT_NOFILE hard limit too low for %d connections", batch)
 
 	h := testutil.NewSleepHandler()
+	// The connections are held silent on purpose, for as long as opening
+	// them takes: the handshake timeout that closes such connections
+	// (tested in pkg/server) is off here.
 	srv := testutil.StartServer(t, []*server.Service{testutil.SleepService(h)},
-		server.WithMaxConns(idleConns+100))
+		server.WithMaxConns(idleConns+100), server.WithHandshakeTimeout(0))
 	probe := testutil.StartProber(t, srv.Addr, 5*time.Millisecond)
 	c := testutil.DialApache(t, srv.Addr, testutil.Stack{Framing: testutil.Buffered, Protocol: testutil.Compact})
 	require.NoError(t, c.Ping(t.Context()))

@@ -1,0 +1,57 @@
+package server
+
+import "time"
+
+// Hooks for the external tests of the connection time limits: they drive
+// the sweeper by hand, so what closes a connection is the logical time
+// they pass, never how fast the machine runs.
+
+const (
+	PhHandshake = phHandshake
+	PhIdle      = phIdle
+	PhFrame     = phFrame
+	PhBusy      = phBusy
+	IdleGrace   = idleGrace
+)
+
+// ManualSweep keeps s from starting its own sweeper; call before Serve.
+func ManualSweep(s *Server) { s.opts.manualSweep = true }
+
+// Sweep runs one sweep at logical time now.
+func Sweep(s *Server, now time.Duration) { s.sweep(now) }
+
+// ConnState is what the sweeper sees of a connection.
+type ConnState struct {
+	Phase    uint32
+	Progress int64 // bytes of the message arriving
+	InBytes  int64
+	Closing  string // close reason once one is set
+	GoAway   bool
+	Inflight int
+}
+
+// Conns returns the state of every connection.
+func Conns(s *Server) []ConnState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []ConnState
+	for c := range s.conns {
+		c.mu.Lock()
+		n := c.inflight
+		c.mu.Unlock()
+		out = append(out, ConnState{
+			Phase: c.phase.Load(), Progress: c.inBytes.Load() - c.base.Load(), InBytes: c.inBytes.Load(),
+			Closing: whyNames[c.why.Load()], GoAway: c.goawayAt.Load() != 0, Inflight: n,
+		})
+	}
+	return out
+}
+
+// SweepTick is options.sweepTick for the given limits.
+func SweepTick(handshake, idle, grace time.Duration) time.Duration {
+	o := options{handshakeTimeout: handshake, idleTimeout: idle, readGrace: grace}
+	return o.sweepTick()
+}
+
+// GiveBacks counts the times s returned memory to the OS.
+func GiveBacks(s *Server) int64 { return s.budget.gives.Load() }
