@@ -150,7 +150,7 @@ func TestLanesServerFeatures(t *testing.T) {
 
 	mu.Lock()
 	for _, tr := range seen {
-		require.Equal(t, server.TransportSHM, tr)
+		require.Equal(t, fastpathtest.Transport(), tr)
 	}
 	require.NotEmpty(t, seen)
 	mu.Unlock()
@@ -185,8 +185,8 @@ func TestLanesPinnedTCPAndConflict(t *testing.T) {
 	require.Equal(t, 1.0, callsOn(t, ts, "tcp"))
 	require.Equal(t, 0.0, callsOn(t, ts, fastpathtest.Transport()))
 
-	// The server pins echo to TCP; a client that insists on shm is refused
-	// with an error naming the function.
+	// The server pins echo to TCP; a client that insists on the fast path
+	// is refused with an error naming the function.
 	e := wiretest.NewEcho()
 	svc := e.Service()
 	svc.Hints = &hints.Service{Name: "Echo", Functions: []hints.Function{{Name: "echo", Server: hints.Set{Transport: hints.TransportTCP}}}}
@@ -195,13 +195,13 @@ func TestLanesPinnedTCPAndConflict(t *testing.T) {
 	s.Register(svc)
 	ts2 := serveWith(t, s)
 	c2 := dial(t, ts2)
-	err := c2.Call(tctx(t), methodWith(hints.Set{Transport: hints.TransportSHM}), &wiretest.EchoArgs{Msg: "x"}, &res)
+	err := c2.Call(tctx(t), methodWith(hints.Set{Transport: fastpathtest.HintTransport()}), &wiretest.EchoArgs{Msg: "x"}, &res)
 	require.ErrorIs(t, err, client.ErrPlanConflict)
-	require.EqualError(t, err, "function Echo:echo: the client asks for a shm lane but the server pins the function to transport=tcp")
+	require.EqualError(t, err, "function Echo:echo: the client asks for a "+fastpathtest.Transport()+" lane but the server pins the function to transport=tcp")
 
 	// With the hint tables given at Dial, the refusal comes from Dial.
 	_, err = client.Dial(tctx(t), ts2, client.WithHints(&hints.Service{Name: "Echo",
-		Functions: []hints.Function{{Name: "echo", Client: hints.Set{Transport: hints.TransportSHM}}}}))
+		Functions: []hints.Function{{Name: "echo", Client: hints.Set{Transport: fastpathtest.HintTransport()}}}}))
 	require.ErrorIs(t, err, client.ErrPlanConflict)
 }
 

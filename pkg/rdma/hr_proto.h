@@ -46,7 +46,7 @@ typedef struct hr_ep_cfg {
 	uint32_t event;            /* 1: block on the completion channel */
 	uint32_t rfp_retries;      /* R */
 	uint32_t rfp_fetch;        /* F: first READ size, header included */
-	uint32_t pad_;
+	uint32_t rfp_stay_reply;   /* 1: once in server-reply mode, stay there */
 	uint64_t max_msg;          /* largest payload either way */
 	uint64_t pool_size;        /* initial rendezvous pool size */
 } hr_ep_cfg;

@@ -94,8 +94,11 @@ type EndpointConfig struct {
 	Polling         Polling
 	RFPRetries      int // R (5)
 	RFPFetchSize    int // F, header included (256)
-	MaxMessage      int // largest payload either way (64 MiB)
-	PoolSize        int // initial rendezvous pool (1 MiB)
+	// RFPStayReply keeps an RFP client in server-reply mode once it got
+	// there, whatever the server's time (HERD's protocol, emulated).
+	RFPStayReply bool
+	MaxMessage   int // largest payload either way (64 MiB)
+	PoolSize     int // initial rendezvous pool (1 MiB)
 	// SpinTime, with PollEvent, polls this long before blocking (adaptive
 	// polling); SetSpin changes it later.
 	SpinTime time.Duration
@@ -128,6 +131,7 @@ func (c EndpointConfig) toC() C.hr_ep_cfg {
 		event:            C.uint32_t(ev),
 		rfp_retries:      C.uint32_t(or(c.RFPRetries, 5)),
 		rfp_fetch:        C.uint32_t(or(c.RFPFetchSize, 256)),
+		rfp_stay_reply:   C.uint32_t(boolInt(c.RFPStayReply)),
 		max_msg:          C.uint64_t(or(c.MaxMessage, 64<<20)),
 		pool_size:        C.uint64_t(or(c.PoolSize, 1<<20)),
 	}
@@ -517,4 +521,11 @@ func (e *RPCEndpoint) Close() error {
 	e.closed = true
 	C.hr_ep_destroy(e.p)
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

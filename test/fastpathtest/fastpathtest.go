@@ -7,6 +7,8 @@ package fastpathtest
 import (
 	"os"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
+
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -36,4 +38,12 @@ func OtherTransport() string {
 		return "shm"
 	}
 	return "rdma"
+}
+
+// HintTransport is Transport as a hint value (transport=shm or rdma).
+func HintTransport() hints.Transport {
+	if Transport() == "rdma" {
+		return hints.TransportRDMA
+	}
+	return hints.TransportSHM
 }

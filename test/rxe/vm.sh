@@ -145,7 +145,7 @@ run() {
 	set +e
 	# setsid + timeout: the VM never outlives its budget or this script.
 	timeout -k 10 "$timeout" qemu-system-x86_64 "${args[@]}" </dev/null 2>"$job/qemu.err" |
-		tr -d '\r' | tee ${keeplog:+"$keeplog"} | sed -n '/^@@HATRPC-RXE-BEGIN@@$/,/^@@HATRPC-RXE-END/{/^@@HATRPC-RXE/d;p}'
+		stdbuf -oL tr -d '\r' | tee ${keeplog:+"$keeplog"} | sed -u -n '/^@@HATRPC-RXE-BEGIN@@$/,/^@@HATRPC-RXE-END/{/^@@HATRPC-RXE/d;p}'
 	rc=${PIPESTATUS[0]}
 	set -e
 	if ((rc == 124)); then

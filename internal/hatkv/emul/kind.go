@@ -205,13 +205,12 @@ func arProto(n int) rdma.Protocol {
 // R, the RFP fetch retries, decides the RFP and HERD clients' mode. RFP:
 // 2^20, since a shm READ costs ~100 ns and the hardware default (5) would
 // switch to server-reply almost at once; RFP would no longer be RFP. HERD:
-// 1, so the client leaves fetch mode after two calls (Dial makes them) and
-// comes back only for a server turnaround within one fetch (~100 ns, below
-// any store access; a loaded machine that stalls fetches inflates the
-// estimate, then it may flip back until two calls exceed again: counted in
-// EndpointStats.RFPToFetch). In server-reply mode a request is still one
-// RDMA WRITE into the server's polled buffer, without the fetch flag, and
-// the server answers by SEND: HERD's protocol.
+// 1, so the client leaves fetch mode after two calls (Dial makes them), and
+// RFPStayReply keeps it in server-reply mode from then on, however fast the
+// server or slow a fetch (a loaded host, or emulated verbs, where one READ
+// takes ~100 us). In server-reply mode a request is still one RDMA WRITE
+// into the server's polled buffer, without the fetch flag, and the server
+// answers by SEND: HERD's protocol.
 func endpointConfig(k Kind, p rdma.Polling) rdma.EndpointConfig {
 	r := 1 << 20
 	if k == HERD {
@@ -219,7 +218,7 @@ func endpointConfig(k Kind, p rdma.Polling) rdma.EndpointConfig {
 	}
 	return rdma.EndpointConfig{
 		SlotSize: 4 << 10, Slots: 16, DirectSize: 64 << 10, RespSize: 64 << 10,
-		EagerThreshold: arEagerMax, Polling: p, RFPRetries: r, RFPFetchSize: 256,
+		EagerThreshold: arEagerMax, Polling: p, RFPRetries: r, RFPFetchSize: 256, RFPStayReply: k == HERD,
 		MaxMessage: 16 << 20, PoolSize: 256 << 10,
 	}
 }
