@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The on-disk layout of liblmdb 0.9 (MDB_DATA_VERSION 1) on a 64-bit
@@ -50,14 +51,18 @@ const (
 var ErrDamaged = errors.New("lmdb: data file is damaged or not an LMDB file")
 
 // FileError says what is wrong with a data file, found before LMDB maps it.
+// It matches ErrDamaged and the code LMDB gives the same condition when it
+// notices it: ErrInvalid (not an LMDB file), ErrVersionMismatch or
+// ErrCorrupted (truncated, or a damaged page).
 type FileError struct {
 	Path   string
 	Reason string
+	Code   Errno
 }
 
 func (e *FileError) Error() string { return e.Path + ": " + e.Reason }
 
-func (e *FileError) Unwrap() error { return ErrDamaged }
+func (e *FileError) Unwrap() []error { return []error{ErrDamaged, e.Code} }
 
 // DBInfo is a B-tree's root record (MDB_db) as stored in a meta page or in
 // the main database's entry for a named database.
@@ -125,8 +130,9 @@ func readMeta(f *os.File, path string) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
+	code := ErrInvalid
 	bad := func(format string, args ...any) (Meta, error) {
-		return Meta{}, &FileError{Path: path, Reason: fmt.Sprintf(format, args...)}
+		return Meta{}, &FileError{Path: path, Reason: fmt.Sprintf(format, args...), Code: code}
 	}
 	size := fi.Size()
 	if size == 0 {
@@ -148,6 +154,9 @@ func readMeta(f *os.File, path string) (Meta, error) {
 			return Meta{}, fmt.Errorf("%s: reading meta page %d: %w", path, i, err)
 		}
 		m, reason := parseMeta(buf[:], uint64(i))
+		if strings.Contains(reason, "version") {
+			code = ErrVersionMismatch
+		}
 		if reason != "" {
 			return bad("meta page %d: %s", i, reason)
 		}
@@ -163,6 +172,7 @@ func readMeta(f *os.File, path string) (Meta, error) {
 		m = metas[1]
 	}
 	m.FileSize = size
+	code = ErrCorrupted
 	if m.LastPage < numMetas-1 {
 		return bad("meta page (txn %d) says the last page is %d, below the meta pages", m.TxnID, m.LastPage)
 	}
@@ -233,17 +243,17 @@ func CheckLockFile(path string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return &FileError{Path: path, Reason: "not a regular file"}
+		return &FileError{Path: path, Reason: "not a regular file", Code: ErrInvalid}
 	}
 	if fi.Size() == 0 {
 		return nil
 	}
 	var b [4]byte
 	if _, err := io.ReadFull(f, b[:]); err != nil {
-		return &FileError{Path: path, Reason: fmt.Sprintf("%d bytes, too short for an LMDB lock file", fi.Size())}
+		return &FileError{Path: path, Reason: fmt.Sprintf("%d bytes, too short for an LMDB lock file", fi.Size()), Code: ErrInvalid}
 	}
 	if m := binary.LittleEndian.Uint32(b[:]); m != lockMagic {
-		return &FileError{Path: path, Reason: fmt.Sprintf("bad magic %#x: not an LMDB lock file", m)}
+		return &FileError{Path: path, Reason: fmt.Sprintf("bad magic %#x: not an LMDB lock file", m), Code: ErrInvalid}
 	}
 	return nil
 }
