@@ -47,11 +47,11 @@ const TokenEnv = "HATKV_TOKEN"
 // not empty) on its own goroutine, so a slow or silent client delays no
 // one else; Accept returns only connections that passed.
 type AuthListener struct {
-	ln    net.Listener
-	tls   *tls.Config
-	token [sha256.Size]byte
-	check bool
-	log   *slog.Logger
+	ln       net.Listener
+	tls      *tls.Config
+	token    [sha256.Size]byte
+	check    bool
+	log      *slog.Logger
 	onRefuse func(kind string)
 
 	conns chan net.Conn
