@@ -125,6 +125,18 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	if err != nil {
 		return nil, err
 	}
+	if o.tls != nil {
+		// TLS protects the TCP connections only; RDMA lanes would carry
+		// the calls over the network in clear. Shared-memory lanes never
+		// leave the host, so an explicit shm stays allowed.
+		switch tr {
+		case hints.TransportRDMA:
+			return nil, fmt.Errorf("%w: --transport rdma with TLS: RDMA lanes are not encrypted; use tcp (or shm for same-host clients)", ErrConfig)
+		case hints.TransportAuto:
+			o.logger.Info("hatkv: TLS on: serving TCP only (RDMA lanes would not be encrypted; --transport shm adds same-host lanes)")
+			tr = hints.TransportTCP
+		}
+	}
 	var dev *fastpath.Device
 	if p := fastpath.Provider(tr); p != "" {
 		// The reference keeps the device open for the server's lanes. An
