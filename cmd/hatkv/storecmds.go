@@ -40,11 +40,12 @@ snapshots (reported); to check a live store, back it up and check the copy:
 			}
 			printReport(cmd.OutOrStdout(), db, rep)
 			switch {
+			case rep.Changed:
+				// Pages rewritten under the walk can look damaged.
+				return fmt.Errorf("%s changed during the check (a server is writing), so it saw no single snapshot: check a backup instead", db)
 			case len(rep.Problems) > 0:
 				return fmt.Errorf("%w: %d problem(s) in %s; restore a backup (see hatkv backup --help)",
 					errDamaged, len(rep.Problems)+rep.MoreProblems, db)
-			case rep.Changed:
-				return fmt.Errorf("%s changed during the check (a server is writing): check a backup instead", db)
 			}
 			return nil
 		},

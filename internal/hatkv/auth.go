@@ -32,9 +32,13 @@ const (
 // AuthTimeout bounds a connection's TLS handshake and token preamble.
 const AuthTimeout = 10 * time.Second
 
-// maxPendingAuth bounds connections in their handshake at once; more are
-// closed at once, so clients that never finish cannot hold unbounded fds.
-const maxPendingAuth = 256
+// Connections in their handshake at once, in all and from one IP address;
+// more are closed at once, so clients that never finish cannot hold
+// unbounded fds, and one address that opens many cannot crowd out others.
+const (
+	maxPendingAuth      = 1024
+	maxPendingAuthPerIP = 64
+)
 
 // ErrTokenRefused is a client's error when the server rejected its token.
 var ErrTokenRefused = errors.New("hatkv: the server refused the token (check --token / " + TokenEnv + ")")
@@ -63,6 +67,7 @@ type AuthListener struct {
 
 	mu      sync.Mutex
 	pending map[net.Conn]struct{}
+	perIP   map[string]int
 }
 
 // NewAuthListener starts accepting on ln; onRefuse (may be nil) is
@@ -75,7 +80,7 @@ func NewAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slo
 	l := &AuthListener{ln: ln, tls: tlsCfg, log: log, check: token != "", onRefuse: onRefuse,
 		token: sha256.Sum256([]byte(token)),
 		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
-		sem: make(chan struct{}, maxPendingAuth), pending: map[net.Conn]struct{}{}}
+		sem: make(chan struct{}, maxPendingAuth), pending: map[net.Conn]struct{}{}, perIP: map[string]int{}}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -103,14 +108,23 @@ func (l *AuthListener) acceptLoop() {
 			l.refuse(nc, "overload", "too many connections in their handshake")
 			continue
 		}
+		ip := remoteIP(nc)
 		l.mu.Lock()
 		select {
 		case <-l.done:
 			l.mu.Unlock()
+			<-l.sem
 			nc.Close()
 			return
 		default:
 		}
+		if l.perIP[ip] >= maxPendingAuthPerIP {
+			l.mu.Unlock()
+			<-l.sem
+			l.refuse(nc, "overload", "too many connections in their handshake from "+ip)
+			continue
+		}
+		l.perIP[ip]++
 		l.pending[nc] = struct{}{}
 		l.mu.Unlock()
 		l.wg.Add(1)
@@ -131,8 +145,12 @@ func (l *AuthListener) handshake(raw net.Conn) {
 	defer func() { <-l.sem }()
 	passed := false
 	defer func() {
+		ip := remoteIP(raw)
 		l.mu.Lock()
 		delete(l.pending, raw)
+		if l.perIP[ip]--; l.perIP[ip] <= 0 {
+			delete(l.perIP, ip)
+		}
 		l.mu.Unlock()
 		if !passed {
 			raw.Close()
@@ -191,6 +209,13 @@ func (l *AuthListener) checkToken(c net.Conn) (kind, reason string) {
 		return "token", "writing the answer: " + err.Error()
 	}
 	return "", ""
+}
+
+func remoteIP(c net.Conn) string {
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	return c.RemoteAddr().String()
 }
 
 // Accept returns the next connection that passed TLS and the token.

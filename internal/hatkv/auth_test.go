@@ -165,3 +165,76 @@ func TestServerTLSConfigErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	assert.True(t, errors.Is(err, ErrConfig))
 }
+
+// TestAuthListenerPerIPCap: one address with maxPendingAuthPerIP silent
+// connections gets its next one closed at once (counted as overload);
+// once they go, a client with the token passes.
+func TestAuthListenerPerIPCap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	// The idle connections are refused too (no_token) when they close;
+	// only the first refusal matters here.
+	refused := make(chan string, 1)
+	al := NewAuthListener(ln, nil, "s3cret", quietLogger(), func(kind string) {
+		select {
+		case refused <- kind:
+		default:
+		}
+	})
+	defer al.Close()
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range maxPendingAuthPerIP {
+		c, err := net.Dial("tcp", al.Addr().String())
+		require.NoError(t, err)
+		idle = append(idle, c)
+	}
+	pending := func() int {
+		al.mu.Lock()
+		defer al.mu.Unlock()
+		return al.perIP["127.0.0.1"]
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pending() < maxPendingAuthPerIP && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Equal(t, maxPendingAuthPerIP, pending())
+	extra, err := net.Dial("tcp", al.Addr().String())
+	require.NoError(t, err)
+	defer extra.Close()
+	select {
+	case kind := <-refused:
+		assert.Equal(t, "overload", kind)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection over the cap was not refused")
+	}
+	require.NoError(t, extra.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = extra.Read(make([]byte, 1))
+	require.Error(t, err, "closed by the server")
+
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := al.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	ctx := testCtx(t, 20*time.Second)
+	c, err := authDialer(nil, "s3cret")(ctx, al.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	select {
+	case sc := <-accepted:
+		sc.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the token client was not accepted")
+	}
+}
