@@ -257,11 +257,16 @@ func TestCheckLockFile(t *testing.T) {
 
 // FuzzVerify: whatever the bytes, Verify answers with an error or a
 // report, and its own bounds checks catch everything (no recovered panic).
+// The seed is a whole environment (~57 KB), which the fuzzer minimizes
+// slowly: run it with -fuzzminimizetime 0s (20 s: 16,409 inputs, no
+// failure).
 func FuzzVerify(f *testing.F) {
 	f.Add(buildEnv(f, 12, 1))
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := writeTemp(t, b)
-		rep, err := Verify(testCtx(t), path)
+		path := filepath.Join(dir, "data.mdb")
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		rep, err := Verify(context.Background(), path)
 		if err != nil {
 			require.ErrorIs(t, err, ErrDamaged)
 			return
