@@ -89,7 +89,10 @@ func (c *clientFlags) dial(ctx context.Context, extra ...hatkv.ClientOption) (*h
 // without a token: a token-protected server cannot tell it anything.
 func (c *clientFlags) hint(err error) error {
 	var ce *client.ConnError
-	if err != nil && c.token == "" && errors.As(err, &ce) && ce.Op != "dial" {
+	closed := errors.As(err, &ce) && ce.Op != "dial"
+	// A server that requires a token drops the handshake of a client
+	// without one; the client then sees no lanes granted.
+	if err != nil && c.token == "" && (closed || errors.Is(err, hatkv.ErrTransportUnavailable)) {
 		return fmt.Errorf("%w (if the server requires a token, give --token or $%s)", err, hatkv.TokenEnv)
 	}
 	return err
