@@ -65,6 +65,9 @@ func printReport(w io.Writer, db string, rep *lmdb.Report) {
 	}
 	_ = tw.Flush()
 	outf(w, "free pages %d, unaccounted pages %d (left by a crash: wasted, not damage)\n", rep.FreePages, rep.Unaccounted)
+	if rep.Changed {
+		outf(w, "warning: a write was committed during the check; the problems below may come from pages rewritten under it\n")
+	}
 	for _, p := range rep.Problems {
 		outf(w, "problem: %s\n", p)
 	}
