@@ -127,9 +127,12 @@ func loadWorkload(bf *benchFlags) (*ycsb.Workload, error) {
 
 // phaseResult is one phase's outcome, as written to --json and --csv.
 type phaseResult struct {
-	Phase  string      `json:"phase"`
-	Report ycsb.Report `json:"report"`
-	m      *ycsb.Measurements
+	Phase string `json:"phase"`
+	// Interrupted: Ctrl-C (SIGINT/SIGTERM) ended the phase early; the
+	// report covers the operations that completed until then.
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Report      ycsb.Report `json:"report"`
+	m           *ycsb.Measurements
 }
 
 func runBench(cmd *cobra.Command, bf *benchFlags) error {
@@ -158,6 +161,9 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 		defer stop()
 	}
 	if bf.emul.kind != "" {
+		if bf.tls || bf.tlsCA != "" || bf.token != "" || os.Getenv(hatkv.TokenEnv) != "" {
+			return fmt.Errorf("%w: --emulate speaks the emulations' own protocols, without TLS or token", hatkv.ErrConfig)
+		}
 		return runEmulBench(cmd, bf, w)
 	}
 	ctx := cmd.Context()
@@ -174,8 +180,7 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	default:
 		return fmt.Errorf("%w: --hint-level %q: want function or service", hatkv.ErrConfig, bf.hintLevel)
 	}
-	cl, err := hatkv.Dial(ctx, bf.addr, hatkv.WithConns(conns), hatkv.WithClientTransport(bf.transport),
-		hatkv.WithClientOptions(copts...))
+	cl, err := bf.dial(ctx, hatkv.WithConns(conns), hatkv.WithClientOptions(copts...))
 	if err != nil {
 		return err
 	}
@@ -186,6 +191,9 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	}
 	printHeader(out, bf, w, cl, conns, seed)
 
+	// An interrupted phase still yields its partial results; later phases
+	// are skipped, the output files are written and the exit status is 0
+	// (the output says "interrupted").
 	var results []phaseResult
 	if bf.phase != "run" {
 		r, err := runPhase(ctx, cmd, bf, cl, w, "load", seed)
@@ -194,14 +202,34 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 		}
 		results = append(results, r)
 	}
-	if bf.phase != "load" {
+	if bf.phase != "load" && ctx.Err() == nil {
 		r, err := runPhase(ctx, cmd, bf, cl, w, "run", seed+1)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
 	}
-	return writeOutputs(bf, results)
+	if err := writeOutputs(bf, results); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		outf(out, "hatkv bench: interrupted; partial results%s\n", writtenTo(bf))
+	}
+	return nil
+}
+
+// writtenTo lists the output files, for the interruption message.
+func writtenTo(bf *benchFlags) string {
+	var files []string
+	for _, f := range []string{bf.csvPath, bf.jsonPath, bf.plotPath} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return " above"
+	}
+	return " written to " + strings.Join(files, ", ")
 }
 
 func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Client, conns int, seed uint64) {
@@ -287,10 +315,7 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 	if failed > 0 {
 		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())
 	}
-	if ctx.Err() != nil {
-		return phaseResult{}, fmt.Errorf("%s phase interrupted: %w", phase, ctx.Err())
-	}
-	return phaseResult{Phase: phase, Report: rep, m: m}, nil
+	return phaseResult{Phase: phase, Interrupted: ctx.Err() != nil, Report: rep, m: m}, nil
 }
 
 func writeOutputs(bf *benchFlags, results []phaseResult) error {
@@ -314,6 +339,9 @@ func writeOutputs(bf *benchFlags, results []phaseResult) error {
 	if bf.plotPath != "" {
 		last := results[len(results)-1]
 		title := fmt.Sprintf("HatKV %s phase, %d threads", last.Phase, bf.threads)
+		if last.Interrupted {
+			title += " (interrupted)"
+		}
 		if err := writeFile(bf.plotPath, func(f io.Writer) error { return last.m.WriteSVG(f, title) }); err != nil {
 			return err
 		}
@@ -338,11 +366,15 @@ func writeCSV(w io.Writer, results []phaseResult) error {
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	_ = cw.Write([]string{"phase", "operation", "count", "errors", "throughput_ops_sec", "avg_us", "p50_us", "p95_us", "p99_us", "p999_us", "max_us"})
 	for _, r := range results {
+		phase := r.Phase
+		if r.Interrupted {
+			phase += " (interrupted)"
+		}
 		for _, s := range r.Report.Ops {
-			_ = cw.Write([]string{r.Phase, s.Operation, strconv.FormatInt(s.Count, 10), strconv.FormatInt(s.Errors, 10),
+			_ = cw.Write([]string{phase, s.Operation, strconv.FormatInt(s.Count, 10), strconv.FormatInt(s.Errors, 10),
 				ff(s.Throughput), ff(s.AvgUs), ff(s.P50Us), ff(s.P95Us), ff(s.P99Us), ff(s.P999Us), ff(s.MaxUs)})
 		}
-		_ = cw.Write([]string{r.Phase, "OVERALL", strconv.FormatInt(r.Report.Operations, 10), "",
+		_ = cw.Write([]string{phase, "OVERALL", strconv.FormatInt(r.Report.Operations, 10), "",
 			ff(r.Report.Throughput), "", "", "", "", "", ""})
 	}
 	cw.Flush()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/pkg/client"
 )
 
 // clientFlags are shared by the commands that talk to a server.
@@ -25,6 +27,13 @@ type clientFlags struct {
 	addr      string
 	transport string
 	timeout   time.Duration
+
+	tls           bool
+	tlsCA         string
+	tlsServerName string
+	tlsCert       string
+	tlsKey        string
+	token         string
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
@@ -37,25 +46,75 @@ func (c *clientFlags) register(cmd *cobra.Command) {
 func (c *clientFlags) registerConn(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.addr, "addr", defaultAddr, "server address")
 	cmd.Flags().StringVar(&c.transport, "transport", "auto", "auto|tcp|shm|rdma (shm/rdma: fail unless the server grants lanes)")
+	f := cmd.Flags()
+	f.BoolVar(&c.tls, "tls", false, "speak TLS, verifying the server against the system roots (implied by the other --tls-* flags)")
+	f.StringVar(&c.tlsCA, "tls-ca", "", "speak TLS, verifying the server's certificate against this CA (PEM)")
+	f.StringVar(&c.tlsServerName, "tls-server-name", "", "name the server's certificate must carry (default: the host of --addr)")
+	f.StringVar(&c.tlsCert, "tls-cert", "", "client certificate (PEM), for a server started with --tls-client-ca")
+	f.StringVar(&c.tlsKey, "tls-key", "", "client certificate's key (PEM)")
+	f.StringVar(&c.token, "token", "", "shared secret the server requires (default: $"+hatkv.TokenEnv+")")
+}
+
+// dialOptions turns the TLS and token flags into client options.
+func (c *clientFlags) dialOptions() ([]hatkv.ClientOption, error) {
+	var opts []hatkv.ClientOption
+	if c.tls || c.tlsCA != "" || c.tlsServerName != "" || c.tlsCert != "" || c.tlsKey != "" {
+		cfg, err := hatkv.ClientTLS(c.tlsCA, c.tlsServerName, c.tlsCert, c.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, hatkv.WithClientTLS(cfg))
+	}
+	if c.token == "" {
+		c.token = os.Getenv(hatkv.TokenEnv)
+	}
+	if c.token != "" {
+		opts = append(opts, hatkv.WithClientToken(c.token))
+	}
+	return opts, nil
+}
+
+// dial connects with the connection flags and extra options.
+func (c *clientFlags) dial(ctx context.Context, extra ...hatkv.ClientOption) (*hatkv.Client, error) {
+	opts, err := c.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append(opts, hatkv.WithClientTransport(c.transport)), extra...)
+	cl, err := hatkv.Dial(ctx, c.addr, opts...)
+	return cl, c.hint(err)
+}
+
+// hint adds what to try when a server closed the connection on a client
+// without a token: a token-protected server cannot tell it anything.
+func (c *clientFlags) hint(err error) error {
+	var ce *client.ConnError
+	closed := errors.As(err, &ce) && ce.Op != "dial"
+	// A server that requires a token drops the handshake of a client
+	// without one; the client then sees no lanes granted.
+	if err != nil && c.token == "" && (closed || errors.Is(err, hatkv.ErrTransportUnavailable)) {
+		return fmt.Errorf("%w (if the server requires a token, give --token or $%s)", err, hatkv.TokenEnv)
+	}
+	return err
 }
 
 // with dials, runs fn under the timeout and closes the connection.
 func (c *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, kv *gen.HatKVClient) error) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 	defer cancel()
-	cl, err := hatkv.Dial(ctx, c.addr, hatkv.WithClientTransport(c.transport))
+	cl, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	return fn(ctx, cl.KV())
+	return c.hint(fn(ctx, cl.KV()))
 }
 
 func newGetCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "get KEY [FIELD...]",
-		Short: "Print a record (all fields, or the ones named)",
+		Short: "Print a record (all fields, or the ones named; a named field the record lacks is an error)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
@@ -64,6 +123,15 @@ func newGetCmd() *cobra.Command {
 					return err
 				}
 				printRecord(cmd.OutOrStdout(), "", rec)
+				var missing []string
+				for _, f := range args[1:] {
+					if _, ok := rec[f]; !ok && !slices.Contains(missing, f) {
+						missing = append(missing, f)
+					}
+				}
+				if len(missing) > 0 {
+					return fmt.Errorf("%w: record %q has no field %s", errMissingField, args[0], strings.Join(missing, ", "))
+				}
 				return nil
 			})
 		},
@@ -71,6 +139,9 @@ func newGetCmd() *cobra.Command {
 	cf.register(cmd)
 	return cmd
 }
+
+// errMissingField: get named a field the record does not have.
+var errMissingField = errors.New("missing field")
 
 func newPutCmd() *cobra.Command {
 	var (

@@ -1,13 +1,17 @@
 // Command hatkv is HatKV, the key-value server of the HatRPC paper (§4.4):
 // LMDB behind a HatRPC service whose IDL hints also configure the store.
 //
-//	hatkv serve [--db DIR] [--listen ADDR] [--debug-addr ADDR]
+//	hatkv serve [--db DIR] [--listen ADDR] [--debug-addr ADDR] [--tls-cert F --tls-key F] [--token T]
 //	hatkv put KEY field=value...      (or fields from stdin)
 //	hatkv get KEY [FIELD...]
 //	hatkv del KEY
 //	hatkv scan START [--count N]
 //	hatkv stats
 //	hatkv bench -P workloada [-p key=value]... [--threads N] [--phase load|run|both]
+//	hatkv check [--db DIR]            (every page and record, offline)
+//	hatkv backup TARGET [--db DIR]    (compacted, verified copy; while serving too)
+//	hatkv completion bash|zsh|fish|powershell
+//	hatkv --version
 //
 // --transport auto|tcp|shm|rdma picks the transport (auto: TCP plus shm or
 // RDMA lanes where the server grants them). Unless GOGC is set, hatkv runs
@@ -21,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -28,6 +33,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/lmdb"
 )
 
 func main() {
@@ -77,12 +83,43 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hatkv",
 		Short:         "HatKV: an LMDB key-value store served over HatRPC",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServeCmd(), newGetCmd(), newPutCmd(), newDelCmd(), newScanCmd(), newStatsCmd(), newBenchCmd())
+	root.SetVersionTemplate("hatkv {{.Version}}\n")
+	root.AddCommand(newServeCmd(), newGetCmd(), newPutCmd(), newDelCmd(), newScanCmd(), newStatsCmd(), newBenchCmd(),
+		newCheckCmd(), newBackupCmd())
 	return root
+}
+
+// version is the module version and VCS revision the binary was built
+// from (as `go version -m` shows them), and the liblmdb it runs on.
+func version() string {
+	v, rev, dirty := "(devel)", "", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " " + rev
+		if dirty {
+			v += "+dirty"
+		}
+	}
+	return fmt.Sprintf("%s (%s, %s)", v, runtime.Version(), lmdb.Version())
 }
 
 // describe renders the IDL's declared exceptions by their message rather

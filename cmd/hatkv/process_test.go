@@ -115,3 +115,39 @@ func TestServeProcessLifecycle(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchProcessSIGINT: a real Ctrl-C (SIGINT to the bench process)
+// writes the partial results and exits 0.
+func TestBenchProcessSIGINT(t *testing.T) {
+	addr := serveInProcess(t)
+	dir := t.TempDir()
+	jsonPath := dir + "/r.json"
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"bench", "--addr", addr, "-P", "workloadc",
+		"-p", "recordcount=20", "--phase", "both", "--duration", "2m", "--json", jsonPath}, "\x1f"))
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer stdin.Close()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "== load phase ==") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Contains(t, out.String(), "== load phase ==", "the run phase started")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit status 0 after SIGINT:\n%s", out.String())
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("bench did not stop on SIGINT:\n%s", out.String())
+	}
+	assert.Contains(t, out.String(), "hatkv bench: interrupted; partial results written to "+jsonPath)
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"interrupted": true`)
+}

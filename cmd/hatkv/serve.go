@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
+	"github.com/hatrpc/hatrpc/internal/kvstore"
 )
 
 // Defaults that make `hatkv serve` (and so `make run`) work with no flags.
@@ -25,6 +27,7 @@ func newServeCmd() *cobra.Command {
 		mapSize, concurrency                        string
 		emulListen                                  string
 		shutdownTimeout                             time.Duration
+		tlsCert, tlsKey, tlsClientCA, token, verify string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -33,7 +36,20 @@ func newServeCmd() *cobra.Command {
 The storage settings come from the hints in internal/hatkv/hatkv.thrift
 (kv.sync, kv.commit, kv.writemap, concurrency); the flags below override them.
 SIGINT or SIGTERM shuts down gracefully: in-flight calls finish, then the
-store is closed.`,
+store is closed.
+
+Before LMDB maps data.mdb, every page and record is checked (--verify full;
+--verify meta checks only the meta pages and the file size): a damaged store
+is refused with what is wrong instead of crashing at the first request.
+--db must be missing, empty, or a hatkv data directory (it holds the
+hatkv-format marker); anything else is refused and left untouched.
+
+Security: without --tls-cert/--tls-key everything, records included, travels
+in clear; without --token (or $HATKV_TOKEN) anyone who reaches the port can
+read, write and delete every record. The default --listen 127.0.0.1:9090 is
+reachable from this host only; --listen 0.0.0.0:PORT exposes the store on
+every network interface. --debug-addr (metrics, pprof) has no authentication:
+keep it on loopback.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -48,6 +64,19 @@ store is closed.`,
 			}
 			if debugAddr != "" {
 				opts = append(opts, hatkv.WithDebugAddr(debugAddr))
+			}
+			level, err := kvstore.ParseVerifyLevel(verify)
+			if err != nil {
+				return fmt.Errorf("%w: --verify: %v", hatkv.ErrConfig, err)
+			}
+			opts = append(opts, hatkv.WithVerify(level))
+			secure, err := securityOptions(tlsCert, tlsKey, tlsClientCA, &token)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, secure...)
+			if emulListen != "" && len(secure) > 0 {
+				return fmt.Errorf("%w: --emul-listen serves the emulations' own protocols, without TLS or token; not with --tls-cert or --token", hatkv.ErrConfig)
 			}
 			for _, o := range []struct{ key, val string }{
 				{"sync", syncMode}, {"commit", commit}, {"writemap", writeMap},
@@ -75,7 +104,12 @@ store is closed.`,
 				}
 				outf(cmd.OutOrStdout(), "debug: http://%s/metrics and /debug/pprof/\n", a)
 			}
-			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport %s, listening on %s\n", db, srv.Config(), srv.Transport(), ln.Addr())
+			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport %s, %s, listening on %s\n", db, srv.Config(), srv.Transport(),
+				securityLabel(tlsCert != "", token != ""), ln.Addr())
+			if exposed(ln.Addr()) && (tlsCert == "" || token == "") {
+				log.Warn("hatkv: listening beyond loopback without TLS and a token: anyone who reaches the port can read and change every record",
+					"addr", ln.Addr().String(), "tls", tlsCert != "", "token", token != "")
+			}
 			stopEmul, err := startEmul(cmd, srv, emulListen, log)
 			if err != nil {
 				ln.Close()
@@ -118,5 +152,47 @@ store is closed.`,
 	f.StringVar(&concurrency, "max-readers", "", "override the concurrency hint that sizes LMDB's reader table")
 	f.StringVar(&emulListen, "emul-listen", "", "also serve the protocol emulations (bench --emulate) on this TCP address")
 	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight calls may take on shutdown")
+	f.StringVar(&verify, "verify", "full", "check data.mdb before opening it: full (every page and record) or meta (meta pages and file size)")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM; needs --tls-key)")
+	f.StringVar(&tlsKey, "tls-key", "", "private key of --tls-cert (PEM)")
+	f.StringVar(&tlsClientCA, "tls-client-ca", "", "require client certificates signed by this CA (PEM; needs --tls-cert)")
+	f.StringVar(&token, "token", "", "require this shared secret from every client (default: $"+hatkv.TokenEnv+"; the variable keeps it out of ps)")
 	return cmd
+}
+
+// securityOptions turns the TLS and token flags into server options; the
+// token falls back to $HATKV_TOKEN.
+func securityOptions(cert, key, clientCA string, token *string) ([]hatkv.Option, error) {
+	var opts []hatkv.Option
+	if cert != "" || key != "" || clientCA != "" {
+		cfg, err := hatkv.ServerTLS(cert, key, clientCA)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, hatkv.WithTLS(cfg))
+	}
+	if *token == "" {
+		*token = os.Getenv(hatkv.TokenEnv)
+	}
+	if *token != "" {
+		opts = append(opts, hatkv.WithToken(*token))
+	}
+	return opts, nil
+}
+
+func securityLabel(tls, token bool) string {
+	s := "plain TCP"
+	if tls {
+		s = "TLS"
+	}
+	if token {
+		return s + " + token"
+	}
+	return s + ", no token"
+}
+
+// exposed reports whether addr is reachable from other hosts.
+func exposed(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return !ok || !ta.IP.IsLoopback()
 }

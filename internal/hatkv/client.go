@@ -2,6 +2,7 @@ package hatkv
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -29,7 +30,15 @@ type clientOptions struct {
 	conns     int
 	transport string
 	extra     []client.Option
+	tls       *tls.Config
+	token     string
 }
+
+// WithClientTLS speaks TLS to the server (see ClientTLS).
+func WithClientTLS(cfg *tls.Config) ClientOption { return func(o *clientOptions) { o.tls = cfg } }
+
+// WithClientToken presents the shared secret the server requires.
+func WithClientToken(token string) ClientOption { return func(o *clientOptions) { o.token = token } }
 
 // WithConns opens n connections (default 1).
 func WithConns(n int) ClientOption { return func(o *clientOptions) { o.conns = n } }
@@ -61,6 +70,11 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 		lanes = "off"
 	}
 	copts := append([]client.Option{client.WithHints(&hatkv.HatKVHints), client.WithRDMA(lanes)}, o.extra...)
+	if o.tls != nil || o.token != "" {
+		// TLS runs in the dialer, below the token, so the token is
+		// never sent in clear when TLS is on.
+		copts = append(copts, client.WithDialer(authDialer(o.tls, o.token)))
+	}
 	for i := 0; i < max(o.conns, 1); i++ {
 		conn, err := client.Dial(ctx, addr, copts...)
 		if err != nil {

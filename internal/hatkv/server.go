@@ -2,6 +2,7 @@ package hatkv
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/lmdb"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
@@ -44,6 +46,9 @@ type options struct {
 	limits    kvstore.Limits
 	svcLevel  bool
 	rpcOpts   []server.Option
+	verify    kvstore.VerifyLevel
+	tls       *tls.Config
+	token     string
 }
 
 // WithRPCOptions passes options (time limits, memory budget, ...) to the
@@ -77,6 +82,18 @@ func WithSetting(key, value string) Option {
 	return func(o *options) { o.overrides = append(o.overrides, [2]string{key, value}) }
 }
 
+// WithVerify sets how much of data.mdb is checked before LMDB maps it
+// (default kvstore.VerifyFull: every page and record).
+func WithVerify(v kvstore.VerifyLevel) Option { return func(o *options) { o.verify = v } }
+
+// WithTLS serves TLS only (see ServerTLS).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// WithToken requires every connection to present this shared secret
+// before any Thrift byte (see AuthListener); "" (the default) requires
+// nothing, so plain Thrift clients work.
+func WithToken(token string) Option { return func(o *options) { o.token = token } }
+
 // WithLimits overrides kvstore's request limits (zero fields keep defaults).
 func WithLimits(l kvstore.Limits) Option { return func(o *options) { o.limits = l } }
 
@@ -88,6 +105,10 @@ type Server struct {
 	rpc       *server.Server
 	dev       *fastpath.Device // held for an explicit shm/rdma transport
 	transport hints.Transport
+	tls       *tls.Config
+	token     string
+	log       *slog.Logger
+	refused   *prometheus.CounterVec
 }
 
 // Transport describes what the server offers: "tcp", or "tcp + shm
@@ -110,6 +131,18 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	tr, err := parseTransport(o.transport)
 	if err != nil {
 		return nil, err
+	}
+	if o.tls != nil {
+		// TLS protects the TCP connections only; RDMA lanes would carry
+		// the calls over the network in clear. Shared-memory lanes never
+		// leave the host, so an explicit shm stays allowed.
+		switch tr {
+		case hints.TransportRDMA:
+			return nil, fmt.Errorf("%w: --transport rdma with TLS: RDMA lanes are not encrypted; use tcp (or shm for same-host clients)", ErrConfig)
+		case hints.TransportAuto:
+			o.logger.Info("hatkv: TLS on: serving TCP only (RDMA lanes would not be encrypted; --transport shm adds same-host lanes)")
+			tr = hints.TransportTCP
+		}
 	}
 	var dev *fastpath.Device
 	if p := fastpath.Provider(tr); p != "" {
@@ -139,7 +172,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		}
 	}
 	cfg.Limits = o.limits
-	st, err := kvstore.Open(ctx, dir, cfg.Options()...)
+	st, err := kvstore.Open(ctx, dir, append(cfg.Options(), kvstore.WithVerify(o.verify))...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +205,17 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		_ = st.Close()
 		return nil, fmt.Errorf("hatkv: registering store metrics: %w", err)
 	}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hatkv_connections_refused_total",
+		Help: "Connections refused before any call: failed TLS handshake, wrong or missing token, too many handshakes in progress.",
+	}, []string{"reason"})
+	if err := rpc.Registry().Register(refused); err != nil {
+		_ = rpc.Close()
+		_ = st.Close()
+		return nil, fmt.Errorf("hatkv: registering auth metrics: %w", err)
+	}
 	hatkv.RegisterHatKV(rpc, NewService(st))
-	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr}, nil
+	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr, tls: o.tls, token: o.token, log: o.logger, refused: refused}, nil
 }
 
 // Config returns the storage configuration in effect.
@@ -183,13 +225,23 @@ func (s *Server) Config() Config { return s.cfg }
 // returns its address.
 func (s *Server) StartDebug() (net.Addr, error) { return s.rpc.StartDebug() }
 
-// Serve serves ln until Shutdown; it returns nil after a shutdown.
+// Serve serves ln until Shutdown; it returns nil after a shutdown. With
+// TLS or a token, connections pass AuthListener first.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.tls != nil || s.token != "" {
+		ln = NewAuthListener(ln, s.tls, s.token, s.log, func(kind string) { s.refused.WithLabelValues(kind).Inc() })
+	}
 	err := s.rpc.Serve(ln)
 	if errors.Is(err, server.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+// Backup writes a verified, compacted copy of the store into dir (see
+// kvstore.Store.Backup) while the server keeps serving.
+func (s *Server) Backup(ctx context.Context, dir string) (*lmdb.Report, error) {
+	return s.store.Backup(ctx, dir)
 }
 
 // Shutdown lets in-flight calls finish (or cancels them when ctx ends),

@@ -6,10 +6,26 @@
 // One LMDB environment per data directory with two named databases:
 // "hatkv.data" maps keys to encoded records (see EncodeRecord: a version
 // byte, then length-prefixed, name-sorted fields) and "hatkv.meta" holds
-// the store identity (magic "HATKV\0" and the format version). Open
-// refuses a directory whose data.mdb is not LMDB (ErrCorruptData), a file
-// given as the directory, and a valid LMDB environment that lacks the
-// identity (ErrForeignData); the *OpenError names the path.
+// the store identity (magic "HATKV\0" and the format version). The
+// directory also holds MarkerFile ("hatkv-format"), which says it is a
+// hatkv data directory and which format it holds.
+//
+// # What Open refuses
+//
+// Open accepts a missing or empty directory, a marked one, and an unmarked
+// one holding only data.mdb and lock.mdb with the identity inside (a store
+// from before the marker: adopted, the marker is written). It refuses,
+// before LMDB opens, maps or writes any file, and changing nothing: a file
+// given as the directory, other files in an unmarked directory, a lock.mdb
+// that is not LMDB's (ErrForeignData); an empty, truncated or damaged
+// data.mdb (ErrCorruptData, matching lmdb.ErrDamaged and the LMDB code for
+// the condition), checked in Go by lmdb.ReadMeta and, at VerifyFull (the
+// default), by lmdb.Verify over every page and record, because LMDB trusts
+// its pages and a damaged one crashes the process (SIGBUS, SIGSEGV, an
+// assertion) or loses records silently; a valid LMDB environment without
+// the identity (ErrForeignData). The *OpenError names the path. Check
+// runs the same walk and lists the damage; Backup writes a verified,
+// compacted copy.
 //
 // # Writes and acknowledgement
 //

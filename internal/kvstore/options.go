@@ -108,6 +108,8 @@ type config struct {
 	maxBatch    int
 	maxDelay    time.Duration
 	limits      Limits
+	verify      VerifyLevel
+	readOnly    bool
 }
 
 func defaultConfig() config {
@@ -151,6 +153,15 @@ func WithGroupCommit(maxBatch int, maxDelay time.Duration) Option {
 		c.maxDelay = maxDelay
 	}
 }
+
+// WithVerify sets how much of data.mdb Open checks before LMDB maps it
+// (default VerifyFull).
+func WithVerify(v VerifyLevel) Option { return func(c *config) { c.verify = v } }
+
+// WithReadOnly opens an existing store for reading only (MDB_RDONLY): no
+// file is created or written, so it may run beside a serving process
+// (LMDB supports several processes on one environment), e.g. to back up.
+func WithReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // WithLimits overrides request limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option {

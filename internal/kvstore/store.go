@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -57,9 +54,14 @@ type counters struct {
 	gets, puts, deletes, scans, commits, batchedWrites, maxBatch atomic.Uint64
 }
 
-// Open opens the store in directory path, creating it if needed. A path
-// that is a file, a directory whose data.mdb is not LMDB, or an LMDB
-// environment without the hatkv identity is refused with an *OpenError.
+// Open opens the store in directory path, creating it if needed. The
+// directory must be missing, empty, or a hatkv data directory (it holds
+// MarkerFile); a directory without the marker that holds only LMDB's
+// data.mdb and lock.mdb, with the hatkv identity inside (a store of a
+// hatkv from before the marker), is adopted and gets the marker. Anything
+// else — other files, a text lock.mdb, an empty or damaged data.mdb (see
+// WithVerify), an LMDB environment of another program — is refused with an
+// *OpenError before LMDB opens, maps or writes any file.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -71,19 +73,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			return nil, &OpenError{Path: path, Err: err}
-		}
-	case err != nil:
-		return nil, &OpenError{Path: path, Err: err}
-	case !fi.IsDir():
-		return nil, &OpenError{Path: path, Err: ErrForeignData, Detail: "path is a file, not a directory"}
-	}
-	if fi, err := os.Stat(filepath.Join(path, "data.mdb")); err == nil && !fi.Mode().IsRegular() {
-		return nil, &OpenError{Path: path, Err: ErrForeignData, Detail: "data.mdb is not a regular file"}
+	state, err := prepareDir(ctx, path, cfg.readOnly, cfg.verify)
+	if err != nil {
+		return nil, err
 	}
 
 	var flags lmdb.EnvFlag
@@ -95,6 +87,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	if cfg.writeMap {
 		flags |= lmdb.WriteMap
+	}
+	if cfg.readOnly {
+		flags |= lmdb.ReadOnly
 	}
 	env, err := lmdb.Open(path,
 		lmdb.WithFlags(flags),
@@ -113,9 +108,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{env: env, cfg: cfg, path: path, mapSize: cfg.mapSize}
 	s.mapCeil = cfg.mapSize + growStep(cfg.mapSize)*8
-	if err := s.checkIdentity(ctx); err != nil {
+	check := s.checkIdentity
+	if cfg.readOnly {
+		check = s.readIdentity
+	}
+	if err := check(ctx); err != nil {
 		_ = env.Close()
 		return nil, err
+	}
+	if state != dirMarked && !cfg.readOnly {
+		// Written once LMDB and the identity are in place: a crash before
+		// leaves LMDB's files alone, which the adoption rule accepts.
+		if err := writeMarker(path); err != nil {
+			_ = env.Close()
+			return nil, &OpenError{Path: path, Err: err, Detail: "writing " + MarkerFile}
+		}
 	}
 	s.maxKey = env.MaxKeySize()
 	if cfg.limits.MaxKeySize > 0 && cfg.limits.MaxKeySize < s.maxKey {
@@ -186,6 +193,36 @@ func (s *Store) checkIdentity(ctx context.Context) error {
 			return classifyOpenError(s.path, err)
 		}
 		s.data = data
+		return nil
+	})
+}
+
+// readIdentity is checkIdentity for a read-only environment: the store
+// must already exist.
+func (s *Store) readIdentity(ctx context.Context) error {
+	foreign := func(detail string, cause error) error {
+		return &OpenError{Path: s.path, Err: ErrForeignData, Detail: detail, Cause: cause}
+	}
+	meta, err := s.env.OpenDBI(ctx, metaDBName)
+	if err != nil {
+		return foreign("no hatkv identity", err)
+	}
+	data, err := s.env.OpenDBI(ctx, dataDBName)
+	if err != nil {
+		return foreign("no hatkv data tree", err)
+	}
+	s.meta, s.data = meta, data
+	return s.env.View(ctx, func(txn *lmdb.Txn) error {
+		id, err := txn.GetView(meta, []byte(identityKey))
+		if err != nil {
+			return foreign("identity record missing", err)
+		}
+		if !bytes.HasPrefix(id, identityMagic) || len(id) != len(identityMagic)+2 {
+			return foreign("identity record has the wrong magic", nil)
+		}
+		if v := id[len(identityMagic)]; v > FormatVersion {
+			return &OpenError{Path: s.path, Err: ErrUnsupportedVersion, Detail: fmt.Sprintf("format %d, this build reads up to %d", v, FormatVersion)}
+		}
 		return nil
 	})
 }

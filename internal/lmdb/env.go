@@ -458,3 +458,27 @@ func (e *Env) Update(ctx context.Context, fn func(*Txn) error) (err error) {
 	committed = true
 	return statusError("mdb_txn_commit", C.mdb_txn_commit(ct))
 }
+
+// Copy writes a copy of the environment to dir/data.mdb (dir must exist;
+// an existing data.mdb is never overwritten: LMDB creates the file with
+// O_EXCL). It runs in a read transaction, so it is consistent while other
+// goroutines or processes write; compact omits free pages and renumbers
+// the rest (MDB_CP_COMPACT). The copy itself (disk I/O) cannot be
+// interrupted, so ctx is only checked before starting.
+func (e *Env) Copy(ctx context.Context, dir string, compact bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return ErrClosed
+	}
+	flags := C.uint(0)
+	if compact {
+		flags = C.MDB_CP_COMPACT
+	}
+	cdir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cdir))
+	return pathError("mdb_env_copy2", dir, C.mdb_env_copy2(e.env, cdir, flags))
+}

@@ -6,6 +6,7 @@ package lmdb
 import "C"
 
 import (
+	"context"
 	"unsafe"
 )
 
@@ -179,4 +180,34 @@ func (t *Txn) Del(dbi DBI, key []byte) error {
 	}
 	rc := C.hat_del(t.txn, C.MDB_dbi(dbi), bytesPtr(key), C.size_t(len(key)))
 	return statusError("mdb_del", rc)
+}
+
+// OpenDBI opens an existing named database in a read transaction that is
+// committed, which keeps the handle for the environment's lifetime (a
+// handle opened in View is closed when View ends). It is how a ReadOnly
+// environment, which cannot begin write transactions, gets its handles.
+func (e *Env) OpenDBI(ctx context.Context, name string) (DBI, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return 0, ErrClosed
+	}
+	var ct *C.MDB_txn
+	if rc := C.mdb_txn_begin(e.env, nil, C.MDB_RDONLY, &ct); rc != 0 {
+		return 0, statusError("mdb_txn_begin", rc)
+	}
+	var cname *C.char
+	if name != "" {
+		cname = C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+	}
+	var dbi C.MDB_dbi
+	if rc := C.mdb_dbi_open(ct, cname, 0, &dbi); rc != 0 {
+		C.mdb_txn_abort(ct)
+		return 0, statusError("mdb_dbi_open", rc)
+	}
+	return DBI(dbi), statusError("mdb_txn_commit", C.mdb_txn_commit(ct))
 }
