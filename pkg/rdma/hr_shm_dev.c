@@ -223,12 +223,26 @@ static void svc_deliver_fds(struct shm_dev *d)
 	}
 }
 
+/* Every live peer is checked each pass, 64 pidfds per poll(2) call: a
+ * server may have thousands of peers, and one that is never looked at
+ * keeps its work waiting forever. */
+#define SVC_PEER_BATCH 64
+
+static void svc_poll_peers(struct pollfd *pf, struct shm_peer **pp, int n)
+{
+	if (n && poll(pf, (nfds_t)n, 0) > 0) {
+		for (int i = 0; i < n; i++)
+			if (pf[i].revents)
+				atomic_store(&pp[i]->dead, 1);
+	}
+}
+
 static void svc_check_peers(struct shm_dev *d)
 {
-	struct pollfd pf[64];
-	struct shm_peer *pp[64];
+	struct pollfd pf[SVC_PEER_BATCH];
+	struct shm_peer *pp[SVC_PEER_BATCH];
 	int n = 0;
-	for (struct shm_peer *p = d->peers; p && n < 64; p = p->next) {
+	for (struct shm_peer *p = d->peers; p; p = p->next) {
 		if (atomic_load(&p->dead))
 			continue;
 		struct shm_hdr *h = (struct shm_hdr *)p->base;
@@ -245,12 +259,12 @@ static void svc_check_peers(struct shm_dev *d)
 		pf[n].events = POLLIN;
 		pf[n].revents = 0;
 		pp[n++] = p;
+		if (n == SVC_PEER_BATCH) {
+			svc_poll_peers(pf, pp, n);
+			n = 0;
+		}
 	}
-	if (n && poll(pf, (nfds_t)n, 0) > 0) {
-		for (int i = 0; i < n; i++)
-			if (pf[i].revents)
-				atomic_store(&pp[i]->dead, 1);
-	}
+	svc_poll_peers(pf, pp, n);
 }
 
 static void *svc_main(void *arg)
