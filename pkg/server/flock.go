@@ -113,6 +113,7 @@ func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
 		c.s.log.Info("hatrpc: flock attach failed", "remote", c.remote, "err", err)
 		return
 	}
+	l.grant.ready()
 	// Whatever ends the handle — the client process leaving or dying (the
 	// link), the server draining or closing, a failed write to it (the
 	// peer tears itself down) — releases everything the server holds for

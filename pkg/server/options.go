@@ -28,6 +28,7 @@ type options struct {
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
 	svcLevel     bool
 	ownedArgs    bool
+	laneLimits   LaneLimits
 }
 
 func defaultOptions() options {

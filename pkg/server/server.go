@@ -53,7 +53,8 @@ type Server struct {
 	devFailed      bool
 	closedForLanes bool
 	flock          flockState
-	notes          sync.Map // configuration notes already logged (once per server)
+	budget         laneBudget // fast-path budgets (budget.go)
+	notes          sync.Map   // configuration notes already logged (once per server)
 
 	debugOnce sync.Once
 	debugSrv  *http.Server
@@ -107,6 +108,7 @@ func New(opts ...Option) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.met = newMetrics(s.reg)
+	s.budget.init(o.laneLimits)
 	s.pool.init()
 	empty := map[string]*method{}
 	s.methods.Store(&empty)
