@@ -59,8 +59,9 @@ type Conn struct {
 	svcMethods sync.Map // *Method -> *Method planned at service level (WithServiceLevelHints)
 	cores      int
 	lanes      lanes
-	flock      *sharedFlock // this Conn's reference to the process's FLOCK handle
-	spread     spreader     // extra TCP connections, see spread.go
+	flock      *sharedFlock          // this Conn's reference to the process's FLOCK handle
+	upgradeErr atomic.Pointer[error] // why the last handshake fell back to plain Thrift (FastPathErr)
+	spread     spreader              // extra TCP connections, see spread.go
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
@@ -312,8 +313,17 @@ func (c *Conn) reap() {
 // turned us away once (e.g. at its connection limit) may upgrade later.
 func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
 	s, err := c.dialSession(ctx, upgrade)
+	if err == nil && upgrade {
+		c.upgradeErr.Store(nil)
+	}
 	var ce *ConnError
 	if upgrade && err != nil && errors.As(err, &ce) && ce.Op == "handshake" && peerHungUp(ce.Err) {
+		if c.laneOffer() != 0 {
+			// Remembered for FastPathErr: without it, a HatRPC server at
+			// its connection limit looks like one that grants no lanes.
+			cause := error(fmt.Errorf("the server closed the connection during the HatRPC handshake (at its connection limit?): %w", ce.Err))
+			c.upgradeErr.Store(&cause)
+		}
 		// Some Thrift servers (e.g. a multiplexed processor without a
 		// default service) drop the connection on an unknown name instead
 		// of answering UNKNOWN_METHOD: retry as plain Thrift.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
@@ -137,4 +138,57 @@ func goroutines() (others, idleWorkers int) {
 		}
 	}
 	return others, idleWorkers
+}
+
+// insisted is the provider a client names to insist on the fast path: the
+// one "auto" opens here (HATRPC_PROVIDER), and the lane transport it gives.
+func insisted(t *testing.T) (provider, transport string) {
+	t.Helper()
+	d, err := fastpath.Acquire(fastProvider)
+	require.NoError(t, err)
+	defer d.Release()
+	return d.Provider(), d.Transport().String()
+}
+
+// TestFallbackWhenRefused: a server whose lane budget refuses every lane.
+// An auto client carries the call over TCP and says why (FastPathErr, one
+// count in FastPathFallbacks); a client that insists on the provider gets
+// an error naming the refusal.
+func TestFallbackWhenRefused(t *testing.T) {
+	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(server.LaneLimits{Bytes: 1}),
+		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	defer func() {
+		require.NoError(t, srv.Close())
+		<-done
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	provider, tr := insisted(t)
+	const refusal = "hatrpc: server: fast-path budget exhausted: lanes hold 0 MiB of registered memory"
+
+	before := client.FastPathFallbacks()
+	c, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider))
+	require.NoError(t, err)
+	defer c.Close()
+	for i := 0; i < 3; i++ {
+		got, err := mix.NewMixClient(c).Ping(ctx, []byte("ping"))
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(got))
+	}
+	assert.Equal(t, 3.0, serverMetric(t, srv, "hatrpc_server_calls_total", "tcp"))
+	assert.Equal(t, before+1, client.FastPathFallbacks(), "one fallback per Conn")
+	require.ErrorIs(t, c.FastPathErr(), client.ErrFastPathSetup)
+	assert.Contains(t, c.FastPathErr().Error(), refusal)
+
+	ci, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(provider))
+	require.NoError(t, err)
+	defer ci.Close()
+	_, err = mix.NewMixClient(ci).Ping(ctx, []byte("ping"))
+	require.ErrorIs(t, err, client.ErrFastPathSetup)
+	assert.Equal(t, "client: "+tr+" lane setup failed: refused by the server: "+refusal, err.Error())
 }
