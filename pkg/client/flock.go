@@ -142,7 +142,8 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 		return nil, errNoLane
 	}
 	fc, err := flock.Dial(dctx, d.Device, bufConn{nc, br},
-		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
+		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
+		flock.WithMaxReply(c.o.limits.MaxMessageSize+wire.HeaderSize))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &ConnError{Op: "flock", Err: err}

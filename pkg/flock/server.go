@@ -594,6 +594,12 @@ func (s *Server) runInline(l *slane, es []entry) {
 		e := &es[i]
 		s.call(ns[i], l, e.caller, e.seq, e.handler, e.data)
 	}
+	for i := 0; i < len(ns); i++ {
+		if parts := s.split(ns[i], newNode); parts != nil { // rare: a large response
+			ns = append(ns[:i:i], append(parts, ns[i:]...)...)
+			i += len(parts)
+		}
+	}
 	if l.p.s.cfg.mutexShared {
 		for _, n := range ns {
 			l.submit(n)
@@ -617,7 +623,7 @@ func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req
 			status, out = statusHandlerErr, []byte(err.Error())
 		}
 	}
-	if messageLen([]entry{{data: out}}) > s.cfg.maxMsg {
+	if len(out) > s.cfg.maxReply {
 		status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
 	}
 	n.reset()
@@ -632,9 +638,34 @@ func (s *Server) work() {
 	for t := range s.tasks {
 		n := s.nodes.get()
 		s.call(n, t.l, t.caller, t.seq, t.handler, t.data)
+		for _, part := range s.split(n, s.nodes.get) {
+			t.l.submitDetached(part)
+		}
 		n.wait = waitNone
 		t.l.submitDetached(n)
 	}
+}
+
+// partSize is the most response data one message carries alone.
+func (s *Server) partSize() int { return (s.cfg.maxMsg - headerLen - trailerLen - metaLen) &^ 7 }
+
+// split cuts a response too large for one message into parts: it returns
+// nodes (from get) for all but the last part, which stays in n. Submitted
+// in order on the QP, they arrive in order; the client joins them
+// (statusMore). nil when the response fits.
+func (s *Server) split(n *node, get func() *node) []*node {
+	size := s.partSize()
+	if len(n.data) <= size {
+		return nil
+	}
+	var parts []*node
+	for len(n.data) > size {
+		p := get()
+		p.ctx, p.kind, p.caller, p.seq, p.handler, p.status, p.data = n.ctx, opResp, n.caller, n.seq, n.handler, statusMore, n.data[:size:size]
+		parts = append(parts, p)
+		n.data = n.data[size:]
+	}
+	return parts
 }
 
 func (l *slane) submitDetached(n *node) {

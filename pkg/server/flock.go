@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 
@@ -46,7 +45,8 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// Handlers may block (a write waiting for its group commit), so the
 	// pool is sized like a connection's concurrency, not the cores.
 	fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
-		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
+		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
+		flock.WithMaxReply(s.opts.limits.MaxMessageSize+wire.HeaderSize))
 	if err != nil {
 		return nil, err
 	}
@@ -59,15 +59,10 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}
 	fc, fl := f.conn, f.lane
+	// A reply larger than a FLOCK message travels in parts that the
+	// client joins (pkg/flock), so no reply size fails here.
 	fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
 		out, _ := fc.laneCall(fl, req)
-		if len(out) > fastpath.FlockMaxMessage {
-			// The handler ran, but its reply cannot travel back this
-			// way: the caller gets this error (plan the function's
-			// payload_size so it does not share QPs).
-			return nil, fmt.Errorf("hatrpc: reply of %d bytes exceeds the qp_sharing message limit %d",
-				len(out), fastpath.FlockMaxMessage)
-		}
 		return out, nil
 	})
 	f.srv = fs
