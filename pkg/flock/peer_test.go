@@ -139,3 +139,52 @@ func TestIdleServerParks(t *testing.T) {
 	c2, _ := dial(t, d, s)
 	require.NoError(t, echoOnce(ctx, c2, 1))
 }
+
+// TestPeerCloseUnderLoad: a sender torn down while its callers are busy —
+// requests in its ring, responses being posted, renewals arriving — frees
+// its resources without disturbing the server; its callers fail (once the
+// runtime aborts them, as the closed link makes it) and another sender
+// works throughout.
+func TestPeerCloseUnderLoad(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		srv  []Option
+	}{{"inline", nil}, {"workers", []Option{WithWorkers(4)}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			d := openDev(t)
+			s := newServer(t, d, append([]Option{WithCredits(4)}, mode.srv...)...)
+			s.Handle(hEcho, echo)
+			ctx := tctx(t)
+			other, _ := dial(t, d, s)
+			for round := 0; round < 5; round++ {
+				c, p := dial(t, d, s, WithQPs(2))
+				started := make(chan struct{}, 16)
+				errs := make(chan error, 16)
+				for g := 0; g < 16; g++ {
+					go func() {
+						cl := c.NewCaller()
+						var err error
+						for i := 0; err == nil; i++ {
+							_, err = cl.Call(ctx, hEcho, []byte(fmt.Sprintf("g%02d-%06d", g, i)))
+							if i == 2 {
+								started <- struct{}{}
+							}
+						}
+						errs <- err
+					}()
+				}
+				for g := 0; g < 16; g++ {
+					<-started
+				}
+				require.NoError(t, p.Close())
+				c.Abort() // what the runtime does when the link closes
+				for g := 0; g < 16; g++ {
+					require.Error(t, <-errs)
+				}
+				require.NoError(t, c.Close())
+				require.NoError(t, echoOnce(ctx, other, round))
+			}
+			assert.Equal(t, 1, s.Peers())
+		})
+	}
+}
