@@ -100,11 +100,18 @@ uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
 void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
-	/* Give the pages back so a long-lived segment does not pin memory. */
+	/* Give the pages back so a long-lived segment does not pin memory, and
+	 * zero what stays: freed memory keeps nothing of its last owner (a peer
+	 * that maps the segment must not find a departed client's payloads),
+	 * and every allocation starts zeroed. */
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t a = (off + ps - 1) & ~(ps - 1), b = (off + len) & ~(ps - 1);
-	if (b > a)
-		fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a));
+	if (b > a && fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)) == 0) {
+		memset(d->base + off, 0, a - off);
+		memset(d->base + b, 0, off + len - b);
+	} else {
+		memset(d->base + off, 0, len);
+	}
 	size_t i = 0;
 	while (i < d->nfree && d->freel[i].off < off)
 		i++;
@@ -341,6 +348,10 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	st = HR_EIO;
 	d->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
 	if (d->fd < 0)
+		goto fail;
+	/* memfds are created 0777: owner only (peers of the same uid still
+	 * reach it through /proc/<pid>/fd). */
+	if (fchmod(d->fd, 0600) != 0)
 		goto fail;
 	if (ftruncate(d->fd, (off_t)d->size) != 0)
 		goto fail;
