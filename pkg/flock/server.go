@@ -419,6 +419,12 @@ func (s *Server) Close() error {
 	s.ctl.Wait() // pushControl runs under schedMu or on the stopped QP scheduler
 	s.drops.Wait()
 	for _, p := range peers {
+		// A leader may still be inside the gate (tryLeadOne hands detached
+		// responses to a goroutine of their own): it is done first.
+		p.life.closing.Store(true)
+		for p.life.users.Load() != 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
 		p.life.once.Do(func() {
 			err := error(ErrClosed)
 			p.life.cause.Store(&err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -31,8 +32,15 @@ type LaneLimits struct {
 	FlockPeers int
 }
 
+// One remote host may hold at most 1/perHostShare of each budget, so a
+// flood from one machine leaves room for the others. Clients on this host
+// (loopback) are not told apart by address — they share the server-wide
+// budgets; the kernel already limits shm to the server's own user.
+const perHostShare = 4
+
 // DefaultLaneLimits fit the shm provider's 1 GiB segment with room to
-// spare: 384 MiB of lanes, 128 FLOCK peers (~300 MiB).
+// spare: 384 MiB of lanes, 128 FLOCK peers (~300 MiB). A remote host gets
+// a quarter of each.
 var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 32, FlockPeers: 128}
 
 // WithLaneLimits sets the fast path's budgets (zero fields: the defaults).
@@ -42,10 +50,29 @@ func WithLaneLimits(l LaneLimits) Option { return func(o *options) { o.laneLimit
 var ErrLaneBudget = fmt.Errorf("server: fast-path budget exhausted")
 
 type laneBudget struct {
-	mu                         sync.Mutex
-	lim                        LaneLimits
+	mu    sync.Mutex
+	lim   LaneLimits
+	total usage
+	hosts map[string]*usage // remote hosts other than this one
+}
+
+// usage is what the grants of the server, or of one host, hold.
+type usage struct {
 	lanes, pending, flockPeers int
 	bytes                      int64
+}
+
+// hostOf is the budget key of a remote address: its host, "" for
+// loopback (or an address that does not parse).
+func hostOf(remote string) string {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(h); ip == nil || ip.IsLoopback() {
+		return ""
+	}
+	return h
 }
 
 func (b *laneBudget) init(l LaneLimits) {
@@ -68,35 +95,67 @@ func (b *laneBudget) init(l LaneLimits) {
 // grant is what one lane or FLOCK handle holds of the budget.
 type grant struct {
 	b       *laneBudget
+	host    string
 	bytes   int64
 	flock   bool
 	pending bool
 	once    sync.Once
 }
 
-// take reserves a lane (bytes of registered memory) or a FLOCK peer, as
-// pending; the error names the budget that is exhausted.
-func (b *laneBudget) take(bytes int64, flock bool) (*grant, error) {
+// check reports the first budget u would exceed with one more grant,
+// each limit divided by div.
+func (u *usage) check(lim LaneLimits, div int, bytes int64, flock bool) error {
+	switch {
+	case u.pending >= max(lim.Pending/div, 1):
+		return fmt.Errorf("%d lane setups pending", u.pending)
+	case flock && u.flockPeers >= max(lim.FlockPeers/div, 1):
+		return fmt.Errorf("%d qp_sharing clients attached", u.flockPeers)
+	case !flock && u.lanes >= max(lim.Lanes/div, 1):
+		return fmt.Errorf("%d lanes open", u.lanes)
+	case !flock && u.bytes+bytes > lim.Bytes/int64(div):
+		return fmt.Errorf("lanes hold %d MiB of registered memory", u.bytes>>20)
+	}
+	return nil
+}
+
+func (u *usage) add(sign int, bytes int64, flock, pending bool) {
+	if pending {
+		u.pending += sign
+	}
+	if flock {
+		u.flockPeers += sign
+	} else {
+		u.lanes += sign
+		u.bytes += int64(sign) * bytes
+	}
+}
+
+// take reserves a lane (bytes of registered memory) or a FLOCK peer for
+// the client at remote, as pending; the error names the budget that is
+// exhausted, the server's or the client host's share of it.
+func (b *laneBudget) take(remote string, bytes int64, flock bool) (*grant, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch {
-	case b.pending >= b.lim.Pending:
-		return nil, fmt.Errorf("%w: %d lane setups pending", ErrLaneBudget, b.pending)
-	case flock && b.flockPeers >= b.lim.FlockPeers:
-		return nil, fmt.Errorf("%w: %d qp_sharing clients attached", ErrLaneBudget, b.flockPeers)
-	case !flock && b.lanes >= b.lim.Lanes:
-		return nil, fmt.Errorf("%w: %d lanes open", ErrLaneBudget, b.lanes)
-	case !flock && b.bytes+bytes > b.lim.Bytes:
-		return nil, fmt.Errorf("%w: lanes hold %d MiB of registered memory", ErrLaneBudget, b.bytes>>20)
+	if err := b.total.check(b.lim, 1, bytes, flock); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLaneBudget, err)
 	}
-	b.pending++
-	if flock {
-		b.flockPeers++
-	} else {
-		b.lanes++
-		b.bytes += bytes
+	host := hostOf(remote)
+	if host != "" {
+		hu := b.hosts[host]
+		if hu == nil {
+			hu = &usage{}
+		}
+		if err := hu.check(b.lim, perHostShare, bytes, flock); err != nil {
+			return nil, fmt.Errorf("%w: host %s: %w", ErrLaneBudget, host, err)
+		}
+		if b.hosts == nil {
+			b.hosts = map[string]*usage{}
+		}
+		b.hosts[host] = hu
+		hu.add(1, bytes, flock, true)
 	}
-	return &grant{b: b, bytes: bytes, flock: flock, pending: true}, nil
+	b.total.add(1, bytes, flock, true)
+	return &grant{b: b, host: host, bytes: bytes, flock: flock, pending: true}, nil
 }
 
 // ready marks the setup finished (it no longer counts as pending).
@@ -105,11 +164,14 @@ func (g *grant) ready() {
 		return
 	}
 	g.b.mu.Lock()
+	defer g.b.mu.Unlock()
 	if g.pending {
 		g.pending = false
-		g.b.pending--
+		g.b.total.pending--
+		if hu := g.b.hosts[g.host]; hu != nil {
+			hu.pending--
+		}
 	}
-	g.b.mu.Unlock()
 }
 
 // release returns everything; safe to call more than once.
@@ -120,13 +182,13 @@ func (g *grant) release() {
 	g.once.Do(func() {
 		g.ready()
 		g.b.mu.Lock()
-		if g.flock {
-			g.b.flockPeers--
-		} else {
-			g.b.lanes--
-			g.b.bytes -= g.bytes
+		defer g.b.mu.Unlock()
+		g.b.total.add(-1, g.bytes, g.flock, false)
+		if hu := g.b.hosts[g.host]; hu != nil {
+			if hu.add(-1, g.bytes, g.flock, false); *hu == (usage{}) {
+				delete(g.b.hosts, g.host)
+			}
 		}
-		g.b.mu.Unlock()
 	})
 }
 

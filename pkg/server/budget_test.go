@@ -22,7 +22,7 @@ func attachConn(t *testing.T, opts ...Option) *conn {
 	s.Register(&Service{Name: "Echo", Methods: []Method{{Name: "echo",
 		NewArgs: func() proto.Struct { return nil },
 		Handle:  func(context.Context, proto.Struct) (proto.Struct, error) { return nil, nil }}}})
-	return &conn{s: s, remote: "test"}
+	return &conn{s: s, remote: "127.0.0.1:40000"}
 }
 
 func attachHello(fn string, size int64) *wire.Hello {
@@ -70,10 +70,10 @@ func TestGrantLaneAdmission(t *testing.T) {
 			l.grant.release()
 			l.grant.release() // twice is harmless
 		}
-		assert.Zero(t, c.s.budget.pending)
-		assert.Zero(t, c.s.budget.lanes)
-		assert.Zero(t, c.s.budget.bytes)
-		assert.Zero(t, c.s.budget.flockPeers)
+		assert.Zero(t, c.s.budget.total.pending)
+		assert.Zero(t, c.s.budget.total.lanes)
+		assert.Zero(t, c.s.budget.total.bytes)
+		assert.Zero(t, c.s.budget.total.flockPeers)
 	})
 	t.Run("lanes, bytes and flock peers bounded", func(t *testing.T) {
 		tests := []struct {
@@ -109,5 +109,27 @@ func TestGrantLaneAdmission(t *testing.T) {
 				}
 			})
 		}
+	})
+	t.Run("one remote host gets a quarter", func(t *testing.T) {
+		c := attachConn(t, WithLaneLimits(LaneLimits{Lanes: 8}))
+		c.remote = "192.0.2.7:5000"
+		var held []*lane
+		for i := 0; i < 2; i++ {
+			l, exc := c.grantLane(attachHello("Echo:echo", 0), wire.CapSHM)
+			require.Nil(t, exc)
+			held = append(held, l)
+		}
+		_, exc := c.grantLane(attachHello("Echo:echo", 0), wire.CapSHM)
+		require.NotNil(t, exc)
+		assert.Equal(t, "hatrpc: server: fast-path budget exhausted: host 192.0.2.7: 2 lanes open", exc.Message)
+		other := &conn{s: c.s, remote: "192.0.2.8:5000"}
+		l, exc := other.grantLane(attachHello("Echo:echo", 0), wire.CapSHM)
+		require.Nil(t, exc, "another host is not held back")
+		held = append(held, l)
+		for _, l := range held {
+			l.grant.release()
+		}
+		assert.Empty(t, c.s.budget.hosts)
+		assert.Zero(t, c.s.budget.total)
 	})
 }
