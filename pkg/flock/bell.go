@@ -3,6 +3,7 @@ package flock
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ const (
 	// too many writes, and an idle dispatcher naps instead (idle senders
 	// leave: Peer.Close).
 	maxBellPeers = 64
+	// busyTries bounds the yields a server dispatcher waits for a leader
+	// holding a sender's QP before it gives up telling that sender.
+	busyTries = 32
 )
 
 // sleepResult is what a dispatcher's attempt to sleep came to.
@@ -218,15 +222,22 @@ func (s *Server) sleep() sleepResult {
 		// earlier sleep means this sender cannot be told now, so the
 		// dispatcher only naps; a failed one tears the sender down.
 		l := p.lanes[0]
-		n.reclaim()
-		n.reset()
-		n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch
-		n.arg1 = p.epochWR
-		served := l.tryServeOne(n)
-		n.free.Store(true)
+		served := false
+		// A leader holding the QP is usually done within a yield or two;
+		// one that is not may be waiting on a dead peer: tell the others,
+		// and look again after a nap.
+		for try := 0; !served && try < busyTries; try++ {
+			if try > 0 {
+				runtime.Gosched()
+			}
+			n.reclaim()
+			n.reset()
+			n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch
+			n.arg1 = p.epochWR
+			served = l.tryServeOne(n)
+			n.free.Store(true)
+		}
 		if !served {
-			// A leader holds the QP (and may be waiting on a dead peer):
-			// tell the others, and look again after a nap.
 			told = false
 			continue
 		}
@@ -263,6 +274,7 @@ func (s *Server) sleep() sleepResult {
 func (l *slane) postEpoch(n *node) {
 	w := &l.w
 	pending := n.arg1
+	n.arg2 = 0
 	if pending != 0 {
 		if n.err = w.reap(); n.err != nil {
 			return
