@@ -86,7 +86,11 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 	}
 	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
 		if got := c.conns[0].Plan("HatKV:Get").Transport; got != tr {
+			cause := c.conns[0].FastPathErr()
 			_ = c.Close()
+			if cause != nil { // not the server's choice: say what happened
+				return nil, fmt.Errorf("%w: no %s lanes from the server at %s: %w", ErrTransportUnavailable, tr, addr, cause)
+			}
 			return nil, fmt.Errorf("%w: the server at %s did not grant %s lanes (calls would run over %s); start it with --transport %s or auto on a host that can",
 				ErrTransportUnavailable, addr, tr, got, tr)
 		}

@@ -72,6 +72,7 @@ type Conn struct {
 	cores      int
 	lanes      lanes
 	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
+	upgradeErr atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
 	spread     spreader                    // extra TCP connections, see spread.go
 	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
 }

@@ -113,9 +113,18 @@ func (c *Conn) wireFormat() wire.Format {
 func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
 	f := c.wireFormat()
 	s, err := c.dialSessionFormat(ctx, upgrade, 0, f)
+	if err == nil && upgrade {
+		c.upgradeErr.Store(nil)
+	}
 	var ce *ConnError
 	if !upgrade || err == nil || !errors.As(err, &ce) || ce.Op != "handshake" || !peerHungUp(ce.Err) {
 		return s, err
+	}
+	if c.laneOffer() != 0 {
+		// Remembered for FastPathErr: without it, a HatRPC server at its
+		// connection limit looks like one that grants no lanes.
+		cause := error(fmt.Errorf("the server closed the connection during the HatRPC handshake (at its connection limit?): %w", ce.Err))
+		c.upgradeErr.Store(&cause)
 	}
 	if !c.o.formatSet {
 		found, ans, err := c.probe(ctx, f)
@@ -125,7 +134,11 @@ func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
 		case ans == answeredHat:
 			// A HatRPC server, which reads every stack: it turned the
 			// first connection away and took this one.
-			return c.dialSessionFormat(ctx, true, 0, f)
+			s, err := c.dialSessionFormat(ctx, true, 0, f)
+			if err == nil {
+				c.upgradeErr.Store(nil)
+			}
+			return s, err
 		case ans == answeredPlain:
 			c.detected.Store(&found)
 			return c.dialSessionFormat(ctx, false, 0, found)

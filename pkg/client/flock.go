@@ -119,7 +119,7 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 	defer cancel()
 	d, err := fastpath.Acquire(fastpath.Provider(tr))
 	if err != nil {
-		return nil, errNoLane
+		return nil, c.setupFailed("flock", tr, err)
 	}
 	defer func() {
 		if err != nil {
@@ -135,13 +135,20 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 			nc.Close()
 		}
 	}()
+	if exc != nil && budgetRefusal(exc.Message) {
+		return nil, c.setupFailed("flock", tr, fmt.Errorf("refused by the server: %s", exc.Message))
+	}
 	if exc != nil || rep.Caps&wire.CapAttach == 0 {
 		return nil, errNoLane
 	}
 	fc, err := flock.Dial(dctx, d.Device, bufConn{nc, br},
-		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
+		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
+		flock.WithMaxReply(c.o.limits.MaxMessageSize+wire.HeaderSize))
 	if err != nil {
-		return nil, &ConnError{Op: "flock", Err: err}
+		if ctx.Err() != nil {
+			return nil, &ConnError{Op: "flock", Err: err}
+		}
+		return nil, c.setupFailed("flock", tr, err)
 	}
 	dead, kill := context.WithCancelCause(context.Background())
 	sh := &sharedFlock{key: key, fc: fc, dev: d, dead: dead, kill: func() {

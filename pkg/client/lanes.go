@@ -203,13 +203,22 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	return d, nil
 }
 
-// disable keeps every later call of the Conn on TCP.
-func (ls *lanes) disable(err error) {
+// disable keeps every later call of the Conn on TCP; true the first time.
+func (ls *lanes) disable(err error) bool {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	if ls.off == nil {
 		ls.off = err
+		return true
 	}
-	ls.mu.Unlock()
+	return false
+}
+
+// isOff reports whether lanes were turned off for the Conn.
+func (ls *lanes) isOff() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.off != nil
 }
 
 // close ends every lane and releases the devices.
@@ -288,8 +297,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	defer cancel()
 	d, err := p.ls.device(p.tr)
 	if err != nil {
-		p.ls.disable(err)
-		return nil, errNoLane
+		return nil, c.setupFailed("lane", p.tr, err)
 	}
 	// Sizes for both sides' buffers: declared, or the largest seen (with
 	// no reply seen yet, as large as the request: echo-like services).
@@ -314,6 +322,8 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 		pe := &fastpath.PlanError{Function: p.fn, Reason: exc.Message}
 		p.conflict.Store(pe)
 		return nil, pe
+	case exc != nil && budgetRefusal(exc.Message):
+		return nil, c.setupFailed("lane", p.tr, fmt.Errorf("refused by the server: %s", exc.Message))
 	case exc != nil || rep.Caps&wire.CapAttach == 0:
 		// The server will not give lanes to this client (draining, or it
 		// changed its mind): the Conn carries on over TCP.
@@ -322,16 +332,19 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	}
 	l := &clane{p: p}
 	if l.pd, err = d.AllocPD(); err != nil {
-		return nil, &ConnError{Op: "lane", Err: err}
+		return nil, c.setupFailed("lane", p.tr, err)
 	}
 	if l.ep, err = rdma.NewRPCEndpoint(l.pd, p.side.Sized(int(min(resp, fastpath.MaxMessage)), 0).Config); err != nil {
 		_ = l.pd.Close()
-		return nil, &ConnError{Op: "lane", Err: err}
+		return nil, c.setupFailed("lane", p.tr, err)
 	}
 	if err = l.ep.Bootstrap(dctx, bufConn{nc, br}); err != nil {
 		_ = l.ep.Close()
 		_ = l.pd.Close()
-		return nil, &ConnError{Op: "lane", Err: err}
+		if ctx.Err() != nil {
+			return nil, &ConnError{Op: "lane", Err: err} // the call's own deadline, not the fast path
+		}
+		return nil, c.setupFailed("lane", p.tr, err)
 	}
 	switch p.side.Polling {
 	case hints.PollAdaptive:
@@ -568,6 +581,9 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 				p.calls[flockSlot].Add(1)
 			}
 			return err
+		}
+		if c.lanes.isOff() {
+			return errNoLane // the fast path fell back to TCP
 		}
 	}
 	return p.call(ctx, name, m.Oneway, args, result)

@@ -3,6 +3,7 @@ package flock
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,8 +42,12 @@ const (
 	// idleSlice bounds one sleep of a server dispatcher.
 	idleSlice = time.Second
 	// maxBellPeers: with more senders than this, going to sleep would cost
-	// too many writes, and an idle dispatcher naps instead.
+	// too many writes, and an idle dispatcher naps instead (idle senders
+	// leave: Peer.Close).
 	maxBellPeers = 64
+	// busyTries bounds the yields a server dispatcher waits for a leader
+	// holding a sender's QP before it gives up telling that sender.
+	busyTries = 32
 )
 
 // sleepResult is what a dispatcher's attempt to sleep came to.
@@ -195,29 +200,64 @@ func (s *Server) sleep() sleepResult {
 	peers := append(s.sleepPeers[:0], s.peers...)
 	s.mu.Unlock()
 	s.sleepPeers = peers
+	if len(peers) == 0 {
+		// Nobody to serve: park until a sender connects (register nudges).
+		s.m.sleeps.Inc()
+		select {
+		case <-s.stop:
+		case <-s.bell:
+		}
+		return slept
+	}
 	if len(peers) > maxBellPeers {
 		return sleepNo
 	}
 	s.bellEpoch++
 	n := s.bellNode
+	told := true // every sender has this epoch
 	for _, p := range peers {
-		// A sender that is gone has a broken writer: the write fails at
-		// once and the loop goes on.
+		// The epoch WRITE is posted, never waited for: a sender that died
+		// may take a NIC's transport retries to fail it, and the
+		// dispatcher serves everyone. A write still outstanding from an
+		// earlier sleep means this sender cannot be told now, so the
+		// dispatcher only naps; a failed one tears the sender down.
 		l := p.lanes[0]
-		n.reclaim()
-		n.reset()
-		n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch
-		served := l.tryServeOne(n)
-		n.free.Store(true)
+		served := false
+		// A leader holding the QP is usually done within a yield or two;
+		// one that is not may be waiting on a dead peer: tell the others,
+		// and look again after a nap.
+		for try := 0; !served && try < busyTries; try++ {
+			if try > 0 {
+				runtime.Gosched()
+			}
+			n.reclaim()
+			n.reset()
+			n.ctx, n.kind, n.old = s.ctx, opWrite, s.bellEpoch
+			n.arg1 = p.epochWR
+			served = l.tryServeOne(n)
+			n.free.Store(true)
+		}
 		if !served {
-			return sleepBusy
+			told = false
+			continue
+		}
+		if n.err != nil {
+			continue // the sender is gone or going: nothing to tell it
+		}
+		p.epochWR = n.arg2
+		if p.epochWR != 0 {
+			told = false
 		}
 	}
 	if s.poll() {
 		return slept
 	}
+	slice := idleSlice
+	if !told {
+		slice = time.Millisecond
+	}
 	s.m.sleeps.Inc()
-	t := time.NewTimer(idleSlice)
+	t := time.NewTimer(slice)
 	defer t.Stop()
 	select {
 	case <-s.stop:
@@ -228,15 +268,35 @@ func (s *Server) sleep() sleepResult {
 }
 
 // postEpoch is a leader's work for the dispatcher's epoch node: one WRITE
-// of the epoch into the sender's lane-0 response ring.
+// of the epoch into the sender's lane-0 response ring, posted without
+// waiting. n.arg1 is the epoch write still outstanding from before (0:
+// none); n.arg2 returns the one now outstanding (0: it completed).
 func (l *slane) postEpoch(n *node) {
 	w := &l.w
+	pending := n.arg1
+	n.arg2 = 0
+	if pending != 0 {
+		if n.err = w.reap(); n.err != nil {
+			return
+		}
+		if w.done < pending {
+			n.arg2 = pending // not yet: the peer cannot be told this epoch
+			return
+		}
+	}
 	binary.LittleEndian.PutUint64(w.sb[stageBell:], n.old)
 	wr := rdma.SendWR{WRID: w.nextID(), Opcode: rdma.OpRDMAWrite, NumSGE: 1,
 		RemoteAddr: w.remote.Addr + ctlBell, RKey: w.remote.RKey}
 	wr.SG[0] = w.stage.SGE(stageBell, 8)
 	w.wrs = append(w.wrs, wr)
-	n.err = w.post(n.ctx)
+	id, err := w.postAsync()
+	if n.err = err; err != nil {
+		return
+	}
+	// shm executes the write in the post: usually done already.
+	if n.err = w.reap(); n.err == nil && w.done < id {
+		n.arg2 = id
+	}
 }
 
 // wakeServer rings the server if its dispatcher went to sleep since the

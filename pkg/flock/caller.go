@@ -24,6 +24,10 @@ type Caller struct {
 	inflight atomic.Int32
 	resp     chan response
 	n        *node
+	// parts of a response being joined (statusMore); dispatcher only
+	part    []byte
+	partSeq uint32
+	partErr bool // the response exceeds the reply bound: its parts are dropped
 
 	count, bytes atomic.Uint64
 	sizes        [sizeWindow]atomic.Uint32

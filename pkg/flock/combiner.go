@@ -244,7 +244,12 @@ func (c *combiner) tryLeadOne(n *node) bool {
 	if !c.tail.CompareAndSwap(nil, n) {
 		return false
 	}
-	c.leadFrom(n, 1)
+	// Detached nodes that queued behind n (server responses) are led on
+	// by a goroutine of their own: whoever calls this must not wait on a
+	// post to a peer that may be dead (the server's dispatcher).
+	if next := c.leadOnce(n, n, 1); next != nil {
+		go c.leadFrom(next, c.max)
+	}
 	return true
 }
 

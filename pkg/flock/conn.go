@@ -529,6 +529,14 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 			continue
 		}
 		cl := callers[e.caller]
+		data, status, joined := e.data, e.status, false
+		if e.status == statusMore || cl.part != nil || cl.partErr {
+			var done bool
+			if data, status, done = c.join(cl, e); !done {
+				continue
+			}
+			joined = true
+		}
 		// The request is answered: count it off before the caller can see
 		// the response, so its next pickLane knows nothing is outstanding
 		// and can take a pending migration (decremented after the send, a
@@ -537,7 +545,10 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 		cl.inflight.Add(-1)
 		c.outstanding.Add(-1)
 		if cl.curSeq.Load() == e.seq {
-			r := response{seq: e.seq, status: e.status, data: append([]byte(nil), e.data...)}
+			r := response{seq: e.seq, status: status, data: data}
+			if !joined {
+				r.data = append([]byte(nil), data...) // data is ring memory
+			}
 			select {
 			case cl.resp <- r:
 			default:
@@ -547,6 +558,38 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 			c.stale.Add(1)
 		}
 	}
+}
+
+// join collects the parts of a large response (the dispatcher's) and
+// reports the whole, with its status, once its last part arrived. Parts of
+// an abandoned call are dropped; a response beyond the reply bound fails
+// the call with ErrTooLarge.
+func (c *Conn) join(cl *Caller, e *entry) ([]byte, uint16, bool) {
+	if (cl.part != nil || cl.partErr) && cl.partSeq != e.seq {
+		cl.part, cl.partErr = nil, false // an abandoned call's parts
+	}
+	if cl.part == nil && !cl.partErr && e.status != statusMore {
+		return append([]byte(nil), e.data...), e.status, true
+	}
+	cl.partSeq = e.seq
+	if !cl.partErr && len(cl.part)+len(e.data) > c.cfg.maxReply {
+		cl.part, cl.partErr = nil, true
+	}
+	if !cl.partErr {
+		if cl.part == nil {
+			cl.part = make([]byte, 0, 2*len(e.data))
+		}
+		cl.part = append(cl.part, e.data...)
+	}
+	if e.status == statusMore {
+		return nil, 0, false
+	}
+	data, failed := cl.part, cl.partErr
+	cl.part, cl.partErr = nil, false
+	if failed {
+		return []byte(ErrTooLarge.Error()), statusHandlerErr, true
+	}
+	return data, e.status, true
 }
 
 func (c *Conn) poke() {

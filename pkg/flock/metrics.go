@@ -17,6 +17,8 @@ type Metrics struct {
 	headReads       prometheus.Counter
 	sleeps          prometheus.Counter
 	wakeups         prometheus.Counter
+	peers           prometheus.Gauge
+	qps             prometheus.Gauge
 }
 
 // NewMetrics creates the metrics on a fresh registry.
@@ -45,8 +47,12 @@ func NewMetrics() *Metrics {
 			Name: "flock_dispatcher_sleeps_total", Help: "Dispatcher sleeps on the doorbell: a client's (calls outstanding, rings empty) or an idle server's."}),
 		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flock_dispatcher_wakeups_total", Help: "Doorbells rung to wake a sleeping dispatcher (a client's by the server, the server's by a client)."}),
+		peers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flock_peers", Help: "Senders connected to the server (released when they leave or die)."}),
+		qps: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "flock_server_qps", Help: "QPs the server holds for its senders."}),
 	}
 	m.Registry.MustRegister(m.degree, m.creditsGranted, m.creditsDeclined, m.activeQPs, m.migrations,
-		m.messages, m.requests, m.headReads, m.sleeps, m.wakeups)
+		m.messages, m.requests, m.headReads, m.sleeps, m.wakeups, m.peers, m.qps)
 	return m
 }

@@ -43,6 +43,10 @@ const (
 	statusHandlerErr
 	statusNoHandler
 	statusAborted // local only: Conn.Abort failed the call
+	// statusMore: one part of a response too large for one message; the
+	// parts follow each other on the same QP and the last carries the
+	// response's own status.
+	statusMore
 )
 
 // header is the decoded fixed part of a message.

@@ -19,11 +19,12 @@ type config struct {
 	metrics       *Metrics
 	mutexShared   bool // benchmark baseline: QP behind a mutex, no coalescing
 	idleSleep     time.Duration
+	maxReply      int
 }
 
 func defaultConfig() config {
 	return config{qps: 4, credits: 32, maxBatch: 32, ringSize: 256 << 10, maxMsg: 32 << 10, memSlot: 4096,
-		schedInterval: 10 * time.Millisecond, maxAQP: 256}
+		schedInterval: 10 * time.Millisecond, maxAQP: 256, maxReply: 64 << 20}
 }
 
 // Option configures Dial and NewServer.
@@ -47,6 +48,10 @@ func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
 // WithMaxMessage bounds one coalesced message (default 32 KiB); a single
 // request or response must fit in it with its header.
 func WithMaxMessage(n int) Option { return func(c *config) { c.maxMsg = n } }
+
+// WithMaxReply bounds one response (default 64 MiB): a response larger
+// than a message travels in parts that the client joins.
+func WithMaxReply(n int) Option { return func(c *config) { c.maxReply = n } }
 
 // WithMaxMemOp bounds one Read or Write (client; default 4 KiB).
 func WithMaxMemOp(n int) Option { return func(c *config) { c.memSlot = n } }
@@ -80,7 +85,7 @@ func withIdleSleep(d time.Duration) Option { return func(c *config) { c.idleSlee
 func (c *config) valid() bool {
 	return c.qps >= 1 && c.qps <= 4096 && c.credits >= 2 && c.maxBatch >= 1 && c.maxBatch <= maxMsgCount &&
 		c.ringSize > 0 && c.ringSize%msgAlign == 0 && c.maxMsg >= minMsgLen+metaLen+8 &&
-		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 0
+		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 0 && c.maxReply > 0
 }
 
 // WithPlan applies the hints a service resolved to (docs/hints.md):

@@ -19,6 +19,17 @@ func (s *Server) scheduleQPs() {
 	wcs := make([]rdma.Completion, 64)
 	next := time.Now().Add(s.cfg.schedInterval)
 	for {
+		s.schedRounds.Add(1)
+		if s.Peers() == 0 {
+			// No sender: nothing to renew or redistribute; park until one
+			// registers (an idle server costs no CPU).
+			select {
+			case <-s.stop:
+				return
+			case <-s.joined:
+			}
+			continue
+		}
 		// Renewals are rare next to requests, so this goroutine blocks in
 		// the CQ's event wait (off any P) instead of spinning.
 		wait := 5 * time.Millisecond
@@ -34,13 +45,16 @@ func (s *Server) scheduleQPs() {
 		if err == nil && n > 0 {
 			byQPN := *s.byQPN.Load()
 			for i := range wcs[:n] {
-				if l := byQPN[wcs[i].QPNum]; l != nil {
+				// A sender being torn down is left alone (its SRQ may be
+				// freed as soon as nobody is inside its gate).
+				if l := byQPN[wcs[i].QPNum]; l != nil && l.p.enter() {
 					if wc := &wcs[i]; wc.Err() == nil && wc.HasImm() && wc.Imm == bellImm {
 						s.wake() // a sender woke the sleeping dispatcher
 					} else {
 						s.renew(l, wc)
 					}
 					_ = l.p.srq.PostRecv(l.p.recvs[:1])
+					l.p.exit()
 				}
 			}
 		}
@@ -83,12 +97,20 @@ func (s *Server) renew(l *slane, wc *rdma.Completion) {
 	s.pushControl(l)
 }
 
-// pushControl sends the QP's credit state to the sender now, coalesced with
-// whatever responses are queued on that QP.
+// pushControl sends the QP's credit state to the sender, coalesced with
+// whatever responses are queued on that QP. The QP scheduler serves every
+// sender, so it never waits for the post (a dead sender's may take a NIC's
+// transport retries to fail): a goroutine submits the node, detached. The
+// message carries absolute values (credits granted, renewals answered,
+// the active flag), so two of them may arrive in either order.
 func (s *Server) pushControl(l *slane) {
-	n := newNode()
+	n := s.nodes.get()
 	n.ctx, n.kind = s.ctx, opCtl
-	l.submit(n)
+	s.ctl.Add(1)
+	go func() {
+		defer s.ctl.Done()
+		l.submitDetached(n)
+	}()
 }
 
 func (s *Server) redistribute(peers []*Peer) {
@@ -124,6 +146,8 @@ func (s *Server) redistributeLocked(peers []*Peer) {
 		}
 	}
 	for i, p := range peers {
-		s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(alloc[i]))
+		if !p.life.closing.Load() { // a leaving sender's series is deleted (peer.go)
+			s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(alloc[i]))
+		}
 	}
 }

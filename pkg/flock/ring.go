@@ -66,6 +66,7 @@ type ringWriter struct {
 	wrs      []rdma.SendWR
 	wcs      []rdma.Completion
 	wrid     uint64
+	done     uint64 // highest work request id known complete (RC: all before it too)
 	broken   error
 	headRead func() // metric hook
 }
@@ -214,14 +215,9 @@ func (w *ringWriter) post(ctx context.Context) error {
 	if len(w.wrs) == 0 {
 		return nil
 	}
-	last := &w.wrs[len(w.wrs)-1]
-	last.Flags |= rdma.Signaled
-	lastID := last.WRID
-	err := w.qp.PostSend(w.wrs)
-	w.wrs = w.wrs[:0]
+	lastID, err := w.postAsync()
 	if err != nil {
-		w.broken = &QPError{QP: w.idx, Err: err}
-		return w.broken
+		return err
 	}
 	deadline := time.Now().Add(postTimeout)
 	for {
@@ -230,15 +226,11 @@ func (w *ringWriter) post(ctx context.Context) error {
 			w.broken = &QPError{QP: w.idx, Err: err}
 			return w.broken
 		}
-		for i := range w.wcs[:n] {
-			wc := &w.wcs[i]
-			if err := wc.Err(); err != nil {
-				w.broken = &QPError{QP: w.idx, Err: err}
-				return w.broken
-			}
-			if wc.WRID == lastID {
-				return nil
-			}
+		if err := w.completed(n); err != nil {
+			return err
+		}
+		if w.done >= lastID {
+			return nil
 		}
 		if n == 0 && time.Now().After(deadline) {
 			w.broken = &QPError{QP: w.idx, Err: rdma.ErrTimedOut}
@@ -248,6 +240,56 @@ func (w *ringWriter) post(ctx context.Context) error {
 			runtime.Gosched()
 		}
 	}
+}
+
+// postAsync posts the accumulated chain with only the last work request
+// signaled and returns its id without waiting: for a poster that must not
+// wait on a peer that may be dead (the server's dispatcher). Whoever polls
+// the send CQ next (post, reap) records the completion in done.
+func (w *ringWriter) postAsync() (uint64, error) {
+	if w.broken != nil {
+		w.wrs = w.wrs[:0]
+		return 0, w.broken
+	}
+	if len(w.wrs) == 0 {
+		return w.done, nil
+	}
+	last := &w.wrs[len(w.wrs)-1]
+	last.Flags |= rdma.Signaled
+	lastID := last.WRID
+	err := w.qp.PostSend(w.wrs)
+	w.wrs = w.wrs[:0]
+	if err != nil {
+		w.broken = &QPError{QP: w.idx, Err: err}
+		return 0, w.broken
+	}
+	return lastID, nil
+}
+
+// reap polls the send CQ once without waiting and records what completed.
+func (w *ringWriter) reap() error {
+	if w.broken != nil {
+		return w.broken
+	}
+	n, err := w.scq.Poll(w.wcs)
+	if err != nil {
+		w.broken = &QPError{QP: w.idx, Err: err}
+		return w.broken
+	}
+	return w.completed(n)
+}
+
+// completed records n polled completions: a failed one breaks the writer.
+func (w *ringWriter) completed(n int) error {
+	for i := range w.wcs[:n] {
+		wc := &w.wcs[i]
+		if err := wc.Err(); err != nil {
+			w.broken = &QPError{QP: w.idx, Err: err}
+			return w.broken
+		}
+		w.done = max(w.done, wc.WRID)
+	}
+	return nil
 }
 
 // ringReader is the receiving end: the owner polls its ring memory for

@@ -38,15 +38,21 @@ type Server struct {
 	byQPN   atomic.Pointer[map[uint32]*slane]
 	rcq     *rdma.CQ // every sender's credit renewals, in event mode
 
-	tasks      chan task
-	ctx        context.Context
-	cancel     context.CancelFunc
-	stop       chan struct{}
-	loops      sync.WaitGroup
-	workers    sync.WaitGroup
-	closed     atomic.Bool
-	violations atomic.Uint64
-	nodes      nodePool // the workers' response nodes
+	tasks       chan task
+	ctx         context.Context
+	cancel      context.CancelFunc
+	stop        chan struct{}
+	loops       sync.WaitGroup
+	workers     sync.WaitGroup
+	closed      atomic.Bool
+	violations  atomic.Uint64
+	drops       sync.WaitGroup // peer teardowns in progress (peer.go)
+	ctl         sync.WaitGroup // control messages being submitted (pushControl)
+	pollSeq     atomic.Uint64  // odd while the dispatcher polls the rings
+	nextID      uint32         // under mu
+	joined      chan struct{}  // a sender registered: wakes a parked QP scheduler
+	schedRounds atomic.Uint64  // QP scheduler loop turns (tests: parked means still)
+	nodes       nodePool       // the workers' response nodes
 
 	// the dispatcher's doorbell (bell.go)
 	bell       chan struct{}
@@ -65,6 +71,10 @@ type Peer struct {
 	undo  []func() error
 	recvs []rdma.RecvWR
 	rung  atomic.Uint64 // the last sleep epoch of the peer's dispatcher woken
+	life  peerLife
+	// epochWR is the dispatcher's epoch WRITE still outstanding on lane 0
+	// (its work request id; 0: none). Dispatcher only.
+	epochWR uint64
 }
 
 // slane is one server-side QP: the request ring it polls and the response
@@ -127,7 +137,7 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{}),
-		bell: make(chan struct{}, 1), bellNode: newNode()}
+		bell: make(chan struct{}, 1), bellNode: newNode(), joined: make(chan struct{}, 1)}
 	s.byQPN.Store(&map[uint32]*slane{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers.Store(&map[uint16]Handler{})
@@ -205,7 +215,8 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
-	p.id = uint32(len(s.peers))
+	p.id = s.nextID
+	s.nextID++
 	var functioning []int
 	total := 0
 	for _, q := range s.peers {
@@ -245,7 +256,13 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 	}
 	s.byQPN.Store(&byQPN)
 	s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(share))
+	s.m.peers.Inc()
+	s.m.qps.Add(float64(len(p.lanes)))
 	s.mu.Unlock()
+	select {
+	case s.joined <- struct{}{}:
+	default:
+	}
 	if crowded {
 		s.redistributeLocked(peers)
 	}
@@ -272,13 +289,16 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 	if len(*s.lanes.Load())+qps > maxServerQPs {
 		return nil, fmt.Errorf("flock: server QP limit %d reached: %w", maxServerQPs, rdma.ErrNoResources)
 	}
-	p := &Peer{s: s}
+	p := &Peer{s: s, life: peerLife{done: make(chan struct{})}}
 	registered := false
 	defer func() {
-		// Once registered the dispatcher polls the peer's rings, so they
-		// live until Server.Close even if the reply cannot be sent.
-		if err != nil && !registered {
-			p.release()
+		// Once registered, the peer is torn down like any other.
+		if err != nil {
+			if registered {
+				_ = p.Close()
+			} else {
+				p.release()
+			}
 		}
 	}()
 	if err := p.setup(dev, qps); err != nil {
@@ -388,11 +408,33 @@ func (s *Server) Close() error {
 	s.loops.Wait()
 	close(s.tasks)
 	s.workers.Wait()
+	// Teardowns that began before Close finish first (forget saw closed
+	// false); later ones leave their peers to this.
+	s.schedMu.Lock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.peers {
+	peers := s.peers
+	s.peers = nil
+	s.mu.Unlock()
+	s.schedMu.Unlock()
+	s.ctl.Wait() // pushControl runs under schedMu or on the stopped QP scheduler
+	s.drops.Wait()
+	for _, p := range peers {
+		// A leader may still be inside the gate (tryLeadOne hands detached
+		// responses to a goroutine of their own): it is done first.
+		p.life.closing.Store(true)
+		for p.life.users.Load() != 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		p.life.once.Do(func() {
+			err := error(ErrClosed)
+			p.life.cause.Store(&err)
+			p.life.closing.Store(true)
+			close(p.life.done)
+		})
 		p.release()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, r := range s.regions {
 		_ = r.Close()
 	}
@@ -508,6 +550,8 @@ func (s *Server) dispatch() {
 // poll accepts what the request rings hold (up to 16 messages a QP) and
 // reports whether there was anything. Dispatcher only.
 func (s *Server) poll() bool {
+	s.pollSeq.Add(1) // odd: teardowns wait for this poll (peer.go)
+	defer s.pollSeq.Add(1)
 	got := false
 	for _, l := range *s.lanes.Load() {
 		if l.req.drain(&s.es, func(h header, es []entry) { s.accept(l, h, es) }) {
@@ -556,6 +600,12 @@ func (s *Server) runInline(l *slane, es []entry) {
 		e := &es[i]
 		s.call(ns[i], l, e.caller, e.seq, e.handler, e.data)
 	}
+	for i := 0; i < len(ns); i++ {
+		if parts := s.split(ns[i], newNode); parts != nil { // rare: a large response
+			ns = append(ns[:i:i], append(parts, ns[i:]...)...)
+			i += len(parts)
+		}
+	}
 	if l.p.s.cfg.mutexShared {
 		for _, n := range ns {
 			l.submit(n)
@@ -579,7 +629,7 @@ func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req
 			status, out = statusHandlerErr, []byte(err.Error())
 		}
 	}
-	if messageLen([]entry{{data: out}}) > s.cfg.maxMsg {
+	if len(out) > s.cfg.maxReply {
 		status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
 	}
 	n.reset()
@@ -594,9 +644,34 @@ func (s *Server) work() {
 	for t := range s.tasks {
 		n := s.nodes.get()
 		s.call(n, t.l, t.caller, t.seq, t.handler, t.data)
+		for _, part := range s.split(n, s.nodes.get) {
+			t.l.submitDetached(part)
+		}
 		n.wait = waitNone
 		t.l.submitDetached(n)
 	}
+}
+
+// partSize is the most response data one message carries alone.
+func (s *Server) partSize() int { return (s.cfg.maxMsg - headerLen - trailerLen - metaLen) &^ 7 }
+
+// split cuts a response too large for one message into parts: it returns
+// nodes (from get) for all but the last part, which stays in n. Submitted
+// in order on the QP, they arrive in order; the client joins them
+// (statusMore). nil when the response fits.
+func (s *Server) split(n *node, get func() *node) []*node {
+	size := s.partSize()
+	if len(n.data) <= size {
+		return nil
+	}
+	var parts []*node
+	for len(n.data) > size {
+		p := get()
+		p.ctx, p.kind, p.caller, p.seq, p.handler, p.status, p.data = n.ctx, opResp, n.caller, n.seq, n.handler, statusMore, n.data[:size:size]
+		parts = append(parts, p)
+		n.data = n.data[size:]
+	}
+	return parts
 }
 
 func (l *slane) submitDetached(n *node) {
@@ -625,7 +700,20 @@ func (l *slane) submit(n *node) {
 func (l *slane) serve(b []*node) int {
 	w := &l.w
 	s := l.p.s
-	if b[0].kind == opWrite { // the dispatcher's sleep epoch, alone (tryServeOne)
+	if !l.p.enter() {
+		for _, n := range b {
+			n.err = errPeerClosed
+		}
+		return len(b)
+	}
+	defer l.p.exit()
+	defer func() {
+		if w.broken != nil {
+			l.p.fail(w.broken) // a peer that cannot be written to is torn down
+		}
+	}()
+	switch b[0].kind {
+	case opWrite: // the dispatcher's sleep epoch, alone (tryServeOne)
 		l.postEpoch(b[0])
 		return 1
 	}

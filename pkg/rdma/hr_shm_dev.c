@@ -100,11 +100,18 @@ uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
 void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
-	/* Give the pages back so a long-lived segment does not pin memory. */
+	/* Give the pages back so a long-lived segment does not pin memory, and
+	 * zero what stays: freed memory keeps nothing of its last owner (a peer
+	 * that maps the segment must not find a departed client's payloads),
+	 * and every allocation starts zeroed. */
 	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t a = (off + ps - 1) & ~(ps - 1), b = (off + len) & ~(ps - 1);
-	if (b > a)
-		fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a));
+	if (b > a && fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)) == 0) {
+		memset(d->base + off, 0, a - off);
+		memset(d->base + b, 0, off + len - b);
+	} else {
+		memset(d->base + off, 0, len);
+	}
 	size_t i = 0;
 	while (i < d->nfree && d->freel[i].off < off)
 		i++;
@@ -223,12 +230,26 @@ static void svc_deliver_fds(struct shm_dev *d)
 	}
 }
 
+/* Every live peer is checked each pass, 64 pidfds per poll(2) call: a
+ * server may have thousands of peers, and one that is never looked at
+ * keeps its work waiting forever. */
+#define SVC_PEER_BATCH 64
+
+static void svc_poll_peers(struct pollfd *pf, struct shm_peer **pp, int n)
+{
+	if (n && poll(pf, (nfds_t)n, 0) > 0) {
+		for (int i = 0; i < n; i++)
+			if (pf[i].revents)
+				atomic_store(&pp[i]->dead, 1);
+	}
+}
+
 static void svc_check_peers(struct shm_dev *d)
 {
-	struct pollfd pf[64];
-	struct shm_peer *pp[64];
+	struct pollfd pf[SVC_PEER_BATCH];
+	struct shm_peer *pp[SVC_PEER_BATCH];
 	int n = 0;
-	for (struct shm_peer *p = d->peers; p && n < 64; p = p->next) {
+	for (struct shm_peer *p = d->peers; p; p = p->next) {
 		if (atomic_load(&p->dead))
 			continue;
 		struct shm_hdr *h = (struct shm_hdr *)p->base;
@@ -245,12 +266,12 @@ static void svc_check_peers(struct shm_dev *d)
 		pf[n].events = POLLIN;
 		pf[n].revents = 0;
 		pp[n++] = p;
+		if (n == SVC_PEER_BATCH) {
+			svc_poll_peers(pf, pp, n);
+			n = 0;
+		}
 	}
-	if (n && poll(pf, (nfds_t)n, 0) > 0) {
-		for (int i = 0; i < n; i++)
-			if (pf[i].revents)
-				atomic_store(&pp[i]->dead, 1);
-	}
+	svc_poll_peers(pf, pp, n);
 }
 
 static void *svc_main(void *arg)
@@ -327,6 +348,10 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	st = HR_EIO;
 	d->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
 	if (d->fd < 0)
+		goto fail;
+	/* memfds are created 0777: owner only (peers of the same uid still
+	 * reach it through /proc/<pid>/fd). */
+	if (fchmod(d->fd, 0600) != 0)
 		goto fail;
 	if (ftruncate(d->fd, (off_t)d->size) != 0)
 		goto fail;

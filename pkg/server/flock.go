@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 
@@ -23,53 +22,59 @@ const flockHandler = 0
 
 // flockState is the server's FLOCK side, made on the first attach.
 type flockState struct {
-	once sync.Once
-	srv  *flock.Server
-	err  error
-	conn *conn // the pseudo-connection FLOCK calls run on
-	lane *lane
+	mu     sync.Mutex
+	srv    *flock.Server
+	closed bool
+	conn   *conn // the pseudo-connection FLOCK calls run on
+	lane   *lane
 }
 
 // flockServer returns the server's flock.Server, creating it on first use.
+// A failed creation (the device out of memory during a flood, say) is not
+// remembered: the next attach tries again.
 func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error) {
 	f := &s.flock
-	f.once.Do(func() {
-		// Handlers may block (a write waiting for its group commit), so
-		// the pool is sized like a connection's concurrency, not the cores.
-		fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
-			flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing))
-		if err != nil {
-			f.err = err
-			return
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		// The pseudo-connection never finishes by itself (readDone stays
-		// false); the server's Close cancels its context.
-		f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
-		f.lane = &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
-			side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
-			in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
-			out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}
-		fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
-			out, _ := f.conn.laneCall(f.lane, req)
-			if len(out) > fastpath.FlockMaxMessage {
-				// The handler ran, but its reply cannot travel back this
-				// way: the caller gets this error (plan the function's
-				// payload_size so it does not share QPs).
-				return nil, fmt.Errorf("hatrpc: reply of %d bytes exceeds the qp_sharing message limit %d",
-					len(out), fastpath.FlockMaxMessage)
-			}
-			return out, nil
-		})
-		f.srv = fs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrServerClosed
+	}
+	if f.srv != nil {
+		return f.srv, nil
+	}
+	// Handlers may block (a write waiting for its group commit), so the
+	// pool is sized like a connection's concurrency, not the cores.
+	fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
+		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
+		flock.WithMaxReply(s.opts.limits.MaxMessageSize+wire.HeaderSize))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The pseudo-connection never finishes by itself (readDone stays
+	// false); the server's Close cancels its context.
+	f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+	f.lane = &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
+		side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
+		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
+		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}
+	fc, fl := f.conn, f.lane
+	// A reply larger than a FLOCK message travels in parts that the
+	// client joins (pkg/flock), so no reply size fails here.
+	fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
+		out, _ := fc.laneCall(fl, req)
+		return out, nil
 	})
-	return f.srv, f.err
+	f.srv = fs
+	return fs, nil
 }
 
 // cancelFlock cancels the contexts of the FLOCK calls running (Close).
 func (s *Server) cancelFlock() {
 	f := &s.flock
-	f.once.Do(func() { f.err = ErrServerClosed }) // no FLOCK after this
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true // no FLOCK after this
 	if f.conn != nil {
 		f.conn.cancel()
 	}
@@ -78,8 +83,12 @@ func (s *Server) cancelFlock() {
 // closeFlock stops the FLOCK side once no call can arrive any more.
 func (s *Server) closeFlock() {
 	s.cancelFlock()
-	if f := &s.flock; f.srv != nil {
-		_ = f.srv.Close()
+	f := &s.flock
+	f.mu.Lock()
+	fs := f.srv
+	f.mu.Unlock()
+	if fs != nil {
+		_ = fs.Close()
 	}
 }
 
@@ -93,17 +102,28 @@ func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
 		return
 	}
 	bctx, cancel := context.WithTimeout(c.ctx, laneBootstrapTimeout)
-	_, err = fs.Accept(bctx, d.Device, bufConn{c.nc, c.br})
+	peer, err := fs.Accept(bctx, d.Device, bufConn{c.nc, c.br})
 	cancel()
 	if err != nil {
 		c.s.log.Info("hatrpc: flock attach failed", "remote", c.remote, "err", err)
 		return
 	}
+	l.grant.ready()
+	// Whatever ends the handle — the client process leaving or dying (the
+	// link), the server draining or closing, a failed write to it (the
+	// peer tears itself down) — releases everything the server holds for
+	// it: QPs, rings, registered memory, the peer mapping.
+	c.s.met.flockPeers.Inc()
+	defer c.s.met.flockPeers.Dec()
+	defer peer.Close()
 	l.link = fastpath.Watch(c.nc, nil, func() { c.cancel() })
 	defer l.link.Close()
 	defer c.runLane(l)()
 	select {
 	case <-c.ctx.Done():
 	case <-l.stop:
+	case <-peer.Done():
+		// Usually the client process just exited and its link closes too.
+		c.s.log.Debug("hatrpc: flock peer dropped", "remote", c.remote, "err", peer.Err())
 	}
 }

@@ -41,6 +41,8 @@ type lane struct {
 	// shared: the lane stands for the FLOCK handle of every client of
 	// the process; its calls run concurrently on the FLOCK workers.
 	shared bool
+
+	grant *grant // what the lane holds of the server's budgets
 }
 
 // statsFor returns the method's metric children for a transport; those of
@@ -61,8 +63,10 @@ func (s *Server) statsFor(m *method, tr uint8) *methodStats {
 // errAttached ends the reader of a connection that became a lane.
 var errAttached = errors.New("server: connection became a lane")
 
-// laneBootstrapTimeout bounds the endpoint exchange after a granted attach.
-const laneBootstrapTimeout = 10 * time.Second
+// laneBootstrapTimeout bounds the endpoint exchange after a granted attach:
+// a lane being set up holds its registered memory and a pending-setup slot
+// of the budget, so a client that never finishes must not hold them long.
+const laneBootstrapTimeout = 5 * time.Second
 
 // device returns the server's verbs device, opening it on first use; nil
 // when lanes are off or the provider cannot be opened (then every client
@@ -138,13 +142,20 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 		tr = trRDMA
 	}
 	if a.Function == fastpath.FlockFunction {
-		return &lane{fn: a.Function, tr: tr, shared: true, stop: make(chan struct{})}, nil
+		g, err := c.s.laneBudget.take(c.remote, 0, true)
+		if err != nil {
+			return nil, c.refuseBudget(a.Function, err)
+		}
+		return &lane{fn: a.Function, tr: tr, shared: true, stop: make(chan struct{}), grant: g}, nil
 	}
-	var set hints.Set
-	var reqSize int
-	if m := c.s.lookup([]byte(a.Function)); m != nil {
-		set, reqSize = m.set, m.reqSize
+	// Only a registered function gets a lane, planned from its own hints.
+	m := c.s.lookup([]byte(a.Function))
+	if m == nil {
+		c.s.met.rejected.WithLabelValues("unknown_function").Inc()
+		return nil, proto.NewApplicationException(proto.ExcUnknownMethod,
+			fmt.Sprintf("hatrpc: no lane for %q: no such function", a.Function))
 	}
+	set, reqSize := m.set, m.reqSize
 	// The reply plan for this lane's transport: on shm the planner adapts
 	// the design space (pkg/hints).
 	side := fastpath.PlanSide(fastpath.OnTransport(set, want), reqSize, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
@@ -161,10 +172,26 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	}
 	// The client's sizes (declared or seen) size what this side receives
 	// (requests) and publishes (RFP responses), so they need no rendezvous.
-	side = side.Sized(int(min(a.RequestSize, fastpath.MaxMessage)), int(min(a.ResponseSize, fastpath.MaxMessage)))
-	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}), numa: numa,
+	// Sizes beyond what the server accepts anyway are the client's
+	// fantasy, not a reason to register memory.
+	maxMsg := int64(min(c.s.opts.limits.MaxMessageSize+wire.HeaderSize, fastpath.MaxMessage))
+	side = side.Sized(int(max(min(a.RequestSize, maxMsg), 0)), int(max(min(a.ResponseSize, maxMsg), 0)))
+	g, err := c.s.laneBudget.take(c.remote, laneBytes(side.Config), false)
+	if err != nil {
+		return nil, c.refuseBudget(a.Function, err)
+	}
+	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}), numa: numa, grant: g,
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
+}
+
+// refuseBudget answers an attach that a budget does not allow: the client
+// carries the calls over TCP (or, insisting on the transport, fails with
+// this message).
+func (c *conn) refuseBudget(fn string, err error) *proto.ApplicationException {
+	c.s.met.rejected.WithLabelValues("lane_budget").Inc()
+	c.s.log.Debug("hatrpc: lane refused", "remote", c.remote, "function", fn, "err", err)
+	return proto.NewApplicationException(proto.ExcUnsupportedClientType, "hatrpc: "+err.Error())
 }
 
 // checkPlans checks the client's plans against the server's own before any
@@ -205,6 +232,7 @@ func (b bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 // or a drain finds it idle; then the connection ends as any other.
 func (c *conn) serveLane(l *lane) {
 	defer c.readFailed(io.EOF)
+	defer l.grant.release()
 	d := c.s.device()
 	if d == nil {
 		return
@@ -248,6 +276,7 @@ func (c *conn) serveLane(l *lane) {
 		c.s.log.Info("hatrpc: lane bootstrap failed", "remote", c.remote, "function", l.fn, "err", err)
 		return
 	}
+	l.grant.ready()
 	switch l.side.Polling {
 	case hints.PollAdaptive:
 		defer fastpath.RegisterAdaptive(ep)()

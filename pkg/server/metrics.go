@@ -18,6 +18,7 @@ type metrics struct {
 	bytesOut      *prometheus.CounterVec
 	conns         prometheus.Gauge
 	lanes         prometheus.Gauge
+	flockPeers    prometheus.Gauge
 	laneReplies   *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 	closedBy      *prometheus.CounterVec
@@ -60,6 +61,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		lanes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "lanes", Help: "Open rdma/shm lanes (each also counts as a connection).",
 		}),
+		flockPeers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "flock_peers",
+			Help: "Client processes attached through FLOCK (qp_sharing); each holds QPs, rings and registered memory of the server until it leaves.",
+		}),
 		laneReplies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "lane_replies_total",
 			Help: "Replies sent on rdma/shm lanes, by the engine protocol the server side planned.",
@@ -75,7 +80,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	for w := whyClient; w < numWhy; w++ {
 		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
 	}
-	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.laneReplies, m.rejected, m.closedBy)
+	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.flockPeers, m.laneReplies, m.rejected, m.closedBy)
 	// The adaptive poller is process-wide (internal/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {

@@ -39,6 +39,8 @@ type options struct {
 	// Request memory (budget.go).
 	memBudget, memPerConn int64
 	containerLimits       map[string]int // method ("Service:method" or "method") -> max elements
+
+	laneLimits LaneLimits // lanebudget.go
 }
 
 func defaultOptions() options {

@@ -66,7 +66,8 @@ type Server struct {
 	devFailed      bool
 	closedForLanes bool
 	flock          flockState
-	notes          sync.Map // configuration notes already logged (once per server)
+	laneBudget     laneBudget // fast-path budgets (lanebudget.go)
+	notes          sync.Map   // configuration notes already logged (once per server)
 
 	debugOnce sync.Once
 	debugSrv  *http.Server
@@ -121,6 +122,7 @@ func New(opts ...Option) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.met = newMetrics(s.reg)
+	s.laneBudget.init(o.laneLimits)
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack
 	s.budget.init(o.memBudget, o.memPerConn)

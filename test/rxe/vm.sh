@@ -137,7 +137,11 @@ run() {
 		args+=(-accel tcg,thread=multi -cpu max)
 	fi
 	if [[ -n $net ]]; then
-		args+=(-netdev "$net,id=n0" -device virtio-net-pci,netdev=n0)
+		# A MAC of its own per guest (from the address's last byte): QEMU
+		# gives every guest the same default one.
+		local last=${ip%%/*}
+		last=${last##*.}
+		args+=(-netdev "$net,id=n0" -device "virtio-net-pci,netdev=n0,mac=$(printf '52:54:00:72:78:%02x' "$last")")
 	else
 		args+=(-nic none)
 	fi

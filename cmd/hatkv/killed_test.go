@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// scrape reads the unlabelled metric name from a /metrics URL.
+func scrape(t *testing.T, ctx context.Context, url, name string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(string(body))
+	require.NotNil(t, m, "%s not in /metrics", name)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
+}
+
+// TestClientsKilledMidCall: client processes killed with SIGKILL in the
+// middle of their calls leave nothing on the server — no FLOCK peer, lane
+// or connection — and the server serves the next client on the fast path.
+func TestClientsKilledMidCall(t *testing.T) {
+	addr, out := serveInProcessOutput(t, "--debug-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`debug: (http://\S+)/metrics`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	metrics := m[1] + "/metrics"
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb", "-p", "recordcount=100", "--phase", "load")
+	require.NoError(t, err)
+
+	const clients = 10
+	var procs []*exec.Cmd
+	for i := 0; i < clients; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"bench", "--addr", addr, "-P", "workloadb",
+			"-p", "recordcount=100", "--phase", "run", "--duration", "1m", "--threads", "2", "--progress", "off"}, "\x1f"))
+		stdin, err := cmd.StdinPipe() // held open: the child lives until killed
+		require.NoError(t, err)
+		defer stdin.Close()
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	// Every client is attached and calling.
+	require.Eventually(t, func() bool {
+		return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == clients
+	}, 60*time.Second, 20*time.Millisecond, "clients did not attach")
+	time.Sleep(100 * time.Millisecond) // mid-call
+	for _, p := range procs {
+		require.NoError(t, p.Process.Signal(os.Kill))
+	}
+	for _, p := range procs {
+		_ = p.Wait()
+	}
+	require.Eventually(t, func() bool {
+		return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == 0 &&
+			scrape(t, ctx, metrics, "hatrpc_server_lanes") == 0 &&
+			scrape(t, ctx, metrics, "hatrpc_server_connections") == 0
+	}, 30*time.Second, 20*time.Millisecond, "the server still holds what killed clients had")
+	o, err := runCmd(ctx, nil, "put", "after", "f=v", "--addr", addr, "--transport", transportOfServer(out.String()))
+	require.NoError(t, err, o)
+	require.Eventually(t, func() bool { return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == 0 },
+		30*time.Second, 20*time.Millisecond, "the CLI's handle did not leave with it")
+}
+
+// transportOfServer is the lane transport the server reported ("tcp + shm
+// lanes": shm), so the check insists on the fast path the server has.
+func transportOfServer(out string) string {
+	if m := regexp.MustCompile(`tcp \+ (\w+) lanes`).FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return "auto"
+}

@@ -1,0 +1,200 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// Lane budgets. Every granted lane and FLOCK handle takes registered
+// memory of the server's device (on shm, of its one segment) before its
+// bootstrap completes, so a client that asks for many — or for huge
+// buffers, or never finishes the bootstrap — could starve everyone else.
+// Grants are counted against server-wide limits; a request beyond them is
+// refused (the client carries its calls over TCP), and what a lane held is
+// returned when it ends, however it ends.
+
+// LaneLimits bounds what clients may hold on the server's fast path; zero
+// fields take the defaults (DefaultLaneLimits).
+type LaneLimits struct {
+	// Lanes bounds the open lanes (endpoint pairs) of all clients.
+	Lanes int
+	// Bytes bounds the registered memory of all lanes together (an
+	// estimate from each lane's planned buffers).
+	Bytes int64
+	// Pending bounds the lanes and FLOCK handles granted but not yet
+	// bootstrapped; each must finish within the setup timeout.
+	Pending int
+	// FlockPeers bounds the client processes attached through FLOCK
+	// (each holds 4 QPs with their rings, ~2.3 MiB).
+	FlockPeers int
+}
+
+// One remote host may hold at most 1/perHostShare of each budget, so a
+// flood from one machine leaves room for the others. Clients on this host
+// (loopback) are not told apart by address — they share the server-wide
+// budgets; the kernel already limits shm to the server's own user.
+const perHostShare = 4
+
+// DefaultLaneLimits fit the shm provider's 1 GiB segment with room to
+// spare: 384 MiB of lanes, 128 FLOCK peers (~300 MiB). A remote host gets
+// a quarter of each.
+var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 32, FlockPeers: 128}
+
+// WithLaneLimits sets the fast path's budgets (zero fields: the defaults).
+func WithLaneLimits(l LaneLimits) Option { return func(o *options) { o.laneLimits = l } }
+
+// ErrLaneBudget matches a lane or FLOCK attach refused by a budget.
+var ErrLaneBudget = fmt.Errorf("server: fast-path budget exhausted")
+
+type laneBudget struct {
+	mu    sync.Mutex
+	lim   LaneLimits
+	total usage
+	hosts map[string]*usage // remote hosts other than this one
+}
+
+// usage is what the grants of the server, or of one host, hold.
+type usage struct {
+	lanes, pending, flockPeers int
+	bytes                      int64
+}
+
+// hostOf is the budget key of a remote address: its host, "" for
+// loopback (or an address that does not parse).
+func hostOf(remote string) string {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(h); ip == nil || ip.IsLoopback() {
+		return ""
+	}
+	return h
+}
+
+func (b *laneBudget) init(l LaneLimits) {
+	d := DefaultLaneLimits
+	if l.Lanes <= 0 {
+		l.Lanes = d.Lanes
+	}
+	if l.Bytes <= 0 {
+		l.Bytes = d.Bytes
+	}
+	if l.Pending <= 0 {
+		l.Pending = d.Pending
+	}
+	if l.FlockPeers <= 0 {
+		l.FlockPeers = d.FlockPeers
+	}
+	b.lim = l
+}
+
+// grant is what one lane or FLOCK handle holds of the budget.
+type grant struct {
+	b       *laneBudget
+	host    string
+	bytes   int64
+	flock   bool
+	pending bool
+	once    sync.Once
+}
+
+// check reports the first budget u would exceed with one more grant,
+// each limit divided by div.
+func (u *usage) check(lim LaneLimits, div int, bytes int64, flock bool) error {
+	switch {
+	case u.pending >= max(lim.Pending/div, 1):
+		return fmt.Errorf("%d lane setups pending", u.pending)
+	case flock && u.flockPeers >= max(lim.FlockPeers/div, 1):
+		return fmt.Errorf("%d qp_sharing clients attached", u.flockPeers)
+	case !flock && u.lanes >= max(lim.Lanes/div, 1):
+		return fmt.Errorf("%d lanes open", u.lanes)
+	case !flock && u.bytes+bytes > lim.Bytes/int64(div):
+		return fmt.Errorf("lanes hold %d MiB of registered memory", u.bytes>>20)
+	}
+	return nil
+}
+
+func (u *usage) add(sign int, bytes int64, flock, pending bool) {
+	if pending {
+		u.pending += sign
+	}
+	if flock {
+		u.flockPeers += sign
+	} else {
+		u.lanes += sign
+		u.bytes += int64(sign) * bytes
+	}
+}
+
+// take reserves a lane (bytes of registered memory) or a FLOCK peer for
+// the client at remote, as pending; the error names the budget that is
+// exhausted, the server's or the client host's share of it.
+func (b *laneBudget) take(remote string, bytes int64, flock bool) (*grant, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.total.check(b.lim, 1, bytes, flock); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLaneBudget, err)
+	}
+	host := hostOf(remote)
+	if host != "" {
+		hu := b.hosts[host]
+		if hu == nil {
+			hu = &usage{}
+		}
+		if err := hu.check(b.lim, perHostShare, bytes, flock); err != nil {
+			return nil, fmt.Errorf("%w: host %s: %w", ErrLaneBudget, host, err)
+		}
+		if b.hosts == nil {
+			b.hosts = map[string]*usage{}
+		}
+		b.hosts[host] = hu
+		hu.add(1, bytes, flock, true)
+	}
+	b.total.add(1, bytes, flock, true)
+	return &grant{b: b, host: host, bytes: bytes, flock: flock, pending: true}, nil
+}
+
+// ready marks the setup finished (it no longer counts as pending).
+func (g *grant) ready() {
+	if g == nil {
+		return
+	}
+	g.b.mu.Lock()
+	defer g.b.mu.Unlock()
+	if g.pending {
+		g.pending = false
+		g.b.total.pending--
+		if hu := g.b.hosts[g.host]; hu != nil {
+			hu.pending--
+		}
+	}
+}
+
+// release returns everything; safe to call more than once.
+func (g *grant) release() {
+	if g == nil {
+		return
+	}
+	g.once.Do(func() {
+		g.ready()
+		g.b.mu.Lock()
+		defer g.b.mu.Unlock()
+		g.b.total.add(-1, g.bytes, g.flock, false)
+		if hu := g.b.hosts[g.host]; hu != nil {
+			if hu.add(-1, g.bytes, g.flock, false); *hu == (usage{}) {
+				delete(g.b.hosts, g.host)
+			}
+		}
+	})
+}
+
+// laneBytes estimates the registered memory of an endpoint built from cfg:
+// its pre-known and response buffers, the eager slots both ways and the
+// rendezvous pool.
+func laneBytes(cfg rdma.EndpointConfig) int64 {
+	return int64(cfg.DirectSize) + int64(cfg.RespSize) + 2*int64(cfg.Slots)*int64(cfg.SlotSize) + int64(cfg.PoolSize)
+}

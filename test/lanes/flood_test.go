@@ -1,0 +1,126 @@
+package lanes_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+)
+
+// attachRaw sends an attach hello as a hostile client would and returns
+// the connection (never bootstrapped) and whether the server granted it.
+func attachRaw(t *testing.T, addr, tr, fn string, size int64) (net.Conn, bool) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	hello := &wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | wire.CapSHM | wire.CapRDMA,
+		Host: fastpath.HostID(), Attach: &wire.Attach{Transport: tr, Function: fn, RequestSize: size, ResponseSize: size}}
+	b, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0, hello)
+	require.NoError(t, err)
+	_, err = nc.Write(b)
+	require.NoError(t, err)
+	msg, err := wire.ReadMessage(bufio.NewReader(nc), wire.Format{Proto: proto.Binary}, nil, nil)
+	require.NoError(t, err)
+	mh, err := wire.ParseMsgHeader(proto.Binary, msg)
+	require.NoError(t, err)
+	return nc, mh.Type == proto.Reply
+}
+
+// TestAttachFlood: one client floods the server with lane attaches it
+// never completes — for unknown functions and with absurd sizes — while
+// another client works. The worker's calls all succeed (over TCP while
+// the budget is taken, if need be); the unknown ones are refused outright;
+// once the flood's connections are gone, the fast path is fully usable.
+func TestAttachFlood(t *testing.T) {
+	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	defer func() {
+		require.NoError(t, srv.Close())
+		<-done
+	}()
+	addr := ln.Addr().String()
+	_, tr := insisted(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var flood []net.Conn
+	granted := 0
+	for i := 0; i < 100; i++ {
+		_, ok := attachRaw(t, addr, tr, "Nope:nothing", 0)
+		require.False(t, ok, "unknown function granted")
+		nc, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<62)
+		flood = append(flood, nc)
+		if ok {
+			granted++
+		}
+	}
+	assert.Equal(t, server.DefaultLaneLimits.Pending, granted, "granted setups beyond the pending budget")
+
+	// Meanwhile another client works.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			for i := 0; i < 50; i++ {
+				if _, err := mix.NewMixClient(c).Ping(ctx, []byte("x")); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := mix.NewSharedClient(c).Get(ctx, []byte("k")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, nc := range flood {
+		nc.Close()
+	}
+	// The budget comes back: a fresh client gets the fast path again.
+	fastBefore := serverMetric(t, srv, "hatrpc_server_calls_total", "shm", "rdma")
+	require.Eventually(t, func() bool { return serverMetric(t, srv, "hatrpc_server_connections") == 0 },
+		20*time.Second, 5*time.Millisecond)
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = mix.NewMixClient(c).Ping(ctx, []byte("x"))
+	require.NoError(t, err)
+	_, err = mix.NewSharedClient(c).Get(ctx, []byte("k"))
+	require.NoError(t, err)
+	assert.Equal(t, fastBefore+2, serverMetric(t, srv, "hatrpc_server_calls_total", "shm", "rdma"))
+	require.NoError(t, c.FastPathErr())
+}

@@ -1,0 +1,194 @@
+package lanes_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+)
+
+// fastProvider is the provider these tests run the fast path on: "auto"
+// leaves the choice to HATRPC_PROVIDER (shm here, ibv on an RDMA host).
+const fastProvider = "auto"
+
+// gauge reads one unlabelled gauge, or the sum of a counter family over
+// the given transport label values, from the server's registry.
+func serverMetric(t *testing.T, srv *server.Server, name string, transports ...string) float64 {
+	t.Helper()
+	mfs, err := srv.Registry().Gather()
+	require.NoError(t, err)
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(transports) > 0 {
+				tr := ""
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "transport" {
+						tr = l.GetValue()
+					}
+				}
+				found := false
+				for _, want := range transports {
+					found = found || tr == want
+				}
+				if !found {
+					continue
+				}
+			}
+			if m.GetGauge() != nil {
+				sum += m.GetGauge().GetValue()
+			} else {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestPeersComeAndGo: client connections that each attach a lane and the
+// process's FLOCK handle, call and close leave nothing on the server: no
+// FLOCK peer (QPs, rings, registered memory), no lane, no connection, no
+// goroutine. More cycles than the shm device's QP table holds for leaked
+// FLOCK peers (4 QPs each, 1,024 in all).
+func TestPeersComeAndGo(t *testing.T) {
+	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cycle := func() {
+		c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
+		require.NoError(t, err)
+		got, err := mix.NewSharedClient(c).Get(ctx, []byte("k"))
+		require.NoError(t, err)
+		require.Equal(t, "kkkk", string(got))
+		got, err = mix.NewMixClient(c).Ping(ctx, []byte("ping"))
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(got))
+		require.NoError(t, c.Close())
+	}
+	settled := func() bool {
+		return serverMetric(t, srv, "hatrpc_server_flock_peers") == 0 &&
+			serverMetric(t, srv, "hatrpc_server_lanes") == 0 &&
+			serverMetric(t, srv, "hatrpc_server_connections") == 0
+	}
+	cycle() // the first one creates the FLOCK server and device
+	require.Eventually(t, settled, 20*time.Second, 5*time.Millisecond)
+	base, _ := goroutines()
+	const cycles = 300
+	for i := 0; i < cycles; i++ {
+		cycle()
+	}
+	require.Eventually(t, settled, 20*time.Second, 5*time.Millisecond, "server still holds peers")
+	// Every call took the fast path: FLOCK for Shared.get, a lane for Mix.ping.
+	fast := serverMetric(t, srv, "hatrpc_server_calls_total", "shm", "rdma")
+	assert.Equal(t, float64(2*(cycles+1)), fast)
+	// Goroutines back to the baseline (the client's and the server's live
+	// in this process). Idle connection workers of the server's pool are
+	// kept for a while to serve the next connections (poolIdle): they are
+	// bounded by the connections open at once, not by the peers served.
+	now, idle := goroutines()
+	for end := time.Now().Add(10 * time.Second); now > base && time.Now().Before(end); now, idle = goroutines() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !assert.LessOrEqual(t, now, base, "goroutines") {
+		buf := make([]byte, 1<<20)
+		t.Logf("goroutines %d, baseline %d:\n%s", now, base, buf[:runtime.Stack(buf, true)])
+	}
+	assert.LessOrEqual(t, idle, 32, "idle connection workers")
+}
+
+// goroutines counts this process's goroutines apart from the server's idle
+// connection workers, and those.
+func goroutines() (others, idleWorkers int) {
+	buf := make([]byte, 4<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "server.(*pool).loop") && strings.Contains(g, "[chan receive") {
+			idleWorkers++
+		} else {
+			others++
+		}
+	}
+	return others, idleWorkers
+}
+
+// insisted is the provider a client names to insist on the fast path: the
+// one "auto" opens here (HATRPC_PROVIDER), and the lane transport it gives.
+func insisted(t *testing.T) (provider, transport string) {
+	t.Helper()
+	d, err := fastpath.Acquire(fastProvider)
+	require.NoError(t, err)
+	defer d.Release()
+	return d.Provider(), d.Transport().String()
+}
+
+// TestFallbackWhenRefused: a server whose lane budget refuses every lane.
+// An auto client carries the call over TCP and says why (FastPathErr, one
+// count in FastPathFallbacks); a client that insists on the provider gets
+// an error naming the refusal.
+func TestFallbackWhenRefused(t *testing.T) {
+	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(server.LaneLimits{Bytes: 1}),
+		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	defer func() {
+		require.NoError(t, srv.Close())
+		<-done
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	provider, tr := insisted(t)
+	const refusal = "hatrpc: server: fast-path budget exhausted: lanes hold 0 MiB of registered memory"
+
+	before := client.FastPathFallbacks()
+	c, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider))
+	require.NoError(t, err)
+	defer c.Close()
+	for i := 0; i < 3; i++ {
+		got, err := mix.NewMixClient(c).Ping(ctx, []byte("ping"))
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(got))
+	}
+	assert.Equal(t, 3.0, serverMetric(t, srv, "hatrpc_server_calls_total", "tcp"))
+	assert.Equal(t, before+1, client.FastPathFallbacks(), "one fallback per Conn")
+	require.ErrorIs(t, c.FastPathErr(), client.ErrFastPathSetup)
+	assert.Contains(t, c.FastPathErr().Error(), refusal)
+
+	ci, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(provider))
+	require.NoError(t, err)
+	defer ci.Close()
+	_, err = mix.NewMixClient(ci).Ping(ctx, []byte("ping"))
+	require.ErrorIs(t, err, client.ErrFastPathSetup)
+	assert.Equal(t, "client: "+tr+" lane setup failed: refused by the server: "+refusal, err.Error())
+}
