@@ -49,7 +49,7 @@ func TestBenchOverTLSWithToken(t *testing.T) {
 			"--addr", addr, "--tls-ca", certs.CA, "--token", "guess"}, is: hatkv.ErrTokenRefused},
 		{name: "no token", args: []string{"get", "user1", "--addr", addr, "--tls-ca", certs.CA},
 			want: "(if the server requires a token, give --token or $HATKV_TOKEN)"},
-		{name: "no TLS", args: []string{"get", "user1", "--addr", addr, "--token", "s3cret"}, want: "connection closed"},
+		{name: "no TLS", args: []string{"get", "user1", "--addr", addr, "--token", "s3cret"}, want: "waiting for the server to accept the token (does it use TLS, and is it hatkv?)"},
 		{name: "TLS with the system roots", args: []string{"get", "user1", "--addr", addr, "--tls", "--token", "s3cret"},
 			want: "certificate signed by unknown authority"},
 	}

@@ -91,7 +91,7 @@ func TestTLSAndToken(t *testing.T) {
 			wantIs: ErrTokenRefused, refusedAs: "token"},
 		{name: "tls with an untrusted certificate", srvTLS: srvTLS, cliTLS: distrusting,
 			wantErr: "certificate signed by unknown authority", refusedAs: "tls"},
-		{name: "plain client to a tls server", srvTLS: srvTLS, wantErr: "connection closed", refusedAs: "tls"},
+		{name: "plain client to a tls server", srvTLS: srvTLS, wantErr: "answered with TLS: the server expects a TLS client", wantIs: client.ErrTLSServer, refusedAs: "tls"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

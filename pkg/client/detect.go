@@ -24,10 +24,15 @@ var ErrNotThrift = errors.New("client: not a Thrift server")
 // server answered.
 var ErrHTTPServer = errors.New("client: HTTP server on the port")
 
+// ErrTLSServer is matched by the *NotThriftError of a port where a server
+// answered with a TLS record: it wants a TLS client (client.WithTLS).
+var ErrTLSServer = errors.New("client: TLS server on the port")
+
 // NotThriftError says what answered instead of a Thrift server.
 type NotThriftError struct {
 	Addr string
 	HTTP bool   // the answer began with "HTTP/"
+	TLS  bool   // the answer was a TLS record (alert or handshake)
 	Head []byte // the first bytes of the answer (at most 32)
 }
 
@@ -36,12 +41,22 @@ func (e *NotThriftError) Error() string {
 		line, _, _ := bytes.Cut(e.Head, []byte("\r\n"))
 		return fmt.Sprintf("client: HTTP server on the port %s, not Thrift (it answered %q)", e.Addr, line)
 	}
+	if e.TLS {
+		return fmt.Sprintf("client: %s answered with TLS: the server expects a TLS client (client.WithTLS)", e.Addr)
+	}
 	return fmt.Sprintf("client: %s is not a Thrift server: its answer begins %q", e.Addr, e.Head)
 }
 
-// Is makes errors.Is match ErrNotThrift, and ErrHTTPServer for HTTP.
+// Is makes errors.Is match ErrNotThrift, ErrHTTPServer for HTTP and
+// ErrTLSServer for TLS.
 func (e *NotThriftError) Is(target error) bool {
-	return target == ErrNotThrift || e.HTTP && target == ErrHTTPServer
+	return target == ErrNotThrift || e.HTTP && target == ErrHTTPServer || e.TLS && target == ErrTLSServer
+}
+
+// tlsRecord reports a TLS record header: content type alert (21) or
+// handshake (22), then protocol major version 3.
+func tlsRecord(head []byte) bool {
+	return len(head) >= 3 && (head[0] == 21 || head[0] == 22) && head[1] == 3
 }
 
 // headSize is how much of an unreadable answer a NotThriftError keeps.
@@ -66,6 +81,9 @@ func notThrift(addr string, head []byte, err error) error {
 	}
 	if bytes.HasPrefix(head, []byte("HTTP/")) {
 		return &NotThriftError{Addr: addr, HTTP: true, Head: head}
+	}
+	if tlsRecord(head) {
+		return &NotThriftError{Addr: addr, TLS: true, Head: head}
 	}
 	var ne net.Error
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) ||

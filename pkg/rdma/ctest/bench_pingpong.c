@@ -1,6 +1,7 @@
 /* Two-process busy-poll ping-pong: the raw shared-memory cache-line floor
- * next to 64 B SEND/RECV over the shm provider, measured the same way
- * (fork, one process per core when possible, median of several runs). */
+ * next to 64 B SEND/RECV over the provider HATRPC_PROVIDER names (shm by
+ * default, or ibv), measured the same way (fork, one process per core when
+ * possible, median of several runs). */
 #define _GNU_SOURCE
 #include "ctest_util.h"
 
@@ -10,6 +11,8 @@
 #include <sys/wait.h>
 
 enum { RUNS = 7, ITERS = 100000, WARM = 10000 };
+
+static const char *prov = "shm";
 
 /* Per-iteration round trips: on a shared, oversubscribed machine the mean
  * is dominated by preemptions, so we report the sample median (and p90). */
@@ -84,7 +87,7 @@ static int echo_child(int rfd, int wfd, uint32_t size, uint32_t flags)
 	pin(1);
 	struct ep c;
 	uint32_t bad;
-	if (ep_open(&c, "shm", 1 << 20, 7, 0))
+	if (ep_open(&c, prov, 1 << 20, 7, 0))
 		return 2;
 	for (int i = 0; i < 32; i++) {
 		hr_recv_wr r = mk_recv((uint64_t)i, &c, (size_t)i * 4096, 4096);
@@ -131,7 +134,7 @@ static double sendrecv(uint32_t size, uint32_t flags, double *runs)
 	pin(0);
 	struct ep a;
 	uint32_t bad;
-	if (ep_open(&a, "shm", 1 << 20, 7, 0))
+	if (ep_open(&a, prov, 1 << 20, 7, 0))
 		return -1;
 	for (int i = 0; i < 32; i++) {
 		hr_recv_wr r = mk_recv((uint64_t)i, &a, (size_t)i * 4096, 4096);
@@ -196,14 +199,21 @@ static void report(const char *name, double med, double *runs)
 
 int main(void)
 {
+	const char *env = getenv("HATRPC_PROVIDER");
+	if (env && strcmp(env, "ibv") == 0)
+		prov = "ibv";
 	double runs[RUNS];
+	char what[64];
 	double m = raw_floor(runs);
 	report("raw cache-line ping-pong", m, runs);
 	m = sendrecv(64, 0, runs);
-	report("shm SEND/RECV 64 B", m, runs);
+	snprintf(what, sizeof what, "%s SEND/RECV 64 B", prov);
+	report(what, m, runs);
 	m = sendrecv(64, HR_SEND_INLINE, runs);
-	report("shm SEND/RECV 64 B inline", m, runs);
+	snprintf(what, sizeof what, "%s SEND/RECV 64 B inline", prov);
+	report(what, m, runs);
 	m = sendrecv(4096, 0, runs);
-	report("shm SEND/RECV 4 KiB", m, runs);
+	snprintf(what, sizeof what, "%s SEND/RECV 4 KiB", prov);
+	report(what, m, runs);
 	return 0;
 }
