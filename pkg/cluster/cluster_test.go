@@ -179,6 +179,8 @@ func killAndRestart(t *testing.T, bal Balancer) {
 	}
 	stop := make(chan struct{})
 	var bgErrs []error
+	var bgCalls int
+	var bgMax time.Duration
 	var bgMu sync.Mutex
 	var bg sync.WaitGroup
 	for w := range workers {
@@ -191,8 +193,14 @@ func killAndRestart(t *testing.T, bal Balancer) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), deadline)
 				key := fmt.Sprintf("bg%d-%d", w, i)
+				start := time.Now()
 				v, err := kv.Get(ctx, key)
+				took := time.Since(start)
 				cancel()
+				bgMu.Lock()
+				bgCalls++
+				bgMax = max(bgMax, took)
+				bgMu.Unlock()
 				if err == nil && v != "v:"+key {
 					err = fmt.Errorf("get %s = %q", key, v)
 				}
@@ -206,10 +214,14 @@ func killAndRestart(t *testing.T, bal Balancer) {
 	}
 	killedAt := time.Now()
 	srvs[victim].kill()
+	bgMu.Lock()
+	bgCalls = 0 // count the calls made from the kill on
+	bgMu.Unlock()
 
 	// The non-idempotent calls held on the victim fail fast, each with a
 	// clear error, and none ran anywhere else.
 	wantPrefix := fmt.Sprintf("cluster: Store.incr failed on %s and was not sent again (not idempotent): client: connection closed", addrs[victim])
+	var incrMax time.Duration
 	for range held {
 		select {
 		case r := <-incrs:
@@ -220,6 +232,7 @@ func killAndRestart(t *testing.T, bal Balancer) {
 			require.ErrorAs(t, r.err, &ce)
 			assert.Equal(t, 1, ce.Attempts)
 			assert.Less(t, r.when.Sub(killedAt), 5*time.Second, "fails fast, not at its 30s deadline")
+			incrMax = max(incrMax, r.when.Sub(killedAt))
 		case <-incrCtx.Done():
 			t.Fatal("held incr calls did not fail")
 		}
@@ -245,9 +258,25 @@ func killAndRestart(t *testing.T, bal Balancer) {
 		s := statusOf(cl, addrs[victim])
 		return !s.Up && s.Breaker == BreakerOpen
 	}, 10*time.Second, 5*time.Millisecond)
+	// Let the idempotent callers run on past the kill for a while.
+	require.Eventually(t, func() bool {
+		bgMu.Lock()
+		defer bgMu.Unlock()
+		return bgCalls >= 1000
+	}, 30*time.Second, 5*time.Millisecond)
 	close(stop)
 	bg.Wait()
 	require.Empty(t, bgErrs, "idempotent calls succeed through the kill")
+	var sent uint64
+	for _, st := range cl.Servers() {
+		sent += st.Calls
+	}
+	var served int64
+	for _, h := range hs {
+		served += h.gets.Load() + h.incrs.Load()
+	}
+	t.Logf("kill: held incr calls failed %v after it; %d gets from it on, slowest %v; %d attempts sent, %d served",
+		incrMax, bgCalls, bgMax, sent, served)
 
 	// Phase 3: two live servers share the calls evenly.
 	before = snapshotGets(hs)

@@ -81,11 +81,12 @@ type testServer struct {
 	mu     sync.Mutex
 	srv    *server.Server
 	served chan error
+	opts   []server.Option
 }
 
-func startServer(t testing.TB, h *storeHandler) *testServer {
+func startServer(t testing.TB, h *storeHandler, opts ...server.Option) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, h: h, addr: "127.0.0.1:0"}
+	ts := &testServer{t: t, h: h, addr: "127.0.0.1:0", opts: opts}
 	ts.start()
 	t.Cleanup(ts.kill)
 	return ts
@@ -103,7 +104,7 @@ func (ts *testServer) start() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(ts.t, err)
-	s := server.New(server.WithLogger(quiet))
+	s := server.New(append([]server.Option{server.WithLogger(quiet)}, ts.opts...)...)
 	store.RegisterStore(s, ts.h)
 	ts.mu.Lock()
 	ts.addr, ts.srv, ts.served = ln.Addr().String(), s, make(chan error, 1)
