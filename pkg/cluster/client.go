@@ -177,8 +177,8 @@ func (c *Client) setServers(addrs []string) {
 	}
 	c.servers.Store(&next)
 	for _, e := range cur {
-		if !slices.Contains(next, e) {
-			c.goLocked(e.close)
+		if !slices.Contains(next, e) && !c.goLocked(e.close) {
+			e.close(c.ctx) // closing: ctx has ended, so no wait
 		}
 	}
 }

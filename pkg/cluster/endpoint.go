@@ -199,6 +199,15 @@ func (e *endpoint) probe(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		e.mu.Lock()
+		removed := e.removed
+		if removed {
+			e.probing = false
+		}
+		e.mu.Unlock()
+		if removed {
+			return
+		}
 		done, err := e.cb.Allow()
 		if err != nil {
 			continue

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
 )
 
 // fakeDNS answers from tables; nothing touches the network.
@@ -160,4 +162,23 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	get()
 	assert.Equal(t, int64(10), hb.gets.Load(), "the dropped server gets nothing more")
 	assert.Equal(t, before+10, ha.gets.Load())
+
+	// A listed server that is dead is probed; once dropped, it no longer is.
+	b.kill()
+	withDead := normalize([]string{a.addr, b.addr})
+	set(withDead, false)
+	require.Eventually(t, func() bool { return len(cl.Servers()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	eb := cl.endpointFor(b.addr)
+	require.NotNil(t, eb)
+	require.Eventually(t, func() bool {
+		st := statusOf(cl, b.addr)
+		return !st.Up && errors.Is(st.Err, client.ErrConnClosed)
+	}, 10*time.Second, 5*time.Millisecond, "a failed probe")
+	set([]string{a.addr}, false)
+	require.Eventually(t, func() bool {
+		eb.mu.Lock()
+		defer eb.mu.Unlock()
+		return !eb.probing
+	}, 10*time.Second, 5*time.Millisecond, "the prober of a dropped server stops")
+	get()
 }
