@@ -254,6 +254,15 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 	idempotent, budget := false, 0
 	if m.Hints != nil {
 		idempotent, budget = m.Hints.Client.Idempotent, m.Hints.Client.RetryBudget()
+		// The timeout hint bounds the call, retries included, as a
+		// Conn bounds its one attempt.
+		if d := m.Hints.Client.Timeout; d > 0 {
+			if _, ok := ctx.Deadline(); !ok {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+		}
 	}
 	var (
 		exclBuf  [4]*endpoint

@@ -25,7 +25,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // context ends while block is set, so a test can hold calls in flight on
 // a server it is about to kill.
 type storeHandler struct {
-	gets, incrs, blobs atomic.Int64
+	gets, incrs, blobs, slows atomic.Int64
 	block              atomic.Bool
 	entered            chan struct{} // one send per blocked incr
 	release            chan struct{} // closing it lets blocked incrs return
@@ -51,6 +51,12 @@ func (h *storeHandler) Get(ctx context.Context, key string) (string, error) {
 		}
 	}
 	return "v:" + key, nil
+}
+
+func (h *storeHandler) Slow(ctx context.Context, key string) (string, error) {
+	h.slows.Add(1)
+	<-ctx.Done()
+	return "", ctx.Err()
 }
 
 func (h *storeHandler) Incr(ctx context.Context, key string) (int64, error) {

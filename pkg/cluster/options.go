@@ -75,7 +75,14 @@ func WithConnOptions(opts ...client.Option) Option {
 }
 
 // WithBalancer picks how calls spread over the servers (default RoundRobin).
-func WithBalancer(b Balancer) Option { return func(o *options) { o.balancer = b } }
+func WithBalancer(b Balancer) Option {
+	return func(o *options) {
+		if !b.p2c && b.next == nil {
+			b = RoundRobin() // the zero Balancer
+		}
+		o.balancer = b
+	}
+}
 
 // WithRefresh sets how often the Resolver is asked again (default 30s;
 // 0 or less: only once, at Dial).

@@ -189,3 +189,31 @@ func getMethod() *client.Method {
 }
 func getArgs() *store.StoreGetArgs     { return &store.StoreGetArgs{Key: "k"} }
 func getResult() *store.StoreGetResult { return store.NewStoreGetResult() }
+
+// TestTimeoutHintBoundsRetries: the timeout hint is the call's deadline,
+// retries included: 20 ms attempts cannot make the 1 + 10 the retries
+// hint allows within its 200 ms.
+func TestTimeoutHintBoundsRetries(t *testing.T) {
+	h := newStoreHandler()
+	a := startServer(t, h)
+	cl := dialCluster(t, []string{a.addr}, fastOptions(WithAttemptTimeout(20*time.Millisecond),
+		WithBreaker(BreakerSettings{Failures: 100}))...)
+	_, err := store.NewStoreClient(cl).Slow(context.Background(), "k")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var ce *CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Less(t, ce.Attempts, 11)
+	assert.Positive(t, ce.Attempts)
+	assert.Equal(t, int64(ce.Attempts), h.slows.Load())
+	assert.True(t, strings.HasPrefix(err.Error(), "cluster: Store.slow failed on "+a.addr+", and its deadline leaves no time for another attempt ("), "%v", err)
+}
+
+func TestZeroBalancerIsRoundRobin(t *testing.T) {
+	var o options
+	WithBalancer(Balancer{})(&o)
+	eps := endpoints(0, 0)
+	assert.Same(t, eps[0], o.balancer.pick(eps))
+	assert.Same(t, eps[1], o.balancer.pick(eps))
+	assert.Equal(t, "round_robin", o.balancer.String())
+}

@@ -732,6 +732,277 @@ func (p *StoreIncrResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StoreIncrResult)(nil)
 
+type StoreSlowArgs struct {
+	Key string `thrift:"key,1" db:"key" json:"key"`
+}
+
+func NewStoreSlowArgs() *StoreSlowArgs {
+	return &StoreSlowArgs{}
+}
+
+func (p *StoreSlowArgs) GetKey() string {
+	return p.Key
+}
+
+func (p *StoreSlowArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("StoreSlowArgs(%+v)", *p)
+}
+
+func (p *StoreSlowArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StoreSlowArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *StoreSlowArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StoreSlowArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*StoreSlowArgs)(nil)
+
+type StoreSlowResult struct {
+	Success *string `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewStoreSlowResult() *StoreSlowResult {
+	return &StoreSlowResult{}
+}
+
+var StoreSlowResult_Success_DEFAULT string
+
+func (p *StoreSlowResult) GetSuccess() string {
+	if !p.IsSetSuccess() {
+		return StoreSlowResult_Success_DEFAULT
+	}
+	return *p.Success
+}
+
+func (p *StoreSlowResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *StoreSlowResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("StoreSlowResult(%+v)", *p)
+}
+
+func (p *StoreSlowResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteString(*p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StoreSlowResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv string
+			if fv, err = r.ReadString(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *StoreSlowResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteString(*p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StoreSlowResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv string
+			if fv, err = r.ReadString(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*StoreSlowResult)(nil)
+
 type StoreBlobArgs struct {
 	Size int32 `thrift:"size,1" db:"size" json:"size"`
 }
@@ -1005,6 +1276,7 @@ var StoreHints = hints.Service{
 	Functions: []hints.Function{
 		{Name: "get", Client: hints.Set{Idempotent: true, Retries: 3}, Server: hints.Set{}},
 		{Name: "incr", Client: hints.Set{}, Server: hints.Set{}},
+		{Name: "slow", Client: hints.Set{Timeout: 200 * hints.Millisecond, Idempotent: true, Retries: 10}, Server: hints.Set{}},
 		{Name: "blob", Client: hints.Set{Idempotent: true}, Server: hints.Set{}},
 	},
 }
@@ -1014,6 +1286,7 @@ var StoreHints = hints.Service{
 type StoreHandler interface {
 	Get(ctx context.Context, key string) (_r string, _err error)
 	Incr(ctx context.Context, key string) (_r int64, _err error)
+	Slow(ctx context.Context, key string) (_r string, _err error)
 	Blob(ctx context.Context, size int32) (_r []byte, _err error)
 }
 
@@ -1056,6 +1329,21 @@ func RegisterStore(s *server.Server, h StoreHandler) {
 			},
 		},
 		{
+			Name:    "slow",
+			NewArgs: func() proto.Struct { return NewStoreSlowArgs() },
+			Hints:   StoreHints.Function("slow"),
+			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+				args := a.(*StoreSlowArgs)
+				res := NewStoreSlowResult()
+				r, err := h.Slow(ctx, args.Key)
+				if err != nil {
+					return nil, err
+				}
+				res.Success = &r
+				return res, nil
+			},
+		},
+		{
 			Name:    "blob",
 			NewArgs: func() proto.Struct { return NewStoreBlobArgs() },
 			Hints:   StoreHints.Function("blob"),
@@ -1080,6 +1368,7 @@ func RegisterStore(s *server.Server, h StoreHandler) {
 var clientMethodsStore = [...]client.Method{
 	{Service: "Store", Name: "get", Oneway: false, Hints: StoreHints.Function("get")},
 	{Service: "Store", Name: "incr", Oneway: false, Hints: StoreHints.Function("incr")},
+	{Service: "Store", Name: "slow", Oneway: false, Hints: StoreHints.Function("slow")},
 	{Service: "Store", Name: "blob", Oneway: false, Hints: StoreHints.Function("blob")},
 }
 
@@ -1118,10 +1407,22 @@ func (_c *StoreClient) Incr(ctx context.Context, key string) (_r int64, _err err
 	return *_res.Success, nil
 }
 
+func (_c *StoreClient) Slow(ctx context.Context, key string) (_r string, _err error) {
+	_args := &StoreSlowArgs{Key: key}
+	_res := NewStoreSlowResult()
+	if _err = _c.c.Call(ctx, &clientMethodsStore[2], _args, _res); _err != nil {
+		return
+	}
+	if _res.Success == nil {
+		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "slow failed: unknown result"}
+	}
+	return *_res.Success, nil
+}
+
 func (_c *StoreClient) Blob(ctx context.Context, size int32) (_r []byte, _err error) {
 	_args := &StoreBlobArgs{Size: size}
 	_res := NewStoreBlobResult()
-	if _err = _c.c.Call(ctx, &clientMethodsStore[2], _args, _res); _err != nil {
+	if _err = _c.c.Call(ctx, &clientMethodsStore[3], _args, _res); _err != nil {
 		return
 	}
 	if _res.Success == nil {
@@ -1136,7 +1437,7 @@ func (_c *StoreClient) Blob(ctx context.Context, size int32) (_r []byte, _err er
 func (_c *StoreClient) BlobBorrowed(ctx context.Context, size int32, use func(r []byte) error) error {
 	_args := &StoreBlobArgs{Size: size}
 	_res := NewStoreBlobResult()
-	return _c.c.CallBorrowed(ctx, &clientMethodsStore[2], _args, _res, func() error {
+	return _c.c.CallBorrowed(ctx, &clientMethodsStore[3], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "blob failed: unknown result"}
 		}
