@@ -26,10 +26,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // a server it is about to kill.
 type storeHandler struct {
 	gets, incrs, blobs, slows atomic.Int64
-	block              atomic.Bool
-	entered            chan struct{} // one send per blocked incr
-	release            chan struct{} // closing it lets blocked incrs return
-	hang               chan struct{} // get blocks until closed or ctx ends, when non-nil
+	block                     atomic.Bool
+	entered                   chan struct{} // one send per blocked incr
+	release                   chan struct{} // closing it lets blocked incrs return
+	hang                      chan struct{} // get blocks until closed or ctx ends, when non-nil
 }
 
 func newStoreHandler() *storeHandler {
