@@ -38,8 +38,8 @@ func (r *recorder) of(addr string) []transition {
 // assertBalanced checks, for round robin, that every count is within
 // ±10 % of their mean. Power-of-two-choices balances calls in flight, not
 // call counts: a server that answers faster rightly gets more calls (in
-// this test, three servers in one process on a loaded machine, counts
-// differed by up to 25 %), so for it every live server must only have
+// this test, servers in one process on a loaded machine, counts differed
+// by up to 3:1 between two), so for it every live server must only have
 // taken part; TestP2CPrefersIdle checks what it does balance.
 func assertBalanced(t *testing.T, bal Balancer, phase string, counts []int64) {
 	t.Helper()
