@@ -32,6 +32,10 @@ func TestGenerateErrors(t *testing.T) {
 			"t.thrift:1:8: MapEntry is reserved by hatgen", codegen.ErrGenerate},
 		{"bad hint", "service S {\n  hint: perf_goal=fast;\n  void f()\n}\n",
 			`t.thrift:2:19: bad value "fast" for perf_goal`, hints.ErrBadValue},
+		{"idempotent on the server side", "service S {\n  string get() [s_hint: idempotent = true;]\n}\n",
+			`t.thrift:2:25: hint "idempotent" is not allowed in s_hint: it is client-side only`, hints.ErrSide},
+		{"too many retries", "service S {\n  c_hint: idempotent = on, retries = 50;\n  void f()\n}\n",
+			`t.thrift:2:38: bad value "50" for retries: must be at most 10`, hints.ErrRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,12 +179,13 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	}
 	g.e.p("}")
 	g.e.p("")
-	g.e.p("// %sClient calls service %q over a client connection.", name, svc.Name)
+	g.e.p("// %sClient calls service %q through a client.Caller: a *client.Conn", name, svc.Name)
+	g.e.p("// (one server) or a *cluster.Client (many).")
 	g.e.p("type %sClient struct {", name)
-	g.e.p("c *%s.Conn", client)
+	g.e.p("c %s.Caller", client)
 	g.e.p("}")
 	g.e.p("")
-	g.e.p("func New%sClient(c *%s.Conn) *%sClient { return &%sClient{c: c} }", name, client, name, name)
+	g.e.p("func New%sClient(c %s.Caller) *%sClient { return &%sClient{c: c} }", name, client, name, name)
 	g.e.p("")
 	for i, fn := range all {
 		owner := fn.Service.Program
@@ -259,7 +260,7 @@ func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, a
 	params := append(g.params(fn), "use func(r []byte) error")
 	g.e.p("// %sBorrowed is %s for a caller that needs the result only while use", fname, fname)
 	g.e.p("// runs: it may be a slice of the reply's buffer, which is reused once use")
-	g.e.p("// returns (client.Conn.CallBorrowed). Copy what must outlive use.")
+	g.e.p("// returns (client.Caller.CallBorrowed). Copy what must outlive use.")
 	g.e.p("func (_c *%sClient) %sBorrowed(%s) error {", name, fname, strings.Join(params, ", "))
 	g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
 	g.e.p("_res := %s()", g.qual(owner, newName(result.name)))

@@ -148,6 +148,44 @@ func TestResolveBorrowArgs(t *testing.T) {
 	}
 }
 
+// TestResolveRetryHints: idempotent and retries are client-side only, so
+// written in a shared group they reach the client's set alone; retries=0
+// is kept apart from "default" so RetryBudget can tell them apart.
+func TestResolveRetryHints(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []RawGroup
+		want   Set
+		budget int
+		values map[string]string
+	}{
+		{"idempotent with retries", []RawGroup{grp(RawClient, 5, id(5, 11, "idempotent", "true"), num(5, 30, "retries", "3"))},
+			Set{Idempotent: true, Retries: 3}, 3, map[string]string{"idempotent": "on", "retries": "3"}},
+		{"idempotent, default retries", []RawGroup{grp(RawShared, 5, id(5, 9, "idempotent", "on"))},
+			Set{Idempotent: true}, DefaultRetries, map[string]string{"idempotent": "on", "retries": "2"}},
+		{"retries=0 disables them", []RawGroup{grp(RawClient, 5, id(5, 11, "idempotent", "yes"), num(5, 30, "retries", "0"))},
+			Set{Idempotent: true, Retries: NoRetries}, 0, map[string]string{"idempotent": "on", "retries": "0"}},
+		{"retries without idempotent never retry", []RawGroup{grp(RawClient, 5, num(5, 11, "retries", "4"))},
+			Set{Retries: 4}, 0, map[string]string{"idempotent": "off", "retries": "4"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Resolve("S", nil, []RawFunction{{Name: "get", Pos: Pos{testFile, 5, 3}, Groups: tt.groups}})
+			require.NoError(t, err)
+			fn := res.Function("get")
+			require.NotNil(t, fn)
+			assert.Equal(t, tt.want, fn.Client.Set)
+			assert.Equal(t, tt.budget, fn.Client.Set.RetryBudget())
+			assert.Equal(t, Set{}, fn.Server.Set, "client-side keys leave the server alone")
+			for k, v := range tt.values {
+				got, ok := res.Lookup("get", SideClient, k)
+				require.True(t, ok, k)
+				assert.Equal(t, v, got.Value, k)
+			}
+		})
+	}
+}
+
 func TestResolveValuesCoverSchema(t *testing.T) {
 	res := precedenceService(t)
 	for _, r := range []*Resolved{&res.Client, &res.Server, &res.Functions[0].Client, &res.Functions[2].Server} {
@@ -295,6 +333,16 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`svc.thrift:1:21: bad value "maybe" for borrow_args: want one of off, on`}, []error{ErrBadValue}},
 		{"server-only key in c_hint", []RawGroup{grp(RawClient, 1, id(1, 9, "borrow_args", "on"))}, nil,
 			[]string{`svc.thrift:1:9: hint "borrow_args" is not allowed in c_hint: it is server-side only`}, []error{ErrSide}},
+		{"bad idempotent", []RawGroup{grp(RawClient, 1, id(1, 9, "idempotent", "maybe"))}, nil,
+			[]string{`svc.thrift:1:20: bad value "maybe" for idempotent: want one of off, on`}, []error{ErrBadValue}},
+		{"idempotent in s_hint", []RawGroup{grp(RawServer, 1, id(1, 9, "idempotent", "true"))}, nil,
+			[]string{`svc.thrift:1:9: hint "idempotent" is not allowed in s_hint: it is client-side only`}, []error{ErrSide}},
+		{"negative retries", []RawGroup{grp(RawClient, 1, num(1, 9, "retries", "-1"))}, nil,
+			[]string{`svc.thrift:1:17: bad value "-1" for retries: must be at least 0`}, []error{ErrRange}},
+		{"too many retries", []RawGroup{grp(RawClient, 1, num(1, 9, "retries", "11"))}, nil,
+			[]string{`svc.thrift:1:17: bad value "11" for retries: must be at most 10`}, []error{ErrRange}},
+		{"retries not a number", []RawGroup{grp(RawClient, 1, id(1, 9, "retries", "many"))}, nil,
+			[]string{`svc.thrift:1:17: bad value "many" for retries: want an integer`}, []error{ErrBadValue}},
 		{"client-only key in s_hint", []RawGroup{grp(RawServer, 1, num(1, 9, "rfp_retries", "3"))}, nil,
 			[]string{`svc.thrift:1:9: hint "rfp_retries" is not allowed in s_hint: it is client-side only`}, []error{ErrSide}},
 		{"duplicate key", []RawGroup{grp(RawShared, 1, id(1, 9, "proto", "eager"), id(1, 25, "proto", "eager"))}, nil,

@@ -180,7 +180,14 @@ const (
 	// selective signalling CommonRDMA and HERD use); the runtime caps it at
 	// half the send queue depth.
 	DefaultSignalInterval = 64
+	// DefaultRetries is how often pkg/cluster sends an idempotent call
+	// again: with three servers, two more attempts reach every one.
+	DefaultRetries = 2
 )
+
+// maxRetries bounds the retries key: more attempts than this only add
+// load to servers that are already failing.
+const maxRetries = 10
 
 var schema = []Key{
 	{Name: "perf_goal", Type: TypeEnum, Values: goalNames, Default: "latency",
@@ -327,6 +334,25 @@ var schema = []Key{
 				return "none", nil
 			}
 			return positiveDuration(raw, &s.Timeout)
+		}},
+	{Name: "idempotent", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideClientOnly,
+		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout; off: a call that may have reached a server is never sent again",
+		apply: func(s *Set, raw string) (string, error) {
+			v, ok := enumParse(onOffNames, switchAliases, raw)
+			if !ok {
+				return "", enumErr("idempotent", raw, onOffNames)
+			}
+			s.Idempotent = v == 1
+			return onOffNames[v], nil
+		}},
+	{Name: "retries", Type: TypeInt, Default: strconv.Itoa(DefaultRetries), Side: SideClientOnly,
+		Doc: "attempts after the first for an idempotent function (pkg/cluster), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
+		apply: func(s *Set, raw string) (string, error) {
+			str, err := intIn(raw, 0, maxRetries, &s.Retries)
+			if err == nil && s.Retries == 0 {
+				s.Retries = NoRetries
+			}
+			return str, err
 		}},
 }
 

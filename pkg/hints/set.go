@@ -35,7 +35,25 @@ type Set struct {
 	Credits         int           // receive slots per connection; 0 = goal dependent
 	Timeout         time.Duration // per-call deadline; 0 = none (the context decides)
 	BorrowArgs      bool          // server: the handler keeps no argument past its return
+	Idempotent      bool          // client: the function may be sent again (pkg/cluster retries)
+	Retries         int           // client: attempts after the first when Idempotent; 0 = DefaultRetries, NoRetries = none
 	App             map[string]string
+}
+
+// NoRetries is the Set.Retries value `retries=0` resolves to; 0 itself
+// means "default".
+const NoRetries = -1
+
+// RetryBudget returns how many times an idempotent call may be sent again
+// after its first attempt: 0 for a function that is not idempotent.
+func (s Set) RetryBudget() int {
+	switch {
+	case !s.Idempotent || s.Retries == NoRetries:
+		return 0
+	case s.Retries == 0:
+		return DefaultRetries
+	}
+	return s.Retries
 }
 
 // InlineDisabled is the Set.InlineThreshold value `inline_threshold=0`
@@ -168,6 +186,14 @@ func GoLiteral(s Set) string {
 	dur("Timeout", s.Timeout)
 	if s.BorrowArgs {
 		field("BorrowArgs", "true")
+	}
+	if s.Idempotent {
+		field("Idempotent", "true")
+	}
+	if s.Retries == NoRetries {
+		field("Retries", "hints.NoRetries")
+	} else {
+		num("Retries", s.Retries)
 	}
 	if len(s.App) > 0 {
 		keys := make([]string, 0, len(s.App))

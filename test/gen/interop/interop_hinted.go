@@ -3945,12 +3945,13 @@ var clientMethodsInterop = [...]client.Method{
 	{Service: "Interop", Name: "sleep", Oneway: false, Hints: InteropHints.Function("sleep")},
 }
 
-// InteropClient calls service "Interop" over a client connection.
+// InteropClient calls service "Interop" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type InteropClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewInteropClient(c *client.Conn) *InteropClient { return &InteropClient{c: c} }
+func NewInteropClient(c client.Caller) *InteropClient { return &InteropClient{c: c} }
 
 func (_c *InteropClient) Ping(ctx context.Context) (_err error) {
 	_args := &InteropPingArgs{}
@@ -3987,7 +3988,7 @@ func (_c *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte
 
 // EchoBinaryBorrowed is EchoBinary for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *InteropClient) EchoBinaryBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
 	_args := &InteropEchoBinaryArgs{Data: data}
 	_res := NewInteropEchoBinaryResult()

@@ -794,12 +794,13 @@ var clientMethodsEcho = [...]client.Method{
 	{Service: "Echo", Name: "echoBytes", Oneway: false, Hints: EchoHints.Function("echoBytes")},
 }
 
-// EchoClient calls service "Echo" over a client connection.
+// EchoClient calls service "Echo" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type EchoClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewEchoClient(c *client.Conn) *EchoClient { return &EchoClient{c: c} }
+func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, msg string) (_r string, _err error) {
 	_args := &EchoEchoArgs{Msg: msg}
@@ -830,7 +831,7 @@ func (_c *EchoClient) EchoBytes(ctx context.Context, data []byte) (_r []byte, _e
 
 // EchoBytesBorrowed is EchoBytes for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBytesBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
 	_args := &EchoEchoBytesArgs{Data: data}
 	_res := NewEchoEchoBytesResult()

@@ -322,12 +322,13 @@ var clientMethodsEcho = [...]client.Method{
 	{Service: "Echo", Name: "echo", Oneway: false, Hints: EchoHints.Function("echo")},
 }
 
-// EchoClient calls service "Echo" over a client connection.
+// EchoClient calls service "Echo" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type EchoClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewEchoClient(c *client.Conn) *EchoClient { return &EchoClient{c: c} }
+func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err error) {
 	_args := &EchoEchoArgs{Payload: payload}
@@ -343,7 +344,7 @@ func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err
 
 // EchoBorrowed is Echo for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
 	_args := &EchoEchoArgs{Payload: payload}
 	_res := NewEchoEchoResult()

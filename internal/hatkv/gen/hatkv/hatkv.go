@@ -4334,12 +4334,13 @@ var clientMethodsHatKV = [...]client.Method{
 	{Service: "HatKV", Name: "Stats", Oneway: false, Hints: HatKVHints.Function("Stats")},
 }
 
-// HatKVClient calls service "HatKV" over a client connection.
+// HatKVClient calls service "HatKV" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type HatKVClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewHatKVClient(c *client.Conn) *HatKVClient { return &HatKVClient{c: c} }
+func NewHatKVClient(c client.Caller) *HatKVClient { return &HatKVClient{c: c} }
 
 // Returns the record, restricted to fields when fields is not empty.
 func (_c *HatKVClient) Get(ctx context.Context, key string, fields []string) (_r Record, _err error) {

@@ -998,12 +998,13 @@ var clientMethodsMix = [...]client.Method{
 	{Service: "Mix", Name: "note", Oneway: true, Hints: MixHints.Function("note")},
 }
 
-// MixClient calls service "Mix" over a client connection.
+// MixClient calls service "Mix" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type MixClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewMixClient(c *client.Conn) *MixClient { return &MixClient{c: c} }
+func NewMixClient(c client.Caller) *MixClient { return &MixClient{c: c} }
 
 func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err error) {
 	_args := &MixPingArgs{Data: data}
@@ -1019,7 +1020,7 @@ func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err err
 
 // PingBorrowed is Ping for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *MixClient) PingBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
 	_args := &MixPingArgs{Data: data}
 	_res := NewMixPingResult()
@@ -1659,12 +1660,13 @@ var clientMethodsShared = [...]client.Method{
 	{Service: "Shared", Name: "slow", Oneway: false, Hints: SharedHints.Function("slow")},
 }
 
-// SharedClient calls service "Shared" over a client connection.
+// SharedClient calls service "Shared" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type SharedClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewSharedClient(c *client.Conn) *SharedClient { return &SharedClient{c: c} }
+func NewSharedClient(c client.Caller) *SharedClient { return &SharedClient{c: c} }
 
 func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err error) {
 	_args := &SharedGetArgs{Key: key}
@@ -1680,7 +1682,7 @@ func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err er
 
 // GetBorrowed is Get for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SharedClient) GetBorrowed(ctx context.Context, key []byte, use func(r []byte) error) error {
 	_args := &SharedGetArgs{Key: key}
 	_res := NewSharedGetResult()

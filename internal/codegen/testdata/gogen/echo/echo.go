@@ -519,12 +519,13 @@ var clientMethodsEcho = [...]client.Method{
 	{Service: "Echo", Name: "echo", Oneway: false, Hints: EchoHints.Function("echo")},
 }
 
-// EchoClient calls service "Echo" over a client connection.
+// EchoClient calls service "Echo" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type EchoClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewEchoClient(c *client.Conn) *EchoClient { return &EchoClient{c: c} }
+func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, m *Msg) (_r *Msg, _err error) {
 	_args := &EchoEchoArgs{M: m}

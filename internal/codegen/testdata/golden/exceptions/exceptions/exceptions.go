@@ -1455,12 +1455,13 @@ var clientMethodsStore = [...]client.Method{
 	{Service: "Store", Name: "clear", Oneway: false, Hints: StoreHints.Function("clear")},
 }
 
-// StoreClient calls service "Store" over a client connection.
+// StoreClient calls service "Store" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type StoreClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewStoreClient(c *client.Conn) *StoreClient { return &StoreClient{c: c} }
+func NewStoreClient(c client.Caller) *StoreClient { return &StoreClient{c: c} }
 
 func (_c *StoreClient) Get(ctx context.Context, id int64) (_r string, _err error) {
 	_args := &StoreGetArgs{ID: id}

@@ -828,12 +828,13 @@ var clientMethodsKV = [...]client.Method{
 	{Service: "KV", Name: "size", Oneway: false, Hints: KVHints.Function("size")},
 }
 
-// KVClient calls service "KV" over a client connection.
+// KVClient calls service "KV" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type KVClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewKVClient(c *client.Conn) *KVClient { return &KVClient{c: c} }
+func NewKVClient(c client.Caller) *KVClient { return &KVClient{c: c} }
 
 func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error) {
 	_args := &KVGetArgs{Key: key}
@@ -849,7 +850,7 @@ func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error)
 
 // GetBorrowed is Get for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KVClient) GetBorrowed(ctx context.Context, key string, use func(r []byte) error) error {
 	_args := &KVGetArgs{Key: key}
 	_res := NewKVGetResult()
@@ -1094,12 +1095,13 @@ var clientMethodsPlain = [...]client.Method{
 	{Service: "Plain", Name: "noop", Oneway: false, Hints: PlainHints.Function("noop")},
 }
 
-// PlainClient calls service "Plain" over a client connection.
+// PlainClient calls service "Plain" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type PlainClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewPlainClient(c *client.Conn) *PlainClient { return &PlainClient{c: c} }
+func NewPlainClient(c client.Caller) *PlainClient { return &PlainClient{c: c} }
 
 func (_c *PlainClient) Noop(ctx context.Context) (_err error) {
 	_args := &PlainNoopArgs{}

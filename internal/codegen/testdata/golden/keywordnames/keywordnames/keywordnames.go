@@ -1750,12 +1750,13 @@ var clientMethodsKeywords = [...]client.Method{
 	{Service: "Keywords", Name: "echo", Oneway: false, Hints: KeywordsHints.Function("echo")},
 }
 
-// KeywordsClient calls service "Keywords" over a client connection.
+// KeywordsClient calls service "Keywords" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type KeywordsClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewKeywordsClient(c *client.Conn) *KeywordsClient { return &KeywordsClient{c: c} }
+func NewKeywordsClient(c client.Caller) *KeywordsClient { return &KeywordsClient{c: c} }
 
 func (_c *KeywordsClient) Sum(ctx context.Context, i32 int32, i64 int64, list []int32) (_r int64, _err error) {
 	_args := &KeywordsSumArgs{I32: i32, I64: i64, List: list}
@@ -1783,7 +1784,7 @@ func (_c *KeywordsClient) Echo(ctx context.Context, binary []byte, map_a1 map[st
 
 // EchoBorrowed is Echo for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KeywordsClient) EchoBorrowed(ctx context.Context, binary []byte, map_a1 map[string]string, use func(r []byte) error) error {
 	_args := &KeywordsEchoArgs{Binary: binary, Map: map_a1}
 	_res := NewKeywordsEchoResult()

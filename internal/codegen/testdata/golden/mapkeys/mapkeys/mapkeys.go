@@ -1298,12 +1298,13 @@ var clientMethodsKeyService = [...]client.Method{
 	{Service: "KeyService", Name: "lookup", Oneway: false, Hints: KeyServiceHints.Function("lookup")},
 }
 
-// KeyServiceClient calls service "KeyService" over a client connection.
+// KeyServiceClient calls service "KeyService" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type KeyServiceClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewKeyServiceClient(c *client.Conn) *KeyServiceClient { return &KeyServiceClient{c: c} }
+func NewKeyServiceClient(c client.Caller) *KeyServiceClient { return &KeyServiceClient{c: c} }
 
 func (_c *KeyServiceClient) Lookup(ctx context.Context, in []MapEntry[[]int32, int32]) (_r []MapEntry[*Key, string], _err error) {
 	_args := &KeyServiceLookupArgs{In: in}

@@ -1898,12 +1898,13 @@ var clientMethodsRange = [...]client.Method{
 	{Service: "range", Name: "get_id", Oneway: false, Hints: RangeHints.Function("get_id")},
 }
 
-// RangeClient calls service "range" over a client connection.
+// RangeClient calls service "range" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type RangeClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewRangeClient(c *client.Conn) *RangeClient { return &RangeClient{c: c} }
+func NewRangeClient(c client.Caller) *RangeClient { return &RangeClient{c: c} }
 
 func (_c *RangeClient) Select(ctx context.Context, type_a1 int32, ctx_a1 int32, _c_a1 int32, args int32, error_a1 string) (_r int32, _err error) {
 	_args := &RangeSelectArgs{Type: type_a1, Ctx: ctx_a1, X_c: _c_a1, Args_: args, Error: error_a1}

@@ -2654,12 +2654,13 @@ var clientMethodsSearch = [...]client.Method{
 	{Service: "Search", Name: "optional_args", Oneway: false, Hints: SearchHints.Function("optional_args")},
 }
 
-// SearchClient calls service "Search" over a client connection.
+// SearchClient calls service "Search" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type SearchClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewSearchClient(c *client.Conn) *SearchClient { return &SearchClient{c: c} }
+func NewSearchClient(c client.Caller) *SearchClient { return &SearchClient{c: c} }
 
 // Plain call.
 func (_c *SearchClient) Search(ctx context.Context, req *Req, limit int32) (_r *Resp, _err error) {
@@ -2726,7 +2727,7 @@ func (_c *SearchClient) Raw(ctx context.Context, in []byte) (_r []byte, _err err
 
 // RawBorrowed is Raw for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
-// returns (client.Conn.CallBorrowed). Copy what must outlive use.
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SearchClient) RawBorrowed(ctx context.Context, in []byte, use func(r []byte) error) error {
 	_args := &SearchRawArgs{In: in}
 	_res := NewSearchRawResult()

@@ -735,12 +735,13 @@ var clientMethodsBase = [...]client.Method{
 	{Service: "Base", Name: "ping", Oneway: true, Hints: BaseHints.Function("ping")},
 }
 
-// BaseClient calls service "Base" over a client connection.
+// BaseClient calls service "Base" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type BaseClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewBaseClient(c *client.Conn) *BaseClient { return &BaseClient{c: c} }
+func NewBaseClient(c client.Caller) *BaseClient { return &BaseClient{c: c} }
 
 func (_c *BaseClient) Info(ctx context.Context, id int32) (_r *Info, _err error) {
 	_args := &BaseInfoArgs{ID: id}

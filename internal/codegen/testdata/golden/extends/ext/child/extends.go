@@ -320,12 +320,13 @@ var clientMethodsMiddle = [...]client.Method{
 	{Service: "Middle", Name: "count", Oneway: false, Hints: MiddleHints.Function("count")},
 }
 
-// MiddleClient calls service "Middle" over a client connection.
+// MiddleClient calls service "Middle" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type MiddleClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewMiddleClient(c *client.Conn) *MiddleClient { return &MiddleClient{c: c} }
+func NewMiddleClient(c client.Caller) *MiddleClient { return &MiddleClient{c: c} }
 
 func (_c *MiddleClient) Info(ctx context.Context, id int32) (_r *base.Info, _err error) {
 	_args := &base.BaseInfoArgs{ID: id}
@@ -743,12 +744,13 @@ var clientMethodsChild = [...]client.Method{
 	{Service: "Child", Name: "name", Oneway: false, Hints: ChildHints.Function("name")},
 }
 
-// ChildClient calls service "Child" over a client connection.
+// ChildClient calls service "Child" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type ChildClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewChildClient(c *client.Conn) *ChildClient { return &ChildClient{c: c} }
+func NewChildClient(c client.Caller) *ChildClient { return &ChildClient{c: c} }
 
 func (_c *ChildClient) Info(ctx context.Context, id int32) (_r *base.Info, _err error) {
 	_args := &base.BaseInfoArgs{ID: id}

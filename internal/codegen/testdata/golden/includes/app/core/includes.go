@@ -808,12 +808,13 @@ var clientMethodsMains = [...]client.Method{
 	{Service: "Mains", Name: "get", Oneway: false, Hints: MainsHints.Function("get")},
 }
 
-// MainsClient calls service "Mains" over a client connection.
+// MainsClient calls service "Mains" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
 type MainsClient struct {
-	c *client.Conn
+	c client.Caller
 }
 
-func NewMainsClient(c *client.Conn) *MainsClient { return &MainsClient{c: c} }
+func NewMainsClient(c client.Caller) *MainsClient { return &MainsClient{c: c} }
 
 func (_c *MainsClient) Get(ctx context.Context, mode shared.Mode) (_r *shared.SharedStruct, _err error) {
 	_args := &MainsGetArgs{Mode: mode}
