@@ -5,9 +5,11 @@
 #   1. ibv_rc_pingpong A <-> B (the link and rxe work; latency per iteration)
 #   2. examples/echo: server on A, client on B with -rdma ibv (planned
 #      protocol, a 1 MiB round trip)
-#   3. hatkv: serve --transport rdma on A, bench -P workloadb on B (ops/s,
+#   3. protonode: every engine protocol, busy and event polling, 0 B to
+#      1 MiB, bytes checked (the cross-node half of the conformance suite)
+#   4. hatkv: serve --transport rdma on A, bench -P workloadb on B (ops/s,
 #      p50/p99; emulated, so correctness rather than speed)
-#   4. peer kill: the server process is killed -9 in the middle of a bench;
+#   5. peer kill: the server process is killed -9 in the middle of a bench;
 #      the bench's calls fail within a bounded time; the server restarts and
 #      calls work again.
 # Results and a summary land in $RXE_OUT (default: a temporary directory,
@@ -22,6 +24,7 @@ rm -f "$out"/*.flag "$out"/*.txt "$out"/*.json
 go build -o "$out/hatkv" ./cmd/hatkv
 go build -o "$out/echo-server" ./examples/echo/server
 go build -o "$out/echo-client" ./examples/echo/client
+go build -o "$out/protonode" ./test/rxe/protonode
 
 freeport() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pa=$(freeport)
@@ -33,6 +36,8 @@ set -u
 S=$out
 waitfor() { for i in \$(seq 6000); do [[ -e \$S/\$1.flag ]] && return 0; sleep 0.1; done; return 1; }
 ibv_rc_pingpong -d rxe0 -g 1 -n 200 -s 64 >\$S/pingpong-server.txt 2>&1
+\$S/protonode -listen 10.0.0.1:7100 >\$S/protonode-server.txt 2>&1 &
+pn=\$!
 \$S/echo-server -addr 10.0.0.1:7000 -rdma ibv >\$S/echo-server.txt 2>&1 &
 e=\$!
 waitfor echo-done; kill \$e; wait \$e
@@ -46,6 +51,7 @@ waitfor restart-now
 serve
 waitfor all-done
 kill -INT \$(cat \$S/serve.pid)
+kill \$pn
 wait
 EOS
 
@@ -64,6 +70,7 @@ for i in \$(seq 60); do
 done
 grep -q "echoBytes: 1048576 bytes round trip ok" \$S/echo-client.txt && echo "echo 1" >>\$S/steps.txt || echo "echo 0" >>\$S/steps.txt
 touch \$S/echo-done.flag
+\$S/protonode -connect 10.0.0.1:7100 >\$S/protonode.txt 2>&1 && echo "protonode 1" >>\$S/steps.txt || echo "protonode 0" >>\$S/steps.txt
 for i in \$(seq 120); do \$S/hatkv put probe f=1 --addr 10.0.0.1:9090 --transport rdma >/dev/null 2>&1 && break; sleep 0.5; done
 \$S/hatkv bench -P workloadb --threads 8 --duration 20s -p recordcount=2000 --addr 10.0.0.1:9090 --transport rdma --progress off --json \$S/bench-b.json >\$S/bench-b.txt 2>&1 && echo "bench 1" >>\$S/steps.txt || echo "bench 0" >>\$S/steps.txt
 # Peer kill: a bench runs; 8 s in, the server is killed -9.
@@ -97,8 +104,10 @@ echo "node A exit $ra, node B exit $rb; results in $out"
 cat "$out/steps.txt" 2>/dev/null
 grep -h "iters in" "$out"/pingpong-*.txt 2>/dev/null
 grep -h "plan\|round trip" "$out/echo-client.txt" 2>/dev/null
+cat "$out/protonode.txt" 2>/dev/null
 grep -hiE "throughput|ops/s|p50|p99|READ|UPDATE" "$out/bench-b.txt" 2>/dev/null | head -12
 echo "--- peer kill"; cat "$out/killed-at.txt" "$out/bench-kill-exit.txt" "$out/recovered.txt" 2>/dev/null
 tail -5 "$out/bench-kill.txt" 2>/dev/null
-grep -q "pingpong 1" "$out/steps.txt" && grep -q "echo 1" "$out/steps.txt" && grep -q "bench 1" "$out/steps.txt" &&
+grep -q "pingpong 1" "$out/steps.txt" && grep -q "echo 1" "$out/steps.txt" && grep -q "protonode 1" "$out/steps.txt" &&
+	grep -q "bench 1" "$out/steps.txt" &&
 	[[ $(cut -d' ' -f1 "$out/recovered.txt" 2>/dev/null) == 1 ]]
