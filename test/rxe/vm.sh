@@ -49,10 +49,17 @@ MODS=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 build() {
 	need apt-get apt-cache dpkg depmod modinfo cpio gzip busybox
 	local pkg ver dir
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-	[[ -n $pkg ]] || die "cannot resolve linux-image-amd64 (run apt-get update)"
+	resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}'; }
+	pkg=$(resolve)
+	if [[ -z $pkg ]]; then
+		# A machine whose package lists were never fetched (or were cleaned).
+		${SUDO:-$([[ $(id -u) == 0 ]] || echo sudo)} apt-get update -qq >/dev/null 2>&1 || true
+		pkg=$(resolve)
+	fi
+	[[ -n $pkg ]] || die "cannot resolve linux-image-amd64 (apt-get update failed?)"
 	ver=${pkg#linux-image-}
-	dir=$CACHE/$ver
+	# Keyed by the init script and module list too: a changed init rebuilds.
+	dir=$CACHE/$ver-$( (cat "$here/init"; printf '%s\n' "${MODS[@]}") | sha256sum | cut -c1-12)
 	if [[ -f $dir/initrd.img && -f $dir/vmlinuz ]]; then
 		echo "$dir"
 		return
