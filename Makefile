@@ -10,7 +10,7 @@ STAMP := .deps.stamp
 RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # Every package whose tests reach the fast path; CI runs them all (~12 min
 # under emulation on 2 cores).
-RXE_PKGS := pkg/rdma pkg/flock internal/fastpath pkg/client pkg/server test/lanes test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv
+RXE_PKGS := pkg/rdma pkg/flock internal/fastpath pkg/client pkg/server test/lanes test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv internal/bench/cmd/atb
 
 .PHONY: all deps deps-rdma run test test-go test-c test-rdma bench bench-atb generate vet fmt-check clean
 

@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/internal/bench"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -19,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestRunnerEndToEnd builds the runner and runs a tiny sweep (separate
 // server and client processes) and checks every output file.
 func TestRunnerEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard: the build alone takes minutes under emulation
 	defer cancel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "atb")
@@ -27,10 +31,13 @@ func TestRunnerEndToEnd(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	res := filepath.Join(dir, "out")
-	cmd := exec.CommandContext(ctx, bin, "-systems", "shm-eager,shm-planned,hatrpc",
+	// Every engine system of the provider under test (shm, or verbs on
+	// ibv: every protocol, rfp-fetch and planned) and hatrpc.
+	systems := append(bench.EngineSystems(), "hatrpc")
+	cmd := exec.CommandContext(ctx, bin, "-systems", strings.Join(systems, ","),
 		"-lat-sizes", "64,4K", "-tput-sizes", "512", "-callers", "1,4", "-calls", "100", "-warmup", "10",
 		"-dur", "100ms", "-reps", "1", "-out", res)
-	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER=shm")
+	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
 	stdout, err := cmd.Output()
 	require.NoError(t, err)
 	t.Log("\n" + string(stdout))
@@ -44,8 +51,8 @@ func TestRunnerEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		return recs
 	}
-	assert.Len(t, read("latency.csv"), 1+3*2, "a row per system and size")
-	assert.Len(t, read("throughput.csv"), 1+3*2, "a row per system and caller count")
+	assert.Len(t, read("latency.csv"), 1+len(systems)*2, "a row per system and size")
+	assert.Len(t, read("throughput.csv"), 1+len(systems)*2, "a row per system and caller count")
 	for _, f := range []string{"latency.svg", "throughput-512B.svg", "report.md"} {
 		st, err := os.Stat(filepath.Join(res, f))
 		require.NoError(t, err)
