@@ -32,7 +32,7 @@ func holdBudget(t *testing.T, s *server.Server, e *wiretest.Echo, addr string, s
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return gauge(t, s, "hatrpc_server_request_memory_bytes") >= float64(size) },
-		5*time.Second, time.Millisecond)
+		eventually, time.Millisecond)
 	return func() {
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
@@ -63,7 +63,7 @@ func TestMemoryBudgetBackPressure(t *testing.T) {
 	release()
 	require.NoError(t, <-res)
 	require.Eventually(t, func() bool { return gauge(t, s, "hatrpc_server_request_memory_bytes") == 0 },
-		5*time.Second, time.Millisecond, "every request's memory is released")
+		eventually, time.Millisecond, "every request's memory is released")
 }
 
 // With WithBusyTimeout a request that waited that long for memory gets
@@ -127,6 +127,6 @@ func TestMemoryGivenBackAfterLargeRequests(t *testing.T) {
 	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 2<<20)})
 	require.NoError(t, err)
 	require.Len(t, got, 3+2<<20)
-	require.Eventually(t, func() bool { return server.GiveBacks(s) >= 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return server.GiveBacks(s) >= 1 }, eventually, time.Millisecond)
 	require.Zero(t, gauge(t, s, "hatrpc_server_request_memory_bytes"))
 }

@@ -92,7 +92,7 @@ func TestOutOfOrderCompletion(t *testing.T) {
 				_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "slow"})
 				slowDone <- err
 			}()
-			require.Eventually(t, func() bool { return gated.Load() == int32(i+1) }, 5*time.Second, time.Millisecond,
+			require.Eventually(t, func() bool { return gated.Load() == int32(i+1) }, eventually, time.Millisecond,
 				"the slow request reached the server first")
 			fastDone := make(chan error, 1)
 			go func() {

@@ -72,3 +72,7 @@ func tctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// eventually bounds require.Eventually waits: a guard against hangs, not an
+// assertion on speed, so it holds under emulation (test/rxe) and load.
+const eventually = time.Minute

@@ -57,7 +57,7 @@ func onlyConn(t *testing.T, s *server.Server, ok func(server.ConnState) bool) se
 		}
 		st = cs[0]
 		return ok == nil || ok(st)
-	}, 5*time.Second, time.Millisecond)
+	}, eventually, time.Millisecond)
 	return st
 }
 
@@ -74,7 +74,7 @@ func closedBy(t *testing.T, s *server.Server, reason string) float64 {
 // waitClosed waits until the server dropped every connection.
 func waitClosed(t *testing.T, s *server.Server) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(server.Conns(s)) == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(server.Conns(s)) == 0 }, eventually, time.Millisecond)
 }
 
 // readsEOF asserts the server closed nc.
@@ -203,7 +203,7 @@ func TestIdleHatRPCClientRedials(t *testing.T) {
 	server.Sweep(s, t0+idle-time.Second)
 	require.False(t, onlyConn(t, s, nil).GoAway, "not idle long enough")
 	server.Sweep(s, t0+idle)
-	require.Eventually(t, func() bool { return !cl.Upgraded() }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return !cl.Upgraded() }, eventually, time.Millisecond,
 		"the client saw the GoAway")
 	server.Sweep(s, t0+idle+server.IdleGrace-time.Millisecond)
 	require.Empty(t, onlyConn(t, s, nil).Closing, "the GoAway's grace period")
@@ -258,7 +258,7 @@ func TestIdlePlainConnClosed(t *testing.T) {
 	// saw the close (a call racing the close itself fails, hence retries).
 	require.Eventually(t, func() bool {
 		return cl.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "again"}, &res) == nil
-	}, 5*time.Second, 10*time.Millisecond)
+	}, eventually, 10*time.Millisecond)
 	require.Equal(t, "again", *res.Success)
 }
 
@@ -366,7 +366,7 @@ func TestBudgetWaitIsNotSlow(t *testing.T) {
 			}
 		}
 		return false
-	}, 5*time.Second, time.Millisecond)
+	}, eventually, time.Millisecond)
 	server.Sweep(s, t0+time.Hour)
 	for _, st := range server.Conns(s) {
 		require.Empty(t, st.Closing)

@@ -12,6 +12,9 @@
 #   5. peer kill: the server process is killed -9 in the middle of a bench;
 #      the bench's calls fail within a bounded time; the server restarts and
 #      calls work again.
+#   6. guest kill: node A's whole VM is killed mid-bench (no FIN or RST from
+#      its kernel: only the QPs' transport retries notice); the bench still
+#      ends on time; a new node A boots and serves, and calls work again.
 # Results and a summary land in $RXE_OUT (default: a temporary directory,
 # printed at the end). Exit status 0 only if every step passed.
 set -euo pipefail
@@ -49,10 +52,18 @@ date +%s.%N >\$S/killed-at.txt
 touch \$S/killed.flag
 waitfor restart-now
 serve
-waitfor all-done
-kill -INT \$(cat \$S/serve.pid)
-kill \$pn
-wait
+# Served until the host kills this whole VM (step 6).
+sleep 1200
+EOS
+
+cat >"$out/node-a2.sh" <<EOS
+set -u
+S=$out
+\$S/hatkv serve --db /tmp/kv --listen 10.0.0.1:9090 --transport rdma --shutdown-timeout 5s >\$S/serve2.txt 2>&1 &
+p=\$!
+for i in \$(seq 6000); do [[ -e \$S/all-done.flag ]] && break; sleep 0.1; done
+kill -INT \$p
+wait \$p
 EOS
 
 cat >"$out/node-b.sh" <<EOS
@@ -89,18 +100,51 @@ for i in \$(seq 120); do
 	sleep 0.5
 done
 echo "\$rec \$t0 \$(date +%s.%N)" >\$S/recovered.txt
+# Guest kill: 8 s into a 30 s bench the host kills node A's VM.
+start=\$(date +%s.%N)
+timeout 180 \$S/hatkv bench -P workloadb --threads 8 --duration 30s --phase run -p recordcount=2000 --addr 10.0.0.1:9090 --transport rdma --progress off >\$S/bench-vmkill.txt 2>&1 &
+b=\$!
+sleep 8
+date +%s.%N >\$S/vmkill-at.txt
+touch \$S/vmkill-now.flag
+wait \$b
+echo "\$? \$start \$(date +%s.%N)" >\$S/bench-vmkill-exit.txt
+t0=\$(date +%s.%N)
+rec=0
+for i in \$(seq 300); do
+	if timeout 20 \$S/hatkv put probe2 f=1 --addr 10.0.0.1:9090 --transport rdma >\$S/after-vm.txt 2>&1; then rec=1; break; fi
+	sleep 1
+done
+echo "\$rec \$t0 \$(date +%s.%N)" >\$S/vm-recovered.txt
 touch \$S/all-done.flag
 EOS
 
 set +e
 test/rxe/vm.sh run --name node-a --ip 10.0.0.1/24 --net "$(link "$pa" "$pb")" --share "$out" --timeout 1500 -- bash "$out/node-a.sh" >"$out/node-a.log" 2>&1 &
 a=$!
-test/rxe/vm.sh run --name node-b --ip 10.0.0.2/24 --net "$(link "$pb" "$pa")" --share "$out" --timeout 1500 -- bash "$out/node-b.sh" >"$out/node-b.log" 2>&1
+test/rxe/vm.sh run --name node-b --ip 10.0.0.2/24 --net "$(link "$pb" "$pa")" --share "$out" --timeout 1500 -- bash "$out/node-b.sh" >"$out/node-b.log" 2>&1 &
+b=$!
+# Step 6: kill node A's VM when B asks, then boot a new node A.
+while kill -0 $b 2>/dev/null && [[ ! -e $out/vmkill-now.flag ]]; do sleep 0.2; done
+a2=""
+if [[ -e $out/vmkill-now.flag ]]; then
+	pkill -9 -f "qemu-system-x86_64 -name node-a " || true
+	wait $a
+	test/rxe/vm.sh run --name node-a2 --ip 10.0.0.1/24 --net "$(link "$pa" "$pb")" --share "$out" --timeout 900 -- bash "$out/node-a2.sh" >"$out/node-a2.log" 2>&1 &
+	a2=$!
+fi
+wait $b
 rb=$?
-wait $a
-ra=$?
+ra=killed
+if [[ -n $a2 ]]; then
+	wait $a2
+	ra=$?
+else
+	wait $a
+	ra=$?
+fi
 set -e
-echo "node A exit $ra, node B exit $rb; results in $out"
+echo "node A (after its VM was replaced) exit $ra, node B exit $rb; results in $out"
 cat "$out/steps.txt" 2>/dev/null
 grep -h "iters in" "$out"/pingpong-*.txt 2>/dev/null
 grep -h "plan\|round trip" "$out/echo-client.txt" 2>/dev/null
@@ -108,6 +152,10 @@ cat "$out/protonode.txt" 2>/dev/null
 grep -hiE "throughput|ops/s|p50|p99|READ|UPDATE" "$out/bench-b.txt" 2>/dev/null | head -12
 echo "--- peer kill"; cat "$out/killed-at.txt" "$out/bench-kill-exit.txt" "$out/recovered.txt" 2>/dev/null
 tail -5 "$out/bench-kill.txt" 2>/dev/null
+echo "--- guest kill"; cat "$out/vmkill-at.txt" "$out/bench-vmkill-exit.txt" "$out/vm-recovered.txt" 2>/dev/null
+tail -5 "$out/bench-vmkill.txt" 2>/dev/null
 grep -q "pingpong 1" "$out/steps.txt" && grep -q "echo 1" "$out/steps.txt" && grep -q "protonode 1" "$out/steps.txt" &&
 	grep -q "bench 1" "$out/steps.txt" &&
-	[[ $(cut -d' ' -f1 "$out/recovered.txt" 2>/dev/null) == 1 ]]
+	[[ $(cut -d' ' -f1 "$out/recovered.txt" 2>/dev/null) == 1 ]] &&
+	[[ $(cut -d' ' -f1 "$out/bench-vmkill-exit.txt" 2>/dev/null) != 124 ]] &&
+	[[ $(cut -d' ' -f1 "$out/vm-recovered.txt" 2>/dev/null) == 1 ]]
