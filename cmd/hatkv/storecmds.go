@@ -85,7 +85,7 @@ func newBackupCmd() *cobra.Command {
 		Use:   "backup TARGET",
 		Short: "Write a compacted, verified copy of the store into TARGET (also while a server runs)",
 		Long: `Backup copies the store in --db into TARGET, which must be missing or empty,
-with LMDB's compacting copy (mdb_env_copy2, MDB_CP_COMPACT) inside one read
+with LMDB's compacting copy (mdb_env_copyfd2, MDB_CP_COMPACT) inside one read
 transaction: the copy is one consistent snapshot even while a server writes
 (LMDB lets several processes share an environment; the backup opens it
 read-only). The copy is then checked like hatkv check. TARGET is a complete

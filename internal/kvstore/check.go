@@ -43,7 +43,7 @@ func Check(ctx context.Context, dir string, opts ...lmdb.VerifyOption) (*lmdb.Re
 	return rep, nil
 }
 
-// Backup writes a compacted copy of the store (mdb_env_copy2 with
+// Backup writes a compacted copy of the store (mdb_env_copyfd2 with
 // MDB_CP_COMPACT, in one read transaction: consistent while writes go
 // on) into dir, which must be missing or empty, marks it as a hatkv data
 // directory, and verifies the copy as Check does. The copy is a complete

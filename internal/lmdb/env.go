@@ -9,6 +9,8 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -460,11 +462,15 @@ func (e *Env) Update(ctx context.Context, fn func(*Txn) error) (err error) {
 }
 
 // Copy writes a copy of the environment to dir/data.mdb (dir must exist;
-// an existing data.mdb is never overwritten: LMDB creates the file with
-// O_EXCL). It runs in a read transaction, so it is consistent while other
-// goroutines or processes write; compact omits free pages and renumbers
-// the rest (MDB_CP_COMPACT). The copy itself (disk I/O) cannot be
+// an existing data.mdb is never overwritten: the file is created with
+// O_EXCL, mode 0600). It runs in a read transaction, so it is consistent
+// while other goroutines or processes write; compact omits free pages and
+// renumbers the rest (MDB_CP_COMPACT). The copy itself (disk I/O) cannot be
 // interrupted, so ctx is only checked before starting.
+//
+// The file is opened here and handed to mdb_env_copyfd2: mdb_env_copy2
+// turns O_DIRECT on, and writes with it fail with EINVAL on overlayfs over
+// tmpfs (containers, the test VM) while the fcntl itself succeeds.
 func (e *Env) Copy(ctx context.Context, dir string, compact bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -478,7 +484,22 @@ func (e *Env) Copy(ctx context.Context, dir string, compact bool) error {
 	if compact {
 		flags = C.MDB_CP_COMPACT
 	}
-	cdir := C.CString(dir)
-	defer C.free(unsafe.Pointer(cdir))
-	return pathError("mdb_env_copy2", dir, C.mdb_env_copy2(e.env, cdir, flags))
+	name := filepath.Join(dir, "data.mdb")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return &OpError{Op: "mdb_env_copyfd2", Path: dir, Err: err}
+	}
+	err = pathError("mdb_env_copyfd2", dir, C.mdb_env_copyfd2(e.env, C.mdb_filehandle_t(f.Fd()), flags))
+	if err == nil {
+		if serr := f.Sync(); serr != nil {
+			err = &OpError{Op: "fsync", Path: name, Err: serr}
+		}
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = &OpError{Op: "close", Path: name, Err: cerr}
+	}
+	if err != nil {
+		_ = os.Remove(name) // a partial copy is no backup
+	}
+	return err
 }
