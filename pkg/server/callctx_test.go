@@ -31,7 +31,11 @@ func TestCallCtx(t *testing.T) {
 			defer c.release()
 			_, hasDL := c.Deadline()
 			require.Equal(t, tc.timeout > 0, hasDL)
-			require.NoError(t, c.Err())
+			if tc.timeout == 0 || tc.timeout >= time.Hour {
+				// Not for the 20 ms deadlines: on a loaded or emulated host
+				// they may pass before this line (the hour case checks it).
+				require.NoError(t, c.Err())
+			}
 			var done <-chan struct{}
 			if tc.useDone {
 				done = c.Done()
