@@ -142,6 +142,11 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 	if messageLen([]entry{{data: req}}) > cl.c.cfg.maxMsg {
 		return nil, ErrTooLarge
 	}
+	// A call whose context is already done is not sent: otherwise its fate
+	// depends on whether the answer or the cancellation is seen first.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	cl.record(len(req))
 	c := cl.c
 	for {

@@ -59,7 +59,7 @@ for p in "${pkgs[@]}"; do
 	[[ $rc == 0 ]] || { res="FAIL ($rc)"; fail=1; }
 	printf '%-24s %7s %7s %9s  %s\n' "$p" "$pass" "$failed" "$spec" "$res"
 	if [[ $rc != 0 && -f $log ]]; then
-		grep -E '^(--- FAIL|    --- FAIL|panic:)|Error Trace:|Error:|Messages:' "$log" | head -40 | sed 's/^/    /'
+		grep -E -A3 '^(--- FAIL|    --- FAIL|panic:)|Error Trace:|Error:|Messages:' "$log" | head -60 | sed 's/^/    /'
 		[[ -n ${RXE_LOGS:-} ]] && cp "$log" "$RXE_LOGS/"
 	fi
 done
