@@ -312,12 +312,22 @@ int ibv_hr_qp_state(hr_qp *hq)
 	}
 }
 
+/* Adds n send WRs to c's posted and bytes_out counts. */
+static void tally_sends(hr_counters *c, const hr_send_wr *w, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		c->posted[w[i].opcode]++;
+		for (uint32_t j = 0; j < w[i].num_sge; j++)
+			c->bytes_out += w[i].sg[j].length;
+	}
+}
+
 int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 {
 	struct ibv_hqp *q = (struct ibv_hqp *)hq;
 	struct ibv_send_wr wr[IBV_CHUNK], *badwr = NULL;
 	struct ibv_sge sg[IBV_CHUNK * HR_MAX_SGE];
-	hr_counters delta = {0};
+	hr_counters unposted = {0};
 	int st = HR_OK;
 	for (uint32_t base = 0; base < n && st == HR_OK; base += IBV_CHUNK) {
 		uint32_t m = n - base > IBV_CHUNK ? IBV_CHUNK : n - base;
@@ -367,11 +377,7 @@ int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 		/* Counted before the post: the peer may see the work (and a test
 		 * read this side's counters) before ibv_post_send returns. */
 		hr_counters pre = {0};
-		for (uint32_t i = 0; i < m; i++) {
-			pre.posted[in[base + i].opcode]++;
-			for (uint32_t j = 0; j < in[base + i].num_sge; j++)
-				pre.bytes_out += in[base + i].sg[j].length;
-		}
+		tally_sends(&pre, in + base, m);
 		pthread_mutex_lock(&q->lock);
 		hr_ibv_counters_add(&q->cnt, &pre);
 		pthread_mutex_unlock(&q->lock);
@@ -388,17 +394,12 @@ int ibv_hr_post_send(hr_qp *hq, const hr_send_wr *in, uint32_t n, uint32_t *bad)
 					st = HR_ESTATE;
 			}
 		}
-		/* Take back what was not posted. */
-		for (uint32_t i = ok; i < m; i++) {
-			delta.posted[in[base + i].opcode]++;
-			for (uint32_t j = 0; j < in[base + i].num_sge; j++)
-				delta.bytes_out += in[base + i].sg[j].length;
-		}
+		tally_sends(&unposted, in + base + ok, m - ok); /* taken back below */
 	}
 	pthread_mutex_lock(&q->lock);
 	for (int i = 0; i < HR_OP_COUNT; i++)
-		q->cnt.posted[i] -= delta.posted[i];
-	q->cnt.bytes_out -= delta.bytes_out;
+		q->cnt.posted[i] -= unposted.posted[i];
+	q->cnt.bytes_out -= unposted.bytes_out;
 	pthread_mutex_unlock(&q->lock);
 	return st;
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
-
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -23,26 +22,21 @@ func Provider() string {
 
 // Transport is the transport name calls on that provider report in plans,
 // metrics and hatkv's --transport flag: "shm", or "rdma" for ibv.
-func Transport() string {
-	if Provider() == rdma.ProviderIBV {
-		return "rdma"
-	}
-	return "shm"
-}
+func Transport() string { return HintTransport().String() }
 
 // OtherTransport is the fast transport an "auto" server on this host does
 // not offer: with an RDMA device it offers rdma lanes only (same-host
 // clients included, test/rxe/README.md), without one shm only.
 func OtherTransport() string {
-	if Transport() == "rdma" {
-		return "shm"
+	if HintTransport() == hints.TransportRDMA {
+		return hints.TransportSHM.String()
 	}
-	return "rdma"
+	return hints.TransportRDMA.String()
 }
 
 // HintTransport is Transport as a hint value (transport=shm or rdma).
 func HintTransport() hints.Transport {
-	if Transport() == "rdma" {
+	if Provider() == rdma.ProviderIBV {
 		return hints.TransportRDMA
 	}
 	return hints.TransportSHM
