@@ -40,6 +40,10 @@ const (
 // Flag bits.
 const (
 	FlagCompact uint8 = 1 << 0 // payload is Thrift compact (else binary)
+	// FlagHeaders: the payload starts with a header block (key/value
+	// headers, see AppendHeaderBlock) before the Thrift message. Sent
+	// only on connections that negotiated CapHeaders.
+	FlagHeaders uint8 = 1 << 1
 )
 
 // Header is a decoded HatRPC frame header.
@@ -106,7 +110,7 @@ func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 	switch {
 	case h.Kind < KindCall || h.Kind > KindBatch:
 		return h, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, h.Kind)
-	case h.Flags&^FlagCompact != 0 || b[6] != 0 || b[7] != 0:
+	case h.Flags&^(FlagCompact|FlagHeaders) != 0 || b[6] != 0 || b[7] != 0:
 		return h, fmt.Errorf("%w: reserved bits set", ErrBadFrame)
 	case h.Length < HeaderSize-lenFieldSize:
 		return h, fmt.Errorf("%w: length %d shorter than header", ErrBadFrame, h.Length)

@@ -19,6 +19,9 @@ const (
 	CapRDMA    uint64 = 1 << 1 // calls may move to RDMA verbs lanes (ibv provider)
 	CapSHM     uint64 = 1 << 2 // calls may move to shared-memory lanes (shm provider)
 	CapAttach  uint64 = 1 << 3 // this connection becomes a lane's bootstrap and liveness link
+	// CapHeaders: HatRPC frames on this connection may carry key/value
+	// headers (FlagHeaders). A high bit, clear of the transport bits.
+	CapHeaders uint64 = 1 << 16
 )
 
 // Hello is the handshake call's args struct:

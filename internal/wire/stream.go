@@ -13,9 +13,15 @@ import (
 type Format struct {
 	Proto  proto.Protocol
 	Framed bool
+	// Header: Apache's THeader transport (framed; Proto is the protocol
+	// of the last message read, each frame names its own).
+	Header bool
 }
 
 func (f Format) String() string {
+	if f.Header {
+		return "theader"
+	}
 	if f.Framed {
 		return "framed-" + f.Proto.String()
 	}
@@ -32,7 +38,8 @@ var ErrGarbage = fmt.Errorf("wire: not a thrift stream: %w", proto.ErrInvalidDat
 
 // Detect peeks at the first bytes of a fresh stream and tells its format:
 // strict binary starts 0x80 0x01, compact 0x82, and framed streams start with
-// a 4-byte length followed by one of those. Nothing is consumed.
+// a 4-byte length followed by one of those, THeader frames with a length
+// followed by the magic 0x0FFF. Nothing is consumed.
 func Detect(br *bufio.Reader) (Format, error) {
 	b, err := br.Peek(1)
 	if err != nil {
@@ -58,6 +65,13 @@ func Detect(br *bufio.Reader) (Format, error) {
 		return Format{Proto: proto.Binary, Framed: true}, nil
 	case compactMagic:
 		return Format{Proto: proto.Compact, Framed: true}, nil
+	case THeaderMagic >> 8:
+		if b, err = br.Peek(6); err != nil {
+			return Format{}, err
+		}
+		if IsTHeader(b[4:]) {
+			return Format{Proto: proto.Binary, Framed: true, Header: true}, nil
+		}
 	}
 	return Format{}, ErrGarbage
 }

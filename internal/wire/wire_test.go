@@ -163,7 +163,7 @@ func encode(t testing.TB, f Format, name string, seq int32, body proto.Struct) [
 	return b
 }
 
-var formats = []Format{{proto.Binary, false}, {proto.Binary, true}, {proto.Compact, false}, {proto.Compact, true}}
+var formats = []Format{{Proto: proto.Binary}, {Proto: proto.Binary, Framed: true}, {Proto: proto.Compact}, {Proto: proto.Compact, Framed: true}}
 
 func TestDetectAndReadMessage(t *testing.T) {
 	for _, f := range formats {

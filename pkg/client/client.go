@@ -484,6 +484,7 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	if caps == 0 {
 		caps = wire.CapFraming | s.c.laneOffer()
 	}
+	caps |= wire.CapHeaders
 	hello := wire.Hello{Version: wire.Version, Caps: caps,
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
 	if hello.Caps&wire.CapSHM != 0 {
@@ -607,6 +608,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	case s.format.Framed:
 		b = b[:4]
 	}
+	var hflags uint8
 	typ, kind := proto.Call, wire.KindCall
 	if oneway {
 		typ, kind = proto.Oneway, wire.KindOneway
@@ -630,14 +632,17 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	}
 	s.mu.Unlock()
 
+	if s.carriesHeaders() {
+		b, hflags = s.appendRequestHead(ctx, b, seq)
+	}
 	// Large binary values stay in the caller's slices and go out with
 	// one vectored write: no copy of them into the frame.
 	b, refs, err := codec.AppendMessageRefs(b, s.format.Proto, name, typ, seq, args)
 	if err == nil {
 		if s.hat {
-			var flags uint8
+			flags := hflags
 			if s.format.Proto == proto.Compact {
-				flags = wire.FlagCompact
+				flags |= wire.FlagCompact
 			}
 			wire.SealFrameRefs(b, refs, kind, flags, seq, timeout)
 		} else if s.format.Framed {
@@ -676,6 +681,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		return err
 	}
 	noteSize(&s.repSize, len(*rp))
+	s.captureReply(ctx, (*rp)[:off])
 	if ok, err := s.decodeBorrowed(ctx, codec, rp, off, result); ok {
 		return err
 	}

@@ -33,6 +33,8 @@ type options struct {
 	laneProto        hints.Protocol
 	svcLevel         bool
 	conns            int // TCP connections calls may spread over; see spread.go
+	theader          bool // speak Apache's THeader transport (headers.go)
+	noRequestIDs     bool
 }
 
 func defaultOptions() options {

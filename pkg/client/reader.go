@@ -357,7 +357,15 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 		if err == nil {
 			switch h.Kind {
 			case wire.KindReply, wire.KindException:
-				return h.Seqid, bp, wire.HeaderSize, true, nil
+				off := wire.HeaderSize
+				if h.Flags&wire.FlagHeaders != 0 {
+					var n int
+					if n, err = wire.HeaderBlockLen((*bp)[off:]); err != nil {
+						break
+					}
+					off += n
+				}
+				return h.Seqid, bp, off, true, nil
 			case wire.KindGoAway:
 				s.mu.Lock()
 				s.goaway = true
@@ -370,10 +378,14 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 		}
 	} else {
 		*bp, err = wire.ReadMessage(s.br, s.format, *bp, lim)
+		off := 0
+		if err == nil && s.format.Header {
+			off, err = s.readTHeader(bp)
+		}
 		if err == nil {
 			var mh wire.MsgHeader
-			if mh, err = wire.ParseMsgHeader(s.format.Proto, *bp); err == nil {
-				return mh.Seqid, bp, 0, true, nil
+			if mh, err = wire.ParseMsgHeader(s.format.Proto, (*bp)[off:]); err == nil {
+				return mh.Seqid, bp, off, true, nil
 			}
 		}
 	}

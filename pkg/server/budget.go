@@ -262,7 +262,7 @@ func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bo
 	}
 	// A framed plain message: its header names whom to answer.
 	head, _ := c.br.Peek(min(ce.Size, 512))
-	mh, herr := wire.ParseMsgHeader(p, head)
+	mh, p, herr := c.plainMsgHeader(p, head)
 	if wire.Discard(c.br, ce.Size) != nil {
 		return false
 	}

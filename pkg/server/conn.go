@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -35,6 +36,7 @@ type conn struct {
 	format  wire.Format
 	hat     bool
 	nextIn  uint64
+	thCur   *thCall // THeader: the message just read (see theader.go)
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -55,6 +57,7 @@ type conn struct {
 	calls    map[int32]*callCtx // HatRPC calls in flight, for Cancel frames
 	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
+	th       map[uint64]*thCall // THeader requests by reply order
 	inflight int
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
@@ -93,6 +96,7 @@ type request struct {
 	size    int      // request message bytes
 	tr      uint8    // transport index into method.stats
 	mem     int64    // request memory budget held until the call ends
+	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -303,6 +307,7 @@ func (c *conn) next() (*request, error) {
 		timeout time.Duration
 		fseq    int32
 		err     error
+		sc      *metadata.ServerCall
 	)
 	if c.hat {
 		var h wire.Header
@@ -333,6 +338,15 @@ func (c *conn) next() (*request, error) {
 			return nil, fmt.Errorf("%w: unexpected frame kind %d from client", wire.ErrBadFrame, h.Kind)
 		}
 		msg, p, timeout, fseq = b[wire.HeaderSize:], h.Protocol(), h.Timeout, h.Seqid
+		if h.Flags&wire.FlagHeaders != 0 {
+			md, n, herr := wire.ParseHeaderBlock(msg)
+			if herr != nil {
+				wire.PutBuf(bp)
+				c.releaseCharge()
+				return nil, herr
+			}
+			msg, sc = msg[n:], metadata.NewServerCall(md)
+		}
 	} else {
 		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
 		if err != nil {
@@ -357,6 +371,14 @@ func (c *conn) next() (*request, error) {
 		}
 		msg, p = *bp, c.format.Proto
 		c.s.met.inThrift.Add(float64(len(msg)))
+		if c.format.Header {
+			if msg, p, err = c.readTHeader(msg); err != nil {
+				wire.PutBuf(bp)
+				c.releaseCharge()
+				return nil, err
+			}
+			sc = c.thCur.sc
+		}
 	}
 	c.busy()
 	mh, err := wire.ParseMsgHeader(p, msg)
@@ -389,7 +411,7 @@ func (c *conn) next() (*request, error) {
 	*r = request{
 		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
 		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, fseq: fseq, timeout: timeout,
-		size: len(msg), tr: trThrift, mem: c.takeCharge(),
+		size: len(msg), tr: trThrift, mem: c.takeCharge(), sc: sc,
 	}
 	if c.hat {
 		r.tr = trTCP
@@ -423,6 +445,9 @@ func (c *conn) takeOrder(hat bool) uint64 {
 	}
 	o := c.nextIn
 	c.nextIn++
+	if c.format.Header {
+		c.noteTHeaderOrder(o)
+	}
 	return o
 }
 
@@ -483,7 +508,7 @@ func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
 	st, typ, body := c.execute(r, codec)
 	if !r.oneway {
-		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint)))
+		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
@@ -501,9 +526,12 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	st.inflight.Inc()
 	start := time.Now()
 
-	ctx := c.ctx
+	ctx := context.Context(c.ctx)
 	if r.ctx != nil {
 		ctx = r.ctx
+	}
+	if r.sc != nil {
+		ctx = metadata.NewServerContext(ctx, r.sc)
 	}
 	args := r.m.m.NewArgs()
 	var (
@@ -539,7 +567,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	}
 	if err != nil || res == nil {
 		if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
-			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "err", err)
+			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "request_id", requestID(r), "err", err)
 		}
 		return st, proto.Exception, toAppException(err)
 	}
@@ -566,7 +594,7 @@ func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct) (res p
 	defer func() {
 		if v := recover(); v != nil {
 			c.s.log.Error("hatrpc: handler panic", "method", r.m.m.Name, "remote", c.remote,
-				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"request_id", requestID(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			res, err = nil, &panicError{v}
 		}
 	}()
@@ -653,7 +681,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		return true
 	}
 	if upgrade {
-		rep.Caps = wire.CapFraming | caps
+		rep.Caps = wire.CapFraming | caps | h.Caps&wire.CapHeaders
 		rep.ConflictFunction, rep.Conflict = c.s.checkPlans(&h, rep.Caps)
 		if rep.Conflict != "" {
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)

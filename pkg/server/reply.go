@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -10,13 +11,14 @@ import (
 // fseq, the seqid of the request frame, which the client dispatches on
 // (the two differ only for a client that numbers them differently).
 func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
-	return c.replyHinted(hat, p, order, name, seqid, fseq, typ, body, codec, nil)
+	return c.replyHinted(hat, p, order, name, seqid, fseq, typ, body, codec, nil, nil)
 }
 
 // replyHinted is reply with the size of the method's last reply (hint,
 // updated here): a large reply is then encoded into a pooled buffer of
-// its size instead of growing a small one into fresh memory.
-func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint) int {
+// its size instead of growing a small one into fresh memory. md are reply
+// headers for a HatRPC frame (THeader replies take theirs in wrapTHeader).
+func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint, md metadata.MD) int {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -31,10 +33,15 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 	switch {
 	case hat:
 		b = b[:wire.HeaderSize]
-	case c.format.Framed:
+	case c.format.Framed && !c.format.Header:
 		b = b[:4]
 	}
 	start := len(b)
+	var hflag uint8
+	if hat && len(md) > 0 {
+		b = wire.AppendHeaderBlock(b, md)
+		hflag = wire.FlagHeaders
+	}
 	if hat {
 		// Large binary values (an echoed payload, a blob read from
 		// storage) go out from the handler's slices with one vectored
@@ -44,7 +51,7 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		if hint != nil {
 			hint.Note(len(b))
 		}
-		sealReplyRefs(b, refs, p, fseq, typ)
+		sealReplyRefs(b, refs, p, fseq, typ, hflag)
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
 		c.s.met.outTCP.Add(float64(n))
@@ -56,10 +63,14 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 	if hint != nil {
 		hint.Note(len(b))
 	}
-	if c.format.Framed {
+	if c.format.Framed && !c.format.Header {
 		putLen(b, len(b)-4)
 	}
 	*bp = b
+	if c.format.Header {
+		c.wrapTHeader(order, bp)
+		b = *bp
+	}
 	n := len(b) - start
 	c.s.met.outThrift.Add(float64(len(b)))
 	c.deliver(order, bp)
@@ -123,12 +134,11 @@ func appendReplyRefs(codec *wire.Codec, b []byte, p proto.Protocol, name string,
 }
 
 // sealReplyRefs is sealReply for a frame continued by refs.
-func sealReplyRefs(frame []byte, refs []proto.Ref, p proto.Protocol, seqid int32, typ proto.MessageType) {
+func sealReplyRefs(frame []byte, refs []proto.Ref, p proto.Protocol, seqid int32, typ proto.MessageType, flags uint8) {
 	kind := wire.KindReply
 	if typ == proto.Exception {
 		kind = wire.KindException
 	}
-	var flags uint8
 	if p == proto.Compact {
 		flags = wire.FlagCompact
 	}
@@ -137,5 +147,5 @@ func sealReplyRefs(frame []byte, refs []proto.Ref, p proto.Protocol, seqid int32
 
 // sealReply fills in the HatRPC frame header of a reply frame.
 func sealReply(frame []byte, p proto.Protocol, seqid int32, typ proto.MessageType) {
-	sealReplyRefs(frame, nil, p, seqid, typ)
+	sealReplyRefs(frame, nil, p, seqid, typ, 0)
 }

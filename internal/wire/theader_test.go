@@ -1,0 +1,170 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// theaderFrame builds a THeader frame (after the length) carrying msg.
+func theaderFrame(h THeaderInfo, msg []byte, zlibbed bool) []byte {
+	b := AppendTHeaderHead(nil, &h, zlibbed)
+	off := len(b)
+	b = append(b, msg...)
+	if zlibbed {
+		b = CompressTHeader(b, off)
+	}
+	return b
+}
+
+func TestTHeaderRoundTrip(t *testing.T) {
+	cases := []struct {
+		name string
+		h    THeaderInfo
+		zlib bool
+	}{
+		{"binary", THeaderInfo{Seqid: 7, Proto: proto.Binary}, false},
+		{"compact-headers", THeaderInfo{Flags: 1, Seqid: -3, Proto: proto.Compact, Info: metadata.MD{"a": "1", "": "empty key", "k": ""}}, false},
+		{"zlib", THeaderInfo{Seqid: 1 << 30, Proto: proto.Binary, Info: metadata.MD{"x-request-id": "abc"}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := bytes.Repeat([]byte("payload "), 40)
+			b := theaderFrame(tc.h, msg, tc.zlib)
+			require.True(t, IsTHeader(b))
+			require.Zero(t, binary.BigEndian.Uint16(b[8:])*4%4)
+			got, payload, err := ParseTHeader(b, 1<<20)
+			require.NoError(t, err)
+			require.Equal(t, msg, payload)
+			want := tc.h
+			want.Zlib = tc.zlib
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+func TestTHeaderErrors(t *testing.T) {
+	good := theaderFrame(THeaderInfo{Seqid: 5}, []byte("m"), false)
+	bomb := theaderFrame(THeaderInfo{Seqid: 6}, make([]byte, 1<<20), true)
+	cases := []struct {
+		name string
+		in   []byte
+		max  int
+		want error
+		msg  string
+	}{
+		{"short", good[:9], 100, ErrTHeader, "wire: bad THeader: proto: invalid data: 9 bytes, shorter than its fixed part"},
+		{"magic", append([]byte{0x0f, 0xfe}, good[2:]...), 100, ErrTHeader, "wire: bad THeader: proto: invalid data: magic 0ffe"},
+		{"header words beyond frame", append(append([]byte{}, good[:8]...), 0xff, 0xff), 100, ErrTHeader,
+			"wire: bad THeader: proto: invalid data: header of 262140 bytes in a frame of 10"},
+		{"protocol id", func() []byte { b := bytes.Clone(good); b[10] = 1; return b }(), 100, ErrTHeader,
+			"wire: bad THeader: proto: invalid data: protocol id 1"},
+		{"transform hmac", func() []byte { b := bytes.Clone(good); b[11], b[12] = 1, 2; return b }(), 100, ErrTHeaderTransform,
+			"wire: unsupported THeader transform 2 (only zlib, 1, is)"},
+		{"transform count", func() []byte { b := bytes.Clone(good); b[11] = 0x7f; return b }(), 100, ErrTHeader,
+			"wire: bad THeader: proto: invalid data: 127 transforms in 2 bytes"},
+		{"zlib bomb", bomb, 1 << 16, proto.ErrSizeLimit,
+			"wire: frame too large: proto: size limit exceeded: inflated THeader payload over 65536 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ParseTHeader(tc.in, tc.max)
+			require.ErrorIs(t, err, tc.want)
+			require.EqualError(t, err, tc.msg)
+		})
+	}
+}
+
+func TestHeaderBlock(t *testing.T) {
+	md := metadata.MD{"traceparent": "00-abc", "k": "v"}
+	b := AppendHeaderBlock([]byte("pre"), md)
+	got, n, err := ParseHeaderBlock(b[3:])
+	require.NoError(t, err)
+	require.Equal(t, len(b)-3, n)
+	require.Equal(t, md, got)
+	b = AppendHeaderBlockExtra(nil, md, metadata.RequestIDKey, "id1")
+	got, _, err = ParseHeaderBlock(b)
+	require.NoError(t, err)
+	require.Equal(t, metadata.MD{"traceparent": "00-abc", "k": "v", metadata.RequestIDKey: "id1"}, got)
+
+	for _, bad := range [][]byte{{0, 0}, {0, 0, 0, 9, 1}, {0, 0, 0, 2, 0x7f, 0}, {0, 0, 0, 3, 1, 5, 'a'}} {
+		_, _, err := ParseHeaderBlock(bad)
+		require.ErrorIs(t, err, proto.ErrInvalidData, "%x", bad)
+	}
+}
+
+// A frame with a THeader magic is told apart from plain framed Thrift and
+// from garbage.
+func TestDetectTHeader(t *testing.T) {
+	fr := theaderFrame(THeaderInfo{}, []byte{0x80, 1, 0, 1}, false)
+	in := binary.BigEndian.AppendUint32(nil, uint32(len(fr)))
+	f, err := Detect(bufioOf(append(in, fr...)))
+	require.NoError(t, err)
+	require.Equal(t, Format{Proto: proto.Binary, Framed: true, Header: true}, f)
+	require.Equal(t, "theader", f.String())
+	_, err = Detect(bufioOf([]byte{0, 0, 0, 9, 0x0f, 0xfe}))
+	require.ErrorIs(t, err, ErrGarbage)
+}
+
+func FuzzParseTHeader(f *testing.F) {
+	f.Add(theaderFrame(THeaderInfo{Seqid: 3, Info: metadata.MD{"a": "b"}}, []byte{0x80, 1, 0, 1}, false))
+	f.Add(theaderFrame(THeaderInfo{Proto: proto.Compact}, []byte("xyz"), true))
+	f.Add([]byte{0x0f, 0xff, 0, 0, 0, 0, 0, 1, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max = 1 << 16
+		h, payload, err := ParseTHeader(in, max)
+		if err != nil {
+			if !errors.Is(err, proto.ErrInvalidData) && !errors.Is(err, proto.ErrSizeLimit) && !errors.Is(err, ErrTHeaderTransform) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if len(payload) > max || !h.Zlib && len(payload) > len(in) {
+			t.Fatalf("payload of %d bytes from %d", len(payload), len(in))
+		}
+		// What was accepted encodes back to something that reads the same.
+		again, p2, err := ParseTHeader(theaderFrame(h, payload, h.Zlib), max)
+		if err != nil || !bytes.Equal(p2, payload) || again.Seqid != h.Seqid || again.Flags != h.Flags || again.Proto != h.Proto || len(again.Info) != len(h.Info) {
+			t.Fatalf("round trip: %+v %v", again, err)
+		}
+	})
+}
+
+func FuzzParseHeaderBlock(f *testing.F) {
+	f.Add(AppendHeaderBlock(nil, metadata.MD{"k": "v", "traceparent": "00-x"}))
+	f.Add([]byte{0, 0, 0, 1, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		md, n, err := ParseHeaderBlock(in)
+		if err != nil {
+			if !errors.Is(err, proto.ErrInvalidData) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if n > len(in) || len(md) > len(in) {
+			t.Fatalf("block of %d, %d headers from %d bytes", n, len(md), len(in))
+		}
+		md2, _, err := ParseHeaderBlock(AppendHeaderBlock(nil, md))
+		if err != nil || len(md2) != len(md) {
+			t.Fatalf("round trip %v %v", md2, err)
+		}
+	})
+}
+
+// Ensure the test's zlib matches what Apache writes (RFC 1950 framing).
+func TestCompressIsZlib(t *testing.T) {
+	b := CompressTHeader([]byte("hd"), 2)
+	zr, err := zlib.NewReader(bytes.NewReader(b[2:]))
+	require.NoError(t, err)
+	require.NoError(t, zr.Close())
+}
+
+func bufioOf(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }

@@ -1,0 +1,119 @@
+package client
+
+import (
+	"context"
+	"maps"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// WithTHeader speaks Apache Thrift's THeader transport (framed, in the
+// protocol WithProtocol chose, binary by default) and nothing else: no
+// probing and no HatRPC handshake. Outgoing headers (pkg/metadata) and a
+// request id travel as THeader info headers, and the server's reply
+// headers can be captured (metadata.CaptureReply). A HatRPC server reads
+// THeader too; on it, calls stay on this connection, with no lanes.
+func WithTHeader() Option {
+	return func(o *options) {
+		o.theader, o.framed, o.formatSet, o.noUpgrade = true, true, true, true
+	}
+}
+
+// WithoutRequestIDs stops the Conn from adding a generated request id
+// (metadata.RequestIDKey) to calls whose context sets none.
+func WithoutRequestIDs() Option { return func(o *options) { o.noRequestIDs = true } }
+
+// carriesHeaders tells whether calls on s can carry headers: THeader, or
+// HatRPC framing with a server that granted CapHeaders.
+func (s *session) carriesHeaders() bool {
+	return s.format.Header || s.hat && s.caps&wire.CapHeaders != 0
+}
+
+// outgoing returns the headers a call sends and the request id to add to
+// them ("" when md has one or ids are off).
+func (c *Conn) outgoing(ctx context.Context) (metadata.MD, string) {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if c.o.noRequestIDs {
+		return md, ""
+	}
+	if _, ok := md[metadata.RequestIDKey]; ok {
+		return md, ""
+	}
+	return md, metadata.NewRequestID()
+}
+
+// appendRequestHead starts a request after its reserved frame header in
+// b: the header block (HatRPC, returning FlagHeaders) or the THeader
+// header of a call with sequence id seq.
+func (s *session) appendRequestHead(ctx context.Context, b []byte, seq int32) ([]byte, uint8) {
+	md, rid := s.c.outgoing(ctx)
+	if s.format.Header {
+		h := wire.THeaderInfo{Seqid: seq, Proto: s.format.Proto, Info: md}
+		if rid != "" {
+			h.Info = maps.Clone(md)
+			if h.Info == nil {
+				h.Info = metadata.MD{}
+			}
+			h.Info[metadata.RequestIDKey] = rid
+		}
+		if !wire.THeaderHeadFits(h.Info) {
+			h.Info = nil
+		}
+		return wire.AppendTHeaderHead(b, &h, false), 0
+	}
+	switch {
+	case rid != "":
+		return wire.AppendHeaderBlockExtra(b, md, metadata.RequestIDKey, rid), wire.FlagHeaders
+	case len(md) > 0:
+		return wire.AppendHeaderBlock(b, md), wire.FlagHeaders
+	}
+	return b, 0
+}
+
+// captureReply hands the reply headers in the head of a reply (the bytes
+// before its Thrift message) to a caller that asked for them.
+func (s *session) captureReply(ctx context.Context, head []byte) {
+	if !s.format.Header && len(head) <= wire.HeaderSize {
+		return // no header block: nothing to look up
+	}
+	dst := metadata.ReplyCapture(ctx)
+	if dst == nil {
+		return
+	}
+	*dst = nil
+	if s.format.Header {
+		if h, _, err := wire.ParseTHeaderHead(head); err == nil {
+			*dst = h.Info
+		}
+		return
+	}
+	if md, _, err := wire.ParseHeaderBlock(head[wire.HeaderSize:]); err == nil {
+		*dst = md
+	}
+}
+
+// readTHeader unwraps the THeader reply frame in *bp (read as a framed
+// message): a compressed payload is inflated behind the header so the
+// reply's head stays where captureReply looks. It returns the message's
+// offset.
+func (s *session) readTHeader(bp *[]byte) (int, error) {
+	lim := &s.c.o.limits
+	h, off, err := wire.ParseTHeaderHead(*bp)
+	if err != nil {
+		return 0, err
+	}
+	if h.Zlib {
+		_, msg, err := wire.ParseTHeader(*bp, lim.MaxMessageSize)
+		if err != nil {
+			return 0, err
+		}
+		*bp = append((*bp)[:off], msg...)
+	}
+	if h.Proto != s.format.Proto {
+		return 0, &proto.ApplicationException{Type: proto.ExcInvalidProtocol,
+			Message: "THeader reply in " + h.Proto.String() + ", request in " + s.format.Proto.String()}
+	}
+	return off, nil
+}

@@ -1,0 +1,166 @@
+// Package metadata carries per-call key/value headers between HatRPC
+// clients and servers: Apache Thrift's THeader info headers on THeader
+// connections, and a header block in the HatRPC frame on upgraded TCP
+// connections (see docs/headers.md). A client sets outgoing headers on the
+// context of a call; a handler or server interceptor reads the incoming
+// ones from its context and may set reply headers that the client can
+// capture. It imports nothing of the runtime, so interceptor packages such
+// as pkg/tracing depend on it alone.
+package metadata
+
+import (
+	"context"
+	"encoding/hex"
+	"maps"
+	"math/rand/v2"
+	"sync"
+)
+
+// MD is a set of headers. Keys are case sensitive, as in THeader.
+type MD map[string]string
+
+// RequestIDKey is the header that carries a call's request id. A HatRPC
+// client sets it on every call that can carry headers unless the caller
+// did (or the Conn was built WithoutRequestIDs).
+const RequestIDKey = "x-request-id"
+
+// Pairs makes an MD of alternating keys and values; a trailing key without
+// value is ignored.
+func Pairs(kv ...string) MD {
+	md := make(MD, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		md[kv[i]] = kv[i+1]
+	}
+	return md
+}
+
+type outKey struct{}
+
+// NewOutgoingContext returns ctx whose calls send md (replacing headers set
+// before). md must not be changed afterwards.
+func NewOutgoingContext(ctx context.Context, md MD) context.Context {
+	return context.WithValue(ctx, outKey{}, md)
+}
+
+// AppendToOutgoingContext returns ctx whose calls send the headers already
+// set on ctx plus the pairs kv (later values win).
+func AppendToOutgoingContext(ctx context.Context, kv ...string) context.Context {
+	old, _ := ctx.Value(outKey{}).(MD)
+	md := make(MD, len(old)+len(kv)/2)
+	maps.Copy(md, old)
+	for i := 0; i+1 < len(kv); i += 2 {
+		md[kv[i]] = kv[i+1]
+	}
+	return context.WithValue(ctx, outKey{}, md)
+}
+
+// FromOutgoingContext returns the headers calls made with ctx send. The
+// map is shared: copy it before changing it.
+func FromOutgoingContext(ctx context.Context) (MD, bool) {
+	md, ok := ctx.Value(outKey{}).(MD)
+	return md, ok
+}
+
+// NewRequestID returns a fresh random request id (16 hex digits).
+func NewRequestID() string {
+	var b [8]byte
+	v := rand.Uint64()
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// ServerCall is the server side of one call's headers: what the client
+// sent and what the handler answers with.
+type ServerCall struct {
+	in MD
+
+	mu    sync.Mutex
+	reply MD
+}
+
+// NewServerCall holds the incoming headers in (not copied).
+func NewServerCall(in MD) *ServerCall { return &ServerCall{in: in} }
+
+// Incoming returns the headers the client sent.
+func (c *ServerCall) Incoming() MD { return c.in }
+
+// SetReply adds reply headers.
+func (c *ServerCall) SetReply(kv ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reply == nil {
+		c.reply = make(MD, len(kv)/2)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		c.reply[kv[i]] = kv[i+1]
+	}
+}
+
+// Reply returns a copy of the reply headers set so far (nil if none).
+func (c *ServerCall) Reply() MD {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.reply) == 0 {
+		return nil
+	}
+	return maps.Clone(c.reply)
+}
+
+type serverKey struct{}
+
+// NewServerContext attaches sc to a handler's context (the server does
+// this for every call that arrived with headers or can answer with them).
+func NewServerContext(ctx context.Context, sc *ServerCall) context.Context {
+	return context.WithValue(ctx, serverKey{}, sc)
+}
+
+// ServerCallFrom returns the call's headers on a handler's context.
+func ServerCallFrom(ctx context.Context) (*ServerCall, bool) {
+	sc, ok := ctx.Value(serverKey{}).(*ServerCall)
+	return sc, ok
+}
+
+// FromIncomingContext returns the headers the client sent with the call
+// a handler's context belongs to (shared: do not change it).
+func FromIncomingContext(ctx context.Context) (MD, bool) {
+	sc, ok := ServerCallFrom(ctx)
+	if !ok || sc.in == nil {
+		return nil, false
+	}
+	return sc.in, true
+}
+
+// RequestID returns the request id of the call a handler's context belongs
+// to, "" if the client sent none.
+func RequestID(ctx context.Context) string {
+	md, _ := FromIncomingContext(ctx)
+	return md[RequestIDKey]
+}
+
+// SetReply adds reply headers to the call a handler's context belongs to.
+// It reports false when the call has no way to carry them (plain Thrift,
+// a lane, or a HatRPC client that did not negotiate headers).
+func SetReply(ctx context.Context, kv ...string) bool {
+	sc, ok := ServerCallFrom(ctx)
+	if !ok {
+		return false
+	}
+	sc.SetReply(kv...)
+	return true
+}
+
+type captureKey struct{}
+
+// CaptureReply returns ctx whose call stores the server's reply headers in
+// *md once the reply arrives (nil when it sent none).
+func CaptureReply(ctx context.Context, md *MD) context.Context {
+	return context.WithValue(ctx, captureKey{}, md)
+}
+
+// ReplyCapture returns the target set by CaptureReply (for transports).
+func ReplyCapture(ctx context.Context) *MD {
+	md, _ := ctx.Value(captureKey{}).(*MD)
+	return md
+}

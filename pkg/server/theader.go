@@ -1,0 +1,118 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// thCall is what a THeader reply needs of its request: the header to echo
+// (flags, sequence id, compression) and the call's headers.
+type thCall struct {
+	info wire.THeaderInfo
+	sc   *metadata.ServerCall // nil when the request never reached a handler
+}
+
+// readTHeader unwraps a THeader frame read on a plain connection: the
+// reader notes whom its reply goes to (c.thCur, taken with the reply's
+// order) and returns the Thrift message and its protocol. A frame that
+// does not decode is answered with a PROTOCOL_ERROR exception (in
+// THeader, uncompressed) before the connection closes.
+func (c *conn) readTHeader(frame []byte) ([]byte, proto.Protocol, error) {
+	h, msg, err := wire.ParseTHeader(frame, c.s.opts.limits.MaxMessageSize)
+	if err != nil {
+		h.Zlib, h.Info = false, nil
+		c.thCur = &thCall{info: h}
+		if len(frame) >= 10 && wire.IsTHeader(frame) {
+			c.fatalReply(false, h.Proto, "", h.Seqid, 0, err)
+		}
+		return nil, 0, err
+	}
+	c.thCur = &thCall{info: h, sc: metadata.NewServerCall(h.Info)}
+	return msg, h.Proto, nil
+}
+
+// plainMsgHeader parses the message header at the start of a framed plain
+// message's buffered bytes (the frame length already consumed), looking
+// through a THeader when the connection speaks it.
+func (c *conn) plainMsgHeader(p proto.Protocol, head []byte) (wire.MsgHeader, proto.Protocol, error) {
+	if !c.format.Header {
+		mh, err := wire.ParseMsgHeader(p, head)
+		return mh, p, err
+	}
+	h, off, err := wire.ParseTHeaderHead(head)
+	if err != nil {
+		return wire.MsgHeader{}, p, err
+	}
+	c.thCur = &thCall{info: wire.THeaderInfo{Flags: h.Flags, Seqid: h.Seqid, Proto: h.Proto}}
+	if h.Zlib {
+		return wire.MsgHeader{}, h.Proto, fmt.Errorf("%w: compressed message header", proto.ErrInvalidData)
+	}
+	mh, err := wire.ParseMsgHeader(h.Proto, head[off:])
+	return mh, h.Proto, err
+}
+
+// noteTHeaderOrder ties the THeader of the message just read to its reply
+// position; called by the reader with each plain order it takes.
+func (c *conn) noteTHeaderOrder(order uint64) {
+	th := c.thCur
+	if th == nil {
+		th = &thCall{info: wire.THeaderInfo{Proto: c.format.Proto}}
+	}
+	c.mu.Lock()
+	if c.th == nil {
+		c.th = map[uint64]*thCall{}
+	}
+	c.th[order] = th
+	c.mu.Unlock()
+}
+
+// wrapTHeader turns the plain message in *bp into the THeader frame
+// answering the request at order, with the handler's reply headers.
+func (c *conn) wrapTHeader(order uint64, bp *[]byte) {
+	c.mu.Lock()
+	th := c.th[order]
+	delete(c.th, order)
+	c.mu.Unlock()
+	info := wire.THeaderInfo{Proto: c.format.Proto}
+	if th != nil {
+		info = th.info
+		info.Info = nil
+		if th.sc != nil {
+			info.Info = th.sc.Reply()
+		}
+	}
+	if !wire.THeaderHeadFits(info.Info) {
+		info.Info = nil // an answer without headers beats none at all
+	}
+	msg := *bp
+	out := wire.GetBuf()
+	b := append((*out)[:0], 0, 0, 0, 0)
+	b = wire.AppendTHeaderHead(b, &info, info.Zlib)
+	off := len(b)
+	b = append(b, msg...)
+	if info.Zlib {
+		b = wire.CompressTHeader(b, off)
+	}
+	putLen(b, len(b)-4)
+	*out, *bp = msg[:0], b
+	wire.PutBuf(out)
+}
+
+// replyMD is the reply header set of a call that can send one.
+func replyMD(r *request) metadata.MD {
+	if r.sc == nil || !r.hat {
+		return nil
+	}
+	return r.sc.Reply()
+}
+
+// requestID is the call's request id for log lines ("" if none).
+func requestID(r *request) string {
+	if r.sc == nil {
+		return ""
+	}
+	return r.sc.Incoming()[metadata.RequestIDKey]
+}
