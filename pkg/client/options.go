@@ -32,7 +32,7 @@ type options struct {
 	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
 	laneProto        hints.Protocol
 	svcLevel         bool
-	conns            int // TCP connections calls may spread over; see spread.go
+	conns            int  // TCP connections calls may spread over; see spread.go
 	theader          bool // speak Apache's THeader transport (headers.go)
 	noRequestIDs     bool
 }

@@ -92,10 +92,10 @@ type request struct {
 	fseq    int32 // of the HatRPC frame: replies and Cancel frames use it
 	timeout time.Duration
 	order   uint64
-	ctx     *callCtx // nil: the connection's context is the call's
-	size    int      // request message bytes
-	tr      uint8    // transport index into method.stats
-	mem     int64    // request memory budget held until the call ends
+	ctx     *callCtx             // nil: the connection's context is the call's
+	size    int                  // request message bytes
+	tr      uint8                // transport index into method.stats
+	mem     int64                // request memory budget held until the call ends
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 }
 
