@@ -1,0 +1,236 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+)
+
+// headerEcho is a server interceptor that reports every call's incoming
+// headers and answers each with reply header "echo-<key>".
+func headerEcho(seen chan<- metadata.MD) server.Interceptor {
+	return func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		for k, v := range md {
+			metadata.SetReply(ctx, "echo-"+k, v)
+		}
+		seen <- md
+		return next(ctx, args)
+	}
+}
+
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out")
+	}
+	panic("unreachable")
+}
+
+// Apache's Go THeader client calls a HatRPC server: its headers reach the
+// handler's context and the handler's reply headers reach it, in both
+// protocols, compressed or not.
+func TestTHeaderApacheClientToHatRPC(t *testing.T) {
+	seen := make(chan metadata.MD, 16)
+	ts := serve(t, "", server.WithInterceptors(headerEcho(seen)))
+	cases := []struct {
+		pid  thrift.THeaderProtocolID
+		zlib bool
+	}{
+		{thrift.THeaderProtocolBinary, false}, {thrift.THeaderProtocolCompact, false},
+		{thrift.THeaderProtocolBinary, true}, {thrift.THeaderProtocolCompact, true},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("proto=%d/zlib=%v", tc.pid, tc.zlib), func(t *testing.T) {
+			ac, err := wiretest.DialApacheTHeader(ts.addr, tc.pid, tc.zlib)
+			require.NoError(t, err)
+			defer ac.Close()
+			for i := range 3 { // several calls on one connection
+				msg := fmt.Sprintf("hello %d", i)
+				hdrs := map[string]string{"tenant": "t1", metadata.RequestIDKey: fmt.Sprintf("rid-%d", i)}
+				got, rh, err := ac.Echo(tctx(t), msg, hdrs)
+				require.NoError(t, err)
+				require.Equal(t, msg, got)
+				require.Equal(t, metadata.MD(hdrs), recv(t, seen))
+				require.Equal(t, thrift.THeaderMap{"echo-tenant": "t1", "echo-" + metadata.RequestIDKey: fmt.Sprintf("rid-%d", i)}, rh)
+			}
+			// An unknown method is an exception in THeader, not a hang.
+			var res wiretest.ApacheEchoResult
+			_, err = ac.Client.Call(tctx(t), "missing", &wiretest.ApacheEchoArgs{}, &res)
+			var ae thrift.TApplicationException
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, int32(thrift.UNKNOWN_METHOD), ae.TypeId())
+		})
+	}
+}
+
+// A HatRPC client speaking THeader to Apache's Go THeader server: the
+// Apache handler sees the outgoing headers and a generated request id,
+// and the client captures the reply headers.
+func TestTHeaderClientToApacheServer(t *testing.T) {
+	seen := make(chan map[string]string, 16)
+	proc := &wiretest.HeaderProcessor{TProcessor: &wiretest.ApacheProcessor{}, Seen: seen}
+	as, err := wiretest.StartApacheTHeader(proc)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, as.Stop()) }()
+	cases := []struct {
+		name string
+		opts []client.Option
+		rid  string // request id set by the caller; "" = generated
+	}{
+		{"binary", []client.Option{client.WithTHeader()}, ""},
+		{"compact", []client.Option{client.WithTHeader(), client.WithCompact()}, "caller-id"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, as.Addr, tc.opts...)
+			require.False(t, c.Upgraded())
+			ctx := metadata.AppendToOutgoingContext(tctx(t), "tenant", "t2")
+			if tc.rid != "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, metadata.RequestIDKey, tc.rid)
+			}
+			var reply metadata.MD
+			got, err := echo(metadata.CaptureReply(ctx, &reply), c, &wiretest.EchoArgs{Msg: "to apache"})
+			require.NoError(t, err)
+			require.Equal(t, "to apache", got)
+			in := recv(t, seen)
+			require.Equal(t, "t2", in["tenant"])
+			rid := in[metadata.RequestIDKey]
+			if tc.rid != "" {
+				require.Equal(t, tc.rid, rid)
+			} else {
+				require.Regexp(t, "^[0-9a-f]{16}$", rid)
+			}
+			require.Equal(t, metadata.MD{"echo-tenant": "t2", "echo-" + metadata.RequestIDKey: rid}, reply)
+			require.NoError(t, c.Close())
+		})
+	}
+}
+
+// Between HatRPC peers headers travel on the upgraded TCP connection
+// (and on THeader when the client asks for it); the request id is
+// generated unless the caller set one or turned ids off.
+func TestHeadersHatRPC(t *testing.T) {
+	seen := make(chan metadata.MD, 16)
+	ts := serve(t, "", server.WithInterceptors(headerEcho(seen)))
+	cases := []struct {
+		name     string
+		opts     []client.Option
+		upgraded bool
+		md       metadata.MD
+		wantRID  bool
+	}{
+		{"tcp", []client.Option{client.WithRDMA("off")}, true, metadata.MD{"k": "v"}, true},
+		{"tcp-no-headers", []client.Option{client.WithRDMA("off")}, true, nil, true},
+		{"tcp-no-ids", []client.Option{client.WithRDMA("off"), client.WithoutRequestIDs()}, true, metadata.MD{"k": "v"}, false},
+		{"theader", []client.Option{client.WithTHeader()}, false, metadata.MD{"k": "v", metadata.RequestIDKey: "mine"}, false},
+		{"theader-compact", []client.Option{client.WithTHeader(), client.WithCompact()}, false, metadata.MD{"k": "w"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, ts.addr, tc.opts...)
+			require.Equal(t, tc.upgraded, c.Upgraded())
+			ctx := tctx(t)
+			if tc.md != nil {
+				ctx = metadata.NewOutgoingContext(ctx, tc.md)
+			}
+			var reply metadata.MD
+			got, err := echo(metadata.CaptureReply(ctx, &reply), c, &wiretest.EchoArgs{Msg: "x"})
+			require.NoError(t, err)
+			require.Equal(t, "x", got)
+			in := recv(t, seen)
+			want := metadata.MD{}
+			for k, v := range tc.md {
+				want[k] = v
+			}
+			if tc.wantRID {
+				require.Regexp(t, "^[0-9a-f]{16}$", in[metadata.RequestIDKey])
+				want[metadata.RequestIDKey] = in[metadata.RequestIDKey]
+			}
+			if len(want) == 0 {
+				require.Empty(t, in)
+				require.Nil(t, reply)
+				return
+			}
+			require.Equal(t, want, in)
+			wantReply := metadata.MD{}
+			for k, v := range want {
+				wantReply["echo-"+k] = v
+			}
+			require.Equal(t, wantReply, reply)
+		})
+	}
+}
+
+// A hostile or unsupported THeader frame gets an exception or a closed
+// connection, never a hang, and allocates nothing near what it claims.
+func TestTHeaderBadInput(t *testing.T) {
+	ts := serve(t, "")
+	head := func(words uint16, header ...byte) []byte {
+		b := []byte{0x0f, 0xff, 0, 0, 0, 0, 0, 9, byte(words >> 8), byte(words)}
+		return append(b, header...)
+	}
+	frame := func(p []byte) []byte {
+		n := len(p)
+		return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, p...)
+	}
+	cases := []struct {
+		name  string
+		in    []byte
+		reply bool // an exception comes back before the close
+	}{
+		{"snappy transform", frame(append(head(1, 0, 1, 3, 0), 0x80, 1, 0, 1)), true},
+		{"protocol id 7", frame(head(1, 7, 0, 0, 0)), true},
+		{"header beyond frame", frame(head(0xffff)), true},
+		{"frame of 2 GiB", []byte{0x7f, 0xff, 0xff, 0xf0, 0x0f, 0xff, 0, 0}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+			require.NoError(t, err)
+			defer nc.Close()
+			require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+			_, err = nc.Write(tc.in)
+			require.NoError(t, err)
+			buf := make([]byte, 4096)
+			n, rerr := readAll(nc, buf)
+			if !tc.reply {
+				require.Zero(t, n, "%x", buf[:n])
+				require.Error(t, rerr)
+				return
+			}
+			require.Greater(t, n, 14, "%v", rerr)
+			require.Equal(t, []byte{0x0f, 0xff}, buf[4:6])
+			require.Equal(t, []byte{0, 0, 0, 9}, buf[8:12], "sequence id echoed")
+			require.Contains(t, string(buf[:n]), "THeader")
+		})
+	}
+}
+
+// readAll reads until the peer closes (or the deadline), so a reply
+// followed by a close is read whole.
+func readAll(nc net.Conn, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := nc.Read(buf[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
