@@ -1,9 +1,14 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,4 +238,50 @@ func readAll(nc net.Conn, buf []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The server's log lines about a call name its request id.
+func TestRequestIDInServerLog(t *testing.T) {
+	var logs syncBuf
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ts := serve(t, "", server.WithLogger(log))
+	cases := []struct {
+		name string
+		mode int32
+		line string
+	}{
+		{"handler error", wiretest.ModePlain, `msg="hatrpc: handler error" method=echo`},
+		{"handler panic", wiretest.ModePanic, `msg="hatrpc: handler panic" method=echo`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, opts := range [][]client.Option{{client.WithRDMA("off")}, {client.WithTHeader()}} {
+				c := dial(t, ts.addr, opts...)
+				rid := "rid-" + strings.ReplaceAll(tc.name, " ", "-") + fmt.Sprint(len(opts))
+				ctx := metadata.AppendToOutgoingContext(tctx(t), metadata.RequestIDKey, rid)
+				_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "x", Mode: tc.mode})
+				require.ErrorAs(t, err, new(*proto.ApplicationException))
+				require.NoError(t, c.Close())
+				require.Regexp(t, regexp.QuoteMeta(tc.line)+` remote=\S+ request_id=`+rid+" ", logs.String())
+			}
+		})
+	}
 }

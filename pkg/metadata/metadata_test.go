@@ -1,0 +1,76 @@
+package metadata_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+)
+
+func TestOutgoing(t *testing.T) {
+	cases := []struct {
+		name string
+		ctx  func() context.Context
+		want metadata.MD
+	}{
+		{"none", context.Background, nil},
+		{"new", func() context.Context {
+			return metadata.NewOutgoingContext(context.Background(), metadata.Pairs("a", "1", "dangling"))
+		}, metadata.MD{"a": "1"}},
+		{"append keeps and overrides", func() context.Context {
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "a", "1", "b", "2")
+			return metadata.AppendToOutgoingContext(ctx, "b", "3")
+		}, metadata.MD{"a": "1", "b": "3"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			md, ok := metadata.FromOutgoingContext(tc.ctx())
+			require.Equal(t, tc.want != nil, ok)
+			require.Equal(t, tc.want, md)
+		})
+	}
+	// Appending never changes the parent's map.
+	parent := metadata.AppendToOutgoingContext(context.Background(), "a", "1")
+	_ = metadata.AppendToOutgoingContext(parent, "a", "2")
+	md, _ := metadata.FromOutgoingContext(parent)
+	require.Equal(t, metadata.MD{"a": "1"}, md)
+}
+
+func TestServerCall(t *testing.T) {
+	ctx := context.Background()
+	require.False(t, metadata.SetReply(ctx, "k", "v"), "no call: nowhere to put it")
+	require.Equal(t, "", metadata.RequestID(ctx))
+
+	sc := metadata.NewServerCall(metadata.MD{metadata.RequestIDKey: "r1", "x": "y"})
+	ctx = metadata.NewServerContext(ctx, sc)
+	in, ok := metadata.FromIncomingContext(ctx)
+	require.True(t, ok)
+	require.Equal(t, "y", in["x"])
+	require.Equal(t, "r1", metadata.RequestID(ctx))
+	require.Nil(t, sc.Reply())
+	require.True(t, metadata.SetReply(ctx, "k", "v", "k2"))
+	require.True(t, metadata.SetReply(ctx, "k", "w"))
+	require.Equal(t, metadata.MD{"k": "w"}, sc.Reply())
+
+	_, ok = metadata.FromIncomingContext(metadata.NewServerContext(context.Background(), metadata.NewServerCall(nil)))
+	require.False(t, ok)
+}
+
+func TestRequestIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := metadata.NewRequestID()
+		require.Regexp(t, "^[0-9a-f]{16}$", id)
+		require.False(t, seen[id])
+		seen[id] = true
+	}
+}
+
+func TestCaptureReply(t *testing.T) {
+	require.Nil(t, metadata.ReplyCapture(context.Background()))
+	var md metadata.MD
+	ctx := metadata.CaptureReply(context.Background(), &md)
+	require.Same(t, &md, metadata.ReplyCapture(ctx))
+}
