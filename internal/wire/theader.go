@@ -317,6 +317,23 @@ func AppendHeaderBlockExtra(dst []byte, md metadata.MD, k, v string) []byte {
 	return dst
 }
 
+// AppendHeaderBlockRID is AppendHeaderBlock of md plus a fresh request id
+// (metadata.RequestIDKey, not in md), written in place: no allocation.
+func AppendHeaderBlockRID(dst []byte, md metadata.MD) []byte {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.AppendUvarint(dst, uint64(len(md)+1))
+	dst = appendStr(dst, metadata.RequestIDKey)
+	dst = append(dst, 16)
+	dst = metadata.AppendRequestID(dst)
+	for mk, mv := range md {
+		dst = appendStr(dst, mk)
+		dst = appendStr(dst, mv)
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst
+}
+
 // HeaderBlockLen returns the size of the header block at the start of a
 // FlagHeaders payload, length field included, checked against the payload.
 func HeaderBlockLen(payload []byte) (int, error) {

@@ -95,6 +95,13 @@ func TestHeaderBlock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, metadata.MD{"traceparent": "00-abc", "k": "v", metadata.RequestIDKey: "id1"}, got)
 
+	b = AppendHeaderBlockRID(nil, md)
+	got, _, err = ParseHeaderBlock(b)
+	require.NoError(t, err)
+	require.Regexp(t, "^[0-9a-f]{16}$", got[metadata.RequestIDKey])
+	delete(got, metadata.RequestIDKey)
+	require.Equal(t, md, got)
+
 	for _, bad := range [][]byte{{0, 0}, {0, 0, 0, 9, 1}, {0, 0, 0, 2, 0x7f, 0}, {0, 0, 0, 3, 1, 5, 'a'}} {
 		_, _, err := ParseHeaderBlock(bad)
 		require.ErrorIs(t, err, proto.ErrInvalidData, "%x", bad)

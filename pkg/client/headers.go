@@ -31,17 +31,15 @@ func (s *session) carriesHeaders() bool {
 	return s.format.Header || s.hat && s.caps&wire.CapHeaders != 0
 }
 
-// outgoing returns the headers a call sends and the request id to add to
-// them ("" when md has one or ids are off).
-func (c *Conn) outgoing(ctx context.Context) (metadata.MD, string) {
+// outgoing returns the headers a call sends and whether to add a request
+// id to them (md has none and ids are on).
+func (c *Conn) outgoing(ctx context.Context) (metadata.MD, bool) {
 	md, _ := metadata.FromOutgoingContext(ctx)
 	if c.o.noRequestIDs {
-		return md, ""
+		return md, false
 	}
-	if _, ok := md[metadata.RequestIDKey]; ok {
-		return md, ""
-	}
-	return md, metadata.NewRequestID()
+	_, ok := md[metadata.RequestIDKey]
+	return md, !ok
 }
 
 // appendRequestHead starts a request after its reserved frame header in
@@ -51,12 +49,12 @@ func (s *session) appendRequestHead(ctx context.Context, b []byte, seq int32) ([
 	md, rid := s.c.outgoing(ctx)
 	if s.format.Header {
 		h := wire.THeaderInfo{Seqid: seq, Proto: s.format.Proto, Info: md}
-		if rid != "" {
+		if rid {
 			h.Info = maps.Clone(md)
 			if h.Info == nil {
 				h.Info = metadata.MD{}
 			}
-			h.Info[metadata.RequestIDKey] = rid
+			h.Info[metadata.RequestIDKey] = metadata.NewRequestID()
 		}
 		if !wire.THeaderHeadFits(h.Info) {
 			h.Info = nil
@@ -64,8 +62,8 @@ func (s *session) appendRequestHead(ctx context.Context, b []byte, seq int32) ([
 		return wire.AppendTHeaderHead(b, &h, false), 0
 	}
 	switch {
-	case rid != "":
-		return wire.AppendHeaderBlockExtra(b, md, metadata.RequestIDKey, rid), wire.FlagHeaders
+	case rid:
+		return wire.AppendHeaderBlockRID(b, md), wire.FlagHeaders
 	case len(md) > 0:
 		return wire.AppendHeaderBlock(b, md), wire.FlagHeaders
 	}

@@ -63,18 +63,26 @@ func FromOutgoingContext(ctx context.Context) (MD, bool) {
 
 // NewRequestID returns a fresh random request id (16 hex digits).
 func NewRequestID() string {
+	return string(AppendRequestID(make([]byte, 0, 16)))
+}
+
+// AppendRequestID appends a fresh random request id to dst.
+func AppendRequestID(dst []byte) []byte {
 	var b [8]byte
 	v := rand.Uint64()
 	for i := range b {
 		b[i] = byte(v >> (8 * i))
 	}
-	return hex.EncodeToString(b[:])
+	return hex.AppendEncode(dst, b[:])
 }
 
 // ServerCall is the server side of one call's headers: what the client
 // sent and what the handler answers with.
 type ServerCall struct {
-	in MD
+	in    MD
+	raw   []byte // encoded headers, decoded on first use
+	parse func([]byte) (MD, error)
+	once  sync.Once
 
 	mu    sync.Mutex
 	reply MD
@@ -83,8 +91,26 @@ type ServerCall struct {
 // NewServerCall holds the incoming headers in (not copied).
 func NewServerCall(in MD) *ServerCall { return &ServerCall{in: in} }
 
+// NewLazyServerCall holds encoded incoming headers that parse decodes
+// when a handler first asks for them: a call whose handler never looks
+// pays for a copy of the bytes only. Headers that do not decode read as
+// none.
+func NewLazyServerCall(raw []byte, parse func([]byte) (MD, error)) *ServerCall {
+	return &ServerCall{raw: raw, parse: parse}
+}
+
 // Incoming returns the headers the client sent.
-func (c *ServerCall) Incoming() MD { return c.in }
+func (c *ServerCall) Incoming() MD {
+	if c.parse != nil {
+		c.once.Do(func() {
+			if md, err := c.parse(c.raw); err == nil {
+				c.in = md
+			}
+			c.raw = nil
+		})
+	}
+	return c.in
+}
 
 // SetReply adds reply headers.
 func (c *ServerCall) SetReply(kv ...string) {
@@ -116,6 +142,14 @@ func NewServerContext(ctx context.Context, sc *ServerCall) context.Context {
 	return context.WithValue(ctx, serverKey{}, sc)
 }
 
+// IsServerCallKey tells whether key is the context key NewServerContext
+// stores a *ServerCall under, for a server's own context type that holds
+// the call directly instead of through context.WithValue.
+func IsServerCallKey(key any) bool {
+	_, ok := key.(serverKey)
+	return ok
+}
+
 // ServerCallFrom returns the call's headers on a handler's context.
 func ServerCallFrom(ctx context.Context) (*ServerCall, bool) {
 	sc, ok := ctx.Value(serverKey{}).(*ServerCall)
@@ -126,10 +160,11 @@ func ServerCallFrom(ctx context.Context) (*ServerCall, bool) {
 // a handler's context belongs to (shared: do not change it).
 func FromIncomingContext(ctx context.Context) (MD, bool) {
 	sc, ok := ServerCallFrom(ctx)
-	if !ok || sc.in == nil {
+	if !ok {
 		return nil, false
 	}
-	return sc.in, true
+	in := sc.Incoming()
+	return in, in != nil
 }
 
 // RequestID returns the request id of the call a handler's context belongs

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 )
 
 // callCtx is the context of one HatRPC call. It replaces
@@ -13,6 +15,7 @@ import (
 type callCtx struct {
 	parent   context.Context // the connection's context
 	deadline time.Time
+	sc       *metadata.ServerCall // the call's headers, if it has any
 
 	mu      sync.Mutex
 	done    chan struct{}
@@ -33,7 +36,14 @@ func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
 
-func (c *callCtx) Value(key any) any { return c.parent.Value(key) }
+// Value answers for the call's headers itself: one context.WithValue
+// less per call that carries headers.
+func (c *callCtx) Value(key any) any {
+	if c.sc != nil && metadata.IsServerCallKey(key) {
+		return c.sc
+	}
+	return c.parent.Value(key)
+}
 
 func (c *callCtx) Done() <-chan struct{} {
 	c.mu.Lock()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -339,13 +340,15 @@ func (c *conn) next() (*request, error) {
 		}
 		msg, p, timeout, fseq = b[wire.HeaderSize:], h.Protocol(), h.Timeout, h.Seqid
 		if h.Flags&wire.FlagHeaders != 0 {
-			md, n, herr := wire.ParseHeaderBlock(msg)
+			n, herr := wire.HeaderBlockLen(msg)
 			if herr != nil {
 				wire.PutBuf(bp)
 				c.releaseCharge()
 				return nil, herr
 			}
-			msg, sc = msg[n:], metadata.NewServerCall(md)
+			// Decoded only if the handler looks (most never do).
+			sc = metadata.NewLazyServerCall(bytes.Clone(msg[4:n]), wire.ParseKV)
+			msg = msg[n:]
 		}
 	} else {
 		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
@@ -427,6 +430,7 @@ func (c *conn) next() (*request, error) {
 		// the next frame is read, so a Cancel right behind its call is
 		// never missed; waiting for a slot counts against the deadline.
 		r.ctx = newCallCtx(c.ctx, timeout)
+		r.ctx.sc = sc
 		if r.hat && !r.oneway {
 			c.mu.Lock()
 			c.calls[r.fseq] = r.ctx
@@ -530,8 +534,8 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	if r.ctx != nil {
 		ctx = r.ctx
 	}
-	if r.sc != nil {
-		ctx = metadata.NewServerContext(ctx, r.sc)
+	if r.sc != nil && r.ctx == nil {
+		ctx = metadata.NewServerContext(ctx, r.sc) // else r.ctx holds it
 	}
 	args := r.m.m.NewArgs()
 	var (
