@@ -172,7 +172,7 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := c.appendFrame(codec, (*bp)[:wire.HeaderSize], name, m.Oneway, args, timeout)
+	b, err := c.appendFrame(ctx, codec, (*bp)[:wire.HeaderSize], name, m.Oneway, args, timeout)
 	*bp = b
 	if err != nil {
 		return err

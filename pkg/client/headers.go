@@ -70,6 +70,30 @@ func (s *session) appendRequestHead(ctx context.Context, b []byte, seq int32) ([
 	return b, 0
 }
 
+// appendLaneHeaders adds the header block to a lane or FLOCK request
+// after its reserved frame header in dst, for a call whose context sets
+// headers (a generated request id joins them), when the server reads
+// them. A call without headers sends none: no request id is generated on
+// the fast path, which it would cost two allocations a call at the server.
+func (c *Conn) appendLaneHeaders(ctx context.Context, dst []byte) ([]byte, uint8) {
+	md, rid := c.outgoing(ctx)
+	if len(md) == 0 || !c.serverReadsHeaders() {
+		return dst, 0
+	}
+	if rid {
+		return wire.AppendHeaderBlockRID(dst, md), wire.FlagHeaders
+	}
+	return wire.AppendHeaderBlock(dst, md), wire.FlagHeaders
+}
+
+// serverReadsHeaders tells whether the server granted CapHeaders on the
+// current connection (lanes go to the same server).
+func (c *Conn) serverReadsHeaders() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess != nil && c.sess.caps&wire.CapHeaders != 0
+}
+
 // captureReply hands the reply headers in the head of a reply (the bytes
 // before its Thrift message) to a caller that asked for them.
 func (s *session) captureReply(ctx context.Context, head []byte) {

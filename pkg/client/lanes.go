@@ -434,7 +434,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 			dst, pooled = lease[:wire.HeaderSize], false
 		}
 	}
-	b, err := c.appendFrame(codec, dst, name, oneway, args, timeout)
+	b, err := c.appendFrame(ctx, codec, dst, name, oneway, args, timeout)
 	if err != nil {
 		if l != nil {
 			p.put(l)
@@ -485,19 +485,19 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 // appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
 // carry the same frames as TCP; the frame's seqid is fixed: one call at a
 // time per lane, and FLOCK matches responses to callers itself).
-func (c *Conn) appendFrame(codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
+func (c *Conn) appendFrame(ctx context.Context, codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
 	const seq = 1
 	kind, typ := wire.KindCall, proto.Call
 	if oneway {
 		kind, typ = wire.KindOneway, proto.Oneway
 	}
+	dst, flags := c.appendLaneHeaders(ctx, dst)
 	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
 	if err != nil {
 		return b, err
 	}
-	var flags uint8
 	if c.o.proto == proto.Compact {
-		flags = wire.FlagCompact
+		flags |= wire.FlagCompact
 	}
 	wire.SealFrame(b, kind, flags, seq, timeout)
 	return b, nil

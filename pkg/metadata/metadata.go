@@ -83,6 +83,8 @@ type ServerCall struct {
 	raw   []byte // encoded headers, decoded on first use
 	parse func([]byte) (MD, error)
 	once  sync.Once
+	// noReply: the transport has no way back for reply headers (lanes).
+	noReply bool
 
 	mu    sync.Mutex
 	reply MD
@@ -94,9 +96,9 @@ func NewServerCall(in MD) *ServerCall { return &ServerCall{in: in} }
 // NewLazyServerCall holds encoded incoming headers that parse decodes
 // when a handler first asks for them: a call whose handler never looks
 // pays for a copy of the bytes only. Headers that do not decode read as
-// none.
-func NewLazyServerCall(raw []byte, parse func([]byte) (MD, error)) *ServerCall {
-	return &ServerCall{raw: raw, parse: parse}
+// none. canReply tells whether the transport can carry reply headers.
+func NewLazyServerCall(raw []byte, parse func([]byte) (MD, error), canReply bool) *ServerCall {
+	return &ServerCall{raw: raw, parse: parse, noReply: !canReply}
 }
 
 // Incoming returns the headers the client sent.
@@ -112,8 +114,12 @@ func (c *ServerCall) Incoming() MD {
 	return c.in
 }
 
-// SetReply adds reply headers.
-func (c *ServerCall) SetReply(kv ...string) {
+// SetReply adds reply headers; false when the call's transport cannot
+// carry them back (a lane or FLOCK).
+func (c *ServerCall) SetReply(kv ...string) bool {
+	if c.noReply {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reply == nil {
@@ -122,6 +128,7 @@ func (c *ServerCall) SetReply(kv ...string) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		c.reply[kv[i]] = kv[i+1]
 	}
+	return true
 }
 
 // Reply returns a copy of the reply headers set so far (nil if none).
@@ -182,8 +189,7 @@ func SetReply(ctx context.Context, kv ...string) bool {
 	if !ok {
 		return false
 	}
-	sc.SetReply(kv...)
-	return true
+	return sc.SetReply(kv...)
 }
 
 type captureKey struct{}

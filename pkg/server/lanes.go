@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -349,9 +350,14 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
 		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
 	}
+	off := wire.HeaderSize
+	var sc *metadata.ServerCall
+	if err == nil && h.Flags&wire.FlagHeaders != 0 {
+		sc, off, err = laneHeaders(req)
+	}
 	var mh wire.MsgHeader
 	if err == nil {
-		mh, err = wire.ParseMsgHeader(h.Protocol(), req[wire.HeaderSize:])
+		mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
 	}
 	if err != nil {
 		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
@@ -369,13 +375,14 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0)
 	}
 	r := reqPool.Get().(*request)
-	*r = request{m: m, body: req[wire.HeaderSize+mh.Body:], proto: p, hat: true,
-		oneway: oneway || m.m.Oneway, seqid: mh.Seqid, size: len(req) - wire.HeaderSize, tr: l.tr}
+	*r = request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
+		oneway: oneway || m.m.Oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc}
 	timeout := h.Timeout
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
 	r.ctx = newCallCtx(c.ctx, timeout)
+	r.ctx.sc = sc
 	if !c.acquireLane() {
 		c.freeRequest(r)
 		if oneway {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/internal/wire"
@@ -99,6 +100,18 @@ func (c *conn) wrapTHeader(order uint64, bp *[]byte) {
 	putLen(b, len(b)-4)
 	*out, *bp = msg[:0], b
 	wire.PutBuf(out)
+}
+
+// laneHeaders takes the header block of a lane or FLOCK request frame
+// (req is the engine's lease: the bytes are copied) and returns the
+// offset of its Thrift message. Lane replies carry no headers.
+func laneHeaders(req []byte) (*metadata.ServerCall, int, error) {
+	n, err := wire.HeaderBlockLen(req[wire.HeaderSize:])
+	if err != nil {
+		return nil, 0, err
+	}
+	raw := bytes.Clone(req[wire.HeaderSize+4 : wire.HeaderSize+n])
+	return metadata.NewLazyServerCall(raw, wire.ParseKV, false), wire.HeaderSize + n, nil
 }
 
 // replyMD is the reply header set of a call that can send one.

@@ -21,21 +21,22 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/tracing"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // serve runs the echo service with the server interceptor (plus one that
 // reports the request id the handler sees).
-func serve(t *testing.T, tp trace.TracerProvider, ids chan<- string) string {
+func serve(t *testing.T, tp trace.TracerProvider, ids chan<- string, opts ...server.Option) string {
 	t.Helper()
 	e := wiretest.NewEcho()
 	seeID := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
 		ids <- metadata.RequestID(ctx)
 		return next(ctx, args)
 	}
-	s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		server.WithInterceptors(tracing.Server(tracing.WithTracerProvider(tp)), seeID))
+	s := server.New(append([]server.Option{server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		server.WithInterceptors(tracing.Server(tracing.WithTracerProvider(tp)), seeID)}, opts...)...)
 	s.Register(e.Service())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -58,13 +59,15 @@ func TestLinkedTrace(t *testing.T) {
 	cases := []struct {
 		name      string
 		opts      []client.Option
+		srvOpts   []server.Option
 		mode      int32
 		transport string
 		status    codes.Code
 	}{
-		{"tcp", []client.Option{client.WithRDMA("off")}, wiretest.ModeEcho, server.TransportTCP, codes.Unset},
-		{"theader", []client.Option{client.WithTHeader()}, wiretest.ModeEcho, server.TransportThrift, codes.Unset},
-		{"tcp-exception", []client.Option{client.WithRDMA("off")}, wiretest.ModeAppExc, server.TransportTCP, codes.Error},
+		{"tcp", []client.Option{client.WithRDMA("off")}, nil, wiretest.ModeEcho, server.TransportTCP, codes.Unset},
+		{"theader", []client.Option{client.WithTHeader()}, nil, wiretest.ModeEcho, server.TransportThrift, codes.Unset},
+		{"tcp-exception", []client.Option{client.WithRDMA("off")}, nil, wiretest.ModeAppExc, server.TransportTCP, codes.Error},
+		{"lane", nil, []server.Option{server.WithRDMA(fastpathtest.Provider())}, wiretest.ModeEcho, fastpathtest.Transport(), codes.Unset},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +75,7 @@ func TestLinkedTrace(t *testing.T) {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 			defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
 			ids := make(chan string, 4)
-			addr := serve(t, tp, ids)
+			addr := serve(t, tp, ids, tc.srvOpts...)
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
+)
+
+// Headers set by the caller ride lane and FLOCK requests too (with a
+// generated request id); reply headers do not come back on them, and
+// SetReply says so. A call without headers sends none on the fast path.
+func TestLaneHeaders(t *testing.T) {
+	type seenCall struct {
+		md        metadata.MD
+		transport string
+		replied   bool
+	}
+	seen := make(chan seenCall, 64)
+	ic := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		seen <- seenCall{md, info.Transport, metadata.SetReply(ctx, "r", "1")}
+		return next(ctx, args)
+	}
+	cases := []struct {
+		name  string
+		set   hints.Set
+		flock bool
+	}{
+		{"lane", hints.Set{}, false},
+		{"flock", hints.Set{QPSharing: hints.SwitchOn, PerfGoal: hints.Throughput, PayloadSize: 64}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := laneServer(t, server.WithInterceptors(ic))
+			c := dial(t, ts.addr)
+			m := &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo", Client: tc.set,
+				Server: hints.Set{PayloadSize: 64}}}
+			call := func(ctx context.Context) {
+				var res wiretest.EchoResult
+				require.NoError(t, c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res))
+				require.Equal(t, "x", *res.Success)
+			}
+			var reply metadata.MD
+			ctx := metadata.CaptureReply(metadata.AppendToOutgoingContext(tctx(t), "traceparent", "00-abc"), &reply)
+			call(ctx)
+			got := recv(t, seen)
+			require.Equal(t, fastpathtest.Transport(), got.transport, "the call ran on the fast path")
+			require.Equal(t, "00-abc", got.md["traceparent"])
+			require.Regexp(t, "^[0-9a-f]{16}$", got.md[metadata.RequestIDKey])
+			require.Len(t, got.md, 2)
+			require.False(t, got.replied, "no reply headers on the fast path")
+			require.Nil(t, reply)
+
+			call(tctx(t))
+			got = recv(t, seen)
+			require.Equal(t, fastpathtest.Transport(), got.transport)
+			require.Empty(t, got.md)
+
+			st := c.LaneStats()
+			require.Len(t, st, 1)
+			if tc.flock {
+				require.Equal(t, uint64(2), st[0].Requests["flock"], "%v", st[0].Requests)
+			} else {
+				require.Zero(t, st[0].Requests["flock"], "%v", st[0].Requests)
+			}
+		})
+	}
+}
