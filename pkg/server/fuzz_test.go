@@ -55,6 +55,7 @@ func FuzzServe(f *testing.F) {
 		}
 	}
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	headerSeeds(f)
 
 	var (
 		once sync.Once
