@@ -122,6 +122,15 @@ func ParseTHeaderHead(b []byte) (THeaderInfo, int, error) {
 // its Thrift message, inflated if it was compressed (never to more than
 // maxSize bytes: a zlib bomb is refused, not expanded).
 func ParseTHeader(b []byte, maxSize int) (THeaderInfo, []byte, error) {
+	return ParseTHeaderCharged(b, maxSize, nil)
+}
+
+// ParseTHeaderCharged is ParseTHeader asking charge (if not nil) for the
+// inflated bytes of a compressed message beyond ChargeMin, in steps of
+// ChargeMin as they come (a small compressed frame may inflate to
+// maxSize: the memory budget must see that, not the frame's size). A
+// refusal ends the inflation with charge's error.
+func ParseTHeaderCharged(b []byte, maxSize int, charge Charge) (THeaderInfo, []byte, error) {
 	h, off, err := ParseTHeaderHead(b)
 	if err != nil {
 		return h, nil, err
@@ -133,18 +142,41 @@ func ParseTHeader(b []byte, maxSize int) (THeaderInfo, []byte, error) {
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
 	}
-	var out bytes.Buffer
-	n, err := io.Copy(&out, io.LimitReader(zr, int64(maxSize)+1))
+	out := inflated{max: maxSize, charge: charge, charged: ChargeMin}
+	_, err = io.Copy(&out, zr)
 	if err == nil {
 		err = zr.Close()
 	}
-	if err != nil {
+	var ce *ChargeError
+	switch {
+	case errors.As(err, &ce), errors.Is(err, ErrFrameTooLarge):
+		return h, nil, err
+	case err != nil:
 		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
 	}
-	if n > int64(maxSize) {
-		return h, nil, fmt.Errorf("%w: inflated THeader payload over %d bytes", ErrFrameTooLarge, maxSize)
+	return h, out.buf.Bytes(), nil
+}
+
+// inflated collects an inflated payload, bounded and charged.
+type inflated struct {
+	buf     bytes.Buffer
+	max     int
+	charge  Charge
+	charged int // bytes admitted (the first ChargeMin come free)
+}
+
+func (w *inflated) Write(p []byte) (int, error) {
+	n := w.buf.Len() + len(p)
+	if n > w.max {
+		return 0, fmt.Errorf("%w: inflated THeader payload over %d bytes", ErrFrameTooLarge, w.max)
 	}
-	return h, out.Bytes(), nil
+	for w.charge != nil && n > w.charged {
+		if err := w.charge(chargeStep); err != nil {
+			return 0, &ChargeError{Err: err}
+		}
+		w.charged += chargeStep
+	}
+	return w.buf.Write(p)
 }
 
 // AppendTHeaderHead appends the fixed part and header of a THeader frame

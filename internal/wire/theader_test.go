@@ -175,3 +175,40 @@ func TestCompressIsZlib(t *testing.T) {
 }
 
 func bufioOf(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// Inflation asks the budget for what it makes, not for the frame's size,
+// and stops at the first refusal.
+func TestTHeaderInflateCharged(t *testing.T) {
+	msg := make([]byte, 1<<20)
+	fr := theaderFrame(THeaderInfo{Seqid: 2}, msg, true)
+	require.Less(t, len(fr), 4<<10, "a small frame")
+	cases := []struct {
+		name    string
+		allow   int // bytes the budget admits
+		charged int
+		err     bool
+	}{
+		{"admitted", 1 << 20, 1<<20 - ChargeMin, false},
+		{"refused", 256 << 10, 256 << 10, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			charged := 0
+			refused := errors.New("budget full")
+			_, got, err := ParseTHeaderCharged(fr, 4<<20, func(n int) error {
+				if charged+n > tc.allow {
+					return refused
+				}
+				charged += n
+				return nil
+			})
+			require.Equal(t, tc.charged, charged)
+			if tc.err {
+				require.ErrorIs(t, err, refused)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, msg, got)
+		})
+	}
+}

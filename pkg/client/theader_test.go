@@ -15,6 +15,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -184,7 +185,6 @@ func TestHeadersHatRPC(t *testing.T) {
 // A hostile or unsupported THeader frame gets an exception or a closed
 // connection, never a hang, and allocates nothing near what it claims.
 func TestTHeaderBadInput(t *testing.T) {
-	ts := serve(t, "")
 	head := func(words uint16, header ...byte) []byte {
 		b := []byte{0x0f, 0xff, 0, 0, 0, 0, 0, 9, byte(words >> 8), byte(words)}
 		return append(b, header...)
@@ -193,18 +193,26 @@ func TestTHeaderBadInput(t *testing.T) {
 		n := len(p)
 		return append([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, p...)
 	}
+	// 4 MiB of zeros compress to a few KiB: inflated, they would pass
+	// the budget below.
+	bomb := frame(wire.CompressTHeader(append(head(1, 0, 1, 1, 0), make([]byte, 4<<20)...), 14))
+	budget := []server.Option{server.WithMemoryBudget(2<<20, 1<<20)}
 	cases := []struct {
 		name  string
 		in    []byte
-		reply bool // an exception comes back before the close
+		opts  []server.Option
+		reply bool   // an exception comes back before the close
+		text  string // in the exception
 	}{
-		{"snappy transform", frame(append(head(1, 0, 1, 3, 0), 0x80, 1, 0, 1)), true},
-		{"protocol id 7", frame(head(1, 7, 0, 0, 0)), true},
-		{"header beyond frame", frame(head(0xffff)), true},
-		{"frame of 2 GiB", []byte{0x7f, 0xff, 0xff, 0xf0, 0x0f, 0xff, 0, 0}, false},
+		{"snappy transform", frame(append(head(1, 0, 1, 3, 0), 0x80, 1, 0, 1)), nil, true, "wire: unsupported THeader transform 3 (only zlib, 1, is)"},
+		{"protocol id 7", frame(head(1, 7, 0, 0, 0)), nil, true, "wire: bad THeader: proto: invalid data: protocol id 7"},
+		{"header beyond frame", frame(head(0xffff)), nil, true, "wire: bad THeader: proto: invalid data: header of 262140 bytes in a frame of 10"},
+		{"zlib bomb over the budget", bomb, budget, true, "inflated THeader payload over 1048576 bytes"},
+		{"frame of 2 GiB", []byte{0x7f, 0xff, 0xff, 0xf0, 0x0f, 0xff, 0, 0}, nil, false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			ts := serve(t, "", tc.opts...)
 			nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
 			require.NoError(t, err)
 			defer nc.Close()
@@ -221,7 +229,7 @@ func TestTHeaderBadInput(t *testing.T) {
 			require.Greater(t, n, 14, "%v", rerr)
 			require.Equal(t, []byte{0x0f, 0xff}, buf[4:6])
 			require.Equal(t, []byte{0, 0, 0, 9}, buf[8:12], "sequence id echoed")
-			require.Contains(t, string(buf[:n]), "THeader")
+			require.Contains(t, string(buf[:n]), tc.text)
 		})
 	}
 }

@@ -22,7 +22,14 @@ type thCall struct {
 // does not decode is answered with a PROTOCOL_ERROR exception (in
 // THeader, uncompressed) before the connection closes.
 func (c *conn) readTHeader(frame []byte) ([]byte, proto.Protocol, error) {
-	h, msg, err := wire.ParseTHeader(frame, c.s.opts.limits.MaxMessageSize)
+	// Inflation is charged to the request memory budget (like the frame),
+	// and held to what the connection's cap leaves beside the frame: more
+	// would wait for memory this very message holds.
+	max := c.s.opts.limits.MaxMessageSize
+	if b := &c.s.budget; b.total > 0 {
+		max = int(min(int64(max), b.perConn-c.charging, b.total-c.charging))
+	}
+	h, msg, err := wire.ParseTHeaderCharged(frame, max, c.chargeFn)
 	if err != nil {
 		h.Zlib, h.Info = false, nil
 		c.thCur = &thCall{info: h}
