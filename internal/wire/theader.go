@@ -126,10 +126,14 @@ func ParseTHeader(b []byte, maxSize int) (THeaderInfo, []byte, error) {
 }
 
 // ParseTHeaderCharged is ParseTHeader asking charge (if not nil) for the
-// inflated bytes of a compressed message beyond ChargeMin, in steps of
-// ChargeMin as they come (a small compressed frame may inflate to
-// maxSize: the memory budget must see that, not the frame's size). A
-// refusal ends the inflation with charge's error.
+// memory an inflated message takes beyond ChargeMin, once, before it is
+// allocated (a small compressed frame may inflate to maxSize: the memory
+// budget must see that, not the frame's size). The payload is inflated
+// twice for that: once to learn its size, once into a buffer of exactly
+// that size, so what was charged is all it takes. A refusal is a
+// *ChargeError. On a refusal or an oversized payload the first bytes of
+// the message are returned with the error: its header names whom to
+// answer.
 func ParseTHeaderCharged(b []byte, maxSize int, charge Charge) (THeaderInfo, []byte, error) {
 	h, off, err := ParseTHeaderHead(b)
 	if err != nil {
@@ -142,41 +146,49 @@ func ParseTHeaderCharged(b []byte, maxSize int, charge Charge) (THeaderInfo, []b
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
 	}
-	out := inflated{max: maxSize, charge: charge, charged: ChargeMin}
-	_, err = io.Copy(&out, zr)
+	size := sizer{max: maxSize}
+	_, err = io.Copy(&size, zr)
 	if err == nil {
 		err = zr.Close()
 	}
-	var ce *ChargeError
 	switch {
-	case errors.As(err, &ce), errors.Is(err, ErrFrameTooLarge):
-		return h, nil, err
+	case errors.Is(err, ErrFrameTooLarge):
+		return h, size.head, err
 	case err != nil:
 		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
 	}
-	return h, out.buf.Bytes(), nil
+	if charge != nil && size.n > ChargeMin {
+		if err := charge(size.n - ChargeMin); err != nil {
+			return h, size.head, &ChargeError{Err: err, Size: size.n - ChargeMin}
+		}
+	}
+	if err := zr.(zlib.Resetter).Reset(bytes.NewReader(b[off:]), nil); err != nil {
+		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
+	}
+	out := make([]byte, size.n)
+	if _, err := io.ReadFull(zr, out); err != nil {
+		return h, nil, fmt.Errorf("%w: zlib: %v", ErrTHeader, err)
+	}
+	return h, out, nil
 }
 
-// inflated collects an inflated payload, bounded and charged.
-type inflated struct {
-	buf     bytes.Buffer
-	max     int
-	charge  Charge
-	charged int // bytes admitted (the first ChargeMin come free)
+// sizer counts an inflated payload, keeping its first bytes.
+type sizer struct {
+	n, max int
+	head   []byte
 }
 
-func (w *inflated) Write(p []byte) (int, error) {
-	n := w.buf.Len() + len(p)
-	if n > w.max {
+const sizerHead = 512
+
+func (w *sizer) Write(p []byte) (int, error) {
+	if k := min(len(p), sizerHead-len(w.head)); k > 0 {
+		w.head = append(w.head, p[:k]...)
+	}
+	w.n += len(p)
+	if w.n > w.max {
 		return 0, fmt.Errorf("%w: inflated THeader payload over %d bytes", ErrFrameTooLarge, w.max)
 	}
-	for w.charge != nil && n > w.charged {
-		if err := w.charge(chargeStep); err != nil {
-			return 0, &ChargeError{Err: err}
-		}
-		w.charged += chargeStep
-	}
-	return w.buf.Write(p)
+	return len(p), nil
 }
 
 // AppendTHeaderHead appends the fixed part and header of a THeader frame

@@ -293,3 +293,57 @@ func TestRequestIDInServerLog(t *testing.T) {
 		})
 	}
 }
+
+// A compressed THeader request whose inflation the memory budget cannot
+// hold within the busy timeout is answered "server busy" (to the right call: Apache's client
+// checks the method name) and the connection goes on; once memory is
+// free the same request succeeds.
+func TestTHeaderInflateBusy(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ic := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		if args.(*wiretest.EchoArgs).Mode == wiretest.ModeWaitCtx {
+			started <- struct{}{}
+		}
+		return next(ctx, args)
+	}
+	// Without a busy timeout the request would wait for memory, as a
+	// framed one does.
+	ts := serve(t, "", server.WithMemoryBudget(2<<20, 2<<20), server.WithBusyTimeout(50*time.Millisecond), server.WithInterceptors(ic))
+
+	// A HatRPC call holds 1.5 MiB of the budget until it is cancelled.
+	holder := dial(t, ts.addr, client.WithRDMA("off"))
+	hctx, cancel := context.WithCancel(tctx(t))
+	held := make(chan error, 1)
+	go func() {
+		_, err := echo(hctx, holder, &wiretest.EchoArgs{Msg: "hold", Mode: wiretest.ModeWaitCtx, Blob: make([]byte, 3<<19)})
+		held <- err
+	}()
+	recv(t, started)
+
+	ac, err := wiretest.DialApacheTHeader(ts.addr, thrift.THeaderProtocolBinary, true)
+	require.NoError(t, err)
+	defer ac.Close()
+	big := strings.Repeat("z", 1<<20) // compresses to a few KiB, inflates to 1 MiB
+	_, _, err = ac.Echo(tctx(t), big, nil)
+	var ae thrift.TApplicationException
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, int32(thrift.INTERNAL_ERROR), ae.TypeId())
+	require.Equal(t, "server busy: request memory budget exhausted", ae.Error())
+
+	cancel()
+	require.ErrorIs(t, recv(t, held), context.Canceled)
+	require.Equal(t, "hold", recv(t, ts.echo.Cancelled))
+	// The same connection, once the handler's return gave the memory back
+	// (just after it reported the cancellation: a few tries at most).
+	var got string
+	for range 200 {
+		if got, _, err = ac.Echo(tctx(t), big, nil); err == nil {
+			break
+		}
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, int32(thrift.INTERNAL_ERROR), ae.TypeId())
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	require.Equal(t, big, got)
+}

@@ -378,6 +378,9 @@ func (c *conn) next() (*request, error) {
 			if msg, p, err = c.readTHeader(msg); err != nil {
 				wire.PutBuf(bp)
 				c.releaseCharge()
+				if err == errSkipped {
+					return nil, nil
+				}
 				return nil, err
 			}
 			sc = c.thCur.sc

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -16,11 +18,17 @@ type thCall struct {
 	sc   *metadata.ServerCall // nil when the request never reached a handler
 }
 
+// errSkipped: readTHeader answered the message itself; the connection
+// goes on.
+var errSkipped = errors.New("server: THeader message answered busy")
+
 // readTHeader unwraps a THeader frame read on a plain connection: the
 // reader notes whom its reply goes to (c.thCur, taken with the reply's
 // order) and returns the Thrift message and its protocol. A frame that
 // does not decode is answered with a PROTOCOL_ERROR exception (in
-// THeader, uncompressed) before the connection closes.
+// THeader, uncompressed) before the connection closes; one whose
+// inflation the memory budget cannot hold now is answered "server busy"
+// (errSkipped).
 func (c *conn) readTHeader(frame []byte) ([]byte, proto.Protocol, error) {
 	// Inflation is charged to the request memory budget (like the frame),
 	// and held to what the connection's cap leaves beside the frame: more
@@ -29,17 +37,45 @@ func (c *conn) readTHeader(frame []byte) ([]byte, proto.Protocol, error) {
 	if b := &c.s.budget; b.total > 0 {
 		max = int(min(int64(max), b.perConn-c.charging, b.total-c.charging))
 	}
-	h, msg, err := wire.ParseTHeaderCharged(frame, max, c.chargeFn)
+	h, msg, err := wire.ParseTHeaderCharged(frame, max, c.chargeInflated)
 	if err != nil {
 		h.Zlib, h.Info = false, nil
 		c.thCur = &thCall{info: h}
+		// What was inflated before a refusal names the call.
+		name, seqid := "", h.Seqid
+		if mh, herr := wire.ParseMsgHeader(h.Proto, msg); herr == nil {
+			name, seqid = string(mh.Name), mh.Seqid
+		}
+		if errors.Is(err, errBudgetWait) {
+			c.s.met.rejected.WithLabelValues("memory_budget").Inc()
+			c.releaseCharge()
+			c.reply(false, h.Proto, c.takeOrder(false), name, seqid, 0, proto.Exception,
+				proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error()), nil)
+			return nil, 0, errSkipped
+		}
 		if len(frame) >= 10 && wire.IsTHeader(frame) {
-			c.fatalReply(false, h.Proto, "", h.Seqid, 0, err)
+			c.fatalReply(false, h.Proto, name, seqid, 0, err)
 		}
 		return nil, 0, err
 	}
 	c.thCur = &thCall{info: h, sc: metadata.NewServerCall(h.Info)}
 	return msg, h.Proto, nil
+}
+
+// chargeInflated admits the inflated size of a compressed THeader
+// message. One whose frame holds nothing of the budget waits like any
+// framed message (charge); one whose frame was charged waits a moment at
+// most: messages holding memory while they wait for more could hold the
+// whole budget between them forever.
+func (c *conn) chargeInflated(n int) error {
+	if c.charging == 0 {
+		return c.charge(n)
+	}
+	if err := c.s.budget.acquire(c, int64(n), time.Millisecond); err != nil {
+		return err
+	}
+	c.charging += int64(n)
+	return nil
 }
 
 // plainMsgHeader parses the message header at the start of a framed plain
