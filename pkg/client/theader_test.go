@@ -141,6 +141,7 @@ func TestHeadersHatRPC(t *testing.T) {
 		wantRID  bool
 	}{
 		{"tcp", []client.Option{client.WithRDMA("off")}, true, metadata.MD{"k": "v"}, true},
+		{"tcp-compact", []client.Option{client.WithRDMA("off"), client.WithCompact()}, true, metadata.MD{"k": "c"}, true},
 		{"tcp-no-headers", []client.Option{client.WithRDMA("off")}, true, nil, true},
 		{"tcp-no-ids", []client.Option{client.WithRDMA("off"), client.WithoutRequestIDs()}, true, metadata.MD{"k": "v"}, false},
 		{"theader", []client.Option{client.WithTHeader()}, false, metadata.MD{"k": "v", metadata.RequestIDKey: "mine"}, false},

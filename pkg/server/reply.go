@@ -140,7 +140,7 @@ func sealReplyRefs(frame []byte, refs []proto.Ref, p proto.Protocol, seqid int32
 		kind = wire.KindException
 	}
 	if p == proto.Compact {
-		flags = wire.FlagCompact
+		flags |= wire.FlagCompact
 	}
 	wire.SealFrameRefs(frame, refs, kind, flags, seqid, 0)
 }
