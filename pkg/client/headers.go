@@ -116,6 +116,20 @@ func (s *session) captureReply(ctx context.Context, head []byte) {
 	}
 }
 
+// captureLaneReply hands the reply headers of a lane or FLOCK reply
+// frame to a caller that asked for them and returns the offset of the
+// Thrift message.
+func captureLaneReply(ctx context.Context, resp []byte) (int, error) {
+	md, n, err := wire.ParseHeaderBlock(resp[wire.HeaderSize:])
+	if err != nil {
+		return 0, err
+	}
+	if dst := metadata.ReplyCapture(ctx); dst != nil {
+		*dst = md
+	}
+	return wire.HeaderSize + n, nil
+}
+
 // readTHeader unwraps the THeader reply frame in *bp (read as a framed
 // message): a compressed payload is inflated behind the header so the
 // reply's head stays where captureReply looks. It returns the message's

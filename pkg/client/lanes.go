@@ -511,10 +511,14 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
 		err = fmt.Errorf("%w: %s reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, op, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
 	}
+	off := wire.HeaderSize
+	if err == nil && h.Flags&wire.FlagHeaders != 0 {
+		off, err = captureLaneReply(ctx, resp)
+	}
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[wire.HeaderSize:], &c.o.limits, result, false))
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, false))
 }
 
 // callFailed is the error of a call whose exchange failed: the caller's

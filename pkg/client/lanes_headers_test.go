@@ -16,8 +16,8 @@ import (
 )
 
 // Headers set by the caller ride lane and FLOCK requests too (with a
-// generated request id); reply headers do not come back on them, and
-// SetReply says so. A call without headers sends none on the fast path.
+// generated request id), and reply headers come back on them. A call
+// without headers sends none on the fast path.
 func TestLaneHeaders(t *testing.T) {
 	type seenCall struct {
 		md        metadata.MD
@@ -57,13 +57,16 @@ func TestLaneHeaders(t *testing.T) {
 			require.Equal(t, "00-abc", got.md["traceparent"])
 			require.Regexp(t, "^[0-9a-f]{16}$", got.md[metadata.RequestIDKey])
 			require.Len(t, got.md, 2)
-			require.False(t, got.replied, "no reply headers on the fast path")
-			require.Nil(t, reply)
+			require.True(t, got.replied)
+			require.Equal(t, metadata.MD{"r": "1"}, reply)
 
-			call(tctx(t))
+			reply = nil
+			call(metadata.CaptureReply(tctx(t), &reply))
 			got = recv(t, seen)
 			require.Equal(t, fastpathtest.Transport(), got.transport)
 			require.Empty(t, got.md)
+			require.False(t, got.replied, "a call that sent no headers has no way back for any")
+			require.Nil(t, reply)
 
 			st := c.LaneStats()
 			require.Len(t, st, 1)

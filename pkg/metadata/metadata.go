@@ -83,8 +83,6 @@ type ServerCall struct {
 	raw   []byte // encoded headers, decoded on first use
 	parse func([]byte) (MD, error)
 	once  sync.Once
-	// noReply: the transport has no way back for reply headers (lanes).
-	noReply bool
 
 	mu    sync.Mutex
 	reply MD
@@ -96,9 +94,9 @@ func NewServerCall(in MD) *ServerCall { return &ServerCall{in: in} }
 // NewLazyServerCall holds encoded incoming headers that parse decodes
 // when a handler first asks for them: a call whose handler never looks
 // pays for a copy of the bytes only. Headers that do not decode read as
-// none. canReply tells whether the transport can carry reply headers.
-func NewLazyServerCall(raw []byte, parse func([]byte) (MD, error), canReply bool) *ServerCall {
-	return &ServerCall{raw: raw, parse: parse, noReply: !canReply}
+// none.
+func NewLazyServerCall(raw []byte, parse func([]byte) (MD, error)) *ServerCall {
+	return &ServerCall{raw: raw, parse: parse}
 }
 
 // Incoming returns the headers the client sent.
@@ -114,12 +112,8 @@ func (c *ServerCall) Incoming() MD {
 	return c.in
 }
 
-// SetReply adds reply headers; false when the call's transport cannot
-// carry them back (a lane or FLOCK).
-func (c *ServerCall) SetReply(kv ...string) bool {
-	if c.noReply {
-		return false
-	}
+// SetReply adds reply headers.
+func (c *ServerCall) SetReply(kv ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reply == nil {
@@ -128,7 +122,6 @@ func (c *ServerCall) SetReply(kv ...string) bool {
 	for i := 0; i+1 < len(kv); i += 2 {
 		c.reply[kv[i]] = kv[i+1]
 	}
-	return true
 }
 
 // Reply returns a copy of the reply headers set so far (nil if none).
@@ -182,14 +175,16 @@ func RequestID(ctx context.Context) string {
 }
 
 // SetReply adds reply headers to the call a handler's context belongs to.
-// It reports false when the call has no way to carry them (plain Thrift,
-// a lane, or a HatRPC client that did not negotiate headers).
+// It reports false when the call has no way to carry them: plain Thrift,
+// or a HatRPC call that arrived without headers (its client may not read
+// any; a HatRPC client sends a request id unless told not to).
 func SetReply(ctx context.Context, kv ...string) bool {
 	sc, ok := ServerCallFrom(ctx)
 	if !ok {
 		return false
 	}
-	return sc.SetReply(kv...)
+	sc.SetReply(kv...)
+	return true
 }
 
 type captureKey struct{}

@@ -347,7 +347,7 @@ func (c *conn) next() (*request, error) {
 				return nil, herr
 			}
 			// Decoded only if the handler looks (most never do).
-			sc = metadata.NewLazyServerCall(bytes.Clone(msg[4:n]), wire.ParseKV, true)
+			sc = metadata.NewLazyServerCall(bytes.Clone(msg[4:n]), wire.ParseKV)
 			msg = msg[n:]
 		}
 	} else {

@@ -361,7 +361,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	}
 	if err != nil {
 		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0)
+			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	p := h.Protocol()
 	m := c.s.lookup(mh.Name)
@@ -372,7 +372,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 		}
 		name := string(mh.Name)
 		return c.laneReply(l, p, name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0)
+			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
 	r := reqPool.Get().(*request)
 	*r = request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
@@ -389,7 +389,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 			return nil, l.side.Tiny
 		}
 		return c.laneReply(l, p, m.m.Name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0)
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
 	}
 	if r.oneway {
 		// The client only waits for the request to be taken; its handler
@@ -408,10 +408,11 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	st, typ, body := c.execute(r, codec)
+	md := replyMD(r)
 	c.freeRequest(r)
 	<-c.s.slots
 	c.end()
-	out, pr := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize)
+	out, pr := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
@@ -442,7 +443,7 @@ func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	}
 	if err != nil {
 		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0)
+			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
 	out := make([]byte, wire.HeaderSize, 64<<10)
 	for _, f := range frames {
@@ -485,9 +486,10 @@ func (c *conn) acquireLane() bool {
 	return false
 }
 
-// laneReply encodes one reply frame into the lane's reply buffer. The
-// buffer is the conn's: a lane answers one call at a time.
-func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int) ([]byte, rdma.Protocol) {
+// laneReply encodes one reply frame into the lane's reply buffer, with
+// the handler's reply headers md if any. The buffer is the conn's: a lane
+// answers one call at a time.
+func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -510,8 +512,12 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	if cap(buf) < wire.HeaderSize {
 		buf = make([]byte, 0, 4<<10)
 	}
-	b, typ := appendReply(codec, buf[:wire.HeaderSize], p, name, seqid, typ, body)
-	sealReply(b, p, seqid, typ)
+	head, hflag := buf[:wire.HeaderSize], uint8(0)
+	if len(md) > 0 {
+		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
+	}
+	b, typ := appendReply(codec, head, p, name, seqid, typ, body)
+	sealReplyRefs(b, nil, p, seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {
 	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep

@@ -147,14 +147,14 @@ func (c *conn) wrapTHeader(order uint64, bp *[]byte) {
 
 // laneHeaders takes the header block of a lane or FLOCK request frame
 // (req is the engine's lease: the bytes are copied) and returns the
-// offset of its Thrift message. Lane replies carry no headers.
+// offset of its Thrift message.
 func laneHeaders(req []byte) (*metadata.ServerCall, int, error) {
 	n, err := wire.HeaderBlockLen(req[wire.HeaderSize:])
 	if err != nil {
 		return nil, 0, err
 	}
 	raw := bytes.Clone(req[wire.HeaderSize+4 : wire.HeaderSize+n])
-	return metadata.NewLazyServerCall(raw, wire.ParseKV, false), wire.HeaderSize + n, nil
+	return metadata.NewLazyServerCall(raw, wire.ParseKV), wire.HeaderSize + n, nil
 }
 
 // replyMD is the reply header set of a call that can send one.

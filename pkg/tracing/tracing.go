@@ -4,9 +4,9 @@
 // and tracestate by default, through the configured propagator); the
 // server interceptor extracts it from the incoming headers and starts the
 // server span as its child. Headers travel in THeader info headers and in
-// the HatRPC frame's header block (pkg/metadata); calls on plain Thrift
-// connections, lanes or FLOCK carry none, so their server spans start new
-// traces. Kept out of pkg/client and pkg/server so the core does not
+// the HatRPC frame's header block (pkg/metadata), on TCP, lanes and FLOCK;
+// calls on plain framed/unframed Thrift connections carry none, so their
+// server spans start new traces. Kept out of pkg/client and pkg/server so the core does not
 // depend on OpenTelemetry.
 package tracing
 
