@@ -221,6 +221,10 @@ func (s *Server) ListenAndServe(addr string) error {
 // Serve accepts connections on ln until Shutdown or Close; it always returns
 // a non-nil error, ErrServerClosed after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := checkBuilt(s.opts.rdma); err != nil {
+		ln.Close()
+		return err
+	}
 	if s.opts.tls != nil {
 		ln = tls.NewListener(ln, s.opts.tls)
 	}
