@@ -118,3 +118,53 @@ func startServer(t *testing.T, ctx context.Context, bin, lanes string) (string, 
 		assert.NoError(t, srv.Wait())
 	}
 }
+
+// TestClientOnlyDeps: a client of a generated package links no server code
+// (the registration is in the <pkg>server subpackage) and, without cgo, no
+// Prometheus; with cgo the FLOCK handle's metrics (pkg/flock) are the one
+// way Prometheus comes in.
+func TestClientOnlyDeps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const mod = "github.com/hatrpc/hatrpc/"
+	deps := func(cgo, pkg string) map[string][]string {
+		cmd := exec.CommandContext(ctx, "go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		m := map[string][]string{}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(l)
+			m[f[0]] = f[1:]
+		}
+		return m
+	}
+	for _, cgo := range []string{"0", "1"} {
+		t.Run("CGO_ENABLED="+cgo, func(t *testing.T) {
+			cli := deps(cgo, mod+"examples/echo/client")
+			require.Contains(t, cli, mod+"examples/echo/gen/echo")
+			require.Contains(t, cli, mod+"pkg/client")
+			var prom []string // hatrpc packages importing Prometheus
+			for p, imps := range cli {
+				assert.False(t, strings.HasPrefix(p, mod+"pkg/server"), "the client links %s", p)
+				assert.NotEqual(t, mod+"examples/echo/gen/echo/echoserver", p)
+				for _, i := range imps {
+					if strings.HasPrefix(i, "github.com/prometheus/") && strings.HasPrefix(p, mod) {
+						prom = append(prom, p)
+					}
+				}
+			}
+			if cgo == "0" {
+				assert.Empty(t, prom)
+				for p := range cli {
+					assert.False(t, strings.HasPrefix(p, "github.com/prometheus/"), "the client links %s", p)
+				}
+			} else {
+				assert.Equal(t, []string{mod + "pkg/flock"}, prom)
+			}
+			srv := deps(cgo, mod+"examples/echo/server")
+			assert.Contains(t, srv, mod+"pkg/server")
+			assert.Contains(t, srv, mod+"examples/echo/gen/echo/echoserver")
+		})
+	}
+}
