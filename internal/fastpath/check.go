@@ -16,6 +16,11 @@ import (
 // speaks TCP only.
 var ErrNotBuilt = errors.New("fastpath: rdma/shm transports are not in this build (it needs cgo on linux); use tcp")
 
+// NumProtocols is how many engine protocols there are: one per concrete
+// value of the protocol hint (every hints.Protocol but auto), in the same
+// order; plan.go checks at compile time that the engine agrees.
+const NumProtocols = int(hints.ProtoHybrid)
+
 // Built reports whether this binary has the rdma/shm fast path.
 func Built() bool { return built }
 

@@ -123,15 +123,40 @@ func bufferFor(payload int) int {
 	return min(max(payload+frameRoom, 64<<10), bufferCap)
 }
 
+// engineOf is the one hints → engine protocol table; auto, which the
+// planner never returns, maps to hybrid, safe for any size.
+var engineOf = [NumProtocols + 1]rdma.Protocol{
+	hints.ProtoAuto:             rdma.ProtoHybrid,
+	hints.ProtoEager:            rdma.ProtoEager,
+	hints.ProtoWriteRNDV:        rdma.ProtoWriteRNDV,
+	hints.ProtoReadRNDV:         rdma.ProtoReadRNDV,
+	hints.ProtoDirectWriteSend:  rdma.ProtoDirectWriteSend,
+	hints.ProtoChainedWriteSend: rdma.ProtoChainedWriteSend,
+	hints.ProtoDirectWriteIMM:   rdma.ProtoDirectWriteIMM,
+	hints.ProtoRFP:              rdma.ProtoRFP,
+	hints.ProtoHybrid:           rdma.ProtoHybrid,
+}
+
+// The engine has exactly one protocol per concrete hint value (these fail
+// to compile otherwise).
+var (
+	_ [NumProtocols - rdma.NumProtocols]struct{}
+	_ [rdma.NumProtocols - NumProtocols]struct{}
+)
+
+// EngineProtocol is the engine protocol of a planned hint protocol.
+func EngineProtocol(p hints.Protocol) rdma.Protocol {
+	if p < 0 || int(p) >= len(engineOf) {
+		return rdma.ProtoHybrid
+	}
+	return engineOf[p]
+}
+
 func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {
 	if hint == hints.ProtoHybrid {
 		return rdma.ProtoHybrid
 	}
-	p, err := rdma.ParseProtocol(planned.String())
-	if err != nil {
-		return rdma.ProtoHybrid // the planner never returns auto; hybrid is safe for any size
-	}
-	return p
+	return EngineProtocol(planned)
 }
 
 // FLOCK sizing: the largest request or response frame that travels over a

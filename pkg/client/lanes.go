@@ -89,7 +89,7 @@ type clane struct {
 }
 
 const (
-	numProtocols = 8 // rdma.Protocols()
+	numProtocols = rdma.NumProtocols
 	flockSlot    = numProtocols
 )
 

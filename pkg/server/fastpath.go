@@ -70,3 +70,6 @@ func (c *conn) acquireLane() bool {
 	}
 	return false
 }
+
+// numEngine is how many engine protocols lane replies are counted by.
+const numEngine = fastpath.NumProtocols
