@@ -200,9 +200,9 @@ func TestGenerateLayout(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, []string{
-		"app/core/includes-consts.go", "app/core/includes.go",
+		"app/core/coreserver/includes.go", "app/core/includes-consts.go", "app/core/includes.go",
 		"base/shared/shared-consts.go", "base/shared/shared.go",
-		"kv/kv.go", "lib/proto/conflict.go", "plain/plain.go", "star/ns/star.go",
+		"kv/kv.go", "kv/kvserver/kv.go", "lib/proto/conflict.go", "plain/plain.go", "star/ns/star.go",
 	}, files)
 	src, err := os.ReadFile(filepath.Join(dir, "app/core/includes.go"))
 	require.NoError(t, err)

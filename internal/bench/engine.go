@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -152,11 +153,7 @@ func (e Engine) Setup(size, callers int) EngineSetup {
 	proto := e.Proto
 	switch {
 	case e.Planned:
-		p, err := rdma.ParseProtocol(plan.Protocol.String())
-		if err != nil {
-			panic("bench: plan protocol " + plan.Protocol.String() + " unknown to rdma")
-		}
-		proto = p
+		proto = fastpath.EngineProtocol(plan.Protocol)
 		cfg.InlineThreshold = plan.InlineThreshold
 		if cfg.InlineThreshold == 0 {
 			cfg.InlineThreshold = -1

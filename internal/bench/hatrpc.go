@@ -9,6 +9,7 @@ import (
 	"net"
 
 	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -98,7 +99,7 @@ func (h Hat) Serve(_ context.Context, addr string) (Server, error) {
 		opts = append(opts, server.WithOwnedArgs())
 	}
 	srv := server.New(opts...)
-	atb.RegisterEcho(srv, hatEcho{})
+	atbserver.RegisterEcho(srv, hatEcho{})
 	s := &hatServer{srv: srv, addr: ln.Addr().String(), served: make(chan error, 1)}
 	go func() { s.served <- srv.Serve(ln) }()
 	return s, nil

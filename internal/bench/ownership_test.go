@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
@@ -35,7 +36,7 @@ func serveEcho(ctx context.Context, t *testing.T, h atb.EchoHandler, sopts []ser
 	lim.MaxMessageSize, lim.MaxStringLength = maxMessage, maxMessage
 	opts := append([]server.Option{server.WithLimits(lim), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, sopts...)
 	srv := server.New(opts...)
-	atb.RegisterEcho(srv, h)
+	atbserver.RegisterEcho(srv, h)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -60,15 +60,20 @@ func TestBigIDLGenerates(t *testing.T) {
 	for _, lines := range []int{3000, 300} {
 		prog, _, err := idl.Load(writeBigIDL(t, lines), nil)
 		require.NoError(t, err)
-		files, err := codegen.Generate(prog)
-		require.NoError(t, err)
-		require.Len(t, files, 2) // big.go and big-consts.go
-		if lines > 300 {
-			continue
-		}
+		// The server subpackage imports the types package by its path.
 		tmp, err := os.MkdirTemp("testdata", "tmp-big-")
 		require.NoError(t, err)
 		t.Cleanup(func() { os.RemoveAll(tmp) })
+		files, err := codegen.Generate(prog, codegen.WithGoPackage(modulePath+"/"+selfPath+"/"+filepath.ToSlash(tmp)))
+		require.NoError(t, err)
+		paths := make([]string, len(files))
+		for i, f := range files {
+			paths[i] = f.Path
+		}
+		require.Equal(t, []string{"big/big-consts.go", "big/big.go", "big/bigserver/big.go"}, paths)
+		if lines > 300 {
+			continue
+		}
 		writeFiles(t, tmp, files)
 		vetPackages(t, tmp)
 	}

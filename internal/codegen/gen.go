@@ -2,6 +2,12 @@
 // out like Apache Thrift's `thrift --gen go -out DIR`, with types that encode
 // themselves through pkg/proto and services bound to pkg/server and
 // pkg/client.
+//
+// A program with services gives two packages: DIR/<pkg> (types, hints, the
+// XHandler interfaces and the XClient callers: it imports pkg/client but not
+// pkg/server) and DIR/<pkg>/<pkg>server (RegisterX, binding a handler to a
+// *server.Server), so a client-only binary links no server or metrics code,
+// the way gRPC-Go's client stubs need no server.
 package codegen
 
 import (
@@ -160,7 +166,20 @@ func (g *generator) pkgOf(p *idl.Program) pkgInfo { return g.set.pkgOf(p) }
 var reservedIdents = []string{"context", "errors", "fmt", "driver", "proto", "hints", "server", "client"}
 
 func (s *genSet) newGenerator(p *idl.Program) *generator {
-	g := &generator{set: s, prog: p, pkg: s.pkgOf(p), aliases: map[string]string{}, protoName: "proto"}
+	return s.newGeneratorIn(p, s.pkgOf(p))
+}
+
+// serverPkg is where a program's service registration goes: the
+// subpackage <pkg>server of its types package.
+func serverPkg(types pkgInfo) pkgInfo {
+	name := types.name + "server"
+	return pkgInfo{name: name, dir: path.Join(types.dir, name), importPath: types.importPath + "/" + name}
+}
+
+// newGeneratorIn renders p's declarations into package pkg (its own, or
+// its server subpackage, where p's own names need qualifying).
+func (s *genSet) newGeneratorIn(p *idl.Program, pkg pkgInfo) *generator {
+	g := &generator{set: s, prog: p, pkg: pkg, aliases: map[string]string{}, protoName: "proto"}
 	used := map[string]bool{}
 	for _, r := range reservedIdents {
 		used[r] = true
@@ -231,6 +250,18 @@ func (s *genSet) generateProgram(p *idl.Program) ([]File, error) {
 		return nil, err
 	}
 	files = append(files, File{Path: path.Join(g.pkg.dir, p.Name+".go"), Content: src})
+	if len(p.Services) > 0 {
+		sg := s.newGeneratorIn(p, serverPkg(g.pkg))
+		sg.e = newEmitter()
+		for _, svc := range p.Services {
+			sg.genRegister(svc, svc.AllFunctions())
+		}
+		src, err := sg.e.render(sg.pkg.name, "")
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Path: path.Join(sg.pkg.dir, p.Name+".go"), Content: src})
+	}
 	if len(p.Consts) > 0 {
 		g.e = newEmitter()
 		for _, c := range p.Consts {

@@ -72,7 +72,7 @@ func (g *generator) genService(svc *idl.Service) error {
 	// Handler interface.
 	g.e.buf.WriteString(comment(svc.Doc))
 	g.e.p("//")
-	g.e.p("// %sHandler is implemented by servers of %s; Register%s binds it. A", name, svc.Name, name)
+	g.e.p("// %sHandler is implemented by servers of %s; %sserver.Register%s binds it. A", name, svc.Name, g.pkg.name, name)
 	g.e.p("// declared exception returned as error reaches the caller as that exception.")
 	g.e.p("type %sHandler interface {", name)
 	for _, fn := range all {
@@ -81,22 +81,29 @@ func (g *generator) genService(svc *idl.Service) error {
 	}
 	g.e.p("}")
 	g.e.p("")
-	g.genRegister(svc, all)
 	g.genClient(svc, all)
 	return nil
 }
 
+// genRegister renders Register<Svc> into the server subpackage (g is that
+// package's generator, so the service's own names come qualified).
 func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 	name := publicize(svc.Name)
 	server := g.e.use(serverPath, "server")
 	proto := g.e.use(protoPath, g.protoName)
 	ctxPkg := g.e.std("context")
+	hintsVar := g.qual(svc.Program, name+"Hints")
 	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
-	g.e.p("func Register%s(s *%s.Server, h %sHandler) {", name, server, name)
-	g.e.p("s.Register(&%s.Service{Name: %q, Hints: &%sHints, Methods: []%s.Method{", server, svc.Name, name, server)
+	g.e.p("func Register%s(s *%s.Server, h %s) {", name, server, g.qual(svc.Program, name+"Handler"))
+	g.e.p("s.Register(&%s.Service{Name: %q, Hints: &%s, Methods: []%s.Method{", server, svc.Name, hintsVar, server)
 	for _, fn := range all {
 		owner := fn.Service.Program
+		// The structs are declared in the types package: build them on a
+		// scratch emitter so their field types import nothing here.
+		real := g.e
+		g.e = newEmitter()
 		args, result := g.helperStructs(fn)
+		g.e = real
 		argsT := g.qual(owner, args.name)
 		g.e.p("{")
 		g.e.p("Name: %q,", fn.Name)
@@ -104,7 +111,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 			g.e.p("Oneway: true,")
 		}
 		g.e.p("NewArgs: func() %s.Struct { return %s() },", proto, g.qual(owner, newName(args.name)))
-		g.e.p("Hints: %sHints.Function(%q),", name, fn.Name)
+		g.e.p("Hints: %s.Function(%q),", hintsVar, fn.Name)
 		g.e.p("Handle: func(ctx %s.Context, a %s.Struct) (%s.Struct, error) {", ctxPkg, proto, proto)
 		if len(args.fields) > 0 {
 			g.e.p("args := a.(*%s)", argsT)
@@ -136,7 +143,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 			if fd.f.ID == 0 && hasResult(fn) {
 				continue
 			}
-			g.e.p("var e%d %s", i, fd.valType)
+			g.e.p("var e%d %s", i, g.goType(fd.f.Type, owner))
 			g.e.p("if %s.As(err, &e%d) {", g.e.std("errors"), i)
 			g.e.p("res.%s = e%d", fd.name, i)
 			g.e.p("return res, nil")

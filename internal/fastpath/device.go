@@ -1,18 +1,14 @@
+//go:build cgo && linux
+
 package fastpath
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
-
-// ErrUnavailable matches failures to open the verbs provider a lane needs.
-var ErrUnavailable = errors.New("fastpath: rdma/shm transport unavailable")
 
 // Device is a reference to the process's shared device of one provider:
 // every lane of every client and server in the process shares it, so a
@@ -85,25 +81,19 @@ func (d *Device) Transport() hints.Transport {
 	return hints.TransportRDMA
 }
 
-var (
-	hostOnce sync.Once
-	hostID   string
-)
-
-// HostID identifies this kernel (its boot id): two processes may share
-// memory only when they run on the same one. Without a readable boot id
-// the host name stands in (shm then fails at bootstrap, not silently, if
-// two hosts share a name).
-func HostID() string {
-	hostOnce.Do(func() {
-		if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
-			hostID = strings.TrimSpace(string(b))
-		}
-		if hostID == "" {
-			if h, err := os.Hostname(); err == nil {
-				hostID = "host:" + h
-			}
-		}
-	})
-	return hostID
+// Provider is the verbs provider a transport needs: shm for shm, ibv for
+// rdma, auto (whichever the host has) for auto, "" for tcp.
+func Provider(t hints.Transport) string {
+	switch t {
+	case hints.TransportSHM:
+		return rdma.ProviderSHM
+	case hints.TransportRDMA:
+		return rdma.ProviderIBV
+	case hints.TransportAuto:
+		return rdma.ProviderAuto
+	}
+	return ""
 }
+
+// built: this file is compiled, so the fast path is.
+const built = true

@@ -1,7 +1,8 @@
+//go:build cgo && linux
+
 package fastpath
 
 import (
-	"fmt"
 	"runtime"
 	"time"
 
@@ -31,16 +32,6 @@ func (s *Side) Protocol(n int) rdma.Protocol {
 	return s.Small
 }
 
-// OnTransport is set planned for lanes of transport tr: a set that leaves
-// the transport to the runtime (auto) takes the lane's, so the planner can
-// use its shared-memory design space on shm.
-func OnTransport(set hints.Set, tr hints.Transport) hints.Set {
-	if set.Transport == hints.TransportAuto {
-		set.Transport = tr
-	}
-	return set
-}
-
 // Spin is the spin phase an endpoint of this side starts with: busy polls
 // until the message comes, event blocks at once, adaptive starts spinning
 // and lets the tuner decide.
@@ -53,15 +44,6 @@ func (s *Side) Spin() time.Duration {
 	}
 	return 0
 }
-
-// BusySpin is the spin phase of a busy-polling lane: far longer than any
-// gap between calls of a busy caller, so it does not block while calls
-// come, yet an idle lane stops burning a core 20 ms after its last one.
-const BusySpin = 20 * time.Millisecond
-
-// AdaptiveSpin is the spin phase the tuner gives adaptive lanes while the
-// CPU has room: a few round trips long, so a quick answer costs no wakeup.
-const AdaptiveSpin = 100 * time.Microsecond
 
 // MaxMessage is the largest request or response a lane carries: the
 // default 64 MiB message limit plus room for the frame header (the
@@ -141,56 +123,41 @@ func bufferFor(payload int) int {
 	return min(max(payload+frameRoom, 64<<10), bufferCap)
 }
 
+// engineOf is the one hints → engine protocol table; auto, which the
+// planner never returns, maps to hybrid, safe for any size.
+var engineOf = [NumProtocols + 1]rdma.Protocol{
+	hints.ProtoAuto:             rdma.ProtoHybrid,
+	hints.ProtoEager:            rdma.ProtoEager,
+	hints.ProtoWriteRNDV:        rdma.ProtoWriteRNDV,
+	hints.ProtoReadRNDV:         rdma.ProtoReadRNDV,
+	hints.ProtoDirectWriteSend:  rdma.ProtoDirectWriteSend,
+	hints.ProtoChainedWriteSend: rdma.ProtoChainedWriteSend,
+	hints.ProtoDirectWriteIMM:   rdma.ProtoDirectWriteIMM,
+	hints.ProtoRFP:              rdma.ProtoRFP,
+	hints.ProtoHybrid:           rdma.ProtoHybrid,
+}
+
+// The engine has exactly one protocol per concrete hint value (these fail
+// to compile otherwise).
+var (
+	_ [NumProtocols - rdma.NumProtocols]struct{}
+	_ [rdma.NumProtocols - NumProtocols]struct{}
+)
+
+// EngineProtocol is the engine protocol of a planned hint protocol.
+func EngineProtocol(p hints.Protocol) rdma.Protocol {
+	if p < 0 || int(p) >= len(engineOf) {
+		return rdma.ProtoHybrid
+	}
+	return engineOf[p]
+}
+
 func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {
 	if hint == hints.ProtoHybrid {
 		return rdma.ProtoHybrid
 	}
-	p, err := rdma.ParseProtocol(planned.String())
-	if err != nil {
-		return rdma.ProtoHybrid // the planner never returns auto; hybrid is safe for any size
-	}
-	return p
+	return EngineProtocol(planned)
 }
-
-// PlanError is a client plan the server cannot serve; it names the
-// function, and matches ErrPlanConflict.
-type PlanError struct {
-	Function string
-	Reason   string
-}
-
-// ErrPlanConflict matches every PlanError.
-var ErrPlanConflict = fmt.Errorf("fastpath: client and server plans conflict")
-
-func (e *PlanError) Error() string {
-	return fmt.Sprintf("function %s: %s", e.Function, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrPlanConflict) true.
-func (e *PlanError) Is(target error) bool { return target == ErrPlanConflict }
-
-// CheckPair reports whether a client that asks for a lane of transport
-// lane, with its own transport and protocol hints for fn, can work with the
-// server's hints for fn. The engine accepts any pair of protocols (each
-// side picks its own, and an RFP server answers a client that does not
-// fetch by sending), so what can conflict is where the function runs.
-func CheckPair(fn string, lane hints.Transport, clientTransport hints.Transport, server hints.Set) error {
-	switch {
-	case server.Transport == hints.TransportTCP:
-		return &PlanError{fn, fmt.Sprintf("the client asks for a %s lane but the server pins the function to transport=tcp", lane)}
-	case server.Transport != hints.TransportAuto && server.Transport != lane:
-		return &PlanError{fn, fmt.Sprintf("the client asks for a %s lane but the server pins the function to transport=%s", lane, server.Transport)}
-	case clientTransport == hints.TransportTCP:
-		return &PlanError{fn, "the client pins the function to transport=tcp, yet asked for a lane"}
-	case clientTransport != hints.TransportAuto && clientTransport != lane:
-		return &PlanError{fn, fmt.Sprintf("the client pins transport=%s but the lane is %s", clientTransport, lane)}
-	}
-	return nil
-}
-
-// FlockFunction is the attach name that asks for the process's shared
-// FLOCK handle (qp_sharing) instead of a lane of one function.
-const FlockFunction = "__flock"
 
 // FLOCK sizing: the largest request or response frame that travels over a
 // shared handle, and the ring each QP receives into. Functions planned

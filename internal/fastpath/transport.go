@@ -3,7 +3,6 @@ package fastpath
 import (
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // PickTransport is the hybrid-transport rule, the same on both sides (the
@@ -21,18 +20,4 @@ func PickTransport(want hints.Transport, caps uint64) hints.Transport {
 		return hints.TransportSHM
 	}
 	return hints.TransportTCP
-}
-
-// Provider is the verbs provider a transport needs: shm for shm, ibv for
-// rdma, auto (whichever the host has) for auto, "" for tcp.
-func Provider(t hints.Transport) string {
-	switch t {
-	case hints.TransportSHM:
-		return rdma.ProviderSHM
-	case hints.TransportRDMA:
-		return rdma.ProviderIBV
-	case hints.TransportAuto:
-		return rdma.ProviderAuto
-	}
-	return ""
 }

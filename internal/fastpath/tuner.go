@@ -194,3 +194,12 @@ func Polling() PollingStats {
 	tune.mu.Unlock()
 	return s
 }
+
+// BusySpin is the spin phase of a busy-polling lane: far longer than any
+// gap between calls of a busy caller, so it does not block while calls
+// come, yet an idle lane stops burning a core 20 ms after its last one.
+const BusySpin = 20 * time.Millisecond
+
+// AdaptiveSpin is the spin phase the tuner gives adaptive lanes while the
+// CPU has room: a few round trips long, so a quick answer costs no wakeup.
+const AdaptiveSpin = 100 * time.Microsecond

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv/hatkvserver"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -214,7 +215,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		_ = st.Close()
 		return nil, fmt.Errorf("hatkv: registering auth metrics: %w", err)
 	}
-	hatkv.RegisterHatKV(rpc, NewService(st))
+	hatkvserver.RegisterHatKV(rpc, NewService(st))
 	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr, tls: o.tls, token: o.token, log: o.logger, refused: refused}, nil
 }
 

@@ -128,7 +128,7 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 				}
 				return false
 			}
-			_, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			schedYield()
 		}
 	})
 	if !polled {

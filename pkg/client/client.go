@@ -86,6 +86,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if o.proto != proto.Binary && o.proto != proto.Compact {
 		return nil, fmt.Errorf("client: unsupported protocol %v", o.proto)
 	}
+	if err := checkBuilt(o.rdma); err != nil {
+		return nil, err
+	}
 	c := &Conn{addr: addr, o: o, cores: runtime.NumCPU()}
 	c.lanes.c = c
 	for _, svc := range o.hints {

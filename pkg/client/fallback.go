@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // Fallback. When the fast path cannot be set up for a Conn — the device
@@ -31,7 +30,7 @@ type SetupError struct {
 
 func (e *SetupError) Error() string {
 	msg := fmt.Sprintf("client: %s %s setup failed: %v", e.Transport, e.Op, e.Err)
-	if e.Transport == hints.TransportSHM.String() && errors.Is(e.Err, rdma.ErrBadPeer) {
+	if e.Transport == hints.TransportSHM.String() && isBadPeer(e.Err) {
 		// The kernel refuses to map another user's memory.
 		msg += " (shm needs client and server to run as the same user, or use --transport tcp/auto)"
 	}
@@ -71,7 +70,7 @@ func (c *Conn) FastPathErr() error {
 // fails with the cause.
 func (c *Conn) setupFailed(op string, tr hints.Transport, err error) error {
 	se := &SetupError{Op: op, Transport: tr.String(), Err: err}
-	if c.o.rdma != rdma.ProviderAuto {
+	if c.o.rdma != "auto" {
 		return se
 	}
 	if c.lanes.disable(se) {

@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package client
 
 import (
@@ -24,10 +26,6 @@ import (
 // function, each lane an endpoint pair doing one call at a time entirely in
 // C, bootstrapped over its own TCP connection, which then stays open as the
 // lane's liveness link.
-
-// ErrPlanConflict matches (errors.Is) the error of a call whose function's
-// client plan the server refused; the error names the function.
-var ErrPlanConflict = fastpath.ErrPlanConflict
 
 // defaultMaxLanes is the lanes per function when the concurrency hint is
 // lower: enough for a burst of callers without queueing on a 2-core box.
@@ -91,17 +89,9 @@ type clane struct {
 }
 
 const (
-	numProtocols = 8 // rdma.Protocols()
+	numProtocols = rdma.NumProtocols
 	flockSlot    = numProtocols
 )
-
-// LaneStats describes the lanes of one function of a Conn.
-type LaneStats struct {
-	Function  string            // Service:name
-	Transport string            // shm or rdma
-	Lanes     int               // open now
-	Requests  map[string]uint64 // requests sent, by engine protocol ("flock": through the shared FLOCK handle)
-}
 
 // LaneStats reports, per function that used lanes, how many are open and
 // which engine protocols its requests went by (the plan in force).
@@ -136,9 +126,6 @@ func (c *Conn) LaneStats() []LaneStats {
 // leaseMin is the message size from which encoding into the engine's
 // registered buffer (saving a copy) pays for the extra cgo crossing.
 const leaseMin = 16 << 10
-
-// errNoLane sends a call to TCP: lanes are off for this Conn.
-var errNoLane = errors.New("client: no lane")
 
 // pool returns the function's lane pool, nil when the call stays on TCP.
 func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
@@ -521,40 +508,6 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, false))
 }
 
-// callFailed is the error of a call whose exchange failed: the caller's
-// own context error if that is why, else the connection error.
-func callFailed(ctx context.Context, op string, err error) error {
-	if cerr := ctxFailure(ctx); cerr != nil {
-		return cerr
-	}
-	return &ConnError{Op: op, Err: err}
-}
-
-// ctxFailure is ctx's error, or DeadlineExceeded once its deadline passed
-// (ctx.Err() can lag behind the clock when the timer goroutine runs late).
-func ctxFailure(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// ownDeadline reports the caller's own deadline rather than the server's
-// echo of it: the server gave up on the deadline we sent it just as we did,
-// and ctx.Err() can lag behind the clock when the timer goroutine runs late.
-func ownDeadline(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if cerr := ctxFailure(ctx); cerr != nil {
-		return cerr
-	}
-	return err
-}
-
 // lanesFor runs the call on a lane when the session granted lanes and the
 // function's hints allow one; errNoLane sends it to TCP.
 func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result proto.Struct) error {
@@ -610,3 +563,6 @@ func (c *Conn) planChecks() []wire.Attach {
 	}
 	return out
 }
+
+// isBadPeer: the shm provider refused the peer's memory (another user's).
+func isBadPeer(err error) bool { return errors.Is(err, rdma.ErrBadPeer) }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
+	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store/storeserver"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
@@ -111,7 +112,7 @@ func (ts *testServer) start() {
 	}
 	require.NoError(ts.t, err)
 	s := server.New(append([]server.Option{server.WithLogger(quiet)}, ts.opts...)...)
-	store.RegisterStore(s, ts.h)
+	storeserver.RegisterStore(s, ts.h)
 	ts.mu.Lock()
 	ts.addr, ts.srv, ts.served = ln.Addr().String(), s, make(chan error, 1)
 	ts.mu.Unlock()

@@ -219,19 +219,6 @@ func BenchmarkMessage(b *testing.B) {
 			}
 			clk.report(b)
 		})
-		b.Run("Scan/"+p.String(), func(b *testing.B) {
-			sc := proto.NewScanner(p, nil)
-			b.SetBytes(int64(len(msg)))
-			b.ReportAllocs()
-			clk := startCPU()
-			for b.Loop() {
-				sc.Reset(p, nil)
-				if _, _, err := sc.Scan(msg); err != nil {
-					b.Fatal(err)
-				}
-			}
-			clk.report(b)
-		})
 	}
 }
 

@@ -212,10 +212,6 @@ func TestCrossNonStrictBinaryHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, proto.MessageHeader{Name: "legacy", Type: proto.Call, SeqID: 42}, h)
 
-	p, framed, err := proto.Detect(msg)
-	require.NoError(t, err)
-	require.Equal(t, proto.Binary, p)
-	require.False(t, framed)
 }
 
 func TestCrossApplicationException(t *testing.T) {

@@ -9,7 +9,7 @@
 // (with Alias, binary values share the input; with UnsafeStrings, strings do
 // too). Every decode failure matches ErrInvalidData through errors.Is, plus a
 // finer sentinel (ErrTruncated, ErrSizeLimit, ErrDepthLimit, ErrBadVersion,
-// ErrBadType, ErrNegativeSize, ErrInvalidVarint, ErrFrameSize).
+// ErrBadType, ErrNegativeSize, ErrInvalidVarint).
 //
 // Generated code implements Struct for each IDL struct. The runtime uses
 // the message layer:
@@ -17,13 +17,13 @@
 //	enc := new(proto.Encoder)                  // one per connection
 //	out, err := enc.EncodeFramed(p, buf[:0], "add", proto.Call, seq, args)
 //
-//	p, framed, err := proto.Detect(first8)     // server: what does the peer speak?
-//	st := proto.NewStream(p, framed, nil)
-//	msg, err := st.ReadMessage(ctx, br, msg)   // one whole message, frame stripped
 //	dec := proto.NewDecoder(nil)
 //	hdr, err := dec.Begin(p, msg)              // name, type, seqid
 //	err = dec.ReadBody(args)                   // or dec.SkipBody()
 //
-// Unframed messages are delimited by a resumable Scanner that walks the
-// encoding without decoding values, consuming only the message's bytes.
+// Finding a connection's encoding and the end of an unframed message is the
+// runtime's (wire.Detect, wire.ReadMessage; docs/design/wire.md section 1).
+// Non-strict binary: writers always write the strict header; readers also
+// accept the old non-strict one in a message they are handed, but the
+// runtime never detects a connection as non-strict binary.
 package proto

@@ -1,13 +1,8 @@
 package proto_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"math/rand/v2"
 	"testing"
-	"testing/iotest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,39 +48,14 @@ func checkRoundTrip(t *testing.T, p proto.Protocol, s *AllTypes) {
 }
 
 func fuzzMessage(t *testing.T, p proto.Protocol, data []byte) {
-	_, _, _ = proto.Detect(data)
-
 	d := proto.NewDecoder(fuzzLimits)
 	var g Generic
 	_, err := d.Begin(p, data)
 	if err == nil {
 		err = d.ReadBody(&g)
 	}
-	genericOK, pos := err == nil, d.Pos()
 	if err != nil {
 		require.ErrorIs(t, err, proto.ErrInvalidData)
-	}
-
-	// The scanner must agree with a full Skip walk on where the message ends.
-	sc := proto.NewScanner(p, fuzzLimits)
-	n, _, serr := sc.Scan(data)
-	require.Equal(t, genericOK, serr == nil, "scanner %v vs decoder %v", serr, err)
-	if genericOK {
-		require.Equal(t, pos, n)
-	}
-
-	// The same through a stream that delivers one byte per read.
-	if len(data) < 512 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		br := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16)
-		msg, rerr := proto.ReadMessage(ctx, br, p, false, nil, fuzzLimits)
-		if genericOK {
-			require.NoError(t, rerr)
-			require.Equal(t, data[:n], msg)
-		} else {
-			require.Error(t, rerr)
-		}
 	}
 
 	var s AllTypes

@@ -222,3 +222,10 @@ func Unmarshal(p Protocol, data []byte, lim *Limits, s Struct) error {
 	}
 	return ErrBadProtocol
 }
+
+// AppendFrame appends msg to buf behind a 4-byte big-endian length (the
+// framing of Apache Thrift's TFramedTransport).
+func AppendFrame(buf, msg []byte) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(msg)))
+	return append(buf, msg...)
+}

@@ -1,15 +1,12 @@
 package proto_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"testing"
-	"testing/iotest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,63 +226,6 @@ func TestTypeStrings(t *testing.T) {
 	}
 }
 
-func TestDetect(t *testing.T) {
-	bin, err := proto.EncodeMessage(proto.Binary, nil, "get", proto.Call, 1, emptyStruct{})
-	require.NoError(t, err)
-	cmp, err := proto.EncodeMessage(proto.Compact, nil, "get", proto.Call, 1, emptyStruct{})
-	require.NoError(t, err)
-	binF, err := proto.EncodeFramedMessage(proto.Binary, nil, "get", proto.Call, 1, emptyStruct{})
-	require.NoError(t, err)
-	cmpF, err := proto.EncodeFramedMessage(proto.Compact, nil, "get", proto.Call, 1, emptyStruct{})
-	require.NoError(t, err)
-	nonStrict := []byte{0, 0, 0, 3, 'g', 'e', 't', 1, 0, 0, 0, 1, 0}
-	nonStrictF := proto.AppendFrame(nil, nonStrict)
-
-	cases := []struct {
-		name   string
-		in     []byte
-		p      proto.Protocol
-		framed bool
-		err    error
-	}{
-		{"binary", bin, proto.Binary, false, nil},
-		{"compact", cmp, proto.Compact, false, nil},
-		{"binary framed", binF, proto.Binary, true, nil},
-		{"compact framed", cmpF, proto.Compact, true, nil},
-		{"nonstrict", nonStrict, proto.Binary, false, nil},
-		{"nonstrict framed", nonStrictF, proto.Binary, true, nil},
-		{"empty", nil, 0, false, proto.ErrTruncated},
-		{"one byte", bin[:1], 0, false, proto.ErrTruncated},
-		{"frame len only", binF[:4], 0, false, proto.ErrTruncated},
-		{"frame len+1", binF[:5], 0, false, proto.ErrTruncated},
-		{"nonstrict framed short", nonStrictF[:6], 0, false, proto.ErrTruncated},
-		{"http", []byte("GET / HTTP/1.1"), 0, false, proto.ErrBadProtocol},
-		{"bad binary version", []byte{0x80, 0x02, 0, 1}, 0, false, proto.ErrBadProtocol},
-		{"bad compact version", []byte{0x82, 0x02}, 0, false, proto.ErrBadProtocol},
-		{"zero frame", []byte{0, 0, 0, 0, 0x80, 0x01, 0, 0}, 0, false, proto.ErrBadProtocol},
-		{"framed bad inner", []byte{0, 0, 0, 9, 0x80, 0x07, 0, 0}, 0, false, proto.ErrBadProtocol},
-		{"framed bad compact", []byte{0, 0, 0, 9, 0x82, 0x07, 0, 0}, 0, false, proto.ErrBadProtocol},
-		{"nonstrict name longer than frame", []byte{0, 0, 0, 9, 0, 0, 0, 9}, 0, false, proto.ErrBadProtocol},
-		{"control byte", []byte{0, 0, 0, 9, 0x05, 0, 0, 0}, 0, false, proto.ErrBadProtocol},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			in := tc.in
-			if len(in) > proto.DetectBytes {
-				in = in[:proto.DetectBytes]
-			}
-			p, framed, err := proto.Detect(in)
-			if tc.err != nil {
-				require.ErrorIs(t, err, tc.err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.p, p)
-			require.Equal(t, tc.framed, framed)
-		})
-	}
-}
-
 // chunkReader returns at most n bytes per Read, so messages arrive split.
 type chunkReader struct {
 	r io.Reader
@@ -297,129 +237,6 @@ func (c *chunkReader) Read(b []byte) (int, error) {
 		b = b[:c.n]
 	}
 	return c.r.Read(b)
-}
-
-func TestStreamReadMessages(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	for _, p := range protocols {
-		for _, framed := range []bool{false, true} {
-			var wire bytes.Buffer
-			var want [][]byte
-			for i := range 30 {
-				s := randAll(rng)
-				if i%5 == 0 {
-					s.Bin = make([]byte, 20000) // larger than the bufio buffer
-				}
-				msg, err := proto.EncodeMessage(p, nil, "m", proto.Call, int32(i), s)
-				require.NoError(t, err)
-				want = append(want, msg)
-				if framed {
-					require.NoError(t, proto.WriteFramed(context.Background(), &wire, msg))
-				} else {
-					wire.Write(msg)
-				}
-			}
-			data := wire.Bytes()
-			readers := map[string]func() io.Reader{
-				"whole":   func() io.Reader { return bytes.NewReader(data) },
-				"onebyte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) },
-				"chunk7":  func() io.Reader { return &chunkReader{bytes.NewReader(data), 7} },
-				"chunk1k": func() io.Reader { return &chunkReader{bytes.NewReader(data), 1000} },
-			}
-			for rname, mk := range readers {
-				t.Run(p.String()+"/"+rname, func(t *testing.T) {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					br := bufio.NewReaderSize(mk(), 64)
-					st := proto.NewStream(p, framed, nil)
-					var buf []byte
-					for i, w := range want {
-						var err error
-						buf, err = st.ReadMessage(ctx, br, buf)
-						require.NoError(t, err, "message %d", i)
-						require.Equal(t, w, buf, "message %d", i)
-						h, _, err := proto.DecodeMessageHeader(p, buf, nil)
-						require.NoError(t, err)
-						require.Equal(t, int32(i), h.SeqID)
-					}
-					_, err := st.ReadMessage(ctx, br, buf)
-					require.ErrorIs(t, err, io.EOF)
-				})
-			}
-		}
-	}
-}
-
-func TestStreamErrors(t *testing.T) {
-	ctx := context.Background()
-	msg, err := proto.EncodeMessage(proto.Compact, nil, "m", proto.Call, 1, randAll(rand.New(rand.NewPCG(1, 2))))
-	require.NoError(t, err)
-	lim := &proto.Limits{MaxMessageSize: 100, MaxDepth: 64, MaxStringLength: 1 << 20, MaxContainerSize: 1 << 20}
-	cases := []struct {
-		name   string
-		framed bool
-		in     []byte
-		lim    *proto.Limits
-		want   error
-	}{
-		{"unframed partial", false, msg[:len(msg)/2], nil, io.ErrUnexpectedEOF},
-		{"framed partial header", true, []byte{0, 0}, nil, io.ErrUnexpectedEOF},
-		{"framed partial body", true, proto.AppendFrame(nil, msg)[:20], nil, io.ErrUnexpectedEOF},
-		{"framed negative", true, []byte{0xff, 0, 0, 0, 0}, nil, proto.ErrFrameSize},
-		{"framed too big", true, []byte{0, 0, 1, 0, 0}, lim, proto.ErrFrameSize},
-		{"unframed too big", false, msg, lim, proto.ErrSizeLimit},
-		{"unframed garbage", false, []byte{0x82, 0x21, 0, 0, 0x0e}, nil, proto.ErrBadType},
-		{"unframed bad version", false, []byte{0x83, 0x21, 0, 0, 0}, nil, proto.ErrBadVersion},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			br := bufio.NewReaderSize(bytes.NewReader(tc.in), 16)
-			_, err := proto.ReadMessage(ctx, br, proto.Compact, tc.framed, nil, tc.lim)
-			require.ErrorIs(t, err, tc.want)
-		})
-	}
-
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = proto.ReadMessage(cctx, bufio.NewReader(bytes.NewReader(msg)), proto.Compact, false, nil, nil)
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorIs(t, proto.WriteFramed(cctx, io.Discard, msg), context.Canceled)
-}
-
-func TestWriteFramedBufio(t *testing.T) {
-	var out bytes.Buffer
-	bw := bufio.NewWriter(&out)
-	require.NoError(t, proto.WriteFramed(context.Background(), bw, []byte("abc")))
-	require.NoError(t, bw.Flush())
-	require.Equal(t, []byte{0, 0, 0, 3, 'a', 'b', 'c'}, out.Bytes())
-	require.Equal(t, out.Bytes(), proto.AppendFrame(nil, []byte("abc")))
-}
-
-// TestScannerResumes feeds messages one byte at a time and checks the
-// scanner finds exactly the end, never asking for less than it has.
-func TestScannerResumes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 21))
-	for _, p := range protocols {
-		sc := proto.NewScanner(p, nil)
-		for range 40 {
-			msg, err := proto.EncodeMessage(p, nil, "scan", proto.Reply, 5, randAll(rng))
-			require.NoError(t, err)
-			sc.Reset(p, nil)
-			have := 0
-			for {
-				n, need, err := sc.Scan(msg[:have])
-				if err == nil {
-					require.Equal(t, len(msg), n)
-					require.Equal(t, len(msg), have)
-					break
-				}
-				require.ErrorIs(t, err, proto.ErrTruncated)
-				require.Greater(t, need, have)
-				require.LessOrEqual(t, need, len(msg))
-				have++
-			}
-		}
-	}
 }
 
 func TestEncoderZeroAlloc(t *testing.T) {
@@ -483,9 +300,8 @@ func TestFramedEncodeRoundTrip(t *testing.T) {
 		frame, err := enc.EncodeFramed(p, []byte("prefix"), "mixed", proto.Call, 77, want)
 		require.NoError(t, err)
 		require.Equal(t, "prefix", string(frame[:6]))
-		br := bufio.NewReader(bytes.NewReader(frame[6:]))
-		msg, err := proto.ReadMessage(context.Background(), br, p, true, nil, nil)
-		require.NoError(t, err)
+		require.Equal(t, uint32(len(frame)-10), binary.BigEndian.Uint32(frame[6:10]), "frame length")
+		msg := frame[10:]
 		var got Mixed
 		h, err := proto.DecodeMessage(p, msg, nil, &got)
 		require.NoError(t, err)

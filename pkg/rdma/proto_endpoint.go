@@ -28,7 +28,7 @@ const (
 	ProtoDirectWriteIMM   Protocol = C.HR_PROTO_DIRECT_WRITE_IMM
 	ProtoRFP              Protocol = C.HR_PROTO_RFP
 	ProtoHybrid           Protocol = C.HR_PROTO_HYBRID
-	numProtocols                   = C.HR_PROTO_COUNT
+	NumProtocols                   = C.HR_PROTO_COUNT // how many there are: Protocol(0) .. Protocol(NumProtocols-1)
 )
 
 var protoNames = [...]string{"eager", "write_rndv", "read_rndv", "direct_write_send",
@@ -36,7 +36,7 @@ var protoNames = [...]string{"eager", "write_rndv", "read_rndv", "direct_write_s
 
 // Protocols lists every protocol.
 func Protocols() []Protocol {
-	out := make([]Protocol, numProtocols)
+	out := make([]Protocol, NumProtocols)
 	for i := range out {
 		out[i] = Protocol(i)
 	}

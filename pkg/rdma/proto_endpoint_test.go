@@ -432,7 +432,7 @@ func TestProtocolNamesMatchHints(t *testing.T) {
 	for p := hints.ProtoEager; p <= hints.ProtoHybrid; p++ {
 		names = append(names, p.String())
 	}
-	require.Len(t, names, numProtocols)
+	require.Len(t, names, NumProtocols)
 	for i, n := range names {
 		p, err := ParseProtocol(n)
 		require.NoError(t, err, n)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // Lane budgets. Every granted lane and FLOCK handle takes registered
@@ -190,11 +188,4 @@ func (g *grant) release() {
 			}
 		}
 	})
-}
-
-// laneBytes estimates the registered memory of an endpoint built from cfg:
-// its pre-known and response buffers, the eager slots both ways and the
-// rendezvous pool.
-func laneBytes(cfg rdma.EndpointConfig) int64 {
-	return int64(cfg.DirectSize) + int64(cfg.RespSize) + 2*int64(cfg.Slots)*int64(cfg.SlotSize) + int64(cfg.PoolSize)
 }

@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package server
 
 import (
@@ -45,24 +47,6 @@ type lane struct {
 
 	grant *grant // what the lane holds of the server's budgets
 }
-
-// statsFor returns the method's metric children for a transport; those of
-// the lane transports are made on first use, so a server shows only the
-// transports it really serves.
-func (s *Server) statsFor(m *method, tr uint8) *methodStats {
-	if tr < trSHM {
-		return m.stats[tr]
-	}
-	p := &m.lstats[tr-trSHM]
-	if st := p.Load(); st != nil {
-		return st
-	}
-	p.CompareAndSwap(nil, s.met.forMethod(m.svc, m.m.Name, transportNames[tr]))
-	return p.Load()
-}
-
-// errAttached ends the reader of a connection that became a lane.
-var errAttached = errors.New("server: connection became a lane")
 
 // laneBootstrapTimeout bounds the endpoint exchange after a granted attach:
 // a lane being set up holds its registered memory and a pending-setup slot
@@ -459,33 +443,6 @@ func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	return out, l.side.Protocol(len(out))
 }
 
-// acquireLane takes a call slot, waiting up to the busy timeout while the
-// server is at its concurrency limit (the wait holds the reader or the lane,
-// and so the client); false when none came or the connection ended.
-func (c *conn) acquireLane() bool {
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
-		return true
-	default:
-	}
-	var timeout <-chan time.Time
-	if d := c.s.opts.busyTimeout; d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
-		return true
-	case <-timeout:
-		c.s.met.rejected.WithLabelValues("busy").Inc()
-	case <-c.ctx.Done():
-	}
-	return false
-}
-
 // laneReply encodes one reply frame into the lane's reply buffer, with
 // the handler's reply headers md if any. The buffer is the conn's: a lane
 // answers one call at a time.
@@ -538,3 +495,10 @@ const laneBufKeep = 1 << 20
 // leaseMin is the reply size from which encoding into the engine's buffer
 // (saving a copy) pays for the extra cgo crossing.
 const leaseMin = 16 << 10
+
+// laneBytes estimates the registered memory of an endpoint built from cfg:
+// its pre-known and response buffers, the eager slots both ways and the
+// rendezvous pool.
+func laneBytes(cfg rdma.EndpointConfig) int64 {
+	return int64(cfg.DirectSize) + int64(cfg.RespSize) + 2*int64(cfg.Slots)*int64(cfg.SlotSize) + int64(cfg.PoolSize)
+}

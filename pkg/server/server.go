@@ -84,7 +84,7 @@ type method struct {
 	timeout time.Duration                                      // server-side hint timeout; 0 = none
 	set     hints.Set                                          // server-side hints (lanes plan from them)
 	reqSize int                                                // the client's declared request size (sizes lane buffers)
-	replies [8]atomic.Pointer[prometheus.Counter]              // lane replies by engine protocol, made on first use
+	replies [numEngine]atomic.Pointer[prometheus.Counter]      // lane replies by engine protocol, made on first use
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
@@ -221,6 +221,10 @@ func (s *Server) ListenAndServe(addr string) error {
 // Serve accepts connections on ln until Shutdown or Close; it always returns
 // a non-nil error, ErrServerClosed after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := checkBuilt(s.opts.rdma); err != nil {
+		ln.Close()
+		return err
+	}
 	if s.opts.tls != nil {
 		ln = tls.NewListener(ln, s.opts.tls)
 	}

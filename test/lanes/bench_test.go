@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // BenchmarkMix is the HatRPC mix benchmark: half the callers call ping (a
@@ -54,7 +55,7 @@ func benchMix(b *testing.B, lanes string, svcLevel bool, callers int) {
 		copts = append(copts, client.WithServiceLevelHints())
 	}
 	srv := server.New(sopts...)
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 type shared struct {
@@ -44,7 +45,7 @@ func startShared(t *testing.T) (*server.Server, *shared, string) {
 	t.Helper()
 	h := &shared{slowStarted: make(chan struct{}, 16)}
 	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterShared(srv, h)
+	mixserver.RegisterShared(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

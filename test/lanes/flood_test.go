@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // attachRaw sends an attach hello as a hostile client would and returns
@@ -49,8 +50,8 @@ func attachRaw(t *testing.T, addr, tr, fn string, size int64) (net.Conn, bool) {
 // once the flood's connections are gone, the fast path is fully usable.
 func TestAttachFlood(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -22,6 +22,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // sharedSegments opens this process's shared-memory segments (the shm
@@ -85,8 +86,8 @@ func findIn(t *testing.T, f *os.File, marker []byte) bool {
 // shared segment; the test checks the shm provider's.)
 func TestNoPayloadLeftInSharedSegment(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -58,7 +59,7 @@ func start(t *testing.T) (*server.Server, *handler, string) {
 	}
 	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithInterceptors(ic),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, h)
+	mixserver.RegisterMix(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -195,7 +196,7 @@ func TestServiceLevelHintsOnly(t *testing.T) {
 	h := &handler{infos: map[string]string{}}
 	srv := server.New(server.WithRDMA(fastpathtest.Provider()), server.WithServiceLevelHints(),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, h)
+	mixserver.RegisterMix(srv, h)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

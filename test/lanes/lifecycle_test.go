@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // fastProvider is the provider these tests run the fast path on: "auto"
@@ -67,8 +68,8 @@ func serverMetric(t *testing.T, srv *server.Server, name string, transports ...s
 // FLOCK peers (4 QPs each, 1,024 in all).
 func TestPeersComeAndGo(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -157,7 +158,7 @@ func insisted(t *testing.T) (provider, transport string) {
 func TestFallbackWhenRefused(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(server.LaneLimits{Bytes: 1}),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/server"
 	hg "github.com/hatrpc/hatrpc/test/gen/interop"
+	"github.com/hatrpc/hatrpc/test/gen/interop/interopserver"
 )
 
 // HatHandler is the reference Interop implementation on HatRPC's side,
@@ -82,6 +83,6 @@ func (h *HatHandler) Sleep(ctx context.Context, ms int32) (int32, error) {
 func StartHatInterop(t testing.TB, opts ...server.Option) (*Running, *HatHandler) {
 	t.Helper()
 	h := &HatHandler{}
-	r := StartServerWith(t, func(s *server.Server) { hg.RegisterInterop(s, h) }, opts...)
+	r := StartServerWith(t, func(s *server.Server) { interopserver.RegisterInterop(s, h) }, opts...)
 	return r, h
 }

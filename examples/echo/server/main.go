@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/examples/echo/gen/echo"
+	"github.com/hatrpc/hatrpc/examples/echo/gen/echo/echoserver"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
@@ -52,7 +53,7 @@ func main() {
 		opts = append(opts, server.WithRDMA(*lanes))
 	}
 	srv := server.New(opts...)
-	echo.RegisterEcho(srv, handler{})
+	echoserver.RegisterEcho(srv, handler{})
 
 	// Stop gracefully on Ctrl-C: finish in-flight calls, then close.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/exceptions/exceptions"
+	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/exceptions/exceptions/exceptionsserver"
 	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/extends/ext/base"
 	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/extends/ext/child"
+	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/extends/ext/child/childserver"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
@@ -102,7 +104,7 @@ func serve(t *testing.T, register func(*server.Server)) *client.Conn {
 }
 
 func TestGeneratedServiceExceptions(t *testing.T) {
-	conn := serve(t, func(s *server.Server) { exceptions.RegisterStore(s, store{}) })
+	conn := serve(t, func(s *server.Server) { exceptionsserver.RegisterStore(s, store{}) })
 	c := exceptions.NewStoreClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -133,7 +135,7 @@ func TestGeneratedServiceExceptions(t *testing.T) {
 
 func TestGeneratedServiceExtends(t *testing.T) {
 	h := &family{pinged: make(chan struct{}, 1)}
-	conn := serve(t, func(s *server.Server) { child.RegisterChild(s, h) })
+	conn := serve(t, func(s *server.Server) { childserver.RegisterChild(s, h) })
 	c := child.NewChildClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type Color int64
@@ -3768,7 +3767,7 @@ var InteropHints = hints.Service{
 	},
 }
 
-// InteropHandler is implemented by servers of Interop; RegisterInterop binds it. A
+// InteropHandler is implemented by servers of Interop; interopserver.RegisterInterop binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type InteropHandler interface {
 	Ping(ctx context.Context) (_err error)
@@ -3780,157 +3779,6 @@ type InteropHandler interface {
 	Notify(ctx context.Context, msg string) (_err error)
 	DrainNotes(ctx context.Context) (_r []string, _err error)
 	Sleep(ctx context.Context, ms int32) (_r int32, _err error)
-}
-
-// RegisterInterop registers h as service "Interop" on s.
-func RegisterInterop(s *server.Server, h InteropHandler) {
-	s.Register(&server.Service{Name: "Interop", Hints: &InteropHints, Methods: []server.Method{
-		{
-			Name:    "ping",
-			NewArgs: func() proto.Struct { return NewInteropPingArgs() },
-			Hints:   InteropHints.Function("ping"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewInteropPingResult()
-				err := h.Ping(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "echoAll",
-			NewArgs: func() proto.Struct { return NewInteropEchoAllArgs() },
-			Hints:   InteropHints.Function("echoAll"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropEchoAllArgs)
-				res := NewInteropEchoAllResult()
-				r, err := h.EchoAll(ctx, args.V)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "echoBinary",
-			NewArgs: func() proto.Struct { return NewInteropEchoBinaryArgs() },
-			Hints:   InteropHints.Function("echoBinary"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropEchoBinaryArgs)
-				res := NewInteropEchoBinaryResult()
-				r, err := h.EchoBinary(ctx, args.Data)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "echoString",
-			NewArgs: func() proto.Struct { return NewInteropEchoStringArgs() },
-			Hints:   InteropHints.Function("echoString"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropEchoStringArgs)
-				res := NewInteropEchoStringResult()
-				r, err := h.EchoString(ctx, args.S)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "add",
-			NewArgs: func() proto.Struct { return NewInteropAddArgs() },
-			Hints:   InteropHints.Function("add"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropAddArgs)
-				res := NewInteropAddResult()
-				r, err := h.Add(ctx, args.A, args.B)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "mayFail",
-			NewArgs: func() proto.Struct { return NewInteropMayFailArgs() },
-			Hints:   InteropHints.Function("mayFail"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropMayFailArgs)
-				res := NewInteropMayFailResult()
-				r, err := h.MayFail(ctx, args.Code)
-				if err != nil {
-					var e1 *InteropError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					var e2 *OtherError
-					if errors.As(err, &e2) {
-						res.Other = e2
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "notify",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return NewInteropNotifyArgs() },
-			Hints:   InteropHints.Function("notify"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropNotifyArgs)
-				return nil, h.Notify(ctx, args.Msg)
-			},
-		},
-		{
-			Name:    "drainNotes",
-			NewArgs: func() proto.Struct { return NewInteropDrainNotesArgs() },
-			Hints:   InteropHints.Function("drainNotes"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewInteropDrainNotesResult()
-				r, err := h.DrainNotes(ctx)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]string, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "sleep",
-			NewArgs: func() proto.Struct { return NewInteropSleepArgs() },
-			Hints:   InteropHints.Function("sleep"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*InteropSleepArgs)
-				res := NewInteropSleepResult()
-				r, err := h.Sleep(ctx, args.Ms)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsInterop = [...]client.Method{

@@ -4,13 +4,11 @@ package echo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type EchoError struct {
@@ -737,56 +735,11 @@ var EchoHints = hints.Service{
 	},
 }
 
-// EchoHandler is implemented by servers of Echo; RegisterEcho binds it. A
+// EchoHandler is implemented by servers of Echo; echoserver.RegisterEcho binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type EchoHandler interface {
 	Echo(ctx context.Context, msg string) (_r string, _err error)
 	EchoBytes(ctx context.Context, data []byte) (_r []byte, _err error)
-}
-
-// RegisterEcho registers h as service "Echo" on s.
-func RegisterEcho(s *server.Server, h EchoHandler) {
-	s.Register(&server.Service{Name: "Echo", Hints: &EchoHints, Methods: []server.Method{
-		{
-			Name:    "echo",
-			NewArgs: func() proto.Struct { return NewEchoEchoArgs() },
-			Hints:   EchoHints.Function("echo"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*EchoEchoArgs)
-				res := NewEchoEchoResult()
-				r, err := h.Echo(ctx, args.Msg)
-				if err != nil {
-					var e1 *EchoError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "echoBytes",
-			NewArgs: func() proto.Struct { return NewEchoEchoBytesArgs() },
-			Hints:   EchoHints.Function("echoBytes"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*EchoEchoBytesArgs)
-				res := NewEchoEchoBytesResult()
-				r, err := h.EchoBytes(ctx, args.Data)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsEcho = [...]client.Method{

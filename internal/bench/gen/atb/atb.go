@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type EchoEchoArgs struct {
@@ -287,35 +286,10 @@ var EchoHints = hints.Service{
 	},
 }
 
-// EchoHandler is implemented by servers of Echo; RegisterEcho binds it. A
+// EchoHandler is implemented by servers of Echo; atbserver.RegisterEcho binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type EchoHandler interface {
 	Echo(ctx context.Context, payload []byte) (_r []byte, _err error)
-}
-
-// RegisterEcho registers h as service "Echo" on s.
-func RegisterEcho(s *server.Server, h EchoHandler) {
-	s.Register(&server.Service{Name: "Echo", Hints: &EchoHints, Methods: []server.Method{
-		{
-			Name:    "echo",
-			NewArgs: func() proto.Struct { return NewEchoEchoArgs() },
-			Hints:   EchoHints.Function("echo"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*EchoEchoArgs)
-				res := NewEchoEchoResult()
-				r, err := h.Echo(ctx, args.Payload)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsEcho = [...]client.Method{

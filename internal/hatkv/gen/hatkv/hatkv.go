@@ -4,13 +4,11 @@ package hatkv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 // A YCSB record: field name to value.
@@ -4133,7 +4131,7 @@ var HatKVHints = hints.Service{
 	},
 }
 
-// HatKVHandler is implemented by servers of HatKV; RegisterHatKV binds it. A
+// HatKVHandler is implemented by servers of HatKV; hatkvserver.RegisterHatKV binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type HatKVHandler interface {
 	// Returns the record, restricted to fields when fields is not empty.
@@ -4148,180 +4146,6 @@ type HatKVHandler interface {
 	// Up to count records with keys >= start_key, in key order.
 	Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error)
 	Stats(ctx context.Context) (_r *StoreStats, _err error)
-}
-
-// RegisterHatKV registers h as service "HatKV" on s.
-func RegisterHatKV(s *server.Server, h HatKVHandler) {
-	s.Register(&server.Service{Name: "HatKV", Hints: &HatKVHints, Methods: []server.Method{
-		{
-			Name:    "Get",
-			NewArgs: func() proto.Struct { return NewHatKVGetArgs() },
-			Hints:   HatKVHints.Function("Get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVGetArgs)
-				res := NewHatKVGetResult()
-				r, err := h.Get(ctx, args.Key, args.Fields)
-				if err != nil {
-					var e1 *InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					var e2 *NotFound
-					if errors.As(err, &e2) {
-						res.Missing = e2
-						return res, nil
-					}
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(Record, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "Put",
-			NewArgs: func() proto.Struct { return NewHatKVPutArgs() },
-			Hints:   HatKVHints.Function("Put"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVPutArgs)
-				res := NewHatKVPutResult()
-				err := h.Put(ctx, args.Key, args.Fields)
-				if err != nil {
-					var e0 *InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *StoreFull
-					if errors.As(err, &e1) {
-						res.Full = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "Delete",
-			NewArgs: func() proto.Struct { return NewHatKVDeleteArgs() },
-			Hints:   HatKVHints.Function("Delete"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVDeleteArgs)
-				res := NewHatKVDeleteResult()
-				err := h.Delete(ctx, args.Key)
-				if err != nil {
-					var e0 *InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *NotFound
-					if errors.As(err, &e1) {
-						res.Missing = e1
-						return res, nil
-					}
-					var e2 *StoreFull
-					if errors.As(err, &e2) {
-						res.Full = e2
-						return res, nil
-					}
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "MultiGet",
-			NewArgs: func() proto.Struct { return NewHatKVMultiGetArgs() },
-			Hints:   HatKVHints.Function("MultiGet"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVMultiGetArgs)
-				res := NewHatKVMultiGetResult()
-				r, err := h.MultiGet(ctx, args.Keys, args.Fields)
-				if err != nil {
-					var e1 *InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]*Lookup, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "MultiPut",
-			NewArgs: func() proto.Struct { return NewHatKVMultiPutArgs() },
-			Hints:   HatKVHints.Function("MultiPut"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVMultiPutArgs)
-				res := NewHatKVMultiPutResult()
-				err := h.MultiPut(ctx, args.Records)
-				if err != nil {
-					var e0 *InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *StoreFull
-					if errors.As(err, &e1) {
-						res.Full = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "Scan",
-			NewArgs: func() proto.Struct { return NewHatKVScanArgs() },
-			Hints:   HatKVHints.Function("Scan"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*HatKVScanArgs)
-				res := NewHatKVScanResult()
-				r, err := h.Scan(ctx, args.StartKey, args.Count, args.Fields)
-				if err != nil {
-					var e1 *InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]*KeyRecord, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "Stats",
-			NewArgs: func() proto.Struct { return NewHatKVStatsArgs() },
-			Hints:   HatKVHints.Function("Stats"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewHatKVStatsResult()
-				r, err := h.Stats(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsHatKV = [...]client.Method{

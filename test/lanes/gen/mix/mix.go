@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type MixPingArgs struct {
@@ -918,77 +917,13 @@ var MixHints = hints.Service{
 	},
 }
 
-// MixHandler is implemented by servers of Mix; RegisterMix binds it. A
+// MixHandler is implemented by servers of Mix; mixserver.RegisterMix binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type MixHandler interface {
 	Ping(ctx context.Context, data []byte) (_r []byte, _err error)
 	Crunch(ctx context.Context, data []byte) (_r int64, _err error)
 	Status(ctx context.Context) (_r string, _err error)
 	Note(ctx context.Context, msg string) (_err error)
-}
-
-// RegisterMix registers h as service "Mix" on s.
-func RegisterMix(s *server.Server, h MixHandler) {
-	s.Register(&server.Service{Name: "Mix", Hints: &MixHints, Methods: []server.Method{
-		{
-			Name:    "ping",
-			NewArgs: func() proto.Struct { return NewMixPingArgs() },
-			Hints:   MixHints.Function("ping"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*MixPingArgs)
-				res := NewMixPingResult()
-				r, err := h.Ping(ctx, args.Data)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "crunch",
-			NewArgs: func() proto.Struct { return NewMixCrunchArgs() },
-			Hints:   MixHints.Function("crunch"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*MixCrunchArgs)
-				res := NewMixCrunchResult()
-				r, err := h.Crunch(ctx, args.Data)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "status",
-			NewArgs: func() proto.Struct { return NewMixStatusArgs() },
-			Hints:   MixHints.Function("status"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewMixStatusResult()
-				r, err := h.Status(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "note",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return NewMixNoteArgs() },
-			Hints:   MixHints.Function("note"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*MixNoteArgs)
-				return nil, h.Note(ctx, args.Msg)
-			},
-		},
-	}})
 }
 
 var clientMethodsMix = [...]client.Method{
@@ -1608,51 +1543,11 @@ var SharedHints = hints.Service{
 	},
 }
 
-// SharedHandler is implemented by servers of Shared; RegisterShared binds it. A
+// SharedHandler is implemented by servers of Shared; mixserver.RegisterShared binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type SharedHandler interface {
 	Get(ctx context.Context, key []byte) (_r []byte, _err error)
 	Slow(ctx context.Context, ms int64) (_r int64, _err error)
-}
-
-// RegisterShared registers h as service "Shared" on s.
-func RegisterShared(s *server.Server, h SharedHandler) {
-	s.Register(&server.Service{Name: "Shared", Hints: &SharedHints, Methods: []server.Method{
-		{
-			Name:    "get",
-			NewArgs: func() proto.Struct { return NewSharedGetArgs() },
-			Hints:   SharedHints.Function("get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SharedGetArgs)
-				res := NewSharedGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "slow",
-			NewArgs: func() proto.Struct { return NewSharedSlowArgs() },
-			Hints:   SharedHints.Function("slow"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SharedSlowArgs)
-				res := NewSharedSlowResult()
-				r, err := h.Slow(ctx, args.Ms)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsShared = [...]client.Method{

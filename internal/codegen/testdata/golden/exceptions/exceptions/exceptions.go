@@ -4,13 +4,11 @@ package exceptions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type NotFound struct {
@@ -1373,80 +1371,12 @@ var StoreHints = hints.Service{
 	},
 }
 
-// StoreHandler is implemented by servers of Store; RegisterStore binds it. A
+// StoreHandler is implemented by servers of Store; exceptionsserver.RegisterStore binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type StoreHandler interface {
 	Get(ctx context.Context, id int64) (_r string, _err error)
 	Put(ctx context.Context, id int64, v string) (_err error)
 	Clear(ctx context.Context) (_err error)
-}
-
-// RegisterStore registers h as service "Store" on s.
-func RegisterStore(s *server.Server, h StoreHandler) {
-	s.Register(&server.Service{Name: "Store", Hints: &StoreHints, Methods: []server.Method{
-		{
-			Name:    "get",
-			NewArgs: func() proto.Struct { return NewStoreGetArgs() },
-			Hints:   StoreHints.Function("get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StoreGetArgs)
-				res := NewStoreGetResult()
-				r, err := h.Get(ctx, args.ID)
-				if err != nil {
-					var e1 *NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "put",
-			NewArgs: func() proto.Struct { return NewStorePutArgs() },
-			Hints:   StoreHints.Function("put"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StorePutArgs)
-				res := NewStorePutResult()
-				err := h.Put(ctx, args.ID, args.V)
-				if err != nil {
-					var e0 *Invalid
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "clear",
-			NewArgs: func() proto.Struct { return NewStoreClearArgs() },
-			Hints:   StoreHints.Function("clear"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewStoreClearResult()
-				err := h.Clear(ctx)
-				if err != nil {
-					var e0 *Empty
-					if errors.As(err, &e0) {
-						res.E = e0
-						return res, nil
-					}
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsStore = [...]client.Method{

@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type KVGetArgs struct {
@@ -761,65 +760,12 @@ var KVHints = hints.Service{
 	},
 }
 
-// KVHandler is implemented by servers of KV; RegisterKV binds it. A
+// KVHandler is implemented by servers of KV; hintedserver.RegisterKV binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type KVHandler interface {
 	Get(ctx context.Context, key string) (_r []byte, _err error)
 	Put(ctx context.Context, key string, value []byte) (_err error)
 	Size(ctx context.Context) (_r int32, _err error)
-}
-
-// RegisterKV registers h as service "KV" on s.
-func RegisterKV(s *server.Server, h KVHandler) {
-	s.Register(&server.Service{Name: "KV", Hints: &KVHints, Methods: []server.Method{
-		{
-			Name:    "get",
-			NewArgs: func() proto.Struct { return NewKVGetArgs() },
-			Hints:   KVHints.Function("get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*KVGetArgs)
-				res := NewKVGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "put",
-			NewArgs: func() proto.Struct { return NewKVPutArgs() },
-			Hints:   KVHints.Function("put"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*KVPutArgs)
-				res := NewKVPutResult()
-				err := h.Put(ctx, args.Key, args.Value)
-				if err != nil {
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "size",
-			NewArgs: func() proto.Struct { return NewKVSizeArgs() },
-			Hints:   KVHints.Function("size"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewKVSizeResult()
-				r, err := h.Size(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsKV = [...]client.Method{
@@ -1066,29 +1012,10 @@ var PlainHints = hints.Service{
 	},
 }
 
-// PlainHandler is implemented by servers of Plain; RegisterPlain binds it. A
+// PlainHandler is implemented by servers of Plain; hintedserver.RegisterPlain binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type PlainHandler interface {
 	Noop(ctx context.Context) (_err error)
-}
-
-// RegisterPlain registers h as service "Plain" on s.
-func RegisterPlain(s *server.Server, h PlainHandler) {
-	s.Register(&server.Service{Name: "Plain", Hints: &PlainHints, Methods: []server.Method{
-		{
-			Name:    "noop",
-			NewArgs: func() proto.Struct { return NewPlainNoopArgs() },
-			Hints:   PlainHints.Function("noop"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewPlainNoopResult()
-				err := h.Noop(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsPlain = [...]client.Method{

@@ -11,7 +11,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type MyEnum1 int64
@@ -1698,51 +1697,11 @@ var KeywordsHints = hints.Service{
 	},
 }
 
-// KeywordsHandler is implemented by servers of Keywords; RegisterKeywords binds it. A
+// KeywordsHandler is implemented by servers of Keywords; keywordnamesserver.RegisterKeywords binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type KeywordsHandler interface {
 	Sum(ctx context.Context, i32 int32, i64 int64, list []int32) (_r int64, _err error)
 	Echo(ctx context.Context, binary []byte, map_a1 map[string]string) (_r []byte, _err error)
-}
-
-// RegisterKeywords registers h as service "Keywords" on s.
-func RegisterKeywords(s *server.Server, h KeywordsHandler) {
-	s.Register(&server.Service{Name: "Keywords", Hints: &KeywordsHints, Methods: []server.Method{
-		{
-			Name:    "sum",
-			NewArgs: func() proto.Struct { return NewKeywordsSumArgs() },
-			Hints:   KeywordsHints.Function("sum"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*KeywordsSumArgs)
-				res := NewKeywordsSumResult()
-				r, err := h.Sum(ctx, args.I32, args.I64, args.List)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "echo",
-			NewArgs: func() proto.Struct { return NewKeywordsEchoArgs() },
-			Hints:   KeywordsHints.Function("echo"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*KeywordsEchoArgs)
-				res := NewKeywordsEchoResult()
-				r, err := h.Echo(ctx, args.Binary, args.Map)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsKeywords = [...]client.Method{

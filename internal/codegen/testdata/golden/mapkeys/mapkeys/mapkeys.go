@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type IntList []int32
@@ -1263,35 +1262,10 @@ var KeyServiceHints = hints.Service{
 	},
 }
 
-// KeyServiceHandler is implemented by servers of KeyService; RegisterKeyService binds it. A
+// KeyServiceHandler is implemented by servers of KeyService; mapkeysserver.RegisterKeyService binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type KeyServiceHandler interface {
 	Lookup(ctx context.Context, in []MapEntry[[]int32, int32]) (_r []MapEntry[*Key, string], _err error)
-}
-
-// RegisterKeyService registers h as service "KeyService" on s.
-func RegisterKeyService(s *server.Server, h KeyServiceHandler) {
-	s.Register(&server.Service{Name: "KeyService", Hints: &KeyServiceHints, Methods: []server.Method{
-		{
-			Name:    "lookup",
-			NewArgs: func() proto.Struct { return NewKeyServiceLookupArgs() },
-			Hints:   KeyServiceHints.Function("lookup"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*KeyServiceLookupArgs)
-				res := NewKeyServiceLookupResult()
-				r, err := h.Lookup(ctx, args.In)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]MapEntry[*Key, string], 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsKeyService = [...]client.Method{

@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type NewThing_ struct {
@@ -1833,63 +1832,12 @@ var RangeHints = hints.Service{
 	},
 }
 
-// RangeHandler is implemented by servers of range; RegisterRange binds it. A
+// RangeHandler is implemented by servers of range; reservedserver.RegisterRange binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type RangeHandler interface {
 	Select(ctx context.Context, type_a1 int32, ctx_a1 int32, _c_a1 int32, args int32, error_a1 string) (_r int32, _err error)
 	NewThing_(ctx context.Context, args *FooArgs_) (_r *NewThing_, _err error)
 	GetID(ctx context.Context, id int32) (_r *BarResult_, _err error)
-}
-
-// RegisterRange registers h as service "range" on s.
-func RegisterRange(s *server.Server, h RangeHandler) {
-	s.Register(&server.Service{Name: "range", Hints: &RangeHints, Methods: []server.Method{
-		{
-			Name:    "select",
-			NewArgs: func() proto.Struct { return NewRangeSelectArgs() },
-			Hints:   RangeHints.Function("select"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*RangeSelectArgs)
-				res := NewRangeSelectResult()
-				r, err := h.Select(ctx, args.Type, args.Ctx, args.X_c, args.Args_, args.Error)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "new_thing",
-			NewArgs: func() proto.Struct { return NewRangeNewThingArgs_() },
-			Hints:   RangeHints.Function("new_thing"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*RangeNewThingArgs_)
-				res := NewRangeNewThingResult_()
-				r, err := h.NewThing_(ctx, args.Args_)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "get_id",
-			NewArgs: func() proto.Struct { return NewRangeGetIDArgs() },
-			Hints:   RangeHints.Function("get_id"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*RangeGetIDArgs)
-				res := NewRangeGetIDResult()
-				r, err := h.GetID(ctx, args.ID)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsRange = [...]client.Method{

@@ -9,7 +9,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type Req struct {
@@ -2499,7 +2498,7 @@ var SearchHints = hints.Service{
 
 // A service exercising every function shape.
 //
-// SearchHandler is implemented by servers of Search; RegisterSearch binds it. A
+// SearchHandler is implemented by servers of Search; servicesserver.RegisterSearch binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type SearchHandler interface {
 	// Plain call.
@@ -2511,136 +2510,6 @@ type SearchHandler interface {
 	Raw(ctx context.Context, in []byte) (_r []byte, _err error)
 	Total(ctx context.Context, reqs []*Req, named map[string]*Req, ids []int32) (_r int64, _err error)
 	OptionalArgs_(ctx context.Context, maybe int32, surely int32) (_r bool, _err error)
-}
-
-// RegisterSearch registers h as service "Search" on s.
-func RegisterSearch(s *server.Server, h SearchHandler) {
-	s.Register(&server.Service{Name: "Search", Hints: &SearchHints, Methods: []server.Method{
-		{
-			Name:    "search",
-			NewArgs: func() proto.Struct { return NewSearchSearchArgs() },
-			Hints:   SearchHints.Function("search"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchSearchArgs)
-				res := NewSearchSearchResult()
-				r, err := h.Search(ctx, args.Req, args.Limit)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "reset",
-			NewArgs: func() proto.Struct { return NewSearchResetArgs() },
-			Hints:   SearchHints.Function("reset"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewSearchResetResult()
-				err := h.Reset(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return res, nil
-			},
-		},
-		{
-			Name:    "log",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return NewSearchLogArgs() },
-			Hints:   SearchHints.Function("log"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchLogArgs)
-				return nil, h.Log(ctx, args.Line)
-			},
-		},
-		{
-			Name:    "suggest",
-			NewArgs: func() proto.Struct { return NewSearchSuggestArgs() },
-			Hints:   SearchHints.Function("suggest"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchSuggestArgs)
-				res := NewSearchSuggestResult()
-				r, err := h.Suggest(ctx, args.Prefix)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]string, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "stats",
-			NewArgs: func() proto.Struct { return NewSearchStatsArgs() },
-			Hints:   SearchHints.Function("stats"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewSearchStatsResult()
-				r, err := h.Stats(ctx)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(map[string]int32, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "raw",
-			NewArgs: func() proto.Struct { return NewSearchRawArgs() },
-			Hints:   SearchHints.Function("raw"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchRawArgs)
-				res := NewSearchRawResult()
-				r, err := h.Raw(ctx, args.In)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "total",
-			NewArgs: func() proto.Struct { return NewSearchTotalArgs() },
-			Hints:   SearchHints.Function("total"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchTotalArgs)
-				res := NewSearchTotalResult()
-				r, err := h.Total(ctx, args.Reqs, args.Named, args.Ids)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "optional_args",
-			NewArgs: func() proto.Struct { return NewSearchOptionalArgsArgs() },
-			Hints:   SearchHints.Function("optional_args"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*SearchOptionalArgsArgs)
-				res := NewSearchOptionalArgsResult()
-				r, err := h.OptionalArgs_(ctx, args.GetMaybe(), args.Surely)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsSearch = [...]client.Method{

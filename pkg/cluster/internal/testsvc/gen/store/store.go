@@ -4,13 +4,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type NotFound struct {
@@ -1281,88 +1279,13 @@ var StoreHints = hints.Service{
 	},
 }
 
-// StoreHandler is implemented by servers of Store; RegisterStore binds it. A
+// StoreHandler is implemented by servers of Store; storeserver.RegisterStore binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type StoreHandler interface {
 	Get(ctx context.Context, key string) (_r string, _err error)
 	Incr(ctx context.Context, key string) (_r int64, _err error)
 	Slow(ctx context.Context, key string) (_r string, _err error)
 	Blob(ctx context.Context, size int32) (_r []byte, _err error)
-}
-
-// RegisterStore registers h as service "Store" on s.
-func RegisterStore(s *server.Server, h StoreHandler) {
-	s.Register(&server.Service{Name: "Store", Hints: &StoreHints, Methods: []server.Method{
-		{
-			Name:    "get",
-			NewArgs: func() proto.Struct { return NewStoreGetArgs() },
-			Hints:   StoreHints.Function("get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StoreGetArgs)
-				res := NewStoreGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					var e1 *NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "incr",
-			NewArgs: func() proto.Struct { return NewStoreIncrArgs() },
-			Hints:   StoreHints.Function("incr"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StoreIncrArgs)
-				res := NewStoreIncrResult()
-				r, err := h.Incr(ctx, args.Key)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "slow",
-			NewArgs: func() proto.Struct { return NewStoreSlowArgs() },
-			Hints:   StoreHints.Function("slow"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StoreSlowArgs)
-				res := NewStoreSlowResult()
-				r, err := h.Slow(ctx, args.Key)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "blob",
-			NewArgs: func() proto.Struct { return NewStoreBlobArgs() },
-			Hints:   StoreHints.Function("blob"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*StoreBlobArgs)
-				res := NewStoreBlobResult()
-				r, err := h.Blob(ctx, args.Size)
-				if err != nil {
-					return nil, err
-				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsStore = [...]client.Method{

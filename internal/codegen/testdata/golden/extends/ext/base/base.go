@@ -4,13 +4,11 @@ package base
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type Info struct {
@@ -688,46 +686,11 @@ var BaseHints = hints.Service{
 	},
 }
 
-// BaseHandler is implemented by servers of Base; RegisterBase binds it. A
+// BaseHandler is implemented by servers of Base; baseserver.RegisterBase binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type BaseHandler interface {
 	Info(ctx context.Context, id int32) (_r *Info, _err error)
 	Ping(ctx context.Context) (_err error)
-}
-
-// RegisterBase registers h as service "Base" on s.
-func RegisterBase(s *server.Server, h BaseHandler) {
-	s.Register(&server.Service{Name: "Base", Hints: &BaseHints, Methods: []server.Method{
-		{
-			Name:    "info",
-			NewArgs: func() proto.Struct { return NewBaseInfoArgs() },
-			Hints:   BaseHints.Function("info"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*BaseInfoArgs)
-				res := NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "ping",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return NewBasePingArgs() },
-			Hints:   BaseHints.Function("ping"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				return nil, h.Ping(ctx)
-			},
-		},
-	}})
 }
 
 var clientMethodsBase = [...]client.Method{

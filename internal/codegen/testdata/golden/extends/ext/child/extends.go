@@ -4,14 +4,12 @@ package child
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/extends/ext/base"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type MiddleCountArgs struct {
@@ -257,61 +255,12 @@ var MiddleHints = hints.Service{
 	},
 }
 
-// MiddleHandler is implemented by servers of Middle; RegisterMiddle binds it. A
+// MiddleHandler is implemented by servers of Middle; childserver.RegisterMiddle binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type MiddleHandler interface {
 	Info(ctx context.Context, id int32) (_r *base.Info, _err error)
 	Ping(ctx context.Context) (_err error)
 	Count(ctx context.Context) (_r int32, _err error)
-}
-
-// RegisterMiddle registers h as service "Middle" on s.
-func RegisterMiddle(s *server.Server, h MiddleHandler) {
-	s.Register(&server.Service{Name: "Middle", Hints: &MiddleHints, Methods: []server.Method{
-		{
-			Name:    "info",
-			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
-			Hints:   MiddleHints.Function("info"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*base.BaseInfoArgs)
-				res := base.NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *base.BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "ping",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return base.NewBasePingArgs() },
-			Hints:   MiddleHints.Function("ping"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				return nil, h.Ping(ctx)
-			},
-		},
-		{
-			Name:    "count",
-			NewArgs: func() proto.Struct { return NewMiddleCountArgs() },
-			Hints:   MiddleHints.Function("count"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewMiddleCountResult()
-				r, err := h.Count(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsMiddle = [...]client.Method{
@@ -664,77 +613,13 @@ var ChildHints = hints.Service{
 	},
 }
 
-// ChildHandler is implemented by servers of Child; RegisterChild binds it. A
+// ChildHandler is implemented by servers of Child; childserver.RegisterChild binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type ChildHandler interface {
 	Info(ctx context.Context, id int32) (_r *base.Info, _err error)
 	Ping(ctx context.Context) (_err error)
 	Count(ctx context.Context) (_r int32, _err error)
 	Name(ctx context.Context, info *base.Info) (_r string, _err error)
-}
-
-// RegisterChild registers h as service "Child" on s.
-func RegisterChild(s *server.Server, h ChildHandler) {
-	s.Register(&server.Service{Name: "Child", Hints: &ChildHints, Methods: []server.Method{
-		{
-			Name:    "info",
-			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
-			Hints:   ChildHints.Function("info"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*base.BaseInfoArgs)
-				res := base.NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *base.BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-		{
-			Name:    "ping",
-			Oneway:  true,
-			NewArgs: func() proto.Struct { return base.NewBasePingArgs() },
-			Hints:   ChildHints.Function("ping"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				return nil, h.Ping(ctx)
-			},
-		},
-		{
-			Name:    "count",
-			NewArgs: func() proto.Struct { return NewMiddleCountArgs() },
-			Hints:   ChildHints.Function("count"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := NewMiddleCountResult()
-				r, err := h.Count(ctx)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-		{
-			Name:    "name",
-			NewArgs: func() proto.Struct { return NewChildNameArgs() },
-			Hints:   ChildHints.Function("name"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*ChildNameArgs)
-				res := NewChildNameResult()
-				r, err := h.Name(ctx, args.Info)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = &r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsChild = [...]client.Method{

@@ -13,7 +13,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 type Main struct {
@@ -777,31 +776,10 @@ var MainsHints = hints.Service{
 	},
 }
 
-// MainsHandler is implemented by servers of Mains; RegisterMains binds it. A
+// MainsHandler is implemented by servers of Mains; coreserver.RegisterMains binds it. A
 // declared exception returned as error reaches the caller as that exception.
 type MainsHandler interface {
 	Get(ctx context.Context, mode shared.Mode) (_r *shared.SharedStruct, _err error)
-}
-
-// RegisterMains registers h as service "Mains" on s.
-func RegisterMains(s *server.Server, h MainsHandler) {
-	s.Register(&server.Service{Name: "Mains", Hints: &MainsHints, Methods: []server.Method{
-		{
-			Name:    "get",
-			NewArgs: func() proto.Struct { return NewMainsGetArgs() },
-			Hints:   MainsHints.Function("get"),
-			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*MainsGetArgs)
-				res := NewMainsGetResult()
-				r, err := h.Get(ctx, args.Mode)
-				if err != nil {
-					return nil, err
-				}
-				res.Success = r
-				return res, nil
-			},
-		},
-	}})
 }
 
 var clientMethodsMains = [...]client.Method{

@@ -1,0 +1,13 @@
+//go:build !cgo || !linux
+
+package fastpath
+
+// Device stands for the shared verbs device where the fast path is not
+// built: there is none, so a *Device is always nil.
+type Device struct{}
+
+// Release is a no-op: no Device exists in this build.
+func (*Device) Release() {}
+
+// built: the fast path is not compiled into this binary.
+const built = false

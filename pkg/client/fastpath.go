@@ -1,0 +1,47 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+)
+
+// The rdma/shm fast path (lanes.go, flock.go, batch.go) is compiled only
+// with cgo on Linux; elsewhere nofastpath.go stands in and a Conn speaks
+// TCP only. This file is what both builds share.
+
+// ErrNoFastPath matches (errors.Is) the error of Dial with WithRDMA("shm")
+// or WithRDMA("ibv") in a binary built without the fast path
+// (CGO_ENABLED=0, or not for Linux); WithRDMA("auto"), the default, then
+// simply keeps every call on TCP.
+var ErrNoFastPath = fastpath.ErrNotBuilt
+
+// ErrPlanConflict matches (errors.Is) the error of a call whose function's
+// client plan the server refused; the error names the function.
+var ErrPlanConflict = fastpath.ErrPlanConflict
+
+// LaneStats describes the lanes of one function of a Conn.
+type LaneStats struct {
+	Function  string            // Service:name
+	Transport string            // shm or rdma
+	Lanes     int               // open now
+	Requests  map[string]uint64 // requests sent, by engine protocol ("flock": through the shared FLOCK handle)
+}
+
+// errNoLane sends a call to TCP: lanes are off for this Conn.
+var errNoLane = errors.New("client: no lane")
+
+// checkBuilt fails a Conn that insists on a provider this binary lacks.
+func checkBuilt(provider string) error {
+	switch provider {
+	case "shm", "ibv":
+		if !fastpath.Built() {
+			tr := "shm"
+			if provider == "ibv" {
+				tr = "rdma"
+			}
+			return &SetupError{Op: "lane", Transport: tr, Err: ErrNoFastPath}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+//go:build !cgo || !linux
+
+package client
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Without the fast path (no cgo, or not Linux) a Conn offers no lanes in
+// its handshake, so a server grants none and every call goes over TCP.
+
+// lanes keeps what fallback.go reads: lanes are never on.
+type lanes struct {
+	c   *Conn
+	mu  sync.Mutex
+	off error
+}
+
+type sharedFlock struct{}
+
+func (c *Conn) laneOffer() uint64 { return 0 }
+
+func (c *Conn) lanesFor(context.Context, *session, *Method, proto.Struct, proto.Struct) error {
+	return errNoLane
+}
+
+func (c *Conn) planChecks() []wire.Attach { return nil }
+
+func (c *Conn) releaseFlock() {}
+
+func (ls *lanes) close() {}
+
+func (ls *lanes) disable(err error) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.off == nil {
+		ls.off = err
+		return true
+	}
+	return false
+}
+
+func isBadPeer(error) bool { return false }
+
+// LaneStats is empty: no call runs on lanes in this build.
+func (c *Conn) LaneStats() []LaneStats { return nil }

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/fastpath"
+)
+
+// The rdma/shm fast path (lanes.go, flock.go) is compiled only with cgo on
+// Linux; elsewhere nofastpath.go stands in and the server serves TCP only.
+// This file is what both builds share.
+
+// ErrNoFastPath matches (errors.Is) the error of Serve on a server made
+// WithRDMA("shm") or WithRDMA("ibv") in a binary built without the fast
+// path (CGO_ENABLED=0, or not for Linux). WithRDMA("auto") serves TCP only
+// there, as on a host without a usable provider.
+var ErrNoFastPath = fastpath.ErrNotBuilt
+
+// checkBuilt refuses a provider this binary lacks.
+func checkBuilt(provider string) error {
+	if (provider == "shm" || provider == "ibv") && !fastpath.Built() {
+		return fmt.Errorf("server: WithRDMA(%q): %w", provider, ErrNoFastPath)
+	}
+	return nil
+}
+
+// statsFor returns the method's metric children for a transport; those of
+// the lane transports are made on first use, so a server shows only the
+// transports it really serves.
+func (s *Server) statsFor(m *method, tr uint8) *methodStats {
+	if tr < trSHM {
+		return m.stats[tr]
+	}
+	p := &m.lstats[tr-trSHM]
+	if st := p.Load(); st != nil {
+		return st
+	}
+	p.CompareAndSwap(nil, s.met.forMethod(m.svc, m.m.Name, transportNames[tr]))
+	return p.Load()
+}
+
+// errAttached ends the reader of a connection that became a lane.
+var errAttached = errors.New("server: connection became a lane")
+
+// acquireLane takes a call slot, waiting up to the busy timeout while the
+// server is at its concurrency limit (the wait holds the reader or the lane,
+// and so the client); false when none came or the connection ended.
+func (c *conn) acquireLane() bool {
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	default:
+	}
+	var timeout <-chan time.Time
+	if d := c.s.opts.busyTimeout; d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	case <-timeout:
+		c.s.met.rejected.WithLabelValues("busy").Inc()
+	case <-c.ctx.Done():
+	}
+	return false
+}
+
+// numEngine is how many engine protocols lane replies are counted by.
+const numEngine = fastpath.NumProtocols

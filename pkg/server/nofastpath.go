@@ -1,0 +1,36 @@
+//go:build !cgo || !linux
+
+package server
+
+import (
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Without the fast path (no cgo, or not Linux) the server grants no lanes
+// in the handshake, so no connection ever becomes one.
+
+type lane struct{ tr uint8 }
+
+type flockState struct{}
+
+func (s *Server) laneCaps(*wire.Hello) uint64 { return 0 }
+
+// grantLane refuses every attach as lanes.go does one for lanes it did not
+// grant.
+func (c *conn) grantLane(h *wire.Hello, _ uint64) (*lane, *proto.ApplicationException) {
+	return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType,
+		fmt.Sprintf("hatrpc: no %q lanes for this client", h.Attach.Transport))
+}
+
+// checkPlans: with no lane granted, every function runs over TCP, which
+// every plan accepts.
+func (s *Server) checkPlans(*wire.Hello, uint64) (string, string) { return "", "" }
+
+func (c *conn) serveLane(*lane)  {}
+func (c *conn) stopLane()        {}
+func (s *Server) cancelFlock()   {}
+func (s *Server) closeFlock()    {}
+func (s *Server) releaseDevice() {}
