@@ -114,6 +114,15 @@ func (c *Conn) Call(ctx context.Context, h uint16, req []byte) ([]byte, error) {
 	return cl.Call(ctx, h, req)
 }
 
+// CallAppend is Call that appends the response to dst (see
+// Caller.CallAppend); req may share dst's array: the response is appended
+// only once the request is no longer read.
+func (c *Conn) CallAppend(ctx context.Context, h uint16, req, dst []byte) ([]byte, error) {
+	cl := c.getCaller()
+	defer c.putCaller(cl)
+	return cl.CallAppend(ctx, h, req, dst)
+}
+
 func (cl *Caller) record(n int) {
 	cl.count.Add(1)
 	cl.bytes.Add(uint64(n))
@@ -172,6 +181,8 @@ func (cl *Caller) Call(ctx context.Context, h uint16, req []byte) ([]byte, error
 
 // CallAppend is Call that appends the response to dst and returns the
 // extended slice: with a dst of enough capacity, a call allocates nothing.
+// req may share dst's array (dst = req[:0] reuses the request's buffer):
+// the response is appended only once the request is no longer read.
 func (cl *Caller) CallAppend(ctx context.Context, h uint16, req, dst []byte) ([]byte, error) {
 	r, err := cl.call(ctx, h, req)
 	if err != nil {
