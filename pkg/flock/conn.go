@@ -116,7 +116,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		cfg.metrics = NewMetrics()
 	}
 	c := &Conn{cfg: cfg, m: cfg.metrics, free: make(chan *Caller, 1024), wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), spinners: runtime.GOMAXPROCS(0), side: cfg.metrics.side("client")}
+		stop: make(chan struct{}), spinners: max(runtime.GOMAXPROCS(0)/2, 1), side: cfg.metrics.side("client")}
 	c.callers.Store(&[]*Caller{})
 	c.es = make([]entry, 0, 64)
 	defer func() {
