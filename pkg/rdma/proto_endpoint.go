@@ -566,13 +566,15 @@ func (e *RPCEndpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cmu.Lock()
-	defer e.cmu.Unlock()
 	if e.closed {
+		e.cmu.Unlock()
 		return &Error{Op: "close endpoint", Status: StatusClosed}
 	}
 	e.closed = true
 	C.hr_ep_destroy(e.p)
 	C.free(unsafe.Pointer(e.out))
+	e.cmu.Unlock()
+	// After cmu: a watch callback holds wmu while it waits for cmu.
 	e.wmu.Lock()
 	if e.wstop != nil {
 		e.wstop() // the context must not keep a closed endpoint reachable
