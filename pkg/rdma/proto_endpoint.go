@@ -165,7 +165,7 @@ type RPCEndpoint struct {
 	cmu    sync.RWMutex
 	closed bool
 	gen    uint32
-	out *C.hr_ep_out // the C exchange's out-parameters (guarded by mu)
+	out    *C.hr_ep_out // the C exchange's out-parameters (guarded by mu)
 	// The watch on the context of the last exchanges (see run): one
 	// context.AfterFunc for as long as the caller keeps passing the same
 	// context, instead of one (and its allocations and the context's lock)
