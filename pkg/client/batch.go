@@ -4,6 +4,7 @@ package client
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -258,7 +259,8 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 // and the sizes of the batches sent so far (at most the first 4096).
 func (c *Conn) BatchSizes(fn string) (n int, sent []int) {
 	c.lanes.mu.Lock()
-	p := c.lanes.pools[fn]
+	svc, name, _ := strings.Cut(fn, ":")
+	p := c.lanes.pools[poolKey{svc, name}]
 	c.lanes.mu.Unlock()
 	if p == nil || p.batch == nil {
 		return 0, nil

@@ -194,7 +194,12 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	// A call waits for its response until ctx ends; the handle's death
 	// aborts it too (flock.Conn.Abort), so a vanished server means an
 	// error, not a hang, without a derived context per call.
-	resp, err := sh.fc.Call(ctx, flockHandler, b)
+	// The reply lands in the request's pooled buffer (the request is read
+	// no more by then; the decode copies what it keeps).
+	resp, err := sh.fc.CallAppend(ctx, flockHandler, b, b[:0])
+	if cap(resp) > cap(b) {
+		*bp = resp[:0]
+	}
 	if err != nil {
 		if cerr := ctxFailure(ctx); cerr != nil {
 			return cerr

@@ -48,7 +48,7 @@ func (c *Conn) laneOffer() uint64 {
 type lanes struct {
 	c      *Conn
 	mu     sync.Mutex
-	pools  map[string]*lanePool
+	pools  map[poolKey]*lanePool
 	devs   map[hints.Transport]*fastpath.Device
 	off    error // set once lanes proved unusable: everything stays on TCP
 	closed bool
@@ -128,8 +128,12 @@ func (c *Conn) LaneStats() []LaneStats {
 const leaseMin = 16 << 10
 
 // pool returns the function's lane pool, nil when the call stays on TCP.
+// poolKey names a function's pool; a struct, so finding the pool per
+// call builds no string.
+type poolKey struct{ svc, fn string }
+
 func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
-	key := m.Service + ":" + m.Name
+	key := poolKey{m.Service, m.Name}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
@@ -153,7 +157,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	if n <= 0 {
 		n = max(set.Concurrency, defaultMaxLanes)
 	}
-	p := &lanePool{ls: ls, fn: key, tr: tr, set: set, respSize: respSize,
+	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, tr: tr, set: set, respSize: respSize,
 		side:   fastpath.PlanSide(fastpath.OnTransport(set, tr), respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if set.Batch != hints.BatchOff {
@@ -166,7 +170,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	p.share = p.side.QPSharing && fits
 	p.canShare = fits && set.QPSharing == hints.SwitchAuto
 	if ls.pools == nil {
-		ls.pools = map[string]*lanePool{}
+		ls.pools = map[poolKey]*lanePool{}
 	}
 	ls.pools[key] = p
 	return p, nil
@@ -463,7 +467,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	// Decoding copies what it keeps: the response is the engine's lease,
 	// valid only until the lane's next call.
 	err = c.decodeFrame(ctx, "lane", codec, resp, result)
-	if errors.As(err, new(*ConnError)) {
+	if err != nil && errors.As(err, new(*ConnError)) {
 		l.broken.Store(true) // out of step with its peer
 	}
 	return err

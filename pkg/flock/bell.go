@@ -68,6 +68,7 @@ type bell struct {
 	epoch uint64
 	buf   [8]byte
 	ctx   context.Context // for the epoch WRITE: never cancelled
+	slice deadline        // bounds a sleep; reused, so a sleep allocates nothing
 	// sleeps and wakes count sleeps and the server's wake-ups (tests).
 	sleeps, wakes uint64
 }
@@ -79,7 +80,7 @@ func (c *Conn) openBell(dev *rdma.Device) error {
 	}
 	c.undo = append(c.undo, cq.Close)
 	c.bell = bell{cq: cq, wcs: make([]rdma.Completion, c.cfg.qps*bellRecvs), node: newNode(),
-		ctx: context.Background()}
+		ctx: context.Background(), slice: deadline{Context: context.Background()}}
 	return nil
 }
 
@@ -137,9 +138,8 @@ func (c *Conn) sleep() sleepResult {
 	}
 	b.sleeps++
 	c.m.sleeps.Inc()
-	ctx, cancel := context.WithTimeout(context.Background(), bellSlice)
-	k, err := b.cq.Wait(ctx, b.wcs)
-	cancel()
+	b.slice.until = time.Now().Add(bellSlice)
+	k, err := b.cq.Wait(&b.slice, b.wcs)
 	if err != nil {
 		return slept // slice over (or the CQ failed: the lanes report it)
 	}
@@ -325,4 +325,24 @@ func tryServeOne(mutexShared bool, mu *sync.Mutex, comb *combiner, n *node) bool
 		return true
 	}
 	return comb.tryLeadOne(n)
+}
+
+// deadline is its parent context that also ends at a time, without the
+// timer of context.WithTimeout (which allocates per wait); for CQ.Wait,
+// which only asks Err and Deadline. Its Done is the parent's.
+type deadline struct {
+	context.Context
+	until time.Time
+}
+
+func (d *deadline) Deadline() (time.Time, bool) { return d.until, true }
+
+func (d *deadline) Err() error {
+	if err := d.Context.Err(); err != nil {
+		return err
+	}
+	if time.Now().Before(d.until) {
+		return nil
+	}
+	return context.DeadlineExceeded
 }

@@ -31,6 +31,8 @@ type Conn struct {
 	free    chan *Caller
 
 	outstanding atomic.Int64
+	side        sideMetrics
+	spinners    int           // callers may spin on their response slots while no more calls than this are in flight
 	bell        bell          // the dispatcher's doorbell (bell.go)
 	srvRung     atomic.Uint64 // the last sleep epoch of the server's dispatcher woken
 	es          []entry       // the dispatcher's scratch
@@ -114,7 +116,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		cfg.metrics = NewMetrics()
 	}
 	c := &Conn{cfg: cfg, m: cfg.metrics, free: make(chan *Caller, 1024), wake: make(chan struct{}, 1),
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), spinners: max(runtime.GOMAXPROCS(0)/2, 1), side: cfg.metrics.side("client")}
 	c.callers.Store(&[]*Caller{})
 	c.es = make([]entry, 0, 64)
 	defer func() {
@@ -330,11 +332,11 @@ func (l *clane) serve(b []*node) int {
 		n.lane = l.idx
 	}
 	if rpcs > 0 { // memory operations alone are not RPC messages
-		l.c.m.degree.WithLabelValues("client").Observe(float64(rpcs))
+		l.c.side.degree.Observe(float64(rpcs))
 		l.c.messages.Add(1)
 		l.c.entries.Add(rpcs)
-		l.c.m.messages.WithLabelValues("client").Inc()
-		l.c.m.requests.WithLabelValues("client").Add(float64(rpcs))
+		l.c.side.messages.Inc()
+		l.c.side.requests.Add(float64(rpcs))
 	}
 	return k
 }
@@ -544,15 +546,26 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 		// miss the migration round after round).
 		cl.inflight.Add(-1)
 		c.outstanding.Add(-1)
-		if cl.curSeq.Load() == e.seq {
-			r := response{seq: e.seq, status: status, data: data}
-			if !joined {
-				r.data = append([]byte(nil), data...) // data is ring memory
-			}
-			select {
-			case cl.resp <- r:
+		// The slot is written for the caller's current call only, and once
+		// (a duplicate sequence id from a broken peer is dropped): the
+		// caller reads it between seeing ready and its next call.
+		if cl.curSeq.Load() == e.seq && cl.ready.Load() != e.seq {
+			r := response{seq: e.seq, status: status, data: data, owned: joined}
+			switch {
+			case joined:
+			case len(data) > rbufKeep:
+				r.data, r.owned = append([]byte(nil), data...), true // data is ring memory
 			default:
-				c.stale.Add(1)
+				cl.rbuf = append(cl.rbuf[:0], data...)
+				r.data = cl.rbuf
+			}
+			cl.slot = r
+			cl.ready.Store(e.seq)
+			if cl.parked.Load() {
+				select {
+				case cl.resp <- r:
+				default: // Abort's answer is there already
+				}
 			}
 		} else {
 			c.stale.Add(1)

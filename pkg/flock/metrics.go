@@ -56,3 +56,15 @@ func NewMetrics() *Metrics {
 		m.messages, m.requests, m.headReads, m.sleeps, m.wakeups, m.peers, m.qps)
 	return m
 }
+
+// sideMetrics are one side's labelled series, looked up once: a label
+// lookup per message hashes the label values every time.
+type sideMetrics struct {
+	degree             prometheus.Observer
+	messages, requests prometheus.Counter
+}
+
+func (m *Metrics) side(name string) sideMetrics {
+	return sideMetrics{degree: m.degree.WithLabelValues(name), messages: m.messages.WithLabelValues(name),
+		requests: m.requests.WithLabelValues(name)}
+}

@@ -20,6 +20,7 @@ type config struct {
 	mutexShared   bool // benchmark baseline: QP behind a mutex, no coalescing
 	idleSleep     time.Duration
 	maxReply      int
+	inline        func(handler uint16, req []byte) bool
 }
 
 func defaultConfig() config {
@@ -70,6 +71,16 @@ func WithMaxActiveQPs(n int) Option { return func(c *config) { c.maxAQP = n } }
 // one request message into one response message; use a pool for handlers
 // that block.
 func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithInline lets requests run on the dispatcher despite WithWorkers:
+// those for which never reports true (it runs on the dispatcher, per
+// request, and must be quick) are handled there, reading req in the ring,
+// and their responses leave coalesced; the rest go to the workers. For
+// handlers declared short and non-blocking (the never_blocks hint): a
+// worker costs a copy of the request and a goroutine wake-up per call.
+func WithInline(never func(handler uint16, req []byte) bool) Option {
+	return func(c *config) { c.inline = never }
+}
 
 // WithMetrics records into m instead of a private Metrics.
 func WithMetrics(m *Metrics) Option { return func(c *config) { c.metrics = m } }

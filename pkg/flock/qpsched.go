@@ -1,7 +1,6 @@
 package flock
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 func (s *Server) scheduleQPs() {
 	defer s.loops.Done()
 	wcs := make([]rdma.Completion, 64)
+	dl := deadline{Context: s.ctx}
 	next := time.Now().Add(s.cfg.schedInterval)
 	for {
 		s.schedRounds.Add(1)
@@ -36,9 +36,8 @@ func (s *Server) scheduleQPs() {
 		if s.cfg.schedInterval > 0 {
 			wait = min(wait, max(time.Until(next), 0))
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, max(wait, time.Millisecond))
-		n, err := s.rcq.Wait(ctx, wcs)
-		cancel()
+		dl.until = time.Now().Add(max(wait, time.Millisecond))
+		n, err := s.rcq.Wait(&dl, wcs)
 		if s.ctx.Err() != nil {
 			return
 		}

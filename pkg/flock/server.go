@@ -26,6 +26,7 @@ type Handler func(ctx context.Context, req []byte) ([]byte, error)
 type Server struct {
 	cfg      config
 	m        *Metrics
+	side     sideMetrics
 	pd       *rdma.PD
 	handlers atomic.Pointer[map[uint16]Handler]
 	hmu      sync.Mutex
@@ -136,7 +137,7 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 		_ = pd.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, m: cfg.metrics, pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{}),
+	s := &Server{cfg: cfg, m: cfg.metrics, side: cfg.metrics.side("server"), pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{}),
 		bell: make(chan struct{}, 1), bellNode: newNode(), joined: make(chan struct{}, 1)}
 	s.byQPN.Store(&map[uint32]*slane{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -575,6 +576,29 @@ func (s *Server) accept(l *slane, h header, es []entry) {
 		s.runInline(l, es)
 		return
 	}
+	if in := s.cfg.inline; in != nil {
+		// The requests the hint lets run here move to the front (es is the
+		// dispatcher's scratch); the rest go to the workers first, so they
+		// run while the dispatcher handles its share.
+		k := 0
+		for i := range es {
+			if in(es[i].handler, es[i].data) {
+				es[k], es[i] = es[i], es[k]
+				k++
+			}
+		}
+		s.toWorkers(l, es[k:])
+		if k > 0 {
+			s.runInline(l, es[:k])
+		}
+		return
+	}
+	s.toWorkers(l, es)
+}
+
+// toWorkers hands requests to the worker pool, each with a copy of its
+// data (the ring slot is reused once the dispatcher moves on).
+func (s *Server) toWorkers(l *slane, es []entry) {
 	for i := range es {
 		e := &es[i]
 		t := task{l: l, caller: e.caller, seq: e.seq, handler: e.handler, data: append([]byte(nil), e.data...)}
@@ -748,9 +772,9 @@ func (l *slane) serve(b []*node) int {
 		l.ringIfAsleep() // the message has completed at the peer
 	}
 	if err == nil && len(l.es) > 0 {
-		s.m.degree.WithLabelValues("server").Observe(float64(len(l.es)))
-		s.m.messages.WithLabelValues("server").Inc()
-		s.m.requests.WithLabelValues("server").Add(float64(len(l.es)))
+		s.side.degree.Observe(float64(len(l.es)))
+		s.side.messages.Inc()
+		s.side.requests.Add(float64(len(l.es)))
 	}
 	for _, n := range b[:k] {
 		n.err = err

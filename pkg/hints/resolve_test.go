@@ -119,6 +119,36 @@ func TestResolvePrecedence(t *testing.T) {
 	assert.Equal(t, "default", fside.Client.Values[4].Origin.Describe())
 }
 
+// TestResolveNeverBlocks: never_blocks is server-side only, like
+// borrow_args; a function's value beats its service's.
+func TestResolveNeverBlocks(t *testing.T) {
+	tests := []struct {
+		name    string
+		service []RawGroup
+		group   RawGroup
+		want    bool
+		value   string
+	}{
+		{"shared group", nil, grp(RawShared, 5, id(5, 9, "never_blocks", "on")), true, "on"},
+		{"s_hint, alias spelling", nil, grp(RawServer, 5, id(5, 11, "never_blocks", "true")), true, "on"},
+		{"function off beats service on", []RawGroup{grp(RawServer, 2, id(2, 11, "never_blocks", "on"))},
+			grp(RawServer, 5, id(5, 11, "never_blocks", "off")), false, "off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Resolve("S", tt.service, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
+			require.NoError(t, err)
+			fn := res.Function("put")
+			require.NotNil(t, fn)
+			assert.Equal(t, tt.want, fn.Server.Set.NeverBlocks)
+			assert.False(t, fn.Client.Set.NeverBlocks)
+			v, ok := res.Lookup("put", SideServer, "never_blocks")
+			require.True(t, ok)
+			assert.Equal(t, tt.value, v.Value)
+		})
+	}
+}
+
 // TestResolveBorrowArgs: borrow_args is server-side only, so written in a
 // shared group it reaches the server's set and leaves the client's alone.
 func TestResolveBorrowArgs(t *testing.T) {
@@ -301,6 +331,10 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`svc.thrift:1:19: bad value "udp" for transport: want one of auto, rdma, shm, tcp`}, []error{ErrBadValue}},
 		{"bad switch", []RawGroup{grp(RawShared, 1, id(1, 9, "qp_sharing", "maybe"))}, nil,
 			[]string{`svc.thrift:1:20: bad value "maybe" for qp_sharing: want one of auto, on, off`}, []error{ErrBadValue}},
+		{"bad never_blocks", []RawGroup{grp(RawServer, 1, id(1, 9, "never_blocks", "mostly"))}, nil,
+			[]string{`svc.thrift:1:22: bad value "mostly" for never_blocks: want one of off, on`}, []error{ErrBadValue}},
+		{"never_blocks on the client", []RawGroup{grp(RawClient, 1, id(1, 9, "never_blocks", "on"))}, nil,
+			[]string{`svc.thrift:1:9: hint "never_blocks" is not allowed in c_hint: it is server-side only`}, []error{ErrSide}},
 		{"bad int", []RawGroup{grp(RawShared, 1, num(1, 9, "concurrency", "1.5"))}, nil,
 			[]string{`svc.thrift:1:21: bad value "1.5" for concurrency: want an integer`}, []error{ErrBadValue}},
 		{"zero int", []RawGroup{grp(RawShared, 1, num(1, 9, "concurrency", "0"))}, nil,

@@ -326,6 +326,16 @@ var schema = []Key{
 			s.BorrowArgs = v == 1
 			return onOffNames[v], nil
 		}},
+	{Name: "never_blocks", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
+		Doc: "on: the handler (and its interceptors) returns within microseconds and never blocks (no I/O, no lock held by a slow path, no waiting for other calls), so over a shared QP (qp_sharing) it may run on the server's request dispatcher instead of a worker",
+		apply: func(s *Set, raw string) (string, error) {
+			v, ok := enumParse(onOffNames, switchAliases, raw)
+			if !ok {
+				return "", enumErr("never_blocks", raw, onOffNames)
+			}
+			s.NeverBlocks = v == 1
+			return onOffNames[v], nil
+		}},
 	{Name: "timeout", Type: TypeDuration, Default: "none",
 		Doc: "per-call deadline (client) or handler deadline (server), on top of the context's",
 		apply: func(s *Set, raw string) (string, error) {

@@ -35,6 +35,7 @@ type Set struct {
 	Credits         int           // receive slots per connection; 0 = goal dependent
 	Timeout         time.Duration // per-call deadline; 0 = none (the context decides)
 	BorrowArgs      bool          // server: the handler keeps no argument past its return
+	NeverBlocks     bool          // server: the handler is short and never blocks (FLOCK may run it on its dispatcher)
 	Idempotent      bool          // client: the function may be sent again (pkg/cluster retries)
 	Retries         int           // client: attempts after the first when Idempotent; 0 = DefaultRetries, NoRetries = none
 	App             map[string]string
@@ -186,6 +187,9 @@ func GoLiteral(s Set) string {
 	dur("Timeout", s.Timeout)
 	if s.BorrowArgs {
 		field("BorrowArgs", "true")
+	}
+	if s.NeverBlocks {
+		field("NeverBlocks", "true")
 	}
 	if s.Idempotent {
 		field("Idempotent", "true")

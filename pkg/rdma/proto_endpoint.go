@@ -1,7 +1,13 @@
 package rdma
 
 /*
+#include <stdlib.h>
 #include "hr_proto.h"
+
+// An exchange's out-parameters, in C memory: Go locals passed to C by
+// pointer escape to the heap (allocations per call), and Go memory
+// holding pointers may not be handed to C at all.
+typedef struct { void *rp; uint64_t rl; int replied; } hr_ep_out;
 */
 import "C"
 
@@ -10,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -158,6 +165,15 @@ type RPCEndpoint struct {
 	cmu    sync.RWMutex
 	closed bool
 	gen    uint32
+	out    *C.hr_ep_out // the C exchange's out-parameters (guarded by mu)
+	// The watch on the context of the last exchanges (see run): one
+	// context.AfterFunc for as long as the caller keeps passing the same
+	// context, instead of one (and its allocations and the context's lock)
+	// per exchange.
+	wmu   sync.Mutex
+	wctx  context.Context
+	wstop func() bool
+	cur   atomic.Uint32 // gen of the exchange running or last run
 }
 
 // NewRPCEndpoint creates an endpoint on pd; connect it with Bootstrap.
@@ -174,7 +190,12 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 	if cfg.SpinTime > 0 {
 		C.hr_ep_set_spin(p, C.uint64_t(cfg.SpinTime))
 	}
-	return &RPCEndpoint{pd: pd, p: p, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider}}, nil
+	out := (*C.hr_ep_out)(C.calloc(1, C.sizeof_hr_ep_out))
+	if out == nil {
+		C.hr_ep_destroy(p)
+		return nil, &Error{Op: "create endpoint", Status: StatusNoMem}
+	}
+	return &RPCEndpoint{pd: pd, p: p, out: out, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider}}, nil
 }
 
 // Abort makes the exchange in progress, and every later one, fail with
@@ -260,25 +281,59 @@ func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.
 	if ctx.Done() == nil {
 		return f(C.int(ms), C.uint32_t(gen))
 	}
-	done := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(done)
-		e.cmu.RLock()
-		defer e.cmu.RUnlock()
-		if !e.closed {
-			C.hr_ep_cancel(e.p, C.uint32_t(gen))
-		}
-	})
-	st := f(C.int(ms), C.uint32_t(gen))
-	if !stop() {
-		<-done // a late cancel must not outlive this exchange
+	if ctx != e.wctx {
+		e.watch(ctx)
 	}
-	return st
+	// The watch cancels the exchange cur names when ctx ends: cur is set
+	// before ctx is looked at, and the watch runs after ctx ended, so
+	// either it sees this gen or this sees ctx done (and cancels itself).
+	// C checks the cancel against its gen throughout, from the start.
+	e.cur.Store(gen)
+	if ctx.Err() != nil {
+		e.cancel(gen)
+	}
+	return f(C.int(ms), C.uint32_t(gen))
 }
 
-func (e *RPCEndpoint) err(ctx context.Context, op string, st C.int) error {
+// watch moves the context watch to ctx (e.mu held). A callback of the old
+// watch that is still running finds itself stale under wmu and does
+// nothing, so it cannot cancel an exchange of the new context.
+func (e *RPCEndpoint) watch(ctx context.Context) {
+	e.wmu.Lock()
+	if e.wstop != nil {
+		e.wstop()
+	}
+	e.wctx = ctx
+	e.wstop = context.AfterFunc(ctx, func() {
+		e.wmu.Lock()
+		defer e.wmu.Unlock()
+		if e.wctx == ctx {
+			e.cancel(e.cur.Load())
+		}
+	})
+	e.wmu.Unlock()
+}
+
+// cancel flags exchange gen in C, unless the endpoint is gone.
+func (e *RPCEndpoint) cancel(gen uint32) {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if !e.closed {
+		C.hr_ep_cancel(e.p, C.uint32_t(gen))
+	}
+}
+
+// noProto names an exchange that is not by one protocol (a receive).
+const noProto = ^Protocol(0)
+
+// err maps an exchange's status; op and proto name it (the name is built
+// only for a failure: a string per call would be an allocation per call).
+func (e *RPCEndpoint) err(ctx context.Context, op string, proto Protocol, st C.int) error {
 	if st == C.HR_OK {
 		return nil
+	}
+	if proto != noProto {
+		op += " " + proto.String()
 	}
 	if st == C.HR_ETIMEDOUT {
 		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
@@ -319,13 +374,12 @@ func (e *RPCEndpoint) Call(ctx context.Context, proto Protocol, req []byte) ([]b
 	if e.isClosed() {
 		return nil, &Error{Op: "call", Status: StatusClosed}
 	}
-	var rp unsafe.Pointer
-	var rl C.uint64_t
 	p, n := ptrLen(req)
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hr_ep_call(e.p, C.uint32_t(proto), p, n, ms, gen, &rp, &rl)
+		return C.hr_ep_call(e.p, C.uint32_t(proto), p, n, ms, gen, &e.out.rp, &e.out.rl)
 	})
-	if err := e.err(ctx, "call "+proto.String(), st); err != nil {
+	rp, rl := e.out.rp, e.out.rl
+	if err := e.err(ctx, "call", proto, st); err != nil {
 		return nil, err
 	}
 	if rl == 0 {
@@ -359,15 +413,14 @@ func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	var rp unsafe.Pointer
-	var rl C.uint64_t
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hr_ep_recv(e.p, C.int(recvSlice/time.Millisecond), ms, gen, &rp, &rl)
+		return C.hr_ep_recv(e.p, C.int(recvSlice/time.Millisecond), ms, gen, &e.out.rp, &e.out.rl)
 	})
+	rp, rl := e.out.rp, e.out.rl
 	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
 		return nil, true, nil
 	}
-	if err := e.err(ctx, "recv", st); err != nil {
+	if err := e.err(ctx, "recv", noProto, st); err != nil {
 		return nil, false, err
 	}
 	if rl == 0 {
@@ -401,7 +454,7 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
 		return C.hr_ep_reply(e.p, C.uint32_t(proto), p, n, ms, gen)
 	})
-	return e.err(ctx, "reply "+proto.String(), st)
+	return e.err(ctx, "reply", proto, st)
 }
 
 // Serve answers requests with h by proto until ctx ends (returning nil) or
@@ -461,20 +514,19 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 		return nil, false, &Error{Op: "reply", Status: StatusClosed}
 	}
 	p, n := ptrLen(resp)
-	var rp unsafe.Pointer
-	var rl C.uint64_t
-	var replied C.int
+	e.out.replied = 0
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
 		return C.hr_ep_reply_recv(e.p, C.uint32_t(proto), p, n, C.int(recvSlice/time.Millisecond), ms, gen,
-			&replied, &rp, &rl)
+			&e.out.replied, &e.out.rp, &e.out.rl)
 	})
+	rp, rl, replied := e.out.rp, e.out.rl, e.out.replied
 	if replied == 0 {
-		return nil, false, e.err(ctx, "reply "+proto.String(), st)
+		return nil, false, e.err(ctx, "reply", proto, st)
 	}
 	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
 		return nil, true, nil
 	}
-	if err := e.err(ctx, "recv", st); err != nil {
+	if err := e.err(ctx, "recv", noProto, st); err != nil {
 		return nil, false, err
 	}
 	if rl == 0 {
@@ -514,12 +566,21 @@ func (e *RPCEndpoint) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cmu.Lock()
-	defer e.cmu.Unlock()
 	if e.closed {
+		e.cmu.Unlock()
 		return &Error{Op: "close endpoint", Status: StatusClosed}
 	}
 	e.closed = true
 	C.hr_ep_destroy(e.p)
+	C.free(unsafe.Pointer(e.out))
+	e.cmu.Unlock()
+	// After cmu: a watch callback holds wmu while it waits for cmu.
+	e.wmu.Lock()
+	if e.wstop != nil {
+		e.wstop() // the context must not keep a closed endpoint reachable
+		e.wctx, e.wstop = nil, nil
+	}
+	e.wmu.Unlock()
 	return nil
 }
 

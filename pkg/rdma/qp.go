@@ -2,6 +2,25 @@ package rdma
 
 /*
 #include "hr.h"
+
+// The post calls return the failing WR's index packed with the status: a
+// Go pointer to a local passed to C escapes, so an out-parameter would cost
+// an allocation per post.
+static inline uint64_t hr_post_send_packed(hr_qp *qp, const hr_send_wr *wr, uint32_t n) {
+	uint32_t bad = 0;
+	int st = hr_post_send(qp, wr, n, &bad);
+	return (uint64_t)bad << 32 | (uint32_t)st;
+}
+static inline uint64_t hr_post_srq_recv_packed(hr_srq *s, const hr_recv_wr *wr, uint32_t n) {
+	uint32_t bad = 0;
+	int st = hr_post_srq_recv(s, wr, n, &bad);
+	return (uint64_t)bad << 32 | (uint32_t)st;
+}
+static inline uint64_t hr_post_recv_packed(hr_qp *qp, const hr_recv_wr *wr, uint32_t n) {
+	uint32_t bad = 0;
+	int st = hr_post_recv(qp, wr, n, &bad);
+	return (uint64_t)bad << 32 | (uint32_t)st;
+}
 */
 import "C"
 
@@ -37,9 +56,8 @@ func (s *SRQ) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	var bad C.uint32_t
-	st := C.hr_post_srq_recv(s.p, (*C.hr_recv_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs)), &bad)
-	return postErr("post srq recv", st, bad)
+	r := uint64(C.hr_post_srq_recv_packed(s.p, (*C.hr_recv_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs))))
+	return postErr("post srq recv", C.int(int32(uint32(r))), C.uint32_t(r>>32))
 }
 
 // Close destroys the SRQ (its QPs must be closed first).
@@ -157,9 +175,8 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	var bad C.uint32_t
-	st := C.hr_post_send(qp.p, (*C.hr_send_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs)), &bad)
-	return postErr("post send", st, bad)
+	r := uint64(C.hr_post_send_packed(qp.p, (*C.hr_send_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs))))
+	return postErr("post send", C.int(int32(uint32(r))), C.uint32_t(r>>32))
 }
 
 // PostRecv posts receives in one crossing.
@@ -170,9 +187,8 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	var bad C.uint32_t
-	st := C.hr_post_recv(qp.p, (*C.hr_recv_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs)), &bad)
-	return postErr("post recv", st, bad)
+	r := uint64(C.hr_post_recv_packed(qp.p, (*C.hr_recv_wr)(unsafe.Pointer(&wrs[0])), C.uint32_t(len(wrs))))
+	return postErr("post recv", C.int(int32(uint32(r))), C.uint32_t(r>>32))
 }
 
 // SetError moves the QP to the error state; outstanding work is flushed.

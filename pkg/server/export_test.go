@@ -55,3 +55,6 @@ func SweepTick(handshake, idle, grace time.Duration) time.Duration {
 
 // GiveBacks counts the times s returned memory to the OS.
 func GiveBacks(s *Server) int64 { return s.budget.gives.Load() }
+
+// NeverBlocks is the FLOCK dispatcher's test of a request frame (flock.go).
+func NeverBlocks(s *Server, req []byte) bool { return s.neverBlocks(req) }

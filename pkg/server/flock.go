@@ -47,6 +47,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// Handlers may block (a write waiting for its group commit), so the
 	// pool is sized like a connection's concurrency, not the cores.
 	fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
+		flock.WithInline(func(_ uint16, req []byte) bool { return s.neverBlocks(req) }),
 		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
 		flock.WithMaxReply(s.opts.limits.MaxMessageSize+wire.HeaderSize))
 	if err != nil {
@@ -69,6 +70,27 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	})
 	f.srv = fs
 	return fs, nil
+}
+
+// neverBlocks reports whether a FLOCK request frame calls a function
+// whose server hints say never_blocks, so the FLOCK dispatcher may run it
+// itself (no copy of the request, no worker wake-up). Only when a call
+// slot is free: waiting for one would stall the dispatcher. Anything it
+// cannot read goes to a worker, which answers the error.
+func (s *Server) neverBlocks(req []byte) bool {
+	if len(s.slots) >= cap(s.slots) {
+		return false
+	}
+	h, err := wire.DecodeHeader(req, s.opts.limits.MaxMessageSize)
+	if err != nil || h.Kind != wire.KindCall {
+		return false
+	}
+	mh, err := wire.ParseMsgHeader(h.Protocol(), req[wire.HeaderSize:])
+	if err != nil {
+		return false
+	}
+	m := s.lookup(mh.Name)
+	return m != nil && m.set.NeverBlocks && !m.m.Oneway
 }
 
 // cancelFlock cancels the contexts of the FLOCK calls running (Close).

@@ -6,7 +6,7 @@ service KV {
   c_hint: timeout=2s;
   binary get(1: string key) [hint: payload_size=4KB; c_hint: protocol=direct_write_imm;],
   void put(1: string key, 2: binary value) [s_hint: kv.sync=nosync, payload_size=128KiB;],
-  i32 size(),
+  i32 size() [s_hint: never_blocks=on;],
 }
 
 service Plain {

@@ -756,7 +756,7 @@ var KVHints = hints.Service{
 	Functions: []hints.Function{
 		{Name: "get", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, PayloadSize: 4096, Protocol: hints.ProtoDirectWriteIMM, Timeout: 2 * hints.Second}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, PayloadSize: 4096, Polling: hints.PollEvent, App: map[string]string{"kv.store": "lmdb"}}},
 		{Name: "put", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, Timeout: 2 * hints.Second}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, PayloadSize: 131072, Polling: hints.PollEvent, App: map[string]string{"kv.store": "lmdb", "kv.sync": "nosync"}}},
-		{Name: "size", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, Timeout: 2 * hints.Second}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, Polling: hints.PollEvent, App: map[string]string{"kv.store": "lmdb"}}},
+		{Name: "size", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, Timeout: 2 * hints.Second}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 16, Polling: hints.PollEvent, NeverBlocks: true, App: map[string]string{"kv.store": "lmdb"}}},
 	},
 }
 

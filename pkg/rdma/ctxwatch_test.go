@@ -1,0 +1,115 @@
+package rdma
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEndpointContextWatch: an endpoint watches the context of its
+// exchanges once for as long as the caller keeps passing it (no
+// context.AfterFunc per exchange). Ending it still interrupts a wait in
+// C; a context the endpoint moved away from cannot cancel exchanges of the
+// next one; and a server whose context ends closes at once, even with the
+// watch's callback in flight (it once deadlocked Close).
+func TestEndpointContextWatch(t *testing.T) {
+	cfg := testEPConfig(PollBusy)
+	t.Run("reused context still cancels", func(t *testing.T) {
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		stop := make(chan struct{})
+		sctx, scancel := context.WithCancel(context.Background())
+		defer scancel()
+		served := make(chan error, 1)
+		go func() {
+			served <- srv.ServeCalls(sctx, stop, func(req []byte) ([]byte, Protocol) { return req, ProtoEager })
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i := 0; i < 50; i++ {
+			got, err := cli.Call(ctx, ProtoEager, []byte("same ctx"))
+			require.NoError(t, err)
+			require.Equal(t, "same ctx", string(got))
+		}
+		close(stop) // the server answers no more
+		select {
+		case err := <-served:
+			require.NoError(t, err)
+		case <-time.After(testTimeout):
+			t.Fatal("server did not stop")
+		}
+		time.AfterFunc(20*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := cli.Call(ctx, ProtoEager, []byte("nobody answers"))
+		require.ErrorIs(t, err, context.Canceled)
+		require.Less(t, time.Since(start), 5*time.Second)
+	})
+	t.Run("an old context does not cancel the new one's calls", func(t *testing.T) {
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		serve(t, srv, ProtoEager, func(req []byte) []byte { return req })
+		a, cancelA := context.WithCancel(context.Background())
+		b, cancelB := context.WithTimeout(context.Background(), testTimeout)
+		defer cancelB()
+		_, err := cli.Call(a, ProtoEager, []byte("a"))
+		require.NoError(t, err)
+		_, err = cli.Call(b, ProtoEager, []byte("b"))
+		require.NoError(t, err)
+		cancelA()
+		for i := 0; i < 200; i++ {
+			got, err := cli.Call(b, ProtoEager, []byte("b again"))
+			require.NoError(t, err, "call %d", i)
+			require.Equal(t, "b again", string(got))
+		}
+	})
+	t.Run("server context ends then close", func(t *testing.T) {
+		for i := 0; i < 20; i++ {
+			cli, srv := pairClosingServer(t, cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			closed := make(chan error, 1)
+			go func() {
+				err := srv.Serve(ctx, ProtoEager, func(req []byte) []byte { return req })
+				if err == nil {
+					err = srv.Close()
+				}
+				closed <- err
+			}()
+			_, err := callT(t, cli, ProtoEager, []byte("x"))
+			require.NoError(t, err)
+			cancel()
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(testTimeout):
+				t.Fatalf("round %d: the server's Serve and Close did not return", i)
+			}
+		}
+	})
+}
+
+// pairClosingServer is newRPCPair whose server endpoint the test closes
+// itself (the cleanup closes it only if the test did not).
+func pairClosingServer(t *testing.T, cfg EndpointConfig) (*RPCEndpoint, *RPCEndpoint) {
+	t.Helper()
+	pd := newPD(t, openTest(t))
+	cli := newEndpoint(t, pd, cfg)
+	srv, err := NewRPCEndpoint(pd, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := srv.Close(); !errors.Is(err, ErrClosed) {
+			require.NoError(t, err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ca, cb := net.Pipe()
+	defer ca.Close()
+	defer cb.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Bootstrap(ctx, cb) }()
+	require.NoError(t, cli.Bootstrap(ctx, ca))
+	require.NoError(t, <-errc)
+	return cli, srv
+}
