@@ -132,7 +132,9 @@ type phaseResult struct {
 	// report covers the operations that completed until then.
 	Interrupted bool        `json:"interrupted,omitempty"`
 	Report      ycsb.Report `json:"report"`
-	m           *ycsb.Measurements
+	// Servers: with --addrs, each server's share of the phase's keys.
+	Servers []serverShare `json:"servers,omitempty"`
+	m       *ycsb.Measurements
 }
 
 func runBench(cmd *cobra.Command, bf *benchFlags) error {
@@ -161,6 +163,9 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 		defer stop()
 	}
 	if bf.emul.kind != "" {
+		if len(bf.addrs) > 0 {
+			return fmt.Errorf("%w: --emulate runs against one --emul-addr, not --addrs", hatkv.ErrConfig)
+		}
 		if bf.tls || bf.tlsCA != "" || bf.token != "" || os.Getenv(hatkv.TokenEnv) != "" {
 			return fmt.Errorf("%w: --emulate speaks the emulations' own protocols, without TLS or token", hatkv.ErrConfig)
 		}
@@ -232,12 +237,16 @@ func writtenTo(bf *benchFlags) string {
 	return " written to " + strings.Join(files, ", ")
 }
 
-func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Client, conns int, seed uint64) {
+func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Cluster, conns int, seed uint64) {
 	cfg := w.Config()
 	outf(out, "hatkv bench: %s, %d records, %d fields x %d B, key %d B, batch %d, %s distribution\n",
 		strings.Join(orDefault(bf.workloads, "workloada"), "+"), cfg.RecordCount, cfg.FieldCount, cfg.FieldLength,
 		cfg.KeyLength, cfg.BatchSize, cfg.RequestDistribution)
-	outf(out, "server %s, %d threads over %d connections, transport %s, seed %d\n", bf.addr, bf.threads, conns, cl.Plan("Get").Transport, seed)
+	servers := "server " + bf.addr
+	if len(bf.addrs) > 0 {
+		servers = fmt.Sprintf("%d servers %s (keys by consistent hashing, %d connections to each)", len(bf.addrs), strings.Join(bf.addrs, ","), conns)
+	}
+	outf(out, "%s, %d threads over %d connections, transport %s, seed %d\n", servers, bf.threads, conns*len(cl.Addrs()), cl.Plan("Get").Transport, seed)
 	for _, warn := range cfg.Warnings {
 		outf(out, "warning: %s\n", warn)
 	}
@@ -264,7 +273,7 @@ func sizeOrAuto(n int) string {
 	return hints.FormatSize(n)
 }
 
-func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Client, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
+func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Cluster, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
 	out := cmd.OutOrStdout()
 	opts := ycsb.RunOptions{Threads: bf.threads, Load: phase == "load", Seed: seed}
 	total := w.Config().InsertCount
@@ -286,7 +295,8 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 		}
 		opts.Operations = total
 	}
-	db := &countingDB{db: hatkv.YCSB{C: cl}, ctx: ctx}
+	db := &countingDB{db: hatkv.YCSB{Cluster: cl}, ctx: ctx}
+	before := cl.Routed()
 	m := ycsb.NewMeasurements()
 	prog := startProgress(out, bf.progress, phase, total, bf.duration, &db.done)
 	rep, _ := ycsb.Run(runCtx, db, w, opts, m)
@@ -315,7 +325,59 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 	if failed > 0 {
 		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())
 	}
-	return phaseResult{Phase: phase, Interrupted: ctx.Err() != nil, Report: rep, m: m}, nil
+	res := phaseResult{Phase: phase, Interrupted: ctx.Err() != nil, Report: rep, m: m}
+	if len(cl.Addrs()) > 1 {
+		res.Servers = spread(ctx, out, cl, before, phase == "load")
+	}
+	return res, nil
+}
+
+// serverShare is one server's part of a phase on several servers.
+type serverShare struct {
+	Addr string `json:"addr"`
+	// Keys is how many keys the phase sent to the server (a batch of ten
+	// counts ten); Share its fraction of all, Deviation from an equal share.
+	Keys      uint64  `json:"keys"`
+	Share     float64 `json:"share"`
+	Deviation float64 `json:"deviation"`
+	// Records is the server's record count after the load phase.
+	Records int64 `json:"records,omitempty"`
+}
+
+// spread prints and returns how the phase's keys went to the servers,
+// and after the load phase how many records each one holds.
+func spread(ctx context.Context, out io.Writer, cl *hatkv.Cluster, before []uint64, load bool) []serverShare {
+	after := cl.Routed()
+	var total uint64
+	for i := range after {
+		total += after[i] - before[i]
+	}
+	var stats []*gen.StoreStats
+	if load && ctx.Err() == nil {
+		stats, _ = cl.ServerStats(ctx) // best effort: the table says so when missing
+	}
+	fair := float64(total) / float64(len(after))
+	if load {
+		outf(out, "keys per server (consistent hashing):\n")
+	} else {
+		outf(out, "key accesses per server (follow the keys' popularity, e.g. zipfian):\n")
+	}
+	shares := make([]serverShare, len(after))
+	for i, a := range cl.Addrs() {
+		n := after[i] - before[i]
+		sh := serverShare{Addr: a, Keys: n}
+		if total > 0 {
+			sh.Share, sh.Deviation = float64(n)/float64(total), float64(n)/fair-1
+		}
+		line := fmt.Sprintf("  %-21s %10d keys  %5.1f %%  (%+.1f %% from an equal share)", a, n, 100*sh.Share, 100*sh.Deviation)
+		if stats != nil {
+			sh.Records = stats[i].Records
+			line += fmt.Sprintf("  %d records stored", sh.Records)
+		}
+		outf(out, "%s\n", line)
+		shares[i] = sh
+	}
+	return shares
 }
 
 func writeOutputs(bf *benchFlags, results []phaseResult) error {

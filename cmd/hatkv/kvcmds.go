@@ -25,6 +25,7 @@ import (
 // clientFlags are shared by the commands that talk to a server.
 type clientFlags struct {
 	addr      string
+	addrs     []string
 	transport string
 	timeout   time.Duration
 
@@ -45,6 +46,8 @@ func (c *clientFlags) register(cmd *cobra.Command) {
 // its workload says, so it has no --timeout).
 func (c *clientFlags) registerConn(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.addr, "addr", defaultAddr, "server address")
+	cmd.Flags().StringSliceVar(&c.addrs, "addrs", nil, "several independent servers (comma separated): keys are spread over them by consistent hashing")
+	cmd.MarkFlagsMutuallyExclusive("addr", "addrs")
 	cmd.Flags().StringVar(&c.transport, "transport", "auto", "auto|tcp|shm|rdma (shm/rdma: fail unless the server grants lanes)")
 	f := cmd.Flags()
 	f.BoolVar(&c.tls, "tls", false, "speak TLS, verifying the server against the system roots (implied by the other --tls-* flags)")
@@ -74,14 +77,23 @@ func (c *clientFlags) dialOptions() ([]hatkv.ClientOption, error) {
 	return opts, nil
 }
 
-// dial connects with the connection flags and extra options.
-func (c *clientFlags) dial(ctx context.Context, extra ...hatkv.ClientOption) (*hatkv.Client, error) {
+// servers returns the addresses to use: --addrs, or --addr.
+func (c *clientFlags) servers() []string {
+	if len(c.addrs) > 0 {
+		return c.addrs
+	}
+	return []string{c.addr}
+}
+
+// dial connects with the connection flags and extra options: one client
+// per server, keys spread over them by the ring (one server: all keys).
+func (c *clientFlags) dial(ctx context.Context, extra ...hatkv.ClientOption) (*hatkv.Cluster, error) {
 	opts, err := c.dialOptions()
 	if err != nil {
 		return nil, err
 	}
 	opts = append(append(opts, hatkv.WithClientTransport(c.transport)), extra...)
-	cl, err := hatkv.Dial(ctx, c.addr, opts...)
+	cl, err := hatkv.DialCluster(ctx, c.servers(), opts...)
 	return cl, c.hint(err)
 }
 
@@ -99,7 +111,7 @@ func (c *clientFlags) hint(err error) error {
 }
 
 // with dials, runs fn under the timeout and closes the connection.
-func (c *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, kv *gen.HatKVClient) error) error {
+func (c *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, kv hatkv.KV) error) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 	defer cancel()
 	cl, err := c.dial(ctx)
@@ -107,7 +119,7 @@ func (c *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, kv *
 		return err
 	}
 	defer cl.Close()
-	return c.hint(fn(ctx, cl.KV()))
+	return c.hint(fn(ctx, cl))
 }
 
 func newGetCmd() *cobra.Command {
@@ -117,7 +129,7 @@ func newGetCmd() *cobra.Command {
 		Short: "Print a record (all fields, or the ones named; a named field the record lacks is an error)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+			return cf.with(cmd, func(ctx context.Context, kv hatkv.KV) error {
 				rec, err := kv.Get(ctx, args[0], args[1:])
 				if err != nil {
 					return err
@@ -160,7 +172,7 @@ of stdin (binary safe) becomes the value of that one field.`,
 			if err != nil {
 				return err
 			}
-			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+			return cf.with(cmd, func(ctx context.Context, kv hatkv.KV) error {
 				if err := kv.Put(ctx, args[0], rec); err != nil {
 					return err
 				}
@@ -232,7 +244,7 @@ func newDelCmd() *cobra.Command {
 		Short:   "Delete a record",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+			return cf.with(cmd, func(ctx context.Context, kv hatkv.KV) error {
 				if err := kv.Delete(ctx, args[0]); err != nil {
 					return err
 				}
@@ -260,7 +272,7 @@ func newScanCmd() *cobra.Command {
 			if len(args) == 1 {
 				start = args[0]
 			}
-			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+			return cf.with(cmd, func(ctx context.Context, kv hatkv.KV) error {
 				recs, err := kv.Scan(ctx, start, count, fields)
 				if err != nil {
 					return err
@@ -288,7 +300,7 @@ func newStatsCmd() *cobra.Command {
 		Short: "Print store statistics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cf.with(cmd, func(ctx context.Context, kv *gen.HatKVClient) error {
+			return cf.with(cmd, func(ctx context.Context, kv hatkv.KV) error {
 				st, err := kv.Stats(ctx)
 				if err != nil {
 					return err

@@ -14,7 +14,8 @@
 //	hatkv --version
 //
 // --transport auto|tcp|shm|rdma picks the transport (auto: TCP plus shm or
-// RDMA lanes where the server grants them). Unless GOGC is set, hatkv runs
+// RDMA lanes where the server grants them). --addrs a,b,c (instead of
+// --addr) spreads the keys over several servers by consistent hashing. Unless GOGC is set, hatkv runs
 // the Go collector at a 400 % target (see gcTarget).
 package main
 

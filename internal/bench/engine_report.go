@@ -141,6 +141,8 @@ func writePlot(w io.Writer, p *plot.Plot, lines []any) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
+	fitLogAxis(&p.X)
+	fitLogAxis(&p.Y)
 	p.Legend.Top = true
 	p.Legend.Left = true
 	wt, err := p.WriterTo(9*vg.Inch, 6*vg.Inch, "svg")
@@ -149,6 +151,23 @@ func writePlot(w io.Writer, p *plot.Plot, lines []any) error {
 	}
 	_, err = wt.WriteTo(w)
 	return err
+}
+
+// fitLogAxis keeps a log axis drawable whatever the sweep measured. With
+// one distinct value (one size, one caller count) gonum widens the range
+// by ±1, which crosses zero below 1 (one caller: 0..2) and panics in
+// LogScale; the range is widened by a factor of two instead. An axis with
+// a value <= 0 cannot be logarithmic at all and becomes linear.
+func fitLogAxis(a *plot.Axis) {
+	if _, ok := a.Scale.(plot.LogScale); !ok {
+		return
+	}
+	switch {
+	case a.Min <= 0 || math.IsInf(a.Min, 0) || math.IsNaN(a.Min):
+		a.Scale, a.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+	case a.Min == a.Max:
+		a.Min, a.Max = a.Min/2, a.Max*2
+	}
 }
 
 // sizeTicks labels powers of two in bytes.

@@ -120,32 +120,42 @@ func (c *Client) Close() error {
 // read as failed.
 var ErrMissing = errors.New("hatkv: key not found")
 
-// YCSB adapts a Client to ycsb.DB: Read/Update/Insert/Scan map to
-// Get/Put/Put/Scan and the HatRPC extension MultiRead/MultiUpdate to
-// MultiGet/MultiPut.
-type YCSB struct{ C *Client }
+// YCSB adapts a Client (one server) or a Cluster (keys spread over
+// several) to ycsb.DB: Read/Update/Insert/Scan map to Get/Put/Put/Scan and
+// the HatRPC extension MultiRead/MultiUpdate to MultiGet/MultiPut.
+type YCSB struct {
+	C       *Client
+	Cluster *Cluster // used instead of C when set
+}
 
 var _ ycsb.DB = YCSB{}
 
+func (y YCSB) kv() KV {
+	if y.Cluster != nil {
+		return y.Cluster
+	}
+	return y.C.KV()
+}
+
 // Read implements ycsb.DB.
 func (y YCSB) Read(ctx context.Context, key string, fields []string) (map[string][]byte, error) {
-	rec, err := y.C.KV().Get(ctx, key, fields)
+	rec, err := y.kv().Get(ctx, key, fields)
 	return rec, err
 }
 
 // Update implements ycsb.DB.
 func (y YCSB) Update(ctx context.Context, key string, values map[string][]byte) error {
-	return y.C.KV().Put(ctx, key, values)
+	return y.kv().Put(ctx, key, values)
 }
 
 // Insert implements ycsb.DB; on a new key a merge is an insert.
 func (y YCSB) Insert(ctx context.Context, key string, values map[string][]byte) error {
-	return y.C.KV().Put(ctx, key, values)
+	return y.kv().Put(ctx, key, values)
 }
 
 // Scan implements ycsb.DB.
 func (y YCSB) Scan(ctx context.Context, startKey string, count int, fields []string) ([]map[string][]byte, error) {
-	kvs, err := y.C.KV().Scan(ctx, startKey, int32(count), fields)
+	kvs, err := y.kv().Scan(ctx, startKey, int32(count), fields)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +169,7 @@ func (y YCSB) Scan(ctx context.Context, startKey string, count int, fields []str
 // MultiRead implements ycsb.DB; a missing key fails the whole operation,
 // as a missing key fails a YCSB read.
 func (y YCSB) MultiRead(ctx context.Context, keys []string, fields []string) ([]map[string][]byte, error) {
-	res, err := y.C.KV().MultiGet(ctx, keys, fields)
+	res, err := y.kv().MultiGet(ctx, keys, fields)
 	if err != nil {
 		return nil, err
 	}
@@ -187,5 +197,5 @@ func (y YCSB) MultiUpdate(ctx context.Context, keys []string, values []map[strin
 	for i, k := range keys {
 		recs[i] = &hatkv.KeyRecord{Key: k, Record: values[i]}
 	}
-	return y.C.KV().MultiPut(ctx, recs)
+	return y.kv().MultiPut(ctx, recs)
 }

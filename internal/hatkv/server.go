@@ -13,7 +13,6 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv/hatkvserver"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -177,6 +176,10 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	if err != nil {
 		return nil, err
 	}
+	if m := st.Migrated(); m.From != 0 {
+		o.logger.Info("hatkv: migrated the store to the current format (records now kept in wire form)",
+			"dir", dir, "from_format", m.From, "to_format", kvstore.FormatVersion, "records", m.Records)
+	}
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(o.logger))
 	if p := fastpath.Provider(tr); p != "" {
@@ -215,7 +218,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		_ = st.Close()
 		return nil, fmt.Errorf("hatkv: registering auth metrics: %w", err)
 	}
-	hatkvserver.RegisterHatKV(rpc, NewService(st))
+	Register(rpc, NewService(st))
 	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr, tls: o.tls, token: o.token, log: o.logger, refused: refused}, nil
 }
 

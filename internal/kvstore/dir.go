@@ -209,12 +209,21 @@ func checkRecord(tree string, key, val []byte) error {
 		_, err := DecodeRecord(val)
 		return err
 	case metaDBName:
-		if string(key) == identityKey && string(val) != string(identityValue()) {
-			return fmt.Errorf("identity record %q, want %q", val, identityValue())
+		if string(key) == identityKey && !validIdentity(val) {
+			return fmt.Errorf("identity record %q, want %q (or an older format's)", val, identityValue())
 		}
 		return nil
 	}
 	return fmt.Errorf("tree %q is not part of a hatkv store", tree)
+}
+
+// validIdentity accepts the identity of every format this build reads.
+func validIdentity(val []byte) bool {
+	if len(val) != len(identityMagic)+2 || string(val[:len(identityMagic)]) != string(identityMagic) {
+		return false
+	}
+	v := int(val[len(identityMagic)])
+	return v >= 1 && v <= FormatVersion && val[len(identityMagic)+1] == byte(min(v, recordVersion))
 }
 
 func readMarker(path string) error {
@@ -229,7 +238,7 @@ func readMarker(path string) error {
 		return &OpenError{Path: path, Err: ErrForeignData, Detail: fmt.Sprintf("%s is not hatkv's marker file", MarkerFile)}
 	}
 	if n > FormatVersion || n < 1 {
-		return &OpenError{Path: path, Err: ErrUnsupportedVersion, Detail: fmt.Sprintf("%s says format %d, this build reads format 1..%d", MarkerFile, n, FormatVersion)}
+		return &OpenError{Path: path, Err: ErrUnsupportedVersion, Detail: newerFormat(MarkerFile, n)}
 	}
 	return nil
 }

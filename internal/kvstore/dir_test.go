@@ -121,9 +121,9 @@ func TestDataDirectoryRules(t *testing.T) {
 		}, want: []error{ErrCorruptData}, detail: "(data.mdb is missing although hatkv-format says this is a hatkv directory"},
 		{name: "newer marker", setup: func(t *testing.T) string {
 			dir := newStoreDir(t, 1)
-			write(t, dir, MarkerFile, "hatkv data directory\nformat 2\n")
+			write(t, dir, MarkerFile, fmt.Sprintf("hatkv data directory\nformat %d\n", FormatVersion+1))
 			return dir
-		}, want: []error{ErrUnsupportedVersion}, detail: "(hatkv-format says format 2, this build reads format 1..1)"},
+		}, want: []error{ErrUnsupportedVersion}, detail: fmt.Sprintf("(hatkv-format says format %d, this build reads formats 1..%d: ", FormatVersion+1, FormatVersion)},
 		{name: "foreign marker", setup: func(t *testing.T) string {
 			dir := t.TempDir()
 			write(t, dir, MarkerFile, "something else\n")
@@ -143,7 +143,7 @@ func TestDataDirectoryRules(t *testing.T) {
 				require.NoError(t, s.Close())
 				b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
 				require.NoError(t, err)
-				assert.Equal(t, "hatkv data directory\nformat 1\n", string(b))
+				assert.Equal(t, fmt.Sprintf("hatkv data directory\nformat %d\n", FormatVersion), string(b))
 				assert.NoFileExists(t, filepath.Join(dir, MarkerFile+".tmp"))
 				return
 			}

@@ -5,10 +5,14 @@
 //
 // One LMDB environment per data directory with two named databases:
 // "hatkv.data" maps keys to encoded records (see EncodeRecord: a version
-// byte, then length-prefixed, name-sorted fields) and "hatkv.meta" holds
-// the store identity (magic "HATKV\0" and the format version). The
-// directory also holds MarkerFile ("hatkv-format"), which says it is a
-// hatkv data directory and which format it holds.
+// byte, then, in format 2, the record's wire form — a Thrift binary
+// map<string, binary> with name-sorted fields — which GetWire, MultiGetWire
+// and ScanWire hand out without decoding) and "hatkv.meta" holds the store
+// identity (magic "HATKV\0" and the format version). The directory also
+// holds MarkerFile ("hatkv-format"), which says it is a hatkv data
+// directory and which format it holds. A format-1 store (uvarint-prefixed
+// fields) is migrated by Open in steps (see Migrated); a newer format is
+// refused with ErrUnsupportedVersion.
 //
 // # What Open refuses
 //

@@ -17,8 +17,11 @@ const (
 	metaDBName  = "hatkv.meta"
 	dataDBName  = "hatkv.data"
 	identityKey = "identity"
-	// FormatVersion is the store layout version written into the identity.
-	FormatVersion = 1
+	// FormatVersion is the store layout version written into the identity
+	// and the marker file. Format 2 keeps records in their wire form
+	// (recordVersion); a format-1 store is migrated when opened for
+	// writing (migrate).
+	FormatVersion = 2
 )
 
 var identityMagic = []byte("HATKV\x00")
@@ -48,7 +51,18 @@ type Store struct {
 	closed bool
 
 	counters counters
+
+	migrated Migration
 }
+
+// Migration says what Open did to bring an older store to FormatVersion.
+type Migration struct {
+	From    int // the format found; 0 when the store was current
+	Records int // records rewritten
+}
+
+// Migrated reports the migration Open ran (From is 0 when none ran).
+func (s *Store) Migrated() Migration { return s.migrated }
 
 type counters struct {
 	gets, puts, deletes, scans, commits, batchedWrites, maxBatch atomic.Uint64
@@ -112,11 +126,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if cfg.readOnly {
 		check = s.readIdentity
 	}
-	if err := check(ctx); err != nil {
+	from, err := check(ctx)
+	if err != nil {
 		_ = env.Close()
 		return nil, err
 	}
-	if state != dirMarked && !cfg.readOnly {
+	if from < FormatVersion && !cfg.readOnly {
+		n, err := s.migrate(ctx, from)
+		if err != nil {
+			_ = env.Close()
+			return nil, &OpenError{Path: path, Err: s.mapErr(err), Detail: fmt.Sprintf(
+				"migrating the store from format %d to %d stopped after %d records (they are kept; opening it again resumes)", from, FormatVersion, n)}
+		}
+		s.migrated = Migration{From: from, Records: n}
+	}
+	if !cfg.readOnly && (state != dirMarked || markerVersion(path) != FormatVersion) {
 		// Written once LMDB and the identity are in place: a crash before
 		// leaves LMDB's files alone, which the adoption rule accepts.
 		if err := writeMarker(path); err != nil {
@@ -146,11 +170,12 @@ func classifyOpenError(path string, err error) error {
 // checkIdentity creates the identity in a fresh environment or verifies
 // it in an existing one. It runs in a write transaction so that the DBI
 // handles it opens stay valid for the environment's lifetime.
-func (s *Store) checkIdentity(ctx context.Context) error {
+func (s *Store) checkIdentity(ctx context.Context) (int, error) {
 	foreign := func(detail string, cause error) error {
 		return &OpenError{Path: s.path, Err: ErrForeignData, Detail: detail, Cause: cause}
 	}
-	return s.env.Update(ctx, func(txn *lmdb.Txn) error {
+	format := FormatVersion
+	err := s.env.Update(ctx, func(txn *lmdb.Txn) error {
 		meta, err := txn.OpenDBI(metaDBName, 0)
 		switch {
 		case errors.Is(err, lmdb.ErrNotFound):
@@ -180,11 +205,8 @@ func (s *Store) checkIdentity(ctx context.Context) error {
 			if err != nil {
 				return foreign("identity record missing", err)
 			}
-			if len(id) != len(identityMagic)+2 || !bytes.HasPrefix(id, identityMagic) {
-				return foreign("identity record has the wrong magic", nil)
-			}
-			if v := id[len(identityMagic)]; v > FormatVersion {
-				return &OpenError{Path: s.path, Err: ErrUnsupportedVersion, Detail: fmt.Sprintf("format %d, this build reads up to %d", v, FormatVersion)}
+			if format, err = s.identityFormat(id); err != nil {
+				return err
 			}
 		}
 		s.meta = meta
@@ -195,36 +217,54 @@ func (s *Store) checkIdentity(ctx context.Context) error {
 		s.data = data
 		return nil
 	})
+	return format, err
+}
+
+// identityFormat checks the identity record and returns its format.
+func (s *Store) identityFormat(id []byte) (int, error) {
+	if len(id) != len(identityMagic)+2 || !bytes.HasPrefix(id, identityMagic) {
+		return 0, &OpenError{Path: s.path, Err: ErrForeignData, Detail: "identity record has the wrong magic"}
+	}
+	v := int(id[len(identityMagic)])
+	if v > FormatVersion || v < 1 {
+		return 0, &OpenError{Path: s.path, Err: ErrUnsupportedVersion, Detail: newerFormat("the store's identity record", v)}
+	}
+	return v, nil
+}
+
+// newerFormat says what to do with a store this build cannot read.
+func newerFormat(who string, v int) string {
+	return fmt.Sprintf("%s says format %d, this build reads formats 1..%d: the store was written by a newer hatkv; "+
+		"serve it with that version (or newer), or restore a backup made by this one", who, v, FormatVersion)
 }
 
 // readIdentity is checkIdentity for a read-only environment: the store
 // must already exist.
-func (s *Store) readIdentity(ctx context.Context) error {
+func (s *Store) readIdentity(ctx context.Context) (int, error) {
 	foreign := func(detail string, cause error) error {
 		return &OpenError{Path: s.path, Err: ErrForeignData, Detail: detail, Cause: cause}
 	}
 	meta, err := s.env.OpenDBI(ctx, metaDBName)
 	if err != nil {
-		return foreign("no hatkv identity", err)
+		return 0, foreign("no hatkv identity", err)
 	}
 	data, err := s.env.OpenDBI(ctx, dataDBName)
 	if err != nil {
-		return foreign("no hatkv data tree", err)
+		return 0, foreign("no hatkv data tree", err)
 	}
 	s.meta, s.data = meta, data
-	return s.env.View(ctx, func(txn *lmdb.Txn) error {
+	// An older format is read as it is (every read understands both
+	// record layouts): a read-only open cannot migrate.
+	format := FormatVersion
+	err = s.env.View(ctx, func(txn *lmdb.Txn) error {
 		id, err := txn.GetView(meta, []byte(identityKey))
 		if err != nil {
 			return foreign("identity record missing", err)
 		}
-		if !bytes.HasPrefix(id, identityMagic) || len(id) != len(identityMagic)+2 {
-			return foreign("identity record has the wrong magic", nil)
-		}
-		if v := id[len(identityMagic)]; v > FormatVersion {
-			return &OpenError{Path: s.path, Err: ErrUnsupportedVersion, Detail: fmt.Sprintf("format %d, this build reads up to %d", v, FormatVersion)}
-		}
-		return nil
+		format, err = s.identityFormat(id)
+		return err
 	})
+	return format, err
 }
 
 // Path returns the data directory.

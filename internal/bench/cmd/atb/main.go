@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,40 +37,21 @@ func main() {
 }
 
 func run() error {
-	var (
-		role     = flag.String("role", "driver", "driver | server | client (server and client are internal)")
-		system   = flag.String("system", "", "server role: system to serve")
-		addr     = flag.String("addr", "127.0.0.1:0", "server role: listen address")
-		spec     = flag.String("spec", "", "client role: JSON ClientSpec")
-		systems  = flag.String("systems", strings.Join(append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes"), ","), "systems to compare")
-		latSizes = flag.String("lat-sizes", "4,16,64,256,1K,4K,16K,64K,256K,512K", "latency payload sizes")
-		tpSizes  = flag.String("tput-sizes", "512,128K", "throughput payload sizes")
-		callers  = flag.String("callers", "1,8,16,32,64", "concurrent callers for the throughput runs")
-		calls    = flag.Int("calls", 3000, "recorded calls per latency run")
-		warmup   = flag.Int("warmup", 300, "unrecorded calls before a latency run")
-		dur      = flag.Duration("dur", time.Second, "measured time per throughput run")
-		reps     = flag.Int("reps", 3, "interleaved repetitions per point; the best is reported")
-		out      = flag.String("out", "docs/performance", "directory for the CSV, SVG and report.md files")
-		timeout  = flag.Duration("timeout", 30*time.Minute, "overall limit")
-		from     = flag.String("from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
-		merge    = flag.Bool("merge", false, "keep the best of this run and the CSV files already in -out per point")
-		latPl    = flag.String("lat-placement", "unpinned", "latency runs: unpinned | same-cpu | split-cpu (server and client on the two -cpus)")
-		tputPl   = flag.String("tput-placement", "unpinned", "throughput runs: unpinned | same-cpu | split-cpu")
-		cpus     = flag.String("cpus", "0,1", "the two CPUs used for pinning")
-		settle   = flag.Duration("settle", bench.DefaultSettle, "pause before each measurement (lets the previous system's pollers go idle)")
-	)
-	flag.Parse()
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	switch *role {
+	switch o.role {
 	case "server":
-		return bench.ServeUntilEOF(ctx, *system, *addr, os.Stdin, os.Stdout)
+		return bench.ServeUntilEOF(ctx, o.system, o.addr, os.Stdin, os.Stdout)
 	case "client":
 		var s bench.ClientSpec
-		if err := json.Unmarshal([]byte(*spec), &s); err != nil {
+		if err := json.Unmarshal([]byte(o.spec), &s); err != nil {
 			return fmt.Errorf("bad -spec: %w", err)
 		}
 		res, err := bench.RunClient(ctx, s)
@@ -77,58 +59,37 @@ func run() error {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(res)
-	case "driver":
-	default:
-		return fmt.Errorf("unknown -role %q", *role)
 	}
 
-	if *from != "" {
-		return regenerate(*from, *out)
-	}
-	ls, err := bench.ParseInts(*latSizes)
-	if err != nil {
-		return err
-	}
-	ts, err := bench.ParseInts(*tpSizes)
-	if err != nil {
-		return err
-	}
-	cl, err := bench.ParseInts(*callers)
-	if err != nil {
-		return err
-	}
-	sys := strings.Split(*systems, ",")
-	latP, err := placement(*latPl, *cpus)
-	if err != nil {
-		return err
-	}
-	tputP, err := placement(*tputPl, *cpus)
-	if err != nil {
-		return err
+	if o.from != "" {
+		return regenerateTo(o.from, o.out, os.Stdout, os.Stderr)
 	}
 	started := time.Now()
 	// Two drivers: latency and throughput sweep different sizes.
-	latD := bench.Driver{
-		Systems: sys, Placements: []bench.Placement{latP}, Sizes: ls,
-		Calls: *calls, Warmup: *warmup, Reps: *reps, Log: os.Stderr, Settle: *settle,
-	}
-	lat, _, err := latD.Run(ctx)
-	if err != nil {
-		return err
+	var lat []bench.LatencyRow
+	if len(o.latSizes) > 0 {
+		latD := bench.Driver{
+			Systems: o.systems, Placements: []bench.Placement{o.latP}, Sizes: o.latSizes,
+			Calls: o.calls, Warmup: o.warmup, Reps: o.reps, Log: os.Stderr, Settle: o.settle,
+		}
+		if lat, _, err = latD.Run(ctx); err != nil {
+			return err
+		}
 	}
 	var tput []bench.ThroughputRow
-	if len(ts) > 0 && len(cl) > 0 {
+	if len(o.tputSizes) > 0 {
 		tpD := bench.Driver{
-			Systems: sys, Sizes: ts, Callers: cl, Dur: *dur, Reps: *reps, Log: os.Stderr,
-			Settle: *settle, TputPlacement: tputP,
+			Systems: o.systems, Sizes: o.tputSizes, Callers: o.callers, Dur: o.dur, Reps: o.reps, Log: os.Stderr,
+			Settle: o.settle, TputPlacement: o.tputP,
 		}
 		if _, tput, err = tpD.Run(ctx); err != nil {
 			return err
 		}
 	}
 	took := time.Since(started).Round(time.Second)
-	if *merge {
-		osys, olat, otput, err := readDir(*out)
+	sys, ts := o.systems, o.tputSizes
+	if o.merge {
+		osys, olat, otput, err := readDir(o.out)
 		if err != nil {
 			return err
 		}
@@ -145,7 +106,126 @@ func run() error {
 			}
 		}
 	}
-	return write(*out, sys, lat, tput, ts, took)
+	return write(o.out, sys, lat, tput, ts, took, os.Stdout, os.Stderr)
+}
+
+// options are the parsed, checked flags.
+type options struct {
+	role, system, addr, spec, out, from string
+	systems                             []string
+	latSizes, tputSizes, callers        []int
+	calls, warmup, reps                 int
+	dur, timeout, settle                time.Duration
+	merge                               bool
+	latP, tputP                         bench.Placement
+}
+
+// parseFlags parses and checks the flags, so that a sweep that could not
+// produce a table fails before it starts with what is wrong.
+func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
+	var (
+		o        options
+		systems  = fs.String("systems", strings.Join(append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes"), ","), "systems to compare")
+		latSizes = fs.String("lat-sizes", "4,16,64,256,1K,4K,16K,64K,256K,512K", "latency payload sizes (empty: no latency sweep)")
+		tpSizes  = fs.String("tput-sizes", "512,128K", "throughput payload sizes (empty: no throughput sweep)")
+		callers  = fs.String("callers", "1,8,16,32,64", "concurrent callers for the throughput runs")
+		latPl    = fs.String("lat-placement", "unpinned", "latency runs: unpinned | same-cpu | split-cpu (server and client on the two -cpus)")
+		tputPl   = fs.String("tput-placement", "unpinned", "throughput runs: unpinned | same-cpu | split-cpu")
+		cpus     = fs.String("cpus", "0,1", "the two CPUs used for pinning")
+	)
+	fs.StringVar(&o.role, "role", "driver", "driver | server | client (server and client are internal)")
+	fs.StringVar(&o.system, "system", "", "server role: system to serve")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "server role: listen address")
+	fs.StringVar(&o.spec, "spec", "", "client role: JSON ClientSpec")
+	fs.IntVar(&o.calls, "calls", 3000, "recorded calls per latency run")
+	fs.IntVar(&o.warmup, "warmup", 300, "unrecorded calls before a latency run")
+	fs.DurationVar(&o.dur, "dur", time.Second, "measured time per throughput run")
+	fs.IntVar(&o.reps, "reps", 3, "interleaved repetitions per point; the best is reported")
+	fs.StringVar(&o.out, "out", "docs/performance", "directory for the CSV, SVG and report.md files")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "overall limit")
+	fs.StringVar(&o.from, "from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
+	fs.BoolVar(&o.merge, "merge", false, "keep the best of this run and the CSV files already in -out per point")
+	fs.DurationVar(&o.settle, "settle", bench.DefaultSettle, "pause before each measurement (lets the previous system's pollers go idle)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch o.role {
+	case "server", "client":
+		return &o, nil
+	case "driver":
+	default:
+		return nil, fmt.Errorf("unknown -role %q", o.role)
+	}
+	if o.timeout <= 0 {
+		return nil, fmt.Errorf("-timeout %v: want a positive duration", o.timeout)
+	}
+	if o.from != "" {
+		return &o, nil
+	}
+	var err error
+	if o.latSizes, err = positiveInts("-lat-sizes", *latSizes); err != nil {
+		return nil, err
+	}
+	if o.tputSizes, err = positiveInts("-tput-sizes", *tpSizes); err != nil {
+		return nil, err
+	}
+	if o.callers, err = positiveInts("-callers", *callers); err != nil {
+		return nil, err
+	}
+	if len(o.latSizes) == 0 && len(o.tputSizes) == 0 {
+		return nil, fmt.Errorf("-lat-sizes and -tput-sizes are both empty: nothing to measure")
+	}
+	if len(o.tputSizes) > 0 && len(o.callers) == 0 {
+		return nil, fmt.Errorf("-callers is empty: the throughput sweep (-tput-sizes %s) needs at least one caller count", *tpSizes)
+	}
+	for _, s := range strings.Split(*systems, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(o.systems, s) {
+			if _, err := bench.Lookup(s); err != nil {
+				return nil, err
+			}
+			o.systems = append(o.systems, s)
+		}
+	}
+	if len(o.systems) == 0 {
+		return nil, fmt.Errorf("-systems is empty: name at least one of %s", strings.Join(append(bench.EngineSystems(), bench.Subject), ", "))
+	}
+	switch {
+	case o.reps < 1:
+		return nil, fmt.Errorf("-reps %d: want at least 1", o.reps)
+	case len(o.latSizes) > 0 && o.calls < 1:
+		return nil, fmt.Errorf("-calls %d: a latency run needs at least one recorded call", o.calls)
+	case o.warmup < 0:
+		return nil, fmt.Errorf("-warmup %d: want 0 or more", o.warmup)
+	case len(o.tputSizes) > 0 && o.dur <= 0:
+		return nil, fmt.Errorf("-dur %v: want a positive duration", o.dur)
+	case o.settle < 0:
+		return nil, fmt.Errorf("-settle %v: want 0 or more", o.settle)
+	}
+	if o.latP, err = placement(*latPl, *cpus); err != nil {
+		return nil, err
+	}
+	if o.tputP, err = placement(*tputPl, *cpus); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// positiveInts parses a list of sizes or counts, without duplicates.
+func positiveInts(flagName, s string) ([]int, error) {
+	ns, err := bench.ParseInts(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	var out []int
+	for _, n := range ns {
+		if n < 1 {
+			return nil, fmt.Errorf("%s %q: %d is not positive", flagName, s, n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // placement resolves one placement name against the two CPUs in cpus.
@@ -157,17 +237,23 @@ func placement(name, cpus string) (bench.Placement, error) {
 	return ps[0], nil
 }
 
-func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.ThroughputRow, tsizes []int, took time.Duration) error {
+// write writes the CSV files, the plots and report.md into dir and the
+// report to stdout. A plot that cannot be drawn (nothing measured for it)
+// is skipped with a line on logw; the tables are always written.
+func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.ThroughputRow, tsizes []int, took time.Duration, stdout, logw io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	files := map[string]func(io.Writer) error{
 		"latency.csv":    func(w io.Writer) error { return bench.WriteLatencyCSV(w, sys, lat) },
 		"throughput.csv": func(w io.Writer) error { return bench.WriteThroughputCSV(w, sys, tput) },
-		"latency.svg":    func(w io.Writer) error { return bench.PlotLatency(w, sys, lat) },
+	}
+	plots := map[string]func(io.Writer) error{}
+	if len(lat) > 0 {
+		plots["latency.svg"] = func(w io.Writer) error { return bench.PlotLatency(w, sys, lat) }
 	}
 	for _, size := range tsizes {
-		files["throughput-"+bench.SizeLabel(size)+".svg"] = func(w io.Writer) error {
+		plots["throughput-"+bench.SizeLabel(size)+".svg"] = func(w io.Writer) error {
 			return bench.PlotThroughput(w, sys, tput, size)
 		}
 	}
@@ -177,8 +263,8 @@ func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.Throug
 		fmt.Fprintf(&rep, "; sweep took %v", took)
 	}
 	fmt.Fprintf(&rep, ".\n\n")
-	fmt.Fprintf(&rep, "### 1-caller latency, p50 / p99 µs\n\n")
 	if len(lat) > 0 {
+		fmt.Fprintf(&rep, "### 1-caller latency, p50 / p99 µs\n\n")
 		bench.WriteEngineLatencyTable(&rep, sys, lat)
 	}
 	for _, size := range tsizes {
@@ -188,22 +274,30 @@ func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.Throug
 	fmt.Fprintf(&rep, "\n### Goals\n\n")
 	bench.WriteEngineVerdicts(&rep, lat, tput)
 	files["report.md"] = func(w io.Writer) error { _, err := w.Write(rep.Bytes()); return err }
-	for name, f := range files {
+	save := func(name string, f func(io.Writer) error) error {
 		var b bytes.Buffer
 		if err := f(&b); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := save(name, files[name]); err != nil {
 			return err
 		}
 	}
-	_, err := os.Stdout.Write(rep.Bytes())
+	for _, name := range slices.Sorted(maps.Keys(plots)) {
+		if err := save(name, plots[name]); err != nil {
+			fmt.Fprintf(logw, "atb: skipped plot %v\n", err)
+		}
+	}
+	_, err := stdout.Write(rep.Bytes())
 	return err
 }
 
 // regenerate rewrites the plots and report.md in out from the CSV files in
 // dir, e.g. after a change to the report.
-func regenerate(dir, out string) error {
+func regenerateTo(dir, out string, stdout, logw io.Writer) error {
 	sys, lat, tput, err := readDir(dir)
 	if err != nil {
 		return err
@@ -214,7 +308,7 @@ func regenerate(dir, out string) error {
 			sizes = append(sizes, r.Size)
 		}
 	}
-	return write(out, sys, lat, tput, sizes, 0)
+	return write(out, sys, lat, tput, sizes, 0, stdout, logw)
 }
 
 // readDir reads latency.csv and throughput.csv from dir.

@@ -1,0 +1,313 @@
+package hatkv
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+)
+
+// KV is the HatKV service as a caller sees it: the generated client of one
+// server (*hatkv.HatKVClient) and a Cluster of several implement it.
+type KV interface {
+	Get(ctx context.Context, key string, fields []string) (hatkv.Record, error)
+	Put(ctx context.Context, key string, fields hatkv.Record) error
+	Delete(ctx context.Context, key string) error
+	MultiGet(ctx context.Context, keys []string, fields []string) ([]*hatkv.Lookup, error)
+	MultiPut(ctx context.Context, records []*hatkv.KeyRecord) error
+	Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error)
+	Stats(ctx context.Context) (*hatkv.StoreStats, error)
+}
+
+var (
+	_ KV = (*hatkv.HatKVClient)(nil)
+	_ KV = (*Cluster)(nil)
+)
+
+// Cluster spreads keys over independent HatKV servers by consistent
+// hashing (Ring): each key lives on exactly one server, chosen from the
+// key alone, so every client with the same address list agrees on it.
+// Each server has its own Client (its connections and fast-path lanes).
+// The servers know nothing of each other: there is no replication, and a
+// server that is down makes its keys fail while the others keep working.
+//
+// Operations on several keys are split by server and run in parallel:
+// MultiGet's answer is in the caller's key order, each server's part read
+// from one snapshot of that server (not one snapshot of all). MultiPut is
+// atomic per server only: a failure on one server leaves the parts sent
+// to the others committed (the error names them). Scan returns the first
+// count records with keys >= start in key order over all servers — what
+// one server holding every key would return — by asking each server for
+// count records and merging; each server's part is its own snapshot.
+type Cluster struct {
+	addrs   []string
+	clients []*Client
+	ring    *Ring
+	ops     []atomic.Uint64 // keys routed to each server
+}
+
+// DialCluster connects to every server in addrs (each with opts) and
+// builds the ring over their addresses. With one address it is Dial.
+func DialCluster(ctx context.Context, addrs []string, opts ...ClientOption) (*Cluster, error) {
+	ring, err := NewRing(addrs, 0)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{addrs: slices.Clone(addrs), ring: ring, ops: make([]atomic.Uint64, len(addrs))}
+	for _, a := range addrs {
+		cl, err := Dial(ctx, a, opts...)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c.clients = append(c.clients, cl)
+	}
+	return c, nil
+}
+
+// Addrs returns the servers, in the order given.
+func (c *Cluster) Addrs() []string { return slices.Clone(c.addrs) }
+
+// Server returns the client of server i (in Addrs order).
+func (c *Cluster) Server(i int) *Client { return c.clients[i] }
+
+// Owner returns the index of key's server.
+func (c *Cluster) Owner(key string) int { return c.ring.Owner(key) }
+
+// Plan returns the first server's plan for an IDL function (every server
+// serves the same IDL).
+func (c *Cluster) Plan(method string) hints.Plan { return c.clients[0].Plan(method) }
+
+// Routed returns how many keys each server was sent so far (a MultiGet of
+// ten keys counts ten), in Addrs order.
+func (c *Cluster) Routed() []uint64 {
+	out := make([]uint64, len(c.ops))
+	for i := range c.ops {
+		out[i] = c.ops[i].Load()
+	}
+	return out
+}
+
+// Close closes every server's client.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, cl := range c.clients {
+		errs = append(errs, cl.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) kv(key string) KV {
+	i := c.ring.Owner(key)
+	c.ops[i].Add(1)
+	return c.clients[i].KV()
+}
+
+// Get implements KV.
+func (c *Cluster) Get(ctx context.Context, key string, fields []string) (hatkv.Record, error) {
+	return c.kv(key).Get(ctx, key, fields)
+}
+
+// Put implements KV.
+func (c *Cluster) Put(ctx context.Context, key string, fields hatkv.Record) error {
+	return c.kv(key).Put(ctx, key, fields)
+}
+
+// Delete implements KV.
+func (c *Cluster) Delete(ctx context.Context, key string) error {
+	return c.kv(key).Delete(ctx, key)
+}
+
+// split groups the positions of keys by server: parts[i] lists the
+// positions of the keys server i owns, in order.
+func (c *Cluster) split(n int, key func(int) string) [][]int {
+	parts := make([][]int, len(c.clients))
+	for p := 0; p < n; p++ {
+		i := c.ring.Owner(key(p))
+		parts[i] = append(parts[i], p)
+	}
+	for i, ps := range parts {
+		c.ops[i].Add(uint64(len(ps)))
+	}
+	return parts
+}
+
+// each runs fn for every server with a part, in parallel, and returns the
+// errors by server (nil where fn succeeded or had nothing to do).
+func (c *Cluster) each(parts [][]int, fn func(i int, positions []int) error) []error {
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, ps := range parts {
+		if len(ps) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i, ps)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// MultiGet implements KV: one MultiGet per server holding some of keys.
+func (c *Cluster) MultiGet(ctx context.Context, keys []string, fields []string) ([]*hatkv.Lookup, error) {
+	if len(c.clients) == 1 {
+		c.ops[0].Add(uint64(len(keys)))
+		return c.clients[0].KV().MultiGet(ctx, keys, fields)
+	}
+	out := make([]*hatkv.Lookup, len(keys))
+	parts := c.split(len(keys), func(p int) string { return keys[p] })
+	errs := c.each(parts, func(i int, ps []int) error {
+		sub := make([]string, len(ps))
+		for j, p := range ps {
+			sub[j] = keys[p]
+		}
+		res, err := c.clients[i].KV().MultiGet(ctx, sub, fields)
+		if err != nil {
+			return err
+		}
+		if len(res) != len(sub) {
+			return fmt.Errorf("hatkv: server %s answered %d lookups for %d keys", c.addrs[i], len(res), len(sub))
+		}
+		for j, p := range ps {
+			out[p] = res[j]
+		}
+		return nil
+	})
+	if err := c.firstErr("multiget", errs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MultiPut implements KV: atomic per server, not across servers.
+func (c *Cluster) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) error {
+	if len(c.clients) == 1 {
+		c.ops[0].Add(uint64(len(records)))
+		return c.clients[0].KV().MultiPut(ctx, records)
+	}
+	for i, r := range records {
+		if r == nil {
+			return &hatkv.InvalidArgument{Message: fmt.Sprintf("multiput: record %d is missing", i)}
+		}
+	}
+	parts := c.split(len(records), func(p int) string { return records[p].Key })
+	errs := c.each(parts, func(i int, ps []int) error {
+		sub := make([]*hatkv.KeyRecord, len(ps))
+		for j, p := range ps {
+			sub[j] = records[p]
+		}
+		return c.clients[i].KV().MultiPut(ctx, sub)
+	})
+	err := c.firstErr("multiput", errs)
+	if err == nil {
+		return nil
+	}
+	var done []string
+	for i, ps := range parts {
+		if len(ps) > 0 && errs[i] == nil {
+			done = append(done, c.addrs[i])
+		}
+	}
+	if len(done) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the records for %s were committed: MultiPut is atomic per server only)", err, strings.Join(done, ", "))
+}
+
+// firstErr returns the first server's error, naming the server; the IDL's
+// exceptions stay reachable with errors.As.
+func (c *Cluster) firstErr(op string, errs []error) error {
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("hatkv: %s on %s: %w", op, c.addrs[i], err)
+		}
+	}
+	return nil
+}
+
+// Scan implements KV: each server's first count records >= startKey,
+// merged in key order and cut to count.
+func (c *Cluster) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
+	if len(c.clients) == 1 {
+		c.ops[0].Add(1)
+		return c.clients[0].KV().Scan(ctx, startKey, count, fields)
+	}
+	all := make([][]*hatkv.KeyRecord, len(c.clients))
+	parts := make([][]int, len(c.clients))
+	for i := range parts {
+		parts[i] = []int{0}
+		c.ops[i].Add(1)
+	}
+	errs := c.each(parts, func(i int, _ []int) error {
+		res, err := c.clients[i].KV().Scan(ctx, startKey, count, fields)
+		all[i] = res
+		return err
+	})
+	if err := c.firstErr("scan", errs); err != nil {
+		return nil, err
+	}
+	var out []*hatkv.KeyRecord
+	for _, res := range all {
+		out = append(out, res...)
+	}
+	slices.SortFunc(out, func(a, b *hatkv.KeyRecord) int { return cmp.Compare(a.Key, b.Key) })
+	if len(out) > int(max(count, 0)) {
+		out = out[:count]
+	}
+	return out, nil
+}
+
+// Stats implements KV: the servers' counters and sizes summed; the
+// settings (sync, commit, write map, key size) are the first server's.
+func (c *Cluster) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
+	all, err := c.ServerStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := *all[0]
+	for _, s := range all[1:] {
+		sum.Records += s.Records
+		sum.MapSize += s.MapSize
+		sum.UsedBytes += s.UsedBytes
+		sum.MaxReaders += s.MaxReaders
+		sum.NumReaders += s.NumReaders
+		sum.LastTxnID += s.LastTxnID
+		sum.Gets += s.Gets
+		sum.Puts += s.Puts
+		sum.Deletes += s.Deletes
+		sum.Scans += s.Scans
+		sum.Commits += s.Commits
+		sum.BatchedWrites += s.BatchedWrites
+		sum.MaxBatch = max(sum.MaxBatch, s.MaxBatch)
+		sum.MapGrowths += s.MapGrowths
+	}
+	return &sum, nil
+}
+
+// ServerStats returns every server's statistics, in Addrs order.
+func (c *Cluster) ServerStats(ctx context.Context) ([]*hatkv.StoreStats, error) {
+	out := make([]*hatkv.StoreStats, len(c.clients))
+	parts := make([][]int, len(c.clients))
+	for i := range parts {
+		parts[i] = []int{0}
+	}
+	errs := c.each(parts, func(i int, _ []int) error {
+		st, err := c.clients[i].KV().Stats(ctx)
+		out[i] = st
+		return err
+	})
+	if err := c.firstErr("stats", errs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
