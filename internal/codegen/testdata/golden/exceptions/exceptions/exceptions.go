@@ -778,6 +778,15 @@ func (p *StoreGetResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StoreGetResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StoreGetResult) ThrownException() string {
+	switch {
+	case p.Nf != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type StorePutArgs struct {
 	ID int64  `thrift:"id,1" db:"id" json:"id"`
 	V  string `thrift:"v,2" db:"v" json:"v"`
@@ -1128,6 +1137,17 @@ func (p *StorePutResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StorePutResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StorePutResult) ThrownException() string {
+	switch {
+	case p.Bad != nil:
+		return "Invalid"
+	case p.Nf != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type StoreClearArgs struct {
 }
 
@@ -1359,6 +1379,15 @@ func (p *StoreClearResult) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*StoreClearResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StoreClearResult) ThrownException() string {
+	switch {
+	case p.E != nil:
+		return "Empty"
+	}
+	return ""
+}
 
 // StoreHints is the resolved hint table of service Store (defaults applied;
 // fields left out have their default value).
