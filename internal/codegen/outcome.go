@@ -12,6 +12,8 @@ func (g *generator) genThrown(fn *idl.Function, result *structDef) {
 	g.e.p("// ThrownException names the declared exception the result carries (\"\" for none).")
 	g.e.p("func (p *%s) ThrownException() string {", result.name)
 	g.e.p("switch {")
+	g.e.p("case p == nil:")
+	g.e.p("return \"\"")
 	for _, fd := range result.fields {
 		if fd.f.ID == 0 && fd.f.Name == "success" {
 			continue

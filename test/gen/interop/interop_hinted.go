@@ -3109,6 +3109,8 @@ var _ proto.Struct = (*InteropMayFailResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *InteropMayFailResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Err != nil:
 		return "InteropError"
 	case p.Other != nil:

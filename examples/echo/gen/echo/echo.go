@@ -464,6 +464,8 @@ var _ proto.Struct = (*EchoEchoResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *EchoEchoResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Err != nil:
 		return "EchoError"
 	}

@@ -1918,6 +1918,8 @@ var _ proto.Struct = (*HatKVGetResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVGetResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	case p.Missing != nil:
@@ -2323,6 +2325,8 @@ var _ proto.Struct = (*HatKVPutResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVPutResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	case p.Full != nil:
@@ -2703,6 +2707,8 @@ var _ proto.Struct = (*HatKVDeleteResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVDeleteResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	case p.Missing != nil:
@@ -3137,6 +3143,8 @@ var _ proto.Struct = (*HatKVMultiGetResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVMultiGetResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	}
@@ -3503,6 +3511,8 @@ var _ proto.Struct = (*HatKVMultiPutResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVMultiPutResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	case p.Full != nil:
@@ -3942,6 +3952,8 @@ var _ proto.Struct = (*HatKVScanResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *HatKVScanResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "InvalidArgument"
 	}

@@ -781,6 +781,8 @@ var _ proto.Struct = (*StoreGetResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *StoreGetResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Nf != nil:
 		return "NotFound"
 	}
@@ -1140,6 +1142,8 @@ var _ proto.Struct = (*StorePutResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *StorePutResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Bad != nil:
 		return "Invalid"
 	case p.Nf != nil:
@@ -1383,6 +1387,8 @@ var _ proto.Struct = (*StoreClearResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *StoreClearResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.E != nil:
 		return "Empty"
 	}

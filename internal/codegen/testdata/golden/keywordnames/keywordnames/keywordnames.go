@@ -2224,6 +2224,8 @@ var _ proto.Struct = (*KeywordsStrResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *KeywordsStrResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Failed != nil:
 		return "Failed"
 	}

@@ -464,6 +464,8 @@ var _ proto.Struct = (*StoreGetResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *StoreGetResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Nf != nil:
 		return "NotFound"
 	}

@@ -593,6 +593,8 @@ var _ proto.Struct = (*BaseInfoResult)(nil)
 // ThrownException names the declared exception the result carries ("" for none).
 func (p *BaseInfoResult) ThrownException() string {
 	switch {
+	case p == nil:
+		return ""
 	case p.Err != nil:
 		return "BaseError"
 	}
