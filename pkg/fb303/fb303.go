@@ -22,7 +22,9 @@
 //     for labelled families, per series as NAME{label="value",...};
 //     values are truncated to integers. WithCounters adds the
 //     application's own. An unknown counter reads 0, as in fb303's C++
-//     base class.
+//     base class. One snapshot serves all calls for a second
+//     (WithCountersMaxAge): gathering a registry costs milliseconds, and
+//     fb303 has no authentication to keep a caller from asking in a loop.
 //   - setOption: refused (an INTERNAL_ERROR exception) unless WithSetOption
 //     gives a hook that accepts the option; getOption and getOptions show
 //     WithOptions' values and the accepted ones.
@@ -82,7 +84,16 @@ type options struct {
 	shutdown      func()
 	now           func() time.Time
 	log           *slog.Logger
+	maxAge        time.Duration
 }
+
+// DefaultCountersMaxAge is how long a getCounters snapshot is reused.
+const DefaultCountersMaxAge = time.Second
+
+// WithCountersMaxAge sets how long one snapshot of the counters answers
+// getCounters and getCounter (default one second; 0 gathers on every
+// call).
+func WithCountersMaxAge(d time.Duration) Option { return func(o *options) { o.maxAge = d } }
 
 // WithName sets getName's answer (default "hatrpc").
 func WithName(name string) Option { return func(o *options) { o.name = name } }
@@ -137,6 +148,12 @@ type Service struct {
 
 	mu   sync.Mutex
 	opts map[string]string
+
+	// The last counters snapshot; cmu also makes concurrent callers wait
+	// for one gathering instead of each running their own.
+	cmu      sync.Mutex
+	counters map[string]int64
+	takenAt  time.Time
 }
 
 var _ fb303.FacebookServiceHandler = (*Service)(nil)
@@ -152,7 +169,7 @@ func Register(srv *server.Server, opts ...Option) *Service {
 // New returns the handler without registering it (for a server that
 // wraps handlers itself).
 func New(srv *server.Server, opts ...Option) *Service {
-	o := options{name: "hatrpc", version: buildinfo.Version(), now: time.Now, log: slog.Default()}
+	o := options{name: "hatrpc", version: buildinfo.Version(), now: time.Now, log: slog.Default(), maxAge: DefaultCountersMaxAge}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -194,8 +211,24 @@ func (s *Service) GetCounter(_ context.Context, key string) (int64, error) {
 	return c[key], err
 }
 
-// Counters returns what getCounters answers.
+// Counters returns what getCounters answers; the map is shared by the
+// callers of one snapshot and must not be changed.
 func (s *Service) Counters() (map[string]int64, error) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	now := s.o.now()
+	if s.counters != nil && now.Sub(s.takenAt) < s.o.maxAge && !now.Before(s.takenAt) {
+		return s.counters, nil
+	}
+	c, err := s.gather()
+	if err != nil {
+		return nil, err
+	}
+	s.counters, s.takenAt = c, now
+	return c, nil
+}
+
+func (s *Service) gather() (map[string]int64, error) {
 	mfs, err := s.srv.Registry().Gather()
 	if err != nil && len(mfs) == 0 {
 		return nil, proto.NewApplicationException(proto.ExcInternalError, "fb303: gathering metrics: "+err.Error())

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -57,7 +59,7 @@ func TestFunctions(t *testing.T) {
 	srv := server.New(server.WithLogger(quiet))
 	started := time.Unix(1_700_000_000, 0)
 	reinit, stop := make(chan struct{}, 1), make(chan struct{}, 1)
-	Register(srv, WithName("kv"), WithVersion("1.2.3"), withClock(func() time.Time { return started }),
+	Register(srv, WithName("kv"), WithVersion("1.2.3"), withClock(func() time.Time { return started }), WithCountersMaxAge(0),
 		WithCounters(func() map[string]int64 { return map[string]int64{"app_widgets": 7} }),
 		WithOptions(map[string]string{"mode": "fast"}),
 		WithSetOption(func(key, value string) error {
@@ -224,4 +226,32 @@ func TestStatus(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "shutting down: finishing the calls in flight", d)
 	}
+}
+
+// TestCountersSnapshot: within the snapshot's age the counters are not
+// gathered again (a getCounters loop costs one gathering a second); after
+// it they are.
+func TestCountersSnapshot(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	srv := server.New(server.WithLogger(quiet), server.WithRegistry(reg))
+	defer srv.Close()
+	ticks := prometheus.NewCounter(prometheus.CounterOpts{Name: "ticks_total", Help: "test"})
+	reg.MustRegister(ticks)
+	var now atomic.Int64
+	s := New(srv, withClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	read := func() int64 {
+		n, err := s.GetCounter(ctx, "ticks_total")
+		require.NoError(t, err)
+		return n
+	}
+	require.Zero(t, read())
+	ticks.Add(5)
+	now.Store(int64(DefaultCountersMaxAge - 1))
+	assert.Zero(t, read(), "the snapshot is still fresh")
+	now.Store(int64(DefaultCountersMaxAge))
+	assert.Equal(t, int64(5), read(), "a new snapshot once it is a second old")
+	ticks.Add(1)
+	now.Store(0)
+	assert.Equal(t, int64(6), read(), "a clock that went back does not keep a snapshot forever")
 }
