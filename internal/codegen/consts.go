@@ -151,7 +151,7 @@ func (g *generator) structConst(t *idl.Type, st *idl.Struct, v *idl.ConstValue, 
 				val = fmt.Sprintf("func() *%s { v := %s; return &v }()", ft, g.constValue(f.Type, kv.Value, st.Program))
 			}
 		}
-		fmt.Fprintf(&b, "%s: %s,\n", publicize(f.Name), val)
+		fmt.Fprintf(&b, "%s: %s,\n", fieldGoName(st.Kind, f.Name), val)
 	}
 	b.WriteString("}")
 	return b.String()

@@ -366,17 +366,25 @@ var methodNames = map[string]bool{
 	"String": true, "EncodeBinary": true, "DecodeBinary": true, "EncodeCompact": true, "DecodeCompact": true,
 }
 
+// fieldGoName is a field's Go name: Apache's publicize, plus a `_` when
+// that would be a method the struct has (`6: string string` is String_,
+// an exception's `error` field Error_), as Facebook's Go generator does.
+func fieldGoName(kind idl.StructKind, name string) string {
+	n := publicize(name)
+	if methodNames[n] || (n == "Error" && kind == idl.StructKindException) {
+		n += "_"
+	}
+	return n
+}
+
 func checkFieldNames(st *idl.Struct) error {
 	seen := map[string]*idl.Field{}
 	for _, f := range st.Fields {
-		n := publicize(f.Name)
+		n := fieldGoName(st.Kind, f.Name)
 		if prev, ok := seen[n]; ok {
 			return &GenError{Pos: f.Pos, Msg: fmt.Sprintf("fields %s and %s of %s both map to Go name %s", prev.Name, f.Name, st.Name, n)}
 		}
 		seen[n] = f
-		if methodNames[n] || (n == "Error" && st.Kind == idl.StructKindException) {
-			return &GenError{Pos: f.Pos, Msg: fmt.Sprintf("field %s of %s maps to Go name %s, which is a generated method", f.Name, st.Name, n)}
-		}
 	}
 	return nil
 }

@@ -64,6 +64,7 @@ func (g *generator) genService(svc *idl.Service) error {
 		g.genStruct(args)
 		if result != nil {
 			g.genStruct(result)
+			g.genThrown(fn, result)
 		}
 	}
 	all := svc.AllFunctions()

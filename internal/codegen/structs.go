@@ -62,7 +62,7 @@ func (g *generator) structInfo(st *idl.Struct) *structDef {
 
 func (g *generator) fieldInfo(sd *structDef, f *idl.Field, optional bool) *fieldDef {
 	fd := &fieldDef{
-		f: f, name: publicize(f.Name), optional: optional, required: f.Req == idl.Required,
+		f: f, name: fieldGoName(sd.kind, f.Name), optional: optional, required: f.Req == idl.Required,
 		isStruct: isStructType(f.Type), def: f.Default,
 	}
 	fd.valType = g.goType(f.Type, sd.owner)

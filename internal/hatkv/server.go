@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/kvstore"
 	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/pkg/fb303"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
@@ -219,6 +220,11 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		return nil, fmt.Errorf("hatkv: registering auth metrics: %w", err)
 	}
 	Register(rpc, NewService(st))
+	// fb303 status (getStatus, aliveSince, getCounters from the metrics
+	// above) for Thrift tooling and load balancers; its shutdown call is
+	// ignored, as hatkv's callers need no more than the token to reach it.
+	fb303.Register(rpc, fb303.WithName("hatkv"), fb303.WithLogger(o.logger),
+		fb303.WithOptions(map[string]string{"transport": tr.String()}))
 	return &Server{cfg: cfg, store: st, rpc: rpc, dev: dev, transport: tr, tls: o.tls, token: o.token, log: o.logger, refused: refused}, nil
 }
 

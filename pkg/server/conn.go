@@ -549,11 +549,17 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	// fresh copies; the handler owns the buffer then. Borrowed arguments
 	// (borrow_args) alias it too, but the buffer stays the request's and
 	// goes back to the pool once the reply is written (freeRequest).
-	borrow := r.buf != nil && r.m.borrow
-	alias := r.buf != nil && len(r.body) >= wire.AliasMin
-	if alias || borrow {
+	// A call over its function's rate limit is answered before its
+	// arguments are decoded: turning it away must cost less than running it.
+	limited := r.m.limiter != nil && !r.m.limiter.Allow()
+	borrow := r.buf != nil && r.m.borrow && !limited
+	alias := r.buf != nil && len(r.body) >= wire.AliasMin && !limited
+	switch {
+	case limited:
+		err = proto.ErrOverloaded
+	case alias || borrow:
 		err = codec.DecodeAliased(r.proto, r.body, r.m.lim, args)
-	} else {
+	default:
 		err = codec.Decode(r.proto, r.body, r.m.lim, args)
 	}
 	if r.buf != nil && !borrow {
@@ -561,17 +567,17 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		r.buf = nil
 	}
 	r.body = nil
-	if err != nil {
+	switch {
+	case limited:
+	case err != nil:
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
-	} else {
+	default:
 		res, err = c.invoke(ctx, r, args)
 	}
 	c.releaseCtx(r)
 	st.latency.Observe(time.Since(start).Seconds())
 	st.inflight.Dec()
-	if err != nil || (res == nil && !r.oneway) {
-		st.errors.Inc()
-	}
+	st.outcome(serverOutcome(res, err, r.oneway))
 	if err != nil || res == nil {
 		if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
 			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "request_id", requestID(r), "err", err)

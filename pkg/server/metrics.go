@@ -4,12 +4,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // metrics are created per Server on its registry so several servers (and
 // tests) never collide on the global default registry.
 type metrics struct {
 	calls, errors *prometheus.CounterVec
+	handled       *prometheus.CounterVec
 	reqBytes      *prometheus.CounterVec
 	repBytes      *prometheus.CounterVec
 	inflight      *prometheus.GaugeVec
@@ -34,8 +36,13 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Namespace: "hatrpc", Subsystem: "server", Name: "calls_total", Help: "Calls handled.",
 		}, lbl),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "hatrpc", Subsystem: "server", Name: "errors_total", Help: "Calls that ended in an exception reply or a handler error.",
-		}, lbl),
+			Namespace: "hatrpc", Subsystem: "server", Name: "errors_total",
+			Help: "Calls that did not end ok, by outcome: the declared exception's type name, overload, deadline, canceled, or the application exception's kind (internal_error, protocol_error, missing_result, ...).",
+		}, append(lbl, "outcome")),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "handled_total",
+			Help: "Calls ended, by outcome: ok, or an errors_total outcome.",
+		}, append(lbl, "outcome")),
 		reqBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "request_bytes_total", Help: "Request message bytes per function.",
 		}, lbl),
@@ -47,7 +54,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, lbl),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "call_duration_seconds", Help: "Handler latency.",
-			Buckets: prometheus.ExponentialBuckets(5e-6, 2.5, 14),
+			Buckets: DurationBuckets,
 		}, lbl),
 		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "bytes_in_total", Help: "Request bytes read.",
@@ -80,7 +87,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	for w := whyClient; w < numWhy; w++ {
 		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
 	}
-	reg.MustRegister(m.calls, m.errors, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.flockPeers, m.laneReplies, m.rejected, m.closedBy)
+	reg.MustRegister(m.calls, m.errors, m.handled, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.flockPeers, m.laneReplies, m.rejected, m.closedBy)
 	// The adaptive poller is process-wide (internal/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {
@@ -99,10 +106,19 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	return m
 }
 
+// DurationBuckets are the bounds (seconds) of the call duration
+// histograms, server and client (pkg/client/clientmetrics): 5 µs, ×2.5
+// each, to 29 s, so a call held by a slow disk, a long deadline or the
+// default 30 s write timeout still lands in a bucket of its own.
+var DurationBuckets = prometheus.ExponentialBuckets(5e-6, 2.5, 18)
+
 // methodStats are the metric children of one method on one transport,
-// resolved once at Register so the hot path does no label lookups.
+// resolved once at Register so the hot path does no label lookups (an
+// outcome other than ok is looked up when it happens).
 type methodStats struct {
-	calls, errors      prometheus.Counter
+	calls              prometheus.Counter
+	errors, handled    *prometheus.CounterVec // curried: outcome only
+	ok                 prometheus.Counter
 	reqBytes, repBytes prometheus.Counter
 	inflight           prometheus.Gauge
 	latency            prometheus.Observer
@@ -113,8 +129,20 @@ func (m *metrics) forMethod(svc, fn, transport string) *methodStats {
 		calls:    m.calls.WithLabelValues(svc, fn, transport),
 		reqBytes: m.reqBytes.WithLabelValues(svc, fn, transport),
 		repBytes: m.repBytes.WithLabelValues(svc, fn, transport),
-		errors:   m.errors.WithLabelValues(svc, fn, transport),
+		errors:   m.errors.MustCurryWith(prometheus.Labels{"service": svc, "function": fn, "transport": transport}),
+		handled:  m.handled.MustCurryWith(prometheus.Labels{"service": svc, "function": fn, "transport": transport}),
 		inflight: m.inflight.WithLabelValues(svc, fn, transport),
 		latency:  m.latency.WithLabelValues(svc, fn, transport),
+		ok:       m.handled.WithLabelValues(svc, fn, transport, proto.OutcomeOK),
 	}
+}
+
+// outcome counts how a call ended.
+func (st *methodStats) outcome(o string) {
+	if o == proto.OutcomeOK {
+		st.ok.Inc()
+		return
+	}
+	st.handled.WithLabelValues(o).Inc()
+	st.errors.WithLabelValues(o).Inc()
 }

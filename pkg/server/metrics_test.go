@@ -74,6 +74,9 @@ func TestMetricsAndDebugEndpoint(t *testing.T) {
 		{"hatrpc_server_call_duration_seconds", map[string]string{"function": "echo"}, 5},
 		{"hatrpc_server_in_flight", map[string]string{"function": "echo"}, 0},
 		{"hatrpc_server_connections", nil, 2},
+		{"hatrpc_server_errors_total", map[string]string{"function": "echo", "transport": "thrift", "outcome": "internal_error"}, 1},
+		{"hatrpc_server_handled_total", map[string]string{"function": "echo", "outcome": "ok"}, 4},
+		{"hatrpc_server_handled_total", map[string]string{"function": "echo", "outcome": "internal_error"}, 1},
 	}
 	for _, tc := range cases {
 		require.Equal(t, tc.want, metricValue(mfs, tc.name, tc.labels), tc.name)

@@ -41,6 +41,8 @@ type options struct {
 	containerLimits       map[string]int // method ("Service:method" or "method") -> max elements
 
 	laneLimits LaneLimits // lanebudget.go
+
+	limiters map[string]Limiter // method ("Service:method" or "method") -> rate limit (ratelimit.go)
 }
 
 func defaultOptions() options {

@@ -88,6 +88,7 @@ type method struct {
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
+	limiter Limiter                                            // rate limit (WithRateLimit); nil = none
 }
 
 // New creates a server; register services, then Serve.
@@ -178,6 +179,7 @@ func (s *Server) Register(svc *Service) {
 		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.reqSize = reqSize
 		rm.lim = s.methodLimits(svc.Name, m.Name)
+		rm.limiter = s.methodLimiter(svc.Name, m.Name)
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
 		for tr := trTCP; tr < trSHM; tr++ {

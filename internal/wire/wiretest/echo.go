@@ -165,6 +165,15 @@ type EchoResult struct {
 	Err     *EchoError
 }
 
+// ThrownException is what hatgen generates for a function with throws
+// (proto.Thrower).
+func (s *EchoResult) ThrownException() string {
+	if s.Err != nil {
+		return "EchoError"
+	}
+	return ""
+}
+
 func (s *EchoResult) enc(w writer) error {
 	w.WriteStructBegin()
 	if s.Success != nil {

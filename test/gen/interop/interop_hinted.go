@@ -3105,6 +3105,19 @@ func (p *InteropMayFailResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*InteropMayFailResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *InteropMayFailResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Err != nil:
+		return "InteropError"
+	case p.Other != nil:
+		return "OtherError"
+	}
+	return ""
+}
+
 type InteropNotifyArgs struct {
 	Msg string `thrift:"msg,1" db:"msg" json:"msg"`
 }

@@ -459,6 +459,17 @@ func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*EchoEchoResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *EchoEchoResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Err != nil:
+		return "EchoError"
+	}
+	return ""
+}
+
 type EchoEchoBytesArgs struct {
 	Data []byte `thrift:"data,1" db:"data" json:"data"`
 }

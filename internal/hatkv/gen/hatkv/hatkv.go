@@ -1913,6 +1913,19 @@ func (p *HatKVGetResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*HatKVGetResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVGetResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	case p.Missing != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type HatKVPutArgs struct {
 	Key    string `thrift:"key,1" db:"key" json:"key"`
 	Fields Record `thrift:"fields,2" db:"fields" json:"fields"`
@@ -2307,6 +2320,19 @@ func (p *HatKVPutResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*HatKVPutResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVPutResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	case p.Full != nil:
+		return "StoreFull"
+	}
+	return ""
+}
+
 type HatKVDeleteArgs struct {
 	Key string `thrift:"key,1" db:"key" json:"key"`
 }
@@ -2675,6 +2701,21 @@ func (p *HatKVDeleteResult) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*HatKVDeleteResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVDeleteResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	case p.Missing != nil:
+		return "NotFound"
+	case p.Full != nil:
+		return "StoreFull"
+	}
+	return ""
+}
 
 type HatKVMultiGetArgs struct {
 	Keys   []string `thrift:"keys,1" db:"keys" json:"keys"`
@@ -3097,6 +3138,17 @@ func (p *HatKVMultiGetResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*HatKVMultiGetResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVMultiGetResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	}
+	return ""
+}
+
 type HatKVMultiPutArgs struct {
 	Records []*KeyRecord `thrift:"records,1" db:"records" json:"records"`
 }
@@ -3453,6 +3505,19 @@ func (p *HatKVMultiPutResult) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*HatKVMultiPutResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVMultiPutResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	case p.Full != nil:
+		return "StoreFull"
+	}
+	return ""
+}
 
 type HatKVScanArgs struct {
 	StartKey string   `thrift:"start_key,1" db:"start_key" json:"start_key"`
@@ -3881,6 +3946,17 @@ func (p *HatKVScanResult) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*HatKVScanResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVScanResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	}
+	return ""
+}
 
 type HatKVStatsArgs struct {
 }

@@ -776,6 +776,17 @@ func (p *StoreGetResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StoreGetResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StoreGetResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Nf != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type StorePutArgs struct {
 	ID int64  `thrift:"id,1" db:"id" json:"id"`
 	V  string `thrift:"v,2" db:"v" json:"v"`
@@ -1126,6 +1137,19 @@ func (p *StorePutResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StorePutResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StorePutResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "Invalid"
+	case p.Nf != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type StoreClearArgs struct {
 }
 
@@ -1357,6 +1381,17 @@ func (p *StoreClearResult) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*StoreClearResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StoreClearResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.E != nil:
+		return "Empty"
+	}
+	return ""
+}
 
 // StoreHints is the resolved hint table of service Store (defaults applied;
 // fields left out have their default value).

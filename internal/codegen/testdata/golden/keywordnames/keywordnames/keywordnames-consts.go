@@ -2,4 +2,9 @@
 
 package keywordnames
 
+var WITH_STRING = &Thrift5626{
+	String_: "s",
+	I8:      1,
+}
+
 const DEFAULT_X = MyEnum2_ME2_1

@@ -136,6 +136,7 @@ type Thrift5626 struct {
 	I32      int32             `thrift:"i32,3" db:"i32" json:"i32"`
 	I64      int64             `thrift:"i64,4" db:"i64" json:"i64"`
 	UUID     [16]byte          `thrift:"uuid,5" db:"uuid" json:"uuid"`
+	String_  string            `thrift:"string,6" db:"string" json:"string"`
 	Binary   []byte            `thrift:"binary,7" db:"binary" json:"binary"`
 	Bool     bool              `thrift:"bool,8" db:"bool" json:"bool"`
 	Byte     int8              `thrift:"byte,9" db:"byte" json:"byte"`
@@ -171,6 +172,10 @@ func (p *Thrift5626) GetI64() int64 {
 
 func (p *Thrift5626) GetUUID() [16]byte {
 	return p.UUID
+}
+
+func (p *Thrift5626) GetString_() string {
+	return p.String_
 }
 
 func (p *Thrift5626) GetBinary() []byte {
@@ -251,6 +256,8 @@ func (p *Thrift5626) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteI64(p.I64)
 	w.WriteFieldBegin(proto.UUID, 5)
 	w.WriteUUID(p.UUID)
+	w.WriteFieldBegin(proto.STRING, 6)
+	w.WriteString(p.String_)
 	w.WriteFieldBegin(proto.STRING, 7)
 	w.WriteBinary(p.Binary)
 	w.WriteFieldBegin(proto.BOOL, 8)
@@ -350,6 +357,16 @@ func (p *Thrift5626) DecodeBinary(r *proto.BinaryReader) error {
 				break
 			}
 			if p.UUID, err = r.ReadUUID(); err != nil {
+				return err
+			}
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
 				return err
 			}
 		case 7:
@@ -532,6 +549,8 @@ func (p *Thrift5626) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteI64(p.I64)
 	w.WriteFieldBegin(proto.UUID, 5)
 	w.WriteUUID(p.UUID)
+	w.WriteFieldBegin(proto.STRING, 6)
+	w.WriteString(p.String_)
 	w.WriteFieldBegin(proto.STRING, 7)
 	w.WriteBinary(p.Binary)
 	w.WriteFieldBegin(proto.BOOL, 8)
@@ -631,6 +650,16 @@ func (p *Thrift5626) DecodeCompact(r *proto.CompactReader) error {
 				break
 			}
 			if p.UUID, err = r.ReadUUID(); err != nil {
+				return err
+			}
+		case 6:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
 				return err
 			}
 		case 7:
@@ -996,6 +1025,164 @@ func (p *WrongPrefix) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*WrongPrefix)(nil)
+
+type Failed struct {
+	Error_  string `thrift:"error,1" db:"error" json:"error"`
+	String_ string `thrift:"string,2" db:"string" json:"string"`
+}
+
+func NewFailed() *Failed {
+	return &Failed{}
+}
+
+func (p *Failed) GetError_() string {
+	return p.Error_
+}
+
+func (p *Failed) GetString_() string {
+	return p.String_
+}
+
+func (p *Failed) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("Failed(%+v)", *p)
+}
+
+func (p *Failed) Error() string { return p.String() }
+
+func (p *Failed) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Error_)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.String_)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *Failed) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Error_, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *Failed) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Error_)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.String_)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *Failed) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Error_, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*Failed)(nil)
 
 type KeywordsSumArgs struct {
 	I32  int32   `thrift:"i32,1" db:"i32" json:"i32"`
@@ -1685,6 +1872,365 @@ func (p *KeywordsEchoResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*KeywordsEchoResult)(nil)
 
+type KeywordsStrArgs struct {
+	String_ string `thrift:"string,1" db:"string" json:"string"`
+	Error   int32  `thrift:"error,2" db:"error" json:"error"`
+}
+
+func NewKeywordsStrArgs() *KeywordsStrArgs {
+	return &KeywordsStrArgs{}
+}
+
+func (p *KeywordsStrArgs) GetString_() string {
+	return p.String_
+}
+
+func (p *KeywordsStrArgs) GetError() int32 {
+	return p.Error
+}
+
+func (p *KeywordsStrArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("KeywordsStrArgs(%+v)", *p)
+}
+
+func (p *KeywordsStrArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.String_)
+	w.WriteFieldBegin(proto.I32, 2)
+	w.WriteI32(p.Error)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *KeywordsStrArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Error, err = r.ReadI32(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *KeywordsStrArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.String_)
+	w.WriteFieldBegin(proto.I32, 2)
+	w.WriteI32(p.Error)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *KeywordsStrArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.String_, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Error, err = r.ReadI32(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*KeywordsStrArgs)(nil)
+
+type KeywordsStrResult struct {
+	Success *string `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Failed  *Failed `thrift:"failed,1" db:"failed" json:"failed,omitempty"`
+}
+
+func NewKeywordsStrResult() *KeywordsStrResult {
+	return &KeywordsStrResult{}
+}
+
+var KeywordsStrResult_Success_DEFAULT string
+
+func (p *KeywordsStrResult) GetSuccess() string {
+	if !p.IsSetSuccess() {
+		return KeywordsStrResult_Success_DEFAULT
+	}
+	return *p.Success
+}
+
+var KeywordsStrResult_Failed_DEFAULT *Failed
+
+func (p *KeywordsStrResult) GetFailed() *Failed {
+	if !p.IsSetFailed() {
+		return KeywordsStrResult_Failed_DEFAULT
+	}
+	return p.Failed
+}
+
+func (p *KeywordsStrResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *KeywordsStrResult) IsSetFailed() bool {
+	return p.Failed != nil
+}
+
+func (p *KeywordsStrResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("KeywordsStrResult(%+v)", *p)
+}
+
+func (p *KeywordsStrResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteString(*p.Success)
+	}
+	if p.IsSetFailed() {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Failed.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *KeywordsStrResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv string
+			if fv, err = r.ReadString(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Failed = NewFailed()
+			if err := p.Failed.DecodeBinary(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *KeywordsStrResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteString(*p.Success)
+	}
+	if p.IsSetFailed() {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Failed.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *KeywordsStrResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv string
+			if fv, err = r.ReadString(); err != nil {
+				return err
+			}
+			p.Success = &fv
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Failed = NewFailed()
+			if err := p.Failed.DecodeCompact(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*KeywordsStrResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *KeywordsStrResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Failed != nil:
+		return "Failed"
+	}
+	return ""
+}
+
 // KeywordsHints is the resolved hint table of service Keywords (defaults applied;
 // fields left out have their default value).
 var KeywordsHints = hints.Service{
@@ -1694,6 +2240,7 @@ var KeywordsHints = hints.Service{
 	Functions: []hints.Function{
 		{Name: "sum", Client: hints.Set{}, Server: hints.Set{}},
 		{Name: "echo", Client: hints.Set{}, Server: hints.Set{}},
+		{Name: "str", Client: hints.Set{}, Server: hints.Set{}},
 	},
 }
 
@@ -1702,11 +2249,13 @@ var KeywordsHints = hints.Service{
 type KeywordsHandler interface {
 	Sum(ctx context.Context, i32 int32, i64 int64, list []int32) (_r int64, _err error)
 	Echo(ctx context.Context, binary []byte, map_a1 map[string]string) (_r []byte, _err error)
+	Str(ctx context.Context, string string, error_a1 int32) (_r string, _err error)
 }
 
 var clientMethodsKeywords = [...]client.Method{
 	{Service: "Keywords", Name: "sum", Oneway: false, Hints: KeywordsHints.Function("sum")},
 	{Service: "Keywords", Name: "echo", Oneway: false, Hints: KeywordsHints.Function("echo")},
+	{Service: "Keywords", Name: "str", Oneway: false, Hints: KeywordsHints.Function("str")},
 }
 
 // KeywordsClient calls service "Keywords" through a client.Caller: a *client.Conn
@@ -1753,4 +2302,19 @@ func (_c *KeywordsClient) EchoBorrowed(ctx context.Context, binary []byte, map_a
 		}
 		return use(_res.Success)
 	})
+}
+
+func (_c *KeywordsClient) Str(ctx context.Context, string string, error_a1 int32) (_r string, _err error) {
+	_args := &KeywordsStrArgs{String_: string, Error: error_a1}
+	_res := NewKeywordsStrResult()
+	if _err = _c.c.Call(ctx, &clientMethodsKeywords[2], _args, _res); _err != nil {
+		return
+	}
+	if _res.Failed != nil {
+		return _r, _res.Failed
+	}
+	if _res.Success == nil {
+		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "str failed: unknown result"}
+	}
+	return *_res.Success, nil
 }

@@ -459,6 +459,17 @@ func (p *StoreGetResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StoreGetResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *StoreGetResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Nf != nil:
+		return "NotFound"
+	}
+	return ""
+}
+
 type StoreIncrArgs struct {
 	Key string `thrift:"key,1" db:"key" json:"key"`
 }

@@ -588,6 +588,17 @@ func (p *BaseInfoResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*BaseInfoResult)(nil)
 
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *BaseInfoResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Err != nil:
+		return "BaseError"
+	}
+	return ""
+}
+
 type BasePingArgs struct {
 }
 

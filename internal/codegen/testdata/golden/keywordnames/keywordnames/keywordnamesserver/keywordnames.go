@@ -4,6 +4,7 @@ package keywordnamesserver
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hatrpc/hatrpc/internal/codegen/testdata/golden/keywordnames/keywordnames"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -44,6 +45,26 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 					r = make([]byte, 0)
 				}
 				res.Success = r
+				return res, nil
+			},
+		},
+		{
+			Name:    "str",
+			NewArgs: func() proto.Struct { return keywordnames.NewKeywordsStrArgs() },
+			Hints:   keywordnames.KeywordsHints.Function("str"),
+			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+				args := a.(*keywordnames.KeywordsStrArgs)
+				res := keywordnames.NewKeywordsStrResult()
+				r, err := h.Str(ctx, args.String_, args.Error)
+				if err != nil {
+					var e1 *keywordnames.Failed
+					if errors.As(err, &e1) {
+						res.Failed = e1
+						return res, nil
+					}
+					return nil, err
+				}
+				res.Success = &r
 				return res, nil
 			},
 		},
