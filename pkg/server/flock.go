@@ -125,7 +125,7 @@ func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
 		c.s.log.Warn("hatrpc: qp_sharing unavailable", "err", err)
 		return
 	}
-	bctx, cancel := context.WithTimeout(c.ctx, laneBootstrapTimeout)
+	bctx, cancel := context.WithTimeout(c.ctx, c.s.laneBudget.lim.SetupTimeout)
 	peer, err := fs.Accept(bctx, d.Device, bufConn{c.nc, c.br})
 	cancel()
 	if err != nil {

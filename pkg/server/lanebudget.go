@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 )
 
 // Lane budgets. Every granted lane and FLOCK handle takes registered
@@ -28,6 +29,10 @@ type LaneLimits struct {
 	// FlockPeers bounds the client processes attached through FLOCK
 	// (each holds 4 QPs with their rings, ~2.3 MiB).
 	FlockPeers int
+	// SetupTimeout bounds the endpoint exchange after a granted attach:
+	// a client that is granted a lane or FLOCK handle and never bootstraps
+	// it gives its pending slot and memory back after this long.
+	SetupTimeout time.Duration
 }
 
 // One remote host may hold at most 1/perHostShare of each budget, so a
@@ -39,7 +44,7 @@ const perHostShare = 4
 // DefaultLaneLimits fit the shm provider's 1 GiB segment with room to
 // spare: 384 MiB of lanes, 128 FLOCK peers (~300 MiB). A remote host gets
 // a quarter of each.
-var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 32, FlockPeers: 128}
+var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 32, FlockPeers: 128, SetupTimeout: 5 * time.Second}
 
 // WithLaneLimits sets the fast path's budgets (zero fields: the defaults).
 func WithLaneLimits(l LaneLimits) Option { return func(o *options) { o.laneLimits = l } }
@@ -86,6 +91,9 @@ func (b *laneBudget) init(l LaneLimits) {
 	}
 	if l.FlockPeers <= 0 {
 		l.FlockPeers = d.FlockPeers
+	}
+	if l.SetupTimeout <= 0 {
+		l.SetupTimeout = d.SetupTimeout
 	}
 	b.lim = l
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,11 +46,6 @@ type lane struct {
 
 	grant *grant // what the lane holds of the server's budgets
 }
-
-// laneBootstrapTimeout bounds the endpoint exchange after a granted attach:
-// a lane being set up holds its registered memory and a pending-setup slot
-// of the budget, so a client that never finishes must not hold them long.
-const laneBootstrapTimeout = 5 * time.Second
 
 // device returns the server's verbs device, opening it on first use; nil
 // when lanes are off or the provider cannot be opened (then every client
@@ -254,7 +248,7 @@ func (c *conn) serveLane(l *lane) {
 	if c.w.Err() != nil {
 		return
 	}
-	bctx, cancel := context.WithTimeout(c.ctx, laneBootstrapTimeout)
+	bctx, cancel := context.WithTimeout(c.ctx, c.s.laneBudget.lim.SetupTimeout)
 	err = ep.Bootstrap(bctx, bufConn{c.nc, c.br})
 	cancel()
 	if err != nil {

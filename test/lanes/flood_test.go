@@ -43,24 +43,65 @@ func attachRaw(t *testing.T, addr, tr, fn string, size int64) (net.Conn, bool) {
 	return nc, mh.Type == proto.Reply
 }
 
-// TestAttachFlood: one client floods the server with lane attaches it
-// never completes — for unknown functions and with absurd sizes — while
-// another client works. The worker's calls all succeed (over TCP while
-// the budget is taken, if need be); the unknown ones are refused outright;
-// once the flood's connections are gone, the fast path is fully usable.
-func TestAttachFlood(t *testing.T) {
-	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+// floodServer serves the mix services with the fast path and lim.
+func floodServer(t *testing.T, lim server.LaneLimits) (*server.Server, string) {
+	t.Helper()
+	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(lim),
+		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
 	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	defer func() {
+	t.Cleanup(func() {
 		require.NoError(t, srv.Close())
 		<-done
-	}()
-	addr := ln.Addr().String()
+	})
+	return srv, ln.Addr().String()
+}
+
+// TestPendingSetupExpires: a granted attach that is never bootstrapped
+// gives its pending slot back after the setup timeout, so a client that
+// stalls cannot hold the budget.
+func TestPendingSetupExpires(t *testing.T) {
+	lim := server.DefaultLaneLimits
+	lim.Pending = 1
+	lim.SetupTimeout = time.Second
+	_, addr := floodServer(t, lim)
+	_, tr := insisted(t)
+	start := time.Now()
+	stalled, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<10)
+	require.True(t, ok, "first attach refused")
+	defer stalled.Close()
+	// The server's timer starts after start, so an answer that came back
+	// before start+SetupTimeout was given while the slot was still held.
+	nc, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<10)
+	nc.Close()
+	if time.Since(start) < lim.SetupTimeout {
+		require.False(t, ok, "a second setup granted beyond the pending budget")
+	}
+	// The slot comes back only when the server's timer fires; the bound
+	// only keeps a slot that never comes back from hanging the test.
+	require.Eventually(t, func() bool {
+		nc, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<10)
+		nc.Close()
+		return ok
+	}, 30*time.Second, 20*time.Millisecond, "the stalled setup kept its pending slot")
+}
+
+// TestAttachFlood: one client floods the server with lane attaches it
+// never completes — for unknown functions and with absurd sizes — while
+// another client works. The worker's calls all succeed (over TCP while
+// the budget is taken, if need be); the unknown ones are refused outright;
+// once the flood's connections are gone, the fast path is fully usable.
+func TestAttachFlood(t *testing.T) {
+	// The setups granted must stay pending for the whole flood, however
+	// slowly it runs (an emulated VM takes seconds), or expired ones would
+	// free slots for more grants than the budget.
+	lim := server.DefaultLaneLimits
+	lim.SetupTimeout = 10 * time.Minute
+	srv, addr := floodServer(t, lim)
 	_, tr := insisted(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
