@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -130,18 +128,17 @@ func eventually(t testing.TB, cond func() bool, msg string) {
 	require.Eventually(t, cond, testTimeout, time.Millisecond, msg)
 }
 
-// metricValue reads a single counter or gauge (no testutil: its extra
-// dependencies are not in go.sum).
-func metricValue(t testing.TB, c prometheus.Collector) float64 {
+// metricValue reads a single counter or gauge.
+func metricValue(t testing.TB, m any) float64 {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 1)
-	c.Collect(ch)
-	var d dto.Metric
-	require.NoError(t, (<-ch).Write(&d))
-	if d.Counter != nil {
-		return d.Counter.GetValue()
+	switch m := m.(type) {
+	case *counter:
+		return float64(m.value())
+	case *gauge:
+		return m.value()
 	}
-	return d.Gauge.GetValue()
+	t.Fatalf("metricValue of a %T", m)
+	return 0
 }
 
 // sharingModes are the two ways of sharing a QP that tests run under.

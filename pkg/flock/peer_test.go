@@ -14,14 +14,7 @@ import (
 // activeSeries counts the flock_active_qps series (one per sender).
 func activeSeries(t *testing.T, m *Metrics) int {
 	t.Helper()
-	fams, err := m.Registry.Gather()
-	require.NoError(t, err)
-	for _, f := range fams {
-		if f.GetName() == "flock_active_qps" {
-			return len(f.GetMetric())
-		}
-	}
-	return 0
+	return len(m.Snapshot().ActiveQPs)
 }
 
 // echoOnce makes one call and checks its answer.

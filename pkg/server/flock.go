@@ -10,6 +10,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/fastpath"
 	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/flock"
+	"github.com/hatrpc/hatrpc/pkg/flock/flockmetrics"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
@@ -26,6 +27,7 @@ const flockHandler = 0
 type flockState struct {
 	mu     sync.Mutex
 	srv    *flock.Server
+	met    *flock.Metrics // the flock_* series on the server's registry
 	closed bool
 	conn   *conn // the pseudo-connection FLOCK calls run on
 	lane   *lane
@@ -44,9 +46,19 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	if f.srv != nil {
 		return f.srv, nil
 	}
+	if f.met == nil {
+		// The flock_* series appear with FLOCK serving, as a lane
+		// transport's appear with its first lane; once, so that a retried
+		// creation keeps counting into them.
+		f.met = flock.NewMetrics()
+		if err := s.reg.Register(flockmetrics.New(f.met)); err != nil {
+			s.log.Warn("hatrpc: FLOCK metrics not exported", "err", err)
+		}
+	}
 	// Handlers may block (a write waiting for its group commit), so the
 	// pool is sized like a connection's concurrency, not the cores.
-	fs, err := flock.NewServer(d.Device, flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
+	fs, err := flock.NewServer(d.Device, flock.WithMetrics(f.met),
+		flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
 		flock.WithInline(func(_ uint16, req []byte) bool { return s.neverBlocks(req) }),
 		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
 		flock.WithMaxReply(s.opts.limits.MaxMessageSize+wire.HeaderSize))
