@@ -120,7 +120,13 @@ func TestQPSchedulerLimitsAndDormant(t *testing.T) {
 	s.Handle(hEcho, echo)
 	conns := make([]*Conn, senders)
 	peers := make([]*Peer, senders)
+	// Every change of the active flags happens under schedMu, one
+	// redistribution at a time; reading them under it too sees each
+	// round whole (reading peer by peer without it could count a QP the
+	// round moved from one sender to another twice).
 	activeSum := func() int {
+		s.schedMu.Lock()
+		defer s.schedMu.Unlock()
 		n := 0
 		for _, p := range peers {
 			if p != nil {
