@@ -43,6 +43,13 @@ static int shm_alloc_pd(hr_dev *hd, hr_pd **out)
 		return HR_ENOMEM;
 	pd->prov = &hr_shm_provider;
 	pd->dev = (struct shm_dev *)hd;
+	/* Ids are never reused while the device lives (2^32 PDs): a key of a
+	 * freed PD cannot start working for a new one. */
+	pd->id = atomic_fetch_add(&pd->dev->next_pd, 1) + 1;
+	if (pd->id == 0) {
+		free(pd);
+		return HR_ENOMEM;
+	}
 	*out = (hr_pd *)pd;
 	return HR_OK;
 }
@@ -116,6 +123,7 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 	e->va = (uint64_t)(uintptr_t)a;
 	e->off = (uint64_t)(a - d->base);
 	e->len = len;
+	e->pd = ((struct shm_pd *)p)->id;
 	atomic_store_explicit(&e->key, key, memory_order_release);
 	pthread_mutex_unlock(&d->lock);
 	m->pub.prov = &hr_shm_provider;

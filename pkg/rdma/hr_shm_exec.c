@@ -19,7 +19,7 @@ struct region {
 };
 
 /* Remote access: pin the MR against deregistration while we copy. */
-static int mr_acquire(uint8_t *base, uint64_t size, uint32_t key, uint64_t addr, uint64_t len,
+static int mr_acquire(uint8_t *base, uint64_t size, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
 		      uint32_t need, struct region *r)
 {
 	struct shm_hdr *h = (struct shm_hdr *)base;
@@ -29,7 +29,9 @@ static int mr_acquire(uint8_t *base, uint64_t size, uint32_t key, uint64_t addr,
 	if (key == 0 || atomic_load(&e->key) != key)
 		goto bad;
 	uint64_t va = e->va, off = e->off, el = e->len;
-	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+	/* As on a NIC, a key reaches only MRs of the PD of the QP (or SRQ)
+	 * it arrives on: another connection's memory answers REMOTE_ACCESS. */
+	if (e->pd != pd || (e->access & need) != need || addr < va || len > el || addr - va > el - len)
 		goto bad;
 	/* A corrupt peer table must not make us write outside the mapping. */
 	if (off > size || el > size - off)
@@ -45,14 +47,14 @@ bad:
 
 /* Local access: deregistering memory that our own outstanding work still
  * uses is the application's error (as with a NIC), so no pin is taken. */
-static int mr_check_local(struct shm_dev *d, uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
-			  struct region *r)
+static int mr_check_local(struct shm_dev *d, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
+			  uint32_t need, struct region *r)
 {
 	struct shm_mr_ent *e = &d->hdr->mr[key & (SHM_MAX_MR - 1)];
 	if (key == 0 || atomic_load_explicit(&e->key, memory_order_acquire) != key)
 		return -1;
 	uint64_t va = e->va, el = e->len;
-	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+	if (e->pd != pd || (e->access & need) != need || addr < va || len > el || addr - va > el - len)
 		return -1;
 	r->p = d->base + e->off + (addr - va);
 	r->len = (uint32_t)len;
@@ -128,7 +130,7 @@ static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
 static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need, struct region *r)
 {
 	for (uint32_t i = 0; i < wr->num_sge; i++)
-		if (mr_check_local(qp->dev, wr->sg[i].lkey, wr->sg[i].addr, wr->sg[i].length, need, &r[i]))
+		if (mr_check_local(qp->dev, qp->pd, wr->sg[i].lkey, wr->sg[i].addr, wr->sg[i].length, need, &r[i]))
 			return -1;
 	return 0;
 }
@@ -219,7 +221,9 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		uint64_t cap = 0;
 		int nd = (int)(w.num_sge <= HR_MAX_SGE ? w.num_sge : HR_MAX_SGE), ok = 1;
 		for (int i = 0; i < nd; i++) {
-			if (mr_acquire(qp->rbase, qp->rsize, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
+			/* Receive lkeys are checked against the receiving QP's PD,
+			 * also for an SRQ's WQEs (as rxe's responder does). */
+			if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
 				       HR_ACCESS_LOCAL_WRITE, &dst[i])) {
 				regions_release(dst, i);
 				ok = 0;
@@ -253,7 +257,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	}
 	case HR_OP_RDMA_WRITE:
 	case HR_OP_RDMA_WRITE_WITH_IMM: {
-		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
+		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
@@ -283,7 +287,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		}
 		for (uint32_t i = 0; i < wr->num_sge; i++)
 			total += dst[i].len;
-		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
+		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
 			regions_release(dst, (int)wr->num_sge);
 			res.st = HR_EREMOTE_ACCESS;
 			break;
@@ -302,7 +306,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		if ((wr->remote_addr & 7) ||
-		    mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
+		    mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
 			regions_release(dst, 1);
 			res.st = HR_EREMOTE_ACCESS;
 			break;

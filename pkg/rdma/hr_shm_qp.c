@@ -169,6 +169,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 		return HR_ENOMEM;
 	qp->prov = &hr_shm_provider;
 	qp->dev = d;
+	qp->pd = ((struct shm_pd *)pd)->id;
 	qp->scq = (struct shm_cq *)in->send_cq;
 	qp->rcq = (struct shm_cq *)in->recv_cq;
 	qp->srq = (struct shm_srq *)in->srq;
@@ -216,6 +217,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->sh = (struct shm_qp_sh *)(d->base + qp->sh_off);
 	memset(qp->sh, 0, sizeof(*qp->sh));
 	qp->sh->qpn = qp->qpn;
+	qp->sh->pd = qp->pd;
 	qp->sh->rcq_off = qp->rcq->off;
 	qp->sh->rq_off = qp->srq ? qp->srq->off : qp->rq_off;
 	atomic_store(&qp->sh->state, HR_QPS_INIT);

@@ -32,7 +32,9 @@ struct shm_mr_ent {
 	uint64_t va;  /* owner's virtual address of the region */
 	uint64_t off; /* segment offset */
 	uint64_t len;
-	uint64_t pad_[4];
+	uint32_t pd; /* protection domain: only QPs of this PD reach it */
+	uint32_t pad0_;
+	uint64_t pad_[3];
 };
 
 /* Remote accesses in progress on one MR. Kept apart from the entry so the
@@ -120,7 +122,8 @@ struct shm_qp_sh {
 	uint32_t qpn;
 	uint64_t rcq_off;
 	uint64_t rq_off; /* own ring or the SRQ's */
-	uint8_t p1_[CACHELINE - 24];
+	uint32_t pd;     /* remote keys must name an MR of this PD */
+	uint8_t p1_[CACHELINE - 28];
 	/* written by the peer initiator */
 	_Atomic uint64_t inbound[HR_OP_COUNT];
 	_Atomic uint64_t bytes_in;
@@ -149,6 +152,7 @@ struct shm_chan;
 struct shm_pd {
 	const hr_provider *prov;
 	struct shm_dev *dev;
+	uint32_t id; /* nonzero, unique per device */
 };
 
 struct shm_mr {
@@ -205,6 +209,7 @@ struct shm_qp {
 	struct shm_rq_sh *rq; /* own ring (rq_off) or the SRQ's */
 	uint64_t rq_off, rq_bytes; /* own ring only */
 	uint32_t qpn, idx, psn;
+	uint32_t pd; /* local keys must name an MR of this PD */
 	struct shm_cq *scq, *rcq;
 	struct shm_srq *srq;
 	pthread_mutex_t lock;     /* send side */
@@ -245,6 +250,7 @@ struct shm_dev {
 	struct shm_peer *peers;
 	struct shm_chan *chans;
 	hr_counters gone; /* counters of destroyed QPs */
+	_Atomic uint32_t next_pd;
 	uint32_t rnr_us, peer_ms;
 	pthread_t svc;
 	int svc_started;
