@@ -32,7 +32,10 @@ type options struct {
 	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
 	laneProto        hints.Protocol
 	svcLevel         bool
-	conns            int // TCP connections calls may spread over; see spread.go
+	conns            int           // TCP connections calls may spread over; see spread.go
+	retryMin         time.Duration // fast path re-tried after a fallback: first wait
+	retryMax         time.Duration // and the longest
+	now              func() time.Time
 }
 
 func defaultOptions() options {
@@ -44,6 +47,9 @@ func defaultOptions() options {
 		writeTimeout:     30 * time.Second,
 		rdma:             "auto",
 		conns:            DefaultConns,
+		retryMin:         time.Second,
+		retryMax:         time.Minute,
+		now:              time.Now,
 	}
 }
 
@@ -123,6 +129,14 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // a server without lanes, or any Apache Thrift server, keeps every call on
 // TCP. WithRDMA("off") keeps this Conn on TCP.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithFastPathRetry sets how long a WithRDMA("auto") Conn whose fast path
+// could not be set up (a server budget, a device error) stays on TCP before
+// it tries again: first after min, each further failure doubling the wait
+// up to max (defaults 1s and 1m).
+func WithFastPathRetry(min, max time.Duration) Option {
+	return func(o *options) { o.retryMin, o.retryMax = min, max }
+}
 
 // WithMaxLanes bounds the lanes (endpoint pairs, one call each at a time)
 // a Conn opens per function; callers beyond it wait for a free lane. The
