@@ -67,6 +67,7 @@ type Peer struct {
 	id    uint32
 	s     *Server
 	lanes []*slane
+	pd    *rdma.PD // its own, so its QPs reach only its rings (see setup)
 	srq   *rdma.SRQ
 	undo  []func() error
 	recvs []rdma.RecvWR
@@ -340,8 +341,25 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 	s := p.s
 	cfg := &s.cfg
 	depth := 2*qps + 8
+	// Each sender gets a protection domain of its own, as each connection
+	// gets its own keys on a NIC: its QPs cannot name another sender's
+	// rings, and on shm it maps only its own PD's segment. A server with
+	// attached regions (one-sided access shared by all senders) keeps its
+	// senders in the regions' PD.
+	s.mu.Lock()
+	shared := len(s.regions) > 0
+	s.mu.Unlock()
+	p.pd = s.pd
+	if !shared {
+		pd, err := dev.AllocPD()
+		if err != nil {
+			return err
+		}
+		p.pd = pd
+		p.undo = append(p.undo, pd.Close)
+	}
 	var err error
-	if p.srq, err = s.pd.CreateSRQ(depth, 1); err != nil {
+	if p.srq, err = p.pd.CreateSRQ(depth, 1); err != nil {
 		return err
 	}
 	p.undo = append(p.undo, p.srq.Close)
@@ -363,17 +381,17 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 			return err
 		}
 		p.undo = append(p.undo, scq.Close)
-		if l.qp, err = s.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: s.rcq, SRQ: p.srq,
+		if l.qp, err = p.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: s.rcq, SRQ: p.srq,
 			MaxSendWR: 2*cfg.maxBatch + 8, MaxSGE: 2, RNRRetry: 7}); err != nil {
 			return err
 		}
 		p.undo = append(p.undo, l.qp.Close)
-		stage, err := s.pd.AllocMR(stageFixed+cfg.maxMsg, rdma.LocalWrite)
+		stage, err := p.pd.AllocMR(stageFixed+cfg.maxMsg, rdma.LocalWrite)
 		if err != nil {
 			return err
 		}
 		p.undo = append(p.undo, stage.Close)
-		ring, err := s.pd.AllocMR(ctlLen+cfg.ringSize, rdma.LocalWrite|rdma.RemoteWrite|rdma.RemoteRead)
+		ring, err := p.pd.AllocMR(ctlLen+cfg.ringSize, rdma.LocalWrite|rdma.RemoteWrite|rdma.RemoteRead)
 		if err != nil {
 			return err
 		}

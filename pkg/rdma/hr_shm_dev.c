@@ -1,5 +1,5 @@
 /* hr_shm_dev.c - shm provider: the device. Segment creation, the segment
- * allocator, peer mappings, and the service thread that runs RNR retries,
+ * allocator (one per segment: the device's and each PD's), peer mappings, and the service thread that runs RNR retries,
  * dead-peer detection and completion-channel fd delivery. */
 #define _GNU_SOURCE
 #include "shm_internal.h"
@@ -51,7 +51,7 @@ void shm_kick(struct shm_hdr *h)
 
 /* ---- segment allocator (owner only, under dev->lock) ---- */
 
-static int freel_insert(struct shm_dev *d, size_t at, uint64_t off, uint64_t len)
+static int freel_insert(struct shm_seg *d, size_t at, uint64_t off, uint64_t len)
 {
 	if (d->nfree == d->capfree) {
 		size_t nc = d->capfree ? d->capfree * 2 : 64;
@@ -69,7 +69,7 @@ static int freel_insert(struct shm_dev *d, size_t at, uint64_t off, uint64_t len
 }
 
 /* Returns a segment offset or 0 (offset 0 is the header, never handed out). */
-uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
+uint64_t shm_alloc(struct shm_seg *d, uint64_t len, uint64_t align)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
 	for (size_t i = 0; i < d->nfree; i++) {
@@ -97,7 +97,7 @@ uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
 	return 0;
 }
 
-void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
+void shm_free(struct shm_seg *d, uint64_t off, uint64_t len)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
 	/* Give the pages back so a long-lived segment does not pin memory, and
@@ -131,6 +131,68 @@ void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
 	}
 	/* On allocation failure the extent leaks; the segment stays consistent. */
 	freel_insert(d, i, off, len);
+}
+
+/* A new segment of size bytes (virtual: MAP_NORESERVE, pages allocated on
+ * touch), owner-only, with its header initialized and alive. */
+int shm_seg_create(struct shm_seg *s, uint64_t size)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->base = MAP_FAILED;
+	uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
+	int st = HR_EIO;
+	s->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
+	if (s->fd < 0)
+		goto fail;
+	/* memfds are created 0777: owner only (peers of the same uid still
+	 * reach it through /proc/<pid>/fd). */
+	if (fchmod(s->fd, 0600) != 0)
+		goto fail;
+	if (ftruncate(s->fd, (off_t)size) != 0)
+		goto fail;
+	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, s->fd, 0);
+	if (s->base == MAP_FAILED)
+		goto fail;
+	s->size = size;
+	s->hdr = (struct shm_hdr *)s->base;
+	s->hdr->magic = SHM_MAGIC;
+	s->hdr->version = SHM_VERSION;
+	s->hdr->size = size;
+	s->hdr->pid = (uint32_t)getpid();
+	if (getrandom(&s->hdr->seg_id, sizeof(s->hdr->seg_id), 0) != sizeof(s->hdr->seg_id))
+		goto fail;
+	st = HR_ENOMEM;
+	if (freel_insert(s, 0, hdr_sz, size - hdr_sz))
+		goto fail;
+	atomic_store(&s->hdr->alive, 1);
+	return HR_OK;
+fail:
+	shm_seg_destroy(s);
+	return st;
+}
+
+/* Peers that still map the segment see it dead; its memory goes when the
+ * last of them unmaps it. */
+void shm_seg_destroy(struct shm_seg *s)
+{
+	if (s->base != MAP_FAILED && s->base) {
+		atomic_store(&s->hdr->alive, 0);
+		munmap(s->base, s->size);
+		/* Whatever is left (leaked by a peer that died mid-copy) is
+		 * zeroed for peers that still map it; the header stays. */
+		uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
+		if (s->fd >= 0 && s->size > hdr_sz)
+			(void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)hdr_sz,
+					(off_t)(s->size - hdr_sz));
+	}
+	s->base = MAP_FAILED;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	free(s->freel);
+	s->freel = NULL;
+	s->nfree = s->capfree = 0;
 }
 
 /* ---- peers ---- */
@@ -188,7 +250,7 @@ struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t 
 	p->next = d->peers;
 	d->peers = p;
 	pthread_mutex_unlock(&d->lock);
-	shm_kick(d->hdr); /* start watching the peer */
+	shm_kick(d->seg.hdr); /* start watching the peer */
 	*st = HR_OK;
 	return p;
 }
@@ -278,7 +340,7 @@ static void *svc_main(void *arg)
 {
 	struct shm_dev *d = arg;
 	while (!atomic_load(&d->stop)) {
-		uint32_t seen = atomic_load(&d->hdr->svc_word);
+		uint32_t seen = atomic_load(&d->seg.hdr->svc_word);
 		uint64_t now = hr_now_ns(), next = UINT64_MAX;
 
 		pthread_mutex_lock(&d->lock);
@@ -291,7 +353,8 @@ static void *svc_main(void *arg)
 			struct shm_qp *qp = atomic_load(&d->qps[i]);
 			if (!qp)
 				continue;
-			int dead = qp->peer && atomic_load(&qp->peer->dead);
+			int dead = (qp->peer && atomic_load(&qp->peer->dead)) ||
+				   (qp->cpeer && atomic_load(&qp->cpeer->dead));
 			int err = atomic_load(&qp->sh->state) == HR_QPS_ERR;
 			if (!atomic_load(&qp->pending) && !dead && !err)
 				continue;
@@ -320,7 +383,7 @@ static void *svc_main(void *arg)
 				tmo = t;
 		}
 		if (tmo > 0)
-			shm_futex_wait(&d->hdr->svc_word, seen, tmo);
+			shm_futex_wait(&d->seg.hdr->svc_word, seen, tmo);
 		else
 			sched_yield();
 	}
@@ -335,8 +398,8 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	if (!d)
 		return HR_ENOMEM;
 	d->prov = &hr_shm_provider;
-	d->fd = -1;
-	d->base = MAP_FAILED;
+	d->seg.fd = -1;
+	d->seg.base = MAP_FAILED;
 	pthread_mutex_init(&d->lock, NULL);
 	d->size = (o && o->shm_size) ? o->shm_size : SHM_DEFAULT_SIZE;
 	d->rnr_us = (o && o->rnr_timer_us) ? o->rnr_timer_us : SHM_DEFAULT_RNR_US;
@@ -345,29 +408,7 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	int st = HR_EINVAL;
 	if (d->size < hdr_sz + (1u << 20) || d->size > (1ull << 40))
 		goto fail;
-	st = HR_EIO;
-	d->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
-	if (d->fd < 0)
-		goto fail;
-	/* memfds are created 0777: owner only (peers of the same uid still
-	 * reach it through /proc/<pid>/fd). */
-	if (fchmod(d->fd, 0600) != 0)
-		goto fail;
-	if (ftruncate(d->fd, (off_t)d->size) != 0)
-		goto fail;
-	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, d->fd, 0);
-	if (d->base == MAP_FAILED)
-		goto fail;
-	d->hdr = (struct shm_hdr *)d->base;
-	d->hdr->magic = SHM_MAGIC;
-	d->hdr->version = SHM_VERSION;
-	d->hdr->size = d->size;
-	d->hdr->pid = (uint32_t)getpid();
-	if (getrandom(&d->hdr->seg_id, sizeof(d->hdr->seg_id), 0) != sizeof(d->hdr->seg_id))
-		goto fail;
-	atomic_store(&d->hdr->alive, 1);
-	st = HR_ENOMEM;
-	if (freel_insert(d, 0, hdr_sz, d->size - hdr_sz))
+	if ((st = shm_seg_create(&d->seg, d->size)) != HR_OK)
 		goto fail;
 	for (int i = 0; i < SHM_MAX_MR; i++)
 		d->mr_gen[i] = 1;
@@ -389,14 +430,11 @@ void shm_dev_close(hr_dev *hd)
 	struct shm_dev *d = (struct shm_dev *)hd;
 	if (d->svc_started) {
 		atomic_store(&d->stop, 1);
-		shm_kick(d->hdr);
+		shm_kick(d->seg.hdr);
 		pthread_join(d->svc, NULL);
 	}
-	if (d->base != MAP_FAILED) {
-		/* Peers that still hold our mapping see a dead device. */
-		atomic_store(&d->hdr->alive, 0);
-		munmap(d->base, d->size);
-	}
+	/* Peers that still hold our mapping see a dead device. */
+	shm_seg_destroy(&d->seg);
 	while (d->peers) {
 		struct shm_peer *p = d->peers;
 		d->peers = p->next;
@@ -405,9 +443,6 @@ void shm_dev_close(hr_dev *hd)
 		munmap(p->base, p->size);
 		free(p);
 	}
-	if (d->fd >= 0)
-		close(d->fd);
-	free(d->freel);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
