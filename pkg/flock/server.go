@@ -503,7 +503,7 @@ func (s *spinner) giveUp() {
 }
 
 // idleLong is the number of empty rounds after which a server dispatcher
-// that cannot sleep on the doorbell (more than maxBellPeers senders) naps
+// that cannot sleep on the doorbell yet (many senders, see bellQuiet) naps
 // 1 ms at a time instead of up to 200 µs.
 const idleLong = 256 + 5000
 
@@ -540,11 +540,12 @@ func (s *Server) dispatch() {
 		}
 		sp.giveUp()
 		// Then sleep on the doorbell (bell.go): the first request wakes
-		// it, and an idle server costs no CPU. Naps only when that cannot
-		// be (too many senders): a Go timer nap lasts ~1 ms when the
-		// process is otherwise idle.
+		// it, and an idle server costs no CPU. Naps only until it can be
+		// (a sender's epoch write outstanding; with many senders, not yet
+		// quiet long enough): a Go timer nap lasts ~1 ms when the process
+		// is otherwise idle.
 		if time.Since(quiet) >= s.cfg.idleSleep {
-			switch s.sleep() {
+			switch s.sleep(time.Since(quiet)) {
 			case slept:
 				continue
 			case sleepBusy:

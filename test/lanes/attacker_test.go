@@ -310,4 +310,3 @@ func TestOtherClientFindsNothing(t *testing.T) {
 	}, time.Minute, 5*time.Millisecond)
 	check("victim gone")
 }
-
