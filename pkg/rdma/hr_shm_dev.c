@@ -115,22 +115,28 @@ void shm_free(struct shm_seg *d, uint64_t off, uint64_t len)
 	size_t i = 0;
 	while (i < d->nfree && d->freel[i].off < off)
 		i++;
+	uint64_t lo = off, hi = off + len; /* the free extent off joins */
 	if (i > 0 && d->freel[i - 1].off + d->freel[i - 1].len == off) {
+		lo = d->freel[i - 1].off;
 		d->freel[i - 1].len += len;
 		if (i < d->nfree && off + len == d->freel[i].off) {
+			hi = d->freel[i].off + d->freel[i].len;
 			d->freel[i - 1].len += d->freel[i].len;
 			memmove(&d->freel[i], &d->freel[i + 1], (d->nfree - i - 1) * sizeof(*d->freel));
 			d->nfree--;
 		}
-		return;
-	}
-	if (i < d->nfree && off + len == d->freel[i].off) {
+	} else if (i < d->nfree && off + len == d->freel[i].off) {
+		hi = d->freel[i].off + d->freel[i].len;
 		d->freel[i].off = off;
 		d->freel[i].len += len;
-		return;
+	} else if (freel_insert(d, i, off, len)) {
+		return; /* on allocation failure the extent leaks; the segment stays consistent */
 	}
-	/* On allocation failure the extent leaks; the segment stays consistent. */
-	freel_insert(d, i, off, len);
+	/* A page that neighbours still shared is whole-free now that they are
+	 * gone too: give it back (it holds only zeros). */
+	uint64_t la = (lo + ps - 1) & ~(ps - 1), hb = hi & ~(ps - 1);
+	if (hb > la && (la < a || hb > b))
+		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)la, (off_t)(hb - la));
 }
 
 /* A new segment of size bytes (virtual: MAP_NORESERVE, pages allocated on
