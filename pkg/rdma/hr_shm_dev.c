@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -253,8 +254,16 @@ struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t 
 	p->refs = 1;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	pthread_mutex_lock(&d->lock);
+	p->id = ++d->next_peer_id;
 	p->next = d->peers;
 	d->peers = p;
+	if (p->pidfd >= 0 && d->epfd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = p->id};
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0) {
+			close(p->pidfd); /* watched by kill(pid, 0) instead */
+			p->pidfd = -1;
+		}
+	}
 	pthread_mutex_unlock(&d->lock);
 	shm_kick(d->seg.hdr); /* start watching the peer */
 	*st = HR_OK;
@@ -274,11 +283,45 @@ void shm_peer_put(struct shm_dev *d, struct shm_peer *p)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&d->lock);
-	if (p->pidfd >= 0)
+	if (p->pidfd >= 0) {
+		if (d->epfd >= 0)
+			(void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
 		close(p->pidfd);
+	}
+	pthread_mutex_unlock(&d->lock);
 	munmap(p->base, p->size);
 	free(p);
+}
+
+/* The watcher: a peer's pidfd becomes readable when the process exits. The
+ * peer is looked up by id under dev->lock (it may have been put since the
+ * event was read) and its pidfd leaves the set (it stays readable). */
+static void *watch_main(void *arg)
+{
+	struct shm_dev *d = arg;
+	struct epoll_event ev[64];
+	for (;;) {
+		int n = epoll_wait(d->epfd, ev, 64, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || atomic_load(&d->stop))
+			return NULL;
+		int died = 0;
+		pthread_mutex_lock(&d->lock);
+		for (int i = 0; i < n; i++) {
+			for (struct shm_peer *p = d->peers; p; p = p->next) {
+				if (p->id != ev[i].data.u64 || ev[i].data.u64 == 0)
+					continue;
+				atomic_store(&p->dead, 1);
+				(void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+				died = 1;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&d->lock);
+		if (died)
+			shm_kick(d->seg.hdr); /* the service thread fails their work */
+	}
 }
 
 /* ---- service thread: RNR retries, dead peers, channel fds ---- */
@@ -298,25 +341,12 @@ static void svc_deliver_fds(struct shm_dev *d)
 	}
 }
 
-/* Every live peer is checked each pass, 64 pidfds per poll(2) call: a
- * server may have thousands of peers, and one that is never looked at
- * keeps its work waiting forever. */
-#define SVC_PEER_BATCH 64
-
-static void svc_poll_peers(struct pollfd *pf, struct shm_peer **pp, int n)
+/* Every pass looks at every peer: its alive flag (a device closed in a live
+ * process), and, for a peer without a watched pidfd, kill(pid, 0). Exits of
+ * watched peers come from the watcher. */
+static int svc_check_peers(struct shm_dev *d)
 {
-	if (n && poll(pf, (nfds_t)n, 0) > 0) {
-		for (int i = 0; i < n; i++)
-			if (pf[i].revents)
-				atomic_store(&pp[i]->dead, 1);
-	}
-}
-
-static void svc_check_peers(struct shm_dev *d)
-{
-	struct pollfd pf[SVC_PEER_BATCH];
-	struct shm_peer *pp[SVC_PEER_BATCH];
-	int n = 0;
+	int unwatched = 0;
 	for (struct shm_peer *p = d->peers; p; p = p->next) {
 		if (atomic_load(&p->dead))
 			continue;
@@ -326,20 +356,12 @@ static void svc_check_peers(struct shm_dev *d)
 			continue;
 		}
 		if (p->pidfd < 0) {
+			unwatched = 1;
 			if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
 				atomic_store(&p->dead, 1);
-			continue;
-		}
-		pf[n].fd = p->pidfd;
-		pf[n].events = POLLIN;
-		pf[n].revents = 0;
-		pp[n++] = p;
-		if (n == SVC_PEER_BATCH) {
-			svc_poll_peers(pf, pp, n);
-			n = 0;
 		}
 	}
-	svc_poll_peers(pf, pp, n);
+	return unwatched;
 }
 
 static void *svc_main(void *arg)
@@ -351,9 +373,8 @@ static void *svc_main(void *arg)
 
 		pthread_mutex_lock(&d->lock);
 		svc_deliver_fds(d);
-		int have_peers = d->peers != NULL;
-		if (have_peers)
-			svc_check_peers(d);
+		/* Only peers the watcher cannot see need a timed look. */
+		int have_peers = d->peers != NULL && svc_check_peers(d);
 		/* dev->lock before qp->lock: posting never takes dev->lock. */
 		for (int i = 0; i < SHM_MAX_QP; i++) {
 			struct shm_qp *qp = atomic_load(&d->qps[i]);
@@ -406,6 +427,7 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	d->prov = &hr_shm_provider;
 	d->seg.fd = -1;
 	d->seg.base = MAP_FAILED;
+	d->epfd = d->wake_efd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	d->size = (o && o->shm_size) ? o->shm_size : SHM_DEFAULT_SIZE;
 	d->rnr_us = (o && o->rnr_timer_us) ? o->rnr_timer_us : SHM_DEFAULT_RNR_US;
@@ -424,6 +446,19 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	if (pthread_create(&d->svc, NULL, svc_main, d) != 0)
 		goto fail;
 	d->svc_started = 1;
+	/* Without the watcher, every peer is looked at by kill(pid, 0). */
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->wake_efd = eventfd(0, EFD_CLOEXEC);
+	if (d->epfd >= 0 && d->wake_efd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wake_efd, &ev) == 0 &&
+		    pthread_create(&d->watch, NULL, watch_main, d) == 0)
+			d->watch_started = 1;
+	}
+	if (!d->watch_started && d->epfd >= 0) {
+		close(d->epfd);
+		d->epfd = -1;
+	}
 	*out = (hr_dev *)d;
 	return HR_OK;
 fail:
@@ -439,6 +474,17 @@ void shm_dev_close(hr_dev *hd)
 		shm_kick(d->seg.hdr);
 		pthread_join(d->svc, NULL);
 	}
+	if (d->watch_started) {
+		atomic_store(&d->stop, 1);
+		uint64_t one = 1;
+		ssize_t r = write(d->wake_efd, &one, sizeof(one));
+		(void)r;
+		pthread_join(d->watch, NULL);
+	}
+	if (d->epfd >= 0)
+		close(d->epfd);
+	if (d->wake_efd >= 0)
+		close(d->wake_efd);
 	/* Peers that still hold our mapping see a dead device. */
 	shm_seg_destroy(&d->seg);
 	while (d->peers) {

@@ -157,6 +157,7 @@ struct shm_peer {
 	uint8_t *base;
 	uint64_t size;
 	int pidfd;
+	uint64_t id; /* the watcher's handle: never reused, unlike the pointer */
 	int refs;
 	_Atomic int dead;
 };
@@ -283,6 +284,13 @@ struct shm_dev {
 	uint32_t rnr_us, peer_ms;
 	pthread_t svc;
 	int svc_started;
+	/* Peer deaths arrive as events: a watcher thread blocks in epoll on
+	 * every peer's pidfd (woken by wake_efd to stop), so live peers cost
+	 * no periodic work. */
+	int epfd, wake_efd;
+	pthread_t watch;
+	int watch_started;
+	uint64_t next_peer_id;
 	_Atomic int stop;
 };
 
