@@ -261,11 +261,13 @@ func (s *Server) sleep(quiet time.Duration) sleepResult {
 	s.m.sleeps.Inc()
 	t := time.NewTimer(slice)
 	defer t.Stop()
+	s.asleep.Store(told)
 	select {
 	case <-s.stop:
 	case <-s.bell:
 	case <-t.C:
 	}
+	s.asleep.Store(false)
 	return slept
 }
 

@@ -59,7 +59,8 @@ type Server struct {
 	bellEpoch  uint64
 	bellNode   *node
 	sleepPeers []*Peer
-	es         []entry // the dispatcher's scratch
+	asleep     atomic.Bool // the dispatcher sleeps on the doorbell (all rings idle)
+	es         []entry     // the dispatcher's scratch
 }
 
 // Peer is one connected sender.
