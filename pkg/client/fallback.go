@@ -13,8 +13,10 @@ import (
 // Fallback. When the fast path cannot be set up for a Conn — the device
 // cannot be opened, the endpoint bootstrap fails (shm between two users:
 // "bad peer attributes"), the server's budgets refuse the attach — a Conn
-// made with WithRDMA("auto") (the default) carries its calls over TCP from
-// then on, with one log line and a count (FastPathFallbacks); a Conn that
+// made with WithRDMA("auto") (the default) carries its calls over TCP, with
+// one log line and a count (FastPathFallbacks), and tries the fast path
+// again after a backoff (WithFastPathRetry) so that a transient refusal
+// does not keep it on TCP for its life; a Conn that
 // insisted on a provider (WithRDMA("shm") or "ibv") fails the call with a
 // *SetupError that names the cause.
 
@@ -66,14 +68,14 @@ func (c *Conn) FastPathErr() error {
 }
 
 // setupFailed handles a fast-path setup failure: with auto, lanes go off
-// for the Conn (errNoLane: the call runs over TCP); otherwise the call
-// fails with the cause.
+// for the Conn until the next re-try (errNoLane: the call runs over TCP);
+// otherwise the call fails with the cause.
 func (c *Conn) setupFailed(op string, tr hints.Transport, err error) error {
 	se := &SetupError{Op: op, Transport: tr.String(), Err: err}
 	if c.o.rdma != "auto" {
 		return se
 	}
-	if c.lanes.disable(se) {
+	if c.lanes.fallBack(se) {
 		fallbacks.Add(1)
 		slog.Default().Warn("hatrpc: fast path unavailable; calls go over TCP", "server", c.addr, "err", se)
 	}

@@ -158,6 +158,7 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 		fc.Abort()
 	}}
 	sh.link = fastpath.Watch(nc, sh.kill, sh.kill)
+	c.lanes.setUp()
 	return sh, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"sort"
@@ -50,8 +51,15 @@ type lanes struct {
 	mu     sync.Mutex
 	pools  map[poolKey]*lanePool
 	devs   map[hints.Transport]*fastpath.Device
-	off    error // set once lanes proved unusable: everything stays on TCP
+	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
+	// A fallback after a failed setup is not for good: from retryAt the
+	// fast path is tried again, with the wait doubling per failure (fails)
+	// up to the Conn's maximum. retryAt zero: off stays (the server said
+	// no lanes for this client).
+	retryAt  time.Time
+	fails    int
+	fellBack bool // logged and counted once per Conn
 }
 
 // lanePool is the lanes of one function.
@@ -140,7 +148,10 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 		return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
 	}
 	if ls.off != nil {
-		return nil, errNoLane
+		if ls.retryAt.IsZero() || ls.c.o.now().Before(ls.retryAt) {
+			return nil, errNoLane
+		}
+		ls.off = nil // try the fast path again; a failure sets the next wait
 	}
 	if p := ls.pools[key]; p != nil && p.tr == tr {
 		return p, nil
@@ -200,9 +211,42 @@ func (ls *lanes) disable(err error) bool {
 	defer ls.mu.Unlock()
 	if ls.off == nil {
 		ls.off = err
+		ls.retryAt = time.Time{}
 		return true
 	}
 	return false
+}
+
+// fallBack puts the Conn's calls on TCP until the next try of the fast
+// path (exponential backoff); true the first time for the Conn.
+func (ls *lanes) fallBack(err error) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.off != nil {
+		return false
+	}
+	ls.off = err
+	wait := ls.c.o.retryMin << min(ls.fails, 30)
+	if wait <= 0 || wait > ls.c.o.retryMax {
+		wait = ls.c.o.retryMax
+	}
+	ls.fails++
+	ls.retryAt = ls.c.o.now().Add(wait)
+	first := !ls.fellBack
+	ls.fellBack = true
+	return first
+}
+
+// setUp notes a fast-path setup that succeeded: the backoff starts over,
+// and a Conn that had fallen back says it is on the fast path again.
+func (ls *lanes) setUp() {
+	ls.mu.Lock()
+	back := ls.fails > 0
+	ls.fails = 0
+	ls.mu.Unlock()
+	if back {
+		slog.Default().Info("hatrpc: fast path available again", "server", ls.c.addr)
+	}
 }
 
 // isOff reports whether lanes were turned off for the Conn.
@@ -350,6 +394,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	p.mu.Lock()
 	p.all[l] = struct{}{}
 	p.mu.Unlock()
+	p.ls.setUp()
 	return l, nil
 }
 

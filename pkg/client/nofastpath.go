@@ -34,7 +34,7 @@ func (c *Conn) releaseFlock() {}
 
 func (ls *lanes) close() {}
 
-func (ls *lanes) disable(err error) bool {
+func (ls *lanes) fallBack(err error) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.off == nil {

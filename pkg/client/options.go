@@ -35,6 +35,9 @@ type options struct {
 	conns            int  // TCP connections calls may spread over; see spread.go
 	theader          bool // speak Apache's THeader transport (headers.go)
 	noRequestIDs     bool
+	retryMin         time.Duration // fast path re-tried after a fallback: first wait
+	retryMax         time.Duration // and the longest
+	now              func() time.Time
 }
 
 func defaultOptions() options {
@@ -46,6 +49,9 @@ func defaultOptions() options {
 		writeTimeout:     30 * time.Second,
 		rdma:             "auto",
 		conns:            DefaultConns,
+		retryMin:         time.Second,
+		retryMax:         time.Minute,
+		now:              time.Now,
 	}
 }
 
@@ -125,6 +131,14 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // a server without lanes, or any Apache Thrift server, keeps every call on
 // TCP. WithRDMA("off") keeps this Conn on TCP.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithFastPathRetry sets how long a WithRDMA("auto") Conn whose fast path
+// could not be set up (a server budget, a device error) stays on TCP before
+// it tries again: first after min, each further failure doubling the wait
+// up to max (defaults 1s and 1m).
+func WithFastPathRetry(min, max time.Duration) Option {
+	return func(o *options) { o.retryMin, o.retryMax = min, max }
+}
 
 // WithMaxLanes bounds the lanes (endpoint pairs, one call each at a time)
 // a Conn opens per function; callers beyond it wait for a free lane. The

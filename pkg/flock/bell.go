@@ -41,10 +41,12 @@ const (
 	bellImm = 0xffffffff
 	// idleSlice bounds one sleep of a server dispatcher.
 	idleSlice = time.Second
-	// maxBellPeers: with more senders than this, going to sleep would cost
-	// too many writes, and an idle dispatcher naps instead (idle senders
-	// leave: Peer.Close).
+	// maxBellPeers: with more senders than this, a sleep (one epoch write
+	// to each) waits until the rings have been quiet for bellQuiet per
+	// maxBellPeers senders, so the writes are paid for by the naps they
+	// save; until then an idle dispatcher naps.
 	maxBellPeers = 64
+	bellQuiet    = time.Millisecond
 	// busyTries bounds the yields a server dispatcher waits for a leader
 	// holding a sender's QP before it gives up telling that sender.
 	busyTries = 32
@@ -195,7 +197,7 @@ func (w *ringWriter) ring(ctx context.Context) error {
 // reads the word after each of its messages completed and rings when the
 // epoch is new. Same write-then-read order on both sides as above.
 
-func (s *Server) sleep() sleepResult {
+func (s *Server) sleep(quiet time.Duration) sleepResult {
 	s.mu.Lock()
 	peers := append(s.sleepPeers[:0], s.peers...)
 	s.mu.Unlock()
@@ -209,7 +211,7 @@ func (s *Server) sleep() sleepResult {
 		}
 		return slept
 	}
-	if len(peers) > maxBellPeers {
+	if len(peers) > maxBellPeers && quiet < time.Duration(len(peers)/maxBellPeers)*bellQuiet {
 		return sleepNo
 	}
 	s.bellEpoch++
@@ -259,11 +261,13 @@ func (s *Server) sleep() sleepResult {
 	s.m.sleeps.Inc()
 	t := time.NewTimer(slice)
 	defer t.Stop()
+	s.asleep.Store(told)
 	select {
 	case <-s.stop:
 	case <-s.bell:
 	case <-t.C:
 	}
+	s.asleep.Store(false)
 	return slept
 }
 

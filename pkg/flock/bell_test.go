@@ -137,3 +137,34 @@ func TestBrokenWriterDropsQueued(t *testing.T) {
 		require.Empty(t, w.wrs)
 	}
 }
+
+// TestManyPeersIdleServerSleeps: with more senders than maxBellPeers an
+// idle server still goes to sleep on the doorbell (once the rings have
+// been quiet long enough to pay for the epoch writes) instead of napping
+// every millisecond for as long as the senders stay: its dispatcher stands
+// still, and every sender's next call wakes it.
+func TestManyPeersIdleServerSleeps(t *testing.T) {
+	d := openDev(t)
+	m := NewMetrics()
+	s := newServer(t, d, WithMetrics(m))
+	s.Handle(hEcho, echo)
+	ctx := tctx(t)
+	const senders = 2*maxBellPeers + 1
+	conns := make([]*Conn, senders)
+	for i := range conns {
+		conns[i], _ = dial(t, d, s, WithQPs(1))
+		require.NoError(t, echoOnce(ctx, conns[i], i))
+	}
+	still := func() bool {
+		polls := s.pollSeq.Load()
+		time.Sleep(50 * time.Millisecond)
+		return polls == s.pollSeq.Load()
+	}
+	eventually(t, still, "the dispatcher of an idle server with many senders never stands still")
+	before := metricValue(t, m.sleeps)
+	require.Positive(t, before, "the dispatcher never slept")
+	for i, c := range conns {
+		require.NoError(t, echoOnce(ctx, c, senders+i))
+	}
+	eventually(t, still, "the dispatcher did not go back to sleep")
+}

@@ -36,6 +36,12 @@ func (s *Server) scheduleQPs() {
 		if s.cfg.schedInterval > 0 {
 			wait = min(wait, max(time.Until(next), 0))
 		}
+		// While the dispatcher sleeps no sender is sending: nothing to
+		// redistribute, and the wake-up that ends it lands on this CQ.
+		idle := s.asleep.Load()
+		if idle {
+			wait = idleSlice
+		}
 		dl.until = time.Now().Add(max(wait, time.Millisecond))
 		n, err := s.rcq.Wait(&dl, wcs)
 		if s.ctx.Err() != nil {
@@ -57,7 +63,7 @@ func (s *Server) scheduleQPs() {
 				}
 			}
 		}
-		if s.cfg.schedInterval > 0 && !time.Now().Before(next) {
+		if s.cfg.schedInterval > 0 && !time.Now().Before(next) && !idle {
 			s.mu.Lock()
 			peers := append([]*Peer(nil), s.peers...)
 			s.mu.Unlock()

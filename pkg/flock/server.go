@@ -60,7 +60,8 @@ type Server struct {
 	bellEpoch  uint64
 	bellNode   *node
 	sleepPeers []*Peer
-	es         []entry // the dispatcher's scratch
+	asleep     atomic.Bool // the dispatcher sleeps on the doorbell (all rings idle)
+	es         []entry     // the dispatcher's scratch
 }
 
 // Peer is one connected sender.
@@ -68,6 +69,7 @@ type Peer struct {
 	id    uint32
 	s     *Server
 	lanes []*slane
+	pd    *rdma.PD // its own, so its QPs reach only its rings (see setup)
 	srq   *rdma.SRQ
 	undo  []func() error
 	recvs []rdma.RecvWR
@@ -341,8 +343,25 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 	s := p.s
 	cfg := &s.cfg
 	depth := 2*qps + 8
+	// Each sender gets a protection domain of its own, as each connection
+	// gets its own keys on a NIC: its QPs cannot name another sender's
+	// rings, and on shm it maps only its own PD's segment. A server with
+	// attached regions (one-sided access shared by all senders) keeps its
+	// senders in the regions' PD.
+	s.mu.Lock()
+	shared := len(s.regions) > 0
+	s.mu.Unlock()
+	p.pd = s.pd
+	if !shared {
+		pd, err := dev.AllocPD()
+		if err != nil {
+			return err
+		}
+		p.pd = pd
+		p.undo = append(p.undo, pd.Close)
+	}
 	var err error
-	if p.srq, err = s.pd.CreateSRQ(depth, 1); err != nil {
+	if p.srq, err = p.pd.CreateSRQ(depth, 1); err != nil {
 		return err
 	}
 	p.undo = append(p.undo, p.srq.Close)
@@ -364,17 +383,17 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 			return err
 		}
 		p.undo = append(p.undo, scq.Close)
-		if l.qp, err = s.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: s.rcq, SRQ: p.srq,
+		if l.qp, err = p.pd.CreateQP(rdma.QPConfig{SendCQ: scq, RecvCQ: s.rcq, SRQ: p.srq,
 			MaxSendWR: 2*cfg.maxBatch + 8, MaxSGE: 2, RNRRetry: 7}); err != nil {
 			return err
 		}
 		p.undo = append(p.undo, l.qp.Close)
-		stage, err := s.pd.AllocMR(stageFixed+cfg.maxMsg, rdma.LocalWrite)
+		stage, err := p.pd.AllocMR(stageFixed+cfg.maxMsg, rdma.LocalWrite)
 		if err != nil {
 			return err
 		}
 		p.undo = append(p.undo, stage.Close)
-		ring, err := s.pd.AllocMR(ctlLen+cfg.ringSize, rdma.LocalWrite|rdma.RemoteWrite|rdma.RemoteRead)
+		ring, err := p.pd.AllocMR(ctlLen+cfg.ringSize, rdma.LocalWrite|rdma.RemoteWrite|rdma.RemoteRead)
 		if err != nil {
 			return err
 		}
@@ -486,7 +505,7 @@ func (s *spinner) giveUp() {
 }
 
 // idleLong is the number of empty rounds after which a server dispatcher
-// that cannot sleep on the doorbell (more than maxBellPeers senders) naps
+// that cannot sleep on the doorbell yet (many senders, see bellQuiet) naps
 // 1 ms at a time instead of up to 200 µs.
 const idleLong = 256 + 5000
 
@@ -523,11 +542,12 @@ func (s *Server) dispatch() {
 		}
 		sp.giveUp()
 		// Then sleep on the doorbell (bell.go): the first request wakes
-		// it, and an idle server costs no CPU. Naps only when that cannot
-		// be (too many senders): a Go timer nap lasts ~1 ms when the
-		// process is otherwise idle.
+		// it, and an idle server costs no CPU. Naps only until it can be
+		// (a sender's epoch write outstanding; with many senders, not yet
+		// quiet long enough): a Go timer nap lasts ~1 ms when the process
+		// is otherwise idle.
 		if time.Since(quiet) >= s.cfg.idleSleep {
-			switch s.sleep() {
+			switch s.sleep(time.Since(quiet)) {
 			case slept:
 				continue
 			case sleepBusy:

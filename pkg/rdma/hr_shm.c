@@ -43,50 +43,76 @@ static int shm_alloc_pd(hr_dev *hd, hr_pd **out)
 		return HR_ENOMEM;
 	pd->prov = &hr_shm_provider;
 	pd->dev = (struct shm_dev *)hd;
+	/* Ids are never reused while the device lives (2^32 PDs): a key of a
+	 * freed PD cannot start working for a new one. */
+	pd->id = atomic_fetch_add(&pd->dev->next_pd, 1) + 1;
+	if (pd->id == 0) {
+		free(pd);
+		return HR_ENOMEM;
+	}
+	/* The PD's own segment: a peer of one of its QPs maps this and the
+	 * device segment, nothing of the device's other PDs. */
+	int st = shm_seg_create(&pd->seg, pd->dev->size);
+	if (st != HR_OK) {
+		free(pd);
+		return st;
+	}
 	*out = (hr_pd *)pd;
 	return HR_OK;
 }
 
 static int shm_free_pd(hr_pd *p)
 {
-	free(p);
+	struct shm_pd *pd = (struct shm_pd *)p;
+	if (atomic_load(&pd->refs) > 0)
+		return HR_ESTATE; /* as ibv's EBUSY: MRs, SRQs or QPs remain */
+	pthread_mutex_lock(&pd->dev->lock);
+	shm_seg_destroy(&pd->seg);
+	pthread_mutex_unlock(&pd->dev->lock);
+	free(pd);
 	return HR_OK;
 }
 
 static int shm_alloc_buf(hr_pd *p, size_t len, void **out)
 {
-	struct shm_dev *d = ((struct shm_pd *)p)->dev;
+	struct shm_pd *pd = (struct shm_pd *)p;
+	struct shm_dev *d = pd->dev;
 	if (len == 0)
 		return HR_EINVAL;
 	pthread_mutex_lock(&d->lock);
-	uint64_t off = shm_alloc(d, len, 4096);
+	uint64_t off = shm_alloc(&pd->seg, len, 4096);
 	pthread_mutex_unlock(&d->lock);
 	if (!off)
 		return HR_ENOMEM;
-	*out = d->base + off;
+	atomic_fetch_add(&pd->refs, 1);
+	*out = pd->seg.base + off;
 	return HR_OK;
 }
 
 static void shm_free_buf(hr_pd *p, void *ptr, size_t len)
 {
-	struct shm_dev *d = ((struct shm_pd *)p)->dev;
+	struct shm_pd *pd = (struct shm_pd *)p;
+	struct shm_dev *d = pd->dev;
 	uint8_t *b = ptr;
-	if (!b || b < d->base || b >= d->base + d->size)
+	if (!b || b < pd->seg.base || b >= pd->seg.base + pd->seg.size)
 		return;
 	pthread_mutex_lock(&d->lock);
-	shm_free(d, (uint64_t)(b - d->base), len);
+	shm_free(&pd->seg, (uint64_t)(b - pd->seg.base), len);
 	pthread_mutex_unlock(&d->lock);
+	atomic_fetch_sub(&pd->refs, 1);
 }
 
 static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr **out)
 {
-	struct shm_dev *d = ((struct shm_pd *)p)->dev;
+	struct shm_pd *pd = (struct shm_pd *)p;
+	struct shm_dev *d = pd->dev;
+	struct shm_seg *sg = &pd->seg;
 	uint8_t *a = addr;
 	if (len == 0 || access > 15)
 		return HR_EINVAL;
-	/* Only segment memory can be reached by a peer. */
-	if (a < d->base + sizeof(struct shm_hdr) || a >= d->base + d->size ||
-	    len > (uint64_t)(d->base + d->size - a))
+	/* Only memory of the PD's own segment can be reached by a peer. */
+	if (a < sg->base + sizeof(struct shm_hdr) || a >= sg->base + sg->size ||
+	    len > (uint64_t)(sg->base + sg->size - a))
 		return HR_EINVAL;
 	/* As on hardware, remote write/atomic requires local write. */
 	if ((access & (HR_ACCESS_REMOTE_WRITE | HR_ACCESS_REMOTE_ATOMIC)) && !(access & HR_ACCESS_LOCAL_WRITE))
@@ -97,7 +123,7 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 	pthread_mutex_lock(&d->lock);
 	int idx = -1;
 	for (int i = 1; i < SHM_MAX_MR; i++) {
-		if (atomic_load(&d->hdr->mr[i].key) == 0 && atomic_load(&d->hdr->mr_busy[i].n) == 0) {
+		if (atomic_load(&sg->hdr->mr[i].key) == 0 && atomic_load(&sg->hdr->mr_busy[i].n) == 0) {
 			idx = i;
 			break;
 		}
@@ -111,20 +137,22 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 	if (d->mr_gen[idx] >= (1u << 20))
 		d->mr_gen[idx] = 1;
 	uint32_t key = (gen << 12) | (uint32_t)idx;
-	struct shm_mr_ent *e = &d->hdr->mr[idx];
+	struct shm_mr_ent *e = &sg->hdr->mr[idx];
 	e->access = access;
 	e->va = (uint64_t)(uintptr_t)a;
-	e->off = (uint64_t)(a - d->base);
+	e->off = (uint64_t)(a - sg->base);
 	e->len = len;
+	e->pd = pd->id;
 	atomic_store_explicit(&e->key, key, memory_order_release);
 	pthread_mutex_unlock(&d->lock);
+	atomic_fetch_add(&pd->refs, 1);
 	m->pub.prov = &hr_shm_provider;
 	m->pub.addr = addr;
 	m->pub.length = len;
 	m->pub.lkey = key;
 	m->pub.rkey = key;
 	m->pub.access = access;
-	m->dev = d;
+	m->pd = pd;
 	m->idx = (uint32_t)idx;
 	*out = &m->pub;
 	return HR_OK;
@@ -133,8 +161,8 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 static int shm_dereg_mr(hr_mr *pm)
 {
 	struct shm_mr *m = (struct shm_mr *)pm;
-	struct shm_mr_ent *e = &m->dev->hdr->mr[m->idx];
-	_Atomic uint32_t *busy = &m->dev->hdr->mr_busy[m->idx].n;
+	struct shm_mr_ent *e = &m->pd->seg.hdr->mr[m->idx];
+	_Atomic uint32_t *busy = &m->pd->seg.hdr->mr_busy[m->idx].n;
 	atomic_store(&e->key, 0);
 	/* Pairs with the initiator's inflight++ then key check: once we see no
 	 * access in flight, none can start. */
@@ -147,6 +175,7 @@ static int shm_dereg_mr(hr_mr *pm)
 		}
 		sched_yield();
 	}
+	atomic_fetch_sub(&m->pd->refs, 1);
 	free(m);
 	return st;
 }
@@ -164,7 +193,7 @@ static int shm_create_chan(hr_dev *hd, hr_chan **out)
 	c->efd = -1;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_lock(&d->lock);
-	c->off = shm_alloc(d, sizeof(struct shm_chan_sh), CACHELINE);
+	c->off = shm_alloc(&d->seg, sizeof(struct shm_chan_sh), CACHELINE);
 	if (c->off) {
 		c->next = d->chans;
 		d->chans = c;
@@ -175,7 +204,7 @@ static int shm_create_chan(hr_dev *hd, hr_chan **out)
 		free(c);
 		return HR_ENOMEM;
 	}
-	c->sh = (struct shm_chan_sh *)(d->base + c->off);
+	c->sh = (struct shm_chan_sh *)(d->seg.base + c->off);
 	memset(c->sh, 0, sizeof(*c->sh));
 	*out = (hr_chan *)c;
 	return HR_OK;
@@ -194,7 +223,7 @@ static int shm_destroy_chan(hr_chan *hc)
 			break;
 		}
 	}
-	shm_free(d, c->off, sizeof(struct shm_chan_sh));
+	shm_free(&d->seg, c->off, sizeof(struct shm_chan_sh));
 	pthread_mutex_unlock(&d->lock);
 	if (c->efd >= 0)
 		close(c->efd);
@@ -238,19 +267,21 @@ static int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out)
 	cq->dev = d;
 	cq->bytes = sizeof(struct shm_cq_sh) + (uint64_t)cap * sizeof(struct shm_cqe);
 	pthread_mutex_lock(&d->lock);
-	cq->off = shm_alloc(d, cq->bytes, CACHELINE);
+	cq->off = shm_alloc(&d->seg, cq->bytes, CACHELINE);
 	pthread_mutex_unlock(&d->lock);
 	if (!cq->off) {
 		free(cq);
 		return HR_ENOMEM;
 	}
-	cq->sh = (struct shm_cq_sh *)(d->base + cq->off);
+	cq->sh = (struct shm_cq_sh *)(d->seg.base + cq->off);
 	memset(cq->sh, 0, cq->bytes);
 	cq->sh->cap = cap;
+	cq->cap = cap;
 	if (hc) {
 		struct shm_chan *c = (struct shm_chan *)hc;
 		cq->chan = c;
 		cq->sh->chan_off = c->off;
+		cq->chan_off = c->off;
 		pthread_mutex_lock(&c->lock);
 		cq->chan_next = c->cqs;
 		c->cqs = cq;
@@ -277,21 +308,23 @@ static int shm_destroy_cq(hr_cq *hcq)
 		pthread_mutex_unlock(&c->lock);
 	}
 	pthread_mutex_lock(&cq->dev->lock);
-	shm_free(cq->dev, cq->off, cq->bytes);
+	shm_free(&cq->dev->seg, cq->off, cq->bytes);
 	pthread_mutex_unlock(&cq->dev->lock);
 	free(cq);
 	return HR_OK;
 }
 
-int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, const hr_wc *wc, int is_send,
-		uint64_t sq_idx, int solicited, uint64_t *head_cache)
+/* cap and chan_off are the producer's validated copies, never re-read from
+ * the shared header. */
+int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, uint32_t cap, uint64_t chan_off, const hr_wc *wc,
+		int is_send, uint64_t sq_idx, int solicited, uint64_t *head_cache)
 {
 	uint64_t t = atomic_load_explicit(&cq->tail, memory_order_relaxed);
 	uint64_t local_cache = 0, *hc = head_cache ? head_cache : &local_cache;
 	for (;;) {
-		if (!head_cache || t - *hc >= cq->cap)
+		if (!head_cache || t - *hc >= cap)
 			*hc = atomic_load_explicit(&cq->head, memory_order_acquire);
-		if (t - *hc >= cq->cap) {
+		if (t - *hc >= cap) {
 			atomic_store(&cq->overflow, 1);
 			return HR_ECQ_OVERFLOW;
 		}
@@ -299,7 +332,7 @@ int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, const hr_wc *wc, int is_sen
 							  memory_order_relaxed))
 			break;
 	}
-	struct shm_cqe *e = &cq->e[t & (cq->cap - 1)];
+	struct shm_cqe *e = &cq->e[t & (cap - 1)];
 	e->wc = *wc;
 	e->is_send = (uint32_t)is_send;
 	e->sq_idx = sq_idx;
@@ -308,9 +341,9 @@ int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, const hr_wc *wc, int is_sen
 	uint32_t a = atomic_load_explicit(&cq->armed, memory_order_relaxed);
 	if (a == 0 || (a == 2 && !solicited && wc->status == HR_OK))
 		return HR_OK;
-	if (atomic_exchange(&cq->armed, 0) == 0 || !cq->chan_off)
+	if (atomic_exchange(&cq->armed, 0) == 0 || !chan_off)
 		return HR_OK;
-	struct shm_chan_sh *ch = (struct shm_chan_sh *)(base + cq->chan_off);
+	struct shm_chan_sh *ch = (struct shm_chan_sh *)(base + chan_off);
 	atomic_store(&cq->pending, 1);
 	atomic_fetch_add(&ch->seq, 1);
 	if (atomic_load(&ch->waiters))
@@ -327,7 +360,7 @@ static int shm_poll_cq(hr_cq *hcq, int n, hr_wc *wc)
 	uint64_t h = cq->cons;
 	int got = 0;
 	while (got < n) {
-		struct shm_cqe *e = &sh->e[h & (sh->cap - 1)];
+		struct shm_cqe *e = &sh->e[h & (cq->cap - 1)];
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) != h + 1)
 			break;
 		wc[got] = e->wc;
@@ -401,7 +434,7 @@ static void shm_ack_cq_events(hr_cq *hcq, unsigned n)
 	((struct shm_cq *)hcq)->events_acked += n;
 }
 
-static int shm_cq_depth(hr_cq *hcq) { return (int)((struct shm_cq *)hcq)->sh->cap; }
+static int shm_cq_depth(hr_cq *hcq) { return (int)((struct shm_cq *)hcq)->cap; }
 
 static int shm_dev_counters(hr_dev *hd, hr_counters *out)
 {

@@ -1,5 +1,5 @@
 /* hr_shm_dev.c - shm provider: the device. Segment creation, the segment
- * allocator, peer mappings, and the service thread that runs RNR retries,
+ * allocator (one per segment: the device's and each PD's), peer mappings, and the service thread that runs RNR retries,
  * dead-peer detection and completion-channel fd delivery. */
 #define _GNU_SOURCE
 #include "shm_internal.h"
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -51,7 +52,7 @@ void shm_kick(struct shm_hdr *h)
 
 /* ---- segment allocator (owner only, under dev->lock) ---- */
 
-static int freel_insert(struct shm_dev *d, size_t at, uint64_t off, uint64_t len)
+static int freel_insert(struct shm_seg *d, size_t at, uint64_t off, uint64_t len)
 {
 	if (d->nfree == d->capfree) {
 		size_t nc = d->capfree ? d->capfree * 2 : 64;
@@ -69,7 +70,7 @@ static int freel_insert(struct shm_dev *d, size_t at, uint64_t off, uint64_t len
 }
 
 /* Returns a segment offset or 0 (offset 0 is the header, never handed out). */
-uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
+uint64_t shm_alloc(struct shm_seg *d, uint64_t len, uint64_t align)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
 	for (size_t i = 0; i < d->nfree; i++) {
@@ -97,7 +98,7 @@ uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align)
 	return 0;
 }
 
-void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
+void shm_free(struct shm_seg *d, uint64_t off, uint64_t len)
 {
 	len = (len + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
 	/* Give the pages back so a long-lived segment does not pin memory, and
@@ -115,22 +116,90 @@ void shm_free(struct shm_dev *d, uint64_t off, uint64_t len)
 	size_t i = 0;
 	while (i < d->nfree && d->freel[i].off < off)
 		i++;
+	uint64_t lo = off, hi = off + len; /* the free extent off joins */
 	if (i > 0 && d->freel[i - 1].off + d->freel[i - 1].len == off) {
+		lo = d->freel[i - 1].off;
 		d->freel[i - 1].len += len;
 		if (i < d->nfree && off + len == d->freel[i].off) {
+			hi = d->freel[i].off + d->freel[i].len;
 			d->freel[i - 1].len += d->freel[i].len;
 			memmove(&d->freel[i], &d->freel[i + 1], (d->nfree - i - 1) * sizeof(*d->freel));
 			d->nfree--;
 		}
-		return;
-	}
-	if (i < d->nfree && off + len == d->freel[i].off) {
+	} else if (i < d->nfree && off + len == d->freel[i].off) {
+		hi = d->freel[i].off + d->freel[i].len;
 		d->freel[i].off = off;
 		d->freel[i].len += len;
-		return;
+	} else if (freel_insert(d, i, off, len)) {
+		return; /* on allocation failure the extent leaks; the segment stays consistent */
 	}
-	/* On allocation failure the extent leaks; the segment stays consistent. */
-	freel_insert(d, i, off, len);
+	/* A page that neighbours still shared is whole-free now that they are
+	 * gone too: give it back (it holds only zeros). */
+	uint64_t la = (lo + ps - 1) & ~(ps - 1), hb = hi & ~(ps - 1);
+	if (hb > la && (la < a || hb > b))
+		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)la, (off_t)(hb - la));
+}
+
+/* A new segment of size bytes (virtual: MAP_NORESERVE, pages allocated on
+ * touch), owner-only, with its header initialized and alive. */
+int shm_seg_create(struct shm_seg *s, uint64_t size)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->base = MAP_FAILED;
+	uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
+	int st = HR_EIO;
+	s->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
+	if (s->fd < 0)
+		goto fail;
+	/* memfds are created 0777: owner only (peers of the same uid still
+	 * reach it through /proc/<pid>/fd). */
+	if (fchmod(s->fd, 0600) != 0)
+		goto fail;
+	if (ftruncate(s->fd, (off_t)size) != 0)
+		goto fail;
+	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, s->fd, 0);
+	if (s->base == MAP_FAILED)
+		goto fail;
+	s->size = size;
+	s->hdr = (struct shm_hdr *)s->base;
+	s->hdr->magic = SHM_MAGIC;
+	s->hdr->version = SHM_VERSION;
+	s->hdr->size = size;
+	s->hdr->pid = (uint32_t)getpid();
+	if (getrandom(&s->hdr->seg_id, sizeof(s->hdr->seg_id), 0) != sizeof(s->hdr->seg_id))
+		goto fail;
+	st = HR_ENOMEM;
+	if (freel_insert(s, 0, hdr_sz, size - hdr_sz))
+		goto fail;
+	atomic_store(&s->hdr->alive, 1);
+	return HR_OK;
+fail:
+	shm_seg_destroy(s);
+	return st;
+}
+
+/* Peers that still map the segment see it dead; its memory goes when the
+ * last of them unmaps it. */
+void shm_seg_destroy(struct shm_seg *s)
+{
+	if (s->base != MAP_FAILED && s->base) {
+		atomic_store(&s->hdr->alive, 0);
+		munmap(s->base, s->size);
+		/* Whatever is left (leaked by a peer that died mid-copy) is
+		 * zeroed for peers that still map it; the header stays. */
+		uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
+		if (s->fd >= 0 && s->size > hdr_sz)
+			(void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)hdr_sz,
+					(off_t)(s->size - hdr_sz));
+	}
+	s->base = MAP_FAILED;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	free(s->freel);
+	s->freel = NULL;
+	s->nfree = s->capfree = 0;
 }
 
 /* ---- peers ---- */
@@ -185,10 +254,18 @@ struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t 
 	p->refs = 1;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	pthread_mutex_lock(&d->lock);
+	p->id = ++d->next_peer_id;
 	p->next = d->peers;
 	d->peers = p;
+	if (p->pidfd >= 0 && d->epfd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = p->id};
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0) {
+			close(p->pidfd); /* watched by kill(pid, 0) instead */
+			p->pidfd = -1;
+		}
+	}
 	pthread_mutex_unlock(&d->lock);
-	shm_kick(d->hdr); /* start watching the peer */
+	shm_kick(d->seg.hdr); /* start watching the peer */
 	*st = HR_OK;
 	return p;
 }
@@ -206,11 +283,45 @@ void shm_peer_put(struct shm_dev *d, struct shm_peer *p)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&d->lock);
-	if (p->pidfd >= 0)
+	if (p->pidfd >= 0) {
+		if (d->epfd >= 0)
+			(void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
 		close(p->pidfd);
+	}
+	pthread_mutex_unlock(&d->lock);
 	munmap(p->base, p->size);
 	free(p);
+}
+
+/* The watcher: a peer's pidfd becomes readable when the process exits. The
+ * peer is looked up by id under dev->lock (it may have been put since the
+ * event was read) and its pidfd leaves the set (it stays readable). */
+static void *watch_main(void *arg)
+{
+	struct shm_dev *d = arg;
+	struct epoll_event ev[64];
+	for (;;) {
+		int n = epoll_wait(d->epfd, ev, 64, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || atomic_load(&d->stop))
+			return NULL;
+		int died = 0;
+		pthread_mutex_lock(&d->lock);
+		for (int i = 0; i < n; i++) {
+			for (struct shm_peer *p = d->peers; p; p = p->next) {
+				if (p->id != ev[i].data.u64 || ev[i].data.u64 == 0)
+					continue;
+				atomic_store(&p->dead, 1);
+				(void)epoll_ctl(d->epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+				died = 1;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&d->lock);
+		if (died)
+			shm_kick(d->seg.hdr); /* the service thread fails their work */
+	}
 }
 
 /* ---- service thread: RNR retries, dead peers, channel fds ---- */
@@ -230,25 +341,12 @@ static void svc_deliver_fds(struct shm_dev *d)
 	}
 }
 
-/* Every live peer is checked each pass, 64 pidfds per poll(2) call: a
- * server may have thousands of peers, and one that is never looked at
- * keeps its work waiting forever. */
-#define SVC_PEER_BATCH 64
-
-static void svc_poll_peers(struct pollfd *pf, struct shm_peer **pp, int n)
+/* Every pass looks at every peer: its alive flag (a device closed in a live
+ * process), and, for a peer without a watched pidfd, kill(pid, 0). Exits of
+ * watched peers come from the watcher. */
+static int svc_check_peers(struct shm_dev *d)
 {
-	if (n && poll(pf, (nfds_t)n, 0) > 0) {
-		for (int i = 0; i < n; i++)
-			if (pf[i].revents)
-				atomic_store(&pp[i]->dead, 1);
-	}
-}
-
-static void svc_check_peers(struct shm_dev *d)
-{
-	struct pollfd pf[SVC_PEER_BATCH];
-	struct shm_peer *pp[SVC_PEER_BATCH];
-	int n = 0;
+	int unwatched = 0;
 	for (struct shm_peer *p = d->peers; p; p = p->next) {
 		if (atomic_load(&p->dead))
 			continue;
@@ -258,40 +356,32 @@ static void svc_check_peers(struct shm_dev *d)
 			continue;
 		}
 		if (p->pidfd < 0) {
+			unwatched = 1;
 			if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
 				atomic_store(&p->dead, 1);
-			continue;
-		}
-		pf[n].fd = p->pidfd;
-		pf[n].events = POLLIN;
-		pf[n].revents = 0;
-		pp[n++] = p;
-		if (n == SVC_PEER_BATCH) {
-			svc_poll_peers(pf, pp, n);
-			n = 0;
 		}
 	}
-	svc_poll_peers(pf, pp, n);
+	return unwatched;
 }
 
 static void *svc_main(void *arg)
 {
 	struct shm_dev *d = arg;
 	while (!atomic_load(&d->stop)) {
-		uint32_t seen = atomic_load(&d->hdr->svc_word);
+		uint32_t seen = atomic_load(&d->seg.hdr->svc_word);
 		uint64_t now = hr_now_ns(), next = UINT64_MAX;
 
 		pthread_mutex_lock(&d->lock);
 		svc_deliver_fds(d);
-		int have_peers = d->peers != NULL;
-		if (have_peers)
-			svc_check_peers(d);
+		/* Only peers the watcher cannot see need a timed look. */
+		int have_peers = d->peers != NULL && svc_check_peers(d);
 		/* dev->lock before qp->lock: posting never takes dev->lock. */
 		for (int i = 0; i < SHM_MAX_QP; i++) {
 			struct shm_qp *qp = atomic_load(&d->qps[i]);
 			if (!qp)
 				continue;
-			int dead = qp->peer && atomic_load(&qp->peer->dead);
+			int dead = (qp->peer && atomic_load(&qp->peer->dead)) ||
+				   (qp->cpeer && atomic_load(&qp->cpeer->dead));
 			int err = atomic_load(&qp->sh->state) == HR_QPS_ERR;
 			if (!atomic_load(&qp->pending) && !dead && !err)
 				continue;
@@ -320,7 +410,7 @@ static void *svc_main(void *arg)
 				tmo = t;
 		}
 		if (tmo > 0)
-			shm_futex_wait(&d->hdr->svc_word, seen, tmo);
+			shm_futex_wait(&d->seg.hdr->svc_word, seen, tmo);
 		else
 			sched_yield();
 	}
@@ -335,8 +425,9 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	if (!d)
 		return HR_ENOMEM;
 	d->prov = &hr_shm_provider;
-	d->fd = -1;
-	d->base = MAP_FAILED;
+	d->seg.fd = -1;
+	d->seg.base = MAP_FAILED;
+	d->epfd = d->wake_efd = -1;
 	pthread_mutex_init(&d->lock, NULL);
 	d->size = (o && o->shm_size) ? o->shm_size : SHM_DEFAULT_SIZE;
 	d->rnr_us = (o && o->rnr_timer_us) ? o->rnr_timer_us : SHM_DEFAULT_RNR_US;
@@ -345,29 +436,7 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	int st = HR_EINVAL;
 	if (d->size < hdr_sz + (1u << 20) || d->size > (1ull << 40))
 		goto fail;
-	st = HR_EIO;
-	d->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
-	if (d->fd < 0)
-		goto fail;
-	/* memfds are created 0777: owner only (peers of the same uid still
-	 * reach it through /proc/<pid>/fd). */
-	if (fchmod(d->fd, 0600) != 0)
-		goto fail;
-	if (ftruncate(d->fd, (off_t)d->size) != 0)
-		goto fail;
-	d->base = mmap(NULL, d->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, d->fd, 0);
-	if (d->base == MAP_FAILED)
-		goto fail;
-	d->hdr = (struct shm_hdr *)d->base;
-	d->hdr->magic = SHM_MAGIC;
-	d->hdr->version = SHM_VERSION;
-	d->hdr->size = d->size;
-	d->hdr->pid = (uint32_t)getpid();
-	if (getrandom(&d->hdr->seg_id, sizeof(d->hdr->seg_id), 0) != sizeof(d->hdr->seg_id))
-		goto fail;
-	atomic_store(&d->hdr->alive, 1);
-	st = HR_ENOMEM;
-	if (freel_insert(d, 0, hdr_sz, d->size - hdr_sz))
+	if ((st = shm_seg_create(&d->seg, d->size)) != HR_OK)
 		goto fail;
 	for (int i = 0; i < SHM_MAX_MR; i++)
 		d->mr_gen[i] = 1;
@@ -377,6 +446,19 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	if (pthread_create(&d->svc, NULL, svc_main, d) != 0)
 		goto fail;
 	d->svc_started = 1;
+	/* Without the watcher, every peer is looked at by kill(pid, 0). */
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	d->wake_efd = eventfd(0, EFD_CLOEXEC);
+	if (d->epfd >= 0 && d->wake_efd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wake_efd, &ev) == 0 &&
+		    pthread_create(&d->watch, NULL, watch_main, d) == 0)
+			d->watch_started = 1;
+	}
+	if (!d->watch_started && d->epfd >= 0) {
+		close(d->epfd);
+		d->epfd = -1;
+	}
 	*out = (hr_dev *)d;
 	return HR_OK;
 fail:
@@ -389,14 +471,22 @@ void shm_dev_close(hr_dev *hd)
 	struct shm_dev *d = (struct shm_dev *)hd;
 	if (d->svc_started) {
 		atomic_store(&d->stop, 1);
-		shm_kick(d->hdr);
+		shm_kick(d->seg.hdr);
 		pthread_join(d->svc, NULL);
 	}
-	if (d->base != MAP_FAILED) {
-		/* Peers that still hold our mapping see a dead device. */
-		atomic_store(&d->hdr->alive, 0);
-		munmap(d->base, d->size);
+	if (d->watch_started) {
+		atomic_store(&d->stop, 1);
+		uint64_t one = 1;
+		ssize_t r = write(d->wake_efd, &one, sizeof(one));
+		(void)r;
+		pthread_join(d->watch, NULL);
 	}
+	if (d->epfd >= 0)
+		close(d->epfd);
+	if (d->wake_efd >= 0)
+		close(d->wake_efd);
+	/* Peers that still hold our mapping see a dead device. */
+	shm_seg_destroy(&d->seg);
 	while (d->peers) {
 		struct shm_peer *p = d->peers;
 		d->peers = p->next;
@@ -405,9 +495,6 @@ void shm_dev_close(hr_dev *hd)
 		munmap(p->base, p->size);
 		free(p);
 	}
-	if (d->fd >= 0)
-		close(d->fd);
-	free(d->freel);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }

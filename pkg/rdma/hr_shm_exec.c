@@ -19,7 +19,7 @@ struct region {
 };
 
 /* Remote access: pin the MR against deregistration while we copy. */
-static int mr_acquire(uint8_t *base, uint64_t size, uint32_t key, uint64_t addr, uint64_t len,
+static int mr_acquire(uint8_t *base, uint64_t size, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
 		      uint32_t need, struct region *r)
 {
 	struct shm_hdr *h = (struct shm_hdr *)base;
@@ -29,7 +29,9 @@ static int mr_acquire(uint8_t *base, uint64_t size, uint32_t key, uint64_t addr,
 	if (key == 0 || atomic_load(&e->key) != key)
 		goto bad;
 	uint64_t va = e->va, off = e->off, el = e->len;
-	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+	/* As on a NIC, a key reaches only MRs of the PD of the QP (or SRQ)
+	 * it arrives on: another connection's memory answers REMOTE_ACCESS. */
+	if (e->pd != pd || (e->access & need) != need || addr < va || len > el || addr - va > el - len)
 		goto bad;
 	/* A corrupt peer table must not make us write outside the mapping. */
 	if (off > size || el > size - off)
@@ -45,14 +47,14 @@ bad:
 
 /* Local access: deregistering memory that our own outstanding work still
  * uses is the application's error (as with a NIC), so no pin is taken. */
-static int mr_check_local(struct shm_dev *d, uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
-			  struct region *r)
+static int mr_check_local(struct shm_seg *d, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
+			  uint32_t need, struct region *r)
 {
 	struct shm_mr_ent *e = &d->hdr->mr[key & (SHM_MAX_MR - 1)];
 	if (key == 0 || atomic_load_explicit(&e->key, memory_order_acquire) != key)
 		return -1;
 	uint64_t va = e->va, el = e->len;
-	if ((e->access & need) != need || addr < va || len > el || addr - va > el - len)
+	if (e->pd != pd || (e->access & need) != need || addr < va || len > el || addr - va > el - len)
 		return -1;
 	r->p = d->base + e->off + (addr - va);
 	r->len = (uint32_t)len;
@@ -110,10 +112,10 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t w
 	cnt_add(&tsh->completions, 1);
 	if (st != HR_OK)
 		cnt_add(&tsh->errors, 1);
-	struct shm_cq_sh *cq = (struct shm_cq_sh *)(qp->rbase + tsh->rcq_off);
-	if (shm_cq_push(qp->rbase, cq, &wc, 0, 0, solicited, &qp->rcq_head_cache) != HR_OK) {
+	struct shm_cq_sh *cq = (struct shm_cq_sh *)(qp->cbase + qp->t_cq_off);
+	if (shm_cq_push(qp->cbase, cq, qp->t_ccap, qp->t_chan, &wc, 0, 0, solicited, &qp->rcq_head_cache) != HR_OK) {
 		atomic_store(&tsh->state, HR_QPS_ERR);
-		shm_kick(qp->rhdr);
+		shm_kick(qp->chdr);
 	}
 }
 
@@ -122,13 +124,13 @@ static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
 	/* Only the owner knows whether the ring is an SRQ; its service thread
 	 * flushes when woken. */
 	if (atomic_exchange(&tsh->state, HR_QPS_ERR) != HR_QPS_ERR)
-		shm_kick(qp->rhdr);
+		shm_kick(qp->chdr);
 }
 
 static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need, struct region *r)
 {
 	for (uint32_t i = 0; i < wr->num_sge; i++)
-		if (mr_check_local(qp->dev, wr->sg[i].lkey, wr->sg[i].addr, wr->sg[i].length, need, &r[i]))
+		if (mr_check_local(&qp->pdp->seg, qp->pd, wr->sg[i].lkey, wr->sg[i].addr, wr->sg[i].length, need, &r[i]))
 			return -1;
 	return 0;
 }
@@ -142,18 +144,29 @@ static int span_ok(uint64_t size, uint64_t off, uint64_t len)
  * they lie inside the mapping before following them. */
 static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
 {
-	uint64_t sz = qp->rsize;
+	uint64_t sz = qp->rsize, csz = qp->csize;
 	if (!span_ok(sz, tsh_off, sizeof(struct shm_qp_sh)))
 		return 0;
 	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
-	uint64_t rq_off = tsh->rq_off, cq_off = tsh->rcq_off;
-	if (!span_ok(sz, rq_off, sizeof(struct shm_rq_sh)) || !span_ok(sz, cq_off, sizeof(struct shm_cq_sh)))
+	uint64_t rq_off = ((volatile struct shm_qp_sh *)tsh)->rq_off, cq_off = ((volatile struct shm_qp_sh *)tsh)->rcq_off;
+	if (!span_ok(sz, rq_off, sizeof(struct shm_rq_sh)) || !span_ok(csz, cq_off, sizeof(struct shm_cq_sh)))
 		return 0;
-	uint32_t rcap = ((struct shm_rq_sh *)(qp->rbase + rq_off))->cap;
-	uint32_t ccap = ((struct shm_cq_sh *)(qp->rbase + cq_off))->cap;
+	/* Read once: what is checked is what is used (the target may rewrite
+	 * its headers meanwhile; the offsets it can change are re-read by
+	 * the caller, hence checked again there). */
+	uint32_t rcap = ((volatile struct shm_rq_sh *)(qp->rbase + rq_off))->cap;
+	uint32_t ccap = ((volatile struct shm_cq_sh *)(qp->cbase + cq_off))->cap;
+	uint64_t chan = ((volatile struct shm_cq_sh *)(qp->cbase + cq_off))->chan_off;
+	if (chan && !span_ok(csz, chan, sizeof(struct shm_chan_sh)))
+		chan = 0;
+	qp->t_rcap = rcap;
+	qp->t_ccap = ccap;
+	qp->t_chan = chan;
+	qp->t_rq_off = rq_off;
+	qp->t_cq_off = cq_off;
 	return rcap && rcap <= SHM_MAX_WR && ccap && ccap <= SHM_MAX_CQE && (ccap & (ccap - 1)) == 0 &&
 	       span_ok(sz, rq_off, sizeof(struct shm_rq_sh) + (uint64_t)rcap * sizeof(struct shm_rwqe)) &&
-	       span_ok(sz, cq_off, sizeof(struct shm_cq_sh) + (uint64_t)ccap * sizeof(struct shm_cqe));
+	       span_ok(csz, cq_off, sizeof(struct shm_cq_sh) + (uint64_t)ccap * sizeof(struct shm_cqe));
 }
 
 static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *inl)
@@ -161,7 +174,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	struct exec_res res = {HR_OK, 0};
 	const hr_send_wr *wr = &e->wr;
 	struct shm_qp_ent *tent = &qp->rhdr->qp[qp->rqpn & (SHM_MAX_QP - 1)];
-	if ((qp->peer && atomic_load(&qp->peer->dead)) || !atomic_load(&qp->rhdr->alive)) {
+	if ((qp->peer && atomic_load(&qp->peer->dead)) || (qp->cpeer && atomic_load(&qp->cpeer->dead)) ||
+	    !atomic_load(&qp->rhdr->alive) || !atomic_load(&qp->chdr->alive)) {
 		res.st = HR_ERETRY_EXC;
 		return res;
 	}
@@ -210,16 +224,18 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	switch (op) {
 	case HR_OP_SEND:
 	case HR_OP_SEND_WITH_IMM: {
-		struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + tsh->rq_off);
+		struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
 		struct shm_rwqe w;
-		if (shm_rq_pop(rq, &w) != 0) {
+		if (shm_rq_pop(rq, qp->t_rcap, &w) != 0) {
 			res.st = SHM_RNR_PENDING;
 			break;
 		}
 		uint64_t cap = 0;
 		int nd = (int)(w.num_sge <= HR_MAX_SGE ? w.num_sge : HR_MAX_SGE), ok = 1;
 		for (int i = 0; i < nd; i++) {
-			if (mr_acquire(qp->rbase, qp->rsize, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
+			/* Receive lkeys are checked against the receiving QP's PD,
+			 * also for an SRQ's WQEs (as rxe's responder does). */
+			if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
 				       HR_ACCESS_LOCAL_WRITE, &dst[i])) {
 				regions_release(dst, i);
 				ok = 0;
@@ -253,14 +269,14 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	}
 	case HR_OP_RDMA_WRITE:
 	case HR_OP_RDMA_WRITE_WITH_IMM: {
-		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
+		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
 		struct shm_rwqe w;
 		if (with_imm) {
-			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + tsh->rq_off);
-			if (shm_rq_pop(rq, &w) != 0) {
+			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
+			if (shm_rq_pop(rq, qp->t_rcap, &w) != 0) {
 				regions_release(&rr, 1);
 				res.st = SHM_RNR_PENDING;
 				break;
@@ -283,7 +299,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		}
 		for (uint32_t i = 0; i < wr->num_sge; i++)
 			total += dst[i].len;
-		if (mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
+		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
 			regions_release(dst, (int)wr->num_sge);
 			res.st = HR_EREMOTE_ACCESS;
 			break;
@@ -302,7 +318,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		if ((wr->remote_addr & 7) ||
-		    mr_acquire(qp->rbase, qp->rsize, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
+		    mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
 			regions_release(dst, 1);
 			res.st = HR_EREMOTE_ACCESS;
 			break;
@@ -344,7 +360,8 @@ static void send_cqe(struct shm_qp *qp, struct shm_sqe *e, uint64_t idx, int st,
 	qp->cnt.completions++;
 	if (st != HR_OK)
 		qp->cnt.errors++;
-	if (shm_cq_push(qp->dev->base, qp->scq->sh, &wc, 1, idx, 0, &qp->scq_head_cache) != HR_OK)
+	if (shm_cq_push(qp->dev->seg.base, qp->scq->sh, qp->scq->cap, qp->scq->chan_off, &wc, 1, idx, 0,
+			&qp->scq_head_cache) != HR_OK)
 		shm_qp_to_error(qp);
 }
 
@@ -360,7 +377,7 @@ void shm_qp_progress(struct shm_qp *qp)
 			continue;
 		}
 		if (qp->rnr_deadline && hr_now_ns() < qp->rnr_deadline &&
-		    !(qp->peer && atomic_load(&qp->peer->dead)))
+		    !(qp->peer && atomic_load(&qp->peer->dead)) && !(qp->cpeer && atomic_load(&qp->cpeer->dead)))
 			return;
 		struct exec_res r = exec_wr(qp, e, qp->inl + (idx % qp->sq_cap) * qp->max_inline);
 		if (r.st == SHM_RNR_PENDING) {
@@ -370,7 +387,7 @@ void shm_qp_progress(struct shm_qp *qp)
 			} else {
 				qp->rnr_deadline = hr_now_ns() + (uint64_t)qp->dev->rnr_us * 1000ull;
 				if (!atomic_exchange(&qp->pending, 1))
-					shm_kick(qp->dev->hdr);
+					shm_kick(qp->dev->seg.hdr);
 				return;
 			}
 		}

@@ -34,11 +34,11 @@ void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out)
 
 /* ---- receive rings ---- */
 
-int shm_rq_pop(struct shm_rq_sh *rq, struct shm_rwqe *out)
+int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out)
 {
 	uint64_t h = atomic_load_explicit(&rq->head, memory_order_acquire);
 	for (;;) {
-		const struct shm_rwqe *e = &rq->e[h % rq->cap];
+		const struct shm_rwqe *e = &rq->e[h % cap];
 		if (atomic_load_explicit(&e->seq, memory_order_acquire) != (uint32_t)(h + 1))
 			return -1;
 		/* Copy before claiming; the producer reuses the slot only after
@@ -52,21 +52,22 @@ int shm_rq_pop(struct shm_rq_sh *rq, struct shm_rwqe *out)
 	}
 }
 
-static int rq_push(struct shm_rq_sh *rq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad, uint64_t *hc)
+static int rq_push(struct shm_rq_sh *rq, uint32_t cap, uint32_t max_sge, const hr_recv_wr *wr, uint32_t n,
+		   uint32_t *bad, uint64_t *hc)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		if (wr[i].num_sge > rq->max_sge) {
+		if (wr[i].num_sge > max_sge) {
 			*bad = i;
 			return HR_EINVAL;
 		}
 		uint64_t t = atomic_load_explicit(&rq->tail, memory_order_relaxed);
-		if (t - *hc >= rq->cap)
+		if (t - *hc >= cap)
 			*hc = atomic_load_explicit(&rq->head, memory_order_acquire);
-		if (t - *hc >= rq->cap) {
+		if (t - *hc >= cap) {
 			*bad = i;
 			return HR_ENORES;
 		}
-		struct shm_rwqe *e = &rq->e[t % rq->cap];
+		struct shm_rwqe *e = &rq->e[t % cap];
 		e->wr_id = wr[i].wr_id;
 		e->num_sge = wr[i].num_sge;
 		memcpy(e->sg, wr[i].sg, sizeof(e->sg[0]) * wr[i].num_sge);
@@ -78,33 +79,34 @@ static int rq_push(struct shm_rq_sh *rq, const hr_recv_wr *wr, uint32_t n, uint3
 
 /* Flush every receive still posted on qp's own ring (SRQ entries belong to
  * the SRQ, not to one QP). Safe against concurrent consumers. */
-void shm_rq_flush(uint8_t *base, struct shm_qp_sh *sh, int own_rq)
+void shm_rq_flush(struct shm_qp *qp)
 {
-	if (!own_rq)
+	if (qp->srq)
 		return;
-	struct shm_rq_sh *rq = (struct shm_rq_sh *)(base + sh->rq_off);
-	struct shm_cq_sh *cq = (struct shm_cq_sh *)(base + sh->rcq_off);
+	struct shm_qp_sh *sh = qp->sh;
+	struct shm_cq *rcq = qp->rcq;
 	struct shm_rwqe w;
-	while (shm_rq_pop(rq, &w) == 0) {
+	while (shm_rq_pop(qp->rq, qp->max_recv, &w) == 0) {
 		hr_wc wc = {.wr_id = w.wr_id, .status = HR_EFLUSH, .opcode = HR_WC_RECV, .qp_num = sh->qpn};
 		cnt_add(&sh->completions, 1);
 		cnt_add(&sh->errors, 1);
-		shm_cq_push(base, cq, &wc, 0, 0, 0, NULL);
+		shm_cq_push(qp->dev->seg.base, rcq->sh, rcq->cap, rcq->chan_off, &wc, 0, 0, 0, NULL);
 	}
 }
 
 /* ---- SRQ ---- */
 
-static struct shm_rq_sh *rq_create(struct shm_dev *d, uint32_t max_wr, uint32_t max_sge,
+static struct shm_rq_sh *rq_create(struct shm_pd *pd, uint32_t max_wr, uint32_t max_sge,
 				   uint64_t *off, uint64_t *bytes)
 {
+	struct shm_dev *d = pd->dev;
 	*bytes = sizeof(struct shm_rq_sh) + (uint64_t)max_wr * sizeof(struct shm_rwqe);
 	pthread_mutex_lock(&d->lock);
-	*off = shm_alloc(d, *bytes, CACHELINE);
+	*off = shm_alloc(&pd->seg, *bytes, CACHELINE);
 	pthread_mutex_unlock(&d->lock);
 	if (!*off)
 		return NULL;
-	struct shm_rq_sh *rq = (struct shm_rq_sh *)(d->base + *off);
+	struct shm_rq_sh *rq = (struct shm_rq_sh *)(pd->seg.base + *off);
 	memset(rq, 0, sizeof(*rq));
 	rq->cap = max_wr;
 	rq->max_sge = max_sge;
@@ -121,17 +123,21 @@ int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out)
 		return HR_ENOMEM;
 	s->prov = &hr_shm_provider;
 	s->dev = d;
-	s->sh = rq_create(d, max_wr, max_sge, &s->off, &s->bytes);
+	s->pd = (struct shm_pd *)pd;
+	s->sh = rq_create(s->pd, max_wr, max_sge, &s->off, &s->bytes);
 	if (!s->sh) {
 		free(s);
 		return HR_ENOMEM;
 	}
+	s->cap = max_wr;
+	s->max_sge = max_sge;
+	atomic_fetch_add(&s->pd->refs, 1);
 	pthread_mutex_init(&s->lock, NULL);
 	*out = (hr_srq *)s;
 	return HR_OK;
 }
 
-int shm_srq_max_wr(hr_srq *hs) { return (int)((struct shm_srq *)hs)->sh->cap; }
+int shm_srq_max_wr(hr_srq *hs) { return (int)((struct shm_srq *)hs)->cap; }
 
 int shm_destroy_srq(hr_srq *hs)
 {
@@ -139,8 +145,9 @@ int shm_destroy_srq(hr_srq *hs)
 	if (atomic_load(&s->refs) > 0)
 		return HR_ESTATE;
 	pthread_mutex_lock(&s->dev->lock);
-	shm_free(s->dev, s->off, s->bytes);
+	shm_free(&s->pd->seg, s->off, s->bytes);
 	pthread_mutex_unlock(&s->dev->lock);
+	atomic_fetch_sub(&s->pd->refs, 1);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return HR_OK;
@@ -150,7 +157,7 @@ int shm_post_srq_recv(hr_srq *hs, const hr_recv_wr *wr, uint32_t n, uint32_t *ba
 {
 	struct shm_srq *s = (struct shm_srq *)hs;
 	pthread_mutex_lock(&s->lock);
-	int st = rq_push(s->sh, wr, n, bad, &s->head_cache);
+	int st = rq_push(s->sh, s->cap, s->max_sge, wr, n, bad, &s->head_cache);
 	pthread_mutex_unlock(&s->lock);
 	return st;
 }
@@ -169,6 +176,8 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 		return HR_ENOMEM;
 	qp->prov = &hr_shm_provider;
 	qp->dev = d;
+	qp->pdp = (struct shm_pd *)pd;
+	qp->pd = qp->pdp->id;
 	qp->scq = (struct shm_cq *)in->send_cq;
 	qp->rcq = (struct shm_cq *)in->recv_cq;
 	qp->srq = (struct shm_srq *)in->srq;
@@ -184,26 +193,32 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->inl = malloc((size_t)qp->sq_cap * (qp->max_inline ? qp->max_inline : 1));
 	if (!qp->sq || !qp->inl)
 		goto fail;
+	struct shm_seg *sg = &qp->pdp->seg;
 	if (qp->srq) {
+		/* The SRQ's ring is reached through the QP's PD segment. */
+		st = HR_EINVAL;
+		if (qp->srq->pd != qp->pdp)
+			goto fail;
+		st = HR_ENOMEM;
 		qp->rq = qp->srq->sh;
 	} else {
-		qp->rq = rq_create(d, in->max_recv_wr, qp->max_sge, &qp->rq_off, &qp->rq_bytes);
+		qp->rq = rq_create(qp->pdp, in->max_recv_wr, qp->max_sge, &qp->rq_off, &qp->rq_bytes);
 		if (!qp->rq)
 			goto fail;
 	}
 	qp->sh_bytes = sizeof(struct shm_qp_sh);
 	pthread_mutex_lock(&d->lock);
-	qp->sh_off = shm_alloc(d, qp->sh_bytes, CACHELINE);
+	qp->sh_off = shm_alloc(sg, qp->sh_bytes, CACHELINE);
 	int idx = -1;
 	for (int i = 1; qp->sh_off && i < SHM_MAX_QP; i++) {
-		if (!atomic_load(&d->qps[i]) && atomic_load(&d->hdr->qp[i].inflight) == 0) {
+		if (!atomic_load(&d->qps[i]) && atomic_load(&sg->hdr->qp[i].inflight) == 0) {
 			idx = i;
 			break;
 		}
 	}
 	if (idx < 0) {
 		if (qp->sh_off)
-			shm_free(d, qp->sh_off, qp->sh_bytes);
+			shm_free(sg, qp->sh_off, qp->sh_bytes);
 		qp->sh_off = 0;
 		pthread_mutex_unlock(&d->lock);
 		goto fail;
@@ -213,20 +228,22 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 		d->qp_gen[idx] = 1;
 	qp->idx = (uint32_t)idx;
 	qp->qpn = (gen << 10) | (uint32_t)idx;
-	qp->sh = (struct shm_qp_sh *)(d->base + qp->sh_off);
+	qp->sh = (struct shm_qp_sh *)(sg->base + qp->sh_off);
 	memset(qp->sh, 0, sizeof(*qp->sh));
 	qp->sh->qpn = qp->qpn;
+	qp->sh->pd = qp->pd;
 	qp->sh->rcq_off = qp->rcq->off;
 	qp->sh->rq_off = qp->srq ? qp->srq->off : qp->rq_off;
 	atomic_store(&qp->sh->state, HR_QPS_INIT);
-	d->hdr->qp[idx].off = qp->sh_off;
-	atomic_store(&d->hdr->qp[idx].qpn, qp->qpn);
+	sg->hdr->qp[idx].off = qp->sh_off;
+	atomic_store(&sg->hdr->qp[idx].qpn, qp->qpn);
 	atomic_store(&d->qps[idx], qp);
 	pthread_mutex_unlock(&d->lock);
 	atomic_fetch_add(&qp->scq->refs, 1);
 	atomic_fetch_add(&qp->rcq->refs, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->refs, 1);
+	atomic_fetch_add(&qp->pdp->refs, 1);
 	if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn))
 		qp->psn = qp->qpn * 2654435761u;
 	qp->psn &= 0xffffff;
@@ -235,7 +252,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 fail:
 	if (qp->rq && !qp->srq) {
 		pthread_mutex_lock(&d->lock);
-		shm_free(d, qp->rq_off, qp->rq_bytes);
+		shm_free(&qp->pdp->seg, qp->rq_off, qp->rq_bytes);
 		pthread_mutex_unlock(&d->lock);
 	}
 	free(qp->sq);
@@ -250,7 +267,8 @@ int shm_destroy_qp(hr_qp *hq)
 {
 	struct shm_qp *qp = (struct shm_qp *)hq;
 	struct shm_dev *d = qp->dev;
-	struct shm_qp_ent *ent = &d->hdr->qp[qp->idx];
+	struct shm_seg *sg = &qp->pdp->seg;
+	struct shm_qp_ent *ent = &sg->hdr->qp[qp->idx];
 	atomic_store(&qp->sh->state, HR_QPS_ERR);
 	atomic_store(&ent->qpn, 0);
 	/* An initiator inside one of our rings holds ent->inflight; wait it out
@@ -271,17 +289,20 @@ int shm_destroy_qp(hr_qp *hq)
 	atomic_store(&d->qps[qp->idx], NULL);
 	shm_counters_add(&d->gone, &c);
 	if (drained) {
-		shm_free(d, qp->sh_off, qp->sh_bytes);
+		shm_free(sg, qp->sh_off, qp->sh_bytes);
 		if (!qp->srq)
-			shm_free(d, qp->rq_off, qp->rq_bytes);
+			shm_free(sg, qp->rq_off, qp->rq_bytes);
 	}
 	pthread_mutex_unlock(&d->lock);
 	atomic_fetch_sub(&qp->scq->refs, 1);
 	atomic_fetch_sub(&qp->rcq->refs, 1);
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->refs, 1);
+	atomic_fetch_sub(&qp->pdp->refs, 1);
 	if (qp->peer)
 		shm_peer_put(d, qp->peer);
+	if (qp->cpeer)
+		shm_peer_put(d, qp->cpeer);
 	free(qp->sq);
 	free(qp->inl);
 	pthread_mutex_destroy(&qp->lock);
@@ -298,11 +319,15 @@ int shm_qp_local_attr(hr_qp *hq, hr_qp_attr *out)
 	out->psn = qp->psn;
 	out->gid_index = -1;
 	out->mtu = 4096;
+	struct shm_seg *sg = &qp->pdp->seg, *ds = &qp->dev->seg;
 	struct shm_blob b = {
-		.pid = qp->dev->hdr->pid,
-		.fd = qp->dev->fd,
-		.seg_id = qp->dev->hdr->seg_id,
-		.size = qp->dev->size,
+		.pid = sg->hdr->pid,
+		.fd = sg->fd,
+		.seg_id = sg->hdr->seg_id,
+		.size = sg->size,
+		.dev_fd = ds->fd,
+		.dev_seg_id = ds->hdr->seg_id,
+		.dev_size = ds->size,
 	};
 	memcpy(out->blob, &b, sizeof(b));
 	out->blob_len = sizeof(b);
@@ -319,30 +344,36 @@ int shm_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 	if (atomic_load(&qp->sh->state) != HR_QPS_INIT)
 		return HR_ESTATE;
 	memcpy(&b, r->blob, sizeof(b));
-	struct shm_peer *peer = NULL;
-	uint8_t *rbase = d->base;
-	uint64_t rsize = d->size;
-	if (b.pid != d->hdr->pid || b.seg_id != d->hdr->seg_id) {
-		int st;
-		peer = shm_peer_get(d, b.pid, b.fd, b.seg_id, b.size, &st);
-		if (!peer)
-			return st;
-		rbase = peer->base;
-		rsize = peer->size;
+	/* The peer's QP's PD segment and its device segment, each mapped on
+	 * its own (also for a QP of this process: the mapping outlives the
+	 * other PD, so its teardown cannot pull memory from under us). */
+	int st;
+	struct shm_peer *peer = shm_peer_get(d, b.pid, b.fd, b.seg_id, b.size, &st);
+	if (!peer)
+		return st;
+	struct shm_peer *cpeer = shm_peer_get(d, b.pid, b.dev_fd, b.dev_seg_id, b.dev_size, &st);
+	if (!cpeer) {
+		shm_peer_put(d, peer);
+		return st;
 	}
-	struct shm_hdr *rh = (struct shm_hdr *)rbase;
+	struct shm_hdr *rh = (struct shm_hdr *)peer->base;
 	struct shm_qp_ent *ent = &rh->qp[r->qpn & (SHM_MAX_QP - 1)];
-	if (atomic_load(&ent->qpn) != r->qpn || ent->off < sizeof(struct shm_hdr) ||
-	    ent->off > rsize - sizeof(struct shm_qp_sh)) {
-		if (peer)
-			shm_peer_put(d, peer);
+	uint64_t eoff = ent->off;
+	if (atomic_load(&ent->qpn) != r->qpn || eoff < sizeof(struct shm_hdr) ||
+	    eoff > peer->size - sizeof(struct shm_qp_sh)) {
+		shm_peer_put(d, peer);
+		shm_peer_put(d, cpeer);
 		return HR_EPEER;
 	}
 	pthread_mutex_lock(&qp->lock);
 	qp->peer = peer;
-	qp->rbase = rbase;
-	qp->rsize = rsize;
+	qp->cpeer = cpeer;
+	qp->rbase = peer->base;
+	qp->rsize = peer->size;
 	qp->rhdr = rh;
+	qp->cbase = cpeer->base;
+	qp->csize = cpeer->size;
+	qp->chdr = (struct shm_hdr *)cpeer->base;
 	qp->rqpn = r->qpn;
 	/* RTR then RTS: nothing to program, the peer's rings are reachable. */
 	atomic_store(&qp->sh->state, HR_QPS_RTS);
@@ -353,13 +384,13 @@ int shm_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 void shm_qp_to_error(struct shm_qp *qp)
 {
 	if (atomic_exchange(&qp->sh->state, HR_QPS_ERR) != HR_QPS_ERR)
-		shm_rq_flush(qp->dev->base, qp->sh, qp->srq == NULL);
+		shm_rq_flush(qp);
 }
 
 /* Service thread, qp->lock held: finish an error another process caused. */
 void shm_qp_sweep(struct shm_qp *qp)
 {
-	shm_rq_flush(qp->dev->base, qp->sh, qp->srq == NULL);
+	shm_rq_flush(qp);
 }
 
 int shm_qp_set_error(hr_qp *hq)
@@ -479,12 +510,12 @@ int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 		return HR_EINVAL;
 	}
 	pthread_mutex_lock(&qp->rq_lock);
-	int st = rq_push(qp->rq, wr, n, bad, &qp->rq_head_cache);
+	int st = rq_push(qp->rq, qp->max_recv, qp->max_sge, wr, n, bad, &qp->rq_head_cache);
 	qp->recv_posted += st == HR_OK ? n : *bad;
 	pthread_mutex_unlock(&qp->rq_lock);
 	/* Receives posted to a QP in error complete with a flush, also when the
 	 * error raced with this post. */
 	if (atomic_load(&qp->sh->state) == HR_QPS_ERR)
-		shm_rq_flush(qp->dev->base, qp->sh, 1);
+		shm_rq_flush(qp);
 	return st;
 }

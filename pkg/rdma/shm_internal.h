@@ -1,9 +1,13 @@
 /* shm_internal.h - private to the shm provider (hr_shm*.c).
  *
- * Everything a peer touches lives in the owner's segment (a memfd the peer
- * maps through /proc/<pid>/fd/<n>): the segment header with the MR and QP
- * tables, CQ rings, receive rings and QP control blocks. Pointers never cross
- * processes; only offsets do. The initiator does the work a NIC would do. */
+ * Everything a peer touches lives in the owner's segments (memfds the peer
+ * maps through /proc/<pid>/fd/<n>). Each protection domain has a segment of
+ * its own: its MR and QP tables, QP control blocks, receive rings and
+ * registered memory — so a peer connected to a QP of one PD maps nothing of
+ * another PD's. The device segment holds what is not PD-scoped: CQ rings,
+ * completion channel words, the alive flag and the service thread's futex.
+ * Pointers never cross processes; only offsets do. The initiator does the
+ * work a NIC would do. */
 #ifndef SHM_INTERNAL_H
 #define SHM_INTERNAL_H
 
@@ -32,7 +36,9 @@ struct shm_mr_ent {
 	uint64_t va;  /* owner's virtual address of the region */
 	uint64_t off; /* segment offset */
 	uint64_t len;
-	uint64_t pad_[4];
+	uint32_t pd; /* protection domain: only QPs of this PD reach it */
+	uint32_t pad0_;
+	uint64_t pad_[3];
 };
 
 /* Remote accesses in progress on one MR. Kept apart from the entry so the
@@ -120,7 +126,8 @@ struct shm_qp_sh {
 	uint32_t qpn;
 	uint64_t rcq_off;
 	uint64_t rq_off; /* own ring or the SRQ's */
-	uint8_t p1_[CACHELINE - 24];
+	uint32_t pd;     /* remote keys must name an MR of this PD */
+	uint8_t p1_[CACHELINE - 28];
 	/* written by the peer initiator */
 	_Atomic uint64_t inbound[HR_OP_COUNT];
 	_Atomic uint64_t bytes_in;
@@ -132,6 +139,17 @@ struct shm_extent {
 	uint64_t off, len;
 };
 
+/* One memfd segment: the device's or a PD's. Its allocator is the owner's
+ * (under dev->lock). */
+struct shm_seg {
+	int fd;
+	uint8_t *base;
+	uint64_t size;
+	struct shm_hdr *hdr;
+	struct shm_extent *freel;
+	size_t nfree, capfree;
+};
+
 struct shm_peer {
 	struct shm_peer *next;
 	uint32_t pid;
@@ -139,6 +157,7 @@ struct shm_peer {
 	uint8_t *base;
 	uint64_t size;
 	int pidfd;
+	uint64_t id; /* the watcher's handle: never reused, unlike the pointer */
 	int refs;
 	_Atomic int dead;
 };
@@ -149,11 +168,14 @@ struct shm_chan;
 struct shm_pd {
 	const hr_provider *prov;
 	struct shm_dev *dev;
+	uint32_t id; /* nonzero, unique per device */
+	struct shm_seg seg;
+	_Atomic int refs; /* buffers, MRs, SRQs and QPs in it */
 };
 
 struct shm_mr {
 	hr_mr pub;
-	struct shm_dev *dev;
+	struct shm_pd *pd;
 	uint32_t idx;
 };
 
@@ -166,6 +188,10 @@ struct shm_cq {
 	struct shm_cq *chan_next;
 	_Atomic int refs; /* QPs using it */
 	uint64_t cons;    /* consumer position (private copy of head) */
+	/* Private copies: peers can write the shared ring header, and the
+	 * owner must not index or write by what they put there. */
+	uint32_t cap;
+	uint64_t chan_off;
 	uint32_t events_acked;
 };
 
@@ -184,11 +210,13 @@ struct shm_chan {
 struct shm_srq {
 	const hr_provider *prov;
 	struct shm_dev *dev;
+	struct shm_pd *pd;
 	struct shm_rq_sh *sh;
 	uint64_t off, bytes;
 	pthread_mutex_t lock;
 	_Atomic int refs;
 	uint64_t head_cache;
+	uint32_t cap, max_sge; /* private copies of the ring's */
 };
 
 struct shm_sqe {
@@ -205,6 +233,8 @@ struct shm_qp {
 	struct shm_rq_sh *rq; /* own ring (rq_off) or the SRQ's */
 	uint64_t rq_off, rq_bytes; /* own ring only */
 	uint32_t qpn, idx, psn;
+	uint32_t pd; /* local keys must name an MR of this PD */
+	struct shm_pd *pdp;
 	struct shm_cq *scq, *rcq;
 	struct shm_srq *srq;
 	pthread_mutex_t lock;     /* send side */
@@ -221,56 +251,71 @@ struct shm_qp {
 	uint32_t rnr_tries;
 	uint64_t rnr_deadline;
 	_Atomic int pending;
-	/* the connected peer */
-	struct shm_peer *_Atomic peer; /* NULL: loopback; read by the service thread */
+	/* the target's ring and CQ sizes and channel, validated once per
+	 * work request (exec_wr): the target can rewrite its shared copies */
+	uint32_t t_rcap, t_ccap;
+	uint64_t t_chan, t_rq_off, t_cq_off;
+	/* the connected peer: its QP's PD segment (rbase) and its device
+	 * segment (cbase: CQs, channels, liveness); read by the service thread */
+	struct shm_peer *_Atomic peer;
+	struct shm_peer *_Atomic cpeer;
 	uint8_t *rbase;
 	uint64_t rsize;
 	struct shm_hdr *rhdr;
+	uint8_t *cbase;
+	uint64_t csize;
+	struct shm_hdr *chdr;
 	uint32_t rqpn;
 	hr_counters cnt; /* send side, under lock */
 };
 
 struct shm_dev {
 	const hr_provider *prov;
-	int fd;
-	uint8_t *base;
-	uint64_t size;
-	struct shm_hdr *hdr;
-	pthread_mutex_t lock; /* allocator, tables, peers, channels */
-	struct shm_extent *freel;
-	size_t nfree, capfree;
+	struct shm_seg seg;   /* CQs, channels, liveness */
+	uint64_t size;        /* of every segment (virtual; pages on touch) */
+	pthread_mutex_t lock; /* allocators, tables, peers, channels */
 	struct shm_qp *_Atomic qps[SHM_MAX_QP];
 	uint32_t mr_gen[SHM_MAX_MR];
 	uint32_t qp_gen[SHM_MAX_QP];
 	struct shm_peer *peers;
 	struct shm_chan *chans;
 	hr_counters gone; /* counters of destroyed QPs */
+	_Atomic uint32_t next_pd;
 	uint32_t rnr_us, peer_ms;
 	pthread_t svc;
 	int svc_started;
+	/* Peer deaths arrive as events: a watcher thread blocks in epoll on
+	 * every peer's pidfd (woken by wake_efd to stop), so live peers cost
+	 * no periodic work. */
+	int epfd, wake_efd;
+	pthread_t watch;
+	int watch_started;
+	uint64_t next_peer_id;
 	_Atomic int stop;
 };
 
 /* hr_shm_dev.c, hr_shm.c */
 int shm_dev_open(const hr_dev_opts *o, hr_dev **out);
 void shm_dev_close(hr_dev *hd);
-uint64_t shm_alloc(struct shm_dev *d, uint64_t len, uint64_t align);
-void shm_free(struct shm_dev *d, uint64_t off, uint64_t len);
+int shm_seg_create(struct shm_seg *s, uint64_t size);
+void shm_seg_destroy(struct shm_seg *s);
+uint64_t shm_alloc(struct shm_seg *s, uint64_t len, uint64_t align);
+void shm_free(struct shm_seg *s, uint64_t off, uint64_t len);
 void shm_futex_wake(_Atomic uint32_t *w);
 int shm_futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t timeout_us);
 void shm_kick(struct shm_hdr *h); /* wake a device's service thread */
 /* Push a completion into a CQ that lives in the segment at base. */
 /* head_cache (may be NULL) is the producer's last view of the consumer's
  * head, so the shared head line is only read when the ring looks full. */
-int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, const hr_wc *wc, int is_send,
-		uint64_t sq_idx, int solicited, uint64_t *head_cache);
+int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, uint32_t cap, uint64_t chan_off, const hr_wc *wc,
+		int is_send, uint64_t sq_idx, int solicited, uint64_t *head_cache);
 struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t seg_id,
 			      uint64_t size, int *st);
 void shm_peer_put(struct shm_dev *d, struct shm_peer *p);
 
 /* hr_shm_qp.c, hr_shm_exec.c */
-int shm_rq_pop(struct shm_rq_sh *rq, struct shm_rwqe *out);
-void shm_rq_flush(uint8_t *base, struct shm_qp_sh *sh, int own_rq);
+int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out);
+void shm_rq_flush(struct shm_qp *qp);
 void shm_qp_to_error(struct shm_qp *qp);
 
 static inline void cnt_add(_Atomic uint64_t *c, uint64_t v)
@@ -300,12 +345,17 @@ int shm_qp_caps(hr_qp *q, hr_qp_caps *out);
 void shm_counters_add(hr_counters *dst, const hr_counters *src);
 void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
 
-/* Blob carried in hr_qp_attr.blob. */
+/* Blob carried in hr_qp_attr.blob: the QP's PD segment and its device
+ * segment. */
 struct shm_blob {
 	uint32_t pid;
 	int32_t fd;
 	uint64_t seg_id;
 	uint64_t size;
+	int32_t dev_fd;
+	uint32_t pad_;
+	uint64_t dev_seg_id;
+	uint64_t dev_size;
 };
 
 #endif

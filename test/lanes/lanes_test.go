@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +24,12 @@ import (
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envAttackAddr) != "" {
+		os.Exit(runAttacker())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 type handler struct {
 	mu    sync.Mutex
