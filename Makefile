@@ -10,7 +10,7 @@ STAMP := .deps.stamp
 RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # Every package whose tests reach the fast path; CI runs them all (~12 min
 # under emulation on 2 cores).
-RXE_PKGS := pkg/rdma pkg/flock internal/fastpath pkg/client pkg/server test/lanes test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv internal/bench/cmd/atb
+RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/tracing test/lanes test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb
 
 .PHONY: all deps deps-rdma run test test-go test-c test-rdma bench bench-atb generate vet fmt-check clean
 
@@ -63,7 +63,7 @@ bench: deps
 # ATB sweep: engine protocols, lanes through the runtime and TCP, as CSV,
 # SVG plots and docs/performance/report.md (~10 min on 2 cores).
 bench-atb: deps
-	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./internal/bench/cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
+	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
 
 generate:
 	$(GO) generate ./...

@@ -30,8 +30,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hatrpc/hatrpc/internal/buildinfo"
 	"github.com/hatrpc/hatrpc/internal/codegen"
+	"github.com/hatrpc/hatrpc/pkg/buildinfo"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 )
 

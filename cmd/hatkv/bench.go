@@ -17,7 +17,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )

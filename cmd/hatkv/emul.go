@@ -14,7 +14,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/emul"
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

@@ -34,7 +34,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 func main() {

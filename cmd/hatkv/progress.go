@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 )
 
 // countingDB counts finished operations for the progress line and runs

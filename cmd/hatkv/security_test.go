@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/internal/hatkv/testcert"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
 )
 
 // TestBenchOverTLSWithToken is issue 18's "TLS between hatkv bench and

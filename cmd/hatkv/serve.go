@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 )
 
 // Defaults that make `hatkv serve` (and so `make run`) work with no flags.

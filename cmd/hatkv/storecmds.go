@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // errDamaged is check's error when it found damage.

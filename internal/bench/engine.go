@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
-	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )

@@ -10,7 +10,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Raw is the physical floor of an echo over loopback TCP with Go's net

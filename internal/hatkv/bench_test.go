@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/client"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 )
 
 func TestRingErrors(t *testing.T) {

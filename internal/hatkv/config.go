@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 

@@ -1,6 +1,6 @@
 package hatkv
 
-import "github.com/hatrpc/hatrpc/internal/kvstore"
+import "github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 
 // Store is the server's store, for serving it by other means too (the
 // protocol emulations of internal/hatkv/emul). It is closed by Shutdown.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 )
 
 // storeCollector exports the store's statistics next to the RPC metrics.

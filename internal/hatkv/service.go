@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 )
 
 // Store is what the service needs from the storage engine; *kvstore.Store

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv/hatkvserver"
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )

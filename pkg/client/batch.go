@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // RF-RPC batching (RFP §4.2) for functions with the `batch` hint: calls

@@ -10,9 +10,9 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // BenchmarkEcho compares a HatRPC client+server with Apache's Go client and

@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Borrowed results: the client-side counterpart of the server's

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // A lone caller keeps its context watch between calls: the kept watch must

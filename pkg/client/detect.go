@@ -10,8 +10,8 @@ import (
 	"net"
 	"syscall"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // ErrNotThrift is matched (errors.Is) by a Dial or call error when the

@@ -6,9 +6,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // A server with one service and a client calling it. Generated code wraps

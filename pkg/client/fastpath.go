@@ -3,7 +3,7 @@ package client
 import (
 	"errors"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 )
 
 // The rdma/shm fast path (lanes.go, flock.go, batch.go) is compiled only

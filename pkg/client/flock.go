@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // With qp_sharing in a function's plan, its calls go through one FLOCK

@@ -4,9 +4,9 @@ import (
 	"context"
 	"maps"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // WithTHeader speaks Apache Thrift's THeader transport (framed, in the

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // BenchmarkHeaders measures what headers cost a small TCP call: none at

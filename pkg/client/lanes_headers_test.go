@@ -6,13 +6,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // Headers set by the caller ride lane and FLOCK requests too (with a

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // BenchmarkMixed splits the latency between the two halves: a HatRPC

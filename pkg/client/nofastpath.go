@@ -6,8 +6,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Without the fast path (no cgo, or not Linux) a Conn offers no lanes in

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Reading replies: the read role.

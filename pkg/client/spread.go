@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Spreading calls over several TCP connections.

@@ -47,7 +47,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hatrpc/hatrpc/internal/buildinfo"
+	"github.com/hatrpc/hatrpc/pkg/buildinfo"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303/fb303server"
 	"github.com/hatrpc/hatrpc/pkg/proto"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 )
 
 // The rdma/shm fast path (lanes.go, flock.go) is compiled only with cgo on

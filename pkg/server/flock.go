@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/flock/flockmetrics"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // FLOCK (qp_sharing): functions whose client plan shares QPs reach the

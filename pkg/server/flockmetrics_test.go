@@ -9,11 +9,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // TestFlockMetricsExported: the server's FLOCK side records on the

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 func fuzzSeed(f *testing.F, p proto.Protocol, framed, hello bool, kind wire.Kind, body proto.Struct, name string) {

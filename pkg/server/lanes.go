@@ -13,12 +13,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
-	"github.com/hatrpc/hatrpc/internal/wire"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // A lane is one RPCEndpoint pair for one function of one client: the TCP

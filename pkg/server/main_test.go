@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/hatrpc/hatrpc/internal/wire/wiretest"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

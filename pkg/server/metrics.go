@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hatrpc/hatrpc/internal/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -88,7 +88,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
 	}
 	reg.MustRegister(m.calls, m.errors, m.handled, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.flockPeers, m.laneReplies, m.rejected, m.closedBy)
-	// The adaptive poller is process-wide (internal/fastpath): its
+	// The adaptive poller is process-wide (pkg/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -5,8 +5,8 @@ package server
 import (
 	"fmt"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Without the fast path (no cgo, or not Linux) the server grants no lanes

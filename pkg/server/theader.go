@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // thCall is what a THeader reply needs of its request: the header to echo

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Connection time limits.

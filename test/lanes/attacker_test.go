@@ -28,6 +28,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // The attacker child: a client of the server at envAttackAddr that looks
@@ -261,8 +262,8 @@ func attack(t *testing.T, addr string, victim []byte) scan {
 // has gone.
 func TestOtherClientFindsNothing(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mix.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

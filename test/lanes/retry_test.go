@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // TestFastPathRetriedAfterFallback: a budget refusal is transient. An auto
@@ -24,7 +25,7 @@ import (
 func TestFastPathRetriedAfterFallback(t *testing.T) {
 	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(server.LaneLimits{Lanes: 1}),
 		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mix.RegisterMix(srv, &handler{infos: map[string]string{}})
+	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 )

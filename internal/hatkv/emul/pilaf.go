@@ -9,7 +9,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

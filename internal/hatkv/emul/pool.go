@@ -7,7 +7,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // snapshot returns every file of dir with its content, to assert that a

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -4,8 +4,8 @@
 // HatRPC over TCP loopback, with server and client in separate processes,
 // and writes latency.csv, throughput.csv, SVG plots and report.md:
 //
-//	go run ./internal/bench/cmd/atb
-//	go run ./internal/bench/cmd/atb -out /tmp/atb -reps 1 -calls 500 -dur 300ms
+//	go run ./cmd/atb
+//	go run ./cmd/atb -out /tmp/atb -reps 1 -calls 500 -dur 300ms
 //
 // The same binary is re-executed as `-role server` and `-role client`.
 package main

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // The *Wire reads return records in their wire form (a Thrift binary

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // keyBytes borrows the string's bytes for the duration of an LMDB call;

@@ -1,8 +1,8 @@
 package fastpath
 
 import (
-	"github.com/hatrpc/hatrpc/internal/wire"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // PickTransport is the hybrid-transport rule, the same on both sides (the

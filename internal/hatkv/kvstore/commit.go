@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 type opKind int

@@ -1,5 +1,5 @@
 // Package kvstore is the storage engine of hatkv: YCSB-style records
-// (field maps) kept in LMDB through internal/lmdb.
+// (field maps) kept in LMDB through internal/hatkv/lmdb.
 //
 // # Data layout
 //

@@ -3,8 +3,8 @@
 // different CPUs or not at all, and prints HatRPC and Apache Thrift side by
 // side:
 //
-//	go run ./internal/bench/cmd/atb-tcp
-//	go run ./internal/bench/cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
+//	go run ./cmd/atb-tcp
+//	go run ./cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
 //
 // The same binary is re-executed as `-role server` and `-role client`.
 package main

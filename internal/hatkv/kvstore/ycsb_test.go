@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/kvstore"
-	"github.com/hatrpc/hatrpc/internal/ycsb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

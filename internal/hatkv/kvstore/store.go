@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // Names of the two LMDB databases. The identity lives apart from the data

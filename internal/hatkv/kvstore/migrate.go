@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hatrpc/hatrpc/internal/lmdb"
+	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
 // migrateBatch bounds the records one migration transaction visits, so
