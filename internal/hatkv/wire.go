@@ -146,42 +146,7 @@ func (r *wireResult) DecodeCompact(*proto.CompactReader) error { return errEncod
 // EncodeBinary splices the stored bytes in: they are already the binary
 // protocol's map encoding.
 func (r *wireResult) EncodeBinary(w *proto.BinaryWriter) error {
-	raw := func(b []byte) { w.Reset(append(w.Bytes(), b...)) }
-	w.WriteStructBegin()
-	switch r.kind {
-	case wireGet:
-		w.WriteFieldBegin(proto.MAP, 0)
-		raw(r.rec)
-	case wireScan:
-		w.WriteFieldBegin(proto.LIST, 0)
-		w.WriteListBegin(proto.STRUCT, len(r.scan))
-		for _, kv := range r.scan {
-			w.WriteStructBegin()
-			w.WriteFieldBegin(proto.STRING, 1)
-			w.WriteString(kv.Key)
-			w.WriteFieldBegin(proto.MAP, 2)
-			raw(kv.Wire)
-			w.WriteFieldStop()
-			w.WriteStructEnd()
-		}
-	default:
-		w.WriteFieldBegin(proto.LIST, 0)
-		w.WriteListBegin(proto.STRUCT, len(r.lookups))
-		for _, rec := range r.lookups {
-			w.WriteStructBegin()
-			w.WriteFieldBegin(proto.BOOL, 1)
-			w.WriteBool(rec != nil)
-			w.WriteFieldBegin(proto.MAP, 2)
-			if rec == nil {
-				rec = emptyWireMap
-			}
-			raw(rec)
-			w.WriteFieldStop()
-			w.WriteStructEnd()
-		}
-	}
-	w.WriteFieldStop()
-	w.WriteStructEnd()
+	r.encode(w, func(b []byte) { w.Reset(append(w.Bytes(), b...)) })
 	return nil
 }
 
@@ -189,18 +154,35 @@ func (r *wireResult) EncodeBinary(w *proto.BinaryWriter) error {
 // lengths are varints); still no Record map is built.
 func (r *wireResult) EncodeCompact(w *proto.CompactWriter) error {
 	var err error
-	m := func(wire []byte) {
+	r.encode(w, func(wire []byte) {
 		w.WriteMapBegin(proto.STRING, proto.STRING, kvstore.WireCount(wire))
 		err = errors.Join(err, kvstore.WireFields(wire, func(name, val []byte) {
 			w.WriteBinary(name)
 			w.WriteBinary(val)
 		}))
-	}
+	})
+	return err
+}
+
+// structWriter is what encode needs of either protocol's writer.
+type structWriter interface {
+	WriteStructBegin()
+	WriteStructEnd()
+	WriteFieldBegin(t proto.Type, id int16)
+	WriteFieldStop()
+	WriteListBegin(elem proto.Type, n int)
+	WriteString(v string)
+	WriteBool(v bool)
+}
+
+// encode writes the result struct around the stored maps; record writes
+// one stored map in w's protocol.
+func (r *wireResult) encode(w structWriter, record func([]byte)) {
 	w.WriteStructBegin()
 	switch r.kind {
 	case wireGet:
 		w.WriteFieldBegin(proto.MAP, 0)
-		m(r.rec)
+		record(r.rec)
 	case wireScan:
 		w.WriteFieldBegin(proto.LIST, 0)
 		w.WriteListBegin(proto.STRUCT, len(r.scan))
@@ -209,7 +191,7 @@ func (r *wireResult) EncodeCompact(w *proto.CompactWriter) error {
 			w.WriteFieldBegin(proto.STRING, 1)
 			w.WriteString(kv.Key)
 			w.WriteFieldBegin(proto.MAP, 2)
-			m(kv.Wire)
+			record(kv.Wire)
 			w.WriteFieldStop()
 			w.WriteStructEnd()
 		}
@@ -224,12 +206,11 @@ func (r *wireResult) EncodeCompact(w *proto.CompactWriter) error {
 			if rec == nil {
 				rec = emptyWireMap
 			}
-			m(rec)
+			record(rec)
 			w.WriteFieldStop()
 			w.WriteStructEnd()
 		}
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
-	return err
 }
