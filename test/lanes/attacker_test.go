@@ -7,9 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,9 +23,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
-	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
-	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // The attacker child: a client of the server at envAttackAddr that looks
@@ -261,25 +256,15 @@ func attack(t *testing.T, addr string, victim []byte) scan {
 // its own that only that connection's peer maps. Again after the victim
 // has gone.
 func TestOtherClientFindsNothing(t *testing.T) {
-	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	defer func() {
-		require.NoError(t, srv.Close())
-		<-done
-	}()
+	srv, addr := mixServer(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var raw [16]byte
-	_, err = rand.Read(raw[:])
+	_, err := rand.Read(raw[:])
 	require.NoError(t, err)
 	marker := []byte("victim-" + hex.EncodeToString(raw[:]))
 
-	c, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider))
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
 	require.NoError(t, err)
 	got, err := mix.NewMixClient(c).Ping(ctx, bytes.Repeat(marker, 100))
 	require.NoError(t, err)
@@ -295,7 +280,7 @@ func TestOtherClientFindsNothing(t *testing.T) {
 
 	provider, _ := insisted(t)
 	check := func(when string) {
-		s := attack(t, ln.Addr().String(), marker)
+		s := attack(t, addr, marker)
 		assert.False(t, s.victim, "%s: the attacker read the victim's payload", when)
 		if provider == rdma.ProviderSHM {
 			assert.Positive(t, s.peerSegs, "%s: the attacker mapped none of the server's segments", when)

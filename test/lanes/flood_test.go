@@ -3,8 +3,6 @@ package lanes_test
 import (
 	"bufio"
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
-	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // attachRaw sends an attach hello as a hostile client would and returns
@@ -43,24 +40,6 @@ func attachRaw(t *testing.T, addr, tr, fn string, size int64) (net.Conn, bool) {
 	return nc, mh.Type == proto.Reply
 }
 
-// floodServer serves the mix services with the fast path and lim.
-func floodServer(t *testing.T, lim server.LaneLimits) (*server.Server, string) {
-	t.Helper()
-	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(lim),
-		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		require.NoError(t, srv.Close())
-		<-done
-	})
-	return srv, ln.Addr().String()
-}
-
 // TestPendingSetupExpires: a granted attach that is never bootstrapped
 // gives its pending slot back after the setup timeout, so a client that
 // stalls cannot hold the budget.
@@ -68,7 +47,7 @@ func TestPendingSetupExpires(t *testing.T) {
 	lim := server.DefaultLaneLimits
 	lim.Pending = 1
 	lim.SetupTimeout = time.Second
-	_, addr := floodServer(t, lim)
+	_, addr := mixServer(t, true, server.WithLaneLimits(lim))
 	_, tr := insisted(t)
 	start := time.Now()
 	stalled, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<10)
@@ -101,7 +80,7 @@ func TestAttachFlood(t *testing.T) {
 	// free slots for more grants than the budget.
 	lim := server.DefaultLaneLimits
 	lim.SetupTimeout = 10 * time.Minute
-	srv, addr := floodServer(t, lim)
+	srv, addr := mixServer(t, true, server.WithLaneLimits(lim))
 	_, tr := insisted(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -5,9 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +17,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
-	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
-	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // sharedSegments opens this process's shared-memory segments (the shm
@@ -85,25 +80,15 @@ func findIn(t *testing.T, f *os.File, marker []byte) bool {
 // segment, so both sides' leftovers are looked for. (On ibv there is no
 // shared segment; the test checks the shm provider's.)
 func TestNoPayloadLeftInSharedSegment(t *testing.T) {
-	srv := server.New(server.WithRDMA(fastProvider), server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
-	mixserver.RegisterShared(srv, &shared{slowStarted: make(chan struct{}, 16)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	defer func() {
-		require.NoError(t, srv.Close())
-		<-done
-	}()
+	srv, addr := mixServer(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var raw [16]byte
-	_, err = rand.Read(raw[:])
+	_, err := rand.Read(raw[:])
 	require.NoError(t, err)
 	marker := []byte("secret-" + hex.EncodeToString(raw[:]))
 
-	c, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider))
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
 	require.NoError(t, err)
 	got, err := mix.NewMixClient(c).Ping(ctx, bytes.Repeat(marker, 100)) // a lane
 	require.NoError(t, err)

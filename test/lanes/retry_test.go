@@ -2,9 +2,6 @@ package lanes_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
-	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
 // TestFastPathRetriedAfterFallback: a budget refusal is transient. An auto
@@ -23,17 +19,7 @@ import (
 // again by itself (re-tried with backoff), without a new Conn; it fell
 // back, and counted, once.
 func TestFastPathRetriedAfterFallback(t *testing.T) {
-	srv := server.New(server.WithRDMA(fastProvider), server.WithLaneLimits(server.LaneLimits{Lanes: 1}),
-		server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	mixserver.RegisterMix(srv, &handler{infos: map[string]string{}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	defer func() {
-		require.NoError(t, srv.Close())
-		<-done
-	}()
+	srv, addr := mixServer(t, false, server.WithLaneLimits(server.LaneLimits{Lanes: 1}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ping := func(c *client.Conn) {
@@ -50,13 +36,13 @@ func TestFastPathRetriedAfterFallback(t *testing.T) {
 		return n
 	}
 
-	holder, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider))
+	holder, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
 	require.NoError(t, err)
 	ping(holder)
 	require.Equal(t, 1, lanes(holder), "the first client holds the only lane")
 
 	before := client.FastPathFallbacks()
-	c, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastProvider),
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider),
 		client.WithFastPathRetry(time.Millisecond, 20*time.Millisecond))
 	require.NoError(t, err)
 	defer c.Close()
