@@ -148,7 +148,6 @@ struct ibv_hqp *ibv_hr_qp_lookup(struct ibv_hdev *d, uint32_t qpn)
  * was dropped. */
 static void cq_overrun(struct ibv_hdev *d, struct ibv_hcq *c)
 {
-	atomic_store(&c->overflow, 1);
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < IBV_QP_BUCKETS; i++)
@@ -158,6 +157,8 @@ static void cq_overrun(struct ibv_hdev *d, struct ibv_hcq *c)
 				atomic_store(&q->in_error, 1);
 			}
 	pthread_mutex_unlock(&d->lock);
+	/* Published last: whoever polls the overflow finds its QPs in error. */
+	atomic_store(&c->overflow, 1);
 }
 
 static void *async_loop(void *arg)
@@ -481,7 +482,7 @@ static int ibv_hr_poll_cq(hr_cq *hc, int n, hr_wc *out)
 	struct ibv_hcq *c = (struct ibv_hcq *)hc;
 	struct ibv_wc wc[32];
 	int total = 0;
-	if (atomic_load_explicit(&c->overflow, memory_order_relaxed))
+	if (atomic_load_explicit(&c->overflow, memory_order_acquire))
 		return -HR_ECQ_OVERFLOW;
 	while (total < n) {
 		int want = n - total > 32 ? 32 : n - total;

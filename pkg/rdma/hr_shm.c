@@ -314,8 +314,17 @@ static int shm_destroy_cq(hr_cq *hcq)
 	return HR_OK;
 }
 
+/* An overrun CQ reports the overflow from then on. Its producer calls this
+ * after moving its QP to the error state, so whoever polls the overflow finds
+ * the QP in error (as on ibv). */
+void shm_cq_overflowed(struct shm_cq_sh *cq)
+{
+	atomic_store(&cq->overflow, 1);
+}
+
 /* cap and chan_off are the producer's validated copies, never re-read from
- * the shared header. */
+ * the shared header. A full CQ returns HR_ECQ_OVERFLOW; the caller then
+ * fails its QP and calls shm_cq_overflowed. */
 int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, uint32_t cap, uint64_t chan_off, const hr_wc *wc,
 		int is_send, uint64_t sq_idx, int solicited, uint64_t *head_cache)
 {
@@ -324,10 +333,8 @@ int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, uint32_t cap, uint64_t chan
 	for (;;) {
 		if (!head_cache || t - *hc >= cap)
 			*hc = atomic_load_explicit(&cq->head, memory_order_acquire);
-		if (t - *hc >= cap) {
-			atomic_store(&cq->overflow, 1);
-			return HR_ECQ_OVERFLOW;
-		}
+		if (t - *hc >= cap)
+			return HR_ECQ_OVERFLOW; /* the caller fails its QP, then publishes */
 		if (atomic_compare_exchange_weak_explicit(&cq->tail, &t, t + 1, memory_order_acq_rel,
 							  memory_order_relaxed))
 			break;
@@ -375,7 +382,7 @@ static int shm_poll_cq(hr_cq *hcq, int n, hr_wc *wc)
 		atomic_store_explicit(&sh->head, h, memory_order_release);
 		return got;
 	}
-	if (atomic_load_explicit(&sh->overflow, memory_order_relaxed))
+	if (atomic_load_explicit(&sh->overflow, memory_order_acquire))
 		return -HR_ECQ_OVERFLOW;
 	return 0;
 }

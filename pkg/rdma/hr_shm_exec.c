@@ -115,6 +115,7 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t w
 	struct shm_cq_sh *cq = (struct shm_cq_sh *)(qp->cbase + qp->t_cq_off);
 	if (shm_cq_push(qp->cbase, cq, qp->t_ccap, qp->t_chan, &wc, 0, 0, solicited, &qp->rcq_head_cache) != HR_OK) {
 		atomic_store(&tsh->state, HR_QPS_ERR);
+		shm_cq_overflowed(cq);
 		shm_kick(qp->chdr);
 	}
 }
@@ -361,8 +362,10 @@ static void send_cqe(struct shm_qp *qp, struct shm_sqe *e, uint64_t idx, int st,
 	if (st != HR_OK)
 		qp->cnt.errors++;
 	if (shm_cq_push(qp->dev->seg.base, qp->scq->sh, qp->scq->cap, qp->scq->chan_off, &wc, 1, idx, 0,
-			&qp->scq_head_cache) != HR_OK)
+			&qp->scq_head_cache) != HR_OK) {
 		shm_qp_to_error(qp);
+		shm_cq_overflowed(qp->scq->sh);
+	}
 }
 
 /* Runs with qp->lock held. */

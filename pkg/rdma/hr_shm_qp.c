@@ -90,7 +90,8 @@ void shm_rq_flush(struct shm_qp *qp)
 		hr_wc wc = {.wr_id = w.wr_id, .status = HR_EFLUSH, .opcode = HR_WC_RECV, .qp_num = sh->qpn};
 		cnt_add(&sh->completions, 1);
 		cnt_add(&sh->errors, 1);
-		shm_cq_push(qp->dev->seg.base, rcq->sh, rcq->cap, rcq->chan_off, &wc, 0, 0, 0, NULL);
+		if (shm_cq_push(qp->dev->seg.base, rcq->sh, rcq->cap, rcq->chan_off, &wc, 0, 0, 0, NULL) != HR_OK)
+			shm_cq_overflowed(rcq->sh); /* the QP is in error already: it is being flushed */
 	}
 }
 

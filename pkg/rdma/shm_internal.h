@@ -304,6 +304,7 @@ void shm_free(struct shm_seg *s, uint64_t off, uint64_t len);
 void shm_futex_wake(_Atomic uint32_t *w);
 int shm_futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t timeout_us);
 void shm_kick(struct shm_hdr *h); /* wake a device's service thread */
+void shm_cq_overflowed(struct shm_cq_sh *cq);
 /* Push a completion into a CQ that lives in the segment at base. */
 /* head_cache (may be NULL) is the producer's last view of the consumer's
  * head, so the shared head line is only read when the ring looks full. */
