@@ -117,16 +117,37 @@ func TestPlanSide(t *testing.T) {
 	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Sized(10, 0).Config.DirectSize, "never shrinks below the default")
 }
 
-type spinRec struct{ last atomic.Int64 }
+// spinRec records the spins it is given; first is the one registration
+// set (the tuner changes spins only under the lock registration holds).
+type spinRec struct {
+	last, first atomic.Int64
+	set         atomic.Bool
+}
 
-func (s *spinRec) SetSpin(d time.Duration) { s.last.Store(int64(d)) }
+func (s *spinRec) SetSpin(d time.Duration) {
+	if s.set.CompareAndSwap(false, true) {
+		s.first.Store(int64(d))
+	}
+	s.last.Store(int64(d))
+}
 
 func TestTunerLifecycle(t *testing.T) {
+	// A fresh tuner starts at DecideSpin, and registration applies it
+	// whatever the tuner decides a tick later (on a loaded machine the
+	// first tick may come before the next line), so each class is checked
+	// on a tuner of its own.
+	first := &spinRec{}
+	RegisterAdaptive(first)()
+	require.Equal(t, int64(AdaptiveSpin), first.first.Load(), "fresh tuner: spin")
+	first = &spinRec{}
+	RegisterBusy(first)()
+	require.Equal(t, int64(BusySpin), first.first.Load(), "fresh tuner: a busy lane spins without end")
+	require.Zero(t, Polling().Adaptive, "the tuner stopped with its last endpoint")
+
 	a, b := &spinRec{}, &spinRec{}
 	ua := RegisterAdaptive(a)
 	ub := RegisterBusy(b)
-	require.Equal(t, int64(AdaptiveSpin), a.last.Load(), "idle process: spin")
-	require.Equal(t, int64(BusySpin), b.last.Load(), "idle process: a busy lane spins without end")
+	require.True(t, a.set.Load() && b.set.Load(), "registration sets the spin")
 	require.Equal(t, BusySpin, spinFor(DecideShort, true), "a busy lane spins on while the CPU has room")
 	require.Equal(t, ShortSpin, spinFor(DecideShort, false))
 	require.Equal(t, time.Duration(0), spinFor(DecideBlock, true))

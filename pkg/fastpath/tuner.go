@@ -71,9 +71,11 @@ func register(s Spinner, busy bool) (unregister func()) {
 		tune.current.Store(DecideSpin)
 		go tune.loop(tune.stop, tune.done)
 	}
-	d := int(tune.current.Load())
+	// Set under mu: the loop sets every endpoint's spin under mu when the
+	// decision changes, so a spin set after unlocking could overwrite a
+	// newer decision's and stay stale until the next change.
+	s.SetSpin(spinFor(int(tune.current.Load()), busy))
 	tune.mu.Unlock()
-	s.SetSpin(spinFor(d, busy))
 	var once sync.Once
 	return func() {
 		once.Do(func() {
