@@ -5,7 +5,9 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -198,13 +200,22 @@ struct mt_arg {
 	struct ep *e;
 	hr_qp *qp;
 	int id;
+	_Atomic int *polled; /* this producer's completions the poller has taken */
 };
+
+/* Completions a producer may have outstanding: a send queue slot is free
+ * once its completion is generated, not polled (rxe), so without credits
+ * the producers could overrun a CQ the poller has not kept up with, which
+ * verbs leave to the application to prevent: T * MT_CREDITS <= the CQ. */
+enum { MT_CREDITS = 64 };
 
 static void *mt_post(void *p)
 {
 	struct mt_arg *a = p;
 	uint32_t bad;
 	for (int i = 0; i < 2000; i++) {
+		while (i - atomic_load(a->polled) >= MT_CREDITS)
+			sched_yield();
 		hr_send_wr w = mk_send(((uint64_t)a->id << 32) | (uint64_t)i, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, a->e,
 				       (size_t)a->id * 64, 8);
 		w.remote_addr = (uint64_t)(uintptr_t)(a->e->buf + 4096 + a->id * 64);
@@ -235,8 +246,11 @@ static void test_multi_producer(void)
 	}
 	pthread_t th[T];
 	struct mt_arg args[T];
+	_Atomic int polled[T];
+	for (int i = 0; i < T; i++)
+		atomic_init(&polled[i], 0);
 	for (int i = 0; i < T; i++) {
-		args[i] = (struct mt_arg){&e, qps[i], i};
+		args[i] = (struct mt_arg){&e, qps[i], i, &polled[i]};
 		pthread_create(&th[i], NULL, mt_post, &args[i]);
 	}
 	int seen[T] = {0}, total = 0, order_ok = 1;
@@ -244,18 +258,25 @@ static void test_multi_producer(void)
 	uint64_t deadline = hr_now_ns() + 20000000000ull;
 	while (total < T * 2000 && hr_now_ns() < deadline) {
 		int n = hr_poll_cq(cq, 64, wc);
-		if (n < 0)
+		if (n < 0) {
 			CHECK(n >= 0);
+			break;
+		}
 		for (int i = 0; i < n; i++) {
 			int id = (int)(wc[i].wr_id >> 32);
 			if ((int)(wc[i].wr_id & 0xffffffff) != seen[id])
 				order_ok = 0;
 			seen[id]++;
+			atomic_fetch_add(&polled[id], 1);
 			if (wc[i].status != HR_OK)
 				order_ok = 0;
 		}
 		total += n > 0 ? n : 0;
 	}
+	/* On a failure or the deadline the producers may wait for credits the
+	 * poller no longer gives: release them so they can be joined. */
+	for (int i = 0; i < T; i++)
+		atomic_store(&polled[i], 1 << 30);
 	for (int i = 0; i < T; i++)
 		pthread_join(th[i], NULL);
 	CHECK(total == T * 2000);
