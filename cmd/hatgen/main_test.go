@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/testutil"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // diagLine is the shape of every error line: file:line:col: message.
@@ -27,7 +27,7 @@ func runHatgen(args ...string) (code int, stdout, stderr string) {
 }
 
 func corpus(t *testing.T) []string {
-	dir := testutil.SharedIDLDir(t)
+	dir := testenv.SharedIDLDir(t)
 	var files []string
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".thrift") {

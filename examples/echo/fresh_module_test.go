@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/testutil"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // goIn runs the go command in dir with env under ctx.
@@ -36,7 +36,7 @@ func goIn(t *testing.T, ctx context.Context, dir string, env []string, args ...s
 func TestFreshModule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	root := testutil.RepoRoot(t)
+	root := testenv.RepoRoot(t)
 	dir := t.TempDir()
 	require.False(t, strings.HasPrefix(dir, root+string(filepath.Separator)), "the module must be outside the checkout")
 

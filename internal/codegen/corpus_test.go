@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/codegen"
-	"github.com/hatrpc/hatrpc/internal/testutil"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 )
 
 // corpusDir holds the real-world IDL every release must accept.
-func corpusDir(t testing.TB) string { return testutil.SharedIDLDir(t) }
+func corpusDir(t testing.TB) string { return testenv.SharedIDLDir(t) }
 
 func corpusFiles(t testing.TB) []string {
 	var files []string

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/hatrpc/hatrpc/internal/testutil"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // sharedIDL is the real-world IDL corpus beside the repository.
-func sharedIDL(t testing.TB) string { return testutil.SharedIDLDir(t) }
+func sharedIDL(t testing.TB) string { return testenv.SharedIDLDir(t) }
 
 func findFunc(t *testing.T, s *Service, name string) *Function {
 	t.Helper()

@@ -1,6 +1,6 @@
 // Package layout_test checks the repository's package layout rules
 // (README "Layout"): nothing under pkg/ imports the module's internal/
-// packages, in either build (with and without cgo), and the Thrift stream
+// packages, its tests included, in either build (with and without cgo), and the Thrift stream
 // detection exists once.
 package layout_test
 
@@ -27,7 +27,7 @@ func TestPkgImportsNoInternal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, cgo := range []string{"0", "1"} {
-		cmd := exec.CommandContext(ctx, "go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"pkg/...")
+		cmd := exec.CommandContext(ctx, "go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, mod+"pkg/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
 		out, err := cmd.Output()
 		require.NoError(t, err)

@@ -1,5 +1,7 @@
-// Package testutil holds helpers shared by tests across the module.
-package testutil
+// Package testenv locates what tests need from their environment: the
+// repository root and the shared IDL corpus beside it. It imports nothing of
+// the module, so any package's tests (pkg/ included) may use it.
+package testenv
 
 import (
 	"os"
