@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/codegen"
-	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/pkg/idl"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // corpusDir holds the real-world IDL every release must accept.
