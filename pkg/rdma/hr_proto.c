@@ -204,7 +204,9 @@ static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
 			return hrp_fail(ep, (int)c->status);
 		if (c->opcode == HR_WC_RECV || c->opcode == HR_WC_RECV_RDMA_WITH_IMM) {
 			uint32_t cap = ep->cfg.nslots;
-			if (ep->arr_tail - ep->arr_head >= cap)
+			/* wr_id names the slot, and indexes it: a provider whose
+			 * receive records a peer could touch must not move it. */
+			if (ep->arr_tail - ep->arr_head >= cap || c->wr_id >= cap)
 				return hrp_fail(ep, HR_EIO);
 			hr_arrival *a = &ep->arr[ep->arr_tail % cap];
 			a->slot = (uint32_t)c->wr_id;

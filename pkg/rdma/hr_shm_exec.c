@@ -102,22 +102,57 @@ struct exec_res {
 	uint32_t len;  /* byte_len for the send completion */
 };
 
-/* Deliver a receive completion on the target; the target's QP inflight is
- * held by the caller, so its rings stay valid. */
-static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t wr_id, int st,
+/* Deliver a receive completion on the target, into its QP's inbound ring
+ * (the target's QP inflight is held by the caller, so the ring stays
+ * valid). The target's poll takes wr_id and the QP number from its own
+ * records; we name the receive consumed (rslot). */
+static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t rslot, int st,
 			    uint32_t opcode, uint32_t len, uint32_t imm, int with_imm, int solicited)
 {
-	hr_wc wc = {.wr_id = wr_id, .status = (uint32_t)st, .opcode = opcode, .byte_len = len,
-		    .imm = imm, .qp_num = tsh->qpn, .flags = with_imm ? HR_WC_WITH_IMM : 0};
 	cnt_add(&tsh->completions, 1);
 	if (st != HR_OK)
 		cnt_add(&tsh->errors, 1);
-	struct shm_cq_sh *cq = (struct shm_cq_sh *)(qp->cbase + qp->t_cq_off);
-	if (shm_cq_push(qp->cbase, cq, qp->t_ccap, qp->t_chan, &wc, 0, 0, solicited, &qp->rcq_head_cache) != HR_OK) {
-		atomic_store(&tsh->state, HR_QPS_ERR);
-		shm_cq_overflowed(cq);
-		shm_kick(qp->chdr);
+	struct shm_icq_sh *ic = (struct shm_icq_sh *)(qp->rbase + qp->t_cq_off);
+	uint32_t cap = qp->t_ccap;
+	uint64_t *hc = &qp->rcq_head_cache;
+	uint64_t t = atomic_load_explicit(&ic->tail, memory_order_relaxed);
+	for (;;) {
+		if (t - *hc >= cap)
+			*hc = atomic_load_explicit(&ic->head, memory_order_acquire);
+		if (t - *hc >= cap) {
+			/* More completions than receives posted: not an honest
+			 * target; it fails, as on a CQ overrun. */
+			atomic_store(&tsh->state, HR_QPS_ERR);
+			shm_kick(qp->chdr);
+			return;
+		}
+		if (atomic_compare_exchange_weak_explicit(&ic->tail, &t, t + 1, memory_order_acq_rel,
+							  memory_order_relaxed))
+			break;
 	}
+	struct shm_icqe *e = &ic->e[t & (cap - 1)];
+	e->rslot = rslot;
+	e->byte_len = len;
+	e->imm = imm;
+	e->status = (uint8_t)st;
+	e->opcode = (uint8_t)opcode;
+	e->flags = with_imm ? HR_WC_WITH_IMM : 0;
+	atomic_store_explicit(&e->seq, t + 1, memory_order_release);
+
+	uint32_t a = atomic_load_explicit(&ic->armed, memory_order_relaxed);
+	if (a == 0 || (a == 2 && !solicited && st == HR_OK))
+		return;
+	if (atomic_exchange(&ic->armed, 0) == 0)
+		return;
+	atomic_store(&ic->fired, 1);
+	if (!qp->t_chan)
+		return;
+	struct shm_chan_sh *ch = (struct shm_chan_sh *)(qp->cbase + qp->t_chan);
+	atomic_fetch_add(&ch->seq, 1);
+	if (atomic_load(&ch->waiters))
+		shm_futex_wake(&ch->seq);
+	if (atomic_load(&ch->fd_wanted))
+		shm_kick(qp->chdr);
 }
 
 static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
@@ -149,15 +184,15 @@ static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
 	if (!span_ok(sz, tsh_off, sizeof(struct shm_qp_sh)))
 		return 0;
 	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
-	uint64_t rq_off = ((volatile struct shm_qp_sh *)tsh)->rq_off, cq_off = ((volatile struct shm_qp_sh *)tsh)->rcq_off;
-	if (!span_ok(sz, rq_off, sizeof(struct shm_rq_sh)) || !span_ok(csz, cq_off, sizeof(struct shm_cq_sh)))
+	uint64_t rq_off = ((volatile struct shm_qp_sh *)tsh)->rq_off, cq_off = ((volatile struct shm_qp_sh *)tsh)->icq_off;
+	if (!span_ok(sz, rq_off, sizeof(struct shm_rq_sh)) || !span_ok(sz, cq_off, sizeof(struct shm_icq_sh)))
 		return 0;
 	/* Read once: what is checked is what is used (the target may rewrite
 	 * its headers meanwhile; the offsets it can change are re-read by
 	 * the caller, hence checked again there). */
 	uint32_t rcap = ((volatile struct shm_rq_sh *)(qp->rbase + rq_off))->cap;
-	uint32_t ccap = ((volatile struct shm_cq_sh *)(qp->cbase + cq_off))->cap;
-	uint64_t chan = ((volatile struct shm_cq_sh *)(qp->cbase + cq_off))->chan_off;
+	uint32_t ccap = ((volatile struct shm_icq_sh *)(qp->rbase + cq_off))->cap;
+	uint64_t chan = ((volatile struct shm_icq_sh *)(qp->rbase + cq_off))->chan_off;
 	if (chan && !span_ok(csz, chan, sizeof(struct shm_chan_sh)))
 		chan = 0;
 	qp->t_rcap = rcap;
@@ -165,9 +200,9 @@ static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
 	qp->t_chan = chan;
 	qp->t_rq_off = rq_off;
 	qp->t_cq_off = cq_off;
-	return rcap && rcap <= SHM_MAX_WR && ccap && ccap <= SHM_MAX_CQE && (ccap & (ccap - 1)) == 0 &&
+	return rcap && rcap <= SHM_MAX_WR && ccap && ccap <= SHM_MAX_WR && (ccap & (ccap - 1)) == 0 &&
 	       span_ok(sz, rq_off, sizeof(struct shm_rq_sh) + (uint64_t)rcap * sizeof(struct shm_rwqe)) &&
-	       span_ok(csz, cq_off, sizeof(struct shm_cq_sh) + (uint64_t)ccap * sizeof(struct shm_cqe));
+	       span_ok(sz, cq_off, sizeof(struct shm_icq_sh) + (uint64_t)ccap * sizeof(struct shm_icqe));
 }
 
 static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *inl)
@@ -227,7 +262,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	case HR_OP_SEND_WITH_IMM: {
 		struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
 		struct shm_rwqe w;
-		if (shm_rq_pop(rq, qp->t_rcap, &w) != 0) {
+		uint64_t rslot;
+		if (shm_rq_pop(rq, qp->t_rcap, &w, &rslot) != 0) {
 			res.st = SHM_RNR_PENDING;
 			break;
 		}
@@ -245,14 +281,14 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			cap += dst[i].len;
 		}
 		if (!ok) {
-			target_recv_cqe(qp, tsh, w.wr_id, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
 			target_error(qp, tsh);
 			res.st = HR_EREMOTE_OP;
 			break;
 		}
 		if (total > cap) {
 			regions_release(dst, nd);
-			target_recv_cqe(qp, tsh, w.wr_id, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
 			target_error(qp, tsh);
 			res.st = HR_EREMOTE_INVAL;
 			break;
@@ -263,7 +299,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		cnt_add(&tsh->bytes_in, total);
 		/* The copy is ordered before the completion by the release store
 		 * that publishes the CQE. */
-		target_recv_cqe(qp, tsh, w.wr_id, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
+		target_recv_cqe(qp, tsh, rslot, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
 				(wr->flags & HR_SEND_SOLICITED) != 0);
 		res.len = (uint32_t)total;
 		break;
@@ -275,9 +311,10 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		struct shm_rwqe w;
+		uint64_t rslot = 0;
 		if (with_imm) {
 			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
-			if (shm_rq_pop(rq, qp->t_rcap, &w) != 0) {
+			if (shm_rq_pop(rq, qp->t_rcap, &w, &rslot) != 0) {
 				regions_release(&rr, 1);
 				res.st = SHM_RNR_PENDING;
 				break;
@@ -288,7 +325,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		cnt_add(&tsh->inbound[op], 1);
 		cnt_add(&tsh->bytes_in, total);
 		if (with_imm)
-			target_recv_cqe(qp, tsh, w.wr_id, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total,
+			target_recv_cqe(qp, tsh, rslot, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total,
 					wr->imm, 1, (wr->flags & HR_SEND_SOLICITED) != 0);
 		res.len = (uint32_t)total;
 		break;
@@ -361,10 +398,9 @@ static void send_cqe(struct shm_qp *qp, struct shm_sqe *e, uint64_t idx, int st,
 	qp->cnt.completions++;
 	if (st != HR_OK)
 		qp->cnt.errors++;
-	if (shm_cq_push(qp->dev->seg.base, qp->scq->sh, qp->scq->cap, qp->scq->chan_off, &wc, 1, idx, 0,
-			&qp->scq_head_cache) != HR_OK) {
+	if (shm_cq_push(qp->scq, &wc, 1, idx, &qp->scq_head_cache) != HR_OK) {
 		shm_qp_to_error(qp);
-		shm_cq_overflowed(qp->scq->sh);
+		shm_cq_overflowed(qp->scq);
 	}
 }
 

@@ -34,7 +34,7 @@ void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out)
 
 /* ---- receive rings ---- */
 
-int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out)
+int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out, uint64_t *slot)
 {
 	uint64_t h = atomic_load_explicit(&rq->head, memory_order_acquire);
 	for (;;) {
@@ -47,52 +47,53 @@ int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out)
 		out->num_sge = e->num_sge <= HR_MAX_SGE ? e->num_sge : HR_MAX_SGE;
 		memcpy(out->sg, e->sg, sizeof(e->sg[0]) * out->num_sge);
 		if (atomic_compare_exchange_weak_explicit(&rq->head, &h, h + 1, memory_order_acq_rel,
-							  memory_order_acquire))
+							  memory_order_acquire)) {
+			*slot = h;
 			return 0;
+		}
 	}
 }
 
+/* The producer's position and the consumer's are the owner's own (posted,
+ * done): a slot is reused only once its completion was polled, so the
+ * owner's record of it (shadow) stays valid until then. */
 static int rq_push(struct shm_rq_sh *rq, uint32_t cap, uint32_t max_sge, const hr_recv_wr *wr, uint32_t n,
-		   uint32_t *bad, uint64_t *hc)
+		   uint32_t *bad, struct shm_rshadow *shadow, uint64_t *posted, uint64_t done)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (wr[i].num_sge > max_sge) {
 			*bad = i;
 			return HR_EINVAL;
 		}
-		uint64_t t = atomic_load_explicit(&rq->tail, memory_order_relaxed);
-		if (t - *hc >= cap)
-			*hc = atomic_load_explicit(&rq->head, memory_order_acquire);
-		if (t - *hc >= cap) {
+		uint64_t t = *posted;
+		if (t - done >= cap) {
 			*bad = i;
 			return HR_ENORES;
 		}
+		uint64_t len = 0;
+		for (uint32_t j = 0; j < wr[i].num_sge; j++)
+			len += wr[i].sg[j].length;
+		shadow[t % cap] = (struct shm_rshadow){.wr_id = wr[i].wr_id, .len = len, .slot = t};
 		struct shm_rwqe *e = &rq->e[t % cap];
 		e->wr_id = wr[i].wr_id;
 		e->num_sge = wr[i].num_sge;
 		memcpy(e->sg, wr[i].sg, sizeof(e->sg[0]) * wr[i].num_sge);
 		atomic_store_explicit(&e->seq, (uint32_t)(t + 1), memory_order_release);
 		atomic_store_explicit(&rq->tail, t + 1, memory_order_relaxed);
+		*posted = t + 1;
 	}
 	return HR_OK;
 }
 
-/* Flush every receive still posted on qp's own ring (SRQ entries belong to
- * the SRQ, not to one QP). Safe against concurrent consumers. */
+/* The QP's own receives still posted flush: the receive CQ's poll reports
+ * them (after whatever the peer completed before the error); here an armed
+ * CQ is told there is something to poll. SRQ entries belong to the SRQ. */
 void shm_rq_flush(struct shm_qp *qp)
 {
 	if (qp->srq)
 		return;
-	struct shm_qp_sh *sh = qp->sh;
-	struct shm_cq *rcq = qp->rcq;
-	struct shm_rwqe w;
-	while (shm_rq_pop(qp->rq, qp->max_recv, &w) == 0) {
-		hr_wc wc = {.wr_id = w.wr_id, .status = HR_EFLUSH, .opcode = HR_WC_RECV, .qp_num = sh->qpn};
-		cnt_add(&sh->completions, 1);
-		cnt_add(&sh->errors, 1);
-		if (shm_cq_push(qp->dev->seg.base, rcq->sh, rcq->cap, rcq->chan_off, &wc, 0, 0, 0, NULL) != HR_OK)
-			shm_cq_overflowed(rcq->sh); /* the QP is in error already: it is being flushed */
-	}
+	if (atomic_load(&qp->rq_done) != atomic_load(&qp->rq_posted))
+		shm_cq_fire_local(qp->rcq);
 }
 
 /* ---- SRQ ---- */
@@ -132,6 +133,14 @@ int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out)
 	}
 	s->cap = max_wr;
 	s->max_sge = max_sge;
+	s->shadow = calloc(max_wr, sizeof(*s->shadow));
+	if (!s->shadow) {
+		pthread_mutex_lock(&d->lock);
+		shm_free(&s->pd->seg, s->off, s->bytes);
+		pthread_mutex_unlock(&d->lock);
+		free(s);
+		return HR_ENOMEM;
+	}
 	atomic_fetch_add(&s->pd->refs, 1);
 	pthread_mutex_init(&s->lock, NULL);
 	*out = (hr_srq *)s;
@@ -150,6 +159,7 @@ int shm_destroy_srq(hr_srq *hs)
 	pthread_mutex_unlock(&s->dev->lock);
 	atomic_fetch_sub(&s->pd->refs, 1);
 	pthread_mutex_destroy(&s->lock);
+	free(s->shadow);
 	free(s);
 	return HR_OK;
 }
@@ -158,7 +168,7 @@ int shm_post_srq_recv(hr_srq *hs, const hr_recv_wr *wr, uint32_t n, uint32_t *ba
 {
 	struct shm_srq *s = (struct shm_srq *)hs;
 	pthread_mutex_lock(&s->lock);
-	int st = rq_push(s->sh, s->cap, s->max_sge, wr, n, bad, &s->head_cache);
+	int st = rq_push(s->sh, s->cap, s->max_sge, wr, n, bad, s->shadow, &s->posted, s->done);
 	pthread_mutex_unlock(&s->lock);
 	return st;
 }
@@ -194,6 +204,8 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->inl = malloc((size_t)qp->sq_cap * (qp->max_inline ? qp->max_inline : 1));
 	if (!qp->sq || !qp->inl)
 		goto fail;
+	if (!qp->srq && !(qp->rshadow = calloc(qp->max_recv, sizeof(*qp->rshadow))))
+		goto fail;
 	struct shm_seg *sg = &qp->pdp->seg;
 	if (qp->srq) {
 		/* The SRQ's ring is reached through the QP's PD segment. */
@@ -207,7 +219,14 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 		if (!qp->rq)
 			goto fail;
 	}
-	qp->sh_bytes = sizeof(struct shm_qp_sh);
+	/* The inbound completion ring follows the control block. It never
+	 * holds more than the receives posted and not yet polled (a slot is
+	 * reposted only after its completion was polled). */
+	uint32_t icap = 1, rcap = qp->srq ? qp->srq->cap : qp->max_recv;
+	while (icap < rcap)
+		icap <<= 1;
+	uint64_t sh_sz = (sizeof(struct shm_qp_sh) + CACHELINE - 1) & ~(uint64_t)(CACHELINE - 1);
+	qp->sh_bytes = sh_sz + sizeof(struct shm_icq_sh) + (uint64_t)icap * sizeof(struct shm_icqe);
 	pthread_mutex_lock(&d->lock);
 	qp->sh_off = shm_alloc(sg, qp->sh_bytes, CACHELINE);
 	int idx = -1;
@@ -230,10 +249,14 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->idx = (uint32_t)idx;
 	qp->qpn = (gen << 10) | (uint32_t)idx;
 	qp->sh = (struct shm_qp_sh *)(sg->base + qp->sh_off);
-	memset(qp->sh, 0, sizeof(*qp->sh));
+	memset(qp->sh, 0, qp->sh_bytes);
 	qp->sh->qpn = qp->qpn;
 	qp->sh->pd = qp->pd;
-	qp->sh->rcq_off = qp->rcq->off;
+	qp->sh->icq_off = qp->sh_off + sh_sz;
+	qp->icq = (struct shm_icq_sh *)((uint8_t *)qp->sh + sh_sz);
+	qp->icq->cap = icap;
+	qp->icq->chan_off = qp->rcq->chan_off;
+	qp->icq_cap = icap;
 	qp->sh->rq_off = qp->srq ? qp->srq->off : qp->rq_off;
 	atomic_store(&qp->sh->state, HR_QPS_INIT);
 	sg->hdr->qp[idx].off = qp->sh_off;
@@ -248,6 +271,10 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn))
 		qp->psn = qp->qpn * 2654435761u;
 	qp->psn &= 0xffffff;
+	if (shm_cq_attach(qp->rcq, qp) != HR_OK) {
+		shm_destroy_qp((hr_qp *)qp);
+		return HR_ENOMEM;
+	}
 	*out = (hr_qp *)qp;
 	return HR_OK;
 fail:
@@ -258,6 +285,7 @@ fail:
 	}
 	free(qp->sq);
 	free(qp->inl);
+	free(qp->rshadow);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	free(qp);
@@ -270,6 +298,7 @@ int shm_destroy_qp(hr_qp *hq)
 	struct shm_dev *d = qp->dev;
 	struct shm_seg *sg = &qp->pdp->seg;
 	struct shm_qp_ent *ent = &sg->hdr->qp[qp->idx];
+	shm_cq_detach(qp->rcq, qp); /* its poll no longer reads our ring */
 	atomic_store(&qp->sh->state, HR_QPS_ERR);
 	atomic_store(&ent->qpn, 0);
 	/* An initiator inside one of our rings holds ent->inflight; wait it out
@@ -306,6 +335,7 @@ int shm_destroy_qp(hr_qp *hq)
 		shm_peer_put(d, qp->cpeer);
 	free(qp->sq);
 	free(qp->inl);
+	free(qp->rshadow);
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	free(qp);
@@ -511,7 +541,10 @@ int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 		return HR_EINVAL;
 	}
 	pthread_mutex_lock(&qp->rq_lock);
-	int st = rq_push(qp->rq, qp->max_recv, qp->max_sge, wr, n, bad, &qp->rq_head_cache);
+	uint64_t posted = atomic_load_explicit(&qp->rq_posted, memory_order_relaxed);
+	int st = rq_push(qp->rq, qp->max_recv, qp->max_sge, wr, n, bad, qp->rshadow, &posted,
+			 atomic_load_explicit(&qp->rq_done, memory_order_acquire));
+	atomic_store_explicit(&qp->rq_posted, posted, memory_order_release);
 	qp->recv_posted += st == HR_OK ? n : *bad;
 	pthread_mutex_unlock(&qp->rq_lock);
 	/* Receives posted to a QP in error complete with a flush, also when the

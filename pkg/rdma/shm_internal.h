@@ -3,11 +3,14 @@
  * Everything a peer touches lives in the owner's segments (memfds the peer
  * maps through /proc/<pid>/fd/<n>). Each protection domain has a segment of
  * its own: its MR and QP tables, QP control blocks, receive rings and
- * registered memory — so a peer connected to a QP of one PD maps nothing of
- * another PD's. The device segment holds what is not PD-scoped: CQ rings,
- * completion channel words, the alive flag and the service thread's futex.
- * Pointers never cross processes; only offsets do. The initiator does the
- * work a NIC would do. */
+ * registered memory and each QP's inbound completion ring — so a peer
+ * connected to a QP of one PD maps nothing of another PD's. CQ rings are
+ * private to their owner: the owner's poll drains its own ring (local
+ * completions) and the inbound rings of the QPs that use the CQ for receives,
+ * validating every entry against what it posted. The device segment holds
+ * only completion channel words, the alive flag and the service thread's
+ * futex. Pointers never cross processes; only offsets do. The initiator does
+ * the work a NIC would do. */
 #ifndef SHM_INTERNAL_H
 #define SHM_INTERNAL_H
 
@@ -18,7 +21,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x314d48535248ull /* "HRSHM1" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2
 #define SHM_MAX_MR 4096
 #define SHM_MAX_QP 1024
 #define SHM_MAX_INLINE 256
@@ -76,18 +79,44 @@ struct shm_cqe {
 	uint32_t pad_;
 };
 
+/* A CQ's own ring, in the owner's private memory: its producers are the
+ * owner's threads (send completions). */
 struct shm_cq_sh {
 	_Atomic uint64_t tail; /* producers reserve here */
 	uint8_t p1_[CACHELINE - 8];
 	_Atomic uint64_t head; /* consumer */
 	uint8_t p2_[CACHELINE - 8];
-	uint32_t cap;
 	_Atomic uint32_t overflow;
-	_Atomic uint32_t armed; /* 0, 1 = next completion, 2 = solicited */
-	_Atomic uint32_t pending; /* an event is waiting on the channel */
-	uint64_t chan_off;        /* 0 = no channel */
-	uint8_t p3_[CACHELINE - 24];
+	uint8_t p3_[CACHELINE - 4];
 	struct shm_cqe e[];
+};
+
+/* Inbound completion: what a responder NIC reports for a receive it
+ * consumed. The owner takes wr_id and the buffer length from its private
+ * record of the receive at rslot, and the QP number from the ring's QP. */
+struct shm_icqe {
+	_Atomic uint64_t seq; /* slot index + 1 once written */
+	uint64_t rslot;       /* the receive consumed: RQ or SRQ ring index */
+	uint32_t byte_len;
+	uint32_t imm;
+	uint8_t status, opcode, flags, pad_[5];
+};
+
+/* A QP's inbound completion ring, next to its control block in the PD
+ * segment: the connected initiator produces, the owner's poll of the QP's
+ * receive CQ consumes. Only the QP's peers map it. */
+struct shm_icq_sh {
+	_Atomic uint64_t tail;
+	uint8_t p1_[CACHELINE - 8];
+	_Atomic uint64_t head; /* the owner's: the producer's fullness check */
+	uint8_t p2_[CACHELINE - 8];
+	_Atomic uint32_t armed; /* copy of the CQ's arming: 1 any, 2 solicited */
+	_Atomic uint32_t fired; /* the producer consumed armed and rang */
+	uint32_t cap;
+	uint32_t pad_;
+	uint64_t chan_off; /* the CQ's channel word in the device segment */
+	uint8_t p3_[CACHELINE - 24];
+	struct shm_icqe e[];
 };
 
 struct shm_chan_sh {
@@ -124,8 +153,8 @@ struct shm_rq_sh {
 struct shm_qp_sh {
 	_Atomic uint32_t state;
 	uint32_t qpn;
-	uint64_t rcq_off;
-	uint64_t rq_off; /* own ring or the SRQ's */
+	uint64_t icq_off; /* inbound completion ring (shm_icq_sh) */
+	uint64_t rq_off;  /* own ring or the SRQ's */
 	uint32_t pd;     /* remote keys must name an MR of this PD */
 	uint8_t p1_[CACHELINE - 28];
 	/* written by the peer initiator */
@@ -179,20 +208,27 @@ struct shm_mr {
 	uint32_t idx;
 };
 
+struct shm_qp;
+
 struct shm_cq {
 	const hr_provider *prov;
 	struct shm_dev *dev;
-	struct shm_cq_sh *sh;
-	uint64_t off, bytes;
+	struct shm_cq_sh *sh; /* private (anonymous mapping) */
+	uint64_t bytes;
 	struct shm_chan *chan;
 	struct shm_cq *chan_next;
 	_Atomic int refs; /* QPs using it */
 	uint64_t cons;    /* consumer position (private copy of head) */
-	/* Private copies: peers can write the shared ring header, and the
-	 * owner must not index or write by what they put there. */
 	uint32_t cap;
 	uint64_t chan_off;
 	uint32_t events_acked;
+	_Atomic uint32_t armed;   /* 0, 1 = next completion, 2 = solicited */
+	_Atomic uint32_t pending; /* an event is waiting on the channel */
+	/* QPs whose receive CQ this is: poll drains their inbound rings.
+	 * qlock is the consumer's; create/destroy QP and arm take it too. */
+	pthread_mutex_t qlock;
+	struct shm_qp **rqps;
+	uint32_t nrqps, caprqps, rr;
 };
 
 struct shm_chan {
@@ -215,8 +251,20 @@ struct shm_srq {
 	uint64_t off, bytes;
 	pthread_mutex_t lock;
 	_Atomic int refs;
-	uint64_t head_cache;
 	uint32_t cap, max_sge; /* private copies of the ring's */
+	/* The owner's record of each posted receive (under lock): inbound
+	 * completions are checked against it, and a slot is reposted only
+	 * once its completion was polled (as mlx5 frees WQEs at poll). */
+	struct shm_rshadow *shadow;
+	uint64_t posted, done;
+};
+
+struct shm_rshadow {
+	uint64_t wr_id;
+	uint64_t len; /* total SGE length */
+	uint64_t slot; /* SRQ: absolute index */
+	uint32_t done; /* SRQ: completion polled */
+	uint32_t pad_;
 };
 
 struct shm_sqe {
@@ -240,13 +288,21 @@ struct shm_qp {
 	pthread_mutex_t lock;     /* send side */
 	pthread_mutex_t rq_lock;  /* own receive ring producer */
 	uint64_t recv_posted;     /* under rq_lock */
+	/* own ring: receives posted (published after the shadow entry) and
+	 * completed (polled, incl. flushes); a slot is reused at poll */
+	struct shm_rshadow *rshadow;
+	_Atomic uint64_t rq_posted, rq_done;
+	/* inbound completion ring: consumed by the receive CQ's poll */
+	struct shm_icq_sh *icq;
+	uint32_t icq_cap;
+	int icq_bad; /* a forged or corrupt entry: the ring is ignored */
+	uint64_t icq_cons;
 	struct shm_sqe *sq;
 	uint8_t *inl;
 	uint32_t sq_cap, max_inline, max_sge, rnr_retry, max_recv;
 	uint64_t sq_tail, sq_next;
-	uint64_t rq_head_cache;  /* own ring, producer side */
 	uint64_t scq_head_cache; /* our send CQ */
-	uint64_t rcq_head_cache; /* the peer's receive CQ */
+	uint64_t rcq_head_cache; /* the target QP's inbound ring */
 	_Atomic uint64_t sq_retired;
 	uint32_t rnr_tries;
 	uint64_t rnr_deadline;
@@ -304,19 +360,35 @@ void shm_free(struct shm_seg *s, uint64_t off, uint64_t len);
 void shm_futex_wake(_Atomic uint32_t *w);
 int shm_futex_wait(_Atomic uint32_t *w, uint32_t val, int64_t timeout_us);
 void shm_kick(struct shm_hdr *h); /* wake a device's service thread */
-void shm_cq_overflowed(struct shm_cq_sh *cq);
-/* Push a completion into a CQ that lives in the segment at base. */
-/* head_cache (may be NULL) is the producer's last view of the consumer's
- * head, so the shared head line is only read when the ring looks full. */
-int shm_cq_push(uint8_t *base, struct shm_cq_sh *cq, uint32_t cap, uint64_t chan_off, const hr_wc *wc,
-		int is_send, uint64_t sq_idx, int solicited, uint64_t *head_cache);
+/* hr_shm_cq.c. Push a local completion into cq's own ring; head_cache (may
+ * be NULL) is the producer's last view of the consumer's head. */
+int shm_cq_push(struct shm_cq *cq, const hr_wc *wc, int is_send, uint64_t sq_idx, uint64_t *head_cache);
+void shm_cq_overflowed(struct shm_cq *cq);
+/* The owner has completions to report without an entry (flushes): wake an
+ * armed CQ's channel. */
+void shm_cq_fire_local(struct shm_cq *cq);
+int shm_cq_attach(struct shm_cq *cq, struct shm_qp *qp);
+void shm_cq_detach(struct shm_cq *cq, struct shm_qp *qp);
+int shm_create_chan(hr_dev *hd, hr_chan **out);
+int shm_destroy_chan(hr_chan *hc);
+int shm_chan_fd(hr_chan *hc);
+int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out);
+int shm_destroy_cq(hr_cq *hcq);
+int shm_poll_cq(hr_cq *hcq, int n, hr_wc *wc);
+int shm_arm_cq(hr_cq *hcq, int solicited_only);
+int shm_get_cq_event(hr_chan *hc, int timeout_ms, hr_cq **out);
+void shm_ack_cq_events(hr_cq *hcq, unsigned n);
+int shm_cq_depth(hr_cq *hcq);
 struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t seg_id,
 			      uint64_t size, int *st);
 void shm_peer_put(struct shm_dev *d, struct shm_peer *p);
 
 /* hr_shm_qp.c, hr_shm_exec.c */
-int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out);
+int shm_rq_pop(struct shm_rq_sh *rq, uint32_t cap, struct shm_rwqe *out, uint64_t *slot);
 void shm_rq_flush(struct shm_qp *qp);
+/* Receive CQ poll: turn inbound entries of qp into completions. */
+int shm_icq_drain(struct shm_qp *qp, int n, hr_wc *wc);
+int shm_srq_complete(struct shm_srq *s, uint64_t slot, struct shm_rshadow *out);
 void shm_qp_to_error(struct shm_qp *qp);
 
 static inline void cnt_add(_Atomic uint64_t *c, uint64_t v)

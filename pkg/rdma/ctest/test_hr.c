@@ -13,6 +13,8 @@
 
 static const char *prov = "shm";
 
+void test_shm_attack(void); /* test_shm_attack.c */
+
 /* Checks of what only shm can observe (hr.h: on ibv the responder of a
  * one-sided operation never sees it in software). Counted in the summary. */
 static int shm_only;
@@ -380,6 +382,8 @@ int main(void)
 		test_errors();
 		test_multi_producer();
 		test_fork();
+		if (strcmp(prov, "shm") == 0)
+			test_shm_attack();
 	} else {
 		/* Only the ibv provider without hardware gets here. */
 		CHECK_ST(st, HR_ENODEV);

@@ -1,0 +1,501 @@
+/* hr_shm_cq.c - shm provider: completion channels and completion queues.
+ *
+ * A CQ's ring is private to its owner; only the owner's threads produce
+ * into it (send completions). Receive completions are produced by the
+ * remote initiator into the target QP's inbound ring (shm_icq_sh), which
+ * lives in the QP's PD segment, so a peer reaches the completions of its own
+ * connection only — as on a NIC, where no peer touches the server's CQ. The
+ * owner's poll drains its ring and then the inbound rings of the QPs that
+ * use the CQ for receives, and reports nothing it did not validate: the
+ * receive a completion names must be the next one posted on that QP (or an
+ * outstanding one of its SRQ), wr_id and the buffer length come from the
+ * owner's own record, and the QP number from the ring's QP. An entry that
+ * fails puts that QP — the sender's own connection — into the error state. */
+#define _GNU_SOURCE
+#include "shm_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- completion channels: a futex word in the device segment ---- */
+
+int shm_create_chan(hr_dev *hd, hr_chan **out)
+{
+	struct shm_dev *d = (struct shm_dev *)hd;
+	struct shm_chan *c = calloc(1, sizeof(*c));
+	if (!c)
+		return HR_ENOMEM;
+	c->prov = &hr_shm_provider;
+	c->dev = d;
+	c->efd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_lock(&d->lock);
+	c->off = shm_alloc(&d->seg, sizeof(struct shm_chan_sh), CACHELINE);
+	if (c->off) {
+		c->next = d->chans;
+		d->chans = c;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (!c->off) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return HR_ENOMEM;
+	}
+	c->sh = (struct shm_chan_sh *)(d->seg.base + c->off);
+	memset(c->sh, 0, sizeof(*c->sh));
+	*out = (hr_chan *)c;
+	return HR_OK;
+}
+
+int shm_destroy_chan(hr_chan *hc)
+{
+	struct shm_chan *c = (struct shm_chan *)hc;
+	struct shm_dev *d = c->dev;
+	if (c->cqs)
+		return HR_ESTATE;
+	pthread_mutex_lock(&d->lock);
+	for (struct shm_chan **pp = &d->chans; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	shm_free(&d->seg, c->off, sizeof(struct shm_chan_sh));
+	pthread_mutex_unlock(&d->lock);
+	if (c->efd >= 0)
+		close(c->efd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return HR_OK;
+}
+
+/* The fd becomes readable when an event is waiting; the service thread
+ * forwards the cross-process futex wakeup into a local eventfd. */
+int shm_chan_fd(hr_chan *hc)
+{
+	struct shm_chan *c = (struct shm_chan *)hc;
+	pthread_mutex_lock(&c->dev->lock);
+	if (c->efd < 0) {
+		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->efd >= 0) {
+			c->delivered = atomic_load(&c->sh->seq);
+			atomic_store(&c->sh->fd_wanted, 1);
+		}
+	}
+	int fd = c->efd;
+	pthread_mutex_unlock(&c->dev->lock);
+	return fd < 0 ? -HR_EIO : fd;
+}
+
+static void chan_ring(struct shm_cq *cq)
+{
+	struct shm_chan_sh *ch = cq->chan->sh;
+	atomic_store(&cq->pending, 1);
+	atomic_fetch_add(&ch->seq, 1);
+	if (atomic_load(&ch->waiters))
+		shm_futex_wake(&ch->seq);
+	if (atomic_load(&ch->fd_wanted))
+		shm_kick(cq->dev->seg.hdr);
+}
+
+/* ---- completion queues ---- */
+
+int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out)
+{
+	struct shm_dev *d = (struct shm_dev *)hd;
+	if (depth == 0 || depth > SHM_MAX_CQE)
+		return HR_EINVAL;
+	uint32_t cap = 1;
+	while (cap < depth)
+		cap <<= 1;
+	struct shm_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return HR_ENOMEM;
+	cq->prov = &hr_shm_provider;
+	cq->dev = d;
+	cq->bytes = sizeof(struct shm_cq_sh) + (uint64_t)cap * sizeof(struct shm_cqe);
+	/* Private and zeroed, pages on touch: no other process maps it. */
+	void *m = mmap(NULL, cq->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED) {
+		free(cq);
+		return HR_ENOMEM;
+	}
+	cq->sh = m;
+	cq->cap = cap;
+	pthread_mutex_init(&cq->qlock, NULL);
+	if (hc) {
+		struct shm_chan *c = (struct shm_chan *)hc;
+		cq->chan = c;
+		cq->chan_off = c->off;
+		pthread_mutex_lock(&c->lock);
+		cq->chan_next = c->cqs;
+		c->cqs = cq;
+		pthread_mutex_unlock(&c->lock);
+	}
+	*out = (hr_cq *)cq;
+	return HR_OK;
+}
+
+int shm_destroy_cq(hr_cq *hcq)
+{
+	struct shm_cq *cq = (struct shm_cq *)hcq;
+	if (atomic_load(&cq->refs) > 0)
+		return HR_ESTATE; /* QPs still use it, as ibv's EBUSY */
+	if (cq->chan) {
+		struct shm_chan *c = cq->chan;
+		pthread_mutex_lock(&c->lock);
+		for (struct shm_cq **pp = &c->cqs; *pp; pp = &(*pp)->chan_next) {
+			if (*pp == cq) {
+				*pp = cq->chan_next;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	munmap(cq->sh, cq->bytes);
+	free(cq->rqps);
+	pthread_mutex_destroy(&cq->qlock);
+	free(cq);
+	return HR_OK;
+}
+
+int shm_cq_attach(struct shm_cq *cq, struct shm_qp *qp)
+{
+	pthread_mutex_lock(&cq->qlock);
+	if (cq->nrqps == cq->caprqps) {
+		uint32_t nc = cq->caprqps ? cq->caprqps * 2 : 4;
+		struct shm_qp **n = realloc(cq->rqps, nc * sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&cq->qlock);
+			return HR_ENOMEM;
+		}
+		cq->rqps = n;
+		cq->caprqps = nc;
+	}
+	/* A CQ armed now reports this QP's completions too. */
+	atomic_store(&qp->icq->armed, atomic_load(&cq->armed));
+	cq->rqps[cq->nrqps++] = qp;
+	pthread_mutex_unlock(&cq->qlock);
+	return HR_OK;
+}
+
+void shm_cq_detach(struct shm_cq *cq, struct shm_qp *qp)
+{
+	pthread_mutex_lock(&cq->qlock);
+	for (uint32_t i = 0; i < cq->nrqps; i++) {
+		if (cq->rqps[i] == qp) {
+			cq->rqps[i] = cq->rqps[--cq->nrqps];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cq->qlock);
+}
+
+/* An overrun CQ reports the overflow from then on. Its producer calls this
+ * after moving its QP to the error state, so whoever polls the overflow finds
+ * the QP in error (as on ibv). */
+void shm_cq_overflowed(struct shm_cq *cq)
+{
+	atomic_store(&cq->sh->overflow, 1);
+}
+
+/* A full CQ returns HR_ECQ_OVERFLOW; the caller then fails its QP and calls
+ * shm_cq_overflowed. Local completions are never solicited. */
+int shm_cq_push(struct shm_cq *cq, const hr_wc *wc, int is_send, uint64_t sq_idx, uint64_t *head_cache)
+{
+	struct shm_cq_sh *r = cq->sh;
+	uint32_t cap = cq->cap;
+	uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint64_t local_cache = 0, *hc = head_cache ? head_cache : &local_cache;
+	for (;;) {
+		if (!head_cache || t - *hc >= cap)
+			*hc = atomic_load_explicit(&r->head, memory_order_acquire);
+		if (t - *hc >= cap)
+			return HR_ECQ_OVERFLOW; /* the caller fails its QP, then publishes */
+		if (atomic_compare_exchange_weak_explicit(&r->tail, &t, t + 1, memory_order_acq_rel,
+							  memory_order_relaxed))
+			break;
+	}
+	struct shm_cqe *e = &r->e[t & (cap - 1)];
+	e->wc = *wc;
+	e->is_send = (uint32_t)is_send;
+	e->sq_idx = sq_idx;
+	atomic_store_explicit(&e->seq, t + 1, memory_order_release);
+
+	uint32_t a = atomic_load_explicit(&cq->armed, memory_order_relaxed);
+	if (a == 0 || (a == 2 && wc->status == HR_OK))
+		return HR_OK;
+	if (atomic_exchange(&cq->armed, 0) != 0 && cq->chan)
+		chan_ring(cq);
+	return HR_OK;
+}
+
+void shm_cq_fire_local(struct shm_cq *cq)
+{
+	if (atomic_load(&cq->armed) && atomic_exchange(&cq->armed, 0) != 0 && cq->chan)
+		chan_ring(cq);
+}
+
+int shm_poll_cq(hr_cq *hcq, int n, hr_wc *wc)
+{
+	struct shm_cq *cq = (struct shm_cq *)hcq;
+	struct shm_cq_sh *sh = cq->sh;
+	uint64_t h = cq->cons;
+	int got = 0;
+	while (got < n) {
+		struct shm_cqe *e = &sh->e[h & (cq->cap - 1)];
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) != h + 1)
+			break;
+		wc[got] = e->wc;
+		if (e->is_send)
+			shm_qp_retire(cq->dev, e->wc.qp_num, e->sq_idx);
+		got++;
+		h++;
+	}
+	if (got) {
+		cq->cons = h;
+		atomic_store_explicit(&sh->head, h, memory_order_release);
+	}
+	if (got < n) {
+		pthread_mutex_lock(&cq->qlock);
+		uint32_t nq = cq->nrqps;
+		/* Round robin: one busy QP does not starve the others. */
+		for (uint32_t i = 0; i < nq && got < n; i++)
+			got += shm_icq_drain(cq->rqps[(cq->rr + i) % nq], n - got, wc + got);
+		if (nq)
+			cq->rr = (cq->rr + 1) % nq;
+		pthread_mutex_unlock(&cq->qlock);
+	}
+	if (got)
+		return got;
+	if (atomic_load_explicit(&sh->overflow, memory_order_acquire))
+		return -HR_ECQ_OVERFLOW;
+	return 0;
+}
+
+int shm_arm_cq(hr_cq *hcq, int solicited_only)
+{
+	struct shm_cq *cq = (struct shm_cq *)hcq;
+	if (!cq->chan)
+		return HR_EINVAL;
+	uint32_t a = solicited_only ? 2u : 1u;
+	pthread_mutex_lock(&cq->qlock);
+	for (uint32_t i = 0; i < cq->nrqps; i++) {
+		struct shm_icq_sh *ic = cq->rqps[i]->icq;
+		atomic_store(&ic->fired, 0);
+		atomic_store(&ic->armed, a);
+	}
+	atomic_store(&cq->armed, a);
+	pthread_mutex_unlock(&cq->qlock);
+	return HR_OK;
+}
+
+/* Did a peer ring for this armed CQ? Its fired flags are only hints (a
+ * peer can set its own): the event is taken only if the CQ is still armed,
+ * and then every inbound ring is disarmed. */
+static int cq_take_remote_event(struct shm_cq *cq)
+{
+	if (!atomic_load(&cq->armed))
+		return 0;
+	int hit = 0;
+	pthread_mutex_lock(&cq->qlock);
+	for (uint32_t i = 0; i < cq->nrqps; i++)
+		if (atomic_load(&cq->rqps[i]->icq->fired) && atomic_exchange(&cq->rqps[i]->icq->fired, 0))
+			hit = 1;
+	if (hit && atomic_exchange(&cq->armed, 0) == 0)
+		hit = 0; /* a local completion took the arming: its pending flag is the event */
+	if (hit)
+		for (uint32_t i = 0; i < cq->nrqps; i++)
+			atomic_store(&cq->rqps[i]->icq->armed, 0);
+	pthread_mutex_unlock(&cq->qlock);
+	return hit;
+}
+
+int shm_get_cq_event(hr_chan *hc, int timeout_ms, hr_cq **out)
+{
+	struct shm_chan *c = (struct shm_chan *)hc;
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : hr_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		atomic_fetch_add(&c->sh->waiters, 1);
+		uint32_t s = atomic_load(&c->sh->seq);
+		struct shm_cq *found = NULL;
+		pthread_mutex_lock(&c->lock);
+		for (struct shm_cq *cq = c->cqs; cq && !found; cq = cq->chan_next)
+			if (atomic_exchange(&cq->pending, 0) || cq_take_remote_event(cq))
+				found = cq;
+		pthread_mutex_unlock(&c->lock);
+		if (found) {
+			atomic_fetch_sub(&c->sh->waiters, 1);
+			if (c->efd >= 0) {
+				uint64_t v;
+				ssize_t r = read(c->efd, &v, sizeof(v));
+				(void)r;
+			}
+			*out = (hr_cq *)found;
+			return HR_OK;
+		}
+		int64_t left = -1;
+		if (deadline != UINT64_MAX) {
+			uint64_t now = hr_now_ns();
+			if (now >= deadline) {
+				atomic_fetch_sub(&c->sh->waiters, 1);
+				return HR_ETIMEDOUT;
+			}
+			left = (int64_t)((deadline - now + 999) / 1000);
+		}
+		shm_futex_wait(&c->sh->seq, s, left);
+		atomic_fetch_sub(&c->sh->waiters, 1);
+	}
+}
+
+void shm_ack_cq_events(hr_cq *hcq, unsigned n) { ((struct shm_cq *)hcq)->events_acked += n; }
+
+int shm_cq_depth(hr_cq *hcq) { return (int)((struct shm_cq *)hcq)->cap; }
+
+/* ---- inbound completions ---- */
+
+/* What a responder reports: a receive's completion, successful or failed
+ * by the responder's checks. Anything else is not from an honest peer. */
+static int icqe_sane(const struct shm_icqe *c)
+{
+	if (c->opcode != HR_WC_RECV && c->opcode != HR_WC_RECV_RDMA_WITH_IMM)
+		return 0;
+	return c->status == HR_OK || c->status == HR_ELOCAL_PROT || c->status == HR_ELOCAL_LEN;
+}
+
+static void icqe_to_wc(struct shm_qp *qp, const struct shm_icqe *c, const struct shm_rshadow *r, hr_wc *wc)
+{
+	int imm = c->opcode == HR_WC_RECV_RDMA_WITH_IMM || (c->flags & HR_WC_WITH_IMM);
+	*wc = (hr_wc){.wr_id = r->wr_id, .status = c->status, .opcode = c->opcode,
+		      .byte_len = c->status == HR_OK ? c->byte_len : 0, .imm = imm ? c->imm : 0,
+		      .qp_num = qp->qpn, .flags = imm ? HR_WC_WITH_IMM : 0};
+}
+
+/* A SEND's length cannot exceed the receive's buffers; a WRITE with
+ * immediate names no buffer. */
+static int icqe_len_ok(const struct shm_icqe *c, const struct shm_rshadow *r)
+{
+	return c->status != HR_OK || c->opcode != HR_WC_RECV || c->byte_len <= r->len;
+}
+
+static int icqe_read(struct shm_qp *qp, struct shm_icqe *c)
+{
+	struct shm_icqe *e = &qp->icq->e[qp->icq_cons & (qp->icq_cap - 1)];
+	if (atomic_load_explicit(&e->seq, memory_order_acquire) != qp->icq_cons + 1)
+		return 0;
+	/* One copy, then only the copy is looked at. */
+	volatile struct shm_icqe *v = e;
+	c->rslot = v->rslot;
+	c->byte_len = v->byte_len;
+	c->imm = v->imm;
+	c->status = v->status;
+	c->opcode = v->opcode;
+	c->flags = v->flags;
+	qp->icq_cons++;
+	return 1;
+}
+
+static void icq_corrupt(struct shm_qp *qp)
+{
+	qp->icq_bad = 1;
+	shm_qp_to_error(qp);
+}
+
+/* The QP is in error: take every receive the peer has not consumed (the
+ * shared ring's head is the peer's, so what it names is checked against
+ * what was posted). They complete flushed, in order after the peer's. */
+static void own_take_rest(struct shm_qp *qp, uint64_t done, uint64_t posted)
+{
+	struct shm_rwqe w;
+	uint64_t s;
+	for (uint32_t i = 0; i < qp->max_recv && shm_rq_pop(qp->rq, qp->max_recv, &w, &s) == 0; i++) {
+		struct shm_rshadow *r = &qp->rshadow[s % qp->max_recv];
+		if (s >= done && s < posted && r->slot == s)
+			r->done = 1;
+	}
+}
+
+static int own_drain(struct shm_qp *qp, int n, hr_wc *wc)
+{
+	uint64_t done = atomic_load_explicit(&qp->rq_done, memory_order_relaxed);
+	uint64_t posted = atomic_load_explicit(&qp->rq_posted, memory_order_acquire);
+	uint64_t cons0 = qp->icq_cons;
+	int got = 0;
+	if (done == posted)
+		return 0;
+	if (!qp->icq_bad && atomic_load(&qp->sh->state) == HR_QPS_ERR)
+		own_take_rest(qp, done, posted);
+	while (got < n && done < posted) {
+		struct shm_rshadow *r = &qp->rshadow[done % qp->max_recv];
+		struct shm_icqe c;
+		if (qp->icq_bad || r->done) {
+			wc[got] = (hr_wc){.wr_id = r->wr_id, .status = HR_EFLUSH, .opcode = HR_WC_RECV,
+					  .qp_num = qp->qpn};
+			cnt_add(&qp->sh->completions, 1);
+			cnt_add(&qp->sh->errors, 1);
+		} else if (!icqe_read(qp, &c)) {
+			break;
+		} else if (c.rslot != done || !icqe_sane(&c) || !icqe_len_ok(&c, r)) {
+			icq_corrupt(qp); /* this receive and the rest flush */
+			continue;
+		} else {
+			icqe_to_wc(qp, &c, r, &wc[got]);
+		}
+		r->done = 0;
+		done++;
+		got++;
+	}
+	if (qp->icq_cons != cons0)
+		atomic_store_explicit(&qp->icq->head, qp->icq_cons, memory_order_release);
+	if (got)
+		atomic_store_explicit(&qp->rq_done, done, memory_order_release);
+	return got;
+}
+
+/* An SRQ receive: it must be posted and not completed yet. Completions of
+ * an SRQ's receives come through all its QPs, so the slot becomes reusable
+ * once every earlier one was polled too. */
+int shm_srq_complete(struct shm_srq *s, uint64_t slot, struct shm_rshadow *out)
+{
+	int ok = 0;
+	pthread_mutex_lock(&s->lock);
+	struct shm_rshadow *r = &s->shadow[slot % s->cap];
+	if (slot >= s->done && slot < s->posted && r->slot == slot && !r->done) {
+		r->done = 1;
+		*out = *r;
+		ok = 1;
+		while (s->done < s->posted && s->shadow[s->done % s->cap].done) {
+			s->shadow[s->done % s->cap].done = 0;
+			s->done++;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+static int srq_drain(struct shm_qp *qp, int n, hr_wc *wc)
+{
+	uint64_t cons0 = qp->icq_cons;
+	int got = 0;
+	struct shm_icqe c;
+	while (got < n && !qp->icq_bad && icqe_read(qp, &c)) {
+		struct shm_rshadow r;
+		if (!icqe_sane(&c) || !shm_srq_complete(qp->srq, c.rslot, &r) || !icqe_len_ok(&c, &r)) {
+			icq_corrupt(qp);
+			break;
+		}
+		icqe_to_wc(qp, &c, &r, &wc[got++]);
+	}
+	if (qp->icq_cons != cons0)
+		atomic_store_explicit(&qp->icq->head, qp->icq_cons, memory_order_release);
+	return got;
+}
+
+/* Under the receive CQ's qlock: the QP's inbound ring has one consumer. */
+int shm_icq_drain(struct shm_qp *qp, int n, hr_wc *wc)
+{
+	return qp->srq ? srq_drain(qp, n, wc) : own_drain(qp, n, wc);
+}
