@@ -52,12 +52,12 @@ func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.S
 // decodeBorrowed decodes the reply in *rp (from off) into result in place,
 // runs the borrower's use on it and then releases the buffer. It reports
 // false when ctx carries no borrow: the caller decodes as usual then.
-func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, rp *[]byte, off int, result proto.Struct) (bool, error) {
+func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, p proto.Protocol, rp *[]byte, off int, result proto.Struct) (bool, error) {
 	b, ok := ctx.Value(borrowKey{}).(*borrow)
 	if !ok {
 		return false, nil
 	}
-	err := decodeReply(codec, s.format.Proto, (*rp)[off:], &s.c.o.limits, result, true)
+	err := decodeReply(codec, p, (*rp)[off:], &s.c.o.limits, result, true)
 	if err == nil {
 		b.done = true
 		err = b.use()

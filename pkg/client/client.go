@@ -74,6 +74,7 @@ type Conn struct {
 	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
 	upgradeErr atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
 	spread     spreader                    // extra TCP connections, see spread.go
+	routes     routes                      // each method's route (route.go)
 	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
 }
 
@@ -223,20 +224,15 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	if err != nil {
 		return err
 	}
-	if err := c.lanesFor(ctx, s, m, args, result); err != errNoLane {
+	req := request{m: m, sess: s, args: args, oneway: m.Oneway}
+	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+		return tcpRoute{c}.call(ctx, req, result) // no fast path: no route to look up
+	}
+	r, err := c.routeFor(s, m)
+	if err != nil {
 		return err
 	}
-	name := m.Name
-	if c.o.multiplexed && m.Service != "" {
-		name = m.Service + ":" + m.Name
-	}
-	s = c.pick(s)
-	s.inflight.Add(1)
-	tcpCalls.Add(1)
-	err = s.call(ctx, name, m.Oneway, args, result)
-	tcpCalls.Add(-1)
-	s.inflight.Add(-1)
-	return err
+	return r.call(ctx, req, result)
 }
 
 // tcpCalls counts the process's TCP calls in flight, over every Conn: a
@@ -673,10 +669,16 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if oneway {
 		return nil
 	}
+	return s.finish(ctx, codec, cl, seq, s.format.Proto, result)
+}
+
+// finish waits for the reply to the call sent as seq and decodes it (in
+// protocol p) into result.
+func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq int32, p proto.Protocol, result proto.Struct) error {
 	if cerr := s.await(ctx, cl, seq); cerr != nil {
 		return cerr
 	}
-	err = cl.err
+	err := cl.err
 	rp, off := cl.reply, cl.off
 	cl.err, cl.reply, cl.cancelled = nil, nil, false
 	callPool.Put(cl)
@@ -685,14 +687,14 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	}
 	noteSize(&s.repSize, len(*rp))
 	s.captureReply(ctx, (*rp)[:off])
-	if ok, err := s.decodeBorrowed(ctx, codec, rp, off, result); ok {
+	if ok, err := s.decodeBorrowed(ctx, codec, p, rp, off, result); ok {
 		return err
 	}
 	msg := (*rp)[off:]
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
-	err = decodeReply(codec, s.format.Proto, msg, &s.c.o.limits, result, alias)
+	err = decodeReply(codec, p, msg, &s.c.o.limits, result, alias)
 	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }

@@ -162,9 +162,16 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 	return sh, nil
 }
 
-// flockCall runs one call through the shared handle; errNoLane means the
-// call belongs on a lane (too large to share, or no FLOCK here).
-func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, name string, args, result proto.Struct) error {
+// flockRoute sends a function's calls through the process's FLOCK handle
+// (the route of a function planned with qp_sharing, and the overflow of
+// one with qp_sharing=auto). A call too large to share goes on to the
+// function's lane pool, and one that finds no FLOCK to TCP or the pool,
+// with the bytes encoded here.
+type flockRoute struct{ p *lanePool }
+
+func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) error {
+	p := f.p
+	c := p.ls.c
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
@@ -175,18 +182,33 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := c.appendFrame(ctx, codec, (*bp)[:wire.HeaderSize], name, m.Oneway, args, timeout)
+	b, err := c.appendFrame(ctx, codec, (*bp)[:wire.HeaderSize], p.name, req.oneway, req.args, timeout)
 	*bp = b
 	if err != nil {
 		return err
 	}
+	req.frame, req.shared = b, true
 	if len(b) > fastpath.FlockMaxMessage {
-		return errNoLane
+		return p.call(ctx, req, result)
 	}
-	sh, err := c.flockFor(ctx, tr)
+	sh, err := c.flockFor(ctx, p.tr)
+	if err == errNoLane {
+		if c.lanes.isOff() {
+			return tcpRoute{c}.call(ctx, req, result) // the fast path fell back to TCP
+		}
+		return p.call(ctx, req, result)
+	}
 	if err != nil {
 		return err
 	}
+	if err = c.flockCall(ctx, sh, bp, b, req.oneway, codec, result); err == nil {
+		p.calls[flockSlot].Add(1)
+	}
+	return err
+}
+
+// flockCall runs the call frame b (in the pooled buffer bp) on the handle.
+func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []byte, oneway bool, codec *wire.Codec, result proto.Struct) error {
 	sh.calls.Add(1)
 	defer sh.calls.Done()
 	if sh.dead.Err() != nil {
@@ -215,7 +237,7 @@ func (c *Conn) flockCall(ctx context.Context, tr hints.Transport, m *Method, nam
 		sh.kill()
 		return &ConnError{Op: "flock", Err: err}
 	}
-	if m.Oneway {
+	if oneway {
 		return nil
 	}
 	return c.decodeFrame(ctx, "flock", codec, resp, result)

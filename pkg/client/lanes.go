@@ -53,6 +53,9 @@ type lanes struct {
 	devs   map[hints.Transport]*fastpath.Device
 	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
+	// gen counts changes of off and closed: a cached route picked under
+	// another generation is picked again (route.go).
+	gen atomic.Uint64
 	// A fallback after a failed setup is not for good: from retryAt the
 	// fast path is tried again, with the wait doubling per failure (fails)
 	// up to the Conn's maximum. retryAt zero: off stays (the server said
@@ -66,6 +69,7 @@ type lanes struct {
 type lanePool struct {
 	ls       *lanes
 	fn       string // Service:name, as the server looks it up
+	name     string // the name its calls carry: fn, or the bare name without a service
 	tr       hints.Transport
 	side     fastpath.Side
 	set      hints.Set
@@ -135,26 +139,28 @@ func (c *Conn) LaneStats() []LaneStats {
 // registered buffer (saving a copy) pays for the extra cgo crossing.
 const leaseMin = 16 << 10
 
-// pool returns the function's lane pool, nil when the call stays on TCP.
 // poolKey names a function's pool; a struct, so finding the pool per
 // call builds no string.
 type poolKey struct{ svc, fn string }
 
-func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
+// pool returns the function's lane pool; errNoLane while the fast path is
+// off, with the time from which it is tried again (zero: never).
+func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, error) {
 	key := poolKey{m.Service, m.Name}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closed {
-		return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
+		return nil, time.Time{}, &ConnError{Op: "call", Err: errors.New("Conn closed")}
 	}
 	if ls.off != nil {
 		if ls.retryAt.IsZero() || ls.c.o.now().Before(ls.retryAt) {
-			return nil, errNoLane
+			return nil, ls.retryAt, errNoLane
 		}
 		ls.off = nil // try the fast path again; a failure sets the next wait
+		ls.gen.Add(1)
 	}
 	if p := ls.pools[key]; p != nil && p.tr == tr {
-		return p, nil
+		return p, time.Time{}, nil
 	}
 	var set hints.Set
 	var respSize int // the server's declared response size sizes our pre-known buffer
@@ -168,7 +174,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	if n <= 0 {
 		n = max(set.Concurrency, defaultMaxLanes)
 	}
-	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, tr: tr, set: set, respSize: respSize,
+	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, name: m.Name, tr: tr, set: set, respSize: respSize,
 		side:   fastpath.PlanSide(fastpath.OnTransport(set, tr), respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if set.Batch != hints.BatchOff {
@@ -183,8 +189,11 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, error) {
 	if ls.pools == nil {
 		ls.pools = map[poolKey]*lanePool{}
 	}
+	if key.svc != "" {
+		p.name = p.fn
+	}
 	ls.pools[key] = p
-	return p, nil
+	return p, time.Time{}, nil
 }
 
 // device returns the shared device for transport tr.
@@ -212,6 +221,7 @@ func (ls *lanes) disable(err error) bool {
 	if ls.off == nil {
 		ls.off = err
 		ls.retryAt = time.Time{}
+		ls.gen.Add(1)
 		return true
 	}
 	return false
@@ -226,6 +236,7 @@ func (ls *lanes) fallBack(err error) bool {
 		return false
 	}
 	ls.off = err
+	ls.gen.Add(1)
 	wait := ls.c.o.retryMin << min(ls.fails, 30)
 	if wait <= 0 || wait > ls.c.o.retryMax {
 		wait = ls.c.o.retryMax
@@ -249,6 +260,9 @@ func (ls *lanes) setUp() {
 	}
 }
 
+// generation is gen's value (route.go).
+func (ls *lanes) generation() uint64 { return ls.gen.Load() }
+
 // isOff reports whether lanes were turned off for the Conn.
 func (ls *lanes) isOff() bool {
 	ls.mu.Lock()
@@ -260,6 +274,7 @@ func (ls *lanes) isOff() bool {
 func (ls *lanes) close() {
 	ls.mu.Lock()
 	ls.closed = true
+	ls.gen.Add(1)
 	pools := ls.pools
 	devs := ls.devs
 	ls.pools, ls.devs = nil, nil
@@ -443,8 +458,15 @@ type bufConn struct {
 
 func (b bufConn) Read(q []byte) (int, error) { return b.r.Read(q) }
 
-// call runs one call on a lane of the pool.
-func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, result proto.Struct) error {
+// call runs one call on a lane of the pool (the route of a function with
+// lanes); a call the lanes cannot take goes on over TCP with the bytes
+// encoded here.
+func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) error {
+	// qp_sharing=auto also shares once the callers outnumber the lanes the
+	// plan allows, rather than queueing for a lane.
+	if p.canShare && !req.shared && p.saturated() {
+		return flockRoute{p}.call(ctx, req, result)
+	}
 	c := p.ls.c
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
@@ -454,37 +476,51 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	bp := wire.GetBuf()
-	defer wire.PutBuf(bp)
-	// Large requests are encoded straight into the lane's registered
-	// staging buffer (a lease), which the engine then sends without a
-	// copy; one that outgrows the lease falls back to Go memory.
 	var l *clane
-	dst, pooled := (*bp)[:wire.HeaderSize], true
-	if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
+	b := req.frame
+	if b != nil {
+		setTimeout(b, timeout) // encoded for FLOCK a moment ago
+	} else {
+		bp := wire.GetBuf()
+		defer wire.PutBuf(bp)
+		// Large requests are encoded straight into the lane's registered
+		// staging buffer (a lease), which the engine then sends without a
+		// copy; one that outgrows the lease falls back to Go memory.
+		dst, pooled := (*bp)[:wire.HeaderSize], true
+		if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
+			var err error
+			if l, err = p.get(ctx, guess); err != nil {
+				if err == errNoLane {
+					return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
+				}
+				return err
+			}
+			if lease := l.ep.RequestBuffer(guess + guess/4 + 4<<10); lease != nil {
+				dst, pooled = lease[:wire.HeaderSize], false
+			}
+		}
 		var err error
-		if l, err = p.get(ctx, guess); err != nil {
+		b, err = c.appendFrame(ctx, codec, dst, p.name, req.oneway, req.args, timeout)
+		if err != nil {
+			if l != nil {
+				p.put(l)
+			}
 			return err
 		}
-		if lease := l.ep.RequestBuffer(guess + guess/4 + 4<<10); lease != nil {
-			dst, pooled = lease[:wire.HeaderSize], false
+		if pooled {
+			*bp = b // a grown pool buffer goes back to the pool
 		}
-	}
-	b, err := c.appendFrame(ctx, codec, dst, name, oneway, args, timeout)
-	if err != nil {
-		if l != nil {
-			p.put(l)
-		}
-		return err
-	}
-	if pooled {
-		*bp = b // a grown pool buffer goes back to the pool
 	}
 	if p.batch != nil {
-		return p.batchCall(ctx, b, oneway, result)
+		return p.batchCall(ctx, b, req.oneway, result)
 	}
 	if l == nil {
+		var err error
 		if l, err = p.get(ctx, len(b)); err != nil {
+			if err == errNoLane {
+				req.frame = b
+				return tcpRoute{c}.call(ctx, req, result)
+			}
 			return err
 		}
 	} else if int64(len(b)) > p.maxReq.Load() {
@@ -503,7 +539,7 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		return callFailed(ctx, "lane", err)
 	}
 	defer p.put(l)
-	if oneway {
+	if req.oneway {
 		return nil
 	}
 	if int64(len(resp)) > p.maxResp.Load() {
@@ -516,6 +552,15 @@ func (p *lanePool) call(ctx context.Context, name string, oneway bool, args, res
 		l.broken.Store(true) // out of step with its peer
 	}
 	return err
+}
+
+// setTimeout sets the timeout in a sealed frame's header.
+func setTimeout(frame []byte, timeout time.Duration) {
+	h, err := wire.DecodeHeader(frame, len(frame))
+	if err == nil {
+		h.Timeout = timeout
+		wire.PutHeader(frame, &h)
+	}
 }
 
 // appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
@@ -557,42 +602,29 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, false))
 }
 
-// lanesFor runs the call on a lane when the session granted lanes and the
-// function's hints allow one; errNoLane sends it to TCP.
-func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result proto.Struct) error {
-	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
-		return errNoLane
-	}
+// pickRoute picks the route of m's calls on s, a session with a fast
+// path: TCP for a function pinned to it, its lane pool, or FLOCK for one
+// whose plan shares QPs. While the fast path is off it is TCP, until
+// retryAt (zero: for good).
+func (c *Conn) pickRoute(s *session, m *Method) (_ route, retryAt time.Time, _ error) {
 	want := hints.TransportAuto
 	if m.Hints != nil {
 		want = m.Hints.Client.Transport
 	}
 	tr := fastpath.PickTransport(want, s.caps)
 	if tr != hints.TransportSHM && tr != hints.TransportRDMA {
-		return errNoLane
+		return tcpRoute{c}, time.Time{}, nil
 	}
-	p, err := c.lanes.pool(m, tr)
-	if err != nil {
-		return err
+	p, retryAt, err := c.lanes.pool(m, tr)
+	switch {
+	case err == errNoLane:
+		return tcpRoute{c}, retryAt, nil
+	case err != nil:
+		return nil, time.Time{}, err
+	case p.share:
+		return flockRoute{p}, time.Time{}, nil
 	}
-	name := m.Name
-	if m.Service != "" {
-		name = m.Service + ":" + m.Name
-	}
-	// qp_sharing=auto also shares once the callers outnumber the lanes the
-	// plan allows, rather than queueing for a lane.
-	if p.share || (p.canShare && p.saturated()) {
-		if err := c.flockCall(ctx, tr, m, name, args, result); err != errNoLane {
-			if err == nil {
-				p.calls[flockSlot].Add(1)
-			}
-			return err
-		}
-		if c.lanes.isOff() {
-			return errNoLane // the fast path fell back to TCP
-		}
-	}
-	return p.call(ctx, name, m.Oneway, args, result)
+	return p, time.Time{}, nil
 }
 
 // planChecks lists the client plans of the WithHints functions for the

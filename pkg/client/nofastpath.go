@@ -3,10 +3,9 @@
 package client
 
 import (
-	"context"
 	"sync"
+	"time"
 
-	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -24,9 +23,12 @@ type sharedFlock struct{}
 
 func (c *Conn) laneOffer() uint64 { return 0 }
 
-func (c *Conn) lanesFor(context.Context, *session, *Method, proto.Struct, proto.Struct) error {
-	return errNoLane
+// pickRoute: no session has a fast path here, so nothing asks; TCP.
+func (c *Conn) pickRoute(*session, *Method) (route, time.Time, error) {
+	return tcpRoute{c}, time.Time{}, nil
 }
+
+func (ls *lanes) generation() uint64 { return 0 }
 
 func (c *Conn) planChecks() []wire.Attach { return nil }
 

@@ -68,12 +68,9 @@ type conn struct {
 	readDone bool
 	finished bool
 	lingers  bool // closing after bad input: let the error reply arrive
-	laning   bool // the connection became (or is becoming) a lane
-	lane     *lane
-
-	// reader-owned, then the lane's
-	attach  *lane
-	laneBuf []byte
+	// fp is the fast-path session the connection became (or is
+	// becoming): a lane or a FLOCK handle's link, set by the hello.
+	fp *laneSession
 
 	timeoutFields
 	chargeFn wire.Charge // c.charge, made once
@@ -154,7 +151,7 @@ func (c *conn) serve() {
 		r, err := c.next()
 		if err == errAttached {
 			c.unhold()
-			c.serveLane(c.attach)
+			c.fp.serve()
 			return
 		}
 		if err != nil {
@@ -658,56 +655,6 @@ func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid, fseq i
 		proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
 }
 
-// hello answers the capability handshake and switches the connection to
-// HatRPC framing when both sides can, granting lanes when the server has
-// them and the client can reach them. It reports true when the connection
-// itself became a lane (an attach hello): the reader then stops.
-func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bool {
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	order := c.takeOrder(false)
-	var h wire.Hello
-	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
-		c.reply(false, p, order, name, seqid, 0, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
-		return false
-	}
-	rep := wire.HelloReply{Version: wire.Version, Transport: "tcp", MaxFrame: int32(min(c.s.opts.limits.MaxMessageSize, 1<<31-1))}
-	upgrade := !c.s.opts.noUpgrade && h.Version >= 1 && h.Caps&wire.CapFraming != 0
-	var caps uint64
-	if upgrade {
-		caps = c.s.laneCaps(&h)
-	}
-	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
-		l, exc := c.grantLane(&h, caps)
-		if exc != nil {
-			c.reply(false, p, order, name, seqid, 0, proto.Exception, exc, codec)
-			return false
-		}
-		rep.Caps = wire.CapFraming | wire.CapAttach | caps
-		rep.Transport = transportNames[l.tr]
-		c.mu.Lock()
-		c.laning = true
-		c.mu.Unlock()
-		c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
-		c.attach = l
-		return true
-	}
-	if upgrade {
-		rep.Caps = wire.CapFraming | caps | h.Caps&wire.CapHeaders
-		rep.ConflictFunction, rep.Conflict = c.s.checkPlans(&h, rep.Caps)
-		if rep.Conflict != "" {
-			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)
-		}
-	}
-	c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
-	if upgrade {
-		c.hat = true
-		c.upgraded.Store(true)
-	}
-	return false
-}
-
 func (c *conn) cancelCall(seqid int32) {
 	c.mu.Lock()
 	cctx := c.calls[seqid]
@@ -722,7 +669,7 @@ func (c *conn) cancelCall(seqid int32) {
 func (c *conn) readFailed(err error) {
 	c.mu.Lock()
 	draining := c.draining
-	laning := c.laning
+	laning := c.fp != nil
 	c.readDone = true
 	c.mu.Unlock()
 	if laning {
@@ -783,10 +730,10 @@ func (c *conn) maybeFinish() {
 func (c *conn) drain() {
 	c.mu.Lock()
 	c.draining = true
-	laning := c.laning
+	fp := c.fp
 	c.mu.Unlock()
-	if laning {
-		c.stopLane() // a lane still bootstrapping sees draining and stops itself
+	if fp != nil {
+		fp.stop() // a lane still bootstrapping sees draining and stops itself
 		return
 	}
 	// The reader role may be mid-call; the frame only needs the writer.

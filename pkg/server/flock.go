@@ -29,8 +29,8 @@ type flockState struct {
 	srv    *flock.Server
 	met    *flock.Metrics // the flock_* series on the server's registry
 	closed bool
-	conn   *conn // the pseudo-connection FLOCK calls run on
-	lane   *lane
+	conn   *conn        // the pseudo-connection FLOCK calls run on
+	sess   *laneSession // its shared lane (replies in buffers of their own: calls run concurrently)
 }
 
 // flockServer returns the server's flock.Server, creating it on first use.
@@ -69,15 +69,15 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// The pseudo-connection never finishes by itself (readDone stays
 	// false); the server's Close cancels its context.
 	f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
-	f.lane = &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
+	f.sess = &laneSession{c: f.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
 		side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
-		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}
-	fc, fl := f.conn, f.lane
+		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}}
+	sess := f.sess
 	// A reply larger than a FLOCK message travels in parts that the
 	// client joins (pkg/flock), so no reply size fails here.
 	fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
-		out, _ := fc.laneCall(fl, req)
+		out, _ := sess.call(req)
 		return out, nil
 	})
 	f.srv = fs
@@ -131,7 +131,8 @@ func (s *Server) closeFlock() {
 // serveFlock accepts a client process's FLOCK handle on the connection and
 // keeps the connection as the handle's liveness link until either side
 // goes; the calls themselves run on the FLOCK workers.
-func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
+func (ls *laneSession) serveFlock(d *fastpath.Device) {
+	c, l := ls.c, ls.l
 	fs, err := c.s.flockServer(d, l.tr)
 	if err != nil {
 		c.s.log.Warn("hatrpc: qp_sharing unavailable", "err", err)
@@ -154,7 +155,7 @@ func (c *conn) serveFlock(l *lane, d *fastpath.Device) {
 	defer peer.Close()
 	l.link = fastpath.Watch(c.nc, nil, func() { c.cancel() })
 	defer l.link.Close()
-	defer c.runLane(l)()
+	defer ls.run()()
 	select {
 	case <-c.ctx.Done():
 	case <-l.stop:

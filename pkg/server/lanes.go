@@ -47,6 +47,19 @@ type lane struct {
 	grant *grant // what the lane holds of the server's budgets
 }
 
+// laneSession is the fast-path side of a TCP connection that became a
+// lane or a FLOCK handle's link: it owns the lane (its endpoint, or the
+// FLOCK peer), the lane's share of the budgets, its reply buffer, and
+// its teardown, which ends the connection as any other. The conn only
+// delegates: its hello grants the lane (grantLane), its reader hands the
+// connection over (serve) and a drain stops it (stop).
+type laneSession struct {
+	c   *conn
+	l   *lane
+	up  bool   // bootstrapped and counted; under c.mu
+	buf []byte // reply buffer: a lane answers one call at a time
+}
+
 // device returns the server's verbs device, opening it on first use; nil
 // when lanes are off or the provider cannot be opened (then every client
 // stays on TCP, and the failure is logged once).
@@ -207,9 +220,11 @@ type bufConn struct {
 
 func (b bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-// serveLane runs a granted lane until the client goes, the server closes,
-// or a drain finds it idle; then the connection ends as any other.
-func (c *conn) serveLane(l *lane) {
+// serve runs a granted lane until the client goes, the server closes,
+// or a drain finds it idle; then the connection ends as any other, and
+// what the lane held of the budgets is given back.
+func (ls *laneSession) serve() {
+	c, l := ls.c, ls.l
 	defer c.readFailed(io.EOF)
 	defer l.grant.release()
 	d := c.s.device()
@@ -218,7 +233,7 @@ func (c *conn) serveLane(l *lane) {
 	}
 	if l.shared {
 		c.w.Wait() // the hello reply goes out before the bootstrap bytes
-		c.serveFlock(l, d)
+		ls.serveFlock(d)
 		return
 	}
 	// The numa hint pins this goroutine's thread, the lane's poller, to
@@ -268,14 +283,14 @@ func (c *conn) serveLane(l *lane) {
 		ep.Abort()
 	})
 	defer l.link.Close()
-	defer c.runLane(l)()
+	defer ls.run()()
 	// The lane counts as waiting (for the adaptive poller) except while
 	// its handler runs.
 	idle := fastpath.Waiting()
 	err = ep.ServeCalls(c.ctx, l.stop, func(req []byte) ([]byte, rdma.Protocol) {
 		idle()
 		defer func() { idle = fastpath.Waiting() }()
-		return c.laneCall(l, req)
+		return ls.call(req)
 	})
 	idle()
 	if err != nil && c.ctx.Err() == nil {
@@ -283,27 +298,29 @@ func (c *conn) serveLane(l *lane) {
 	}
 }
 
-// runLane publishes a bootstrapped lane (a drain that came first stops it
+// run publishes a bootstrapped lane (a drain that came first stops it
 // at once) and counts it; the returned function uncounts it.
-func (c *conn) runLane(l *lane) (done func()) {
+func (ls *laneSession) run() (done func()) {
+	c := ls.c
 	c.mu.Lock()
-	c.lane = l
+	ls.up = true
 	draining := c.draining
 	c.mu.Unlock()
 	if draining {
-		c.stopLane()
+		ls.stop()
 	}
 	c.s.met.lanes.Inc()
 	return c.s.met.lanes.Dec
 }
 
-// stopLane tells the client to stop starting calls on the lane and lets
-// the lane end at its next idle moment; c.mu is not held.
-func (c *conn) stopLane() {
+// stop tells the client to stop starting calls on the lane and lets the
+// lane end at its next idle moment; c.mu is not held.
+func (ls *laneSession) stop() {
+	c, l := ls.c, ls.l
 	c.mu.Lock()
-	l := c.lane
+	up := ls.up
 	c.mu.Unlock()
-	if l == nil {
+	if !up {
 		return
 	}
 	select {
@@ -315,14 +332,15 @@ func (c *conn) stopLane() {
 	close(l.stop)
 }
 
-// laneCall runs one request that arrived on a lane and returns the reply
+// call runs one request that arrived on the lane and returns the reply
 // frame and the protocol to send it by. req is the engine's lease, valid
 // until the reply is sent: everything kept is copied out by the decoder.
-func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
+func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
 	lim := &c.s.opts.limits
 	l.in.Add(float64(len(req)))
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
-		return c.laneBatch(l, req)
+		return ls.batch(req)
 	}
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
@@ -338,7 +356,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 		mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
 	}
 	if err != nil {
-		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	p := h.Protocol()
@@ -349,7 +367,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 			return nil, l.side.Tiny
 		}
 		name := string(mh.Name)
-		return c.laneReply(l, p, name, mh.Seqid, proto.Exception,
+		return ls.reply(p, name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
 	r := reqPool.Get().(*request)
@@ -366,7 +384,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 		if oneway {
 			return nil, l.side.Tiny
 		}
-		return c.laneReply(l, p, m.m.Name, mh.Seqid, proto.Exception,
+		return ls.reply(p, m.m.Name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
 	}
 	if r.oneway {
@@ -390,7 +408,7 @@ func (c *conn) laneCall(l *lane, req []byte) ([]byte, rdma.Protocol) {
 	c.freeRequest(r)
 	<-c.s.slots
 	c.end()
-	out, pr := c.laneReply(l, p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
@@ -409,10 +427,11 @@ func (s *Server) laneReplied(m *method, pr rdma.Protocol) {
 	(*ctr).Inc()
 }
 
-// laneBatch runs the calls of an RF-RPC batch one after the other and
+// batch runs the calls of an RF-RPC batch one after the other and
 // answers with their replies in one frame, in order; a oneway call's place
 // holds an empty reply.
-func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
+func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
 	lim := &c.s.opts.limits
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	var frames [][]byte
@@ -420,32 +439,32 @@ func (c *conn) laneBatch(l *lane, req []byte) ([]byte, rdma.Protocol) {
 		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
 	}
 	if err != nil {
-		return c.laneReply(l, h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
 	out := make([]byte, wire.HeaderSize, 64<<10)
 	for _, f := range frames {
-		rep, _ := c.laneCall(l, f)
+		rep, _ := ls.call(f)
 		if rep == nil {
 			var empty [wire.HeaderSize]byte
 			wire.SealFrame(empty[:], wire.KindReply, 0, 0, 0)
 			rep = empty[:]
 		}
-		out = append(out, rep...) // rep lives in laneBuf, reused by the next call
+		out = append(out, rep...) // rep lives in ls.buf, reused by the next call
 	}
 	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
 	return out, l.side.Protocol(len(out))
 }
 
-// laneReply encodes one reply frame into the lane's reply buffer, with
-// the handler's reply headers md if any. The buffer is the conn's: a lane
-// answers one call at a time.
-func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+// reply encodes one reply frame into the lane's reply buffer, with the
+// handler's reply headers md if any.
+func (ls *laneSession) reply(p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
 	}
-	buf, leased := c.laneBuf, false
+	l := ls.l
+	buf, leased := ls.buf, false
 	guess := max(hint, int(l.maxReply.Load()))
 	switch {
 	case l.shared:
@@ -473,9 +492,9 @@ func (c *conn) laneReply(l *lane, p proto.Protocol, name string, seqid int32, ty
 	switch {
 	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep
 	case cap(b) <= laneBufKeep:
-		c.laneBuf = b[:0]
+		ls.buf = b[:0]
 	default:
-		c.laneBuf = nil
+		ls.buf = nil
 	}
 	if n := int64(len(b)); n > l.maxReply.Load() {
 		l.maxReply.Store(n)

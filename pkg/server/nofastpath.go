@@ -29,8 +29,14 @@ func (c *conn) grantLane(h *wire.Hello, _ uint64) (*lane, *proto.ApplicationExce
 // every plan accepts.
 func (s *Server) checkPlans(*wire.Hello, uint64) (string, string) { return "", "" }
 
-func (c *conn) serveLane(*lane)  {}
-func (c *conn) stopLane()        {}
+// laneSession never exists here: grantLane refuses every attach.
+type laneSession struct {
+	c *conn
+	l *lane
+}
+
+func (ls *laneSession) serve()   {}
+func (ls *laneSession) stop()    {}
 func (s *Server) cancelFlock()   {}
 func (s *Server) closeFlock()    {}
 func (s *Server) releaseDevice() {}

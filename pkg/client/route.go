@@ -1,0 +1,217 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// The transport seam (docs/design/transport.md). A call leaves by one
+// route: the Conn's TCP sessions (tcpRoute), the lane pool of its method
+// (*lanePool) or the process's FLOCK handle (flockRoute). The route of a
+// method is picked once from its plan and the transports the server
+// granted, and cached per Conn and method; it is picked again only when
+// the session's grant or the fast path's state changes (a fallback, a
+// re-try after WithFastPathRetry's backoff). A call is encoded at most
+// once, by the route that sends it: a route that cannot take the call
+// after all (FLOCK: too large to share; a lane that cannot open; the
+// fast path gone) hands it on to the next route with the bytes it
+// encoded, which that route sends as they are.
+
+// route carries the calls of a method. call sends req and decodes the
+// reply into result; a route that cannot take the call passes req on.
+type route interface {
+	call(ctx context.Context, req request, result proto.Struct) error
+}
+
+// request is one call on its way. Passed by value: the routes run within
+// the caller's call, and a pointer through the interface would cost an
+// allocation per call.
+type request struct {
+	m      *Method
+	sess   *session // the Conn's session when the call started
+	args   proto.Struct
+	oneway bool
+	// frame is the call as a fast-path route encoded it: a sealed HatRPC
+	// frame with seqid 1 (lane headers, "Service:name"). A route it is
+	// passed on to sends these bytes; nil while nothing is encoded.
+	frame []byte
+	// shared: FLOCK passed the call on, so the lane pool must not send it
+	// back there.
+	shared bool
+}
+
+// routeEntry is a method's cached route and what it was picked under.
+type routeEntry struct {
+	r    route
+	want hints.Transport // the transport the method's hints ask for
+	caps uint64          // of the session it was picked for
+	gen  uint64          // lanes.gen when picked
+	// retryAt: the route is TCP because the fast path fell back, until
+	// the re-try is due; zero otherwise.
+	retryAt time.Time
+}
+
+// routeKey names a method's cached route; a struct, so finding it per
+// call builds no string.
+type routeKey struct{ svc, fn string }
+
+// routes caches each method's route.
+type routes struct {
+	m     sync.Map      // routeKey -> *routeEntry
+	picks atomic.Uint64 // routes picked, for tests
+}
+
+// routeFor returns the route of m's call on s: TCP when the session has no
+// fast path, else the method's cached route, picked again when stale.
+func (c *Conn) routeFor(s *session, m *Method) (route, error) {
+	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+		return tcpRoute{c}, nil
+	}
+	key := routeKey{m.Service, m.Name}
+	gen := c.lanes.generation()
+	want := hints.TransportAuto
+	if m.Hints != nil {
+		want = m.Hints.Client.Transport
+	}
+	if v, ok := c.routes.m.Load(key); ok {
+		e := v.(*routeEntry)
+		if e.caps == s.caps && e.gen == gen && e.want == want && (e.retryAt.IsZero() || c.o.now().Before(e.retryAt)) {
+			return e.r, nil
+		}
+	}
+	r, retryAt, err := c.pickRoute(s, m)
+	if err != nil {
+		return nil, err
+	}
+	c.routes.picks.Add(1)
+	c.routes.m.Store(key, &routeEntry{r: r, want: want, caps: s.caps, gen: gen, retryAt: retryAt})
+	return r, nil
+}
+
+// tcpRoute sends calls over the Conn's TCP sessions.
+type tcpRoute struct{ c *Conn }
+
+func (t tcpRoute) call(ctx context.Context, req request, result proto.Struct) error {
+	s := t.c.pick(req.sess)
+	s.inflight.Add(1)
+	tcpCalls.Add(1)
+	var err error
+	if req.frame != nil {
+		err = s.callFrame(ctx, req.frame, req.oneway, result)
+	} else {
+		name := req.m.Name
+		if t.c.o.multiplexed && req.m.Service != "" {
+			name = req.m.Service + ":" + req.m.Name
+		}
+		err = s.call(ctx, name, req.oneway, req.args, result)
+	}
+	tcpCalls.Add(-1)
+	s.inflight.Add(-1)
+	return err
+}
+
+// callFrame sends a call a fast-path route encoded (frame, see request)
+// on the session: the frame gets the session's seqid, a fresh timeout and
+// the request id the session's calls carry, around the same message bytes.
+func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, result proto.Struct) error {
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return context.DeadlineExceeded
+		}
+	}
+	h, err := wire.DecodeHeader(frame, len(frame))
+	if err != nil {
+		return err
+	}
+	off := wire.HeaderSize
+	if h.Flags&wire.FlagHeaders != 0 {
+		n, err := wire.HeaderBlockLen(frame[off:])
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	var cl *call
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return &ConnError{Op: "write", Err: err}
+	}
+	s.seq++
+	if s.seq <= 0 { // 0 is the handshake's
+		s.seq = 1
+	}
+	seq := s.seq
+	if !oneway {
+		cl = callPool.Get().(*call)
+		s.pending[seq] = cl
+	}
+	s.mu.Unlock()
+
+	bp := wire.GetBuf()
+	b := append((*bp)[:0], frame[:off]...)
+	flags := h.Flags
+	if flags&wire.FlagHeaders == 0 && s.carriesHeaders() {
+		// A lane sends no header block for a call without headers; over
+		// TCP such a call carries a request id, as it would have had it
+		// been sent here in the first place.
+		var hf uint8
+		if b, hf = s.appendRequestHead(ctx, b, seq); hf != 0 {
+			flags |= hf
+		}
+	}
+	p := h.Protocol()
+	b = appendWithSeqid(b, p, frame[off:], seq)
+	wire.SealFrame(b, h.Kind, flags, seq, timeout)
+	*bp = b
+	noteSize(&s.reqSize, len(b))
+	if werr := s.w.Write(b); werr != nil {
+		s.fail(werr)
+		err = &ConnError{Op: "write", Err: werr}
+	}
+	wire.PutBuf(bp)
+	if err != nil {
+		if cl != nil && s.take(seq) {
+			callPool.Put(cl)
+		}
+		return err
+	}
+	if oneway {
+		return nil
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	return s.finish(ctx, codec, cl, seq, p, result)
+}
+
+// appendWithSeqid appends the Thrift message msg to b with its seqid set
+// to seq (a lane frame's message carries seqid 1; over TCP the server
+// sees the session's, as for any call sent there).
+func appendWithSeqid(b []byte, p proto.Protocol, msg []byte, seq int32) []byte {
+	mh, err := wire.ParseMsgHeader(p, msg)
+	if err != nil || mh.Seqid == seq {
+		return append(b, msg...) // the server answers what it cannot parse
+	}
+	if p == proto.Compact {
+		// Magic, type and version; then the seqid varint (its length
+		// may change); then the name and the body.
+		_, n := binary.Uvarint(msg[2:]) // ParseMsgHeader read it
+		b = append(b, msg[:2]...)
+		b = binary.AppendUvarint(b, uint64(uint32(seq)))
+		return append(b, msg[2+n:]...)
+	}
+	start := len(b)
+	b = append(b, msg...)
+	at := start + mh.Body - 4
+	b[at], b[at+1], b[at+2], b[at+3] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+	return b
+}
