@@ -575,9 +575,12 @@ func (c *Conn) lanesFor(ctx context.Context, s *session, m *Method, args, result
 	if err != nil {
 		return err
 	}
+	// The pool's name is the call's ("Service:name", or ":name" for a
+	// method without a service, which the server looks up by its bare
+	// name): no string built per call.
 	name := m.Name
 	if m.Service != "" {
-		name = m.Service + ":" + m.Name
+		name = p.fn
 	}
 	// qp_sharing=auto also shares once the callers outnumber the lanes the
 	// plan allows, rather than queueing for a lane.
