@@ -264,7 +264,7 @@ func write(dir string, sys []string, lat []bench.LatencyRow, tput []bench.Throug
 	}
 	fmt.Fprintf(&rep, ".\n\n")
 	if len(lat) > 0 {
-		fmt.Fprintf(&rep, "### 1-caller latency, p50 / p99 µs\n\n")
+		fmt.Fprintf(&rep, "### 1-caller latency, p50 / p99 / p99.9 µs\n\n")
 		bench.WriteEngineLatencyTable(&rep, sys, lat)
 	}
 	for _, size := range tsizes {

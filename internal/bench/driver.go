@@ -101,7 +101,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 						if old, ok := rows[i].By[sys]; !ok || l.P50 < old.P50 {
 							rows[i].By[sys] = l
 						}
-						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99)
+						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v p99.9=%v", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99, l.P999)
 					}
 				}
 			}

@@ -35,10 +35,11 @@ func toUS(d int64) float64 { return float64(d) / 1e3 }
 func MBPerSec(r ThroughputResult, size int) float64 { return r.OpsPerSec() * float64(size) / 1e6 }
 
 // WriteLatencyCSV writes system,protocol,size,p50_us,p99_us,mean_us (and
-// the polling mode and provider) for every measured point.
+// the polling mode, provider and p99.9) for every measured point; p999_us
+// comes last so CSV files written before it existed still read.
 func WriteLatencyCSV(w io.Writer, systems []string, rows []LatencyRow) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"system", "protocol", "size", "p50_us", "p99_us", "mean_us", "polling", "provider"})
+	_ = cw.Write([]string{"system", "protocol", "size", "p50_us", "p99_us", "mean_us", "polling", "provider", "p999_us"})
 	for _, r := range rows {
 		for _, s := range systems {
 			v, ok := r.By[s]
@@ -47,7 +48,7 @@ func WriteLatencyCSV(w io.Writer, systems []string, rows []LatencyRow) error {
 			}
 			proto, poll := Describe(s, r.Size, 1)
 			_ = cw.Write([]string{s, proto, strconv.Itoa(r.Size), usf(toUS(int64(v.P50))), usf(toUS(int64(v.P99))),
-				usf(toUS(int64(v.Mean))), poll, providerOf(s)})
+				usf(toUS(int64(v.Mean))), poll, providerOf(s), usf(toUS(int64(v.P999)))})
 		}
 	}
 	cw.Flush()
@@ -191,7 +192,7 @@ func fixedEngine(s string) bool {
 
 func plannedName() string { return Engine{Planned: true}.Name() }
 
-// WriteEngineLatencyTable writes the latency table as Markdown: p50/p99 in
+// WriteEngineLatencyTable writes the latency table as Markdown: p50/p99/p99.9 in
 // µs per system (rows) and size (columns), then the planned system's
 // verdict per size.
 func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
@@ -207,7 +208,7 @@ func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
 		line := "| " + systemLabel(s, rows[0].Size, 1) + " |"
 		for _, r := range rows {
 			if v, ok := r.By[s]; ok {
-				line += fmt.Sprintf(" %.1f / %.0f |", toUS(int64(v.P50)), toUS(int64(v.P99)))
+				line += fmt.Sprintf(" %.1f / %.0f / %.0f |", toUS(int64(v.P50)), toUS(int64(v.P99)), toUS(int64(v.P999)))
 			} else {
 				line += " - |"
 			}
@@ -489,7 +490,15 @@ func ReadLatencyCSV(r io.Reader) ([]string, []LatencyRow, error) {
 			rows = append(rows, LatencyRow{Placement: "unpinned", Size: size, By: map[string]LatencyResult{}})
 		}
 		ns := func(us float64) time.Duration { return time.Duration(math.Round(us * 1e3)) }
-		rows[i].By[rec[0]] = LatencyResult{P50: ns(p50), P99: ns(p99), Mean: ns(mean)}
+		res := LatencyResult{P50: ns(p50), P99: ns(p99), Mean: ns(mean)}
+		if len(rec) > 8 { // p999_us, absent from older files
+			p999, err := strconv.ParseFloat(rec[8], 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("bench: latency.csv %v: %w", rec, err)
+			}
+			res.P999 = ns(p999)
+		}
+		rows[i].By[rec[0]] = res
 	}
 	return systems, rows, nil
 }

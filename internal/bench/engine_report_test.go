@@ -21,7 +21,7 @@ func TestEngineReport(t *testing.T) {
 	lat := []LatencyRow{{Placement: "unpinned", Size: 64, By: map[string]LatencyResult{
 		eager:   {P50: 3 * time.Microsecond, P99: 9 * time.Microsecond, Mean: 4 * time.Microsecond},
 		imm:     {P50: 2 * time.Microsecond, P99: 8 * time.Microsecond, Mean: 3 * time.Microsecond},
-		planned: {P50: 2100 * time.Nanosecond, P99: 8 * time.Microsecond, Mean: 3 * time.Microsecond},
+		planned: {P50: 2100 * time.Nanosecond, P99: 8 * time.Microsecond, P999: 31 * time.Microsecond, Mean: 3 * time.Microsecond},
 		Subject: {P50: 12 * time.Microsecond, P99: 50 * time.Microsecond, Mean: 14 * time.Microsecond},
 	}}}
 	sec := func(calls int64) ThroughputResult { return ThroughputResult{Calls: calls, Elapsed: time.Second} }
@@ -41,7 +41,7 @@ func TestEngineReport(t *testing.T) {
 	if EnginePrefix() == "verbs" {
 		wantProto = "direct_write_imm"
 	}
-	assert.Equal(t, []string{planned, wantProto, "64", "2.10", "8.00", "3.00", "busy", providerOfPrefix(EnginePrefix())}, recs[3])
+	assert.Equal(t, []string{planned, wantProto, "64", "2.10", "8.00", "3.00", "busy", providerOfPrefix(EnginePrefix()), "31.00"}, recs[3])
 
 	b.Reset()
 	require.NoError(t, WriteThroughputCSV(&b, systems, tput))
@@ -57,6 +57,11 @@ func TestEngineReport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, systems, gotSys)
 	assert.Equal(t, lat, gotLat, "CSV round trip")
+	b.Reset()
+	b.WriteString("system,protocol,size,p50_us,p99_us,mean_us,polling,provider\n" + planned + ",rfp,64,2.10,8.00,3.00,busy,shm\n")
+	_, old, err := ReadLatencyCSV(&b)
+	require.NoError(t, err, "a CSV from before the p999_us column")
+	assert.Equal(t, LatencyResult{P50: 2100 * time.Nanosecond, P99: 8 * time.Microsecond, Mean: 3 * time.Microsecond}, old[0].By[planned])
 	b.Reset()
 	require.NoError(t, WriteThroughputCSV(&b, systems, tput))
 	gotSys, gotTput, err := ReadThroughputCSV(&b)

@@ -47,6 +47,41 @@ func TestEndpointContextWatch(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 		require.Less(t, time.Since(start), 5*time.Second)
 	})
+	t.Run("contexts derived by value share the watch", func(t *testing.T) {
+		// A runtime wraps the caller's context per call (a value for the
+		// call's own state): the watch stays, and cancelling the parent
+		// still interrupts a wait in C.
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		stop := make(chan struct{})
+		sctx, scancel := context.WithCancel(context.Background())
+		defer scancel()
+		served := make(chan error, 1)
+		go func() {
+			served <- srv.ServeCalls(sctx, stop, func(req []byte) ([]byte, Protocol) { return req, ProtoEager })
+		}()
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		type key struct{}
+		for i := 0; i < 20; i++ {
+			got, err := cli.Call(context.WithValue(parent, key{}, i), ProtoEager, []byte("derived"))
+			require.NoError(t, err)
+			require.Equal(t, "derived", string(got))
+		}
+		cli.wmu.Lock()
+		watches := cli.watches
+		cli.wmu.Unlock()
+		require.Equal(t, 1, watches, "one watch for all the derived contexts")
+		close(stop)
+		select {
+		case err := <-served:
+			require.NoError(t, err)
+		case <-time.After(testTimeout):
+			t.Fatal("server did not stop")
+		}
+		time.AfterFunc(20*time.Millisecond, cancel)
+		_, err := cli.Call(context.WithValue(parent, key{}, -1), ProtoEager, []byte("nobody answers"))
+		require.ErrorIs(t, err, context.Canceled)
+	})
 	t.Run("an old context does not cancel the new one's calls", func(t *testing.T) {
 		cli, srv := newRPCPair(t, cfg, cfg, false)
 		serve(t, srv, ProtoEager, func(req []byte) []byte { return req })

@@ -167,13 +167,15 @@ type RPCEndpoint struct {
 	gen    uint32
 	out    *C.hr_ep_out // the C exchange's out-parameters (guarded by mu)
 	// The watch on the context of the last exchanges (see run): one
-	// context.AfterFunc for as long as the caller keeps passing the same
-	// context, instead of one (and its allocations and the context's lock)
-	// per exchange.
-	wmu   sync.Mutex
-	wctx  context.Context
-	wstop func() bool
-	cur   atomic.Uint32 // gen of the exchange running or last run
+	// context.AfterFunc for as long as the caller keeps passing contexts
+	// that end together (the same Done channel: the same context, or
+	// values derived from it, as a runtime adds per call), instead of one
+	// (and its allocations and the parent's lock) per exchange.
+	wmu     sync.Mutex
+	wdone   <-chan struct{}
+	wstop   func() bool
+	watches int           // watches set up (tests)
+	cur     atomic.Uint32 // gen of the exchange running or last run
 }
 
 // NewRPCEndpoint creates an endpoint on pd; connect it with Bootstrap.
@@ -278,11 +280,12 @@ func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.
 		e.gen = 1
 	}
 	gen := e.gen
-	if ctx.Done() == nil {
+	done := ctx.Done()
+	if done == nil {
 		return f(C.int(ms), C.uint32_t(gen))
 	}
-	if ctx != e.wctx {
-		e.watch(ctx)
+	if done != e.wdone {
+		e.watch(ctx, done)
 	}
 	// The watch cancels the exchange cur names when ctx ends: cur is set
 	// before ctx is looked at, and the watch runs after ctx ended, so
@@ -295,19 +298,21 @@ func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.
 	return f(C.int(ms), C.uint32_t(gen))
 }
 
-// watch moves the context watch to ctx (e.mu held). A callback of the old
-// watch that is still running finds itself stale under wmu and does
-// nothing, so it cannot cancel an exchange of the new context.
-func (e *RPCEndpoint) watch(ctx context.Context) {
+// watch moves the context watch to ctx, whose Done channel is done (e.mu
+// held). A callback of the old watch that is still running finds itself
+// stale under wmu and does nothing, so it cannot cancel an exchange of the
+// new context.
+func (e *RPCEndpoint) watch(ctx context.Context, done <-chan struct{}) {
 	e.wmu.Lock()
 	if e.wstop != nil {
 		e.wstop()
 	}
-	e.wctx = ctx
+	e.wdone = done
+	e.watches++
 	e.wstop = context.AfterFunc(ctx, func() {
 		e.wmu.Lock()
 		defer e.wmu.Unlock()
-		if e.wctx == ctx {
+		if e.wdone == done {
 			e.cancel(e.cur.Load())
 		}
 	})
@@ -578,7 +583,7 @@ func (e *RPCEndpoint) Close() error {
 	e.wmu.Lock()
 	if e.wstop != nil {
 		e.wstop() // the context must not keep a closed endpoint reachable
-		e.wctx, e.wstop = nil, nil
+		e.wdone, e.wstop = nil, nil
 	}
 	e.wmu.Unlock()
 	return nil
