@@ -157,6 +157,7 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 			/* Server-reply: go back to fetching once the server's time
 			 * fits in R fetches again. */
 			ep->st.rfp_reply_calls++;
+			ep->st.last_server_ns = h.server_ns;
 			if (!ep->cfg.rfp_stay_reply && h.server_ns <= (uint64_t)ep->cfg.rfp_retries * ep->st.fetch_ns) {
 				ep->rfp_mode = RFP_FETCH;
 				ep->st.rfp_to_fetch++;

@@ -150,6 +150,7 @@ type EndpointStats struct {
 	RFPFetches, RFPRetries, RFPRestReads, RFPExceeded uint64
 	RFPToReply, RFPToFetch, RFPReplyCalls             uint64
 	FetchNS                                           uint64
+	LastServerNS                                      uint64 // server time of the last server-reply call
 	RFPServerReply                                    bool // currently in server-reply mode
 }
 
@@ -550,7 +551,7 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 		Calls: uint64(s.calls), Served: uint64(s.served), RNDVFallbacks: uint64(s.rndv_fallbacks),
 		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
-		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), RFPServerReply: s.rfp_mode != 0,
+		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
 	}
 }
 
