@@ -151,7 +151,7 @@ type EndpointStats struct {
 	RFPToReply, RFPToFetch, RFPReplyCalls             uint64
 	FetchNS                                           uint64
 	LastServerNS                                      uint64 // server time of the last server-reply call
-	RFPServerReply                                    bool // currently in server-reply mode
+	RFPServerReply                                    bool   // currently in server-reply mode
 }
 
 // RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and
