@@ -32,7 +32,6 @@ type Conn struct {
 
 	outstanding atomic.Int64
 	side        sideMetrics
-	spinners    int           // callers may spin on their response slots while no more calls than this are in flight
 	bell        bell          // the dispatcher's doorbell (bell.go)
 	srvRung     atomic.Uint64 // the last sleep epoch of the server's dispatcher woken
 	es          []entry       // the dispatcher's scratch
@@ -116,7 +115,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		cfg.metrics = NewMetrics()
 	}
 	c := &Conn{cfg: cfg, m: cfg.metrics, free: make(chan *Caller, 1024), wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), spinners: max(runtime.GOMAXPROCS(0)/2, 1), side: cfg.metrics.side("client")}
+		stop: make(chan struct{}), side: cfg.metrics.side("client")}
 	c.callers.Store(&[]*Caller{})
 	c.es = make([]entry, 0, 64)
 	defer func() {
