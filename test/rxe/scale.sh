@@ -60,7 +60,9 @@ cd "$work"
 port=$((20000 + RANDOM % 20000))
 addr=127.0.0.1:$port dbg=127.0.0.1:$((port + 1))
 
-"$bin" serve --db "$work/db" --listen "$addr" --debug-addr "$dbg" --transport "$tr" \
+# LMDB needs a file system that maps files (not the guest's 9p share).
+db=$(mktemp -d /var/tmp/hatrpc-scale-db.XXXXXX)
+"$bin" serve --db "$db/db" --listen "$addr" --debug-addr "$dbg" --transport "$tr" \
 	--sync nosync --verify meta >"$work/serve.log" 2>&1 &
 spid=$!
 pids=()
@@ -68,6 +70,7 @@ cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
+	rm -rf "$db"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do
@@ -134,6 +137,7 @@ for ((i = 0; i < n; i += j)); do
 	done
 	for p in "${pids[@]}"; do wait "$p" || fail=$((fail + 1)); done
 	pids=()
+	((i % 100 >= 100 - j)) && echo "scale: $((i + j)) puts after $(($(date +%s) - start)) s, $fail failed"
 done
 echo "scale: $n put processes in $(($(date +%s) - start)) s, $fail failed"
 ((fail == 0)) || { status=1; head -5 "$work/put.err" >&2; }
