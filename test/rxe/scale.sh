@@ -109,6 +109,7 @@ snap() {
 	idlew=$(curl -s "http://$dbg/debug/pprof/goroutine?debug=2" |
 		awk 'BEGIN{RS=""} /server\.\(\*pool\)\.loop/ && /\[chan receive/ {n++} END{print n+0}')
 	if rdma resource show qp >/dev/null 2>&1; then qps=$(verbs qp) mrs=$(verbs mr); else qps=- mrs=-; fi
+	sleep 2 # the scrapes above (pprof, GC after them) are not the idle server's
 	t0=$(ticks)
 	sleep 3
 	t0=$(($(ticks) - t0)) # before the /metrics scrapes below
@@ -150,9 +151,11 @@ for ((i = 0; i < k; i++)); do
 		--threads 1 --progress off --transport "$tr" >/dev/null 2>&1 &
 	pids+=($!)
 done
-for _ in $(seq 3000); do # emulated guests start 100 processes slowly
+# bounded in time: a scrape itself is slow in a guest busy with 100 clients
+end=$((SECONDS + ${SCALE_ATTACH_WAIT:-240}))
+while ((SECONDS < end)); do
 	[[ $(metric hatrpc_server_flock_peers) == "$k" ]] && break
-	sleep 0.1
+	sleep 1
 done
 echo "scale: $(metric hatrpc_server_flock_peers) of $k clients attached, calling; kill -9"
 sleep 0.5
