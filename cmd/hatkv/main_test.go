@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 		}()
 		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
 	}
+	if pid := os.Getenv(probeProcEnv); pid != "" {
+		os.Exit(probeProc(pid))
+	}
 	goleak.VerifyTestMain(m)
 }
 

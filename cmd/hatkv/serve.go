@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 // Defaults that make `hatkv serve` (and so `make run`) work with no flags.
@@ -26,6 +27,7 @@ func newServeCmd() *cobra.Command {
 		syncMode, commit, writeMap                  string
 		mapSize, concurrency                        string
 		emulListen                                  string
+		keepDumpable                                bool
 		shutdownTimeout                             time.Duration
 		tlsCert, tlsKey, tlsClientCA, token, verify string
 	)
@@ -61,6 +63,9 @@ keep it on loopback.`,
 				opts = append(opts, hatkv.WithServiceLevelHints())
 			default:
 				return fmt.Errorf("%w: --hint-level %q: want function or service", hatkv.ErrConfig, hintLevel)
+			}
+			if keepDumpable {
+				opts = append(opts, hatkv.WithRPCOptions(server.WithDumpable()))
 			}
 			if debugAddr != "" {
 				opts = append(opts, hatkv.WithDebugAddr(debugAddr))
@@ -143,6 +148,7 @@ keep it on loopback.`,
 	f.StringVar(&db, "db", defaultDB, "data directory (created if missing)")
 	f.StringVar(&listen, "listen", defaultAddr, "TCP address to serve on")
 	f.StringVar(&transport, "transport", "auto", "auto|tcp|shm|rdma: auto adds engine lanes (RDMA NIC if any, else shm for same-host clients) to TCP")
+	f.BoolVar(&keepDumpable, "dumpable", false, "with shm lanes, keep the process dumpable (core dumps, same-user debuggers and /proc readers; also lets same-user processes open its shared segments): see docs/observability.md")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
 	f.StringVar(&hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service)")
 	f.StringVar(&syncMode, "sync", "", "override kv.sync: always|nometasync|nosync")

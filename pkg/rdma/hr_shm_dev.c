@@ -153,7 +153,8 @@ int shm_seg_create(struct shm_seg *s, uint64_t size)
 	if (s->fd < 0)
 		goto fail;
 	/* memfds are created 0777: owner only (peers of the same uid still
-	 * reach it through /proc/<pid>/fd). */
+	 * reach it through /proc/<pid>/fd, unless the process is non-dumpable:
+	 * hr_shm_fdpass.c). */
 	if (fchmod(s->fd, 0600) != 0)
 		goto fail;
 	if (ftruncate(s->fd, (off_t)size) != 0)
@@ -173,6 +174,7 @@ int shm_seg_create(struct shm_seg *s, uint64_t size)
 	if (freel_insert(s, 0, hdr_sz, size - hdr_sz))
 		goto fail;
 	atomic_store(&s->hdr->alive, 1);
+	shm_fdpass_register(s);
 	return HR_OK;
 fail:
 	shm_seg_destroy(s);
@@ -194,8 +196,10 @@ void shm_seg_destroy(struct shm_seg *s)
 					(off_t)(s->size - hdr_sz));
 	}
 	s->base = MAP_FAILED;
-	if (s->fd >= 0)
+	if (s->fd >= 0) {
+		shm_fdpass_unregister(s);
 		close(s->fd);
+	}
 	s->fd = -1;
 	free(s->freel);
 	s->freel = NULL;
@@ -224,6 +228,8 @@ struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t 
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
 	int mfd = open(path, O_RDWR | O_CLOEXEC);
+	if (mfd < 0 && (errno == EACCES || errno == EPERM))
+		mfd = shm_fdpass_fetch(pid, seg_id); /* a non-dumpable peer */
 	if (mfd < 0)
 		return NULL;
 	struct stat sb;

@@ -179,6 +179,11 @@ struct shm_seg {
 	size_t nfree, capfree;
 };
 
+/* hr_shm_fdpass.c: segment fds for peers of a non-dumpable process. */
+void shm_fdpass_register(const struct shm_seg *s);
+void shm_fdpass_unregister(const struct shm_seg *s);
+int shm_fdpass_fetch(uint32_t pid, uint64_t id);
+
 struct shm_peer {
 	struct shm_peer *next;
 	uint32_t pid;

@@ -63,6 +63,7 @@ func (s *Server) device() *fastpath.Device {
 			s.log.Warn("hatrpc: rdma/shm lanes unavailable; serving TCP only", "provider", s.opts.rdma, "err", err)
 			return nil
 		}
+		s.guardProcess(d.Provider())
 		s.dev = d
 		s.log.Info("hatrpc: lanes enabled", "provider", d.Provider())
 	}

@@ -28,6 +28,7 @@ type options struct {
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
 	svcLevel     bool
 	ownedArgs    bool
+	dumpable     bool // keep the process dumpable when it serves shm (dumpable.go)
 
 	// Connection time limits (timeouts.go); 0 disables each.
 	handshakeTimeout time.Duration
@@ -178,6 +179,15 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // one lane per function per client (docs/design/lanes.md). Off by default:
 // without it every call stays on TCP.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithDumpable keeps the process dumpable when the server opens the shm
+// provider. By default it is made non-dumpable then (prctl
+// PR_SET_DUMPABLE 0): /proc/<pid>/fd and /proc/<pid>/mem become root's, so
+// another process of the same user cannot open the server's shared
+// segments or read its memory past the per-connection isolation. That is
+// process-wide: no core dumps, and same-user debuggers, lsof and /proc
+// readers are refused too (see docs/observability.md). ibv is unaffected.
+func WithDumpable() Option { return func(o *options) { o.dumpable = true } }
 
 // WithServiceLevelHints plans every method from its service's level hints
 // only, ignoring function-level groups (for comparisons; the client has the

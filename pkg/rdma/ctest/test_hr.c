@@ -9,6 +9,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static const char *prov = "shm";
@@ -291,15 +296,59 @@ static void test_multi_producer(void)
 	ep_close(&e);
 }
 
+/* drop_ptrace_cap takes CAP_SYS_PTRACE out of the effective set, so that
+ * even root is refused /proc/<pid>/fd of a non-dumpable process. */
+static int drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -1;
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	return (int)syscall(SYS_capset, &h, d);
+}
+
 /* Across fork: the child opens its own device, the endpoints are swapped
  * over pipes, then the child echoes and finally dies; the parent must see
- * the death as retry-exceeded within a bounded time. */
-static void test_fork(void)
+ * the death as retry-exceeded within a bounded time. guarded: the parent
+ * is non-dumpable and the child may not ptrace it, so /proc/<parent>/fd is
+ * closed to the child (checked) and it gets the parent's segments from
+ * the parent's fd broker (hr_shm_fdpass.c). */
+static void test_fork(int guarded)
 {
 	int p2c[2], c2p[2];
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
+	if (guarded)
+		CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (guarded) {
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d/fd", (int)getppid());
+			DIR *dp;
+			if (drop_ptrace_cap() != 0)
+				_exit(10);
+			/* root may list the directory (it owns it), not open
+			 * what it holds */
+			if ((dp = opendir(path)) != NULL) {
+				struct dirent *e;
+				int opened = 0;
+				while ((e = readdir(dp)) != NULL) {
+					char fp[384];
+					if (e->d_name[0] == '.')
+						continue;
+					snprintf(fp, sizeof(fp), "%s/%s", path, e->d_name);
+					int fd = open(fp, O_RDONLY | O_CLOEXEC);
+					if (fd >= 0) {
+						opened++;
+						close(fd);
+					}
+				}
+				closedir(dp);
+				if (opened)
+					_exit(11); /* the parent's fds are open to us */
+			}
+		}
 		struct ep c;
 		if (ep_open(&c, prov, 1 << 16, 7, 1))
 			_exit(2);
@@ -329,6 +378,8 @@ static void test_fork(void)
 			_exit(8);
 		_exit(0); /* dies without closing anything */
 	}
+	close(p2c[0]); /* a child that exits early fails our reads, not hangs them */
+	close(c2p[1]);
 	struct ep a;
 	CHECK_ST(ep_open(&a, prov, 1 << 16, 7, 0), HR_OK);
 	hr_recv_wr r = mk_recv(3, &a, 8192, 4096);
@@ -361,10 +412,10 @@ static void test_fork(void)
 	CHECK_ST((int)wc[0].status, HR_ERETRY_EXC);
 	CHECK(hr_now_ns() - t0 < 2000000000ull);
 	ep_close(&a);
-	close(p2c[0]);
 	close(p2c[1]);
 	close(c2p[0]);
-	close(c2p[1]);
+	if (guarded)
+		CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
 }
 
 int main(void)
@@ -381,7 +432,8 @@ int main(void)
 		test_opcodes();
 		test_errors();
 		test_multi_producer();
-		test_fork();
+		test_fork(0);
+		test_fork(1);
 		if (strcmp(prov, "shm") == 0)
 			test_shm_attack();
 	} else {
