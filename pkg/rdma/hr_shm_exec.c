@@ -279,15 +279,17 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			cap += dst[i].len;
 		}
 		if (!ok) {
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
+			/* in error before its error completion shows */
 			target_error(qp, tsh);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
 			res.st = HR_EREMOTE_OP;
 			break;
 		}
 		if (total > cap) {
 			regions_release(dst, nd);
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
+			/* in error before its error completion shows */
 			target_error(qp, tsh);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
 			res.st = HR_EREMOTE_INVAL;
 			break;
 		}

@@ -324,6 +324,7 @@ int shm_destroy_qp(hr_qp *hq)
 			shm_free(sg, qp->rq_off, qp->rq_bytes);
 	}
 	pthread_mutex_unlock(&d->lock);
+	shm_wake_destroy(qp); /* while our reference keeps the channel */
 	atomic_fetch_sub(&qp->scq->refs, 1);
 	atomic_fetch_sub(&qp->rcq->refs, 1);
 	if (qp->srq)
@@ -331,7 +332,6 @@ int shm_destroy_qp(hr_qp *hq)
 	atomic_fetch_sub(&qp->pdp->refs, 1);
 	if (qp->peer)
 		shm_peer_put(d, qp->peer);
-	shm_wake_destroy(qp);
 	if (qp->t_wake >= 0)
 		close(qp->t_wake);
 	free(qp->sq);
