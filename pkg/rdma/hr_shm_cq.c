@@ -81,13 +81,14 @@ static void chan_ring(struct shm_cq *cq)
 
 /* ---- wake pipes ---- */
 
-/* A pipe per QP whose receive CQ has a channel. The end a peer gets is
- * opened read-write (a FIFO open through /proc), so the peer's own
- * reference keeps a reader on the pipe: its write never raises SIGPIPE,
- * even after we closed ours. */
+/* A pipe per QP whose receive CQ has a channel, held as one read-write
+ * fd (a FIFO open of its read end through /proc): that fd is in the
+ * channel's set and is what a peer opens or is passed. A peer's reference
+ * is read-write too, so the pipe always has a reader: the peer's write
+ * never raises SIGPIPE, even after we closed ours. */
 int shm_wake_create(struct shm_qp *qp)
 {
-	qp->wake_r = qp->wake_rw = -1;
+	qp->wake_rw = -1;
 	if (!qp->rcq->chan)
 		return HR_OK;
 	int p[2];
@@ -96,38 +97,37 @@ int shm_wake_create(struct shm_qp *qp)
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
 	int rw = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	close(p[0]);
 	close(p[1]);
 	struct stat sb;
-	struct epoll_event ev = {.events = EPOLLIN, .data.fd = p[0]};
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = rw};
 	if (rw < 0 || fstat(rw, &sb) != 0 || getrandom(&qp->wake_id, sizeof(qp->wake_id), 0) != sizeof(qp->wake_id) ||
-	    epoll_ctl(qp->rcq->chan->epfd, EPOLL_CTL_ADD, p[0], &ev) != 0) {
+	    epoll_ctl(qp->rcq->chan->epfd, EPOLL_CTL_ADD, rw, &ev) != 0) {
 		if (rw >= 0)
 			close(rw);
-		close(p[0]);
 		return HR_EIO;
 	}
-	qp->wake_r = p[0];
 	qp->wake_rw = rw;
 	qp->wake_ino = (uint64_t)sb.st_ino;
 	shm_fdpass_add(qp->wake_id, rw);
 	return HR_OK;
 }
 
+/* Out of the set before the close: a peer that was passed our file
+ * description keeps it open, and epoll drops an entry only when the last
+ * reference to the description goes. */
 void shm_wake_destroy(struct shm_qp *qp)
 {
-	if (qp->wake_r >= 0) {
-		struct shm_chan *c = qp->rcq->chan;
-		pthread_mutex_lock(&c->lock);
-		(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, qp->wake_r, NULL);
-		close(qp->wake_r);
-		c->gen++;
-		pthread_mutex_unlock(&c->lock);
-	}
-	if (qp->wake_rw >= 0) {
-		shm_fdpass_del(qp->wake_rw);
-		close(qp->wake_rw);
-	}
-	qp->wake_r = qp->wake_rw = -1;
+	if (qp->wake_rw < 0)
+		return;
+	struct shm_chan *c = qp->rcq->chan;
+	shm_fdpass_del(qp->wake_rw);
+	pthread_mutex_lock(&c->lock);
+	(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, qp->wake_rw, NULL);
+	close(qp->wake_rw);
+	c->gen++;
+	pthread_mutex_unlock(&c->lock);
+	qp->wake_rw = -1;
 }
 
 /* The peer's wake pipe for the QP we connect to: through /proc, or its

@@ -197,7 +197,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->max_inline = in->max_inline;
 	qp->rnr_retry = in->rnr_retry;
 	qp->max_recv = qp->srq ? 0 : in->max_recv_wr;
-	qp->wake_r = qp->wake_rw = qp->t_wake = -1;
+	qp->wake_rw = qp->t_wake = -1;
 	pthread_mutex_init(&qp->lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	int st = HR_ENOMEM;

@@ -318,10 +318,10 @@ struct shm_qp {
 	struct shm_hdr *rhdr;
 	int t_wake;
 	uint32_t rqpn;
-	/* our wake pipe, when the receive CQ has a channel: wake_r is in the
-	 * channel's epoll set; wake_rw (read-write, so a peer's write never
-	 * meets a pipe without readers) is what a peer opens or is passed */
-	int wake_r, wake_rw;
+	/* our wake pipe, when the receive CQ has a channel: one read-write
+	 * fd (so a peer's write never meets a pipe without readers), in the
+	 * channel's epoll set and what a peer opens or is passed */
+	int wake_rw;
 	uint64_t wake_id, wake_ino;
 	hr_counters cnt; /* send side, under lock */
 };
