@@ -16,6 +16,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -204,6 +206,22 @@ static int attacker(int rd, int wr, uint64_t vmark, uint64_t fmark)
 	return 0;
 }
 
+struct waiter {
+	hr_chan *ch;
+	hr_cq *got;
+	int st;
+	_Atomic int sent; /* the victim has sent */
+	int sent_seen;    /* ... already when the waiter returned */
+};
+
+static void *wait_event(void *arg)
+{
+	struct waiter *w = arg;
+	w->st = hr_get_cq_event(w->ch, 20000, &w->got);
+	w->sent_seen = atomic_load(&w->sent);
+	return NULL;
+}
+
 /* Poll the server's CQ for n completions, each from qpn. */
 static int server_wait(hr_cq *cq, hr_wc *wc, int n)
 {
@@ -348,31 +366,36 @@ void test_shm_attack(void)
 	CHECK(wc[0].qp_num == av.qpn && wc[0].wr_id == vmark + 2 && wc[0].status == HR_OK);
 	CHECK(hr_qp_state(qv) == HR_QPS_RTS);
 
-	/* The victim's CQ armed, its channel waited on while the attacker
-	 * rings what it holds: no event, the channel's fd stays quiet. */
-	hr_cq *ev = NULL;
+	/* The victim's CQ armed, its channel waited on (a thread blocked in
+	 * get_cq_event) while the attacker rings what it holds and reaches
+	 * for the rest: the waiter wakes only for the victim's send, which
+	 * it gets even though the attacker has another go after it. */
+	struct waiter w = {.ch = vch};
 	struct chan_report cr;
 	CHECK_ST(hr_arm_cq(vcq, 0), HR_OK);
+	pthread_t wt;
+	CHECK(pthread_create(&wt, NULL, wait_event, &w) == 0);
 	CHECK(write(p2c[1], &go, 1) == 1);
 	CHECK(read(c2p[0], &cr, sizeof(cr)) == sizeof(cr));
 	CHECK(cr.procfds == 0 && cr.brokered == 0 && cr.rung > 0);
-	CHECK_ST(hr_get_cq_event(vch, 100, &ev), HR_ETIMEDOUT);
 	struct pollfd pf = {.fd = hr_chan_fd(vch), .events = POLLIN};
 	CHECK(poll(&pf, 1, 0) == 0);
 	/* What the attacker rang reached only its own QP's channel. */
+	hr_cq *ev = NULL;
 	CHECK_ST(hr_get_cq_event(rch, 0, &ev), HR_ETIMEDOUT);
-	/* The victim sends; the attacker then goes for the channel again:
-	 * the event is still there. */
+	atomic_store(&w.sent, 1);
 	s = mk_send(4, HR_OP_SEND, HR_SEND_SIGNALED, &v2, 0, 24);
 	CHECK_ST(hr_post_send(v2.qp, &s, 1, &bad), HR_OK);
 	CHECK(wait_wc(v2.scq, wc, 1, 10000) == 1 && wc[0].status == HR_OK);
 	CHECK(write(p2c[1], &go, 1) == 1);
 	CHECK(read(c2p[0], &cr, sizeof(cr)) == sizeof(cr));
 	CHECK(cr.procfds == 0 && cr.brokered == 0);
-	CHECK(poll(&pf, 1, 0) == 1);
-	CHECK_ST(hr_get_cq_event(vch, 10000, &ev), HR_OK);
-	CHECK(ev == vcq);
+	CHECK(pthread_join(wt, NULL) == 0);
+	CHECK_ST(w.st, HR_OK);
+	CHECK(w.got == vcq && w.sent_seen);
 	hr_ack_cq_events(vcq, 1);
+	/* The event taken, the channel's fd is quiet again. */
+	CHECK(poll(&pf, 1, 0) == 0);
 	CHECK(hr_poll_cq(vcq, 8, wc) == 1);
 	CHECK(wc[0].qp_num == av2.qpn && wc[0].wr_id == 200 && wc[0].byte_len == 24 && wc[0].status == HR_OK);
 
