@@ -50,13 +50,17 @@ static int shm_alloc_pd(hr_dev *hd, hr_pd **out)
 		free(pd);
 		return HR_ENOMEM;
 	}
-	/* The PD's own segment: a peer of one of its QPs maps this and the
-	 * device segment, nothing of the device's other PDs. */
-	int st = shm_seg_create(&pd->seg, pd->dev->size);
+	/* The PD's own segment: a peer of one of its QPs maps this (and
+	 * nothing device-wide), nothing of the device's other PDs. */
+	int st = shm_seg_create(&pd->seg, pd->dev->size, 0);
 	if (st != HR_OK) {
 		free(pd);
 		return st;
 	}
+	pthread_mutex_lock(&pd->dev->lock);
+	pd->next = pd->dev->pds;
+	pd->dev->pds = pd;
+	pthread_mutex_unlock(&pd->dev->lock);
 	*out = (hr_pd *)pd;
 	return HR_OK;
 }
@@ -67,6 +71,12 @@ static int shm_free_pd(hr_pd *p)
 	if (atomic_load(&pd->refs) > 0)
 		return HR_ESTATE; /* as ibv's EBUSY: MRs, SRQs or QPs remain */
 	pthread_mutex_lock(&pd->dev->lock);
+	for (struct shm_pd **pp = &pd->dev->pds; *pp; pp = &(*pp)->next) {
+		if (*pp == pd) {
+			*pp = pd->next;
+			break;
+		}
+	}
 	shm_seg_destroy(&pd->seg);
 	pthread_mutex_unlock(&pd->dev->lock);
 	free(pd);

@@ -14,38 +14,46 @@
 #define _GNU_SOURCE
 #include "shm_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- completion channels: a futex word in the device segment ---- */
+/* ---- completion channels: an epoll set of wake-up fds ----
+ *
+ * The channel's fd is the epoll fd: readable while a wake-up is unread
+ * (possibly once more after its event was taken: readiness is a hint, as
+ * the flags below are the events). Local completions ring the channel's
+ * eventfd; a peer rings the wake pipe of the QP it is connected to, which
+ * it can do for no other QP — so no peer can wake, or silence, a channel
+ * through another's connection. */
 
 int shm_create_chan(hr_dev *hd, hr_chan **out)
 {
-	struct shm_dev *d = (struct shm_dev *)hd;
 	struct shm_chan *c = calloc(1, sizeof(*c));
 	if (!c)
 		return HR_ENOMEM;
 	c->prov = &hr_shm_provider;
-	c->dev = d;
-	c->efd = -1;
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_lock(&d->lock);
-	c->off = shm_alloc(&d->seg, sizeof(struct shm_chan_sh), CACHELINE);
-	if (c->off) {
-		c->next = d->chans;
-		d->chans = c;
-	}
-	pthread_mutex_unlock(&d->lock);
-	if (!c->off) {
-		pthread_mutex_destroy(&c->lock);
+	c->dev = (struct shm_dev *)hd;
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = c->efd};
+	if (c->epfd < 0 || c->efd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->efd, &ev) != 0) {
+		if (c->epfd >= 0)
+			close(c->epfd);
+		if (c->efd >= 0)
+			close(c->efd);
 		free(c);
-		return HR_ENOMEM;
+		return HR_EIO;
 	}
-	c->sh = (struct shm_chan_sh *)(d->seg.base + c->off);
-	memset(c->sh, 0, sizeof(*c->sh));
+	pthread_mutex_init(&c->lock, NULL);
 	*out = (hr_chan *)c;
 	return HR_OK;
 }
@@ -53,52 +61,108 @@ int shm_create_chan(hr_dev *hd, hr_chan **out)
 int shm_destroy_chan(hr_chan *hc)
 {
 	struct shm_chan *c = (struct shm_chan *)hc;
-	struct shm_dev *d = c->dev;
 	if (c->cqs)
 		return HR_ESTATE;
-	pthread_mutex_lock(&d->lock);
-	for (struct shm_chan **pp = &d->chans; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	shm_free(&d->seg, c->off, sizeof(struct shm_chan_sh));
-	pthread_mutex_unlock(&d->lock);
-	if (c->efd >= 0)
-		close(c->efd);
+	close(c->epfd);
+	close(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return HR_OK;
 }
 
-/* The fd becomes readable when an event is waiting; the service thread
- * forwards the cross-process futex wakeup into a local eventfd. */
-int shm_chan_fd(hr_chan *hc)
-{
-	struct shm_chan *c = (struct shm_chan *)hc;
-	pthread_mutex_lock(&c->dev->lock);
-	if (c->efd < 0) {
-		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (c->efd >= 0) {
-			c->delivered = atomic_load(&c->sh->seq);
-			atomic_store(&c->sh->fd_wanted, 1);
-		}
-	}
-	int fd = c->efd;
-	pthread_mutex_unlock(&c->dev->lock);
-	return fd < 0 ? -HR_EIO : fd;
-}
+int shm_chan_fd(hr_chan *hc) { return ((struct shm_chan *)hc)->epfd; }
 
 static void chan_ring(struct shm_cq *cq)
 {
-	struct shm_chan_sh *ch = cq->chan->sh;
 	atomic_store(&cq->pending, 1);
-	atomic_fetch_add(&ch->seq, 1);
-	if (atomic_load(&ch->waiters))
-		shm_futex_wake(&ch->seq);
-	if (atomic_load(&ch->fd_wanted))
-		shm_kick(cq->dev->seg.hdr);
+	uint64_t one = 1;
+	(void)!write(cq->chan->efd, &one, sizeof(one));
+}
+
+/* ---- wake pipes ---- */
+
+/* A pipe per QP whose receive CQ has a channel, held as one read-write
+ * fd (a FIFO open of its read end through /proc): that fd is in the
+ * channel's set and is what a peer opens or is passed. A peer's reference
+ * is read-write too, so the pipe always has a reader: the peer's write
+ * never raises SIGPIPE, even after we closed ours. */
+int shm_wake_create(struct shm_qp *qp)
+{
+	qp->wake_rw = -1;
+	if (!qp->rcq->chan)
+		return HR_OK;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+		return HR_EIO;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	int rw = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	close(p[0]);
+	close(p[1]);
+	struct stat sb;
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = rw};
+	if (rw < 0 || fstat(rw, &sb) != 0 || getrandom(&qp->wake_id, sizeof(qp->wake_id), 0) != sizeof(qp->wake_id) ||
+	    epoll_ctl(qp->rcq->chan->epfd, EPOLL_CTL_ADD, rw, &ev) != 0) {
+		if (rw >= 0)
+			close(rw);
+		return HR_EIO;
+	}
+	qp->wake_rw = rw;
+	qp->wake_ino = (uint64_t)sb.st_ino;
+	shm_fdpass_add(qp->wake_id, rw);
+	return HR_OK;
+}
+
+/* Out of the set before the close: a peer that was passed our file
+ * description keeps it open, and epoll drops an entry only when the last
+ * reference to the description goes. */
+void shm_wake_destroy(struct shm_qp *qp)
+{
+	if (qp->wake_rw < 0)
+		return;
+	struct shm_chan *c = qp->rcq->chan;
+	shm_fdpass_del(qp->wake_rw);
+	pthread_mutex_lock(&c->lock);
+	(void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, qp->wake_rw, NULL);
+	close(qp->wake_rw);
+	c->gen++;
+	pthread_mutex_unlock(&c->lock);
+	qp->wake_rw = -1;
+}
+
+/* The peer's wake pipe for the QP we connect to: through /proc, or its
+ * broker when it is non-dumpable; it must be the pipe the bootstrap names
+ * (inode), not whatever holds that fd number now. */
+int shm_wake_open(uint32_t pid, int fd, uint64_t id, uint64_t ino)
+{
+	if (fd < 0)
+		return -1;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
+	int w = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (w < 0 && (errno == EACCES || errno == EPERM))
+		w = shm_fdpass_fetch(pid, id);
+	struct stat sb;
+	if (w >= 0 && (fstat(w, &sb) != 0 || !S_ISFIFO(sb.st_mode) || (uint64_t)sb.st_ino != ino ||
+		       (fcntl(w, F_GETFL) & O_ACCMODE) != O_RDWR)) {
+		close(w);
+		w = -1;
+	}
+	return w;
+}
+
+/* Full pipe: a wake-up is already unread. */
+void shm_wake_ring(int fd)
+{
+	char b = 1;
+	(void)!write(fd, &b, 1);
+}
+
+static void chan_drain(int fd)
+{
+	char buf[64];
+	while (read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		;
 }
 
 /* ---- completion queues ---- */
@@ -129,7 +193,6 @@ int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out)
 	if (hc) {
 		struct shm_chan *c = (struct shm_chan *)hc;
 		cq->chan = c;
-		cq->chan_off = c->off;
 		pthread_mutex_lock(&c->lock);
 		cq->chan_next = c->cqs;
 		c->cqs = cq;
@@ -314,13 +377,54 @@ static int cq_take_remote_event(struct shm_cq *cq)
 	return hit;
 }
 
+/* Is another event waiting (flags only: nothing is taken)? */
+static int chan_more(struct shm_chan *c)
+{
+	for (struct shm_cq *cq = c->cqs; cq; cq = cq->chan_next) {
+		if (atomic_load(&cq->pending))
+			return 1;
+		if (!atomic_load(&cq->armed))
+			continue;
+		int hit = 0;
+		pthread_mutex_lock(&cq->qlock);
+		for (uint32_t i = 0; i < cq->nrqps && !hit; i++)
+			hit = atomic_load(&cq->rqps[i]->icq->fired) != 0;
+		pthread_mutex_unlock(&cq->qlock);
+		if (hit)
+			return 1;
+	}
+	return 0;
+}
+
+/* An event was taken: the channel's fd is readable afterwards only if
+ * another one waits. Wake-ups written before the drain had their flags set
+ * before, so chan_more sees them; later ones keep the fd readable. */
+static void chan_settle(struct shm_chan *c)
+{
+	struct epoll_event ev[16];
+	pthread_mutex_lock(&c->lock);
+	int n, rounds = 0;
+	do { /* bounded: a peer writing without pause cannot hold us here */
+		n = epoll_wait(c->epfd, ev, 16, 0);
+		for (int i = 0; i < n; i++)
+			chan_drain(ev[i].data.fd);
+	} while (n == 16 && ++rounds < 64);
+	int more = chan_more(c);
+	pthread_mutex_unlock(&c->lock);
+	if (more) {
+		uint64_t one = 1;
+		(void)!write(c->efd, &one, sizeof(one));
+	}
+}
+
+/* Wake-ups are drained only after epoll reported them and before the
+ * flags are looked at again: a flag set before its wake-up was written is
+ * always seen. */
 int shm_get_cq_event(hr_chan *hc, int timeout_ms, hr_cq **out)
 {
 	struct shm_chan *c = (struct shm_chan *)hc;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : hr_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
-		atomic_fetch_add(&c->sh->waiters, 1);
-		uint32_t s = atomic_load(&c->sh->seq);
 		struct shm_cq *found = NULL;
 		pthread_mutex_lock(&c->lock);
 		for (struct shm_cq *cq = c->cqs; cq && !found; cq = cq->chan_next)
@@ -328,26 +432,28 @@ int shm_get_cq_event(hr_chan *hc, int timeout_ms, hr_cq **out)
 				found = cq;
 		pthread_mutex_unlock(&c->lock);
 		if (found) {
-			atomic_fetch_sub(&c->sh->waiters, 1);
-			if (c->efd >= 0) {
-				uint64_t v;
-				ssize_t r = read(c->efd, &v, sizeof(v));
-				(void)r;
-			}
+			chan_settle(c);
 			*out = (hr_cq *)found;
 			return HR_OK;
 		}
-		int64_t left = -1;
+		int left = -1;
 		if (deadline != UINT64_MAX) {
 			uint64_t now = hr_now_ns();
-			if (now >= deadline) {
-				atomic_fetch_sub(&c->sh->waiters, 1);
+			if (now >= deadline)
 				return HR_ETIMEDOUT;
-			}
-			left = (int64_t)((deadline - now + 999) / 1000);
+			left = (int)((deadline - now + 999999) / 1000000);
 		}
-		shm_futex_wait(&c->sh->seq, s, left);
-		atomic_fetch_sub(&c->sh->waiters, 1);
+		struct epoll_event ev[16];
+		pthread_mutex_lock(&c->lock);
+		uint64_t gen = c->gen;
+		pthread_mutex_unlock(&c->lock);
+		int n = epoll_wait(c->epfd, ev, 16, left);
+		/* A QP destroyed meanwhile may have closed a reported fd (and its
+		 * number been reused): drain only if none was. */
+		pthread_mutex_lock(&c->lock);
+		for (int i = 0; i < n && c->gen == gen; i++)
+			chan_drain(ev[i].data.fd);
+		pthread_mutex_unlock(&c->lock);
 	}
 }
 

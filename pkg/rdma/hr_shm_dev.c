@@ -1,6 +1,6 @@
 /* hr_shm_dev.c - shm provider: the device. Segment creation, the segment
- * allocator (one per segment: the device's and each PD's), peer mappings, and the service thread that runs RNR retries,
- * dead-peer detection and completion-channel fd delivery. */
+ * allocator (one per segment: the device's and each PD's), peer mappings, and
+ * the service thread that runs RNR retries and dead-peer detection. */
 #define _GNU_SOURCE
 #include "shm_internal.h"
 
@@ -141,14 +141,21 @@ void shm_free(struct shm_seg *d, uint64_t off, uint64_t len)
 }
 
 /* A new segment of size bytes (virtual: MAP_NORESERVE, pages allocated on
- * touch), owner-only, with its header initialized and alive. */
-int shm_seg_create(struct shm_seg *s, uint64_t size)
+ * touch), owner-only, with its header initialized and alive. A private one
+ * (the device's) is anonymous memory no other process can reach. */
+int shm_seg_create(struct shm_seg *s, uint64_t size, int private_)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 	s->base = MAP_FAILED;
 	uint64_t hdr_sz = (sizeof(struct shm_hdr) + 4095) & ~4095ull;
 	int st = HR_EIO;
+	if (private_) {
+		s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (s->base == MAP_FAILED)
+			goto fail;
+		goto init;
+	}
 	s->fd = memfd_create("hatrpc-shm", MFD_CLOEXEC);
 	if (s->fd < 0)
 		goto fail;
@@ -162,6 +169,7 @@ int shm_seg_create(struct shm_seg *s, uint64_t size)
 	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, s->fd, 0);
 	if (s->base == MAP_FAILED)
 		goto fail;
+init:
 	s->size = size;
 	s->hdr = (struct shm_hdr *)s->base;
 	s->hdr->magic = SHM_MAGIC;
@@ -174,7 +182,8 @@ int shm_seg_create(struct shm_seg *s, uint64_t size)
 	if (freel_insert(s, 0, hdr_sz, size - hdr_sz))
 		goto fail;
 	atomic_store(&s->hdr->alive, 1);
-	shm_fdpass_register(s);
+	if (s->fd >= 0)
+		shm_fdpass_add(s->hdr->seg_id, s->fd);
 	return HR_OK;
 fail:
 	shm_seg_destroy(s);
@@ -197,7 +206,7 @@ void shm_seg_destroy(struct shm_seg *s)
 	}
 	s->base = MAP_FAILED;
 	if (s->fd >= 0) {
-		shm_fdpass_unregister(s);
+		shm_fdpass_del(s->fd);
 		close(s->fd);
 	}
 	s->fd = -1;
@@ -330,22 +339,7 @@ static void *watch_main(void *arg)
 	}
 }
 
-/* ---- service thread: RNR retries, dead peers, channel fds ---- */
-
-static void svc_deliver_fds(struct shm_dev *d)
-{
-	for (struct shm_chan *c = d->chans; c; c = c->next) {
-		if (c->efd < 0)
-			continue;
-		uint32_t s = atomic_load(&c->sh->seq);
-		if (s != c->delivered) {
-			c->delivered = s;
-			uint64_t one = 1;
-			ssize_t r = write(c->efd, &one, sizeof(one));
-			(void)r;
-		}
-	}
-}
+/* ---- service thread: RNR retries, dead peers ---- */
 
 /* Every pass looks at every peer: its alive flag (a device closed in a live
  * process), and, for a peer without a watched pidfd, kill(pid, 0). Exits of
@@ -378,7 +372,6 @@ static void *svc_main(void *arg)
 		uint64_t now = hr_now_ns(), next = UINT64_MAX;
 
 		pthread_mutex_lock(&d->lock);
-		svc_deliver_fds(d);
 		/* Only peers the watcher cannot see need a timed look. */
 		int have_peers = d->peers != NULL && svc_check_peers(d);
 		/* dev->lock before qp->lock: posting never takes dev->lock. */
@@ -386,8 +379,7 @@ static void *svc_main(void *arg)
 			struct shm_qp *qp = atomic_load(&d->qps[i]);
 			if (!qp)
 				continue;
-			int dead = (qp->peer && atomic_load(&qp->peer->dead)) ||
-				   (qp->cpeer && atomic_load(&qp->cpeer->dead));
+			int dead = qp->peer && atomic_load(&qp->peer->dead);
 			int err = atomic_load(&qp->sh->state) == HR_QPS_ERR;
 			if (!atomic_load(&qp->pending) && !dead && !err)
 				continue;
@@ -442,7 +434,9 @@ int shm_dev_open(const hr_dev_opts *o, hr_dev **out)
 	int st = HR_EINVAL;
 	if (d->size < hdr_sz + (1u << 20) || d->size > (1ull << 40))
 		goto fail;
-	if ((st = shm_seg_create(&d->seg, d->size)) != HR_OK)
+	/* The device's own header (the service thread's futex) is private:
+	 * peers map only the PD segments of QPs they are connected to. */
+	if ((st = shm_seg_create(&d->seg, hdr_sz + 4096, 1)) != HR_OK)
 		goto fail;
 	for (int i = 0; i < SHM_MAX_MR; i++)
 		d->mr_gen[i] = 1;
@@ -491,7 +485,9 @@ void shm_dev_close(hr_dev *hd)
 		close(d->epfd);
 	if (d->wake_efd >= 0)
 		close(d->wake_efd);
-	/* Peers that still hold our mapping see a dead device. */
+	/* Peers that still map a PD left open see it dead. */
+	for (struct shm_pd *pd = d->pds; pd; pd = pd->next)
+		atomic_store(&pd->seg.hdr->alive, 0);
 	shm_seg_destroy(&d->seg);
 	while (d->peers) {
 		struct shm_peer *p = d->peers;

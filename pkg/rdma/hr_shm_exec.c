@@ -102,6 +102,28 @@ struct exec_res {
 	uint32_t len;  /* byte_len for the send completion */
 };
 
+/* Ring the target's channel if its receive CQ is armed: the fired flag is
+ * set before the wake-up is written, so the owner that drains the wake-up
+ * finds it. */
+static void target_fire(struct shm_qp *qp, struct shm_icq_sh *ic)
+{
+	if (atomic_exchange(&ic->armed, 0) == 0)
+		return;
+	atomic_store(&ic->fired, 1);
+	if (qp->t_wake >= 0)
+		shm_wake_ring(qp->t_wake);
+}
+
+/* The target QP fails; the owner's poll flushes its receives, so an armed
+ * receive CQ is rung as for an error completion (no service thread of the
+ * target need be woken: its next pass, or the owner's next post, flushes
+ * the sends). */
+static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
+{
+	if (atomic_exchange(&tsh->state, HR_QPS_ERR) != HR_QPS_ERR)
+		target_fire(qp, (struct shm_icq_sh *)(qp->rbase + qp->t_cq_off));
+}
+
 /* Deliver a receive completion on the target, into its QP's inbound ring
  * (the target's QP inflight is held by the caller, so the ring stays
  * valid). The target's poll takes wr_id and the QP number from its own
@@ -122,8 +144,7 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t r
 		if (t - *hc >= cap) {
 			/* More completions than receives posted: not an honest
 			 * target; it fails, as on a CQ overrun. */
-			atomic_store(&tsh->state, HR_QPS_ERR);
-			shm_kick(qp->chdr);
+			target_error(qp, tsh);
 			return;
 		}
 		if (atomic_compare_exchange_weak_explicit(&ic->tail, &t, t + 1, memory_order_acq_rel,
@@ -142,25 +163,7 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t r
 	uint32_t a = atomic_load_explicit(&ic->armed, memory_order_relaxed);
 	if (a == 0 || (a == 2 && !solicited && st == HR_OK))
 		return;
-	if (atomic_exchange(&ic->armed, 0) == 0)
-		return;
-	atomic_store(&ic->fired, 1);
-	if (!qp->t_chan)
-		return;
-	struct shm_chan_sh *ch = (struct shm_chan_sh *)(qp->cbase + qp->t_chan);
-	atomic_fetch_add(&ch->seq, 1);
-	if (atomic_load(&ch->waiters))
-		shm_futex_wake(&ch->seq);
-	if (atomic_load(&ch->fd_wanted))
-		shm_kick(qp->chdr);
-}
-
-static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
-{
-	/* Only the owner knows whether the ring is an SRQ; its service thread
-	 * flushes when woken. */
-	if (atomic_exchange(&tsh->state, HR_QPS_ERR) != HR_QPS_ERR)
-		shm_kick(qp->chdr);
+	target_fire(qp, ic);
 }
 
 static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need, struct region *r)
@@ -180,7 +183,7 @@ static int span_ok(uint64_t size, uint64_t off, uint64_t len)
  * they lie inside the mapping before following them. */
 static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
 {
-	uint64_t sz = qp->rsize, csz = qp->csize;
+	uint64_t sz = qp->rsize;
 	if (!span_ok(sz, tsh_off, sizeof(struct shm_qp_sh)))
 		return 0;
 	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
@@ -192,12 +195,8 @@ static int target_sane(struct shm_qp *qp, uint64_t tsh_off)
 	 * the caller, hence checked again there). */
 	uint32_t rcap = ((volatile struct shm_rq_sh *)(qp->rbase + rq_off))->cap;
 	uint32_t ccap = ((volatile struct shm_icq_sh *)(qp->rbase + cq_off))->cap;
-	uint64_t chan = ((volatile struct shm_icq_sh *)(qp->rbase + cq_off))->chan_off;
-	if (chan && !span_ok(csz, chan, sizeof(struct shm_chan_sh)))
-		chan = 0;
 	qp->t_rcap = rcap;
 	qp->t_ccap = ccap;
-	qp->t_chan = chan;
 	qp->t_rq_off = rq_off;
 	qp->t_cq_off = cq_off;
 	return rcap && rcap <= SHM_MAX_WR && ccap && ccap <= SHM_MAX_WR && (ccap & (ccap - 1)) == 0 &&
@@ -210,8 +209,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	struct exec_res res = {HR_OK, 0};
 	const hr_send_wr *wr = &e->wr;
 	struct shm_qp_ent *tent = &qp->rhdr->qp[qp->rqpn & (SHM_MAX_QP - 1)];
-	if ((qp->peer && atomic_load(&qp->peer->dead)) || (qp->cpeer && atomic_load(&qp->cpeer->dead)) ||
-	    !atomic_load(&qp->rhdr->alive) || !atomic_load(&qp->chdr->alive)) {
+	if ((qp->peer && atomic_load(&qp->peer->dead)) || !atomic_load(&qp->rhdr->alive)) {
 		res.st = HR_ERETRY_EXC;
 		return res;
 	}
@@ -281,15 +279,17 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			cap += dst[i].len;
 		}
 		if (!ok) {
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
+			/* in error before its error completion shows */
 			target_error(qp, tsh);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
 			res.st = HR_EREMOTE_OP;
 			break;
 		}
 		if (total > cap) {
 			regions_release(dst, nd);
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
+			/* in error before its error completion shows */
 			target_error(qp, tsh);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
 			res.st = HR_EREMOTE_INVAL;
 			break;
 		}
@@ -416,7 +416,7 @@ void shm_qp_progress(struct shm_qp *qp)
 			continue;
 		}
 		if (qp->rnr_deadline && hr_now_ns() < qp->rnr_deadline &&
-		    !(qp->peer && atomic_load(&qp->peer->dead)) && !(qp->cpeer && atomic_load(&qp->cpeer->dead)))
+		    !(qp->peer && atomic_load(&qp->peer->dead)))
 			return;
 		struct exec_res r = exec_wr(qp, e, qp->inl + (idx % qp->sq_cap) * qp->max_inline);
 		if (r.st == SHM_RNR_PENDING) {

@@ -14,7 +14,8 @@
  * (SO_PEERCRED: the pid it expects) so no squatter can pass it a segment
  * of its own; the segment's header is checked after mapping as before.
  *
- * Every segment is registered; the broker runs only in a non-dumpable
+ * The same holds for a QP's wake pipe (hr_shm_cq.c), named by an id of its
+ * own. Every segment and wake pipe is registered; the broker runs only in a non-dumpable
  * process, from the first segment registered after the flag was cleared
  * until the last segment is gone. */
 #define _GNU_SOURCE
@@ -150,7 +151,7 @@ static void fp_start(void)
 	fp_running = 1;
 }
 
-void shm_fdpass_register(const struct shm_seg *s)
+void shm_fdpass_add(uint64_t id, int fd)
 {
 	pthread_mutex_lock(&fp_life);
 	pthread_mutex_lock(&fp_mu);
@@ -166,19 +167,19 @@ void shm_fdpass_register(const struct shm_seg *s)
 		fp_tab = t;
 		fp_cap = cap;
 	}
-	fp_tab[fp_n++] = (struct fp_ent){.id = s->hdr->seg_id, .fd = s->fd};
+	fp_tab[fp_n++] = (struct fp_ent){.id = id, .fd = fd};
 	pthread_mutex_unlock(&fp_mu);
 	if (!fp_running && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0)
 		fp_start();
 	pthread_mutex_unlock(&fp_life);
 }
 
-void shm_fdpass_unregister(const struct shm_seg *s)
+void shm_fdpass_del(int fd)
 {
 	pthread_mutex_lock(&fp_life);
 	pthread_mutex_lock(&fp_mu);
 	for (size_t i = 0; i < fp_n; i++) {
-		if (fp_tab[i].fd == s->fd) {
+		if (fp_tab[i].fd == fd) {
 			fp_tab[i] = fp_tab[--fp_n];
 			break;
 		}
@@ -202,7 +203,7 @@ void shm_fdpass_unregister(const struct shm_seg *s)
 	pthread_mutex_unlock(&fp_life);
 }
 
-/* The fd of process pid's segment id from its broker, or -1. */
+/* The fd process pid registered under id, from its broker, or -1. */
 int shm_fdpass_fetch(uint32_t pid, uint64_t id)
 {
 	struct sockaddr_un a;

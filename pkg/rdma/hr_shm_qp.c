@@ -197,6 +197,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->max_inline = in->max_inline;
 	qp->rnr_retry = in->rnr_retry;
 	qp->max_recv = qp->srq ? 0 : in->max_recv_wr;
+	qp->wake_rw = qp->t_wake = -1;
 	pthread_mutex_init(&qp->lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	int st = HR_ENOMEM;
@@ -255,7 +256,6 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->sh->icq_off = qp->sh_off + sh_sz;
 	qp->icq = (struct shm_icq_sh *)((uint8_t *)qp->sh + sh_sz);
 	qp->icq->cap = icap;
-	qp->icq->chan_off = qp->rcq->chan_off;
 	qp->icq_cap = icap;
 	qp->sh->rq_off = qp->srq ? qp->srq->off : qp->rq_off;
 	atomic_store(&qp->sh->state, HR_QPS_INIT);
@@ -271,9 +271,9 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn))
 		qp->psn = qp->qpn * 2654435761u;
 	qp->psn &= 0xffffff;
-	if (shm_cq_attach(qp->rcq, qp) != HR_OK) {
+	if ((st = shm_wake_create(qp)) != HR_OK || (st = shm_cq_attach(qp->rcq, qp)) != HR_OK) {
 		shm_destroy_qp((hr_qp *)qp);
-		return HR_ENOMEM;
+		return st;
 	}
 	*out = (hr_qp *)qp;
 	return HR_OK;
@@ -324,6 +324,7 @@ int shm_destroy_qp(hr_qp *hq)
 			shm_free(sg, qp->rq_off, qp->rq_bytes);
 	}
 	pthread_mutex_unlock(&d->lock);
+	shm_wake_destroy(qp); /* while our reference keeps the channel */
 	atomic_fetch_sub(&qp->scq->refs, 1);
 	atomic_fetch_sub(&qp->rcq->refs, 1);
 	if (qp->srq)
@@ -331,8 +332,8 @@ int shm_destroy_qp(hr_qp *hq)
 	atomic_fetch_sub(&qp->pdp->refs, 1);
 	if (qp->peer)
 		shm_peer_put(d, qp->peer);
-	if (qp->cpeer)
-		shm_peer_put(d, qp->cpeer);
+	if (qp->t_wake >= 0)
+		close(qp->t_wake);
 	free(qp->sq);
 	free(qp->inl);
 	free(qp->rshadow);
@@ -350,15 +351,15 @@ int shm_qp_local_attr(hr_qp *hq, hr_qp_attr *out)
 	out->psn = qp->psn;
 	out->gid_index = -1;
 	out->mtu = 4096;
-	struct shm_seg *sg = &qp->pdp->seg, *ds = &qp->dev->seg;
+	struct shm_seg *sg = &qp->pdp->seg;
 	struct shm_blob b = {
 		.pid = sg->hdr->pid,
 		.fd = sg->fd,
 		.seg_id = sg->hdr->seg_id,
 		.size = sg->size,
-		.dev_fd = ds->fd,
-		.dev_seg_id = ds->hdr->seg_id,
-		.dev_size = ds->size,
+		.wake_fd = qp->wake_rw,
+		.wake_id = qp->wake_id,
+		.wake_ino = qp->wake_ino,
 	};
 	memcpy(out->blob, &b, sizeof(b));
 	out->blob_len = sizeof(b);
@@ -375,17 +376,17 @@ int shm_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 	if (atomic_load(&qp->sh->state) != HR_QPS_INIT)
 		return HR_ESTATE;
 	memcpy(&b, r->blob, sizeof(b));
-	/* The peer's QP's PD segment and its device segment, each mapped on
-	 * its own (also for a QP of this process: the mapping outlives the
-	 * other PD, so its teardown cannot pull memory from under us). */
+	/* The peer's QP's PD segment, mapped on its own (also for a QP of this
+	 * process: the mapping outlives the other PD, so its teardown cannot
+	 * pull memory from under us), and its QP's wake pipe. */
 	int st;
 	struct shm_peer *peer = shm_peer_get(d, b.pid, b.fd, b.seg_id, b.size, &st);
 	if (!peer)
 		return st;
-	struct shm_peer *cpeer = shm_peer_get(d, b.pid, b.dev_fd, b.dev_seg_id, b.dev_size, &st);
-	if (!cpeer) {
+	int wake = shm_wake_open(b.pid, b.wake_fd, b.wake_id, b.wake_ino);
+	if (b.wake_fd >= 0 && wake < 0) {
 		shm_peer_put(d, peer);
-		return st;
+		return HR_EPEER;
 	}
 	struct shm_hdr *rh = (struct shm_hdr *)peer->base;
 	struct shm_qp_ent *ent = &rh->qp[r->qpn & (SHM_MAX_QP - 1)];
@@ -393,18 +394,16 @@ int shm_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 	if (atomic_load(&ent->qpn) != r->qpn || eoff < sizeof(struct shm_hdr) ||
 	    eoff > peer->size - sizeof(struct shm_qp_sh)) {
 		shm_peer_put(d, peer);
-		shm_peer_put(d, cpeer);
+		if (wake >= 0)
+			close(wake);
 		return HR_EPEER;
 	}
 	pthread_mutex_lock(&qp->lock);
 	qp->peer = peer;
-	qp->cpeer = cpeer;
 	qp->rbase = peer->base;
 	qp->rsize = peer->size;
 	qp->rhdr = rh;
-	qp->cbase = cpeer->base;
-	qp->csize = cpeer->size;
-	qp->chdr = (struct shm_hdr *)cpeer->base;
+	qp->t_wake = wake;
 	qp->rqpn = r->qpn;
 	/* RTR then RTS: nothing to program, the peer's rings are reachable. */
 	atomic_store(&qp->sh->state, HR_QPS_RTS);

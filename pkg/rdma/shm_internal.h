@@ -7,10 +7,10 @@
  * connected to a QP of one PD maps nothing of another PD's. CQ rings are
  * private to their owner: the owner's poll drains its own ring (local
  * completions) and the inbound rings of the QPs that use the CQ for receives,
- * validating every entry against what it posted. The device segment holds
- * only completion channel words, the alive flag and the service thread's
- * futex. Pointers never cross processes; only offsets do. The initiator does
- * the work a NIC would do. */
+ * validating every entry against what it posted. A peer wakes the owner's
+ * completion channel through the QP's own wake pipe (its fd passed at
+ * connect), so no peer maps anything device-wide. Pointers never cross
+ * processes; only offsets do. The initiator does the work a NIC would do. */
 #ifndef SHM_INTERNAL_H
 #define SHM_INTERNAL_H
 
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x314d48535248ull /* "HRSHM1" */
-#define SHM_VERSION 2
+#define SHM_VERSION 3
 #define SHM_MAX_MR 4096
 #define SHM_MAX_QP 1024
 #define SHM_MAX_INLINE 256
@@ -114,16 +114,8 @@ struct shm_icq_sh {
 	_Atomic uint32_t fired; /* the producer consumed armed and rang */
 	uint32_t cap;
 	uint32_t pad_;
-	uint64_t chan_off; /* the CQ's channel word in the device segment */
-	uint8_t p3_[CACHELINE - 24];
+	uint8_t p3_[CACHELINE - 16];
 	struct shm_icqe e[];
-};
-
-struct shm_chan_sh {
-	_Atomic uint32_t seq; /* futex */
-	_Atomic uint32_t waiters;
-	_Atomic uint32_t fd_wanted;
-	uint32_t pad_;
 };
 
 /* 128-byte slots: a receive with up to three SGEs lives in one cache line,
@@ -179,9 +171,10 @@ struct shm_seg {
 	size_t nfree, capfree;
 };
 
-/* hr_shm_fdpass.c: segment fds for peers of a non-dumpable process. */
-void shm_fdpass_register(const struct shm_seg *s);
-void shm_fdpass_unregister(const struct shm_seg *s);
+/* hr_shm_fdpass.c: segment and wake pipe fds for peers of a non-dumpable
+ * process, each named by a random 64-bit id. */
+void shm_fdpass_add(uint64_t id, int fd);
+void shm_fdpass_del(int fd);
 int shm_fdpass_fetch(uint32_t pid, uint64_t id);
 
 struct shm_peer {
@@ -205,6 +198,7 @@ struct shm_pd {
 	uint32_t id; /* nonzero, unique per device */
 	struct shm_seg seg;
 	_Atomic int refs; /* buffers, MRs, SRQs and QPs in it */
+	struct shm_pd *next; /* device list (dev->lock) */
 };
 
 struct shm_mr {
@@ -225,7 +219,6 @@ struct shm_cq {
 	_Atomic int refs; /* QPs using it */
 	uint64_t cons;    /* consumer position (private copy of head) */
 	uint32_t cap;
-	uint64_t chan_off;
 	uint32_t events_acked;
 	_Atomic uint32_t armed;   /* 0, 1 = next completion, 2 = solicited */
 	_Atomic uint32_t pending; /* an event is waiting on the channel */
@@ -236,16 +229,17 @@ struct shm_cq {
 	uint32_t nrqps, caprqps, rr;
 };
 
+/* A completion channel is an epoll set: a local eventfd (the owner's own
+ * completions and flushes) and the read end of the wake pipe of every QP
+ * whose receive CQ uses the channel (rung by that QP's peer). The bytes are
+ * only wake-ups; the CQs' pending and fired flags are the events. */
 struct shm_chan {
 	const hr_provider *prov;
 	struct shm_dev *dev;
-	struct shm_chan_sh *sh;
-	uint64_t off;
 	pthread_mutex_t lock;
 	struct shm_cq *cqs;
-	struct shm_chan *next; /* device list, for fd delivery */
-	int efd;
-	uint32_t delivered;
+	int epfd, efd;
+	uint64_t gen; /* wake pipes removed: see shm_get_cq_event */
 };
 
 struct shm_srq {
@@ -312,34 +306,36 @@ struct shm_qp {
 	uint32_t rnr_tries;
 	uint64_t rnr_deadline;
 	_Atomic int pending;
-	/* the target's ring and CQ sizes and channel, validated once per
-	 * work request (exec_wr): the target can rewrite its shared copies */
+	/* the target's ring and CQ sizes, validated once per work request
+	 * (exec_wr): the target can rewrite its shared copies */
 	uint32_t t_rcap, t_ccap;
-	uint64_t t_chan, t_rq_off, t_cq_off;
-	/* the connected peer: its QP's PD segment (rbase) and its device
-	 * segment (cbase: CQs, channels, liveness); read by the service thread */
+	uint64_t t_rq_off, t_cq_off;
+	/* the connected peer: its QP's PD segment (rbase), read by the
+	 * service thread, and its QP's wake pipe (t_wake, ours to write) */
 	struct shm_peer *_Atomic peer;
-	struct shm_peer *_Atomic cpeer;
 	uint8_t *rbase;
 	uint64_t rsize;
 	struct shm_hdr *rhdr;
-	uint8_t *cbase;
-	uint64_t csize;
-	struct shm_hdr *chdr;
+	int t_wake;
 	uint32_t rqpn;
+	/* our wake pipe, when the receive CQ has a channel: one read-write
+	 * fd (so a peer's write never meets a pipe without readers), in the
+	 * channel's epoll set and what a peer opens or is passed */
+	int wake_rw;
+	uint64_t wake_id, wake_ino;
 	hr_counters cnt; /* send side, under lock */
 };
 
 struct shm_dev {
 	const hr_provider *prov;
-	struct shm_seg seg;   /* CQs, channels, liveness */
+	struct shm_seg seg;   /* private: the service thread's futex word */
 	uint64_t size;        /* of every segment (virtual; pages on touch) */
 	pthread_mutex_t lock; /* allocators, tables, peers, channels */
 	struct shm_qp *_Atomic qps[SHM_MAX_QP];
 	uint32_t mr_gen[SHM_MAX_MR];
 	uint32_t qp_gen[SHM_MAX_QP];
 	struct shm_peer *peers;
-	struct shm_chan *chans;
+	struct shm_pd *pds; /* closing the device marks their segments dead */
 	hr_counters gone; /* counters of destroyed QPs */
 	_Atomic uint32_t next_pd;
 	uint32_t rnr_us, peer_ms;
@@ -358,7 +354,7 @@ struct shm_dev {
 /* hr_shm_dev.c, hr_shm.c */
 int shm_dev_open(const hr_dev_opts *o, hr_dev **out);
 void shm_dev_close(hr_dev *hd);
-int shm_seg_create(struct shm_seg *s, uint64_t size);
+int shm_seg_create(struct shm_seg *s, uint64_t size, int private_);
 void shm_seg_destroy(struct shm_seg *s);
 uint64_t shm_alloc(struct shm_seg *s, uint64_t len, uint64_t align);
 void shm_free(struct shm_seg *s, uint64_t off, uint64_t len);
@@ -423,17 +419,24 @@ int shm_qp_caps(hr_qp *q, hr_qp_caps *out);
 void shm_counters_add(hr_counters *dst, const hr_counters *src);
 void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
 
-/* Blob carried in hr_qp_attr.blob: the QP's PD segment and its device
- * segment. */
+/* Blob carried in hr_qp_attr.blob: the QP's PD segment and its wake pipe
+ * (wake_fd -1: the receive CQ has no channel). */
 struct shm_blob {
 	uint32_t pid;
 	int32_t fd;
 	uint64_t seg_id;
 	uint64_t size;
-	int32_t dev_fd;
+	int32_t wake_fd;
 	uint32_t pad_;
-	uint64_t dev_seg_id;
-	uint64_t dev_size;
+	uint64_t wake_id;
+	uint64_t wake_ino;
 };
+
+/* hr_shm_cq.c: the QP's wake pipe (when its receive CQ has a channel), and
+ * the peer's end of the target's. */
+int shm_wake_create(struct shm_qp *qp);
+void shm_wake_destroy(struct shm_qp *qp);
+int shm_wake_open(uint32_t pid, int fd, uint64_t id, uint64_t ino);
+void shm_wake_ring(int fd);
 
 #endif

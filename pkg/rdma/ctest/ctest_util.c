@@ -1,6 +1,10 @@
 #define _GNU_SOURCE
 #include "ctest_util.h"
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 int ct_failures, ct_checks;
 
 int ep_open(struct ep *e, const char *prov, size_t buflen, uint32_t rnr_retry, int events)
@@ -97,4 +101,16 @@ hr_recv_wr mk_recv(uint64_t id, struct ep *e, size_t off, uint32_t len)
 	w.sg[0].length = len;
 	w.sg[0].lkey = e->mr->lkey;
 	return w;
+}
+
+/* drop_ptrace_cap takes CAP_SYS_PTRACE out of the effective set, so that
+ * even root is refused /proc/<pid>/fd of a non-dumpable process. */
+int drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -1;
+	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	return (int)syscall(SYS_capset, &h, d);
 }

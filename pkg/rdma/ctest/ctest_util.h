@@ -50,5 +50,8 @@ int ep_connect(struct ep *a, struct ep *b);
 int wait_wc(hr_cq *cq, hr_wc *wc, int n, int timeout_ms);
 hr_send_wr mk_send(uint64_t id, uint32_t op, uint32_t flags, struct ep *e, size_t off, uint32_t len);
 hr_recv_wr mk_recv(uint64_t id, struct ep *e, size_t off, uint32_t len);
+/* Take CAP_SYS_PTRACE out of the effective set: even root is then refused
+ * /proc/<pid>/fd of a non-dumpable process. */
+int drop_ptrace_cap(void);
 
 #endif

@@ -296,18 +296,6 @@ static void test_multi_producer(void)
 	ep_close(&e);
 }
 
-/* drop_ptrace_cap takes CAP_SYS_PTRACE out of the effective set, so that
- * even root is refused /proc/<pid>/fd of a non-dumpable process. */
-static int drop_ptrace_cap(void)
-{
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2];
-	if (syscall(SYS_capget, &h, d) != 0)
-		return -1;
-	d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
-	return (int)syscall(SYS_capset, &h, d);
-}
-
 /* Across fork: the child opens its own device, the endpoints are swapped
  * over pipes, then the child echoes and finally dies; the parent must see
  * the death as retry-exceeded within a bounded time. guarded: the parent

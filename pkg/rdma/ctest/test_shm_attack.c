@@ -4,13 +4,21 @@
  * (the segments its connection maps, /dev/shm) and cannot make the server
  * report a completion it forged: what it writes into the memory it shares
  * with the server reaches, at most, its own QP, which goes to the error
- * state, while the other client is served as before. */
+ * state, while the other client is served as before. It finds no device
+ * segment of the server to map, no fd of the server it can open, and cannot
+ * wake or silence the completion channel of another client's server CQ: a
+ * blocked get_cq_event there sees neither a spurious event from anything the
+ * attacker rings nor loses the one the victim's send causes. */
 #define _GNU_SOURCE
 #include "ctest_util.h"
 #include "../shm_internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -24,6 +32,56 @@ struct report {
 	uint64_t bytes; /* resident bytes scanned */
 	int forged;     /* the forgeries were written */
 };
+
+/* What the attacker reached when it went for the victim's channel. */
+struct chan_report {
+	int procfds;  /* the server's fds it opened through /proc */
+	int brokered; /* fds the server's broker gave it for guessed ids */
+	int rung;     /* wake-ups it wrote into the one pipe it holds */
+};
+
+/* Ring everything it holds, and reach for everything else of the server. */
+static void chan_attack(struct shm_qp *q, pid_t server, struct chan_report *r)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)server);
+	DIR *dp = opendir(path);
+	struct dirent *de;
+	while (dp && (de = readdir(dp))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char fp[384];
+		snprintf(fp, sizeof(fp), "%s/%s", path, de->d_name);
+		int fd = open(fp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			r->procfds++;
+			close(fd);
+		}
+	}
+	if (dp)
+		closedir(dp);
+	for (int i = 0; i < 16; i++) {
+		uint64_t id;
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			continue;
+		int fd = shm_fdpass_fetch((uint32_t)server, id);
+		if (fd >= 0) {
+			r->brokered++;
+			close(fd);
+		}
+	}
+	/* Its own QP's wake pipe, with its fired flag set and its ring armed
+	 * as if a completion had come: the server's channel for that QP's
+	 * CQ is the only one this reaches. */
+	struct shm_icq_sh *ic = (struct shm_icq_sh *)(q->rbase + q->t_cq_off);
+	for (int i = 0; i < 64 && q->t_wake >= 0; i++) {
+		atomic_store(&ic->armed, 1);
+		atomic_store(&ic->fired, 1);
+		char b = 1;
+		if (write(q->t_wake, &b, 1) == 1)
+			r->rung++;
+	}
+}
 
 /* Scan the resident pages (mincore: reading a hole would allocate it). */
 static int scan_map(const uint8_t *p, uint64_t len, uint64_t mark, uint64_t *bytes)
@@ -132,8 +190,36 @@ static int attacker(int rd, int wr, uint64_t vmark, uint64_t fmark)
 	rep.forged = 1;
 	if (write(wr, &rep, sizeof(rep)) != sizeof(rep) || read(rd, &go, 1) != 1)
 		return 8;
+
+	/* (3) The victim's server CQ is armed and waited on: try to wake it,
+	 * and, once the victim has sent, to silence it. */
+	if (drop_ptrace_cap() != 0)
+		return 9;
+	pid_t server = getppid();
+	struct chan_report cr = {0};
+	for (int round = 0; round < 2; round++) {
+		chan_attack(q, server, &cr);
+		if (write(wr, &cr, sizeof(cr)) != sizeof(cr) || read(rd, &go, 1) != 1)
+			return 10;
+	}
 	ep_close(&c);
 	return 0;
+}
+
+struct waiter {
+	hr_chan *ch;
+	hr_cq *got;
+	int st;
+	_Atomic int sent; /* the victim has sent */
+	int sent_seen;    /* ... already when the waiter returned */
+};
+
+static void *wait_event(void *arg)
+{
+	struct waiter *w = arg;
+	w->st = hr_get_cq_event(w->ch, 20000, &w->got);
+	w->sent_seen = atomic_load(&w->sent);
+	return NULL;
 }
 
 /* Poll the server's CQ for n completions, each from qpn. */
@@ -163,21 +249,35 @@ void test_shm_attack(void)
 	/* Our copies of the child's ends go: its exit ends our reads. */
 	close(p2c[0]);
 	close(c2p[1]);
+	/* The server is non-dumpable, as pkg/server makes it: its segments and
+	 * wake pipes reach a peer only through its fd broker. */
+	CHECK(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
 	/* The server: one receive CQ for two QPs, each in a PD of its own. */
 	hr_dev_opts o = {.gid_index = -1, .shm_size = 64u << 20, .rnr_timer_us = 20, .peer_check_ms = 2};
 	hr_dev *sd;
 	hr_pd *pv, *pa;
-	hr_cq *scq, *rcq;
-	hr_qp *qv, *qa;
+	hr_cq *scq, *rcq, *vcq;
+	hr_chan *rch, *vch;
+	hr_qp *qv, *qa, *qv2;
 	CHECK_ST(hr_open(hr_provider_by_name("shm"), &o, &sd), HR_OK);
+	/* Nothing device-wide is shared. */
+	CHECK(((struct shm_dev *)sd)->seg.fd < 0);
 	CHECK_ST(hr_alloc_pd(sd, &pv), HR_OK);
 	CHECK_ST(hr_alloc_pd(sd, &pa), HR_OK);
+	CHECK_ST(hr_create_chan(sd, &rch), HR_OK);
+	CHECK_ST(hr_create_chan(sd, &vch), HR_OK);
 	CHECK_ST(hr_create_cq(sd, 64, NULL, &scq), HR_OK);
-	CHECK_ST(hr_create_cq(sd, 64, NULL, &rcq), HR_OK);
+	CHECK_ST(hr_create_cq(sd, 64, rch, &rcq), HR_OK);
+	CHECK_ST(hr_create_cq(sd, 64, vch, &vcq), HR_OK);
 	hr_qp_init in = {.send_cq = scq, .recv_cq = rcq, .max_send_wr = 16, .max_recv_wr = NRECV, .max_sge = 1,
 			 .rnr_retry = 7};
 	CHECK_ST(hr_create_qp(pv, &in, &qv), HR_OK);
 	CHECK_ST(hr_create_qp(pa, &in, &qa), HR_OK);
+	/* The victim's second connection: a server CQ of its own, on a
+	 * channel of its own. */
+	hr_qp_init in2 = in;
+	in2.recv_cq = vcq;
+	CHECK_ST(hr_create_qp(pv, &in2, &qv2), HR_OK);
 	void *bv, *ba;
 	hr_mr *mv, *ma;
 	CHECK_ST(hr_alloc_buf(pv, 4096, &bv), HR_OK);
@@ -192,10 +292,15 @@ void test_shm_attack(void)
 		r = (hr_recv_wr){.wr_id = 100 + (uint64_t)i, .num_sge = 1,
 				 .sg = {{.addr = (uint64_t)(uintptr_t)ba + (uint64_t)i * 256, .length = 256, .lkey = ma->lkey}}};
 		CHECK_ST(hr_post_recv(qa, &r, 1, &bad), HR_OK);
+		r = (hr_recv_wr){.wr_id = 200 + (uint64_t)i, .num_sge = 1,
+				 .sg = {{.addr = (uint64_t)(uintptr_t)bv + 2048 + (uint64_t)i * 256, .length = 256,
+					 .lkey = mv->lkey}}};
+		CHECK_ST(hr_post_recv(qv2, &r, 1, &bad), HR_OK);
 	}
-	hr_qp_attr av, aa, ac;
+	hr_qp_attr av, aa, ac, av2;
 	hr_qp_local_attr(qv, &av);
 	hr_qp_local_attr(qa, &aa);
+	hr_qp_local_attr(qv2, &av2);
 
 	/* The victim, a client in this process. */
 	struct ep v;
@@ -204,6 +309,11 @@ void test_shm_attack(void)
 	hr_qp_local_attr(v.qp, &vm);
 	CHECK_ST(hr_qp_connect(v.qp, &av), HR_OK);
 	CHECK_ST(hr_qp_connect(qv, &vm), HR_OK);
+	struct ep v2;
+	CHECK_ST(ep_open(&v2, "shm", 1 << 16, 7, 0), HR_OK);
+	hr_qp_local_attr(v2.qp, &vm);
+	CHECK_ST(hr_qp_connect(v2.qp, &av2), HR_OK);
+	CHECK_ST(hr_qp_connect(qv2, &vm), HR_OK);
 
 	CHECK(read(c2p[0], &ac, sizeof(ac)) == sizeof(ac));
 	CHECK(write(p2c[1], &aa, sizeof(aa)) == sizeof(aa));
@@ -234,7 +344,7 @@ void test_shm_attack(void)
 	uint64_t seen = 0;
 	struct shm_seg *vseg = &((struct shm_pd *)pv)->seg;
 	CHECK(scan_map(vseg->base, vseg->size, vmark, &seen) && seen > 0);
-	CHECK(rep.nmaps >= 1 && rep.bytes > 0 && rep.forged);
+	CHECK(rep.nmaps == 1 && rep.bytes > 0 && rep.forged); /* its QP's PD segment, nothing device-wide */
 
 	/* The honest send completes the receive the server posted, by the
 	 * server's record; the forged entry fails the attacker's QP only: its
@@ -256,6 +366,39 @@ void test_shm_attack(void)
 	CHECK(wc[0].qp_num == av.qpn && wc[0].wr_id == vmark + 2 && wc[0].status == HR_OK);
 	CHECK(hr_qp_state(qv) == HR_QPS_RTS);
 
+	/* The victim's CQ armed, its channel waited on (a thread blocked in
+	 * get_cq_event) while the attacker rings what it holds and reaches
+	 * for the rest: the waiter wakes only for the victim's send, which
+	 * it gets even though the attacker has another go after it. */
+	struct waiter w = {.ch = vch};
+	struct chan_report cr;
+	CHECK_ST(hr_arm_cq(vcq, 0), HR_OK);
+	pthread_t wt;
+	CHECK(pthread_create(&wt, NULL, wait_event, &w) == 0);
+	CHECK(write(p2c[1], &go, 1) == 1);
+	CHECK(read(c2p[0], &cr, sizeof(cr)) == sizeof(cr));
+	CHECK(cr.procfds == 0 && cr.brokered == 0 && cr.rung > 0);
+	struct pollfd pf = {.fd = hr_chan_fd(vch), .events = POLLIN};
+	CHECK(poll(&pf, 1, 0) == 0);
+	/* What the attacker rang reached only its own QP's channel. */
+	hr_cq *ev = NULL;
+	CHECK_ST(hr_get_cq_event(rch, 0, &ev), HR_ETIMEDOUT);
+	atomic_store(&w.sent, 1);
+	s = mk_send(4, HR_OP_SEND, HR_SEND_SIGNALED, &v2, 0, 24);
+	CHECK_ST(hr_post_send(v2.qp, &s, 1, &bad), HR_OK);
+	CHECK(wait_wc(v2.scq, wc, 1, 10000) == 1 && wc[0].status == HR_OK);
+	CHECK(write(p2c[1], &go, 1) == 1);
+	CHECK(read(c2p[0], &cr, sizeof(cr)) == sizeof(cr));
+	CHECK(cr.procfds == 0 && cr.brokered == 0);
+	CHECK(pthread_join(wt, NULL) == 0);
+	CHECK_ST(w.st, HR_OK);
+	CHECK(w.got == vcq && w.sent_seen);
+	hr_ack_cq_events(vcq, 1);
+	/* The event taken, the channel's fd is quiet again. */
+	CHECK(poll(&pf, 1, 0) == 0);
+	CHECK(hr_poll_cq(vcq, 8, wc) == 1);
+	CHECK(wc[0].qp_num == av2.qpn && wc[0].wr_id == 200 && wc[0].byte_len == 24 && wc[0].status == HR_OK);
+
 	CHECK(write(p2c[1], &go, 1) == 1);
 	int status;
 	CHECK(waitpid(pid, &status, 0) == pid);
@@ -263,17 +406,23 @@ void test_shm_attack(void)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fprintf(stderr, "attacker exit status %d\n", status);
 	ep_close(&v);
+	ep_close(&v2);
 	CHECK_ST(hr_destroy_qp(qv), HR_OK);
 	CHECK_ST(hr_destroy_qp(qa), HR_OK);
+	CHECK_ST(hr_destroy_qp(qv2), HR_OK);
 	hr_dereg_mr(mv);
 	hr_dereg_mr(ma);
 	hr_free_buf(pv, bv, 4096);
 	hr_free_buf(pa, ba, 4096);
 	CHECK_ST(hr_destroy_cq(scq), HR_OK);
 	CHECK_ST(hr_destroy_cq(rcq), HR_OK);
+	CHECK_ST(hr_destroy_cq(vcq), HR_OK);
+	CHECK_ST(hr_destroy_chan(rch), HR_OK);
+	CHECK_ST(hr_destroy_chan(vch), HR_OK);
 	CHECK_ST(hr_free_pd(pv), HR_OK);
 	CHECK_ST(hr_free_pd(pa), HR_OK);
 	hr_close(sd);
 	close(p2c[1]);
 	close(c2p[0]);
+	CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0);
 }
