@@ -612,24 +612,11 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if oneway {
 		typ, kind = proto.Oneway, wire.KindOneway
 	}
-	var cl *call
-	s.mu.Lock()
-	if s.err != nil {
-		err := s.err
-		s.mu.Unlock()
+	seq, cl, err := s.reserve(oneway)
+	if err != nil {
 		wire.PutBuf(bp)
-		return &ConnError{Op: "write", Err: err}
+		return err
 	}
-	s.seq++
-	if s.seq <= 0 { // 0 is the handshake's
-		s.seq = 1
-	}
-	seq := s.seq
-	if !oneway {
-		cl = callPool.Get().(*call)
-		s.pending[seq] = cl
-	}
-	s.mu.Unlock()
 
 	if s.carriesHeaders() {
 		b, hflags = s.appendRequestHead(ctx, b, seq)
@@ -724,6 +711,27 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 }
 
 // take removes seq from the pending table; false if the reader got it first.
+// reserve takes the session's next sequence id and, for a call that
+// expects a reply, registers the call that will receive it; a session that
+// failed refuses it.
+func (s *session) reserve(oneway bool) (int32, *call, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return 0, nil, &ConnError{Op: "write", Err: s.err}
+	}
+	s.seq++
+	if s.seq <= 0 { // 0 is the handshake's
+		s.seq = 1
+	}
+	var cl *call
+	if !oneway {
+		cl = callPool.Get().(*call)
+		s.pending[s.seq] = cl
+	}
+	return s.seq, cl, nil
+}
+
 func (s *session) take(seq int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -139,23 +139,10 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 		}
 		off += n
 	}
-	var cl *call
-	s.mu.Lock()
-	if s.err != nil {
-		err := s.err
-		s.mu.Unlock()
-		return &ConnError{Op: "write", Err: err}
+	seq, cl, err := s.reserve(oneway)
+	if err != nil {
+		return err
 	}
-	s.seq++
-	if s.seq <= 0 { // 0 is the handshake's
-		s.seq = 1
-	}
-	seq := s.seq
-	if !oneway {
-		cl = callPool.Get().(*call)
-		s.pending[seq] = cl
-	}
-	s.mu.Unlock()
 
 	bp := wire.GetBuf()
 	b := append((*bp)[:0], frame[:off]...)
