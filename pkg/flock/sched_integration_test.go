@@ -3,6 +3,8 @@ package flock
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,6 +291,13 @@ func TestDeclinedRenewalDeactivates(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
 				if _, err := cl.Call(ctx, hEcho, []byte{byte(i)}); err != nil {
+					// Seen once on ibv (CI, 2026-11-25) and not since:
+					// the state of a hang, taken while it lasts.
+					if errors.Is(err, context.DeadlineExceeded) {
+						buf := make([]byte, 1<<20)
+						t.Logf("caller on QP %d, call %d: %v; client %+v active %v; goroutines:\n%s",
+							cl.QP(), i, err, c.Stats(), c.ActiveQPs(), buf[:runtime.Stack(buf, true)])
+					}
 					errs <- err
 					return
 				}
