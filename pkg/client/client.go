@@ -645,16 +645,8 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 		*bp = b
 	}
 	wire.PutBuf(bp)
-	if err != nil {
-		if cl != nil && s.take(seq) {
-			callPool.Put(cl)
-		}
-		// Either the args did not encode (nothing was sent) or the write
-		// failed, which failed the whole session; s.take lost to that.
-		return err
-	}
-	if oneway {
-		return nil
+	if err != nil || oneway {
+		return s.unreserve(cl, seq, err)
 	}
 	return s.finish(ctx, codec, cl, seq, s.format.Proto, result)
 }
@@ -711,6 +703,17 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 }
 
 // take removes seq from the pending table; false if the reader got it first.
+// unreserve ends a reserved call that will not wait for its reply: a
+// oneway one (err nil), or one whose args did not encode (nothing was sent)
+// or whose write failed, which failed the whole session; s.take may lose
+// that race, and then the failure hands the call back.
+func (s *session) unreserve(cl *call, seq int32, err error) error {
+	if err != nil && cl != nil && s.take(seq) {
+		callPool.Put(cl)
+	}
+	return err
+}
+
 // reserve takes the session's next sequence id and, for a call that
 // expects a reply, registers the call that will receive it; a session that
 // failed refuses it.

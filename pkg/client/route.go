@@ -166,14 +166,8 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 		err = &ConnError{Op: "write", Err: werr}
 	}
 	wire.PutBuf(bp)
-	if err != nil {
-		if cl != nil && s.take(seq) {
-			callPool.Put(cl)
-		}
-		return err
-	}
-	if oneway {
-		return nil
+	if err != nil || oneway {
+		return s.unreserve(cl, seq, err)
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
