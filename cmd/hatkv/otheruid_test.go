@@ -49,14 +49,8 @@ func TestOtherUIDClient(t *testing.T) {
 
 	// The test binary's directory is root's own (0700): the client runs a
 	// copy that the other user may execute.
-	dir, err := os.MkdirTemp("", "hatkv-otheruid-")
-	require.NoError(t, err)
-	defer os.RemoveAll(dir)
-	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "hatkv.test")
-	data, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	bin := testBinaryCopy(t, "hatkv-otheruid-", 0o755)
+	dir := filepath.Dir(bin)
 
 	asNobody := func(args ...string) (string, error) {
 		t.Helper()
@@ -114,4 +108,20 @@ func scrapeLabelled(t *testing.T, ctx context.Context, url, series string) float
 		}
 	}
 	return 0
+}
+
+// testBinaryCopy copies the test binary into a new directory of the given
+// mode, removed when the test ends: the binary's own directory is its
+// user's (0700), so another user can run only such a copy.
+func testBinaryCopy(t *testing.T, prefix string, mode os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, mode))
+	bin := filepath.Join(dir, "hatkv.test")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	return bin
 }

@@ -115,14 +115,8 @@ func TestServerProcClosed(t *testing.T) {
 	if os.Geteuid() == 0 {
 		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
-	dir, err := os.MkdirTemp("", "hatkv-procguard-")
-	require.NoError(t, err)
-	defer os.RemoveAll(dir)
-	require.NoError(t, os.Chmod(dir, 0o777))
-	bin := filepath.Join(dir, "hatkv.test")
-	data, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	bin := testBinaryCopy(t, "hatkv-procguard-", 0o777)
+	dir := filepath.Dir(bin)
 
 	// start runs a child; stop ends a server (closing its stdin), finish
 	// waits for a command to end by itself.
