@@ -242,7 +242,7 @@ func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, err
 
 // batchCall runs one framed call through the pool's batcher and decodes
 // the reply.
-func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, result proto.Struct) error {
+func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, result proto.Struct, use func() error) error {
 	resp, err := p.batch.call(ctx, frame)
 	if err != nil {
 		return err
@@ -252,7 +252,10 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return p.ls.c.decodeFrame(ctx, "lane", codec, resp, result)
+	if err := p.ls.c.decodeFrame(ctx, "lane", codec, resp, result, false); err != nil || use == nil {
+		return err
+	}
+	return use()
 }
 
 // BatchSizes reports, for a function with the batch hint, the N in force

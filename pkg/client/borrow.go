@@ -16,16 +16,6 @@ import (
 // 2026-11-24: 4 KiB echoes 145-151k calls/s owned, 209-220k borrowed;
 // 128 KiB 16.3-17.4k and 19.1-20.9k).
 
-// borrowKey carries a *borrow down to the session through Call's context
-// (interceptors keep context values).
-type borrowKey struct{}
-
-// borrow is a CallBorrowed in flight.
-type borrow struct {
-	use  func() error
-	done bool // use ran on the in-place result (session.call)
-}
-
 // CallBorrowed is Call for a caller that needs result only while use runs:
 // binary values decoded into result may be slices of the reply's buffer,
 // which is reused once use returns, instead of copies of the caller's own.
@@ -34,36 +24,33 @@ type borrow struct {
 // returns is CallBorrowed's error. Copy (bytes.Clone) whatever must
 // outlive use.
 //
-// Replies over rdma/shm lanes, and every reply when the Conn has
+// Replies over TCP, rdma/shm lanes and FLOCK are decoded in place (a
+// lane's reply in the engine's registered memory, its lane held until use
+// returns); batched lane replies, and every reply when the Conn has
 // interceptors (which may read result after their invoker returns), are
-// decoded into owned values as by Call; use then runs on those.
+// decoded into owned values as by Call, and use then runs on those.
 func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.Struct, use func() error) error {
-	var b *borrow
-	if result != nil && !m.Oneway && len(c.o.interceptors) == 0 {
-		b = &borrow{use: use}
-		ctx = context.WithValue(ctx, borrowKey{}, b)
+	if result == nil || m.Oneway || len(c.o.interceptors) > 0 {
+		if err := c.Call(ctx, m, args, result); err != nil {
+			return err
+		}
+		return use()
 	}
-	if err := c.Call(ctx, m, args, result); err != nil || b != nil && b.done {
-		return err
-	}
-	return use()
+	// The borrower travels in the request, not in a context value: no
+	// allocation per call for it. Every route's decode runs use once
+	// (session.finish, Conn.decodeFrame).
+	return c.invokeUse(ctx, m, args, result, use)
 }
 
 // decodeBorrowed decodes the reply in *rp (from off) into result in place,
-// runs the borrower's use on it and then releases the buffer. It reports
-// false when ctx carries no borrow: the caller decodes as usual then.
-func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, p proto.Protocol, rp *[]byte, off int, result proto.Struct) (bool, error) {
-	b, ok := ctx.Value(borrowKey{}).(*borrow)
-	if !ok {
-		return false, nil
-	}
+// runs the borrower's use on it and then releases the buffer.
+func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, p proto.Protocol, rp *[]byte, off int, result proto.Struct, use func() error) error {
 	err := decodeReply(codec, p, (*rp)[off:], &s.c.o.limits, result, true)
 	if err == nil {
-		b.done = true
-		err = b.use()
+		err = use()
 	} else {
 		err = ownDeadline(ctx, err)
 	}
 	wire.PutBuf(rp)
-	return true, err
+	return err
 }

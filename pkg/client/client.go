@@ -194,6 +194,12 @@ func chain(ctx context.Context, ics []Interceptor, m *Method, args, result proto
 }
 
 func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct) error {
+	return c.invokeUse(ctx, m, args, result, nil)
+}
+
+// invokeUse is invoke for CallBorrowed's use (nil for a plain call), which
+// the decode of the reply runs on result in place (see request.use).
+func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Struct, use func() error) error {
 	if c.o.svcLevel && m.Hints != nil {
 		m = c.serviceLevel(m)
 	}
@@ -224,7 +230,7 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 	if err != nil {
 		return err
 	}
-	req := request{m: m, sess: s, args: args, oneway: m.Oneway}
+	req := request{m: m, sess: s, args: args, oneway: m.Oneway, use: use}
 	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
 		return tcpRoute{c}.call(ctx, req, result) // no fast path: no route to look up
 	}
@@ -588,7 +594,7 @@ func putLen(b []byte, n int) {
 }
 
 // call sends one request and waits for its reply.
-func (s *session) call(ctx context.Context, name string, oneway bool, args, result proto.Struct) error {
+func (s *session) call(ctx context.Context, name string, oneway bool, args, result proto.Struct, use func() error) error {
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
@@ -648,12 +654,12 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil || oneway {
 		return s.unreserve(cl, seq, err)
 	}
-	return s.finish(ctx, codec, cl, seq, s.format.Proto, result)
+	return s.finish(ctx, codec, cl, seq, s.format.Proto, result, use)
 }
 
 // finish waits for the reply to the call sent as seq and decodes it (in
-// protocol p) into result.
-func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq int32, p proto.Protocol, result proto.Struct) error {
+// protocol p) into result; with a borrower's use, in place, and runs use.
+func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq int32, p proto.Protocol, result proto.Struct, use func() error) error {
 	if cerr := s.await(ctx, cl, seq); cerr != nil {
 		return cerr
 	}
@@ -666,8 +672,8 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq i
 	}
 	noteSize(&s.repSize, len(*rp))
 	s.captureReply(ctx, (*rp)[:off])
-	if ok, err := s.decodeBorrowed(ctx, codec, p, rp, off, result); ok {
-		return err
+	if use != nil {
+		return s.decodeBorrowed(ctx, codec, p, rp, off, result, use)
 	}
 	msg := (*rp)[off:]
 	// A large result keeps its bytes in the frame buffer rather than in

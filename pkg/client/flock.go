@@ -201,14 +201,18 @@ func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) 
 	if err != nil {
 		return err
 	}
-	if err = c.flockCall(ctx, sh, bp, b, req.oneway, codec, result); err == nil {
+	if err = c.flockCall(ctx, sh, bp, b, req.oneway, codec, result, req.use != nil); err == nil {
 		p.calls[flockSlot].Add(1)
+		if req.use != nil {
+			err = req.use() // on the reply in place: bp is released after this returns
+		}
 	}
 	return err
 }
 
 // flockCall runs the call frame b (in the pooled buffer bp) on the handle.
-func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []byte, oneway bool, codec *wire.Codec, result proto.Struct) error {
+// alias decodes the reply in place (see decodeFrame).
+func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []byte, oneway bool, codec *wire.Codec, result proto.Struct, alias bool) error {
 	sh.calls.Add(1)
 	defer sh.calls.Done()
 	if sh.dead.Err() != nil {
@@ -240,7 +244,7 @@ func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []b
 	if oneway {
 		return nil
 	}
-	return c.decodeFrame(ctx, "flock", codec, resp, result)
+	return c.decodeFrame(ctx, "flock", codec, resp, result, alias)
 }
 
 // flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).

@@ -512,7 +512,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		}
 	}
 	if p.batch != nil {
-		return p.batchCall(ctx, b, req.oneway, result)
+		return p.batchCall(ctx, b, req.oneway, result, req.use)
 	}
 	if l == nil {
 		var err error
@@ -545,9 +545,13 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	if int64(len(resp)) > p.maxResp.Load() {
 		p.maxResp.Store(int64(len(resp)))
 	}
-	// Decoding copies what it keeps: the response is the engine's lease,
-	// valid only until the lane's next call.
-	err = c.decodeFrame(ctx, "lane", codec, resp, result)
+	// Decoding copies what it keeps, the response being the engine's
+	// lease, valid only until the lane's next call; a borrower reads it in
+	// place while the lane is still ours (put is deferred).
+	err = c.decodeFrame(ctx, "lane", codec, resp, result, req.use != nil)
+	if err == nil && req.use != nil {
+		return req.use()
+	}
 	if err != nil && errors.As(err, new(*ConnError)) {
 		l.broken.Store(true) // out of step with its peer
 	}
@@ -587,7 +591,9 @@ func (c *Conn) appendFrame(ctx context.Context, codec *wire.Codec, dst []byte, n
 // decodeFrame checks a reply frame from a lane or FLOCK (a reply or an
 // exception whose payload is exactly the rest; otherwise a *ConnError of
 // op: the peer sent garbage) and decodes its Thrift reply into result.
-func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct) error {
+// alias decodes binary values in place, as slices of resp (for a
+// borrower, CallBorrowed, whose use runs while resp is still valid).
+func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct, alias bool) error {
 	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
 	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
 		err = fmt.Errorf("%w: %s reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, op, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
@@ -599,7 +605,7 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, false))
+	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, alias))
 }
 
 // pickRoute picks the route of m's calls on s, a session with a fast

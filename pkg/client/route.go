@@ -45,6 +45,9 @@ type request struct {
 	// shared: FLOCK passed the call on, so the lane pool must not send it
 	// back there.
 	shared bool
+	// use is CallBorrowed's: the route that decodes the reply decodes it
+	// in place where it can and runs use once on result (nil: Call).
+	use func() error
 }
 
 // routeEntry is a method's cached route and what it was picked under.
@@ -104,13 +107,13 @@ func (t tcpRoute) call(ctx context.Context, req request, result proto.Struct) er
 	tcpCalls.Add(1)
 	var err error
 	if req.frame != nil {
-		err = s.callFrame(ctx, req.frame, req.oneway, result)
+		err = s.callFrame(ctx, req.frame, req.oneway, result, req.use)
 	} else {
 		name := req.m.Name
 		if t.c.o.multiplexed && req.m.Service != "" {
 			name = req.m.Service + ":" + req.m.Name
 		}
-		err = s.call(ctx, name, req.oneway, req.args, result)
+		err = s.call(ctx, name, req.oneway, req.args, result, req.use)
 	}
 	tcpCalls.Add(-1)
 	s.inflight.Add(-1)
@@ -120,7 +123,7 @@ func (t tcpRoute) call(ctx context.Context, req request, result proto.Struct) er
 // callFrame sends a call a fast-path route encoded (frame, see request)
 // on the session: the frame gets the session's seqid, a fresh timeout and
 // the request id the session's calls carry, around the same message bytes.
-func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, result proto.Struct) error {
+func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, result proto.Struct, use func() error) error {
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
@@ -171,7 +174,7 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return s.finish(ctx, codec, cl, seq, p, result)
+	return s.finish(ctx, codec, cl, seq, p, result, use)
 }
 
 // appendWithSeqid appends the Thrift message msg to b with its seqid set

@@ -1,0 +1,119 @@
+//go:build cgo && linux
+
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
+)
+
+// binEcho echoes a binary payload; "boom" fails with an exception.
+type binEcho struct{}
+
+func (binEcho) Echo(_ context.Context, p []byte) ([]byte, error) {
+	if string(p) == "boom" {
+		return nil, errors.New("boom")
+	}
+	return p, nil
+}
+
+// serveBinEcho runs atb's binary echo service with lanes and returns its
+// address.
+func serveBinEcho(t *testing.T) string {
+	t.Helper()
+	s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
+	atbserver.RegisterEcho(s, binEcho{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestCallBorrowedRoutes: on every route a call may take (TCP, a lane,
+// FLOCK, a batching lane pool), CallBorrowed runs use exactly once per
+// call on the right result, returns use's error, and skips use for an
+// exception; a lane's result is read in place, in the lane's memory.
+func TestCallBorrowedRoutes(t *testing.T) {
+	cases := []struct {
+		name    string
+		set     hints.Set
+		opts    []client.Option
+		inPlace bool // the result is the lane's lease: the next call overwrites it
+	}{
+		{"tcp", hints.Set{}, []client.Option{client.WithRDMA("off")}, false},
+		{"lane", hints.Set{}, nil, true},
+		{"lane-rfp", hints.Set{Protocol: hints.ProtoRFP, Polling: hints.PollBusy}, nil, true},
+		{"flock", hints.Set{QPSharing: hints.SwitchOn, PerfGoal: hints.Throughput, PayloadSize: 64}, nil, false},
+		{"batch", hints.Set{Protocol: hints.ProtoRFP, Batch: 4, BatchTimeout: time.Millisecond}, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, serveBinEcho(t), tc.opts...)
+			m := &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo", Client: tc.set,
+				Server: hints.Set{PayloadSize: 64}}}
+			call := func(p []byte, use func(r []byte) error) error {
+				args, res := &atb.EchoEchoArgs{Payload: p}, &atb.EchoEchoResult{}
+				return c.CallBorrowed(tctx(t), m, args, res, func() error { return use(res.Success) })
+			}
+			for i, n := range []int{1, 64, 5000, 64} {
+				p := bytes.Repeat([]byte{byte('a' + i)}, n)
+				uses := 0
+				require.NoError(t, call(p, func(r []byte) error {
+					uses++
+					require.Equal(t, p, r)
+					return nil
+				}))
+				require.Equal(t, 1, uses, "call %d", i)
+			}
+
+			errMine := errors.New("mine")
+			require.ErrorIs(t, call([]byte("x"), func([]byte) error { return errMine }), errMine)
+
+			ran := false
+			err := call([]byte("boom"), func([]byte) error { ran = true; return nil })
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "boom")
+			require.False(t, ran, "no use after an exception")
+
+			if tc.inPlace {
+				var kept []byte
+				first, second := bytes.Repeat([]byte("1"), 64), bytes.Repeat([]byte("2"), 64)
+				require.NoError(t, call(first, func(r []byte) error { kept = r; return nil }))
+				require.Equal(t, first, kept)
+				require.NoError(t, call(second, func([]byte) error { return nil }))
+				require.Equal(t, second, kept, "the borrowed result was the lane's memory, reused by the next call")
+			}
+			if tc.name != "tcp" {
+				st := c.LaneStats()
+				require.Len(t, st, 1)
+				var n uint64
+				for _, v := range st[0].Requests {
+					n += v
+				}
+				require.NotZero(t, n, "the calls ran on the fast path")
+			}
+		})
+	}
+}
