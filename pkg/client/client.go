@@ -75,6 +75,7 @@ type Conn struct {
 	upgradeErr atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
 	spread     spreader                    // extra TCP connections, see spread.go
 	routes     routes                      // each method's route (route.go)
+	methods    methodCache                 // per *Method called with (route.go)
 	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
 }
 
@@ -200,14 +201,13 @@ func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct)
 // invokeUse is invoke for CallBorrowed's use (nil for a plain call), which
 // the decode of the reply runs on result in place (see request.use).
 func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Struct, use func() error) error {
-	if c.o.svcLevel && m.Hints != nil {
-		m = c.serviceLevel(m)
+	mi := c.methods.get(m, c.prepare)
+	if mi != nil {
+		m = mi.m
+	} else {
+		m = c.prepare(m)
 	}
 	if m.Hints != nil {
-		if _, ok := c.fns.Load(m.Name); !ok {
-			c.fns.Store(m.Name, m.Hints)
-			c.fns.Store(m.Service+":"+m.Name, m.Hints)
-		}
 		if d := m.Hints.Client.Timeout; d > 0 {
 			if _, ok := ctx.Deadline(); !ok {
 				var cancel context.CancelFunc
@@ -234,11 +234,26 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
 		return tcpRoute{c}.call(ctx, req, result) // no fast path: no route to look up
 	}
-	r, err := c.routeFor(s, m)
+	r, err := c.routeFor(s, m, mi)
 	if err != nil {
 		return err
 	}
 	return r.call(ctx, req, result)
+}
+
+// prepare returns m as its calls are planned (at service level with
+// WithServiceLevelHints) and notes its hints for Plan.
+func (c *Conn) prepare(m *Method) *Method {
+	if c.o.svcLevel && m.Hints != nil {
+		m = c.serviceLevel(m)
+	}
+	if m.Hints != nil {
+		if _, ok := c.fns.Load(m.Name); !ok {
+			c.fns.Store(m.Name, m.Hints)
+			c.fns.Store(m.Service+":"+m.Name, m.Hints)
+		}
+	}
+	return m
 }
 
 // tcpCalls counts the process's TCP calls in flight, over every Conn: a

@@ -53,6 +53,7 @@ type request struct {
 // routeEntry is a method's cached route and what it was picked under.
 type routeEntry struct {
 	r    route
+	key  routeKey
 	want hints.Transport // the transport the method's hints ask for
 	caps uint64          // of the session it was picked for
 	gen  uint64          // lanes.gen when picked
@@ -71,31 +72,98 @@ type routes struct {
 	picks atomic.Uint64 // routes picked, for tests
 }
 
+// fresh reports whether e still holds for a call on a session granted
+// caps, under fast-path generation gen, of a method asking for want.
+func (e *routeEntry) fresh(c *Conn, caps, gen uint64, want hints.Transport) bool {
+	return e.caps == caps && e.gen == gen && e.want == want && (e.retryAt.IsZero() || c.o.now().Before(e.retryAt))
+}
+
 // routeFor returns the route of m's call on s: TCP when the session has no
-// fast path, else the method's cached route, picked again when stale.
-func (c *Conn) routeFor(s *session, m *Method) (route, error) {
+// fast path, else the method's cached route, picked again when stale. mi,
+// when not nil, is m's entry in the Conn's method cache, whose copy of the
+// route is looked at first: no map lookup per call.
+func (c *Conn) routeFor(s *session, m *Method, mi *methodInfo) (route, error) {
 	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
 		return tcpRoute{c}, nil
 	}
-	key := routeKey{m.Service, m.Name}
 	gen := c.lanes.generation()
 	want := hints.TransportAuto
 	if m.Hints != nil {
 		want = m.Hints.Client.Transport
 	}
-	if v, ok := c.routes.m.Load(key); ok {
-		e := v.(*routeEntry)
-		if e.caps == s.caps && e.gen == gen && e.want == want && (e.retryAt.IsZero() || c.o.now().Before(e.retryAt)) {
+	key := routeKey{m.Service, m.Name}
+	if mi != nil {
+		// The names are compared too: a caller may reuse one Method value
+		// for several methods.
+		if e := mi.route.Load(); e != nil && e.fresh(c, s.caps, gen, want) && e.key == key {
 			return e.r, nil
 		}
 	}
-	r, retryAt, err := c.pickRoute(s, m)
-	if err != nil {
-		return nil, err
+	var e *routeEntry
+	if v, ok := c.routes.m.Load(key); ok && v.(*routeEntry).fresh(c, s.caps, gen, want) {
+		e = v.(*routeEntry)
+	} else {
+		r, retryAt, err := c.pickRoute(s, m)
+		if err != nil {
+			return nil, err
+		}
+		c.routes.picks.Add(1)
+		e = &routeEntry{r: r, key: key, want: want, caps: s.caps, gen: gen, retryAt: retryAt}
+		c.routes.m.Store(key, e)
 	}
-	c.routes.picks.Add(1)
-	c.routes.m.Store(key, &routeEntry{r: r, want: want, caps: s.caps, gen: gen, retryAt: retryAt})
-	return r, nil
+	if mi != nil {
+		mi.route.Store(e)
+	}
+	return e.r, nil
+}
+
+// methodInfo is what a Conn keeps of a *Method it was called with.
+type methodInfo struct {
+	m     *Method                    // as called: planned at service level with WithServiceLevelHints
+	route atomic.Pointer[routeEntry] // the route last used, checked as routes.m's
+}
+
+// methodCache maps the *Method values a Conn is called with (generated
+// clients pass the same ones every call) to their methodInfo: one lookup
+// by pointer in a map that is only read per call, instead of one sync.Map
+// lookup by name for the hints and one by service and name for the route.
+// It holds at most maxMethodInfos methods; calls of others (a caller
+// building a Method per call) take the lookups by name.
+type methodCache struct {
+	mu  sync.Mutex
+	all atomic.Pointer[map[*Method]*methodInfo] // copied on write, under mu
+}
+
+const maxMethodInfos = 256
+
+// get returns m's methodInfo, adding it (and running prepare on m once)
+// when there is room; nil when there is none.
+func (mc *methodCache) get(m *Method, prepare func(*Method) *Method) *methodInfo {
+	if all := mc.all.Load(); all != nil {
+		if mi := (*all)[m]; mi != nil {
+			return mi
+		}
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	var old map[*Method]*methodInfo
+	if all := mc.all.Load(); all != nil {
+		old = *all
+	}
+	if mi := old[m]; mi != nil {
+		return mi
+	}
+	if len(old) >= maxMethodInfos {
+		return nil
+	}
+	mi := &methodInfo{m: prepare(m)}
+	next := make(map[*Method]*methodInfo, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[m] = mi
+	mc.all.Store(&next)
+	return mi
 }
 
 // tcpRoute sends calls over the Conn's TCP sessions.

@@ -171,3 +171,31 @@ func TestRouteCachedPerMethod(t *testing.T) {
 	require.EqualValues(t, 4, client.RoutePicks(c))
 	require.Equal(t, 25.0, callsOn(t, ts, fastpathtest.Transport()))
 }
+
+// TestRouteMethodValueReused: a Method value the caller reuses for another
+// method (its Name changed between calls) is routed as that method, not
+// by the route cached for the value.
+func TestRouteMethodValueReused(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr)
+	m := &client.Method{Service: "Echo", Name: "echo"}
+	for range 3 {
+		var res wiretest.EchoResult
+		require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "hi"}, &res))
+		require.Equal(t, "hi", *res.Success)
+	}
+	m.Name, m.Oneway = "fire", true
+	require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "f"}, nil))
+	st := c.LaneStats()
+	require.Len(t, st, 2, "%+v", st)
+	sent := func(s client.LaneStats) (n uint64) {
+		for _, v := range s.Requests {
+			n += v
+		}
+		return n
+	}
+	require.Equal(t, "Echo:echo", st[0].Function)
+	require.EqualValues(t, 3, sent(st[0]))
+	require.Equal(t, "Echo:fire", st[1].Function)
+	require.EqualValues(t, 1, sent(st[1]))
+}
