@@ -54,7 +54,8 @@ func serveBinEcho(t *testing.T) string {
 // TestCallBorrowedRoutes: on every route a call may take (TCP, a lane,
 // FLOCK, a batching lane pool), CallBorrowed runs use exactly once per
 // call on the right result, returns use's error, and skips use for an
-// exception; a lane's result is read in place, in the lane's memory.
+// exception; a lane's result is read in place, in the lane's memory (seen
+// where the engine puts every reply in the same place).
 func TestCallBorrowedRoutes(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -63,8 +64,12 @@ func TestCallBorrowedRoutes(t *testing.T) {
 		inPlace bool // the result is the lane's lease: the next call overwrites it
 	}{
 		{"tcp", hints.Set{}, []client.Option{client.WithRDMA("off")}, false},
-		{"lane", hints.Set{}, nil, true},
-		{"lane-rfp", hints.Set{Protocol: hints.ProtoRFP, Polling: hints.PollBusy}, nil, true},
+		{"lane", hints.Set{}, nil, false},
+		{"lane-rfp", hints.Set{Protocol: hints.ProtoRFP, Polling: hints.PollBusy}, nil, false},
+		// Direct-WriteIMM writes every reply to the same place in the
+		// client's pre-known buffer (RFP's moves between fetch and
+		// server-reply mode, eager's between receive slots).
+		{"lane-imm", hints.Set{Protocol: hints.ProtoDirectWriteIMM, Polling: hints.PollBusy}, nil, true},
 		{"flock", hints.Set{QPSharing: hints.SwitchOn, PerfGoal: hints.Throughput, PayloadSize: 64}, nil, false},
 		{"batch", hints.Set{Protocol: hints.ProtoRFP, Batch: 4, BatchTimeout: time.Millisecond}, nil, false},
 	}

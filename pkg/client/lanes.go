@@ -91,6 +91,8 @@ type lanePool struct {
 // clane is one lane of a client.
 type clane struct {
 	p      *lanePool
+	codec  *wire.Codec // the lane's own: one call at a time; never pooled (close may race a call)
+	buf    []byte      // where a call not in a lease is encoded
 	pd     *rdma.PD
 	ep     *rdma.RPCEndpoint
 	link   *fastpath.Link
@@ -324,6 +326,20 @@ func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
 	}
 }
 
+// tryIdle takes an idle lane without waiting: nil when there is none, or
+// when the pool's plan conflicts (get reports that).
+func (p *lanePool) tryIdle() *clane {
+	if p.conflict.Load() != nil {
+		return nil
+	}
+	select {
+	case l := <-p.idle:
+		return l
+	default:
+		return nil
+	}
+}
+
 // saturated reports that every lane the pool may open is open and busy.
 func (p *lanePool) saturated() bool {
 	return len(p.idle) == 0 && len(p.tokens) == cap(p.tokens)
@@ -380,7 +396,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 		p.ls.disable(fmt.Errorf("lane refused: %v", exc))
 		return nil, errNoLane
 	}
-	l := &clane{p: p}
+	l := &clane{p: p, codec: wire.GetCodec(), buf: make([]byte, 0, 512)}
 	if l.pd, err = d.AllocPD(); err != nil {
 		return nil, c.setupFailed("lane", p.tr, err)
 	}
@@ -474,30 +490,51 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 			return context.DeadlineExceeded
 		}
 	}
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
 	var l *clane
 	b := req.frame
+	if b == nil && p.batch == nil {
+		// Mostly a lane is idle: it is taken before encoding, and its own
+		// codec and buffer serve the call (no pool round trips per call).
+		l = p.tryIdle()
+	}
+	var codec *wire.Codec
+	if l != nil {
+		codec = l.codec
+	} else {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
 	if b != nil {
 		setTimeout(b, timeout) // encoded for FLOCK a moment ago
 	} else {
-		bp := wire.GetBuf()
-		defer wire.PutBuf(bp)
 		// Large requests are encoded straight into the lane's registered
 		// staging buffer (a lease), which the engine then sends without a
 		// copy; one that outgrows the lease falls back to Go memory.
-		dst, pooled := (*bp)[:wire.HeaderSize], true
+		var dst []byte
 		if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
-			var err error
-			if l, err = p.get(ctx, guess); err != nil {
-				if err == errNoLane {
-					return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
+			if l == nil {
+				var err error
+				if l, err = p.get(ctx, guess); err != nil {
+					if err == errNoLane {
+						return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
+					}
+					return err
 				}
-				return err
 			}
 			if lease := l.ep.RequestBuffer(guess + guess/4 + 4<<10); lease != nil {
-				dst, pooled = lease[:wire.HeaderSize], false
+				dst = lease[:wire.HeaderSize]
 			}
+		}
+		var bp *[]byte
+		own := false // encoded into l.buf
+		switch {
+		case dst != nil:
+		case l != nil:
+			dst, own = l.buf[:wire.HeaderSize], true
+		default:
+			bp = wire.GetBuf()
+			defer wire.PutBuf(bp)
+			dst = (*bp)[:wire.HeaderSize]
 		}
 		var err error
 		b, err = c.appendFrame(ctx, codec, dst, p.name, req.oneway, req.args, timeout)
@@ -507,8 +544,11 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 			}
 			return err
 		}
-		if pooled {
+		switch {
+		case bp != nil:
 			*bp = b // a grown pool buffer goes back to the pool
+		case own && cap(b) > cap(l.buf) && cap(b) <= leaseMin:
+			l.buf = b[:0] // grown; a large one is not kept per lane
 		}
 	}
 	if p.batch != nil {
