@@ -269,13 +269,23 @@ func (e *RPCEndpoint) isClosed() bool {
 func (e *RPCEndpoint) run(ctx context.Context, limit time.Duration, f func(ms C.int, gen C.uint32_t) C.int) C.int {
 	ms := -1
 	if dl, ok := ctx.Deadline(); ok {
-		// Rounded up and one more, so C gives up only after ctx has: the
-		// caller then reports ctx's error.
-		ms = max(int((time.Until(dl)+time.Millisecond-1)/time.Millisecond)+1, 0)
+		ms = timeoutMs(time.Until(dl))
 	}
 	if limit > 0 && (ms < 0 || ms > int(limit/time.Millisecond)) {
 		ms = int(limit / time.Millisecond)
 	}
+	return e.runMs(ctx, ms, f)
+}
+
+// timeoutMs is the C timeout for what remains of a deadline: rounded up
+// and one more, so C gives up only after ctx has (the caller then reports
+// ctx's error).
+func timeoutMs(d time.Duration) int {
+	return max(int((d+time.Millisecond-1)/time.Millisecond)+1, 0)
+}
+
+// runMs is run with the C timeout ms (-1: none) worked out already.
+func (e *RPCEndpoint) runMs(ctx context.Context, ms int, f func(ms C.int, gen C.uint32_t) C.int) C.int {
 	e.gen++
 	if e.gen == 1<<32-1 {
 		e.gen = 1
@@ -375,13 +385,39 @@ func (e *RPCEndpoint) RequestBuffer(n int) []byte {
 // endpoint's registered memory, valid until the next Call or Close.
 // A failed or interrupted call breaks the endpoint (its QP goes to error).
 func (e *RPCEndpoint) Call(ctx context.Context, proto Protocol, req []byte) ([]byte, error) {
+	return e.call(ctx, proto, req, msFromCtx)
+}
+
+// CallWithin is Call for a caller that read ctx's deadline already (to
+// send it with the request, say): timeout, what then remained of it (0:
+// ctx has none), bounds the exchange in its place, which saves a clock
+// read per call. ctx's cancellation and its end still end the exchange.
+func (e *RPCEndpoint) CallWithin(ctx context.Context, proto Protocol, req []byte, timeout time.Duration) ([]byte, error) {
+	ms := -1
+	if timeout > 0 {
+		ms = timeoutMs(timeout)
+	}
+	return e.call(ctx, proto, req, ms)
+}
+
+// msFromCtx: call takes its C timeout from ctx's deadline, once it holds
+// the endpoint.
+const msFromCtx = -2
+
+func (e *RPCEndpoint) call(ctx context.Context, proto Protocol, req []byte, ms int) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.isClosed() {
 		return nil, &Error{Op: "call", Status: StatusClosed}
 	}
+	if ms == msFromCtx {
+		ms = -1
+		if dl, ok := ctx.Deadline(); ok {
+			ms = timeoutMs(time.Until(dl))
+		}
+	}
 	p, n := ptrLen(req)
-	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+	st := e.runMs(ctx, ms, func(ms C.int, gen C.uint32_t) C.int {
 		return C.hr_ep_call(e.p, C.uint32_t(proto), p, n, ms, gen, &e.out.rp, &e.out.rl)
 	})
 	rp, rl := e.out.rp, e.out.rl

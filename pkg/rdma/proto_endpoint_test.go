@@ -345,6 +345,31 @@ func TestEndpointErrors(t *testing.T) {
 			_, err = callT(t, cli, ProtoEager, []byte("x"))
 			require.ErrorIs(t, err, ErrBadState)
 		})
+		// CallWithin: the timeout its caller read from ctx bounds the
+		// exchange, and ctx still ends it.
+		t.Run("within-deadline/"+poll.String(), func(t *testing.T) {
+			c := testEPConfig(poll)
+			cli, _ := newRPCPair(t, c, c, false)
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			dl, _ := ctx.Deadline()
+			_, err := cli.CallWithin(ctx, ProtoRFP, []byte("hello"), time.Until(dl))
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+		t.Run("within-timeout/"+poll.String(), func(t *testing.T) {
+			c := testEPConfig(poll)
+			cli, _ := newRPCPair(t, c, c, false)
+			_, err := cli.CallWithin(context.Background(), ProtoRFP, []byte("hello"), 30*time.Millisecond)
+			require.ErrorIs(t, err, ErrTimedOut)
+		})
+		t.Run("within-cancel/"+poll.String(), func(t *testing.T) {
+			c := testEPConfig(poll)
+			cli, _ := newRPCPair(t, c, c, false)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(30*time.Millisecond, cancel)
+			_, err := cli.CallWithin(ctx, ProtoEager, []byte("hello"), 0)
+			require.ErrorIs(t, err, context.Canceled)
+		})
 		t.Run("cancel/"+poll.String(), func(t *testing.T) {
 			c := testEPConfig(poll)
 			cli, _ := newRPCPair(t, c, c, false)
