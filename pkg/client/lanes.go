@@ -75,6 +75,8 @@ type lanePool struct {
 	set      hints.Set
 	tokens   chan struct{} // one per lane that may exist
 	idle     chan *clane
+	hot      atomic.Pointer[clane] // an idle lane outside idle: see put
+	waiters  atomic.Int32          // callers blocked in get
 	conflict atomic.Pointer[fastpath.PlanError]
 	batch    *batcher                        // RF-RPC batching (batch hint), nil when off
 	share    bool                            // qp_sharing: calls go through the process's FLOCK handle
@@ -306,10 +308,15 @@ func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
 	if pe := p.conflict.Load(); pe != nil {
 		return nil, pe
 	}
-	select {
-	case l := <-p.idle:
+	if l := p.takeIdle(); l != nil {
 		return l, nil
-	default:
+	}
+	// A put that saw no waiter may have left its lane in hot just now:
+	// look again once counted (see put).
+	p.waiters.Add(1)
+	defer p.waiters.Add(-1)
+	if l := p.hot.Swap(nil); l != nil {
+		return l, nil
 	}
 	select {
 	case l := <-p.idle:
@@ -326,11 +333,12 @@ func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
 	}
 }
 
-// tryIdle takes an idle lane without waiting: nil when there is none, or
-// when the pool's plan conflicts (get reports that).
-func (p *lanePool) tryIdle() *clane {
-	if p.conflict.Load() != nil {
-		return nil
+// takeIdle takes an idle lane without waiting, nil when there is none:
+// the one in hot first (an atomic swap, where a channel receive costs a
+// lock), then one from the channel.
+func (p *lanePool) takeIdle() *clane {
+	if l := p.hot.Swap(nil); l != nil {
+		return l
 	}
 	select {
 	case l := <-p.idle:
@@ -340,17 +348,38 @@ func (p *lanePool) tryIdle() *clane {
 	}
 }
 
+// tryIdle takes an idle lane without waiting: nil when there is none, or
+// when the pool's plan conflicts (get reports that).
+func (p *lanePool) tryIdle() *clane {
+	if p.conflict.Load() != nil {
+		return nil
+	}
+	return p.takeIdle()
+}
+
 // saturated reports that every lane the pool may open is open and busy.
 func (p *lanePool) saturated() bool {
-	return len(p.idle) == 0 && len(p.tokens) == cap(p.tokens)
+	return p.hot.Load() == nil && len(p.idle) == 0 && len(p.tokens) == cap(p.tokens)
 }
 
 // put returns a lane after a call; a broken or drained one is closed and
-// its place freed for a new one.
+// its place freed for a new one. With nobody waiting in get the lane goes
+// to hot when that is empty; a waiter is only woken by the channel, so a
+// put that finds one counted after it filled hot moves the lane there
+// (get counts itself before it looks at hot: one of the two sees the
+// other).
 func (p *lanePool) put(l *clane) {
 	if l.broken.Load() || l.goaway.Load() {
 		l.close()
 		return
+	}
+	if p.waiters.Load() == 0 && p.hot.CompareAndSwap(nil, l) {
+		if p.waiters.Load() == 0 {
+			return
+		}
+		if l = p.hot.Swap(nil); l == nil {
+			return // taken already
+		}
 	}
 	p.idle <- l
 }
@@ -568,8 +597,8 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	}
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
-	waiting := fastpath.Waiting() // for the adaptive poller: this caller spins or sleeps in C
-	resp, err := l.ep.Call(ctx, pr, b)
+	waiting := fastpath.Waiting()                     // for the adaptive poller: this caller spins or sleeps in C
+	resp, err := l.ep.CallWithin(ctx, pr, b, timeout) // the deadline read above: no second clock read
 	waiting()
 	if err != nil {
 		// An interrupted exchange leaves the endpoint broken: the lane

@@ -177,6 +177,20 @@ func TestLanesConcurrent(t *testing.T) {
 	require.Equal(t, 32.0*50, callsOn(t, ts, fastpathtest.Transport()))
 }
 
+// TestLanesOneLaneManyCallers: with one lane, every caller but one waits
+// in the pool and each return of the lane must wake one (the lane parked
+// outside the channel for a caller that does not wait must not strand
+// the ones that do).
+func TestLanesOneLaneManyCallers(t *testing.T) {
+	ts := laneServer(t)
+	c := dial(t, ts.addr, client.WithMaxLanes(1))
+	runConcurrent(t, c, wiretest.EchoMethod, 8, 200)
+	require.Equal(t, 8.0*200, callsOn(t, ts, fastpathtest.Transport()))
+	st := c.LaneStats()
+	require.Len(t, st, 1)
+	require.Equal(t, 1, st[0].Lanes)
+}
+
 func TestLanesPinnedTCPAndConflict(t *testing.T) {
 	ts := laneServer(t)
 	c := dial(t, ts.addr)
