@@ -119,7 +119,7 @@ func varName(s string) string {
 	}
 	switch s {
 	case "ctx", "proto", "client", "server", "hints", "errors", "fmt", "context",
-		"_c", "_args", "_res", "_r", "_err":
+		"_c", "_call", "_args", "_res", "_r", "_err":
 		return s + "_a1"
 	}
 	return s

@@ -54,6 +54,7 @@ func TestVarName(t *testing.T) {
 		{"error", "error_a1"},
 		{"ctx", "ctx_a1"},
 		{"_c", "_c_a1"},
+		{"_call", "_call_a1"},
 		{"secondsToSleep", "secondsToSleep"},
 	}
 	for _, tc := range tests {

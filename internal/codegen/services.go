@@ -200,14 +200,14 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 		args, result := g.helperStructs(fn)
 		g.e.buf.WriteString(comment(fn.Doc))
 		g.e.p("func (_c *%sClient) %s {", name, g.signature(fn))
-		g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
 		if fn.Oneway {
+			g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
 			g.e.p("return _c.c.Call(ctx, &%s[%d], _args, nil)", methods, i)
 			g.e.p("}")
 			g.e.p("")
 			continue
 		}
-		g.e.p("_res := %s()", g.qual(owner, newName(result.name)))
+		g.argsAndResult(owner, fn, args, result)
 		g.e.p("if _err = _c.c.Call(ctx, &%s[%d], _args, _res); _err != nil {", methods, i)
 		g.e.p("return")
 		g.e.p("}")
@@ -245,6 +245,18 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	}
 }
 
+// argsAndResult declares a call's _args and _res, both in one allocation
+// (a call's Go cost is a few hundred nanoseconds on a lane, and each
+// allocation a tenth of it): nothing keeps either beyond the call, and
+// what the caller keeps of the result (its fields' values) is not in it.
+func (g *generator) argsAndResult(owner *idl.Program, fn *idl.Function, args, result *structDef) {
+	g.e.p("_call := &struct {")
+	g.e.p("args %s", g.qual(owner, args.name))
+	g.e.p("res  %s", g.qual(owner, result.name))
+	g.e.p("}{args: %s{%s}, res: *%s()}", g.qual(owner, args.name), argInits(fn, args), g.qual(owner, newName(result.name)))
+	g.e.p("_args, _res := &_call.args, &_call.res")
+}
+
 // argInits renders the field initialisers of fn's args struct.
 func argInits(fn *idl.Function, args *structDef) string {
 	var inits []string
@@ -270,8 +282,7 @@ func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, a
 	g.e.p("// runs: it may be a slice of the reply's buffer, which is reused once use")
 	g.e.p("// returns (client.Caller.CallBorrowed). Copy what must outlive use.")
 	g.e.p("func (_c *%sClient) %sBorrowed(%s) error {", name, fname, strings.Join(params, ", "))
-	g.e.p("_args := &%s{%s}", g.qual(owner, args.name), argInits(fn, args))
-	g.e.p("_res := %s()", g.qual(owner, newName(result.name)))
+	g.argsAndResult(owner, fn, args, result)
 	g.e.p("return _c.c.CallBorrowed(ctx, &%s[%d], _args, _res, func() error {", methods, i)
 	for _, fd := range result.fields {
 		if fd.f.ID == 0 {

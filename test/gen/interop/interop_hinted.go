@@ -3815,8 +3815,11 @@ type InteropClient struct {
 func NewInteropClient(c client.Caller) *InteropClient { return &InteropClient{c: c} }
 
 func (_c *InteropClient) Ping(ctx context.Context) (_err error) {
-	_args := &InteropPingArgs{}
-	_res := NewInteropPingResult()
+	_call := &struct {
+		args InteropPingArgs
+		res  InteropPingResult
+	}{args: InteropPingArgs{}, res: *NewInteropPingResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[0], _args, _res); _err != nil {
 		return
 	}
@@ -3824,8 +3827,11 @@ func (_c *InteropClient) Ping(ctx context.Context) (_err error) {
 }
 
 func (_c *InteropClient) EchoAll(ctx context.Context, v *AllTypes) (_r *AllTypes, _err error) {
-	_args := &InteropEchoAllArgs{V: v}
-	_res := NewInteropEchoAllResult()
+	_call := &struct {
+		args InteropEchoAllArgs
+		res  InteropEchoAllResult
+	}{args: InteropEchoAllArgs{V: v}, res: *NewInteropEchoAllResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[1], _args, _res); _err != nil {
 		return
 	}
@@ -3836,8 +3842,11 @@ func (_c *InteropClient) EchoAll(ctx context.Context, v *AllTypes) (_r *AllTypes
 }
 
 func (_c *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte, _err error) {
-	_args := &InteropEchoBinaryArgs{Data: data}
-	_res := NewInteropEchoBinaryResult()
+	_call := &struct {
+		args InteropEchoBinaryArgs
+		res  InteropEchoBinaryResult
+	}{args: InteropEchoBinaryArgs{Data: data}, res: *NewInteropEchoBinaryResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[2], _args, _res); _err != nil {
 		return
 	}
@@ -3851,8 +3860,11 @@ func (_c *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *InteropClient) EchoBinaryBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
-	_args := &InteropEchoBinaryArgs{Data: data}
-	_res := NewInteropEchoBinaryResult()
+	_call := &struct {
+		args InteropEchoBinaryArgs
+		res  InteropEchoBinaryResult
+	}{args: InteropEchoBinaryArgs{Data: data}, res: *NewInteropEchoBinaryResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsInterop[2], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBinary failed: unknown result"}
@@ -3862,8 +3874,11 @@ func (_c *InteropClient) EchoBinaryBorrowed(ctx context.Context, data []byte, us
 }
 
 func (_c *InteropClient) EchoString(ctx context.Context, s string) (_r string, _err error) {
-	_args := &InteropEchoStringArgs{S: s}
-	_res := NewInteropEchoStringResult()
+	_call := &struct {
+		args InteropEchoStringArgs
+		res  InteropEchoStringResult
+	}{args: InteropEchoStringArgs{S: s}, res: *NewInteropEchoStringResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[3], _args, _res); _err != nil {
 		return
 	}
@@ -3874,8 +3889,11 @@ func (_c *InteropClient) EchoString(ctx context.Context, s string) (_r string, _
 }
 
 func (_c *InteropClient) Add(ctx context.Context, a int32, b int64) (_r int64, _err error) {
-	_args := &InteropAddArgs{A: a, B: b}
-	_res := NewInteropAddResult()
+	_call := &struct {
+		args InteropAddArgs
+		res  InteropAddResult
+	}{args: InteropAddArgs{A: a, B: b}, res: *NewInteropAddResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[4], _args, _res); _err != nil {
 		return
 	}
@@ -3886,8 +3904,11 @@ func (_c *InteropClient) Add(ctx context.Context, a int32, b int64) (_r int64, _
 }
 
 func (_c *InteropClient) MayFail(ctx context.Context, code int32) (_r int32, _err error) {
-	_args := &InteropMayFailArgs{Code: code}
-	_res := NewInteropMayFailResult()
+	_call := &struct {
+		args InteropMayFailArgs
+		res  InteropMayFailResult
+	}{args: InteropMayFailArgs{Code: code}, res: *NewInteropMayFailResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[5], _args, _res); _err != nil {
 		return
 	}
@@ -3909,8 +3930,11 @@ func (_c *InteropClient) Notify(ctx context.Context, msg string) (_err error) {
 }
 
 func (_c *InteropClient) DrainNotes(ctx context.Context) (_r []string, _err error) {
-	_args := &InteropDrainNotesArgs{}
-	_res := NewInteropDrainNotesResult()
+	_call := &struct {
+		args InteropDrainNotesArgs
+		res  InteropDrainNotesResult
+	}{args: InteropDrainNotesArgs{}, res: *NewInteropDrainNotesResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[7], _args, _res); _err != nil {
 		return
 	}
@@ -3921,8 +3945,11 @@ func (_c *InteropClient) DrainNotes(ctx context.Context) (_r []string, _err erro
 }
 
 func (_c *InteropClient) Sleep(ctx context.Context, ms int32) (_r int32, _err error) {
-	_args := &InteropSleepArgs{Ms: ms}
-	_res := NewInteropSleepResult()
+	_call := &struct {
+		args InteropSleepArgs
+		res  InteropSleepResult
+	}{args: InteropSleepArgs{Ms: ms}, res: *NewInteropSleepResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsInterop[8], _args, _res); _err != nil {
 		return
 	}

@@ -767,8 +767,11 @@ type EchoClient struct {
 func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, msg string) (_r string, _err error) {
-	_args := &EchoEchoArgs{Msg: msg}
-	_res := NewEchoEchoResult()
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{Msg: msg}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsEcho[0], _args, _res); _err != nil {
 		return
 	}
@@ -782,8 +785,11 @@ func (_c *EchoClient) Echo(ctx context.Context, msg string) (_r string, _err err
 }
 
 func (_c *EchoClient) EchoBytes(ctx context.Context, data []byte) (_r []byte, _err error) {
-	_args := &EchoEchoBytesArgs{Data: data}
-	_res := NewEchoEchoBytesResult()
+	_call := &struct {
+		args EchoEchoBytesArgs
+		res  EchoEchoBytesResult
+	}{args: EchoEchoBytesArgs{Data: data}, res: *NewEchoEchoBytesResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsEcho[1], _args, _res); _err != nil {
 		return
 	}
@@ -797,8 +803,11 @@ func (_c *EchoClient) EchoBytes(ctx context.Context, data []byte) (_r []byte, _e
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBytesBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
-	_args := &EchoEchoBytesArgs{Data: data}
-	_res := NewEchoEchoBytesResult()
+	_call := &struct {
+		args EchoEchoBytesArgs
+		res  EchoEchoBytesResult
+	}{args: EchoEchoBytesArgs{Data: data}, res: *NewEchoEchoBytesResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsEcho[1], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBytes failed: unknown result"}

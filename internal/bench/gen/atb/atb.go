@@ -305,8 +305,11 @@ type EchoClient struct {
 func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err error) {
-	_args := &EchoEchoArgs{Payload: payload}
-	_res := NewEchoEchoResult()
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{Payload: payload}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsEcho[0], _args, _res); _err != nil {
 		return
 	}
@@ -320,8 +323,11 @@ func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
-	_args := &EchoEchoArgs{Payload: payload}
-	_res := NewEchoEchoResult()
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{Payload: payload}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsEcho[0], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}

@@ -4244,8 +4244,11 @@ func NewHatKVClient(c client.Caller) *HatKVClient { return &HatKVClient{c: c} }
 
 // Returns the record, restricted to fields when fields is not empty.
 func (_c *HatKVClient) Get(ctx context.Context, key string, fields []string) (_r Record, _err error) {
-	_args := &HatKVGetArgs{Key: key, Fields: fields}
-	_res := NewHatKVGetResult()
+	_call := &struct {
+		args HatKVGetArgs
+		res  HatKVGetResult
+	}{args: HatKVGetArgs{Key: key, Fields: fields}, res: *NewHatKVGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[0], _args, _res); _err != nil {
 		return
 	}
@@ -4263,8 +4266,11 @@ func (_c *HatKVClient) Get(ctx context.Context, key string, fields []string) (_r
 
 // Merges fields into the record (YCSB update); creates it if missing.
 func (_c *HatKVClient) Put(ctx context.Context, key string, fields Record) (_err error) {
-	_args := &HatKVPutArgs{Key: key, Fields: fields}
-	_res := NewHatKVPutResult()
+	_call := &struct {
+		args HatKVPutArgs
+		res  HatKVPutResult
+	}{args: HatKVPutArgs{Key: key, Fields: fields}, res: *NewHatKVPutResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[1], _args, _res); _err != nil {
 		return
 	}
@@ -4278,8 +4284,11 @@ func (_c *HatKVClient) Put(ctx context.Context, key string, fields Record) (_err
 }
 
 func (_c *HatKVClient) Delete(ctx context.Context, key string) (_err error) {
-	_args := &HatKVDeleteArgs{Key: key}
-	_res := NewHatKVDeleteResult()
+	_call := &struct {
+		args HatKVDeleteArgs
+		res  HatKVDeleteResult
+	}{args: HatKVDeleteArgs{Key: key}, res: *NewHatKVDeleteResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[2], _args, _res); _err != nil {
 		return
 	}
@@ -4297,8 +4306,11 @@ func (_c *HatKVClient) Delete(ctx context.Context, key string) (_err error) {
 
 // Reads the keys from one snapshot; one Lookup per key, in order.
 func (_c *HatKVClient) MultiGet(ctx context.Context, keys []string, fields []string) (_r []*Lookup, _err error) {
-	_args := &HatKVMultiGetArgs{Keys: keys, Fields: fields}
-	_res := NewHatKVMultiGetResult()
+	_call := &struct {
+		args HatKVMultiGetArgs
+		res  HatKVMultiGetResult
+	}{args: HatKVMultiGetArgs{Keys: keys, Fields: fields}, res: *NewHatKVMultiGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[3], _args, _res); _err != nil {
 		return
 	}
@@ -4313,8 +4325,11 @@ func (_c *HatKVClient) MultiGet(ctx context.Context, keys []string, fields []str
 
 // Merges every record atomically: all are committed or none is.
 func (_c *HatKVClient) MultiPut(ctx context.Context, records []*KeyRecord) (_err error) {
-	_args := &HatKVMultiPutArgs{Records: records}
-	_res := NewHatKVMultiPutResult()
+	_call := &struct {
+		args HatKVMultiPutArgs
+		res  HatKVMultiPutResult
+	}{args: HatKVMultiPutArgs{Records: records}, res: *NewHatKVMultiPutResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[4], _args, _res); _err != nil {
 		return
 	}
@@ -4329,8 +4344,11 @@ func (_c *HatKVClient) MultiPut(ctx context.Context, records []*KeyRecord) (_err
 
 // Up to count records with keys >= start_key, in key order.
 func (_c *HatKVClient) Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error) {
-	_args := &HatKVScanArgs{StartKey: start_key, Count: count, Fields: fields}
-	_res := NewHatKVScanResult()
+	_call := &struct {
+		args HatKVScanArgs
+		res  HatKVScanResult
+	}{args: HatKVScanArgs{StartKey: start_key, Count: count, Fields: fields}, res: *NewHatKVScanResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[5], _args, _res); _err != nil {
 		return
 	}
@@ -4344,8 +4362,11 @@ func (_c *HatKVClient) Scan(ctx context.Context, start_key string, count int32, 
 }
 
 func (_c *HatKVClient) Stats(ctx context.Context) (_r *StoreStats, _err error) {
-	_args := &HatKVStatsArgs{}
-	_res := NewHatKVStatsResult()
+	_call := &struct {
+		args HatKVStatsArgs
+		res  HatKVStatsResult
+	}{args: HatKVStatsArgs{}, res: *NewHatKVStatsResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsHatKV[6], _args, _res); _err != nil {
 		return
 	}

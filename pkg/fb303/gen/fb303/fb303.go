@@ -3091,8 +3091,11 @@ func NewFacebookServiceClient(c client.Caller) *FacebookServiceClient {
 
 // Returns a descriptive name of the service
 func (_c *FacebookServiceClient) GetName(ctx context.Context) (_r string, _err error) {
-	_args := &FacebookServiceGetNameArgs{}
-	_res := NewFacebookServiceGetNameResult()
+	_call := &struct {
+		args FacebookServiceGetNameArgs
+		res  FacebookServiceGetNameResult
+	}{args: FacebookServiceGetNameArgs{}, res: *NewFacebookServiceGetNameResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[0], _args, _res); _err != nil {
 		return
 	}
@@ -3104,8 +3107,11 @@ func (_c *FacebookServiceClient) GetName(ctx context.Context) (_r string, _err e
 
 // Returns the version of the service
 func (_c *FacebookServiceClient) GetVersion(ctx context.Context) (_r string, _err error) {
-	_args := &FacebookServiceGetVersionArgs{}
-	_res := NewFacebookServiceGetVersionResult()
+	_call := &struct {
+		args FacebookServiceGetVersionArgs
+		res  FacebookServiceGetVersionResult
+	}{args: FacebookServiceGetVersionArgs{}, res: *NewFacebookServiceGetVersionResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[1], _args, _res); _err != nil {
 		return
 	}
@@ -3117,8 +3123,11 @@ func (_c *FacebookServiceClient) GetVersion(ctx context.Context) (_r string, _er
 
 // Gets the status of this service
 func (_c *FacebookServiceClient) GetStatus(ctx context.Context) (_r FbStatus, _err error) {
-	_args := &FacebookServiceGetStatusArgs{}
-	_res := NewFacebookServiceGetStatusResult()
+	_call := &struct {
+		args FacebookServiceGetStatusArgs
+		res  FacebookServiceGetStatusResult
+	}{args: FacebookServiceGetStatusArgs{}, res: *NewFacebookServiceGetStatusResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[2], _args, _res); _err != nil {
 		return
 	}
@@ -3131,8 +3140,11 @@ func (_c *FacebookServiceClient) GetStatus(ctx context.Context) (_r FbStatus, _e
 // User friendly description of status, such as why the service is in
 // the dead or warning state, or what is being started or stopped.
 func (_c *FacebookServiceClient) GetStatusDetails(ctx context.Context) (_r string, _err error) {
-	_args := &FacebookServiceGetStatusDetailsArgs{}
-	_res := NewFacebookServiceGetStatusDetailsResult()
+	_call := &struct {
+		args FacebookServiceGetStatusDetailsArgs
+		res  FacebookServiceGetStatusDetailsResult
+	}{args: FacebookServiceGetStatusDetailsArgs{}, res: *NewFacebookServiceGetStatusDetailsResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[3], _args, _res); _err != nil {
 		return
 	}
@@ -3144,8 +3156,11 @@ func (_c *FacebookServiceClient) GetStatusDetails(ctx context.Context) (_r strin
 
 // Gets the counters for this service
 func (_c *FacebookServiceClient) GetCounters(ctx context.Context) (_r map[string]int64, _err error) {
-	_args := &FacebookServiceGetCountersArgs{}
-	_res := NewFacebookServiceGetCountersResult()
+	_call := &struct {
+		args FacebookServiceGetCountersArgs
+		res  FacebookServiceGetCountersResult
+	}{args: FacebookServiceGetCountersArgs{}, res: *NewFacebookServiceGetCountersResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[4], _args, _res); _err != nil {
 		return
 	}
@@ -3157,8 +3172,11 @@ func (_c *FacebookServiceClient) GetCounters(ctx context.Context) (_r map[string
 
 // Gets the value of a single counter
 func (_c *FacebookServiceClient) GetCounter(ctx context.Context, key string) (_r int64, _err error) {
-	_args := &FacebookServiceGetCounterArgs{Key: key}
-	_res := NewFacebookServiceGetCounterResult()
+	_call := &struct {
+		args FacebookServiceGetCounterArgs
+		res  FacebookServiceGetCounterResult
+	}{args: FacebookServiceGetCounterArgs{Key: key}, res: *NewFacebookServiceGetCounterResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[5], _args, _res); _err != nil {
 		return
 	}
@@ -3170,8 +3188,11 @@ func (_c *FacebookServiceClient) GetCounter(ctx context.Context, key string) (_r
 
 // Sets an option
 func (_c *FacebookServiceClient) SetOption(ctx context.Context, key string, value string) (_err error) {
-	_args := &FacebookServiceSetOptionArgs{Key: key, Value: value}
-	_res := NewFacebookServiceSetOptionResult()
+	_call := &struct {
+		args FacebookServiceSetOptionArgs
+		res  FacebookServiceSetOptionResult
+	}{args: FacebookServiceSetOptionArgs{Key: key, Value: value}, res: *NewFacebookServiceSetOptionResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[6], _args, _res); _err != nil {
 		return
 	}
@@ -3180,8 +3201,11 @@ func (_c *FacebookServiceClient) SetOption(ctx context.Context, key string, valu
 
 // Gets an option
 func (_c *FacebookServiceClient) GetOption(ctx context.Context, key string) (_r string, _err error) {
-	_args := &FacebookServiceGetOptionArgs{Key: key}
-	_res := NewFacebookServiceGetOptionResult()
+	_call := &struct {
+		args FacebookServiceGetOptionArgs
+		res  FacebookServiceGetOptionResult
+	}{args: FacebookServiceGetOptionArgs{Key: key}, res: *NewFacebookServiceGetOptionResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[7], _args, _res); _err != nil {
 		return
 	}
@@ -3193,8 +3217,11 @@ func (_c *FacebookServiceClient) GetOption(ctx context.Context, key string) (_r 
 
 // Gets all options
 func (_c *FacebookServiceClient) GetOptions(ctx context.Context) (_r map[string]string, _err error) {
-	_args := &FacebookServiceGetOptionsArgs{}
-	_res := NewFacebookServiceGetOptionsResult()
+	_call := &struct {
+		args FacebookServiceGetOptionsArgs
+		res  FacebookServiceGetOptionsResult
+	}{args: FacebookServiceGetOptionsArgs{}, res: *NewFacebookServiceGetOptionsResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[8], _args, _res); _err != nil {
 		return
 	}
@@ -3207,8 +3234,11 @@ func (_c *FacebookServiceClient) GetOptions(ctx context.Context) (_r map[string]
 // Returns a CPU profile over the given time interval (client and server
 // must agree on the profile format).
 func (_c *FacebookServiceClient) GetCpuProfile(ctx context.Context, profileDurationInSec int32) (_r string, _err error) {
-	_args := &FacebookServiceGetCpuProfileArgs{ProfileDurationInSec: profileDurationInSec}
-	_res := NewFacebookServiceGetCpuProfileResult()
+	_call := &struct {
+		args FacebookServiceGetCpuProfileArgs
+		res  FacebookServiceGetCpuProfileResult
+	}{args: FacebookServiceGetCpuProfileArgs{ProfileDurationInSec: profileDurationInSec}, res: *NewFacebookServiceGetCpuProfileResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[9], _args, _res); _err != nil {
 		return
 	}
@@ -3220,8 +3250,11 @@ func (_c *FacebookServiceClient) GetCpuProfile(ctx context.Context, profileDurat
 
 // Returns the unix time that the server has been running since
 func (_c *FacebookServiceClient) AliveSince(ctx context.Context) (_r int64, _err error) {
-	_args := &FacebookServiceAliveSinceArgs{}
-	_res := NewFacebookServiceAliveSinceResult()
+	_call := &struct {
+		args FacebookServiceAliveSinceArgs
+		res  FacebookServiceAliveSinceResult
+	}{args: FacebookServiceAliveSinceArgs{}, res: *NewFacebookServiceAliveSinceResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsFacebookService[10], _args, _res); _err != nil {
 		return
 	}

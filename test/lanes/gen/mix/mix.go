@@ -942,8 +942,11 @@ type MixClient struct {
 func NewMixClient(c client.Caller) *MixClient { return &MixClient{c: c} }
 
 func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err error) {
-	_args := &MixPingArgs{Data: data}
-	_res := NewMixPingResult()
+	_call := &struct {
+		args MixPingArgs
+		res  MixPingResult
+	}{args: MixPingArgs{Data: data}, res: *NewMixPingResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMix[0], _args, _res); _err != nil {
 		return
 	}
@@ -957,8 +960,11 @@ func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err err
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *MixClient) PingBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
-	_args := &MixPingArgs{Data: data}
-	_res := NewMixPingResult()
+	_call := &struct {
+		args MixPingArgs
+		res  MixPingResult
+	}{args: MixPingArgs{Data: data}, res: *NewMixPingResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsMix[0], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "ping failed: unknown result"}
@@ -968,8 +974,11 @@ func (_c *MixClient) PingBorrowed(ctx context.Context, data []byte, use func(r [
 }
 
 func (_c *MixClient) Crunch(ctx context.Context, data []byte) (_r int64, _err error) {
-	_args := &MixCrunchArgs{Data: data}
-	_res := NewMixCrunchResult()
+	_call := &struct {
+		args MixCrunchArgs
+		res  MixCrunchResult
+	}{args: MixCrunchArgs{Data: data}, res: *NewMixCrunchResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMix[1], _args, _res); _err != nil {
 		return
 	}
@@ -980,8 +989,11 @@ func (_c *MixClient) Crunch(ctx context.Context, data []byte) (_r int64, _err er
 }
 
 func (_c *MixClient) Status(ctx context.Context) (_r string, _err error) {
-	_args := &MixStatusArgs{}
-	_res := NewMixStatusResult()
+	_call := &struct {
+		args MixStatusArgs
+		res  MixStatusResult
+	}{args: MixStatusArgs{}, res: *NewMixStatusResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMix[2], _args, _res); _err != nil {
 		return
 	}
@@ -1564,8 +1576,11 @@ type SharedClient struct {
 func NewSharedClient(c client.Caller) *SharedClient { return &SharedClient{c: c} }
 
 func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err error) {
-	_args := &SharedGetArgs{Key: key}
-	_res := NewSharedGetResult()
+	_call := &struct {
+		args SharedGetArgs
+		res  SharedGetResult
+	}{args: SharedGetArgs{Key: key}, res: *NewSharedGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsShared[0], _args, _res); _err != nil {
 		return
 	}
@@ -1579,8 +1594,11 @@ func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err er
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SharedClient) GetBorrowed(ctx context.Context, key []byte, use func(r []byte) error) error {
-	_args := &SharedGetArgs{Key: key}
-	_res := NewSharedGetResult()
+	_call := &struct {
+		args SharedGetArgs
+		res  SharedGetResult
+	}{args: SharedGetArgs{Key: key}, res: *NewSharedGetResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsShared[0], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
@@ -1590,8 +1608,11 @@ func (_c *SharedClient) GetBorrowed(ctx context.Context, key []byte, use func(r 
 }
 
 func (_c *SharedClient) Slow(ctx context.Context, ms int64) (_r int64, _err error) {
-	_args := &SharedSlowArgs{Ms: ms}
-	_res := NewSharedSlowResult()
+	_call := &struct {
+		args SharedSlowArgs
+		res  SharedSlowResult
+	}{args: SharedSlowArgs{Ms: ms}, res: *NewSharedSlowResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsShared[1], _args, _res); _err != nil {
 		return
 	}

@@ -506,8 +506,11 @@ type EchoClient struct {
 func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
 
 func (_c *EchoClient) Echo(ctx context.Context, m *Msg) (_r *Msg, _err error) {
-	_args := &EchoEchoArgs{M: m}
-	_res := NewEchoEchoResult()
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{M: m}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsEcho[0], _args, _res); _err != nil {
 		return
 	}

@@ -1429,8 +1429,11 @@ type StoreClient struct {
 func NewStoreClient(c client.Caller) *StoreClient { return &StoreClient{c: c} }
 
 func (_c *StoreClient) Get(ctx context.Context, id int64) (_r string, _err error) {
-	_args := &StoreGetArgs{ID: id}
-	_res := NewStoreGetResult()
+	_call := &struct {
+		args StoreGetArgs
+		res  StoreGetResult
+	}{args: StoreGetArgs{ID: id}, res: *NewStoreGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[0], _args, _res); _err != nil {
 		return
 	}
@@ -1444,8 +1447,11 @@ func (_c *StoreClient) Get(ctx context.Context, id int64) (_r string, _err error
 }
 
 func (_c *StoreClient) Put(ctx context.Context, id int64, v string) (_err error) {
-	_args := &StorePutArgs{ID: id, V: v}
-	_res := NewStorePutResult()
+	_call := &struct {
+		args StorePutArgs
+		res  StorePutResult
+	}{args: StorePutArgs{ID: id, V: v}, res: *NewStorePutResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[1], _args, _res); _err != nil {
 		return
 	}
@@ -1459,8 +1465,11 @@ func (_c *StoreClient) Put(ctx context.Context, id int64, v string) (_err error)
 }
 
 func (_c *StoreClient) Clear(ctx context.Context) (_err error) {
-	_args := &StoreClearArgs{}
-	_res := NewStoreClearResult()
+	_call := &struct {
+		args StoreClearArgs
+		res  StoreClearResult
+	}{args: StoreClearArgs{}, res: *NewStoreClearResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[2], _args, _res); _err != nil {
 		return
 	}

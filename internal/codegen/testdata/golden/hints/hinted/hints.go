@@ -783,8 +783,11 @@ type KVClient struct {
 func NewKVClient(c client.Caller) *KVClient { return &KVClient{c: c} }
 
 func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error) {
-	_args := &KVGetArgs{Key: key}
-	_res := NewKVGetResult()
+	_call := &struct {
+		args KVGetArgs
+		res  KVGetResult
+	}{args: KVGetArgs{Key: key}, res: *NewKVGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKV[0], _args, _res); _err != nil {
 		return
 	}
@@ -798,8 +801,11 @@ func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error)
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KVClient) GetBorrowed(ctx context.Context, key string, use func(r []byte) error) error {
-	_args := &KVGetArgs{Key: key}
-	_res := NewKVGetResult()
+	_call := &struct {
+		args KVGetArgs
+		res  KVGetResult
+	}{args: KVGetArgs{Key: key}, res: *NewKVGetResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsKV[0], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
@@ -809,8 +815,11 @@ func (_c *KVClient) GetBorrowed(ctx context.Context, key string, use func(r []by
 }
 
 func (_c *KVClient) Put(ctx context.Context, key string, value []byte) (_err error) {
-	_args := &KVPutArgs{Key: key, Value: value}
-	_res := NewKVPutResult()
+	_call := &struct {
+		args KVPutArgs
+		res  KVPutResult
+	}{args: KVPutArgs{Key: key, Value: value}, res: *NewKVPutResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKV[1], _args, _res); _err != nil {
 		return
 	}
@@ -818,8 +827,11 @@ func (_c *KVClient) Put(ctx context.Context, key string, value []byte) (_err err
 }
 
 func (_c *KVClient) Size(ctx context.Context) (_r int32, _err error) {
-	_args := &KVSizeArgs{}
-	_res := NewKVSizeResult()
+	_call := &struct {
+		args KVSizeArgs
+		res  KVSizeResult
+	}{args: KVSizeArgs{}, res: *NewKVSizeResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKV[2], _args, _res); _err != nil {
 		return
 	}
@@ -1031,8 +1043,11 @@ type PlainClient struct {
 func NewPlainClient(c client.Caller) *PlainClient { return &PlainClient{c: c} }
 
 func (_c *PlainClient) Noop(ctx context.Context) (_err error) {
-	_args := &PlainNoopArgs{}
-	_res := NewPlainNoopResult()
+	_call := &struct {
+		args PlainNoopArgs
+		res  PlainNoopResult
+	}{args: PlainNoopArgs{}, res: *NewPlainNoopResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsPlain[0], _args, _res); _err != nil {
 		return
 	}

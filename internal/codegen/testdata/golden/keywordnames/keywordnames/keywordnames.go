@@ -2267,8 +2267,11 @@ type KeywordsClient struct {
 func NewKeywordsClient(c client.Caller) *KeywordsClient { return &KeywordsClient{c: c} }
 
 func (_c *KeywordsClient) Sum(ctx context.Context, i32 int32, i64 int64, list []int32) (_r int64, _err error) {
-	_args := &KeywordsSumArgs{I32: i32, I64: i64, List: list}
-	_res := NewKeywordsSumResult()
+	_call := &struct {
+		args KeywordsSumArgs
+		res  KeywordsSumResult
+	}{args: KeywordsSumArgs{I32: i32, I64: i64, List: list}, res: *NewKeywordsSumResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKeywords[0], _args, _res); _err != nil {
 		return
 	}
@@ -2279,8 +2282,11 @@ func (_c *KeywordsClient) Sum(ctx context.Context, i32 int32, i64 int64, list []
 }
 
 func (_c *KeywordsClient) Echo(ctx context.Context, binary []byte, map_a1 map[string]string) (_r []byte, _err error) {
-	_args := &KeywordsEchoArgs{Binary: binary, Map: map_a1}
-	_res := NewKeywordsEchoResult()
+	_call := &struct {
+		args KeywordsEchoArgs
+		res  KeywordsEchoResult
+	}{args: KeywordsEchoArgs{Binary: binary, Map: map_a1}, res: *NewKeywordsEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKeywords[1], _args, _res); _err != nil {
 		return
 	}
@@ -2294,8 +2300,11 @@ func (_c *KeywordsClient) Echo(ctx context.Context, binary []byte, map_a1 map[st
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KeywordsClient) EchoBorrowed(ctx context.Context, binary []byte, map_a1 map[string]string, use func(r []byte) error) error {
-	_args := &KeywordsEchoArgs{Binary: binary, Map: map_a1}
-	_res := NewKeywordsEchoResult()
+	_call := &struct {
+		args KeywordsEchoArgs
+		res  KeywordsEchoResult
+	}{args: KeywordsEchoArgs{Binary: binary, Map: map_a1}, res: *NewKeywordsEchoResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsKeywords[1], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
@@ -2305,8 +2314,11 @@ func (_c *KeywordsClient) EchoBorrowed(ctx context.Context, binary []byte, map_a
 }
 
 func (_c *KeywordsClient) Str(ctx context.Context, string string, error_a1 int32) (_r string, _err error) {
-	_args := &KeywordsStrArgs{String_: string, Error: error_a1}
-	_res := NewKeywordsStrResult()
+	_call := &struct {
+		args KeywordsStrArgs
+		res  KeywordsStrResult
+	}{args: KeywordsStrArgs{String_: string, Error: error_a1}, res: *NewKeywordsStrResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKeywords[2], _args, _res); _err != nil {
 		return
 	}

@@ -1281,8 +1281,11 @@ type KeyServiceClient struct {
 func NewKeyServiceClient(c client.Caller) *KeyServiceClient { return &KeyServiceClient{c: c} }
 
 func (_c *KeyServiceClient) Lookup(ctx context.Context, in []MapEntry[[]int32, int32]) (_r []MapEntry[*Key, string], _err error) {
-	_args := &KeyServiceLookupArgs{In: in}
-	_res := NewKeyServiceLookupResult()
+	_call := &struct {
+		args KeyServiceLookupArgs
+		res  KeyServiceLookupResult
+	}{args: KeyServiceLookupArgs{In: in}, res: *NewKeyServiceLookupResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsKeyService[0], _args, _res); _err != nil {
 		return
 	}

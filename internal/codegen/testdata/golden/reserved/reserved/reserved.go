@@ -1855,8 +1855,11 @@ type RangeClient struct {
 func NewRangeClient(c client.Caller) *RangeClient { return &RangeClient{c: c} }
 
 func (_c *RangeClient) Select(ctx context.Context, type_a1 int32, ctx_a1 int32, _c_a1 int32, args int32, error_a1 string) (_r int32, _err error) {
-	_args := &RangeSelectArgs{Type: type_a1, Ctx: ctx_a1, X_c: _c_a1, Args_: args, Error: error_a1}
-	_res := NewRangeSelectResult()
+	_call := &struct {
+		args RangeSelectArgs
+		res  RangeSelectResult
+	}{args: RangeSelectArgs{Type: type_a1, Ctx: ctx_a1, X_c: _c_a1, Args_: args, Error: error_a1}, res: *NewRangeSelectResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsRange[0], _args, _res); _err != nil {
 		return
 	}
@@ -1867,8 +1870,11 @@ func (_c *RangeClient) Select(ctx context.Context, type_a1 int32, ctx_a1 int32, 
 }
 
 func (_c *RangeClient) NewThing_(ctx context.Context, args *FooArgs_) (_r *NewThing_, _err error) {
-	_args := &RangeNewThingArgs_{Args_: args}
-	_res := NewRangeNewThingResult_()
+	_call := &struct {
+		args RangeNewThingArgs_
+		res  RangeNewThingResult_
+	}{args: RangeNewThingArgs_{Args_: args}, res: *NewRangeNewThingResult_()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsRange[1], _args, _res); _err != nil {
 		return
 	}
@@ -1879,8 +1885,11 @@ func (_c *RangeClient) NewThing_(ctx context.Context, args *FooArgs_) (_r *NewTh
 }
 
 func (_c *RangeClient) GetID(ctx context.Context, id int32) (_r *BarResult_, _err error) {
-	_args := &RangeGetIDArgs{ID: id}
-	_res := NewRangeGetIDResult()
+	_call := &struct {
+		args RangeGetIDArgs
+		res  RangeGetIDResult
+	}{args: RangeGetIDArgs{ID: id}, res: *NewRangeGetIDResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsRange[2], _args, _res); _err != nil {
 		return
 	}

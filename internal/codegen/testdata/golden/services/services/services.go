@@ -2533,8 +2533,11 @@ func NewSearchClient(c client.Caller) *SearchClient { return &SearchClient{c: c}
 
 // Plain call.
 func (_c *SearchClient) Search(ctx context.Context, req *Req, limit int32) (_r *Resp, _err error) {
-	_args := &SearchSearchArgs{Req: req, Limit: limit}
-	_res := NewSearchSearchResult()
+	_call := &struct {
+		args SearchSearchArgs
+		res  SearchSearchResult
+	}{args: SearchSearchArgs{Req: req, Limit: limit}, res: *NewSearchSearchResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[0], _args, _res); _err != nil {
 		return
 	}
@@ -2545,8 +2548,11 @@ func (_c *SearchClient) Search(ctx context.Context, req *Req, limit int32) (_r *
 }
 
 func (_c *SearchClient) Reset(ctx context.Context) (_err error) {
-	_args := &SearchResetArgs{}
-	_res := NewSearchResetResult()
+	_call := &struct {
+		args SearchResetArgs
+		res  SearchResetResult
+	}{args: SearchResetArgs{}, res: *NewSearchResetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[1], _args, _res); _err != nil {
 		return
 	}
@@ -2559,8 +2565,11 @@ func (_c *SearchClient) Log(ctx context.Context, line string) (_err error) {
 }
 
 func (_c *SearchClient) Suggest(ctx context.Context, prefix string) (_r []string, _err error) {
-	_args := &SearchSuggestArgs{Prefix: prefix}
-	_res := NewSearchSuggestResult()
+	_call := &struct {
+		args SearchSuggestArgs
+		res  SearchSuggestResult
+	}{args: SearchSuggestArgs{Prefix: prefix}, res: *NewSearchSuggestResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[3], _args, _res); _err != nil {
 		return
 	}
@@ -2571,8 +2580,11 @@ func (_c *SearchClient) Suggest(ctx context.Context, prefix string) (_r []string
 }
 
 func (_c *SearchClient) Stats(ctx context.Context) (_r map[string]int32, _err error) {
-	_args := &SearchStatsArgs{}
-	_res := NewSearchStatsResult()
+	_call := &struct {
+		args SearchStatsArgs
+		res  SearchStatsResult
+	}{args: SearchStatsArgs{}, res: *NewSearchStatsResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[4], _args, _res); _err != nil {
 		return
 	}
@@ -2583,8 +2595,11 @@ func (_c *SearchClient) Stats(ctx context.Context) (_r map[string]int32, _err er
 }
 
 func (_c *SearchClient) Raw(ctx context.Context, in []byte) (_r []byte, _err error) {
-	_args := &SearchRawArgs{In: in}
-	_res := NewSearchRawResult()
+	_call := &struct {
+		args SearchRawArgs
+		res  SearchRawResult
+	}{args: SearchRawArgs{In: in}, res: *NewSearchRawResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[5], _args, _res); _err != nil {
 		return
 	}
@@ -2598,8 +2613,11 @@ func (_c *SearchClient) Raw(ctx context.Context, in []byte) (_r []byte, _err err
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SearchClient) RawBorrowed(ctx context.Context, in []byte, use func(r []byte) error) error {
-	_args := &SearchRawArgs{In: in}
-	_res := NewSearchRawResult()
+	_call := &struct {
+		args SearchRawArgs
+		res  SearchRawResult
+	}{args: SearchRawArgs{In: in}, res: *NewSearchRawResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsSearch[5], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "raw failed: unknown result"}
@@ -2609,8 +2627,11 @@ func (_c *SearchClient) RawBorrowed(ctx context.Context, in []byte, use func(r [
 }
 
 func (_c *SearchClient) Total(ctx context.Context, reqs []*Req, named map[string]*Req, ids []int32) (_r int64, _err error) {
-	_args := &SearchTotalArgs{Reqs: reqs, Named: named, Ids: ids}
-	_res := NewSearchTotalResult()
+	_call := &struct {
+		args SearchTotalArgs
+		res  SearchTotalResult
+	}{args: SearchTotalArgs{Reqs: reqs, Named: named, Ids: ids}, res: *NewSearchTotalResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[6], _args, _res); _err != nil {
 		return
 	}
@@ -2621,8 +2642,11 @@ func (_c *SearchClient) Total(ctx context.Context, reqs []*Req, named map[string
 }
 
 func (_c *SearchClient) OptionalArgs_(ctx context.Context, maybe int32, surely int32) (_r bool, _err error) {
-	_args := &SearchOptionalArgsArgs{Maybe: &maybe, Surely: surely}
-	_res := NewSearchOptionalArgsResult()
+	_call := &struct {
+		args SearchOptionalArgsArgs
+		res  SearchOptionalArgsResult
+	}{args: SearchOptionalArgsArgs{Maybe: &maybe, Surely: surely}, res: *NewSearchOptionalArgsResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsSearch[7], _args, _res); _err != nil {
 		return
 	}

@@ -1315,8 +1315,11 @@ type StoreClient struct {
 func NewStoreClient(c client.Caller) *StoreClient { return &StoreClient{c: c} }
 
 func (_c *StoreClient) Get(ctx context.Context, key string) (_r string, _err error) {
-	_args := &StoreGetArgs{Key: key}
-	_res := NewStoreGetResult()
+	_call := &struct {
+		args StoreGetArgs
+		res  StoreGetResult
+	}{args: StoreGetArgs{Key: key}, res: *NewStoreGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[0], _args, _res); _err != nil {
 		return
 	}
@@ -1330,8 +1333,11 @@ func (_c *StoreClient) Get(ctx context.Context, key string) (_r string, _err err
 }
 
 func (_c *StoreClient) Incr(ctx context.Context, key string) (_r int64, _err error) {
-	_args := &StoreIncrArgs{Key: key}
-	_res := NewStoreIncrResult()
+	_call := &struct {
+		args StoreIncrArgs
+		res  StoreIncrResult
+	}{args: StoreIncrArgs{Key: key}, res: *NewStoreIncrResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[1], _args, _res); _err != nil {
 		return
 	}
@@ -1342,8 +1348,11 @@ func (_c *StoreClient) Incr(ctx context.Context, key string) (_r int64, _err err
 }
 
 func (_c *StoreClient) Slow(ctx context.Context, key string) (_r string, _err error) {
-	_args := &StoreSlowArgs{Key: key}
-	_res := NewStoreSlowResult()
+	_call := &struct {
+		args StoreSlowArgs
+		res  StoreSlowResult
+	}{args: StoreSlowArgs{Key: key}, res: *NewStoreSlowResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[2], _args, _res); _err != nil {
 		return
 	}
@@ -1354,8 +1363,11 @@ func (_c *StoreClient) Slow(ctx context.Context, key string) (_r string, _err er
 }
 
 func (_c *StoreClient) Blob(ctx context.Context, size int32) (_r []byte, _err error) {
-	_args := &StoreBlobArgs{Size: size}
-	_res := NewStoreBlobResult()
+	_call := &struct {
+		args StoreBlobArgs
+		res  StoreBlobResult
+	}{args: StoreBlobArgs{Size: size}, res: *NewStoreBlobResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsStore[3], _args, _res); _err != nil {
 		return
 	}
@@ -1369,8 +1381,11 @@ func (_c *StoreClient) Blob(ctx context.Context, size int32) (_r []byte, _err er
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *StoreClient) BlobBorrowed(ctx context.Context, size int32, use func(r []byte) error) error {
-	_args := &StoreBlobArgs{Size: size}
-	_res := NewStoreBlobResult()
+	_call := &struct {
+		args StoreBlobArgs
+		res  StoreBlobResult
+	}{args: StoreBlobArgs{Size: size}, res: *NewStoreBlobResult()}
+	_args, _res := &_call.args, &_call.res
 	return _c.c.CallBorrowed(ctx, &clientMethodsStore[3], _args, _res, func() error {
 		if _res.Success == nil {
 			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "blob failed: unknown result"}

@@ -718,8 +718,11 @@ type BaseClient struct {
 func NewBaseClient(c client.Caller) *BaseClient { return &BaseClient{c: c} }
 
 func (_c *BaseClient) Info(ctx context.Context, id int32) (_r *Info, _err error) {
-	_args := &BaseInfoArgs{ID: id}
-	_res := NewBaseInfoResult()
+	_call := &struct {
+		args BaseInfoArgs
+		res  BaseInfoResult
+	}{args: BaseInfoArgs{ID: id}, res: *NewBaseInfoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsBase[0], _args, _res); _err != nil {
 		return
 	}

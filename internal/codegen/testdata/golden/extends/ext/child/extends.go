@@ -278,8 +278,11 @@ type MiddleClient struct {
 func NewMiddleClient(c client.Caller) *MiddleClient { return &MiddleClient{c: c} }
 
 func (_c *MiddleClient) Info(ctx context.Context, id int32) (_r *base.Info, _err error) {
-	_args := &base.BaseInfoArgs{ID: id}
-	_res := base.NewBaseInfoResult()
+	_call := &struct {
+		args base.BaseInfoArgs
+		res  base.BaseInfoResult
+	}{args: base.BaseInfoArgs{ID: id}, res: *base.NewBaseInfoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMiddle[0], _args, _res); _err != nil {
 		return
 	}
@@ -298,8 +301,11 @@ func (_c *MiddleClient) Ping(ctx context.Context) (_err error) {
 }
 
 func (_c *MiddleClient) Count(ctx context.Context) (_r int32, _err error) {
-	_args := &MiddleCountArgs{}
-	_res := NewMiddleCountResult()
+	_call := &struct {
+		args MiddleCountArgs
+		res  MiddleCountResult
+	}{args: MiddleCountArgs{}, res: *NewMiddleCountResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMiddle[2], _args, _res); _err != nil {
 		return
 	}
@@ -638,8 +644,11 @@ type ChildClient struct {
 func NewChildClient(c client.Caller) *ChildClient { return &ChildClient{c: c} }
 
 func (_c *ChildClient) Info(ctx context.Context, id int32) (_r *base.Info, _err error) {
-	_args := &base.BaseInfoArgs{ID: id}
-	_res := base.NewBaseInfoResult()
+	_call := &struct {
+		args base.BaseInfoArgs
+		res  base.BaseInfoResult
+	}{args: base.BaseInfoArgs{ID: id}, res: *base.NewBaseInfoResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsChild[0], _args, _res); _err != nil {
 		return
 	}
@@ -658,8 +667,11 @@ func (_c *ChildClient) Ping(ctx context.Context) (_err error) {
 }
 
 func (_c *ChildClient) Count(ctx context.Context) (_r int32, _err error) {
-	_args := &MiddleCountArgs{}
-	_res := NewMiddleCountResult()
+	_call := &struct {
+		args MiddleCountArgs
+		res  MiddleCountResult
+	}{args: MiddleCountArgs{}, res: *NewMiddleCountResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsChild[2], _args, _res); _err != nil {
 		return
 	}
@@ -670,8 +682,11 @@ func (_c *ChildClient) Count(ctx context.Context) (_r int32, _err error) {
 }
 
 func (_c *ChildClient) Name(ctx context.Context, info *base.Info) (_r string, _err error) {
-	_args := &ChildNameArgs{Info: info}
-	_res := NewChildNameResult()
+	_call := &struct {
+		args ChildNameArgs
+		res  ChildNameResult
+	}{args: ChildNameArgs{Info: info}, res: *NewChildNameResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsChild[3], _args, _res); _err != nil {
 		return
 	}

@@ -795,8 +795,11 @@ type MainsClient struct {
 func NewMainsClient(c client.Caller) *MainsClient { return &MainsClient{c: c} }
 
 func (_c *MainsClient) Get(ctx context.Context, mode shared.Mode) (_r *shared.SharedStruct, _err error) {
-	_args := &MainsGetArgs{Mode: mode}
-	_res := NewMainsGetResult()
+	_call := &struct {
+		args MainsGetArgs
+		res  MainsGetResult
+	}{args: MainsGetArgs{Mode: mode}, res: *NewMainsGetResult()}
+	_args, _res := &_call.args, &_call.res
 	if _err = _c.c.Call(ctx, &clientMethodsMains[0], _args, _res); _err != nil {
 		return
 	}
