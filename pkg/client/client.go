@@ -63,7 +63,8 @@ type Conn struct {
 
 	mu      sync.Mutex
 	sess    *session
-	old     []*session // sessions told to go away, still finishing calls
+	cur     atomic.Pointer[session] // sess, for session's lock-free look
+	old     []*session              // sessions told to go away, still finishing calls
 	closed  bool
 	dialing chan struct{} // closed when the reconnect in progress ends
 
@@ -107,8 +108,15 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sess = s
+	c.setSess(s)
 	return c, nil
+}
+
+// setSess makes s the Conn's session (nil: none); c.mu is held, except in
+// Dial.
+func (c *Conn) setSess(s *session) {
+	c.sess = s
+	c.cur.Store(s)
 }
 
 // Upgraded reports whether the current connection is alive and speaks
@@ -130,7 +138,8 @@ func (c *Conn) Close() error {
 	c.closed = true
 	extra, dialDone := c.closeSpreadLocked()
 	all := append(append(c.old, c.sess), extra...)
-	c.sess, c.old = nil, nil
+	c.setSess(nil)
+	c.old = nil
 	c.mu.Unlock()
 	if dialDone != nil {
 		<-dialDone
@@ -280,6 +289,11 @@ func (c *Conn) serviceLevel(m *Method) *Method {
 // or was told to go away. One caller dials; the others wait for it, each
 // bounded by its own context.
 func (c *Conn) session(ctx context.Context) (*session, error) {
+	// The common case without a lock: the current session, still usable
+	// (cur is c.sess, down mirrors s.err and s.goaway).
+	if s := c.cur.Load(); s != nil && !s.down.Load() {
+		return s, nil
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -301,7 +315,7 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 		}
 		if s := c.sess; s != nil {
 			c.old = append(c.old, s)
-			c.sess = nil
+			c.setSess(nil)
 		}
 		c.reap()
 		ch := make(chan struct{})
@@ -321,7 +335,7 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 			return nil, &ConnError{Op: "call", Err: errors.New("Conn closed")}
 		}
 		if err == nil {
-			c.sess = s
+			c.setSess(s)
 		}
 		c.mu.Unlock()
 		return s, err
@@ -435,6 +449,7 @@ type session struct {
 	reqSize  atomic.Int32  // wire size of the last request (spread.go)
 	repSize  atomic.Int32  // wire size of the last reply (spread.go)
 	inflight atomic.Int32  // TCP calls sent or being sent, not yet answered
+	down     atomic.Bool   // err or goaway set: not usable (set under mu with them)
 
 	mu      sync.Mutex
 	seq     int32

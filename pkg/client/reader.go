@@ -369,6 +369,7 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 			case wire.KindGoAway:
 				s.mu.Lock()
 				s.goaway = true
+				s.down.Store(true)
 				s.mu.Unlock()
 				wire.PutBuf(bp)
 				return 0, nil, 0, false, nil
@@ -402,6 +403,7 @@ func (s *session) fail(cause error) {
 		return
 	}
 	s.err = cause
+	s.down.Store(true)
 	pend := s.pending
 	s.pending = nil
 	s.idle.Stop()
