@@ -34,6 +34,34 @@ func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
 	return c
 }
 
+// deadlineAt is the deadline of a call that started at (since epoch) with
+// the timeout, zero for none: the clock read that times the call also
+// gives its deadline, monotonic like time.Now's.
+func deadlineAt(at, timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return epoch.Add(at + timeout)
+}
+
+// ctxSlab hands out call contexts carved from blocks, one allocation per
+// ctxSlabSize calls instead of one a call. A context is never handed out
+// twice: a handler may keep its context past the call, and it must go on
+// reading as cancelled (a kept one pins its block, ~2 KiB, no more).
+type ctxSlab struct{ blk []callCtx }
+
+const ctxSlabSize = 16
+
+func (s *ctxSlab) next(parent context.Context, deadline time.Time) *callCtx {
+	if len(s.blk) == 0 {
+		s.blk = make([]callCtx, ctxSlabSize)
+	}
+	c := &s.blk[0]
+	s.blk = s.blk[1:]
+	c.parent, c.deadline = parent, deadline
+	return c
+}
+
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
 
 // Value answers for the call's headers itself: one context.WithValue
@@ -104,8 +132,13 @@ func (c *callCtx) cancel(err error) {
 // release ends the call: watchers stop and the context reads as cancelled,
 // like the CancelFunc of context.WithCancel.
 func (c *callCtx) release() {
-	c.cancel(context.Canceled)
 	c.mu.Lock()
+	if c.err == nil {
+		c.err = context.Canceled
+		if c.done != nil {
+			close(c.done)
+		}
+	}
 	t, unwatch := c.timer, c.unwatch
 	c.mu.Unlock()
 	if t != nil {

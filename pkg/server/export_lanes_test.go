@@ -2,7 +2,11 @@
 
 package server
 
-import "net"
+import (
+	"net"
+
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
 
 // LaneCaller runs calls through a lane session's call path without an
 // engine (no endpoint, no poller): what the server's Go code costs per
@@ -13,7 +17,7 @@ func LaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}),
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
-	ls := &laneSession{c: c, l: l}
+	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
 	return func(req []byte) []byte {
 			out, _ := ls.call(req)
 			return out

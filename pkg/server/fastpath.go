@@ -48,11 +48,8 @@ var errAttached = errors.New("server: connection became a lane")
 // server is at its concurrency limit (the wait holds the reader or the lane,
 // and so the client); false when none came or the connection ended.
 func (c *conn) acquireLane() bool {
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
+	if c.tryAcquire() {
 		return true
-	default:
 	}
 	var timeout <-chan time.Time
 	if d := c.s.opts.busyTimeout; d > 0 {
@@ -69,6 +66,17 @@ func (c *conn) acquireLane() bool {
 	case <-c.ctx.Done():
 	}
 	return false
+}
+
+// tryAcquire takes a call slot if one is free, without waiting.
+func (c *conn) tryAcquire() bool {
+	select {
+	case c.s.slots <- struct{}{}:
+		c.begin()
+		return true
+	default:
+		return false
+	}
 }
 
 // numEngine is how many engine protocols lane replies are counted by.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +59,15 @@ type laneSession struct {
 	l   *lane
 	up  bool   // bootstrapped and counted; under c.mu
 	buf []byte // reply buffer: a lane answers one call at a time
+
+	// What a lane's one call at a time uses (not a shared lane's, whose
+	// calls run concurrently on the FLOCK workers): see call and lookup.
+	req   request
+	codec *wire.Codec
+	ctxs  ctxSlab
+	mm    *method             // the method last called
+	mTab  *map[string]*method // the table mm was found in
+	mName []byte              // the name mm was found by
 }
 
 // device returns the server's verbs device, opening it on first use; nil
@@ -279,6 +289,8 @@ func (ls *laneSession) serve() {
 		defer fastpath.RegisterBusy(ep)()
 	}
 	l.ep = ep
+	ls.codec = wire.GetCodec()
+	defer wire.PutCodec(ls.codec) // no call runs once ServeCalls returned
 	l.link = fastpath.Watch(c.nc, nil, func() {
 		c.cancel()
 		ep.Abort()
@@ -343,6 +355,8 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
 		return ls.batch(req)
 	}
+	// One clock read a call: it starts the call's latency and deadline.
+	at := time.Since(epoch)
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
 		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
@@ -361,7 +375,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	p := h.Protocol()
-	m := c.s.lookup(mh.Name)
+	m := ls.lookup(mh.Name)
 	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
 	if m == nil {
 		if oneway {
@@ -371,24 +385,39 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		return ls.reply(p, name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
-	r := reqPool.Get().(*request)
+	oneway = oneway || m.m.Oneway
+	// A lane runs one call at a time: its request and codec are the
+	// session's own. A oneway call outlives its turn, and a shared lane's
+	// calls run concurrently: those take pooled ones.
+	own := !l.shared && !oneway
+	r := &ls.req
+	if !own {
+		r = reqPool.Get().(*request)
+	}
 	*r = request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
-		oneway: oneway || m.m.Oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc}
+		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
 	timeout := h.Timeout
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
-	r.ctx = newCallCtx(c.ctx, timeout)
-	r.ctx.sc = sc
-	if !c.acquireLane() {
-		c.freeRequest(r)
-		if oneway {
-			return nil, l.side.Tiny
-		}
-		return ls.reply(p, m.m.Name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+	if l.shared {
+		r.ctx = &callCtx{parent: c.ctx, deadline: deadlineAt(at, timeout)}
+	} else {
+		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
-	if r.oneway {
+	r.ctx.sc = sc
+	if !c.tryAcquire() {
+		if !c.acquireLane() {
+			ls.freeRequest(r, own)
+			if oneway {
+				return nil, l.side.Tiny
+			}
+			return ls.reply(p, m.m.Name, mh.Seqid, proto.Exception,
+				proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+		}
+		r.at = 0 // it waited: the handler's latency starts now
+	}
+	if oneway {
 		// The client only waits for the request to be taken; its handler
 		// runs on after the acknowledgement, off the lease.
 		r.body = append([]byte(nil), r.body...)
@@ -402,17 +431,52 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		}()
 		return nil, l.side.Tiny
 	}
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
+	codec := ls.codec
+	if codec == nil || l.shared {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
 	st, typ, body := c.execute(r, codec)
 	md := replyMD(r)
-	c.freeRequest(r)
+	ls.freeRequest(r, own)
 	<-c.s.slots
 	c.end()
 	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	if codec == ls.codec {
+		codec.Reset() // the reply is encoded: keep no reference to it
+	}
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
+}
+
+// freeRequest ends a request of call: the session's own is only cleared.
+func (ls *laneSession) freeRequest(r *request, own bool) {
+	if own {
+		ls.c.clearRequest(r)
+		return
+	}
+	ls.c.freeRequest(r)
+}
+
+// lookup finds the method a call names. A lane's calls mostly name one
+// function, so the last one found is kept and matched by its name's
+// bytes (not for a shared lane, whose calls run concurrently); a
+// Register since makes the lane look again.
+func (ls *laneSession) lookup(name []byte) *method {
+	s := ls.c.s
+	tab := s.methods.Load()
+	if ls.l.shared {
+		return (*tab)[string(name)]
+	}
+	if ls.mm != nil && ls.mTab == tab && string(ls.mName) == string(name) {
+		return ls.mm
+	}
+	m := (*tab)[string(name)]
+	if m != nil {
+		ls.mm, ls.mTab, ls.mName = m, tab, append(ls.mName[:0], name...)
+	}
+	return m
 }
 
 // laneReplied counts a lane reply of m by its engine protocol; the metric
