@@ -59,7 +59,7 @@ type conn struct {
 	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	th       map[uint64]*thCall // THeader requests by reply order
-	inflight int
+	inflight atomic.Int64       // calls begun and not ended (c.mu not needed)
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
 	// its workers do not all take this conn's mutex twice a call.
@@ -163,7 +163,7 @@ func (c *conn) serve() {
 		if r == nil {
 			continue
 		}
-		if c.holding.Load() && len(c.s.slots) == cap(c.s.slots) {
+		if c.holding.Load() && c.s.slots.full() {
 			c.unhold() // waiting for a slot must not keep replies back
 		}
 		if !c.acquire(r) {
@@ -204,7 +204,7 @@ func (c *conn) serve() {
 			return // the timer moved the read role on
 		}
 		c.slow = slow
-		if !more && c.br.Buffered() == 0 && len(c.s.slots) == 0 {
+		if !more && c.br.Buffered() == 0 && c.s.slots.inUse() == 0 {
 			// A lone call answered and no other call runs: its client
 			// is likely to send the next one right away, and polling
 			// takes no CPU from other calls (see wire.SpinReader).
@@ -475,9 +475,7 @@ func (c *conn) begin() {
 	if c.pseudo {
 		return
 	}
-	c.mu.Lock()
-	c.inflight++
-	c.mu.Unlock()
+	c.inflight.Add(1)
 }
 
 // releaseCtx ends the call's own context and forgets it for Cancel frames.
@@ -522,7 +520,7 @@ func (c *conn) handle(r *request) {
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
-	<-c.s.slots
+	c.s.slots.release()
 	c.end()
 }
 
@@ -703,16 +701,18 @@ func (c *conn) end() {
 	if c.pseudo {
 		return
 	}
-	c.mu.Lock()
-	c.inflight--
-	c.mu.Unlock()
-	c.maybeFinish()
+	// The last call out finishes a connection whose reading stopped;
+	// readFailed finishes one with none running (maybeFinish checks
+	// under c.mu, after either).
+	if c.inflight.Add(-1) == 0 {
+		c.maybeFinish()
+	}
 }
 
 // maybeFinish closes the connection once reading stopped and no call runs.
 func (c *conn) maybeFinish() {
 	c.mu.Lock()
-	if !c.readDone || c.inflight > 0 || c.finished {
+	if !c.readDone || c.inflight.Load() > 0 || c.finished {
 		c.mu.Unlock()
 		return
 	}

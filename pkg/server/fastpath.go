@@ -57,26 +57,23 @@ func (c *conn) acquireLane() bool {
 		defer t.Stop()
 		timeout = t.C
 	}
-	select {
-	case c.s.slots <- struct{}{}:
+	if c.s.slots.acquire(timeout, c.ctx.Done()) {
 		c.begin()
 		return true
-	case <-timeout:
+	}
+	if c.ctx.Err() == nil {
 		c.s.met.rejected.WithLabelValues("busy").Inc()
-	case <-c.ctx.Done():
 	}
 	return false
 }
 
 // tryAcquire takes a call slot if one is free, without waiting.
 func (c *conn) tryAcquire() bool {
-	select {
-	case c.s.slots <- struct{}{}:
+	if c.s.slots.tryAcquire() {
 		c.begin()
 		return true
-	default:
-		return false
 	}
+	return false
 }
 
 // numEngine is how many engine protocols lane replies are counted by.

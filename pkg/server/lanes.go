@@ -426,7 +426,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 			c.execute(r, codec)
 			wire.PutCodec(codec)
 			c.freeRequest(r)
-			<-c.s.slots
+			c.s.slots.release()
 			c.end()
 		}()
 		return nil, l.side.Tiny
@@ -439,7 +439,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	st, typ, body := c.execute(r, codec)
 	md := replyMD(r)
 	ls.freeRequest(r, own)
-	<-c.s.slots
+	c.s.slots.release()
 	c.end()
 	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec {
