@@ -62,7 +62,6 @@ type laneSession struct {
 
 	// What a lane's one call at a time uses (not a shared lane's, whose
 	// calls run concurrently on the FLOCK workers): see call and lookup.
-	req   request
 	codec *wire.Codec
 	ctxs  ctxSlab
 	mm    *method             // the method last called
@@ -386,38 +385,80 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
 	oneway = oneway || m.m.Oneway
-	// A lane runs one call at a time: its request and codec are the
-	// session's own. A oneway call outlives its turn, and a shared lane's
-	// calls run concurrently: those take pooled ones.
-	own := !l.shared && !oneway
-	r := &ls.req
-	if !own {
-		r = reqPool.Get().(*request)
-	}
-	*r = request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
-		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
 	timeout := h.Timeout
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
+	// The request lives on the stack (no allocation, no write barriers)
+	// unless it must outlive this call: see callPooled.
+	r := request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
+		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
 	if l.shared {
 		r.ctx = &callCtx{parent: c.ctx, deadline: deadlineAt(at, timeout)}
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
 	r.ctx.sc = sc
-	if !c.tryAcquire() {
-		if !c.acquireLane() {
-			ls.freeRequest(r, own)
-			if oneway {
-				return nil, l.side.Tiny
-			}
-			return ls.reply(p, m.m.Name, mh.Seqid, proto.Exception,
-				proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
-		}
-		r.at = 0 // it waited: the handler's latency starts now
+	if oneway || l.shared {
+		return ls.callPooled(&r)
 	}
-	if oneway {
+	if !ls.acquire(&r) {
+		c.clearRequest(&r)
+		return ls.busy(&r)
+	}
+	// A lane runs one call at a time: its codec is the session's own.
+	codec := ls.codec
+	if codec == nil {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
+	st, typ, body := c.execute(&r, codec)
+	md := replyMD(&r)
+	c.clearRequest(&r)
+	c.s.slots.release()
+	c.end()
+	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	if codec == ls.codec {
+		codec.Reset() // the reply is encoded: keep no reference to it
+	}
+	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+	c.s.laneReplied(m, pr)
+	return out, pr
+}
+
+// acquire takes a call slot for r; false if none came in time.
+func (ls *laneSession) acquire(r *request) bool {
+	if ls.c.tryAcquire() {
+		return true
+	}
+	if !ls.c.acquireLane() {
+		return false
+	}
+	r.at = 0 // it waited: the handler's latency starts now
+	return true
+}
+
+// busy answers a call no slot came for (a oneway call: nothing).
+func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
+	if r.oneway {
+		return nil, ls.l.side.Tiny
+	}
+	return ls.reply(r.proto, r.m.m.Name, r.seqid, proto.Exception,
+		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+}
+
+// callPooled runs a call whose request must live on the heap: a oneway
+// call, whose handler runs on after the acknowledgement, or a shared
+// lane's, which may run beside others.
+func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
+	r := reqPool.Get().(*request)
+	*r = *sr
+	if !ls.acquire(r) {
+		c.freeRequest(r)
+		return ls.busy(sr)
+	}
+	if r.oneway {
 		// The client only waits for the request to be taken; its handler
 		// runs on after the acknowledgement, off the lease.
 		r.body = append([]byte(nil), r.body...)
@@ -431,32 +472,18 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		}()
 		return nil, l.side.Tiny
 	}
-	codec := ls.codec
-	if codec == nil || l.shared {
-		codec = wire.GetCodec()
-		defer wire.PutCodec(codec)
-	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	m, p, seqid := r.m, r.proto, r.seqid
 	st, typ, body := c.execute(r, codec)
 	md := replyMD(r)
-	ls.freeRequest(r, own)
+	c.freeRequest(r)
 	c.s.slots.release()
 	c.end()
-	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
-	if codec == ls.codec {
-		codec.Reset() // the reply is encoded: keep no reference to it
-	}
+	out, pr := ls.reply(p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
-}
-
-// freeRequest ends a request of call: the session's own is only cleared.
-func (ls *laneSession) freeRequest(r *request, own bool) {
-	if own {
-		ls.c.clearRequest(r)
-		return
-	}
-	ls.c.freeRequest(r)
 }
 
 // lookup finds the method a call names. A lane's calls mostly name one
