@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -11,18 +12,29 @@ import (
 // callCtx is the context of one HatRPC call. It replaces
 // context.WithDeadline/WithCancel on the hot path: the deadline timer and the
 // parent watch are only set up if the handler actually asks for Done, so a
-// handler that never blocks on its context costs one small allocation.
+// handler that never blocks on its context costs one small allocation, and
+// ending its call takes no lock.
 type callCtx struct {
 	parent   context.Context // the connection's context
 	deadline time.Time
 	sc       *metadata.ServerCall // the call's headers, if it has any
 
-	mu      sync.Mutex
+	state   atomic.Uint32 // ctxLive, or how the call ended
+	watched atomic.Bool   // Done was asked for: done (and maybe watchers) exist
+
+	mu      sync.Mutex // Done's channel and its watchers
 	done    chan struct{}
-	err     error
+	closed  bool
 	timer   *time.Timer
 	unwatch func() bool
 }
+
+// callCtx states.
+const (
+	ctxLive uint32 = iota
+	ctxCanceled
+	ctxDeadline
+)
 
 var _ context.Context = (*callCtx)(nil)
 
@@ -80,65 +92,88 @@ func (c *callCtx) Done() <-chan struct{} {
 		return c.done
 	}
 	c.done = make(chan struct{})
-	c.refreshLocked()
-	if c.err != nil {
-		close(c.done)
+	// Counted as watched before the state is looked at, as end sets the
+	// state before it looks: one of the two closes the channel.
+	c.watched.Store(true)
+	if c.state.Load() == ctxLive {
+		if why := c.expired(); why != ctxLive {
+			c.state.CompareAndSwap(ctxLive, why)
+		}
+	}
+	if c.state.Load() != ctxLive {
+		c.closeLocked()
 		return c.done
 	}
-	c.unwatch = context.AfterFunc(c.parent, func() { c.cancel(context.Canceled) })
+	c.unwatch = context.AfterFunc(c.parent, func() { c.end(ctxCanceled) })
 	if !c.deadline.IsZero() {
-		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
+		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(ctxDeadline) })
 	}
 	return c.done
 }
 
 func (c *callCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.refreshLocked()
-		if c.err != nil && c.done != nil {
-			close(c.done)
+	s := c.state.Load()
+	if s == ctxLive {
+		// A parent cancellation or a passed deadline no watcher reported.
+		why := c.expired()
+		if why == ctxLive {
+			return nil
 		}
+		c.end(why)
+		s = c.state.Load()
 	}
-	return c.err
+	if s == ctxDeadline {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
 }
 
-// refreshLocked notices a parent cancellation or a passed deadline that no
-// watcher reported yet.
-func (c *callCtx) refreshLocked() {
-	if c.err != nil {
-		return
-	}
+// expired tells whether the parent ended or the deadline passed.
+func (c *callCtx) expired() uint32 {
 	if c.parent.Err() != nil {
-		c.err = context.Canceled
-	} else if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
-		c.err = context.DeadlineExceeded
+		return ctxCanceled
 	}
+	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		return ctxDeadline
+	}
+	return ctxLive
 }
 
 func (c *callCtx) cancel(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
+	why := ctxCanceled
+	if err == context.DeadlineExceeded {
+		why = ctxDeadline
+	}
+	c.end(why)
+}
+
+// end ends the call's context for the reason why, unless it has ended.
+func (c *callCtx) end(why uint32) {
+	if !c.state.CompareAndSwap(ctxLive, why) {
 		return
 	}
-	c.err = err
-	if c.done != nil {
+	if c.watched.Load() {
+		c.mu.Lock()
+		c.closeLocked()
+		c.mu.Unlock()
+	}
+}
+
+func (c *callCtx) closeLocked() {
+	if c.done != nil && !c.closed {
 		close(c.done)
+		c.closed = true
 	}
 }
 
 // release ends the call: watchers stop and the context reads as cancelled,
 // like the CancelFunc of context.WithCancel.
 func (c *callCtx) release() {
-	c.mu.Lock()
-	if c.err == nil {
-		c.err = context.Canceled
-		if c.done != nil {
-			close(c.done)
-		}
+	c.end(ctxCanceled)
+	if !c.watched.Load() {
+		return // no channel, no watchers (a later Done sees the state)
 	}
+	c.mu.Lock()
 	t, unwatch := c.timer, c.unwatch
 	c.mu.Unlock()
 	if t != nil {

@@ -96,6 +96,7 @@ type request struct {
 	mem     int64                // request memory budget held until the call ends
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
+	listed  bool                 // ctx is in c.calls, for Cancel frames
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -436,6 +437,7 @@ func (c *conn) next() (*request, error) {
 			c.mu.Lock()
 			c.calls[r.fseq] = r.ctx
 			c.mu.Unlock()
+			r.listed = true
 		}
 	}
 	return r, nil
@@ -483,7 +485,7 @@ func (c *conn) releaseCtx(r *request) {
 	if r.ctx == nil {
 		return
 	}
-	if r.hat && !r.oneway {
+	if r.listed { // not a lane's call: lanes have no Cancel frames
 		c.mu.Lock()
 		if c.calls[r.fseq] == r.ctx {
 			delete(c.calls, r.fseq)
