@@ -12,17 +12,19 @@ import (
 // callCtx is the context of one HatRPC call. It replaces
 // context.WithDeadline/WithCancel on the hot path: the deadline timer and the
 // parent watch are only set up if the handler actually asks for Done, so a
-// handler that never blocks on its context costs one small allocation, and
-// ending its call takes no lock.
+// handler that never blocks on its context costs 48 bytes (a lane's come
+// from a block, see ctxSlab), and ending its call takes no lock.
 type callCtx struct {
-	parent   context.Context // the connection's context
-	deadline time.Time
-	sc       *metadata.ServerCall // the call's headers, if it has any
+	parent context.Context      // the connection's context
+	dl     time.Duration        // the deadline, since epoch (monotonic); 0: none
+	sc     *metadata.ServerCall // the call's headers, if it has any
+	state  atomic.Uint32        // ctxLive, or how the call ended
+	w      atomic.Pointer[ctxWatch]
+}
 
-	state   atomic.Uint32 // ctxLive, or how the call ended
-	watched atomic.Bool   // Done was asked for: done (and maybe watchers) exist
-
-	mu      sync.Mutex // Done's channel and its watchers
+// ctxWatch is what the first Done sets up: the channel and its watchers.
+type ctxWatch struct {
+	mu      sync.Mutex
 	done    chan struct{}
 	closed  bool
 	timer   *time.Timer
@@ -41,40 +43,51 @@ var _ context.Context = (*callCtx)(nil)
 func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
 	c := &callCtx{parent: parent}
 	if timeout > 0 {
-		c.deadline = time.Now().Add(timeout)
+		c.dl = deadlineAt(time.Since(epoch), timeout)
 	}
 	return c
 }
 
 // deadlineAt is the deadline of a call that started at (since epoch) with
-// the timeout, zero for none: the clock read that times the call also
-// gives its deadline, monotonic like time.Now's.
-func deadlineAt(at, timeout time.Duration) time.Time {
+// the timeout, 0 for none: the clock read that times a lane's call also
+// gives its deadline.
+func deadlineAt(at, timeout time.Duration) time.Duration {
 	if timeout <= 0 {
-		return time.Time{}
+		return 0
 	}
-	return epoch.Add(at + timeout)
+	return at + timeout
 }
 
 // ctxSlab hands out call contexts carved from blocks, one allocation per
 // ctxSlabSize calls instead of one a call. A context is never handed out
 // twice: a handler may keep its context past the call, and it must go on
-// reading as cancelled (a kept one pins its block, ~2 KiB, no more).
-type ctxSlab struct{ blk []callCtx }
+// reading as cancelled (a kept one pins its block, 768 bytes, no more).
+type ctxSlab struct {
+	blk *[ctxSlabSize]callCtx
+	i   int // the next one to hand out
+}
 
 const ctxSlabSize = 16
 
-func (s *ctxSlab) next(parent context.Context, deadline time.Time) *callCtx {
-	if len(s.blk) == 0 {
-		s.blk = make([]callCtx, ctxSlabSize)
+func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
+	if s.blk == nil || s.i == ctxSlabSize {
+		s.blk, s.i = new([ctxSlabSize]callCtx), 0
 	}
-	c := &s.blk[0]
-	s.blk = s.blk[1:]
-	c.parent, c.deadline = parent, deadline
+	c := &s.blk[s.i]
+	s.i++
+	c.parent, c.dl = parent, dl
 	return c
 }
 
-func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
+// Deadline is the deadline on the monotonic clock, with the wall clock's
+// reading of now: right even if the wall clock was set since the start.
+func (c *callCtx) Deadline() (time.Time, bool) {
+	if c.dl == 0 {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	return now.Add(epoch.Add(c.dl).Sub(now)), true
+}
 
 // Value answers for the call's headers itself: one context.WithValue
 // less per call that carries headers.
@@ -86,29 +99,31 @@ func (c *callCtx) Value(key any) any {
 }
 
 func (c *callCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done != nil {
-		return c.done
+	if w := c.w.Load(); w != nil {
+		return w.done // closed, or will be when the call ends
 	}
-	c.done = make(chan struct{})
-	// Counted as watched before the state is looked at, as end sets the
-	// state before it looks: one of the two closes the channel.
-	c.watched.Store(true)
+	w := &ctxWatch{done: make(chan struct{})}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !c.w.CompareAndSwap(nil, w) {
+		return c.w.Load().done
+	}
+	// Published before the state is looked at, as end sets the state
+	// before it looks for a watch: one of the two closes the channel.
 	if c.state.Load() == ctxLive {
 		if why := c.expired(); why != ctxLive {
 			c.state.CompareAndSwap(ctxLive, why)
 		}
 	}
 	if c.state.Load() != ctxLive {
-		c.closeLocked()
-		return c.done
+		w.closeLocked()
+		return w.done
 	}
-	c.unwatch = context.AfterFunc(c.parent, func() { c.end(ctxCanceled) })
-	if !c.deadline.IsZero() {
-		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(ctxDeadline) })
+	w.unwatch = context.AfterFunc(c.parent, func() { c.end(ctxCanceled) })
+	if c.dl != 0 {
+		w.timer = time.AfterFunc(c.dl-time.Since(epoch), func() { c.end(ctxDeadline) })
 	}
-	return c.done
+	return w.done
 }
 
 func (c *callCtx) Err() error {
@@ -133,7 +148,7 @@ func (c *callCtx) expired() uint32 {
 	if c.parent.Err() != nil {
 		return ctxCanceled
 	}
-	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+	if c.dl != 0 && time.Since(epoch) >= c.dl {
 		return ctxDeadline
 	}
 	return ctxLive
@@ -152,17 +167,17 @@ func (c *callCtx) end(why uint32) {
 	if !c.state.CompareAndSwap(ctxLive, why) {
 		return
 	}
-	if c.watched.Load() {
-		c.mu.Lock()
-		c.closeLocked()
-		c.mu.Unlock()
+	if w := c.w.Load(); w != nil {
+		w.mu.Lock()
+		w.closeLocked()
+		w.mu.Unlock()
 	}
 }
 
-func (c *callCtx) closeLocked() {
-	if c.done != nil && !c.closed {
-		close(c.done)
-		c.closed = true
+func (w *ctxWatch) closeLocked() {
+	if !w.closed {
+		close(w.done)
+		w.closed = true
 	}
 }
 
@@ -170,12 +185,13 @@ func (c *callCtx) closeLocked() {
 // like the CancelFunc of context.WithCancel.
 func (c *callCtx) release() {
 	c.end(ctxCanceled)
-	if !c.watched.Load() {
+	w := c.w.Load()
+	if w == nil {
 		return // no channel, no watchers (a later Done sees the state)
 	}
-	c.mu.Lock()
-	t, unwatch := c.timer, c.unwatch
-	c.mu.Unlock()
+	w.mu.Lock()
+	t, unwatch := w.timer, w.unwatch
+	w.mu.Unlock()
 	if t != nil {
 		t.Stop()
 	}

@@ -106,7 +106,7 @@ func TestCallCtxEndRaces(t *testing.T) {
 func TestCtxSlab(t *testing.T) {
 	var s ctxSlab
 	parent := context.Background()
-	first := s.next(parent, time.Time{})
+	first := s.next(parent, 0)
 	first.release()
 	seen := map[*callCtx]bool{first: true}
 	for range 3 * ctxSlabSize {

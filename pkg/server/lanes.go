@@ -394,7 +394,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	r := request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
 		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
 	if l.shared {
-		r.ctx = &callCtx{parent: c.ctx, deadline: deadlineAt(at, timeout)}
+		r.ctx = &callCtx{parent: c.ctx, dl: deadlineAt(at, timeout)}
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
