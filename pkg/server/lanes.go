@@ -289,7 +289,7 @@ func (ls *laneSession) serve() {
 	}
 	l.ep = ep
 	ls.codec = wire.GetCodec()
-	defer wire.PutCodec(ls.codec) // no call runs once ServeCalls returned
+	defer func() { wire.PutCodec(ls.codec) }() // no call runs once ServeCalls returned (call may swap it)
 	l.link = fastpath.Watch(c.nc, nil, func() {
 		c.cancel()
 		ep.Abort()
@@ -418,8 +418,12 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	c.s.slots.release()
 	c.end()
 	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
-	if codec == ls.codec {
-		codec.Reset() // the reply is encoded: keep no reference to it
+	if codec == ls.codec && ls.buf == nil {
+		// The codec still points at the reply's buffer, which the
+		// session let go as too large: a fresh codec lets it go too (it
+		// holds nothing else of the Go heap: requests are leases).
+		wire.PutCodec(codec)
+		ls.codec = wire.GetCodec()
 	}
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)

@@ -90,19 +90,13 @@ func GetCodec() *Codec { return codecPool.Get().(*Codec) }
 
 // PutCodec returns c to the pool, dropping its buffer references.
 func PutCodec(c *Codec) {
-	c.Reset()
-	codecPool.Put(c)
-}
-
-// Reset drops c's references to the buffers and values of its last
-// message, for a codec its owner keeps rather than pools.
-func (c *Codec) Reset() {
 	c.bw.Reset(nil)
 	c.cw.Reset(nil)
 	c.br.Reset(nil)
 	c.cr.Reset(nil)
 	clear(c.refs) // must not pin the values of the last message
 	c.refs = c.refs[:0]
+	codecPool.Put(c)
 }
 
 // AppendMessage appends a whole message (header and body struct) to dst.
