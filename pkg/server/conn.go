@@ -63,11 +63,12 @@ type conn struct {
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
 	// its workers do not all take this conn's mutex twice a call.
-	pseudo   bool
-	draining bool
-	readDone bool
-	finished bool
-	lingers  bool // closing after bad input: let the error reply arrive
+	pseudo    bool
+	draining  bool
+	readDone  bool
+	readEnded atomic.Bool // readDone, for end to look at without c.mu
+	finished  bool
+	lingers   bool // closing after bad input: let the error reply arrive
 	// fp is the fast-path session the connection became (or is
 	// becoming): a lane or a FLOCK handle's link, set by the hello.
 	fp *laneSession
@@ -680,6 +681,7 @@ func (c *conn) readFailed(err error) {
 	draining := c.draining
 	laning := c.fp != nil
 	c.readDone = true
+	c.readEnded.Store(true)
 	c.mu.Unlock()
 	if laning {
 		c.why.CompareAndSwap(whyNone, whyLane)
@@ -704,9 +706,10 @@ func (c *conn) end() {
 		return
 	}
 	// The last call out finishes a connection whose reading stopped;
-	// readFailed finishes one with none running (maybeFinish checks
-	// under c.mu, after either).
-	if c.inflight.Add(-1) == 0 {
+	// readFailed finishes one with none running. Each writes its side
+	// before it reads the other's, so one of them sees both (maybeFinish
+	// checks again under c.mu): a live connection's call takes no lock.
+	if c.inflight.Add(-1) == 0 && c.readEnded.Load() {
 		c.maybeFinish()
 	}
 }
