@@ -61,13 +61,15 @@ func deadlineAt(at, timeout time.Duration) time.Duration {
 // ctxSlab hands out call contexts carved from blocks, one allocation per
 // ctxSlabSize calls instead of one a call. A context is never handed out
 // twice: a handler may keep its context past the call, and it must go on
-// reading as cancelled (a kept one pins its block, 768 bytes, no more).
+// reading as cancelled (a kept one pins its block, 1 KiB, no more).
 type ctxSlab struct {
 	blk *[ctxSlabSize]callCtx
 	i   int // the next one to hand out
 }
 
-const ctxSlabSize = 16
+// ctxSlabSize contexts of 48 bytes and the allocation header fill a
+// 1 KiB size class.
+const ctxSlabSize = 21
 
 func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
 	if s.blk == nil || s.i == ctxSlabSize {
