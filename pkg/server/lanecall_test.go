@@ -89,3 +89,35 @@ func TestLaneCallAllocs(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }), "timeout %v", timeout)
 	}
 }
+
+// TestLaneCallMethodSwitch: a lane remembers the method it last called,
+// and a call naming another one (or none the server has) is still
+// dispatched by its own name.
+func TestLaneCallMethodSwitch(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	s.Register(wiretest.NewEcho().Service())
+	call, done := server.LaneCaller(s)
+	defer done()
+	for i, tc := range []struct {
+		name string
+		kind wire.Kind
+	}{
+		{"echo", wire.KindReply},
+		{"Echo:echo", wire.KindReply},
+		{"echo", wire.KindReply},
+		{"nope", wire.KindException},
+		{"echp", wire.KindException}, // same length as the last one found
+		{"echo", wire.KindReply},
+	} {
+		out := call(laneRequest(t, tc.name, "x", int32(i), 0))
+		h, err := wire.DecodeHeader(out, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, tc.kind, h.Kind, "call %d: %s", i, tc.name)
+		require.Equal(t, int32(i), h.Seqid)
+	}
+	s.Register(wiretest.NewEcho().ServiceNamed("Other"))
+	out := call(laneRequest(t, "Other:echo", "x", 9, 0))
+	h, err := wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindReply, h.Kind, "a method registered after the lane's first call")
+}
