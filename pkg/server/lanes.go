@@ -237,6 +237,11 @@ func (ls *laneSession) serve() {
 	c, l := ls.c, ls.l
 	defer c.readFailed(io.EOF)
 	defer l.grant.release()
+	// The lane is uncounted only once its endpoint is closed (deferred
+	// before it, so run after): a lanes gauge at 0 means its buffers are
+	// freed and zeroed, not about to be.
+	uncount := func() {}
+	defer func() { uncount() }()
 	d := c.s.device()
 	if d == nil {
 		return
@@ -295,7 +300,7 @@ func (ls *laneSession) serve() {
 		ep.Abort()
 	})
 	defer l.link.Close()
-	defer ls.run()()
+	uncount = ls.run()
 	// The lane counts as waiting (for the adaptive poller) except while
 	// its handler runs.
 	idle := fastpath.Waiting()
