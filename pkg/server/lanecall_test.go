@@ -121,3 +121,64 @@ func TestLaneCallMethodSwitch(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wire.KindReply, h.Kind, "a method registered after the lane's first call")
 }
+
+// TestLaneCallBusy: a lane call that finds every call slot taken for the
+// busy timeout is answered "server busy" (a oneway one is dropped), and
+// counted; the slot's holder is unaffected.
+func TestLaneCallBusy(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Millisecond))
+	s.Register(&server.Service{Name: "Hold", Methods: []server.Method{
+		{Name: "hold", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
+				close(entered)
+				<-release
+				msg := "held"
+				return &wiretest.EchoResult{Success: &msg}, nil
+			}},
+		{Name: "quick", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
+				msg := "quick"
+				return &wiretest.EchoResult{Success: &msg}, nil
+			}},
+		{Name: "fire", Oneway: true, NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) { return nil, nil }},
+	}})
+	holder, doneA := server.LaneCaller(s)
+	defer doneA()
+	other, doneB := server.LaneCaller(s)
+	defer doneB()
+
+	held := make(chan []byte, 1)
+	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holding call did not start")
+	}
+	out := other(laneRequest(t, "quick", "x", 2, 0))
+	h, err := wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindException, h.Kind)
+	require.Equal(t, int32(2), h.Seqid)
+	require.Contains(t, string(out), "server busy")
+	require.Nil(t, other(laneRequest(t, "fire", "x", 3, 0)), "a oneway call gets no reply")
+
+	close(release)
+	select {
+	case out := <-held:
+		h, err := wire.DecodeHeader(out, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, wire.KindReply, h.Kind)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holding call did not end")
+	}
+	out = other(laneRequest(t, "quick", "x", 4, 0)) // a slot is free again
+	h, err = wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindReply, h.Kind)
+
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	require.Equal(t, 2.0, metricValue(mfs, "hatrpc_server_rejected_total", map[string]string{"reason": "busy"}))
+}

@@ -408,8 +408,9 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		return ls.callPooled(&r)
 	}
 	if !ls.acquire(&r) {
+		out, pr := ls.busy(&r)
 		c.clearRequest(&r)
-		return ls.busy(&r)
+		return out, pr
 	}
 	// A lane runs one call at a time: its codec is the session's own.
 	codec := ls.codec
