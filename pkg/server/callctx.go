@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -11,30 +12,84 @@ import (
 // callCtx is the context of one HatRPC call. It replaces
 // context.WithDeadline/WithCancel on the hot path: the deadline timer and the
 // parent watch are only set up if the handler actually asks for Done, so a
-// handler that never blocks on its context costs one small allocation.
+// handler that never blocks on its context costs 48 bytes (a lane's come
+// from a block, see ctxSlab), and ending its call takes no lock.
 type callCtx struct {
-	parent   context.Context // the connection's context
-	deadline time.Time
-	sc       *metadata.ServerCall // the call's headers, if it has any
+	parent context.Context      // the connection's context
+	dl     time.Duration        // the deadline, since epoch (monotonic); 0: none
+	sc     *metadata.ServerCall // the call's headers, if it has any
+	state  atomic.Uint32        // ctxLive, or how the call ended
+	w      atomic.Pointer[ctxWatch]
+}
 
+// ctxWatch is what the first Done sets up: the channel and its watchers.
+type ctxWatch struct {
 	mu      sync.Mutex
 	done    chan struct{}
-	err     error
+	closed  bool
 	timer   *time.Timer
 	unwatch func() bool
 }
+
+// callCtx states.
+const (
+	ctxLive uint32 = iota
+	ctxCanceled
+	ctxDeadline
+)
 
 var _ context.Context = (*callCtx)(nil)
 
 func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
 	c := &callCtx{parent: parent}
 	if timeout > 0 {
-		c.deadline = time.Now().Add(timeout)
+		c.dl = deadlineAt(time.Since(epoch), timeout)
 	}
 	return c
 }
 
-func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, !c.deadline.IsZero() }
+// deadlineAt is the deadline of a call that started at (since epoch) with
+// the timeout, 0 for none: the clock read that times a lane's call also
+// gives its deadline.
+func deadlineAt(at, timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return 0
+	}
+	return at + timeout
+}
+
+// ctxSlab hands out call contexts carved from blocks, one allocation per
+// ctxSlabSize calls instead of one a call. A context is never handed out
+// twice: a handler may keep its context past the call, and it must go on
+// reading as cancelled (a kept one pins its block, 1 KiB, no more).
+type ctxSlab struct {
+	blk *[ctxSlabSize]callCtx
+	i   int // the next one to hand out
+}
+
+// ctxSlabSize contexts of 48 bytes and the allocation header fill a
+// 1 KiB size class.
+const ctxSlabSize = 21
+
+func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
+	if s.blk == nil || s.i == ctxSlabSize {
+		s.blk, s.i = new([ctxSlabSize]callCtx), 0
+	}
+	c := &s.blk[s.i]
+	s.i++
+	c.parent, c.dl = parent, dl
+	return c
+}
+
+// Deadline is the deadline on the monotonic clock, with the wall clock's
+// reading of now: right even if the wall clock was set since the start.
+func (c *callCtx) Deadline() (time.Time, bool) {
+	if c.dl == 0 {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	return now.Add(epoch.Add(c.dl).Sub(now)), true
+}
 
 // Value answers for the call's headers itself: one context.WithValue
 // less per call that carries headers.
@@ -46,68 +101,99 @@ func (c *callCtx) Value(key any) any {
 }
 
 func (c *callCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done != nil {
-		return c.done
+	if w := c.w.Load(); w != nil {
+		return w.done // closed, or will be when the call ends
 	}
-	c.done = make(chan struct{})
-	c.refreshLocked()
-	if c.err != nil {
-		close(c.done)
-		return c.done
+	w := &ctxWatch{done: make(chan struct{})}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !c.w.CompareAndSwap(nil, w) {
+		return c.w.Load().done
 	}
-	c.unwatch = context.AfterFunc(c.parent, func() { c.cancel(context.Canceled) })
-	if !c.deadline.IsZero() {
-		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
+	// Published before the state is looked at, as end sets the state
+	// before it looks for a watch: one of the two closes the channel.
+	if c.state.Load() == ctxLive {
+		if why := c.expired(); why != ctxLive {
+			c.state.CompareAndSwap(ctxLive, why)
+		}
 	}
-	return c.done
+	if c.state.Load() != ctxLive {
+		w.closeLocked()
+		return w.done
+	}
+	w.unwatch = context.AfterFunc(c.parent, func() { c.end(ctxCanceled) })
+	if c.dl != 0 {
+		w.timer = time.AfterFunc(c.dl-time.Since(epoch), func() { c.end(ctxDeadline) })
+	}
+	return w.done
 }
 
 func (c *callCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.refreshLocked()
-		if c.err != nil && c.done != nil {
-			close(c.done)
+	s := c.state.Load()
+	if s == ctxLive {
+		// A parent cancellation or a passed deadline no watcher reported.
+		why := c.expired()
+		if why == ctxLive {
+			return nil
 		}
+		c.end(why)
+		s = c.state.Load()
 	}
-	return c.err
+	if s == ctxDeadline {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
 }
 
-// refreshLocked notices a parent cancellation or a passed deadline that no
-// watcher reported yet.
-func (c *callCtx) refreshLocked() {
-	if c.err != nil {
-		return
-	}
+// expired tells whether the parent ended or the deadline passed.
+func (c *callCtx) expired() uint32 {
 	if c.parent.Err() != nil {
-		c.err = context.Canceled
-	} else if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
-		c.err = context.DeadlineExceeded
+		return ctxCanceled
 	}
+	if c.dl != 0 && time.Since(epoch) >= c.dl {
+		return ctxDeadline
+	}
+	return ctxLive
 }
 
 func (c *callCtx) cancel(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
+	why := ctxCanceled
+	if err == context.DeadlineExceeded {
+		why = ctxDeadline
+	}
+	c.end(why)
+}
+
+// end ends the call's context for the reason why, unless it has ended.
+func (c *callCtx) end(why uint32) {
+	if !c.state.CompareAndSwap(ctxLive, why) {
 		return
 	}
-	c.err = err
-	if c.done != nil {
-		close(c.done)
+	if w := c.w.Load(); w != nil {
+		w.mu.Lock()
+		w.closeLocked()
+		w.mu.Unlock()
+	}
+}
+
+func (w *ctxWatch) closeLocked() {
+	if !w.closed {
+		close(w.done)
+		w.closed = true
 	}
 }
 
 // release ends the call: watchers stop and the context reads as cancelled,
 // like the CancelFunc of context.WithCancel.
 func (c *callCtx) release() {
-	c.cancel(context.Canceled)
-	c.mu.Lock()
-	t, unwatch := c.timer, c.unwatch
-	c.mu.Unlock()
+	c.end(ctxCanceled)
+	w := c.w.Load()
+	if w == nil {
+		return // no channel, no watchers (a later Done sees the state)
+	}
+	w.mu.Lock()
+	t, unwatch := w.timer, w.unwatch
+	w.mu.Unlock()
 	if t != nil {
 		t.Stop()
 	}

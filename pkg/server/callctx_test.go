@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +72,59 @@ func TestCallCtx(t *testing.T) {
 		defer c.release()
 		require.Equal(t, 7, c.Value(key{}))
 	})
+}
+
+// TestCallCtxEndRaces: Done asked for while the call ends, from another
+// goroutine, still gets a closed channel and no watcher outlives release.
+func TestCallCtxEndRaces(t *testing.T) {
+	for i := range 300 {
+		parent, cancel := context.WithCancel(context.Background())
+		c := newCallCtx(parent, time.Hour)
+		got := make(chan (<-chan struct{}), 1)
+		go func() { got <- c.Done() }()
+		switch i % 3 {
+		case 0:
+			c.release()
+		case 1:
+			cancel()
+			c.release()
+		case 2:
+			c.cancel(context.DeadlineExceeded)
+			c.release()
+		}
+		select {
+		case <-<-got:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Done not closed after the call ended", i)
+		}
+		require.Error(t, c.Err())
+		cancel()
+	}
+}
+
+// TestCtxSlab: contexts from a lane's blocks are never reused, so one a
+// handler kept reads as ended while later calls run.
+func TestCtxSlab(t *testing.T) {
+	require.EqualValues(t, 48, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 48-byte contexts")
+	var s ctxSlab
+	parent := context.Background()
+	first := s.next(parent, 0)
+	first.release()
+	seen := map[*callCtx]bool{first: true}
+	for range 3 * ctxSlabSize {
+		c := s.next(parent, deadlineAt(time.Since(epoch), time.Hour))
+		require.False(t, seen[c], "a context handed out twice")
+		seen[c] = true
+		require.NoError(t, c.Err())
+		dl, ok := c.Deadline()
+		require.True(t, ok)
+		require.WithinDuration(t, time.Now().Add(time.Hour), dl, time.Minute)
+		c.release()
+	}
+	require.ErrorIs(t, first.Err(), context.Canceled)
+	select {
+	case <-first.Done():
+	default:
+		t.Fatal("a kept context's Done is open")
+	}
 }

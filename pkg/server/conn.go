@@ -59,15 +59,16 @@ type conn struct {
 	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	th       map[uint64]*thCall // THeader requests by reply order
-	inflight int
+	inflight atomic.Int64       // calls begun and not ended (c.mu not needed)
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
 	// its workers do not all take this conn's mutex twice a call.
-	pseudo   bool
-	draining bool
-	readDone bool
-	finished bool
-	lingers  bool // closing after bad input: let the error reply arrive
+	pseudo    bool
+	draining  bool
+	readDone  bool
+	readEnded atomic.Bool // readDone, for end to look at without c.mu
+	finished  bool
+	lingers   bool // closing after bad input: let the error reply arrive
 	// fp is the fast-path session the connection became (or is
 	// becoming): a lane or a FLOCK handle's link, set by the hello.
 	fp *laneSession
@@ -95,6 +96,8 @@ type request struct {
 	tr      uint8                // transport index into method.stats
 	mem     int64                // request memory budget held until the call ends
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
+	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
+	listed  bool                 // ctx is in c.calls, for Cancel frames
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -162,7 +165,7 @@ func (c *conn) serve() {
 		if r == nil {
 			continue
 		}
-		if c.holding.Load() && len(c.s.slots) == cap(c.s.slots) {
+		if c.holding.Load() && c.s.slots.full() {
 			c.unhold() // waiting for a slot must not keep replies back
 		}
 		if !c.acquire(r) {
@@ -203,7 +206,7 @@ func (c *conn) serve() {
 			return // the timer moved the read role on
 		}
 		c.slow = slow
-		if !more && c.br.Buffered() == 0 && len(c.s.slots) == 0 {
+		if !more && c.br.Buffered() == 0 && c.s.slots.inUse() == 0 {
 			// A lone call answered and no other call runs: its client
 			// is likely to send the next one right away, and polling
 			// takes no CPU from other calls (see wire.SpinReader).
@@ -435,6 +438,7 @@ func (c *conn) next() (*request, error) {
 			c.mu.Lock()
 			c.calls[r.fseq] = r.ctx
 			c.mu.Unlock()
+			r.listed = true
 		}
 	}
 	return r, nil
@@ -474,9 +478,7 @@ func (c *conn) begin() {
 	if c.pseudo {
 		return
 	}
-	c.mu.Lock()
-	c.inflight++
-	c.mu.Unlock()
+	c.inflight.Add(1)
 }
 
 // releaseCtx ends the call's own context and forgets it for Cancel frames.
@@ -484,7 +486,7 @@ func (c *conn) releaseCtx(r *request) {
 	if r.ctx == nil {
 		return
 	}
-	if r.hat && !r.oneway {
+	if r.listed { // not a lane's call: lanes have no Cancel frames
 		c.mu.Lock()
 		if c.calls[r.fseq] == r.ctx {
 			delete(c.calls, r.fseq)
@@ -496,6 +498,12 @@ func (c *conn) releaseCtx(r *request) {
 }
 
 func (c *conn) freeRequest(r *request) {
+	c.clearRequest(r)
+	reqPool.Put(r)
+}
+
+// clearRequest gives back what r holds and zeroes it for reuse.
+func (c *conn) clearRequest(r *request) {
 	c.releaseCtx(r)
 	if r.buf != nil {
 		wire.PutBuf(r.buf)
@@ -504,7 +512,6 @@ func (c *conn) freeRequest(r *request) {
 		c.s.budget.release(c, r.mem)
 	}
 	*r = request{}
-	reqPool.Put(r)
 }
 
 // handle runs one call and writes its reply.
@@ -516,7 +523,7 @@ func (c *conn) handle(r *request) {
 	}
 	wire.PutCodec(codec)
 	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
-	<-c.s.slots
+	c.s.slots.release()
 	c.end()
 }
 
@@ -528,7 +535,10 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	st.calls.Inc()
 	st.reqBytes.Add(float64(r.size))
 	st.inflight.Inc()
-	start := time.Now()
+	start := r.at
+	if start == 0 {
+		start = time.Since(epoch) // monotonic only: half the cost of time.Now
+	}
 
 	ctx := context.Context(c.ctx)
 	if r.ctx != nil {
@@ -572,7 +582,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		res, err = c.invoke(ctx, r, args)
 	}
 	c.releaseCtx(r)
-	st.latency.Observe(time.Since(start).Seconds())
+	st.latency.Observe((time.Since(epoch) - start).Seconds())
 	st.inflight.Dec()
 	st.outcome(serverOutcome(res, err, r.oneway))
 	if err != nil || res == nil {
@@ -671,6 +681,7 @@ func (c *conn) readFailed(err error) {
 	draining := c.draining
 	laning := c.fp != nil
 	c.readDone = true
+	c.readEnded.Store(true)
 	c.mu.Unlock()
 	if laning {
 		c.why.CompareAndSwap(whyNone, whyLane)
@@ -694,16 +705,19 @@ func (c *conn) end() {
 	if c.pseudo {
 		return
 	}
-	c.mu.Lock()
-	c.inflight--
-	c.mu.Unlock()
-	c.maybeFinish()
+	// The last call out finishes a connection whose reading stopped;
+	// readFailed finishes one with none running. Each writes its side
+	// before it reads the other's, so one of them sees both (maybeFinish
+	// checks again under c.mu): a live connection's call takes no lock.
+	if c.inflight.Add(-1) == 0 && c.readEnded.Load() {
+		c.maybeFinish()
+	}
 }
 
 // maybeFinish closes the connection once reading stopped and no call runs.
 func (c *conn) maybeFinish() {
 	c.mu.Lock()
-	if !c.readDone || c.inflight > 0 || c.finished {
+	if !c.readDone || c.inflight.Load() > 0 || c.finished {
 		c.mu.Unlock()
 		return
 	}

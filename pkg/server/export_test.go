@@ -37,7 +37,7 @@ func Conns(s *Server) []ConnState {
 	var out []ConnState
 	for c := range s.conns {
 		c.mu.Lock()
-		n := c.inflight
+		n := int(c.inflight.Load())
 		c.mu.Unlock()
 		out = append(out, ConnState{
 			Phase: c.phase.Load(), Progress: c.inBytes.Load() - c.base.Load(), InBytes: c.inBytes.Load(),

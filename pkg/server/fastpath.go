@@ -48,11 +48,8 @@ var errAttached = errors.New("server: connection became a lane")
 // server is at its concurrency limit (the wait holds the reader or the lane,
 // and so the client); false when none came or the connection ended.
 func (c *conn) acquireLane() bool {
-	select {
-	case c.s.slots <- struct{}{}:
-		c.begin()
+	if c.tryAcquire() {
 		return true
-	default:
 	}
 	var timeout <-chan time.Time
 	if d := c.s.opts.busyTimeout; d > 0 {
@@ -60,13 +57,21 @@ func (c *conn) acquireLane() bool {
 		defer t.Stop()
 		timeout = t.C
 	}
-	select {
-	case c.s.slots <- struct{}{}:
+	if c.s.slots.acquire(timeout, c.ctx.Done()) {
 		c.begin()
 		return true
-	case <-timeout:
+	}
+	if c.ctx.Err() == nil {
 		c.s.met.rejected.WithLabelValues("busy").Inc()
-	case <-c.ctx.Done():
+	}
+	return false
+}
+
+// tryAcquire takes a call slot if one is free, without waiting.
+func (c *conn) tryAcquire() bool {
+	if c.s.slots.tryAcquire() {
+		c.begin()
+		return true
 	}
 	return false
 }

@@ -90,7 +90,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 // slot is free: waiting for one would stall the dispatcher. Anything it
 // cannot read goes to a worker, which answers the error.
 func (s *Server) neverBlocks(req []byte) bool {
-	if len(s.slots) >= cap(s.slots) {
+	if s.slots.full() {
 		return false
 	}
 	h, err := wire.DecodeHeader(req, s.opts.limits.MaxMessageSize)

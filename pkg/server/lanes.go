@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +59,14 @@ type laneSession struct {
 	l   *lane
 	up  bool   // bootstrapped and counted; under c.mu
 	buf []byte // reply buffer: a lane answers one call at a time
+
+	// What a lane's one call at a time uses (not a shared lane's, whose
+	// calls run concurrently on the FLOCK workers): see call and lookup.
+	codec *wire.Codec
+	ctxs  ctxSlab
+	mm    *method             // the method last called
+	mTab  *map[string]*method // the table mm was found in
+	mName []byte              // the name mm was found by
 }
 
 // device returns the server's verbs device, opening it on first use; nil
@@ -228,6 +237,11 @@ func (ls *laneSession) serve() {
 	c, l := ls.c, ls.l
 	defer c.readFailed(io.EOF)
 	defer l.grant.release()
+	// The lane is uncounted only once its endpoint is closed (deferred
+	// before it, so run after): a lanes gauge at 0 means its buffers are
+	// freed and zeroed, not about to be.
+	uncount := func() {}
+	defer func() { uncount() }()
 	d := c.s.device()
 	if d == nil {
 		return
@@ -279,12 +293,14 @@ func (ls *laneSession) serve() {
 		defer fastpath.RegisterBusy(ep)()
 	}
 	l.ep = ep
+	ls.codec = wire.GetCodec()
+	defer func() { wire.PutCodec(ls.codec) }() // no call runs once ServeCalls returned (call may swap it)
 	l.link = fastpath.Watch(c.nc, nil, func() {
 		c.cancel()
 		ep.Abort()
 	})
 	defer l.link.Close()
-	defer ls.run()()
+	uncount = ls.run()
 	// The lane counts as waiting (for the adaptive poller) except while
 	// its handler runs.
 	idle := fastpath.Waiting()
@@ -343,6 +359,8 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
 		return ls.batch(req)
 	}
+	// One clock read a call: it starts the call's latency and deadline.
+	at := time.Since(epoch)
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
 		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
@@ -361,7 +379,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	p := h.Protocol()
-	m := c.s.lookup(mh.Name)
+	m := ls.lookup(mh.Name)
 	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
 	if m == nil {
 		if oneway {
@@ -371,22 +389,84 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		return ls.reply(p, name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
-	r := reqPool.Get().(*request)
-	*r = request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
-		oneway: oneway || m.m.Oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc}
+	oneway = oneway || m.m.Oneway
 	timeout := h.Timeout
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
-	r.ctx = newCallCtx(c.ctx, timeout)
+	// The request lives on the stack (no allocation, no write barriers)
+	// unless it must outlive this call: see callPooled.
+	r := request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
+		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
+	if l.shared {
+		r.ctx = &callCtx{parent: c.ctx, dl: deadlineAt(at, timeout)}
+	} else {
+		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
+	}
 	r.ctx.sc = sc
-	if !c.acquireLane() {
+	if oneway || l.shared {
+		return ls.callPooled(&r)
+	}
+	if !ls.acquire(&r) {
+		out, pr := ls.busy(&r)
+		c.clearRequest(&r)
+		return out, pr
+	}
+	// A lane runs one call at a time: its codec is the session's own.
+	codec := ls.codec
+	if codec == nil {
+		codec = wire.GetCodec()
+		defer wire.PutCodec(codec)
+	}
+	st, typ, body := c.execute(&r, codec)
+	md := replyMD(&r)
+	c.clearRequest(&r)
+	c.s.slots.release()
+	c.end()
+	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	if codec == ls.codec && ls.buf == nil {
+		// The codec still points at the reply's buffer, which the
+		// session let go as too large: a fresh codec lets it go too (it
+		// holds nothing else of the Go heap: requests are leases).
+		wire.PutCodec(codec)
+		ls.codec = wire.GetCodec()
+	}
+	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+	c.s.laneReplied(m, pr)
+	return out, pr
+}
+
+// acquire takes a call slot for r; false if none came in time.
+func (ls *laneSession) acquire(r *request) bool {
+	if ls.c.tryAcquire() {
+		return true
+	}
+	if !ls.c.acquireLane() {
+		return false
+	}
+	r.at = 0 // it waited: the handler's latency starts now
+	return true
+}
+
+// busy answers a call no slot came for (a oneway call: nothing).
+func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
+	if r.oneway {
+		return nil, ls.l.side.Tiny
+	}
+	return ls.reply(r.proto, r.m.m.Name, r.seqid, proto.Exception,
+		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+}
+
+// callPooled runs a call whose request must live on the heap: a oneway
+// call, whose handler runs on after the acknowledgement, or a shared
+// lane's, which may run beside others.
+func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
+	r := reqPool.Get().(*request)
+	*r = *sr
+	if !ls.acquire(r) {
 		c.freeRequest(r)
-		if oneway {
-			return nil, l.side.Tiny
-		}
-		return ls.reply(p, m.m.Name, mh.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+		return ls.busy(sr)
 	}
 	if r.oneway {
 		// The client only waits for the request to be taken; its handler
@@ -397,22 +477,43 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 			c.execute(r, codec)
 			wire.PutCodec(codec)
 			c.freeRequest(r)
-			<-c.s.slots
+			c.s.slots.release()
 			c.end()
 		}()
 		return nil, l.side.Tiny
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
+	m, p, seqid := r.m, r.proto, r.seqid
 	st, typ, body := c.execute(r, codec)
 	md := replyMD(r)
 	c.freeRequest(r)
-	<-c.s.slots
+	c.s.slots.release()
 	c.end()
-	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	out, pr := ls.reply(p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
+}
+
+// lookup finds the method a call names. A lane's calls mostly name one
+// function, so the last one found is kept and matched by its name's
+// bytes (not for a shared lane, whose calls run concurrently); a
+// Register since makes the lane look again.
+func (ls *laneSession) lookup(name []byte) *method {
+	s := ls.c.s
+	tab := s.methods.Load()
+	if ls.l.shared {
+		return (*tab)[string(name)]
+	}
+	if ls.mm != nil && ls.mTab == tab && string(ls.mName) == string(name) {
+		return ls.mm
+	}
+	m := (*tab)[string(name)]
+	if m != nil {
+		ls.mm, ls.mTab, ls.mName = m, tab, append(ls.mName[:0], name...)
+	}
+	return m
 }
 
 // laneReplied counts a lane reply of m by its engine protocol; the metric

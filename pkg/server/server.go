@@ -51,7 +51,7 @@ type Server struct {
 	connWG    sync.WaitGroup // one per open connection
 	callWG    sync.WaitGroup // one per executing call
 
-	slots  chan struct{}
+	slots  *slotSem
 	pool   pool
 	budget budget
 
@@ -110,7 +110,7 @@ func New(opts ...Option) *Server {
 		svcs:      map[string]*Service{},
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
-		slots:     make(chan struct{}, o.maxCalls),
+		slots:     newSlotSem(o.maxCalls),
 	}
 	if s.log == nil {
 		s.log = slog.Default()

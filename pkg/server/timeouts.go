@@ -217,7 +217,7 @@ func (s *Server) sweep(now time.Duration) {
 // GoAway and is closed once idle idleGrace after it, a plain one at once.
 func (s *Server) idle(c *conn, now time.Duration) {
 	c.mu.Lock()
-	busy := c.inflight > 0 || c.fp != nil || c.draining
+	busy := c.inflight.Load() > 0 || c.fp != nil || c.draining
 	c.mu.Unlock()
 	if busy {
 		return

@@ -1,0 +1,29 @@
+//go:build cgo && linux
+
+package server
+
+import (
+	"net"
+
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// LaneCaller runs calls through a lane session's call path without an
+// engine (no endpoint, no poller): what the server's Go code costs per
+// lane call, for benchmarks and allocation counts. close ends it.
+func LaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+	a, b := net.Pipe()
+	c := newConn(s, a)
+	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}),
+		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
+		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
+	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
+	return func(req []byte) []byte {
+			out, _ := ls.call(req)
+			return out
+		}, func() {
+			c.cancel()
+			a.Close()
+			b.Close()
+		}
+}

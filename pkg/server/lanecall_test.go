@@ -1,0 +1,184 @@
+//go:build cgo && linux
+
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/wiretest"
+)
+
+// laneRequest is the frame a client sends on a lane for method name.
+func laneRequest(t testing.TB, name, msg string, seqid int32, timeout time.Duration) []byte {
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	b, err := codec.AppendMessage(make([]byte, wire.HeaderSize), proto.Binary, name, proto.Call, seqid, &wiretest.EchoArgs{Msg: msg})
+	require.NoError(t, err)
+	wire.SealFrame(b, wire.KindCall, 0, seqid, timeout)
+	return b
+}
+
+// BenchmarkLaneCall is the server's Go time for one 64 B echo on a lane,
+// engine left out: "echo" with the test service's handler, "bare" with an
+// empty message, a handler and arguments that cost nothing (the server's
+// own share).
+func BenchmarkLaneCall(b *testing.B) {
+	for _, bare := range []bool{false, true} {
+		name := "echo"
+		if bare {
+			name = "bare"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := server.New(server.WithLogger(quiet))
+			if bare {
+				s.Register(bareService())
+			} else {
+				s.Register(wiretest.NewEcho().Service())
+			}
+			call, done := server.LaneCaller(s)
+			defer done()
+			msg := strings.Repeat("x", 64)
+			if bare {
+				msg = ""
+			}
+			req := laneRequest(b, "echo", msg, 7, 0)
+			require.NotEmpty(b, call(req))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				call(req)
+			}
+		})
+	}
+}
+
+// bareService has an "echo" whose arguments and result are reused and
+// whose handler does nothing: a call costs only what the server spends.
+func bareService() *server.Service {
+	args, msg := new(wiretest.EchoArgs), "pong"
+	res := &wiretest.EchoResult{Success: &msg}
+	return &server.Service{Name: "Zero", Methods: []server.Method{{Name: "echo",
+		NewArgs: func() proto.Struct { *args = wiretest.EchoArgs{}; return args },
+		Handle:  func(context.Context, proto.Struct) (proto.Struct, error) { return res, nil }}}}
+}
+
+// TestLaneCallAllocs: a lane call costs the server no allocation of its
+// own (its request lives on the stack, its codec and reply buffer on the
+// lane, its context comes from a block): what a call allocates is its
+// handler's and its arguments'. The handler here allocates nothing.
+func TestLaneCallAllocs(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	s.Register(bareService())
+	call, done := server.LaneCaller(s)
+	defer done()
+	for _, timeout := range []time.Duration{0, time.Minute} {
+		req := laneRequest(t, "echo", "", 7, timeout)
+		out := call(req)
+		h, err := wire.DecodeHeader(out, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, wire.KindReply, h.Kind)
+		require.Equal(t, int32(7), h.Seqid)
+		require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }), "timeout %v", timeout)
+	}
+}
+
+// TestLaneCallMethodSwitch: a lane remembers the method it last called,
+// and a call naming another one (or none the server has) is still
+// dispatched by its own name.
+func TestLaneCallMethodSwitch(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	s.Register(wiretest.NewEcho().Service())
+	call, done := server.LaneCaller(s)
+	defer done()
+	for i, tc := range []struct {
+		name string
+		kind wire.Kind
+	}{
+		{"echo", wire.KindReply},
+		{"Echo:echo", wire.KindReply},
+		{"echo", wire.KindReply},
+		{"nope", wire.KindException},
+		{"echp", wire.KindException}, // same length as the last one found
+		{"echo", wire.KindReply},
+	} {
+		out := call(laneRequest(t, tc.name, "x", int32(i), 0))
+		h, err := wire.DecodeHeader(out, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, tc.kind, h.Kind, "call %d: %s", i, tc.name)
+		require.Equal(t, int32(i), h.Seqid)
+	}
+	s.Register(wiretest.NewEcho().ServiceNamed("Other"))
+	out := call(laneRequest(t, "Other:echo", "x", 9, 0))
+	h, err := wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindReply, h.Kind, "a method registered after the lane's first call")
+}
+
+// TestLaneCallBusy: a lane call that finds every call slot taken for the
+// busy timeout is answered "server busy" (a oneway one is dropped), and
+// counted; the slot's holder is unaffected.
+func TestLaneCallBusy(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Millisecond))
+	s.Register(&server.Service{Name: "Hold", Methods: []server.Method{
+		{Name: "hold", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
+				close(entered)
+				<-release
+				msg := "held"
+				return &wiretest.EchoResult{Success: &msg}, nil
+			}},
+		{Name: "quick", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
+				msg := "quick"
+				return &wiretest.EchoResult{Success: &msg}, nil
+			}},
+		{Name: "fire", Oneway: true, NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) { return nil, nil }},
+	}})
+	holder, doneA := server.LaneCaller(s)
+	defer doneA()
+	other, doneB := server.LaneCaller(s)
+	defer doneB()
+
+	held := make(chan []byte, 1)
+	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holding call did not start")
+	}
+	out := other(laneRequest(t, "quick", "x", 2, 0))
+	h, err := wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindException, h.Kind)
+	require.Equal(t, int32(2), h.Seqid)
+	require.Contains(t, string(out), "server busy")
+	require.Nil(t, other(laneRequest(t, "fire", "x", 3, 0)), "a oneway call gets no reply")
+
+	close(release)
+	select {
+	case out := <-held:
+		h, err := wire.DecodeHeader(out, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, wire.KindReply, h.Kind)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holding call did not end")
+	}
+	out = other(laneRequest(t, "quick", "x", 4, 0)) // a slot is free again
+	h, err = wire.DecodeHeader(out, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, wire.KindReply, h.Kind)
+
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	require.Equal(t, 2.0, metricValue(mfs, "hatrpc_server_rejected_total", map[string]string{"reason": "busy"}))
+}
