@@ -70,7 +70,7 @@ func run() error {
 	if len(o.latSizes) > 0 {
 		latD := bench.Driver{
 			Systems: o.systems, Placements: []bench.Placement{o.latP}, Sizes: o.latSizes,
-			Calls: o.calls, Warmup: o.warmup, Reps: o.reps, Log: os.Stderr, Settle: o.settle,
+			Calls: o.calls, Warmup: o.warmup, WarmupFor: o.warmupFor, Reps: o.reps, Log: os.Stderr, Settle: o.settle,
 		}
 		if lat, _, err = latD.Run(ctx); err != nil {
 			return err
@@ -115,7 +115,7 @@ type options struct {
 	systems                             []string
 	latSizes, tputSizes, callers        []int
 	calls, warmup, reps                 int
-	dur, timeout, settle                time.Duration
+	dur, timeout, settle, warmupFor     time.Duration
 	merge                               bool
 	latP, tputP                         bench.Placement
 }
@@ -139,6 +139,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.spec, "spec", "", "client role: JSON ClientSpec")
 	fs.IntVar(&o.calls, "calls", 3000, "recorded calls per latency run")
 	fs.IntVar(&o.warmup, "warmup", 300, "unrecorded calls before a latency run")
+	fs.DurationVar(&o.warmupFor, "warmup-for", bench.DefaultWarmupFor, "latency runs: warm up at least this long too (past the processes' start-up: sysmon's fast wake-ups, fresh heap pages); 0: calls only")
 	fs.DurationVar(&o.dur, "dur", time.Second, "measured time per throughput run")
 	fs.IntVar(&o.reps, "reps", 3, "interleaved repetitions per point; the best is reported")
 	fs.StringVar(&o.out, "out", "docs/performance", "directory for the CSV, SVG and report.md files")
@@ -196,6 +197,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, fmt.Errorf("-calls %d: a latency run needs at least one recorded call", o.calls)
 	case o.warmup < 0:
 		return nil, fmt.Errorf("-warmup %d: want 0 or more", o.warmup)
+	case o.warmupFor < 0:
+		return nil, fmt.Errorf("-warmup-for %v: want 0 or more", o.warmupFor)
 	case len(o.tputSizes) > 0 && o.dur <= 0:
 		return nil, fmt.Errorf("-dur %v: want a positive duration", o.dur)
 	case o.settle < 0:

@@ -86,6 +86,7 @@ func TestReportEveryFlagCombination(t *testing.T) {
 		{name: "zero calls without latency sweep", args: []string{"-calls", "0", "-lat-sizes", ""},
 			wantPlots: []string{"throughput-512B.svg", "throughput-128KiB.svg"}},
 		{name: "negative warmup", args: []string{"-warmup", "-1"}, wantErr: "-warmup -1: want 0 or more"},
+		{name: "negative warmup-for", args: []string{"-warmup-for", "-1ms"}, wantErr: "-warmup-for -1ms: want 0 or more"},
 		{name: "zero dur", args: []string{"-dur", "0s"}, wantErr: "-dur 0s: want a positive duration"},
 		{name: "bad placement", args: []string{"-lat-placement", "both"}, wantErr: `unknown placement "both" (unpinned, same-cpu, split-cpu)`},
 		{name: "bad role", args: []string{"-role", "x"}, wantErr: `unknown -role "x"`},

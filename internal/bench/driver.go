@@ -18,9 +18,12 @@ type Driver struct {
 	TputPlacement Placement
 	Calls         int // recorded latency calls
 	Warmup        int
-	Dur           time.Duration
-	Reps          int       // measurements per point; the best is kept
-	Log           io.Writer // progress lines; nil = silent
+	// WarmupFor keeps a latency run's warm-up going at least this long
+	// (see ClientSpec.WarmupFor).
+	WarmupFor time.Duration
+	Dur       time.Duration
+	Reps      int       // measurements per point; the best is kept
+	Log       io.Writer // progress lines; nil = silent
 	// Settle is the pause before each measurement. A busy-polling server
 	// keeps spinning for a while after its last call (pkg/rdma bounds it
 	// to 20 ms), so without a pause the system measured next would share
@@ -29,6 +32,12 @@ type Driver struct {
 
 	pids map[string]int // server process per system, set by withServers
 }
+
+// DefaultWarmupFor is atb's least latency warm-up: sysmon is back to
+// millisecond sleeps ~10 ms after a process or lane starts, and per-call
+// garbage of a few hundred bytes reaches the first GC (4 MiB) within
+// ~40 ms of 2 µs calls.
+const DefaultWarmupFor = 50 * time.Millisecond
 
 // DefaultSettle is the pause the runners use.
 const DefaultSettle = 50 * time.Millisecond
@@ -92,7 +101,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 							return err
 						}
 						res, err := RunClientProcess(ctx, ClientSpec{
-							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, Calls: d.Calls,
+							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, WarmupFor: d.WarmupFor, Calls: d.Calls,
 						}, p.ClientCPU)
 						if err != nil {
 							return err

@@ -57,13 +57,21 @@ func ParsePlacements(names, cpus string) ([]Placement, error) {
 
 // ClientSpec is what the runner asks a client process to measure.
 type ClientSpec struct {
-	System   string        `json:"system"`
-	Addr     string        `json:"addr"`
-	Size     int           `json:"size"`
-	Callers  int           `json:"callers"`  // 0 = latency run with one caller
-	Warmup   int           `json:"warmup"`   // latency: unrecorded calls
-	Calls    int           `json:"calls"`    // latency: recorded calls
-	Duration time.Duration `json:"duration"` // throughput: measured time
+	System  string `json:"system"`
+	Addr    string `json:"addr"`
+	Size    int    `json:"size"`
+	Callers int    `json:"callers"` // 0 = latency run with one caller
+	Warmup  int    `json:"warmup"`  // latency: unrecorded calls
+	// WarmupFor keeps the latency warm-up going at least this long, so the
+	// recorded calls see the processes' steady state: for the first
+	// milliseconds of a process (or a new lane) the Go runtime's sysmon
+	// wakes every ~80 µs, each wake-up stalling a spinning poller for
+	// ~20 µs on a VM, and a runtime that allocates per call faults in a
+	// fresh heap page every few KiB until its first GC recycles them
+	// (~5 µs each). Both are start-up costs, not the system's latency.
+	WarmupFor time.Duration `json:"warmup_ns,omitempty"`
+	Calls     int           `json:"calls"`    // latency: recorded calls
+	Duration  time.Duration `json:"duration"` // throughput: measured time
 	// ServerPID is the server process, whose CPU time a throughput run
 	// samples from /proc (0: not sampled).
 	ServerPID int `json:"server_pid,omitempty"`
@@ -94,6 +102,9 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	res := ClientResult{Spec: spec}
 	payload := Payload(spec.Size)
 	if spec.Callers == 0 {
+		if err := warmUpFor(ctx, cs[0], payload, spec.WarmupFor); err != nil {
+			return res, err
+		}
 		lat, err := MeasureLatency(ctx, cs[0], payload, spec.Warmup, spec.Calls)
 		if err != nil {
 			return res, err
@@ -107,6 +118,16 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	}
 	res.Throughput = &tp
 	return res, nil
+}
+
+// warmUpFor makes unrecorded calls for d (none for d <= 0).
+func warmUpFor(ctx context.Context, c Caller, payload []byte, d time.Duration) error {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if err := echoChecked(ctx, c, payload); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sizedSystem is a System whose callers are configured for the payload
