@@ -12,30 +12,31 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
 
-// binEcho echoes a binary payload; "boom" fails with an exception.
-type binEcho struct{}
+// binEcho is test/lanes' Mix service whose ping echoes a binary payload;
+// "boom" fails with an exception. The other functions are not called.
+type binEcho struct{ mix.MixHandler }
 
-func (binEcho) Echo(_ context.Context, p []byte) ([]byte, error) {
+func (binEcho) Ping(_ context.Context, p []byte) ([]byte, error) {
 	if string(p) == "boom" {
 		return nil, errors.New("boom")
 	}
 	return p, nil
 }
 
-// serveBinEcho runs atb's binary echo service with lanes and returns its
+// serveBinEcho runs the binary echo (Mix.ping) with lanes and returns its
 // address.
 func serveBinEcho(t *testing.T) string {
 	t.Helper()
 	s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
-	atbserver.RegisterEcho(s, binEcho{})
+	mixserver.RegisterMix(s, binEcho{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
@@ -76,10 +77,10 @@ func TestCallBorrowedRoutes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dial(t, serveBinEcho(t), tc.opts...)
-			m := &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo", Client: tc.set,
+			m := &client.Method{Service: "Mix", Name: "ping", Hints: &hints.Function{Name: "ping", Client: tc.set,
 				Server: hints.Set{PayloadSize: 64}}}
 			call := func(p []byte, use func(r []byte) error) error {
-				args, res := &atb.EchoEchoArgs{Payload: p}, &atb.EchoEchoResult{}
+				args, res := &mix.MixPingArgs{Data: p}, &mix.MixPingResult{}
 				return c.CallBorrowed(tctx(t), m, args, res, func() error { return use(res.Success) })
 			}
 			for i, n := range []int{1, 64, 5000, 64} {
