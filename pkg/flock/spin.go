@@ -14,9 +14,9 @@ const spinWindow = 200 * time.Microsecond
 // politeAfter is the number of empty rounds after which a spinning
 // dispatcher also yields its core to other threads (politeYield): the
 // first rounds catch an answer that is a turnaround away. Measured on 2
-// vCPUs, hatkv YCSB B at 64 threads over shm: user CPU per operation
-// -2.5 µs (client 6.5-7.3 -> 4.2-5.7), sys +1.3, total -0.1 to -1.1 µs
-// in 7 of 8 alternating rounds.
+// vCPUs, hatkv YCSB B at 64 threads over shm, 8 alternating rounds: user
+// CPU per operation 14.5 -> 12.0 µs (means), sys 3.9 -> 5.5, the total
+// lower in 7 of 8 rounds (docs/performance.md).
 const politeAfter = 16
 
 // minSpin is the shortest spin a dispatcher adapts down to.
