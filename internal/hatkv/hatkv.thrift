@@ -87,7 +87,9 @@ service HatKV {
   // a few microseconds; over FLOCK it then runs on the request dispatcher,
   // without a request copy and a worker wake-up per call. It assumes the
   // store's pages are in memory: a page fault to disk stalls the
-  // dispatcher, and every call queued behind it, for that read.
+  // dispatcher, and every call queued behind it, for that read. It also
+  // waits while the map is resized (a delete on a full store, rare: one
+  // commit's time) or when every LMDB reader slot is taken.
   Record Get(1: string key, 2: list<string> fields)
       throws (1: InvalidArgument bad, 2: NotFound missing)
       [c_hint: payload_size=64; s_hint: payload_size=1KB, never_blocks=on;],
