@@ -22,6 +22,20 @@ func TestDefaultConfigFollowsIDL(t *testing.T) {
 	assert.Equal(t, "hint", cfg.Sources["sync"])
 }
 
+// TestOnlyGetNeverBlocks: the FLOCK dispatcher runs never_blocks handlers
+// itself, so the hint must stay off every function that can wait for a
+// commit (Put, Delete, MultiPut) or run long (Scan, MultiGet, Stats).
+func TestOnlyGetNeverBlocks(t *testing.T) {
+	var got []string
+	for _, f := range hatkv.HatKVHints.Functions {
+		if f.Server.NeverBlocks {
+			got = append(got, f.Name)
+		}
+	}
+	assert.Equal(t, []string{"Get"}, got)
+	assert.False(t, hatkv.HatKVHints.Server.NeverBlocks, "service level")
+}
+
 func svcWith(service map[string]string, conc int, fn map[string]string) *hints.Service {
 	return &hints.Service{
 		Name:   "HatKV",

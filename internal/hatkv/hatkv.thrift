@@ -82,9 +82,17 @@ service HatKV {
   s_hint: kv.sync=always, kv.commit=group, kv.writemap=off;
 
   /** Returns the record, restricted to fields when fields is not empty. */
+  // never_blocks: a Get is one LMDB read transaction (MVCC: it never waits
+  // for the writer or a commit) and a copy of the stored wire-form record,
+  // a few microseconds; over FLOCK it then runs on the request dispatcher,
+  // without a request copy and a worker wake-up per call. It assumes the
+  // store's pages are in memory: a page fault to disk stalls the
+  // dispatcher, and every call queued behind it, for that read. It also
+  // waits while the map is resized (a delete on a full store, rare: one
+  // commit's time) or when every LMDB reader slot is taken.
   Record Get(1: string key, 2: list<string> fields)
       throws (1: InvalidArgument bad, 2: NotFound missing)
-      [c_hint: payload_size=64; s_hint: payload_size=1KB;],
+      [c_hint: payload_size=64; s_hint: payload_size=1KB, never_blocks=on;],
 
   /** Merges fields into the record (YCSB update); creates it if missing. */
   void Put(1: string key, 2: Record fields)

@@ -470,6 +470,9 @@ func (c *Conn) dispatch() {
 		// than a sleep and its wake-up; then sleep on the doorbell.
 		if c.outstanding.Load() > 0 && sp.spinning(idle, quiet) {
 			runtime.Gosched()
+			if idle >= politeAfter {
+				politeYield()
+			}
 			continue
 		}
 		if c.outstanding.Load() > 0 {

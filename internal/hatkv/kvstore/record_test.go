@@ -187,8 +187,11 @@ func TestWireDecodeErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeRecord(tc.in)
 			require.ErrorIs(t, err, ErrCorruptRecord)
-			_, err = AppendWire(nil, tc.in, nil)
+			// A whole record is copied before it is checked: a bad one
+			// must still leave dst as it was.
+			whole, err := AppendWire([]byte("x"), tc.in, nil)
 			require.ErrorIs(t, err, ErrCorruptRecord)
+			assert.Equal(t, []byte("x"), whole, "nothing appended on error")
 			out, err := AppendWire([]byte("x"), tc.in, []string{"a"})
 			require.ErrorIs(t, err, ErrCorruptRecord)
 			assert.Equal(t, []byte("x"), out, "nothing appended on error")

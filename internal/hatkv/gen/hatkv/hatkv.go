@@ -4197,7 +4197,7 @@ var HatKVHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128},
 	Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}},
 	Functions: []hints.Function{
-		{Name: "Get", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 1024, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
+		{Name: "Get", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 1024, NeverBlocks: true, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "Put", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 1024}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "Delete", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "MultiGet", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 256}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 10240, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
