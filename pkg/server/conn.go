@@ -98,6 +98,10 @@ type request struct {
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
 	listed  bool                 // ctx is in c.calls, for Cancel frames
+	// lease: body is a lane's lease (the engine's buffer, or FLOCK's ring
+	// slot or task copy), valid until the reply is encoded and sent: a
+	// borrow_args method's arguments may alias it as they alias buf.
+	lease bool
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -555,11 +559,12 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	// Large arguments keep their bytes in the frame buffer rather than in
 	// fresh copies; the handler owns the buffer then. Borrowed arguments
 	// (borrow_args) alias it too, but the buffer stays the request's and
-	// goes back to the pool once the reply is written (freeRequest).
+	// goes back to the pool once the reply is written (freeRequest), or
+	// alias a lane's lease, which the engine reuses once the reply is sent.
 	// A call over its function's rate limit is answered before its
 	// arguments are decoded: turning it away must cost less than running it.
 	limited := r.m.limiter != nil && !r.m.limiter.Allow()
-	borrow := r.buf != nil && r.m.borrow && !limited
+	borrow := (r.buf != nil || r.lease) && r.m.borrow && !limited
 	alias := r.buf != nil && len(r.body) >= wire.AliasMin && !limited
 	switch {
 	case limited:

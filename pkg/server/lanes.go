@@ -395,9 +395,13 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		timeout = ht
 	}
 	// The request lives on the stack (no allocation, no write barriers)
-	// unless it must outlive this call: see callPooled.
+	// unless it must outlive this call: see callPooled. Its body is the
+	// lease, valid until the reply this function returns is sent (a
+	// shared lane's: FLOCK keeps the ring slot, or a worker's copy, until
+	// the handler registered in flockServer returns), so borrowed
+	// arguments may alias it.
 	r := request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
-		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
+		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at, lease: true}
 	if l.shared {
 		r.ctx = &callCtx{parent: c.ctx, dl: deadlineAt(at, timeout)}
 	} else {
@@ -470,7 +474,9 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	}
 	if r.oneway {
 		// The client only waits for the request to be taken; its handler
-		// runs on after the acknowledgement, off the lease.
+		// runs on after the acknowledgement, off the lease: on a copy of
+		// the call's own, which borrowed arguments may alias for as long
+		// as they like.
 		r.body = append([]byte(nil), r.body...)
 		go func() {
 			codec := wire.GetCodec()
