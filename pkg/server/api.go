@@ -22,6 +22,14 @@ type Method struct {
 	NewArgs func() proto.Struct
 	Handle  Handler // for oneway the result is ignored
 	Hints   *hints.Function
+
+	// NewCall and HandleCall, when both are set, run a call in place of
+	// NewArgs and Handle: NewCall returns the arguments to decode into
+	// and a value HandleCall then gets, which may hold more than them
+	// (generated code: the arguments and the result, allocated together).
+	// A call whose arguments an interceptor replaced runs Handle.
+	NewCall    func() (args proto.Struct, call any)
+	HandleCall func(ctx context.Context, call any) (proto.Struct, error)
 }
 
 // Service is a set of methods registered under one (multiplexing) name.

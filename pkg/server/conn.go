@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -551,7 +550,15 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	if r.sc != nil && r.ctx == nil {
 		ctx = metadata.NewServerContext(ctx, r.sc) // else r.ctx holds it
 	}
-	args := r.m.m.NewArgs()
+	var (
+		args proto.Struct
+		call any // NewCall's, for HandleCall
+	)
+	if m := r.m.m; m.NewCall != nil && m.HandleCall != nil {
+		args, call = m.NewCall()
+	} else {
+		args = m.NewArgs()
+	}
 	var (
 		res proto.Struct
 		err error
@@ -584,7 +591,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	case err != nil:
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
 	default:
-		res, err = c.invoke(ctx, r, args)
+		res, err = c.invoke(ctx, r, args, call)
 	}
 	c.releaseCtx(r)
 	st.latency.Observe((time.Since(epoch) - start).Seconds())
@@ -597,53 +604,6 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		return st, proto.Exception, toAppException(err)
 	}
 	return st, proto.Reply, res
-}
-
-// panicError carries a recovered handler panic.
-type panicError struct{ v any }
-
-func (e *panicError) Error() string { return fmt.Sprintf("handler panic: %v", e.v) }
-
-func toAppException(err error) *proto.ApplicationException {
-	var ae *proto.ApplicationException
-	switch {
-	case err == nil:
-		return proto.NewApplicationException(proto.ExcMissingResult, "handler returned no result")
-	case errors.As(err, &ae):
-		return ae
-	}
-	return proto.NewApplicationException(proto.ExcInternalError, err.Error())
-}
-
-func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct) (res proto.Struct, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.s.log.Error("hatrpc: handler panic", "method", r.m.m.Name, "remote", c.remote,
-				"request_id", requestID(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			res, err = nil, &panicError{v}
-		}
-	}()
-	ics := c.s.opts.interceptors
-	if len(ics) == 0 {
-		return r.m.m.Handle(ctx, args)
-	}
-	info := &CallInfo{
-		Service: r.m.svc, Method: r.m.m, Seqid: r.seqid, Transport: transportNames[r.tr],
-		Protocol: r.proto, Remote: c.remote,
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		info.Deadline = dl
-	}
-	return chain(ctx, ics, info, args, r.m.m.Handle)
-}
-
-func chain(ctx context.Context, ics []Interceptor, info *CallInfo, args proto.Struct, h Handler) (proto.Struct, error) {
-	if len(ics) == 0 {
-		return h(ctx, args)
-	}
-	return ics[0](ctx, info, args, func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-		return chain(ctx, ics[1:], info, a, h)
-	})
 }
 
 // checkWrite tears the connection down after a failed or timed-out write:
