@@ -90,7 +90,8 @@ func (g *generator) genService(svc *idl.Service) error {
 // package's generator, so the service's own names come qualified). A
 // function with a reply runs through _run<i>, with its arguments and
 // result allocated together (_call<i>) when the server calls HandleCall:
-// one allocation a call fewer, as on the client (argsAndResult).
+// one allocation a call fewer, as on the client (argsAndResult), and none
+// when the server hands back a finished call's (server.Method.NewCall).
 func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 	name := publicize(svc.Name)
 	server := g.e.use(serverPath, "server")
@@ -150,8 +151,12 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		}
 		g.e.p("return _run%d(ctx, %s, %s())", i, argsExpr, g.qual(owner, newName(result.name)))
 		g.e.p("},")
-		g.e.p("NewCall: func() (%s.Struct, any) {", proto)
-		g.e.p("c := &_call%d{args: *%s(), res: *%s()}", i, g.qual(owner, newName(args.name)), g.qual(owner, newName(result.name)))
+		g.e.p("NewCall: func(reuse any) (%s.Struct, any) {", proto)
+		g.e.p("c, _ := reuse.(*_call%d)", i)
+		g.e.p("if c == nil {")
+		g.e.p("c = new(_call%d)", i)
+		g.e.p("}")
+		g.e.p("*c = _call%d{args: *%s(), res: *%s()}", i, g.qual(owner, newName(args.name)), g.qual(owner, newName(result.name)))
 		g.e.p("return &c.args, c")
 		g.e.p("},")
 		g.e.p("HandleCall: func(ctx %s.Context, call any) (%s.Struct, error) {", ctxPkg, proto)

@@ -28,7 +28,14 @@ type Method struct {
 	// and a value HandleCall then gets, which may hold more than them
 	// (generated code: the arguments and the result, allocated together).
 	// A call whose arguments an interceptor replaced runs Handle.
-	NewCall    func() (args proto.Struct, call any)
+	//
+	// reuse, when not nil, is a call value this NewCall returned before,
+	// whose call has ended (its reply is encoded) and that nothing holds
+	// any more: NewCall may reset it and return it again rather than
+	// allocate. A lane, which runs one call at a time, passes its last
+	// call's, unless interceptors (which may keep arguments and results)
+	// run.
+	NewCall    func(reuse any) (args proto.Struct, call any)
 	HandleCall func(ctx context.Context, call any) (proto.Struct, error)
 }
 

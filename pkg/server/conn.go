@@ -97,6 +97,8 @@ type request struct {
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
 	listed  bool                 // ctx is in c.calls, for Cancel frames
+	args    proto.Struct         // set: the arguments to decode into (with call), else execute makes them
+	call    any                  // NewCall's value for HandleCall; nil: Handle runs
 	// lease: body is a lane's lease (the engine's buffer, or FLOCK's ring
 	// slot or task copy), valid until the reply is encoded and sent: a
 	// borrow_args method's arguments may alias it as they alias buf.
@@ -550,14 +552,13 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	if r.sc != nil && r.ctx == nil {
 		ctx = metadata.NewServerContext(ctx, r.sc) // else r.ctx holds it
 	}
-	var (
-		args proto.Struct
-		call any // NewCall's, for HandleCall
-	)
-	if m := r.m.m; m.NewCall != nil && m.HandleCall != nil {
-		args, call = m.NewCall()
-	} else {
-		args = m.NewArgs()
+	args := r.args // a lane's, reset when its last call ended
+	if args == nil {
+		if m := r.m.m; m.NewCall != nil && m.HandleCall != nil {
+			args, r.call = m.NewCall(nil)
+		} else {
+			args = m.NewArgs()
+		}
 	}
 	var (
 		res proto.Struct
@@ -591,7 +592,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	case err != nil:
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
 	default:
-		res, err = c.invoke(ctx, r, args, call)
+		res, err = c.invoke(ctx, r, args, r.call)
 	}
 	c.releaseCtx(r)
 	st.latency.Observe((time.Since(epoch) - start).Seconds())

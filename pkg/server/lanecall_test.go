@@ -32,7 +32,7 @@ func laneRequest(t testing.TB, name, msg string, seqid int32, timeout time.Durat
 // BenchmarkLaneCall is the server's Go time for one 64 B echo on a lane,
 // engine left out: "echo" with the test service's handler (a string
 // argument), "atb" with atb.thrift's generated echo (a borrowed binary
-// argument, arguments and result in one allocation), "bare" with an empty
+// argument, arguments and result reused from the lane's last call), "bare" with an empty
 // message, a handler and arguments that cost nothing (the server's own
 // share).
 func BenchmarkLaneCall(b *testing.B) {
@@ -99,9 +99,9 @@ type atbEcho struct{}
 func (atbEcho) Echo(_ context.Context, p []byte) ([]byte, error) { return p, nil }
 
 // TestLaneCallAllocsGenerated: atb.thrift's generated echo on a lane
-// allocates once a call: its arguments and result together (NewCall);
-// the 64 B argument is borrowed from the lease (borrow_args), the reply
-// written from it.
+// allocates nothing: its arguments and result come together (NewCall),
+// reused from the lane's last call, and the 64 B argument is borrowed
+// from the lease (borrow_args), the reply written from it.
 func TestLaneCallAllocsGenerated(t *testing.T) {
 	s := server.New(server.WithLogger(quiet))
 	atbserver.RegisterEcho(s, atbEcho{})
@@ -110,7 +110,20 @@ func TestLaneCallAllocsGenerated(t *testing.T) {
 	p := bytes.Repeat([]byte{7}, 64)
 	req := frameOf(t, wire.KindCall, "echo", 7, &atb.EchoEchoArgs{Payload: p})
 	require.Equal(t, p, echoReply(t, call(req), 7))
-	require.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { call(req) }))
+	require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }))
+}
+
+// TestLaneCallReuseResets: the call value a lane reuses is reset: a call
+// whose frame leaves the argument out gets none, not the last call's
+// (which would be a slice of a lease since reused).
+func TestLaneCallReuseResets(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	atbserver.RegisterEcho(s, atbEcho{})
+	call, done := server.LaneCaller(s)
+	defer done()
+	req := frameOf(t, wire.KindCall, "echo", 1, &atb.EchoEchoArgs{Payload: []byte("abc")})
+	require.Equal(t, []byte("abc"), echoReply(t, call(req), 1))
+	require.Equal(t, []byte{}, echoReply(t, call(frameOf(t, wire.KindCall, "echo", 2, &wiretest.Empty{})), 2))
 }
 
 // TestLaneCallMethodSwitch: a lane remembers the method it last called,

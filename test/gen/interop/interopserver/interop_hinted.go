@@ -134,8 +134,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, nil, interop.NewInteropPingResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *interop.NewInteropPingArgs(), res: *interop.NewInteropPingResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *interop.NewInteropPingArgs(), res: *interop.NewInteropPingResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -150,8 +154,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*interop.InteropEchoAllArgs), interop.NewInteropEchoAllResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *interop.NewInteropEchoAllArgs(), res: *interop.NewInteropEchoAllResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *interop.NewInteropEchoAllArgs(), res: *interop.NewInteropEchoAllResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -166,8 +174,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, a.(*interop.InteropEchoBinaryArgs), interop.NewInteropEchoBinaryResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *interop.NewInteropEchoBinaryArgs(), res: *interop.NewInteropEchoBinaryResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *interop.NewInteropEchoBinaryArgs(), res: *interop.NewInteropEchoBinaryResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -182,8 +194,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, a.(*interop.InteropEchoStringArgs), interop.NewInteropEchoStringResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *interop.NewInteropEchoStringArgs(), res: *interop.NewInteropEchoStringResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *interop.NewInteropEchoStringArgs(), res: *interop.NewInteropEchoStringResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -198,8 +214,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run4(ctx, a.(*interop.InteropAddArgs), interop.NewInteropAddResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call4{args: *interop.NewInteropAddArgs(), res: *interop.NewInteropAddResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
+				}
+				*c = _call4{args: *interop.NewInteropAddArgs(), res: *interop.NewInteropAddResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -214,8 +234,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run5(ctx, a.(*interop.InteropMayFailArgs), interop.NewInteropMayFailResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call5{args: *interop.NewInteropMayFailArgs(), res: *interop.NewInteropMayFailResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
+				}
+				*c = _call5{args: *interop.NewInteropMayFailArgs(), res: *interop.NewInteropMayFailResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -240,8 +264,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run7(ctx, nil, interop.NewInteropDrainNotesResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call7{args: *interop.NewInteropDrainNotesArgs(), res: *interop.NewInteropDrainNotesResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
+				}
+				*c = _call7{args: *interop.NewInteropDrainNotesArgs(), res: *interop.NewInteropDrainNotesResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -256,8 +284,12 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run8(ctx, a.(*interop.InteropSleepArgs), interop.NewInteropSleepResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call8{args: *interop.NewInteropSleepArgs(), res: *interop.NewInteropSleepResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call8)
+				if c == nil {
+					c = new(_call8)
+				}
+				*c = _call8{args: *interop.NewInteropSleepArgs(), res: *interop.NewInteropSleepResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -54,8 +54,12 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*echo.EchoEchoArgs), echo.NewEchoEchoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -70,8 +74,12 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*echo.EchoEchoBytesArgs), echo.NewEchoEchoBytesResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *echo.NewEchoEchoBytesArgs(), res: *echo.NewEchoEchoBytesResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *echo.NewEchoEchoBytesArgs(), res: *echo.NewEchoEchoBytesResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

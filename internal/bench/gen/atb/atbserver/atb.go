@@ -36,8 +36,12 @@ func RegisterEcho(s *server.Server, h atb.EchoHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*atb.EchoEchoArgs), atb.NewEchoEchoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *atb.NewEchoEchoArgs(), res: *atb.NewEchoEchoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *atb.NewEchoEchoArgs(), res: *atb.NewEchoEchoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -169,8 +169,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*hatkv.HatKVGetArgs), hatkv.NewHatKVGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *hatkv.NewHatKVGetArgs(), res: *hatkv.NewHatKVGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *hatkv.NewHatKVGetArgs(), res: *hatkv.NewHatKVGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -185,8 +189,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*hatkv.HatKVPutArgs), hatkv.NewHatKVPutResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *hatkv.NewHatKVPutArgs(), res: *hatkv.NewHatKVPutResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *hatkv.NewHatKVPutArgs(), res: *hatkv.NewHatKVPutResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -201,8 +209,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, a.(*hatkv.HatKVDeleteArgs), hatkv.NewHatKVDeleteResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *hatkv.NewHatKVDeleteArgs(), res: *hatkv.NewHatKVDeleteResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *hatkv.NewHatKVDeleteArgs(), res: *hatkv.NewHatKVDeleteResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -217,8 +229,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, a.(*hatkv.HatKVMultiGetArgs), hatkv.NewHatKVMultiGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *hatkv.NewHatKVMultiGetArgs(), res: *hatkv.NewHatKVMultiGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *hatkv.NewHatKVMultiGetArgs(), res: *hatkv.NewHatKVMultiGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -233,8 +249,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run4(ctx, a.(*hatkv.HatKVMultiPutArgs), hatkv.NewHatKVMultiPutResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call4{args: *hatkv.NewHatKVMultiPutArgs(), res: *hatkv.NewHatKVMultiPutResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
+				}
+				*c = _call4{args: *hatkv.NewHatKVMultiPutArgs(), res: *hatkv.NewHatKVMultiPutResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -249,8 +269,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run5(ctx, a.(*hatkv.HatKVScanArgs), hatkv.NewHatKVScanResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call5{args: *hatkv.NewHatKVScanArgs(), res: *hatkv.NewHatKVScanResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
+				}
+				*c = _call5{args: *hatkv.NewHatKVScanArgs(), res: *hatkv.NewHatKVScanResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -265,8 +289,12 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run6(ctx, nil, hatkv.NewHatKVStatsResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call6{args: *hatkv.NewHatKVStatsArgs(), res: *hatkv.NewHatKVStatsResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
+				}
+				*c = _call6{args: *hatkv.NewHatKVStatsArgs(), res: *hatkv.NewHatKVStatsResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -159,8 +159,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, nil, fb303.NewFacebookServiceGetNameResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *fb303.NewFacebookServiceGetNameArgs(), res: *fb303.NewFacebookServiceGetNameResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *fb303.NewFacebookServiceGetNameArgs(), res: *fb303.NewFacebookServiceGetNameResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -175,8 +179,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, nil, fb303.NewFacebookServiceGetVersionResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *fb303.NewFacebookServiceGetVersionArgs(), res: *fb303.NewFacebookServiceGetVersionResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *fb303.NewFacebookServiceGetVersionArgs(), res: *fb303.NewFacebookServiceGetVersionResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -191,8 +199,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, fb303.NewFacebookServiceGetStatusResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *fb303.NewFacebookServiceGetStatusArgs(), res: *fb303.NewFacebookServiceGetStatusResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *fb303.NewFacebookServiceGetStatusArgs(), res: *fb303.NewFacebookServiceGetStatusResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -207,8 +219,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, nil, fb303.NewFacebookServiceGetStatusDetailsResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *fb303.NewFacebookServiceGetStatusDetailsArgs(), res: *fb303.NewFacebookServiceGetStatusDetailsResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *fb303.NewFacebookServiceGetStatusDetailsArgs(), res: *fb303.NewFacebookServiceGetStatusDetailsResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -223,8 +239,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run4(ctx, nil, fb303.NewFacebookServiceGetCountersResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call4{args: *fb303.NewFacebookServiceGetCountersArgs(), res: *fb303.NewFacebookServiceGetCountersResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
+				}
+				*c = _call4{args: *fb303.NewFacebookServiceGetCountersArgs(), res: *fb303.NewFacebookServiceGetCountersResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -239,8 +259,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run5(ctx, a.(*fb303.FacebookServiceGetCounterArgs), fb303.NewFacebookServiceGetCounterResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call5{args: *fb303.NewFacebookServiceGetCounterArgs(), res: *fb303.NewFacebookServiceGetCounterResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
+				}
+				*c = _call5{args: *fb303.NewFacebookServiceGetCounterArgs(), res: *fb303.NewFacebookServiceGetCounterResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -255,8 +279,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run6(ctx, a.(*fb303.FacebookServiceSetOptionArgs), fb303.NewFacebookServiceSetOptionResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call6{args: *fb303.NewFacebookServiceSetOptionArgs(), res: *fb303.NewFacebookServiceSetOptionResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
+				}
+				*c = _call6{args: *fb303.NewFacebookServiceSetOptionArgs(), res: *fb303.NewFacebookServiceSetOptionResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -271,8 +299,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run7(ctx, a.(*fb303.FacebookServiceGetOptionArgs), fb303.NewFacebookServiceGetOptionResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call7{args: *fb303.NewFacebookServiceGetOptionArgs(), res: *fb303.NewFacebookServiceGetOptionResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
+				}
+				*c = _call7{args: *fb303.NewFacebookServiceGetOptionArgs(), res: *fb303.NewFacebookServiceGetOptionResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -287,8 +319,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run8(ctx, nil, fb303.NewFacebookServiceGetOptionsResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call8{args: *fb303.NewFacebookServiceGetOptionsArgs(), res: *fb303.NewFacebookServiceGetOptionsResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call8)
+				if c == nil {
+					c = new(_call8)
+				}
+				*c = _call8{args: *fb303.NewFacebookServiceGetOptionsArgs(), res: *fb303.NewFacebookServiceGetOptionsResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -303,8 +339,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run9(ctx, a.(*fb303.FacebookServiceGetCpuProfileArgs), fb303.NewFacebookServiceGetCpuProfileResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call9{args: *fb303.NewFacebookServiceGetCpuProfileArgs(), res: *fb303.NewFacebookServiceGetCpuProfileResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call9)
+				if c == nil {
+					c = new(_call9)
+				}
+				*c = _call9{args: *fb303.NewFacebookServiceGetCpuProfileArgs(), res: *fb303.NewFacebookServiceGetCpuProfileResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -319,8 +359,12 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run10(ctx, nil, fb303.NewFacebookServiceAliveSinceResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call10{args: *fb303.NewFacebookServiceAliveSinceArgs(), res: *fb303.NewFacebookServiceAliveSinceResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call10)
+				if c == nil {
+					c = new(_call10)
+				}
+				*c = _call10{args: *fb303.NewFacebookServiceAliveSinceArgs(), res: *fb303.NewFacebookServiceAliveSinceResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

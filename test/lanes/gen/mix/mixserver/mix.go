@@ -60,8 +60,12 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*mix.MixPingArgs), mix.NewMixPingResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *mix.NewMixPingArgs(), res: *mix.NewMixPingResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *mix.NewMixPingArgs(), res: *mix.NewMixPingResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -76,8 +80,12 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*mix.MixCrunchArgs), mix.NewMixCrunchResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *mix.NewMixCrunchArgs(), res: *mix.NewMixCrunchResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *mix.NewMixCrunchArgs(), res: *mix.NewMixCrunchResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -92,8 +100,12 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, mix.NewMixStatusResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *mix.NewMixStatusArgs(), res: *mix.NewMixStatusResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *mix.NewMixStatusArgs(), res: *mix.NewMixStatusResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -152,8 +164,12 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*mix.SharedGetArgs), mix.NewSharedGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *mix.NewSharedGetArgs(), res: *mix.NewSharedGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *mix.NewSharedGetArgs(), res: *mix.NewSharedGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -168,8 +184,12 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*mix.SharedSlowArgs), mix.NewSharedSlowResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *mix.NewSharedSlowArgs(), res: *mix.NewSharedSlowResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *mix.NewSharedSlowArgs(), res: *mix.NewSharedSlowResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -75,8 +75,12 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*exceptions.StoreGetArgs), exceptions.NewStoreGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *exceptions.NewStoreGetArgs(), res: *exceptions.NewStoreGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *exceptions.NewStoreGetArgs(), res: *exceptions.NewStoreGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -91,8 +95,12 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*exceptions.StorePutArgs), exceptions.NewStorePutResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *exceptions.NewStorePutArgs(), res: *exceptions.NewStorePutResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *exceptions.NewStorePutArgs(), res: *exceptions.NewStorePutResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -107,8 +115,12 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, exceptions.NewStoreClearResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *exceptions.NewStoreClearArgs(), res: *exceptions.NewStoreClearResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *exceptions.NewStoreClearArgs(), res: *exceptions.NewStoreClearResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -59,8 +59,12 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*hinted.KVGetArgs), hinted.NewKVGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *hinted.NewKVGetArgs(), res: *hinted.NewKVGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *hinted.NewKVGetArgs(), res: *hinted.NewKVGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -75,8 +79,12 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*hinted.KVPutArgs), hinted.NewKVPutResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *hinted.NewKVPutArgs(), res: *hinted.NewKVPutResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *hinted.NewKVPutArgs(), res: *hinted.NewKVPutResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -91,8 +99,12 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, hinted.NewKVSizeResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *hinted.NewKVSizeArgs(), res: *hinted.NewKVSizeResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *hinted.NewKVSizeArgs(), res: *hinted.NewKVSizeResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -124,8 +136,12 @@ func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, nil, hinted.NewPlainNoopResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *hinted.NewPlainNoopArgs(), res: *hinted.NewPlainNoopResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *hinted.NewPlainNoopArgs(), res: *hinted.NewPlainNoopResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -66,8 +66,12 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*keywordnames.KeywordsSumArgs), keywordnames.NewKeywordsSumResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *keywordnames.NewKeywordsSumArgs(), res: *keywordnames.NewKeywordsSumResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *keywordnames.NewKeywordsSumArgs(), res: *keywordnames.NewKeywordsSumResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -82,8 +86,12 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*keywordnames.KeywordsEchoArgs), keywordnames.NewKeywordsEchoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *keywordnames.NewKeywordsEchoArgs(), res: *keywordnames.NewKeywordsEchoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *keywordnames.NewKeywordsEchoArgs(), res: *keywordnames.NewKeywordsEchoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -98,8 +106,12 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, a.(*keywordnames.KeywordsStrArgs), keywordnames.NewKeywordsStrResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *keywordnames.NewKeywordsStrArgs(), res: *keywordnames.NewKeywordsStrResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *keywordnames.NewKeywordsStrArgs(), res: *keywordnames.NewKeywordsStrResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

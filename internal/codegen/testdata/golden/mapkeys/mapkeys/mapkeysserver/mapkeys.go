@@ -36,8 +36,12 @@ func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*mapkeys.KeyServiceLookupArgs), mapkeys.NewKeyServiceLookupResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *mapkeys.NewKeyServiceLookupArgs(), res: *mapkeys.NewKeyServiceLookupResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *mapkeys.NewKeyServiceLookupArgs(), res: *mapkeys.NewKeyServiceLookupResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

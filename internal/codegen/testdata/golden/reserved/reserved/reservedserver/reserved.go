@@ -56,8 +56,12 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*reserved.RangeSelectArgs), reserved.NewRangeSelectResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *reserved.NewRangeSelectArgs(), res: *reserved.NewRangeSelectResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *reserved.NewRangeSelectArgs(), res: *reserved.NewRangeSelectResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -72,8 +76,12 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*reserved.RangeNewThingArgs_), reserved.NewRangeNewThingResult_())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *reserved.NewRangeNewThingArgs_(), res: *reserved.NewRangeNewThingResult_()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *reserved.NewRangeNewThingArgs_(), res: *reserved.NewRangeNewThingResult_()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -88,8 +96,12 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, a.(*reserved.RangeGetIDArgs), reserved.NewRangeGetIDResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *reserved.NewRangeGetIDArgs(), res: *reserved.NewRangeGetIDResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *reserved.NewRangeGetIDArgs(), res: *reserved.NewRangeGetIDResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -115,8 +115,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*services.SearchSearchArgs), services.NewSearchSearchResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *services.NewSearchSearchArgs(), res: *services.NewSearchSearchResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *services.NewSearchSearchArgs(), res: *services.NewSearchSearchResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -131,8 +135,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, nil, services.NewSearchResetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *services.NewSearchResetArgs(), res: *services.NewSearchResetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *services.NewSearchResetArgs(), res: *services.NewSearchResetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -157,8 +165,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, a.(*services.SearchSuggestArgs), services.NewSearchSuggestResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *services.NewSearchSuggestArgs(), res: *services.NewSearchSuggestResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *services.NewSearchSuggestArgs(), res: *services.NewSearchSuggestResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -173,8 +185,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run4(ctx, nil, services.NewSearchStatsResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call4{args: *services.NewSearchStatsArgs(), res: *services.NewSearchStatsResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
+				}
+				*c = _call4{args: *services.NewSearchStatsArgs(), res: *services.NewSearchStatsResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -189,8 +205,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run5(ctx, a.(*services.SearchRawArgs), services.NewSearchRawResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call5{args: *services.NewSearchRawArgs(), res: *services.NewSearchRawResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
+				}
+				*c = _call5{args: *services.NewSearchRawArgs(), res: *services.NewSearchRawResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -205,8 +225,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run6(ctx, a.(*services.SearchTotalArgs), services.NewSearchTotalResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call6{args: *services.NewSearchTotalArgs(), res: *services.NewSearchTotalResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
+				}
+				*c = _call6{args: *services.NewSearchTotalArgs(), res: *services.NewSearchTotalResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -221,8 +245,12 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run7(ctx, a.(*services.SearchOptionalArgsArgs), services.NewSearchOptionalArgsResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call7{args: *services.NewSearchOptionalArgsArgs(), res: *services.NewSearchOptionalArgsResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
+				}
+				*c = _call7{args: *services.NewSearchOptionalArgsArgs(), res: *services.NewSearchOptionalArgsResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -78,8 +78,12 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*store.StoreGetArgs), store.NewStoreGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *store.NewStoreGetArgs(), res: *store.NewStoreGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *store.NewStoreGetArgs(), res: *store.NewStoreGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -94,8 +98,12 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run1(ctx, a.(*store.StoreIncrArgs), store.NewStoreIncrResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call1{args: *store.NewStoreIncrArgs(), res: *store.NewStoreIncrResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
+				}
+				*c = _call1{args: *store.NewStoreIncrArgs(), res: *store.NewStoreIncrResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -110,8 +118,12 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, a.(*store.StoreSlowArgs), store.NewStoreSlowResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *store.NewStoreSlowArgs(), res: *store.NewStoreSlowResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *store.NewStoreSlowArgs(), res: *store.NewStoreSlowResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -126,8 +138,12 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, a.(*store.StoreBlobArgs), store.NewStoreBlobResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *store.NewStoreBlobArgs(), res: *store.NewStoreBlobResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *store.NewStoreBlobArgs(), res: *store.NewStoreBlobResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

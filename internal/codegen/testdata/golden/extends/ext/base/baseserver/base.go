@@ -38,8 +38,12 @@ func RegisterBase(s *server.Server, h base.BaseHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -51,8 +51,12 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -76,8 +80,12 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, child.NewMiddleCountResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -139,8 +147,12 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -164,8 +176,12 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run2(ctx, nil, child.NewMiddleCountResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
+				}
+				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -180,8 +196,12 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run3(ctx, a.(*child.ChildNameArgs), child.NewChildNameResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call3{args: *child.NewChildNameArgs(), res: *child.NewChildNameResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
+				}
+				*c = _call3{args: *child.NewChildNameArgs(), res: *child.NewChildNameResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -32,8 +32,12 @@ func RegisterMains(s *server.Server, h core.MainsHandler) {
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return _run0(ctx, a.(*core.MainsGetArgs), core.NewMainsGetResult())
 			},
-			NewCall: func() (proto.Struct, any) {
-				c := &_call0{args: *core.NewMainsGetArgs(), res: *core.NewMainsGetResult()}
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *core.NewMainsGetArgs(), res: *core.NewMainsGetResult()}
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
