@@ -22,6 +22,21 @@ type Method struct {
 	NewArgs func() proto.Struct
 	Handle  Handler // for oneway the result is ignored
 	Hints   *hints.Function
+
+	// NewCall and HandleCall, when both are set, run a call in place of
+	// NewArgs and Handle: NewCall returns the arguments to decode into
+	// and a value HandleCall then gets, which may hold more than them
+	// (generated code: the arguments and the result, allocated together).
+	// A call whose arguments an interceptor replaced runs Handle.
+	//
+	// reuse, when not nil, is a call value this NewCall returned before,
+	// whose call has ended (its reply is encoded) and that nothing holds
+	// any more: NewCall may reset it and return it again rather than
+	// allocate. A lane, which runs one call at a time, passes its last
+	// call's, unless interceptors (which may keep arguments and results)
+	// run.
+	NewCall    func(reuse any) (args proto.Struct, call any)
+	HandleCall func(ctx context.Context, call any) (proto.Struct, error)
 }
 
 // Service is a set of methods registered under one (multiplexing) name.

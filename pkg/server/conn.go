@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +97,12 @@ type request struct {
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
 	listed  bool                 // ctx is in c.calls, for Cancel frames
+	args    proto.Struct         // set: the arguments to decode into (with call), else execute makes them
+	call    any                  // NewCall's value for HandleCall; nil: Handle runs
+	// lease: body is a lane's lease (the engine's buffer, or FLOCK's ring
+	// slot or task copy), valid until the reply is encoded and sent: a
+	// borrow_args method's arguments may alias it as they alias buf.
+	lease bool
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -547,7 +552,14 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	if r.sc != nil && r.ctx == nil {
 		ctx = metadata.NewServerContext(ctx, r.sc) // else r.ctx holds it
 	}
-	args := r.m.m.NewArgs()
+	args := r.args // a lane's, reset when its last call ended
+	if args == nil {
+		if m := r.m.m; m.NewCall != nil && m.HandleCall != nil {
+			args, r.call = m.NewCall(nil)
+		} else {
+			args = m.NewArgs()
+		}
+	}
 	var (
 		res proto.Struct
 		err error
@@ -555,11 +567,12 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	// Large arguments keep their bytes in the frame buffer rather than in
 	// fresh copies; the handler owns the buffer then. Borrowed arguments
 	// (borrow_args) alias it too, but the buffer stays the request's and
-	// goes back to the pool once the reply is written (freeRequest).
+	// goes back to the pool once the reply is written (freeRequest), or
+	// alias a lane's lease, which the engine reuses once the reply is sent.
 	// A call over its function's rate limit is answered before its
 	// arguments are decoded: turning it away must cost less than running it.
 	limited := r.m.limiter != nil && !r.m.limiter.Allow()
-	borrow := r.buf != nil && r.m.borrow && !limited
+	borrow := (r.buf != nil || r.lease) && r.m.borrow && !limited
 	alias := r.buf != nil && len(r.body) >= wire.AliasMin && !limited
 	switch {
 	case limited:
@@ -579,7 +592,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	case err != nil:
 		err = proto.NewApplicationException(proto.ExcProtocolError, "decode "+r.m.m.Name+" args: "+err.Error())
 	default:
-		res, err = c.invoke(ctx, r, args)
+		res, err = c.invoke(ctx, r, args, r.call)
 	}
 	c.releaseCtx(r)
 	st.latency.Observe((time.Since(epoch) - start).Seconds())
@@ -592,53 +605,6 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		return st, proto.Exception, toAppException(err)
 	}
 	return st, proto.Reply, res
-}
-
-// panicError carries a recovered handler panic.
-type panicError struct{ v any }
-
-func (e *panicError) Error() string { return fmt.Sprintf("handler panic: %v", e.v) }
-
-func toAppException(err error) *proto.ApplicationException {
-	var ae *proto.ApplicationException
-	switch {
-	case err == nil:
-		return proto.NewApplicationException(proto.ExcMissingResult, "handler returned no result")
-	case errors.As(err, &ae):
-		return ae
-	}
-	return proto.NewApplicationException(proto.ExcInternalError, err.Error())
-}
-
-func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct) (res proto.Struct, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			c.s.log.Error("hatrpc: handler panic", "method", r.m.m.Name, "remote", c.remote,
-				"request_id", requestID(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			res, err = nil, &panicError{v}
-		}
-	}()
-	ics := c.s.opts.interceptors
-	if len(ics) == 0 {
-		return r.m.m.Handle(ctx, args)
-	}
-	info := &CallInfo{
-		Service: r.m.svc, Method: r.m.m, Seqid: r.seqid, Transport: transportNames[r.tr],
-		Protocol: r.proto, Remote: c.remote,
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		info.Deadline = dl
-	}
-	return chain(ctx, ics, info, args, r.m.m.Handle)
-}
-
-func chain(ctx context.Context, ics []Interceptor, info *CallInfo, args proto.Struct, h Handler) (proto.Struct, error) {
-	if len(ics) == 0 {
-		return h(ctx, args)
-	}
-	return ics[0](ctx, info, args, func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-		return chain(ctx, ics[1:], info, a, h)
-	})
 }
 
 // checkWrite tears the connection down after a failed or timed-out write:

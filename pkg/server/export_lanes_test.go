@@ -12,9 +12,19 @@ import (
 // engine (no endpoint, no poller): what the server's Go code costs per
 // lane call, for benchmarks and allocation counts. close ends it.
 func LaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+	return laneCaller(s, false)
+}
+
+// SharedLaneCaller is LaneCaller on a shared (FLOCK) lane, whose calls
+// take pooled requests and replies of their own.
+func SharedLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+	return laneCaller(s, true)
+}
+
+func laneCaller(s *Server, shared bool) (call func(req []byte) []byte, close func()) {
 	a, b := net.Pipe()
 	c := newConn(s, a)
-	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}),
+	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}

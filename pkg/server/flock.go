@@ -76,6 +76,9 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	sess := f.sess
 	// A reply larger than a FLOCK message travels in parts that the
 	// client joins (pkg/flock), so no reply size fails here.
+	// req is valid until this returns (the ring slot a dispatcher's
+	// inline call reads is released after it, a worker's copy is its
+	// own), and the reply is encoded before: borrowed arguments alias req.
 	fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
 		out, _ := sess.call(req)
 		return out, nil

@@ -3,6 +3,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
+	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -27,29 +30,29 @@ func laneRequest(t testing.TB, name, msg string, seqid int32, timeout time.Durat
 }
 
 // BenchmarkLaneCall is the server's Go time for one 64 B echo on a lane,
-// engine left out: "echo" with the test service's handler, "bare" with an
-// empty message, a handler and arguments that cost nothing (the server's
-// own share).
+// engine left out: "echo" with the test service's handler (a string
+// argument), "atb" with atb.thrift's generated echo (a borrowed binary
+// argument, arguments and result reused from the lane's last call), "bare" with an empty
+// message, a handler and arguments that cost nothing (the server's own
+// share).
 func BenchmarkLaneCall(b *testing.B) {
-	for _, bare := range []bool{false, true} {
-		name := "echo"
-		if bare {
-			name = "bare"
-		}
+	for _, name := range []string{"echo", "atb", "bare"} {
 		b.Run(name, func(b *testing.B) {
 			s := server.New(server.WithLogger(quiet))
-			if bare {
-				s.Register(bareService())
-			} else {
+			var req []byte
+			switch name {
+			case "echo":
 				s.Register(wiretest.NewEcho().Service())
+				req = laneRequest(b, "echo", strings.Repeat("x", 64), 7, 0)
+			case "atb":
+				atbserver.RegisterEcho(s, atbEcho{})
+				req = frameOf(b, wire.KindCall, "echo", 7, &atb.EchoEchoArgs{Payload: make([]byte, 64)})
+			case "bare":
+				s.Register(bareService())
+				req = laneRequest(b, "echo", "", 7, 0)
 			}
 			call, done := server.LaneCaller(s)
 			defer done()
-			msg := strings.Repeat("x", 64)
-			if bare {
-				msg = ""
-			}
-			req := laneRequest(b, "echo", msg, 7, 0)
 			require.NotEmpty(b, call(req))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -88,6 +91,39 @@ func TestLaneCallAllocs(t *testing.T) {
 		require.Equal(t, int32(7), h.Seqid)
 		require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }), "timeout %v", timeout)
 	}
+}
+
+// atbEcho is atb's echo handler: it returns its (borrowed) argument.
+type atbEcho struct{}
+
+func (atbEcho) Echo(_ context.Context, p []byte) ([]byte, error) { return p, nil }
+
+// TestLaneCallAllocsGenerated: atb.thrift's generated echo on a lane
+// allocates nothing: its arguments and result come together (NewCall),
+// reused from the lane's last call, and the 64 B argument is borrowed
+// from the lease (borrow_args), the reply written from it.
+func TestLaneCallAllocsGenerated(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	atbserver.RegisterEcho(s, atbEcho{})
+	call, done := server.LaneCaller(s)
+	defer done()
+	p := bytes.Repeat([]byte{7}, 64)
+	req := frameOf(t, wire.KindCall, "echo", 7, &atb.EchoEchoArgs{Payload: p})
+	require.Equal(t, p, echoReply(t, call(req), 7))
+	require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }))
+}
+
+// TestLaneCallReuseResets: the call value a lane reuses is reset: a call
+// whose frame leaves the argument out gets none, not the last call's
+// (which would be a slice of a lease since reused).
+func TestLaneCallReuseResets(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	atbserver.RegisterEcho(s, atbEcho{})
+	call, done := server.LaneCaller(s)
+	defer done()
+	req := frameOf(t, wire.KindCall, "echo", 1, &atb.EchoEchoArgs{Payload: []byte("abc")})
+	require.Equal(t, []byte("abc"), echoReply(t, call(req), 1))
+	require.Equal(t, []byte{}, echoReply(t, call(frameOf(t, wire.KindCall, "echo", 2, &wiretest.Empty{})), 2))
 }
 
 // TestLaneCallMethodSwitch: a lane remembers the method it last called,

@@ -67,6 +67,16 @@ type laneSession struct {
 	mm    *method             // the method last called
 	mTab  *map[string]*method // the table mm was found in
 	mName []byte              // the name mm was found by
+	next  nextCall            // the arguments and call value for the next call of next.m
+}
+
+// nextCall is a call value (Method.NewCall) a lane reset once its call's
+// reply was encoded, for its next call of the same method: a lane runs
+// one call at a time, so a call of a generated method allocates nothing.
+type nextCall struct {
+	m    *method
+	args proto.Struct
+	call any
 }
 
 // device returns the server's verbs device, opening it on first use; nil
@@ -395,9 +405,13 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		timeout = ht
 	}
 	// The request lives on the stack (no allocation, no write barriers)
-	// unless it must outlive this call: see callPooled.
+	// unless it must outlive this call: see callPooled. Its body is the
+	// lease, valid until the reply this function returns is sent (a
+	// shared lane's: FLOCK keeps the ring slot, or a worker's copy, until
+	// the handler registered in flockServer returns), so borrowed
+	// arguments may alias it.
 	r := request{m: m, body: req[off+mh.Body:], proto: p, hat: true,
-		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at}
+		oneway: oneway, seqid: mh.Seqid, size: len(req) - off, tr: l.tr, sc: sc, at: at, lease: true}
 	if l.shared {
 		r.ctx = &callCtx{parent: c.ctx, dl: deadlineAt(at, timeout)}
 	} else {
@@ -418,8 +432,12 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
 	}
+	if ls.next.m == m {
+		r.args, r.call = ls.next.args, ls.next.call
+		ls.next = nextCall{}
+	}
 	st, typ, body := c.execute(&r, codec)
-	md := replyMD(&r)
+	md, call := replyMD(&r), r.call
 	c.clearRequest(&r)
 	c.s.slots.release()
 	c.end()
@@ -433,6 +451,13 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	}
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
+	if call != nil && len(c.s.opts.interceptors) == 0 {
+		// The reply is encoded: nothing uses the call value any more
+		// (interceptors, which might keep its arguments or result, get
+		// fresh ones). Reset now, it holds no reference till the next call.
+		args, call := m.m.NewCall(call)
+		ls.next = nextCall{m: m, args: args, call: call}
+	}
 	return out, pr
 }
 
@@ -470,7 +495,9 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	}
 	if r.oneway {
 		// The client only waits for the request to be taken; its handler
-		// runs on after the acknowledgement, off the lease.
+		// runs on after the acknowledgement, off the lease: on a copy of
+		// the call's own, which borrowed arguments may alias for as long
+		// as they like.
 		r.body = append([]byte(nil), r.body...)
 		go func() {
 			codec := wire.GetCodec()

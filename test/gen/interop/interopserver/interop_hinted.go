@@ -13,18 +13,138 @@ import (
 
 // RegisterInterop registers h as service "Interop" on s.
 func RegisterInterop(s *server.Server, h interop.InteropHandler) {
+	type _call0 struct {
+		args interop.InteropPingArgs
+		res  interop.InteropPingResult
+	}
+	_run0 := func(ctx context.Context, args *interop.InteropPingArgs, res *interop.InteropPingResult) (proto.Struct, error) {
+		err := h.Ping(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call1 struct {
+		args interop.InteropEchoAllArgs
+		res  interop.InteropEchoAllResult
+	}
+	_run1 := func(ctx context.Context, args *interop.InteropEchoAllArgs, res *interop.InteropEchoAllResult) (proto.Struct, error) {
+		r, err := h.EchoAll(ctx, args.V)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call2 struct {
+		args interop.InteropEchoBinaryArgs
+		res  interop.InteropEchoBinaryResult
+	}
+	_run2 := func(ctx context.Context, args *interop.InteropEchoBinaryArgs, res *interop.InteropEchoBinaryResult) (proto.Struct, error) {
+		r, err := h.EchoBinary(ctx, args.Data)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call3 struct {
+		args interop.InteropEchoStringArgs
+		res  interop.InteropEchoStringResult
+	}
+	_run3 := func(ctx context.Context, args *interop.InteropEchoStringArgs, res *interop.InteropEchoStringResult) (proto.Struct, error) {
+		r, err := h.EchoString(ctx, args.S)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call4 struct {
+		args interop.InteropAddArgs
+		res  interop.InteropAddResult
+	}
+	_run4 := func(ctx context.Context, args *interop.InteropAddArgs, res *interop.InteropAddResult) (proto.Struct, error) {
+		r, err := h.Add(ctx, args.A, args.B)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call5 struct {
+		args interop.InteropMayFailArgs
+		res  interop.InteropMayFailResult
+	}
+	_run5 := func(ctx context.Context, args *interop.InteropMayFailArgs, res *interop.InteropMayFailResult) (proto.Struct, error) {
+		r, err := h.MayFail(ctx, args.Code)
+		if err != nil {
+			var e1 *interop.InteropError
+			if errors.As(err, &e1) {
+				res.Err = e1
+				return res, nil
+			}
+			var e2 *interop.OtherError
+			if errors.As(err, &e2) {
+				res.Other = e2
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call7 struct {
+		args interop.InteropDrainNotesArgs
+		res  interop.InteropDrainNotesResult
+	}
+	_run7 := func(ctx context.Context, args *interop.InteropDrainNotesArgs, res *interop.InteropDrainNotesResult) (proto.Struct, error) {
+		r, err := h.DrainNotes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]string, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call8 struct {
+		args interop.InteropSleepArgs
+		res  interop.InteropSleepResult
+	}
+	_run8 := func(ctx context.Context, args *interop.InteropSleepArgs, res *interop.InteropSleepResult) (proto.Struct, error) {
+		r, err := h.Sleep(ctx, args.Ms)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Interop", Hints: &interop.InteropHints, Methods: []server.Method{
 		{
 			Name:    "ping",
 			NewArgs: func() proto.Struct { return interop.NewInteropPingArgs() },
 			Hints:   interop.InteropHints.Function("ping"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := interop.NewInteropPingResult()
-				err := h.Ping(ctx)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, nil, interop.NewInteropPingResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				return res, nil
+				*c = _call0{args: *interop.NewInteropPingArgs(), res: *interop.NewInteropPingResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -32,14 +152,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropEchoAllArgs() },
 			Hints:   interop.InteropHints.Function("echoAll"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropEchoAllArgs)
-				res := interop.NewInteropEchoAllResult()
-				r, err := h.EchoAll(ctx, args.V)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*interop.InteropEchoAllArgs), interop.NewInteropEchoAllResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call1{args: *interop.NewInteropEchoAllArgs(), res: *interop.NewInteropEchoAllResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -47,18 +172,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropEchoBinaryArgs() },
 			Hints:   interop.InteropHints.Function("echoBinary"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropEchoBinaryArgs)
-				res := interop.NewInteropEchoBinaryResult()
-				r, err := h.EchoBinary(ctx, args.Data)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, a.(*interop.InteropEchoBinaryArgs), interop.NewInteropEchoBinaryResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call2{args: *interop.NewInteropEchoBinaryArgs(), res: *interop.NewInteropEchoBinaryResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -66,14 +192,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropEchoStringArgs() },
 			Hints:   interop.InteropHints.Function("echoString"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropEchoStringArgs)
-				res := interop.NewInteropEchoStringResult()
-				r, err := h.EchoString(ctx, args.S)
-				if err != nil {
-					return nil, err
+				return _run3(ctx, a.(*interop.InteropEchoStringArgs), interop.NewInteropEchoStringResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call3{args: *interop.NewInteropEchoStringArgs(), res: *interop.NewInteropEchoStringResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -81,14 +212,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropAddArgs() },
 			Hints:   interop.InteropHints.Function("add"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropAddArgs)
-				res := interop.NewInteropAddResult()
-				r, err := h.Add(ctx, args.A, args.B)
-				if err != nil {
-					return nil, err
+				return _run4(ctx, a.(*interop.InteropAddArgs), interop.NewInteropAddResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call4{args: *interop.NewInteropAddArgs(), res: *interop.NewInteropAddResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call4)
+				return _run4(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -96,24 +232,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropMayFailArgs() },
 			Hints:   interop.InteropHints.Function("mayFail"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropMayFailArgs)
-				res := interop.NewInteropMayFailResult()
-				r, err := h.MayFail(ctx, args.Code)
-				if err != nil {
-					var e1 *interop.InteropError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					var e2 *interop.OtherError
-					if errors.As(err, &e2) {
-						res.Other = e2
-						return res, nil
-					}
-					return nil, err
+				return _run5(ctx, a.(*interop.InteropMayFailArgs), interop.NewInteropMayFailResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call5{args: *interop.NewInteropMayFailArgs(), res: *interop.NewInteropMayFailResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call5)
+				return _run5(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -131,17 +262,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropDrainNotesArgs() },
 			Hints:   interop.InteropHints.Function("drainNotes"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := interop.NewInteropDrainNotesResult()
-				r, err := h.DrainNotes(ctx)
-				if err != nil {
-					return nil, err
+				return _run7(ctx, nil, interop.NewInteropDrainNotesResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]string, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call7{args: *interop.NewInteropDrainNotesArgs(), res: *interop.NewInteropDrainNotesResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call7)
+				return _run7(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -149,14 +282,19 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 			NewArgs: func() proto.Struct { return interop.NewInteropSleepArgs() },
 			Hints:   interop.InteropHints.Function("sleep"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*interop.InteropSleepArgs)
-				res := interop.NewInteropSleepResult()
-				r, err := h.Sleep(ctx, args.Ms)
-				if err != nil {
-					return nil, err
+				return _run8(ctx, a.(*interop.InteropSleepArgs), interop.NewInteropSleepResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call8)
+				if c == nil {
+					c = new(_call8)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call8{args: *interop.NewInteropSleepArgs(), res: *interop.NewInteropSleepResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call8)
+				return _run8(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -13,25 +13,58 @@ import (
 
 // RegisterEcho registers h as service "Echo" on s.
 func RegisterEcho(s *server.Server, h echo.EchoHandler) {
+	type _call0 struct {
+		args echo.EchoEchoArgs
+		res  echo.EchoEchoResult
+	}
+	_run0 := func(ctx context.Context, args *echo.EchoEchoArgs, res *echo.EchoEchoResult) (proto.Struct, error) {
+		r, err := h.Echo(ctx, args.Msg)
+		if err != nil {
+			var e1 *echo.EchoError
+			if errors.As(err, &e1) {
+				res.Err = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args echo.EchoEchoBytesArgs
+		res  echo.EchoEchoBytesResult
+	}
+	_run1 := func(ctx context.Context, args *echo.EchoEchoBytesArgs, res *echo.EchoEchoBytesResult) (proto.Struct, error) {
+		r, err := h.EchoBytes(ctx, args.Data)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Echo", Hints: &echo.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return echo.NewEchoEchoArgs() },
 			Hints:   echo.EchoHints.Function("echo"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*echo.EchoEchoArgs)
-				res := echo.NewEchoEchoResult()
-				r, err := h.Echo(ctx, args.Msg)
-				if err != nil {
-					var e1 *echo.EchoError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*echo.EchoEchoArgs), echo.NewEchoEchoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -39,18 +72,19 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 			NewArgs: func() proto.Struct { return echo.NewEchoEchoBytesArgs() },
 			Hints:   echo.EchoHints.Function("echoBytes"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*echo.EchoEchoBytesArgs)
-				res := echo.NewEchoEchoBytesResult()
-				r, err := h.EchoBytes(ctx, args.Data)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*echo.EchoEchoBytesArgs), echo.NewEchoEchoBytesResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call1{args: *echo.NewEchoEchoBytesArgs(), res: *echo.NewEchoEchoBytesResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 	}})

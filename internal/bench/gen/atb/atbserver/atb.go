@@ -12,24 +12,41 @@ import (
 
 // RegisterEcho registers h as service "Echo" on s.
 func RegisterEcho(s *server.Server, h atb.EchoHandler) {
+	type _call0 struct {
+		args atb.EchoEchoArgs
+		res  atb.EchoEchoResult
+	}
+	_run0 := func(ctx context.Context, args *atb.EchoEchoArgs, res *atb.EchoEchoResult) (proto.Struct, error) {
+		r, err := h.Echo(ctx, args.Payload)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Echo", Hints: &atb.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return atb.NewEchoEchoArgs() },
 			Hints:   atb.EchoHints.Function("echo"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*atb.EchoEchoArgs)
-				res := atb.NewEchoEchoResult()
-				r, err := h.Echo(ctx, args.Payload)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*atb.EchoEchoArgs), atb.NewEchoEchoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *atb.NewEchoEchoArgs(), res: *atb.NewEchoEchoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -13,34 +13,173 @@ import (
 
 // RegisterHatKV registers h as service "HatKV" on s.
 func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
+	type _call0 struct {
+		args hatkv.HatKVGetArgs
+		res  hatkv.HatKVGetResult
+	}
+	_run0 := func(ctx context.Context, args *hatkv.HatKVGetArgs, res *hatkv.HatKVGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.Key, args.Fields)
+		if err != nil {
+			var e1 *hatkv.InvalidArgument
+			if errors.As(err, &e1) {
+				res.Bad = e1
+				return res, nil
+			}
+			var e2 *hatkv.NotFound
+			if errors.As(err, &e2) {
+				res.Missing = e2
+				return res, nil
+			}
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make(hatkv.Record, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call1 struct {
+		args hatkv.HatKVPutArgs
+		res  hatkv.HatKVPutResult
+	}
+	_run1 := func(ctx context.Context, args *hatkv.HatKVPutArgs, res *hatkv.HatKVPutResult) (proto.Struct, error) {
+		err := h.Put(ctx, args.Key, args.Fields)
+		if err != nil {
+			var e0 *hatkv.InvalidArgument
+			if errors.As(err, &e0) {
+				res.Bad = e0
+				return res, nil
+			}
+			var e1 *hatkv.StoreFull
+			if errors.As(err, &e1) {
+				res.Full = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call2 struct {
+		args hatkv.HatKVDeleteArgs
+		res  hatkv.HatKVDeleteResult
+	}
+	_run2 := func(ctx context.Context, args *hatkv.HatKVDeleteArgs, res *hatkv.HatKVDeleteResult) (proto.Struct, error) {
+		err := h.Delete(ctx, args.Key)
+		if err != nil {
+			var e0 *hatkv.InvalidArgument
+			if errors.As(err, &e0) {
+				res.Bad = e0
+				return res, nil
+			}
+			var e1 *hatkv.NotFound
+			if errors.As(err, &e1) {
+				res.Missing = e1
+				return res, nil
+			}
+			var e2 *hatkv.StoreFull
+			if errors.As(err, &e2) {
+				res.Full = e2
+				return res, nil
+			}
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call3 struct {
+		args hatkv.HatKVMultiGetArgs
+		res  hatkv.HatKVMultiGetResult
+	}
+	_run3 := func(ctx context.Context, args *hatkv.HatKVMultiGetArgs, res *hatkv.HatKVMultiGetResult) (proto.Struct, error) {
+		r, err := h.MultiGet(ctx, args.Keys, args.Fields)
+		if err != nil {
+			var e1 *hatkv.InvalidArgument
+			if errors.As(err, &e1) {
+				res.Bad = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]*hatkv.Lookup, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call4 struct {
+		args hatkv.HatKVMultiPutArgs
+		res  hatkv.HatKVMultiPutResult
+	}
+	_run4 := func(ctx context.Context, args *hatkv.HatKVMultiPutArgs, res *hatkv.HatKVMultiPutResult) (proto.Struct, error) {
+		err := h.MultiPut(ctx, args.Records)
+		if err != nil {
+			var e0 *hatkv.InvalidArgument
+			if errors.As(err, &e0) {
+				res.Bad = e0
+				return res, nil
+			}
+			var e1 *hatkv.StoreFull
+			if errors.As(err, &e1) {
+				res.Full = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call5 struct {
+		args hatkv.HatKVScanArgs
+		res  hatkv.HatKVScanResult
+	}
+	_run5 := func(ctx context.Context, args *hatkv.HatKVScanArgs, res *hatkv.HatKVScanResult) (proto.Struct, error) {
+		r, err := h.Scan(ctx, args.StartKey, args.Count, args.Fields)
+		if err != nil {
+			var e1 *hatkv.InvalidArgument
+			if errors.As(err, &e1) {
+				res.Bad = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]*hatkv.KeyRecord, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call6 struct {
+		args hatkv.HatKVStatsArgs
+		res  hatkv.HatKVStatsResult
+	}
+	_run6 := func(ctx context.Context, args *hatkv.HatKVStatsArgs, res *hatkv.HatKVStatsResult) (proto.Struct, error) {
+		r, err := h.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "HatKV", Hints: &hatkv.HatKVHints, Methods: []server.Method{
 		{
 			Name:    "Get",
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVGetArgs() },
 			Hints:   hatkv.HatKVHints.Function("Get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVGetArgs)
-				res := hatkv.NewHatKVGetResult()
-				r, err := h.Get(ctx, args.Key, args.Fields)
-				if err != nil {
-					var e1 *hatkv.InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					var e2 *hatkv.NotFound
-					if errors.As(err, &e2) {
-						res.Missing = e2
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*hatkv.HatKVGetArgs), hatkv.NewHatKVGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(hatkv.Record, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *hatkv.NewHatKVGetArgs(), res: *hatkv.NewHatKVGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -48,23 +187,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVPutArgs() },
 			Hints:   hatkv.HatKVHints.Function("Put"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVPutArgs)
-				res := hatkv.NewHatKVPutResult()
-				err := h.Put(ctx, args.Key, args.Fields)
-				if err != nil {
-					var e0 *hatkv.InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *hatkv.StoreFull
-					if errors.As(err, &e1) {
-						res.Full = e1
-						return res, nil
-					}
-					return nil, err
+				return _run1(ctx, a.(*hatkv.HatKVPutArgs), hatkv.NewHatKVPutResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				return res, nil
+				*c = _call1{args: *hatkv.NewHatKVPutArgs(), res: *hatkv.NewHatKVPutResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -72,28 +207,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVDeleteArgs() },
 			Hints:   hatkv.HatKVHints.Function("Delete"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVDeleteArgs)
-				res := hatkv.NewHatKVDeleteResult()
-				err := h.Delete(ctx, args.Key)
-				if err != nil {
-					var e0 *hatkv.InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *hatkv.NotFound
-					if errors.As(err, &e1) {
-						res.Missing = e1
-						return res, nil
-					}
-					var e2 *hatkv.StoreFull
-					if errors.As(err, &e2) {
-						res.Full = e2
-						return res, nil
-					}
-					return nil, err
+				return _run2(ctx, a.(*hatkv.HatKVDeleteArgs), hatkv.NewHatKVDeleteResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				return res, nil
+				*c = _call2{args: *hatkv.NewHatKVDeleteArgs(), res: *hatkv.NewHatKVDeleteResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -101,23 +227,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVMultiGetArgs() },
 			Hints:   hatkv.HatKVHints.Function("MultiGet"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVMultiGetArgs)
-				res := hatkv.NewHatKVMultiGetResult()
-				r, err := h.MultiGet(ctx, args.Keys, args.Fields)
-				if err != nil {
-					var e1 *hatkv.InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					return nil, err
+				return _run3(ctx, a.(*hatkv.HatKVMultiGetArgs), hatkv.NewHatKVMultiGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]*hatkv.Lookup, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call3{args: *hatkv.NewHatKVMultiGetArgs(), res: *hatkv.NewHatKVMultiGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -125,23 +247,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVMultiPutArgs() },
 			Hints:   hatkv.HatKVHints.Function("MultiPut"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVMultiPutArgs)
-				res := hatkv.NewHatKVMultiPutResult()
-				err := h.MultiPut(ctx, args.Records)
-				if err != nil {
-					var e0 *hatkv.InvalidArgument
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *hatkv.StoreFull
-					if errors.As(err, &e1) {
-						res.Full = e1
-						return res, nil
-					}
-					return nil, err
+				return _run4(ctx, a.(*hatkv.HatKVMultiPutArgs), hatkv.NewHatKVMultiPutResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
 				}
-				return res, nil
+				*c = _call4{args: *hatkv.NewHatKVMultiPutArgs(), res: *hatkv.NewHatKVMultiPutResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call4)
+				return _run4(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -149,23 +267,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVScanArgs() },
 			Hints:   hatkv.HatKVHints.Function("Scan"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hatkv.HatKVScanArgs)
-				res := hatkv.NewHatKVScanResult()
-				r, err := h.Scan(ctx, args.StartKey, args.Count, args.Fields)
-				if err != nil {
-					var e1 *hatkv.InvalidArgument
-					if errors.As(err, &e1) {
-						res.Bad = e1
-						return res, nil
-					}
-					return nil, err
+				return _run5(ctx, a.(*hatkv.HatKVScanArgs), hatkv.NewHatKVScanResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]*hatkv.KeyRecord, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call5{args: *hatkv.NewHatKVScanArgs(), res: *hatkv.NewHatKVScanResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call5)
+				return _run5(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -173,13 +287,19 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVStatsArgs() },
 			Hints:   hatkv.HatKVHints.Function("Stats"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := hatkv.NewHatKVStatsResult()
-				r, err := h.Stats(ctx)
-				if err != nil {
-					return nil, err
+				return _run6(ctx, nil, hatkv.NewHatKVStatsResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call6{args: *hatkv.NewHatKVStatsArgs(), res: *hatkv.NewHatKVStatsResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call6)
+				return _run6(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -12,19 +12,164 @@ import (
 
 // RegisterFacebookService registers h as service "FacebookService" on s.
 func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
+	type _call0 struct {
+		args fb303.FacebookServiceGetNameArgs
+		res  fb303.FacebookServiceGetNameResult
+	}
+	_run0 := func(ctx context.Context, args *fb303.FacebookServiceGetNameArgs, res *fb303.FacebookServiceGetNameResult) (proto.Struct, error) {
+		r, err := h.GetName(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args fb303.FacebookServiceGetVersionArgs
+		res  fb303.FacebookServiceGetVersionResult
+	}
+	_run1 := func(ctx context.Context, args *fb303.FacebookServiceGetVersionArgs, res *fb303.FacebookServiceGetVersionResult) (proto.Struct, error) {
+		r, err := h.GetVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call2 struct {
+		args fb303.FacebookServiceGetStatusArgs
+		res  fb303.FacebookServiceGetStatusResult
+	}
+	_run2 := func(ctx context.Context, args *fb303.FacebookServiceGetStatusArgs, res *fb303.FacebookServiceGetStatusResult) (proto.Struct, error) {
+		r, err := h.GetStatus(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call3 struct {
+		args fb303.FacebookServiceGetStatusDetailsArgs
+		res  fb303.FacebookServiceGetStatusDetailsResult
+	}
+	_run3 := func(ctx context.Context, args *fb303.FacebookServiceGetStatusDetailsArgs, res *fb303.FacebookServiceGetStatusDetailsResult) (proto.Struct, error) {
+		r, err := h.GetStatusDetails(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call4 struct {
+		args fb303.FacebookServiceGetCountersArgs
+		res  fb303.FacebookServiceGetCountersResult
+	}
+	_run4 := func(ctx context.Context, args *fb303.FacebookServiceGetCountersArgs, res *fb303.FacebookServiceGetCountersResult) (proto.Struct, error) {
+		r, err := h.GetCounters(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make(map[string]int64, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call5 struct {
+		args fb303.FacebookServiceGetCounterArgs
+		res  fb303.FacebookServiceGetCounterResult
+	}
+	_run5 := func(ctx context.Context, args *fb303.FacebookServiceGetCounterArgs, res *fb303.FacebookServiceGetCounterResult) (proto.Struct, error) {
+		r, err := h.GetCounter(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call6 struct {
+		args fb303.FacebookServiceSetOptionArgs
+		res  fb303.FacebookServiceSetOptionResult
+	}
+	_run6 := func(ctx context.Context, args *fb303.FacebookServiceSetOptionArgs, res *fb303.FacebookServiceSetOptionResult) (proto.Struct, error) {
+		err := h.SetOption(ctx, args.Key, args.Value)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call7 struct {
+		args fb303.FacebookServiceGetOptionArgs
+		res  fb303.FacebookServiceGetOptionResult
+	}
+	_run7 := func(ctx context.Context, args *fb303.FacebookServiceGetOptionArgs, res *fb303.FacebookServiceGetOptionResult) (proto.Struct, error) {
+		r, err := h.GetOption(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call8 struct {
+		args fb303.FacebookServiceGetOptionsArgs
+		res  fb303.FacebookServiceGetOptionsResult
+	}
+	_run8 := func(ctx context.Context, args *fb303.FacebookServiceGetOptionsArgs, res *fb303.FacebookServiceGetOptionsResult) (proto.Struct, error) {
+		r, err := h.GetOptions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make(map[string]string, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call9 struct {
+		args fb303.FacebookServiceGetCpuProfileArgs
+		res  fb303.FacebookServiceGetCpuProfileResult
+	}
+	_run9 := func(ctx context.Context, args *fb303.FacebookServiceGetCpuProfileArgs, res *fb303.FacebookServiceGetCpuProfileResult) (proto.Struct, error) {
+		r, err := h.GetCpuProfile(ctx, args.ProfileDurationInSec)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call10 struct {
+		args fb303.FacebookServiceAliveSinceArgs
+		res  fb303.FacebookServiceAliveSinceResult
+	}
+	_run10 := func(ctx context.Context, args *fb303.FacebookServiceAliveSinceArgs, res *fb303.FacebookServiceAliveSinceResult) (proto.Struct, error) {
+		r, err := h.AliveSince(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "FacebookService", Hints: &fb303.FacebookServiceHints, Methods: []server.Method{
 		{
 			Name:    "getName",
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetNameArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getName"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetNameResult()
-				r, err := h.GetName(ctx)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, nil, fb303.NewFacebookServiceGetNameResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *fb303.NewFacebookServiceGetNameArgs(), res: *fb303.NewFacebookServiceGetNameResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -32,13 +177,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetVersionArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getVersion"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetVersionResult()
-				r, err := h.GetVersion(ctx)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, nil, fb303.NewFacebookServiceGetVersionResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call1{args: *fb303.NewFacebookServiceGetVersionArgs(), res: *fb303.NewFacebookServiceGetVersionResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -46,13 +197,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetStatusArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getStatus"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetStatusResult()
-				r, err := h.GetStatus(ctx)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, nil, fb303.NewFacebookServiceGetStatusResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *fb303.NewFacebookServiceGetStatusArgs(), res: *fb303.NewFacebookServiceGetStatusResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -60,13 +217,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetStatusDetailsArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getStatusDetails"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetStatusDetailsResult()
-				r, err := h.GetStatusDetails(ctx)
-				if err != nil {
-					return nil, err
+				return _run3(ctx, nil, fb303.NewFacebookServiceGetStatusDetailsResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call3{args: *fb303.NewFacebookServiceGetStatusDetailsArgs(), res: *fb303.NewFacebookServiceGetStatusDetailsResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -74,17 +237,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetCountersArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getCounters"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetCountersResult()
-				r, err := h.GetCounters(ctx)
-				if err != nil {
-					return nil, err
+				return _run4(ctx, nil, fb303.NewFacebookServiceGetCountersResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(map[string]int64, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call4{args: *fb303.NewFacebookServiceGetCountersArgs(), res: *fb303.NewFacebookServiceGetCountersResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call4)
+				return _run4(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -92,14 +257,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetCounterArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getCounter"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*fb303.FacebookServiceGetCounterArgs)
-				res := fb303.NewFacebookServiceGetCounterResult()
-				r, err := h.GetCounter(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run5(ctx, a.(*fb303.FacebookServiceGetCounterArgs), fb303.NewFacebookServiceGetCounterResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call5{args: *fb303.NewFacebookServiceGetCounterArgs(), res: *fb303.NewFacebookServiceGetCounterResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call5)
+				return _run5(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -107,13 +277,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceSetOptionArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("setOption"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*fb303.FacebookServiceSetOptionArgs)
-				res := fb303.NewFacebookServiceSetOptionResult()
-				err := h.SetOption(ctx, args.Key, args.Value)
-				if err != nil {
-					return nil, err
+				return _run6(ctx, a.(*fb303.FacebookServiceSetOptionArgs), fb303.NewFacebookServiceSetOptionResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
 				}
-				return res, nil
+				*c = _call6{args: *fb303.NewFacebookServiceSetOptionArgs(), res: *fb303.NewFacebookServiceSetOptionResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call6)
+				return _run6(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -121,14 +297,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetOptionArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getOption"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*fb303.FacebookServiceGetOptionArgs)
-				res := fb303.NewFacebookServiceGetOptionResult()
-				r, err := h.GetOption(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run7(ctx, a.(*fb303.FacebookServiceGetOptionArgs), fb303.NewFacebookServiceGetOptionResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call7{args: *fb303.NewFacebookServiceGetOptionArgs(), res: *fb303.NewFacebookServiceGetOptionResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call7)
+				return _run7(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -136,17 +317,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetOptionsArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getOptions"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceGetOptionsResult()
-				r, err := h.GetOptions(ctx)
-				if err != nil {
-					return nil, err
+				return _run8(ctx, nil, fb303.NewFacebookServiceGetOptionsResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call8)
+				if c == nil {
+					c = new(_call8)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(map[string]string, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call8{args: *fb303.NewFacebookServiceGetOptionsArgs(), res: *fb303.NewFacebookServiceGetOptionsResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call8)
+				return _run8(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -154,14 +337,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetCpuProfileArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("getCpuProfile"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*fb303.FacebookServiceGetCpuProfileArgs)
-				res := fb303.NewFacebookServiceGetCpuProfileResult()
-				r, err := h.GetCpuProfile(ctx, args.ProfileDurationInSec)
-				if err != nil {
-					return nil, err
+				return _run9(ctx, a.(*fb303.FacebookServiceGetCpuProfileArgs), fb303.NewFacebookServiceGetCpuProfileResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call9)
+				if c == nil {
+					c = new(_call9)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call9{args: *fb303.NewFacebookServiceGetCpuProfileArgs(), res: *fb303.NewFacebookServiceGetCpuProfileResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call9)
+				return _run9(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -169,13 +357,19 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceAliveSinceArgs() },
 			Hints:   fb303.FacebookServiceHints.Function("aliveSince"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := fb303.NewFacebookServiceAliveSinceResult()
-				r, err := h.AliveSince(ctx)
-				if err != nil {
-					return nil, err
+				return _run10(ctx, nil, fb303.NewFacebookServiceAliveSinceResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call10)
+				if c == nil {
+					c = new(_call10)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call10{args: *fb303.NewFacebookServiceAliveSinceArgs(), res: *fb303.NewFacebookServiceAliveSinceResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call10)
+				return _run10(ctx, &c.args, &c.res)
 			},
 		},
 		{

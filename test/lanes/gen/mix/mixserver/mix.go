@@ -12,24 +12,65 @@ import (
 
 // RegisterMix registers h as service "Mix" on s.
 func RegisterMix(s *server.Server, h mix.MixHandler) {
+	type _call0 struct {
+		args mix.MixPingArgs
+		res  mix.MixPingResult
+	}
+	_run0 := func(ctx context.Context, args *mix.MixPingArgs, res *mix.MixPingResult) (proto.Struct, error) {
+		r, err := h.Ping(ctx, args.Data)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call1 struct {
+		args mix.MixCrunchArgs
+		res  mix.MixCrunchResult
+	}
+	_run1 := func(ctx context.Context, args *mix.MixCrunchArgs, res *mix.MixCrunchResult) (proto.Struct, error) {
+		r, err := h.Crunch(ctx, args.Data)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call2 struct {
+		args mix.MixStatusArgs
+		res  mix.MixStatusResult
+	}
+	_run2 := func(ctx context.Context, args *mix.MixStatusArgs, res *mix.MixStatusResult) (proto.Struct, error) {
+		r, err := h.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Mix", Hints: &mix.MixHints, Methods: []server.Method{
 		{
 			Name:    "ping",
 			NewArgs: func() proto.Struct { return mix.NewMixPingArgs() },
 			Hints:   mix.MixHints.Function("ping"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*mix.MixPingArgs)
-				res := mix.NewMixPingResult()
-				r, err := h.Ping(ctx, args.Data)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*mix.MixPingArgs), mix.NewMixPingResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *mix.NewMixPingArgs(), res: *mix.NewMixPingResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -37,14 +78,19 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 			NewArgs: func() proto.Struct { return mix.NewMixCrunchArgs() },
 			Hints:   mix.MixHints.Function("crunch"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*mix.MixCrunchArgs)
-				res := mix.NewMixCrunchResult()
-				r, err := h.Crunch(ctx, args.Data)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*mix.MixCrunchArgs), mix.NewMixCrunchResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call1{args: *mix.NewMixCrunchArgs(), res: *mix.NewMixCrunchResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -52,13 +98,19 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 			NewArgs: func() proto.Struct { return mix.NewMixStatusArgs() },
 			Hints:   mix.MixHints.Function("status"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := mix.NewMixStatusResult()
-				r, err := h.Status(ctx)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, nil, mix.NewMixStatusResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *mix.NewMixStatusArgs(), res: *mix.NewMixStatusResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -76,24 +128,53 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 
 // RegisterShared registers h as service "Shared" on s.
 func RegisterShared(s *server.Server, h mix.SharedHandler) {
+	type _call0 struct {
+		args mix.SharedGetArgs
+		res  mix.SharedGetResult
+	}
+	_run0 := func(ctx context.Context, args *mix.SharedGetArgs, res *mix.SharedGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call1 struct {
+		args mix.SharedSlowArgs
+		res  mix.SharedSlowResult
+	}
+	_run1 := func(ctx context.Context, args *mix.SharedSlowArgs, res *mix.SharedSlowResult) (proto.Struct, error) {
+		r, err := h.Slow(ctx, args.Ms)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Shared", Hints: &mix.SharedHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return mix.NewSharedGetArgs() },
 			Hints:   mix.SharedHints.Function("get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*mix.SharedGetArgs)
-				res := mix.NewSharedGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*mix.SharedGetArgs), mix.NewSharedGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *mix.NewSharedGetArgs(), res: *mix.NewSharedGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -101,14 +182,19 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 			NewArgs: func() proto.Struct { return mix.NewSharedSlowArgs() },
 			Hints:   mix.SharedHints.Function("slow"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*mix.SharedSlowArgs)
-				res := mix.NewSharedSlowResult()
-				r, err := h.Slow(ctx, args.Ms)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*mix.SharedSlowArgs), mix.NewSharedSlowResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call1{args: *mix.NewSharedSlowArgs(), res: *mix.NewSharedSlowResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -12,20 +12,37 @@ import (
 
 // RegisterEcho registers h as service "Echo" on s.
 func RegisterEcho(s *server.Server, h echo.EchoHandler) {
+	type _call0 struct {
+		args echo.EchoEchoArgs
+		res  echo.EchoEchoResult
+	}
+	_run0 := func(ctx context.Context, args *echo.EchoEchoArgs, res *echo.EchoEchoResult) (proto.Struct, error) {
+		r, err := h.Echo(ctx, args.M)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Echo", Hints: &echo.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return echo.NewEchoEchoArgs() },
 			Hints:   echo.EchoHints.Function("echo"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*echo.EchoEchoArgs)
-				res := echo.NewEchoEchoResult()
-				r, err := h.Echo(ctx, args.M)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*echo.EchoEchoArgs), echo.NewEchoEchoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 	}})

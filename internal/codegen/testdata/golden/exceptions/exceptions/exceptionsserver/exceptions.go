@@ -13,25 +13,79 @@ import (
 
 // RegisterStore registers h as service "Store" on s.
 func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
+	type _call0 struct {
+		args exceptions.StoreGetArgs
+		res  exceptions.StoreGetResult
+	}
+	_run0 := func(ctx context.Context, args *exceptions.StoreGetArgs, res *exceptions.StoreGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.ID)
+		if err != nil {
+			var e1 *exceptions.NotFound
+			if errors.As(err, &e1) {
+				res.Nf = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args exceptions.StorePutArgs
+		res  exceptions.StorePutResult
+	}
+	_run1 := func(ctx context.Context, args *exceptions.StorePutArgs, res *exceptions.StorePutResult) (proto.Struct, error) {
+		err := h.Put(ctx, args.ID, args.V)
+		if err != nil {
+			var e0 *exceptions.Invalid
+			if errors.As(err, &e0) {
+				res.Bad = e0
+				return res, nil
+			}
+			var e1 *exceptions.NotFound
+			if errors.As(err, &e1) {
+				res.Nf = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call2 struct {
+		args exceptions.StoreClearArgs
+		res  exceptions.StoreClearResult
+	}
+	_run2 := func(ctx context.Context, args *exceptions.StoreClearArgs, res *exceptions.StoreClearResult) (proto.Struct, error) {
+		err := h.Clear(ctx)
+		if err != nil {
+			var e0 *exceptions.Empty
+			if errors.As(err, &e0) {
+				res.E = e0
+				return res, nil
+			}
+			return nil, err
+		}
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Store", Hints: &exceptions.StoreHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return exceptions.NewStoreGetArgs() },
 			Hints:   exceptions.StoreHints.Function("get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*exceptions.StoreGetArgs)
-				res := exceptions.NewStoreGetResult()
-				r, err := h.Get(ctx, args.ID)
-				if err != nil {
-					var e1 *exceptions.NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*exceptions.StoreGetArgs), exceptions.NewStoreGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *exceptions.NewStoreGetArgs(), res: *exceptions.NewStoreGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -39,23 +93,19 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 			NewArgs: func() proto.Struct { return exceptions.NewStorePutArgs() },
 			Hints:   exceptions.StoreHints.Function("put"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*exceptions.StorePutArgs)
-				res := exceptions.NewStorePutResult()
-				err := h.Put(ctx, args.ID, args.V)
-				if err != nil {
-					var e0 *exceptions.Invalid
-					if errors.As(err, &e0) {
-						res.Bad = e0
-						return res, nil
-					}
-					var e1 *exceptions.NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
+				return _run1(ctx, a.(*exceptions.StorePutArgs), exceptions.NewStorePutResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				return res, nil
+				*c = _call1{args: *exceptions.NewStorePutArgs(), res: *exceptions.NewStorePutResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -63,17 +113,19 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 			NewArgs: func() proto.Struct { return exceptions.NewStoreClearArgs() },
 			Hints:   exceptions.StoreHints.Function("clear"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := exceptions.NewStoreClearResult()
-				err := h.Clear(ctx)
-				if err != nil {
-					var e0 *exceptions.Empty
-					if errors.As(err, &e0) {
-						res.E = e0
-						return res, nil
-					}
-					return nil, err
+				return _run2(ctx, nil, exceptions.NewStoreClearResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				return res, nil
+				*c = _call2{args: *exceptions.NewStoreClearArgs(), res: *exceptions.NewStoreClearResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 	}})

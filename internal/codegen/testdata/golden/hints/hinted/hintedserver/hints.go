@@ -12,24 +12,64 @@ import (
 
 // RegisterKV registers h as service "KV" on s.
 func RegisterKV(s *server.Server, h hinted.KVHandler) {
+	type _call0 struct {
+		args hinted.KVGetArgs
+		res  hinted.KVGetResult
+	}
+	_run0 := func(ctx context.Context, args *hinted.KVGetArgs, res *hinted.KVGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call1 struct {
+		args hinted.KVPutArgs
+		res  hinted.KVPutResult
+	}
+	_run1 := func(ctx context.Context, args *hinted.KVPutArgs, res *hinted.KVPutResult) (proto.Struct, error) {
+		err := h.Put(ctx, args.Key, args.Value)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call2 struct {
+		args hinted.KVSizeArgs
+		res  hinted.KVSizeResult
+	}
+	_run2 := func(ctx context.Context, args *hinted.KVSizeArgs, res *hinted.KVSizeResult) (proto.Struct, error) {
+		r, err := h.Size(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "KV", Hints: &hinted.KVHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return hinted.NewKVGetArgs() },
 			Hints:   hinted.KVHints.Function("get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hinted.KVGetArgs)
-				res := hinted.NewKVGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*hinted.KVGetArgs), hinted.NewKVGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *hinted.NewKVGetArgs(), res: *hinted.NewKVGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -37,13 +77,19 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 			NewArgs: func() proto.Struct { return hinted.NewKVPutArgs() },
 			Hints:   hinted.KVHints.Function("put"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*hinted.KVPutArgs)
-				res := hinted.NewKVPutResult()
-				err := h.Put(ctx, args.Key, args.Value)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*hinted.KVPutArgs), hinted.NewKVPutResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				return res, nil
+				*c = _call1{args: *hinted.NewKVPutArgs(), res: *hinted.NewKVPutResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -51,13 +97,19 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 			NewArgs: func() proto.Struct { return hinted.NewKVSizeArgs() },
 			Hints:   hinted.KVHints.Function("size"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := hinted.NewKVSizeResult()
-				r, err := h.Size(ctx)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, nil, hinted.NewKVSizeResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *hinted.NewKVSizeArgs(), res: *hinted.NewKVSizeResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 	}})
@@ -65,18 +117,36 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 
 // RegisterPlain registers h as service "Plain" on s.
 func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
+	type _call0 struct {
+		args hinted.PlainNoopArgs
+		res  hinted.PlainNoopResult
+	}
+	_run0 := func(ctx context.Context, args *hinted.PlainNoopArgs, res *hinted.PlainNoopResult) (proto.Struct, error) {
+		err := h.Noop(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Plain", Hints: &hinted.PlainHints, Methods: []server.Method{
 		{
 			Name:    "noop",
 			NewArgs: func() proto.Struct { return hinted.NewPlainNoopArgs() },
 			Hints:   hinted.PlainHints.Function("noop"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := hinted.NewPlainNoopResult()
-				err := h.Noop(ctx)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, nil, hinted.NewPlainNoopResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				return res, nil
+				*c = _call0{args: *hinted.NewPlainNoopArgs(), res: *hinted.NewPlainNoopResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -13,20 +13,70 @@ import (
 
 // RegisterKeywords registers h as service "Keywords" on s.
 func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
+	type _call0 struct {
+		args keywordnames.KeywordsSumArgs
+		res  keywordnames.KeywordsSumResult
+	}
+	_run0 := func(ctx context.Context, args *keywordnames.KeywordsSumArgs, res *keywordnames.KeywordsSumResult) (proto.Struct, error) {
+		r, err := h.Sum(ctx, args.I32, args.I64, args.List)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args keywordnames.KeywordsEchoArgs
+		res  keywordnames.KeywordsEchoResult
+	}
+	_run1 := func(ctx context.Context, args *keywordnames.KeywordsEchoArgs, res *keywordnames.KeywordsEchoResult) (proto.Struct, error) {
+		r, err := h.Echo(ctx, args.Binary, args.Map)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call2 struct {
+		args keywordnames.KeywordsStrArgs
+		res  keywordnames.KeywordsStrResult
+	}
+	_run2 := func(ctx context.Context, args *keywordnames.KeywordsStrArgs, res *keywordnames.KeywordsStrResult) (proto.Struct, error) {
+		r, err := h.Str(ctx, args.String_, args.Error)
+		if err != nil {
+			var e1 *keywordnames.Failed
+			if errors.As(err, &e1) {
+				res.Failed = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Keywords", Hints: &keywordnames.KeywordsHints, Methods: []server.Method{
 		{
 			Name:    "sum",
 			NewArgs: func() proto.Struct { return keywordnames.NewKeywordsSumArgs() },
 			Hints:   keywordnames.KeywordsHints.Function("sum"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*keywordnames.KeywordsSumArgs)
-				res := keywordnames.NewKeywordsSumResult()
-				r, err := h.Sum(ctx, args.I32, args.I64, args.List)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*keywordnames.KeywordsSumArgs), keywordnames.NewKeywordsSumResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *keywordnames.NewKeywordsSumArgs(), res: *keywordnames.NewKeywordsSumResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -34,18 +84,19 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 			NewArgs: func() proto.Struct { return keywordnames.NewKeywordsEchoArgs() },
 			Hints:   keywordnames.KeywordsHints.Function("echo"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*keywordnames.KeywordsEchoArgs)
-				res := keywordnames.NewKeywordsEchoResult()
-				r, err := h.Echo(ctx, args.Binary, args.Map)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*keywordnames.KeywordsEchoArgs), keywordnames.NewKeywordsEchoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call1{args: *keywordnames.NewKeywordsEchoArgs(), res: *keywordnames.NewKeywordsEchoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -53,19 +104,19 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 			NewArgs: func() proto.Struct { return keywordnames.NewKeywordsStrArgs() },
 			Hints:   keywordnames.KeywordsHints.Function("str"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*keywordnames.KeywordsStrArgs)
-				res := keywordnames.NewKeywordsStrResult()
-				r, err := h.Str(ctx, args.String_, args.Error)
-				if err != nil {
-					var e1 *keywordnames.Failed
-					if errors.As(err, &e1) {
-						res.Failed = e1
-						return res, nil
-					}
-					return nil, err
+				return _run2(ctx, a.(*keywordnames.KeywordsStrArgs), keywordnames.NewKeywordsStrResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *keywordnames.NewKeywordsStrArgs(), res: *keywordnames.NewKeywordsStrResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 	}})

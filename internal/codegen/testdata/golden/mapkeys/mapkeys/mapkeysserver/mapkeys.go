@@ -12,24 +12,41 @@ import (
 
 // RegisterKeyService registers h as service "KeyService" on s.
 func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
+	type _call0 struct {
+		args mapkeys.KeyServiceLookupArgs
+		res  mapkeys.KeyServiceLookupResult
+	}
+	_run0 := func(ctx context.Context, args *mapkeys.KeyServiceLookupArgs, res *mapkeys.KeyServiceLookupResult) (proto.Struct, error) {
+		r, err := h.Lookup(ctx, args.In)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]mapkeys.MapEntry[*mapkeys.Key, string], 0)
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "KeyService", Hints: &mapkeys.KeyServiceHints, Methods: []server.Method{
 		{
 			Name:    "lookup",
 			NewArgs: func() proto.Struct { return mapkeys.NewKeyServiceLookupArgs() },
 			Hints:   mapkeys.KeyServiceHints.Function("lookup"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*mapkeys.KeyServiceLookupArgs)
-				res := mapkeys.NewKeyServiceLookupResult()
-				r, err := h.Lookup(ctx, args.In)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*mapkeys.KeyServiceLookupArgs), mapkeys.NewKeyServiceLookupResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]mapkeys.MapEntry[*mapkeys.Key, string], 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *mapkeys.NewKeyServiceLookupArgs(), res: *mapkeys.NewKeyServiceLookupResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 	}})

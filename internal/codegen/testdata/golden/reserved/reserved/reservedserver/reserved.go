@@ -12,20 +12,61 @@ import (
 
 // RegisterRange registers h as service "range" on s.
 func RegisterRange(s *server.Server, h reserved.RangeHandler) {
+	type _call0 struct {
+		args reserved.RangeSelectArgs
+		res  reserved.RangeSelectResult
+	}
+	_run0 := func(ctx context.Context, args *reserved.RangeSelectArgs, res *reserved.RangeSelectResult) (proto.Struct, error) {
+		r, err := h.Select(ctx, args.Type, args.Ctx, args.X_c, args.Args_, args.Error)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args reserved.RangeNewThingArgs_
+		res  reserved.RangeNewThingResult_
+	}
+	_run1 := func(ctx context.Context, args *reserved.RangeNewThingArgs_, res *reserved.RangeNewThingResult_) (proto.Struct, error) {
+		r, err := h.NewThing_(ctx, args.Args_)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call2 struct {
+		args reserved.RangeGetIDArgs
+		res  reserved.RangeGetIDResult
+	}
+	_run2 := func(ctx context.Context, args *reserved.RangeGetIDArgs, res *reserved.RangeGetIDResult) (proto.Struct, error) {
+		r, err := h.GetID(ctx, args.ID)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "range", Hints: &reserved.RangeHints, Methods: []server.Method{
 		{
 			Name:    "select",
 			NewArgs: func() proto.Struct { return reserved.NewRangeSelectArgs() },
 			Hints:   reserved.RangeHints.Function("select"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*reserved.RangeSelectArgs)
-				res := reserved.NewRangeSelectResult()
-				r, err := h.Select(ctx, args.Type, args.Ctx, args.X_c, args.Args_, args.Error)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*reserved.RangeSelectArgs), reserved.NewRangeSelectResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *reserved.NewRangeSelectArgs(), res: *reserved.NewRangeSelectResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -33,14 +74,19 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 			NewArgs: func() proto.Struct { return reserved.NewRangeNewThingArgs_() },
 			Hints:   reserved.RangeHints.Function("new_thing"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*reserved.RangeNewThingArgs_)
-				res := reserved.NewRangeNewThingResult_()
-				r, err := h.NewThing_(ctx, args.Args_)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*reserved.RangeNewThingArgs_), reserved.NewRangeNewThingResult_())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call1{args: *reserved.NewRangeNewThingArgs_(), res: *reserved.NewRangeNewThingResult_()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -48,14 +94,19 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 			NewArgs: func() proto.Struct { return reserved.NewRangeGetIDArgs() },
 			Hints:   reserved.RangeHints.Function("get_id"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*reserved.RangeGetIDArgs)
-				res := reserved.NewRangeGetIDResult()
-				r, err := h.GetID(ctx, args.ID)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, a.(*reserved.RangeGetIDArgs), reserved.NewRangeGetIDResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call2{args: *reserved.NewRangeGetIDArgs(), res: *reserved.NewRangeGetIDResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -12,20 +12,120 @@ import (
 
 // RegisterSearch registers h as service "Search" on s.
 func RegisterSearch(s *server.Server, h services.SearchHandler) {
+	type _call0 struct {
+		args services.SearchSearchArgs
+		res  services.SearchSearchResult
+	}
+	_run0 := func(ctx context.Context, args *services.SearchSearchArgs, res *services.SearchSearchResult) (proto.Struct, error) {
+		r, err := h.Search(ctx, args.Req, args.Limit)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call1 struct {
+		args services.SearchResetArgs
+		res  services.SearchResetResult
+	}
+	_run1 := func(ctx context.Context, args *services.SearchResetArgs, res *services.SearchResetResult) (proto.Struct, error) {
+		err := h.Reset(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	type _call3 struct {
+		args services.SearchSuggestArgs
+		res  services.SearchSuggestResult
+	}
+	_run3 := func(ctx context.Context, args *services.SearchSuggestArgs, res *services.SearchSuggestResult) (proto.Struct, error) {
+		r, err := h.Suggest(ctx, args.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]string, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call4 struct {
+		args services.SearchStatsArgs
+		res  services.SearchStatsResult
+	}
+	_run4 := func(ctx context.Context, args *services.SearchStatsArgs, res *services.SearchStatsResult) (proto.Struct, error) {
+		r, err := h.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make(map[string]int32, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call5 struct {
+		args services.SearchRawArgs
+		res  services.SearchRawResult
+	}
+	_run5 := func(ctx context.Context, args *services.SearchRawArgs, res *services.SearchRawResult) (proto.Struct, error) {
+		r, err := h.Raw(ctx, args.In)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call6 struct {
+		args services.SearchTotalArgs
+		res  services.SearchTotalResult
+	}
+	_run6 := func(ctx context.Context, args *services.SearchTotalArgs, res *services.SearchTotalResult) (proto.Struct, error) {
+		r, err := h.Total(ctx, args.Reqs, args.Named, args.Ids)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call7 struct {
+		args services.SearchOptionalArgsArgs
+		res  services.SearchOptionalArgsResult
+	}
+	_run7 := func(ctx context.Context, args *services.SearchOptionalArgsArgs, res *services.SearchOptionalArgsResult) (proto.Struct, error) {
+		r, err := h.OptionalArgs_(ctx, args.GetMaybe(), args.Surely)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Search", Hints: &services.SearchHints, Methods: []server.Method{
 		{
 			Name:    "search",
 			NewArgs: func() proto.Struct { return services.NewSearchSearchArgs() },
 			Hints:   services.SearchHints.Function("search"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*services.SearchSearchArgs)
-				res := services.NewSearchSearchResult()
-				r, err := h.Search(ctx, args.Req, args.Limit)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*services.SearchSearchArgs), services.NewSearchSearchResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *services.NewSearchSearchArgs(), res: *services.NewSearchSearchResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -33,12 +133,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchResetArgs() },
 			Hints:   services.SearchHints.Function("reset"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := services.NewSearchResetResult()
-				err := h.Reset(ctx)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, nil, services.NewSearchResetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				return res, nil
+				*c = _call1{args: *services.NewSearchResetArgs(), res: *services.NewSearchResetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -56,18 +163,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchSuggestArgs() },
 			Hints:   services.SearchHints.Function("suggest"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*services.SearchSuggestArgs)
-				res := services.NewSearchSuggestResult()
-				r, err := h.Suggest(ctx, args.Prefix)
-				if err != nil {
-					return nil, err
+				return _run3(ctx, a.(*services.SearchSuggestArgs), services.NewSearchSuggestResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]string, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call3{args: *services.NewSearchSuggestArgs(), res: *services.NewSearchSuggestResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -75,17 +183,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchStatsArgs() },
 			Hints:   services.SearchHints.Function("stats"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := services.NewSearchStatsResult()
-				r, err := h.Stats(ctx)
-				if err != nil {
-					return nil, err
+				return _run4(ctx, nil, services.NewSearchStatsResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call4)
+				if c == nil {
+					c = new(_call4)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make(map[string]int32, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call4{args: *services.NewSearchStatsArgs(), res: *services.NewSearchStatsResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call4)
+				return _run4(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -93,18 +203,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchRawArgs() },
 			Hints:   services.SearchHints.Function("raw"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*services.SearchRawArgs)
-				res := services.NewSearchRawResult()
-				r, err := h.Raw(ctx, args.In)
-				if err != nil {
-					return nil, err
+				return _run5(ctx, a.(*services.SearchRawArgs), services.NewSearchRawResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call5)
+				if c == nil {
+					c = new(_call5)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call5{args: *services.NewSearchRawArgs(), res: *services.NewSearchRawResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call5)
+				return _run5(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -112,14 +223,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchTotalArgs() },
 			Hints:   services.SearchHints.Function("total"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*services.SearchTotalArgs)
-				res := services.NewSearchTotalResult()
-				r, err := h.Total(ctx, args.Reqs, args.Named, args.Ids)
-				if err != nil {
-					return nil, err
+				return _run6(ctx, a.(*services.SearchTotalArgs), services.NewSearchTotalResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call6)
+				if c == nil {
+					c = new(_call6)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call6{args: *services.NewSearchTotalArgs(), res: *services.NewSearchTotalResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call6)
+				return _run6(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -127,14 +243,19 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 			NewArgs: func() proto.Struct { return services.NewSearchOptionalArgsArgs() },
 			Hints:   services.SearchHints.Function("optional_args"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*services.SearchOptionalArgsArgs)
-				res := services.NewSearchOptionalArgsResult()
-				r, err := h.OptionalArgs_(ctx, args.GetMaybe(), args.Surely)
-				if err != nil {
-					return nil, err
+				return _run7(ctx, a.(*services.SearchOptionalArgsArgs), services.NewSearchOptionalArgsResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call7)
+				if c == nil {
+					c = new(_call7)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call7{args: *services.NewSearchOptionalArgsArgs(), res: *services.NewSearchOptionalArgsResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call7)
+				return _run7(ctx, &c.args, &c.res)
 			},
 		},
 	}})

@@ -13,25 +13,82 @@ import (
 
 // RegisterStore registers h as service "Store" on s.
 func RegisterStore(s *server.Server, h store.StoreHandler) {
+	type _call0 struct {
+		args store.StoreGetArgs
+		res  store.StoreGetResult
+	}
+	_run0 := func(ctx context.Context, args *store.StoreGetArgs, res *store.StoreGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.Key)
+		if err != nil {
+			var e1 *store.NotFound
+			if errors.As(err, &e1) {
+				res.Nf = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call1 struct {
+		args store.StoreIncrArgs
+		res  store.StoreIncrResult
+	}
+	_run1 := func(ctx context.Context, args *store.StoreIncrArgs, res *store.StoreIncrResult) (proto.Struct, error) {
+		r, err := h.Incr(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call2 struct {
+		args store.StoreSlowArgs
+		res  store.StoreSlowResult
+	}
+	_run2 := func(ctx context.Context, args *store.StoreSlowArgs, res *store.StoreSlowResult) (proto.Struct, error) {
+		r, err := h.Slow(ctx, args.Key)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call3 struct {
+		args store.StoreBlobArgs
+		res  store.StoreBlobResult
+	}
+	_run3 := func(ctx context.Context, args *store.StoreBlobArgs, res *store.StoreBlobResult) (proto.Struct, error) {
+		r, err := h.Blob(ctx, args.Size)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Store", Hints: &store.StoreHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return store.NewStoreGetArgs() },
 			Hints:   store.StoreHints.Function("get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*store.StoreGetArgs)
-				res := store.NewStoreGetResult()
-				r, err := h.Get(ctx, args.Key)
-				if err != nil {
-					var e1 *store.NotFound
-					if errors.As(err, &e1) {
-						res.Nf = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*store.StoreGetArgs), store.NewStoreGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call0{args: *store.NewStoreGetArgs(), res: *store.NewStoreGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -39,14 +96,19 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			NewArgs: func() proto.Struct { return store.NewStoreIncrArgs() },
 			Hints:   store.StoreHints.Function("incr"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*store.StoreIncrArgs)
-				res := store.NewStoreIncrResult()
-				r, err := h.Incr(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run1(ctx, a.(*store.StoreIncrArgs), store.NewStoreIncrResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call1)
+				if c == nil {
+					c = new(_call1)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call1{args: *store.NewStoreIncrArgs(), res: *store.NewStoreIncrResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call1)
+				return _run1(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -54,14 +116,19 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			NewArgs: func() proto.Struct { return store.NewStoreSlowArgs() },
 			Hints:   store.StoreHints.Function("slow"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*store.StoreSlowArgs)
-				res := store.NewStoreSlowResult()
-				r, err := h.Slow(ctx, args.Key)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, a.(*store.StoreSlowArgs), store.NewStoreSlowResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *store.NewStoreSlowArgs(), res: *store.NewStoreSlowResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -69,18 +136,19 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 			NewArgs: func() proto.Struct { return store.NewStoreBlobArgs() },
 			Hints:   store.StoreHints.Function("blob"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*store.StoreBlobArgs)
-				res := store.NewStoreBlobResult()
-				r, err := h.Blob(ctx, args.Size)
-				if err != nil {
-					return nil, err
+				return _run3(ctx, a.(*store.StoreBlobArgs), store.NewStoreBlobResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				if r == nil {
-					// nil would read as "no result"; an empty value is a result.
-					r = make([]byte, 0)
-				}
-				res.Success = r
-				return res, nil
+				*c = _call3{args: *store.NewStoreBlobArgs(), res: *store.NewStoreBlobResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 	}})

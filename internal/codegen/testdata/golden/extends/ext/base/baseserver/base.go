@@ -13,25 +13,42 @@ import (
 
 // RegisterBase registers h as service "Base" on s.
 func RegisterBase(s *server.Server, h base.BaseHandler) {
+	type _call0 struct {
+		args base.BaseInfoArgs
+		res  base.BaseInfoResult
+	}
+	_run0 := func(ctx context.Context, args *base.BaseInfoArgs, res *base.BaseInfoResult) (proto.Struct, error) {
+		r, err := h.Info(ctx, args.ID)
+		if err != nil {
+			var e1 *base.BaseError
+			if errors.As(err, &e1) {
+				res.Err = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Base", Hints: &base.BaseHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
 			Hints:   base.BaseHints.Function("info"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*base.BaseInfoArgs)
-				res := base.NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *base.BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{

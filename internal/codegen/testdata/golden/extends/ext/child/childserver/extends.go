@@ -14,25 +14,54 @@ import (
 
 // RegisterMiddle registers h as service "Middle" on s.
 func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
+	type _call0 struct {
+		args base.BaseInfoArgs
+		res  base.BaseInfoResult
+	}
+	_run0 := func(ctx context.Context, args *base.BaseInfoArgs, res *base.BaseInfoResult) (proto.Struct, error) {
+		r, err := h.Info(ctx, args.ID)
+		if err != nil {
+			var e1 *base.BaseError
+			if errors.As(err, &e1) {
+				res.Err = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call2 struct {
+		args child.MiddleCountArgs
+		res  child.MiddleCountResult
+	}
+	_run2 := func(ctx context.Context, args *child.MiddleCountArgs, res *child.MiddleCountResult) (proto.Struct, error) {
+		r, err := h.Count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Middle", Hints: &child.MiddleHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
 			Hints:   child.MiddleHints.Function("info"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*base.BaseInfoArgs)
-				res := base.NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *base.BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -49,13 +78,19 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 			NewArgs: func() proto.Struct { return child.NewMiddleCountArgs() },
 			Hints:   child.MiddleHints.Function("count"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := child.NewMiddleCountResult()
-				r, err := h.Count(ctx)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, nil, child.NewMiddleCountResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 	}})
@@ -63,25 +98,66 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 
 // RegisterChild registers h as service "Child" on s.
 func RegisterChild(s *server.Server, h child.ChildHandler) {
+	type _call0 struct {
+		args base.BaseInfoArgs
+		res  base.BaseInfoResult
+	}
+	_run0 := func(ctx context.Context, args *base.BaseInfoArgs, res *base.BaseInfoResult) (proto.Struct, error) {
+		r, err := h.Info(ctx, args.ID)
+		if err != nil {
+			var e1 *base.BaseError
+			if errors.As(err, &e1) {
+				res.Err = e1
+				return res, nil
+			}
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
+	type _call2 struct {
+		args child.MiddleCountArgs
+		res  child.MiddleCountResult
+	}
+	_run2 := func(ctx context.Context, args *child.MiddleCountArgs, res *child.MiddleCountResult) (proto.Struct, error) {
+		r, err := h.Count(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
+	type _call3 struct {
+		args child.ChildNameArgs
+		res  child.ChildNameResult
+	}
+	_run3 := func(ctx context.Context, args *child.ChildNameArgs, res *child.ChildNameResult) (proto.Struct, error) {
+		r, err := h.Name(ctx, args.Info)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = &r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Child", Hints: &child.ChildHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
 			Hints:   child.ChildHints.Function("info"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*base.BaseInfoArgs)
-				res := base.NewBaseInfoResult()
-				r, err := h.Info(ctx, args.ID)
-				if err != nil {
-					var e1 *base.BaseError
-					if errors.As(err, &e1) {
-						res.Err = e1
-						return res, nil
-					}
-					return nil, err
+				return _run0(ctx, a.(*base.BaseInfoArgs), base.NewBaseInfoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -98,13 +174,19 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 			NewArgs: func() proto.Struct { return child.NewMiddleCountArgs() },
 			Hints:   child.ChildHints.Function("count"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				res := child.NewMiddleCountResult()
-				r, err := h.Count(ctx)
-				if err != nil {
-					return nil, err
+				return _run2(ctx, nil, child.NewMiddleCountResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call2)
+				if c == nil {
+					c = new(_call2)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call2)
+				return _run2(ctx, &c.args, &c.res)
 			},
 		},
 		{
@@ -112,14 +194,19 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 			NewArgs: func() proto.Struct { return child.NewChildNameArgs() },
 			Hints:   child.ChildHints.Function("name"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*child.ChildNameArgs)
-				res := child.NewChildNameResult()
-				r, err := h.Name(ctx, args.Info)
-				if err != nil {
-					return nil, err
+				return _run3(ctx, a.(*child.ChildNameArgs), child.NewChildNameResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call3)
+				if c == nil {
+					c = new(_call3)
 				}
-				res.Success = &r
-				return res, nil
+				*c = _call3{args: *child.NewChildNameArgs(), res: *child.NewChildNameResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call3)
+				return _run3(ctx, &c.args, &c.res)
 			},
 		},
 	}})

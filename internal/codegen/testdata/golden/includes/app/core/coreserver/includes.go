@@ -12,20 +12,37 @@ import (
 
 // RegisterMains registers h as service "Mains" on s.
 func RegisterMains(s *server.Server, h core.MainsHandler) {
+	type _call0 struct {
+		args core.MainsGetArgs
+		res  core.MainsGetResult
+	}
+	_run0 := func(ctx context.Context, args *core.MainsGetArgs, res *core.MainsGetResult) (proto.Struct, error) {
+		r, err := h.Get(ctx, args.Mode)
+		if err != nil {
+			return nil, err
+		}
+		res.Success = r
+		return res, nil
+	}
 	s.Register(&server.Service{Name: "Mains", Hints: &core.MainsHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return core.NewMainsGetArgs() },
 			Hints:   core.MainsHints.Function("get"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				args := a.(*core.MainsGetArgs)
-				res := core.NewMainsGetResult()
-				r, err := h.Get(ctx, args.Mode)
-				if err != nil {
-					return nil, err
+				return _run0(ctx, a.(*core.MainsGetArgs), core.NewMainsGetResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
 				}
-				res.Success = r
-				return res, nil
+				*c = _call0{args: *core.NewMainsGetArgs(), res: *core.NewMainsGetResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
 			},
 		},
 	}})
