@@ -12,22 +12,36 @@ import (
 // yields to the Go scheduler once every yieldAfter of its clock (looked at
 // every yieldCheck exchanges), on the client and on a serving loop alike,
 // so sysmon never retakes a poller's P in the middle of a C call; a clock
-// that does not move makes it never yield.
+// that does not move makes it never yield, and neither does an event-mode
+// endpoint without a spin phase (it blocks in the kernel, not in a poll
+// loop) until SetSpin gives it one.
 func TestEndpointYieldsToScheduler(t *testing.T) {
 	tests := []struct {
 		name       string
 		step       time.Duration // the fake clock's advance per reading
 		calls      int
+		event      bool          // event-mode endpoints (busy otherwise)
+		spin       time.Duration // with event: SetSpin before the calls (0: none)
 		wantYields int
 	}{
 		{name: "clock stands still", step: 0, calls: 400, wantYields: 0},
 		{name: "one check per yieldAfter", step: yieldAfter, calls: 400, wantYields: 400/yieldCheck - 1},
 		{name: "half a yieldAfter per check", step: yieldAfter / 2, calls: 400, wantYields: 400/yieldCheck/2 - 1},
+		{name: "event mode, no spin", step: yieldAfter, calls: 400, event: true, wantYields: 0},
+		{name: "event mode with a spin", step: yieldAfter, calls: 400, event: true, spin: time.Millisecond,
+			wantYields: 400/yieldCheck - 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testEPConfig(PollBusy)
+			if tc.event {
+				cfg = testEPConfig(PollEvent)
+			}
 			cli, srv := newRPCPair(t, cfg, cfg, false)
+			if tc.spin > 0 {
+				cli.SetSpin(tc.spin)
+				srv.SetSpin(tc.spin)
+			}
 			fake := func(e *RPCEndpoint) {
 				var at time.Time
 				e.now = func() time.Time { at = at.Add(tc.step); return at }
