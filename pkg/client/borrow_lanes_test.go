@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -37,19 +36,7 @@ func serveBinEcho(t *testing.T) string {
 	t.Helper()
 	s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
 	mixserver.RegisterMix(s, binEcho{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		s.Close()
-		select {
-		case <-served:
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return")
-		}
-	})
-	return ln.Addr().String()
+	return serveWith(t, s)
 }
 
 // TestCallBorrowedRoutes: on every route a call may take (TCP, a lane,

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -202,22 +201,4 @@ func TestLaneBorrowedArgsLive(t *testing.T) {
 			}
 		})
 	}
-}
-
-// serveOn serves s on a loopback port until the test ends.
-func serveOn(t *testing.T, s *server.Server) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		require.NoError(t, s.Close())
-		select {
-		case err := <-served:
-			require.ErrorIs(t, err, server.ErrServerClosed)
-		case <-time.After(10 * time.Second):
-			t.Fatal("Serve did not return")
-		}
-	})
-	return ln.Addr().String()
 }

@@ -27,6 +27,12 @@ func start(t testing.TB, opts ...server.Option) (*server.Server, *wiretest.Echo,
 	e := wiretest.NewEcho()
 	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
 	s.Register(e.Service())
+	return s, e, serveOn(t, s)
+}
+
+// serveOn serves s on a loopback port until the test ends.
+func serveOn(t testing.TB, s *server.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
@@ -36,11 +42,11 @@ func start(t testing.TB, opts ...server.Option) (*server.Server, *wiretest.Echo,
 		select {
 		case err := <-served:
 			require.ErrorIs(t, err, server.ErrServerClosed)
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			t.Fatal("Serve did not return")
 		}
 	})
-	return s, e, ln.Addr().String()
+	return ln.Addr().String()
 }
 
 func dial(t testing.TB, addr string, opts ...client.Option) *client.Conn {

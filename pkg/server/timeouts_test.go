@@ -31,19 +31,7 @@ func startSwept(t *testing.T, opts ...server.Option) (*server.Server, string) {
 	server.ManualSweep(s)
 	server.Sweep(s, t0)
 	s.Register(wiretest.NewEcho().Service())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		require.NoError(t, s.Close())
-		select {
-		case <-served:
-		case <-time.After(5 * time.Second):
-			t.Fatal("Serve did not return")
-		}
-	})
-	return s, ln.Addr().String()
+	return s, serveOn(t, s)
 }
 
 // onlyConn waits until the server has one connection satisfying ok.
