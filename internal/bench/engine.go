@@ -171,8 +171,13 @@ func (e Engine) Setup(size, callers int) EngineSetup {
 }
 
 // Describe reports the protocol and polling a system runs with at a point
-// (for the tables; TCP systems are "tcp", "-").
+// (for the tables; TCP systems are "tcp", "-"; the runtime on engine
+// lanes is "lanes", "-": its protocols and polling are planned per call
+// by atb.thrift's hints, see docs/design/lanes.md).
 func Describe(system string, size, callers int) (proto, polling string) {
+	if system == lanesName {
+		return "lanes", "-"
+	}
 	e, ok := engineSystems[system]
 	if !ok {
 		return "tcp", "-"

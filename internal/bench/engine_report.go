@@ -76,7 +76,7 @@ func WriteThroughputCSV(w io.Writer, systems []string, rows []ThroughputRow) err
 }
 
 func providerOf(system string) string {
-	if IsEngineSystem(system) {
+	if IsEngineSystem(system) || system == lanesName {
 		return providerOfPrefix(EnginePrefix())
 	}
 	return "tcp"

@@ -38,7 +38,7 @@ type Hat struct {
 // "hatrpc-lanes" over engine lanes and "hatrpc-owned" with owned arguments.
 func (h Hat) Name() string {
 	if h.Lanes {
-		return "hatrpc-lanes"
+		return lanesName
 	}
 	if h.Owned {
 		return "hatrpc-owned"
@@ -60,6 +60,9 @@ func (h Hat) tcp() int {
 }
 
 func (h Hat) conns() int { return max(h.Conns, 1) }
+
+// lanesName is the runtime-on-lanes system's name.
+const lanesName = "hatrpc-lanes"
 
 type hatEcho struct{}
 
