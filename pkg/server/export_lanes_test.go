@@ -37,3 +37,6 @@ func laneCaller(s *Server, shared bool) (call func(req []byte) []byte, close fun
 			b.Close()
 		}
 }
+
+// NeverBlocks is the FLOCK dispatcher's test of a request frame (flock.go).
+func NeverBlocks(s *Server, req []byte) bool { return s.neverBlocks(req) }

@@ -56,9 +56,6 @@ func SweepTick(handshake, idle, grace time.Duration) time.Duration {
 // GiveBacks counts the times s returned memory to the OS.
 func GiveBacks(s *Server) int64 { return s.budget.gives.Load() }
 
-// NeverBlocks is the FLOCK dispatcher's test of a request frame (flock.go).
-func NeverBlocks(s *Server, req []byte) bool { return s.neverBlocks(req) }
-
 // FastPathInUse is what the server's lane budget holds: open lanes, FLOCK
 // peers, registered bytes and setups pending.
 func FastPathInUse(s *Server) (lanes, flockPeers int, bytes int64, pending int) {
