@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 )
 
 // TestHandleCall: a method with NewCall and HandleCall runs HandleCall
@@ -23,17 +23,17 @@ import (
 // every call gets a fresh one.
 func TestHandleCall(t *testing.T) {
 	type call struct {
-		args atb.EchoEchoArgs
+		args mix.EchoEchoArgs
 		tag  string
 	}
 	pass := func(ctx context.Context, _ *server.CallInfo, a proto.Struct, next server.Handler) (proto.Struct, error) {
 		return next(ctx, a)
 	}
 	replace := func(ctx context.Context, _ *server.CallInfo, a proto.Struct, next server.Handler) (proto.Struct, error) {
-		return next(ctx, &atb.EchoEchoArgs{Payload: append([]byte("new:"), a.(*atb.EchoEchoArgs).Payload...)})
+		return next(ctx, &mix.EchoEchoArgs{Payload: append([]byte("new:"), a.(*mix.EchoEchoArgs).Payload...)})
 	}
 	reply := func(how string, p []byte) (proto.Struct, error) {
-		return &atb.EchoEchoResult{Success: append([]byte(how+":"), p...)}, nil
+		return &mix.EchoEchoResult{Success: append([]byte(how+":"), p...)}, nil
 	}
 	for _, tc := range []struct {
 		name          string
@@ -52,9 +52,9 @@ func TestHandleCall(t *testing.T) {
 			)
 			s := server.New(server.WithLogger(quiet), server.WithInterceptors(tc.ics...))
 			s.Register(&server.Service{Name: "Echo", Methods: []server.Method{{Name: "echo",
-				NewArgs: func() proto.Struct { t.Error("NewArgs called: NewCall is set"); return new(atb.EchoEchoArgs) },
+				NewArgs: func() proto.Struct { t.Error("NewArgs called: NewCall is set"); return new(mix.EchoEchoArgs) },
 				Handle: func(_ context.Context, a proto.Struct) (proto.Struct, error) {
-					return reply("handle", a.(*atb.EchoEchoArgs).Payload)
+					return reply("handle", a.(*mix.EchoEchoArgs).Payload)
 				},
 				NewCall: func(reuse any) (proto.Struct, any) {
 					c, _ := reuse.(*call)
@@ -77,7 +77,7 @@ func TestHandleCall(t *testing.T) {
 			do, done := server.LaneCaller(s)
 			defer done()
 			for i := range int32(3) {
-				out := do(frameOf(t, wire.KindCall, "echo", i, &atb.EchoEchoArgs{Payload: []byte("x")}))
+				out := do(frameOf(t, wire.KindCall, "echo", i, &mix.EchoEchoArgs{Payload: []byte("x")}))
 				require.True(t, bytes.Equal([]byte(tc.want), echoReply(t, out, i)), "reply %q", out)
 			}
 			require.Equal(t, tc.fresh, fresh, "fresh call values")

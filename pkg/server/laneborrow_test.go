@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 )
 
 // frameOf is the lane frame of a call (kind) of name with args.
@@ -45,7 +45,7 @@ func echoReply(t testing.TB, out []byte, seqid int32) []byte {
 	require.Equal(t, seqid, h.Seqid)
 	mh, err := wire.ParseMsgHeader(h.Protocol(), out[wire.HeaderSize:])
 	require.NoError(t, err)
-	var res atb.EchoEchoResult
+	var res mix.EchoEchoResult
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	require.NoError(t, codec.Decode(h.Protocol(), out[wire.HeaderSize+mh.Body:], nil, &res))
@@ -74,17 +74,17 @@ type borrowEcho struct {
 
 func (e *borrowEcho) service(fn *hints.Function) *server.Service {
 	return &server.Service{Name: "Echo", Methods: []server.Method{
-		{Name: "echo", Hints: fn, NewArgs: func() proto.Struct { return atb.NewEchoEchoArgs() },
+		{Name: "echo", Hints: fn, NewArgs: func() proto.Struct { return mix.NewEchoEchoArgs() },
 			Handle: func(_ context.Context, a proto.Struct) (proto.Struct, error) {
-				p := a.(*atb.EchoEchoArgs).Payload
+				p := a.(*mix.EchoEchoArgs).Payload
 				e.mu.Lock()
 				e.in, e.kept = within(p, e.frame), p
 				e.mu.Unlock()
-				return &atb.EchoEchoResult{Success: p}, nil
+				return &mix.EchoEchoResult{Success: p}, nil
 			}},
-		{Name: "note", Oneway: true, Hints: fn, NewArgs: func() proto.Struct { return atb.NewEchoEchoArgs() },
+		{Name: "note", Oneway: true, Hints: fn, NewArgs: func() proto.Struct { return mix.NewEchoEchoArgs() },
 			Handle: func(_ context.Context, a proto.Struct) (proto.Struct, error) {
-				e.notes <- a.(*atb.EchoEchoArgs).Payload
+				e.notes <- a.(*mix.EchoEchoArgs).Payload
 				return nil, nil
 			}},
 	}}
@@ -118,7 +118,7 @@ func TestLaneBorrowedArgs(t *testing.T) {
 				for i, n := range []int{1, 64, 4096, 40 << 10} {
 					seqid := int32(i + 1)
 					p := bytes.Repeat([]byte{byte(i + 1)}, n)
-					e.frame = frameOf(t, wire.KindCall, "echo", seqid, &atb.EchoEchoArgs{Payload: p})
+					e.frame = frameOf(t, wire.KindCall, "echo", seqid, &mix.EchoEchoArgs{Payload: p})
 					out := call(e.frame)
 					e.mu.Lock()
 					in, kept := e.in, e.kept
@@ -133,7 +133,7 @@ func TestLaneBorrowedArgs(t *testing.T) {
 					}
 				}
 				p := []byte("note")
-				e.frame = frameOf(t, wire.KindOneway, "note", 9, &atb.EchoEchoArgs{Payload: p})
+				e.frame = frameOf(t, wire.KindOneway, "note", 9, &mix.EchoEchoArgs{Payload: p})
 				require.Nil(t, call(e.frame), "a oneway call gets no reply")
 				select {
 				case got := <-e.notes:
@@ -184,8 +184,8 @@ func TestLaneBorrowedArgsLive(t *testing.T) {
 					for i := range calls {
 						n := sizes[(g+i)%len(sizes)]
 						p := bytes.Repeat([]byte{byte(g*calls + i + 1)}, n)
-						var res atb.EchoEchoResult
-						if !assert.NoError(t, c.Call(ctx, m, &atb.EchoEchoArgs{Payload: p}, &res)) ||
+						var res mix.EchoEchoResult
+						if !assert.NoError(t, c.Call(ctx, m, &mix.EchoEchoArgs{Payload: p}, &res)) ||
 							!assert.True(t, bytes.Equal(p, res.Success), "caller %d call %d (%d B): wrong reply", g, i, n) {
 							return
 						}

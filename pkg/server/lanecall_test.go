@@ -11,11 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb"
-	"github.com/hatrpc/hatrpc/internal/bench/gen/atb/atbserver"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -31,8 +31,9 @@ func laneRequest(t testing.TB, name, msg string, seqid int32, timeout time.Durat
 
 // BenchmarkLaneCall is the server's Go time for one 64 B echo on a lane,
 // engine left out: "echo" with the test service's handler (a string
-// argument), "atb" with atb.thrift's generated echo (a borrowed binary
-// argument, arguments and result reused from the lane's last call), "bare" with an empty
+// argument), "atb" with atb.thrift's echo as generated from
+// test/lanes/mix.thrift's Echo (a borrowed binary argument, arguments and
+// result reused from the lane's last call), "bare" with an empty
 // message, a handler and arguments that cost nothing (the server's own
 // share).
 func BenchmarkLaneCall(b *testing.B) {
@@ -45,8 +46,8 @@ func BenchmarkLaneCall(b *testing.B) {
 				s.Register(wiretest.NewEcho().Service())
 				req = laneRequest(b, "echo", strings.Repeat("x", 64), 7, 0)
 			case "atb":
-				atbserver.RegisterEcho(s, atbEcho{})
-				req = frameOf(b, wire.KindCall, "echo", 7, &atb.EchoEchoArgs{Payload: make([]byte, 64)})
+				mixserver.RegisterEcho(s, atbEcho{})
+				req = frameOf(b, wire.KindCall, "echo", 7, &mix.EchoEchoArgs{Payload: make([]byte, 64)})
 			case "bare":
 				s.Register(bareService())
 				req = laneRequest(b, "echo", "", 7, 0)
@@ -98,17 +99,18 @@ type atbEcho struct{}
 
 func (atbEcho) Echo(_ context.Context, p []byte) ([]byte, error) { return p, nil }
 
-// TestLaneCallAllocsGenerated: atb.thrift's generated echo on a lane
+// TestLaneCallAllocsGenerated: atb.thrift's echo, generated from
+// test/lanes/mix.thrift's Echo, on a lane
 // allocates nothing: its arguments and result come together (NewCall),
 // reused from the lane's last call, and the 64 B argument is borrowed
 // from the lease (borrow_args), the reply written from it.
 func TestLaneCallAllocsGenerated(t *testing.T) {
 	s := server.New(server.WithLogger(quiet))
-	atbserver.RegisterEcho(s, atbEcho{})
+	mixserver.RegisterEcho(s, atbEcho{})
 	call, done := server.LaneCaller(s)
 	defer done()
 	p := bytes.Repeat([]byte{7}, 64)
-	req := frameOf(t, wire.KindCall, "echo", 7, &atb.EchoEchoArgs{Payload: p})
+	req := frameOf(t, wire.KindCall, "echo", 7, &mix.EchoEchoArgs{Payload: p})
 	require.Equal(t, p, echoReply(t, call(req), 7))
 	require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }))
 }
@@ -118,10 +120,10 @@ func TestLaneCallAllocsGenerated(t *testing.T) {
 // (which would be a slice of a lease since reused).
 func TestLaneCallReuseResets(t *testing.T) {
 	s := server.New(server.WithLogger(quiet))
-	atbserver.RegisterEcho(s, atbEcho{})
+	mixserver.RegisterEcho(s, atbEcho{})
 	call, done := server.LaneCaller(s)
 	defer done()
-	req := frameOf(t, wire.KindCall, "echo", 1, &atb.EchoEchoArgs{Payload: []byte("abc")})
+	req := frameOf(t, wire.KindCall, "echo", 1, &mix.EchoEchoArgs{Payload: []byte("abc")})
 	require.Equal(t, []byte("abc"), echoReply(t, call(req), 1))
 	require.Equal(t, []byte{}, echoReply(t, call(frameOf(t, wire.KindCall, "echo", 2, &wiretest.Empty{})), 2))
 }

@@ -27,3 +27,13 @@ service Shared {
   binary get(1: binary key) [ c_hint: payload_size = 64; s_hint: payload_size = 1KiB; ]
   i64 slow(1: i64 ms) [ hint: payload_size = 64; ]
 }
+
+// atb.thrift's echo (internal/bench/idl), for pkg/server's lane-call tests
+// and benchmarks, which may not import internal/: the handler keeps nothing
+// past the call, so the server decodes its argument in place.
+service Echo {
+  hint: perf_goal = latency;
+  s_hint: concurrency = 64;
+
+  binary echo(1: binary payload) [ s_hint: borrow_args = on; ],
+}

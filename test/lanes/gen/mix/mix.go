@@ -1621,3 +1621,328 @@ func (_c *SharedClient) Slow(ctx context.Context, ms int64) (_r int64, _err erro
 	}
 	return *_res.Success, nil
 }
+
+type EchoEchoArgs struct {
+	Payload []byte `thrift:"payload,1" db:"payload" json:"payload"`
+}
+
+func NewEchoEchoArgs() *EchoEchoArgs {
+	return &EchoEchoArgs{}
+}
+
+func (p *EchoEchoArgs) GetPayload() []byte {
+	return p.Payload
+}
+
+func (p *EchoEchoArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("EchoEchoArgs(%+v)", *p)
+}
+
+func (p *EchoEchoArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(p.Payload)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *EchoEchoArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Payload, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *EchoEchoArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteBinary(p.Payload)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *EchoEchoArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Payload, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*EchoEchoArgs)(nil)
+
+type EchoEchoResult struct {
+	Success []byte `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewEchoEchoResult() *EchoEchoResult {
+	return &EchoEchoResult{}
+}
+
+var EchoEchoResult_Success_DEFAULT []byte
+
+func (p *EchoEchoResult) GetSuccess() []byte {
+	return p.Success
+}
+
+func (p *EchoEchoResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *EchoEchoResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("EchoEchoResult(%+v)", *p)
+}
+
+func (p *EchoEchoResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteBinary(p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *EchoEchoResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Success, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *EchoEchoResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRING, 0)
+		w.WriteBinary(p.Success)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *EchoEchoResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Success, err = r.ReadBinary(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*EchoEchoResult)(nil)
+
+// EchoHints is the resolved hint table of service Echo (defaults applied;
+// fields left out have their default value).
+var EchoHints = hints.Service{
+	Name:   "Echo",
+	Client: hints.Set{},
+	Server: hints.Set{Concurrency: 64},
+	Functions: []hints.Function{
+		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 64, BorrowArgs: true}},
+	},
+}
+
+// EchoHandler is implemented by servers of Echo; mixserver.RegisterEcho binds it. A
+// declared exception returned as error reaches the caller as that exception.
+type EchoHandler interface {
+	Echo(ctx context.Context, payload []byte) (_r []byte, _err error)
+}
+
+var clientMethodsEcho = [...]client.Method{
+	{Service: "Echo", Name: "echo", Oneway: false, Hints: EchoHints.Function("echo")},
+}
+
+// EchoClient calls service "Echo" through a client.Caller: a *client.Conn
+// (one server) or a *cluster.Client (many).
+type EchoClient struct {
+	c client.Caller
+}
+
+func NewEchoClient(c client.Caller) *EchoClient { return &EchoClient{c: c} }
+
+func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err error) {
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{Payload: payload}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
+	if _err = _c.c.Call(ctx, &clientMethodsEcho[0], _args, _res); _err != nil {
+		return
+	}
+	if _res.Success == nil {
+		return _r, &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+	}
+	return _res.Success, nil
+}
+
+// EchoBorrowed is Echo for a caller that needs the result only while use
+// runs: it may be a slice of the reply's buffer, which is reused once use
+// returns (client.Caller.CallBorrowed). Copy what must outlive use.
+func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
+	_call := &struct {
+		args EchoEchoArgs
+		res  EchoEchoResult
+	}{args: EchoEchoArgs{Payload: payload}, res: *NewEchoEchoResult()}
+	_args, _res := &_call.args, &_call.res
+	return _c.c.CallBorrowed(ctx, &clientMethodsEcho[0], _args, _res, func() error {
+		if _res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+		}
+		return use(_res.Success)
+	})
+}

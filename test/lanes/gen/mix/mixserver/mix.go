@@ -199,3 +199,45 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 		},
 	}})
 }
+
+// RegisterEcho registers h as service "Echo" on s.
+func RegisterEcho(s *server.Server, h mix.EchoHandler) {
+	type _call0 struct {
+		args mix.EchoEchoArgs
+		res  mix.EchoEchoResult
+	}
+	_run0 := func(ctx context.Context, args *mix.EchoEchoArgs, res *mix.EchoEchoResult) (proto.Struct, error) {
+		r, err := h.Echo(ctx, args.Payload)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			// nil would read as "no result"; an empty value is a result.
+			r = make([]byte, 0)
+		}
+		res.Success = r
+		return res, nil
+	}
+	s.Register(&server.Service{Name: "Echo", Hints: &mix.EchoHints, Methods: []server.Method{
+		{
+			Name:    "echo",
+			NewArgs: func() proto.Struct { return mix.NewEchoEchoArgs() },
+			Hints:   mix.EchoHints.Function("echo"),
+			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+				return _run0(ctx, a.(*mix.EchoEchoArgs), mix.NewEchoEchoResult())
+			},
+			NewCall: func(reuse any) (proto.Struct, any) {
+				c, _ := reuse.(*_call0)
+				if c == nil {
+					c = new(_call0)
+				}
+				*c = _call0{args: *mix.NewEchoEchoArgs(), res: *mix.NewEchoEchoResult()}
+				return &c.args, c
+			},
+			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
+				c := call.(*_call0)
+				return _run0(ctx, &c.args, &c.res)
+			},
+		},
+	}})
+}
