@@ -109,7 +109,10 @@ func Dial(ctx context.Context, dev *rdma.Device, nc net.Conn, kind Kind, opts ..
 
 // herdWarmup pings until the engine's RFP state machine has left fetch
 // mode (two calls whose response was not there after R = 1 fetch), so
-// every later request is a WRITE answered by a SEND.
+// every later request is a WRITE answered by a SEND. The server holds a
+// ping for pingHold, so the switch does not depend on how fast a READ is
+// against the server's turnaround (on emulated verbs a READ takes ~100 µs,
+// longer than a busy server's ping).
 func (c *Client) herdWarmup(ctx context.Context) error {
 	for range 1000 {
 		r, err := c.call(ctx, []byte{opPing})
