@@ -18,7 +18,7 @@
  * some runs on an idle machine. */
 #define EP_YIELD_EVERY 4096
 
-/* An event-mode spin yields every this many empty polls (~25 µs). On an
+/* An event-mode spin yields every this long (in ns, at a clock read). On an
  * oversubscribed host a lane's client and server threads can end up on one
  * CPU (the kernel places a wakee near its waker); a spinner that never
  * yields then holds that CPU for its whole spin while the peer that would
@@ -26,7 +26,14 @@
  * (atb next to a CPU hog: lanes p50 111-165 µs in the reps where it
  * happened, 2.3 µs otherwise; 68-76 µs with this yield). A wait this long
  * is no quick answer anyway. */
-#define EP_SPIN_YIELD_EVERY 512
+#define EP_SPIN_YIELD_NS 25000
+
+/* An event-mode spin reads the clock once every this many empty polls
+ * (~1-2 µs here), to see whether its phase is over. Read on every poll,
+ * the vDSO clock was half the loop (perf over a 64 B lane run: 49 % of
+ * both processes' samples in clock_gettime), and a completion that landed
+ * during a read waited for it: the spin is there to answer quickly. */
+#define EP_SPIN_CLOCK_EVERY 32
 
 /* An event wait wakes this often to notice a cancel or abort flag (a
  * deadline ends it on time regardless): short enough for a prompt abort,
@@ -206,6 +213,32 @@ int hrp_check(hr_ep *ep)
 	return HR_OK;
 }
 
+/* The lines of a message its peer just wrote sit in the peer's cache.
+ * Whoever reads it next (the header check here, then the runtime's decode
+ * in Go) would take their misses one after another, each a cross-core
+ * transfer; asking for all of them at once when the completion is seen
+ * overlaps them. Small messages only: a large one is streamed anyway. */
+#define EP_PREFETCH_MAX 512
+
+static void prefetch_arrival(hr_ep *ep, const hr_arrival *a)
+{
+	const uint8_t *p;
+	uint64_t n;
+	if (a->opcode == HR_WC_RECV_RDMA_WITH_IMM) {
+		p = ep->direct.p;
+		n = (uint64_t)HR_MSG_HDR + a->imm;
+		if (n > ep->direct.cap)
+			n = ep->direct.cap;
+	} else {
+		p = hrp_slot(ep, a->slot);
+		n = a->byte_len;
+	}
+	if (n > EP_PREFETCH_MAX)
+		n = EP_PREFETCH_MAX;
+	for (uint64_t off = 0; off < n; off += 64)
+		__builtin_prefetch(p + off, 0, 3);
+}
+
 static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -224,6 +257,7 @@ static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
 			a->byte_len = c->byte_len;
 			a->imm = c->imm;
 			ep->arr_tail++;
+			prefetch_arrival(ep, a);
 			continue;
 		}
 		if (c->wr_id > ep->sq_done)
@@ -243,18 +277,30 @@ int hrp_progress(hr_ep *ep)
 {
 	hr_wc wc[HR_EP_POLL];
 	int n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
+	ep->slept = 0;
 	if (n == 0 && ep->cfg.event) {
 		/* Adaptive polling: spin for spin_ns, as busy polling would, and
 		 * only then pay for arming and sleeping; a completion that comes
-		 * within the spin costs no wakeup. */
+		 * within the spin costs no wakeup. The phase starts at the first
+		 * clock read after a completion (at most EP_SPIN_CLOCK_EVERY
+		 * polls late) and ends at the first read past it. */
 		uint64_t spin = atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
+			uint32_t k = ++ep->empty_polls;
+			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
+				return 0;
 			uint64_t now = hr_now_ns();
-			if (!ep->spin_until)
+			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
+				ep->spin_yield = now + EP_SPIN_YIELD_NS;
+			}
 			if (now < ep->spin_until) {
-				if (++ep->empty_polls % EP_SPIN_YIELD_EVERY == 0)
+				/* By time, not by polls: a poll's cost varies with
+				 * the provider and whether the clock is read. */
+				if (now >= ep->spin_yield) {
 					sched_yield();
+					ep->spin_yield = now + EP_SPIN_YIELD_NS;
+				}
 				return 0;
 			}
 		}
@@ -272,6 +318,7 @@ int hrp_progress(hr_ep *ep)
 					slice = (int)left;
 			}
 			hr_cq *ev = NULL;
+			ep->slept = 1;
 			st = hr_get_cq_event(ep->ch, slice, &ev);
 			if (st == HR_ETIMEDOUT)
 				return 0;
@@ -471,6 +518,7 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 void hr_ep_cancel(hr_ep *ep, uint32_t gen) { atomic_store(&ep->cancel_gen, gen); }
 void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
+const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }
 
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 {

@@ -134,6 +134,11 @@ void hr_ep_abort(hr_ep *ep);
 /* Event mode: poll for ns before arming the CQ and blocking (0: block at
  * once). The adaptive poller moves this with the CPU load; any thread. */
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns);
+/* Where the endpoint keeps when the pending request was taken in
+ * (CLOCK_MONOTONIC ns, set by hr_ep_recv and hr_ep_reply_recv): valid for
+ * the endpoint's life, read by its server between exchanges, so a runtime
+ * gets the arrival time without a crossing or a clock read of its own. */
+const uint64_t *hr_ep_arrival(hr_ep *ep);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
 /* HR_OK, or the status that broke the endpoint (its QP is then in error). */
 int hr_ep_broken(hr_ep *ep);

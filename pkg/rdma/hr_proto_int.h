@@ -106,7 +106,9 @@ struct hr_ep {
 	_Atomic uint32_t aborted;  /* hr_ep_abort: every wait ends with HR_ECLOSED */
 	_Atomic uint64_t spin_ns;  /* event mode: poll this long before blocking */
 	uint64_t spin_until;       /* end of the current spin phase, 0: none yet */
+	uint64_t spin_yield;       /* the spin's next sched_yield */
 	uint32_t empty_polls;      /* fruitless polls since the last completion */
+	int slept;                 /* the last hrp_progress waited on the channel */
 	int broken;
 
 	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */

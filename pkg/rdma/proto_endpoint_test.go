@@ -333,9 +333,17 @@ func TestEndpointErrors(t *testing.T) {
 		_, err := callT(t, e, ProtoEager, []byte("x"))
 		require.ErrorIs(t, err, ErrBadState)
 	})
-	for _, poll := range []Polling{PollBusy, PollEvent} {
-		t.Run("deadline/"+poll.String(), func(t *testing.T) {
-			c := testEPConfig(poll)
+	// spin: event mode whose whole wait is its spin phase, where the
+	// deadline and cancel flag are looked at only every few dozen polls.
+	spin := testEPConfig(PollEvent)
+	spin.SpinTime = time.Minute
+	modes := []struct {
+		name string
+		cfg  EndpointConfig
+	}{{"busy", testEPConfig(PollBusy)}, {"event", testEPConfig(PollEvent)}, {"spin", spin}}
+	for _, m := range modes {
+		t.Run("deadline/"+m.name, func(t *testing.T) {
+			c := m.cfg
 			cli, _ := newRPCPair(t, c, c, false) // nobody serves
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
@@ -347,8 +355,8 @@ func TestEndpointErrors(t *testing.T) {
 		})
 		// CallWithin: the timeout its caller read from ctx bounds the
 		// exchange, and ctx still ends it.
-		t.Run("within-deadline/"+poll.String(), func(t *testing.T) {
-			c := testEPConfig(poll)
+		t.Run("within-deadline/"+m.name, func(t *testing.T) {
+			c := m.cfg
 			cli, _ := newRPCPair(t, c, c, false)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
@@ -356,22 +364,22 @@ func TestEndpointErrors(t *testing.T) {
 			_, err := cli.CallWithin(ctx, ProtoRFP, []byte("hello"), time.Until(dl))
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 		})
-		t.Run("within-timeout/"+poll.String(), func(t *testing.T) {
-			c := testEPConfig(poll)
+		t.Run("within-timeout/"+m.name, func(t *testing.T) {
+			c := m.cfg
 			cli, _ := newRPCPair(t, c, c, false)
 			_, err := cli.CallWithin(context.Background(), ProtoRFP, []byte("hello"), 30*time.Millisecond)
 			require.ErrorIs(t, err, ErrTimedOut)
 		})
-		t.Run("within-cancel/"+poll.String(), func(t *testing.T) {
-			c := testEPConfig(poll)
+		t.Run("within-cancel/"+m.name, func(t *testing.T) {
+			c := m.cfg
 			cli, _ := newRPCPair(t, c, c, false)
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(30*time.Millisecond, cancel)
 			_, err := cli.CallWithin(ctx, ProtoEager, []byte("hello"), 0)
 			require.ErrorIs(t, err, context.Canceled)
 		})
-		t.Run("cancel/"+poll.String(), func(t *testing.T) {
-			c := testEPConfig(poll)
+		t.Run("cancel/"+m.name, func(t *testing.T) {
+			c := m.cfg
 			cli, _ := newRPCPair(t, c, c, false)
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(30*time.Millisecond, cancel)

@@ -3,6 +3,7 @@ package rdma
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,4 +101,138 @@ func TestServeCalls(t *testing.T) {
 	defer cancel()
 	_, err := cli.Call(ctx, ProtoEager, []byte("late"))
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "nobody serves after stop: %v", err)
+}
+
+// TestEndpointArrived: a server's Arrived is when the engine took the
+// request in, on MonotonicNow's clock: after the client started the call
+// and before the handler ran, and later for every later request. It is 0
+// before the first one.
+func TestEndpointArrived(t *testing.T) {
+	spin := testEPConfig(PollEvent)
+	spin.SpinTime = time.Millisecond
+	cases := []struct {
+		name  string
+		cfg   EndpointConfig
+		proto Protocol
+	}{
+		{"busy/eager", testEPConfig(PollBusy), ProtoEager},
+		{"busy/rfp", testEPConfig(PollBusy), ProtoRFP},
+		{"event/direct_write_imm", testEPConfig(PollEvent), ProtoDirectWriteIMM},
+		{"event/rfp", testEPConfig(PollEvent), ProtoRFP},
+		{"spin/rfp", spin, ProtoRFP},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cli, srv := newRPCPair(t, tc.cfg, tc.cfg, false)
+			require.Zero(t, srv.Arrived(), "no request yet")
+			type seen struct{ arrived, entered int64 }
+			got := make(chan seen, 1)
+			stop := make(chan struct{})
+			errc := make(chan error, 1)
+			go func() {
+				errc <- srv.ServeCalls(context.Background(), stop, func(req []byte) ([]byte, Protocol) {
+					got <- seen{srv.Arrived(), MonotonicNow()}
+					return req, tc.proto
+				})
+			}()
+			var last int64
+			for i := 0; i < 20; i++ {
+				before := MonotonicNow()
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				resp, err := cli.Call(ctx, tc.proto, []byte{byte(i), 1, 2, 3})
+				cancel()
+				require.NoError(t, err)
+				require.Equal(t, []byte{byte(i), 1, 2, 3}, resp)
+				var s seen
+				select {
+				case s = <-got:
+				case <-time.After(testTimeout):
+					t.Fatal("handler did not report")
+				}
+				require.GreaterOrEqual(t, s.arrived, before, "call %d arrived before it was sent", i)
+				require.LessOrEqual(t, s.arrived, s.entered, "call %d arrived after its handler ran", i)
+				require.Greater(t, s.arrived, last, "call %d", i)
+				last = s.arrived
+			}
+			close(stop)
+			select {
+			case err := <-errc:
+				require.NoError(t, err)
+			case <-time.After(testTimeout):
+				t.Fatal("ServeCalls did not stop")
+			}
+		})
+	}
+}
+
+// TestEndpointLocalBuffers: requests and replies in a caller's local
+// arrays, from a goroutine whose stack keeps growing (each level of the
+// recursion below is a deeper frame, so stacks are copied between and
+// around calls). An exchange hands C its message as an address; the
+// endpoint keeps such buffers on the heap, where nothing moves, so every
+// reply comes back intact.
+func TestEndpointLocalBuffers(t *testing.T) {
+	for _, proto := range []Protocol{ProtoEager, ProtoDirectWriteIMM, ProtoRFP} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			stop := make(chan struct{})
+			errc := make(chan error, 1)
+			go func() {
+				errc <- srv.ServeCalls(context.Background(), stop, func(req []byte) ([]byte, Protocol) {
+					var out [96]byte
+					n := copy(out[:], req)
+					out[0] ^= 0xff
+					return out[:n], proto
+				})
+			}()
+			var deep func(level int) error
+			deep = func(level int) error {
+				var pad [512]byte // a frame large enough to grow the stack
+				var req [80]byte
+				for i := range req {
+					req[i] = byte(level + i)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				resp, err := cli.Call(ctx, proto, req[:])
+				cancel()
+				if err != nil {
+					return err
+				}
+				want := req
+				want[0] ^= 0xff
+				if string(resp) != string(want[:]) {
+					return fmt.Errorf("level %d: reply %x, want %x", level, resp, want)
+				}
+				if level == 200 {
+					return nil
+				}
+				pad[level%len(pad)] = byte(level)
+				return errors.Join(deep(level+1), keepPad(pad[:]))
+			}
+			done := make(chan error, 1)
+			go func() { done <- deep(0) }()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(testTimeout):
+				t.Fatal("calls did not finish")
+			}
+			close(stop)
+			select {
+			case err := <-errc:
+				require.NoError(t, err)
+			case <-time.After(testTimeout):
+				t.Fatal("ServeCalls did not stop")
+			}
+		})
+	}
+}
+
+// keepPad keeps a frame's padding alive past the recursive call.
+func keepPad(pad []byte) error {
+	if len(pad) == 0 {
+		return errors.New("no padding")
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,9 @@ type laneSession struct {
 	mTab  *map[string]*method // the table mm was found in
 	mName []byte              // the name mm was found by
 	next  nextCall            // the arguments and call value for the next call of next.m
+	// inBatch: the calls of an RF-RPC batch run one after the other, so
+	// each reads the clock for its start rather than the batch's arrival.
+	inBatch bool
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -369,8 +373,9 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
 		return ls.batch(req)
 	}
-	// One clock read a call: it starts the call's latency and deadline.
-	at := time.Since(epoch)
+	// The call starts when the engine took the request in: its latency
+	// and deadline count from there, with no clock read here.
+	at := ls.arrived()
 	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
 	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
 		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
@@ -460,6 +465,39 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	}
 	return out, pr
 }
+
+// arrived is when the engine took the lane's request in, since epoch; a
+// shared lane (FLOCK hands calls over) or an engine time that does not fit
+// reads the clock.
+func (ls *laneSession) arrived() time.Duration {
+	if ep := ls.l.ep; ep != nil && !ls.l.shared && !ls.inBatch {
+		if t := time.Duration(ep.Arrived() - engineEpoch().off); t > 0 {
+			return t
+		}
+	}
+	return time.Since(epoch)
+}
+
+// clockOffset is epoch on the engine's clock (rdma.MonotonicNow), within
+// ±err ns.
+type clockOffset struct{ off, err int64 }
+
+// engineEpoch finds epoch on the engine's clock. Go's monotonic clock is
+// the same CLOCK_MONOTONIC, so the two differ by a constant; it is
+// bracketed between two readings of time.Since(epoch), and the tightest of
+// a few brackets (a cgo crossing wide, ~50 ns) is kept.
+var engineEpoch = sync.OnceValue(func() clockOffset {
+	best, off := time.Duration(1<<62), int64(0)
+	for range 16 {
+		g1 := time.Since(epoch)
+		c := rdma.MonotonicNow()
+		g2 := time.Since(epoch)
+		if w := g2 - g1; w < best {
+			best, off = w, c-int64(g1+w/2)
+		}
+	}
+	return clockOffset{off: off, err: int64(best/2) + 1}
+})
 
 // acquire takes a call slot for r; false if none came in time.
 func (ls *laneSession) acquire(r *request) bool {
@@ -572,6 +610,8 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
 	out := make([]byte, wire.HeaderSize, 64<<10)
+	ls.inBatch = true
+	defer func() { ls.inBatch = false }()
 	for _, f := range frames {
 		rep, _ := ls.call(f)
 		if rep == nil {
