@@ -98,10 +98,19 @@ func TestPlanSide(t *testing.T) {
 		})
 	}
 	require.Equal(t, -1, PlanSide(hints.Set{InlineThreshold: hints.InlineDisabled}, 0, 0).Config.InlineThreshold)
-	// On shm lanes tiny messages of an under-subscribed plan go by RFP.
-	shm := PlanSide(OnTransport(hints.Set{}, hints.TransportSHM), 0, 0)
-	require.Equal(t, rdma.ProtoRFP, shm.Protocol(hints.ShmTinyMessage))
+	// On shm the planner sends tiny messages of an under-subscribed plan by
+	// RFP, for busy endpoints; lanes are event-capable and send them by
+	// Direct-WriteIMM, unless the hints ask for RFP.
+	shmSet := OnTransport(hints.Set{}, hints.TransportSHM)
+	require.Equal(t, hints.ProtoRFP, hints.PlanFor(shmSet, 2, hints.ShmTinyMessage).Protocol)
+	shm := PlanSide(shmSet, 0, 0)
+	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(1))
+	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage))
 	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage+1))
+	asked := shmSet
+	asked.Protocol = hints.ProtoRFP
+	kept := PlanSide(asked, 0, 0)
+	require.Equal(t, rdma.ProtoRFP, kept.Protocol(hints.ShmTinyMessage), "an rfp hint is kept")
 	require.Equal(t, hints.TransportTCP, OnTransport(hints.Set{Transport: hints.TransportTCP}, hints.TransportSHM).Transport)
 	nic := PlanSide(OnTransport(hints.Set{}, hints.TransportRDMA), 0, 0)
 	require.Equal(t, rdma.ProtoDirectWriteIMM, nic.Protocol(64))
