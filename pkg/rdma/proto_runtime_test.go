@@ -68,17 +68,13 @@ func TestEndpointSpin(t *testing.T) {
 func TestServeCalls(t *testing.T) {
 	cfg := testEPConfig(PollBusy)
 	cli, srv := newRPCPair(t, cfg, cfg, false)
-	stop := make(chan struct{})
-	errc := make(chan error, 1)
 	protos := []Protocol{ProtoEager, ProtoWriteRNDV, ProtoDirectWriteIMM, ProtoChainedWriteSend}
 	i := 0
-	go func() {
-		errc <- srv.ServeCalls(context.Background(), stop, func(req []byte) ([]byte, Protocol) {
-			p := protos[i%len(protos)]
-			i++
-			return append([]byte(p.String()+":"), req...), p
-		})
-	}()
+	stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
+		p := protos[i%len(protos)]
+		i++
+		return append([]byte(p.String()+":"), req...), p
+	})
 	s0 := counters(t, srv)
 	for j := 0; j < 8; j++ {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -90,13 +86,7 @@ func TestServeCalls(t *testing.T) {
 	s1 := counters(t, srv)
 	d := postedDelta(s0, s1)
 	require.Equal(t, uint64(2), d[OpRDMAWriteWithImm], "two Direct-WriteIMM responses")
-	close(stop)
-	select {
-	case err := <-errc:
-		require.NoError(t, err)
-	case <-time.After(testTimeout):
-		t.Fatal("ServeCalls did not stop")
-	}
+	stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := cli.Call(ctx, ProtoEager, []byte("late"))
@@ -127,14 +117,10 @@ func TestEndpointArrived(t *testing.T) {
 			require.Zero(t, srv.Arrived(), "no request yet")
 			type seen struct{ arrived, entered int64 }
 			got := make(chan seen, 1)
-			stop := make(chan struct{})
-			errc := make(chan error, 1)
-			go func() {
-				errc <- srv.ServeCalls(context.Background(), stop, func(req []byte) ([]byte, Protocol) {
-					got <- seen{srv.Arrived(), MonotonicNow()}
-					return req, tc.proto
-				})
-			}()
+			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
+				got <- seen{srv.Arrived(), MonotonicNow()}
+				return req, tc.proto
+			})
 			var last int64
 			for i := 0; i < 20; i++ {
 				before := MonotonicNow()
@@ -154,13 +140,7 @@ func TestEndpointArrived(t *testing.T) {
 				require.Greater(t, s.arrived, last, "call %d", i)
 				last = s.arrived
 			}
-			close(stop)
-			select {
-			case err := <-errc:
-				require.NoError(t, err)
-			case <-time.After(testTimeout):
-				t.Fatal("ServeCalls did not stop")
-			}
+			stop()
 		})
 	}
 }
@@ -176,16 +156,12 @@ func TestEndpointLocalBuffers(t *testing.T) {
 		t.Run(proto.String(), func(t *testing.T) {
 			cfg := testEPConfig(PollBusy)
 			cli, srv := newRPCPair(t, cfg, cfg, false)
-			stop := make(chan struct{})
-			errc := make(chan error, 1)
-			go func() {
-				errc <- srv.ServeCalls(context.Background(), stop, func(req []byte) ([]byte, Protocol) {
-					var out [96]byte
-					n := copy(out[:], req)
-					out[0] ^= 0xff
-					return out[:n], proto
-				})
-			}()
+			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
+				var out [96]byte
+				n := copy(out[:], req)
+				out[0] ^= 0xff
+				return out[:n], proto
+			})
 			var deep func(level int) error
 			deep = func(level int) error {
 				var pad [512]byte // a frame large enough to grow the stack
@@ -218,13 +194,7 @@ func TestEndpointLocalBuffers(t *testing.T) {
 			case <-time.After(testTimeout):
 				t.Fatal("calls did not finish")
 			}
-			close(stop)
-			select {
-			case err := <-errc:
-				require.NoError(t, err)
-			case <-time.After(testTimeout):
-				t.Fatal("ServeCalls did not stop")
-			}
+			stop()
 		})
 	}
 }
@@ -235,4 +205,23 @@ func keepPad(pad []byte) error {
 		return errors.New("no padding")
 	}
 	return nil
+}
+
+// serveCalls runs srv.ServeCalls(h) until the returned stop is called,
+// which waits (under testTimeout) for the loop to end without an error.
+func serveCalls(t *testing.T, srv *RPCEndpoint, h func(req []byte) ([]byte, Protocol)) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeCalls(context.Background(), done, h) }()
+	return func() {
+		t.Helper()
+		close(done)
+		select {
+		case err := <-errc:
+			require.NoError(t, err)
+		case <-time.After(testTimeout):
+			t.Fatal("ServeCalls did not stop")
+		}
+	}
 }
