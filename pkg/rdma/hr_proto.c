@@ -201,13 +201,22 @@ int hrp_repost(hr_ep *ep, uint32_t slot)
 	return hr_post_recv(ep->qp, &wr, 1, &bad);
 }
 
-/* Returns HR_ETIMEDOUT once the deadline passed or the call was cancelled. */
-int hrp_check(hr_ep *ep)
+/* HR_ECLOSED once aborted, HR_ETIMEDOUT once the call was cancelled. */
+int hrp_check_flags(hr_ep *ep)
 {
 	if (atomic_load_explicit(&ep->aborted, memory_order_relaxed))
 		return HR_ECLOSED;
 	if (atomic_load_explicit(&ep->cancel_gen, memory_order_relaxed) == ep->gen)
 		return HR_ETIMEDOUT;
+	return HR_OK;
+}
+
+/* hrp_check_flags, and HR_ETIMEDOUT once the deadline passed. */
+int hrp_check(hr_ep *ep)
+{
+	int st = hrp_check_flags(ep);
+	if (st != HR_OK)
+		return st;
 	if (ep->deadline != UINT64_MAX && hr_now_ns() >= ep->deadline)
 		return HR_ETIMEDOUT;
 	return HR_OK;

@@ -98,6 +98,7 @@ struct hr_ep {
 	int tx_busy;       /* Read-RNDV source not yet released by the peer */
 	int pending;       /* server: request received, not yet answered */
 	uint32_t pend_flags;
+	int pend_rfp;      /* server: the pending request came by RFP */
 	uint64_t t_req;
 	uint64_t deadline; /* of the current operation */
 	uint64_t deadline_started; /* server: once a request has started, if set */
@@ -123,6 +124,7 @@ int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n);
 int hrp_repost(hr_ep *ep, uint32_t slot);
 int hrp_progress(hr_ep *ep);
 int hrp_check(hr_ep *ep);
+int hrp_check_flags(hr_ep *ep);
 int hrp_wait_read(hr_ep *ep, uint64_t wr_id);
 uint8_t *hrp_ctl(hr_ep *ep);
 uint8_t *hrp_slot(hr_ep *ep, uint32_t slot);
