@@ -45,3 +45,48 @@ func TestGeneratedClientAllocs(t *testing.T) {
 		}
 	}))
 }
+
+// copyEcho answers with the payload, or with bad when set; inPlaceEcho
+// checks that reply in place.
+type copyEcho struct{ bad []byte }
+
+func (c copyEcho) Echo(_ context.Context, p []byte) ([]byte, error) {
+	if c.bad != nil {
+		return c.bad, nil
+	}
+	return p, nil
+}
+
+func (copyEcho) Close() error { return nil }
+
+type inPlaceEcho struct{ copyEcho }
+
+func (c inPlaceEcho) EchoCheck(ctx context.Context, p []byte, check func([]byte) error) error {
+	rep, _ := c.Echo(ctx, p)
+	return check(rep)
+}
+
+// TestEchoerAllocs: the harness's part of a timed call allocates nothing,
+// for callers that check in place and for the others alike, so it adds
+// the same to every system's latency; a reply that differs is caught.
+func TestEchoerAllocs(t *testing.T) {
+	ctx := context.Background()
+	bad := []byte("garbage")
+	for _, tc := range []struct {
+		name    string
+		ok, bad Caller
+	}{
+		{"in place", inPlaceEcho{}, inPlaceEcho{copyEcho{bad}}},
+		{"copy", copyEcho{}, copyEcho{bad}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEchoer(tc.ok, []byte("payload"))
+			require.Zero(t, testing.AllocsPerRun(100, func() {
+				if err := e.call(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}))
+			require.ErrorIs(t, newEchoer(tc.bad, []byte("payload")).call(ctx), ErrEchoMismatch)
+		})
+	}
+}

@@ -122,8 +122,9 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 
 // warmUpFor makes unrecorded calls for d (none for d <= 0).
 func warmUpFor(ctx context.Context, c Caller, payload []byte, d time.Duration) error {
+	e := newEchoer(c, payload)
 	for end := time.Now().Add(d); time.Now().Before(end); {
-		if err := echoChecked(ctx, c, payload); err != nil {
+		if err := e.call(ctx); err != nil {
 			return err
 		}
 	}

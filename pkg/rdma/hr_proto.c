@@ -211,14 +211,26 @@ int hrp_check_flags(hr_ep *ep)
 	return HR_OK;
 }
 
+/* The current deadline, fixed at now if it was left to the first clock
+ * read (a call's: see hr_ep_call). */
+uint64_t hrp_deadline(hr_ep *ep, uint64_t now)
+{
+	if (ep->deadline == 0)
+		ep->deadline = now + ep->deadline_ms * 1000000ull;
+	return ep->deadline;
+}
+
 /* hrp_check_flags, and HR_ETIMEDOUT once the deadline passed. */
 int hrp_check(hr_ep *ep)
 {
 	int st = hrp_check_flags(ep);
 	if (st != HR_OK)
 		return st;
-	if (ep->deadline != UINT64_MAX && hr_now_ns() >= ep->deadline)
-		return HR_ETIMEDOUT;
+	if (ep->deadline != UINT64_MAX) {
+		uint64_t now = hr_now_ns();
+		if (now >= hrp_deadline(ep, now))
+			return HR_ETIMEDOUT;
+	}
 	return HR_OK;
 }
 
@@ -299,6 +311,8 @@ int hrp_progress(hr_ep *ep)
 			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
 				return 0;
 			uint64_t now = hr_now_ns();
+			if (ep->deadline == 0)
+				hrp_deadline(ep, now);
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
@@ -322,7 +336,8 @@ int hrp_progress(hr_ep *ep)
 			int slice = EP_EVENT_SLICE_MS;
 			if (ep->deadline != UINT64_MAX) {
 				uint64_t now = hr_now_ns();
-				uint64_t left = ep->deadline > now ? (ep->deadline - now + 999999) / 1000000 : 0;
+				uint64_t dl = hrp_deadline(ep, now);
+				uint64_t left = dl > now ? (dl - now + 999999) / 1000000 : 0;
 				if (left < (uint64_t)slice)
 					slice = (int)left;
 			}

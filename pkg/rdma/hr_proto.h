@@ -103,7 +103,10 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n);
 
 /* Client: sends req by proto, waits for the response. *resp points into the
  * endpoint's memory until the next call. gen identifies the call for
- * hr_ep_cancel; timeout_ms < 0 waits forever. */
+ * hr_ep_cancel; timeout_ms < 0 waits forever. A positive timeout counts
+ * from the call's first look at the clock once it waits (a few µs in, at
+ * most), not from its entry: a call that is answered at once reads no
+ * clock at all. */
 int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int timeout_ms,
 	       uint32_t gen, void **resp, uint64_t *resp_len);
 

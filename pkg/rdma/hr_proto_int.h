@@ -100,7 +100,8 @@ struct hr_ep {
 	uint32_t pend_flags;
 	int pend_rfp;      /* server: the pending request came by RFP */
 	uint64_t t_req;
-	uint64_t deadline; /* of the current operation */
+	uint64_t deadline; /* of the current operation; 0: deadline_ms from the next clock read */
+	uint64_t deadline_ms;
 	uint64_t deadline_started; /* server: once a request has started, if set */
 	uint32_t gen;
 	_Atomic uint32_t cancel_gen;
@@ -125,6 +126,7 @@ int hrp_repost(hr_ep *ep, uint32_t slot);
 int hrp_progress(hr_ep *ep);
 int hrp_check(hr_ep *ep);
 int hrp_check_flags(hr_ep *ep);
+uint64_t hrp_deadline(hr_ep *ep, uint64_t now);
 int hrp_wait_read(hr_ep *ep, uint64_t wr_id);
 uint8_t *hrp_ctl(hr_ep *ep);
 uint8_t *hrp_slot(hr_ep *ep, uint32_t slot);

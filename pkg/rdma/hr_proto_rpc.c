@@ -138,9 +138,16 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	/* Refused before anything is sent, so the endpoint stays usable. */
 	if (proto >= HR_PROTO_COUNT || !resp || !resp_len || (len && !req) || len > ep->cfg.max_msg)
 		return HR_EINVAL;
-	int st = begin(ep, timeout_ms, gen);
+	int st = begin(ep, timeout_ms > 0 ? -1 : timeout_ms, gen);
 	if (st != HR_OK)
 		return st;
+	if (timeout_ms > 0) {
+		/* Fixed at the first clock read of the wait, which the spin or
+		 * the first deadline check makes anyway: a call answered at
+		 * once reads no clock (~30 ns a read on a VM). */
+		ep->deadline = 0;
+		ep->deadline_ms = (uint64_t)timeout_ms;
+	}
 	/* A call's reply is worth a fresh spin; a server's wait is not reset
 	 * by its idle slices, so an idle lane stops spinning spin_ns after its
 	 * last completion and blocks until the next request. */

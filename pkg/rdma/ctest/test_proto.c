@@ -227,14 +227,21 @@ static void test_rfp_switch(void)
 	CHECK(s.rfp_reply_calls == 1 && s.rfp_to_fetch == 1 && s.rfp_mode == 0);
 }
 
-static void test_timeout(void)
+/* A call the server never answers times out, and not before its timeout:
+ * the deadline is fixed at the wait's first clock read, which must not
+ * make it fire early. Timeout 0 gives up before sending. */
+static void test_timeout(uint32_t event)
 {
 	struct pair pr;
-	CHECK_ST(connect_pair(&pr, 0, 0, 5));
+	CHECK_ST(connect_pair(&pr, event, 0, 5));
 	void *resp;
 	uint64_t rl;
 	uint8_t b[8] = {0};
+	int zero = hr_ep_call(pr.cli, HR_PROTO_EAGER, b, sizeof b, 0, 1, &resp, &rl);
+	int zero_broken = hr_ep_broken(pr.cli);
+	uint64_t t0 = hr_now_ns();
 	int st = hr_ep_call(pr.cli, HR_PROTO_EAGER, b, sizeof b, 20, 1, &resp, &rl);
+	uint64_t waited = hr_now_ns() - t0;
 	int broken = hr_ep_broken(pr.cli);
 	int again = hr_ep_call(pr.cli, HR_PROTO_EAGER, b, sizeof b, 20, 2, &resp, &rl);
 	/* The server side: an idle wait is benign. */
@@ -242,7 +249,9 @@ static void test_timeout(void)
 	uint64_t len;
 	int idle = hr_ep_recv(pr.srv, 0, 5, 1, &req, &len);
 	close_pair(&pr, 0);
+	CHECK(zero == HR_ETIMEDOUT && zero_broken == 0);
 	CHECK(st == HR_ETIMEDOUT && broken == HR_ETIMEDOUT && again == HR_ESTATE);
+	CHECK(waited >= 20 * 1000000ull);
 	CHECK(idle == HR_OK || idle == HR_ETIMEDOUT);
 }
 
@@ -404,7 +413,8 @@ int main(void)
 	test_protocols(0);
 	test_protocols(1);
 	test_rfp_switch();
-	test_timeout();
+	test_timeout(0);
+	test_timeout(1);
 	test_bad_config();
 	test_cross_process(0);
 	test_cross_process(1);
