@@ -103,6 +103,14 @@ type request struct {
 	// slot or task copy), valid until the reply is encoded and sent: a
 	// borrow_args method's arguments may alias it as they alias buf.
 	lease bool
+	// meter: a dedicated lane's, which counts the call (frame: its
+	// request frame's bytes) instead of the method's metric children;
+	// execute leaves the handler's time and whether it ended ok in took
+	// and ok, for the meter's count at the reply.
+	meter *laneMeter
+	frame int
+	took  time.Duration
+	ok    bool
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -537,9 +545,13 @@ func (c *conn) handle(r *request) {
 // the transport. The request buffer is released once decoded.
 func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.MessageType, proto.Struct) {
 	st := c.s.statsFor(r.m, r.tr)
-	st.calls.Inc()
-	st.reqBytes.Add(float64(r.size))
-	st.inflight.Inc()
+	if r.meter != nil {
+		r.meter.begin(r.m, r.size, r.frame)
+	} else {
+		st.calls.Inc()
+		st.reqBytes.Add(float64(r.size))
+		st.inflight.Inc()
+	}
 	start := r.at
 	if start == 0 {
 		start = time.Since(epoch) // monotonic only: half the cost of time.Now
@@ -595,9 +607,21 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		res, err = c.invoke(ctx, r, args, r.call)
 	}
 	c.releaseCtx(r)
-	st.latency.Observe((time.Since(epoch) - start).Seconds())
-	st.inflight.Dec()
-	st.outcome(serverOutcome(res, err, r.oneway))
+	took := time.Since(epoch) - start
+	outcome := serverOutcome(res, err, r.oneway)
+	if r.meter != nil {
+		// The meter counts the latency, in_flight and an ok outcome with
+		// the reply; another outcome (rare, and labelled) goes to the
+		// children now.
+		r.took, r.ok = took, outcome == proto.OutcomeOK
+		if !r.ok {
+			st.outcome(outcome)
+		}
+	} else {
+		st.latency.Observe(took.Seconds())
+		st.inflight.Dec()
+		st.outcome(outcome)
+	}
 	if err != nil || res == nil {
 		if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
 			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "request_id", requestID(r), "err", err)

@@ -36,6 +36,7 @@ type lane struct {
 	link *fastpath.Link
 
 	in, out prometheus.Counter // bytes
+	meter   *laneMeter         // a dedicated lane's call counts, while it serves
 
 	numa hints.NUMA // the function's numa hint
 
@@ -60,6 +61,8 @@ type laneSession struct {
 	l   *lane
 	up  bool   // bootstrapped and counted; under c.mu
 	buf []byte // reply buffer: a lane answers one call at a time
+
+	metered bool // the call in hand was counted by the lane's meter
 
 	// What a lane's one call at a time uses (not a shared lane's, whose
 	// calls run concurrently on the FLOCK workers): see call and lookup.
@@ -315,6 +318,8 @@ func (ls *laneSession) serve() {
 	})
 	defer l.link.Close()
 	uncount = ls.run()
+	l.meter = c.s.laneMeters.add(l.tr)
+	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	// The lane counts as waiting (for the adaptive poller) except while
 	// its handler runs.
 	idle := fastpath.Waiting()
@@ -367,9 +372,25 @@ func (ls *laneSession) stop() {
 // frame and the protocol to send it by. req is the engine's lease, valid
 // until the reply is sent: everything kept is copied out by the decoder.
 func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
+	l := ls.l
+	if l.meter == nil {
+		l.in.Add(float64(len(req)))
+		return ls.callFrame(req)
+	}
+	// A dedicated lane: a call that runs its handler is counted by the
+	// lane's meter (metered), the rare others (errors, oneway, busy,
+	// batches) on the families' children.
+	ls.metered = false
+	out, pr := ls.callFrame(req)
+	if !ls.metered {
+		l.in.Add(float64(len(req)))
+	}
+	return out, pr
+}
+
+func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	c, l := ls.c, ls.l
 	lim := &c.s.opts.limits
-	l.in.Add(float64(len(req)))
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
 		return ls.batch(req)
 	}
@@ -441,12 +462,16 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		r.args, r.call = ls.next.args, ls.next.call
 		ls.next = nextCall{}
 	}
+	if l.meter != nil {
+		r.meter, r.frame = l.meter, len(req)
+		ls.metered = true
+	}
 	st, typ, body := c.execute(&r, codec)
-	md, call := replyMD(&r), r.call
+	md, call, took, ok := replyMD(&r), r.call, r.took, r.ok
 	c.clearRequest(&r)
 	c.s.slots.release()
 	c.end()
-	out, pr := ls.reply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
+	out, pr := ls.encodeReply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
 		// session let go as too large: a fresh codec lets it go too (it
@@ -454,8 +479,13 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 		wire.PutCodec(codec)
 		ls.codec = wire.GetCodec()
 	}
-	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
-	c.s.laneReplied(m, pr)
+	if l.meter != nil {
+		l.meter.end(m, took, ok, len(out)-wire.HeaderSize, len(out), pr)
+	} else {
+		l.out.Add(float64(len(out)))
+		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+		c.s.laneReplied(m, pr)
+	}
 	if call != nil && len(c.s.opts.interceptors) == 0 {
 		// The reply is encoded: nothing uses the call value any more
 		// (interceptors, which might keep its arguments or result, get
@@ -628,6 +658,13 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 // reply encodes one reply frame into the lane's reply buffer, with the
 // handler's reply headers md if any.
 func (ls *laneSession) reply(p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+	b, pr := ls.encodeReply(p, name, seqid, typ, body, codec, hint, md)
+	ls.l.out.Add(float64(len(b)))
+	return b, pr
+}
+
+// encodeReply is reply without counting the frame in bytes_out_total.
+func (ls *laneSession) encodeReply(p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -668,7 +705,6 @@ func (ls *laneSession) reply(p proto.Protocol, name string, seqid int32, typ pro
 	if n := int64(len(b)); n > l.maxReply.Load() {
 		l.maxReply.Store(n)
 	}
-	l.out.Add(float64(len(b)))
 	return b, l.side.Protocol(len(b))
 }
 

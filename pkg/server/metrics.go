@@ -29,7 +29,10 @@ type metrics struct {
 	inTCP, inThrift, outTCP, outThrift prometheus.Counter
 }
 
-func newMetrics(reg *prometheus.Registry) *metrics {
+// newMetrics makes the server's metrics on reg; snap is what the
+// dedicated lanes' meters counted, which the families they count for add
+// at scrape time.
+func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 	lbl := []string{"service", "function", "transport"}
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -87,7 +90,8 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	for w := whyClient; w < numWhy; w++ {
 		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
 	}
-	reg.MustRegister(m.calls, m.errors, m.handled, m.reqBytes, m.repBytes, m.inflight, m.latency, m.bytesIn, m.bytesOut, m.conns, m.lanes, m.flockPeers, m.laneReplies, m.rejected, m.closedBy)
+	reg.MustRegister(m.errors, m.conns, m.lanes, m.flockPeers, m.rejected, m.closedBy)
+	reg.MustRegister(m.laneFamilies(snap)...)
 	// The adaptive poller is process-wide (pkg/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {

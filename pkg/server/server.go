@@ -67,6 +67,7 @@ type Server struct {
 	closedForLanes bool
 	flock          flockState
 	laneBudget     laneBudget // fast-path budgets (lanebudget.go)
+	laneMeters     laneMeters // dedicated lanes' call counts (lanemeter.go)
 	notes          sync.Map   // configuration notes already logged (once per server)
 
 	debugOnce sync.Once
@@ -122,7 +123,7 @@ func New(opts ...Option) *Server {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s.met = newMetrics(s.reg)
+	s.met = newMetrics(s.reg, s.laneMeters.snapshot)
 	s.laneBudget.init(o.laneLimits)
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack

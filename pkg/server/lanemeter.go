@@ -1,0 +1,196 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// laneMeter counts the calls of one dedicated lane for the server's
+// metrics. A lane runs one call at a time on one goroutine, so its counts
+// are plain fields updated under mu in two short sections a call (four
+// atomic operations), where the prometheus children took about fourteen
+// atomic read-modify-writes a call, on lines every lane of the function
+// shares (measured ~60-90 ns of a 64 B lane call in place). The families'
+// collectors (lanecollect.go) add every lane's counts to their own
+// children at scrape time, so a scrape is as exact as before; a closing
+// lane's counts move to the server's retired totals.
+type laneMeter struct {
+	mu      sync.Mutex
+	tr      uint8
+	last    *laneCells // the cells of the method last counted
+	cells   []*laneCells
+	in, out uint64 // frame bytes, for bytes_in_total / bytes_out_total
+}
+
+// laneCells are one method's counts on one lane (or, in laneMeters, the
+// sum over lanes of one method and transport).
+type laneCells struct {
+	m                             *method
+	calls, ok, reqBytes, repBytes uint64
+	inflight                      int64
+	lat                           []uint64 // per DurationBuckets bucket, then +Inf; not cumulative
+	latSum                        float64  // seconds
+	replies                       [numEngine]uint64
+}
+
+func newLaneCells(m *method) *laneCells {
+	return &laneCells{m: m, lat: make([]uint64, len(DurationBuckets)+1)}
+}
+
+// cellsFor returns m's cells, under lm.mu.
+func (lm *laneMeter) cellsFor(m *method) *laneCells {
+	if c := lm.last; c != nil && c.m == m {
+		return c
+	}
+	for _, c := range lm.cells {
+		if c.m == m {
+			lm.last = c
+			return c
+		}
+	}
+	c := newLaneCells(m)
+	lm.cells = append(lm.cells, c)
+	lm.last = c
+	return c
+}
+
+// begin counts a call of m that arrived in a frameBytes frame with a
+// reqBytes message: calls_total, request_bytes_total, in_flight,
+// bytes_in_total.
+func (lm *laneMeter) begin(m *method, reqBytes, frameBytes int) {
+	lm.mu.Lock()
+	c := lm.cellsFor(m)
+	c.calls++
+	c.inflight++
+	c.reqBytes += uint64(reqBytes)
+	lm.in += uint64(frameBytes)
+	lm.mu.Unlock()
+}
+
+// end counts the end of a call begun by begin: its handler took took,
+// it ended ok or not (a failed call's outcome is counted by the caller
+// on the families' own children: rare, and labelled by outcome), and
+// its reply (repBytes of message in a frameBytes frame, sent by pr;
+// frameBytes 0: none).
+func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frameBytes int, pr rdma.Protocol) {
+	b := durationBucket(took.Seconds())
+	lm.mu.Lock()
+	c := lm.cellsFor(m)
+	c.inflight--
+	c.lat[b]++
+	c.latSum += took.Seconds()
+	if ok {
+		c.ok++
+	}
+	if frameBytes > 0 {
+		c.repBytes += uint64(repBytes)
+		c.replies[int(pr)%numEngine]++
+		lm.out += uint64(frameBytes)
+	}
+	lm.mu.Unlock()
+}
+
+// durationBucket is the index of the DurationBuckets bucket v falls in
+// (len(DurationBuckets): +Inf), as a prometheus histogram files it.
+func durationBucket(v float64) int {
+	for i, ub := range DurationBuckets {
+		if v <= ub {
+			return i
+		}
+	}
+	return len(DurationBuckets)
+}
+
+// cellKey names a method on a lane transport.
+type cellKey struct {
+	m  *method
+	tr uint8
+}
+
+// laneMeters are the server's lane meters: the live ones, and what the
+// closed ones counted.
+type laneMeters struct {
+	mu        sync.Mutex
+	live      map[*laneMeter]struct{}
+	retired   map[cellKey]*laneCells
+	retiredIO [numTransports][2]uint64 // bytes in, out by transport
+}
+
+// add starts counting a new lane on transport tr.
+func (ms *laneMeters) add(tr uint8) *laneMeter {
+	lm := &laneMeter{tr: tr}
+	ms.mu.Lock()
+	if ms.live == nil {
+		ms.live = map[*laneMeter]struct{}{}
+		ms.retired = map[cellKey]*laneCells{}
+	}
+	ms.live[lm] = struct{}{}
+	ms.mu.Unlock()
+	return lm
+}
+
+// retire moves a closed lane's counts to the retired totals: they stay in
+// the families, as a closed connection's calls stay in calls_total.
+func (ms *laneMeters) retire(lm *laneMeter) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	if _, ok := ms.live[lm]; !ok {
+		return
+	}
+	delete(ms.live, lm)
+	ms.fold(ms.retired, &ms.retiredIO, lm)
+}
+
+// fold adds lm's counts into sums and io, under lm.mu.
+func (ms *laneMeters) fold(sums map[cellKey]*laneCells, io *[numTransports][2]uint64, lm *laneMeter) {
+	io[lm.tr][0] += lm.in
+	io[lm.tr][1] += lm.out
+	for _, c := range lm.cells {
+		k := cellKey{c.m, lm.tr}
+		s := sums[k]
+		if s == nil {
+			s = newLaneCells(c.m)
+			sums[k] = s
+		}
+		s.calls += c.calls
+		s.ok += c.ok
+		s.reqBytes += c.reqBytes
+		s.repBytes += c.repBytes
+		s.inflight += c.inflight
+		s.latSum += c.latSum
+		for i, n := range c.lat {
+			s.lat[i] += n
+		}
+		for i, n := range c.replies {
+			s.replies[i] += n
+		}
+	}
+}
+
+// laneSnap is what every lane counted so far, live and closed.
+type laneSnap struct {
+	cells map[cellKey]*laneCells
+	io    [numTransports][2]uint64
+}
+
+func (ms *laneMeters) snapshot() *laneSnap {
+	snap := &laneSnap{cells: map[cellKey]*laneCells{}}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	snap.io = ms.retiredIO
+	for k, c := range ms.retired {
+		cp := *c
+		cp.lat = append([]uint64(nil), c.lat...)
+		snap.cells[k] = &cp
+	}
+	for lm := range ms.live {
+		lm.mu.Lock()
+		ms.fold(snap.cells, &snap.io, lm)
+		lm.mu.Unlock()
+	}
+	return snap
+}
