@@ -64,3 +64,7 @@ func FastPathInUse(s *Server) (lanes, flockPeers int, bytes int64, pending int) 
 	defer b.mu.Unlock()
 	return b.total.lanes, b.total.flockPeers, b.total.bytes, b.total.pending
 }
+
+// SumOf sums a family's children that carry labels (counters, gauges,
+// histogram counts).
+var SumOf = sumOf
