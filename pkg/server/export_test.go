@@ -1,6 +1,10 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Hooks for the external tests of the connection time limits: they drive
 // the sweeper by hand, so what closes a connection is the logical time
@@ -68,3 +72,23 @@ func FastPathInUse(s *Server) (lanes, flockPeers int, bytes int64, pending int) 
 // SumOf sums a family's children that carry labels (counters, gauges,
 // histogram counts).
 var SumOf = sumOf
+
+// sumOf sums the children of mf with labels (counters, gauges, histogram
+// counts).
+func sumOf(mf *dto.MetricFamily, labels map[string]string) float64 {
+	var sum float64
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+	}
+	return sum
+}

@@ -7,7 +7,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // laneFamily is a metric family whose children the dedicated lanes' meters
@@ -165,7 +164,7 @@ func (m *metrics) laneFamilies(snap func() *laneSnap) []prometheus.Collector {
 				if n == 0 {
 					continue
 				}
-				lvs := []string{k.m.svc, k.m.m.Name, rdma.Protocol(i).String()}
+				lvs := []string{k.m.svc, k.m.m.Name, engineProtocolName(i)}
 				key := partKey(lvs)
 				if p := out[key]; p != nil { // the same method on shm and rdma
 					p.v += float64(n)

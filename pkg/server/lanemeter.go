@@ -3,8 +3,6 @@ package server
 import (
 	"sync"
 	"time"
-
-	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // laneMeter counts the calls of one dedicated lane for the server's
@@ -72,9 +70,9 @@ func (lm *laneMeter) begin(m *method, reqBytes, frameBytes int) {
 // end counts the end of a call begun by begin: its handler took took,
 // it ended ok or not (a failed call's outcome is counted by the caller
 // on the families' own children: rare, and labelled by outcome), and
-// its reply (repBytes of message in a frameBytes frame, sent by pr;
-// frameBytes 0: none).
-func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frameBytes int, pr rdma.Protocol) {
+// its reply (repBytes of message in a frameBytes frame, sent by engine
+// protocol pr; frameBytes 0: none).
+func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frameBytes, pr int) {
 	b := durationBucket(took.Seconds())
 	lm.mu.Lock()
 	c := lm.cellsFor(m)
@@ -86,7 +84,7 @@ func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frame
 	}
 	if frameBytes > 0 {
 		c.repBytes += uint64(repBytes)
-		c.replies[int(pr)%numEngine]++
+		c.replies[pr%numEngine]++
 		lm.out += uint64(frameBytes)
 	}
 	lm.mu.Unlock()

@@ -1,3 +1,5 @@
+//go:build cgo && linux
+
 package server
 
 import (
@@ -25,7 +27,7 @@ func TestLaneMeterHistogram(t *testing.T) {
 	want := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "want", Buckets: DurationBuckets})
 	for i, d := range durs {
 		lm.begin(m, 10, 30)
-		lm.end(m, d, i%2 == 0, 20, 40, rdma.ProtoEager)
+		lm.end(m, d, i%2 == 0, 20, 40, int(rdma.ProtoEager))
 		want.Observe(d.Seconds())
 	}
 	_ = met
@@ -60,7 +62,7 @@ func TestLaneMetersAddToChildren(t *testing.T) {
 	a, b := ms.add(trSHM), ms.add(trSHM)
 	for range 4 {
 		a.begin(m, 10, 30)
-		a.end(m, time.Microsecond, true, 20, 40, rdma.ProtoEager)
+		a.end(m, time.Microsecond, true, 20, 40, int(rdma.ProtoEager))
 	}
 	b.begin(m, 10, 30) // in flight
 	value := func(name string, labels map[string]string) float64 {
@@ -98,24 +100,4 @@ func family(t *testing.T, mfs []*dto.MetricFamily, name string) *dto.MetricFamil
 	}
 	t.Fatalf("no family %s", name)
 	return nil
-}
-
-// sumOf sums the children of mf with labels (counters, gauges, histogram
-// counts).
-func sumOf(mf *dto.MetricFamily, labels map[string]string) float64 {
-	var sum float64
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue next
-			}
-		}
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-	}
-	return sum
 }

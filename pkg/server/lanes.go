@@ -480,7 +480,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 		ls.codec = wire.GetCodec()
 	}
 	if l.meter != nil {
-		l.meter.end(m, took, ok, len(out)-wire.HeaderSize, len(out), pr)
+		l.meter.end(m, took, ok, len(out)-wire.HeaderSize, len(out), int(pr))
 	} else {
 		l.out.Add(float64(len(out)))
 		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
@@ -495,6 +495,9 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	}
 	return out, pr
 }
+
+// engineProtocolName names engine protocol i as lane_replies_total does.
+func engineProtocolName(i int) string { return rdma.Protocol(i).String() }
 
 // arrived is when the engine took the lane's request in, since epoch; a
 // shared lane (FLOCK hands calls over) or an engine time that does not fit

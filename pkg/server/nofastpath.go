@@ -35,6 +35,9 @@ type laneSession struct {
 	l *lane
 }
 
+// engineProtocolName is never asked: no lane replies without lanes.
+func engineProtocolName(i int) string { return fmt.Sprint(i) }
+
 func (ls *laneSession) serve()   {}
 func (ls *laneSession) stop()    {}
 func (s *Server) cancelFlock()   {}

@@ -79,14 +79,15 @@ func getLarge(n int) []byte {
 	return make([]byte, 0, c*largeStep)
 }
 
-// putLarge keeps b (cap(b) >= largeMin) for reuse unless the pool is full.
-func putLarge(b []byte) {
+// putLarge keeps b (cap(b) >= largeMin) for reuse unless the pool is
+// full; it reports whether it kept b.
+func putLarge(b []byte) bool {
 	if cap(b) < largeMin || cap(b) > maxPooledBuf {
-		return
+		return false
 	}
 	if largeHeld.Add(int64(cap(b))) > largeRetain {
 		largeHeld.Add(-int64(cap(b)))
-		return
+		return false
 	}
 	trimOnce.Do(armTrim)
 	// Filed by the class every size of which it can hold.
@@ -95,15 +96,17 @@ func putLarge(b []byte) {
 	if len(lc.bufs) >= largePerClass {
 		lc.mu.Unlock()
 		largeHeld.Add(-int64(cap(b)))
-		return
+		return false
 	}
 	lc.bufs = append(lc.bufs, b[:0])
 	lc.mu.Unlock()
+	return true
 }
 
 var (
 	trimOnce sync.Once
-	trims    atomic.Int64 // trims done, for tests
+	trims    atomic.Int64   // trims done, for tests
+	adopted  atomic.Uintptr // the last adopted buffer its finalizer put back in the pool, for tests
 )
 
 // gcMark is an object whose only purpose is to be collected: its cleanup
@@ -250,6 +253,8 @@ func Adopt(bp *[]byte) {
 	// Every large buffer starts its own heap object (made by make or
 	// append, or recycled whole below), as SetFinalizer requires.
 	runtime.SetFinalizer(unsafe.SliceData(b[:1]), func(p *byte) {
-		putLarge(unsafe.Slice(p, c)[:0])
+		if putLarge(unsafe.Slice(p, c)[:0]) {
+			adopted.Store(uintptr(unsafe.Pointer(p)))
+		}
 	})
 }
