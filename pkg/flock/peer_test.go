@@ -168,7 +168,9 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 			d := openDev(t)
 			s := newServer(t, d, append([]Option{WithCredits(4)}, mode.srv...)...)
 			s.Handle(hEcho, echo)
-			ctx := tctx(t)
+			// Five rounds of 16 callers take ~50 s on rxe under emulation:
+			// the guard is against a stuck call, not a slow machine.
+			ctx, progress := progressCtx(t, 10*testTimeout)
 			other, _ := dial(t, d, s)
 			for round := 0; round < 5; round++ {
 				c, p := dial(t, d, s, WithQPs(2))
@@ -180,6 +182,9 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 						var err error
 						for i := 0; err == nil; i++ {
 							_, err = cl.Call(ctx, hEcho, []byte(fmt.Sprintf("g%02d-%06d", g, i)))
+							if err == nil {
+								progress()
+							}
 							if i == 2 {
 								started <- struct{}{}
 							}
@@ -194,9 +199,11 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 				c.Abort() // what the runtime does when the link closes
 				for g := 0; g < 16; g++ {
 					require.Error(t, <-errs)
+					progress()
 				}
 				require.NoError(t, c.Close())
 				require.NoError(t, echoOnce(ctx, other, round))
+				progress()
 			}
 			assert.Equal(t, 1, s.Peers())
 		})
