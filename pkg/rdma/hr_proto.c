@@ -311,8 +311,7 @@ int hrp_progress(hr_ep *ep)
 			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
 				return 0;
 			uint64_t now = hr_now_ns();
-			if (ep->deadline == 0)
-				hrp_deadline(ep, now);
+			hrp_deadline(ep, now); /* fixes a call's, if still open */
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;

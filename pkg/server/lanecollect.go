@@ -121,16 +121,15 @@ func (f *laneFamily) merge(d *dto.Metric, p *lanePart) prometheus.Metric {
 // place of its vector.
 func (m *metrics) laneFamilies(snap func() *laneSnap) []prometheus.Collector {
 	fn := []string{"service", "function", "transport"}
-	perCall := func(v func(*laneCells) float64, always bool) func(*laneSnap) map[string]*lanePart {
+	// Every method a lane counted a call of has each of these children
+	// (as statsFor makes them), zero or not.
+	perCall := func(v func(*laneCells) float64) func(*laneSnap) map[string]*lanePart {
 		return func(s *laneSnap) map[string]*lanePart {
 			out := map[string]*lanePart{}
 			for k, c := range s.cells {
-				if c.calls == 0 {
-					continue
-				}
-				if x := v(c); x != 0 || always {
+				if c.calls > 0 {
 					lvs := []string{k.m.svc, k.m.m.Name, transportNames[k.tr]}
-					out[partKey(lvs)] = &lanePart{lvs: lvs, v: x}
+					out[partKey(lvs)] = &lanePart{lvs: lvs, v: v(c)}
 				}
 			}
 			return out
@@ -188,10 +187,10 @@ func (m *metrics) laneFamilies(snap func() *laneSnap) []prometheus.Collector {
 		}
 	}
 	return []prometheus.Collector{
-		newLaneFamily(m.calls, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.calls) }, true)),
-		newLaneFamily(m.reqBytes, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.reqBytes) }, true)),
-		newLaneFamily(m.repBytes, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.repBytes) }, true)),
-		newLaneFamily(m.inflight, fn, laneGauge, snap, perCall(func(c *laneCells) float64 { return float64(c.inflight) }, true)),
+		newLaneFamily(m.calls, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.calls) })),
+		newLaneFamily(m.reqBytes, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.reqBytes) })),
+		newLaneFamily(m.repBytes, fn, laneCounter, snap, perCall(func(c *laneCells) float64 { return float64(c.repBytes) })),
+		newLaneFamily(m.inflight, fn, laneGauge, snap, perCall(func(c *laneCells) float64 { return float64(c.inflight) })),
 		newLaneFamily(m.latency, fn, laneHistogram, snap, hist),
 		newLaneFamily(m.handled, append(fn, "outcome"), laneCounter, snap, handled),
 		newLaneFamily(m.laneReplies, []string{"service", "function", "protocol"}, laneCounter, snap, replies),

@@ -148,24 +148,28 @@ func (ms *laneMeters) fold(sums map[cellKey]*laneCells, io *[numTransports][2]ui
 	io[lm.tr][0] += lm.in
 	io[lm.tr][1] += lm.out
 	for _, c := range lm.cells {
-		k := cellKey{c.m, lm.tr}
-		s := sums[k]
-		if s == nil {
-			s = newLaneCells(c.m)
-			sums[k] = s
-		}
-		s.calls += c.calls
-		s.ok += c.ok
-		s.reqBytes += c.reqBytes
-		s.repBytes += c.repBytes
-		s.inflight += c.inflight
-		s.latSum += c.latSum
-		for i, n := range c.lat {
-			s.lat[i] += n
-		}
-		for i, n := range c.replies {
-			s.replies[i] += n
-		}
+		addCells(sums, cellKey{c.m, lm.tr}, c)
+	}
+}
+
+// addCells adds c into sums[k], made on first use.
+func addCells(sums map[cellKey]*laneCells, k cellKey, c *laneCells) {
+	s := sums[k]
+	if s == nil {
+		s = newLaneCells(c.m)
+		sums[k] = s
+	}
+	s.calls += c.calls
+	s.ok += c.ok
+	s.reqBytes += c.reqBytes
+	s.repBytes += c.repBytes
+	s.inflight += c.inflight
+	s.latSum += c.latSum
+	for i, n := range c.lat {
+		s.lat[i] += n
+	}
+	for i, n := range c.replies {
+		s.replies[i] += n
 	}
 }
 
@@ -181,9 +185,7 @@ func (ms *laneMeters) snapshot() *laneSnap {
 	defer ms.mu.Unlock()
 	snap.io = ms.retiredIO
 	for k, c := range ms.retired {
-		cp := *c
-		cp.lat = append([]uint64(nil), c.lat...)
-		snap.cells[k] = &cp
+		addCells(snap.cells, k, c)
 	}
 	for lm := range ms.live {
 		lm.mu.Lock()
