@@ -148,12 +148,16 @@ func TestManyPeersIdleServerSleeps(t *testing.T) {
 	m := NewMetrics()
 	s := newServer(t, d, WithMetrics(m))
 	s.Handle(hEcho, echo)
-	ctx := tctx(t)
+	// 129 dials and 258 calls take 7 s on rxe under emulation, and 30 s
+	// when the host is busy: the guard is against a lost wake-up (no
+	// call completing), not a slow machine.
+	ctx, progress := progressCtx(t, 10*testTimeout)
 	const senders = 2*maxBellPeers + 1
 	conns := make([]*Conn, senders)
 	for i := range conns {
 		conns[i], _ = dial(t, d, s, WithQPs(1))
 		require.NoError(t, echoOnce(ctx, conns[i], i))
+		progress()
 	}
 	still := func() bool {
 		polls := s.pollSeq.Load()
@@ -165,6 +169,7 @@ func TestManyPeersIdleServerSleeps(t *testing.T) {
 	require.Positive(t, before, "the dispatcher never slept")
 	for i, c := range conns {
 		require.NoError(t, echoOnce(ctx, c, senders+i))
+		progress()
 	}
 	eventually(t, still, "the dispatcher did not go back to sleep")
 }

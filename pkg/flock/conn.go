@@ -40,6 +40,8 @@ type Conn struct {
 	wg          sync.WaitGroup
 	closed      atomic.Bool
 	aborted     atomic.Bool
+	qpMu        sync.Mutex // Abort moves live QPs to the error state; release destroys them
+	qpsGone     bool       // under qpMu
 
 	messages, entries, migrations, stale atomic.Uint64
 	rounds                               atomic.Uint64 // goroutine-scheduler rounds completed
@@ -215,10 +217,43 @@ func (c *Conn) newLane(dev *rdma.Device, i int) (*clane, error) {
 }
 
 func (c *Conn) release() {
+	c.qpMu.Lock()
+	c.qpsGone = true
+	c.qpMu.Unlock()
+	destroyQPsFirst(c.lanes, func(l *clane) *rdma.QP { return l.qp })
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		_ = c.undo[i]()
 	}
 	c.undo = nil
+}
+
+// destroyQPsFirst destroys the QPs of lanes before anything else of theirs
+// is released (their own Close in the undo list then does nothing). A QP
+// may hold references to the rings its peer was writing into: rxe keeps
+// the target MR of a multi-packet WRITE cut short by the error state until
+// the QP is destroyed, and Debian 6.1's rxe then waits up to 50 s in
+// ibv_dereg_mr for it (a 20 s stall seen in CI). The verbs teardown order
+// is QPs, then MRs, CQs, SRQs and PDs.
+func destroyQPsFirst[L any](lanes []L, qp func(L) *rdma.QP) {
+	for _, l := range lanes {
+		if q := qp(l); q != nil {
+			_ = q.Close()
+		}
+	}
+}
+
+// failQPs moves the connection's QPs to the error state, unless they are
+// destroyed already: whatever is posted fails now, not after the
+// transport's retries to a server that is gone (~0.5 s on rxe).
+func (c *Conn) failQPs() {
+	c.qpMu.Lock()
+	defer c.qpMu.Unlock()
+	if c.qpsGone {
+		return
+	}
+	for _, l := range c.lanes {
+		_ = l.qp.SetError()
+	}
 }
 
 // Abort fails every call waiting for a response, and every later call,
@@ -228,6 +263,7 @@ func (c *Conn) Abort() {
 	if c.aborted.Swap(true) {
 		return
 	}
+	c.failQPs() // a leader waiting on a post to the gone server fails at once
 	for _, cl := range *c.callers.Load() {
 		if cl.inflight.Load() > 0 {
 			select {
@@ -245,6 +281,7 @@ func (c *Conn) Close() error {
 		return ErrClosed
 	}
 	close(c.stop)
+	c.failQPs() // the dispatcher may be waiting on a post (its sleep epoch)
 	c.wg.Wait()
 	c.release()
 	return nil

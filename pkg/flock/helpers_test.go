@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,6 +106,11 @@ func progressCtx(t testing.TB, limit time.Duration) (context.Context, func()) {
 			case <-tk.C:
 			}
 			if idle := time.Since(time.Unix(0, last.Load())); idle > testTimeout {
+				// What every goroutine waits on is the clue to a stall that
+				// only a loaded CI machine shows.
+				var stacks strings.Builder
+				_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+				t.Logf("no progress for %v; goroutines:\n%s", idle.Round(time.Millisecond), stacks.String())
 				cancel(fmt.Errorf("no call completed for %v: %w", idle.Round(time.Millisecond),
 					context.DeadlineExceeded))
 				return

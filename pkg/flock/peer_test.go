@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
 // activeSeries counts the flock_active_qps series (one per sender).
@@ -168,8 +170,10 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 			d := openDev(t)
 			s := newServer(t, d, append([]Option{WithCredits(4)}, mode.srv...)...)
 			s.Handle(hEcho, echo)
-			// Five rounds of 16 callers take ~50 s on rxe under emulation:
-			// the guard is against a stuck call, not a slow machine.
+			// The guard is against a stuck call, not a slow machine. (It
+			// caught Peer.Close stuck 20 s in ibv_dereg_mr on rxe under
+			// load: rings were deregistered before the QPs that still held
+			// them; see destroyQPsFirst.)
 			ctx, progress := progressCtx(t, 10*testTimeout)
 			other, _ := dial(t, d, s)
 			for round := 0; round < 5; round++ {
@@ -197,6 +201,11 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 				}
 				require.NoError(t, p.Close())
 				c.Abort() // what the runtime does when the link closes
+				// so no leader waits out the transport's retries to a
+				// server that is gone
+				for _, l := range c.lanes {
+					assert.Equal(t, rdma.QPError, l.qp.State())
+				}
 				for g := 0; g < 16; g++ {
 					require.Error(t, <-errs)
 					progress()

@@ -411,6 +411,7 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 }
 
 func (p *Peer) release() {
+	destroyQPsFirst(p.lanes, func(l *slane) *rdma.QP { return l.qp })
 	for i := len(p.undo) - 1; i >= 0; i-- {
 		_ = p.undo[i]()
 	}
