@@ -8,9 +8,10 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-// LaneCaller runs calls through a lane session's call path without an
-// engine (no endpoint, no poller): what the server's Go code costs per
-// lane call, for benchmarks and allocation counts. close ends it.
+// LaneCaller runs calls through a dedicated lane session's call path,
+// metered like a served lane's, without an engine (no endpoint, no
+// poller): what the server's Go code costs per lane call, for benchmarks
+// and allocation counts. close ends it.
 func LaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	return laneCaller(s, false)
 }
@@ -27,11 +28,17 @@ func laneCaller(s *Server, shared bool) (call func(req []byte) []byte, close fun
 	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
+	if !shared { // counted as serve counts a dedicated lane's calls
+		l.meter = s.laneMeters.add(trSHM)
+	}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
 	return func(req []byte) []byte {
 			out, _ := ls.call(req)
 			return out
 		}, func() {
+			if l.meter != nil {
+				s.laneMeters.retire(l.meter)
+			}
 			c.cancel()
 			a.Close()
 			b.Close()
