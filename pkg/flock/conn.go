@@ -231,9 +231,9 @@ func (c *Conn) release() {
 // is released (their own Close in the undo list then does nothing). A QP
 // may hold references to the rings its peer was writing into: rxe keeps
 // the target MR of a multi-packet WRITE cut short by the error state until
-// the QP is destroyed, and Debian 6.1's rxe then waits up to 50 s in
-// ibv_dereg_mr for it (a 20 s stall seen in CI). The verbs teardown order
-// is QPs, then MRs, CQs, SRQs and PDs.
+// the QP is destroyed, and Debian 6.1's rxe then blocks ibv_dereg_mr
+// until it goes or rxe's pool timeout passes (a 20 s stall seen in CI).
+// The verbs teardown order is QPs, then MRs, CQs, SRQs and PDs.
 func destroyQPsFirst[L any](lanes []L, qp func(L) *rdma.QP) {
 	for _, l := range lanes {
 		if q := qp(l); q != nil {
