@@ -102,6 +102,9 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
+	// head is the head of the lane's last plain reply: the frame header
+	// after its length, and the Thrift message header (see replyBody).
+	head []byte
 }
 
 const (
@@ -617,7 +620,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// Decoding copies what it keeps, the response being the engine's
 	// lease, valid only until the lane's next call; a borrower reads it in
 	// place while the lane is still ours (put is deferred).
-	err = c.decodeFrame(ctx, "lane", codec, resp, result, req.use != nil)
+	err = l.decodeReply(ctx, codec, resp, result, req.use != nil)
 	if err == nil && req.use != nil {
 		return req.use()
 	}

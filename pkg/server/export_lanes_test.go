@@ -13,16 +13,32 @@ import (
 // poller): what the server's Go code costs per lane call, for benchmarks
 // and allocation counts. close ends it.
 func LaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
-	return laneCaller(s, false)
+	call, _, close = laneCaller(s, false, false)
+	return call, close
+}
+
+// HeadLaneCaller is LaneCaller that also tells whether a request has
+// the head the lane learned from its last plain call (lanehead.go):
+// known asks without calling.
+func HeadLaneCaller(s *Server) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
+	return laneCaller(s, false, false)
+}
+
+// FullLaneCaller is LaneCaller whose lane forgets every head it learns:
+// each call takes the full path.
+func FullLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+	call, _, close = laneCaller(s, false, true)
+	return call, close
 }
 
 // SharedLaneCaller is LaneCaller on a shared (FLOCK) lane, whose calls
 // take pooled requests and replies of their own.
 func SharedLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
-	return laneCaller(s, true)
+	call, _, close = laneCaller(s, true, false)
+	return call, close
 }
 
-func laneCaller(s *Server, shared bool) (call func(req []byte) []byte, close func()) {
+func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
 	a, b := net.Pipe()
 	c := newConn(s, a)
 	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
@@ -33,8 +49,14 @@ func laneCaller(s *Server, shared bool) (call func(req []byte) []byte, close fun
 	}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
 	return func(req []byte) []byte {
+			if forget {
+				ls.head = reqHead{bytes: ls.head.bytes[:0]} // no allocation to learn it again
+			}
 			out, _ := ls.call(req)
 			return out
+		}, func(req []byte) bool {
+			_, _, _, ok := ls.knownHead(req, s.opts.limits.MaxMessageSize)
+			return ok
 		}, func() {
 			if l.meter != nil {
 				s.laneMeters.retire(l.meter)

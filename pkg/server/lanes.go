@@ -75,6 +75,7 @@ type laneSession struct {
 	// inBatch: the calls of an RF-RPC batch run one after the other, so
 	// each reads the clock for its start rather than the batch's arrival.
 	inBatch bool
+	head    reqHead // what the lane's plain calls start with (lanehead.go)
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -397,25 +398,29 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	// The call starts when the engine took the request in: its latency
 	// and deadline count from there, with no clock read here.
 	at := ls.arrived()
-	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
-	if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
-		err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
-	}
 	off := wire.HeaderSize
 	var sc *metadata.ServerCall
-	if err == nil && h.Flags&wire.FlagHeaders != 0 {
-		sc, off, err = laneHeaders(req)
-	}
-	var mh wire.MsgHeader
-	if err == nil {
-		mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
-	}
-	if err != nil {
-		return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
+	h, mh, m, known := ls.knownHead(req, lim.MaxMessageSize)
+	if !known {
+		var err error
+		h, err = wire.DecodeHeader(req, lim.MaxMessageSize)
+		if err == nil && (h.Kind != wire.KindCall && h.Kind != wire.KindOneway || h.PayloadLen() != len(req)-wire.HeaderSize) {
+			err = fmt.Errorf("%w: lane frame kind %d, %d of %d payload bytes", wire.ErrBadFrame, h.Kind, len(req)-wire.HeaderSize, h.PayloadLen())
+		}
+		if err == nil && h.Flags&wire.FlagHeaders != 0 {
+			sc, off, err = laneHeaders(req)
+		}
+		if err == nil {
+			mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
+		}
+		if err != nil {
+			return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
+				proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
+		}
+		m = ls.lookup(mh.Name)
+		ls.learnHead(req, h, mh, m)
 	}
 	p := h.Protocol()
-	m := ls.lookup(mh.Name)
 	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
 	if m == nil {
 		if oneway {

@@ -1,0 +1,42 @@
+//go:build cgo && linux
+
+package client
+
+import (
+	"context"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// TestLane is a lane of a Conn with default options: enough to decode
+// replies (lanereply.go).
+type TestLane struct{ l *clane }
+
+func NewTestLane() *TestLane {
+	return &TestLane{&clane{p: &lanePool{ls: &lanes{c: &Conn{o: defaultOptions()}}}}}
+}
+
+// Decode decodes resp as a lane does; DecodeFull by the full path.
+func (t *TestLane) Decode(resp []byte, result proto.Struct, alias bool) error {
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	return t.l.decodeReply(context.Background(), codec, resp, result, alias)
+}
+
+func (t *TestLane) DecodeFull(resp []byte, result proto.Struct, alias bool) error {
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	return t.l.p.ls.c.decodeFrame(context.Background(), "lane", codec, resp, result, alias)
+}
+
+// Head is the reply head the lane learned; Shortcut tells whether resp
+// would skip the full parse.
+func (t *TestLane) Head() []byte { return t.l.head }
+
+func (t *TestLane) Shortcut(resp []byte) bool {
+	_, _, ok := t.l.replyBody(resp, t.l.p.ls.c.o.limits.MaxMessageSize)
+	return ok
+}
+
+func (t *TestLane) SetMaxMessage(n int) { t.l.p.ls.c.o.limits.MaxMessageSize = n }
