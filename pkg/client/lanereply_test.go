@@ -16,26 +16,16 @@ import (
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
-// replyFrame encodes one lane reply frame: kind and message type typ of
-// body under name and seqid, with md as reply headers if any.
+// replyFrame encodes one lane reply frame: body as message type typ
+// under name and seqid, with md as reply headers if any.
 func replyFrame(t testing.TB, p proto.Protocol, typ proto.MessageType, name string, seqid int32, body proto.Struct, md metadata.MD) []byte {
 	t.Helper()
-	b, flags := make([]byte, wire.HeaderSize, 256), uint8(0)
-	if md != nil {
-		b, flags = wire.AppendHeaderBlock(b, md), wire.FlagHeaders
-	}
-	if p == proto.Compact {
-		flags |= wire.FlagCompact
-	}
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	b, err := codec.AppendMessage(b, p, name, typ, seqid, body)
-	require.NoError(t, err)
 	kind := wire.KindReply
 	if typ == proto.Exception {
 		kind = wire.KindException
 	}
-	wire.SealFrame(b, kind, flags, seqid, 0)
+	b, err := wiretest.Frame(p, kind, typ, name, seqid, 0, md, body)
+	require.NoError(t, err)
 	return b
 }
 

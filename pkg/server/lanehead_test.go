@@ -24,18 +24,8 @@ import (
 // in protocol p, with call headers md if any.
 func headFrame(t testing.TB, p proto.Protocol, name string, seqid int32, timeout time.Duration, md metadata.MD, args proto.Struct) []byte {
 	t.Helper()
-	b, flags := make([]byte, wire.HeaderSize, 512), uint8(0)
-	if md != nil {
-		b, flags = wire.AppendHeaderBlock(b, md), wire.FlagHeaders
-	}
-	if p == proto.Compact {
-		flags |= wire.FlagCompact
-	}
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	b, err := codec.AppendMessage(b, p, name, proto.Call, seqid, args)
+	b, err := wiretest.Frame(p, wire.KindCall, proto.Call, name, seqid, timeout, md, args)
 	require.NoError(t, err)
-	wire.SealFrame(b, wire.KindCall, flags, seqid, timeout)
 	return b
 }
 
