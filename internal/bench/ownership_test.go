@@ -30,6 +30,12 @@ import (
 // server end with the test.
 func serveEcho(ctx context.Context, t *testing.T, h atb.EchoHandler, sopts []server.Option, copts ...client.Option) *atb.EchoClient {
 	t.Helper()
+	return atb.NewEchoClient(serveEchoConn(ctx, t, h, sopts, copts...))
+}
+
+// serveEchoConn is serveEcho returning the client's Conn.
+func serveEchoConn(ctx context.Context, t *testing.T, h atb.EchoHandler, sopts []server.Option, copts ...client.Option) *client.Conn {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	lim := proto.DefaultLimits
@@ -48,7 +54,7 @@ func serveEcho(ctx context.Context, t *testing.T, h atb.EchoHandler, sopts []ser
 	conn, err := client.Dial(ctx, ln.Addr().String(), copts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
-	return atb.NewEchoClient(conn)
+	return conn
 }
 
 // eachCall runs f(g, i) for i < calls on each of callers goroutines g and

@@ -320,29 +320,67 @@ func argInits(fn *idl.Function, args *structDef) string {
 // genBorrowed emits <Fn>Borrowed for a function returning binary: the
 // result is handed to a callback and may be a slice of the reply buffer
 // (client.Conn.CallBorrowed), which saves an allocation and a copy per call.
+//
+// A Caller that keeps none of a call's values once it returns
+// (client.Reuser: a Conn without interceptors) gets the arguments, the
+// result and the borrower's closure from a pool, built once per pooled
+// value: the two allocations a call made otherwise cost 40–80 ns of a
+// 64 B lane call in place (docs/performance/lane-budget.md).
 func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, args, result *structDef) {
 	owner := fn.Service.Program
 	proto := g.e.use(protoPath, g.protoName)
+	client := g.e.use(clientPath, "client")
+	sync := g.e.std("sync")
 	fname := publicize(fn.Name)
+	call, pool := "borrowCall"+name+fname, "borrowCalls"+name+fname
 	params := append(g.params(fn), "use func(r []byte) error")
+	// done is the borrower's wrapper: exceptions first, then use on the
+	// result, reading the value it is a field of (res and use there).
+	done := func(res, use string) {
+		for _, fd := range result.fields {
+			if fd.f.ID == 0 {
+				continue
+			}
+			g.e.p("if %s.%s != nil {", res, fd.name)
+			g.e.p("return %s.%s", res, fd.name)
+			g.e.p("}")
+		}
+		g.e.p("if %s.Success == nil {", res)
+		g.e.p("return &%s.ApplicationException{Type: %s.ExcMissingResult, Message: %q}", proto, proto, fmt.Sprintf("%s failed: unknown result", fn.Name))
+		g.e.p("}")
+		g.e.p("return %s(%s.Success)", use, res)
+	}
+	g.e.p("// %s is a call of %sBorrowed whose values are reused (%s).", call, fname, pool)
+	g.e.p("type %s struct {", call)
+	g.e.p("args %s", g.qual(owner, args.name))
+	g.e.p("res  %s", g.qual(owner, result.name))
+	g.e.p("use  func(r []byte) error")
+	g.e.p("done func() error")
+	g.e.p("}")
+	g.e.p("")
+	g.e.p("var %s = %s.Pool{New: func() any {", pool, sync)
+	g.e.p("_k := new(%s)", call)
+	g.e.p("_k.done = func() error {")
+	done("_k.res", "_k.use")
+	g.e.p("}")
+	g.e.p("return _k")
+	g.e.p("}}")
+	g.e.p("")
 	g.e.p("// %sBorrowed is %s for a caller that needs the result only while use", fname, fname)
 	g.e.p("// runs: it may be a slice of the reply's buffer, which is reused once use")
 	g.e.p("// returns (client.Caller.CallBorrowed). Copy what must outlive use.")
 	g.e.p("func (_c *%sClient) %sBorrowed(%s) error {", name, fname, strings.Join(params, ", "))
+	g.e.p("if _r, _ok := _c.c.(%s.Reuser); _ok && _r.ReusesValues() {", client)
+	g.e.p("_k := %s.Get().(*%s)", pool, call)
+	g.e.p("_k.args, _k.res, _k.use = %s{%s}, *%s(), use", g.qual(owner, args.name), argInits(fn, args), g.qual(owner, newName(result.name)))
+	g.e.p("_err := _c.c.CallBorrowed(ctx, &%s[%d], &_k.args, &_k.res, _k.done)", methods, i)
+	g.e.p("_k.args, _k.res, _k.use = %s{}, %s{}, nil // holds nothing of the caller's while pooled", g.qual(owner, args.name), g.qual(owner, result.name))
+	g.e.p("%s.Put(_k)", pool)
+	g.e.p("return _err")
+	g.e.p("}")
 	g.argsAndResult(owner, fn, args, result)
 	g.e.p("return _c.c.CallBorrowed(ctx, &%s[%d], _args, _res, func() error {", methods, i)
-	for _, fd := range result.fields {
-		if fd.f.ID == 0 {
-			continue
-		}
-		g.e.p("if _res.%s != nil {", fd.name)
-		g.e.p("return _res.%s", fd.name)
-		g.e.p("}")
-	}
-	g.e.p("if _res.Success == nil {")
-	g.e.p("return &%s.ApplicationException{Type: %s.ExcMissingResult, Message: %q}", proto, proto, fmt.Sprintf("%s failed: unknown result", fn.Name))
-	g.e.p("}")
-	g.e.p("return use(_res.Success)")
+	done("_res", "use")
 	g.e.p("})")
 	g.e.p("}")
 	g.e.p("")

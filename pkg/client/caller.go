@@ -19,3 +19,19 @@ type Caller interface {
 }
 
 var _ Caller = (*Conn)(nil)
+
+// Reuser is a Caller that can promise to keep no reference to a call's
+// arguments, result or borrower once CallBorrowed has returned, and never
+// to write the result after that: generated code then reuses them for
+// its next call instead of allocating them (see hatgen's <Fn>Borrowed).
+type Reuser interface {
+	ReusesValues() bool
+}
+
+// ReusesValues reports that c keeps nothing of a call once it returns: on
+// every route the arguments are encoded and the reply decoded on the
+// caller's goroutine, before the call returns. Interceptors may keep
+// anything they were given, so a Conn with interceptors does not promise.
+func (c *Conn) ReusesValues() bool { return len(c.o.interceptors) == 0 }
+
+var _ Reuser = (*Conn)(nil)

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -3856,10 +3857,37 @@ func (_c *InteropClient) EchoBinary(ctx context.Context, data []byte) (_r []byte
 	return _res.Success, nil
 }
 
+// borrowCallInteropEchoBinary is a call of EchoBinaryBorrowed whose values are reused (borrowCallsInteropEchoBinary).
+type borrowCallInteropEchoBinary struct {
+	args InteropEchoBinaryArgs
+	res  InteropEchoBinaryResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsInteropEchoBinary = sync.Pool{New: func() any {
+	_k := new(borrowCallInteropEchoBinary)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBinary failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // EchoBinaryBorrowed is EchoBinary for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *InteropClient) EchoBinaryBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsInteropEchoBinary.Get().(*borrowCallInteropEchoBinary)
+		_k.args, _k.res, _k.use = InteropEchoBinaryArgs{Data: data}, *NewInteropEchoBinaryResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsInterop[2], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = InteropEchoBinaryArgs{}, InteropEchoBinaryResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsInteropEchoBinary.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args InteropEchoBinaryArgs
 		res  InteropEchoBinaryResult

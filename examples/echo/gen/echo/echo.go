@@ -5,6 +5,7 @@ package echo
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -799,10 +800,37 @@ func (_c *EchoClient) EchoBytes(ctx context.Context, data []byte) (_r []byte, _e
 	return _res.Success, nil
 }
 
+// borrowCallEchoEchoBytes is a call of EchoBytesBorrowed whose values are reused (borrowCallsEchoEchoBytes).
+type borrowCallEchoEchoBytes struct {
+	args EchoEchoBytesArgs
+	res  EchoEchoBytesResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsEchoEchoBytes = sync.Pool{New: func() any {
+	_k := new(borrowCallEchoEchoBytes)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echoBytes failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // EchoBytesBorrowed is EchoBytes for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBytesBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsEchoEchoBytes.Get().(*borrowCallEchoEchoBytes)
+		_k.args, _k.res, _k.use = EchoEchoBytesArgs{Data: data}, *NewEchoEchoBytesResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsEcho[1], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = EchoEchoBytesArgs{}, EchoEchoBytesResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsEchoEchoBytes.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args EchoEchoBytesArgs
 		res  EchoEchoBytesResult

@@ -5,6 +5,7 @@ package atb
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -319,10 +320,37 @@ func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err
 	return _res.Success, nil
 }
 
+// borrowCallEchoEcho is a call of EchoBorrowed whose values are reused (borrowCallsEchoEcho).
+type borrowCallEchoEcho struct {
+	args EchoEchoArgs
+	res  EchoEchoResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsEchoEcho = sync.Pool{New: func() any {
+	_k := new(borrowCallEchoEcho)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // EchoBorrowed is Echo for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsEchoEcho.Get().(*borrowCallEchoEcho)
+		_k.args, _k.res, _k.use = EchoEchoArgs{Payload: payload}, *NewEchoEchoResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsEcho[0], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = EchoEchoArgs{}, EchoEchoResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsEchoEcho.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args EchoEchoArgs
 		res  EchoEchoResult

@@ -5,6 +5,7 @@ package mix
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -956,10 +957,37 @@ func (_c *MixClient) Ping(ctx context.Context, data []byte) (_r []byte, _err err
 	return _res.Success, nil
 }
 
+// borrowCallMixPing is a call of PingBorrowed whose values are reused (borrowCallsMixPing).
+type borrowCallMixPing struct {
+	args MixPingArgs
+	res  MixPingResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsMixPing = sync.Pool{New: func() any {
+	_k := new(borrowCallMixPing)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "ping failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // PingBorrowed is Ping for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *MixClient) PingBorrowed(ctx context.Context, data []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsMixPing.Get().(*borrowCallMixPing)
+		_k.args, _k.res, _k.use = MixPingArgs{Data: data}, *NewMixPingResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsMix[0], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = MixPingArgs{}, MixPingResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsMixPing.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args MixPingArgs
 		res  MixPingResult
@@ -1590,10 +1618,37 @@ func (_c *SharedClient) Get(ctx context.Context, key []byte) (_r []byte, _err er
 	return _res.Success, nil
 }
 
+// borrowCallSharedGet is a call of GetBorrowed whose values are reused (borrowCallsSharedGet).
+type borrowCallSharedGet struct {
+	args SharedGetArgs
+	res  SharedGetResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsSharedGet = sync.Pool{New: func() any {
+	_k := new(borrowCallSharedGet)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // GetBorrowed is Get for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SharedClient) GetBorrowed(ctx context.Context, key []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsSharedGet.Get().(*borrowCallSharedGet)
+		_k.args, _k.res, _k.use = SharedGetArgs{Key: key}, *NewSharedGetResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsShared[0], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = SharedGetArgs{}, SharedGetResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsSharedGet.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args SharedGetArgs
 		res  SharedGetResult
@@ -1930,10 +1985,37 @@ func (_c *EchoClient) Echo(ctx context.Context, payload []byte) (_r []byte, _err
 	return _res.Success, nil
 }
 
+// borrowCallEchoEcho is a call of EchoBorrowed whose values are reused (borrowCallsEchoEcho).
+type borrowCallEchoEcho struct {
+	args EchoEchoArgs
+	res  EchoEchoResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsEchoEcho = sync.Pool{New: func() any {
+	_k := new(borrowCallEchoEcho)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // EchoBorrowed is Echo for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *EchoClient) EchoBorrowed(ctx context.Context, payload []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsEchoEcho.Get().(*borrowCallEchoEcho)
+		_k.args, _k.res, _k.use = EchoEchoArgs{Payload: payload}, *NewEchoEchoResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsEcho[0], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = EchoEchoArgs{}, EchoEchoResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsEchoEcho.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args EchoEchoArgs
 		res  EchoEchoResult

@@ -5,6 +5,7 @@ package hinted
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -797,10 +798,37 @@ func (_c *KVClient) Get(ctx context.Context, key string) (_r []byte, _err error)
 	return _res.Success, nil
 }
 
+// borrowCallKVGet is a call of GetBorrowed whose values are reused (borrowCallsKVGet).
+type borrowCallKVGet struct {
+	args KVGetArgs
+	res  KVGetResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsKVGet = sync.Pool{New: func() any {
+	_k := new(borrowCallKVGet)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "get failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // GetBorrowed is Get for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KVClient) GetBorrowed(ctx context.Context, key string, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsKVGet.Get().(*borrowCallKVGet)
+		_k.args, _k.res, _k.use = KVGetArgs{Key: key}, *NewKVGetResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsKV[0], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = KVGetArgs{}, KVGetResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsKVGet.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args KVGetArgs
 		res  KVGetResult

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -2296,10 +2297,37 @@ func (_c *KeywordsClient) Echo(ctx context.Context, binary []byte, map_a1 map[st
 	return _res.Success, nil
 }
 
+// borrowCallKeywordsEcho is a call of EchoBorrowed whose values are reused (borrowCallsKeywordsEcho).
+type borrowCallKeywordsEcho struct {
+	args KeywordsEchoArgs
+	res  KeywordsEchoResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsKeywordsEcho = sync.Pool{New: func() any {
+	_k := new(borrowCallKeywordsEcho)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "echo failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // EchoBorrowed is Echo for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *KeywordsClient) EchoBorrowed(ctx context.Context, binary []byte, map_a1 map[string]string, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsKeywordsEcho.Get().(*borrowCallKeywordsEcho)
+		_k.args, _k.res, _k.use = KeywordsEchoArgs{Binary: binary, Map: map_a1}, *NewKeywordsEchoResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsKeywords[1], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = KeywordsEchoArgs{}, KeywordsEchoResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsKeywordsEcho.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args KeywordsEchoArgs
 		res  KeywordsEchoResult

@@ -5,6 +5,7 @@ package services
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -2609,10 +2610,37 @@ func (_c *SearchClient) Raw(ctx context.Context, in []byte) (_r []byte, _err err
 	return _res.Success, nil
 }
 
+// borrowCallSearchRaw is a call of RawBorrowed whose values are reused (borrowCallsSearchRaw).
+type borrowCallSearchRaw struct {
+	args SearchRawArgs
+	res  SearchRawResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsSearchRaw = sync.Pool{New: func() any {
+	_k := new(borrowCallSearchRaw)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "raw failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // RawBorrowed is Raw for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *SearchClient) RawBorrowed(ctx context.Context, in []byte, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsSearchRaw.Get().(*borrowCallSearchRaw)
+		_k.args, _k.res, _k.use = SearchRawArgs{In: in}, *NewSearchRawResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsSearch[5], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = SearchRawArgs{}, SearchRawResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsSearchRaw.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args SearchRawArgs
 		res  SearchRawResult

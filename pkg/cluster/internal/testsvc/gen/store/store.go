@@ -5,6 +5,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -1377,10 +1378,37 @@ func (_c *StoreClient) Blob(ctx context.Context, size int32) (_r []byte, _err er
 	return _res.Success, nil
 }
 
+// borrowCallStoreBlob is a call of BlobBorrowed whose values are reused (borrowCallsStoreBlob).
+type borrowCallStoreBlob struct {
+	args StoreBlobArgs
+	res  StoreBlobResult
+	use  func(r []byte) error
+	done func() error
+}
+
+var borrowCallsStoreBlob = sync.Pool{New: func() any {
+	_k := new(borrowCallStoreBlob)
+	_k.done = func() error {
+		if _k.res.Success == nil {
+			return &proto.ApplicationException{Type: proto.ExcMissingResult, Message: "blob failed: unknown result"}
+		}
+		return _k.use(_k.res.Success)
+	}
+	return _k
+}}
+
 // BlobBorrowed is Blob for a caller that needs the result only while use
 // runs: it may be a slice of the reply's buffer, which is reused once use
 // returns (client.Caller.CallBorrowed). Copy what must outlive use.
 func (_c *StoreClient) BlobBorrowed(ctx context.Context, size int32, use func(r []byte) error) error {
+	if _r, _ok := _c.c.(client.Reuser); _ok && _r.ReusesValues() {
+		_k := borrowCallsStoreBlob.Get().(*borrowCallStoreBlob)
+		_k.args, _k.res, _k.use = StoreBlobArgs{Size: size}, *NewStoreBlobResult(), use
+		_err := _c.c.CallBorrowed(ctx, &clientMethodsStore[3], &_k.args, &_k.res, _k.done)
+		_k.args, _k.res, _k.use = StoreBlobArgs{}, StoreBlobResult{}, nil // holds nothing of the caller's while pooled
+		borrowCallsStoreBlob.Put(_k)
+		return _err
+	}
 	_call := &struct {
 		args StoreBlobArgs
 		res  StoreBlobResult
