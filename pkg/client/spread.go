@@ -116,7 +116,7 @@ func (c *Conn) pick(s *session) *session {
 		}
 	}
 	if len(extra)+1 < limit && (best == s || best.loaded()) {
-		c.growSpread()
+		c.growSpread(limit)
 	}
 	if best != s && !best.usable() {
 		c.dropExtra(best)
@@ -126,8 +126,12 @@ func (c *Conn) pick(s *session) *session {
 }
 
 // growSpread starts dialling one more connection in the background unless
-// one is being dialled, the Conn is closed or a recent dial failed.
-func (c *Conn) growSpread() {
+// one is being dialled, the Conn is closed, a recent dial failed or the
+// Conn already has limit connections. The limit is checked again here,
+// under c.mu: the caller's look at the connections may be stale (a dial
+// that finished since), and calls under spreadBytes went past smallConns
+// that way (5 of 4, seen under load on the rxe VM).
+func (c *Conn) growSpread(limit int) {
 	sp := &c.spread
 	if sp.dialing.Load() || time.Now().UnixNano() < sp.notAfter.Load() {
 		return
@@ -137,7 +141,7 @@ func (c *Conn) growSpread() {
 	if c.closed || sp.dialing.Load() {
 		return
 	}
-	if p := sp.extra.Load(); p != nil && len(*p)+1 >= c.o.conns {
+	if p := sp.extra.Load(); p != nil && len(*p)+1 >= min(limit, c.o.conns) {
 		return
 	}
 	if sp.ctx == nil {
