@@ -727,15 +727,21 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 		}
 		return &ae
 	case proto.Reply:
-		if result == nil {
-			return nil
-		}
-		if alias {
-			return codec.DecodeAliased(p, msg[mh.Body:], lim, result)
-		}
-		return codec.Decode(p, msg[mh.Body:], lim, result)
+		return decodeResult(codec, p, msg[mh.Body:], lim, result, alias)
 	}
 	return fmt.Errorf("%w: reply of message type %v", proto.ErrInvalidData, mh.Type)
+}
+
+// decodeResult decodes a reply's body into result (nothing when result is
+// nil); alias decodes binary values in place, as slices of body.
+func decodeResult(codec *wire.Codec, p proto.Protocol, body []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
+	if result == nil {
+		return nil
+	}
+	if alias {
+		return codec.DecodeAliased(p, body, lim, result)
+	}
+	return codec.Decode(p, body, lim, result)
 }
 
 // take removes seq from the pending table; false if the reader got it first.

@@ -25,16 +25,7 @@ import (
 func (l *clane) decodeReply(ctx context.Context, codec *wire.Codec, resp []byte, result proto.Struct, alias bool) error {
 	c := l.p.ls.c
 	if body, p, ok := l.replyBody(resp, c.o.limits.MaxMessageSize); ok {
-		if result == nil {
-			return nil
-		}
-		var err error
-		if alias {
-			err = codec.DecodeAliased(p, body, &c.o.limits, result)
-		} else {
-			err = codec.Decode(p, body, &c.o.limits, result)
-		}
-		return ownDeadline(ctx, err)
+		return ownDeadline(ctx, decodeResult(codec, p, body, &c.o.limits, result, alias))
 	}
 	err := c.decodeFrame(ctx, "lane", codec, resp, result, alias)
 	if err == nil && l.head == nil {

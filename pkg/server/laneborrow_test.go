@@ -21,19 +21,17 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
 // frameOf is the lane frame of a call (kind) of name with args.
 func frameOf(t testing.TB, kind wire.Kind, name string, seqid int32, args proto.Struct) []byte {
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
 	typ := proto.Call
 	if kind == wire.KindOneway {
 		typ = proto.Oneway
 	}
-	b, err := codec.AppendMessage(make([]byte, wire.HeaderSize), proto.Binary, name, typ, seqid, args)
+	b, err := wiretest.Frame(proto.Binary, kind, typ, name, seqid, 0, nil, args)
 	require.NoError(t, err)
-	wire.SealFrame(b, kind, 0, seqid, 0)
 	return b
 }
 

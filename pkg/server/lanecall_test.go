@@ -21,11 +21,8 @@ import (
 
 // laneRequest is the frame a client sends on a lane for method name.
 func laneRequest(t testing.TB, name, msg string, seqid int32, timeout time.Duration) []byte {
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	b, err := codec.AppendMessage(make([]byte, wire.HeaderSize), proto.Binary, name, proto.Call, seqid, &wiretest.EchoArgs{Msg: msg})
+	b, err := wiretest.Frame(proto.Binary, wire.KindCall, proto.Call, name, seqid, timeout, nil, &wiretest.EchoArgs{Msg: msg})
 	require.NoError(t, err)
-	wire.SealFrame(b, wire.KindCall, 0, seqid, timeout)
 	return b
 }
 

@@ -20,15 +20,15 @@ import (
 // function, another protocol, garbage) takes the full path, which checks
 // everything.
 
-// reqHead is the head of a lane's last plain call: bytes 4–12 of its
-// frame header and its message header, what they decoded to, and the
-// method it named in the method table tab.
+// reqHead is the head of a lane's last plain call (a two-way call, so
+// its message type is Call): bytes 4–12 of its frame header and its
+// message header, what they decoded to, and the method it named in the
+// method table tab. Shared lanes learn none.
 type reqHead struct {
 	bytes []byte
 	h     wire.Header // Kind, Flags, Seqid; Length and Timeout are the call's own
-	typ   proto.MessageType
-	seqid int32
-	body  int // the message's body, from the end of the frame header
+	seqid int32       // the message header's
+	body  int         // the message's body, from the end of the frame header
 	m     *method
 	tab   *map[string]*method
 }
@@ -39,7 +39,7 @@ type reqHead struct {
 func (ls *laneSession) knownHead(req []byte, maxPayload int) (h wire.Header, mh wire.MsgHeader, m *method, ok bool) {
 	k := &ls.head
 	n := len(k.bytes)
-	if n == 0 || ls.l.shared || len(req) < wire.HeaderSize+k.body || len(req)-wire.HeaderSize > maxPayload ||
+	if n == 0 || len(req) < wire.HeaderSize+k.body || len(req)-wire.HeaderSize > maxPayload ||
 		int64(binary.BigEndian.Uint32(req)) != int64(len(req)-4) || k.tab != ls.c.s.methods.Load() ||
 		string(req[4:12]) != string(k.bytes[:8]) || string(req[wire.HeaderSize:wire.HeaderSize+k.body]) != string(k.bytes[8:]) {
 		return h, mh, nil, false
@@ -50,7 +50,7 @@ func (ls *laneSession) knownHead(req []byte, maxPayload int) (h wire.Header, mh 
 	}
 	h = k.h
 	h.Length, h.Timeout = uint32(len(req)-4), timeout
-	return h, wire.MsgHeader{Type: k.typ, Seqid: k.seqid, Body: k.body}, k.m, true
+	return h, wire.MsgHeader{Type: proto.Call, Seqid: k.seqid, Body: k.body}, k.m, true
 }
 
 // learnHead keeps the head of req, a call the full path decoded into h
@@ -63,5 +63,5 @@ func (ls *laneSession) learnHead(req []byte, h wire.Header, mh wire.MsgHeader, m
 	k := &ls.head
 	k.bytes = append(append(k.bytes[:0], req[4:12]...), req[wire.HeaderSize:wire.HeaderSize+mh.Body]...)
 	k.h = wire.Header{Kind: h.Kind, Flags: h.Flags, Seqid: h.Seqid}
-	k.typ, k.seqid, k.body, k.m, k.tab = mh.Type, mh.Seqid, mh.Body, m, ls.mTab
+	k.seqid, k.body, k.m, k.tab = mh.Seqid, mh.Body, m, ls.mTab
 }
