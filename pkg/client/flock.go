@@ -182,7 +182,7 @@ func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) 
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := c.appendFrame(ctx, codec, (*bp)[:wire.HeaderSize], p.name, req.oneway, req.args, timeout)
+	b, err := c.appendFrame(ctx, nil, codec, (*bp)[:wire.HeaderSize], p.name, req.oneway, req.args, timeout)
 	*bp = b
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"maps"
+	"unsafe"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -75,15 +76,43 @@ func (s *session) appendRequestHead(ctx context.Context, b []byte, seq int32) ([
 // headers (a generated request id joins them), when the server reads
 // them. A call without headers sends none: no request id is generated on
 // the fast path, which it would cost two allocations a call at the server.
-func (c *Conn) appendLaneHeaders(ctx context.Context, dst []byte) ([]byte, uint8) {
+func (c *Conn) appendLaneHeaders(ctx context.Context, dst []byte) (_ []byte, flags uint8, plain bool) {
 	md, rid := c.outgoing(ctx)
-	if len(md) == 0 || !c.serverReadsHeaders() {
-		return dst, 0
+	if len(md) == 0 {
+		return dst, 0, true
+	}
+	if !c.serverReadsHeaders() {
+		return dst, 0, false
 	}
 	if rid {
-		return wire.AppendHeaderBlockRID(dst, md), wire.FlagHeaders
+		return wire.AppendHeaderBlockRID(dst, md), wire.FlagHeaders, false
 	}
-	return wire.AppendHeaderBlock(dst, md), wire.FlagHeaders
+	return wire.AppendHeaderBlock(dst, md), wire.FlagHeaders, false
+}
+
+// plainMemo remembers a context that carries no outgoing headers, so a
+// lane whose calls keep coming under one context (a caller's loop, a
+// worker's long-lived context) looks its headers up once instead of
+// walking the context chain on every call (~25 ns of a 64 B lane call in
+// place). It may: the context contract makes successive Value calls with
+// one key return the same result. The memo compares the interface's two
+// words, so a context value of an uncomparable type cannot make it panic,
+// and it holds the context, so the address cannot be reused by another
+// one: it keeps that context reachable until the lane's next call under
+// another context, or until the lane itself is gone. Only the caller
+// holding the lane uses it.
+type plainMemo struct{ ctx context.Context }
+
+func (m *plainMemo) holds(ctx context.Context) bool {
+	return m.ctx != nil && ifaceWords(ctx) == ifaceWords(m.ctx)
+}
+
+func (m *plainMemo) set(ctx context.Context) { m.ctx = ctx }
+
+// ifaceWords is an interface's type and data words: identity, without
+// the == that panics on uncomparable dynamic types.
+func ifaceWords(ctx context.Context) [2]unsafe.Pointer {
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&ctx))
 }
 
 // serverReadsHeaders tells whether the server granted CapHeaders on the

@@ -105,6 +105,9 @@ type clane struct {
 	// head is the head of the lane's last plain reply: the frame header
 	// after its length, and the Thrift message header (see replyBody).
 	head []byte
+	// plain is the last context the lane's calls ran under that carried
+	// no outgoing headers (see plainMemo).
+	plain plainMemo
 }
 
 const (
@@ -569,7 +572,11 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 			dst = (*bp)[:wire.HeaderSize]
 		}
 		var err error
-		b, err = c.appendFrame(ctx, codec, dst, p.name, req.oneway, req.args, timeout)
+		var memo *plainMemo
+		if l != nil {
+			memo = &l.plain
+		}
+		b, err = c.appendFrame(ctx, memo, codec, dst, p.name, req.oneway, req.args, timeout)
 		if err != nil {
 			if l != nil {
 				p.put(l)
@@ -641,14 +648,22 @@ func setTimeout(frame []byte, timeout time.Duration) {
 
 // appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
 // carry the same frames as TCP; the frame's seqid is fixed: one call at a
-// time per lane, and FLOCK matches responses to callers itself).
-func (c *Conn) appendFrame(ctx context.Context, codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
+// time per lane, and FLOCK matches responses to callers itself). memo,
+// when not nil, is the lane's: a context it names carries no headers.
+func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
 	const seq = 1
 	kind, typ := wire.KindCall, proto.Call
 	if oneway {
 		kind, typ = wire.KindOneway, proto.Oneway
 	}
-	dst, flags := c.appendLaneHeaders(ctx, dst)
+	var flags uint8
+	if memo == nil || !memo.holds(ctx) {
+		var plain bool
+		dst, flags, plain = c.appendLaneHeaders(ctx, dst)
+		if plain && memo != nil {
+			memo.set(ctx)
+		}
+	}
 	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
 	if err != nil {
 		return b, err

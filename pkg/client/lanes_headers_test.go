@@ -78,3 +78,63 @@ func TestLaneHeaders(t *testing.T) {
 		})
 	}
 }
+
+// uncomparable is a context whose dynamic type cannot be compared with ==
+// (a map field): a lane's memo of a context without headers must not
+// panic on it.
+type uncomparable struct {
+	context.Context
+	tags map[string]int
+}
+
+// TestLaneHeadersAfterPlainCalls: a lane remembers the last context
+// whose calls carried no headers (plainMemo); a call under another
+// context, even one derived from it, still looks its headers up and sends
+// them, and the remembered context goes on sending none.
+func TestLaneHeadersAfterPlainCalls(t *testing.T) {
+	seen := make(chan metadata.MD, 64)
+	ic := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if info.Transport != fastpathtest.Transport() {
+			md = metadata.MD{"off-the-lane": info.Transport}
+		}
+		seen <- md
+		return next(ctx, args)
+	}
+	ts := laneServer(t, server.WithInterceptors(ic))
+	c := dial(t, ts.addr, client.WithoutRequestIDs())
+	m := &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo"}}
+	call := func(ctx context.Context) metadata.MD {
+		var res wiretest.EchoResult
+		require.NoError(t, c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res))
+		require.Equal(t, "x", *res.Success)
+		return recv(t, seen)
+	}
+	plain := tctx(t)
+	withMD := metadata.AppendToOutgoingContext(plain, "k", "v")
+	odd := uncomparable{plain, map[string]int{}}
+	oddMD := uncomparable{withMD, map[string]int{}}
+	steps := []struct {
+		ctx  context.Context
+		want metadata.MD
+	}{
+		{plain, nil}, {plain, nil}, {withMD, metadata.MD{"k": "v"}}, {plain, nil},
+		{withMD, metadata.MD{"k": "v"}}, {withMD, metadata.MD{"k": "v"}},
+		{odd, nil}, {odd, nil}, {oddMD, metadata.MD{"k": "v"}}, {odd, nil}, {plain, nil},
+	}
+	for i, s := range steps {
+		got := call(s.ctx)
+		if s.want == nil {
+			require.Empty(t, got, "step %d", i)
+		} else {
+			require.Equal(t, s.want, got, "step %d", i)
+		}
+	}
+	st := c.LaneStats()
+	require.Len(t, st, 1)
+	var n uint64
+	for _, v := range st[0].Requests {
+		n += v
+	}
+	require.Equal(t, uint64(len(steps)), n, "every call ran on the lane: %v", st[0].Requests)
+}

@@ -48,7 +48,18 @@ var errAttached = errors.New("server: connection became a lane")
 // server is at its concurrency limit (the wait holds the reader or the lane,
 // and so the client); false when none came or the connection ended.
 func (c *conn) acquireLane() bool {
-	if c.tryAcquire() {
+	if c.acquireSlot() {
+		c.begin()
+		return true
+	}
+	return false
+}
+
+// acquireSlot is acquireLane without counting the call as the
+// connection's (begin): for a dedicated lane's calls, which its
+// connection's own goroutine runs (see laneSession.acquire).
+func (c *conn) acquireSlot() bool {
+	if c.s.slots.tryAcquire() {
 		return true
 	}
 	var timeout <-chan time.Time
@@ -58,7 +69,6 @@ func (c *conn) acquireLane() bool {
 		timeout = t.C
 	}
 	if c.s.slots.acquire(timeout, c.ctx.Done()) {
-		c.begin()
 		return true
 	}
 	if c.ctx.Err() == nil {

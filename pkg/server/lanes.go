@@ -452,7 +452,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	if oneway || l.shared {
 		return ls.callPooled(&r)
 	}
-	if !ls.acquire(&r) {
+	if !ls.acquireSlot(&r) {
 		out, pr := ls.busy(&r)
 		c.clearRequest(&r)
 		return out, pr
@@ -475,7 +475,6 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	md, call, took, ok := replyMD(&r), r.call, r.took, r.ok
 	c.clearRequest(&r)
 	c.s.slots.release()
-	c.end()
 	out, pr := ls.encodeReply(p, m.m.Name, mh.Seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
@@ -543,6 +542,28 @@ func (ls *laneSession) acquire(r *request) bool {
 		return true
 	}
 	if !ls.c.acquireLane() {
+		return false
+	}
+	r.at = 0 // it waited: the handler's latency starts now
+	return true
+}
+
+// acquireSlot takes a call slot for r, a dedicated lane's two-way call,
+// which runs on this goroutine before its reply goes out: false if none
+// came in time. Unlike acquire, it does not count the call in flight on
+// the connection and the server (begin; end, at the call's end): those
+// counts keep a connection open (maybeFinish) and Shutdown waiting
+// (callWG) while calls run, and the lane's connection can neither finish
+// nor leave the server's connWG, which Shutdown waits for first, before
+// this goroutine returns from serving it. The two counts were four of the
+// call's atomic read-modify-writes, each a full barrier right after the
+// request's lines came over from the client's core: ~50 ns of a 64 B call
+// in place (docs/performance/lane-budget.md).
+func (ls *laneSession) acquireSlot(r *request) bool {
+	if ls.c.s.slots.tryAcquire() {
+		return true
+	}
+	if !ls.c.acquireSlot() {
 		return false
 	}
 	r.at = 0 // it waited: the handler's latency starts now
