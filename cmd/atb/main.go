@@ -132,6 +132,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		latPl    = fs.String("lat-placement", "unpinned", "latency runs: unpinned | same-cpu | split-cpu (server and client on the two -cpus)")
 		tputPl   = fs.String("tput-placement", "unpinned", "throughput runs: unpinned | same-cpu | split-cpu")
 		cpus     = fs.String("cpus", "0,1", "the two CPUs used for pinning")
+		baseline = fs.String("baseline", "", "another atb binary (an older build): a system named X"+bench.BaselineSuffix+" is its X, measured in the same run")
 	)
 	fs.StringVar(&o.role, "role", "driver", "driver | server | client (server and client are internal)")
 	fs.StringVar(&o.system, "system", "", "server role: system to serve")
@@ -178,6 +179,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	}
 	if len(o.tputSizes) > 0 && len(o.callers) == 0 {
 		return nil, fmt.Errorf("-callers is empty: the throughput sweep (-tput-sizes %s) needs at least one caller count", *tpSizes)
+	}
+	if err := bench.SetBaseline(*baseline); err != nil {
+		return nil, fmt.Errorf("-baseline: %w", err)
 	}
 	for _, s := range strings.Split(*systems, ",") {
 		if s = strings.TrimSpace(s); s != "" && !slices.Contains(o.systems, s) {

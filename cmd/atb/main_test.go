@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,23 @@ func TestRunnerEndToEnd(t *testing.T) {
 		st, err := os.Stat(filepath.Join(res, f))
 		require.NoError(t, err)
 		assert.Positive(t, st.Size(), f)
+	}
+
+	// Old build against new in one run: the binary is its own baseline
+	// here; the @base system's processes run it as the plain system.
+	res = filepath.Join(dir, "paired")
+	cmd = exec.CommandContext(ctx, bin, "-systems", "hatrpc,hatrpc@base", "-baseline", bin,
+		"-lat-sizes", "64", "-tput-sizes", "", "-calls", "100", "-warmup", "10", "-reps", "2", "-out", res)
+	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
+	_, err = cmd.Output()
+	require.NoError(t, err)
+	rows := read("latency.csv")
+	require.Len(t, rows, 3, "a row per system")
+	for i, want := range []string{"hatrpc", "hatrpc@base"} {
+		assert.Equal(t, want, rows[i+1][0])
+		p50, err := strconv.ParseFloat(rows[i+1][3], 64)
+		require.NoError(t, err)
+		assert.Positive(t, p50, want)
 	}
 }
 

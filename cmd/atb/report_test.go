@@ -49,6 +49,9 @@ func fakeSweep(o *options) ([]bench.LatencyRow, []bench.ThroughputRow) {
 // are refused up front with what is wrong.
 func TestReportEveryFlagCombination(t *testing.T) {
 	eng := bench.EngineSystems()
+	self, err := os.Executable() // an executable file, for -baseline
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bench.SetBaseline("") })
 	tests := []struct {
 		name      string
 		args      []string
@@ -90,6 +93,15 @@ func TestReportEveryFlagCombination(t *testing.T) {
 		{name: "zero dur", args: []string{"-dur", "0s"}, wantErr: "-dur 0s: want a positive duration"},
 		{name: "bad placement", args: []string{"-lat-placement", "both"}, wantErr: `unknown placement "both" (unpinned, same-cpu, split-cpu)`},
 		{name: "bad role", args: []string{"-role", "x"}, wantErr: `unknown -role "x"`},
+		{name: "baseline system without a baseline", args: []string{"-systems", "hatrpc,hatrpc@base"},
+			wantErr: "bench: no baseline binary (-baseline) for a system named *@base: hatrpc@base"},
+		{name: "missing baseline", args: []string{"-baseline", "/nonexistent/atb"},
+			wantErr: "-baseline: stat /nonexistent/atb: no such file or directory"},
+		{name: "baseline not a program", args: []string{"-baseline", os.DevNull}, wantErr: "-baseline: /dev/null: not an executable file"},
+		{name: "baseline of nothing", args: []string{"-systems", "@base", "-baseline", self}, wantErr: `bench: unknown system "@base"`},
+		{name: "old against new", args: []string{"-systems", eng[0] + ",hatrpc-lanes,hatrpc-lanes@base," + eng[0] + "@base", "-baseline", self,
+			"-lat-sizes", "64", "-tput-sizes", "512", "-callers", "1"},
+			wantPlots: []string{"latency.svg", "throughput-512B.svg"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +130,9 @@ func TestReportEveryFlagCombination(t *testing.T) {
 			}
 			for _, size := range o.tputSizes {
 				assert.Contains(t, rep, "### Throughput, "+bench.SizeLabel(size)+" payload\n\n| "+bench.SizeLabel(size)+": calls/s |")
+			}
+			for _, sys := range o.systems {
+				assert.Contains(t, rep, "\n| "+sys+" ", "a row for every system, a baseline's too")
 			}
 			files, err := filepath.Glob(filepath.Join(dir, "*.svg"))
 			require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -214,23 +215,18 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 		}
 		results = append(results, r)
 	}
-	if err := writeOutputs(bf, results); err != nil {
+	written, err := writeOutputs(out, bf, results)
+	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
-		outf(out, "hatkv bench: interrupted; partial results%s\n", writtenTo(bf))
+		outf(out, "hatkv bench: interrupted; partial results%s\n", writtenTo(written))
 	}
 	return nil
 }
 
-// writtenTo lists the output files, for the interruption message.
-func writtenTo(bf *benchFlags) string {
-	var files []string
-	for _, f := range []string{bf.csvPath, bf.jsonPath, bf.plotPath} {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
+// writtenTo lists the output files written, for the interruption message.
+func writtenTo(files []string) string {
 	if len(files) == 0 {
 		return " above"
 	}
@@ -380,9 +376,20 @@ func spread(ctx context.Context, out io.Writer, cl *hatkv.Cluster, before []uint
 	return shares
 }
 
-func writeOutputs(bf *benchFlags, results []phaseResult) error {
+// writeOutputs writes the --csv, --json and --plot files and returns the
+// ones written. A phase interrupted before it recorded anything has no
+// distribution to plot: the plot is left out, saying so on out, and the
+// rest of the partial results stand.
+func writeOutputs(out io.Writer, bf *benchFlags, results []phaseResult) ([]string, error) {
 	if len(results) == 0 {
-		return nil
+		return nil, nil
+	}
+	var written []string
+	if bf.csvPath != "" {
+		if err := writeFile(bf.csvPath, func(f io.Writer) error { return writeCSV(f, results) }); err != nil {
+			return written, err
+		}
+		written = append(written, bf.csvPath)
 	}
 	if bf.jsonPath != "" {
 		if err := writeFile(bf.jsonPath, func(f io.Writer) error {
@@ -390,13 +397,9 @@ func writeOutputs(bf *benchFlags, results []phaseResult) error {
 			enc.SetIndent("", "  ")
 			return enc.Encode(results)
 		}); err != nil {
-			return err
+			return written, err
 		}
-	}
-	if bf.csvPath != "" {
-		if err := writeFile(bf.csvPath, func(f io.Writer) error { return writeCSV(f, results) }); err != nil {
-			return err
-		}
+		written = append(written, bf.jsonPath)
 	}
 	if bf.plotPath != "" {
 		last := results[len(results)-1]
@@ -404,11 +407,18 @@ func writeOutputs(bf *benchFlags, results []phaseResult) error {
 		if last.Interrupted {
 			title += " (interrupted)"
 		}
-		if err := writeFile(bf.plotPath, func(f io.Writer) error { return last.m.WriteSVG(f, title) }); err != nil {
-			return err
+		err := writeFile(bf.plotPath, func(f io.Writer) error { return last.m.WriteSVG(f, title) })
+		switch {
+		case err == nil:
+			written = append(written, bf.plotPath)
+		case last.Interrupted && errors.Is(err, ycsb.ErrNothingToPlot):
+			_ = os.Remove(bf.plotPath)
+			outf(out, "hatkv bench: the %s phase was interrupted before it recorded an operation: no plot written to %s\n", last.Phase, bf.plotPath)
+		default:
+			return written, err
 		}
 	}
-	return nil
+	return written, nil
 }
 
 func writeFile(path string, fill func(io.Writer) error) error {

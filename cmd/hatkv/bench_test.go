@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 )
 
 // allOps mixes every YCSB operation plus the HatRPC multi operations.
@@ -132,11 +136,15 @@ func TestBenchInterrupted(t *testing.T) {
 	defer cancel()
 	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20", "--phase", "load")
 	require.NoError(t, err)
-	ictx, interrupt := context.WithCancel(ctx)
-	time.AfterFunc(500*time.Millisecond, interrupt)
 	dir := t.TempDir()
 	csvPath, jsonPath, svgPath := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
-	out, err := runCmd(ictx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20",
+	// Interrupted once the run phase has done some operations (its
+	// progress line says so), not after a fixed time: on a slow machine
+	// (the rxe VM emulates its CPU) opening the lanes alone can take
+	// longer than any fixed pause.
+	runStarted := regexp.MustCompile(`\[run\]\s+\S+s [1-9]\d* ops`)
+	out, err := runCmdUntil(ctx, func(out string) bool { return runStarted.MatchString(out) },
+		"bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20", "--progress", "on",
 		"--phase", "both", "--duration", "1m", "--csv", csvPath, "--json", jsonPath, "--plot", svgPath)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "(interrupted: partial results)")
@@ -156,4 +164,65 @@ func TestBenchInterrupted(t *testing.T) {
 	svg, err := os.ReadFile(svgPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(svg), "(interrupted)")
+}
+
+// runCmdUntil runs the command and interrupts it (cancels its context, as
+// Ctrl-C does) once its output so far satisfies cond; it fails the test
+// if the command ends first or nothing satisfies cond while ctx lasts.
+func runCmdUntil(ctx context.Context, cond func(out string) bool, args ...string) (string, error) {
+	cmd := newRootCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetIn(strings.NewReader(""))
+	cmd.SetArgs(args)
+	ictx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ictx) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond(out.String()) {
+		select {
+		case err := <-done:
+			return out.String(), fmt.Errorf("ended before it could be interrupted: %v", err)
+		case <-ctx.Done():
+			return out.String(), fmt.Errorf("never ready to interrupt: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	interrupt()
+	err := <-done
+	return out.String(), err
+}
+
+// TestBenchOutputsNothingRecorded: a phase interrupted before it recorded
+// an operation has no distribution to plot; the CSV and JSON are still
+// written, the plot is left out saying why, and the interruption message
+// lists only the files written. An uninterrupted phase that recorded
+// nothing is an error.
+func TestBenchOutputsNothingRecorded(t *testing.T) {
+	for _, interrupted := range []bool{true, false} {
+		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
+			dir := t.TempDir()
+			bf := &benchFlags{threads: 1, csvPath: filepath.Join(dir, "r.csv"), jsonPath: filepath.Join(dir, "r.json"),
+				plotPath: filepath.Join(dir, "r.svg")}
+			results := []phaseResult{{Phase: "run", Interrupted: interrupted, m: ycsb.NewMeasurements()}}
+			var out strings.Builder
+			written, err := writeOutputs(&out, bf, results)
+			if !interrupted {
+				require.ErrorIs(t, err, ycsb.ErrNothingToPlot)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{bf.csvPath, bf.jsonPath}, written)
+			assert.Equal(t, "hatkv bench: the run phase was interrupted before it recorded an operation: no plot written to "+bf.plotPath+"\n", out.String())
+			assert.NoFileExists(t, bf.plotPath)
+			for _, f := range written {
+				assert.FileExists(t, f)
+			}
+			assert.Equal(t, " written to "+bf.csvPath+", "+bf.jsonPath, writtenTo(written))
+			assert.Equal(t, " above", writtenTo(nil))
+		})
+	}
 }

@@ -145,7 +145,8 @@ func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
 		}
 		outf(out, "pilaf: %d one-sided GETs, %d READs, %d retries, %d answered by RPC\n", st.Gets, st.Reads, st.Retries, st.Fallbacks)
 	}
-	return writeOutputs(bf, results)
+	_, err = writeOutputs(cmd.OutOrStdout(), bf, results)
+	return err
 }
 
 // runEmulPhase is runPhase over a ycsb.DB (runPhase takes a HatRPC client).

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,17 @@ var ErrUnknownSystem = errors.New("bench: unknown system")
 
 // Lookup finds a registered system.
 func Lookup(name string) (System, error) {
+	if base, ok := strings.CutSuffix(name, BaselineSuffix); ok {
+		// The baseline build may not know the system this one does (or
+		// the other way round): its processes will say.
+		if _, _, err := binaryFor(name); err != nil {
+			return nil, err
+		}
+		if base == "" || strings.Contains(base, BaselineSuffix) {
+			return nil, fmt.Errorf("%w %q", ErrUnknownSystem, name)
+		}
+		return baselineSystem{name: name}, nil
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	s, ok := registry[name]

@@ -173,8 +173,10 @@ func (e Engine) Setup(size, callers int) EngineSetup {
 // Describe reports the protocol and polling a system runs with at a point
 // (for the tables; TCP systems are "tcp", "-"; the runtime on engine
 // lanes is "lanes", "-": its protocols and polling are planned per call
-// by atb.thrift's hints, see docs/design/lanes.md).
+// by atb.thrift's hints, see docs/design/lanes.md). A baseline system is
+// described as this build's system of its name.
 func Describe(system string, size, callers int) (proto, polling string) {
+	system = BaseName(system)
 	if system == lanesName {
 		return "lanes", "-"
 	}

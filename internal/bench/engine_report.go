@@ -76,7 +76,7 @@ func WriteThroughputCSV(w io.Writer, systems []string, rows []ThroughputRow) err
 }
 
 func providerOf(system string) string {
-	if IsEngineSystem(system) || system == lanesName {
+	if system = BaseName(system); IsEngineSystem(system) || system == lanesName {
 		return providerOfPrefix(EnginePrefix())
 	}
 	return "tcp"
@@ -261,15 +261,17 @@ func short(system string) string {
 	return system
 }
 
+// systemLabel names a system and how it runs; a baseline system (see
+// BaselineSuffix) as its name's system in this build.
 func systemLabel(s string, size, callers int) string {
-	proto, poll := Describe(s, size, callers)
-	if s == (Hat{Lanes: true}).Name() {
+	base := BaseName(s)
+	proto, poll := Describe(base, size, callers)
+	switch {
+	case base == (Hat{Lanes: true}).Name():
 		return s + " (pkg/server + pkg/client on engine lanes, atb.thrift's hints)"
-	}
-	if !IsEngineSystem(s) {
+	case !IsEngineSystem(base):
 		return s + " (TCP loopback)"
-	}
-	if s == plannedName() {
+	case base == plannedName():
 		return s + " (hints.PlanFor, " + poll + ")"
 	}
 	return s + " (" + proto + ", " + poll + ")"

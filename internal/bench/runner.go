@@ -168,15 +168,13 @@ func ServeUntilEOF(ctx context.Context, system, addr string, in io.Reader, out i
 // ErrChild reports a failed server or client process.
 var ErrChild = errors.New("bench: child process failed")
 
-func pinned(ctx context.Context, cpu string, args ...string) (*exec.Cmd, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
+// pinned is the command running bin with args, under taskset when cpu is
+// set.
+func pinned(ctx context.Context, cpu, bin string, args ...string) *exec.Cmd {
 	if cpu == "" {
-		return exec.CommandContext(ctx, self, args...), nil
+		return exec.CommandContext(ctx, bin, args...)
 	}
-	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, self}, args...)...), nil
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, bin}, args...)...)
 }
 
 // RemoteServer is a server process started by StartServerProcess.
@@ -187,13 +185,15 @@ type RemoteServer struct {
 	stdin io.WriteCloser
 }
 
-// StartServerProcess re-executes this binary as `-role server` under
-// taskset when cpu is set.
+// StartServerProcess re-executes this binary (the baseline's, for a
+// system named with BaselineSuffix) as `-role server` under taskset when
+// cpu is set.
 func StartServerProcess(ctx context.Context, system, cpu string) (*RemoteServer, error) {
-	cmd, err := pinned(ctx, cpu, "-role", "server", "-system", system, "-addr", "127.0.0.1:0")
+	bin, name, err := binaryFor(system)
 	if err != nil {
 		return nil, err
 	}
+	cmd := pinned(ctx, cpu, bin, "-role", "server", "-system", name, "-addr", "127.0.0.1:0")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -225,17 +225,21 @@ func (s *RemoteServer) Stop() error {
 	return nil
 }
 
-// RunClientProcess re-executes this binary as `-role client` under taskset
-// when cpu is set and decodes its result.
+// RunClientProcess re-executes this binary (the baseline's, for a system
+// named with BaselineSuffix) as `-role client` under taskset when cpu is
+// set and decodes its result.
 func RunClientProcess(ctx context.Context, spec ClientSpec, cpu string) (ClientResult, error) {
-	b, err := json.Marshal(spec)
+	bin, name, err := binaryFor(spec.System)
 	if err != nil {
 		return ClientResult{}, err
 	}
-	cmd, err := pinned(ctx, cpu, "-role", "client", "-spec", string(b))
+	child := spec
+	child.System = name
+	b, err := json.Marshal(child)
 	if err != nil {
 		return ClientResult{}, err
 	}
+	cmd := pinned(ctx, cpu, bin, "-role", "client", "-spec", string(b))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -161,36 +161,14 @@ func TestLaneCallMethodSwitch(t *testing.T) {
 // busy timeout is answered "server busy" (a oneway one is dropped), and
 // counted; the slot's holder is unaffected.
 func TestLaneCallBusy(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
+	g := newSlotGate()
 	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Millisecond))
-	s.Register(&server.Service{Name: "Hold", Methods: []server.Method{
-		{Name: "hold", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				close(entered)
-				<-release
-				msg := "held"
-				return &wiretest.EchoResult{Success: &msg}, nil
-			}},
-		{Name: "quick", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				msg := "quick"
-				return &wiretest.EchoResult{Success: &msg}, nil
-			}},
-		{Name: "fire", Oneway: true, NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) { return nil, nil }},
-	}})
-	holder, doneA := server.LaneCaller(s)
-	defer doneA()
-	other, doneB := server.LaneCaller(s)
-	defer doneB()
+	s.Register(g.service())
+	holder, other := twoLaneCallers(t, s)
 
 	held := make(chan []byte, 1)
 	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the holding call did not start")
-	}
+	g.waitEntered(t)
 	out := other(laneRequest(t, "quick", "x", 2, 0))
 	h, err := wire.DecodeHeader(out, 1<<20)
 	require.NoError(t, err)
@@ -199,7 +177,7 @@ func TestLaneCallBusy(t *testing.T) {
 	require.Contains(t, string(out), "server busy")
 	require.Nil(t, other(laneRequest(t, "fire", "x", 3, 0)), "a oneway call gets no reply")
 
-	close(release)
+	close(g.release)
 	select {
 	case out := <-held:
 		h, err := wire.DecodeHeader(out, 1<<20)

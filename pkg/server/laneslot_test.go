@@ -19,7 +19,8 @@ import (
 )
 
 // slotGate is a service whose "hold" handler signals entered and waits for
-// release, and whose "quick" handler answers at once.
+// release, whose "quick" handler answers at once, and whose "fire" is a
+// oneway call.
 type slotGate struct{ entered, release chan struct{} }
 
 func newSlotGate() *slotGate {
@@ -37,7 +38,18 @@ func (g *slotGate) service() *server.Service {
 			}},
 		{Name: "quick", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
 			Handle: func(context.Context, proto.Struct) (proto.Struct, error) { return reply("quick"), nil }},
+		{Name: "fire", Oneway: true, NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+			Handle: func(context.Context, proto.Struct) (proto.Struct, error) { return nil, nil }},
 	}}
+}
+
+// twoLaneCallers are two dedicated lanes of s, closed when the test ends.
+func twoLaneCallers(t *testing.T, s *server.Server) (a, b func(req []byte) []byte) {
+	a, doneA := server.LaneCaller(s)
+	t.Cleanup(doneA)
+	b, doneB := server.LaneCaller(s)
+	t.Cleanup(doneB)
+	return a, b
 }
 
 func (g *slotGate) waitEntered(t *testing.T) {
@@ -57,10 +69,7 @@ func TestLaneCallWaitsForSlot(t *testing.T) {
 	g := newSlotGate()
 	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Minute))
 	s.Register(g.service())
-	holder, doneA := server.LaneCaller(s)
-	defer doneA()
-	other, doneB := server.LaneCaller(s)
-	defer doneB()
+	holder, other := twoLaneCallers(t, s)
 
 	held := make(chan []byte, 1)
 	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()

@@ -1,7 +1,7 @@
 package ycsb
 
 import (
-	"fmt"
+	"errors"
 	"io"
 	"math"
 
@@ -10,6 +10,10 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
+
+// ErrNothingToPlot means no operation was recorded: there is no
+// distribution to draw.
+var ErrNothingToPlot = errors.New("ycsb: nothing recorded to plot")
 
 // WriteSVG plots each operation's latency distribution (latency against
 // percentile, with the tail stretched on a log "nines" axis as in HdrHistogram
@@ -36,7 +40,7 @@ func (m *Measurements) WriteSVG(w io.Writer, title string) error {
 		lines = append(lines, op, xys)
 	}
 	if len(lines) == 0 {
-		return fmt.Errorf("ycsb: nothing recorded to plot")
+		return ErrNothingToPlot
 	}
 	if err := plotutil.AddLines(p, lines...); err != nil {
 		return err
