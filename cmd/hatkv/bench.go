@@ -207,13 +207,25 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 			return err
 		}
 		results = append(results, r)
+		phaseDone("load")
 	}
-	if bf.phase != "load" && ctx.Err() == nil {
-		r, err := runPhase(ctx, cmd, bf, cl, w, "run", seed+1)
-		if err != nil {
-			return err
+	if bf.phase != "load" {
+		if ctx.Err() != nil {
+			// Interrupted after a whole load phase, before the run
+			// began: the run phase is in the results as interrupted
+			// before its first operation, so the files say the run was
+			// cut short, not that it was only a load. (An interrupted
+			// load says so itself.)
+			if len(results) == 0 || !results[len(results)-1].Interrupted {
+				results = append(results, phaseResult{Phase: "run", Interrupted: true, m: ycsb.NewMeasurements()})
+			}
+		} else {
+			r, err := runPhase(ctx, cmd, bf, cl, w, "run", seed+1)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
 		}
-		results = append(results, r)
 	}
 	written, err := writeOutputs(out, bf, results)
 	if err != nil {
@@ -268,6 +280,10 @@ func sizeOrAuto(n int) string {
 	}
 	return hints.FormatSize(n)
 }
+
+// phaseDone is called after each whole phase of runBench (tests set it to
+// interrupt between the phases).
+var phaseDone = func(phase string) {}
 
 func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Cluster, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
 	out := cmd.OutOrStdout()

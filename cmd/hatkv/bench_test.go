@@ -226,3 +226,42 @@ func TestBenchOutputsNothingRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchInterruptedBetweenPhases: Ctrl-C after the load phase ended
+// and before the run phase began still leaves the run phase in the
+// results, interrupted before its first operation, so the files do not
+// read as a finished load-only benchmark; its empty distribution is not
+// plotted.
+func TestBenchInterruptedBetweenPhases(t *testing.T) {
+	addr := serveInProcess(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ictx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	phaseDone = func(phase string) {
+		if phase == "load" {
+			interrupt()
+		}
+	}
+	t.Cleanup(func() { phaseDone = func(string) {} })
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+	out, err := runCmd(ictx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20",
+		"--phase", "both", "--json", jsonPath, "--plot", svgPath)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "== load phase ==")
+	assert.NotContains(t, out, "== run phase ==")
+	assert.Contains(t, out, "hatkv bench: the run phase was interrupted before it recorded an operation: no plot written to "+svgPath)
+	assert.Contains(t, out, "hatkv bench: interrupted; partial results written to "+jsonPath+"\n")
+	var results []phaseResult
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &results))
+	require.Len(t, results, 2)
+	assert.False(t, results[0].Interrupted, "the load phase ended by itself")
+	assert.Equal(t, int64(20), results[0].Report.Operations)
+	assert.Equal(t, "run", results[1].Phase)
+	assert.True(t, results[1].Interrupted)
+	assert.Zero(t, results[1].Report.Operations)
+	assert.NoFileExists(t, svgPath)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -150,4 +151,13 @@ func TestBenchProcessSIGINT(t *testing.T) {
 	b, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"interrupted": true`)
+	// The signal lands after the load phase ended: while the run phase
+	// runs or, on a slow machine, before it began. Either way the run
+	// phase is there, interrupted.
+	var results []phaseResult
+	require.NoError(t, json.Unmarshal(b, &results))
+	require.Len(t, results, 2, "%s", b)
+	assert.Equal(t, "load", results[0].Phase)
+	assert.Equal(t, "run", results[1].Phase)
+	assert.True(t, results[1].Interrupted)
 }
