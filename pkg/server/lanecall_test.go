@@ -161,14 +161,7 @@ func TestLaneCallMethodSwitch(t *testing.T) {
 // busy timeout is answered "server busy" (a oneway one is dropped), and
 // counted; the slot's holder is unaffected.
 func TestLaneCallBusy(t *testing.T) {
-	g := newSlotGate()
-	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Millisecond))
-	s.Register(g.service())
-	holder, other := twoLaneCallers(t, s)
-
-	held := make(chan []byte, 1)
-	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
-	g.waitEntered(t)
+	s, g, other, held := slotHeld(t, time.Millisecond)
 	out := other(laneRequest(t, "quick", "x", 2, 0))
 	h, err := wire.DecodeHeader(out, 1<<20)
 	require.NoError(t, err)

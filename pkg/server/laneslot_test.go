@@ -43,13 +43,21 @@ func (g *slotGate) service() *server.Service {
 	}}
 }
 
-// twoLaneCallers are two dedicated lanes of s, closed when the test ends.
-func twoLaneCallers(t *testing.T, s *server.Server) (a, b func(req []byte) []byte) {
-	a, doneA := server.LaneCaller(s)
+// slotHeld is a server with one call slot and two dedicated lanes, whose
+// first lane's "hold" call has taken the slot: held receives its reply
+// once g.release is closed. The lanes close when the test ends.
+func slotHeld(t *testing.T, busyTimeout time.Duration) (s *server.Server, g *slotGate, other func(req []byte) []byte, held chan []byte) {
+	g = newSlotGate()
+	s = server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(busyTimeout))
+	s.Register(g.service())
+	holder, doneA := server.LaneCaller(s)
 	t.Cleanup(doneA)
-	b, doneB := server.LaneCaller(s)
+	other, doneB := server.LaneCaller(s)
 	t.Cleanup(doneB)
-	return a, b
+	held = make(chan []byte, 1)
+	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
+	g.waitEntered(t)
+	return s, g, other, held
 }
 
 func (g *slotGate) waitEntered(t *testing.T) {
@@ -66,14 +74,7 @@ func (g *slotGate) waitEntered(t *testing.T) {
 // slot is the only thing a lane call takes before its handler, and it
 // is given back, so the next call finds it free.
 func TestLaneCallWaitsForSlot(t *testing.T) {
-	g := newSlotGate()
-	s := server.New(server.WithLogger(quiet), server.WithMaxConcurrentCalls(1), server.WithBusyTimeout(time.Minute))
-	s.Register(g.service())
-	holder, other := twoLaneCallers(t, s)
-
-	held := make(chan []byte, 1)
-	go func() { held <- holder(laneRequest(t, "hold", "x", 1, 0)) }()
-	g.waitEntered(t)
+	s, g, other, held := slotHeld(t, time.Minute)
 	waiting := make(chan []byte, 1)
 	go func() { waiting <- other(laneRequest(t, "quick", "x", 2, 0)) }()
 	select {
