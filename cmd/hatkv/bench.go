@@ -281,8 +281,8 @@ func sizeOrAuto(n int) string {
 	return hints.FormatSize(n)
 }
 
-// phaseDone is called after each whole phase of runBench (tests set it to
-// interrupt between the phases).
+// phaseDone is called once runBench's load phase has ended by itself
+// (tests set it to interrupt between the phases).
 var phaseDone = func(phase string) {}
 
 func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Cluster, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {

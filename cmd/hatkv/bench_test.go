@@ -170,12 +170,7 @@ func TestBenchInterrupted(t *testing.T) {
 // Ctrl-C does) once its output so far satisfies cond; it fails the test
 // if the command ends first or nothing satisfies cond while ctx lasts.
 func runCmdUntil(ctx context.Context, cond func(out string) bool, args ...string) (string, error) {
-	cmd := newRootCmd()
-	var out syncBuffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetIn(strings.NewReader(""))
-	cmd.SetArgs(args)
+	cmd, out := testCmd(nil, args...)
 	ictx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	done := make(chan error, 1)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -55,17 +56,24 @@ func (s *syncBuffer) String() string {
 
 // runCmd runs the hatkv command line in-process.
 func runCmd(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	cmd, out := testCmd(stdin, args...)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// testCmd is the root command with args, reading stdin (nil: nothing) and
+// writing both its outputs to out.
+func testCmd(stdin io.Reader, args ...string) (_ *cobra.Command, out *syncBuffer) {
 	cmd := newRootCmd()
-	var out syncBuffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
+	out = &syncBuffer{}
+	cmd.SetOut(out)
+	cmd.SetErr(out)
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
 	cmd.SetIn(stdin)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
-	return out.String(), err
+	return cmd, out
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)

@@ -57,7 +57,7 @@ func (c *conn) acquireLane() bool {
 
 // acquireSlot is acquireLane without counting the call as the
 // connection's (begin): for a dedicated lane's calls, which its
-// connection's own goroutine runs (see laneSession.acquire).
+// connection's own goroutine runs (see laneSession.acquireSlot).
 func (c *conn) acquireSlot() bool {
 	if c.s.slots.tryAcquire() {
 		return true
@@ -73,15 +73,6 @@ func (c *conn) acquireSlot() bool {
 	}
 	if c.ctx.Err() == nil {
 		c.s.met.rejected.WithLabelValues("busy").Inc()
-	}
-	return false
-}
-
-// tryAcquire takes a call slot if one is free, without waiting.
-func (c *conn) tryAcquire() bool {
-	if c.s.slots.tryAcquire() {
-		c.begin()
-		return true
 	}
 	return false
 }

@@ -536,15 +536,13 @@ var engineEpoch = sync.OnceValue(func() clockOffset {
 	return clockOffset{off: off, err: int64(best/2) + 1}
 })
 
-// acquire takes a call slot for r; false if none came in time.
+// acquire takes a call slot for r and counts the call in flight on the
+// connection; false if no slot came in time.
 func (ls *laneSession) acquire(r *request) bool {
-	if ls.c.tryAcquire() {
-		return true
-	}
-	if !ls.c.acquireLane() {
+	if !ls.acquireSlot(r) {
 		return false
 	}
-	r.at = 0 // it waited: the handler's latency starts now
+	ls.c.begin()
 	return true
 }
 
