@@ -55,7 +55,7 @@ func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, k
 			out, _ := ls.call(req)
 			return out
 		}, func(req []byte) bool {
-			_, _, _, ok := ls.knownHead(req, s.opts.limits.MaxMessageSize)
+			_, _, ok := ls.knownHead(req, s.opts.limits.MaxMessageSize)
 			return ok
 		}, func() {
 			if l.meter != nil {

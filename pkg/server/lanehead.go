@@ -33,24 +33,23 @@ type reqHead struct {
 	tab   *map[string]*method
 }
 
-// knownHead decodes the head of req when it is the lane's plain call's:
-// the frame header and message header the full path would accept, and
-// the method it would look up. ok false: take the full path.
-func (ls *laneSession) knownHead(req []byte, maxPayload int) (h wire.Header, mh wire.MsgHeader, m *method, ok bool) {
+// knownHead tells whether req is a call with the lane's plain call's
+// head (what the full path would accept as that call), and then the
+// method it names and its timeout; its protocol, seqid and body are the
+// learned head's (ls.head). ok false: take the full path.
+func (ls *laneSession) knownHead(req []byte, maxPayload int) (m *method, timeout time.Duration, ok bool) {
 	k := &ls.head
 	n := len(k.bytes)
 	if n == 0 || len(req) < wire.HeaderSize+k.body || len(req)-wire.HeaderSize > maxPayload ||
 		int64(binary.BigEndian.Uint32(req)) != int64(len(req)-4) || k.tab != ls.c.s.methods.Load() ||
 		string(req[4:12]) != string(k.bytes[:8]) || string(req[wire.HeaderSize:wire.HeaderSize+k.body]) != string(k.bytes[8:]) {
-		return h, mh, nil, false
+		return nil, 0, false
 	}
-	timeout := time.Duration(binary.BigEndian.Uint64(req[12:]))
+	timeout = time.Duration(binary.BigEndian.Uint64(req[12:]))
 	if timeout < 0 {
-		return h, mh, nil, false // the full path refuses it
+		return nil, 0, false // the full path refuses it
 	}
-	h = k.h
-	h.Length, h.Timeout = uint32(len(req)-4), timeout
-	return h, wire.MsgHeader{Type: proto.Call, Seqid: k.seqid, Body: k.body}, k.m, true
+	return k.m, timeout, true
 }
 
 // learnHead keeps the head of req, a call the full path decoded into h
