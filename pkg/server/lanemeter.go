@@ -29,7 +29,7 @@ type laneCells struct {
 	calls, ok, reqBytes, repBytes uint64
 	inflight                      int64
 	lat                           []uint64 // per DurationBuckets bucket, then +Inf; not cumulative
-	latSum                        float64  // seconds
+	latSum                        time.Duration
 	replies                       [numEngine]uint64
 }
 
@@ -73,12 +73,12 @@ func (lm *laneMeter) begin(m *method, reqBytes, frameBytes int) {
 // its reply (repBytes of message in a frameBytes frame, sent by engine
 // protocol pr; frameBytes 0: none).
 func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frameBytes, pr int) {
-	b := durationBucket(took.Seconds())
+	b := durationBucket(took)
 	lm.mu.Lock()
 	c := lm.cellsFor(m)
 	c.inflight--
 	c.lat[b]++
-	c.latSum += took.Seconds()
+	c.latSum += took
 	if ok {
 		c.ok++
 	}
@@ -90,16 +90,36 @@ func (lm *laneMeter) end(m *method, took time.Duration, ok bool, repBytes, frame
 	lm.mu.Unlock()
 }
 
-// durationBucket is the index of the DurationBuckets bucket v falls in
-// (len(DurationBuckets): +Inf), as a prometheus histogram files it.
-func durationBucket(v float64) int {
-	for i, ub := range DurationBuckets {
-		if v <= ub {
+// durationBucket is the index of the DurationBuckets bucket d falls in
+// (len(DurationBuckets): +Inf), as a prometheus histogram fed d.Seconds()
+// files it. It compares integers (durationEdges): the float conversion
+// (an integer and a float division) cost ~10 ns of every lane call.
+func durationBucket(d time.Duration) int {
+	for i, e := range durationEdges {
+		if d <= e {
 			return i
 		}
 	}
-	return len(DurationBuckets)
+	return len(durationEdges)
 }
+
+// durationEdges[i] is the longest duration d with d.Seconds() <=
+// DurationBuckets[i]: Seconds is monotonic, so d <= durationEdges[i]
+// exactly when prometheus files d in bucket i or below.
+var durationEdges = func() []time.Duration {
+	out := make([]time.Duration, len(DurationBuckets))
+	for i, ub := range DurationBuckets {
+		d := time.Duration(ub * 1e9)
+		for d.Seconds() > ub {
+			d--
+		}
+		for (d + 1).Seconds() <= ub {
+			d++
+		}
+		out[i] = d
+	}
+	return out
+}()
 
 // cellKey names a method on a lane transport.
 type cellKey struct {

@@ -19,6 +19,12 @@ import (
 func TestLaneMeterHistogram(t *testing.T) {
 	durs := []time.Duration{0, 4 * time.Microsecond, 5 * time.Microsecond, 5*time.Microsecond + 1,
 		12500 * time.Nanosecond, time.Millisecond, 30 * time.Second, time.Hour}
+	for _, ub := range DurationBuckets {
+		// Every edge from both sides: the meter files by integer
+		// nanoseconds, prometheus by float seconds.
+		d := time.Duration(ub * 1e9)
+		durs = append(durs, d-1, d, d+1)
+	}
 	reg := prometheus.NewRegistry()
 	var ms laneMeters
 	met := newMetrics(reg, ms.snapshot)

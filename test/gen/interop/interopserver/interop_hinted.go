@@ -139,7 +139,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *interop.NewInteropPingArgs(), res: *interop.NewInteropPingResult()}
+				c.args = *interop.NewInteropPingArgs()
+				c.res = *interop.NewInteropPingResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -159,7 +160,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *interop.NewInteropEchoAllArgs(), res: *interop.NewInteropEchoAllResult()}
+				c.args = *interop.NewInteropEchoAllArgs()
+				c.res = *interop.NewInteropEchoAllResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -179,7 +181,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *interop.NewInteropEchoBinaryArgs(), res: *interop.NewInteropEchoBinaryResult()}
+				c.args = *interop.NewInteropEchoBinaryArgs()
+				c.res = *interop.NewInteropEchoBinaryResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -199,7 +202,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *interop.NewInteropEchoStringArgs(), res: *interop.NewInteropEchoStringResult()}
+				c.args = *interop.NewInteropEchoStringArgs()
+				c.res = *interop.NewInteropEchoStringResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -219,7 +223,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call4)
 				}
-				*c = _call4{args: *interop.NewInteropAddArgs(), res: *interop.NewInteropAddResult()}
+				c.args = *interop.NewInteropAddArgs()
+				c.res = *interop.NewInteropAddResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -239,7 +244,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call5)
 				}
-				*c = _call5{args: *interop.NewInteropMayFailArgs(), res: *interop.NewInteropMayFailResult()}
+				c.args = *interop.NewInteropMayFailArgs()
+				c.res = *interop.NewInteropMayFailResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -269,7 +275,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call7)
 				}
-				*c = _call7{args: *interop.NewInteropDrainNotesArgs(), res: *interop.NewInteropDrainNotesResult()}
+				c.args = *interop.NewInteropDrainNotesArgs()
+				c.res = *interop.NewInteropDrainNotesResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -289,7 +296,8 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				if c == nil {
 					c = new(_call8)
 				}
-				*c = _call8{args: *interop.NewInteropSleepArgs(), res: *interop.NewInteropSleepResult()}
+				c.args = *interop.NewInteropSleepArgs()
+				c.res = *interop.NewInteropSleepResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -59,7 +59,8 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
+				c.args = *echo.NewEchoEchoArgs()
+				c.res = *echo.NewEchoEchoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -79,7 +80,8 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *echo.NewEchoEchoBytesArgs(), res: *echo.NewEchoEchoBytesResult()}
+				c.args = *echo.NewEchoEchoBytesArgs()
+				c.res = *echo.NewEchoEchoBytesResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

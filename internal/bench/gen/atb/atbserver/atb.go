@@ -41,7 +41,8 @@ func RegisterEcho(s *server.Server, h atb.EchoHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *atb.NewEchoEchoArgs(), res: *atb.NewEchoEchoResult()}
+				c.args = *atb.NewEchoEchoArgs()
+				c.res = *atb.NewEchoEchoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

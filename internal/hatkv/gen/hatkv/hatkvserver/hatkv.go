@@ -174,7 +174,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *hatkv.NewHatKVGetArgs(), res: *hatkv.NewHatKVGetResult()}
+				c.args = *hatkv.NewHatKVGetArgs()
+				c.res = *hatkv.NewHatKVGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -194,7 +195,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *hatkv.NewHatKVPutArgs(), res: *hatkv.NewHatKVPutResult()}
+				c.args = *hatkv.NewHatKVPutArgs()
+				c.res = *hatkv.NewHatKVPutResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -214,7 +216,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *hatkv.NewHatKVDeleteArgs(), res: *hatkv.NewHatKVDeleteResult()}
+				c.args = *hatkv.NewHatKVDeleteArgs()
+				c.res = *hatkv.NewHatKVDeleteResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -234,7 +237,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *hatkv.NewHatKVMultiGetArgs(), res: *hatkv.NewHatKVMultiGetResult()}
+				c.args = *hatkv.NewHatKVMultiGetArgs()
+				c.res = *hatkv.NewHatKVMultiGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -254,7 +258,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call4)
 				}
-				*c = _call4{args: *hatkv.NewHatKVMultiPutArgs(), res: *hatkv.NewHatKVMultiPutResult()}
+				c.args = *hatkv.NewHatKVMultiPutArgs()
+				c.res = *hatkv.NewHatKVMultiPutResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -274,7 +279,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call5)
 				}
-				*c = _call5{args: *hatkv.NewHatKVScanArgs(), res: *hatkv.NewHatKVScanResult()}
+				c.args = *hatkv.NewHatKVScanArgs()
+				c.res = *hatkv.NewHatKVScanResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -294,7 +300,8 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				if c == nil {
 					c = new(_call6)
 				}
-				*c = _call6{args: *hatkv.NewHatKVStatsArgs(), res: *hatkv.NewHatKVStatsResult()}
+				c.args = *hatkv.NewHatKVStatsArgs()
+				c.res = *hatkv.NewHatKVStatsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -164,7 +164,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *fb303.NewFacebookServiceGetNameArgs(), res: *fb303.NewFacebookServiceGetNameResult()}
+				c.args = *fb303.NewFacebookServiceGetNameArgs()
+				c.res = *fb303.NewFacebookServiceGetNameResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -184,7 +185,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *fb303.NewFacebookServiceGetVersionArgs(), res: *fb303.NewFacebookServiceGetVersionResult()}
+				c.args = *fb303.NewFacebookServiceGetVersionArgs()
+				c.res = *fb303.NewFacebookServiceGetVersionResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -204,7 +206,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *fb303.NewFacebookServiceGetStatusArgs(), res: *fb303.NewFacebookServiceGetStatusResult()}
+				c.args = *fb303.NewFacebookServiceGetStatusArgs()
+				c.res = *fb303.NewFacebookServiceGetStatusResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -224,7 +227,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *fb303.NewFacebookServiceGetStatusDetailsArgs(), res: *fb303.NewFacebookServiceGetStatusDetailsResult()}
+				c.args = *fb303.NewFacebookServiceGetStatusDetailsArgs()
+				c.res = *fb303.NewFacebookServiceGetStatusDetailsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -244,7 +248,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call4)
 				}
-				*c = _call4{args: *fb303.NewFacebookServiceGetCountersArgs(), res: *fb303.NewFacebookServiceGetCountersResult()}
+				c.args = *fb303.NewFacebookServiceGetCountersArgs()
+				c.res = *fb303.NewFacebookServiceGetCountersResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -264,7 +269,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call5)
 				}
-				*c = _call5{args: *fb303.NewFacebookServiceGetCounterArgs(), res: *fb303.NewFacebookServiceGetCounterResult()}
+				c.args = *fb303.NewFacebookServiceGetCounterArgs()
+				c.res = *fb303.NewFacebookServiceGetCounterResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -284,7 +290,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call6)
 				}
-				*c = _call6{args: *fb303.NewFacebookServiceSetOptionArgs(), res: *fb303.NewFacebookServiceSetOptionResult()}
+				c.args = *fb303.NewFacebookServiceSetOptionArgs()
+				c.res = *fb303.NewFacebookServiceSetOptionResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -304,7 +311,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call7)
 				}
-				*c = _call7{args: *fb303.NewFacebookServiceGetOptionArgs(), res: *fb303.NewFacebookServiceGetOptionResult()}
+				c.args = *fb303.NewFacebookServiceGetOptionArgs()
+				c.res = *fb303.NewFacebookServiceGetOptionResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -324,7 +332,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call8)
 				}
-				*c = _call8{args: *fb303.NewFacebookServiceGetOptionsArgs(), res: *fb303.NewFacebookServiceGetOptionsResult()}
+				c.args = *fb303.NewFacebookServiceGetOptionsArgs()
+				c.res = *fb303.NewFacebookServiceGetOptionsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -344,7 +353,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call9)
 				}
-				*c = _call9{args: *fb303.NewFacebookServiceGetCpuProfileArgs(), res: *fb303.NewFacebookServiceGetCpuProfileResult()}
+				c.args = *fb303.NewFacebookServiceGetCpuProfileArgs()
+				c.res = *fb303.NewFacebookServiceGetCpuProfileResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -364,7 +374,8 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				if c == nil {
 					c = new(_call10)
 				}
-				*c = _call10{args: *fb303.NewFacebookServiceAliveSinceArgs(), res: *fb303.NewFacebookServiceAliveSinceResult()}
+				c.args = *fb303.NewFacebookServiceAliveSinceArgs()
+				c.res = *fb303.NewFacebookServiceAliveSinceResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -65,7 +65,8 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *mix.NewMixPingArgs(), res: *mix.NewMixPingResult()}
+				c.args = *mix.NewMixPingArgs()
+				c.res = *mix.NewMixPingResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -85,7 +86,8 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *mix.NewMixCrunchArgs(), res: *mix.NewMixCrunchResult()}
+				c.args = *mix.NewMixCrunchArgs()
+				c.res = *mix.NewMixCrunchResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -105,7 +107,8 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *mix.NewMixStatusArgs(), res: *mix.NewMixStatusResult()}
+				c.args = *mix.NewMixStatusArgs()
+				c.res = *mix.NewMixStatusResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -169,7 +172,8 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *mix.NewSharedGetArgs(), res: *mix.NewSharedGetResult()}
+				c.args = *mix.NewSharedGetArgs()
+				c.res = *mix.NewSharedGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -189,7 +193,8 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *mix.NewSharedSlowArgs(), res: *mix.NewSharedSlowResult()}
+				c.args = *mix.NewSharedSlowArgs()
+				c.res = *mix.NewSharedSlowResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -231,7 +236,8 @@ func RegisterEcho(s *server.Server, h mix.EchoHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *mix.NewEchoEchoArgs(), res: *mix.NewEchoEchoResult()}
+				c.args = *mix.NewEchoEchoArgs()
+				c.res = *mix.NewEchoEchoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

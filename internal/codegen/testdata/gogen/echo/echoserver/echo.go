@@ -37,7 +37,8 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *echo.NewEchoEchoArgs(), res: *echo.NewEchoEchoResult()}
+				c.args = *echo.NewEchoEchoArgs()
+				c.res = *echo.NewEchoEchoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

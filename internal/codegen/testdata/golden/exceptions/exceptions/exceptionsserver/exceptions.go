@@ -80,7 +80,8 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *exceptions.NewStoreGetArgs(), res: *exceptions.NewStoreGetResult()}
+				c.args = *exceptions.NewStoreGetArgs()
+				c.res = *exceptions.NewStoreGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -100,7 +101,8 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *exceptions.NewStorePutArgs(), res: *exceptions.NewStorePutResult()}
+				c.args = *exceptions.NewStorePutArgs()
+				c.res = *exceptions.NewStorePutResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -120,7 +122,8 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *exceptions.NewStoreClearArgs(), res: *exceptions.NewStoreClearResult()}
+				c.args = *exceptions.NewStoreClearArgs()
+				c.res = *exceptions.NewStoreClearResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -64,7 +64,8 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *hinted.NewKVGetArgs(), res: *hinted.NewKVGetResult()}
+				c.args = *hinted.NewKVGetArgs()
+				c.res = *hinted.NewKVGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -84,7 +85,8 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *hinted.NewKVPutArgs(), res: *hinted.NewKVPutResult()}
+				c.args = *hinted.NewKVPutArgs()
+				c.res = *hinted.NewKVPutResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -104,7 +106,8 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *hinted.NewKVSizeArgs(), res: *hinted.NewKVSizeResult()}
+				c.args = *hinted.NewKVSizeArgs()
+				c.res = *hinted.NewKVSizeResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -141,7 +144,8 @@ func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *hinted.NewPlainNoopArgs(), res: *hinted.NewPlainNoopResult()}
+				c.args = *hinted.NewPlainNoopArgs()
+				c.res = *hinted.NewPlainNoopResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

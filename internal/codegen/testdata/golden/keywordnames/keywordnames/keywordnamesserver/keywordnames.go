@@ -71,7 +71,8 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *keywordnames.NewKeywordsSumArgs(), res: *keywordnames.NewKeywordsSumResult()}
+				c.args = *keywordnames.NewKeywordsSumArgs()
+				c.res = *keywordnames.NewKeywordsSumResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -91,7 +92,8 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *keywordnames.NewKeywordsEchoArgs(), res: *keywordnames.NewKeywordsEchoResult()}
+				c.args = *keywordnames.NewKeywordsEchoArgs()
+				c.res = *keywordnames.NewKeywordsEchoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -111,7 +113,8 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *keywordnames.NewKeywordsStrArgs(), res: *keywordnames.NewKeywordsStrResult()}
+				c.args = *keywordnames.NewKeywordsStrArgs()
+				c.res = *keywordnames.NewKeywordsStrResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -41,7 +41,8 @@ func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *mapkeys.NewKeyServiceLookupArgs(), res: *mapkeys.NewKeyServiceLookupResult()}
+				c.args = *mapkeys.NewKeyServiceLookupArgs()
+				c.res = *mapkeys.NewKeyServiceLookupResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

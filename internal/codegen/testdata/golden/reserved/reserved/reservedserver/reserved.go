@@ -61,7 +61,8 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *reserved.NewRangeSelectArgs(), res: *reserved.NewRangeSelectResult()}
+				c.args = *reserved.NewRangeSelectArgs()
+				c.res = *reserved.NewRangeSelectResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -81,7 +82,8 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *reserved.NewRangeNewThingArgs_(), res: *reserved.NewRangeNewThingResult_()}
+				c.args = *reserved.NewRangeNewThingArgs_()
+				c.res = *reserved.NewRangeNewThingResult_()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -101,7 +103,8 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *reserved.NewRangeGetIDArgs(), res: *reserved.NewRangeGetIDResult()}
+				c.args = *reserved.NewRangeGetIDArgs()
+				c.res = *reserved.NewRangeGetIDResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

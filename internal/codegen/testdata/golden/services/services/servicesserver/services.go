@@ -120,7 +120,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *services.NewSearchSearchArgs(), res: *services.NewSearchSearchResult()}
+				c.args = *services.NewSearchSearchArgs()
+				c.res = *services.NewSearchSearchResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -140,7 +141,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *services.NewSearchResetArgs(), res: *services.NewSearchResetResult()}
+				c.args = *services.NewSearchResetArgs()
+				c.res = *services.NewSearchResetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -170,7 +172,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *services.NewSearchSuggestArgs(), res: *services.NewSearchSuggestResult()}
+				c.args = *services.NewSearchSuggestArgs()
+				c.res = *services.NewSearchSuggestResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -190,7 +193,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call4)
 				}
-				*c = _call4{args: *services.NewSearchStatsArgs(), res: *services.NewSearchStatsResult()}
+				c.args = *services.NewSearchStatsArgs()
+				c.res = *services.NewSearchStatsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -210,7 +214,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call5)
 				}
-				*c = _call5{args: *services.NewSearchRawArgs(), res: *services.NewSearchRawResult()}
+				c.args = *services.NewSearchRawArgs()
+				c.res = *services.NewSearchRawResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -230,7 +235,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call6)
 				}
-				*c = _call6{args: *services.NewSearchTotalArgs(), res: *services.NewSearchTotalResult()}
+				c.args = *services.NewSearchTotalArgs()
+				c.res = *services.NewSearchTotalResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -250,7 +256,8 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				if c == nil {
 					c = new(_call7)
 				}
-				*c = _call7{args: *services.NewSearchOptionalArgsArgs(), res: *services.NewSearchOptionalArgsResult()}
+				c.args = *services.NewSearchOptionalArgsArgs()
+				c.res = *services.NewSearchOptionalArgsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -83,7 +83,8 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *store.NewStoreGetArgs(), res: *store.NewStoreGetResult()}
+				c.args = *store.NewStoreGetArgs()
+				c.res = *store.NewStoreGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -103,7 +104,8 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 				if c == nil {
 					c = new(_call1)
 				}
-				*c = _call1{args: *store.NewStoreIncrArgs(), res: *store.NewStoreIncrResult()}
+				c.args = *store.NewStoreIncrArgs()
+				c.res = *store.NewStoreIncrResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -123,7 +125,8 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *store.NewStoreSlowArgs(), res: *store.NewStoreSlowResult()}
+				c.args = *store.NewStoreSlowArgs()
+				c.res = *store.NewStoreSlowResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -143,7 +146,8 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *store.NewStoreBlobArgs(), res: *store.NewStoreBlobResult()}
+				c.args = *store.NewStoreBlobArgs()
+				c.res = *store.NewStoreBlobResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

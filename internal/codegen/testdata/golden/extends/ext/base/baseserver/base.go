@@ -43,7 +43,8 @@ func RegisterBase(s *server.Server, h base.BaseHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				c.args = *base.NewBaseInfoArgs()
+				c.res = *base.NewBaseInfoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

@@ -56,7 +56,8 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				c.args = *base.NewBaseInfoArgs()
+				c.res = *base.NewBaseInfoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -85,7 +86,8 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+				c.args = *child.NewMiddleCountArgs()
+				c.res = *child.NewMiddleCountResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -152,7 +154,8 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *base.NewBaseInfoArgs(), res: *base.NewBaseInfoResult()}
+				c.args = *base.NewBaseInfoArgs()
+				c.res = *base.NewBaseInfoResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -181,7 +184,8 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 				if c == nil {
 					c = new(_call2)
 				}
-				*c = _call2{args: *child.NewMiddleCountArgs(), res: *child.NewMiddleCountResult()}
+				c.args = *child.NewMiddleCountArgs()
+				c.res = *child.NewMiddleCountResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
@@ -201,7 +205,8 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 				if c == nil {
 					c = new(_call3)
 				}
-				*c = _call3{args: *child.NewChildNameArgs(), res: *child.NewChildNameResult()}
+				c.args = *child.NewChildNameArgs()
+				c.res = *child.NewChildNameResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {

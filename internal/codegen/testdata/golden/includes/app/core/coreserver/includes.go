@@ -37,7 +37,8 @@ func RegisterMains(s *server.Server, h core.MainsHandler) {
 				if c == nil {
 					c = new(_call0)
 				}
-				*c = _call0{args: *core.NewMainsGetArgs(), res: *core.NewMainsGetResult()}
+				c.args = *core.NewMainsGetArgs()
+				c.res = *core.NewMainsGetResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
