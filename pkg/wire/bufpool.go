@@ -216,14 +216,7 @@ const AliasMin = largeMin
 // fault per 4 KiB on top of the memmove. Aliasing drops the copy; Adopt
 // brings the buffer back into the pool once nothing uses it any more.
 func (c *Codec) DecodeAliased(p proto.Protocol, body []byte, lim *proto.Limits, s proto.Struct) error {
-	if p == proto.Compact {
-		c.cr.Alias = true
-		defer func() { c.cr.Alias = false }()
-	} else {
-		c.br.Alias = true
-		defer func() { c.br.Alias = false }()
-	}
-	return c.Decode(p, body, lim, s)
+	return c.decode(p, body, lim, s, true)
 }
 
 // Release disposes of the buffer a message was decoded from: handed to

@@ -360,3 +360,24 @@ func TestReleaseCopiedGoesBackToThePool(t *testing.T) {
 	again := getLarge(largeMin) // LIFO: the buffer just released
 	assert.Same(t, data, unsafe.SliceData(again[:1]))
 }
+
+// TestDecodeAfterAliased: a codec that decoded by aliasing copies again
+// on its next plain Decode (each decode sets the reader's aliasing).
+func TestDecodeAfterAliased(t *testing.T) {
+	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
+		t.Run(p.String(), func(t *testing.T) {
+			codec := GetCodec()
+			defer PutCodec(codec)
+			body := appendBinaryStruct(p, nil, []byte("aliased"))
+			var got binStruct
+			require.NoError(t, codec.DecodeAliased(p, body, &proto.DefaultLimits, &got))
+			body[len(body)-2] ^= 0xff // inside the value: an alias sees it
+			assert.NotEqual(t, []byte("aliased"), got.v)
+
+			body = appendBinaryStruct(p, nil, []byte("copied"))
+			require.NoError(t, codec.Decode(p, body, &proto.DefaultLimits, &got))
+			clear(body)
+			assert.Equal(t, []byte("copied"), got.v)
+		})
+	}
+}
