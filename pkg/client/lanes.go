@@ -581,7 +581,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if l != nil {
 			memo = &l.plain
 		}
-		b, err = c.appendFrame(ctx, memo, codec, dst, p.name, req.m.Oneway, req.args, timeout)
+		b, err = c.appendFrame(ctx, memo, codec, dst, p.name, req.oneway, req.args, timeout)
 		if err != nil {
 			if l != nil {
 				p.put(l)
@@ -596,7 +596,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		}
 	}
 	if p.batch != nil {
-		return p.batchCall(ctx, b, req.m.Oneway, result, req.use)
+		return p.batchCall(ctx, b, req.oneway, result, req.use)
 	}
 	if l == nil {
 		var err error
@@ -623,7 +623,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		return callFailed(ctx, "lane", err)
 	}
 	held.l = l
-	if req.m.Oneway {
+	if req.oneway {
 		return nil
 	}
 	if int64(len(resp)) > p.maxResp.Load() {
