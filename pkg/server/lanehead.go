@@ -22,13 +22,14 @@ import (
 
 // reqHead is the head of a lane's last plain call (a two-way call, so
 // its message type is Call): bytes 4–12 of its frame header and its
-// message header, what they decoded to, and the method it named in the
-// method table tab. Shared lanes learn none.
+// message header, what of them a call needs (its protocol, from the frame
+// header's flags; the message's seqid and where its body starts), and the
+// method it named in the method table tab. Shared lanes learn none.
 type reqHead struct {
 	bytes []byte
-	h     wire.Header // Kind, Flags, Seqid; Length and Timeout are the call's own
-	seqid int32       // the message header's
-	body  int         // the message's body, from the end of the frame header
+	p     proto.Protocol
+	seqid int32 // the message header's
+	body  int   // the message's body, from the end of the frame header
 	m     *method
 	tab   *map[string]*method
 }
@@ -61,6 +62,6 @@ func (ls *laneSession) learnHead(req []byte, h wire.Header, mh wire.MsgHeader, m
 	}
 	k := &ls.head
 	k.bytes = append(append(k.bytes[:0], req[4:12]...), req[wire.HeaderSize:wire.HeaderSize+mh.Body]...)
-	k.h = wire.Header{Kind: h.Kind, Flags: h.Flags, Seqid: h.Seqid}
+	k.p = h.Protocol()
 	k.seqid, k.body, k.m, k.tab = mh.Seqid, mh.Body, m, ls.mTab
 }

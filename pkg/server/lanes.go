@@ -400,7 +400,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	at := ls.arrived()
 	if m, timeout, ok := ls.knownHead(req, lim.MaxMessageSize); ok {
 		k := &ls.head
-		return ls.callMethod(req, at, m, k.h.Protocol(), false, k.seqid, wire.HeaderSize, wire.HeaderSize+k.body, timeout, nil)
+		return ls.callMethod(req, at, m, k.p, false, k.seqid, wire.HeaderSize, wire.HeaderSize+k.body, timeout, nil)
 	}
 	off := wire.HeaderSize
 	var sc *metadata.ServerCall
