@@ -158,7 +158,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.e.p("}")
 		// Field by field: "*c = _callN{args: ..., res: ...}" built the
 		// value on the stack and copied it 16 bytes at a time from 8-byte
-		// stores just made (stalled store forwards, ~6 ns of a lane call).
+		// stores just made (stalled store forwards; ~6 ns of perf samples).
 		g.e.p("c.args = *%s()", g.qual(owner, newName(args.name)))
 		g.e.p("c.res = *%s()", g.qual(owner, newName(result.name)))
 		g.e.p("return &c.args, c")
