@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,12 +66,14 @@ func run() error {
 		return regenerateTo(o.from, o.out, os.Stdout, os.Stderr)
 	}
 	started := time.Now()
+	gate := o.gate()
 	// Two drivers: latency and throughput sweep different sizes.
 	var lat []bench.LatencyRow
 	if len(o.latSizes) > 0 {
 		latD := bench.Driver{
 			Systems: o.systems, Placements: []bench.Placement{o.latP}, Sizes: o.latSizes,
 			Calls: o.calls, Warmup: o.warmup, WarmupFor: o.warmupFor, Reps: o.reps, Log: os.Stderr, Settle: o.settle,
+			Gate: gate,
 		}
 		if lat, _, err = latD.Run(ctx); err != nil {
 			return err
@@ -80,7 +83,7 @@ func run() error {
 	if len(o.tputSizes) > 0 {
 		tpD := bench.Driver{
 			Systems: o.systems, Sizes: o.tputSizes, Callers: o.callers, Dur: o.dur, Reps: o.reps, Log: os.Stderr,
-			Settle: o.settle, TputPlacement: o.tputP,
+			Settle: o.settle, TputPlacement: o.tputP, Gate: gate,
 		}
 		if _, tput, err = tpD.Run(ctx); err != nil {
 			return err
@@ -116,8 +119,10 @@ type options struct {
 	latSizes, tputSizes, callers        []int
 	calls, warmup, reps                 int
 	dur, timeout, settle, warmupFor     time.Duration
+	hostWait                            time.Duration
 	merge                               bool
 	latP, tputP                         bench.Placement
+	hostCPUs                            [2]int
 }
 
 // parseFlags parses and checks the flags, so that a sweep that could not
@@ -148,6 +153,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.from, "from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
 	fs.BoolVar(&o.merge, "merge", false, "keep the best of this run and the CSV files already in -out per point")
 	fs.DurationVar(&o.settle, "settle", bench.DefaultSettle, "pause before each measurement (lets the previous system's pollers go idle)")
+	fs.DurationVar(&o.hostWait, "host-wait", bench.DefaultHostWait, "before each measurement, wait up to this long for a cache line's round trip between the two -cpus to be back at its floor (a VM's host moves its vCPUs: in a slow phase it triples); the round trips are logged; 0: no check")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -207,6 +213,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, fmt.Errorf("-dur %v: want a positive duration", o.dur)
 	case o.settle < 0:
 		return nil, fmt.Errorf("-settle %v: want 0 or more", o.settle)
+	case o.hostWait < 0:
+		return nil, fmt.Errorf("-host-wait %v: want 0 or more", o.hostWait)
+	}
+	if o.hostCPUs, err = cpuPair(*cpus); err != nil {
+		return nil, err
 	}
 	if o.latP, err = placement(*latPl, *cpus); err != nil {
 		return nil, err
@@ -233,6 +244,25 @@ func positiveInts(flagName, s string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// cpuPair reads -cpus as two CPU numbers.
+func cpuPair(cpus string) ([2]int, error) {
+	a, b, ok := strings.Cut(cpus, ",")
+	x, errA := strconv.Atoi(strings.TrimSpace(a))
+	y, errB := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || errA != nil || errB != nil || x < 0 || y < 0 || x == y {
+		return [2]int{}, fmt.Errorf("-cpus %q: want two different CPU numbers, e.g. 0,1", cpus)
+	}
+	return [2]int{x, y}, nil
+}
+
+// gate is the host check the drivers share (nil: -host-wait 0).
+func (o *options) gate() *bench.HostGate {
+	if o.hostWait == 0 {
+		return nil
+	}
+	return bench.NewHostGate(o.hostCPUs[0], o.hostCPUs[1], o.hostWait)
 }
 
 // placement resolves one placement name against the two CPUs in cpus.

@@ -37,7 +37,7 @@ func TestRunnerEndToEnd(t *testing.T) {
 	systems := append(bench.EngineSystems(), "hatrpc")
 	cmd := exec.CommandContext(ctx, bin, "-systems", strings.Join(systems, ","),
 		"-lat-sizes", "64,4K", "-tput-sizes", "512", "-callers", "1,4", "-calls", "100", "-warmup", "10",
-		"-dur", "100ms", "-reps", "1", "-out", res)
+		"-dur", "100ms", "-reps", "1", "-host-wait", "0", "-out", res)
 	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
 	stdout, err := cmd.Output()
 	require.NoError(t, err)
@@ -63,11 +63,26 @@ func TestRunnerEndToEnd(t *testing.T) {
 	// Old build against new in one run: the binary is its own baseline
 	// here; the @base system's processes run it as the plain system.
 	res = filepath.Join(dir, "paired")
+	// With the host check: every rep's line says what the cache line's
+	// round trip was before and after it, unless the probe could not run
+	// here (then the sweep says so once and goes on).
 	cmd = exec.CommandContext(ctx, bin, "-systems", "hatrpc,hatrpc@base", "-baseline", bin,
-		"-lat-sizes", "64", "-tput-sizes", "", "-calls", "100", "-warmup", "10", "-reps", "2", "-out", res)
+		"-lat-sizes", "64", "-tput-sizes", "", "-calls", "100", "-warmup", "10", "-reps", "2", "-host-wait", "1s", "-out", res)
 	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	_, err = cmd.Output()
-	require.NoError(t, err)
+	require.NoError(t, err, stderr.String())
+	reps := 0
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "latency ") {
+			reps++
+			if !strings.Contains(stderr.String(), "host check off: ") {
+				assert.Regexp(t, ` line [0-9.]+[nµ]s.*/[0-9.]+[nµ]s`, line)
+			}
+		}
+	}
+	assert.Equal(t, 4, reps, "two systems, two reps")
 	rows := read("latency.csv")
 	require.Len(t, rows, 3, "a row per system")
 	for i, want := range []string{"hatrpc", "hatrpc@base"} {

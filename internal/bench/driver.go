@@ -29,6 +29,10 @@ type Driver struct {
 	// to 20 ms), so without a pause the system measured next would share
 	// the CPUs with the one measured before it.
 	Settle time.Duration
+	// Gate, when set, holds each measurement until the host is out of a
+	// slow phase (hostphase.go) and has the line's round trip logged
+	// before and after it; nil: no check.
+	Gate *HostGate
 
 	pids map[string]int // server process per system, set by withServers
 }
@@ -69,6 +73,51 @@ func (d *Driver) settle(ctx context.Context) error {
 	}
 }
 
+// hostReady waits (Gate) for the host's fast phase and says what it saw,
+// for the measurement's log line. A host where the line cannot be probed
+// turns the gate off, once, with the reason.
+func (d *Driver) hostReady(ctx context.Context) (string, error) {
+	if d.Gate == nil {
+		return "", nil
+	}
+	rtt, waited, err := d.Gate.Ready(ctx)
+	if err != nil {
+		return d.gateOff(ctx, err)
+	}
+	note := fmt.Sprintf(" line %v", rtt)
+	if float64(rtt) > d.Gate.Factor*float64(d.Gate.Floor()) {
+		note += fmt.Sprintf(" (still slow after %v: floor %v)", waited.Round(time.Second), d.Gate.Floor())
+	} else if waited >= d.Gate.Every {
+		note += fmt.Sprintf(" (waited %v for the floor)", waited.Round(100*time.Millisecond))
+	}
+	return note, nil
+}
+
+// hostAfter probes once after a measurement: a phase that began during it
+// shows as a slow line here.
+func (d *Driver) hostAfter(ctx context.Context) (string, error) {
+	if d.Gate == nil {
+		return "", nil
+	}
+	rtt, ok, err := d.Gate.Check(ctx)
+	if err != nil {
+		return d.gateOff(ctx, err)
+	}
+	if !ok {
+		return fmt.Sprintf("/%v (slow: floor %v)", rtt, d.Gate.Floor()), nil
+	}
+	return fmt.Sprintf("/%v", rtt), nil
+}
+
+func (d *Driver) gateOff(ctx context.Context, err error) (string, error) {
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	d.logf("host check off: %v", err)
+	d.Gate = nil
+	return "", nil
+}
+
 func (d *Driver) logf(format string, args ...any) {
 	if d.Log != nil {
 		fmt.Fprintf(d.Log, format+"\n", args...)
@@ -100,9 +149,17 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 						if err := d.settle(ctx); err != nil {
 							return err
 						}
+						before, err := d.hostReady(ctx)
+						if err != nil {
+							return err
+						}
 						res, err := RunClientProcess(ctx, ClientSpec{
 							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, WarmupFor: d.WarmupFor, Calls: d.Calls,
 						}, p.ClientCPU)
+						if err != nil {
+							return err
+						}
+						after, err := d.hostAfter(ctx)
 						if err != nil {
 							return err
 						}
@@ -110,7 +167,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 						if old, ok := rows[i].By[sys]; !ok || l.P50 < old.P50 {
 							rows[i].By[sys] = l
 						}
-						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v p99.9=%v", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99, l.P999)
+						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v p99.9=%v%s%s", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99, l.P999, before, after)
 					}
 				}
 			}
@@ -140,6 +197,10 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 					if err := d.settle(ctx); err != nil {
 						return err
 					}
+					before, err := d.hostReady(ctx)
+					if err != nil {
+						return err
+					}
 					res, err := RunClientProcess(ctx, ClientSpec{
 						System: sys, Addr: addrs[sys], Size: row.Size, Callers: row.Callers, Duration: d.Dur,
 						ServerPID: d.pids[sys],
@@ -152,7 +213,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 						row.By[sys] = r
 					}
 					c, s := r.CPUPerCall()
-					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s cpu/call %s+%s µs", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec(), us(c), us(s))
+					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s cpu/call %s+%s µs%s", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec(), us(c), us(s), before)
 				}
 			}
 		}

@@ -1,11 +1,14 @@
 /* Two-process busy-poll ping-pong: the raw shared-memory cache-line floor
  * next to 64 B SEND/RECV over the provider HATRPC_PROVIDER names (shm by
  * default, or ibv), measured the same way (fork, one process per core when
- * possible, median of several runs). */
+ * possible, median of several runs). `bench_pingpong phases [windows]`
+ * alternates the two instead, to show whether the host is in a slow phase
+ * (see phases()). */
 #define _GNU_SOURCE
 #include "ctest_util.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -81,108 +84,293 @@ static double raw_floor(double *runs)
 	return median(runs, RUNS);
 }
 
-/* The echo side of the SEND/RECV ping-pong. */
+/* One side of a SEND/RECV pair: an endpoint with 32 receives posted,
+ * connected to the other process through the pipes (rfd, wfd). The child
+ * sends its attributes first and a go byte once connected. */
+static int pair_open(struct ep *e, int child, int rfd, int wfd)
+{
+	uint32_t bad;
+	if (ep_open(e, prov, 1 << 20, 7, 0))
+		return 2;
+	for (int i = 0; i < 32; i++) {
+		hr_recv_wr r = mk_recv((uint64_t)i, e, (size_t)i * 4096, 4096);
+		hr_post_recv(e->qp, &r, 1, &bad);
+	}
+	hr_qp_attr mine, theirs;
+	hr_qp_local_attr(e->qp, &mine);
+	if (child) {
+		if (write(wfd, &mine, sizeof(mine)) != sizeof(mine) ||
+		    read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
+			return 3;
+	} else if (read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs) ||
+		   write(wfd, &mine, sizeof(mine)) != sizeof(mine)) {
+		return 3;
+	}
+	if (hr_qp_connect(e->qp, &theirs))
+		return 4;
+	char go = 1;
+	if (child ? write(wfd, &go, 1) != 1 : read(rfd, &go, 1) != 1)
+		return 5;
+	return 0;
+}
+
+/* Message k's send: signalled one in 16, so the send queue drains without a
+ * poll per message. */
+static int send_k(struct ep *e, long k, uint32_t size, uint32_t flags)
+{
+	uint32_t bad;
+	hr_send_wr s = mk_send((uint64_t)k, HR_OP_SEND, flags | ((k & 15) == 15 ? HR_SEND_SIGNALED : 0), e,
+			       200 * 1024, size);
+	return hr_post_send(e->qp, &s, 1, &bad) ? 7 : 0;
+}
+
+/* Waits for the next message (its arrival time in *at, when asked) and
+ * posts its receive again. */
+static int recv_next(struct ep *e, uint64_t *at)
+{
+	uint32_t bad;
+	hr_wc wc[1];
+	int n;
+	while ((n = hr_poll_cq(e->rcq, 1, wc)) == 0)
+		;
+	if (at)
+		*at = hr_now_ns();
+	if (n < 0 || wc[0].status)
+		return 6;
+	hr_recv_wr r = mk_recv(wc[0].wr_id, e, (size_t)wc[0].wr_id * 4096, 4096);
+	hr_post_recv(e->qp, &r, 1, &bad);
+	return 0;
+}
+
+static int drain_k(struct ep *e, long k)
+{
+	hr_wc wc[1];
+	return (k & 15) == 15 && wait_wc(e->scq, wc, 1, 5000) != 1 ? 8 : 0;
+}
+
+/* The echo side of k messages: answer each as it arrives. */
+static int echo_n(struct ep *e, long *k, long n, uint32_t size, uint32_t flags)
+{
+	for (long end = *k + n; *k < end; (*k)++) {
+		int st = recv_next(e, NULL);
+		if (!st)
+			st = send_k(e, *k, size, flags);
+		if (!st)
+			st = drain_k(e, *k);
+		if (st)
+			return st;
+	}
+	return 0;
+}
+
+/* One round trip from the measuring side; its time in *ns. */
+static int ping_one(struct ep *e, long k, uint32_t size, uint32_t flags, double *ns)
+{
+	uint64_t s0 = hr_now_ns(), at = s0;
+	int st = send_k(e, k, size, flags);
+	if (!st)
+		st = recv_next(e, &at);
+	*ns = (double)(at - s0);
+	return st ? st : drain_k(e, k);
+}
+
 static int echo_child(int rfd, int wfd, uint32_t size, uint32_t flags)
 {
 	pin(1);
 	struct ep c;
-	uint32_t bad;
-	if (ep_open(&c, prov, 1 << 20, 7, 0))
-		return 2;
-	for (int i = 0; i < 32; i++) {
-		hr_recv_wr r = mk_recv((uint64_t)i, &c, (size_t)i * 4096, 4096);
-		hr_post_recv(c.qp, &r, 1, &bad);
-	}
-	hr_qp_attr mine, theirs;
-	hr_qp_local_attr(c.qp, &mine);
-	if (write(wfd, &mine, sizeof(mine)) != sizeof(mine) || read(rfd, &theirs, sizeof(theirs)) != sizeof(theirs))
-		return 3;
-	if (hr_qp_connect(c.qp, &theirs))
-		return 4;
-	char go = 1;
-	if (write(wfd, &go, 1) != 1)
-		return 5;
-	hr_wc wc[4];
-	for (long k = 0; k < (long)RUNS * (ITERS + WARM); k++) {
-		int n;
-		while ((n = hr_poll_cq(c.rcq, 1, wc)) == 0)
-			;
-		if (n < 0 || wc[0].status)
-			return 6;
-		hr_recv_wr r = mk_recv(wc[0].wr_id, &c, (size_t)wc[0].wr_id * 4096, 4096);
-		hr_post_recv(c.qp, &r, 1, &bad);
-		/* Signal one in 16 so the send queue drains without a poll per message. */
-		hr_send_wr s = mk_send((uint64_t)k, HR_OP_SEND, flags | ((k & 15) == 15 ? HR_SEND_SIGNALED : 0), &c,
-				       200 * 1024, size);
-		if (hr_post_send(c.qp, &s, 1, &bad))
-			return 7;
-		if ((k & 15) == 15 && wait_wc(c.scq, wc, 1, 5000) != 1)
-			return 8;
-	}
+	int st = pair_open(&c, 1, rfd, wfd);
+	long k = 0;
+	if (!st)
+		st = echo_n(&c, &k, (long)RUNS * (ITERS + WARM), size, flags);
 	ep_close(&c);
-	return 0;
+	return st;
 }
 
-static double sendrecv(uint32_t size, uint32_t flags, double *runs)
+/* Forks the echo process (child(rfd, wfd)) and opens this side's end. */
+static pid_t fork_pair(struct ep *a, int (*child)(int, int, uint32_t, uint32_t), uint32_t size, uint32_t flags)
 {
 	int p2c[2], c2p[2];
 	if (pipe(p2c) || pipe(c2p))
 		return -1;
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(echo_child(p2c[0], c2p[1], size, flags));
+		_exit(child(p2c[0], c2p[1], size, flags));
 	pin(0);
-	struct ep a;
-	uint32_t bad;
-	if (ep_open(&a, prov, 1 << 20, 7, 0))
+	int st = pair_open(a, 0, c2p[0], p2c[1]);
+	close(p2c[0]);
+	close(p2c[1]);
+	close(c2p[0]);
+	close(c2p[1]);
+	if (st) {
+		/* The child may wait on a pipe it holds both ends of. */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 		return -1;
-	for (int i = 0; i < 32; i++) {
-		hr_recv_wr r = mk_recv((uint64_t)i, &a, (size_t)i * 4096, 4096);
-		hr_post_recv(a.qp, &r, 1, &bad);
 	}
-	hr_qp_attr mine, theirs;
-	hr_qp_local_attr(a.qp, &mine);
-	if (read(c2p[0], &theirs, sizeof(theirs)) != sizeof(theirs) || write(p2c[1], &mine, sizeof(mine)) != sizeof(mine))
+	return pid;
+}
+
+static double sendrecv(uint32_t size, uint32_t flags, double *runs)
+{
+	struct ep a;
+	pid_t pid = fork_pair(&a, echo_child, size, flags);
+	if (pid < 0)
 		return -1;
-	if (hr_qp_connect(a.qp, &theirs))
-		return -1;
-	char go;
-	if (read(c2p[0], &go, 1) != 1)
-		return -1;
-	hr_wc wc[4];
 	long k = 0;
 	for (int r = 0; r < RUNS; r++) {
 		uint64_t t0 = 0;
 		for (int j = 0; j < ITERS + WARM; j++, k++) {
 			if (j == WARM)
 				t0 = hr_now_ns();
-			uint64_t s0 = hr_now_ns();
-			hr_send_wr s = mk_send((uint64_t)k, HR_OP_SEND, flags | ((k & 15) == 15 ? HR_SEND_SIGNALED : 0),
-					       &a, 200 * 1024, size);
-			if (hr_post_send(a.qp, &s, 1, &bad))
-				return -1;
-			int n;
-			while ((n = hr_poll_cq(a.rcq, 1, wc)) == 0)
-				;
-			if (n < 0 || wc[0].status)
+			double ns;
+			if (ping_one(&a, k, size, flags, &ns))
 				return -1;
 			if (j >= WARM)
-				samples[nsamples++] = (double)(hr_now_ns() - s0);
-			hr_recv_wr rr = mk_recv(wc[0].wr_id, &a, (size_t)wc[0].wr_id * 4096, 4096);
-			hr_post_recv(a.qp, &rr, 1, &bad);
-			if ((k & 15) == 15 && wait_wc(a.scq, wc, 1, 5000) != 1)
-				return -1;
+				samples[nsamples++] = ns;
 		}
 		runs[r] = (double)(hr_now_ns() - t0) / ITERS;
 	}
 	int st;
 	waitpid(pid, &st, 0);
 	ep_close(&a);
-	close(p2c[0]);
-	close(p2c[1]);
-	close(c2p[0]);
-	close(c2p[1]);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? median(runs, RUNS) : -1;
+}
+
+/* Host phases: windows of PH_W raw cache-line round trips and PH_W 64 B
+ * SEND/RECV round trips alternate between the same two pinned processes,
+ * so each pair of windows sees one placement of the two CPUs. On a VM the
+ * host moves its vCPUs, and a line's round trip can triple for seconds
+ * (measured 2026-11-28: 160-180 ns, then 480-560 ns); SEND/RECV, which
+ * moves several lines a message, doubles with it (~480 -> ~980 ns), and so
+ * does everything built on it. A benchmark run in such a phase measures
+ * the host, not the code. */
+enum { PH_W = 2000 };
+
+static struct lines *ph_lines;
+
+static int raw_echo(uint64_t *i, int n)
+{
+	for (int j = 0; j < n; j++) {
+		++*i;
+		while (atomic_load_explicit(&ph_lines->ping, memory_order_acquire) != *i)
+			;
+		atomic_store_explicit(&ph_lines->pong, *i, memory_order_release);
+	}
+	return 0;
+}
+
+static double raw_window(uint64_t *i, double *v)
+{
+	for (int j = 0; j < PH_W; j++) {
+		uint64_t s0 = hr_now_ns();
+		++*i;
+		atomic_store_explicit(&ph_lines->ping, *i, memory_order_release);
+		while (atomic_load_explicit(&ph_lines->pong, memory_order_acquire) != *i)
+			;
+		v[j] = (double)(hr_now_ns() - s0);
+	}
+	return median(v, PH_W);
+}
+
+static int phase_child(int rfd, int wfd, uint32_t windows, uint32_t unused)
+{
+	(void)unused;
+	pin(1);
+	struct ep c;
+	int st = pair_open(&c, 1, rfd, wfd);
+	uint64_t i = 0;
+	long k = 0;
+	for (uint32_t w = 0; w < windows && !st; w++) {
+		raw_echo(&i, PH_W);
+		st = echo_n(&c, &k, PH_W, 64, 0);
+	}
+	ep_close(&c);
+	return st;
+}
+
+static void phase_line(const char *what, double *raw, double *shm, int n)
+{
+	if (n == 0) {
+		printf("  %-28s     0 windows\n", what);
+		return;
+	}
+	printf("  %-28s %5d windows: line p50 %5.0f ns, shm SEND/RECV 64 B p50 %5.0f ns (medians of windows)\n",
+	       what, n, median(raw, n), median(shm, n));
+}
+
+static int phases(int windows)
+{
+	ph_lines = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* Per window: raw and shm p50s; then each split by phase (sorting for
+	 * medians reorders, so the splits are copies). */
+	double *raw = calloc((size_t)windows * 6 + PH_W, sizeof(double));
+	uint64_t *t = calloc((size_t)windows, sizeof(uint64_t));
+	if (ph_lines == MAP_FAILED || !raw || !t) {
+		fprintf(stderr, "phases: out of memory\n");
+		return 1;
+	}
+	double *shm = raw + windows, *fast_r = shm + windows, *fast_s = fast_r + windows;
+	double *slow_r = fast_s + windows, *slow_s = slow_r + windows, *v = slow_s + windows;
+	struct ep a;
+	pid_t pid = fork_pair(&a, phase_child, (uint32_t)windows, 0);
+	if (pid < 0) {
+		fprintf(stderr, "phases: cannot connect a %s pair\n", prov);
+		return 1;
+	}
+	uint64_t i = 0, t0 = hr_now_ns();
+	long k = 0;
+	for (int w = 0; w < windows; w++) {
+		t[w] = hr_now_ns() - t0;
+		raw[w] = raw_window(&i, v);
+		for (int j = 0; j < PH_W; j++, k++)
+			if (ping_one(&a, k, 64, 0, &v[j])) {
+				fprintf(stderr, "phases: SEND/RECV failed in window %d\n", w);
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				return 1;
+			}
+		shm[w] = median(v, PH_W);
+	}
+	uint64_t end = hr_now_ns() - t0;
+	int st;
+	waitpid(pid, &st, 0);
+	ep_close(&a);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "phases: the echo process failed (status %d)\n", st);
+		return 1;
+	}
+	double best = raw[0];
+	for (int w = 1; w < windows; w++)
+		best = raw[w] < best ? raw[w] : best;
+	printf("host phases (%s): %d windows of %d raw cache-line round trips, then %d 64 B SEND/RECV\n", prov,
+	       windows, PH_W, PH_W);
+	int nf = 0, ns = 0, in_slow = 0, phases_seen = 0;
+	uint64_t since = 0;
+	for (int w = 0; w <= windows; w++) {
+		int slow = w < windows && raw[w] > 2 * best;
+		if (w < windows && slow) {
+			slow_r[ns] = raw[w];
+			slow_s[ns++] = shm[w];
+		} else if (w < windows) {
+			fast_r[nf] = raw[w];
+			fast_s[nf++] = shm[w];
+		}
+		if (slow != in_slow || w == windows) {
+			uint64_t at = w < windows ? t[w] : end;
+			if (in_slow && ++phases_seen <= 10)
+				printf("  slow phase from %.2f s to %.2f s\n", (double)since / 1e9, (double)at / 1e9);
+			in_slow = slow;
+			since = at;
+		}
+	}
+	if (phases_seen > 10)
+		printf("  ... %d slow phases in all\n", phases_seen);
+	phase_line("line at its floor (<= 2x)", fast_r, fast_s, nf);
+	phase_line("line slow (> 2x its best)", slow_r, slow_s, ns);
+	free(raw);
+	free(t);
+	munmap(ph_lines, 4096);
+	return 0;
 }
 
 static void report(const char *name, double med, double *runs)
@@ -197,11 +385,15 @@ static void report(const char *name, double med, double *runs)
 	nsamples = 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *env = getenv("HATRPC_PROVIDER");
 	if (env && strcmp(env, "ibv") == 0)
 		prov = "ibv";
+	if (argc > 1 && strcmp(argv[1], "phases") == 0) {
+		int windows = argc > 2 ? atoi(argv[2]) : 2000;
+		return phases(windows > 0 ? windows : 2000);
+	}
 	double runs[RUNS];
 	char what[64];
 	double m = raw_floor(runs);
