@@ -73,7 +73,7 @@ func (d *Driver) settle(ctx context.Context) error {
 	}
 }
 
-// hostReady waits (Gate) for the host's fast phase and says what it saw,
+// hostReady waits (Gate) for the host to leave a slow phase and says what it saw,
 // for the measurement's log line. A host where the line cannot be probed
 // turns the gate off, once, with the reason.
 func (d *Driver) hostReady(ctx context.Context) (string, error) {
@@ -85,10 +85,10 @@ func (d *Driver) hostReady(ctx context.Context) (string, error) {
 		return d.gateOff(ctx, err)
 	}
 	note := fmt.Sprintf(" line %v", rtt)
-	if float64(rtt) > d.Gate.Factor*float64(d.Gate.Floor()) {
-		note += fmt.Sprintf(" (still slow after %v: floor %v)", waited.Round(time.Second), d.Gate.Floor())
-	} else if waited >= d.Gate.Every {
-		note += fmt.Sprintf(" (waited %v for the floor)", waited.Round(100*time.Millisecond))
+	if float64(rtt) > d.Gate.Factor*float64(d.Gate.Typical()) {
+		note += fmt.Sprintf(" (still slow after %v: typical %v)", waited.Round(time.Second), d.Gate.Typical())
+	} else if waited > 0 {
+		note += fmt.Sprintf(" (waited %v for a typical one)", waited.Round(100*time.Millisecond))
 	}
 	return note, nil
 }
@@ -104,7 +104,7 @@ func (d *Driver) hostAfter(ctx context.Context) (string, error) {
 		return d.gateOff(ctx, err)
 	}
 	if !ok {
-		return fmt.Sprintf("/%v (slow: floor %v)", rtt, d.Gate.Floor()), nil
+		return fmt.Sprintf("/%v (slow: typical %v)", rtt, d.Gate.Typical()), nil
 	}
 	return fmt.Sprintf("/%v", rtt), nil
 }

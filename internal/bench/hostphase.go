@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +19,9 @@ import (
 // everything that moves lines between the two processes slows with it
 // (shm SEND/RECV 64 B ~480 -> ~980 ns, in 950 of 951 such windows). A
 // latency repetition taken in such a phase measures the host, not the
-// system, so the driver waits for the line to come back to its floor
-// before each measurement (HostGate), and logs the round trip before and
-// after it.
+// system, so the driver waits for the line to come back to its usual
+// round trip before each measurement (HostGate), and logs the round trip
+// before and after it.
 
 // ErrNoLineProbe is returned when a line round trip cannot be measured
 // here (fewer than two CPUs to pin to, or a single P).
@@ -127,28 +128,34 @@ func pinThread(cpu int) error {
 	return nil
 }
 
-// HostGate holds a measurement until the host is out of a slow phase: the
-// line's round trip within Factor of the least seen in this run, or Wait
-// passed.
+// HostGate holds a measurement until the host is out of a slow phase:
+// the line's round trip within Factor of its typical value (the median of
+// the last probes), or Wait passed.
 type HostGate struct {
 	Probe  func(ctx context.Context) (time.Duration, error)
 	Wait   time.Duration // longest wait per measurement
 	Every  time.Duration // pause between probes while waiting
-	Factor float64       // slow: more than Factor times the floor
+	Factor float64       // slow: more than Factor times the typical round trip
 
-	floor time.Duration
+	seen []time.Duration // the last gateHistory probes, oldest first
 }
 
-// DefaultHostWait is the longest a measurement waits for the floor. Slow
-// phases measured here lasted 1-20 s and took ~10 % of the time; a sweep
-// has hundreds of measurements, so the wait stays bounded well below its
+// gateHistory is how many probes the typical round trip is the median of.
+const gateHistory = 64
+
+// DefaultHostWait is the longest a measurement waits. Slow phases
+// measured here lasted 1-20 s and took ~10 % of the time; a sweep has
+// hundreds of measurements, so the wait stays bounded well below its
 // -timeout even when the host stays slow.
 const DefaultHostWait = 10 * time.Second
 
 // NewHostGate probes the line between CPUs a and b with 2000 round trips
-// (well under a millisecond at the floor). The probe's means sit at three
-// levels here, ~115-135, ~190-235 and 470-730 ns; only the last is the
-// slow phase, so slow is more than 2.5 times the floor.
+// (well under a millisecond normally). The probe's means sit at four
+// levels here: ~50 ns (now and then: the two vCPUs on one core's
+// hyperthreads), ~115-135, ~190-235 and 470-730 ns, the last the slow
+// phase. The least seen is no reference (a run that once saw 50 ns would
+// then wait on every normal probe), the median is: slow is more than 2.5
+// times it.
 func NewHostGate(a, b int, wait time.Duration) *HostGate {
 	return &HostGate{
 		Probe:  func(ctx context.Context) (time.Duration, error) { return LineRTT(ctx, a, b, 2000) },
@@ -158,28 +165,40 @@ func NewHostGate(a, b int, wait time.Duration) *HostGate {
 	}
 }
 
-// Floor is the least round trip seen so far (0 before the first probe).
-func (g *HostGate) Floor() time.Duration { return g.floor }
+// Typical is the median of the last probes (0 before the first).
+func (g *HostGate) Typical() time.Duration {
+	if len(g.seen) == 0 {
+		return 0
+	}
+	s := slices.Clone(g.seen)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
 
-// Check probes once and reports the round trip and whether it is at the
-// floor (within Factor of the least seen, this probe included).
+// Check probes once and reports the round trip and whether it is
+// typical (within Factor of the median, this probe included).
 func (g *HostGate) Check(ctx context.Context) (time.Duration, bool, error) {
 	rtt, err := g.Probe(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	if g.floor == 0 || rtt < g.floor {
-		g.floor = rtt
+	if len(g.seen) == gateHistory {
+		g.seen = append(g.seen[:0], g.seen[1:]...)
 	}
-	return rtt, float64(rtt) <= g.Factor*float64(g.floor), nil
+	g.seen = append(g.seen, rtt)
+	return rtt, float64(rtt) <= g.Factor*float64(g.Typical()), nil
 }
 
-// Ready probes until the line is at its floor or Wait has passed, and
-// returns the last round trip and how long it waited.
+// Ready probes until the line's round trip is typical or Wait has passed, and
+// returns the last round trip and how long it waited (0: the first probe
+// was typical).
 func (g *HostGate) Ready(ctx context.Context) (rtt, waited time.Duration, err error) {
 	start := time.Now()
-	for {
+	for first := true; ; first = false {
 		rtt, ok, err := g.Check(ctx)
+		if first && (ok || err != nil) {
+			return rtt, 0, err
+		}
 		waited = time.Since(start)
 		if err != nil || ok || waited >= g.Wait {
 			return rtt, waited, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,35 +26,62 @@ func seqProbe(rtts ...time.Duration) (func(context.Context) (time.Duration, erro
 func TestHostGateReady(t *testing.T) {
 	const ns = time.Nanosecond
 	tests := []struct {
-		name      string
-		floor     time.Duration // seeded by a first Check, 0: none
-		rtts      []time.Duration
-		wantRTT   time.Duration
-		wantCalls int
-		wantFloor time.Duration
+		name        string
+		seen        []time.Duration // earlier probes
+		rtts        []time.Duration
+		wantRTT     time.Duration
+		wantCalls   int
+		wantTypical time.Duration
 	}{
-		{name: "first probe sets the floor", rtts: []time.Duration{520 * ns}, wantRTT: 520 * ns, wantCalls: 1, wantFloor: 520 * ns},
-		{name: "at the floor", floor: 120 * ns, rtts: []time.Duration{130 * ns}, wantRTT: 130 * ns, wantCalls: 1, wantFloor: 120 * ns},
-		{name: "within the factor", floor: 120 * ns, rtts: []time.Duration{300 * ns}, wantRTT: 300 * ns, wantCalls: 1, wantFloor: 120 * ns},
-		{name: "slow, then the floor", floor: 120 * ns, rtts: []time.Duration{520 * ns, 540 * ns, 125 * ns}, wantRTT: 125 * ns, wantCalls: 3, wantFloor: 120 * ns},
-		{name: "a new floor", floor: 200 * ns, rtts: []time.Duration{110 * ns}, wantRTT: 110 * ns, wantCalls: 1, wantFloor: 110 * ns},
+		{name: "the first probe is typical", rtts: []time.Duration{520 * ns}, wantRTT: 520 * ns, wantCalls: 1, wantTypical: 520 * ns},
+		{name: "typical", seen: []time.Duration{120 * ns, 130 * ns}, rtts: []time.Duration{125 * ns}, wantRTT: 125 * ns, wantCalls: 1, wantTypical: 125 * ns},
+		{name: "within the factor", seen: []time.Duration{120 * ns, 120 * ns}, rtts: []time.Duration{290 * ns}, wantRTT: 290 * ns, wantCalls: 1, wantTypical: 120 * ns},
+		// The slow probes count too: a phase that lasts moves the median.
+		{name: "slow, then typical", seen: []time.Duration{120 * ns, 125 * ns, 130 * ns}, rtts: []time.Duration{520 * ns, 540 * ns, 125 * ns},
+			wantRTT: 125 * ns, wantCalls: 3, wantTypical: 130 * ns},
+		// One probe on hyperthreads of one core (~50 ns) is no reference:
+		// the usual ~120 ns stays typical after it.
+		{name: "a fast outlier", seen: []time.Duration{120 * ns, 125 * ns, 50 * ns, 130 * ns}, rtts: []time.Duration{122 * ns},
+			wantRTT: 122 * ns, wantCalls: 1, wantTypical: 122 * ns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			probe, calls := seqProbe(tt.rtts...)
-			g := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5}
-			if tt.floor > 0 {
-				g.floor = tt.floor
-			}
+			g := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5, seen: slices.Clone(tt.seen)}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			rtt, _, err := g.Ready(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantRTT, rtt)
 			assert.Equal(t, tt.wantCalls, *calls)
-			assert.Equal(t, tt.wantFloor, g.Floor())
+			assert.Equal(t, tt.wantTypical, g.Typical())
 		})
 	}
+}
+
+// TestHostGateHistory: the typical round trip follows the last probes, so a
+// host that settles at another level is not waited on for ever.
+func TestHostGateHistory(t *testing.T) {
+	probe, _ := seqProbe(100)
+	g := &HostGate{Probe: probe, Factor: 2.5}
+	ctx := context.Background()
+	for range gateHistory {
+		_, ok, err := g.Check(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	g.Probe, _ = seqProbe(500)
+	slow := 0
+	for range gateHistory {
+		_, ok, err := g.Check(ctx)
+		require.NoError(t, err)
+		if !ok {
+			slow++
+		}
+	}
+	assert.Equal(t, gateHistory/2-1, slow, "slow while more than half the history is at the old level")
+	assert.Len(t, g.seen, gateHistory)
+	assert.Equal(t, time.Duration(500), g.Typical())
 }
 
 func TestHostGateGivesUp(t *testing.T) {
@@ -64,6 +92,9 @@ func TestHostGateGivesUp(t *testing.T) {
 	_, ok, err := g.Check(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
+	for range 60 { // a run's worth of typical probes
+		g.seen = append(g.seen, 100)
+	}
 	rtt, waited, err := g.Ready(ctx)
 	require.NoError(t, err, "a host that stays slow is measured anyway, after Wait")
 	assert.Equal(t, time.Duration(900), rtt)
@@ -72,6 +103,7 @@ func TestHostGateGivesUp(t *testing.T) {
 
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
+	g.seen = []time.Duration{100, 100, 100, 100, 100, 100, 100, 100, 100, 100}
 	g.Wait = time.Hour
 	_, _, err = g.Ready(cctx)
 	require.ErrorIs(t, err, context.Canceled)
@@ -87,12 +119,13 @@ func TestHostGateGivesUp(t *testing.T) {
 func TestDriverHostNotes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	probe, _ := seqProbe(120, 130, 900, 900, 125, 700)
 	var log bytes.Buffer
-	d := Driver{Log: &log, Gate: &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5}}
+	probe, _ := seqProbe(120, 130, 900, 900, 125, 700)
+	gate := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5, seen: []time.Duration{120, 120, 120, 120}}
+	d := Driver{Log: &log, Gate: gate}
 	for _, want := range []struct{ before, after string }{
 		{" line 120ns", "/130ns"},
-		{" line 125ns (waited 0s for the floor)", "/700ns (slow: floor 120ns)"},
+		{" line 125ns (waited 0s for a typical one)", "/700ns (slow: typical 125ns)"},
 	} {
 		before, err := d.hostReady(ctx)
 		require.NoError(t, err)
@@ -106,7 +139,7 @@ func TestDriverHostNotes(t *testing.T) {
 	d.Gate.Probe, _ = seqProbe(900)
 	before, err := d.hostReady(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, " line 900ns (still slow after 0s: floor 120ns)", before)
+	assert.Equal(t, " line 900ns (still slow after 0s: typical 125ns)", before)
 
 	d.Gate.Probe = func(context.Context) (time.Duration, error) { return 0, ErrNoLineProbe }
 	before, err = d.hostReady(ctx)

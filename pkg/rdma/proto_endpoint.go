@@ -9,23 +9,25 @@ package rdma
 // holding pointers may not be handed to C at all.
 typedef struct { void *rp; uint64_t rl; int replied; } hr_ep_out;
 
-// The per-message crossings take the message and the out-parameters as
-// integers: cgo checks every pointer argument (is it Go memory, and does
-// what it points at hold Go pointers?), and those checks were ~70 ns of
-// each crossing here, two crossings a lane call (see RPCEndpoint.hold).
-static int hrgo_call(hr_ep *ep, uint32_t proto, uintptr_t req, uint64_t len, int timeout_ms, uint32_t gen,
+// The per-message crossings take the endpoint, the message and the
+// out-parameters as integers: cgo checks every pointer argument (is it Go
+// memory, and does what it points at hold Go pointers?), and those checks
+// were ~70 ns of each crossing here, two crossings a lane call (see
+// RPCEndpoint.hold). The endpoint is C memory, but cgo cannot know that:
+// its check was still one call of runtime.cgoCheckPointer a crossing.
+static int hrgo_call(uintptr_t ep, uint32_t proto, uintptr_t req, uint64_t len, int timeout_ms, uint32_t gen,
 		     uintptr_t out)
 {
 	hr_ep_out *o = (hr_ep_out *)out;
-	return hr_ep_call(ep, proto, (const void *)req, len, timeout_ms, gen, &o->rp, &o->rl);
+	return hr_ep_call((hr_ep *)ep, proto, (const void *)req, len, timeout_ms, gen, &o->rp, &o->rl);
 }
 
-static int hrgo_reply_recv(hr_ep *ep, uint32_t proto, uintptr_t resp, uint64_t len, int idle_ms, int timeout_ms,
+static int hrgo_reply_recv(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_t len, int idle_ms, int timeout_ms,
 			   uint32_t gen, uintptr_t out)
 {
 	hr_ep_out *o = (hr_ep_out *)out;
-	return hr_ep_reply_recv(ep, proto, (const void *)resp, len, idle_ms, timeout_ms, gen, &o->replied, &o->rp,
-				&o->rl);
+	return hr_ep_reply_recv((hr_ep *)ep, proto, (const void *)resp, len, idle_ms, timeout_ms, gen, &o->replied,
+				&o->rp, &o->rl);
 }
 */
 import "C"
@@ -184,7 +186,7 @@ type RPCEndpoint struct {
 
 	mu     sync.Mutex // one exchange at a time
 	cmu    sync.RWMutex
-	closed bool
+	closed bool // written under mu and cmu: readable under either
 	gen    uint32
 	out    *C.hr_ep_out // the C exchange's out-parameters (guarded by mu)
 	// The watch on the context of the last exchanges (see run): one
@@ -305,8 +307,11 @@ func (e *RPCEndpoint) Bootstrap(ctx context.Context, conn net.Conn) error {
 }
 
 func (e *RPCEndpoint) isClosed() bool {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
+	// Close writes closed holding both mu and cmu, and every exchange
+	// reads it holding mu: no read lock (two atomic read-modify-writes a
+	// crossing, on both sides of a call) needed here. cmu is for the
+	// callers that cannot take mu while an exchange runs (Abort, SetSpin,
+	// Counters).
 	return e.closed
 }
 
@@ -457,6 +462,10 @@ func ptrLen(b []byte) (unsafe.Pointer, C.uint64_t) {
 // check).
 func (e *RPCEndpoint) outAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(e.out))) }
 
+// epAddr is the endpoint as the per-message crossings take it (C memory,
+// as an integer: no cgo pointer check).
+func (e *RPCEndpoint) epAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(e.p))) }
+
 // RequestBuffer is a lease on the send staging buffer for n bytes: a
 // request written there is sent without a copy. Valid until the next call.
 func (e *RPCEndpoint) RequestBuffer(n int) []byte {
@@ -507,7 +516,7 @@ func (e *RPCEndpoint) call(ctx context.Context, proto Protocol, req []byte, ms i
 	p, n := ptrLen(req)
 	e.hold = p
 	st := e.runMs(ctx, ms, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hrgo_call(e.p, C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen, e.outAddr())
+		return C.hrgo_call(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen, e.outAddr())
 	})
 	e.hold = nil
 	rp, rl := e.out.rp, e.out.rl
@@ -649,7 +658,7 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 	e.hold = p
 	e.out.replied = 0
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hrgo_reply_recv(e.p, C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n,
+		return C.hrgo_reply_recv(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n,
 			C.int(recvSlice/time.Millisecond), ms, gen, e.outAddr())
 	})
 	e.hold = nil
