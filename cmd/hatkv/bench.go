@@ -312,9 +312,13 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 	m := ycsb.NewMeasurements()
 	prog := startProgress(out, bf.progress, phase, total, bf.duration, &db.done)
 	rep, _ := ycsb.Run(runCtx, db, w, opts, m)
+	// Whether Ctrl-C cut this phase short is decided when it ends: a
+	// signal that comes while its report is printed ends the next phase,
+	// not this whole one.
+	interrupted := ctx.Err() != nil
 	prog.stop()
 	outf(out, "\n== %s phase ==\n", phase)
-	if ctx.Err() != nil {
+	if interrupted {
 		outf(out, "(interrupted: partial results)\n")
 	}
 	if err := rep.WriteText(out); err != nil {
@@ -337,7 +341,7 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 	if failed > 0 {
 		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())
 	}
-	res := phaseResult{Phase: phase, Interrupted: ctx.Err() != nil, Report: rep, m: m}
+	res := phaseResult{Phase: phase, Interrupted: interrupted, Report: rep, m: m}
 	if len(cl.Addrs()) > 1 {
 		res.Servers = spread(ctx, out, cl, before, phase == "load")
 	}
