@@ -80,12 +80,12 @@ func (d *Driver) hostReady(ctx context.Context) (string, error) {
 	if d.Gate == nil {
 		return "", nil
 	}
-	rtt, waited, err := d.Gate.Ready(ctx)
+	rtt, waited, ok, err := d.Gate.Ready(ctx)
 	if err != nil {
 		return d.gateOff(ctx, err)
 	}
 	note := fmt.Sprintf(" line %v", rtt)
-	if float64(rtt) > d.Gate.Factor*float64(d.Gate.Typical()) {
+	if !ok {
 		note += fmt.Sprintf(" (still slow after %v: typical %v)", waited.Round(time.Second), d.Gate.Typical())
 	} else if waited > 0 {
 		note += fmt.Sprintf(" (waited %v for a typical one)", waited.Round(100*time.Millisecond))

@@ -190,25 +190,25 @@ func (g *HostGate) Check(ctx context.Context) (time.Duration, bool, error) {
 }
 
 // Ready probes until the line's round trip is typical or Wait has passed, and
-// returns the last round trip and how long it waited (0: the first probe
-// was typical).
-func (g *HostGate) Ready(ctx context.Context) (rtt, waited time.Duration, err error) {
+// returns the last round trip, how long it waited (0: the first probe was
+// typical) and whether the last probe was typical (false: Wait ran out).
+func (g *HostGate) Ready(ctx context.Context) (rtt, waited time.Duration, ok bool, err error) {
 	start := time.Now()
 	for first := true; ; first = false {
-		rtt, ok, err := g.Check(ctx)
+		rtt, ok, err = g.Check(ctx)
 		if first && (ok || err != nil) {
-			return rtt, 0, err
+			return rtt, 0, ok, err
 		}
 		waited = time.Since(start)
 		if err != nil || ok || waited >= g.Wait {
-			return rtt, waited, err
+			return rtt, waited, ok, err
 		}
 		t := time.NewTimer(g.Every)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return rtt, waited, ctx.Err()
+			return rtt, waited, false, ctx.Err()
 		}
 	}
 }

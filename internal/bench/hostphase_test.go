@@ -50,8 +50,9 @@ func TestHostGateReady(t *testing.T) {
 			g := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5, seen: slices.Clone(tt.seen)}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			rtt, _, err := g.Ready(ctx)
+			rtt, _, ok, err := g.Ready(ctx)
 			require.NoError(t, err)
+			assert.True(t, ok)
 			assert.Equal(t, tt.wantRTT, rtt)
 			assert.Equal(t, tt.wantCalls, *calls)
 			assert.Equal(t, tt.wantTypical, g.Typical())
@@ -95,8 +96,9 @@ func TestHostGateGivesUp(t *testing.T) {
 	for range 60 { // a run's worth of typical probes
 		g.seen = append(g.seen, 100)
 	}
-	rtt, waited, err := g.Ready(ctx)
+	rtt, waited, ok, err := g.Ready(ctx)
 	require.NoError(t, err, "a host that stays slow is measured anyway, after Wait")
+	assert.False(t, ok, "still slow when Wait ran out")
 	assert.Equal(t, time.Duration(900), rtt)
 	assert.GreaterOrEqual(t, waited, 20*time.Millisecond)
 	assert.Greater(t, *calls, 2)
@@ -105,12 +107,12 @@ func TestHostGateGivesUp(t *testing.T) {
 	ccancel()
 	g.seen = []time.Duration{100, 100, 100, 100, 100, 100, 100, 100, 100, 100}
 	g.Wait = time.Hour
-	_, _, err = g.Ready(cctx)
+	_, _, _, err = g.Ready(cctx)
 	require.ErrorIs(t, err, context.Canceled)
 
 	boom := errors.New("boom")
 	g.Probe = func(context.Context) (time.Duration, error) { return 0, boom }
-	_, _, err = g.Ready(ctx)
+	_, _, _, err = g.Ready(ctx)
 	require.ErrorIs(t, err, boom)
 }
 

@@ -47,37 +47,51 @@ struct lines {
 	_Alignas(64) _Atomic uint64_t pong;
 };
 
+/* The line's two sides: raw_echo answers n round trips, raw_ping times
+ * them (each one's ns in v, when v is not NULL). i counts round trips, so
+ * the two sides stay in step across calls. */
+static void raw_echo(struct lines *l, uint64_t *i, long n)
+{
+	for (long j = 0; j < n; j++) {
+		++*i;
+		while (atomic_load_explicit(&l->ping, memory_order_acquire) != *i)
+			;
+		atomic_store_explicit(&l->pong, *i, memory_order_release);
+	}
+}
+
+static void raw_ping(struct lines *l, uint64_t *i, long n, double *v)
+{
+	for (long j = 0; j < n; j++) {
+		uint64_t s0 = hr_now_ns();
+		++*i;
+		atomic_store_explicit(&l->ping, *i, memory_order_release);
+		while (atomic_load_explicit(&l->pong, memory_order_acquire) != *i)
+			;
+		if (v)
+			v[j] = (double)(hr_now_ns() - s0);
+	}
+}
+
 static double raw_floor(double *runs)
 {
 	struct lines *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (l == MAP_FAILED)
 		return -1;
+	uint64_t i = 0;
 	pid_t pid = fork();
 	if (pid == 0) {
 		pin(1);
-		for (uint64_t i = 1; i <= (uint64_t)(RUNS * (ITERS + WARM)); i++) {
-			while (atomic_load_explicit(&l->ping, memory_order_acquire) != i)
-				;
-			atomic_store_explicit(&l->pong, i, memory_order_release);
-		}
+		raw_echo(l, &i, (long)RUNS * (ITERS + WARM));
 		_exit(0);
 	}
 	pin(0);
-	uint64_t i = 0;
 	for (int r = 0; r < RUNS; r++) {
-		uint64_t t0 = 0;
-		for (int k = 0; k < ITERS + WARM; k++) {
-			if (k == WARM)
-				t0 = hr_now_ns();
-			uint64_t s0 = hr_now_ns();
-			i++;
-			atomic_store_explicit(&l->ping, i, memory_order_release);
-			while (atomic_load_explicit(&l->pong, memory_order_acquire) != i)
-				;
-			if (k >= WARM)
-				samples[nsamples++] = (double)(hr_now_ns() - s0);
-		}
+		raw_ping(l, &i, WARM, NULL);
+		uint64_t t0 = hr_now_ns();
+		raw_ping(l, &i, ITERS, samples + nsamples);
 		runs[r] = (double)(hr_now_ns() - t0) / ITERS;
+		nsamples += ITERS;
 	}
 	waitpid(pid, NULL, 0);
 	munmap(l, 4096);
@@ -246,31 +260,9 @@ static double sendrecv(uint32_t size, uint32_t flags, double *runs)
  * the host, not the code. */
 enum { PH_W = 2000 };
 
+/* Mapped before fork_pair, so the echo child (whose signature carries
+ * only sizes) finds it here. */
 static struct lines *ph_lines;
-
-static int raw_echo(uint64_t *i, int n)
-{
-	for (int j = 0; j < n; j++) {
-		++*i;
-		while (atomic_load_explicit(&ph_lines->ping, memory_order_acquire) != *i)
-			;
-		atomic_store_explicit(&ph_lines->pong, *i, memory_order_release);
-	}
-	return 0;
-}
-
-static double raw_window(uint64_t *i, double *v)
-{
-	for (int j = 0; j < PH_W; j++) {
-		uint64_t s0 = hr_now_ns();
-		++*i;
-		atomic_store_explicit(&ph_lines->ping, *i, memory_order_release);
-		while (atomic_load_explicit(&ph_lines->pong, memory_order_acquire) != *i)
-			;
-		v[j] = (double)(hr_now_ns() - s0);
-	}
-	return median(v, PH_W);
-}
 
 static int phase_child(int rfd, int wfd, uint32_t windows, uint32_t unused)
 {
@@ -281,7 +273,7 @@ static int phase_child(int rfd, int wfd, uint32_t windows, uint32_t unused)
 	uint64_t i = 0;
 	long k = 0;
 	for (uint32_t w = 0; w < windows && !st; w++) {
-		raw_echo(&i, PH_W);
+		raw_echo(ph_lines, &i, PH_W);
 		st = echo_n(&c, &k, PH_W, 64, 0);
 	}
 	ep_close(&c);
@@ -321,7 +313,8 @@ static int phases(int windows)
 	long k = 0;
 	for (int w = 0; w < windows; w++) {
 		t[w] = hr_now_ns() - t0;
-		raw[w] = raw_window(&i, v);
+		raw_ping(ph_lines, &i, PH_W, v);
+		raw[w] = median(v, PH_W);
 		for (int j = 0; j < PH_W; j++, k++)
 			if (ping_one(&a, k, 64, 0, &v[j])) {
 				fprintf(stderr, "phases: SEND/RECV failed in window %d\n", w);
@@ -339,29 +332,30 @@ static int phases(int windows)
 		fprintf(stderr, "phases: the echo process failed (status %d)\n", st);
 		return 1;
 	}
+	/* The floor is the best window, not the median: a run can be mostly
+	 * in a slow phase (00:06 on 2026-11-29: 1,071 of 1,500 windows), and
+	 * then its median is the slow level. */
 	double best = raw[0];
 	for (int w = 1; w < windows; w++)
 		best = raw[w] < best ? raw[w] : best;
 	printf("host phases (%s): %d windows of %d raw cache-line round trips, then %d 64 B SEND/RECV\n", prov,
 	       windows, PH_W, PH_W);
-	int nf = 0, ns = 0, in_slow = 0, phases_seen = 0;
-	uint64_t since = 0;
-	for (int w = 0; w <= windows; w++) {
-		int slow = w < windows && raw[w] > 2 * best;
-		if (w < windows && slow) {
-			slow_r[ns] = raw[w];
-			slow_s[ns++] = shm[w];
-		} else if (w < windows) {
-			fast_r[nf] = raw[w];
-			fast_s[nf++] = shm[w];
+	int nf = 0, ns = 0, phases_seen = 0;
+	/* Runs of windows on one side of 2x the floor; each slow run is a phase. */
+	for (int w = 0; w < windows;) {
+		int from = w, slow = raw[w] > 2 * best;
+		for (; w < windows && (raw[w] > 2 * best) == slow; w++) {
+			if (slow) {
+				slow_r[ns] = raw[w];
+				slow_s[ns++] = shm[w];
+			} else {
+				fast_r[nf] = raw[w];
+				fast_s[nf++] = shm[w];
+			}
 		}
-		if (slow != in_slow || w == windows) {
-			uint64_t at = w < windows ? t[w] : end;
-			if (in_slow && ++phases_seen <= 10)
-				printf("  slow phase from %.2f s to %.2f s\n", (double)since / 1e9, (double)at / 1e9);
-			in_slow = slow;
-			since = at;
-		}
+		if (slow && ++phases_seen <= 10)
+			printf("  slow phase from %.2f s to %.2f s\n", (double)t[from] / 1e9,
+			       (double)(w < windows ? t[w] : end) / 1e9);
 	}
 	if (phases_seen > 10)
 		printf("  ... %d slow phases in all\n", phases_seen);
