@@ -197,14 +197,25 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	}
 	printHeader(out, bf, w, cl, conns, seed)
 
-	// An interrupted phase still yields its partial results; later phases
-	// are skipped, the output files are written and the exit status is 0
-	// (the output says "interrupted").
+	results, err := runPhases(ctx, bf, seed, func(phase string, seed uint64) (phaseResult, error) {
+		return runPhase(ctx, cmd, bf, cl, w, phase, seed)
+	})
+	if err != nil {
+		return err
+	}
+	return finishBench(ctx, out, bf, results)
+}
+
+// runPhases runs the phases --phase selects, each by run. An interrupted
+// phase still yields its partial results; later phases are skipped, and
+// finishBench writes the output files and exits 0 (the output says
+// "interrupted").
+func runPhases(ctx context.Context, bf *benchFlags, seed uint64, run func(phase string, seed uint64) (phaseResult, error)) ([]phaseResult, error) {
 	var results []phaseResult
 	if bf.phase != "run" {
-		r, err := runPhase(ctx, cmd, bf, cl, w, "load", seed)
+		r, err := run("load", seed)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		results = append(results, r)
 		phaseDone("load")
@@ -220,13 +231,19 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 				results = append(results, phaseResult{Phase: "run", Interrupted: true, m: ycsb.NewMeasurements()})
 			}
 		} else {
-			r, err := runPhase(ctx, cmd, bf, cl, w, "run", seed+1)
+			r, err := run("run", seed+1)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			results = append(results, r)
 		}
 	}
+	return results, nil
+}
+
+// finishBench writes the output files and, after Ctrl-C, says the results
+// are partial.
+func finishBench(ctx context.Context, out io.Writer, bf *benchFlags, results []phaseResult) error {
 	written, err := writeOutputs(out, bf, results)
 	if err != nil {
 		return err
@@ -286,7 +303,17 @@ func sizeOrAuto(n int) string {
 var phaseDone = func(phase string) {}
 
 func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv.Cluster, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
-	out := cmd.OutOrStdout()
+	before := cl.Routed()
+	res, _, err := measurePhase(ctx, cmd.OutOrStdout(), bf, hatkv.YCSB{Cluster: cl}, w, phase, seed)
+	if err == nil && len(cl.Addrs()) > 1 {
+		res.Servers = spread(ctx, cmd.OutOrStdout(), cl, before, phase == "load")
+	}
+	return res, err
+}
+
+// measurePhase runs one phase over db and prints its report; the
+// countingDB it ran through tells the phase's first error.
+func measurePhase(ctx context.Context, out io.Writer, bf *benchFlags, db ycsb.DB, w *ycsb.Workload, phase string, seed uint64) (phaseResult, *countingDB, error) {
 	opts := ycsb.RunOptions{Threads: bf.threads, Load: phase == "load", Seed: seed}
 	total := w.Config().InsertCount
 	// The phase stops through runCtx; calls run under ctx, so the calls in
@@ -307,11 +334,10 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 		}
 		opts.Operations = total
 	}
-	db := &countingDB{db: hatkv.YCSB{Cluster: cl}, ctx: ctx}
-	before := cl.Routed()
+	cdb := &countingDB{db: db, ctx: ctx}
 	m := ycsb.NewMeasurements()
-	prog := startProgress(out, bf.progress, phase, total, bf.duration, &db.done)
-	rep, _ := ycsb.Run(runCtx, db, w, opts, m)
+	prog := startProgress(out, bf.progress, phase, total, bf.duration, &cdb.done)
+	rep, _ := ycsb.Run(runCtx, cdb, w, opts, m)
 	// Whether Ctrl-C cut this phase short is decided when it ends: a
 	// signal that comes while its report is printed ends the next phase,
 	// not this whole one.
@@ -322,7 +348,7 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 		outf(out, "(interrupted: partial results)\n")
 	}
 	if err := rep.WriteText(out); err != nil {
-		return phaseResult{}, err
+		return phaseResult{}, cdb, err
 	}
 	var failed, records int64
 	batch := int64(w.Config().BatchSize)
@@ -339,13 +365,9 @@ func runPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, cl *hatkv
 		outf(out, "records/s (a multi-operation counts its %d records): %.2f\n", batch, float64(records)/rep.Elapsed.Seconds())
 	}
 	if failed > 0 {
-		outf(out, "warning: %d operations failed (first error: %v)\n", failed, db.firstError())
+		outf(out, "warning: %d operations failed (first error: %v)\n", failed, cdb.firstError())
 	}
-	res := phaseResult{Phase: phase, Interrupted: interrupted, Report: rep, m: m}
-	if len(cl.Addrs()) > 1 {
-		res.Servers = spread(ctx, out, cl, before, phase == "load")
-	}
-	return res, nil
+	return phaseResult{Phase: phase, Interrupted: interrupted, Report: rep, m: m}, cdb, nil
 }
 
 // serverShare is one server's part of a phase on several servers.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"math"
 	"net"
 	"strings"
 	"time"
@@ -126,16 +126,11 @@ func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
 		cfg.RequestDistribution)
 	outf(out, "emulation %s at %s over %s, %d threads (one connection each), %s polling, seed %d\n",
 		kind, bf.emul.addr, dev.Provider(), bf.threads, poll, seed)
-	var results []phaseResult
-	for i, phase := range []string{"load", "run"} {
-		if bf.phase != "both" && bf.phase != phase {
-			continue
-		}
-		r, err := runEmulPhase(ctx, cmd, bf, pool, w, phase, seed+uint64(i))
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
+	results, err := runPhases(ctx, bf, seed, func(phase string, seed uint64) (phaseResult, error) {
+		return runEmulPhase(ctx, out, bf, pool, w, phase, seed)
+	})
+	if err != nil {
+		return err
 	}
 	if kind == emul.Pilaf {
 		var st emul.PilafStats
@@ -145,52 +140,15 @@ func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
 		}
 		outf(out, "pilaf: %d one-sided GETs, %d READs, %d retries, %d answered by RPC\n", st.Gets, st.Reads, st.Retries, st.Fallbacks)
 	}
-	_, err = writeOutputs(cmd.OutOrStdout(), bf, results)
-	return err
+	return finishBench(ctx, out, bf, results)
 }
 
-// runEmulPhase is runPhase over a ycsb.DB (runPhase takes a HatRPC client).
-func runEmulPhase(ctx context.Context, cmd *cobra.Command, bf *benchFlags, db ycsb.DB, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
-	out := cmd.OutOrStdout()
-	opts := ycsb.RunOptions{Threads: bf.threads, Load: phase == "load", Seed: seed}
-	total := w.Config().InsertCount
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	if phase == "run" {
-		total = w.Config().OperationCount
-		if bf.operations > 0 {
-			total = bf.operations
-		}
-		if bf.duration > 0 {
-			if bf.operations <= 0 {
-				total = math.MaxInt64
-			}
-			t := time.AfterFunc(bf.duration, stop)
-			defer t.Stop()
-		}
-		opts.Operations = total
+// runEmulPhase is runPhase over an emulation's pool. A peer gone ends the
+// bench with an error: the rest of the phase would only fail too.
+func runEmulPhase(ctx context.Context, out io.Writer, bf *benchFlags, db ycsb.DB, w *ycsb.Workload, phase string, seed uint64) (phaseResult, error) {
+	res, cdb, err := measurePhase(ctx, out, bf, db, w, phase, seed)
+	if err == nil && errors.Is(cdb.firstError(), emul.ErrPeerGone) {
+		return phaseResult{}, fmt.Errorf("%s phase: %w", phase, cdb.firstError())
 	}
-	cdb := &countingDB{db: db, ctx: ctx}
-	m := ycsb.NewMeasurements()
-	prog := startProgress(out, bf.progress, phase, total, bf.duration, &cdb.done)
-	rep, _ := ycsb.Run(runCtx, cdb, w, opts, m)
-	prog.stop()
-	outf(out, "\n== %s phase ==\n", phase)
-	if err := rep.WriteText(out); err != nil {
-		return phaseResult{}, err
-	}
-	var failed int64
-	for _, s := range rep.Ops {
-		failed += s.Errors
-	}
-	if failed > 0 {
-		outf(out, "warning: %d operations failed (first error: %v)\n", failed, cdb.firstError())
-		if errors.Is(cdb.firstError(), emul.ErrPeerGone) {
-			return phaseResult{}, fmt.Errorf("%s phase: %w", phase, cdb.firstError())
-		}
-	}
-	if ctx.Err() != nil {
-		return phaseResult{}, fmt.Errorf("%s phase interrupted: %w", phase, ctx.Err())
-	}
-	return phaseResult{Phase: phase, Report: rep, m: m}, nil
+	return res, err
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -101,4 +103,41 @@ func TestBenchEmulateCrossProcess(t *testing.T) {
 	for _, kind := range []string{"argrpc", "herd", "pilaf", "rfp"} {
 		benchEmulation(t, ctx, addr, kind)
 	}
+}
+
+// TestBenchEmulateInterrupted: Ctrl-C in `bench --emulate` ends the phase
+// with its partial results printed and written, and bench succeeds, as
+// over HatRPC (it used to fail with "run phase interrupted" and write
+// nothing).
+func TestBenchEmulateInterrupted(t *testing.T) {
+	_, out := serveInProcessOutput(t, "--emul-listen", "127.0.0.1:0")
+	addr := emulAddr(t, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	csvPath, jsonPath := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json")
+	runStarted := regexp.MustCompile(`\[run\]\s+\S+s [1-9]\d* ops`)
+	got, err := runCmdUntil(ctx, func(out string) bool { return runStarted.MatchString(out) },
+		"bench", "--emulate", "herd", "--emul-addr", addr, "-P", "workloadc", "-p", "recordcount=50",
+		"--threads", "2", "--emul-polling", "event", "--progress", "on", "--phase", "both", "--duration", "1m",
+		"--csv", csvPath, "--json", jsonPath)
+	require.NoError(t, err, got)
+	assert.Regexp(t, `INSERT\s+50\s+0\s`, got, "the whole load phase")
+	assert.Contains(t, got, "(interrupted: partial results)")
+	assert.Regexp(t, `(?m)^\s*READ\s+[1-9]\d*\s`, got, "the partial run table is printed")
+	assert.Contains(t, got, "hatkv bench: interrupted; partial results written to "+csvPath+", "+jsonPath)
+
+	var results []phaseResult
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &results))
+	require.Len(t, results, 2)
+	assert.Equal(t, "load", results[0].Phase)
+	assert.False(t, results[0].Interrupted)
+	assert.Equal(t, "run", results[1].Phase)
+	assert.True(t, results[1].Interrupted)
+	assert.Positive(t, results[1].Report.Operations)
+	c, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(c), "run (interrupted),OVERALL,")
 }
