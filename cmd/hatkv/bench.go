@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -454,7 +455,6 @@ func writeOutputs(out io.Writer, bf *benchFlags, results []phaseResult) ([]strin
 		case err == nil:
 			written = append(written, bf.plotPath)
 		case last.Interrupted && errors.Is(err, ycsb.ErrNothingToPlot):
-			_ = os.Remove(bf.plotPath)
 			outf(out, "hatkv bench: the %s phase was interrupted before it recorded an operation: no plot written to %s\n", last.Phase, bf.plotPath)
 		default:
 			return written, err
@@ -463,16 +463,30 @@ func writeOutputs(out io.Writer, bf *benchFlags, results []phaseResult) ([]strin
 	return written, nil
 }
 
+// writeFile fills a temporary file beside path and renames it over path
+// once complete: a write that fails, or a plot with nothing to draw,
+// leaves an earlier file at path as it was instead of truncating it.
 func writeFile(path string, fill func(io.Writer) error) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return err
-	}
-	if err := fill(f); err != nil {
-		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return f.Close()
+	tmp := f.Name()
+	err = f.Chmod(0o644) // CreateTemp's 0600 would hide results from other users
+	if err == nil {
+		err = fill(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 func writeCSV(w io.Writer, results []phaseResult) error {

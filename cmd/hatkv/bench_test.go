@@ -204,15 +204,22 @@ func TestBenchOutputsNothingRecorded(t *testing.T) {
 				plotPath: filepath.Join(dir, "r.svg")}
 			results := []phaseResult{{Phase: "run", Interrupted: interrupted, m: ycsb.NewMeasurements()}}
 			var out strings.Builder
+			// An earlier run's plot at the path is not truncated.
+			old := filepath.Join(dir, "old.svg")
+			require.NoError(t, os.WriteFile(old, []byte("<svg>earlier</svg>"), 0o644))
+			bf.plotPath = old
 			written, err := writeOutputs(&out, bf, results)
 			if !interrupted {
 				require.ErrorIs(t, err, ycsb.ErrNothingToPlot)
+				assertFile(t, old, "<svg>earlier</svg>")
+				assertOnlyFiles(t, dir, "old.svg", "r.csv", "r.json")
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, []string{bf.csvPath, bf.jsonPath}, written)
 			assert.Equal(t, "hatkv bench: the run phase was interrupted before it recorded an operation: no plot written to "+bf.plotPath+"\n", out.String())
-			assert.NoFileExists(t, bf.plotPath)
+			assertFile(t, old, "<svg>earlier</svg>")
+			assertOnlyFiles(t, dir, "old.svg", "r.csv", "r.json") // no temporary file left
 			for _, f := range written {
 				assert.FileExists(t, f)
 			}
@@ -220,6 +227,24 @@ func TestBenchOutputsNothingRecorded(t *testing.T) {
 			assert.Equal(t, " above", writtenTo(nil))
 		})
 	}
+}
+
+func assertFile(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(b))
+}
+
+func assertOnlyFiles(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	assert.ElementsMatch(t, want, got)
 }
 
 // TestBenchInterruptedBetweenPhases: Ctrl-C after the load phase ended
