@@ -153,7 +153,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	fs.StringVar(&o.from, "from", "", "measure nothing: redo plots and report.md from this directory's CSV files")
 	fs.BoolVar(&o.merge, "merge", false, "keep the best of this run and the CSV files already in -out per point")
 	fs.DurationVar(&o.settle, "settle", bench.DefaultSettle, "pause before each measurement (lets the previous system's pollers go idle)")
-	fs.DurationVar(&o.hostWait, "host-wait", bench.DefaultHostWait, "before each measurement, wait up to this long for a cache line's round trip between the two -cpus to be back within 2.5x of its median (a VM's host moves its vCPUs: in a slow phase it triples); the round trips are logged; 0: no check")
+	fs.DurationVar(&o.hostWait, "host-wait", bench.DefaultHostWait, "before each measurement, wait up to this long for a cache line's round trip between the two -cpus to be back within 2.5x of its usual value (the first quartile of the last 64; a VM's host moves its vCPUs: in a slow phase it triples); the round trips are logged; 0: no check")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -34,15 +34,21 @@ func TestHostGateReady(t *testing.T) {
 		wantTypical time.Duration
 	}{
 		{name: "the first probe is typical", rtts: []time.Duration{520 * ns}, wantRTT: 520 * ns, wantCalls: 1, wantTypical: 520 * ns},
-		{name: "typical", seen: []time.Duration{120 * ns, 130 * ns}, rtts: []time.Duration{125 * ns}, wantRTT: 125 * ns, wantCalls: 1, wantTypical: 125 * ns},
+		{name: "typical", seen: []time.Duration{120 * ns, 130 * ns}, rtts: []time.Duration{125 * ns}, wantRTT: 125 * ns, wantCalls: 1, wantTypical: 120 * ns},
 		{name: "within the factor", seen: []time.Duration{120 * ns, 120 * ns}, rtts: []time.Duration{290 * ns}, wantRTT: 290 * ns, wantCalls: 1, wantTypical: 120 * ns},
-		// The slow probes count too: a phase that lasts moves the median.
+		// The slow probes count too: a phase that lasts moves the reference.
 		{name: "slow, then typical", seen: []time.Duration{120 * ns, 125 * ns, 130 * ns}, rtts: []time.Duration{520 * ns, 540 * ns, 125 * ns},
-			wantRTT: 125 * ns, wantCalls: 3, wantTypical: 130 * ns},
+			wantRTT: 125 * ns, wantCalls: 3, wantTypical: 125 * ns},
 		// One probe on hyperthreads of one core (~50 ns) is no reference:
 		// the usual ~120 ns stays typical after it.
 		{name: "a fast outlier", seen: []time.Duration{120 * ns, 125 * ns, 50 * ns, 130 * ns}, rtts: []time.Duration{122 * ns},
-			wantRTT: 122 * ns, wantCalls: 1, wantTypical: 122 * ns},
+			wantRTT: 122 * ns, wantCalls: 1, wantTypical: 120 * ns},
+		// A noisy stretch (2026-11-29): most probes at the ~215 ns level or
+		// slow put the median at 215 ns, and 535 ns passed as within 2.5
+		// times it; the first quartile stays at the usual level.
+		{name: "a noisy stretch", seen: slices.Concat(slices.Repeat([]time.Duration{130 * ns}, 5),
+			slices.Repeat([]time.Duration{215 * ns}, 6), slices.Repeat([]time.Duration{525 * ns}, 4)),
+			rtts: []time.Duration{535 * ns, 230 * ns}, wantRTT: 230 * ns, wantCalls: 2, wantTypical: 130 * ns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +67,8 @@ func TestHostGateReady(t *testing.T) {
 }
 
 // TestHostGateHistory: the typical round trip follows the last probes, so a
-// host that settles at another level is not waited on for ever.
+// host that settles at another level is not waited on for ever: once three
+// quarters of the history is at the new level.
 func TestHostGateHistory(t *testing.T) {
 	probe, _ := seqProbe(100)
 	g := &HostGate{Probe: probe, Factor: 2.5}
@@ -80,7 +87,7 @@ func TestHostGateHistory(t *testing.T) {
 			slow++
 		}
 	}
-	assert.Equal(t, gateHistory/2-1, slow, "slow while more than half the history is at the old level")
+	assert.Equal(t, gateHistory*3/4-1, slow, "slow while more than a quarter of the history is at the old level")
 	assert.Len(t, g.seen, gateHistory)
 	assert.Equal(t, time.Duration(500), g.Typical())
 }
@@ -123,7 +130,7 @@ func TestDriverHostNotes(t *testing.T) {
 	defer cancel()
 	var log bytes.Buffer
 	probe, _ := seqProbe(120, 130, 900, 900, 125, 700)
-	gate := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5, seen: []time.Duration{120, 120, 120, 120}}
+	gate := &HostGate{Probe: probe, Wait: time.Hour, Every: time.Microsecond, Factor: 2.5, seen: []time.Duration{125, 125, 125, 125}}
 	d := Driver{Log: &log, Gate: gate}
 	for _, want := range []struct{ before, after string }{
 		{" line 120ns", "/130ns"},
