@@ -32,6 +32,19 @@ type Reuser interface {
 // every route the arguments are encoded and the reply decoded on the
 // caller's goroutine, before the call returns. Interceptors may keep
 // anything they were given, so a Conn with interceptors does not promise.
-func (c *Conn) ReusesValues() bool { return len(c.o.interceptors) == 0 }
+func (c *Conn) ReusesValues() bool { return reusesValues(&c.o) }
+
+// ReusesValuesWith reports whether a Conn dialed with opts makes the
+// ReusesValues promise: what a Caller over many Conns built from the same
+// options (cluster.Client) can promise before it has dialed any.
+func ReusesValuesWith(opts ...Option) bool {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	return reusesValues(&o)
+}
+
+func reusesValues(o *options) bool { return len(o.interceptors) == 0 }
 
 var _ Reuser = (*Conn)(nil)

@@ -33,6 +33,8 @@ type Client struct {
 	servers atomic.Pointer[[]*endpoint] // sorted by address; replaced, never edited
 	update  sync.Mutex                  // serializes refreshes
 
+	reuses bool // every Conn makes client.Reuser's promise (no interceptors)
+
 	life   sync.Mutex // guards closed and wg.Add; taken last, after any endpoint's mu
 	closed atomic.Bool
 	wg     sync.WaitGroup
@@ -40,7 +42,17 @@ type Client struct {
 	cancel context.CancelFunc
 }
 
-var _ client.Caller = (*Client)(nil)
+var (
+	_ client.Caller = (*Client)(nil)
+	_ client.Reuser = (*Client)(nil)
+)
+
+// ReusesValues reports that c keeps nothing of a call once it returns, so
+// generated borrowed calls reuse their values instead of allocating them:
+// every attempt, retries included, runs on the caller's goroutine through
+// a Conn built from the same options, and a Conn keeps nothing unless it
+// has interceptors (which may keep what they are given).
+func (c *Client) ReusesValues() bool { return c.reuses }
 
 // Dial resolves r, connects to every server it names (concurrently,
 // within ctx) and returns a Client once at least one answered; the
@@ -58,7 +70,7 @@ func Dial(ctx context.Context, r Resolver, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, ErrNoAddresses
 	}
-	c := &Client{o: o, r: r}
+	c := &Client{o: o, r: r, reuses: client.ReusesValuesWith(o.conn...)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	eps := make([]*endpoint, len(addrs))
 	errs := make([]error, len(addrs))

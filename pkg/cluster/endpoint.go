@@ -104,6 +104,9 @@ func serverFault(err error) bool {
 // Such a call did not run anywhere, so it may go to another server
 // whatever its hints say.
 func notSent(err error) bool {
+	if err == nil {
+		return false // without a heap cell for ce, which errors.As would take
+	}
 	var ce *client.ConnError
 	if !errors.As(err, &ce) {
 		return false
@@ -141,9 +144,10 @@ func (e *endpoint) attempt(ctx context.Context, m *client.Method, args, result p
 	e.inflight.Add(1)
 	e.calls.Add(1)
 	if use != nil {
-		used := false
-		err = conn.CallBorrowed(ctx, m, args, result, func() error { used = true; return use() })
-		useErr = used && err != nil
+		u := getUseTrack(use)
+		err = conn.CallBorrowed(ctx, m, args, result, u.run)
+		useErr = u.used && err != nil
+		putUseTrack(u)
 	} else {
 		err = conn.Call(ctx, m, args, result)
 	}
@@ -275,4 +279,33 @@ func newBackoff(b Backoff) *backoff.ExponentialBackOff {
 	}
 	bo.Reset()
 	return bo
+}
+
+// useTrack tells whether an attempt got as far as its use (then an error
+// is the function's own answer, not the server's). Pooled with its method
+// value bound once: a closure per attempt was a borrowed call's only
+// allocation through a Client.
+type useTrack struct {
+	use  func() error
+	used bool
+	run  func() error
+}
+
+var useTracks = sync.Pool{New: func() any {
+	u := &useTrack{}
+	u.run = func() error { u.used = true; return u.use() }
+	return u
+}}
+
+func getUseTrack(use func() error) *useTrack {
+	u := useTracks.Get().(*useTrack)
+	u.use, u.used = use, false
+	return u
+}
+
+// putUseTrack drops the caller's use before pooling: a Client keeps
+// nothing of a call once it returns (client.Reuser).
+func putUseTrack(u *useTrack) {
+	u.use = nil
+	useTracks.Put(u)
 }
