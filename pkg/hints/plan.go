@@ -128,9 +128,16 @@ var designSpace = [3][3]cell{
 }
 
 // ShmTinyMessage is the largest message the shared-memory design space
-// sends by RFP when under-subscribed; from 1 KiB up Direct-WriteIMM and
-// eager are as fast or faster on shm (docs/performance.md).
-const ShmTinyMessage = 512
+// sends by RFP when under-subscribed. One fetch of the default 256 B
+// (rfp_fetch_size) holds the engine's 72 B of header and tail and 184 B
+// of response; a larger one takes a second READ, and Direct-WriteIMM wins
+// (2026-11-29, atb, 1 caller, best of 9 repetitions taking turns, two
+// runs: p50 at 192 B 1.54/1.77 against 1.08/1.02 µs, at 256 B 1.38/1.41
+// against 1.29/1.09; calls/s at 192 B 539k/542k against 702k/593k, at 512
+// B 536k-570k against 684k-763k in three runs). At 128-160 B the two were
+// even (1.38/1.14 against 1.28/1.24 µs; 693k/606k against 661k/632k), at
+// 4-64 B RFP as fast or faster in the sweeps (0.97 against 1.09 µs at 64 B).
+const ShmTinyMessage = 128
 
 // shmSpace adapts a Fig. 6 cell to shared memory, where an RDMA READ is a
 // local memcpy rather than a network round trip: over-subscribed large
@@ -199,9 +206,9 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 		p.Protocol = c.large
 	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyMessage {
 		// Under-subscribed tiny messages on shared memory: a fetch READ is
-		// a memcpy, so RFP beats Direct-WriteIMM (not for res_util: a
-		// fetching client spins) (measured: 1.6 against
-		// 1.9 µs at 4-256 B; 347k against 187k calls/s at 512 B).
+		// a memcpy, so RFP is as fast as Direct-WriteIMM or faster while
+		// one fetch holds the response (not for res_util: a fetching
+		// client spins); see ShmTinyMessage.
 		p.Protocol = ProtoRFP
 	}
 	switch s.Protocol {

@@ -18,7 +18,9 @@ func TestPlanForSharedMemory(t *testing.T) {
 		unlessSH Protocol // the plan for the same set on another transport
 	}{
 		{"tiny latency", Set{PerfGoal: Latency}, 2, 64, ProtoRFP, ProtoDirectWriteIMM},
-		{"512 B latency", Set{PerfGoal: Latency}, 2, 512, ProtoRFP, ProtoDirectWriteIMM},
+		{"128 B latency", Set{PerfGoal: Latency}, 2, 128, ProtoRFP, ProtoDirectWriteIMM},
+		{"129 B latency", Set{PerfGoal: Latency}, 2, 129, ProtoDirectWriteIMM, ProtoDirectWriteIMM},
+		{"512 B throughput", Set{PerfGoal: Throughput}, 2, 512, ProtoDirectWriteIMM, ProtoDirectWriteIMM},
 		{"1 KiB latency", Set{PerfGoal: Latency}, 2, 1 << 10, ProtoDirectWriteIMM, ProtoDirectWriteIMM},
 		{"unknown size", Set{PerfGoal: Latency}, 2, 0, ProtoDirectWriteIMM, ProtoDirectWriteIMM},
 		{"tiny res_util", Set{PerfGoal: ResUtil}, 4, 64, ProtoDirectWriteIMM, ProtoDirectWriteIMM},
