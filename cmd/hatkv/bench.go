@@ -465,14 +465,26 @@ func writeOutputs(out io.Writer, bf *benchFlags, results []phaseResult) ([]strin
 
 // writeFile fills a temporary file beside path and renames it over path
 // once complete: a write that fails, or a plot with nothing to draw,
-// leaves an earlier file at path as it was instead of truncating it.
+// leaves an earlier file at path as it was instead of truncating it. A
+// symlink is followed (the file it names is replaced, the link stays), and
+// what is not a regular file (/dev/stdout, a pipe) is written in place.
 func writeFile(path string, fill func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	target, mode := path, os.FileMode(0o644)
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	if fi, err := os.Stat(target); err == nil {
+		if !fi.Mode().IsRegular() {
+			return writeInPlace(path, fill)
+		}
+		mode = fi.Mode().Perm()
+	}
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := f.Name()
-	err = f.Chmod(0o644) // CreateTemp's 0600 would hide results from other users
+	err = f.Chmod(mode) // CreateTemp's 0600 would hide results from other users
 	if err == nil {
 		err = fill(f)
 	}
@@ -480,10 +492,25 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = os.Rename(tmp, target)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeInPlace(path string, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	err = fill(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -284,4 +286,86 @@ func TestBenchInterruptedBetweenPhases(t *testing.T) {
 	assert.True(t, results[1].Interrupted)
 	assert.Zero(t, results[1].Report.Operations)
 	assert.NoFileExists(t, svgPath)
+}
+
+// TestBenchWriteFile: outputs replace a file whole (keeping its mode),
+// follow a symlink to the file it names, go in place to what is not a
+// regular file, and a failed fill leaves the earlier file and no
+// temporary behind.
+func TestBenchWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	fill := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T) string // returns the path to write
+		fill    func(io.Writer) error
+		wantErr error
+		check   func(t *testing.T, path string)
+	}{
+		{name: "new file", setup: func(t *testing.T) string { return filepath.Join(dir, "new.csv") }, fill: fill("a"),
+			check: func(t *testing.T, path string) {
+				assertFile(t, path, "a")
+				fi, err := os.Stat(path)
+				require.NoError(t, err)
+				assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+			}},
+		{name: "replaced, mode kept", setup: func(t *testing.T) string {
+			p := filepath.Join(dir, "old.csv")
+			require.NoError(t, os.WriteFile(p, []byte("old, longer"), 0o600))
+			require.NoError(t, os.Chmod(p, 0o600))
+			return p
+		}, fill: fill("b"), check: func(t *testing.T, path string) {
+			assertFile(t, path, "b")
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		}},
+		{name: "through a symlink", setup: func(t *testing.T) string {
+			target := filepath.Join(dir, "target.csv")
+			require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+			link := filepath.Join(dir, "link.csv")
+			require.NoError(t, os.Symlink(target, link))
+			return link
+		}, fill: fill("c"), check: func(t *testing.T, path string) {
+			fi, err := os.Lstat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link stays a link")
+			assertFile(t, filepath.Join(dir, "target.csv"), "c")
+		}},
+		{name: "not a regular file", setup: func(t *testing.T) string { return os.DevNull }, fill: fill("d"),
+			check: func(t *testing.T, path string) {
+				fi, err := os.Stat(path)
+				require.NoError(t, err)
+				assert.Equal(t, os.ModeDevice|os.ModeCharDevice, fi.Mode().Type(), "written in place, not replaced")
+			}},
+		{name: "failed fill keeps the old file", setup: func(t *testing.T) string {
+			p := filepath.Join(dir, "keep.csv")
+			require.NoError(t, os.WriteFile(p, []byte("earlier"), 0o644))
+			return p
+		}, fill: func(w io.Writer) error { _, _ = io.WriteString(w, "partial"); return boom }, wantErr: boom,
+			check: func(t *testing.T, path string) { assertFile(t, path, "earlier") }},
+		{name: "no such directory", setup: func(t *testing.T) string { return filepath.Join(dir, "missing", "r.csv") }, fill: fill("e"),
+			wantErr: os.ErrNotExist, check: func(t *testing.T, path string) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.setup(t)
+			err := writeFile(path, tt.fill)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				assert.ErrorContains(t, err, "writing "+path+": ")
+			} else {
+				require.NoError(t, err)
+			}
+			tt.check(t, path)
+		})
+	}
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.False(t, strings.HasPrefix(e.Name(), "."), "temporary %s left behind", e.Name())
+	}
 }
