@@ -144,7 +144,7 @@ func (e *endpoint) attempt(ctx context.Context, m *client.Method, args, result p
 	e.inflight.Add(1)
 	e.calls.Add(1)
 	if use != nil {
-		u := getUseTrack(use)
+		u := getUseTrack(use, e.c.reuses)
 		err = conn.CallBorrowed(ctx, m, args, result, u.run)
 		useErr = u.used && err != nil
 		putUseTrack(u)
@@ -286,26 +286,39 @@ func newBackoff(b Backoff) *backoff.ExponentialBackOff {
 // value bound once: a closure per attempt was a borrowed call's only
 // allocation through a Client.
 type useTrack struct {
-	use  func() error
-	used bool
-	run  func() error
+	use    func() error
+	used   bool
+	pooled bool
+	run    func() error
 }
 
-var useTracks = sync.Pool{New: func() any {
+func newUseTrack() *useTrack {
 	u := &useTrack{}
 	u.run = func() error { u.used = true; return u.use() }
 	return u
-}}
+}
 
-func getUseTrack(use func() error) *useTrack {
-	u := useTracks.Get().(*useTrack)
-	u.use, u.used = use, false
+var useTracks = sync.Pool{New: func() any { return newUseTrack() }}
+
+// getUseTrack pools only for Conns that make client.Reuser's promise:
+// with interceptors a Conn may still hold run after the call, and a
+// pooled tracker would by then serve another call.
+func getUseTrack(use func() error, pool bool) *useTrack {
+	var u *useTrack
+	if pool {
+		u = useTracks.Get().(*useTrack)
+	} else {
+		u = newUseTrack()
+	}
+	u.use, u.used, u.pooled = use, false, pool
 	return u
 }
 
 // putUseTrack drops the caller's use before pooling: a Client keeps
 // nothing of a call once it returns (client.Reuser).
 func putUseTrack(u *useTrack) {
-	u.use = nil
-	useTracks.Put(u)
+	if u.pooled {
+		u.use = nil
+		useTracks.Put(u)
+	}
 }
