@@ -107,6 +107,11 @@ func TestPlanSide(t *testing.T) {
 	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(1))
 	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage))
 	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage+1))
+	require.Equal(t, hints.ShmTinyMessage, shm.TinyMax)
+	// A fetch of 128 B holds 56 B of response: the tiny class ends there.
+	fetch128 := shmSet
+	fetch128.RFPFetchSize = 128
+	require.Equal(t, 128-rdma.MinFetchSize, PlanSide(fetch128, 0, 0).TinyMax)
 	asked := shmSet
 	asked.Protocol = hints.ProtoRFP
 	kept := PlanSide(asked, 0, 0)

@@ -14,7 +14,7 @@ import (
 // messages it sends (by size) and how its endpoint is built.
 type Side struct {
 	Tiny, Small, Large rdma.Protocol
-	TinyMax            int // messages up to this are Tiny (shm: hints.ShmTinyMessage)
+	TinyMax            int // messages up to this are Tiny (shm: hints.ShmTinyLimit)
 	Threshold          int // messages above this are Large
 	Polling            hints.Polling
 	Config             rdma.EndpointConfig
@@ -63,7 +63,8 @@ const MaxMessage = 64<<20 + 4<<10
 func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 	cores := runtime.NumCPU()
 	tiny := hints.PlanFor(set, cores, 1)
-	small := hints.PlanFor(set, cores, min(hints.ShmTinyMessage+1, tiny.EagerThreshold))
+	tinyMax := hints.ShmTinyLimit(set.RFPFetchSize)
+	small := hints.PlanFor(set, cores, min(tinyMax+1, tiny.EagerThreshold))
 	large := hints.PlanFor(set, cores, small.EagerThreshold+1)
 	tinyProto := engineProto(set.Protocol, tiny.Protocol)
 	if set.Protocol == hints.ProtoAuto && tiny.Protocol == hints.ProtoRFP {
@@ -82,7 +83,7 @@ func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
 		Tiny:      tinyProto,
 		Small:     engineProto(set.Protocol, small.Protocol),
 		Large:     engineProto(set.Protocol, large.Protocol),
-		TinyMax:   min(hints.ShmTinyMessage, small.EagerThreshold),
+		TinyMax:   min(tinyMax, small.EagerThreshold),
 		Threshold: small.EagerThreshold,
 		Polling:   small.Polling,
 		QPSharing: small.QPSharing,

@@ -137,7 +137,22 @@ var designSpace = [3][3]cell{
 // B 536k-570k against 684k-763k in three runs). At 128-160 B the two were
 // even (1.38/1.14 against 1.28/1.24 µs; 693k/606k against 661k/632k), at
 // 4-64 B RFP as fast or faster in the sweeps (0.97 against 1.09 µs at 64 B).
+// A smaller rfp_fetch_size lowers the limit: see ShmTinyLimit.
 const ShmTinyMessage = 128
+
+// RFPFetchOverhead is the part of an RFP fetch that is not response: the
+// engine's message header and tail (pkg/rdma's MinFetchSize, which a test
+// there holds equal to this; hints cannot import the cgo package).
+const RFPFetchOverhead = 72
+
+// ShmTinyLimit is the largest message the shared-memory planner sends by
+// RFP with fetch size fetch (0: the default): the smaller of
+// ShmTinyMessage and what one fetch holds, since a response that needs a
+// second READ loses to Direct-WriteIMM. Below the engine's minimum fetch
+// it is 0: nothing goes by RFP on its own account.
+func ShmTinyLimit(fetch int) int {
+	return max(min(ShmTinyMessage, or(fetch, DefaultRFPFetchSize)-RFPFetchOverhead), 0)
+}
 
 // shmSpace adapts a Fig. 6 cell to shared memory, where an RDMA READ is a
 // local memcpy rather than a network round trip: over-subscribed large
@@ -204,11 +219,11 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 	p.Protocol = c.small
 	if p.Large {
 		p.Protocol = c.large
-	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyMessage {
+	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyLimit(p.RFPFetchSize) {
 		// Under-subscribed tiny messages on shared memory: a fetch READ is
 		// a memcpy, so RFP is as fast as Direct-WriteIMM or faster while
 		// one fetch holds the response (not for res_util: a fetching
-		// client spins); see ShmTinyMessage.
+		// client spins); see ShmTinyLimit.
 		p.Protocol = ProtoRFP
 	}
 	switch s.Protocol {

@@ -156,6 +156,32 @@ func TestRFPAsymmetric(t *testing.T) {
 	}
 }
 
+// TestRFPFetchOverheadMatchesHints: the planner's tiny limit for a fetch
+// size (hints.ShmTinyLimit, from hints.RFPFetchOverhead, which cannot
+// import this package) is the largest response one fetch holds here: a
+// byte more takes a second READ. (The fetch sizes are those where the
+// fetch, not ShmTinyMessage, sets the limit.)
+func TestRFPFetchOverheadMatchesHints(t *testing.T) {
+	require.Equal(t, MinFetchSize, hints.RFPFetchOverhead)
+	for _, fetch := range []int{MinFetchSize + 1, 128, 200} {
+		for _, extra := range []int{0, 1} {
+			resp := hints.ShmTinyLimit(fetch) + extra
+			t.Run(fmt.Sprintf("fetch %d resp %d", fetch, resp), func(t *testing.T) {
+				cfg := testEPConfig(PollBusy)
+				cfg.RFPFetchSize = fetch
+				cli, srv := newRPCPair(t, cfg, cfg, false)
+				rec := &recorder{respSize: func(int) int { return resp }}
+				serve(t, srv, ProtoRFP, rec.handle)
+				req := []byte{1, 2, 3}
+				got, err := callT(t, cli, ProtoRFP, req)
+				require.NoError(t, err)
+				require.Equal(t, expectedResp(req, resp), got)
+				require.Equal(t, uint64(extra), cli.Stats().RFPRestReads)
+			})
+		}
+	}
+}
+
 func callT(t testing.TB, e *RPCEndpoint, p Protocol, req []byte) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
