@@ -485,12 +485,7 @@ func writeFile(path string, fill func(io.Writer) error) error {
 	}
 	tmp := f.Name()
 	err = f.Chmod(mode) // CreateTemp's 0600 would hide results from other users
-	if err == nil {
-		err = fill(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = fillClose(f, fill, err)
 	if err == nil {
 		err = os.Rename(tmp, target)
 	}
@@ -506,14 +501,22 @@ func writeInPlace(path string, fill func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	err = fill(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fillClose(f, fill, nil); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// fillClose fills f unless an earlier step failed (err), closes it either
+// way, and returns the first error.
+func fillClose(f *os.File, fill func(io.Writer) error, err error) error {
+	if err == nil {
+		err = fill(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func writeCSV(w io.Writer, results []phaseResult) error {

@@ -118,6 +118,8 @@ func TestBenchRejects(t *testing.T) {
 		{"unknown workload", []string{"-P", "workloadz"}, `unknown workload "workloadz"`},
 		{"bad property", []string{"-p", "readproportion=lots"}, "readproportion"},
 		{"no threads", []string{"--threads", "0"}, "at least 1"},
+		{"emulation, bad phase", []string{"--emulate", "herd", "--emul-addr", "127.0.0.1:1", "--phase", "warmup"}, "want load, run or both"},
+		{"emulation, no threads", []string{"--emulate", "herd", "--emul-addr", "127.0.0.1:1", "--threads", "0"}, "at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

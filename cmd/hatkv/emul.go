@@ -83,7 +83,8 @@ func (e *emulFlags) pollingFor(threads int) (rdma.Polling, error) {
 }
 
 // runEmulBench is runBench through an emulation: one connection per
-// thread (an emulation endpoint carries one call at a time).
+// thread (an emulation endpoint carries one call at a time). runBench has
+// checked the flags they share.
 func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
 	kind, err := emul.ParseKind(bf.emul.kind)
 	if err != nil {
@@ -91,12 +92,6 @@ func runEmulBench(cmd *cobra.Command, bf *benchFlags, w *ycsb.Workload) error {
 	}
 	if bf.emul.addr == "" {
 		return fmt.Errorf("%w: --emulate needs --emul-addr (the server's --emul-listen)", hatkv.ErrConfig)
-	}
-	if bf.phase != "load" && bf.phase != "run" && bf.phase != "both" {
-		return fmt.Errorf("--phase %q: want load, run or both", bf.phase)
-	}
-	if bf.threads < 1 {
-		return fmt.Errorf("--threads must be at least 1, got %d", bf.threads)
 	}
 	poll, err := bf.emul.pollingFor(bf.threads)
 	if err != nil {
