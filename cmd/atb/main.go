@@ -22,7 +22,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -216,7 +215,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	case o.hostWait < 0:
 		return nil, fmt.Errorf("-host-wait %v: want 0 or more", o.hostWait)
 	}
-	if o.hostCPUs, err = cpuPair(*cpus); err != nil {
+	if o.hostCPUs, err = bench.ParseCPUs(*cpus); err != nil {
 		return nil, err
 	}
 	if o.latP, err = placement(*latPl, *cpus); err != nil {
@@ -244,17 +243,6 @@ func positiveInts(flagName, s string) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// cpuPair reads -cpus as two CPU numbers.
-func cpuPair(cpus string) ([2]int, error) {
-	a, b, ok := strings.Cut(cpus, ",")
-	x, errA := strconv.Atoi(strings.TrimSpace(a))
-	y, errB := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || errA != nil || errB != nil || x < 0 || y < 0 || x == y {
-		return [2]int{}, fmt.Errorf("-cpus %q: want two different CPU numbers, e.g. 0,1", cpus)
-	}
-	return [2]int{x, y}, nil
 }
 
 // gate is the host check the drivers share (nil: -host-wait 0).

@@ -61,8 +61,11 @@ func TestParsePlacements(t *testing.T) {
 		{names: "unpinned,same-cpu,split-cpu", cpus: "0,1", want: []string{"unpinned", "same-cpu", "split-cpu"}},
 		{names: "split-cpu, unpinned", cpus: "2,3", want: []string{"unpinned", "split-cpu"}},
 		{names: "same-cpu,bogus", cpus: "0,1", wantErr: `unknown placement "bogus" (unpinned, same-cpu, split-cpu)`},
-		{names: "unpinned", cpus: "0,1,2", wantErr: `-cpus "0,1,2": want two CPUs, e.g. 0,1`},
-		{names: "unpinned", cpus: ",1", wantErr: `-cpus ",1": want two CPUs, e.g. 0,1`},
+		{names: "unpinned", cpus: "0,1,2", wantErr: `-cpus "0,1,2": want two different CPU numbers, e.g. 0,1`},
+		{names: "unpinned", cpus: ",1", wantErr: `-cpus ",1": want two different CPU numbers, e.g. 0,1`},
+		{names: "split-cpu", cpus: "1,1", wantErr: `-cpus "1,1": want two different CPU numbers, e.g. 0,1`},
+		{names: "split-cpu", cpus: "0,x", wantErr: `-cpus "0,x": want two different CPU numbers, e.g. 0,1`},
+		{names: "split-cpu", cpus: " 2, 3", want: []string{"split-cpu"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.names+"/"+tt.cpus, func(t *testing.T) {

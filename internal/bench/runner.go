@@ -30,14 +30,26 @@ func Placements(a, b string) []Placement {
 	}
 }
 
+// ParseCPUs reads a -cpus flag: two different CPU numbers, as in "0,1".
+func ParseCPUs(cpus string) ([2]int, error) {
+	a, b, ok := strings.Cut(cpus, ",")
+	x, errA := strconv.Atoi(strings.TrimSpace(a))
+	y, errB := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || errA != nil || errB != nil || x < 0 || y < 0 || x == y {
+		return [2]int{}, fmt.Errorf("-cpus %q: want two different CPU numbers, e.g. 0,1", cpus)
+	}
+	return [2]int{x, y}, nil
+}
+
 // ParsePlacements resolves a comma-separated list of placement names
 // (unpinned, same-cpu, split-cpu) against the two CPUs in cpus ("0,1"),
 // in the order Placements lists them.
 func ParsePlacements(names, cpus string) ([]Placement, error) {
-	a, b, ok := strings.Cut(cpus, ",")
-	if !ok || a == "" || b == "" || strings.Contains(b, ",") {
-		return nil, fmt.Errorf("-cpus %q: want two CPUs, e.g. 0,1", cpus)
+	c, err := ParseCPUs(cpus)
+	if err != nil {
+		return nil, err
 	}
+	a, b := strconv.Itoa(c[0]), strconv.Itoa(c[1])
 	want := map[string]bool{}
 	for _, n := range strings.Split(names, ",") {
 		want[strings.TrimSpace(n)] = true
