@@ -294,17 +294,24 @@ func (s *scanner) byte() (byte, error) {
 	return b[0], nil
 }
 
+// varint reads a varint within encoding/binary's limits, which the
+// decoders keep: at most 10 bytes, the tenth 0 or 1. A scanner laxer than
+// the decoder would frame a message that then fails to decode (a fuzzed
+// i32 of 10 bytes, the tenth 0x30, did).
 func (s *scanner) varint() (uint64, error) {
 	var v uint64
-	for shift := uint(0); shift < 64; shift += 7 {
+	for i := 0; i < binary.MaxVarintLen64; i++ {
 		b, err := s.byte()
 		if err != nil {
 			return 0, err
 		}
-		v |= uint64(b&0x7f) << shift
 		if b < 0x80 {
-			return v, nil
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break
+			}
+			return v | uint64(b)<<(7*i), nil
 		}
+		v |= uint64(b&0x7f) << (7 * i)
 	}
 	return 0, fmt.Errorf("%w: varint too long", proto.ErrInvalidData)
 }

@@ -3,9 +3,11 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,6 +214,44 @@ func TestReadMessageLimits(t *testing.T) {
 			// Truncated input is an unexpected EOF, not a hang or panic.
 			_, err = ReadMessage(bufio.NewReader(bytes.NewReader(deep[:len(deep)/2])), f, nil, nil)
 			require.Error(t, err)
+		})
+	}
+}
+
+// TestScannerVarint: the unframed scanner takes a varint exactly when
+// encoding/binary (and so the compact decoder) does, and as many bytes.
+func TestScannerVarint(t *testing.T) {
+	ten := func(last byte) []byte {
+		return append(bytes.Repeat([]byte{0xd6}, 9), last)
+	}
+	cases := []struct {
+		name string
+		in   []byte
+	}{
+		{"one byte", []byte{0x30}},
+		{"two bytes", []byte{0x80, 0x01}},
+		{"max uint64", binary.AppendUvarint(nil, math.MaxUint64)},
+		{"ten bytes, tenth 1", ten(0x01)},
+		{"ten bytes, tenth 0x30 (fuzzed)", ten(0x30)},
+		{"ten bytes, tenth 2", ten(0x02)},
+		{"eleven bytes", append(ten(0x81), 0x00)},
+		{"truncated", []byte{0x80, 0x80}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, n := binary.Uvarint(tc.in)
+			s := scanner{br: bufio.NewReader(bytes.NewReader(tc.in)), lim: fuzzLimits, charged: ChargeMin}
+			got, err := s.varint()
+			switch {
+			case n > 0:
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+				require.Len(t, s.out, n)
+			case n == 0:
+				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			default:
+				require.ErrorIs(t, err, proto.ErrInvalidData)
+			}
 		})
 	}
 }
