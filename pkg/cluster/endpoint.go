@@ -57,7 +57,7 @@ func breakerState(s gobreaker.State) BreakerState {
 type endpoint struct {
 	addr     string
 	c        *Client
-	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
+	cb       *gobreaker.CircuitBreaker[struct{}]
 	up       atomic.Bool
 	inflight atomic.Int64
 	calls    atomic.Uint64 // attempts sent here
@@ -73,7 +73,7 @@ func newEndpoint(c *Client, addr string) *endpoint {
 	e := &endpoint{addr: addr, c: c}
 	b := c.o.breaker
 	observe := c.o.onStateChange
-	e.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+	e.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        addr,
 		MaxRequests: b.HalfOpenCalls,
 		Timeout:     b.OpenFor,
@@ -130,33 +130,45 @@ var errDown = errors.New("cluster: server is down")
 // never reached the server (breaker refused, no connection, dial failed).
 // useErr is use's own error: the call itself succeeded.
 func (e *endpoint) attempt(ctx context.Context, m *client.Method, args, result proto.Struct, use func() error) (sent bool, useErr bool, err error) {
-	done, err := e.cb.Allow()
-	if err != nil {
-		return false, false, err
-	}
-	e.mu.Lock()
-	conn := e.conn
-	e.mu.Unlock()
-	if conn == nil || !e.up.Load() {
-		done(context.Canceled) // neither success nor failure
+	// Execute rather than the two-step breaker's Allow: Allow returns a
+	// closure, an allocation on every call, where this one stays on the
+	// stack. The breaker sees the call's error, nil when only use failed,
+	// and context.Canceled (neither success nor failure) when e went down.
+	ran, down := false, false
+	var conn *client.Conn
+	_, berr := e.cb.Execute(func() (struct{}, error) {
+		ran = true
+		e.mu.Lock()
+		conn = e.conn
+		e.mu.Unlock()
+		if conn == nil || !e.up.Load() {
+			down = true
+			return struct{}{}, context.Canceled
+		}
+		e.inflight.Add(1)
+		e.calls.Add(1)
+		if use != nil {
+			u := getUseTrack(use, e.c.reuses)
+			err = conn.CallBorrowed(ctx, m, args, result, u.run)
+			useErr = u.used && err != nil
+			putUseTrack(u)
+		} else {
+			err = conn.Call(ctx, m, args, result)
+		}
+		e.inflight.Add(-1)
+		if useErr {
+			return struct{}{}, nil
+		}
+		return struct{}{}, err
+	})
+	switch {
+	case !ran:
+		return false, false, berr
+	case down:
 		return false, false, errDown
-	}
-	e.inflight.Add(1)
-	e.calls.Add(1)
-	if use != nil {
-		u := getUseTrack(use, e.c.reuses)
-		err = conn.CallBorrowed(ctx, m, args, result, u.run)
-		useErr = u.used && err != nil
-		putUseTrack(u)
-	} else {
-		err = conn.Call(ctx, m, args, result)
-	}
-	e.inflight.Add(-1)
-	if useErr {
-		done(nil)
+	case useErr:
 		return true, true, err
 	}
-	done(err)
 	if errors.Is(err, client.ErrConnClosed) {
 		e.fail(conn, err)
 	}
@@ -212,19 +224,22 @@ func (e *endpoint) probe(ctx context.Context) {
 		if removed {
 			return
 		}
-		done, err := e.cb.Allow()
-		if err != nil {
-			continue
+		var conn *client.Conn
+		dialed := false
+		_, err := e.cb.Execute(func() (c struct{}, err error) {
+			dialed = true
+			conn, err = client.Dial(ctx, e.addr, e.c.o.conn...)
+			return c, err
+		})
+		if !dialed {
+			continue // the breaker is open: no try
 		}
-		conn, err := client.Dial(ctx, e.addr, e.c.o.conn...)
 		if err != nil {
-			done(err)
 			e.mu.Lock()
 			e.lastErr = err
 			e.mu.Unlock()
 			continue
 		}
-		done(nil)
 		e.mu.Lock()
 		old := e.conn
 		e.probing = false
