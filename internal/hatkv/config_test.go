@@ -2,6 +2,7 @@ package hatkv
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,6 +169,11 @@ func TestMapError(t *testing.T) {
 			var full *hatkv.StoreFull
 			require.ErrorAs(t, got, &full)
 			assert.Contains(t, full.Message, "store is full (map size 1048576 bytes)")
+		}},
+		{"disk full", fmt.Errorf("%w (0 bytes free on the file system holding d): %w", kvstore.ErrDiskFull, syscall.EIO), func(t *testing.T, got error) {
+			var full *hatkv.StoreFull
+			require.ErrorAs(t, got, &full)
+			assert.Equal(t, "store is full: disk full (0 bytes free on the file system holding d): input/output error; reads still work, writes and deletes once space is freed", full.Message)
 		}},
 		{"closed stays internal", kvstore.ErrClosed, func(t *testing.T, got error) {
 			require.ErrorIs(t, got, kvstore.ErrClosed)

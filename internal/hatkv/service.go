@@ -141,6 +141,8 @@ func mapError(err error, key string) error {
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		return &hatkv.NotFound{Message: fmt.Sprintf("key %q not found", key), Key: key}
+	case errors.Is(err, kvstore.ErrDiskFull):
+		return &hatkv.StoreFull{Message: msg + "; reads still work, writes and deletes once space is freed"}
 	case errors.Is(err, kvstore.ErrStoreFull):
 		return &hatkv.StoreFull{Message: msg + "; reads and deletes still work"}
 	}

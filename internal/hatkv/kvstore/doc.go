@@ -78,6 +78,16 @@
 // in Stats.MapGrowths); pages freed by deletes are then reused by later
 // writes.
 //
+// # Full disk
+//
+// A write the file system has no room for fails with ErrDiskFull (an
+// ErrStoreFull too) and leaves the store as it was: reads keep working,
+// writes work again once space is freed. With WriteMap, LMDB writes by
+// storing into the mapped file, and a page the disk cannot back would be
+// a SIGBUS that ends the process; so the map is allocated on disk when
+// the store opens and when it grows (Open fails with ENOSPC, saying why,
+// when it does not fit).
+//
 // # Concurrency
 //
 // Reads run in LMDB read transactions from any goroutine (MDB_NOTLS). The

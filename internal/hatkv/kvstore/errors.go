@@ -18,6 +18,11 @@ var (
 	// ErrStoreFull means the LMDB map is full (MDB_MAP_FULL). Reads keep
 	// working; deletes free space for later writes.
 	ErrStoreFull = errors.New("kvstore: store is full")
+	// ErrDiskFull means a write failed because the file system holding the
+	// store is out of space (it is an ErrStoreFull too). Reads keep
+	// working; writes, deletes among them (LMDB copies pages on write),
+	// work again once space is freed.
+	ErrDiskFull = fmt.Errorf("%w: disk full", ErrStoreFull)
 	ErrClosed    = errors.New("kvstore: store closed")
 	// ErrCorruptRecord means a stored value failed to decode.
 	ErrCorruptRecord = errors.New("kvstore: corrupt record")

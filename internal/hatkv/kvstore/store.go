@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
@@ -112,7 +113,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		lmdb.WithMaxDBs(4),
 	)
 	if err != nil {
-		return nil, classifyOpenError(path, err)
+		oe := classifyOpenError(path, err)
+		if cfg.writeMap && errors.Is(err, syscall.ENOSPC) {
+			oe.Detail = fmt.Sprintf("writemap keeps the whole map, %d bytes, allocated on disk so that a full disk cannot crash the server: free space, lower the map size, or turn writemap off", cfg.mapSize)
+		}
+		return nil, oe
 	}
 	// Reader slots of processes that died (kill -9) would otherwise pin old
 	// snapshots and keep their pages from being reused.
@@ -158,7 +163,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func classifyOpenError(path string, err error) error {
+func classifyOpenError(path string, err error) *OpenError {
 	for _, bad := range []error{lmdb.ErrInvalid, lmdb.ErrVersionMismatch, lmdb.ErrCorrupted, lmdb.ErrPageNotFound, lmdb.ErrPanic} {
 		if errors.Is(err, bad) {
 			return &OpenError{Path: path, Err: ErrCorruptData, Cause: err}
@@ -367,10 +372,27 @@ func (s *Store) mapErr(err error) error {
 		return nil
 	case errors.Is(err, lmdb.ErrMapFull):
 		return fmt.Errorf("%w (map size %d bytes): %w", ErrStoreFull, s.currentMapSize(), err)
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO):
+		if free, ok := s.diskFull(err); ok {
+			return fmt.Errorf("%w (%d bytes free on the file system holding %s): %w", ErrDiskFull, free, s.path, err)
+		}
 	case errors.Is(err, lmdb.ErrClosed):
 		return ErrClosed
 	}
 	return err
+}
+
+// diskFull tells a write that failed for want of disk space, and how much
+// is left. LMDB reports a short write of its pages as EIO, which a full
+// file system causes as well as a failing device: EIO counts as full only
+// when less than a megabyte is left.
+func (s *Store) diskFull(err error) (free uint64, full bool) {
+	var st syscall.Statfs_t
+	if serr := syscall.Statfs(s.path, &st); serr != nil {
+		return 0, !errors.Is(err, syscall.EIO)
+	}
+	free = st.Bavail * uint64(st.Bsize)
+	return free, !errors.Is(err, syscall.EIO) || free < 1<<20
 }
 
 func (s *Store) currentMapSize() int64 {

@@ -170,6 +170,11 @@ func Open(path string, opts ...Option) (*Env, error) {
 	if rc != 0 {
 		return fail("mdb_env_open", rc)
 	}
+	if cfg.flags&(WriteMap|ReadOnly) == WriteMap {
+		if rc := C.hat_reserve(env, C.hat_mapsize(env)); rc != 0 {
+			return fail(reserveOp, rc)
+		}
+	}
 	return &Env{
 		env:        env,
 		path:       path,
@@ -221,8 +226,19 @@ func (e *Env) SetMapSize(ctx context.Context, bytes int64) error {
 		return ErrClosed
 	}
 	e.dropIdle()
+	if e.flags&(WriteMap|ReadOnly) == WriteMap && bytes > 0 {
+		if err := pathError(reserveOp, e.path, C.hat_reserve(e.env, C.size_t(bytes))); err != nil {
+			return err
+		}
+	}
 	return pathError("mdb_env_set_mapsize", e.path, C.mdb_env_set_mapsize(e.env, C.size_t(bytes)))
 }
+
+// reserveOp names the failed reservation of a WriteMap environment's
+// file: with WriteMap, Open and SetMapSize allocate the data file's blocks
+// for the whole map, since a write the disk cannot back would be a SIGBUS
+// that ends the process (ENOSPC then comes from them instead).
+const reserveOp = "reserving the map on disk for MDB_WRITEMAP"
 
 func (e *Env) dropIdle() {
 	for {

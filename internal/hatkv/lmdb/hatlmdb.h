@@ -3,8 +3,32 @@
  * for inputs lives on the C stack for the duration of one call. */
 #ifndef HATLMDB_H
 #define HATLMDB_H
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <lmdb.h>
+
+/* With MDB_WRITEMAP the data file is a sparse file as large as the map,
+ * and LMDB writes by storing into the map: a page the file system cannot
+ * back (a full disk) raises SIGBUS in the writer, which kills the process.
+ * Allocating the file's blocks up to size first turns that into an
+ * error here. Returns 0 or an errno (posix_fallocate's fallback writes a
+ * byte a block where the file system has no fallocate). */
+static inline int hat_reserve(MDB_env *env, size_t size) {
+	mdb_filehandle_t fd;
+	int rc = mdb_env_get_fd(env, &fd);
+	if (rc)
+		return rc;
+	return posix_fallocate(fd, 0, (off_t)size);
+}
+
+/* The map size in force: the larger of the one set and the file's. */
+static inline size_t hat_mapsize(MDB_env *env) {
+	MDB_envinfo info;
+	if (mdb_env_info(env, &info))
+		return 0;
+	return info.me_mapsize;
+}
 
 static inline int hat_put(MDB_txn *txn, MDB_dbi dbi, void *k, size_t kn,
                           void *v, size_t vn, unsigned int flags) {

@@ -487,3 +487,37 @@ func TestReadOnlyEnv(t *testing.T) {
 	err = ro.Update(ctx, func(txn *Txn) error { return nil })
 	require.ErrorIs(t, err, fs.ErrPermission)
 }
+
+// TestWriteMapReservesMap: with WriteMap the data file's blocks are
+// allocated for the whole map, at Open and when SetMapSize grows it (a
+// store into a hole the disk cannot fill would be a SIGBUS); without
+// WriteMap the file stays as small as its pages.
+func TestWriteMapReservesMap(t *testing.T) {
+	allocated := func(path string) int64 {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Stat(path, &st))
+		return st.Blocks * 512
+	}
+	for _, tc := range []struct {
+		name  string
+		flags EnvFlag
+		want  func(t *testing.T, got, mapSize int64)
+	}{
+		{"writemap", NoSubdir | WriteMap, func(t *testing.T, got, mapSize int64) {
+			assert.GreaterOrEqual(t, got, mapSize, "the whole map is allocated")
+		}},
+		{"no writemap", NoSubdir, func(t *testing.T, got, mapSize int64) {
+			assert.Less(t, got, int64(1<<20), "only the pages written are")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "db")
+			env, err := Open(file, WithFlags(tc.flags), WithMapSize(4<<20))
+			require.NoError(t, err)
+			defer env.Close()
+			tc.want(t, allocated(file), 4<<20)
+			require.NoError(t, env.SetMapSize(testCtx(t), 8<<20))
+			tc.want(t, allocated(file), 8<<20)
+		})
+	}
+}
