@@ -23,7 +23,7 @@ var (
 	// working; writes, deletes among them (LMDB copies pages on write),
 	// work again once space is freed.
 	ErrDiskFull = fmt.Errorf("%w: disk full", ErrStoreFull)
-	ErrClosed    = errors.New("kvstore: store closed")
+	ErrClosed   = errors.New("kvstore: store closed")
 	// ErrCorruptRecord means a stored value failed to decode.
 	ErrCorruptRecord = errors.New("kvstore: corrupt record")
 	// ErrForeignData means the data path holds something that is not a
