@@ -173,7 +173,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		}
 	}
 	cfg.Limits = o.limits
-	st, err := kvstore.Open(ctx, dir, append(cfg.Options(), kvstore.WithVerify(o.verify))...)
+	st, err := kvstore.Open(ctx, dir, append(cfg.Options(), kvstore.WithVerify(o.verify), kvstore.WithLogger(o.logger))...)
 	if err != nil {
 		return nil, err
 	}

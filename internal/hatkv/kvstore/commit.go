@@ -140,6 +140,9 @@ func (s *Store) commitOps(ctx context.Context, ops []*writeOp, retried bool) {
 		return nil
 	})
 	if err == nil {
+		if s.fullDisk.Load() && s.fullDisk.CompareAndSwap(true, false) {
+			s.cfg.log.Info("kvstore: writes succeed again after the disk was full", "path", s.path)
+		}
 		c := &s.counters
 		c.commits.Add(1)
 		c.batchedWrites.Add(uint64(len(ops)))
@@ -163,8 +166,12 @@ func (s *Store) commitOps(ctx context.Context, ops []*writeOp, retried bool) {
 			return
 		}
 	}
+	err = s.mapErr(err)
+	if errors.Is(err, ErrDiskFull) && s.fullDisk.CompareAndSwap(false, true) {
+		s.cfg.log.Error("kvstore: disk full: writes are refused until space is freed; reads go on", "path", s.path, "err", err)
+	}
 	for _, op := range ops {
-		op.err = s.mapErr(err)
+		op.err = err
 	}
 }
 

@@ -1,10 +1,13 @@
 package kvstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -64,7 +67,8 @@ func TestDiskFull(t *testing.T) {
 		ballast := filepath.Join(dir, "ballast")
 		require.NoError(t, os.WriteFile(ballast, make([]byte, 512<<10), 0o600))
 		ctx := testCtx(t)
-		s, err := Open(ctx, filepath.Join(dir, "db"), WithMapSize(64<<20))
+		var logged bytes.Buffer
+		s, err := Open(ctx, filepath.Join(dir, "db"), WithMapSize(64<<20), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, s.Close()) }()
 		n := 0
@@ -85,8 +89,16 @@ func TestDiskFull(t *testing.T) {
 		st, err := s.Stats(ctx)
 		require.NoError(t, err)
 		assert.EqualValues(t, n, st.Records)
+		for i := 0; i < 3; i++ {
+			require.ErrorIs(t, s.Insert(ctx, fmt.Sprintf("more%d", i), ycsbRecord("k", 10, 100)), ErrDiskFull)
+		}
+		// Said once, however many writes fail, and once when they work again.
+		assert.Equal(t, 1, strings.Count(logged.String(), "level=ERROR msg=\"kvstore: disk full: writes are refused until space is freed; reads go on\""), logged.String())
 		require.NoError(t, os.Remove(ballast))
 		require.NoError(t, s.Insert(ctx, "after", ycsbRecord("k", 10, 100)), "writes work again once space is freed")
+		require.NoError(t, s.Insert(ctx, "after2", ycsbRecord("k", 10, 100)))
+		assert.Equal(t, 1, strings.Count(logged.String(), "level=INFO msg=\"kvstore: writes succeed again after the disk was full\""), logged.String())
+		assert.Equal(t, 2, strings.Count(logged.String(), "\n"), logged.String())
 		require.NoError(t, s.Delete(ctx, "key000000"))
 	})
 	t.Run("writemap, map larger than the disk", func(t *testing.T) {

@@ -82,7 +82,8 @@
 //
 // A write the file system has no room for fails with ErrDiskFull (an
 // ErrStoreFull too) and leaves the store as it was: reads keep working,
-// writes work again once space is freed. With WriteMap, LMDB writes by
+// writes work again once space is freed; the logger (WithLogger) is told
+// once when the disk fills and once when writes succeed again. With WriteMap, LMDB writes by
 // storing into the mapped file, and a page the disk cannot back would be
 // a SIGBUS that ends the process; so the map is allocated on disk when
 // the store opens and when it grows (Open fails with ENOSPC, saying why,

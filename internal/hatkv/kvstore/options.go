@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -110,6 +111,7 @@ type config struct {
 	limits      Limits
 	verify      VerifyLevel
 	readOnly    bool
+	log         *slog.Logger
 }
 
 func defaultConfig() config {
@@ -120,11 +122,16 @@ func defaultConfig() config {
 		mapSize:     1 << 30,
 		maxBatch:    256,
 		limits:      DefaultLimits,
+		log:         slog.New(slog.DiscardHandler),
 	}
 }
 
 // Option configures Open.
 type Option func(*config)
+
+// WithLogger sets where the store says what an operator must act on: a
+// full disk, and writes succeeding again after it (default: nowhere).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // WithSync sets the durability mode.
 func WithSync(m SyncMode) Option { return func(c *config) { c.sync = m } }

@@ -47,6 +47,7 @@ type Store struct {
 	mapSize   int64
 	mapCeil   int64
 	mapGrowth atomic.Uint64
+	fullDisk  atomic.Bool // the last write failed for want of disk space (logged once)
 
 	mu     sync.RWMutex // shared by operations, exclusive in Close
 	closed bool
