@@ -298,8 +298,8 @@ func newBackoff(b Backoff) *backoff.ExponentialBackOff {
 
 // useTrack tells whether an attempt got as far as its use (then an error
 // is the function's own answer, not the server's). Pooled with its method
-// value bound once: a closure per attempt was one of the two allocations a
-// borrowed call made through a Client (the other is the breaker's).
+// value bound once: a closure per attempt was an allocation of every
+// borrowed call made through a Client.
 type useTrack struct {
 	use    func() error
 	used   bool

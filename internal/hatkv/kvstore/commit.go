@@ -166,7 +166,7 @@ func (s *Store) commitOps(ctx context.Context, ops []*writeOp, retried bool) {
 			return
 		}
 	}
-	err = s.mapErr(err)
+	err = s.writeErr(err)
 	if errors.Is(err, ErrDiskFull) && s.fullDisk.CompareAndSwap(false, true) {
 		s.cfg.log.Error("kvstore: disk full: writes are refused until space is freed; reads go on", "path", s.path, "err", err)
 	}

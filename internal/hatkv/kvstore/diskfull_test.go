@@ -71,12 +71,7 @@ func TestDiskFull(t *testing.T) {
 		s, err := Open(ctx, filepath.Join(dir, "db"), WithMapSize(64<<20), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, s.Close()) }()
-		n := 0
-		for ; n < 100000; n++ {
-			if err = s.Insert(ctx, fmt.Sprintf("key%06d", n), ycsbRecord("k", 10, 100)); err != nil {
-				break
-			}
-		}
+		n, err := insertUntilFull(ctx, s)
 		require.ErrorIs(t, err, ErrDiskFull)
 		require.ErrorIs(t, err, ErrStoreFull)
 		assert.Contains(t, err.Error(), "bytes free on the file system holding "+filepath.Join(dir, "db"))
@@ -122,12 +117,7 @@ func TestDiskFull(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, s.Close()) }()
 		fillDisk(t, dir)
-		n := 0
-		for ; n < 100000; n++ {
-			if err = s.Insert(ctx, fmt.Sprintf("key%06d", n), ycsbRecord("k", 10, 100)); err != nil {
-				break
-			}
-		}
+		n, err := insertUntilFull(ctx, s)
 		// The map, not the disk, ends the writes: its pages were the
 		// file's before the filler came.
 		require.ErrorIs(t, err, ErrStoreFull)

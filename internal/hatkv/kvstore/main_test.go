@@ -37,6 +37,17 @@ func ycsbRecord(key string, fields, size int) Record {
 	return r
 }
 
+// insertUntilFull inserts key000000, key000001, ... until an insert fails
+// (at most 100,000), and returns how many went in and the failure.
+func insertUntilFull(ctx context.Context, s *Store) (int, error) {
+	for n := 0; n < 100000; n++ {
+		if err := s.Insert(ctx, fmt.Sprintf("key%06d", n), ycsbRecord("k", 10, 100)); err != nil {
+			return n, err
+		}
+	}
+	return 100000, nil
+}
+
 func openTest(t testing.TB, opts ...Option) *Store {
 	t.Helper()
 	s, err := Open(testCtx(t), t.TempDir(), append([]Option{WithSync(SyncNoSync), WithMapSize(64 << 20)}, opts...)...)

@@ -373,27 +373,33 @@ func (s *Store) mapErr(err error) error {
 		return nil
 	case errors.Is(err, lmdb.ErrMapFull):
 		return fmt.Errorf("%w (map size %d bytes): %w", ErrStoreFull, s.currentMapSize(), err)
-	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO):
-		if free, ok := s.diskFull(err); ok {
-			return fmt.Errorf("%w (%d bytes free on the file system holding %s): %w", ErrDiskFull, free, s.path, err)
-		}
 	case errors.Is(err, lmdb.ErrClosed):
 		return ErrClosed
 	}
 	return err
 }
 
-// diskFull tells a write that failed for want of disk space, and how much
-// is left. LMDB reports a short write of its pages as EIO, which a full
-// file system causes as well as a failing device: EIO counts as full only
-// when less than a megabyte is left.
-func (s *Store) diskFull(err error) (free uint64, full bool) {
-	var st syscall.Statfs_t
-	if serr := syscall.Statfs(s.path, &st); serr != nil {
-		return 0, !errors.Is(err, syscall.EIO)
+// writeErr is mapErr for a failed write transaction, which can also
+// mean the disk is full (reads cannot: only a write asks for space).
+// LMDB reports a short write of its pages as EIO, which a full file system
+// causes as well as a failing device: EIO counts as full only when less
+// than a megabyte is left.
+func (s *Store) writeErr(err error) error {
+	eio := errors.Is(err, syscall.EIO)
+	if !eio && !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+		return s.mapErr(err)
 	}
-	free = st.Bavail * uint64(st.Bsize)
-	return free, !errors.Is(err, syscall.EIO) || free < 1<<20
+	var st syscall.Statfs_t
+	var free uint64
+	if syscall.Statfs(s.path, &st) == nil {
+		free = st.Bavail * uint64(st.Bsize)
+	} else if eio {
+		return s.mapErr(err)
+	}
+	if eio && free >= 1<<20 {
+		return s.mapErr(err)
+	}
+	return fmt.Errorf("%w (%d bytes free on the file system holding %s): %w", ErrDiskFull, free, s.path, err)
 }
 
 func (s *Store) currentMapSize() int64 {

@@ -276,13 +276,7 @@ func TestStoreFull(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			s := openTest(t, append(mode.opts, WithMapSize(1<<20))...)
 			ctx := testCtx(t)
-			var n int
-			var err error
-			for n = 0; n < 100000; n++ {
-				if err = s.Insert(ctx, fmt.Sprintf("key%06d", n), ycsbRecord("k", 10, 100)); err != nil {
-					break
-				}
-			}
+			n, err := insertUntilFull(ctx, s)
 			require.ErrorIs(t, err, ErrStoreFull)
 			assert.Contains(t, err.Error(), "map size")
 			require.Greater(t, n, 100)
