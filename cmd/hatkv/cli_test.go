@@ -141,7 +141,11 @@ func TestDescribe(t *testing.T) {
 	}{
 		{&gen.InvalidArgument{Message: "empty key"}, "invalid argument: empty key"},
 		{&gen.NotFound{Message: `key "k" not found`, Key: "k"}, `key "k" not found`},
-		{&gen.StoreFull{Message: "store is full"}, "store full: store is full"},
+		{&gen.StoreFull{Message: "map size reached"}, "store full: map size reached"},
+		{&gen.StoreFull{Message: "store is full (map size 1048576 bytes); reads and deletes still work"},
+			"store is full (map size 1048576 bytes); reads and deletes still work"},
+		{&gen.StoreFull{Message: "store is full: disk full (0 bytes free on the file system holding d): input/output error; reads still work, writes and deletes once space is freed"},
+			"store is full: disk full (0 bytes free on the file system holding d): input/output error; reads still work, writes and deletes once space is freed"},
 		{hatkv.ErrTransportUnavailable, hatkv.ErrTransportUnavailable.Error()},
 		{errors.New("plain"), "plain"},
 	}

@@ -137,6 +137,10 @@ func describe(err error) string {
 	case errors.As(err, &nf):
 		return nf.Message
 	case errors.As(err, &full):
+		// Our servers' messages already begin so; another server's may not.
+		if strings.HasPrefix(full.Message, "store is full") {
+			return full.Message
+		}
 		return "store full: " + full.Message
 	}
 	return err.Error()

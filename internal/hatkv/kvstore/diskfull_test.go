@@ -105,7 +105,8 @@ func TestDiskFull(t *testing.T) {
 		var oe *OpenError
 		require.ErrorAs(t, err, &oe)
 		require.ErrorIs(t, err, syscall.ENOSPC)
-		assert.Contains(t, err.Error(), "writemap keeps the whole map, 67108864 bytes, allocated on disk")
+		assert.Contains(t, err.Error(), "reserving the map (67108864 bytes) on disk for MDB_WRITEMAP")
+		assert.Contains(t, err.Error(), "writemap keeps the whole map allocated on disk")
 	})
 	t.Run("writemap, the disk fills after Open", func(t *testing.T) {
 		dir := smallDisk(t, disk)

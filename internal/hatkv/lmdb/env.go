@@ -171,8 +171,11 @@ func Open(path string, opts ...Option) (*Env, error) {
 		return fail("mdb_env_open", rc)
 	}
 	if cfg.flags&(WriteMap|ReadOnly) == WriteMap {
-		if rc := C.hat_reserve(env, C.hat_mapsize(env)); rc != 0 {
-			return fail(reserveOp, rc)
+		// The map in force: an existing file's map may be larger than
+		// cfg.mapSize, and that is what has to fit.
+		size := C.hat_mapsize(env)
+		if rc := C.hat_reserve(env, size); rc != 0 {
+			return fail(reserveOp(int64(size)), rc)
 		}
 	}
 	return &Env{
@@ -227,7 +230,7 @@ func (e *Env) SetMapSize(ctx context.Context, bytes int64) error {
 	}
 	e.dropIdle()
 	if e.flags&(WriteMap|ReadOnly) == WriteMap && bytes > 0 {
-		if err := pathError(reserveOp, e.path, C.hat_reserve(e.env, C.size_t(bytes))); err != nil {
+		if err := pathError(reserveOp(bytes), e.path, C.hat_reserve(e.env, C.size_t(bytes))); err != nil {
 			return err
 		}
 	}
@@ -237,8 +240,11 @@ func (e *Env) SetMapSize(ctx context.Context, bytes int64) error {
 // reserveOp names the failed reservation of a WriteMap environment's
 // file: with WriteMap, Open and SetMapSize allocate the data file's blocks
 // for the whole map, since a write the disk cannot back would be a SIGBUS
-// that ends the process (ENOSPC then comes from them instead).
-const reserveOp = "reserving the map on disk for MDB_WRITEMAP"
+// that ends the process (ENOSPC then comes from them instead). It gives
+// the size, which at Open can be an existing file's, not the one asked for.
+func reserveOp(bytes int64) string {
+	return fmt.Sprintf("reserving the map (%d bytes) on disk for MDB_WRITEMAP", bytes)
+}
 
 func (e *Env) dropIdle() {
 	for {
