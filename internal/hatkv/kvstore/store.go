@@ -116,7 +116,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		oe := classifyOpenError(path, err)
 		if cfg.writeMap && errors.Is(err, syscall.ENOSPC) {
-			oe.Detail = "writemap keeps the whole map allocated on disk so that a full disk cannot crash the server: free space, lower the map size (an existing store keeps its own, if larger), or turn writemap off"
+			oe.Detail = "writemap keeps the whole map allocated on disk so that a full disk cannot crash the server: free space, lower the map size (not below what the data already uses), or turn writemap off"
 		}
 		return nil, oe
 	}

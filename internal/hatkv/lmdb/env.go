@@ -171,8 +171,8 @@ func Open(path string, opts ...Option) (*Env, error) {
 		return fail("mdb_env_open", rc)
 	}
 	if cfg.flags&(WriteMap|ReadOnly) == WriteMap {
-		// The map in force: an existing file's map may be larger than
-		// cfg.mapSize, and that is what has to fit.
+		// The map in force, which is what has to fit: LMDB raises the
+		// size asked for to what an existing file's data already uses.
 		size := C.hat_mapsize(env)
 		if rc := C.hat_reserve(env, size); rc != 0 {
 			return fail(reserveOp(int64(size)), rc)
@@ -241,7 +241,8 @@ func (e *Env) SetMapSize(ctx context.Context, bytes int64) error {
 // file: with WriteMap, Open and SetMapSize allocate the data file's blocks
 // for the whole map, since a write the disk cannot back would be a SIGBUS
 // that ends the process (ENOSPC then comes from them instead). It gives
-// the size, which at Open can be an existing file's, not the one asked for.
+// the size, which at Open can be larger than the one asked for (LMDB
+// raises it to what an existing file's data uses).
 func reserveOp(bytes int64) string {
 	return fmt.Sprintf("reserving the map (%d bytes) on disk for MDB_WRITEMAP", bytes)
 }

@@ -22,7 +22,8 @@ static inline int hat_reserve(MDB_env *env, size_t size) {
 	return posix_fallocate(fd, 0, (off_t)size);
 }
 
-/* The map size in force: the larger of the one set and the file's. */
+/* The map size in force: the one set, raised by mdb_env_open to what the
+ * file's data already uses. */
 static inline size_t hat_mapsize(MDB_env *env) {
 	MDB_envinfo info;
 	if (mdb_env_info(env, &info))
