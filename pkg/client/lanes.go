@@ -98,7 +98,8 @@ type clane struct {
 	pd     *rdma.PD
 	ep     *rdma.RPCEndpoint
 	link   *fastpath.Link
-	unreg  func()
+	unreg  func() // the tuner's spin, adaptive and busy lanes
+	unwait func() // counted among the waiting lanes
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
@@ -453,6 +454,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	case hints.PollBusy:
 		l.unreg = fastpath.RegisterBusy(l.ep)
 	}
+	l.unwait = fastpath.CountWaits(l.ep) // waiting while a call is in C
 	l.link = fastpath.Watch(nc, func() { l.goaway.Store(true) }, func() {
 		l.broken.Store(true)
 		l.ep.Abort()
@@ -492,6 +494,7 @@ func (l *clane) close() {
 		if l.unreg != nil {
 			l.unreg()
 		}
+		l.unwait()
 		_ = l.ep.Close()
 		_ = l.pd.Close()
 		p := l.p
@@ -612,9 +615,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	}
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
-	waiting := fastpath.Waiting()                     // for the adaptive poller: this caller spins or sleeps in C
 	resp, err := l.ep.CallWithin(ctx, pr, b, timeout) // the deadline read above: no second clock read
-	waiting()
 	if err != nil {
 		// An interrupted exchange leaves the endpoint broken: the lane
 		// goes, and a later call opens a new one.

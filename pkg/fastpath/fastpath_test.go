@@ -145,6 +145,11 @@ func (s *spinRec) SetSpin(d time.Duration) {
 	s.last.Store(int64(d))
 }
 
+// waitRec is a lane that says whether it is in C.
+type waitRec struct{ in atomic.Bool }
+
+func (w *waitRec) InExchange() bool { return w.in.Load() }
+
 func TestTunerLifecycle(t *testing.T) {
 	// A fresh tuner starts at DecideSpin, and registration applies it
 	// whatever the tuner decides a tick later (on a loaded machine the
@@ -165,9 +170,20 @@ func TestTunerLifecycle(t *testing.T) {
 	require.Equal(t, BusySpin, spinFor(DecideShort, true), "a busy lane spins on while the CPU has room")
 	require.Equal(t, ShortSpin, spinFor(DecideShort, false))
 	require.Equal(t, time.Duration(0), spinFor(DecideBlock, true))
-	done := Waiting()
+	// Waiting counts the registered lanes in C at the time of asking, of
+	// any polling kind, and none once unregistered.
+	w1, w2 := &waitRec{}, &waitRec{}
+	uw1, uw2 := CountWaits(w1), CountWaits(w2)
+	require.Equal(t, 0, Polling().Waiting)
+	w1.in.Store(true)
 	require.Equal(t, 1, Polling().Waiting)
-	done()
+	w2.in.Store(true)
+	require.Equal(t, 2, Polling().Waiting)
+	w1.in.Store(false)
+	require.Equal(t, 1, Polling().Waiting)
+	uw2()
+	require.Equal(t, 0, Polling().Waiting, "an unregistered lane is not counted")
+	uw1()
 	require.Eventually(t, func() bool {
 		s := Polling()
 		return s.Decisions[DecideSpin]+s.Decisions[DecideShort]+s.Decisions[DecideBlock] > 0

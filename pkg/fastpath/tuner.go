@@ -38,18 +38,42 @@ type tuner struct {
 	done    chan struct{}
 	current atomic.Int32
 
-	waiting atomic.Int64 // lanes inside a wait in C, adaptive or not
+	waiters map[Waiter]struct{} // every lane, adaptive or not
 	counts  [NumDecisions]atomic.Uint64
 }
 
-var tune = tuner{eps: map[Spinner]bool{}}
+var tune = tuner{eps: map[Spinner]bool{}, waiters: map[Waiter]struct{}{}}
 
-// Waiting counts a lane entering a wait in C; call the returned function
-// when it leaves. The tuner compares the number of spinning lanes with the
-// cores.
-func Waiting() func() {
-	tune.waiting.Add(1)
-	return func() { tune.waiting.Add(-1) }
+// Waiter is a lane's endpoint as the tuner counts it: whether it is in a
+// wait in C now.
+type Waiter interface{ InExchange() bool }
+
+// CountWaits puts a lane's endpoint, of any polling kind, among those the
+// tuner counts as waiting while they are in C; unregister before closing
+// the endpoint. The tuner compares the number of waiting lanes with the
+// cores. The lanes say so in memory of their own (a flag C sets and
+// clears) and the tuner looks once a tick: a shared count in Go was two
+// locked updates of one line on every call of every lane.
+func CountWaits(w Waiter) (unregister func()) {
+	tune.mu.Lock()
+	tune.waiters[w] = struct{}{}
+	tune.mu.Unlock()
+	return func() {
+		tune.mu.Lock()
+		delete(tune.waiters, w)
+		tune.mu.Unlock()
+	}
+}
+
+// waitingLocked counts the lanes in a wait in C (t.mu held).
+func (t *tuner) waitingLocked() int {
+	n := 0
+	for w := range t.waiters {
+		if w.InExchange() {
+			n++
+		}
+	}
+	return n
 }
 
 // RegisterAdaptive puts an adaptive endpoint under the tuner and sets its
@@ -149,7 +173,10 @@ func (t *tuner) loop(stop, done chan struct{}) {
 				load = float64(c-lastCPU) / float64(wall) / float64(cores)
 			}
 			lastCPU, lastWall = c, now
-			d := Decide(int(t.waiting.Load()), cores, load)
+			t.mu.Lock()
+			waiting := t.waitingLocked()
+			t.mu.Unlock()
+			d := Decide(waiting, cores, load)
 			t.counts[d].Add(1)
 			if int(t.current.Swap(int32(d))) == d {
 				continue
@@ -190,8 +217,8 @@ func Polling() PollingStats {
 		s.Decisions[i] = tune.counts[i].Load()
 	}
 	s.Current = int(tune.current.Load())
-	s.Waiting = int(tune.waiting.Load())
 	tune.mu.Lock()
+	s.Waiting = tune.waitingLocked()
 	s.Adaptive = len(tune.eps)
 	tune.mu.Unlock()
 	return s

@@ -7,7 +7,13 @@ package rdma
 // An exchange's out-parameters, in C memory: Go locals passed to C by
 // pointer escape to the heap (allocations per call), and Go memory
 // holding pointers may not be handed to C at all.
-typedef struct { void *rp; uint64_t rl; int replied; } hr_ep_out;
+// in_c is set while an exchange runs in C: the adaptive poller counts the
+// lanes waiting from it every tick (RPCEndpoint.InExchange), which costs
+// the exchange two plain stores instead of two locked updates of a shared
+// count in Go.
+typedef struct { void *rp; uint64_t rl; int replied; uint32_t in_c; } hr_ep_out;
+
+static void hrgo_in_c(hr_ep_out *o, uint32_t v) { __atomic_store_n(&o->in_c, v, __ATOMIC_RELAXED); }
 
 // The per-message crossings take the endpoint, the message and the
 // out-parameters as integers: cgo checks every pointer argument (is it Go
@@ -19,15 +25,30 @@ static int hrgo_call(uintptr_t ep, uint32_t proto, uintptr_t req, uint64_t len, 
 		     uintptr_t out)
 {
 	hr_ep_out *o = (hr_ep_out *)out;
-	return hr_ep_call((hr_ep *)ep, proto, (const void *)req, len, timeout_ms, gen, &o->rp, &o->rl);
+	hrgo_in_c(o, 1);
+	int st = hr_ep_call((hr_ep *)ep, proto, (const void *)req, len, timeout_ms, gen, &o->rp, &o->rl);
+	hrgo_in_c(o, 0);
+	return st;
 }
 
 static int hrgo_reply_recv(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_t len, int idle_ms, int timeout_ms,
 			   uint32_t gen, uintptr_t out)
 {
 	hr_ep_out *o = (hr_ep_out *)out;
-	return hr_ep_reply_recv((hr_ep *)ep, proto, (const void *)resp, len, idle_ms, timeout_ms, gen, &o->replied,
-				&o->rp, &o->rl);
+	hrgo_in_c(o, 1);
+	int st = hr_ep_reply_recv((hr_ep *)ep, proto, (const void *)resp, len, idle_ms, timeout_ms, gen,
+				  &o->replied, &o->rp, &o->rl);
+	hrgo_in_c(o, 0);
+	return st;
+}
+
+static int hrgo_recv(uintptr_t ep, int idle_ms, int timeout_ms, uint32_t gen, uintptr_t out)
+{
+	hr_ep_out *o = (hr_ep_out *)out;
+	hrgo_in_c(o, 1);
+	int st = hr_ep_recv((hr_ep *)ep, idle_ms, timeout_ms, gen, &o->rp, &o->rl);
+	hrgo_in_c(o, 0);
+	return st;
 }
 */
 import "C"
@@ -555,7 +576,7 @@ func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hr_ep_recv(e.p, C.int(recvSlice/time.Millisecond), ms, gen, &e.out.rp, &e.out.rl)
+		return C.hrgo_recv(e.epAddr(), C.int(recvSlice/time.Millisecond), ms, gen, e.outAddr())
 	})
 	rp, rl := e.out.rp, e.out.rl
 	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
@@ -676,6 +697,16 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 		return []byte{}, false, nil
 	}
 	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
+}
+
+// InExchange reports whether an exchange (a call, or a server's wait for
+// a request) runs in C now: what the adaptive poller counts as a lane
+// waiting (fastpath.CountWaits). Safe from any goroutine; false once
+// closed.
+func (e *RPCEndpoint) InExchange() bool {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	return !e.closed && atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.out.in_c))) != 0
 }
 
 // Arrived is when the request in hand (the last one Recv returned or

@@ -93,6 +93,56 @@ func TestServeCalls(t *testing.T) {
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "nobody serves after stop: %v", err)
 }
 
+// TestInExchange: an endpoint is in an exchange exactly while it waits in
+// C: a client for its reply, a server for a request (between calls, not
+// while its handler runs); neither before the first exchange nor once
+// closed. The adaptive poller counts waiting lanes by it.
+func TestInExchange(t *testing.T) {
+	for _, poll := range []Polling{PollBusy, PollEvent} {
+		t.Run(poll.String(), func(t *testing.T) {
+			cfg := testEPConfig(poll)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			require.False(t, cli.InExchange(), "no call yet")
+			require.False(t, srv.InExchange(), "not serving yet")
+			inHandler, release := make(chan struct{}), make(chan struct{})
+			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
+				inHandler <- struct{}{}
+				<-release
+				return req, ProtoEager
+			})
+			callc := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				_, err := cli.Call(ctx, ProtoEager, []byte("x"))
+				callc <- err
+			}()
+			select {
+			case <-inHandler:
+			case <-time.After(testTimeout):
+				t.Fatal("the request did not reach the handler")
+			}
+			require.False(t, srv.InExchange(), "the handler runs in Go")
+			require.True(t, cli.InExchange(), "the caller waits in C for its reply")
+			close(release)
+			select {
+			case err := <-callc:
+				require.NoError(t, err)
+			case <-time.After(testTimeout):
+				t.Fatal("the call did not return")
+			}
+			require.False(t, cli.InExchange(), "the call returned")
+			require.Eventually(t, srv.InExchange, testTimeout, time.Millisecond, "the server waits in C for the next request")
+			stop()
+			require.False(t, srv.InExchange(), "stopped serving")
+			e, err := NewRPCEndpoint(newPD(t, openTest(t)), cfg)
+			require.NoError(t, err)
+			require.NoError(t, e.Close())
+			require.False(t, e.InExchange(), "closed (its C memory is gone: not read)")
+		})
+	}
+}
+
 // TestEndpointArrived: a server's Arrived is when the engine took the
 // request in, on MonotonicNow's clock: after the client started the call
 // and before the handler ran, and later for every later request. It is 0

@@ -62,6 +62,12 @@ func TestLaneMetricsExact(t *testing.T) {
 		require.GreaterOrEqual(t, value("hatrpc_server_lane_replies_total", fn), float64(ok+1))
 	}
 	check(ok+1, 0)
+	// The adaptive poller's input: the idle lane's server end waits in C
+	// for the next request, the client's end only during a call. (Both
+	// ends live in this process: 2 would mean a side counted wrongly.)
+	waiting := func() float64 { return value("hatrpc_rdma_lanes_waiting", nil) }
+	require.Eventually(t, func() bool { return waiting() == 1 }, eventually, time.Millisecond,
+		"the idle lane's server waits in C")
 
 	// A call held by its handler is in flight, and counted as begun.
 	ctx, cancel := context.WithCancel(tctx(t))
@@ -70,6 +76,7 @@ func TestLaneMetricsExact(t *testing.T) {
 	require.Eventually(t, func() bool { return value("hatrpc_server_in_flight", fn) == 1 },
 		eventually, time.Millisecond, "the held call never showed in in_flight")
 	require.Equal(t, float64(ok+2), value("hatrpc_server_calls_total", fn))
+	require.Equal(t, 1.0, waiting(), "the caller waits in C; the server runs the handler, in Go")
 	cancel()
 	require.Error(t, <-done)
 	// The interrupted exchange ends the lane (the client drops it); its
@@ -79,6 +86,7 @@ func TestLaneMetricsExact(t *testing.T) {
 		lanes, _, _, _ := server.FastPathInUse(s)
 		return lanes == 0 && value("hatrpc_server_in_flight", fn) == 0
 	}, eventually, time.Millisecond, "the lane or its call outlived the client")
+	require.Zero(t, waiting(), "a closed lane is not counted")
 	require.Equal(t, float64(ok+2), value("hatrpc_server_calls_total", fn))
 	require.Equal(t, float64(ok+2), value("hatrpc_server_call_duration_seconds", fn))
 	require.Equal(t, float64(ok+2), value("hatrpc_server_handled_total", fn))

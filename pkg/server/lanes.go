@@ -310,6 +310,9 @@ func (ls *laneSession) serve() {
 	case hints.PollBusy:
 		defer fastpath.RegisterBusy(ep)()
 	}
+	// The lane counts as waiting (for the adaptive poller) while it is in
+	// C: everything but its calls.
+	defer fastpath.CountWaits(ep)()
 	l.ep = ep
 	ls.codec = wire.GetCodec()
 	defer func() { wire.PutCodec(ls.codec) }() // no call runs once ServeCalls returned (call may swap it)
@@ -321,15 +324,7 @@ func (ls *laneSession) serve() {
 	uncount = ls.run()
 	l.meter = c.s.laneMeters.add(l.tr)
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
-	// The lane counts as waiting (for the adaptive poller) except while
-	// its handler runs.
-	idle := fastpath.Waiting()
-	err = ep.ServeCalls(c.ctx, l.stop, func(req []byte) ([]byte, rdma.Protocol) {
-		idle()
-		defer func() { idle = fastpath.Waiting() }()
-		return ls.call(req)
-	})
-	idle()
+	err = ep.ServeCalls(c.ctx, l.stop, ls.call)
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
 	}
