@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
 // hideReuse is a Caller that makes no promise: generated calls through it
@@ -46,12 +46,12 @@ func TestClientReusesValues(t *testing.T) {
 			}
 		}
 	}
-	reused := allocsPerCall(1000, blob(kv, 64))
-	fresh := allocsPerCall(1000, blob(store.NewStoreClient(hideReuse{cl}), 64))
+	reused := testutil.AllocsPerCall(1000, blob(kv, 64))
+	fresh := testutil.AllocsPerCall(1000, blob(store.NewStoreClient(hideReuse{cl}), 64))
 	conn, err := client.Dial(ctx, a.addr)
 	require.NoError(t, err)
 	defer conn.Close()
-	direct := allocsPerCall(1000, blob(store.NewStoreClient(conn), 64))
+	direct := testutil.AllocsPerCall(1000, blob(store.NewStoreClient(conn), 64))
 	t.Logf("allocations a borrowed call (the in-process server's included): %.2f through the Client, %.2f without its promise, %.2f through a Conn", reused, fresh, direct)
 	// Without the promise a call allocates its values and their closure;
 	// the Client allocates nothing of its own (its breaker runs the call
@@ -96,18 +96,4 @@ func TestClientReusesValues(t *testing.T) {
 	for i, ba := range kept {
 		assert.Equal(t, int32(i), ba.Size, "call %d's arguments", i)
 	}
-}
-
-// allocsPerCall is testing.AllocsPerRun without its rounding down to an
-// integer, which hides a pool's occasional allocation.
-func allocsPerCall(n int, f func()) float64 {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as AllocsPerRun: no other goroutine's in parallel
-	f()                                             // warm: pools, lanes, caches
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range n {
-		f()
-	}
-	runtime.ReadMemStats(&after)
-	return float64(after.Mallocs-before.Mallocs) / float64(n)
 }

@@ -40,27 +40,7 @@ func TestCallAllocs(t *testing.T) {
 				req[i] = byte(i)
 			}
 			// Background callers keep more calls in flight than Ps.
-			var wg sync.WaitGroup
-			stop := make(chan struct{})
-			defer func() { close(stop); wg.Wait() }()
-			for i := 1; i < tt.callers; i++ {
-				cl := c.NewCaller()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					buf := make([]byte, 0, 64)
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						if _, err := cl.CallAppend(ctx, hEcho, req, buf[:0]); err != nil {
-							return
-						}
-					}
-				}()
-			}
+			defer backgroundCallers(ctx, c, tt.callers-1, hEcho, req)()
 			cl := c.NewCaller()
 			buf := make([]byte, 0, 64)
 			var err error
@@ -76,6 +56,30 @@ func TestCallAllocs(t *testing.T) {
 			assert.Zero(t, allocs, "allocations per call")
 		})
 	}
+}
+
+// backgroundCallers starts n callers of handler h with req, each in a
+// loop until the returned function stops them (and waits for them).
+func backgroundCallers(ctx context.Context, c *Conn, n int, h uint16, req []byte) (stop func()) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range n {
+		cl := c.NewCaller()
+		wg.Go(func() {
+			buf := make([]byte, 0, 64)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := cl.CallAppend(ctx, h, req, buf[:0]); err != nil {
+					return
+				}
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
 }
 
 // BenchmarkCallAppend64: one caller, 64-byte calls answered on the

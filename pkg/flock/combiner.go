@@ -48,6 +48,12 @@ type node struct {
 	handler uint16
 	status  uint16
 	data    []byte // request/response payload, or Write source
+	// A response node's storage kept between its uses (handlers.go): out
+	// for an AppendHandler's response, req a worker's request copy. Both
+	// are reused only once the node is free again, when the queue and the
+	// posted message no longer reference them.
+	out []byte
+	req *[]byte
 
 	// memory operations
 	raddr   uint64
@@ -131,6 +137,7 @@ type nodePool struct {
 	mu   sync.Mutex
 	free []*node
 	made atomic.Int64
+	bufs bufPool // request copies, given back with the nodes that hold them
 }
 
 func (p *nodePool) get() *node {
@@ -147,6 +154,7 @@ func (p *nodePool) get() *node {
 	}
 	n.reclaim()
 	n.reset()
+	n.recycleReq(&p.bufs)
 	n.wait = waitNone
 	return n
 }

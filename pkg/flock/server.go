@@ -28,7 +28,7 @@ type Server struct {
 	m        *Metrics
 	side     sideMetrics
 	pd       *rdma.PD
-	handlers atomic.Pointer[map[uint16]Handler]
+	handlers atomic.Pointer[map[uint16]handlerEntry]
 	hmu      sync.Mutex
 	regions  []*rdma.MR
 
@@ -111,6 +111,7 @@ type task struct {
 	seq     uint32
 	handler uint16
 	data    []byte
+	buf     *[]byte // data's pooled storage (reqBufs)
 }
 
 // NewServer creates a server on dev and starts its dispatcher, QP
@@ -143,7 +144,7 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 		bell: make(chan struct{}, 1), bellNode: newNode(), joined: make(chan struct{}, 1)}
 	s.byQPN.Store(&map[uint32]*slane{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.handlers.Store(&map[uint16]Handler{})
+	s.handlers.Store(&map[uint16]handlerEntry{})
 	s.lanes.Store(&[]*slane{})
 	s.loops.Add(2)
 	go s.dispatch()
@@ -156,16 +157,7 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 }
 
 // Handle registers h for handler id.
-func (s *Server) Handle(id uint16, h Handler) {
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
-	next := make(map[uint16]Handler, len(*s.handlers.Load())+1)
-	for k, v := range *s.handlers.Load() {
-		next[k] = v
-	}
-	next[id] = h
-	s.handlers.Store(&next)
-}
+func (s *Server) Handle(id uint16, h Handler) { s.setHandler(id, handlerEntry{plain: h}) }
 
 // AttachRegion registers size bytes of memory for one-sided Read, Write
 // and atomics by senders that connect afterwards. The returned region's
@@ -579,11 +571,14 @@ func (s *Server) accept(l *slane, h header, es []entry) {
 }
 
 // toWorkers hands requests to the worker pool, each with a copy of its
-// data (the ring slot is reused once the dispatcher moves on).
+// data (the ring slot is reused once the dispatcher moves on), in a
+// pooled buffer the response's node gives back once it is reused.
 func (s *Server) toWorkers(l *slane, es []entry) {
 	for i := range es {
 		e := &es[i]
-		t := task{l: l, caller: e.caller, seq: e.seq, handler: e.handler, data: append([]byte(nil), e.data...)}
+		bp := s.nodes.bufs.get()
+		*bp = append((*bp)[:0], e.data...)
+		t := task{l: l, caller: e.caller, seq: e.seq, handler: e.handler, data: *bp, buf: bp}
 		select {
 		case s.tasks <- t:
 		case <-s.stop:
@@ -624,24 +619,6 @@ func (s *Server) runInline(l *slane, es []entry) {
 	}
 }
 
-func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req []byte) {
-	var out []byte
-	status := statusOK
-	if h, ok := (*s.handlers.Load())[handler]; !ok {
-		status = statusNoHandler
-	} else {
-		var err error
-		if out, err = h(s.ctx, req); err != nil {
-			status, out = statusHandlerErr, []byte(err.Error())
-		}
-	}
-	if len(out) > s.cfg.maxReply {
-		status, out = statusHandlerErr, []byte(ErrTooLarge.Error())
-	}
-	n.reset()
-	n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, caller, seq, handler, status, out
-}
-
 // work runs tasks; a response is handed to its QP's combining queue
 // detached, so the worker takes its next task at once instead of waiting
 // for the leader to post it.
@@ -649,8 +626,13 @@ func (s *Server) work() {
 	defer s.workers.Done()
 	for t := range s.tasks {
 		n := s.nodes.get()
+		n.req = t.buf // the request may live on in the response: kept with it
 		s.call(n, t.l, t.caller, t.seq, t.handler, t.data)
-		for _, part := range s.split(n, s.nodes.get) {
+		parts := s.split(n, s.nodes.get)
+		if parts != nil {
+			n.req = nil // parts alias it too: left to the collector
+		}
+		for _, part := range parts {
 			t.l.submitDetached(part)
 		}
 		n.wait = waitNone

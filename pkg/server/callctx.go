@@ -81,6 +81,36 @@ func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
 	return c
 }
 
+// sharedSlab is ctxSlab for calls that run concurrently (a FLOCK lane's,
+// on its workers): each call claims its context with one atomic add, and
+// whoever finds the block used up puts a fresh one in.
+type sharedSlab struct{ blk atomic.Pointer[ctxBlock] }
+
+type ctxBlock struct {
+	claimed atomic.Int32
+	ctxs    [ctxSlabSize]callCtx
+}
+
+func (s *sharedSlab) next(parent context.Context, dl time.Duration) *callCtx {
+	for {
+		b := s.blk.Load()
+		if b != nil {
+			if i := b.claimed.Add(1) - 1; i < ctxSlabSize {
+				c := &b.ctxs[i]
+				c.parent, c.dl = parent, dl
+				return c
+			}
+		}
+		nb := new(ctxBlock)
+		nb.claimed.Store(1)
+		if s.blk.CompareAndSwap(b, nb) {
+			c := &nb.ctxs[0]
+			c.parent, c.dl = parent, dl
+			return c
+		}
+	}
+}
+
 // Deadline is the deadline on the monotonic clock, with the wall clock's
 // reading of now: right even if the wall clock was set since the start.
 func (c *callCtx) Deadline() (time.Time, bool) {

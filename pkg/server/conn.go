@@ -111,6 +111,9 @@ type request struct {
 	frame int
 	took  time.Duration
 	ok    bool
+	// dst: where a shared lane's reply is encoded (FLOCK's storage for
+	// the response), if large enough.
+	dst []byte
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -530,12 +533,14 @@ func (c *conn) clearRequest(r *request) {
 // handle runs one call and writes its reply.
 func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
+	c.takeCall(r)
 	st, typ, body := c.execute(r, codec)
 	if !r.oneway {
 		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
 	wire.PutCodec(codec)
-	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
+	c.putCall(r.m, r.call) // the reply is encoded
+	c.freeRequest(r)       // returns a buffer borrowed arguments used: the reply is out
 	c.s.slots.release()
 	c.end()
 }

@@ -38,16 +38,16 @@ func SharedLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	return call, close
 }
 
+// SharedLaneCallerInto is SharedLaneCaller as FLOCK calls it: each
+// reply is encoded into dst if large enough (FLOCK's storage for the
+// response, see pkg/flock's AppendHandler).
+func SharedLaneCallerInto(s *Server) (call func(req, dst []byte) []byte, close func()) {
+	ls, close := testLane(s, true)
+	return ls.callShared, close
+}
+
 func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
-	a, b := net.Pipe()
-	c := newConn(s, a)
-	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
-		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
-		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
-	if !shared { // counted as serve counts a dedicated lane's calls
-		l.meter = s.laneMeters.add(trSHM)
-	}
-	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
+	ls, close := testLane(s, shared)
 	return func(req []byte) []byte {
 			if forget {
 				ls.head = reqHead{bytes: ls.head.bytes[:0]} // no allocation to learn it again
@@ -57,14 +57,28 @@ func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, k
 		}, func(req []byte) bool {
 			_, _, ok := ls.knownHead(req, s.opts.limits.MaxMessageSize)
 			return ok
-		}, func() {
-			if l.meter != nil {
-				s.laneMeters.retire(l.meter)
-			}
-			c.cancel()
-			a.Close()
-			b.Close()
+		}, close
+}
+
+// testLane is a lane session of a connection to s over a pipe.
+func testLane(s *Server, shared bool) (*laneSession, func()) {
+	a, b := net.Pipe()
+	c := newConn(s, a)
+	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
+		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
+		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
+	if !shared { // counted as serve counts a dedicated lane's calls
+		l.meter = s.laneMeters.add(trSHM)
+	}
+	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
+	return ls, func() {
+		if l.meter != nil {
+			s.laneMeters.retire(l.meter)
 		}
+		c.cancel()
+		a.Close()
+		b.Close()
+	}
 }
 
 // NeverBlocks is the FLOCK dispatcher's test of a request frame (flock.go).

@@ -79,9 +79,10 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// req is valid until this returns (the ring slot a dispatcher's
 	// inline call reads is released after it, a worker's copy is its
 	// own), and the reply is encoded before: borrowed arguments alias req.
-	fs.Handle(flockHandler, func(_ context.Context, req []byte) ([]byte, error) {
-		out, _ := sess.call(req)
-		return out, nil
+	// The reply goes into FLOCK's storage for it (dst), reused once the
+	// reply is posted: no allocation per call.
+	fs.HandleAppend(flockHandler, func(_ context.Context, req, dst []byte) ([]byte, error) {
+		return sess.callShared(req, dst), nil
 	})
 	f.srv = fs
 	return fs, nil

@@ -76,6 +76,8 @@ type laneSession struct {
 	// each reads the clock for its start rather than the batch's arrival.
 	inBatch bool
 	head    reqHead // what the lane's plain calls start with (lanehead.go)
+
+	shared sharedSlab // a shared lane's call contexts (its calls run concurrently)
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -371,20 +373,31 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	l := ls.l
 	if l.meter == nil {
 		l.in.Add(float64(len(req)))
-		return ls.callFrame(req)
+		return ls.callFrame(req, nil)
 	}
 	// A dedicated lane: a call that runs its handler is counted by the
 	// lane's meter (metered), the rare others (errors, oneway, busy,
 	// batches) on the families' children.
 	ls.metered = false
-	out, pr := ls.callFrame(req)
+	out, pr := ls.callFrame(req, nil)
 	if !ls.metered {
 		l.in.Add(float64(len(req)))
 	}
 	return out, pr
 }
 
-func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
+// callShared runs a shared (FLOCK) lane's request, its reply encoded into
+// dst if that is large enough (FLOCK's storage for the response, reused
+// once the reply is posted).
+func (ls *laneSession) callShared(req, dst []byte) []byte {
+	ls.l.in.Add(float64(len(req)))
+	out, _ := ls.callFrame(req, dst)
+	return out
+}
+
+// callFrame runs one request frame; dst is where a shared lane's reply
+// goes (nil: a fresh buffer; a dedicated lane's has its own).
+func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 	c, l := ls.c, ls.l
 	lim := &c.s.opts.limits
 	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
@@ -395,7 +408,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 	at := ls.arrived()
 	if m, timeout, ok := ls.knownHead(req, lim.MaxMessageSize); ok {
 		k := &ls.head
-		return ls.callMethod(req, at, m, k.p, false, k.seqid, wire.HeaderSize, wire.HeaderSize+k.body, timeout, nil)
+		return ls.callMethod(req, at, m, k.p, false, k.seqid, wire.HeaderSize, wire.HeaderSize+k.body, timeout, nil, dst)
 	}
 	off := wire.HeaderSize
 	var sc *metadata.ServerCall
@@ -411,7 +424,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 		mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
 	}
 	if err != nil {
-		return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(dst, h.Protocol(), "", h.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	m := ls.lookup(mh.Name)
@@ -423,10 +436,10 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 			return nil, l.side.Tiny
 		}
 		name := string(mh.Name)
-		return ls.reply(p, name, mh.Seqid, proto.Exception,
+		return ls.reply(dst, p, name, mh.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
-	return ls.callMethod(req, at, m, p, oneway, mh.Seqid, off, off+mh.Body, h.Timeout, sc)
+	return ls.callMethod(req, at, m, p, oneway, mh.Seqid, off, off+mh.Body, h.Timeout, sc, dst)
 }
 
 // callMethod runs a decoded call of m: its arguments start at bodyAt of
@@ -435,7 +448,7 @@ func (ls *laneSession) callFrame(req []byte) ([]byte, rdma.Protocol) {
 // returned or copied whole is stored field by field and read back 16
 // bytes at a time, and each such read waits for the stores (a stalled
 // store forward, ~5 ns each on this path; so is r built field by field).
-func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p proto.Protocol, oneway bool, seqid int32, off, bodyAt int, timeout time.Duration, sc *metadata.ServerCall) ([]byte, rdma.Protocol) {
+func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p proto.Protocol, oneway bool, seqid int32, off, bodyAt int, timeout time.Duration, sc *metadata.ServerCall, dst []byte) ([]byte, rdma.Protocol) {
 	c, l := ls.c, ls.l
 	oneway = oneway || m.m.Oneway
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
@@ -450,9 +463,9 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	var r request
 	r.m, r.body, r.proto, r.hat = m, req[bodyAt:], p, true
 	r.oneway, r.seqid, r.size, r.tr = oneway, seqid, len(req)-off, l.tr
-	r.sc, r.at, r.lease = sc, at, true
+	r.sc, r.at, r.lease, r.dst = sc, at, true, dst
 	if l.shared {
-		r.ctx = &callCtx{parent: c.ctx, dl: deadlineAt(at, timeout)}
+		r.ctx = ls.shared.next(c.ctx, deadlineAt(at, timeout))
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
@@ -483,7 +496,7 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	md, call, took, ok := replyMD(&r), r.call, r.took, r.ok
 	c.clearRequest(&r)
 	c.s.slots.release()
-	out, pr := ls.encodeReply(p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
+	out, pr := ls.encodeReply(nil, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
 		// session let go as too large: a fresh codec lets it go too (it
@@ -581,7 +594,7 @@ func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
 	if r.oneway {
 		return nil, ls.l.side.Tiny
 	}
-	return ls.reply(r.proto, r.m.m.Name, r.seqid, proto.Exception,
+	return ls.reply(r.dst, r.proto, r.m.m.Name, r.seqid, proto.Exception,
 		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
 }
 
@@ -614,13 +627,15 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	m, p, seqid := r.m, r.proto, r.seqid
+	c.takeCall(r)
+	m, p, seqid, dst := r.m, r.proto, r.seqid, r.dst
 	st, typ, body := c.execute(r, codec)
-	md := replyMD(r)
+	md, call := replyMD(r), r.call
 	c.freeRequest(r)
 	c.s.slots.release()
 	c.end()
-	out, pr := ls.reply(p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
+	out, pr := ls.reply(dst, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
+	c.putCall(m, call) // the reply is encoded
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	c.s.laneReplied(m, pr)
 	return out, pr
@@ -671,7 +686,7 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
 	}
 	if err != nil {
-		return ls.reply(h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(nil, h.Protocol(), "", h.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
 	out := make([]byte, wire.HeaderSize, 64<<10)
@@ -690,16 +705,17 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 	return out, l.side.Protocol(len(out))
 }
 
-// reply encodes one reply frame into the lane's reply buffer, with the
-// handler's reply headers md if any.
-func (ls *laneSession) reply(p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
-	b, pr := ls.encodeReply(p, name, seqid, typ, body, codec, hint, md)
+// reply encodes one reply frame into the lane's reply buffer (a shared
+// lane's: into dst, see callShared), with the handler's reply headers md
+// if any.
+func (ls *laneSession) reply(dst []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+	b, pr := ls.encodeReply(dst, p, name, seqid, typ, body, codec, hint, md)
 	ls.l.out.Add(float64(len(b)))
 	return b, pr
 }
 
 // encodeReply is reply without counting the frame in bytes_out_total.
-func (ls *laneSession) encodeReply(p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+func (ls *laneSession) encodeReply(dst []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -709,9 +725,15 @@ func (ls *laneSession) encodeReply(p proto.Protocol, name string, seqid int32, t
 	guess := max(hint, int(l.maxReply.Load()))
 	switch {
 	case l.shared:
-		// A shared lane's replies are coalesced later, so each keeps its
-		// own buffer, sized for the declared reply (no regrowth copies).
-		buf = make([]byte, 0, min(max(512, hint+wire.HeaderSize+256), 1<<20))
+		// A shared lane's replies are coalesced later, so each has storage
+		// of its own: FLOCK's (dst), kept with the response and reused once
+		// it is posted, or, too small, a buffer sized for the declared
+		// reply (no regrowth copies), which FLOCK then keeps.
+		if want := min(max(512, hint+wire.HeaderSize+256), 1<<20); cap(dst) >= want {
+			buf = dst[:0]
+		} else {
+			buf = make([]byte, 0, want)
+		}
 	case guess >= leaseMin && l.ep != nil:
 		// A large reply is encoded straight into the engine's registered
 		// buffer (staging, or the RFP response buffer when the client

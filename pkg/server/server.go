@@ -90,6 +90,7 @@ type method struct {
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
 	limiter Limiter                                            // rate limit (WithRateLimit); nil = none
+	calls   sync.Pool                                          // reset call values (callpool.go)
 }
 
 // New creates a server; register services, then Serve.

@@ -1,0 +1,30 @@
+package server
+
+// Calls that run beside each other (a shared lane's on the FLOCK workers,
+// a TCP connection's) reuse generated call values (Method.NewCall: the
+// arguments and the result, allocated together) through their method's
+// pool, as a dedicated lane reuses its last call's: no allocation per
+// call for a handler that allocates nothing itself. Not with
+// interceptors, which may keep arguments and results.
+
+// takeCall gives r a reset call value of its method from the pool, if
+// it runs one and the pool has one.
+func (c *conn) takeCall(r *request) {
+	m := r.m
+	if r.args != nil || m.m.NewCall == nil || m.m.HandleCall == nil || len(c.s.opts.interceptors) > 0 {
+		return
+	}
+	if v := m.calls.Get(); v != nil {
+		r.args, r.call = m.m.NewCall(v)
+	}
+}
+
+// putCall resets call, whose reply is encoded, and pools it: it holds
+// nothing of its call from here on.
+func (c *conn) putCall(m *method, call any) {
+	if call == nil || len(c.s.opts.interceptors) > 0 {
+		return
+	}
+	_, call = m.m.NewCall(call)
+	m.calls.Put(call)
+}
