@@ -48,11 +48,10 @@ type node struct {
 	handler uint16
 	status  uint16
 	data    []byte // request/response payload, or Write source
-	// A response node's storage kept between its uses (handlers.go): out
-	// for an AppendHandler's response, req a worker's request copy. Both
-	// are reused only once the node is free again, when the queue and the
-	// posted message no longer reference them.
-	out []byte
+	// Pooled buffers a response node holds (handlers.go): out an
+	// AppendHandler's response, req a worker's request copy. They go back
+	// only once nothing references them (recycle).
+	out *[]byte
 	req *[]byte
 
 	// memory operations
@@ -137,7 +136,7 @@ type nodePool struct {
 	mu   sync.Mutex
 	free []*node
 	made atomic.Int64
-	bufs bufPool // request copies, given back with the nodes that hold them
+	bufs bufPool // the server's request copies and response storage (handlers.go)
 }
 
 func (p *nodePool) get() *node {
@@ -154,7 +153,7 @@ func (p *nodePool) get() *node {
 	}
 	n.reclaim()
 	n.reset()
-	n.recycleReq(&p.bufs)
+	n.recycle(&p.bufs)
 	n.wait = waitNone
 	return n
 }

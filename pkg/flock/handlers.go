@@ -33,21 +33,25 @@ func (s *Server) setHandler(id uint16, h handlerEntry) {
 	s.handlers.Store(&next)
 }
 
-// keepMax bounds the storage a node keeps between responses, and a
-// pooled request copy: a rare large message does not pin its size.
-const keepMax = 64 << 10
+// A server's buffers (bufPool): workers' request copies, which outlive
+// the ring slot, and AppendHandlers' response storage. A buffer stays
+// with its node until nothing references it: a worker's node until the
+// pool hands the node out again, a dispatcher's (inline) nodes until their
+// message is posted. Bounded in size and number, so a burst of large
+// messages, or thousands of senders' QPs, pin at most keepMax ×
+// maxFreeBufs (4 MiB) between them.
+const (
+	keepMax     = 16 << 10
+	maxFreeBufs = 256
+)
 
-// bufPool holds the workers' request copies. Not a sync.Pool: that one
-// drops what is put back at random under the race detector, and the
-// tests hold the worker path to no allocation under it too.
+// bufPool is not a sync.Pool: that one drops what is put back at random
+// under the race detector, and the tests hold these paths to no
+// allocation under it too.
 type bufPool struct {
 	mu   sync.Mutex
 	free []*[]byte
 }
-
-// maxFreeBufs bounds the copies kept idle: more than the requests a
-// server has in flight at once.
-const maxFreeBufs = 1024
 
 func (p *bufPool) get() *[]byte {
 	p.mu.Lock()
@@ -73,19 +77,23 @@ func (p *bufPool) put(bp *[]byte) {
 	p.mu.Unlock()
 }
 
-// recycleReq gives the node's request copy back (the node is free:
-// nothing references it any more).
-func (n *node) recycleReq(to *bufPool) {
-	if bp := n.req; bp != nil {
+// recycle gives back the buffers n holds (nothing references them any
+// more: n is being reused, or its message was posted).
+func (n *node) recycle(to *bufPool) {
+	if n.req != nil {
+		to.put(n.req)
 		n.req = nil
-		to.put(bp)
+	}
+	if n.out != nil {
+		to.put(n.out)
+		n.out = nil
 	}
 }
 
 // call runs handler on req and makes n the response. An AppendHandler
-// appends to n's kept storage; what it returns is kept for n's next
-// response unless it will be split into parts (which alias it, and are
-// freed on their own) or is too large to keep.
+// appends to a pooled buffer, which n keeps with the response unless it
+// grew past keepMax or the response will be split into parts (which alias
+// it, and are freed on their own): then it is left to the collector.
 func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req []byte) {
 	var out []byte
 	status := statusOK
@@ -95,12 +103,13 @@ func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req
 	case !ok:
 		status = statusNoHandler
 	case h.app != nil:
-		if out, err = h.app(s.ctx, req, n.out[:0]); err == nil {
-			if len(out) <= s.partSize() && len(out) <= s.cfg.maxReply && cap(out) <= keepMax {
-				n.out = out[:0]
-			} else {
-				n.out = nil
-			}
+		bp := s.nodes.bufs.get()
+		switch out, err = h.app(s.ctx, req, (*bp)[:0]); {
+		case err != nil:
+			s.nodes.bufs.put(bp) // the response is the error's text
+		case len(out) <= s.partSize() && len(out) <= s.cfg.maxReply && cap(out) <= keepMax:
+			*bp = out[:0] // out's storage, grown or not, is the server's now
+			n.out = bp
 		}
 	default:
 		out, err = h.plain(s.ctx, req)

@@ -160,3 +160,57 @@ func TestAppendHandlerError(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, flipped([]byte("ok")), resp)
 }
+
+// TestPooledBuffersBounded: what the server keeps between calls is
+// bounded whatever the traffic: after many concurrent callers with
+// responses below and above the size kept, the pool holds at most
+// maxFreeBufs buffers of at most keepMax bytes, and no dispatcher node
+// holds one past its message.
+func TestPooledBuffersBounded(t *testing.T) {
+	const hInline = 5
+	d := openDev(t)
+	s, err := NewServer(d, WithSchedInterval(0), WithWorkers(4),
+		WithInline(func(h uint16, _ []byte) bool { return h == hInline }))
+	require.NoError(t, err)
+	big := func(_ context.Context, req, dst []byte) ([]byte, error) {
+		for range int(req[0]) {
+			dst = append(dst, make([]byte, 1<<10)...)
+		}
+		return dst, nil
+	}
+	s.HandleAppend(hEcho, big)
+	s.HandleAppend(hInline, big)
+	c, _ := dial(t, d, s, WithSchedInterval(0), WithQPs(2))
+	ctx := tctx(t)
+	inParallel(t, 16, func(g int) error {
+		cl := c.NewCaller()
+		var buf []byte
+		for i := range 60 {
+			kib := []byte{1, 8, 15, 17, 24}[(g+i)%5]
+			h := uint16(hEcho)
+			if i%2 == 1 {
+				h = hInline
+			}
+			var err error
+			if buf, err = cl.CallAppend(ctx, h, []byte{kib}, buf[:0]); err != nil {
+				return err
+			}
+			if len(buf) != int(kib)<<10 {
+				return fmt.Errorf("caller %d call %d: %d bytes, want %d KiB", g, i, len(buf), kib)
+			}
+		}
+		return nil
+	})
+	lanes := *s.lanes.Load()
+	require.NoError(t, s.Close()) // the dispatcher and workers are done: their nodes can be read
+	p := &s.nodes.bufs
+	require.LessOrEqual(t, len(p.free), maxFreeBufs)
+	for _, bp := range p.free {
+		require.LessOrEqual(t, cap(*bp), keepMax)
+	}
+	for _, l := range lanes {
+		for _, in := range l.inline {
+			require.Nil(t, in.out, "a dispatcher node kept its buffer past its message")
+		}
+	}
+}

@@ -611,11 +611,12 @@ func (s *Server) runInline(l *slane, es []entry) {
 		for _, n := range ns {
 			l.submit(n)
 		}
-		return
+	} else {
+		l.comb.submitChain(ns)
 	}
-	l.comb.submitChain(ns)
-	for _, n := range ns {
+	for _, n := range ns { // posted: nothing references their data any more
 		n.data = nil
+		n.recycle(&s.nodes.bufs)
 	}
 }
 
