@@ -1,9 +1,12 @@
 package server
 
 import (
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // Hooks for the external tests of the connection time limits: they drive
@@ -91,4 +94,19 @@ next:
 		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
 	}
 	return sum
+}
+
+// CountFreshCalls counts the call values method key ("Service:method")
+// allocates: its NewCall asked for one with nothing to reuse. Set before
+// the method is called.
+func CountFreshCalls(s *Server, key string) *atomic.Int64 {
+	m := (*s.methods.Load())[key]
+	orig, fresh := m.m.NewCall, new(atomic.Int64)
+	m.m.NewCall = func(reuse any) (proto.Struct, any) {
+		if reuse == nil {
+			fresh.Add(1)
+		}
+		return orig(reuse)
+	}
+	return fresh
 }
