@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
 // prefixGet answers Get with "v:" and the key.
@@ -43,28 +44,19 @@ func servePrefixGet(t *testing.T, opts ...server.Option) (c *mix.SharedClient, f
 func TestCallValuesPooled(t *testing.T) {
 	const callers, calls = 8, 150
 	run := func(t *testing.T, c *mix.SharedClient) {
-		var wg sync.WaitGroup
-		errs := make(chan error, callers)
-		for g := range callers {
-			wg.Go(func() {
-				for i := range calls {
-					key := fmt.Sprintf("%d/%d", g, i)
-					v, err := c.Get(tctx(t), []byte(key))
-					if err == nil && string(v) != "v:"+key {
-						err = fmt.Errorf("key %s answered %q", key, v)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
+		testutil.InParallel(t, callers, func(g int) error {
+			for i := range calls {
+				key := fmt.Sprintf("%d/%d", g, i)
+				v, err := c.Get(tctx(t), []byte(key))
+				if err != nil {
+					return err
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+				if string(v) != "v:"+key {
+					return fmt.Errorf("key %s answered %q", key, v)
+				}
+			}
+			return nil
+		})
 	}
 	pooled, fresh := servePrefixGet(t)
 	run(t, pooled)
