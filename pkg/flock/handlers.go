@@ -36,10 +36,12 @@ func (s *Server) setHandler(id uint16, h handlerEntry) {
 // A server's buffers (bufPool): workers' request copies, which outlive
 // the ring slot, and AppendHandlers' response storage. A buffer stays
 // with its node until nothing references it: a worker's node until the
-// pool hands the node out again, a dispatcher's (inline) nodes until their
-// message is posted. Bounded in size and number, so a burst of large
-// messages, or thousands of senders' QPs, pin at most keepMax ×
-// maxFreeBufs (4 MiB) between them.
+// pool hands the node out again (so at most one of each a node, and
+// nodes are as many as responses in flight), a dispatcher's (inline)
+// nodes until their message is posted (so none idles on a sender's QP).
+// What idles in the pool is bounded in size and number: a burst of large
+// messages, or thousands of senders' QPs, leave at most keepMax ×
+// maxFreeBufs (4 MiB) behind.
 const (
 	keepMax     = 16 << 10
 	maxFreeBufs = 256
