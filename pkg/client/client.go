@@ -316,6 +316,7 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 		if s := c.sess; s != nil {
 			c.old = append(c.old, s)
 			c.setSess(nil)
+			c.retireSpreadLocked()
 		}
 		c.reap()
 		ch := make(chan struct{})
@@ -450,6 +451,7 @@ type session struct {
 	repSize  atomic.Int32  // wire size of the last reply (spread.go)
 	inflight atomic.Int32  // TCP calls sent or being sent, not yet answered
 	down     atomic.Bool   // err or goaway set: not usable (set under mu with them)
+	retired  atomic.Bool   // an extra connection taken out of use: closes once idle (spread.go)
 
 	mu      sync.Mutex
 	seq     int32

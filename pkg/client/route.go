@@ -212,7 +212,7 @@ func (t tcpRoute) call(ctx context.Context, req request, result proto.Struct) er
 		err = s.call(ctx, name, req.oneway, req.args, result, req.use)
 	}
 	tcpCalls.Add(-1)
-	s.inflight.Add(-1)
+	s.closeIfRetired(s.inflight.Add(-1))
 	return err
 }
 

@@ -185,6 +185,40 @@ func (c *Conn) dialExtra(ctx context.Context, done chan struct{}) {
 	c.mu.Unlock()
 }
 
+// retireSpreadLocked takes the extra connections out of use when the
+// first one broke or was told to go away and is dialled again (c.mu
+// held): they went to the same server, and one whose reader has not yet
+// seen that server go would still take calls, only to fail them (after a
+// server restart, calls must succeed on fresh connections). Each closes
+// once its calls are done; spreading dials new ones as load asks.
+func (c *Conn) retireSpreadLocked() {
+	p := c.spread.extra.Swap(nil)
+	if p == nil {
+		return
+	}
+	for _, e := range *p {
+		c.old = append(c.old, e)
+		e.mu.Lock()
+		e.goaway = true
+		e.down.Store(true)
+		e.mu.Unlock()
+		e.retired.Store(true)
+		if e.inflight.Load() == 0 {
+			e.fail(errRetired)
+		}
+	}
+}
+
+// closeIfRetired closes a retired extra connection whose last call just
+// ended.
+func (s *session) closeIfRetired(inflight int32) {
+	if inflight == 0 && s.retired.Load() {
+		s.fail(errRetired)
+	}
+}
+
+var errRetired = &ConnError{Op: "close", Err: errors.New("extra connection retired with the first")}
+
 // dropExtra forgets a broken or draining extra connection; its calls
 // finish (or fail) on their own and Close still waits for its reader.
 func (c *Conn) dropExtra(s *session) {

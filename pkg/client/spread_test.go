@@ -213,3 +213,60 @@ func TestConnsCloseDuringUnansweredExtraHandshake(t *testing.T) {
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the handshake timeout")
 	assert.Equal(t, 0, c.Conns(), "Close leaves no connection")
 }
+
+// slowToNotice is a connection whose reader does not see it end while
+// hold is set: a Read that fails waits for Close instead, as a reader the
+// scheduler has not run yet would.
+type slowToNotice struct {
+	net.Conn
+	hold   *atomic.Bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *slowToNotice) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.hold.Load() {
+		<-c.closed
+	}
+	return n, err
+}
+
+func (c *slowToNotice) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestConnsRetireExtrasWithFirst: after a server restart, calls succeed
+// on fresh connections even while the extra connections' readers have
+// not yet seen the old server go: redialling the first connection takes
+// the extras out of use (they close; spreading dials new ones), so no
+// call is sent on one of them.
+func TestConnsRetireExtrasWithFirst(t *testing.T) {
+	ts := serve(t, "")
+	var dials atomic.Int32
+	var hold atomic.Bool
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if dials.Add(1) == 1 {
+			return nc, nil // the first connection notices at once
+		}
+		return &slowToNotice{Conn: nc, hold: &hold, closed: make(chan struct{})}, nil
+	}
+	c := dial(t, ts.addr, client.WithDialer(dialer))
+	large := strings.Repeat("r", 128<<10)
+	burst(t, tctx(t), c, 16, 500, large, func() bool { return c.Conns() > 1 })
+	require.Greater(t, c.Conns(), 1)
+
+	hold.Store(true)
+	ts.stop()
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "x"})
+	require.ErrorIs(t, err, client.ErrConnClosed, "the first connection died with the server")
+	serve(t, ts.addr)
+	burst(t, tctx(t), c, 16, 20, large, func() bool { return false })
+	hold.Store(false)
+}
