@@ -367,10 +367,7 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 				}
 				return h.Seqid, bp, off, true, nil
 			case wire.KindGoAway:
-				s.mu.Lock()
-				s.goaway = true
-				s.down.Store(true)
-				s.mu.Unlock()
+				s.drain()
 				wire.PutBuf(bp)
 				return 0, nil, 0, false, nil
 			default:
@@ -392,6 +389,15 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 	}
 	wire.PutBuf(bp)
 	return 0, nil, 0, false, err
+}
+
+// drain takes the session out of use for new calls (the server's GoAway,
+// or the client retiring it); the calls it has keep their replies.
+func (s *session) drain() {
+	s.mu.Lock()
+	s.goaway = true
+	s.down.Store(true)
+	s.mu.Unlock()
 }
 
 // fail marks the session broken, closes it and fails pending calls whose

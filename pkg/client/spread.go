@@ -198,10 +198,7 @@ func (c *Conn) retireSpreadLocked() {
 	}
 	for _, e := range *p {
 		c.old = append(c.old, e)
-		e.mu.Lock()
-		e.goaway = true
-		e.down.Store(true)
-		e.mu.Unlock()
+		e.drain()
 		e.retired.Store(true)
 		if e.inflight.Load() == 0 {
 			e.fail(errRetired)
