@@ -3,6 +3,7 @@ package client_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -269,4 +271,168 @@ func TestConnsRetireExtrasWithFirst(t *testing.T) {
 	serve(t, ts.addr)
 	burst(t, tctx(t), c, 16, 20, large, func() bool { return false })
 	hold.Store(false)
+}
+
+// countedConn counts what a client connection wrote and notes its Close.
+type countedConn struct {
+	net.Conn
+	wrote  atomic.Int64
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.wrote.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestRetiredExtraFinishesItsCalls: an extra connection retired while it
+// carries calls (the first connection broke and is dialled again) takes
+// no new call, answers the ones it has with their own replies, and only
+// then closes.
+func TestRetiredExtraFinishesItsCalls(t *testing.T) {
+	const held = "hold:"
+	entered, release := make(chan string, 64), make(chan struct{})
+	e := wiretest.NewEcho()
+	svc := e.Service()
+	plain := svc.Methods[0].Handle
+	svc.Methods[0].Handle = func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
+		if msg := a.(*wiretest.EchoArgs).Msg; strings.HasPrefix(msg, held) {
+			entered <- msg
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return plain(ctx, a)
+	}
+	s := server.New(server.WithLogger(quiet))
+	s.Register(svc)
+	addr := serveWith(t, s)
+
+	var mu sync.Mutex
+	var conns []*countedConn
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		cc := &countedConn{Conn: nc, closed: make(chan struct{})}
+		mu.Lock()
+		conns = append(conns, cc)
+		mu.Unlock()
+		return cc, nil
+	}
+	c := dial(t, addr, client.WithDialer(dialer))
+	large := strings.Repeat("r", 128<<10)
+	burst(t, tctx(t), c, 16, 500, large, func() bool { return c.Conns() > 1 })
+	require.Greater(t, c.Conns(), 1)
+	mu.Lock()
+	spread := append([]*countedConn(nil), conns...)
+	mu.Unlock()
+	before := make([]int64, len(spread))
+	for i, cc := range spread {
+		before[i] = cc.wrote.Load()
+	}
+
+	// Held calls, each with a payload of its own, on whichever
+	// connections the spreading picks.
+	const calls = 12
+	ctx := tctx(t)
+	type result struct {
+		want, got string
+		err       error
+	}
+	results := make(chan result, calls)
+	for i := range calls {
+		msg := fmt.Sprintf("%s%02d:%s", held, i, large)
+		go func() {
+			got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: msg})
+			results <- result{msg, got, err}
+		}()
+	}
+	for range calls {
+		select {
+		case <-entered:
+		case <-ctx.Done():
+			t.Fatal("the held calls did not all reach the handler")
+		}
+	}
+	// The extras that carry held calls (they wrote a request since).
+	var busy []*countedConn
+	for i, cc := range spread[1:] {
+		if cc.wrote.Load()-before[i+1] >= int64(len(large)) {
+			busy = append(busy, cc)
+		}
+	}
+	require.NotEmpty(t, busy, "no held call went out on an extra connection")
+	onFirst := spread[0].wrote.Load()-before[0] >= int64(len(large))
+
+	// The first connection breaks; once its reader has seen that (until
+	// then a call may still go out on an extra), the next call dials it
+	// again and retires the extras.
+	require.NoError(t, spread[0].Close())
+	require.Eventually(t, func() bool { return client.FirstDown(c) }, 10*time.Second, time.Millisecond)
+	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
+	require.NoError(t, err)
+	assert.Equal(t, "after", got)
+	mu.Lock()
+	redialled := len(conns) > len(spread)
+	mu.Unlock()
+	require.True(t, redialled, "the first connection was not dialled again")
+	for _, cc := range busy {
+		select {
+		case <-cc.closed:
+			t.Fatal("a retired extra closed with calls in flight")
+		default:
+		}
+	}
+	// Retired extras take no new calls: these go out on fresh
+	// connections while the held calls still wait.
+	wrote := make([]int64, len(busy))
+	for i, cc := range busy {
+		wrote[i] = cc.wrote.Load()
+	}
+	for range 20 {
+		got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "fresh"})
+		require.NoError(t, err)
+		require.Equal(t, "fresh", got)
+	}
+	for i, cc := range busy {
+		assert.Equal(t, wrote[i], cc.wrote.Load(), "a call went out on a retired extra")
+	}
+
+	close(release)
+	failed := 0
+	for range calls {
+		select {
+		case r := <-results:
+			if r.err != nil {
+				// Only a call on the broken first connection may fail.
+				require.ErrorIs(t, r.err, client.ErrConnClosed)
+				require.True(t, onFirst, "a call failed though none was on the first connection: %v", r.err)
+				failed++
+				continue
+			}
+			require.Equal(t, r.want, r.got, "a held call got another call's reply")
+		case <-ctx.Done():
+			t.Fatal("the held calls did not return")
+		}
+	}
+	assert.Less(t, failed, calls, "every held call failed")
+	for _, cc := range busy {
+		select {
+		case <-cc.closed:
+		case <-ctx.Done():
+			t.Fatal("a retired extra stayed open after its last call")
+		}
+	}
 }
