@@ -187,7 +187,18 @@ func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) 
 	if err != nil {
 		return err
 	}
-	req.frame, req.shared = b, true
+	req.frame = b
+	p.noteReq(len(b))
+	return f.callFrame(ctx, req, bp, codec, result)
+}
+
+// callFrame sends req.frame, encoded in the pooled buffer bp (which the
+// reply may reuse), through the handle.
+func (f flockRoute) callFrame(ctx context.Context, req request, bp *[]byte, codec *wire.Codec, result proto.Struct) error {
+	p := f.p
+	c := p.ls.c
+	b := req.frame
+	req.shared = true
 	if len(b) > fastpath.FlockMaxMessage {
 		return p.call(ctx, req, result)
 	}

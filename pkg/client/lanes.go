@@ -67,24 +67,30 @@ type lanes struct {
 
 // lanePool is the lanes of one function.
 type lanePool struct {
-	ls       *lanes
-	fn       string // Service:name, as the server looks it up
-	name     string // the name its calls carry: fn, or the bare name without a service
-	tr       hints.Transport
-	side     fastpath.Side
-	set      hints.Set
-	tokens   chan struct{} // one per lane that may exist
-	idle     chan *clane
-	hot      atomic.Pointer[clane] // an idle lane outside idle: see put
-	waiters  atomic.Int32          // callers blocked in get
-	conflict atomic.Pointer[fastpath.PlanError]
-	batch    *batcher                        // RF-RPC batching (batch hint), nil when off
-	share    bool                            // qp_sharing: calls go through the process's FLOCK handle
-	canShare bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
-	calls    [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
-	respSize int                             // declared response size
-	maxReq   atomic.Int64                    // largest request seen: new lanes are sized for it
-	maxResp  atomic.Int64                    // largest response seen
+	ls        *lanes
+	fn        string // Service:name, as the server looks it up
+	name      string // the name its calls carry: fn, or the bare name without a service
+	tr        hints.Transport
+	side      fastpath.Side
+	set       hints.Set
+	tokens    chan struct{} // one per lane that may exist
+	idle      chan *clane
+	hot       atomic.Pointer[clane] // an idle lane outside idle: see put
+	waiters   atomic.Int32          // callers blocked in get
+	conflict  atomic.Pointer[fastpath.PlanError]
+	batch     *batcher                        // RF-RPC batching (batch hint), nil when off
+	share     bool                            // qp_sharing: calls go through the process's FLOCK handle
+	canShare  bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
+	dedicated int                             // lanes in use past which a canShare pool's callers go through FLOCK
+	calls     [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
+	respSize  int                             // declared response size
+	maxReq    atomic.Int64                    // largest request seen: new lanes are sized for it
+	maxResp   atomic.Int64                    // largest response seen
+	// lastReq is the size of the last request: a sharing pool sends a
+	// caller past its dedicated lanes through FLOCK only if that fit (the
+	// request is encoded after the route is chosen), so a function of
+	// large calls does not encode each one twice.
+	lastReq atomic.Int64
 
 	mu  sync.Mutex
 	all map[*clane]struct{}
@@ -191,12 +197,24 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	if set.Batch != hints.BatchOff {
 		p.batch = newBatcher(p, hints.PlanFor(set, runtime.NumCPU(), 1))
 	}
-	// Sharing needs declared payloads that fit a FLOCK message both ways:
-	// a reply that does not fit could only fail after its handler ran.
-	fits := set.PayloadSize > 0 && set.PayloadSize <= fastpath.FlockMaxMessage/2 &&
-		respSize > 0 && respSize <= fastpath.FlockMaxMessage/2
+	// A function may share unless it declares payloads too large for a
+	// FLOCK message: a request that turns out larger goes on a lane of
+	// the function (flockRoute), a reply that does travels in parts.
+	fits := set.PayloadSize <= fastpath.FlockMaxMessage/2 && respSize <= fastpath.FlockMaxMessage/2
 	p.share = p.side.QPSharing && fits
-	p.canShare = fits && set.QPSharing == hints.SwitchAuto
+	// A batching function coalesces its callers itself (RF-RPC).
+	p.canShare = fits && set.QPSharing == hints.SwitchAuto && p.batch == nil
+	// qp_sharing=auto: dedicated lanes up to the cores, every caller past
+	// them through FLOCK. Each lane's caller waits in C, spinning when the
+	// plan polls: more lanes than cores over-subscribe the CPU (HatRPC's
+	// case for sharing), and a lane per caller pays a wake-up on both
+	// sides for every call once the tuner blocks, where FLOCK's callers
+	// coalesce (512 B at 64 callers on 2 cores: ~110k calls/s on 16 lanes,
+	// ~250k on 2 lanes and FLOCK; docs/performance/many-callers.md).
+	p.dedicated = n
+	if p.canShare {
+		p.dedicated = min(n, runtime.NumCPU())
+	}
 	if ls.pools == nil {
 		ls.pools = map[poolKey]*lanePool{}
 	}
@@ -306,9 +324,15 @@ func (ls *lanes) close() {
 	}
 }
 
+// errShare: a sharing pool's dedicated lanes are all taken, so the call
+// goes through FLOCK.
+var errShare = errors.New("client: share the call")
+
 // get takes an idle lane, opens a new one while under the limit, or waits.
-// reqSize is the request at hand, which a new lane is sized for.
-func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
+// reqSize is the request at hand, which a new lane is sized for. With
+// share (a call FLOCK could carry), it does not wait, nor open more than
+// the pool's dedicated lanes: errShare instead.
+func (p *lanePool) get(ctx context.Context, reqSize int, share bool) (*clane, error) {
 	if int64(reqSize) > p.maxReq.Load() {
 		p.maxReq.Store(int64(reqSize))
 	}
@@ -325,6 +349,9 @@ func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
 	if l := p.hot.Swap(nil); l != nil {
 		return l, nil
 	}
+	if share {
+		return p.openDedicated(ctx, reqSize)
+	}
 	select {
 	case l := <-p.idle:
 		return l, nil
@@ -338,6 +365,27 @@ func (p *lanePool) get(ctx context.Context, reqSize int) (*clane, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// openDedicated opens a lane while fewer than p.dedicated are open, and
+// reports errShare otherwise: a token is taken, then given back if it was
+// one too many, so concurrent callers never open more.
+func (p *lanePool) openDedicated(ctx context.Context, reqSize int) (*clane, error) {
+	select {
+	case p.tokens <- struct{}{}:
+	default:
+		return nil, errShare
+	}
+	if len(p.tokens) > p.dedicated {
+		<-p.tokens
+		return nil, errShare
+	}
+	l, err := p.open(ctx, reqSize)
+	if err != nil {
+		<-p.tokens
+		return nil, err
+	}
+	return l, nil
 }
 
 // takeIdle takes an idle lane without waiting, nil when there is none:
@@ -364,9 +412,18 @@ func (p *lanePool) tryIdle() *clane {
 	return p.takeIdle()
 }
 
-// saturated reports that every lane the pool may open is open and busy.
+// noteReq records the size of a request (a store only when it changed:
+// an atomic store is a locked instruction on every call otherwise).
+func (p *lanePool) noteReq(n int) {
+	if int64(n) != p.lastReq.Load() {
+		p.lastReq.Store(int64(n))
+	}
+}
+
+// saturated reports that the lanes a sharing pool keeps for callers of
+// their own (p.dedicated) are open and busy.
 func (p *lanePool) saturated() bool {
-	return p.hot.Load() == nil && len(p.idle) == 0 && len(p.tokens) == cap(p.tokens)
+	return p.hot.Load() == nil && len(p.idle) == 0 && len(p.tokens) >= p.dedicated
 }
 
 // put returns a lane after a call; a broken or drained one is closed and
@@ -516,9 +573,10 @@ func (b bufConn) Read(q []byte) (int, error) { return b.r.Read(q) }
 // lanes); a call the lanes cannot take goes on over TCP with the bytes
 // encoded here.
 func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) error {
-	// qp_sharing=auto also shares once the callers outnumber the lanes the
-	// plan allows, rather than queueing for a lane.
-	if p.canShare && !req.shared && p.saturated() {
+	// qp_sharing=auto also shares once the callers outnumber the lanes
+	// kept for callers of their own (p.dedicated), rather than queueing
+	// for a lane or opening one more.
+	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxMessage {
 		return flockRoute{p}.call(ctx, req, result)
 	}
 	c := p.ls.c
@@ -557,7 +615,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
 			if l == nil {
 				var err error
-				if l, err = p.get(ctx, guess); err != nil {
+				if l, err = p.get(ctx, guess, false); err != nil {
 					if err == errNoLane {
 						return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
 					}
@@ -603,15 +661,24 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	}
 	if l == nil {
 		var err error
-		if l, err = p.get(ctx, len(b)); err != nil {
-			if err == errNoLane {
+		p.noteReq(len(b))
+		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxMessage
+		if l, err = p.get(ctx, len(b), share); err != nil {
+			switch err {
+			case errNoLane:
 				req.frame = b
 				return tcpRoute{c}.call(ctx, req, result)
+			case errShare:
+				req.frame = b
+				return flockRoute{p}.callFrame(ctx, req, held.bp, codec, result)
 			}
 			return err
 		}
-	} else if int64(len(b)) > p.maxReq.Load() {
-		p.maxReq.Store(int64(len(b)))
+	} else {
+		p.noteReq(len(b))
+		if int64(len(b)) > p.maxReq.Load() {
+			p.maxReq.Store(int64(len(b)))
+		}
 	}
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)

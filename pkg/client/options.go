@@ -142,7 +142,12 @@ func WithFastPathRetry(min, max time.Duration) Option {
 
 // WithMaxLanes bounds the lanes (endpoint pairs, one call each at a time)
 // a Conn opens per function; callers beyond it wait for a free lane. The
-// default is the function's concurrency hint, at least 16.
+// default is the function's concurrency hint, at least 16. A function
+// that may share (qp_sharing=auto, payloads not declared larger than half
+// a FLOCK message, no batching) keeps lanes of their own for at most one
+// caller per core, n permitting, and sends the callers past them through
+// the process's FLOCK handle; requests too large for FLOCK still take
+// lanes up to n.
 func WithMaxLanes(n int) Option { return func(o *options) { o.maxLanes = n } }
 
 // WithLaneProtocol forces the engine protocol of every request this Conn
