@@ -3,7 +3,6 @@
  * for inputs lives on the C stack for the duration of one call. */
 #ifndef HATLMDB_H
 #define HATLMDB_H
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <lmdb.h>
