@@ -96,14 +96,7 @@ func TestLanesShareBeyondCores(t *testing.T) {
 			require.Eventually(t, func() bool { return int(arrived.Load()) == tc.callers },
 				waitFor, pollEvery, "calls held: %d of %d", arrived.Load(), tc.callers)
 			close(release)
-			for range tc.callers {
-				select {
-				case err := <-errs:
-					require.NoError(t, err)
-				case <-ctx.Done():
-					t.Fatal("calls did not return")
-				}
-			}
+			collect(ctx, t, errs, tc.callers)
 			st := c.LaneStats()
 			require.Len(t, st, 1)
 			assert.LessOrEqual(t, st[0].Lanes, cores, "dedicated lanes past the cores")
@@ -147,14 +140,7 @@ func TestLanesShareLargeRequest(t *testing.T) {
 	go call(large)
 	require.Eventually(t, func() bool { return int(arrived.Load()) == cores+1 }, waitFor, pollEvery)
 	close(release)
-	for range cores + 1 {
-		select {
-		case err := <-errs:
-			require.NoError(t, err)
-		case <-ctx.Done():
-			t.Fatal("calls did not return")
-		}
-	}
+	collect(ctx, t, errs, cores+1)
 	st := c.LaneStats()
 	require.Len(t, st, 1)
 	assert.Equal(t, cores+1, st[0].Lanes, "the large call opened a lane past the dedicated ones")
@@ -162,6 +148,19 @@ func TestLanesShareLargeRequest(t *testing.T) {
 }
 
 func small(i int) string { return fmt.Sprintf("call-%04d", i) }
+
+// collect takes n callers' results from errs, each nil, within ctx.
+func collect(ctx context.Context, t *testing.T, errs <-chan error, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("calls did not return")
+		}
+	}
+}
 
 // How long the tests wait for held calls to arrive, and how often they look.
 const (
