@@ -659,9 +659,9 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	if p.batch != nil {
 		return p.batchCall(ctx, b, req.oneway, result, req.use)
 	}
+	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		p.noteReq(len(b))
 		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxMessage
 		if l, err = p.get(ctx, len(b), share); err != nil {
 			switch err {
@@ -674,11 +674,8 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 			}
 			return err
 		}
-	} else {
-		p.noteReq(len(b))
-		if int64(len(b)) > p.maxReq.Load() {
-			p.maxReq.Store(int64(len(b)))
-		}
+	} else if int64(len(b)) > p.maxReq.Load() {
+		p.maxReq.Store(int64(len(b)))
 	}
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
