@@ -198,8 +198,32 @@ func (mc *methodCache) lookup(m *Method, prepare func(*Method) *Method) *methodI
 type tcpRoute struct{ c *Conn }
 
 func (t tcpRoute) call(ctx context.Context, req request, result proto.Struct) error {
-	s := t.c.pick(req.sess)
+	return t.callOn(ctx, t.c.pick(req.sess), req, result)
+}
+
+// callOn sends the call on s, the session pick chose. An extra retired
+// since the pick may already be closed (retirement closes an extra it
+// finds idle), and a call counted on it after that would fail unsent; so
+// the call counts itself first and then looks: either it sees the flag
+// and goes to the Conn's current connection, or retirement sees the call
+// and leaves the extra open until the call ends (both sides use
+// sequentially consistent atomics, so one of the two must happen).
+func (t tcpRoute) callOn(ctx context.Context, s *session, req request, result proto.Struct) error {
 	s.inflight.Add(1)
+	if s.retired.Load() {
+		s.closeIfRetired(s.inflight.Add(-1))
+		cur, err := t.c.session(ctx)
+		if err != nil {
+			return err
+		}
+		if req.frame != nil && !cur.hat {
+			// A fast-path frame needs HatRPC framing; the server now
+			// speaks plain Thrift, and the next call is routed afresh.
+			return &ConnError{Op: "write", Err: errRetired}
+		}
+		s = cur
+		s.inflight.Add(1)
+	}
 	tcpCalls.Add(1)
 	var err error
 	if req.frame != nil {

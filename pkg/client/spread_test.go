@@ -436,3 +436,61 @@ func TestRetiredExtraFinishesItsCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestCallOnRetiredExtra: a call that picked an extra connection just
+// before the extras were retired (and the idle one closed) goes out on
+// the Conn's first connection instead of failing on the closed extra:
+// nothing of it was sent.
+func TestCallOnRetiredExtra(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  string
+	}{
+		{"small", "after retirement"},
+		{"large", strings.Repeat("x", 128<<10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := server.New(server.WithLogger(quiet))
+			s.Register(wiretest.NewEcho().Service())
+			addr := serveWith(t, s)
+			var mu sync.Mutex
+			var conns []*countedConn
+			dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+				var d net.Dialer
+				nc, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				cc := &countedConn{Conn: nc, closed: make(chan struct{})}
+				mu.Lock()
+				conns = append(conns, cc)
+				mu.Unlock()
+				return cc, nil
+			}
+			c := dial(t, addr, client.WithDialer(dialer))
+			ctx := tctx(t)
+			large := strings.Repeat("r", 128<<10)
+			burst(t, ctx, c, 16, 500, large, func() bool { return c.Conns() > 1 })
+			require.Greater(t, c.Conns(), 1)
+			mu.Lock()
+			extra := conns[1]
+			first := conns[0]
+			mu.Unlock()
+			sentFirst := first.wrote.Load()
+
+			var res wiretest.EchoResult
+			picked, err := client.CallOnRetiredExtra(ctx, c, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: tc.msg}, &res)
+			require.True(t, picked)
+			require.NoError(t, err)
+			require.NotNil(t, res.Success)
+			assert.Equal(t, tc.msg, *res.Success)
+			assert.GreaterOrEqual(t, first.wrote.Load()-sentFirst, int64(len(tc.msg)), "the call did not go out on the first connection")
+			select {
+			case <-extra.closed:
+			case <-ctx.Done():
+				t.Fatal("the retired idle extra stayed open")
+			}
+			assert.Equal(t, 1, c.Conns(), "retired extras still counted")
+		})
+	}
+}
