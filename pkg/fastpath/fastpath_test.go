@@ -22,21 +22,29 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestDecide(t *testing.T) {
 	cases := []struct {
-		waiting, cores int
-		cpu            float64
-		want           int
+		name                     string
+		waiting, cores, runnable int
+		cpu                      float64
+		want                     int
 	}{
-		{0, 2, 0.1, DecideSpin},
-		{1, 2, 0.5, DecideSpin},
-		{1, 2, 0.8, DecideBlock}, // the CPU is busy with handlers
-		{2, 2, 0.3, DecideShort}, // spinners would take every core, but the CPU idles
-		{2, 2, 0.6, DecideBlock},
-		{64, 2, 0.1, DecideShort},
-		{64, 2, 0.95, DecideBlock},
-		{63, 64, 0.1, DecideSpin},
+		{"idle", 0, 2, 0, 0.1, DecideSpin},
+		{"a lone caller spinning", 1, 2, 0, 0.5, DecideSpin},
+		{"the CPU busy with handlers", 1, 2, 0, 0.8, DecideBlock},
+		{"spinners would take every core, the CPU idles", 2, 2, 0, 0.3, DecideShort},
+		{"goroutines wait for a P", 1, 2, 3, 0.5, DecideShort},
+		{"goroutines queue, the CPU idles", 0, 2, 2, 0.1, DecideShort},
+		{"one goroutine runnable (a timer)", 1, 2, 1, 0.5, DecideSpin},
+		{"waiters fit the cores, the CPU has room", 2, 2, 0, 0.6, DecideShort},
+		{"waiters fit the cores, saturated", 2, 2, 5, 0.8, DecideBlock},
+		{"waiters outnumber the cores", 3, 2, 0, 0.6, DecideBlock},
+		{"many waiters, the CPU idles", 64, 2, 0, 0.1, DecideShort},
+		{"many waiters, saturated", 64, 2, 10, 0.95, DecideBlock},
+		{"many cores", 63, 64, 0, 0.1, DecideSpin},
 	}
 	for _, tc := range cases {
-		require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.cores, tc.cpu)), "%+v", tc)
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.cores, tc.runnable, tc.cpu)))
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -141,15 +142,29 @@ func spinOf(d int) time.Duration {
 }
 
 // Decide is the decision tree: spinning pays while the spinners leave a
-// core for the handlers (waiters < cores) and the CPU has room; with the
+// core for the handlers (waiters < cores), the process's goroutines do
+// not queue for processors (runnable, a snapshot, fewer than the cores: a
+// spinner in C keeps its P until sysmon takes it; a lone caller's process
+// shows 0 or 1, a timer or a GC worker) and the CPU has room. With the
 // cores taken, a short spin still pays on a mostly idle CPU (it catches a
-// reply already on its way); otherwise every waiter blocks (HatRPC §3.2:
+// reply already on its way), and while the waiters fit the cores and the
+// CPU is not saturated (a steady stream of calls: the next message comes
+// within the short spin). Otherwise every waiter blocks (HatRPC §3.2:
 // busy polling collapses when pollers outnumber cores).
-func Decide(waiting, cores int, cpu float64) int {
+//
+// Without the runnable count, and with waiters == cores blocking, 64
+// callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
+// cores) had each process at ~0.5 load and the tuner flipping between
+// spin (~60 % of ticks), short (~25 %) and block (~15 %): ~250k calls/s;
+// short spins throughout gave ~330k, blocking throughout 100-120k
+// (docs/performance/many-callers.md, "The tuner at 64 callers"). Loaded
+// with 8 or 64 callers a process showed 3-20 runnable goroutines a tick,
+// a lone caller's 0.1 on average.
+func Decide(waiting, cores, runnable int, cpu float64) int {
 	switch {
-	case waiting < cores && cpu < 0.75:
+	case waiting < cores && runnable < cores && cpu < 0.75:
 		return DecideSpin
-	case cpu < 0.5:
+	case cpu < 0.5, waiting <= cores && cpu < 0.75:
 		return DecideShort
 	}
 	return DecideBlock
@@ -160,6 +175,7 @@ func (t *tuner) loop(stop, done chan struct{}) {
 	tk := time.NewTicker(tunePeriod)
 	defer tk.Stop()
 	cores := runtime.NumCPU()
+	runnable := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
 	lastCPU, lastWall := cpuTime(), time.Now()
 	for {
 		select {
@@ -176,7 +192,12 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			t.mu.Lock()
 			waiting := t.waitingLocked()
 			t.mu.Unlock()
-			d := Decide(waiting, cores, load)
+			metrics.Read(runnable) // ~0.1 µs: the scheduler keeps the count
+			r := 0
+			if runnable[0].Value.Kind() == metrics.KindUint64 {
+				r = int(min(runnable[0].Value.Uint64(), 1<<20))
+			}
+			d := Decide(waiting, cores, r, load)
 			t.counts[d].Add(1)
 			if int(t.current.Swap(int32(d))) == d {
 				continue
