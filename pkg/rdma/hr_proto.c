@@ -305,7 +305,7 @@ int hrp_progress(hr_ep *ep)
 		 * within the spin costs no wakeup. The phase starts at the first
 		 * clock read after a completion (at most EP_SPIN_CLOCK_EVERY
 		 * polls late) and ends at the first read past it. */
-		uint64_t spin = atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
+		uint64_t spin = ep->wait_nospin ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
 			uint32_t k = ++ep->empty_polls;
 			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
@@ -315,6 +315,7 @@ int hrp_progress(hr_ep *ep)
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
+				ep->wait_spun = 1;
 			}
 			if (now < ep->spin_until) {
 				/* By time, not by polls: a poll's cost varies with
@@ -342,6 +343,7 @@ int hrp_progress(hr_ep *ep)
 			}
 			hr_cq *ev = NULL;
 			ep->slept = 1;
+			ep->wait_slept = 1;
 			st = hr_get_cq_event(ep->ch, slice, &ev);
 			if (st == HR_ETIMEDOUT)
 				return 0;

@@ -111,12 +111,52 @@ struct hr_ep {
 	uint64_t spin_yield;       /* the spin's next sched_yield */
 	uint32_t empty_polls;      /* fruitless polls since the last completion */
 	int slept;                 /* the last hrp_progress waited on the channel */
+	/* Spin outcomes per wait (a call's for its reply, a server's for its
+	 * next request): see hrp_wait_begin. */
+	uint32_t spin_misses; /* consecutive waits that spun and slept anyway */
+	uint32_t spin_probe;  /* waits since the last that spun, while skipping */
+	int wait_nospin;      /* this wait blocks at once */
+	int wait_spun;        /* this wait spun: its outcome counts */
+	int wait_slept;       /* this wait slept on the channel */
 	int broken;
 
 	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */
 	uint32_t rfp_over; /* consecutive calls over R */
 	hr_ep_stats st;
 };
+
+/* A wait whose spin keeps ending in a sleep anyway (the answer takes
+ * longer than the spin the tuner allows: a 128 KiB exchange against a
+ * 10 us short spin) pays the spin and the wake-up both. After
+ * EP_SPIN_MISSES such waits in a row the endpoint blocks at once, and
+ * spins again on one wait in EP_SPIN_PROBE to see whether answers come
+ * within the spin again; a wait answered without sleeping ends the
+ * skipping. Per endpoint: a lane of large calls does not stop one of
+ * small calls from spinning. Inline, a few plain loads and stores a wait:
+ * every call passes here. Measured in docs/performance/many-callers.md,
+ * "Spins that never catch". */
+#define EP_SPIN_MISSES 4
+#define EP_SPIN_PROBE 8
+
+static inline void hrp_wait_begin(hr_ep *ep)
+{
+	ep->wait_slept = 0;
+	ep->wait_spun = 0;
+	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % EP_SPIN_PROBE != 0;
+	ep->st.spin_skips += (uint64_t)ep->wait_nospin;
+}
+
+static inline void hrp_wait_end(hr_ep *ep)
+{
+	if (!ep->wait_slept) {
+		if (ep->spin_misses) {
+			ep->spin_misses = 0;
+			ep->spin_probe = 0;
+		}
+	} else if (ep->wait_spun && ep->spin_misses < EP_SPIN_MISSES) {
+		ep->spin_misses++;
+	}
+}
 
 /* hr_proto.c */
 int hrp_fail(hr_ep *ep, int st);

@@ -152,6 +152,7 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	 * by its idle slices, so an idle lane stops spinning spin_ns after its
 	 * last completion and blocks until the next request. */
 	ep->spin_until = 0;
+	hrp_wait_begin(ep);
 	ep->seq++;
 	int fetch = proto == HR_PROTO_RFP && ep->rfp_mode == RFP_FETCH;
 	if ((st = hrp_send_msg(ep, proto, req, len, fetch ? HRM_F_FETCH : 0, 0)) != HR_OK)
@@ -176,6 +177,7 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	}
 	if (st != HR_OK)
 		return hrp_fail(ep, st);
+	hrp_wait_end(ep);
 	ep->st.calls++;
 	return HR_OK;
 }
@@ -198,9 +200,11 @@ int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req,
 	uint8_t *p;
 	/* A busy-polling server also watches its pre-known buffer for RFP
 	 * requests, which arrive without any completion. */
+	hrp_wait_begin(ep);
 	st = hrp_recv_msg(ep, !ep->cfg.event, ep->seq + 1, &h, &p, len);
 	if (st != HR_OK)
 		return st;
+	hrp_wait_end(ep);
 	*req = p;
 	ep->pending = 1;
 	ep->pend_flags = h.flags;

@@ -195,6 +195,9 @@ type EndpointStats struct {
 	FetchNS                                           uint64
 	LastServerNS                                      uint64 // server time of the last server-reply call
 	RFPServerReply                                    bool   // currently in server-reply mode
+	// SpinSkips counts waits that blocked without the spin the tuner set:
+	// the endpoint's last spins all ended in a sleep anyway.
+	SpinSkips uint64
 }
 
 // RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and
@@ -731,6 +734,7 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
 		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
+		SpinSkips: uint64(s.spin_skips),
 	}
 }
 

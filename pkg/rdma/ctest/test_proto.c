@@ -47,6 +47,7 @@ struct pair {
 	atomic_int slow; /* hold each answer until the client counts it slow */
 	uint32_t retries;
 	atomic_ullong base_exceeded; /* the client's count before the call */
+	atomic_ullong delay_ns; /* hold each answer this long */
 };
 
 static hr_ep_cfg cfg_of(uint32_t event, uint32_t retries)
@@ -101,6 +102,11 @@ static void *server(void *arg)
 			break;
 		if (atomic_load(&pr->slow))
 			slow_answer(pr);
+		uint64_t d = atomic_load(&pr->delay_ns);
+		if (d) {
+			struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
+			nanosleep(&ts, NULL);
+		}
 		/* The response is the request with every byte inverted. */
 		const uint8_t *r = req;
 		for (uint64_t i = 0; i < len; i++)
@@ -253,6 +259,45 @@ static void test_timeout(uint32_t event)
 	CHECK(st == HR_ETIMEDOUT && broken == HR_ETIMEDOUT && again == HR_ESTATE);
 	CHECK(waited >= 20 * 1000000ull);
 	CHECK(idle == HR_OK || idle == HR_ETIMEDOUT);
+}
+
+/* An event-mode client whose spins never catch the answer (the server
+ * holds it 2 ms, the spin is 10 us) blocks at once after 4 such waits,
+ * spinning on one wait in 8 to probe; once a probe's answer comes within
+ * the spin (1 s now, the server answering at once), it spins on every
+ * wait again. No clock decides it: a 10 us spin cannot see an answer the
+ * server sends 2 ms later, and a 1 s one sees any answer. */
+static void test_spin_skip(void)
+{
+	struct pair pr;
+	CHECK_ST(connect_pair(&pr, 1, 0, 5));
+	atomic_store(&pr.proto, HR_PROTO_EAGER);
+	CHECK(pthread_create(&pr.th, NULL, server, &pr) == 0);
+	uint8_t req[32] = {1, 2, 3};
+	void *resp;
+	uint64_t rl;
+	hr_ep_stats slow, probed, fast;
+	hr_ep_set_spin(pr.cli, 10000);
+	atomic_store(&pr.delay_ns, 2000000);
+	int st = HR_OK;
+	for (int i = 0; i < 12 && st == HR_OK; i++)
+		st = hr_ep_call(pr.cli, HR_PROTO_EAGER, req, sizeof req, 10000, 1, &resp, &rl);
+	hr_ep_stats_get(pr.cli, &slow);
+	atomic_store(&pr.delay_ns, 0);
+	hr_ep_set_spin(pr.cli, 1000000000ull);
+	for (int i = 0; i < 8 && st == HR_OK; i++)
+		st = hr_ep_call(pr.cli, HR_PROTO_EAGER, req, sizeof req, 10000, 1, &resp, &rl);
+	hr_ep_stats_get(pr.cli, &probed);
+	for (int i = 0; i < 16 && st == HR_OK; i++)
+		st = hr_ep_call(pr.cli, HR_PROTO_EAGER, req, sizeof req, 10000, 1, &resp, &rl);
+	hr_ep_stats_get(pr.cli, &fast);
+	close_pair(&pr, 1);
+	CHECK_ST(st);
+	/* Waits 1-4 spin and miss, 5-11 skip, 12 probes (and misses). */
+	CHECK(slow.spin_skips == 7);
+	/* At most 7 more skips before the next probe, which is answered. */
+	CHECK(probed.spin_skips <= 14);
+	CHECK(fast.spin_skips == probed.spin_skips);
 }
 
 static void test_bad_config(void)
@@ -415,6 +460,7 @@ int main(void)
 	test_rfp_switch();
 	test_timeout(0);
 	test_timeout(1);
+	test_spin_skip();
 	test_bad_config();
 	test_cross_process(0);
 	test_cross_process(1);
