@@ -292,6 +292,32 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// connLog dials TCP connections as countedConns and keeps them in dial
+// order (the first connection, then the extras).
+type connLog struct {
+	mu    sync.Mutex
+	conns []*countedConn
+}
+
+func (l *connLog) dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	cc := &countedConn{Conn: nc, closed: make(chan struct{})}
+	l.mu.Lock()
+	l.conns = append(l.conns, cc)
+	l.mu.Unlock()
+	return cc, nil
+}
+
+func (l *connLog) all() []*countedConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*countedConn(nil), l.conns...)
+}
+
 // TestRetiredExtraFinishesItsCalls: an extra connection retired while it
 // carries calls (the first connection broke and is dialled again) takes
 // no new call, answers the ones it has with their own replies, and only
@@ -317,27 +343,12 @@ func TestRetiredExtraFinishesItsCalls(t *testing.T) {
 	s.Register(svc)
 	addr := serveWith(t, s)
 
-	var mu sync.Mutex
-	var conns []*countedConn
-	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		cc := &countedConn{Conn: nc, closed: make(chan struct{})}
-		mu.Lock()
-		conns = append(conns, cc)
-		mu.Unlock()
-		return cc, nil
-	}
-	c := dial(t, addr, client.WithDialer(dialer))
+	var log connLog
+	c := dial(t, addr, client.WithDialer(log.dial))
 	large := strings.Repeat("r", 128<<10)
 	burst(t, tctx(t), c, 16, 500, large, func() bool { return c.Conns() > 1 })
 	require.Greater(t, c.Conns(), 1)
-	mu.Lock()
-	spread := append([]*countedConn(nil), conns...)
-	mu.Unlock()
+	spread := log.all()
 	before := make([]int64, len(spread))
 	for i, cc := range spread {
 		before[i] = cc.wrote.Load()
@@ -384,9 +395,7 @@ func TestRetiredExtraFinishesItsCalls(t *testing.T) {
 	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
 	require.NoError(t, err)
 	assert.Equal(t, "after", got)
-	mu.Lock()
-	redialled := len(conns) > len(spread)
-	mu.Unlock()
+	redialled := len(log.all()) > len(spread)
 	require.True(t, redialled, "the first connection was not dialled again")
 	for _, cc := range busy {
 		select {
@@ -453,29 +462,14 @@ func TestCallOnRetiredExtra(t *testing.T) {
 			s := server.New(server.WithLogger(quiet))
 			s.Register(wiretest.NewEcho().Service())
 			addr := serveWith(t, s)
-			var mu sync.Mutex
-			var conns []*countedConn
-			dialer := func(ctx context.Context, addr string) (net.Conn, error) {
-				var d net.Dialer
-				nc, err := d.DialContext(ctx, "tcp", addr)
-				if err != nil {
-					return nil, err
-				}
-				cc := &countedConn{Conn: nc, closed: make(chan struct{})}
-				mu.Lock()
-				conns = append(conns, cc)
-				mu.Unlock()
-				return cc, nil
-			}
-			c := dial(t, addr, client.WithDialer(dialer))
+			var log connLog
+			c := dial(t, addr, client.WithDialer(log.dial))
 			ctx := tctx(t)
 			large := strings.Repeat("r", 128<<10)
 			burst(t, ctx, c, 16, 500, large, func() bool { return c.Conns() > 1 })
 			require.Greater(t, c.Conns(), 1)
-			mu.Lock()
-			extra := conns[1]
-			first := conns[0]
-			mu.Unlock()
+			conns := log.all()
+			first, extra := conns[0], conns[1]
 			sentFirst := first.wrote.Load()
 
 			var res wiretest.EchoResult
