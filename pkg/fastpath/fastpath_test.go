@@ -7,6 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +49,49 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.cores, tc.runnable, tc.cpu)))
 		})
 	}
+}
+
+// TestRunnableMetric: the runtime keeps the count the tuner reads, and it
+// sees goroutines queued for a processor. A runtime without it would
+// silently give the tree 0 (runnableOf), so a Go upgrade that renames it
+// fails here instead.
+func TestRunnableMetric(t *testing.T) {
+	s := []metrics.Sample{{Name: runnableMetric}}
+	metrics.Read(s)
+	require.Equal(t, metrics.KindUint64, s[0].Value.Kind(), "%s not served by this runtime", runnableMetric)
+
+	// Goroutines that spin keep every P busy; the
+	// ones queued behind them are runnable until released.
+	procs := runtime.GOMAXPROCS(0)
+	release := make(chan struct{})
+	var started, done sync.WaitGroup
+	for range 4 * procs {
+		started.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			started.Done()
+			for {
+				select {
+				case <-release:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	started.Wait()
+	seen := 0
+	for range 1000 {
+		metrics.Read(s)
+		if seen = runnableOf(s[0]); seen > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	done.Wait()
+	require.Positive(t, seen, "no runnable goroutine seen with %d spinners on %d Ps", 4*procs, procs)
 }
 
 func TestCheckPair(t *testing.T) {

@@ -170,12 +170,24 @@ func Decide(waiting, cores, runnable int, cpu float64) int {
 	return DecideBlock
 }
 
+// runnableMetric counts the goroutines waiting for a processor (Go 1.25+).
+const runnableMetric = "/sched/goroutines/runnable:goroutines"
+
+// runnableOf reads the runnableMetric sample; 0 if this runtime lacks it
+// (the tree then decides as it did without the count).
+func runnableOf(s metrics.Sample) int {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int(min(s.Value.Uint64(), 1<<20))
+}
+
 func (t *tuner) loop(stop, done chan struct{}) {
 	defer close(done)
 	tk := time.NewTicker(tunePeriod)
 	defer tk.Stop()
 	cores := runtime.NumCPU()
-	runnable := []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}
+	runnable := []metrics.Sample{{Name: runnableMetric}}
 	lastCPU, lastWall := cpuTime(), time.Now()
 	for {
 		select {
@@ -193,10 +205,7 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			waiting := t.waitingLocked()
 			t.mu.Unlock()
 			metrics.Read(runnable) // ~0.1 µs: the scheduler keeps the count
-			r := 0
-			if runnable[0].Value.Kind() == metrics.KindUint64 {
-				r = int(min(runnable[0].Value.Uint64(), 1<<20))
-			}
+			r := runnableOf(runnable[0])
 			d := Decide(waiting, cores, r, load)
 			t.counts[d].Add(1)
 			if int(t.current.Swap(int32(d))) == d {
