@@ -60,8 +60,8 @@ func TestRunnableMetric(t *testing.T) {
 	metrics.Read(s)
 	require.Equal(t, metrics.KindUint64, s[0].Value.Kind(), "%s not served by this runtime", runnableMetric)
 
-	// Goroutines that spin keep every P busy; the
-	// ones queued behind them are runnable until released.
+	// Goroutines that spin keep every P busy; the ones queued behind them
+	// are runnable until released.
 	procs := runtime.GOMAXPROCS(0)
 	release := make(chan struct{})
 	var started, done sync.WaitGroup
