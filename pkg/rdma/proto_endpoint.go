@@ -42,6 +42,11 @@ static int hrgo_reply_recv(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_
 	return st;
 }
 
+static int hrgo_reply(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_t len, int timeout_ms, uint32_t gen)
+{
+	return hr_ep_reply((hr_ep *)ep, proto, (const void *)resp, len, timeout_ms, gen);
+}
+
 static int hrgo_recv(uintptr_t ep, int idle_ms, int timeout_ms, uint32_t gen, uintptr_t out)
 {
 	hr_ep_out *o = (hr_ep_out *)out;
@@ -226,6 +231,7 @@ type RPCEndpoint struct {
 
 	yielded time.Time        // last yield to the Go scheduler (guarded by mu)
 	yields  int              // yields made (tests)
+	splits  int              // replies sent apart from the next wait, for AfterReply (tests)
 	now     func() time.Time // the clock of yieldSometimes (tests replace it)
 	// spins: the endpoint polls (busy, or event mode with a spin phase),
 	// so its goroutine may go on in C without ever blocking (see
@@ -622,54 +628,6 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 	return e.err(ctx, "reply", proto, st)
 }
 
-// Serve answers requests with h by proto until ctx ends (returning nil) or
-// the endpoint fails. Each request costs one cgo crossing: the reply and the
-// wait for the next request are one call.
-func (e *RPCEndpoint) Serve(ctx context.Context, proto Protocol, h func(req []byte) []byte) error {
-	return e.ServeCalls(ctx, nil, func(req []byte) ([]byte, Protocol) { return h(req), proto })
-}
-
-// ServeCalls is Serve with the response protocol chosen per request by h,
-// and a graceful stop: once stop is closed, the loop returns nil at the
-// first idle moment (after answering the request in hand), so a draining
-// server finishes its calls. ctx ending interrupts even a wait in C.
-func (e *RPCEndpoint) ServeCalls(ctx context.Context, stop <-chan struct{}, h func(req []byte) ([]byte, Protocol)) error {
-	req, err := e.recvUntil(ctx, stop)
-	for err == nil && req != nil {
-		resp, proto := h(req)
-		var idle bool
-		req, idle, err = e.replyRecv(ctx, proto, resp)
-		if idle {
-			req, err = e.recvUntil(ctx, stop)
-		}
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// recvUntil is Recv that gives up (nil, nil) once stop is closed and a
-// whole idle slice started after that passed: a request the client sent
-// before it learned of the stop still arrives within that slice.
-func (e *RPCEndpoint) recvUntil(ctx context.Context, stop <-chan struct{}) ([]byte, error) {
-	stopped := false
-	for {
-		if stopped {
-			return nil, nil
-		}
-		select {
-		case <-stop:
-			stopped = true
-		default:
-		}
-		req, idle, err := e.recvSlice(ctx)
-		if !idle {
-			return req, err
-		}
-	}
-}
-
 // replyRecv answers the pending request and waits (one idle slice) for the
 // next one; idle reports that the reply went out and nothing arrived yet.
 func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte) ([]byte, bool, error) {
@@ -700,6 +658,24 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 		return []byte{}, false, nil
 	}
 	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
+}
+
+// replyOnly answers the pending request and returns at once: the first
+// of replyRecv's two halves, for a server with work to do between them
+// (see AfterReply).
+func (e *RPCEndpoint) replyOnly(ctx context.Context, proto Protocol, resp []byte) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return &Error{Op: "reply", Status: StatusClosed}
+	}
+	p, n := ptrLen(resp)
+	e.hold = p
+	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen)
+	})
+	e.hold = nil
+	return e.err(ctx, "reply", proto, st)
 }
 
 // InExchange reports whether an exchange (a call, or a server's wait for

@@ -259,11 +259,11 @@ func keepPad(pad []byte) error {
 
 // serveCalls runs srv.ServeCalls(h) until the returned stop is called,
 // which waits (under testTimeout) for the loop to end without an error.
-func serveCalls(t *testing.T, srv *RPCEndpoint, h func(req []byte) ([]byte, Protocol)) (stop func()) {
+func serveCalls(t *testing.T, srv *RPCEndpoint, h func(req []byte) ([]byte, Protocol), opts ...ServeOption) (stop func()) {
 	t.Helper()
 	done := make(chan struct{})
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeCalls(context.Background(), done, h) }()
+	go func() { errc <- srv.ServeCalls(context.Background(), done, h, opts...) }()
 	return func() {
 		t.Helper()
 		close(done)

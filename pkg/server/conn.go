@@ -105,11 +105,10 @@ type request struct {
 	lease bool
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
-	// execute leaves the handler's time and whether it ended ok in took
-	// and ok, for the meter's count at the reply.
+	// execute leaves whether it ended ok in ok, for the meter's count
+	// once the reply is out (the lane's afterReply).
 	meter *laneMeter
 	frame int
-	took  time.Duration
 	ok    bool
 	// dst: where a shared lane's reply is encoded (FLOCK's storage for
 	// the response), if large enough.
@@ -612,18 +611,18 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		res, err = c.invoke(ctx, r, args, r.call)
 	}
 	c.releaseCtx(r)
-	took := time.Since(epoch) - start
 	outcome := serverOutcome(res, err, r.oneway)
 	if r.meter != nil {
-		// The meter counts the latency, in_flight and an ok outcome with
-		// the reply; another outcome (rare, and labelled) goes to the
+		// The meter counts the latency (the lane reads the clock once the
+		// reply is handed over), in_flight and an ok outcome with the
+		// reply; another outcome (rare, and labelled) goes to the
 		// children now.
-		r.took, r.ok = took, outcome == proto.OutcomeOK
+		r.ok = outcome == proto.OutcomeOK
 		if !r.ok {
 			st.outcome(outcome)
 		}
 	} else {
-		st.latency.Observe(took.Seconds())
+		st.latency.Observe((time.Since(epoch) - start).Seconds())
 		st.inflight.Dec()
 		st.outcome(outcome)
 	}

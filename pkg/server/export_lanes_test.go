@@ -53,6 +53,7 @@ func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, k
 				ls.head = reqHead{bytes: ls.head.bytes[:0]} // no allocation to learn it again
 			}
 			out, _ := ls.call(req)
+			ls.afterReply() // as ServeCalls runs it (rdma.AfterReply)
 			return out
 		}, func(req []byte) bool {
 			_, _, ok := ls.knownHead(req, s.opts.limits.MaxMessageSize)

@@ -67,7 +67,8 @@ func (lm *laneMeter) begin(m *method, reqBytes, frameBytes int) {
 	lm.mu.Unlock()
 }
 
-// end counts the end of a call begun by begin: its handler took took,
+// end counts the end of a call begun by begin: it took took (from its
+// arrival until its reply was handed to the engine),
 // it ended ok or not (a failed call's outcome is counted by the caller
 // on the families' own children: rare, and labelled by outcome), and
 // its reply (repBytes of message in a frameBytes frame, sent by engine

@@ -19,8 +19,8 @@ import (
 // TestLaneMetricsExact: the calls of a dedicated lane, counted by its
 // meter, show in the server's families as exactly as the TCP path's: every
 // call ended is in calls_total, handled_total (by outcome), the duration
-// histogram and the byte counters, a call running is in in_flight, and all
-// of it stays once the lane is gone.
+// histogram and the byte counters (once its reply is out), a call running
+// is in in_flight, and all of it stays once the lane is gone.
 func TestLaneMetricsExact(t *testing.T) {
 	s, _, addr := start(t, server.WithRDMA(fastpathtest.Provider()))
 	c := dial(t, addr)
@@ -61,6 +61,9 @@ func TestLaneMetricsExact(t *testing.T) {
 		require.Positive(t, value("hatrpc_server_reply_bytes_total", fn))
 		require.GreaterOrEqual(t, value("hatrpc_server_lane_replies_total", fn), float64(ok+1))
 	}
+	// A lane files a call's end once its reply is out, maybe just after
+	// its client has it (rdma.AfterReply).
+	require.Eventually(t, func() bool { return value("hatrpc_server_in_flight", fn) == 0 }, eventually, time.Millisecond)
 	check(ok+1, 0)
 	// The adaptive poller's input: the idle lane's server end waits in C
 	// for the next request, the client's end only during a call. (Both

@@ -72,6 +72,7 @@ type laneSession struct {
 	mTab  *map[string]*method // the table mm was found in
 	mName []byte              // the name mm was found by
 	next  nextCall            // the arguments and call value for the next call of next.m
+	end   laneEnd             // what is left of the last call once its reply is out
 	// inBatch: the calls of an RF-RPC batch run one after the other, so
 	// each reads the clock for its start rather than the batch's arrival.
 	inBatch bool
@@ -326,7 +327,7 @@ func (ls *laneSession) serve() {
 	uncount = ls.run()
 	l.meter = c.s.laneMeters.add(l.tr)
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
-	err = ep.ServeCalls(c.ctx, l.stop, ls.call)
+	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
 	}
@@ -493,7 +494,7 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		ls.metered = true
 	}
 	st, typ, body := c.execute(&r, codec)
-	md, call, took, ok := replyMD(&r), r.call, r.took, r.ok
+	md, call, ok := replyMD(&r), r.call, r.ok
 	c.clearRequest(&r)
 	c.s.slots.release()
 	out, pr := ls.encodeReply(nil, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
@@ -504,21 +505,59 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		wire.PutCodec(codec)
 		ls.codec = wire.GetCodec()
 	}
-	if l.meter != nil {
-		l.meter.end(m, took, ok, len(out)-wire.HeaderSize, len(out), int(pr))
-	} else {
+	// What is left (the meter's end, with the end-of-call clock read, and
+	// the call value's reset) runs in afterReply: on a spinning lane once
+	// the reply is on its way, off the client's wait.
+	e := &ls.end
+	e.m, e.at, e.ok, e.call = m, at, ok, nil
+	e.rep, e.frame, e.pr, e.metered = len(out)-wire.HeaderSize, len(out), pr, l.meter != nil
+	if call != nil && len(c.s.opts.interceptors) == 0 {
+		// The reply is encoded: nothing uses the call value any more
+		// (interceptors, which might keep its arguments or result, get
+		// fresh ones).
+		e.call = call
+	}
+	if l.meter == nil {
 		l.out.Add(float64(len(out)))
 		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 		c.s.laneReplied(m, pr)
 	}
-	if call != nil && len(c.s.opts.interceptors) == 0 {
-		// The reply is encoded: nothing uses the call value any more
-		// (interceptors, which might keep its arguments or result, get
-		// fresh ones). Reset now, it holds no reference till the next call.
-		args, call := m.m.NewCall(call)
-		ls.next.m, ls.next.args, ls.next.call = m, args, call
+	if ls.inBatch {
+		ls.afterReply() // a batch's calls end one after another in one reply
 	}
 	return out, pr
+}
+
+// laneEnd is what a lane's call leaves for afterReply.
+type laneEnd struct {
+	m          *method // nil: nothing left
+	at         time.Duration
+	ok         bool
+	metered    bool
+	rep, frame int
+	pr         rdma.Protocol
+	call       any // the call value to reset for the next call of m
+}
+
+// afterReply ends the lane's last call: the meter files its latency (from
+// arrival until now: the reply is handed to the engine, or on its way),
+// its outcome and its reply, and its call value is reset for the next
+// call of the method, holding no reference till then. ServeCalls runs it
+// once per reply (rdma.AfterReply).
+func (ls *laneSession) afterReply() {
+	e := &ls.end
+	m := e.m
+	if m == nil {
+		return
+	}
+	if e.metered {
+		ls.l.meter.end(m, time.Since(epoch)-e.at, e.ok, e.rep, e.frame, int(e.pr))
+	}
+	if e.call != nil {
+		args, call := m.m.NewCall(e.call)
+		ls.next.m, ls.next.args, ls.next.call = m, args, call
+	}
+	*e = laneEnd{}
 }
 
 // engineProtocolName names engine protocol i as lane_replies_total does.
