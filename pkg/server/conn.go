@@ -105,11 +105,13 @@ type request struct {
 	lease bool
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
-	// execute leaves whether it ended ok in ok, for the meter's count
-	// once the reply is out (the lane's afterReply).
+	// execute leaves the handler's result and error in res and err and
+	// the context live: the lane ends the call once the reply is out
+	// (afterReply).
 	meter *laneMeter
 	frame int
-	ok    bool
+	res   proto.Struct
+	err   error
 	// dst: where a shared lane's reply is encoded (FLOCK's storage for
 	// the response), if large enough.
 	dst []byte
@@ -610,18 +612,13 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	default:
 		res, err = c.invoke(ctx, r, args, r.call)
 	}
-	c.releaseCtx(r)
-	outcome := serverOutcome(res, err, r.oneway)
 	if r.meter != nil {
-		// The meter counts the latency (the lane reads the clock once the
-		// reply is handed over), in_flight and an ok outcome with the
-		// reply; another outcome (rare, and labelled) goes to the
-		// children now.
-		r.ok = outcome == proto.OutcomeOK
-		if !r.ok {
-			st.outcome(outcome)
-		}
+		// A metered lane's call ends once its reply is out (the lane's
+		// afterReply): its context, its outcome, its latency.
+		r.res, r.err = res, err
 	} else {
+		c.releaseCtx(r)
+		outcome := serverOutcome(res, err, r.oneway)
 		st.latency.Observe((time.Since(epoch) - start).Seconds())
 		st.inflight.Dec()
 		st.outcome(outcome)

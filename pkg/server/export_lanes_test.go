@@ -31,6 +31,17 @@ func FullLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	return call, close
 }
 
+// SplitLaneCaller is LaneCaller with what a served lane does once the
+// reply is out (rdma.AfterReply) left to the test: call returns the reply,
+// after ends the call.
+func SplitLaneCaller(s *Server) (call func(req []byte) []byte, after, close func()) {
+	ls, close := testLane(s, false)
+	return func(req []byte) []byte {
+		out, _ := ls.call(req)
+		return out
+	}, ls.afterReply, close
+}
+
 // SharedLaneCaller is LaneCaller on a shared (FLOCK) lane, whose calls
 // take pooled requests and replies of their own.
 func SharedLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {

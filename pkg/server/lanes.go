@@ -494,9 +494,11 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		ls.metered = true
 	}
 	st, typ, body := c.execute(&r, codec)
-	md, call, ok := replyMD(&r), r.call, r.ok
-	c.clearRequest(&r)
-	c.s.slots.release()
+	md, call := replyMD(&r), r.call
+	if r.meter == nil {
+		c.clearRequest(&r)
+		c.s.slots.release()
+	} // else r holds no buffer or budget (its body is the lease) but its live context, which afterReply ends
 	out, pr := ls.encodeReply(nil, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
@@ -505,12 +507,16 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		wire.PutCodec(codec)
 		ls.codec = wire.GetCodec()
 	}
-	// What is left (the meter's end, with the end-of-call clock read, and
-	// the call value's reset) runs in afterReply: on a spinning lane once
-	// the reply is on its way, off the client's wait.
+	// What is left (the end of the call's context and slot, its outcome,
+	// the meter's end with the end-of-call clock read, the call value's
+	// reset) runs in afterReply: on a spinning lane once the reply is on
+	// its way, off the client's wait.
 	e := &ls.end
-	e.m, e.at, e.ok, e.call = m, at, ok, nil
-	e.rep, e.frame, e.pr, e.metered = len(out)-wire.HeaderSize, len(out), pr, l.meter != nil
+	e.m, e.st, e.at, e.call = m, st, at, nil
+	e.rep, e.frame, e.pr = len(out)-wire.HeaderSize, len(out), pr
+	if r.meter != nil {
+		e.metered, e.ctx, e.res, e.err = true, r.ctx, r.res, r.err
+	}
 	if call != nil && len(c.s.opts.interceptors) == 0 {
 		// The reply is encoded: nothing uses the call value any more
 		// (interceptors, which might keep its arguments or result, get
@@ -531,19 +537,23 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 // laneEnd is what a lane's call leaves for afterReply.
 type laneEnd struct {
 	m          *method // nil: nothing left
+	st         *methodStats
 	at         time.Duration
-	ok         bool
-	metered    bool
 	rep, frame int
 	pr         rdma.Protocol
+	metered    bool // the rest: a lane meter's call, whose context and slot are still held
+	ctx        *callCtx
+	res        proto.Struct
+	err        error
 	call       any // the call value to reset for the next call of m
 }
 
-// afterReply ends the lane's last call: the meter files its latency (from
-// arrival until now: the reply is handed to the engine, or on its way),
-// its outcome and its reply, and its call value is reset for the next
-// call of the method, holding no reference till then. ServeCalls runs it
-// once per reply (rdma.AfterReply).
+// afterReply ends the lane's last call: its context ends and its slot is
+// given back, the meter files its latency (from arrival until now: the
+// reply is handed to the engine, or on its way), its outcome and its
+// reply, and its call value is reset for the next call of the method,
+// holding no reference till then. ServeCalls runs it once per reply
+// (rdma.AfterReply).
 func (ls *laneSession) afterReply() {
 	e := &ls.end
 	m := e.m
@@ -551,7 +561,18 @@ func (ls *laneSession) afterReply() {
 		return
 	}
 	if e.metered {
-		ls.l.meter.end(m, time.Since(epoch)-e.at, e.ok, e.rep, e.frame, int(e.pr))
+		if e.ctx != nil {
+			e.ctx.release()
+		}
+		ls.c.s.slots.release()
+		// A failed call's outcome (rare, and labelled) goes to the
+		// method's children; the meter counts an ok one.
+		o := serverOutcome(e.res, e.err, false)
+		ok := o == proto.OutcomeOK
+		if !ok {
+			e.st.outcome(o)
+		}
+		ls.l.meter.end(m, time.Since(epoch)-e.at, ok, e.rep, e.frame, int(e.pr))
 	}
 	if e.call != nil {
 		args, call := m.m.NewCall(e.call)
