@@ -622,9 +622,11 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 		return &Error{Op: "reply", Status: StatusClosed}
 	}
 	p, n := ptrLen(resp)
+	e.hold = p
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hr_ep_reply(e.p, C.uint32_t(proto), p, n, ms, gen)
+		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen)
 	})
+	e.hold = nil
 	return e.err(ctx, "reply", proto, st)
 }
 
@@ -658,24 +660,6 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 		return []byte{}, false, nil
 	}
 	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
-}
-
-// replyOnly answers the pending request and returns at once: the first
-// of replyRecv's two halves, for a server with work to do between them
-// (see AfterReply).
-func (e *RPCEndpoint) replyOnly(ctx context.Context, proto Protocol, resp []byte) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.isClosed() {
-		return &Error{Op: "reply", Status: StatusClosed}
-	}
-	p, n := ptrLen(resp)
-	e.hold = p
-	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen)
-	})
-	e.hold = nil
-	return e.err(ctx, "reply", proto, st)
 }
 
 // InExchange reports whether an exchange (a call, or a server's wait for

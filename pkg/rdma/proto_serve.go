@@ -46,7 +46,7 @@ func (e *RPCEndpoint) ServeCalls(ctx context.Context, stop <-chan struct{}, h fu
 	for err == nil && req != nil {
 		resp, proto := h(req)
 		if cfg.after != nil && e.spins.Load() {
-			err = e.replyOnly(ctx, proto, resp)
+			err = e.Reply(ctx, proto, resp)
 			e.splits++
 			cfg.after()
 			if err == nil {
