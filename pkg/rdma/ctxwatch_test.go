@@ -99,6 +99,22 @@ func TestEndpointContextWatch(t *testing.T) {
 			require.Equal(t, "b again", string(got))
 		}
 	})
+	t.Run("an ended context fails every later exchange at once", func(t *testing.T) {
+		// The server answers: only the ended context can fail these calls,
+		// each before it is sent (an exchange looks at its context once it
+		// has published its gen for the watch).
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		serve(t, srv, ProtoEager, func(req []byte) []byte { return req })
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for i := 0; i < 50; i++ {
+			_, err := cli.Call(ctx, ProtoEager, []byte("late"))
+			require.ErrorIs(t, err, context.Canceled, "call %d", i)
+		}
+		got, err := callT(t, cli, ProtoEager, []byte("fresh"))
+		require.NoError(t, err, "a new context is not cancelled, and the endpoint survived")
+		require.Equal(t, "fresh", string(got))
+	})
 	t.Run("server context ends then close", func(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			cli, srv := pairClosingServer(t, cfg)
