@@ -495,10 +495,6 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	}
 	st, typ, body := c.execute(&r, codec)
 	md, call := replyMD(&r), r.call
-	if r.meter == nil {
-		c.clearRequest(&r)
-		c.s.slots.release()
-	} // else r holds no buffer or budget (its body is the lease) but its live context, which afterReply ends
 	out, pr := ls.encodeReply(nil, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
@@ -510,20 +506,22 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	// What is left (the end of the call's context and slot, its outcome,
 	// the meter's end with the end-of-call clock read, the call value's
 	// reset) runs in afterReply: on a spinning lane once the reply is on
-	// its way, off the client's wait.
+	// its way, off the client's wait. r holds no buffer or budget (its
+	// body is the lease), only its live context.
 	e := &ls.end
-	e.m, e.st, e.at, e.call = m, st, at, nil
-	e.rep, e.frame, e.pr = len(out)-wire.HeaderSize, len(out), pr
-	if r.meter != nil {
-		e.metered, e.ctx, e.res, e.err = true, r.ctx, r.res, r.err
-	}
+	e.m, e.call = m, nil
 	if call != nil && len(c.s.opts.interceptors) == 0 {
 		// The reply is encoded: nothing uses the call value any more
 		// (interceptors, which might keep its arguments or result, get
 		// fresh ones).
 		e.call = call
 	}
-	if l.meter == nil {
+	if r.meter != nil {
+		e.metered, e.st, e.at, e.ctx, e.res, e.err = true, st, at, r.ctx, r.res, r.err
+		e.rep, e.frame, e.pr = len(out)-wire.HeaderSize, len(out), pr
+	} else { // no lane meter: execute ended the call, and its reply is counted now
+		c.clearRequest(&r)
+		c.s.slots.release()
 		l.out.Add(float64(len(out)))
 		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 		c.s.laneReplied(m, pr)
@@ -536,16 +534,17 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 
 // laneEnd is what a lane's call leaves for afterReply.
 type laneEnd struct {
-	m          *method // nil: nothing left
+	m    *method // nil: nothing left
+	call any     // the call value to reset for the next call of m
+	// A lane meter's call, whose context and slot are still held:
+	metered    bool
 	st         *methodStats
 	at         time.Duration
 	rep, frame int
 	pr         rdma.Protocol
-	metered    bool // the rest: a lane meter's call, whose context and slot are still held
 	ctx        *callCtx
 	res        proto.Struct
 	err        error
-	call       any // the call value to reset for the next call of m
 }
 
 // afterReply ends the lane's last call: its context ends and its slot is
