@@ -532,54 +532,6 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	return out, pr
 }
 
-// laneEnd is what a lane's call leaves for afterReply.
-type laneEnd struct {
-	m    *method // nil: nothing left
-	call any     // the call value to reset for the next call of m
-	// A lane meter's call, whose context and slot are still held:
-	metered    bool
-	st         *methodStats
-	at         time.Duration
-	rep, frame int
-	pr         rdma.Protocol
-	ctx        *callCtx
-	res        proto.Struct
-	err        error
-}
-
-// afterReply ends the lane's last call: its context ends and its slot is
-// given back, the meter files its latency (from arrival until now: the
-// reply is handed to the engine, or on its way), its outcome and its
-// reply, and its call value is reset for the next call of the method,
-// holding no reference till then. ServeCalls runs it once per reply
-// (rdma.AfterReply).
-func (ls *laneSession) afterReply() {
-	e := &ls.end
-	m := e.m
-	if m == nil {
-		return
-	}
-	if e.metered {
-		if e.ctx != nil {
-			e.ctx.release()
-		}
-		ls.c.s.slots.release()
-		// A failed call's outcome (rare, and labelled) goes to the
-		// method's children; the meter counts an ok one.
-		o := serverOutcome(e.res, e.err, false)
-		ok := o == proto.OutcomeOK
-		if !ok {
-			e.st.outcome(o)
-		}
-		ls.l.meter.end(m, time.Since(epoch)-e.at, ok, e.rep, e.frame, int(e.pr))
-	}
-	if e.call != nil {
-		args, call := m.m.NewCall(e.call)
-		ls.next.m, ls.next.args, ls.next.call = m, args, call
-	}
-	*e = laneEnd{}
-}
-
 // engineProtocolName names engine protocol i as lane_replies_total does.
 func engineProtocolName(i int) string { return rdma.Protocol(i).String() }
 
