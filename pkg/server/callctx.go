@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,10 +51,15 @@ func newCallCtx(parent context.Context, timeout time.Duration) *callCtx {
 
 // deadlineAt is the deadline of a call that started at (since epoch) with
 // the timeout, 0 for none: the clock read that times a lane's call also
-// gives its deadline.
+// gives its deadline. A timeout too large to add (a peer may send up to
+// 2^63-1 ns) saturates at the latest deadline instead of wrapping into the
+// past, where the call would fail at once with DeadlineExceeded.
 func deadlineAt(at, timeout time.Duration) time.Duration {
 	if timeout <= 0 {
 		return 0
+	}
+	if timeout > math.MaxInt64-at {
+		return math.MaxInt64
 	}
 	return at + timeout
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 	"unsafe"
@@ -126,5 +127,39 @@ func TestCtxSlab(t *testing.T) {
 	case <-first.Done():
 	default:
 		t.Fatal("a kept context's Done is open")
+	}
+}
+
+// TestDeadlineSaturates: a peer's timeout of up to 2^63-1 ns is a deadline
+// far away, never one that wrapped into the past.
+func TestDeadlineSaturates(t *testing.T) {
+	cases := []struct {
+		name    string
+		at      time.Duration
+		timeout time.Duration
+		want    time.Duration
+	}{
+		{"none", time.Second, 0, 0},
+		{"negative", time.Second, -1, 0},
+		{"ordinary", time.Second, time.Minute, time.Second + time.Minute},
+		{"max", time.Second, math.MaxInt64, math.MaxInt64},
+		{"edge", time.Second, math.MaxInt64 - time.Second, math.MaxInt64},
+		{"one past edge", time.Second + 1, math.MaxInt64 - time.Second, math.MaxInt64},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, deadlineAt(tc.at, tc.timeout))
+		})
+	}
+	c := newCallCtx(context.Background(), math.MaxInt64)
+	defer c.release()
+	require.NoError(t, c.Err())
+	dl, ok := c.Deadline()
+	require.True(t, ok)
+	require.True(t, dl.After(time.Now().Add(100*365*24*time.Hour)), "deadline %v", dl)
+	select {
+	case <-c.Done():
+		t.Fatal("a call with the largest timeout ended at once")
+	default:
 	}
 }

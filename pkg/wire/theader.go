@@ -287,7 +287,16 @@ func ParseKV(b []byte) (metadata.MD, error) {
 	return md, err
 }
 
-type kvReader struct{ b []byte }
+// MaxHeaders bounds the key/value pairs of one message's headers (a
+// THeader frame's info lists together, or a HatRPC header block). Each
+// pair becomes a map entry, tens of bytes however short it is on the wire,
+// so the count is bounded apart from the frame's size.
+const MaxHeaders = 1024
+
+type kvReader struct {
+	b     []byte
+	pairs int // read so far, over all of a message's lists
+}
 
 func (r *kvReader) uvarint() (uint64, error) {
 	v, n := binary.Uvarint(r.b)
@@ -322,8 +331,14 @@ func (r *kvReader) kv(md metadata.MD) (metadata.MD, error) {
 	if n > uint64(len(r.b)/2) {
 		return md, fmt.Errorf("%w: %d headers in %d bytes", ErrTHeader, n, len(r.b))
 	}
+	if n > MaxHeaders || uint64(r.pairs)+n > MaxHeaders {
+		return md, fmt.Errorf("%w: %d headers, more than the %d one message may carry", ErrTHeader, uint64(r.pairs)+n, MaxHeaders)
+	}
+	r.pairs += int(n)
 	if md == nil {
-		md = make(metadata.MD, n)
+		// Sized by what arrives, not by the sender's count: a map slot
+		// costs tens of bytes where an empty pair costs two on the wire.
+		md = make(metadata.MD, min(n, 16))
 	}
 	for range n {
 		k, err := r.str()

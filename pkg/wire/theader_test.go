@@ -212,3 +212,67 @@ func TestTHeaderInflateCharged(t *testing.T) {
 		})
 	}
 }
+
+// kvList encodes a count-prefixed list of n pairs of the key k and an
+// empty value, the way a sender may pad a header list.
+func kvList(n int, k string) []byte {
+	b := binary.AppendUvarint(nil, uint64(n))
+	for range n {
+		b = appendStr(b, k)
+		b = appendStr(b, "")
+	}
+	return b
+}
+
+// theaderWithInfo is a THeader frame whose info section is the given
+// lists, each of type key/value, then a one-byte message.
+func theaderWithInfo(lists ...[]byte) []byte {
+	var info []byte
+	info = binary.AppendUvarint(info, theaderBinary)
+	info = binary.AppendUvarint(info, 0) // no transforms
+	for _, l := range lists {
+		info = binary.AppendUvarint(info, infoKeyValue)
+		info = append(info, l...)
+	}
+	for len(info)%4 != 0 {
+		info = append(info, 0)
+	}
+	b := []byte{0x0f, 0xff, 0, 0, 0, 0, 0, 1, 0, 0}
+	binary.BigEndian.PutUint16(b[8:], uint16(len(info)/4))
+	return append(append(b, info...), 'm')
+}
+
+// The number of header pairs is bounded apart from the frame's size: a
+// frame of empty pairs (two bytes each on the wire) must not become a map
+// sized by the sender's count.
+func TestHeaderCountBounded(t *testing.T) {
+	cases := []struct {
+		name  string
+		lists [][]byte
+		msg   string // "" = accepted
+		keys  int
+	}{
+		{"at the bound", [][]byte{kvList(MaxHeaders, "")}, "", 1},
+		{"one list over", [][]byte{kvList(MaxHeaders+1, "")}, "wire: bad THeader: proto: invalid data: 1025 headers, more than the 1024 one message may carry", 0},
+		{"the attack's count", [][]byte{kvList(32000, "")}, "wire: bad THeader: proto: invalid data: 32000 headers, more than the 1024 one message may carry", 0},
+		{"two lists over together", [][]byte{kvList(600, "a"), kvList(600, "b")}, "wire: bad THeader: proto: invalid data: 1200 headers, more than the 1024 one message may carry", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _, err := ParseTHeaderHead(theaderWithInfo(tc.lists...))
+			if tc.msg == "" {
+				require.NoError(t, err)
+				require.Len(t, h.Info, tc.keys)
+				return
+			}
+			require.ErrorIs(t, err, proto.ErrInvalidData)
+			require.EqualError(t, err, tc.msg)
+		})
+	}
+	t.Run("header block", func(t *testing.T) {
+		blk := kvList(MaxHeaders+1, "k")
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(blk)))
+		_, _, err := ParseHeaderBlock(append(b, blk...))
+		require.EqualError(t, err, "wire: bad THeader: proto: invalid data: 1025 headers, more than the 1024 one message may carry")
+	})
+}
