@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -48,42 +49,112 @@ var (
 // count records and merging; each server's part is its own snapshot.
 type Cluster struct {
 	addrs   []string
-	clients []*Client
+	servers []*member
 	ring    *Ring
+	opts    []ClientOption
 	ops     []atomic.Uint64 // keys routed to each server
 }
 
+// member is one server of a Cluster: its Client once a dial succeeded.
+// A server that could not be dialled is dialled again by the next
+// operation that needs it, so one that comes up later is used.
+type member struct {
+	addr string
+	mu   sync.Mutex
+	cl   *Client   // nil while down
+	err  error     // the last failed dial's
+	at   time.Time // when it failed
+}
+
+// redialAfter is how long a server's failed dial answers for it: the
+// operations on its keys in that time fail at once instead of each
+// waiting for a dial of its own (an address that drops SYNs would make
+// every one of them wait for its whole deadline).
+const redialAfter = time.Second
+
+// ServerDownError is the error of an operation on a key whose server
+// could not be reached; the servers that were reached answer for theirs.
+type ServerDownError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ServerDownError) Error() string {
+	return fmt.Sprintf("hatkv: server %s is unreachable (its keys fail, the other servers' keys do not): %v", e.Addr, e.Err)
+}
+
+func (e *ServerDownError) Unwrap() error { return e.Err }
+
 // DialCluster connects to every server in addrs (each with opts) and
-// builds the ring over their addresses. With one address it is Dial.
+// builds the ring over their addresses. With one address it is Dial. It
+// fails only if no server can be reached: then the error names each. A
+// server that cannot be reached now fails only the operations on its own
+// keys (with a *ServerDownError), and is dialled again by the next one.
 func DialCluster(ctx context.Context, addrs []string, opts ...ClientOption) (*Cluster, error) {
 	ring, err := NewRing(addrs, 0)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{addrs: slices.Clone(addrs), ring: ring, ops: make([]atomic.Uint64, len(addrs))}
-	for _, a := range addrs {
-		cl, err := Dial(ctx, a, opts...)
-		if err != nil {
-			_ = c.Close()
-			return nil, err
+	c := &Cluster{addrs: slices.Clone(addrs), ring: ring, opts: opts, ops: make([]atomic.Uint64, len(addrs))}
+	errs := make([]error, len(addrs))
+	for i, a := range addrs {
+		m := &member{addr: a}
+		c.servers = append(c.servers, m)
+		if m.cl, errs[i] = Dial(ctx, a, opts...); errs[i] != nil {
+			if errors.Is(errs[i], ErrConfig) || ctx.Err() != nil {
+				_ = c.Close()
+				return nil, errs[i] // the same for every server, or out of time
+			}
+			m.err, m.at = &ServerDownError{Addr: a, Err: errs[i]}, time.Now()
 		}
-		c.clients = append(c.clients, cl)
+	}
+	if c.live() == nil {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// client returns server i's Client, dialling it if it was down.
+func (c *Cluster) client(ctx context.Context, i int) (*Client, error) {
+	m := c.servers[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cl == nil {
+		if m.err != nil && time.Since(m.at) < redialAfter {
+			return nil, m.err
+		}
+		cl, err := Dial(ctx, m.addr, c.opts...)
+		if err != nil {
+			m.err, m.at = &ServerDownError{Addr: m.addr, Err: err}, time.Now()
+			return nil, m.err
+		}
+		m.cl, m.err = cl, nil
+	}
+	return m.cl, nil
+}
+
+// live returns the first server that was reached, nil if none.
+func (c *Cluster) live() *Client {
+	for _, m := range c.servers {
+		m.mu.Lock()
+		cl := m.cl
+		m.mu.Unlock()
+		if cl != nil {
+			return cl
+		}
+	}
+	return nil
 }
 
 // Addrs returns the servers, in the order given.
 func (c *Cluster) Addrs() []string { return slices.Clone(c.addrs) }
 
-// Server returns the client of server i (in Addrs order).
-func (c *Cluster) Server(i int) *Client { return c.clients[i] }
-
 // Owner returns the index of key's server.
 func (c *Cluster) Owner(key string) int { return c.ring.Owner(key) }
 
-// Plan returns the first server's plan for an IDL function (every server
-// serves the same IDL).
-func (c *Cluster) Plan(method string) hints.Plan { return c.clients[0].Plan(method) }
+// Plan returns the plan for an IDL function of the first server that was
+// reached (every server serves the same IDL).
+func (c *Cluster) Plan(method string) hints.Plan { return c.live().Plan(method) }
 
 // Routed returns how many keys each server was sent so far (a MultiGet of
 // ten keys counts ten), in Addrs order.
@@ -98,37 +169,67 @@ func (c *Cluster) Routed() []uint64 {
 // Close closes every server's client.
 func (c *Cluster) Close() error {
 	var errs []error
-	for _, cl := range c.clients {
-		errs = append(errs, cl.Close())
+	for _, m := range c.servers {
+		m.mu.Lock()
+		if m.cl != nil {
+			errs = append(errs, m.cl.Close())
+			m.cl = nil
+		}
+		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Cluster) kv(key string) KV {
+// kvAt is server i's KV; a server that cannot be reached answers every
+// call with its *ServerDownError.
+func (c *Cluster) kvAt(ctx context.Context, i int) KV {
+	cl, err := c.client(ctx, i)
+	if err != nil {
+		return downKV{err}
+	}
+	return cl.KV()
+}
+
+func (c *Cluster) kv(ctx context.Context, key string) KV {
 	i := c.ring.Owner(key)
 	c.ops[i].Add(1)
-	return c.clients[i].KV()
+	return c.kvAt(ctx, i)
 }
+
+// downKV is the KV of a server that could not be reached.
+type downKV struct{ err error }
+
+func (d downKV) Get(context.Context, string, []string) (hatkv.Record, error) { return nil, d.err }
+func (d downKV) Put(context.Context, string, hatkv.Record) error             { return d.err }
+func (d downKV) Delete(context.Context, string) error                        { return d.err }
+func (d downKV) MultiGet(context.Context, []string, []string) ([]*hatkv.Lookup, error) {
+	return nil, d.err
+}
+func (d downKV) MultiPut(context.Context, []*hatkv.KeyRecord) error { return d.err }
+func (d downKV) Scan(context.Context, string, int32, []string) ([]*hatkv.KeyRecord, error) {
+	return nil, d.err
+}
+func (d downKV) Stats(context.Context) (*hatkv.StoreStats, error) { return nil, d.err }
 
 // Get implements KV.
 func (c *Cluster) Get(ctx context.Context, key string, fields []string) (hatkv.Record, error) {
-	return c.kv(key).Get(ctx, key, fields)
+	return c.kv(ctx, key).Get(ctx, key, fields)
 }
 
 // Put implements KV.
 func (c *Cluster) Put(ctx context.Context, key string, fields hatkv.Record) error {
-	return c.kv(key).Put(ctx, key, fields)
+	return c.kv(ctx, key).Put(ctx, key, fields)
 }
 
 // Delete implements KV.
 func (c *Cluster) Delete(ctx context.Context, key string) error {
-	return c.kv(key).Delete(ctx, key)
+	return c.kv(ctx, key).Delete(ctx, key)
 }
 
 // split groups the positions of keys by server: parts[i] lists the
 // positions of the keys server i owns, in order.
 func (c *Cluster) split(n int, key func(int) string) [][]int {
-	parts := make([][]int, len(c.clients))
+	parts := make([][]int, len(c.servers))
 	for p := 0; p < n; p++ {
 		i := c.ring.Owner(key(p))
 		parts[i] = append(parts[i], p)
@@ -160,9 +261,9 @@ func (c *Cluster) each(parts [][]int, fn func(i int, positions []int) error) []e
 
 // MultiGet implements KV: one MultiGet per server holding some of keys.
 func (c *Cluster) MultiGet(ctx context.Context, keys []string, fields []string) ([]*hatkv.Lookup, error) {
-	if len(c.clients) == 1 {
+	if len(c.servers) == 1 {
 		c.ops[0].Add(uint64(len(keys)))
-		return c.clients[0].KV().MultiGet(ctx, keys, fields)
+		return c.kvAt(ctx, 0).MultiGet(ctx, keys, fields)
 	}
 	out := make([]*hatkv.Lookup, len(keys))
 	parts := c.split(len(keys), func(p int) string { return keys[p] })
@@ -171,7 +272,7 @@ func (c *Cluster) MultiGet(ctx context.Context, keys []string, fields []string) 
 		for j, p := range ps {
 			sub[j] = keys[p]
 		}
-		res, err := c.clients[i].KV().MultiGet(ctx, sub, fields)
+		res, err := c.kvAt(ctx, i).MultiGet(ctx, sub, fields)
 		if err != nil {
 			return err
 		}
@@ -191,9 +292,9 @@ func (c *Cluster) MultiGet(ctx context.Context, keys []string, fields []string) 
 
 // MultiPut implements KV: atomic per server, not across servers.
 func (c *Cluster) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) error {
-	if len(c.clients) == 1 {
+	if len(c.servers) == 1 {
 		c.ops[0].Add(uint64(len(records)))
-		return c.clients[0].KV().MultiPut(ctx, records)
+		return c.kvAt(ctx, 0).MultiPut(ctx, records)
 	}
 	for i, r := range records {
 		if r == nil {
@@ -206,7 +307,7 @@ func (c *Cluster) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) erro
 		for j, p := range ps {
 			sub[j] = records[p]
 		}
-		return c.clients[i].KV().MultiPut(ctx, sub)
+		return c.kvAt(ctx, i).MultiPut(ctx, sub)
 	})
 	err := c.firstErr("multiput", errs)
 	if err == nil {
@@ -228,6 +329,10 @@ func (c *Cluster) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) erro
 // exceptions stay reachable with errors.As.
 func (c *Cluster) firstErr(op string, errs []error) error {
 	for i, err := range errs {
+		var down *ServerDownError
+		if errors.As(err, &down) {
+			return err // names the server already
+		}
 		if err != nil {
 			return fmt.Errorf("hatkv: %s on %s: %w", op, c.addrs[i], err)
 		}
@@ -238,18 +343,18 @@ func (c *Cluster) firstErr(op string, errs []error) error {
 // Scan implements KV: each server's first count records >= startKey,
 // merged in key order and cut to count.
 func (c *Cluster) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
-	if len(c.clients) == 1 {
+	if len(c.servers) == 1 {
 		c.ops[0].Add(1)
-		return c.clients[0].KV().Scan(ctx, startKey, count, fields)
+		return c.kvAt(ctx, 0).Scan(ctx, startKey, count, fields)
 	}
-	all := make([][]*hatkv.KeyRecord, len(c.clients))
-	parts := make([][]int, len(c.clients))
+	all := make([][]*hatkv.KeyRecord, len(c.servers))
+	parts := make([][]int, len(c.servers))
 	for i := range parts {
 		parts[i] = []int{0}
 		c.ops[i].Add(1)
 	}
 	errs := c.each(parts, func(i int, _ []int) error {
-		res, err := c.clients[i].KV().Scan(ctx, startKey, count, fields)
+		res, err := c.kvAt(ctx, i).Scan(ctx, startKey, count, fields)
 		all[i] = res
 		return err
 	})
@@ -296,13 +401,13 @@ func (c *Cluster) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
 
 // ServerStats returns every server's statistics, in Addrs order.
 func (c *Cluster) ServerStats(ctx context.Context) ([]*hatkv.StoreStats, error) {
-	out := make([]*hatkv.StoreStats, len(c.clients))
-	parts := make([][]int, len(c.clients))
+	out := make([]*hatkv.StoreStats, len(c.servers))
+	parts := make([][]int, len(c.servers))
 	for i := range parts {
 		parts[i] = []int{0}
 	}
 	errs := c.each(parts, func(i int, _ []int) error {
-		st, err := c.clients[i].KV().Stats(ctx)
+		st, err := c.kvAt(ctx, i).Stats(ctx)
 		out[i] = st
 		return err
 	})

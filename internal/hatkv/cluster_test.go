@@ -1,6 +1,7 @@
 package hatkv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -252,15 +253,89 @@ func TestClusterMultiPutPartial(t *testing.T) {
 
 // TestClusterServerDown: a server that is not there fails the dial with
 // its address; the error is a dial error, not a hang.
+// TestClusterServerDown: with one of three servers down from the start,
+// the live servers' keys all work and the down server's keys fail with an
+// error naming it; a server that comes up later is used; with every
+// server down, the dial fails naming each.
 func TestClusterServerDown(t *testing.T) {
-	ts := startServer(t, "")
+	live := []*testServer{startServer(t, ""), startServer(t, "")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	dead := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	_, err = DialCluster(testCtx(t, 20*time.Second), []string{ts.addr, dead})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "hatkv: dial "+dead)
+	addrs := []string{live[0].addr, dead, live[1].addr}
+	ctx := testCtx(t, 60*time.Second)
+	cl, err := DialCluster(ctx, addrs)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cl.Close()) })
+
+	const n = 300
+	var deadKeys, liveKeys []string
+	for k := range n {
+		key := fmt.Sprintf("user%d", k)
+		err := cl.Put(ctx, key, hatkv.Record{"f": []byte(key)})
+		if addrs[cl.Owner(key)] == dead {
+			deadKeys = append(deadKeys, key)
+			var down *ServerDownError
+			require.ErrorAs(t, err, &down, key)
+			require.Equal(t, dead, down.Addr)
+			require.ErrorContains(t, err, "hatkv: server "+dead+" is unreachable (its keys fail, the other servers' keys do not): ")
+			_, err = cl.Get(ctx, key, nil)
+			require.ErrorAs(t, err, &down, key)
+			continue
+		}
+		liveKeys = append(liveKeys, key)
+		require.NoError(t, err, key)
+		rec, err := cl.Get(ctx, key, nil)
+		require.NoError(t, err, key)
+		require.Equal(t, []byte(key), rec["f"])
+	}
+	require.NotEmpty(t, deadKeys)
+	require.Len(t, liveKeys, n-len(deadKeys))
+	got, err := cl.MultiGet(ctx, liveKeys, nil)
+	require.NoError(t, err)
+	require.Len(t, got, len(liveKeys))
+	_, err = cl.MultiGet(ctx, append([]string{deadKeys[0]}, liveKeys...), nil)
+	require.ErrorContains(t, err, "hatkv: server "+dead+" is unreachable")
+	_, err = cl.Scan(ctx, "", 10, nil)
+	require.ErrorContains(t, err, "hatkv: server "+dead+" is unreachable", "a scan in key order needs every server")
+	_, err = cl.Stats(ctx)
+	require.ErrorContains(t, err, "hatkv: server "+dead+" is unreachable")
+
+	// The server comes up on its address: the next operation after the
+	// failed dial's hold-off dials it again and its keys work.
+	srv, err := Open(ctx, t.TempDir(), WithLogger(quietLogger()), WithSetting("sync", "nosync"), WithSetting("mapsize", "64MiB"))
+	require.NoError(t, err)
+	ln, err = net.Listen("tcp", dead)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, cl.Close()) // before the server's shutdown waits for its connections
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(sctx))
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, func() bool {
+		return cl.Put(ctx, deadKeys[0], hatkv.Record{"f": []byte("back")}) == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	rec, err := cl.Get(ctx, deadKeys[0], nil)
+	require.NoError(t, err)
+	require.Equal(t, []byte("back"), rec["f"])
+
+	// No server at all: the dial fails and names every one.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead2 := ln2.Addr().String()
+	require.NoError(t, ln2.Close())
+	ln3, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead3 := ln3.Addr().String()
+	require.NoError(t, ln3.Close())
+	_, err = DialCluster(testCtx(t, 20*time.Second), []string{dead2, dead3})
+	require.ErrorContains(t, err, "hatkv: dial "+dead2)
+	require.ErrorContains(t, err, "hatkv: dial "+dead3)
 	assert.False(t, errors.Is(err, ErrConfig))
 }
 
