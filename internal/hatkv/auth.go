@@ -13,6 +13,10 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hatrpc/hatrpc/internal/ratelog"
 )
 
 // The token preamble. A client with a token sends tokenMagic, the token's
@@ -34,10 +38,23 @@ const AuthTimeout = 10 * time.Second
 
 // Connections in their handshake at once, in all and from one IP address;
 // more are closed at once, so clients that never finish cannot hold
-// unbounded fds, and one address that opens many cannot crowd out others.
+// unbounded fds. When all places are taken, a connection from an address
+// that holds fewer of them than the address holding the most takes that
+// address's oldest place (fair shares): however many addresses fill the
+// places, a new one gets in.
 const (
 	maxPendingAuth      = 1024
 	maxPendingAuthPerIP = 64
+)
+
+// Wrong tokens from one address: authFailBurst at once, then
+// authFailRate a second; past that its connections are closed before
+// their token is read, so guessing is bounded per address.
+const (
+	authFailRate  = 10
+	authFailBurst = 20
+	// maxFailAddrs bounds the addresses whose failures are remembered.
+	maxFailAddrs = 4096
 )
 
 // ErrTokenRefused is a client's error when the server rejected its token.
@@ -65,22 +82,40 @@ type AuthListener struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 
+	rlog    *ratelog.Limiter
+	timeout time.Duration // a handshake's
+
 	mu      sync.Mutex
-	pending map[net.Conn]struct{}
+	seq     uint64
+	pending map[net.Conn]pendingConn
 	perIP   map[string]int
+	fails   map[string]*rate.Limiter
+}
+
+// pendingConn is a connection in its handshake: its address, and its
+// place in arrival order (the oldest of an address is evicted first).
+type pendingConn struct {
+	ip  string
+	seq uint64
 }
 
 // NewAuthListener starts accepting on ln; onRefuse (may be nil) is
-// called with the kind of every refused connection: tls, token, no_token
-// or overload.
+// called with the kind of every refused connection: tls, token, no_token,
+// token_backoff (an address past its wrong-token rate) or overload.
 func NewAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slog.Logger, onRefuse func(kind string)) *AuthListener {
+	return newAuthListener(ln, tlsCfg, token, log, onRefuse, AuthTimeout)
+}
+
+// newAuthListener is NewAuthListener with the handshake's time limit.
+func newAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slog.Logger, onRefuse func(kind string), timeout time.Duration) *AuthListener {
 	if log == nil {
 		log = slog.Default()
 	}
-	l := &AuthListener{ln: ln, tls: tlsCfg, log: log, check: token != "", onRefuse: onRefuse,
+	l := &AuthListener{ln: ln, tls: tlsCfg, log: log, check: token != "", onRefuse: onRefuse, timeout: timeout,
 		token: sha256.Sum256([]byte(token)),
 		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
-		sem: make(chan struct{}, maxPendingAuth), pending: map[net.Conn]struct{}{}, perIP: map[string]int{}}
+		sem: make(chan struct{}, maxPendingAuth), pending: map[net.Conn]pendingConn{}, perIP: map[string]int{},
+		fails: map[string]*rate.Limiter{}, rlog: ratelog.New(log, ratelog.DefaultEvery)}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -102,13 +137,15 @@ func (l *AuthListener) acceptLoop() {
 			}
 			return
 		}
-		select {
-		case l.sem <- struct{}{}:
-		default:
+		ip := remoteIP(nc)
+		if l.backingOff(ip) {
+			l.refuse(nc, "token_backoff", "too many wrong tokens from "+ip)
+			continue
+		}
+		if !l.admit(ip) {
 			l.refuse(nc, "overload", "too many connections in their handshake")
 			continue
 		}
-		ip := remoteIP(nc)
 		l.mu.Lock()
 		select {
 		case <-l.done:
@@ -125,15 +162,84 @@ func (l *AuthListener) acceptLoop() {
 			continue
 		}
 		l.perIP[ip]++
-		l.pending[nc] = struct{}{}
+		l.seq++
+		l.pending[nc] = pendingConn{ip: ip, seq: l.seq}
 		l.mu.Unlock()
 		l.wg.Add(1)
 		go l.handshake(nc)
 	}
 }
 
+// admit takes a handshake place for a connection from ip: a free one, or
+// the oldest of the address holding the most places when ip holds fewer
+// (that connection is closed, and its handshake gives the place back).
+// It returns false when neither is possible or the listener is closed.
+func (l *AuthListener) admit(ip string) bool {
+	select {
+	case l.sem <- struct{}{}:
+		return true
+	default:
+	}
+	l.mu.Lock()
+	var victim net.Conn
+	var vp pendingConn
+	most := l.perIP[ip] + 1
+	for c, p := range l.pending {
+		n := l.perIP[p.ip]
+		if n > most || (n == most && victim != nil && p.ip == vp.ip && p.seq < vp.seq) {
+			victim, vp, most = c, p, n
+		}
+	}
+	l.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.Close()
+	select {
+	case l.sem <- struct{}{}:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// backingOff tells whether ip is past its wrong-token rate.
+func (l *AuthListener) backingOff(ip string) bool {
+	if !l.check {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.fails[ip]
+	return lim != nil && lim.Tokens() < 1
+}
+
+// failed counts a wrong token from ip.
+func (l *AuthListener) failed(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.fails[ip]
+	if lim == nil {
+		if len(l.fails) >= maxFailAddrs {
+			for a, f := range l.fails {
+				if f.Tokens() >= authFailBurst { // recovered: nothing to remember
+					delete(l.fails, a)
+				}
+			}
+			if len(l.fails) >= maxFailAddrs {
+				clear(l.fails)
+			}
+		}
+		lim = rate.NewLimiter(authFailRate, authFailBurst)
+		l.fails[ip] = lim
+	}
+	lim.Allow()
+}
+
+// refuse closes a connection; its log line is rate-limited, as peers
+// choose how many of them there are.
 func (l *AuthListener) refuse(nc net.Conn, kind, reason string) {
-	l.log.Warn("hatkv: connection refused", "remote", nc.RemoteAddr().String(), "reason", reason)
+	l.rlog.Warn("hatkv: connection refused", "remote", nc.RemoteAddr().String(), "reason", reason)
 	if l.onRefuse != nil {
 		l.onRefuse(kind)
 	}
@@ -156,7 +262,7 @@ func (l *AuthListener) handshake(raw net.Conn) {
 			raw.Close()
 		}
 	}()
-	_ = raw.SetDeadline(time.Now().Add(AuthTimeout))
+	_ = raw.SetDeadline(time.Now().Add(l.timeout))
 	c := raw
 	if l.tls != nil {
 		tc := tls.Server(raw, l.tls)
@@ -168,6 +274,9 @@ func (l *AuthListener) handshake(raw net.Conn) {
 	}
 	if l.check {
 		if kind, reason := l.checkToken(c); reason != "" {
+			if kind == "token" {
+				l.failed(remoteIP(raw))
+			}
 			l.refuse(raw, kind, reason)
 			return
 		}

@@ -47,6 +47,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hatrpc/hatrpc/internal/ratelog"
 	"github.com/hatrpc/hatrpc/pkg/buildinfo"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303/fb303server"
@@ -146,6 +147,7 @@ type Service struct {
 	srv   *server.Server
 	o     options
 	since int64
+	rlog  *ratelog.Limiter
 
 	mu   sync.Mutex
 	opts map[string]string
@@ -174,7 +176,9 @@ func New(srv *server.Server, opts ...Option) *Service {
 	for _, f := range opts {
 		f(&o)
 	}
-	s := &Service{srv: srv, o: o, opts: map[string]string{}}
+	// Any client may call reinitialize and shutdown: their lines are
+	// rate-limited so a flood of them cannot flood the log.
+	s := &Service{srv: srv, o: o, opts: map[string]string{}, rlog: ratelog.New(o.log, ratelog.DefaultEvery)}
 	maps.Copy(s.opts, o.initial)
 	s.since = o.now().Unix()
 	return s
@@ -340,7 +344,7 @@ func (s *Service) AliveSince(context.Context) (int64, error) { return s.since, n
 
 func (s *Service) Reinitialize(context.Context) error {
 	if s.o.reinit == nil {
-		s.o.log.Info("fb303: reinitialize requested; nothing to do (fb303.WithReinitialize)")
+		s.rlog.Info("fb303: reinitialize requested; nothing to do (fb303.WithReinitialize)")
 		return nil
 	}
 	s.o.reinit()
@@ -349,7 +353,7 @@ func (s *Service) Reinitialize(context.Context) error {
 
 func (s *Service) Shutdown(context.Context) error {
 	if s.o.shutdown == nil {
-		s.o.log.Warn("fb303: shutdown requested and ignored (fb303.WithShutdown enables it)")
+		s.rlog.Warn("fb303: shutdown requested and ignored (fb303.WithShutdown enables it)")
 		return nil
 	}
 	s.o.shutdown()

@@ -1,6 +1,7 @@
 package fb303
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,4 +255,28 @@ func TestCountersSnapshot(t *testing.T) {
 	ticks.Add(1)
 	now.Store(0)
 	assert.Equal(t, int64(6), read(), "a clock that went back does not keep a snapshot forever")
+}
+
+// TestIgnoredCallsLogBounded: any client may call shutdown and
+// reinitialize; a flood of them logs at most a line per second each, with
+// the count of the calls it stands for.
+func TestIgnoredCallsLogBounded(t *testing.T) {
+	srv := server.New(server.WithLogger(quiet))
+	defer srv.Close()
+	var buf bytes.Buffer
+	s := New(srv, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	ctx := context.Background()
+	const n = 10000
+	start := time.Now()
+	for range n {
+		require.NoError(t, s.Shutdown(ctx))
+		require.NoError(t, s.Reinitialize(ctx))
+	}
+	secs := int(time.Since(start)/time.Second) + 1
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	// Each message: its first line, then at most one a second.
+	assert.LessOrEqual(t, len(lines), 2*(secs+1), "%d lines in %d s", len(lines), secs)
+	assert.Contains(t, lines[0], "fb303: shutdown requested and ignored")
+	assert.Contains(t, lines[1], "fb303: reinitialize requested; nothing to do")
+	assert.False(t, srv.ShuttingDown())
 }
