@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/tracing"
+	"github.com/hatrpc/hatrpc/pkg/tracing/tracingserver"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -36,7 +37,7 @@ func serve(t *testing.T, tp trace.TracerProvider, ids chan<- string, opts ...ser
 		return next(ctx, args)
 	}
 	s := server.New(append([]server.Option{server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		server.WithInterceptors(tracing.Server(tracing.WithTracerProvider(tp)), seeID)}, opts...)...)
+		server.WithInterceptors(tracingserver.Server(tracing.WithTracerProvider(tp)), seeID)}, opts...)...)
 	s.Register(e.Service())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
