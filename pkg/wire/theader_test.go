@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -275,4 +276,19 @@ func TestHeaderCountBounded(t *testing.T) {
 		_, _, err := ParseHeaderBlock(append(b, blk...))
 		require.EqualError(t, err, "wire: bad THeader: proto: invalid data: 1025 headers, more than the 1024 one message may carry")
 	})
+}
+
+// TestHeaderBlockAmplification: a header block of 32 MiB of empty pairs
+// (the issue-43 probe's D4 input) is refused by its count without
+// building a map for it: what it allocates does not grow with the block.
+func TestHeaderBlockAmplification(t *testing.T) {
+	blk := kvList(16<<20, "") // 2 bytes a pair: 32 MiB
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(blk)))
+	b = append(b, blk...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := ParseHeaderBlock(b)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, proto.ErrInvalidData)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "allocated for a refused block")
 }
