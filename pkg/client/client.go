@@ -157,7 +157,8 @@ func (c *Conn) Close() error {
 
 // Plan returns the execution plan for method ("name" or "Service:name"),
 // from the hint tables given with WithHints or seen in calls. Transport is
-// the transport the call would really use on this connection: today TCP.
+// the transport the call would use on this connection now: shm or rdma
+// when the server granted that fast path, else TCP.
 func (c *Conn) Plan(method string) hints.Plan {
 	var set hints.Set
 	if v, ok := c.fns.Load(method); ok {

@@ -143,7 +143,7 @@ func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_
 	if exc != nil || rep.Caps&wire.CapAttach == 0 {
 		return nil, errNoLane
 	}
-	fc, err := flock.Dial(dctx, d.Device, bufConn{nc, br},
+	fc, err := flock.Dial(dctx, d.Device, wire.BufConn(nc, br),
 		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
 		flock.WithMaxReply(c.o.limits.MaxMessageSize+wire.HeaderSize))
 	if err != nil {

@@ -497,7 +497,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 		_ = l.pd.Close()
 		return nil, c.setupFailed("lane", p.tr, err)
 	}
-	if err = l.ep.Bootstrap(dctx, bufConn{nc, br}); err != nil {
+	if err = l.ep.Bootstrap(dctx, wire.BufConn(nc, br)); err != nil {
 		_ = l.ep.Close()
 		_ = l.pd.Close()
 		if ctx.Err() != nil {
@@ -561,13 +561,6 @@ func (l *clane) close() {
 		<-p.tokens
 	})
 }
-
-type bufConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (b bufConn) Read(q []byte) (int, error) { return b.r.Read(q) }
 
 // call runs one call on a lane of the pool (the route of a function with
 // lanes); a call the lanes cannot take goes on over TCP with the bytes

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/osyield"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -508,7 +509,7 @@ func (c *Conn) dispatch() {
 		if c.outstanding.Load() > 0 && sp.spinning(idle, quiet) {
 			runtime.Gosched()
 			if idle >= politeAfter {
-				politeYield()
+				osyield.Thread()
 			}
 			continue
 		}

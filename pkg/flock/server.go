@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/osyield"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -490,7 +491,7 @@ func (s *Server) dispatch() {
 		if sp.spinning(idle, quiet) {
 			runtime.Gosched()
 			if idle >= politeAfter {
-				politeYield()
+				osyield.Thread()
 			}
 			continue
 		}

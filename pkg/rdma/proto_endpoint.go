@@ -253,11 +253,11 @@ type RPCEndpoint struct {
 	hold unsafe.Pointer
 }
 
-// NewRPCEndpoint creates an endpoint on pd; connect it with Bootstrap.
 // injectSetupFailure makes the steps-th setup step of the next endpoint
 // creation fail (tests only; < 0 disarms).
 func injectSetupFailure(steps int) { C.hr_ep_inject_setup_failure(C.int(steps)) }
 
+// NewRPCEndpoint creates an endpoint on pd; connect it with Bootstrap.
 func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 	c := cfg.toC()
 	var p *C.hr_ep

@@ -143,7 +143,7 @@ func (ls *laneSession) serveFlock(d *fastpath.Device) {
 		return
 	}
 	bctx, cancel := context.WithTimeout(c.ctx, c.s.laneBudget.lim.SetupTimeout)
-	peer, err := fs.Accept(bctx, d.Device, bufConn{c.nc, c.br})
+	peer, err := fs.Accept(bctx, d.Device, wire.BufConn(c.nc, c.br))
 	cancel()
 	if err != nil {
 		c.s.log.Info("hatrpc: flock attach failed", "remote", c.remote, "err", err)

@@ -3,12 +3,10 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,15 +240,6 @@ func (s *Server) checkPlans(h *wire.Hello, caps uint64) (string, string) {
 	return "", ""
 }
 
-// bufConn reads through the connection's buffered reader, which may hold
-// bytes the hello's reader took from the socket.
-type bufConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (b bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
-
 // serve runs a granted lane until the client goes, the server closes,
 // or a drain finds it idle; then the connection ends as any other, and
 // what the lane held of the budgets is given back.
@@ -300,7 +289,7 @@ func (ls *laneSession) serve() {
 		return
 	}
 	bctx, cancel := context.WithTimeout(c.ctx, c.s.laneBudget.lim.SetupTimeout)
-	err = ep.Bootstrap(bctx, bufConn{c.nc, c.br})
+	err = ep.Bootstrap(bctx, wire.BufConn(c.nc, c.br))
 	cancel()
 	if err != nil {
 		c.s.log.Info("hatrpc: lane bootstrap failed", "remote", c.remote, "function", l.fn, "err", err)

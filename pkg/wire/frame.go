@@ -1,7 +1,11 @@
 // Package wire holds the byte-level framing shared by pkg/server and
-// pkg/client: the HatRPC frame header, the capability handshake structs,
-// the plain-Thrift stream reader (framed or unframed, binary or compact) and
-// a write coalescer. The layout is documented in docs/design/wire.md.
+// pkg/client: the HatRPC frame header and its header block, the capability
+// handshake structs, the plain-Thrift stream detector and reader (framed or
+// unframed, binary or compact), Apache's THeader transport (frames, info
+// headers, zlib), the write coalescer (Writer), the codecs and buffer
+// pools a call encodes with (Codec, GetBuf, SizeHint), and the socket
+// reader that spins briefly before parking (SpinReader). The layout is
+// documented in docs/design/wire.md.
 package wire
 
 import (

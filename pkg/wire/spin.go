@@ -1,12 +1,15 @@
 package wire
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hatrpc/hatrpc/internal/osyield"
 )
 
 // Polling a socket before parking, for request/response ping-pong.
@@ -128,7 +131,7 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 				}
 				return false
 			}
-			schedYield()
+			osyield.Thread()
 		}
 	})
 	if !polled {
@@ -151,3 +154,15 @@ func (r *SpinReader) opError(err error) error {
 	return &net.OpError{Op: "read", Net: r.nc.LocalAddr().Network(),
 		Source: r.nc.LocalAddr(), Addr: r.nc.RemoteAddr(), Err: err}
 }
+
+// BufConn is a connection read through br, a buffered reader of it that
+// may already hold bytes taken from the socket (the handshake's reader,
+// when a connection becomes a lane or a FLOCK peer).
+func BufConn(nc net.Conn, br *bufio.Reader) net.Conn { return bufConn{nc, br} }
+
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
