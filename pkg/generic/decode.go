@@ -2,6 +2,7 @@ package generic
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strconv"
 
 	"github.com/hatrpc/hatrpc/pkg/idl"
@@ -41,8 +42,9 @@ func (d *decoder) depthErr() error {
 	return &proto.DecodeError{Err: proto.ErrDepthLimit, Detail: "nesting deeper than " + strconv.Itoa(d.lim.MaxDepth)}
 }
 
-// structFields reads one struct; fields the IDL does not know, or whose
-// wire type differs from the IDL's, are skipped as generated code does.
+// structFields reads one struct as generated code does: fields the IDL
+// does not know, or whose wire type differs from the IDL's, are skipped; a
+// container whose element types differ fails.
 func (d *decoder) structFields(s *idl.Struct, depth int) (map[string]any, error) {
 	if depth > d.lim.MaxDepth {
 		return nil, d.depthErr()
@@ -165,15 +167,11 @@ func (d *decoder) list(t *idl.Type, depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if want := wireType(t.Elem); n > 0 && et != want {
+		return nil, fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et, want)
+	}
 	out := make([]any, 0, min(n, 1024)) // n is bounded by the reader; grow as elements really arrive
-	want := wireType(t.Elem)
 	for i := 0; i < n; i++ {
-		if et != want {
-			if err := d.r.Skip(et); err != nil {
-				return nil, err
-			}
-			continue
-		}
 		v, err := d.value(t.Elem, depth+1)
 		if err != nil {
 			return nil, err
@@ -192,7 +190,9 @@ func (d *decoder) mapValue(t *idl.Type, depth int) (any, error) {
 		return nil, err
 	}
 	wk, wv := wireType(t.Key), wireType(t.Elem)
-	mismatch := n > 0 && (kt != wk || vt != wv)
+	if n > 0 && (kt != wk || vt != wv) {
+		return nil, fmt.Errorf("%w: map types %v/%v, want %v/%v", proto.ErrBadType, kt, vt, wk, wv)
+	}
 	asObject := objectKeys(t.Key)
 	var obj map[string]any
 	var pairs []any
@@ -202,15 +202,6 @@ func (d *decoder) mapValue(t *idl.Type, depth int) (any, error) {
 		pairs = make([]any, 0, min(n, 1024))
 	}
 	for i := 0; i < n; i++ {
-		if mismatch {
-			if err := d.r.Skip(kt); err != nil {
-				return nil, err
-			}
-			if err := d.r.Skip(vt); err != nil {
-				return nil, err
-			}
-			continue
-		}
 		k, err := d.value(t.Key, depth+1)
 		if err != nil {
 			return nil, err
