@@ -77,7 +77,7 @@ func newCallCmd() *cobra.Command {
 	fl.BoolVar(&f.unframed, "unframed", false, "plain Thrift: unframed (buffered) transport only (default: detected)")
 	fl.StringVar(&f.protocol, "protocol", "", "binary or compact only (default: detected)")
 	fl.BoolVar(&f.theader, "theader", false, "speak Apache's THeader transport (carries --header to Apache servers)")
-	fl.StringVar(&f.rdma, "rdma", "auto", "fast path when the server offers it: auto, shm, ibv or off")
+	fl.StringVar(&f.rdma, "rdma", "auto", "fast path when the server offers it: auto, shm, ibv (rdma) or off")
 	fl.BoolVar(&f.multiplexed, "multiplexed", false, "prefix the function with its service (Apache's TMultiplexedProtocol)")
 	fl.BoolVar(&f.json, "json", false, "print the result (or the declared exception) as one line of JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "say on stderr how the call went: stack, transport")
@@ -114,8 +114,10 @@ func (f *callFlags) options(addr string) ([]client.Option, error) {
 	switch f.rdma {
 	case "auto", "shm", "ibv", "off":
 		opts = append(opts, client.WithRDMA(f.rdma))
+	case "rdma": // the transport's name, as hatkv --transport spells it
+		opts = append(opts, client.WithRDMA("ibv"))
 	default:
-		return nil, fmt.Errorf("--rdma %q: want auto, shm, ibv or off", f.rdma)
+		return nil, fmt.Errorf("--rdma %q: want auto, shm, ibv (or rdma) or off", f.rdma)
 	}
 	if f.tls || f.tlsCA != "" || f.tlsInsecure {
 		cfg, err := f.tlsConfig(addr)

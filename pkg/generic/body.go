@@ -50,30 +50,33 @@ type body struct {
 	// throws is set on result bodies: ThrownException reports the declared
 	// exception out carries, for the server's metrics.
 	throws []*idl.Field
+	b64    map[string][]byte // see encoder.b64
+	borrow bool              // see decoder.borrow
 }
 
 func (b *body) EncodeBinary(w *proto.BinaryWriter) error {
-	return (&encoder{w: w, lim: b.lim}).structFields(b.s, b.in, b.path, 0)
+	return (&encoder{w: w, lim: b.lim, b64: b.b64}).structFields(b.s, b.in, b.path, 0)
 }
 
 func (b *body) EncodeCompact(w *proto.CompactWriter) error {
-	return (&encoder{w: w, lim: b.lim}).structFields(b.s, b.in, b.path, 0)
+	return (&encoder{w: w, lim: b.lim, b64: b.b64}).structFields(b.s, b.in, b.path, 0)
 }
 
 func (b *body) DecodeBinary(r *proto.BinaryReader) (err error) {
-	b.out, err = (&decoder{r: r, lim: b.lim}).structFields(b.s, 0)
+	b.out, err = (&decoder{r: r, lim: b.lim, borrow: b.borrow}).structFields(b.s, 0)
 	return err
 }
 
 func (b *body) DecodeCompact(r *proto.CompactReader) (err error) {
-	b.out, err = (&decoder{r: r, lim: b.lim}).structFields(b.s, 0)
+	b.out, err = (&decoder{r: r, lim: b.lim, borrow: b.borrow}).structFields(b.s, 0)
 	return err
 }
 
 // check encodes in once, to report a value that does not match the IDL
 // before anything is sent.
 func (b *body) check() error {
-	return b.EncodeBinary(proto.NewBinaryWriter(make([]byte, 0, 256)))
+	b.b64 = map[string][]byte{}
+	return (&encoder{w: nullWriter{}, lim: b.lim, b64: b.b64}).structFields(b.s, b.in, b.path, 0)
 }
 
 // ThrownException names the declared exception the result carries.

@@ -36,6 +36,9 @@ type reader interface {
 type decoder struct {
 	r   reader
 	lim *proto.Limits
+	// borrow leaves binary values in the reader's buffer: for a server's
+	// arguments, rendered as JSON before the call ends.
+	borrow bool
 }
 
 func (d *decoder) depthErr() error {
@@ -123,6 +126,9 @@ func (d *decoder) value(t *idl.Type, depth int) (any, error) {
 		b, err := d.r.ReadBinary()
 		if err != nil {
 			return nil, err
+		}
+		if d.borrow {
+			return b, nil
 		}
 		return append([]byte{}, b...), nil // never alias the caller's buffer
 	case idl.KindUUID:

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/hatrpc/hatrpc/pkg/idl"
 )
@@ -16,6 +17,9 @@ import (
 // parseJSON reads exactly one JSON value, keeping numbers as json.Number so
 // that every i64 arrives exact.
 func parseJSON(path string, data []byte) (any, error) {
+	if s, ok := plainString(data); ok {
+		return s, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -26,6 +30,26 @@ func parseJSON(path string, data []byte) (any, error) {
 		return nil, &ValueError{Path: path, Msg: "invalid JSON: more than one value"}
 	}
 	return v, nil
+}
+
+// plainString is the fast path for a result that is one JSON string
+// without escapes, e.g. a large binary in base64, which encoding/json
+// would scan twice and copy.
+func plainString(data []byte) (string, bool) {
+	data = bytes.TrimSpace(data)
+	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
+		return "", false
+	}
+	in := data[1 : len(data)-1]
+	if bytes.IndexByte(in, '"') >= 0 || bytes.IndexByte(in, '\\') >= 0 {
+		return "", false
+	}
+	for _, c := range in {
+		if c < 0x20 || c >= utf8.RuneSelf {
+			return "", false // control characters are invalid; leave UTF-8 checks to encoding/json
+		}
+	}
+	return string(in), true
 }
 
 // appendJSON renders a decoded value of type t: struct fields in IDL

@@ -1,6 +1,7 @@
 package generic_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,12 @@ type interopHandler struct {
 }
 
 func (h *interopHandler) handle(ctx context.Context, method string, args []byte) ([]byte, error) {
+	if method == "echoBinary" {
+		// The arguments are compact JSON in IDL order, {"data":"..."}:
+		// slicing out the value keeps the 16 MiB echo of the suites from
+		// parsing 22 MB of base64 twice under the race detector.
+		return bytes.TrimSuffix(bytes.TrimPrefix(args, []byte(`{"data":`)), []byte("}")), nil
+	}
 	var a map[string]json.RawMessage
 	if err := json.Unmarshal(args, &a); err != nil {
 		return nil, err

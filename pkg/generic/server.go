@@ -43,7 +43,7 @@ func (s *Service) Server(h HandlerFunc) *server.Service {
 			Name:    fn.Name,
 			Oneway:  fn.Oneway,
 			Hints:   s.Hints.Function(fn.Name),
-			NewArgs: func() proto.Struct { return &body{s: sh.args, lim: lim, path: "args"} },
+			NewArgs: func() proto.Struct { return &body{s: sh.args, lim: lim, path: "args", borrow: true} },
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 				return serve(ctx, sh, lim, h, a.(*body))
 			},
