@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,13 @@ func TestDocExamples(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "generic.md"))
 	require.NoError(t, err)
 	addr := startHatKV(t)
+	// The docs' closed port is 127.0.0.1:1; the test takes one it knows is
+	// closed, as anything may listen on port 1 of a test machine.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	subst := strings.NewReplacer("127.0.0.1:9090", addr, "127.0.0.1:1 ", closed+" ", "127.0.0.1:1:", closed+":")
 	type example struct {
 		line string
 		want []string
@@ -41,6 +49,9 @@ func TestDocExamples(t *testing.T) {
 		t.Run(ex.line, func(t *testing.T) {
 			args := shellWords(t, strings.TrimPrefix(ex.line, "$ hatrpc "))
 			for i, a := range args {
+				if a == "127.0.0.1:1" {
+					a = closed
+				}
 				a = strings.ReplaceAll(a, "127.0.0.1:9090", addr)
 				for _, dir := range []string{"internal/", "pkg/", "examples/"} {
 					if strings.HasPrefix(a, dir) {
@@ -50,7 +61,7 @@ func TestDocExamples(t *testing.T) {
 				args[i] = a
 			}
 			_, out, errOut := hatrpc(t, args...)
-			want := strings.ReplaceAll(strings.Join(ex.want, "\n")+"\n", "127.0.0.1:9090", addr)
+			want := subst.Replace(strings.Join(ex.want, "\n") + "\n")
 			assert.Equal(t, want, out+errOut)
 		})
 	}

@@ -83,24 +83,8 @@ func (e *NotFoundError) Error() string {
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
 // Programs returns the root program followed by every included one, each
-// once, in include order.
-func (d *IDL) Programs() []*idl.Program {
-	var out []*idl.Program
-	seen := map[*idl.Program]bool{}
-	var walk func(p *idl.Program)
-	walk = func(p *idl.Program) {
-		if p == nil || seen[p] {
-			return
-		}
-		seen[p] = true
-		out = append(out, p)
-		for _, inc := range p.Includes {
-			walk(inc.Program)
-		}
-	}
-	walk(d.Program)
-	return out
-}
+// once, depth first in include order.
+func (d *IDL) Programs() []*idl.Program { return codegen.Closure(d.Program) }
 
 // qualified is name as the root file refers to it: bare in the root file,
 // "prefix.Name" in an included one.
