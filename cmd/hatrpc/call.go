@@ -245,6 +245,7 @@ func describeErr(err error) string {
 	var ex *generic.Exception
 	var ae *proto.ApplicationException
 	var ve *generic.ValueError
+	var conn *client.ConnError
 	switch {
 	case errors.As(err, &ex):
 		var pretty bytes.Buffer
@@ -264,6 +265,9 @@ func describeErr(err error) string {
 		return fmt.Sprintf("cannot connect to %s: connection refused (is the server running?)", ce.addr)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%s at %s: no answer within --timeout", ce.target, ce.addr)
+	case errors.As(err, &conn) && conn.Op == "read":
+		return fmt.Sprintf("the server at %s closed the connection during %s (%v); a multiplexed Apache server does so for a call without --multiplexed",
+			ce.addr, ce.target, conn.Err)
 	case errors.Is(err, client.ErrNotThrift), errors.Is(err, client.ErrHTTPServer):
 		return fmt.Sprintf("%s does not speak Thrift: %v", ce.addr, ce.err)
 	}
