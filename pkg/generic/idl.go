@@ -95,7 +95,8 @@ func (d *IDL) qualified(p *idl.Program, name string) string {
 	return p.Name + "." + name
 }
 
-// Services returns every service of the root file and its includes.
+// Services returns every service of the root file and its includes, for
+// listing; Service resolves one's hints for calling and serving it.
 func (d *IDL) Services() []*Service {
 	var out []*Service
 	for _, p := range d.Programs() {
@@ -194,6 +195,9 @@ func (s *Service) Function(name string) (*idl.Function, error) {
 	}
 	var names []string
 	for _, fn := range s.Functions() {
+		if fn.Name == name {
+			return fn, nil // a Service from Services, not indexed
+		}
 		names = append(names, fn.Name)
 	}
 	return nil, &NotFoundError{Kind: "function", Name: s.Decl.Name + "." + name, Have: names}

@@ -120,7 +120,7 @@ func TestKindsRoundTrip(t *testing.T) {
 		case "version":
 			return []byte(`"1.0"`), nil
 		case "put":
-			return nil, &generic.Exception{Type: "shared.Oops", JSON: []byte(`{"why":"full","code":7}`)}
+			return nil, &generic.Exception{Type: "Oops", JSON: []byte(`{"why":"full","code":7}`)}
 		}
 		return nil, errors.New("unexpected " + method)
 	}
@@ -155,6 +155,7 @@ func TestKindsRoundTrip(t *testing.T) {
 			var ex *generic.Exception
 			require.True(t, errors.As(err, &ex), "%v", err)
 			assert.Equal(t, "oops", ex.Field)
+			assert.Equal(t, "shared.Oops", ex.Type)
 			assert.Equal(t, `{"why":"full","code":7}`, string(ex.JSON))
 
 			v, err := c.Call(ctx, "echo", map[string]any{"v": map[string]any{"at": int64(-3), "level": int32(99)}})
@@ -202,4 +203,33 @@ func TestServerBadResult(t *testing.T) {
 		assert.Equal(t, proto.ExcInternalError, ae.Type)
 		assert.Equal(t, want, ae.Message)
 	}
+}
+
+// TestLookups: services, functions and types by bare and prefixed names.
+func TestLookups(t *testing.T) {
+	d, err := generic.Load("testdata/kinds.thrift")
+	require.NoError(t, err)
+	var names []string
+	for _, s := range d.Services() {
+		names = append(names, s.QualifiedName)
+		_, err := s.Function("version")
+		require.NoError(t, err, s.QualifiedName)
+	}
+	assert.Equal(t, []string{"Kinds", "shared.Base"}, names)
+	for _, n := range []string{"shared.Base", "Base"} {
+		svc, err := d.Service(n)
+		require.NoError(t, err, n)
+		assert.Equal(t, "Base", svc.Name())
+	}
+	_, err = d.Service("Nope")
+	assert.EqualError(t, err, `no service "Nope" (have Kinds, shared.Base)`)
+	assert.ErrorIs(t, err, generic.ErrNotFound)
+	for _, n := range []string{"Point", "Level", "Millis", "shared.Oops"} {
+		_, err := d.Type(n)
+		assert.NoError(t, err, n)
+	}
+	_, err = d.Type("Oops")
+	assert.ErrorIs(t, err, generic.ErrNotFound, "an included type needs its prefix")
+	_, err = generic.Load("testdata/nope.thrift")
+	assert.EqualError(t, err, "testdata/nope.thrift:1:1: cannot read file: no such file")
 }

@@ -102,11 +102,13 @@ func internal(err error) error {
 	return &proto.ApplicationException{Type: proto.ExcInternalError, Message: "generic: " + err.Error()}
 }
 
-// thrown finds the throws entry ex names, by field name or type name.
+// thrown finds the throws entry ex names, by field name or type name
+// (as written, "shared.Oops", or bare, "Oops").
 func thrown(fn *idl.Function, ex *Exception) *idl.Field {
 	for _, f := range fn.Throws {
-		name := f.Type.TrueType().Name
-		if ex.Field != "" && ex.Field == f.Name || ex.Field == "" && (ex.Type == name || ex.Type == f.Type.Name) {
+		tt := f.Type.TrueType()
+		byType := ex.Type == tt.Name || ex.Type == f.Type.Name || tt.Struct != nil && ex.Type == tt.Struct.Name
+		if ex.Field != "" && ex.Field == f.Name || ex.Field == "" && byType {
 			return f
 		}
 	}
