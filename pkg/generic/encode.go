@@ -276,7 +276,7 @@ func (e *encoder) value(v any, t *idl.Type, path string, depth int) error {
 	case idl.KindMap:
 		return e.mapValue(v, tt, path, depth)
 	case idl.KindStruct:
-		obj, ok := v.(map[string]any)
+		obj, ok := stringMap(v)
 		if !ok {
 			return e.want(path, "object", v)
 		}
@@ -494,7 +494,7 @@ func (e *encoder) mapValue(v any, t *idl.Type, path string, depth int) error {
 		return e.bad(path, "nesting deeper than %d", e.lim.MaxDepth)
 	}
 	kt, vt := wireType(t.Key), wireType(t.Elem)
-	if obj, ok := v.(map[string]any); ok {
+	if obj, ok := stringMap(v); ok {
 		if len(obj) > e.lim.MaxContainerSize {
 			return e.bad(path, "%d entries, over the limit of %d", len(obj), e.lim.MaxContainerSize)
 		}
@@ -546,6 +546,23 @@ func (e *encoder) mapValue(v any, t *idl.Type, path string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// stringMap returns a JSON object, or any Go map with string keys (a
+// map[string][]byte a caller of Call built), as map[string]any.
+func stringMap(v any) (map[string]any, bool) {
+	if obj, ok := v.(map[string]any); ok {
+		return obj, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Map || rv.Type().Key().Kind() != reflect.String {
+		return nil, false
+	}
+	out := make(map[string]any, rv.Len())
+	for it := rv.MapRange(); it.Next(); {
+		out[it.Key().String()] = it.Value().Interface()
+	}
+	return out, true
 }
 
 // keyFromString turns an object key back into a value of the key type.

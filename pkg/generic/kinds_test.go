@@ -158,7 +158,14 @@ func TestKindsRoundTrip(t *testing.T) {
 			assert.Equal(t, "shared.Oops", ex.Type)
 			assert.Equal(t, `{"why":"full","code":7}`, string(ex.JSON))
 
-			v, err := c.Call(ctx, "echo", map[string]any{"v": map[string]any{"at": int64(-3), "level": int32(99)}})
+			v, err := c.Call(ctx, "echo", map[string]any{"v": map[string]any{
+				"byBlob": map[string]string{"AAE=": "y"}, "items": []map[string]any{{"name": "typed"}},
+			}})
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{"byBlob": map[string]any{"AAE=": "y"}, "items": []any{map[string]any{"name": "typed"}}}, v,
+				"typed Go maps and slices are taken")
+
+			v, err = c.Call(ctx, "echo", map[string]any{"v": map[string]any{"at": int64(-3), "level": int32(99)}})
 			require.NoError(t, err)
 			assert.Equal(t, map[string]any{"at": int64(-3), "level": int32(99)}, v, "an undeclared enum value passes as a number")
 		})
