@@ -76,7 +76,7 @@ func Generate(prog *idl.Program, opts ...Option) ([]File, error) {
 	}
 	var files []File
 	owner := map[string]*idl.Program{}
-	for _, p := range closure(prog) {
+	for _, p := range Closure(prog) {
 		fs, err := set.generateProgram(p)
 		if err != nil {
 			return nil, err
@@ -107,9 +107,9 @@ func Generate(prog *idl.Program, opts ...Option) ([]File, error) {
 	return files, nil
 }
 
-// closure lists prog and its transitive includes, each once, in a
+// Closure lists prog and its transitive includes, each once, in a
 // deterministic depth-first order.
-func closure(prog *idl.Program) []*idl.Program {
+func Closure(prog *idl.Program) []*idl.Program {
 	var out []*idl.Program
 	seen := map[*idl.Program]bool{}
 	var walk func(p *idl.Program)
@@ -186,7 +186,7 @@ func (s *genSet) newGeneratorIn(p *idl.Program, pkg pkgInfo) *generator {
 	}
 	var paths []string
 	byPath := map[string]pkgInfo{}
-	for _, q := range closure(p) {
+	for _, q := range Closure(p) {
 		pi := s.pkgOf(q)
 		if pi.importPath == g.pkg.importPath {
 			continue
@@ -347,7 +347,7 @@ func (g *generator) check() error {
 func Check(prog *idl.Program) error {
 	set := &genSet{needEntry: map[string]pkgInfo{}}
 	var errs []error
-	for _, p := range closure(prog) {
+	for _, p := range Closure(prog) {
 		if err := set.newGenerator(p).check(); err != nil {
 			errs = append(errs, err)
 		}
