@@ -14,7 +14,7 @@ func TestDecodeEntry(t *testing.T) {
 		{in: `{"Op":0,"Addr":"10.0.0.1:9090","Metadata":null}`, addr: "10.0.0.1:9090"},
 		{in: `{"Addr":"[::1]:9090","Metadata":{"weight":3}}`, addr: "[::1]:9090"},
 		{in: `{"addr":"kv-1.internal:9090"}`, addr: "kv-1.internal:9090"}, // encoding/json matches names without case
-		{in: `{"Op":1,"Addr":"10.0.0.1:9090"}`, addr: "10.0.0.1:9090"},   // Op is ignored, as etcd's reader does
+		{in: `{"Op":1,"Addr":"10.0.0.1:9090"}`, addr: "10.0.0.1:9090"},    // Op is ignored, as etcd's reader does
 		{in: `hello`, err: `not an endpoint (JSON {"Addr": "host:port"}): invalid character 'h' looking for beginning of value`},
 		{in: ``, err: `not an endpoint (JSON {"Addr": "host:port"}): unexpected end of JSON input`},
 		{in: `[1]`, err: `not an endpoint (JSON {"Addr": "host:port"}): json: cannot unmarshal array into Go value of type etcd.entry`},
