@@ -150,7 +150,7 @@ func TestEtcdRestart(t *testing.T) {
 	e.kill()
 	got := spread(t, cl, 20)
 	assert.Equal(t, map[string]int{a.addr: 10, b.addr: 10}, got, "calls go on without etcd")
-	require.Eventually(t, func() bool { return rec.count("etcd: registration lost") == 2 }, waitLong, tick,
+	require.Eventually(t, func() bool { return rec.count("etcd: not registered") == 2 }, waitLong, tick,
 		"both keep-alives give up")
 
 	e.restart()
@@ -168,6 +168,27 @@ func TestEtcdRestart(t *testing.T) {
 	require.Eventually(t, serversAre(cl, b.addr, c.addr), waitLong, tick, "and one that leaves goes")
 	got = spread(t, cl, 20)
 	assert.Equal(t, map[string]int{b.addr: 10, c.addr: 10}, got)
+}
+
+// TestEtcdDownAtStart kills etcd before the servers start: Serve does
+// not wait for it (calls are served at once), a server that shuts down
+// meanwhile withdraws without waiting for etcd either, and the one still
+// serving is registered once etcd is up.
+func TestEtcdDownAtStart(t *testing.T) {
+	e := startEtcd(t)
+	cli := newClient(t, e.endpoint())
+	defer cli.Close()
+	r := newResolver(t, cli, quiet)
+	e.kill()
+
+	a := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
+	b := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
+	cl := dialCluster(t, cluster.Static(a.addr, b.addr))
+	assert.Equal(t, map[string]int{a.addr: 10, b.addr: 10}, spread(t, cl, 20), "serving without etcd")
+	b.shutdown(t)
+
+	e.restart()
+	registered(t, r, a.addr)
 }
 
 // TestLeaseRevoked kills a server's lease behind its back (revoked by

@@ -22,7 +22,8 @@ import (
 // deregistering disappears when the lease expires (WithTTL). A lease
 // that is lost (etcd restarted from an older state, or unreachable for
 // longer than the TTL) is granted again and the keys written again, as
-// often as it takes, until Deregister. Pass it to server.WithRegistrar.
+// often as it takes, until Deregister. Pass it to server.WithRegistrar;
+// one Registrar serves one server (Deregister withdraws all it wrote).
 type Registrar struct {
 	cli     *clientv3.Client
 	em      endpoints.Manager // writes entries in the naming/endpoints format
@@ -109,8 +110,9 @@ func (r *Registrar) Register(ctx context.Context, addr string) error {
 }
 
 // Deregister stops the keep-alive and revokes the lease, which deletes
-// every key Register wrote. A ctx without a deadline is bounded by the
-// TTL: after that long the lease has expired anyway.
+// every key Register wrote. It waits for etcd at most a TTL (after that
+// long the lease has expired anyway), and not at all when the lease was
+// already given up because etcd stopped answering.
 func (r *Registrar) Deregister(ctx context.Context) error {
 	r.mu.Lock()
 	stop, done := r.stop, r.done
@@ -128,11 +130,8 @@ func (r *Registrar) Deregister(ctx context.Context) error {
 	if id == 0 {
 		return nil // between leases: the keys went with the last one
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.o.ttl)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, r.o.ttl)
+	defer cancel()
 	if _, err := r.cli.Revoke(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("etcd: deregister %s (its keys go when lease %x expires, within %s): %w", r.service, int64(id), r.o.ttl, err)
 	}
@@ -160,10 +159,10 @@ func (r *Registrar) keep(ctx context.Context, done chan struct{}) {
 			return
 		}
 		if !failing {
-			r.o.log.Warn("etcd: registration lost; registering again", "service", r.service, "err", err)
+			r.o.log.Warn("etcd: not registered; trying again", "service", r.service, "err", err)
 			failing = true
 		} else {
-			r.o.log.Debug("etcd: registration still failing", "service", r.service, "err", err)
+			r.o.log.Debug("etcd: still not registered", "service", r.service, "err", err)
 		}
 		t := time.NewTimer(bo.NextBackOff())
 		select {
