@@ -49,21 +49,6 @@ func TestWatcherPushes(t *testing.T) {
 	cl, err := Dial(tctx(t, 10*time.Second), w, fastOptions(WithRefresh(5*time.Millisecond))...)
 	require.NoError(t, err)
 	defer cl.Close()
-	is := func(addrs ...string) func() bool {
-		want := normalize(addrs)
-		return func() bool {
-			ss := cl.Servers()
-			if len(ss) != len(want) {
-				return false
-			}
-			for i, s := range ss {
-				if s.Addr != want[i] || !s.Up {
-					return false
-				}
-			}
-			return true
-		}
-	}
 	send := func(l []string) {
 		t.Helper()
 		select {
@@ -73,15 +58,15 @@ func TestWatcherPushes(t *testing.T) {
 		}
 	}
 	send([]string{b.addr, a.addr})
-	require.Eventually(t, is(a.addr, b.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, a.addr, b.addr), 10*time.Second, 5*time.Millisecond)
 	send(nil)
 	send([]string{a.addr, b.addr}) // Watch took the empty list: nothing changed
-	require.True(t, is(a.addr, b.addr)())
+	require.True(t, serversAre(cl, a.addr, b.addr)())
 	send([]string{b.addr})
-	require.Eventually(t, is(b.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, b.addr), 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, int64(1), w.resolves.Load(), "a Watcher is not polled")
 
 	close(w.quit)
-	require.Eventually(t, is(a.addr), 10*time.Second, 5*time.Millisecond, "polling Resolve after Watch gave up")
+	require.Eventually(t, serversAre(cl, a.addr), 10*time.Second, 5*time.Millisecond, "polling Resolve after Watch gave up")
 	require.Greater(t, w.resolves.Load(), int64(1))
 }

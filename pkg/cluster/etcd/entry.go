@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ErrBadAddress says an address is not one a client can dial: not
@@ -50,6 +52,17 @@ func checkAddr(addr string) error {
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
 		return fmt.Errorf("%w: %q has port %q, not a number from 1 to 65535", ErrBadAddress, addr, port)
+	}
+	return nil
+}
+
+// checkArgs checks what both constructors take.
+func checkArgs(fn string, cli *clientv3.Client, service string) error {
+	if cli == nil {
+		return fmt.Errorf("etcd: %s: nil etcd client", fn)
+	}
+	if service == "" {
+		return fmt.Errorf("etcd: %s: empty service name", fn)
 	}
 	return nil
 }

@@ -69,20 +69,44 @@ func registered(t *testing.T, r *Resolver, addrs ...string) {
 	}, waitLong, tick, "etcd lists %v", want)
 }
 
+// pair is etcd, two servers registered in it, and a cluster.Client
+// watching them through its own etcd client.
+type pair struct {
+	e    *etcdServer
+	a, b *regServer
+	cli  *clientv3.Client // the resolver's
+	r    *Resolver
+	cl   *cluster.Client
+}
+
+// startPair starts a pair; the resolver's etcd client dials via(e) (a
+// proxy) when via is not nil; opts go to both Registrars.
+func startPair(t *testing.T, via func(*etcdServer) string, opts ...Option) *pair {
+	t.Helper()
+	p := &pair{e: startEtcd(t)}
+	opts = append([]Option{WithTTL(ttl)}, opts...)
+	p.a = startRegistered(t, p.e.endpoint(), service, opts...)
+	p.b = startRegistered(t, p.e.endpoint(), service, opts...)
+	endpoint := p.e.endpoint()
+	if via != nil {
+		endpoint = via(p.e)
+	}
+	p.cli = newClient(t, endpoint)
+	t.Cleanup(func() { p.cli.Close() })
+	p.r = newResolver(t, p.cli, quiet)
+	registered(t, p.r, p.a.addr, p.b.addr)
+	p.cl = dialCluster(t, p.r)
+	require.Eventually(t, serversAre(p.cl, p.a.addr, p.b.addr), waitLong, tick)
+	return p
+}
+
 // TestShutdownDeregisters kills servers gracefully: each one Serve
 // registers is seen by a watching cluster.Client and gets calls; one
 // that shuts down is gone from etcd when Shutdown returns and from the
 // client's list right after; one that starts later joins.
 func TestShutdownDeregisters(t *testing.T) {
-	e := startEtcd(t)
-	a := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	b := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	cli := newClient(t, e.endpoint())
-	defer cli.Close()
-	r := newResolver(t, cli, quiet)
-	registered(t, r, a.addr, b.addr)
-	cl := dialCluster(t, r)
-	require.Eventually(t, serversAre(cl, a.addr, b.addr), waitLong, tick)
+	p := startPair(t, nil)
+	e, a, b, cli, cl := p.e, p.a, p.b, p.cli, p.cl
 	got := spread(t, cl, 40)
 	assert.Equal(t, 20, got[a.addr])
 	assert.Equal(t, 20, got[b.addr])
@@ -134,18 +158,10 @@ func TestKilledServerExpires(t *testing.T) {
 // leases, and the resolver watches on (a server that joins or leaves
 // after the restart is seen).
 func TestEtcdRestart(t *testing.T) {
-	e := startEtcd(t)
 	rec := &recorder{}
-	log := slog.New(rec)
-	a := startRegistered(t, e.endpoint(), service, WithTTL(ttl), WithLogger(log))
-	b := startRegistered(t, e.endpoint(), service, WithTTL(ttl), WithLogger(log))
-	cli := newClient(t, e.endpoint())
-	defer cli.Close()
-	r := newResolver(t, cli, quiet)
-	registered(t, r, a.addr, b.addr)
+	p := startPair(t, nil, WithLogger(slog.New(rec)))
+	e, a, b, cli, cl := p.e, p.a, p.b, p.cli, p.cl
 	before := []clientv3.LeaseID{keyLease(t, cli, a.addr), keyLease(t, cli, b.addr)}
-	cl := dialCluster(t, r)
-	require.Eventually(t, serversAre(cl, a.addr, b.addr), waitLong, tick)
 
 	e.kill()
 	got := spread(t, cl, 20)
@@ -196,15 +212,8 @@ func TestEtcdDownAtStart(t *testing.T) {
 // it, and the server's keep-alive, told the lease is gone, registers
 // again under a new one.
 func TestLeaseRevoked(t *testing.T) {
-	e := startEtcd(t)
-	a := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	b := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	cli := newClient(t, e.endpoint())
-	defer cli.Close()
-	r := newResolver(t, cli, quiet)
-	registered(t, r, a.addr, b.addr)
-	cl := dialCluster(t, r)
-	require.Eventually(t, serversAre(cl, a.addr, b.addr), waitLong, tick)
+	p := startPair(t, nil)
+	a, b, cli, cl := p.a, p.b, p.cli, p.cl
 
 	old := keyLease(t, cli, a.addr)
 	_, err := cli.Revoke(tctx(t, waitLong), old)
@@ -223,18 +232,14 @@ func TestLeaseRevoked(t *testing.T) {
 // knows and keeps calling them; a server that registers meanwhile is
 // seen once the link is back.
 func TestPartitionKeepsServers(t *testing.T) {
-	e := startEtcd(t)
-	p := startProxy(t, e.endpoint())
-	a := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	b := startRegistered(t, e.endpoint(), service, WithTTL(ttl))
-	cli := newClient(t, p.addr())
-	defer cli.Close()
-	r := newResolver(t, cli, quiet)
-	registered(t, r, a.addr, b.addr)
-	cl := dialCluster(t, r)
-	require.Eventually(t, serversAre(cl, a.addr, b.addr), waitLong, tick)
+	var link *proxy
+	p := startPair(t, func(e *etcdServer) string {
+		link = startProxy(t, e.endpoint())
+		return link.addr()
+	})
+	e, a, b, cli, cl := p.e, p.a, p.b, p.cli, p.cl
 
-	p.setCut(true)
+	link.setCut(true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_, err := cli.Get(ctx, "anything")
 	cancel()
@@ -248,7 +253,7 @@ func TestPartitionKeepsServers(t *testing.T) {
 	assert.Equal(t, map[string]int{a.addr: 20, b.addr: 20}, got, "the known servers, nothing else")
 	assert.True(t, serversAre(cl, a.addr, b.addr)())
 
-	p.setCut(false)
+	link.setCut(false)
 	require.Eventually(t, serversAre(cl, a.addr, b.addr, c.addr), waitLong, tick, "the watch resumes")
 	got = spread(t, cl, 30)
 	assert.Equal(t, map[string]int{a.addr: 10, b.addr: 10, c.addr: 10}, got)
@@ -386,4 +391,8 @@ func TestRegistrarFormat(t *testing.T) {
 		_, err := NewRegistrar(cli, service, bad.opt)
 		assert.EqualError(t, err, bad.want)
 	}
+	_, err = NewRegistrar(nil, service)
+	assert.EqualError(t, err, "etcd: NewRegistrar: nil etcd client")
+	_, err = NewResolver(cli, "")
+	assert.EqualError(t, err, "etcd: NewResolver: empty service name")
 }

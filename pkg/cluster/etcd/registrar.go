@@ -45,11 +45,8 @@ var _ server.Registrar = (*Registrar)(nil)
 // "service/addr"). Options: WithTTL, WithMetadata, WithAdvertise,
 // WithLogger.
 func NewRegistrar(cli *clientv3.Client, service string, opts ...Option) (*Registrar, error) {
-	if cli == nil {
-		return nil, errors.New("etcd: NewRegistrar: nil etcd client")
-	}
-	if service == "" {
-		return nil, errors.New("etcd: NewRegistrar: empty service name")
+	if err := checkArgs("NewRegistrar", cli, service); err != nil {
+		return nil, err
 	}
 	o := newOptions(opts)
 	if o.ttl < time.Second {

@@ -29,11 +29,8 @@ var _ cluster.Watcher = (*Resolver)(nil)
 // NewResolver returns a Resolver of the servers registered as service
 // (keys "service/addr"). Options: WithLogger.
 func NewResolver(cli *clientv3.Client, service string, opts ...Option) (*Resolver, error) {
-	if cli == nil {
-		return nil, errors.New("etcd: NewResolver: nil etcd client")
-	}
-	if service == "" {
-		return nil, errors.New("etcd: NewResolver: empty service name")
+	if err := checkArgs("NewResolver", cli, service); err != nil {
+		return nil, err
 	}
 	r := &Resolver{cli: cli, prefix: service + "/", o: newOptions(opts)}
 	r.bad.log = r.o.log
