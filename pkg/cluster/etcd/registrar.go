@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/naming/endpoints"
@@ -140,33 +139,17 @@ func (r *Registrar) Deregister(ctx context.Context) error {
 // over with a new lease whenever one is lost, until ctx ends.
 func (r *Registrar) keep(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     100 * time.Millisecond,
-		RandomizationFactor: 0.2,
-		Multiplier:          2,
-		// A lost lease has taken the keys with it: come back well
-		// within a TTL once etcd answers.
-		MaxInterval: max(r.o.ttl/2, 100*time.Millisecond),
-	}
-	bo.Reset()
-	failing := false
+	// A lost lease has taken the keys with it: come back well within a
+	// TTL once etcd answers.
+	rt := newRetry(r.o.log, r.o.ttl/2)
 	for {
-		err := r.session(ctx, func() { bo.Reset(); failing = false })
+		err := r.session(ctx, func() { rt.ok() })
 		if ctx.Err() != nil {
 			return
 		}
-		if !failing {
-			r.o.log.Warn("etcd: not registered; trying again", "service", r.service, "err", err)
-			failing = true
-		} else {
-			r.o.log.Debug("etcd: still not registered", "service", r.service, "err", err)
-		}
-		t := time.NewTimer(bo.NextBackOff())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !rt.failed(ctx, "etcd: not registered; trying again", "etcd: still not registered",
+			"service", r.service, "err", err) {
 			return
-		case <-t.C:
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hatrpc/hatrpc/pkg/cluster"
@@ -97,13 +96,6 @@ var errWatchClosed = errors.New("etcd: watch channel closed")
 // backoff pause; an unreachable etcd is waited for, with nothing pushed.
 // It returns when ctx ends, or when the etcd client is closed.
 func (r *Resolver) Watch(ctx context.Context, update func(addrs []string)) error {
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     100 * time.Millisecond,
-		RandomizationFactor: 0.2,
-		Multiplier:          2,
-		MaxInterval:         5 * time.Second,
-	}
-	bo.Reset()
 	var last []string
 	pushed := false
 	push := func(eps keyAddrs) {
@@ -114,15 +106,13 @@ func (r *Resolver) Watch(ctx context.Context, update func(addrs []string)) error
 		pushed, last = true, addrs
 		update(addrs)
 	}
-	failing := false
+	rt := newRetry(r.o.log, 5*time.Second)
 	for {
 		eps, rev, err := r.list(ctx)
 		if err == nil {
-			if failing {
+			if rt.ok() {
 				r.o.log.Info("etcd: watching again", "prefix", r.prefix, "servers", len(eps))
-				failing = false
 			}
-			bo.Reset()
 			push(eps)
 			err = r.follow(ctx, eps, rev+1, push)
 		}
@@ -132,18 +122,9 @@ func (r *Resolver) Watch(ctx context.Context, update func(addrs []string)) error
 		if r.cli.Ctx().Err() != nil {
 			return fmt.Errorf("etcd: watch %q: the etcd client is closed", r.prefix)
 		}
-		if !failing {
-			r.o.log.Warn("etcd: watch interrupted; keeping the servers known", "prefix", r.prefix, "err", err)
-			failing = true
-		} else {
-			r.o.log.Debug("etcd: watch still interrupted", "prefix", r.prefix, "err", err)
-		}
-		t := time.NewTimer(bo.NextBackOff())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !rt.failed(ctx, "etcd: watch interrupted; keeping the servers known", "etcd: watch still interrupted",
+			"prefix", r.prefix, "err", err) {
 			return ctx.Err()
-		case <-t.C:
 		}
 	}
 }
