@@ -396,3 +396,35 @@ func TestRegistrarFormat(t *testing.T) {
 	_, err = NewResolver(cli, "")
 	assert.EqualError(t, err, "etcd: NewResolver: empty service name")
 }
+
+// TestTwoListeners: a server serving two listeners registers both
+// addresses under its one lease (the second while the first is kept
+// alive), and Shutdown withdraws both.
+func TestTwoListeners(t *testing.T) {
+	e := startEtcd(t)
+	cli := newClient(t, e.endpoint())
+	defer cli.Close()
+	r := newResolver(t, cli, quiet)
+	reg, err := NewRegistrar(cli, service, WithLogger(quiet), WithTTL(ttl))
+	require.NoError(t, err)
+	s := server.New(server.WithLogger(quiet), server.WithRegistrar(reg))
+	storeserver.RegisterStore(s, &named{addr: "either"})
+	var addrs []string
+	served := make(chan error, 2)
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addrs = append(addrs, ln.Addr().String())
+		go func() { served <- s.Serve(ln) }()
+		registered(t, r, addrs...)
+	}
+	assert.Equal(t, keyLease(t, cli, addrs[0]), keyLease(t, cli, addrs[1]), "one lease")
+
+	require.NoError(t, s.Shutdown(tctx(t, waitLong)))
+	for range 2 {
+		require.ErrorIs(t, <-served, server.ErrServerClosed)
+	}
+	resp, err := cli.Get(tctx(t, waitLong), service+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	assert.Zero(t, resp.Count)
+}

@@ -29,13 +29,19 @@ type Registrar struct {
 	service string
 	o       options
 	ttlSec  int64
-	kick    chan struct{} // an address was added: write the keys again
 
 	mu    sync.Mutex
-	addrs []string           // registered, in Register's order
-	stop  context.CancelFunc // ends the keeper; nil when none runs
-	done  chan struct{}      // closed when the keeper has returned
-	lease clientv3.LeaseID   // the keeper's lease holding the keys; 0 when none
+	addrs []string // registered, in Register's order
+	k     *keeper  // nil when none runs
+}
+
+// keeper is the goroutine that keeps a Registrar's keys in etcd, from the
+// first Register to Deregister.
+type keeper struct {
+	stop  context.CancelFunc
+	done  chan struct{}    // closed when it has returned
+	kick  chan struct{}    // an address was added: write the keys again
+	lease clientv3.LeaseID // the lease holding the keys (0: none); its own until done
 }
 
 var _ server.Registrar = (*Registrar)(nil)
@@ -66,7 +72,6 @@ func NewRegistrar(cli *clientv3.Client, service string, opts ...Option) (*Regist
 	return &Registrar{
 		cli: cli, em: em, service: service, o: o,
 		ttlSec: int64((o.ttl + time.Second - 1) / time.Second),
-		kick:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -92,16 +97,16 @@ func (r *Registrar) Register(ctx context.Context, addr string) error {
 		return nil
 	}
 	r.addrs = append(r.addrs, addr)
-	if r.stop != nil {
+	if r.k != nil {
 		select {
-		case r.kick <- struct{}{}:
+		case r.k.kick <- struct{}{}:
 		default: // a write is pending already
 		}
 		return nil
 	}
 	kctx, stop := context.WithCancel(context.Background())
-	r.stop, r.done = stop, make(chan struct{})
-	go r.keep(kctx, r.done)
+	r.k = &keeper{stop: stop, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	go r.keep(kctx, r.k)
 	return nil
 }
 
@@ -111,18 +116,17 @@ func (r *Registrar) Register(ctx context.Context, addr string) error {
 // already given up because etcd stopped answering.
 func (r *Registrar) Deregister(ctx context.Context) error {
 	r.mu.Lock()
-	stop, done := r.stop, r.done
-	r.stop, r.done, r.addrs = nil, nil, nil
+	k := r.k
+	r.k, r.addrs = nil, nil
+	if k != nil {
+		k.stop() // before a Register can add an address it might write
+	}
 	r.mu.Unlock()
-	if stop == nil {
+	if k == nil {
 		return nil
 	}
-	stop()
-	<-done
-	r.mu.Lock()
-	id := r.lease
-	r.lease = 0
-	r.mu.Unlock()
+	<-k.done
+	id := k.lease
 	if id == 0 {
 		return nil // between leases: the keys went with the last one
 	}
@@ -137,13 +141,13 @@ func (r *Registrar) Deregister(ctx context.Context) error {
 
 // keep registers the addresses under a lease and keeps it alive, starting
 // over with a new lease whenever one is lost, until ctx ends.
-func (r *Registrar) keep(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (r *Registrar) keep(ctx context.Context, k *keeper) {
+	defer close(k.done)
 	// A lost lease has taken the keys with it: come back well within a
 	// TTL once etcd answers.
 	rt := newRetry(r.o.log, r.o.ttl/2)
 	for {
-		err := r.session(ctx, func() { rt.ok() })
+		err := r.session(ctx, k, func() { rt.ok() })
 		if ctx.Err() != nil {
 			return
 		}
@@ -159,7 +163,7 @@ var errLeaseLost = errors.New("lease expired or revoked")
 // session is one lease: granted, the keys written under it, kept alive
 // until it is lost (an error) or ctx ends. registered runs once the keys
 // are in etcd.
-func (r *Registrar) session(ctx context.Context, registered func()) error {
+func (r *Registrar) session(ctx context.Context, k *keeper, registered func()) error {
 	// No etcd call may take longer than a TTL: by then a lease it
 	// renews or writes under may be gone.
 	gctx, cancel := context.WithTimeout(ctx, r.o.ttl)
@@ -170,7 +174,7 @@ func (r *Registrar) session(ctx context.Context, registered func()) error {
 	}
 	// Known before any key is written under it, so that a Deregister
 	// ending ctx midway still revokes whatever was written.
-	r.setLease(g.ID)
+	k.lease = g.ID
 	kctx, stopKeepAlive := context.WithCancel(ctx)
 	defer stopKeepAlive()
 	alive, err := r.cli.KeepAlive(kctx, g.ID)
@@ -180,7 +184,7 @@ func (r *Registrar) session(ctx context.Context, registered func()) error {
 			registered()
 			r.o.log.Info("etcd: registered", "service", r.service, "addrs", addrs,
 				"lease", fmt.Sprintf("%x", int64(g.ID)), "ttl", r.o.ttl)
-			err = r.keepAlive(ctx, g.ID, alive)
+			err = r.keepAlive(ctx, k, alive)
 		}
 	}
 	if ctx.Err() != nil {
@@ -188,13 +192,13 @@ func (r *Registrar) session(ctx context.Context, registered func()) error {
 	}
 	// Abandoned: its keys go when it expires, and the next lease writes
 	// them all again.
-	r.setLease(0)
+	k.lease = 0
 	return fmt.Errorf("lease %x: %w", int64(g.ID), err)
 }
 
 // keepAlive drains the lease's keep-alive answers and writes addresses
 // Register adds, until the lease is lost or a write fails.
-func (r *Registrar) keepAlive(ctx context.Context, id clientv3.LeaseID, alive <-chan *clientv3.LeaseKeepAliveResponse) error {
+func (r *Registrar) keepAlive(ctx context.Context, k *keeper, alive <-chan *clientv3.LeaseKeepAliveResponse) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -203,18 +207,12 @@ func (r *Registrar) keepAlive(ctx context.Context, id clientv3.LeaseID, alive <-
 			if !ok {
 				return errLeaseLost
 			}
-		case <-r.kick:
-			if _, err := r.put(ctx, id); err != nil {
+		case <-k.kick:
+			if _, err := r.put(ctx, k.lease); err != nil {
 				return err
 			}
 		}
 	}
-}
-
-func (r *Registrar) setLease(id clientv3.LeaseID) {
-	r.mu.Lock()
-	r.lease = id
-	r.mu.Unlock()
 }
 
 // put writes every registered address under lease id, in one transaction.
