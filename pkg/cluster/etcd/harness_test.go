@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -105,7 +104,7 @@ func (e *etcdServer) launch() bool {
 		"--initial-cluster", "test="+e.peerURL,
 		"--logger", "zap", "--log-outputs", "stderr")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test
+	cmd.SysProcAttr = dieWithTest()
 	require.NoError(e.t, cmd.Start())
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
@@ -379,7 +378,7 @@ func startChild(t testing.TB, endpoint, service string, ttl time.Duration) (stri
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+endpoint+" "+service+" "+ttl.String())
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithTest()
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
