@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift
+DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift etcd-server
 STAMP := .deps.stamp
 
 # Real kernel verbs: Soft-RoCE (rdma_rxe) in a QEMU guest (test/rxe/README.md).

@@ -102,9 +102,7 @@ func Dial(ctx context.Context, r Resolver, opts ...Option) (*Client, error) {
 			e.mu.Unlock()
 		}
 	}
-	if o.refresh > 0 {
-		c.goLocked(c.refreshLoop)
-	}
+	c.goLocked(c.discover)
 	return c, nil
 }
 

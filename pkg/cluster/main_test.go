@@ -170,3 +170,20 @@ func statusOf(c *Client, addr string) ServerStatus {
 	}
 	return ServerStatus{}
 }
+
+// serversAre reports whether c lists exactly addrs (in any order), all up.
+func serversAre(c *Client, addrs ...string) func() bool {
+	want := normalize(addrs)
+	return func() bool {
+		ss := c.Servers()
+		if len(ss) != len(want) {
+			return false
+		}
+		for i, s := range ss {
+			if s.Addr != want[i] || !s.Up {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -85,7 +85,8 @@ func WithBalancer(b Balancer) Option {
 }
 
 // WithRefresh sets how often the Resolver is asked again (default 30s;
-// 0 or less: only once, at Dial).
+// 0 or less: only once, at Dial). A Watcher is not asked again: it
+// pushes every change.
 func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh = d } }
 
 // WithRetryBackoff shapes the pauses between attempts of an idempotent call.

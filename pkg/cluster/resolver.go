@@ -12,8 +12,9 @@ import (
 
 // Resolver names the servers of a service: host:port addresses, asked
 // again every refresh interval (WithRefresh). Resolvers follow Kitex's
-// split (discovery apart from balancing); unlike gRPC's watchers they are
-// polled, which is all a static list or DNS can offer anyway.
+// split (discovery apart from balancing). Polling is all a static list or
+// DNS can offer; a registry that pushes changes implements Watcher too
+// (pkg/cluster/etcd).
 type Resolver interface {
 	Resolve(ctx context.Context) ([]string, error)
 }

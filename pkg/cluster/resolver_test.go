@@ -126,23 +126,9 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	cl, err := Dial(tctx(t, 5*time.Second), r, fastOptions(WithRefresh(5*time.Millisecond))...)
 	require.NoError(t, err)
 	defer cl.Close()
-	up := func(addrs ...string) func() bool {
-		return func() bool {
-			ss := cl.Servers()
-			if len(ss) != len(addrs) {
-				return false
-			}
-			for i, s := range ss {
-				if s.Addr != addrs[i] || !s.Up {
-					return false
-				}
-			}
-			return true
-		}
-	}
 	both := normalize([]string{a.addr, b.addr})
 	set(both, false)
-	require.Eventually(t, up(both...), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, both...), 10*time.Second, 5*time.Millisecond)
 	get := func() {
 		t.Helper()
 		for range 10 {
@@ -157,7 +143,7 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	assert.Equal(t, int64(10), hb.gets.Load())
 
 	set([]string{a.addr}, false)
-	require.Eventually(t, up(a.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, a.addr), 10*time.Second, 5*time.Millisecond)
 	before := ha.gets.Load()
 	get()
 	assert.Equal(t, int64(10), hb.gets.Load(), "the dropped server gets nothing more")

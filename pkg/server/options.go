@@ -44,6 +44,8 @@ type options struct {
 	laneLimits LaneLimits // lanebudget.go
 
 	limiters map[string]Limiter // method ("Service:method" or "method") -> rate limit (ratelimit.go)
+
+	registrar Registrar // registrar.go
 }
 
 func defaultOptions() options {

@@ -74,6 +74,8 @@ type Server struct {
 	debugSrv  *http.Server
 	debugLn   net.Listener
 	debugErr  error
+
+	registration *registration // WithRegistrar; nil without
 }
 
 // method is a registered method with its precomputed metric children.
@@ -113,6 +115,8 @@ func New(opts ...Option) *Server {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 		slots:     newSlotSem(o.maxCalls),
+
+		registration: newRegistration(o.registrar),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -253,6 +257,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 	}()
+	if err := s.registration.register(ln); err != nil {
+		return err
+	}
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -319,7 +326,9 @@ func (s *Server) removeConn(c *conn) {
 // Shutdown stops accepting, stops reading new calls, lets in-flight calls
 // finish and their replies reach the socket, then closes every connection.
 // When ctx ends first it falls back to Close and returns ctx.Err().
+// A server with a Registrar withdraws from its registry first.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.deregister(ctx)
 	s.shutting.Store(true)
 	s.mu.Lock()
 	for ln := range s.listeners {
@@ -353,6 +362,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes listeners and connections at once, cancelling the contexts of
 // in-flight calls, and waits for their goroutines (handlers should honour ctx).
 func (s *Server) Close() error {
+	s.deregister(context.Background())
 	s.shutting.Store(true)
 	s.mu.Lock()
 	s.closed = true
