@@ -129,7 +129,8 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // allow it (transport auto, shm or rdma) runs on lanes of the HatRPC
 // engine, with the protocol its client hints plan. On by default (auto);
 // a server without lanes, or any Apache Thrift server, keeps every call on
-// TCP. WithRDMA("off") keeps this Conn on TCP.
+// TCP. WithRDMA("off") keeps this Conn on TCP. Any other name fails Dial
+// with an error matching ErrBadProvider.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
 
 // WithFastPathRetry sets how long a WithRDMA("auto") Conn whose fast path
