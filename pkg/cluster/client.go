@@ -267,9 +267,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 	if m.Hints != nil {
 		idempotent, budget = m.Hints.Client.Idempotent, m.Hints.Client.RetryBudget()
 		// The timeout hint bounds the call, retries included, as a
-		// Conn bounds its one attempt.
+		// Conn bounds its one attempt; the earlier of it and the caller's
+		// deadline applies.
 		if d := m.Hints.Client.Timeout; d > 0 {
-			if _, ok := ctx.Deadline(); !ok {
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
