@@ -287,6 +287,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 		last     *endpoint
 		lastErr  error
 	)
+	if err := ctx.Err(); err != nil {
+		// Ended before anything was sent: say so, not "failed on".
+		return &CallError{Method: m.Service + "." + m.Name, Idempotent: idempotent, Err: err, kind: err}
+	}
 	fail := func(kind error) error {
 		if lastErr == nil {
 			lastErr = kind

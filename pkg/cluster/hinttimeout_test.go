@@ -38,3 +38,36 @@ func TestTimeoutHintUnderCallerDeadline(t *testing.T) {
 		t.Fatal("the call outlived its timeout hint")
 	}
 }
+
+// TestExpiredBeforeSending: a call whose deadline had passed before it was
+// sent says it was not sent, not that it failed on a server.
+func TestExpiredBeforeSending(t *testing.T) {
+	a := startServer(t, newStoreHandler())
+	cl := dialCluster(t, []string{a.addr}, fastOptions()...)
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		kind error
+		want string
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, context.DeadlineExceeded, "cluster: Store.get was not sent: its deadline had passed: context deadline exceeded"},
+		{"canceled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, context.Canceled, "cluster: Store.get was not sent: its context was canceled: context canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			_, err := store.NewStoreClient(cl).Get(ctx, "k")
+			require.ErrorIs(t, err, tc.kind)
+			var ce *CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Zero(t, ce.Attempts)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
