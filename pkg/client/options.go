@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"time"
 
@@ -38,6 +39,7 @@ type options struct {
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest
 	now              func() time.Time
+	logger           *slog.Logger // nil: slog.Default() when logging
 }
 
 func defaultOptions() options {
@@ -112,6 +114,19 @@ func WithLimits(l proto.Limits) Option { return func(o *options) { o.limits = l 
 // that have not been called yet.
 func WithHints(svcs ...*hints.Service) Option {
 	return func(o *options) { o.hints = append(o.hints, svcs...) }
+}
+
+// WithLogger sends what a Conn logs (the fast path falling back to TCP,
+// and coming back) to l instead of slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// log is the Conn's logger: WithLogger's, else slog.Default() (read when
+// logging, so a later slog.SetDefault applies).
+func (c *Conn) log() *slog.Logger {
+	if c.o.logger != nil {
+		return c.o.logger
+	}
+	return slog.Default()
 }
 
 // WithDialer replaces the TCP dialer (the TLS wrapping still applies).
