@@ -20,7 +20,7 @@ import (
 
 type echoer struct{}
 
-func (echoer) Echo(_ context.Context, msg string) (string, error)     { return msg, nil }
+func (echoer) Echo(_ context.Context, msg string) (string, error)    { return msg, nil }
 func (echoer) EchoBytes(_ context.Context, b []byte) ([]byte, error) { return b, nil }
 
 // The client and server interceptors make one trace of a call: a client
