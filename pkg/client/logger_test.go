@@ -3,9 +3,7 @@
 package client_test
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,31 +13,15 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestWithLogger: what a Conn logs (here the fast path falling back to TCP
 // when the server's lane budget refuses it) goes to WithLogger's logger,
 // and nothing to slog.Default().
 func TestWithLogger(t *testing.T) {
-	var mine, dflt lockedBuffer
+	var mine, dflt testutil.LogBuffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&dflt, nil)))
 	defer slog.SetDefault(old)

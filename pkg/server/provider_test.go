@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,33 +12,16 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
-
-// syncBuffer is a log destination the server's goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestWithRDMAOff: "off" means what it means on the client, no lanes, and
 // is not a provider the server tries to open (it used to log "open
 // provider \"off\": rdma: invalid argument" as a warning); a client that
 // offers lanes stays on TCP without a word in the log.
 func TestWithRDMAOff(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	s := server.New(server.WithRDMA("off"),
 		server.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	s.Register(wiretest.NewEcho().Service())
