@@ -38,7 +38,7 @@ test-rdma: deps-rdma
 	RXE_PKGS="$(RXE_PKGS)" test/rxe/suite.sh
 
 run: deps
-	./scripts/run.sh
+	./scripts/run.sh $(RUN_ARGS)
 
 test: deps fmt-check vet test-go test-allocs test-c
 

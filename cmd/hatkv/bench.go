@@ -40,6 +40,9 @@ type benchFlags struct {
 	plotPath   string
 	seed       uint64
 	progress   string
+	status     bool          // YCSB's -s: periodic status lines on stderr
+	statusIval time.Duration // between status lines
+	statusOut  io.Writer     // where they go (the command's stderr)
 	cpuProfile string
 	emul       emulFlags
 }
@@ -73,7 +76,9 @@ printed at the end of each phase.`,
 	f.StringVar(&bf.plotPath, "plot", "", "write the latency distribution as SVG")
 	f.Uint64Var(&bf.seed, "seed", 0, "random seed (0: from the clock)")
 	f.StringVar(&bf.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) of the whole run to this file")
-	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal)|on|off")
+	f.StringVar(&bf.progress, "progress", "auto", "live progress line: auto (when stdout is a terminal and no --status)|on|off")
+	f.BoolVarP(&bf.status, "status", "s", false, "print YCSB-style status lines (ops/s and per-operation latency of each interval) to stderr, terminal or not")
+	f.DurationVar(&bf.statusIval, "status-interval", 10*time.Second, "time between status lines (implies --status when set)")
 	f.StringVar(&bf.hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service; start the server the same way)")
 	f.StringVar(&bf.protocol, "protocol", "auto", "force the engine protocol of every request on lanes (needs --transport auto, shm or rdma)")
 	bf.clientFlags.registerConn(cmd)
@@ -153,6 +158,13 @@ func runBench(cmd *cobra.Command, bf *benchFlags) error {
 	if bf.threads < 1 {
 		return fmt.Errorf("--threads must be at least 1, got %d", bf.threads)
 	}
+	if cmd.Flags().Changed("status-interval") {
+		bf.status = true
+	}
+	if bf.status && bf.statusIval <= 0 {
+		return fmt.Errorf("--status-interval must be positive, got %v", bf.statusIval)
+	}
+	bf.statusOut = cmd.ErrOrStderr()
 	w, err := loadWorkload(bf)
 	if err != nil {
 		return err
@@ -337,13 +349,25 @@ func measurePhase(ctx context.Context, out io.Writer, bf *benchFlags, db ycsb.DB
 	}
 	cdb := &countingDB{db: db, ctx: ctx}
 	m := ycsb.NewMeasurements()
-	prog := startProgress(out, bf.progress, phase, total, bf.duration, &cdb.done)
+	progMode := bf.progress
+	var status *progress
+	if bf.status && bf.statusOut != nil {
+		m.TrackIntervals()
+		status = startStatus(bf.statusOut, bf.statusIval, phase, m, &cdb.done)
+		if progMode == "auto" {
+			progMode = "off" // one kind of report at a time on a terminal
+		}
+	}
+	prog := startProgress(out, progMode, phase, total, bf.duration, &cdb.done)
 	rep, _ := ycsb.Run(runCtx, cdb, w, opts, m)
 	// Whether Ctrl-C cut this phase short is decided when it ends: a
 	// signal that comes while its report is printed ends the next phase,
 	// not this whole one.
 	interrupted := ctx.Err() != nil
 	prog.stop()
+	if status != nil {
+		status.stop()
+	}
 	outf(out, "\n== %s phase ==\n", phase)
 	if interrupted {
 		outf(out, "(interrupted: partial results)\n")

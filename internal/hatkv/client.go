@@ -91,11 +91,24 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 			if cause != nil { // not the server's choice: say what happened
 				return nil, fmt.Errorf("%w: no %s lanes from the server at %s: %w", ErrTransportUnavailable, tr, addr, cause)
 			}
-			return nil, fmt.Errorf("%w: the server at %s did not grant %s lanes (calls would run over %s); start it with --transport %s or auto on a host that can",
-				ErrTransportUnavailable, addr, tr, got, tr)
+			return nil, fmt.Errorf("%w: the server at %s did not grant %s lanes (calls would run over %s); %s",
+				ErrTransportUnavailable, addr, tr, got, grantAdvice(tr, o.tls != nil))
 		}
 	}
 	return c, nil
+}
+
+// grantAdvice says how to get a server to grant lanes of transport tr. A
+// server with TLS serves TCP only under --transport auto, refuses rdma
+// (its lanes are not encrypted) and grants shm only when asked for it.
+func grantAdvice(tr hints.Transport, tlsOn bool) string {
+	switch {
+	case !tlsOn:
+		return fmt.Sprintf("start it with --transport %s or auto on a host that can", tr)
+	case tr == hints.TransportSHM:
+		return "with TLS a server grants shm lanes only when started with --transport shm (auto serves TCP only), to clients on its host"
+	}
+	return fmt.Sprintf("a server with TLS never grants %s lanes (they are not encrypted): use --transport tcp, or shm with a server on this host started with --transport shm", tr)
 }
 
 // KV returns the generated client of the next connection.

@@ -218,8 +218,10 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 		m = c.prepare(m)
 	}
 	if m.Hints != nil {
+		// The hint bounds the call on top of the caller's deadline: the
+		// earlier of the two applies.
 		if d := m.Hints.Client.Timeout; d > 0 {
-			if _, ok := ctx.Deadline(); !ok {
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()

@@ -3,7 +3,6 @@ package client
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 
@@ -77,7 +76,7 @@ func (c *Conn) setupFailed(op string, tr hints.Transport, err error) error {
 	}
 	if c.lanes.fallBack(se) {
 		fallbacks.Add(1)
-		slog.Default().Warn("hatrpc: fast path unavailable; calls go over TCP", "server", c.addr, "err", se)
+		c.log().Warn("hatrpc: fast path unavailable; calls go over TCP", "server", c.addr, "err", se)
 	}
 	return errNoLane
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 )
@@ -31,8 +32,15 @@ type LaneStats struct {
 // errNoLane sends a call to TCP: lanes are off for this Conn.
 var errNoLane = errors.New("client: no lane")
 
+// ErrBadProvider matches (errors.Is) the error of Dial with a WithRDMA
+// provider name other than off, auto, shm and ibv.
+var ErrBadProvider = fastpath.ErrBadProvider
+
 // checkBuilt fails a Conn that insists on a provider this binary lacks.
 func checkBuilt(provider string) error {
+	if _, err := fastpath.ParseProvider(provider); err != nil {
+		return fmt.Errorf("client: WithRDMA(%q): %w", provider, err)
+	}
 	switch provider {
 	case "shm", "ibv":
 		if !fastpath.Built() {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"runtime"
 	"sort"
@@ -285,7 +284,7 @@ func (ls *lanes) setUp() {
 	ls.fails = 0
 	ls.mu.Unlock()
 	if back {
-		slog.Default().Info("hatrpc: fast path available again", "server", ls.c.addr)
+		ls.c.log().Info("hatrpc: fast path available again", "server", ls.c.addr)
 	}
 }
 

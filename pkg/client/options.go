@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net"
 	"time"
 
@@ -38,6 +39,7 @@ type options struct {
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest
 	now              func() time.Time
+	logger           *slog.Logger // nil: slog.Default() when logging
 }
 
 func defaultOptions() options {
@@ -114,6 +116,19 @@ func WithHints(svcs ...*hints.Service) Option {
 	return func(o *options) { o.hints = append(o.hints, svcs...) }
 }
 
+// WithLogger sends what a Conn logs (the fast path falling back to TCP,
+// and coming back) to l instead of slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// log is the Conn's logger: WithLogger's, else slog.Default() (read when
+// logging, so a later slog.SetDefault applies).
+func (c *Conn) log() *slog.Logger {
+	if c.o.logger != nil {
+		return c.o.logger
+	}
+	return slog.Default()
+}
+
 // WithDialer replaces the TCP dialer (the TLS wrapping still applies).
 func WithDialer(d func(ctx context.Context, addr string) (net.Conn, error)) Option {
 	return func(o *options) { o.dial = d }
@@ -129,7 +144,8 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // allow it (transport auto, shm or rdma) runs on lanes of the HatRPC
 // engine, with the protocol its client hints plan. On by default (auto);
 // a server without lanes, or any Apache Thrift server, keeps every call on
-// TCP. WithRDMA("off") keeps this Conn on TCP.
+// TCP. WithRDMA("off") keeps this Conn on TCP. Any other name fails Dial
+// with an error matching ErrBadProvider.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
 
 // WithFastPathRetry sets how long a WithRDMA("auto") Conn whose fast path

@@ -265,9 +265,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 	if m.Hints != nil {
 		idempotent, budget = m.Hints.Client.Idempotent, m.Hints.Client.RetryBudget()
 		// The timeout hint bounds the call, retries included, as a
-		// Conn bounds its one attempt.
+		// Conn bounds its one attempt; the earlier of it and the caller's
+		// deadline applies.
 		if d := m.Hints.Client.Timeout; d > 0 {
-			if _, ok := ctx.Deadline(); !ok {
+			if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
@@ -284,6 +285,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 		last     *endpoint
 		lastErr  error
 	)
+	if err := ctx.Err(); err != nil {
+		// Ended before anything was sent: say so, not "failed on".
+		return &CallError{Method: m.Service + "." + m.Name, Idempotent: idempotent, Err: err, kind: err}
+	}
 	fail := func(kind error) error {
 		if lastErr == nil {
 			lastErr = kind

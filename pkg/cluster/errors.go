@@ -40,6 +40,13 @@ func (e *CallError) Error() string {
 	if e.Err != nil && e.Err != e.kind {
 		cause = ": " + e.Err.Error()
 	}
+	if e.Attempts == 0 && (e.kind == context.DeadlineExceeded || e.kind == context.Canceled) {
+		why := "its deadline had passed"
+		if e.kind == context.Canceled {
+			why = "its context was canceled"
+		}
+		return fmt.Sprintf("cluster: %s was not sent: %s: %v", e.Method, why, e.Err)
+	}
 	switch e.kind {
 	case ErrNotRetried:
 		why := "not idempotent"

@@ -18,8 +18,15 @@ import (
 // there, as on a host without a usable provider.
 var ErrNoFastPath = fastpath.ErrNotBuilt
 
+// ErrBadProvider matches (errors.Is) the error of Serve with a WithRDMA
+// provider name other than off, auto, shm and ibv.
+var ErrBadProvider = fastpath.ErrBadProvider
+
 // checkBuilt refuses a provider this binary lacks.
 func checkBuilt(provider string) error {
+	if _, err := fastpath.ParseProvider(provider); err != nil {
+		return fmt.Errorf("server: WithRDMA(%q): %w", provider, err)
+	}
 	if (provider == "shm" || provider == "ibv") && !fastpath.Built() {
 		return fmt.Errorf("server: WithRDMA(%q): %w", provider, ErrNoFastPath)
 	}

@@ -178,8 +178,9 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // provider "auto" (ibv when an RDMA device exists, else shm; HATRPC_PROVIDER
 // overrides), "shm" or "ibv". Shared memory is offered only to clients on
 // the same host. Each function then runs over the protocols its hints plan,
-// one lane per function per client (docs/design/lanes.md). Off by default:
-// without it every call stays on TCP.
+// one lane per function per client (docs/design/lanes.md). Off by default
+// and with "off", as on the client: every call stays on TCP. Any other name
+// fails Serve with an error matching ErrBadProvider.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
 
 // WithDumpable keeps the process dumpable when the server opens the shm

@@ -107,6 +107,9 @@ func New(opts ...Option) *Server {
 	if o.maxConns < 1 {
 		o.maxConns = 1
 	}
+	if p, err := fastpath.ParseProvider(o.rdma); err == nil {
+		o.rdma = p // "off" is "": no lanes; a bad name fails Serve (checkBuilt)
+	}
 	s := &Server{
 		opts:      o,
 		log:       o.logger,

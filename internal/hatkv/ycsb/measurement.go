@@ -27,14 +27,23 @@ type opStats struct {
 	mu     sync.Mutex
 	hist   *hdrhistogram.Histogram
 	errors int64
+	// The current interval (TrackIntervals): what Interval reports and
+	// then starts over, beside the whole phase's.
+	ival       *hdrhistogram.Histogram
+	ivalErrors int64
 }
 
 // Measurements collects per-operation latency histograms. It is safe for
 // concurrent use.
 type Measurements struct {
-	mu  sync.RWMutex
-	ops map[string]*opStats
+	mu        sync.RWMutex
+	ops       map[string]*opStats
+	intervals bool
 }
+
+// TrackIntervals makes m also keep what was recorded since the last
+// Interval call, for periodic status lines. Call it before any Record.
+func (m *Measurements) TrackIntervals() { m.intervals = true }
 
 // NewMeasurements returns an empty collector.
 func NewMeasurements() *Measurements {
@@ -52,6 +61,9 @@ func (m *Measurements) stats(op string) *opStats {
 	defer m.mu.Unlock()
 	if s = m.ops[op]; s == nil {
 		s = &opStats{hist: hdrhistogram.New(histMin, histMax, histSigFig)}
+		if m.intervals {
+			s.ival = hdrhistogram.New(histMin, histMax, histSigFig)
+		}
 		m.ops[op] = s
 	}
 	return s
@@ -65,11 +77,53 @@ func (m *Measurements) Record(op string, d time.Duration, err error) {
 	defer s.mu.Unlock()
 	if err != nil {
 		s.errors++
+		if s.ival != nil {
+			s.ivalErrors++
+		}
 		return
 	}
 	v := int64(d)
 	v = min(max(v, histMin), histMax)
 	_ = s.hist.RecordValue(v) // cannot fail: v is clamped to the range
+	if s.ival != nil {
+		_ = s.ival.RecordValue(v)
+	}
+}
+
+// Interval returns, per operation (sorted by name), what was recorded
+// since the previous call, with throughput over elapsed (the interval's
+// length), and starts the next interval. Without TrackIntervals it is
+// empty.
+func (m *Measurements) Interval(elapsed time.Duration) []Summary {
+	var out []Summary
+	for _, name := range m.Operations() {
+		s := m.stats(name)
+		s.mu.Lock()
+		if s.ival != nil {
+			out = append(out, summarize(name, s.ival, s.ivalErrors, elapsed))
+			s.ival.Reset()
+			s.ivalErrors = 0
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// summarize is one operation's Summary of h, with throughput over elapsed.
+func summarize(name string, h *hdrhistogram.Histogram, errors int64, elapsed time.Duration) Summary {
+	sum := Summary{Operation: name, Count: h.TotalCount(), Errors: errors}
+	if sum.Count > 0 {
+		sum.AvgUs = h.Mean() / 1e3
+		sum.MinUs, sum.MaxUs = us(h.Min()), us(h.Max())
+		sum.P50Us = us(h.ValueAtQuantile(50))
+		sum.P95Us = us(h.ValueAtQuantile(95))
+		sum.P99Us = us(h.ValueAtQuantile(99))
+		sum.P999Us = us(h.ValueAtQuantile(99.9))
+	}
+	if secs := elapsed.Seconds(); secs > 0 {
+		sum.Throughput = float64(sum.Count) / secs
+	}
+	return sum
 }
 
 // Summary is the result for one operation type. Latencies are in
@@ -100,32 +154,13 @@ func us(ns int64) float64 { return float64(ns) / 1e3 }
 
 // Report summarises everything recorded, with throughput over elapsed.
 func (m *Measurements) Report(elapsed time.Duration) Report {
-	m.mu.RLock()
-	names := make([]string, 0, len(m.ops))
-	for name := range m.ops {
-		names = append(names, name)
-	}
-	m.mu.RUnlock()
-	slices.Sort(names)
 	r := Report{Elapsed: elapsed}
 	secs := elapsed.Seconds()
-	for _, name := range names {
+	for _, name := range m.Operations() {
 		s := m.stats(name)
 		s.mu.Lock()
-		h := s.hist
-		sum := Summary{Operation: name, Count: h.TotalCount(), Errors: s.errors}
-		if sum.Count > 0 {
-			sum.AvgUs = h.Mean() / 1e3
-			sum.MinUs, sum.MaxUs = us(h.Min()), us(h.Max())
-			sum.P50Us = us(h.ValueAtQuantile(50))
-			sum.P95Us = us(h.ValueAtQuantile(95))
-			sum.P99Us = us(h.ValueAtQuantile(99))
-			sum.P999Us = us(h.ValueAtQuantile(99.9))
-		}
+		sum := summarize(name, s.hist, s.errors, elapsed)
 		s.mu.Unlock()
-		if secs > 0 {
-			sum.Throughput = float64(sum.Count) / secs
-		}
 		r.Operations += sum.Count
 		r.Ops = append(r.Ops, sum)
 	}

@@ -370,3 +370,30 @@ func TestRunLimits(t *testing.T) {
 	assert.InDelta(t, 500, cfg.Target, 1e-9)
 	assert.Equal(t, 1, cfg.ThreadCount)
 }
+
+// TestMeasurementsInterval: Interval reports what was recorded since the
+// previous call and starts over, while Report keeps the whole phase.
+func TestMeasurementsInterval(t *testing.T) {
+	m := NewMeasurements()
+	m.TrackIntervals()
+	for i := 1; i <= 100; i++ {
+		m.Record("READ", time.Duration(i)*time.Microsecond, nil)
+	}
+	m.Record("UPDATE", time.Millisecond, errors.New("x"))
+	iv := m.Interval(time.Second)
+	require.Len(t, iv, 2)
+	assert.Equal(t, int64(100), iv[0].Count)
+	assert.InDelta(t, 100.0, iv[0].Throughput, 1e-9)
+	assert.InDelta(t, 50.0, iv[0].P50Us, 0.1)
+	assert.Equal(t, int64(1), iv[1].Errors)
+
+	m.Record("READ", 7*time.Microsecond, nil)
+	iv = m.Interval(time.Second)
+	require.Len(t, iv, 2)
+	assert.Equal(t, int64(1), iv[0].Count)
+	assert.InDelta(t, 7.0, iv[0].MaxUs, 0.01)
+	assert.Zero(t, iv[1].Errors)
+	assert.Equal(t, int64(101), m.Report(time.Second).Ops[0].Count, "the phase keeps every record")
+
+	assert.Empty(t, NewMeasurements().Interval(time.Second), "nothing without TrackIntervals")
+}
