@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hatrpctest"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/tracing"
+	"github.com/hatrpc/hatrpc/pkg/tracing/tracingserver"
 )
 
 type echoer struct{}
@@ -34,7 +35,7 @@ func Example() {
 
 	l := hatrpctest.Listen()
 	srv := server.New(server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		server.WithInterceptors(tracing.Server(tracing.WithTracerProvider(tp))))
+		server.WithInterceptors(tracingserver.Server(tracing.WithTracerProvider(tp))))
 	echoserver.RegisterEcho(srv, echoer{})
 	go srv.Serve(l)
 	defer srv.Close()
