@@ -712,6 +712,7 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq i
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
 	err = decodeReply(codec, p, msg, &s.c.o.limits, result, alias)
+	err = s.withStatus(err, (*rp)[:off]) // status.go
 	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }
