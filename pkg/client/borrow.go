@@ -39,7 +39,7 @@ func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.S
 	// The borrower travels in the request, not in a context value: no
 	// allocation per call for it. Every route's decode runs use once
 	// (session.finish, Conn.decodeFrame).
-	return c.invokeUse(ctx, m, args, result, use)
+	return c.call(ctx, m, args, result, use)
 }
 
 // decodeBorrowed decodes the reply in *rp (from off) into result in place,

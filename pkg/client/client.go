@@ -68,8 +68,9 @@ type Conn struct {
 	closed  bool
 	dialing chan struct{} // closed when the reconnect in progress ends
 
-	fns        sync.Map // method name -> *hints.Function seen in calls
-	svcMethods sync.Map // *Method -> *Method planned at service level (WithServiceLevelHints)
+	retry      retryState // retry.go
+	fns        sync.Map   // method name -> *hints.Function seen in calls
+	svcMethods sync.Map   // *Method -> *Method planned at service level (WithServiceLevelHints)
 	cores      int
 	lanes      lanes
 	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
@@ -204,7 +205,7 @@ func chain(ctx context.Context, ics []Interceptor, m *Method, args, result proto
 }
 
 func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct) error {
-	return c.invokeUse(ctx, m, args, result, nil)
+	return c.call(ctx, m, args, result, nil) // retry.go: call options, retries, hedges
 }
 
 // invokeUse is invoke for CallBorrowed's use (nil for a plain call), which

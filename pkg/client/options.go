@@ -38,6 +38,7 @@ type options struct {
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest
 	now              func() time.Time
+	retry            retryOptions // retry.go
 }
 
 func defaultOptions() options {
@@ -52,6 +53,7 @@ func defaultOptions() options {
 		retryMin:         time.Second,
 		retryMax:         time.Minute,
 		now:              time.Now,
+		retry:            defaultRetryOptions(),
 	}
 }
 

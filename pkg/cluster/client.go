@@ -22,6 +22,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/hatrpc/hatrpc/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
@@ -336,18 +337,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 		rounds++
 		refused = 0
 		if bo == nil {
-			bo = newBackoff(c.o.retry)
+			bo = c.o.retry.New()
 		}
-		wait := bo.NextBackOff()
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
-			return fail(context.DeadlineExceeded)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fail(ctx.Err())
-		case <-t.C:
+		if err := retrypolicy.Pause(ctx, bo); err != nil {
+			return fail(err)
 		}
 	}
 }

@@ -180,8 +180,8 @@ const (
 	// selective signalling CommonRDMA and HERD use); the runtime caps it at
 	// half the send queue depth.
 	DefaultSignalInterval = 64
-	// DefaultRetries is how often pkg/cluster sends an idempotent call
-	// again: with three servers, two more attempts reach every one.
+	// DefaultRetries is how often pkg/cluster and a client.Conn send an
+	// idempotent call again: with three servers, two more attempts reach every one.
 	DefaultRetries = 2
 )
 
@@ -346,7 +346,7 @@ var schema = []Key{
 			return positiveDuration(raw, &s.Timeout)
 		}},
 	{Name: "idempotent", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideClientOnly,
-		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout; off: a call that may have reached a server is never sent again",
+		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout, and a client.Conn after a connection failure or an Unavailable status, or as a hedge; off: a call that may have reached a server is never sent again",
 		apply: func(s *Set, raw string) (string, error) {
 			v, ok := enumParse(onOffNames, switchAliases, raw)
 			if !ok {
@@ -356,7 +356,7 @@ var schema = []Key{
 			return onOffNames[v], nil
 		}},
 	{Name: "retries", Type: TypeInt, Default: strconv.Itoa(DefaultRetries), Side: SideClientOnly,
-		Doc: "attempts after the first for an idempotent function (pkg/cluster), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
+		Doc: "attempts after the first for an idempotent function (pkg/cluster, client.Conn), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
 		apply: func(s *Set, raw string) (string, error) {
 			str, err := intIn(raw, 0, maxRetries, &s.Retries)
 			if err == nil && s.Retries == 0 {

@@ -221,8 +221,8 @@ func excCode(t int32) codes.Code {
 // message, so a peer without the status headers derives the same code
 // for the codes it can.
 func (s *Status) Exception() *proto.ApplicationException {
-	if ae, ok := s.cause.(*proto.ApplicationException); ok && excCode(ae.Type) == s.code {
-		return ae
+	if ae, ok := s.cause.(*proto.ApplicationException); ok {
+		return ae // the one it came in (a proxy passes it on unchanged)
 	}
 	t := proto.ExcInternalError
 	switch s.code {
