@@ -21,7 +21,8 @@ import (
 // backoff with jitter (WithRetryBackoff), when it failed on its connection
 // (a *ConnError) or with codes.Unavailable, up to its retries hint (or
 // Retries), within the caller's deadline and within the Conn's retry
-// budget (WithRetryBudget). With a hedge delay (WithHedge, Hedge) an
+// budget (WithRetryBudget). With a hedge delay (the Hedge call option,
+// else the hedge hint, else WithHedge) an
 // idempotent call that has no answer after the delay is sent a second
 // time; the first answer wins and the other copy is cancelled (on HatRPC
 // TCP the server's handler sees its context end). Calls of other
@@ -66,7 +67,8 @@ func WithRetryBudget(ratio float64, minPerSecond int) Option {
 }
 
 // WithHedge sends a second copy of an idempotent call that has no answer
-// after d (0, the default: no hedging). Hedge overrides it per call.
+// after d (0, the default: no hedging). A function's hedge hint
+// (c_hint: hedge = 10ms) overrides it, and the Hedge call option both.
 func WithHedge(d time.Duration) Option { return func(o *options) { o.retry.hedge = d } }
 
 // WithoutRetries turns the Conn's retries and hedges off, whatever the
@@ -199,6 +201,9 @@ func (c *Conn) retryPlan(m *Method, co *callOpts) (int, time.Duration) {
 		return 0, 0
 	}
 	retries, hedge := m.Hints.Client.RetryBudget(), c.o.retry.hedge
+	if h := m.Hints.Client.Hedge; h > 0 {
+		hedge = h // the function's hint, over the Conn's default
+	}
 	if co != nil {
 		if co.retriesSet {
 			retries = co.retries

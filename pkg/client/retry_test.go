@@ -248,6 +248,7 @@ func TestHedge(t *testing.T) {
 	}{
 		{"option", []client.Option{client.WithHedge(time.Millisecond)}, nil},
 		{"call option", nil, []client.CallOption{client.Hedge(time.Millisecond)}},
+		{"hint", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFlaky(t, 0, 1)
@@ -258,7 +259,12 @@ func TestHedge(t *testing.T) {
 			if tc.ctx != nil {
 				ctx = client.WithCallOptions(ctx, tc.ctx...)
 			}
-			require.NoError(t, callEcho(ctx, c, idemEcho))
+			m := idemEcho
+			if tc.name == "hint" {
+				m = &client.Method{Service: "Echo", Name: "echo", Hints: &hints.Function{Name: "echo",
+					Client: hints.Set{Idempotent: true, Hedge: time.Millisecond}}}
+			}
+			require.NoError(t, callEcho(ctx, c, m))
 			stalled := recv(t, f.arrived)
 			assert.Equal(t, stalled, recv(t, f.cancelled), "the stalled copy's context ended on the server")
 			assert.Equal(t, int64(2), f.calls.Load())

@@ -355,6 +355,15 @@ var schema = []Key{
 			s.Idempotent = v == 1
 			return onOffNames[v], nil
 		}},
+	{Name: "hedge", Type: TypeDuration, Default: "none", Side: SideClientOnly,
+		Doc: "delay after which a client.Conn sends a second copy of a call of an idempotent function that has no answer yet, within its retry budget; the first answer wins and the other copy is cancelled; none: no hedging",
+		apply: func(s *Set, raw string) (string, error) {
+			if isWord(raw, "none") {
+				s.Hedge = 0
+				return "none", nil
+			}
+			return positiveDuration(raw, &s.Hedge)
+		}},
 	{Name: "retries", Type: TypeInt, Default: strconv.Itoa(DefaultRetries), Side: SideClientOnly,
 		Doc: "attempts after the first for an idempotent function (pkg/cluster, client.Conn), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
 		apply: func(s *Set, raw string) (string, error) {
