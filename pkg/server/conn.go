@@ -484,8 +484,8 @@ func (c *conn) acquire(r *request) bool {
 		return true
 	}
 	if c.ctx.Err() == nil && !r.oneway {
-		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
+		c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, nil, c.busyMD(r))
 	}
 	c.freeRequest(r)
 	return false

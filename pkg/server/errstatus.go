@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -71,4 +72,17 @@ func (c *conn) statusCall(r *request) *metadata.ServerCall {
 	}
 	r.sc = metadata.NewServerCall(nil)
 	return r.sc
+}
+
+// busyMD marks the "server busy" answer to a call that found no free
+// call slot as codes.Unavailable where the reply carries headers, and
+// returns the reply headers of a HatRPC frame: the call did not run, so
+// a client may send an idempotent one again.
+func (c *conn) busyMD(r *request) metadata.MD {
+	sc := c.statusCall(r)
+	if sc == nil {
+		return nil
+	}
+	sc.SetReply(status.HeaderCode, strconv.Itoa(int(codes.Unavailable)))
+	return replyMD(r)
 }
