@@ -8,7 +8,7 @@ package retrypolicy
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -78,10 +78,9 @@ const budgetWindow = 1000
 // making few calls can still retry). The balance holds at most what
 // 1000 calls deposit. Safe for concurrent use.
 type Budget struct {
-	mu      sync.Mutex
 	deposit int64 // milli-tokens per call
 	max     int64
-	balance int64
+	balance atomic.Int64
 	reserve *rate.Limiter // nil: no retries without deposits
 	now     func() time.Time
 }
@@ -97,21 +96,28 @@ func NewBudget(ratio float64, minPerSecond int) *Budget {
 	return b
 }
 
-// Deposit records a call (its first attempt).
+// Deposit records a call (its first attempt). Lock-free, and a full
+// budget is only read: every call of a busy Conn deposits, and a shared
+// lock or a store to a shared line on each would be felt there.
 func (b *Budget) Deposit() {
-	b.mu.Lock()
-	b.balance = min(b.balance+b.deposit, b.max)
-	b.mu.Unlock()
+	for {
+		old := b.balance.Load()
+		nw := min(old+b.deposit, b.max)
+		if nw == old || b.balance.CompareAndSwap(old, nw) {
+			return
+		}
+	}
 }
 
 // Withdraw takes one retry from the budget; false when it holds none.
 func (b *Budget) Withdraw() bool {
-	b.mu.Lock()
-	if b.balance >= milli {
-		b.balance -= milli
-		b.mu.Unlock()
-		return true
+	for {
+		old := b.balance.Load()
+		if old < milli {
+			return b.reserve != nil && b.reserve.AllowN(b.now(), 1)
+		}
+		if b.balance.CompareAndSwap(old, old-milli) {
+			return true
+		}
 	}
-	b.mu.Unlock()
-	return b.reserve != nil && b.reserve.AllowN(b.now(), 1)
 }

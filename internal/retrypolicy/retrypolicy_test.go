@@ -2,6 +2,8 @@ package retrypolicy
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,27 @@ func TestBackoffShape(t *testing.T) {
 	one := Backoff{Initial: time.Millisecond, Max: time.Second, Multiplier: 0.5}.New()
 	assert.Equal(t, time.Millisecond, one.NextBackOff())
 	assert.Equal(t, time.Millisecond, one.NextBackOff(), "a multiplier under 1 is 1")
+}
+
+// Concurrent deposits and withdrawals add up exactly.
+func TestBudgetConcurrent(t *testing.T) {
+	b := NewBudget(0.5, 0)
+	var wg sync.WaitGroup
+	var got atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 500 {
+				b.Deposit()
+				b.Deposit()
+				if b.Withdraw() {
+					got.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for b.Withdraw() {
+		got.Add(1)
+	}
+	assert.Equal(t, int64(8*500), got.Load(), "two deposits of half a token, one retry")
 }
