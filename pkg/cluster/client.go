@@ -25,6 +25,8 @@ import (
 	"github.com/hatrpc/hatrpc/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/status"
+	"github.com/hatrpc/hatrpc/pkg/status/codes"
 )
 
 // Client calls a service on many servers; safe for concurrent use.
@@ -355,10 +357,13 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, m *client.Method, arg
 }
 
 // retriable reports whether err is the server's or the cluster's failure
-// rather than the function's own answer.
+// rather than the function's own answer: a server that answers
+// codes.Unavailable (pkg/status: "server busy", a draining handler) is
+// one, and another server may take the call.
 func retriable(err error) bool {
 	return serverFault(err) || errors.Is(err, errDown) ||
-		errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+		errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) ||
+		status.Code(err) == codes.Unavailable
 }
 
 func addrOf(e *endpoint) string {
