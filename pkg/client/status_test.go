@@ -130,10 +130,18 @@ func TestStatusErrorsEveryRoute(t *testing.T) {
 // outcome o.
 func errorsOn(t *testing.T, ts *testServer, tr, o string) float64 {
 	t.Helper()
+	return serverCounter(t, ts, "hatrpc_server_errors_total", map[string]string{"function": "echo", "transport": tr, "outcome": o})
+}
+
+// serverCounter sums the server's counter name over the series whose
+// labels include want.
+func serverCounter(t *testing.T, ts *testServer, name string, want map[string]string) float64 {
+	t.Helper()
 	mfs, err := ts.srv.Registry().Gather()
 	require.NoError(t, err)
+	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() != "hatrpc_server_errors_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -141,12 +149,16 @@ func errorsOn(t *testing.T, ts *testServer, tr, o string) float64 {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["function"] == "echo" && labels["transport"] == tr && labels["outcome"] == o {
-				return m.GetCounter().GetValue()
+			match := true
+			for k, v := range want {
+				match = match && labels[k] == v
+			}
+			if match {
+				n += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	return n
 }
 
 // An Apache Go client sees a status error as the application exception

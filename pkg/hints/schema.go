@@ -134,6 +134,16 @@ func sizeAtLeast(raw string, lo int, dst *int) (string, error) {
 	return FormatSize(n), nil
 }
 
+// durationOrNone is positiveDuration for a key whose default is none
+// (0), which a function can set to reset a service-level value.
+func durationOrNone(raw string, dst *time.Duration) (string, error) {
+	if isWord(raw, "none") {
+		*dst = 0
+		return "none", nil
+	}
+	return positiveDuration(raw, dst)
+}
+
 func positiveDuration(raw string, dst *time.Duration) (string, error) {
 	d, err := ParseDuration(raw)
 	if err != nil {
@@ -339,11 +349,7 @@ var schema = []Key{
 	{Name: "timeout", Type: TypeDuration, Default: "none",
 		Doc: "per-call deadline (client) or handler deadline (server), on top of the context's",
 		apply: func(s *Set, raw string) (string, error) {
-			if isWord(raw, "none") {
-				s.Timeout = 0
-				return "none", nil
-			}
-			return positiveDuration(raw, &s.Timeout)
+			return durationOrNone(raw, &s.Timeout)
 		}},
 	{Name: "idempotent", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideClientOnly,
 		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout, and a client.Conn after a connection failure or an Unavailable status, or as a hedge; off: a call that may have reached a server is never sent again",
@@ -358,11 +364,7 @@ var schema = []Key{
 	{Name: "hedge", Type: TypeDuration, Default: "none", Side: SideClientOnly,
 		Doc: "delay after which a client.Conn sends a second copy of a call of an idempotent function that has no answer yet, within its retry budget; the first answer wins and the other copy is cancelled; none: no hedging",
 		apply: func(s *Set, raw string) (string, error) {
-			if isWord(raw, "none") {
-				s.Hedge = 0
-				return "none", nil
-			}
-			return positiveDuration(raw, &s.Hedge)
+			return durationOrNone(raw, &s.Hedge)
 		}},
 	{Name: "retries", Type: TypeInt, Default: strconv.Itoa(DefaultRetries), Side: SideClientOnly,
 		Doc: "attempts after the first for an idempotent function (pkg/cluster, client.Conn), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
