@@ -39,13 +39,13 @@ func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.S
 	// The borrower travels in the request, not in a context value: no
 	// allocation per call for it. Every route's decode runs use once
 	// (session.finish, Conn.decodeFrame).
-	return c.invokeUse(ctx, m, args, result, use)
+	return c.call(ctx, m, args, result, use)
 }
 
 // decodeBorrowed decodes the reply in *rp (from off) into result in place,
 // runs the borrower's use on it and then releases the buffer.
 func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, p proto.Protocol, rp *[]byte, off int, result proto.Struct, use func() error) error {
-	err := decodeReply(codec, p, (*rp)[off:], &s.c.o.limits, result, true)
+	err := s.withStatus(decodeReply(codec, p, (*rp)[off:], &s.c.o.limits, result, true), (*rp)[:off])
 	if err == nil {
 		err = use()
 	} else {

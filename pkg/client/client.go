@@ -68,8 +68,9 @@ type Conn struct {
 	closed  bool
 	dialing chan struct{} // closed when the reconnect in progress ends
 
-	fns        sync.Map // method name -> *hints.Function seen in calls
-	svcMethods sync.Map // *Method -> *Method planned at service level (WithServiceLevelHints)
+	retry      retryState // retry.go
+	fns        sync.Map   // method name -> *hints.Function seen in calls
+	svcMethods sync.Map   // *Method -> *Method planned at service level (WithServiceLevelHints)
 	cores      int
 	lanes      lanes
 	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
@@ -205,7 +206,7 @@ func chain(ctx context.Context, ics []Interceptor, m *Method, args, result proto
 }
 
 func (c *Conn) invoke(ctx context.Context, m *Method, args, result proto.Struct) error {
-	return c.invokeUse(ctx, m, args, result, nil)
+	return c.call(ctx, m, args, result, nil) // retry.go: call options, retries, hedges
 }
 
 // invokeUse is invoke for CallBorrowed's use (nil for a plain call), which
@@ -715,6 +716,7 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq i
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
 	err = decodeReply(codec, p, msg, &s.c.o.limits, result, alias)
+	err = s.withStatus(err, (*rp)[:off]) // status.go
 	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }

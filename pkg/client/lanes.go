@@ -775,7 +775,8 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	return ownDeadline(ctx, decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, alias))
+	err = withLaneStatus(decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, alias), resp, h.Flags)
+	return ownDeadline(ctx, err)
 }
 
 // pickRoute picks the route of m's calls on s, a session with a fast

@@ -32,25 +32,7 @@ func laneServer(t *testing.T, opts ...server.Option) *testServer {
 // callsOn reads the server's call counter for echo on a transport.
 func callsOn(t *testing.T, ts *testServer, transport string) float64 {
 	t.Helper()
-	mfs, err := ts.srv.Registry().Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "hatrpc_server_calls_total" {
-			continue
-		}
-		var n float64
-		for _, m := range mf.GetMetric() {
-			lbl := map[string]string{}
-			for _, l := range m.GetLabel() {
-				lbl[l.GetName()] = l.GetValue()
-			}
-			if lbl["function"] == "echo" && lbl["transport"] == transport {
-				n += m.GetCounter().GetValue()
-			}
-		}
-		return n
-	}
-	return 0
+	return serverCounter(t, ts, "hatrpc_server_calls_total", map[string]string{"function": "echo", "transport": transport})
 }
 
 func methodWith(set hints.Set) *client.Method {

@@ -40,6 +40,7 @@ type options struct {
 	retryMax         time.Duration // and the longest
 	now              func() time.Time
 	logger           *slog.Logger // nil: slog.Default() when logging
+	retry            retryOptions // retry.go
 }
 
 func defaultOptions() options {
@@ -54,6 +55,7 @@ func defaultOptions() options {
 		retryMin:         time.Second,
 		retryMax:         time.Minute,
 		now:              time.Now,
+		retry:            defaultRetryOptions(),
 	}
 }
 

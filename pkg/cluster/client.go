@@ -22,8 +22,11 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/hatrpc/hatrpc/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/status"
+	"github.com/hatrpc/hatrpc/pkg/status/codes"
 )
 
 // Client calls a service on many servers; safe for concurrent use.
@@ -339,18 +342,10 @@ func (c *Client) call(ctx context.Context, m *client.Method, args, result proto.
 		rounds++
 		refused = 0
 		if bo == nil {
-			bo = newBackoff(c.o.retry)
+			bo = c.o.retry.New()
 		}
-		wait := bo.NextBackOff()
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
-			return fail(context.DeadlineExceeded)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fail(ctx.Err())
-		case <-t.C:
+		if err := retrypolicy.Pause(ctx, bo); err != nil {
+			return fail(err)
 		}
 	}
 }
@@ -365,10 +360,13 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, m *client.Method, arg
 }
 
 // retriable reports whether err is the server's or the cluster's failure
-// rather than the function's own answer.
+// rather than the function's own answer: a server that answers
+// codes.Unavailable (pkg/status: "server busy", a draining handler) is
+// one, and another server may take the call.
 func retriable(err error) bool {
 	return serverFault(err) || errors.Is(err, errDown) ||
-		errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+		errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) ||
+		status.Code(err) == codes.Unavailable
 }
 
 func addrOf(e *endpoint) string {

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
@@ -203,7 +202,7 @@ func (e *endpoint) startProbeLocked() {
 // the breaker is open no try is made. The new Conn replaces the broken one,
 // whose pending calls have failed already.
 func (e *endpoint) probe(ctx context.Context) {
-	bo := newBackoff(e.c.o.probe)
+	bo := e.c.o.probe.New()
 	for {
 		t := time.NewTimer(bo.NextBackOff())
 		select {
@@ -280,20 +279,6 @@ func (e *endpoint) close(ctx context.Context) {
 		}
 	}
 	conn.Close()
-}
-
-func newBackoff(b Backoff) *backoff.ExponentialBackOff {
-	bo := &backoff.ExponentialBackOff{
-		InitialInterval:     b.Initial,
-		RandomizationFactor: b.Jitter,
-		Multiplier:          b.Multiplier,
-		MaxInterval:         b.Max,
-	}
-	if bo.Multiplier < 1 {
-		bo.Multiplier = 1
-	}
-	bo.Reset()
-	return bo
 }
 
 // useTrack tells whether an attempt got as far as its use (then an error

@@ -16,6 +16,8 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store/storeserver"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/status"
+	"github.com/hatrpc/hatrpc/pkg/status/codes"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,6 +33,7 @@ type storeHandler struct {
 	entered                   chan struct{} // one send per blocked incr
 	release                   chan struct{} // closing it lets blocked incrs return
 	hang                      chan struct{} // get blocks until closed or ctx ends, when non-nil
+	unavailable               atomic.Bool   // get answers codes.Unavailable
 }
 
 func newStoreHandler() *storeHandler {
@@ -41,6 +44,9 @@ func (h *storeHandler) Get(ctx context.Context, key string) (string, error) {
 	h.gets.Add(1)
 	if key == "missing" {
 		return "", &store.NotFound{Key: key}
+	}
+	if h.unavailable.Load() {
+		return "", status.Error(codes.Unavailable, "draining")
 	}
 	if h.hang != nil {
 		select {

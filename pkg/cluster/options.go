@@ -3,6 +3,7 @@ package cluster
 import (
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
 )
 
@@ -20,15 +21,11 @@ type options struct {
 	onStateChange func(addr string, from, to BreakerState)
 }
 
-// Backoff shapes an exponential backoff: the first pause is Initial, each
-// next one Multiplier times longer up to Max, every pause randomized by
-// ±Jitter of itself (so clients that failed together do not come back in
-// step).
-type Backoff struct {
-	Initial, Max time.Duration
-	Multiplier   float64
-	Jitter       float64 // 0..1
-}
+// Backoff shapes an exponential backoff (the same type as client.Backoff):
+// the first pause is Initial, each next one Multiplier times longer up to
+// Max, every pause randomized by ±Jitter of itself (so clients that
+// failed together do not come back in step).
+type Backoff = retrypolicy.Backoff
 
 // BreakerSettings configures the circuit breaker every server gets.
 type BreakerSettings struct {
@@ -49,7 +46,7 @@ type BreakerSettings struct {
 // under a typical deadline; probes back off to a few seconds so a server
 // that stays down costs its clients little.
 var (
-	DefaultRetryBackoff = Backoff{Initial: 5 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2, Jitter: 0.5}
+	DefaultRetryBackoff = retrypolicy.DefaultBackoff
 	DefaultProbeBackoff = Backoff{Initial: 50 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.2}
 	DefaultBreaker      = BreakerSettings{Failures: 5, OpenFor: 5 * time.Second, HalfOpenCalls: 1}
 )
@@ -59,6 +56,7 @@ const DefaultRefresh = 30 * time.Second
 
 func defaultOptions() options {
 	return options{
+		conn:     []client.Option{client.WithoutRetries()}, // the Client retries, across servers
 		balancer: RoundRobin(),
 		refresh:  DefaultRefresh,
 		retry:    DefaultRetryBackoff,

@@ -217,3 +217,20 @@ func TestZeroBalancerIsRoundRobin(t *testing.T) {
 	assert.Same(t, eps[1], o.balancer.pick(eps))
 	assert.Equal(t, "round_robin", o.balancer.String())
 }
+
+// TestRetryUnavailable: a server answering codes.Unavailable is the
+// server's failure, not the function's answer: an idempotent get goes to
+// the other server and succeeds.
+func TestRetryUnavailable(t *testing.T) {
+	a, b := newStoreHandler(), newStoreHandler()
+	a.unavailable.Store(true)
+	cl := dialCluster(t, []string{startServer(t, a).addr, startServer(t, b).addr}, fastOptions()...)
+	kv := store.NewStoreClient(cl)
+	for i := range 10 {
+		v, err := kv.Get(tctx(t, 10*time.Second), fmt.Sprint("k", i))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprint("v:k", i), v)
+	}
+	assert.Equal(t, int64(10), b.gets.Load(), "every get succeeded on b")
+	assert.Positive(t, a.gets.Load(), "a was tried and answered Unavailable")
+}

@@ -38,8 +38,9 @@ var goldenLiterals = []any{
 	hints.Set{Concurrency: 8, NeverBlocks: true},
 	hints.Set{Idempotent: true, Retries: 3},
 	hints.Set{Idempotent: true, Retries: hints.NoRetries},
+	hints.Set{Idempotent: true, Hedge: 10 * hints.Millisecond},
 	hints.Set{QPSharing: hints.SwitchOff, App: map[string]string{"kv.a": "x \"q\"", "kv.sync": "nosync"}},
-	hints.Set{PerfGoal: hints.Throughput, Concurrency: 64, PayloadSize: 131072, Polling: hints.PollAdaptive, Protocol: hints.ProtoHybrid, Transport: hints.TransportTCP, NUMA: hints.NUMANode(2), RFPRetries: 5, RFPFetchSize: 256, Batch: hints.BatchAuto, BatchBytes: 4096, BatchTimeout: 1 * hints.Millisecond, BatchAlpha: 0.1, LatencyLimit: 2 * hints.Millisecond, InlineThreshold: 92, EagerThreshold: 4096, SignalInterval: 16, QPSharing: hints.SwitchOn, Credits: 8, Timeout: 3 * hints.Second, BorrowArgs: true, NeverBlocks: true, Idempotent: true, Retries: 5, App: map[string]string{"kv.sync": "nosync"}},
+	hints.Set{PerfGoal: hints.Throughput, Concurrency: 64, PayloadSize: 131072, Polling: hints.PollAdaptive, Protocol: hints.ProtoHybrid, Transport: hints.TransportTCP, NUMA: hints.NUMANode(2), RFPRetries: 5, RFPFetchSize: 256, Batch: hints.BatchAuto, BatchBytes: 4096, BatchTimeout: 1 * hints.Millisecond, BatchAlpha: 0.1, LatencyLimit: 2 * hints.Millisecond, InlineThreshold: 92, EagerThreshold: 4096, SignalInterval: 16, QPSharing: hints.SwitchOn, Credits: 8, Timeout: 3 * hints.Second, BorrowArgs: true, NeverBlocks: true, Idempotent: true, Retries: 5, Hedge: 250 * hints.Microsecond, App: map[string]string{"kv.sync": "nosync"}},
 }
 
 func literalSources(t *testing.T) []string {

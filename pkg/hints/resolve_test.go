@@ -197,6 +197,10 @@ func TestResolveRetryHints(t *testing.T) {
 			Set{Idempotent: true, Retries: NoRetries}, 0, map[string]string{"idempotent": "on", "retries": "0"}},
 		{"retries without idempotent never retry", []RawGroup{grp(RawClient, 5, num(5, 11, "retries", "4"))},
 			Set{Retries: 4}, 0, map[string]string{"idempotent": "off", "retries": "4"}},
+		{"hedge", []RawGroup{grp(RawClient, 5, id(5, 11, "idempotent", "on"), ent(5, 30, "hedge", "10ms", ValueSize))},
+			Set{Idempotent: true, Hedge: 10 * time.Millisecond}, DefaultRetries, map[string]string{"idempotent": "on", "hedge": "10ms"}},
+		{"hedge none", []RawGroup{grp(RawClient, 5, id(5, 11, "hedge", "none"))},
+			Set{}, 0, map[string]string{"hedge": "none"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,6 +381,12 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`svc.thrift:1:17: bad value "11" for retries: must be at most 10`}, []error{ErrRange}},
 		{"retries not a number", []RawGroup{grp(RawClient, 1, id(1, 9, "retries", "many"))}, nil,
 			[]string{`svc.thrift:1:17: bad value "many" for retries: want an integer`}, []error{ErrBadValue}},
+		{"hedge in s_hint", []RawGroup{grp(RawServer, 1, ent(1, 9, "hedge", "10ms", ValueSize))}, nil,
+			[]string{`svc.thrift:1:9: hint "hedge" is not allowed in s_hint: it is client-side only`}, []error{ErrSide}},
+		{"hedge not a duration", []RawGroup{grp(RawClient, 1, id(1, 9, "hedge", "soon"))}, nil,
+			[]string{`svc.thrift:1:15: bad value "soon" for hedge: want a duration like 50us, 2ms, 1s`}, []error{ErrBadValue}},
+		{"zero hedge", []RawGroup{grp(RawClient, 1, ent(1, 9, "hedge", "0ms", ValueSize))}, nil,
+			[]string{`svc.thrift:1:15: bad value "0ms" for hedge: must be positive`}, []error{ErrRange}},
 		{"client-only key in s_hint", []RawGroup{grp(RawServer, 1, num(1, 9, "rfp_retries", "3"))}, nil,
 			[]string{`svc.thrift:1:9: hint "rfp_retries" is not allowed in s_hint: it is client-side only`}, []error{ErrSide}},
 		{"duplicate key", []RawGroup{grp(RawShared, 1, id(1, 9, "proto", "eager"), id(1, 25, "proto", "eager"))}, nil,

@@ -134,6 +134,16 @@ func sizeAtLeast(raw string, lo int, dst *int) (string, error) {
 	return FormatSize(n), nil
 }
 
+// durationOrNone is positiveDuration for a key whose default is none
+// (0), which a function can set to reset a service-level value.
+func durationOrNone(raw string, dst *time.Duration) (string, error) {
+	if isWord(raw, "none") {
+		*dst = 0
+		return "none", nil
+	}
+	return positiveDuration(raw, dst)
+}
+
 func positiveDuration(raw string, dst *time.Duration) (string, error) {
 	d, err := ParseDuration(raw)
 	if err != nil {
@@ -180,8 +190,8 @@ const (
 	// selective signalling CommonRDMA and HERD use); the runtime caps it at
 	// half the send queue depth.
 	DefaultSignalInterval = 64
-	// DefaultRetries is how often pkg/cluster sends an idempotent call
-	// again: with three servers, two more attempts reach every one.
+	// DefaultRetries is how often pkg/cluster and a client.Conn send an
+	// idempotent call again: with three servers, two more attempts reach every one.
 	DefaultRetries = 2
 )
 
@@ -339,14 +349,10 @@ var schema = []Key{
 	{Name: "timeout", Type: TypeDuration, Default: "none",
 		Doc: "per-call deadline (client) or handler deadline (server), on top of the context's",
 		apply: func(s *Set, raw string) (string, error) {
-			if isWord(raw, "none") {
-				s.Timeout = 0
-				return "none", nil
-			}
-			return positiveDuration(raw, &s.Timeout)
+			return durationOrNone(raw, &s.Timeout)
 		}},
 	{Name: "idempotent", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideClientOnly,
-		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout; off: a call that may have reached a server is never sent again",
+		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout, and a client.Conn after a connection failure or an Unavailable status, or as a hedge; off: a call that may have reached a server is never sent again",
 		apply: func(s *Set, raw string) (string, error) {
 			v, ok := enumParse(onOffNames, switchAliases, raw)
 			if !ok {
@@ -355,8 +361,13 @@ var schema = []Key{
 			s.Idempotent = v == 1
 			return onOffNames[v], nil
 		}},
+	{Name: "hedge", Type: TypeDuration, Default: "none", Side: SideClientOnly,
+		Doc: "delay after which a client.Conn sends a second copy of a call of an idempotent function that has no answer yet, within its retry budget; the first answer wins and the other copy is cancelled; none: no hedging",
+		apply: func(s *Set, raw string) (string, error) {
+			return durationOrNone(raw, &s.Hedge)
+		}},
 	{Name: "retries", Type: TypeInt, Default: strconv.Itoa(DefaultRetries), Side: SideClientOnly,
-		Doc: "attempts after the first for an idempotent function (pkg/cluster), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
+		Doc: "attempts after the first for an idempotent function (pkg/cluster, client.Conn), with exponential backoff and jitter, within the caller's deadline; 0 disables them",
 		apply: func(s *Set, raw string) (string, error) {
 			str, err := intIn(raw, 0, maxRetries, &s.Retries)
 			if err == nil && s.Retries == 0 {

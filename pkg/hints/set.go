@@ -36,8 +36,9 @@ type Set struct {
 	Timeout         time.Duration // per-call deadline; 0 = none (the context decides)
 	BorrowArgs      bool          // server: the handler keeps no argument past its return
 	NeverBlocks     bool          // server: the handler is short and never blocks (FLOCK may run it on its dispatcher)
-	Idempotent      bool          // client: the function may be sent again (pkg/cluster retries)
+	Idempotent      bool          // client: the function may be sent again (pkg/cluster and client.Conn retries, hedges)
 	Retries         int           // client: attempts after the first when Idempotent; 0 = DefaultRetries, NoRetries = none
+	Hedge           time.Duration // client: a Conn's hedge delay when Idempotent; 0 = none
 	App             map[string]string
 }
 
@@ -199,6 +200,7 @@ func GoLiteral(s Set) string {
 	} else {
 		num("Retries", s.Retries)
 	}
+	dur("Hedge", s.Hedge)
 	if len(s.App) > 0 {
 		keys := make([]string, 0, len(s.App))
 		for k := range s.App {

@@ -37,8 +37,15 @@ var excKinds = [...]string{
 	"invalid_transform", "invalid_protocol", "unsupported_client_type", "validation_failed",
 }
 
+// Outcomer is implemented by errors that name their own outcome label
+// (pkg/status: the status code's label, a bounded set).
+type Outcomer interface {
+	Outcome() string
+}
+
 // Outcome names how a call ended: OutcomeOK, the declared exception's type
-// name (res is a Thrower carrying one), OutcomeOverload, OutcomeDeadline,
+// name (res is a Thrower carrying one), the label of an error that is or
+// wraps an Outcomer (a status error's code), OutcomeOverload, OutcomeDeadline,
 // OutcomeCanceled, or the kind of a Thrift application exception in snake
 // case ("internal_error", "unknown_method", ...). It returns "" for any
 // other error, which the caller classifies (a transport error on the
@@ -53,7 +60,10 @@ func Outcome(res Struct, err error) string {
 		return OutcomeOK
 	}
 	var ae *ApplicationException
+	var oc Outcomer
 	switch {
+	case errors.As(err, &oc):
+		return oc.Outcome()
 	case errors.Is(err, ErrOverloaded):
 		return OutcomeOverload
 	case errors.Is(err, context.DeadlineExceeded):

@@ -14,6 +14,8 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/status"
+	"github.com/hatrpc/hatrpc/pkg/status/codes"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -264,6 +266,7 @@ func TestBackpressure(t *testing.T) {
 		waitInFlight(t, s, 1)
 		_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "rejected"})
 		require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcInternalError, Message: "server busy"})
+		require.Equal(t, codes.Unavailable, status.Code(err), "the call did not run: an idempotent one may be sent again")
 		require.NoError(t, <-slow)
 	})
 	t.Run("max-conns", func(t *testing.T) {

@@ -35,6 +35,7 @@ type conn struct {
 	started bool
 	format  wire.Format
 	hat     bool
+	headers bool // the HatRPC client was granted CapHeaders: it reads reply header blocks
 	nextIn  uint64
 	thCur   *thCall // THeader: the message just read (see theader.go)
 
@@ -483,8 +484,8 @@ func (c *conn) acquire(r *request) bool {
 		return true
 	}
 	if c.ctx.Err() == nil && !r.oneway {
-		c.reply(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
-			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil)
+		c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
+			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, nil, c.busyMD(r))
 	}
 	c.freeRequest(r)
 	return false
@@ -624,10 +625,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		st.outcome(outcome)
 	}
 	if err != nil || res == nil {
-		if err != nil && !errors.As(err, new(*proto.ApplicationException)) {
-			c.s.log.Debug("hatrpc: handler error", "method", r.m.m.Name, "remote", c.remote, "request_id", requestID(r), "err", err)
-		}
-		return st, proto.Exception, toAppException(err)
+		return st, proto.Exception, c.failReply(r, err) // errstatus.go
 	}
 	return st, proto.Reply, res
 }

@@ -48,7 +48,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	}
 	c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
 	if upgrade {
-		c.hat = true
+		c.hat, c.headers = true, rep.Caps&wire.CapHeaders != 0
 		c.upgraded.Store(true)
 	}
 	return false

@@ -204,6 +204,10 @@ func TestLaneCallBusy(t *testing.T) {
 	require.Equal(t, wire.KindException, h.Kind)
 	require.Equal(t, int32(2), h.Seqid)
 	require.Contains(t, string(out), "server busy")
+	require.NotZero(t, h.Flags&wire.FlagHeaders, "the busy reply says Unavailable in its headers")
+	md, _, err := wire.ParseHeaderBlock(out[wire.HeaderSize:])
+	require.NoError(t, err)
+	require.Equal(t, "14", md["hatrpc-status"])
 	require.Nil(t, other(laneRequest(t, "fire", "x", 3, 0)), "a oneway call gets no reply")
 
 	close(g.release)

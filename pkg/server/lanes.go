@@ -595,7 +595,7 @@ func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
 		return nil, ls.l.side.Tiny
 	}
 	return ls.reply(r.dst, r.proto, r.m.m.Name, r.seqid, proto.Exception,
-		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, nil)
+		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, ls.c.busyMD(r))
 }
 
 // callPooled runs a call whose request must live on the heap: a oneway

@@ -13,9 +13,16 @@
 //	hatrpc_client_errors_total{service,function,outcome}  the same without ok
 //	hatrpc_client_in_flight{service,function}             calls waiting now
 //	hatrpc_client_call_duration_seconds{service,function} call latency
+//	hatrpc_client_retries_total{service,function,kind}    retries (retry), hedges (hedge) and
+//	                                                       retries the budget refused (throttled)
 //
-// An outcome is ok, the declared exception's type name, overload (the
-// server's rate limit, proto.ErrOverloaded), deadline, canceled,
+// The retries series counts what a Conn built with
+// client.WithRetryObserver(m.ObserveRetry) reports: retries run under the
+// interceptors, which see one call however many attempts it took.
+//
+// An outcome is ok, the declared exception's type name, a status
+// error's code (pkg/status: not_found, unavailable, user_code, ...),
+// overload (the server's rate limit, proto.ErrOverloaded), deadline, canceled,
 // transport_error (the connection failed or closed: client.ErrConnClosed),
 // the Thrift application exception's kind (internal_error, unknown_method,
 // ...), or client_error for anything else the client refused.
@@ -45,6 +52,7 @@ type Metrics struct {
 	calls, handled, errors *prometheus.CounterVec
 	inflight               *prometheus.GaugeVec
 	latency                *prometheus.HistogramVec
+	retries                *prometheus.CounterVec
 }
 
 // New creates the series and registers them with reg (nil: not registered;
@@ -71,6 +79,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: "hatrpc", Subsystem: "client", Name: "call_duration_seconds", Help: "Call latency, from the interceptor to the reply.",
 			Buckets: DurationBuckets,
 		}, lbl),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "client", Name: "retries_total",
+			Help: "Attempts after a call's first, by kind: retry (after a failure), hedge (a second copy of a slow call), throttled (refused by the retry budget).",
+		}, []string{"service", "function", "kind"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m)
@@ -85,6 +97,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.errors.Describe(ch)
 	m.inflight.Describe(ch)
 	m.latency.Describe(ch)
+	m.retries.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -94,6 +107,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.errors.Collect(ch)
 	m.inflight.Collect(ch)
 	m.latency.Collect(ch)
+	m.retries.Collect(ch)
+}
+
+// ObserveRetry counts a Conn's retry, hedge or throttled retry: give it
+// to client.WithRetryObserver.
+func (m *Metrics) ObserveRetry(ev client.RetryEvent) {
+	m.retries.WithLabelValues(ev.Method.Service, ev.Method.Name, ev.Kind.String()).Inc()
 }
 
 // Interceptor returns the client interceptor that counts every call. Give
