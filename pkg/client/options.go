@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -38,6 +39,7 @@ type options struct {
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest
 	now              func() time.Time
+	httpHeader       http.Header // sent with every call over HTTP (http.go)
 }
 
 func defaultOptions() options {
@@ -170,3 +172,16 @@ func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = tru
 // calls stay on the first connection, whose writes coalesce. A plain
 // Thrift server always gets exactly one connection.
 func WithConns(n int) Option { return func(o *options) { o.conns = max(n, 1) } }
+
+// WithHTTPHeader adds a header that every call of a Conn dialled with an
+// http:// or https:// address sends (e.g. Authorization for a gateway);
+// per-call headers come from pkg/metadata's outgoing context. It has no
+// effect on other addresses.
+func WithHTTPHeader(key, value string) Option {
+	return func(o *options) {
+		if o.httpHeader == nil {
+			o.httpHeader = http.Header{}
+		}
+		o.httpHeader.Add(key, value)
+	}
+}
