@@ -73,10 +73,10 @@ func newHTTPTransport(addr string, o *options) (*httpTransport, error) {
 	switch {
 	case u.Host == "":
 		return nil, fmt.Errorf("client: address %q has no host", addr)
-	case o.framed:
-		return nil, fmt.Errorf("client: WithFramed does not apply to %s: an HTTP body carries one unframed message", addr)
 	case o.theader:
 		return nil, fmt.Errorf("client: WithTHeader does not apply to %s: HTTP headers carry the call's headers", addr)
+	case o.framed:
+		return nil, fmt.Errorf("client: WithFramed does not apply to %s: an HTTP body carries one unframed message", addr)
 	case o.tls != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("client: WithTLS needs an https:// address, not %s", addr)
 	}

@@ -61,9 +61,16 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := newConn(s, st)
 	c.cancel() // the request's context replaces the one newConn made
 	sc := metadata.NewServerCall(incomingHTTP(r.Header))
-	c.ctx, c.cancel = context.WithCancel(metadata.NewServerContext(r.Context(), sc))
+	ctx, cancel := context.WithCancel(metadata.NewServerContext(r.Context(), sc))
+	defer cancel()
+	c.ctx, c.cancel = ctx, func() {
+		// The end of the body is the end of the request, not a client
+		// gone (which ends r.Context()): its calls run on.
+		if !st.endedCleanly() {
+			cancel()
+		}
+	}
 	if !s.addConn(c) {
-		c.cancel()
 		http.Error(w, "hatrpc: server shutting down", http.StatusServiceUnavailable)
 		return
 	}
@@ -267,6 +274,19 @@ func (st *httpStream) result() (int64, error) {
 		return st.n, st.outErr
 	}
 	return st.n, st.err
+}
+
+// endedCleanly tells a body read to its end while the conn is open:
+// Close (the server's Close) has not been called.
+func (st *httpStream) endedCleanly() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	select {
+	case <-st.closed:
+		return false
+	default:
+	}
+	return st.err == io.EOF
 }
 
 // overHTTP tells a conn serving an HTTP request body: no HatRPC upgrade,
