@@ -56,6 +56,9 @@ func FuzzServe(f *testing.F) {
 	}
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	headerSeeds(f)
+	for _, b := range httpRequestSeeds() {
+		f.Add(b)
+	}
 
 	var (
 		once sync.Once

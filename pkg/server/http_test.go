@@ -277,3 +277,21 @@ func TestHTTPPortStillThrift(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "tcp", got)
 }
+
+// Calls of a body still run after the body ended (the end of a body is
+// not a client gone), and a Shutdown waits for them and closes idle
+// keep-alive connections on the port.
+func TestHTTPBodyEndKeepsCalls(t *testing.T) {
+	s, _, addr := start(t)
+	slow := message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(200 * time.Millisecond)})
+	for _, url := range []string{mountHTTP(t, s), "http://" + addr + "/"} {
+		resp, out := post(t, url, bytes.NewReader(slow))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		mh, err := wire.ParseMsgHeader(proto.Binary, out)
+		require.NoError(t, err)
+		require.Equal(t, proto.Reply, mh.Type)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Shutdown(ctx)) // the port's keep-alive connection is closed
+}
