@@ -112,7 +112,7 @@ func TestHTTPClientToHatRPC(t *testing.T) {
 func TestHTTPClientTLS(t *testing.T) {
 	hs := httptest.NewUnstartedServer(http.NotFoundHandler())
 	hs.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes below
-	hs.StartTLS() // its certificate, for both servers
+	hs.StartTLS()                                   // its certificate, for both servers
 	defer hs.Close()
 	cert := hs.TLS.Certificates[0]
 	ts := serve(t, "", server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
