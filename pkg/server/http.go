@@ -59,6 +59,7 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := newHTTPStream(r, w, limit)
 	c := newConn(s, st)
+	st.c = c
 	c.cancel() // the request's context replaces the one newConn made
 	sc := metadata.NewServerCall(incomingHTTP(r.Header))
 	ctx, cancel := context.WithCancel(metadata.NewServerContext(r.Context(), sc))
@@ -76,7 +77,11 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.startSweeper()
 	s.pool.run(c)
-	<-st.closed // the conn finished: every reply is in st.out
+	<-st.done // reading ended and no call runs
+	c.w.Wait() // every reply is in st.out
+	st.mu.Lock()
+	st.over = true // the ResponseController is not to be used after this handler
+	st.mu.Unlock()
 
 	n, err := st.result()
 	why := c.why.Load()
@@ -181,20 +186,23 @@ var errHTTPReplyLimit = errors.New("replies larger than the message size limit")
 // come from the request body (at most limit bytes), writes go to the
 // response, which is sent once the conn finished.
 type httpStream struct {
+	c      *conn
 	body   io.Reader
 	rc     *http.ResponseController
 	local  net.Addr
 	remote net.Addr
 	limit  int64
 
-	closed chan struct{}
-	once   sync.Once
+	done chan struct{} // closed once the conn finished
+	once sync.Once
 
 	mu     sync.Mutex
 	n      int64 // body bytes read
 	out    bytes.Buffer
 	err    error // why reading ended
 	outErr error
+	shut   bool // Close was called: no more writes
+	over   bool // the handler is returning
 }
 
 func newHTTPStream(r *http.Request, w http.ResponseWriter, limit int64) *httpStream {
@@ -204,7 +212,7 @@ func newHTTPStream(r *http.Request, w http.ResponseWriter, limit int64) *httpStr
 		remote: httpAddr(r.RemoteAddr),
 		local:  httpAddr(""),
 		limit:  limit,
-		closed: make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
 		st.local = a
@@ -242,10 +250,8 @@ func (st *httpStream) Read(p []byte) (int, error) {
 func (st *httpStream) Write(p []byte) (int, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	select {
-	case <-st.closed:
+	if st.shut {
 		return 0, net.ErrClosed
-	default:
 	}
 	if int64(st.out.Len()+len(p)) > st.limit {
 		st.outErr = errHTTPReplyLimit
@@ -254,14 +260,34 @@ func (st *httpStream) Write(p []byte) (int, error) {
 	return st.out.Write(p)
 }
 
+// Close is the conn's last act once reading ended and no call runs
+// (maybeFinish), or the first of an abort (the server's Close, a failed
+// write: c.mu may be held), which must also end a body read that waits
+// for the client.
 func (st *httpStream) Close() error {
-	st.once.Do(func() { close(st.closed) })
+	st.mu.Lock()
+	st.shut = true
+	st.mu.Unlock()
+	if !st.c.readEnded.Load() || st.c.inflight.Load() > 0 {
+		return st.SetReadDeadline(time.Unix(1, 0))
+	}
+	st.once.Do(func() { close(st.done) })
 	return nil
 }
 
 // SetReadDeadline is how the time limits end a body read (expire, drain).
-func (st *httpStream) SetReadDeadline(t time.Time) error { return st.rc.SetReadDeadline(t) }
-func (st *httpStream) SetDeadline(t time.Time) error     { return st.rc.SetReadDeadline(t) }
+// Once the handler returns it does nothing: the connection under the
+// ResponseController may be serving the next request by then.
+func (st *httpStream) SetReadDeadline(t time.Time) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.over {
+		return nil
+	}
+	return st.rc.SetReadDeadline(t)
+}
+
+func (st *httpStream) SetDeadline(t time.Time) error { return st.SetReadDeadline(t) }
 func (st *httpStream) SetWriteDeadline(time.Time) error  { return nil }
 func (st *httpStream) LocalAddr() net.Addr               { return st.local }
 func (st *httpStream) RemoteAddr() net.Addr              { return st.remote }
@@ -276,17 +302,11 @@ func (st *httpStream) result() (int64, error) {
 	return st.n, st.err
 }
 
-// endedCleanly tells a body read to its end while the conn is open:
-// Close (the server's Close) has not been called.
+// endedCleanly tells a body read to its end by a conn not aborted.
 func (st *httpStream) endedCleanly() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	select {
-	case <-st.closed:
-		return false
-	default:
-	}
-	return st.err == io.EOF
+	return !st.shut && st.err == io.EOF
 }
 
 // overHTTP tells a conn serving an HTTP request body: no HatRPC upgrade,
@@ -341,7 +361,7 @@ func (c *conn) startsHTTP() bool {
 // limits and the memory budget.
 func (c *conn) serveHTTP() error {
 	c.busy() // the sweeper leaves this connection to the HTTP server
-	hc := &httpNetConn{Conn: c.nc, r: c.br, closed: make(chan struct{})}
+	hc := &httpNetConn{Conn: c.nc, c: c, r: c.br, closed: make(chan struct{})}
 	srv := &http.Server{
 		Handler:           c.s.HTTPHandler(),
 		ReadHeaderTimeout: c.s.opts.handshakeTimeout,
@@ -356,12 +376,33 @@ func (c *conn) serveHTTP() error {
 // detection peeked at first.
 type httpNetConn struct {
 	net.Conn
+	c      *conn
 	r      io.Reader
 	closed chan struct{}
 	once   sync.Once
 }
 
 func (h *httpNetConn) Read(p []byte) (int, error) { return h.r.Read(p) }
+
+// SetReadDeadline keeps a draining connection's deadline in the past:
+// the HTTP server sets its own before every request, which would undo
+// the one drain set. Under c.mu, so that it comes before drain's or sees
+// draining.
+func (h *httpNetConn) SetReadDeadline(t time.Time) error {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	if h.c.draining {
+		t = time.Unix(1, 0)
+	}
+	return h.Conn.SetReadDeadline(t)
+}
+
+func (h *httpNetConn) SetDeadline(t time.Time) error {
+	if err := h.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return h.Conn.SetWriteDeadline(t)
+}
 
 func (h *httpNetConn) Close() error {
 	h.once.Do(func() { close(h.closed) })

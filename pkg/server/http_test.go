@@ -295,3 +295,38 @@ func TestHTTPBodyEndKeepsCalls(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx)) // the port's keep-alive connection is closed
 }
+
+// A message the memory budget can never hold gets 413; one whose start
+// names a call but whose body does not decode is answered with the
+// call's PROTOCOL_ERROR exception, after the replies before it.
+func TestHTTPBadMessages(t *testing.T) {
+	s, _, _ := start(t, server.WithMemoryBudget(1<<20, 256<<10))
+	url := mountHTTP(t, s)
+	big := message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "x", Blob: make([]byte, 300<<10)})
+	framed := append([]byte{0, 0, 0, 0}, big...)
+	n := len(big)
+	framed[0], framed[1], framed[2], framed[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	resp, body := post(t, url, bytes.NewReader(framed))
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, string(body))
+
+	good := message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "ok"})
+	bad := message(t, proto.Binary, "echo", proto.Call, 2, &wiretest.EchoArgs{Msg: "x"})
+	bad = append(bad[:len(bad)-1], 0x77, 0, 1, 0) // a field type that does not exist instead of STOP
+	resp, out := post(t, url, bytes.NewReader(append(good, bad...)))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+	br := bufio.NewReader(bytes.NewReader(out))
+	c := wire.GetCodec()
+	defer wire.PutCodec(c)
+	for _, want := range []proto.MessageType{proto.Reply, proto.Exception} {
+		m, err := wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
+		require.NoError(t, err)
+		mh, err := wire.ParseMsgHeader(proto.Binary, m)
+		require.NoError(t, err)
+		require.Equal(t, want, mh.Type)
+		if want == proto.Exception {
+			var ae proto.ApplicationException
+			require.NoError(t, c.Decode(proto.Binary, m[mh.Body:], &proto.DefaultLimits, &ae))
+			require.Equal(t, proto.ExcProtocolError, ae.Type)
+		}
+	}
+}
