@@ -77,7 +77,7 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.startSweeper()
 	s.pool.run(c)
-	<-st.done // reading ended and no call runs
+	<-st.done  // reading ended and no call runs
 	c.w.Wait() // every reply is in st.out
 	st.mu.Lock()
 	st.over = true // the ResponseController is not to be used after this handler
@@ -287,10 +287,10 @@ func (st *httpStream) SetReadDeadline(t time.Time) error {
 	return st.rc.SetReadDeadline(t)
 }
 
-func (st *httpStream) SetDeadline(t time.Time) error { return st.SetReadDeadline(t) }
-func (st *httpStream) SetWriteDeadline(time.Time) error  { return nil }
-func (st *httpStream) LocalAddr() net.Addr               { return st.local }
-func (st *httpStream) RemoteAddr() net.Addr              { return st.remote }
+func (st *httpStream) SetDeadline(t time.Time) error    { return st.SetReadDeadline(t) }
+func (st *httpStream) SetWriteDeadline(time.Time) error { return nil }
+func (st *httpStream) LocalAddr() net.Addr              { return st.local }
+func (st *httpStream) RemoteAddr() net.Addr             { return st.remote }
 
 // result returns why reading ended and how many body bytes were read.
 func (st *httpStream) result() (int64, error) {
