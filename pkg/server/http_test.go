@@ -330,3 +330,31 @@ func TestHTTPBadMessages(t *testing.T) {
 		}
 	}
 }
+
+// Apache's THeader protocol over its THttpClient: the body is a THeader
+// frame, answered in kind with the handler's reply headers inside it.
+func TestHTTPApacheTHeader(t *testing.T) {
+	seen := make(chan metadata.MD, 4)
+	s, _, addr := start(t, server.WithInterceptors(func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		metadata.SetReply(ctx, "echo-tenant", md["tenant"])
+		seen <- md
+		return next(ctx, args)
+	}))
+	for _, url := range []string{mountHTTP(t, s), "http://" + addr + "/"} {
+		for _, pid := range []thrift.THeaderProtocolID{thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
+			tr, err := thrift.NewTHttpClientWithOptions(url, thrift.THttpClientOptions{Client: &http.Client{Timeout: time.Minute}})
+			require.NoError(t, err)
+			p := thrift.NewTHeaderProtocolConf(tr, &thrift.TConfiguration{THeaderProtocolID: &pid})
+			cl := thrift.NewTStandardClient(p, p)
+			ctx := thrift.SetWriteHeaderList(thrift.SetHeader(tctx(t), "tenant", "t1"), []string{"tenant"})
+			var res wiretest.ApacheEchoResult
+			meta, err := cl.Call(ctx, "echo", &wiretest.ApacheEchoArgs{Msg: "th"}, &res)
+			require.NoError(t, err)
+			require.Equal(t, "th", *res.Success)
+			require.Equal(t, "t1", recvT(t, seen)["tenant"])
+			require.Equal(t, "t1", meta.Headers["echo-tenant"])
+			require.NoError(t, tr.Close())
+		}
+	}
+}
