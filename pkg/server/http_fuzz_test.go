@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -51,32 +50,10 @@ func FuzzHTTPBody(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("hello"))
-	var (
-		once sync.Once
-		h    http.Handler
-		srv  *server.Server
-		echo *wiretest.Echo
-	)
-	f.Cleanup(func() {
-		if srv != nil {
-			srv.Close()
-			close(echo.Fired)
-		}
-	})
+	srv := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		once.Do(func() {
-			echo = wiretest.NewEcho()
-			go func() {
-				for range echo.Fired {
-				}
-			}()
-			srv = server.New(server.WithLogger(quiet), server.WithLimits(proto.Limits{
-				MaxMessageSize: 1 << 16, MaxDepth: 16, MaxStringLength: 1 << 12, MaxContainerSize: 1 << 12}))
-			srv.Register(echo.Service())
-			h = srv.HTTPHandler()
-		})
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
+		srv().HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
 		switch rec.Code {
 		case http.StatusOK:
 			if ct := rec.Header().Get("Content-Type"); ct != server.ContentTypeThrift {
