@@ -188,3 +188,16 @@ func TestHTTPDialOptions(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrHTTPServer)
 	require.Contains(t, err.Error(), "Thrift over HTTP: dial "+hs.URL)
 }
+
+// A Conn over HTTP: each call is one POST to the URL.
+func ExampleDial_http() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, "https://api.example.com/thrift",
+		client.WithHTTPHeader("Authorization", "Bearer t0k"), client.WithCompact())
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	var res wiretest.EchoResult
+	_ = c.Call(metadata.AppendToOutgoingContext(ctx, "tenant", "t1"), wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "hi"}, &res)
+}

@@ -358,3 +358,13 @@ func TestHTTPApacheTHeader(t *testing.T) {
 		}
 	}
 }
+
+// A team mounts the server's services in its own mux; Apache's
+// THttpClient (or an http:// HatRPC Conn) posts to /thrift.
+func ExampleServer_HTTPHandler() {
+	srv := server.New()
+	srv.Register(wiretest.NewEcho().Service()) // the generated RegisterX(srv, handler)
+	mux := http.NewServeMux()
+	mux.Handle("/thrift", srv.HTTPHandler())
+	_ = http.ListenAndServe("127.0.0.1:8080", mux)
+}
