@@ -80,6 +80,13 @@ func newHTTPTransport(addr string, o *options) (*httpTransport, error) {
 	case o.tls != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("client: WithTLS needs an https:// address, not %s", addr)
 	}
+	for k, vs := range o.httpHeader {
+		for _, v := range vs {
+			if !metadata.ValidHTTPHeader(k, v) {
+				return nil, fmt.Errorf("client: WithHTTPHeader(%q, %q): not a valid HTTP header", k, v)
+			}
+		}
+	}
 	d := &net.Dialer{Timeout: o.dialTimeout}
 	dial := d.DialContext
 	if o.dial != nil {
@@ -151,6 +158,9 @@ func (h *httpTransport) call(ctx context.Context, c *Conn, m *Method, args, resu
 	maps.Copy(req.Header, h.header)
 	md, rid := c.outgoing(ctx)
 	for k, v := range md {
+		if !metadata.ValidHTTPHeader(k, v) {
+			return fmt.Errorf("client: header %q: %q cannot travel as an HTTP header", k, v)
+		}
 		req.Header.Set(k, v)
 	}
 	if rid {

@@ -176,15 +176,21 @@ func TestHTTPDialOptions(t *testing.T) {
 		{"http://h/", []client.Option{client.WithTHeader()}, "client: WithTHeader does not apply to http://h/: HTTP headers carry the call's headers"},
 		{"http://h/", []client.Option{client.WithTLS(&tls.Config{})}, "client: WithTLS needs an https:// address, not http://h/"},
 		{"http:///x", nil, `client: address "http:///x" has no host`},
+		{"http://h/", []client.Option{client.WithHTTPHeader("a b", "v")}, `client: WithHTTPHeader("a b", "v"): not a valid HTTP header`},
 	}
 	for _, tc := range cases {
 		_, err := client.Dial(context.Background(), tc.addr, tc.opts...)
 		require.EqualError(t, err, tc.want)
 	}
+	// A header HTTP cannot carry fails the call before anything is sent.
+	c := dial(t, "http://127.0.0.1:1/")
+	err := c.Call(metadata.AppendToOutgoingContext(tctx(t), "k", "a\nb"), wiretest.EchoMethod, &wiretest.EchoArgs{}, &wiretest.EchoResult{})
+	require.EqualError(t, err, `client: header "k": "a\nb" cannot travel as an HTTP header`)
+
 	// A TCP client dialling an HTTP-only server is told so.
 	hs := httptest.NewServer(http.NotFoundHandler())
 	defer hs.Close()
-	_, err := client.Dial(tctx(t), strings.TrimPrefix(hs.URL, "http://"))
+	_, err = client.Dial(tctx(t), strings.TrimPrefix(hs.URL, "http://"))
 	require.ErrorIs(t, err, client.ErrHTTPServer)
 	require.Contains(t, err.Error(), "Thrift over HTTP: dial "+hs.URL)
 }

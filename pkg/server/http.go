@@ -158,24 +158,11 @@ func incomingHTTP(h http.Header) metadata.MD {
 }
 
 // replyHeaderOK tells whether a handler's reply header can go out as an
-// HTTP response header: a token name, not one that frames the response,
-// and a value without control characters.
+// HTTP response header: not one that frames the response, and one HTTP
+// can carry.
 func replyHeaderOK(k, v string) bool {
 	lk := strings.ToLower(k)
-	if k == "" || hopHeaders[lk] || lk == "content-type" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
+	return !hopHeaders[lk] && lk != "content-type" && metadata.ValidHTTPHeader(k, v)
 }
 
 // errHTTPReplyLimit: the replies to one request outgrew what a response
