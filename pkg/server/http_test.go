@@ -368,3 +368,21 @@ func ExampleServer_HTTPHandler() {
 	mux.Handle("/thrift", srv.HTTPHandler())
 	_ = http.ListenAndServe("127.0.0.1:8080", mux)
 }
+
+// Replies that outgrow a response (the message size limit) get 500, not
+// unbounded memory.
+func TestHTTPReplyLimit(t *testing.T) {
+	lim := proto.DefaultLimits
+	lim.MaxMessageSize = 1 << 10
+	s := server.New(server.WithLogger(quiet), server.WithLimits(lim))
+	big := strings.Repeat("r", 2<<10)
+	s.Register(&server.Service{Name: "Big", Methods: []server.Method{{Name: "big",
+		NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+		Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
+			return &wiretest.EchoResult{Success: &big}, nil
+		}}}})
+	serveOn(t, s)
+	resp, body := post(t, mountHTTP(t, s), bytes.NewReader(message(t, proto.Binary, "big", proto.Call, 1, &wiretest.EchoArgs{})))
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Equal(t, "hatrpc: replies larger than the message size limit", strings.TrimSpace(string(body)))
+}
