@@ -1,7 +1,8 @@
 // Package client is the HatRPC runtime's client side. A Conn speaks plain
 // Thrift to any Thrift server, finding its framing and protocol by itself,
 // and upgrades itself to the multiplexed HatRPC framing when the peer is a
-// HatRPC server (see docs/design/wire.md).
+// HatRPC server (see docs/design/wire.md). Dialled with an http:// or
+// https:// URL, it speaks Thrift over HTTP instead: one POST per call.
 package client
 
 import (

@@ -79,9 +79,13 @@ type Conn struct {
 	routes     routes                      // each method's route (route.go)
 	methods    methodCache                 // per *Method called with (route.go)
 	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
+	http       *httpTransport              // set for http:// and https:// addresses (http.go)
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.
+// An http:// or https:// URL instead makes a Conn that sends each call as
+// an HTTP POST to it (Thrift over HTTP, as Apache's THttpClient), which
+// connects on its first call and never upgrades to HatRPC framing.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	o := defaultOptions()
 	for _, f := range opts {
@@ -104,6 +108,14 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 			c.fns.Store(fn.Name, fn)
 			c.fns.Store(svc.Name+":"+fn.Name, fn)
 		}
+	}
+	if isHTTPAddr(addr) {
+		h, err := newHTTPTransport(addr, &c.o)
+		if err != nil {
+			return nil, err
+		}
+		c.http = h
+		return c, nil
 	}
 	s, err := c.connect(ctx, !o.noUpgrade)
 	if err != nil {
@@ -131,6 +143,10 @@ func (c *Conn) Upgraded() bool {
 
 // Close closes the connection; pending calls fail with ErrConnClosed.
 func (c *Conn) Close() error {
+	if c.http != nil {
+		c.http.shutdown()
+		return nil
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -238,6 +254,9 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if c.http != nil {
+		return c.http.call(ctx, c, m, args, result, use)
 	}
 	s, err := c.session(ctx)
 	if err != nil {

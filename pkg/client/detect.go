@@ -39,7 +39,7 @@ type NotThriftError struct {
 func (e *NotThriftError) Error() string {
 	if e.HTTP {
 		line, _, _ := bytes.Cut(e.Head, []byte("\r\n"))
-		return fmt.Sprintf("client: HTTP server on the port %s, not Thrift (it answered %q)", e.Addr, line)
+		return fmt.Sprintf("client: HTTP server on the port %s, not Thrift (it answered %q); for Thrift over HTTP: dial http://%s/<path>", e.Addr, line, e.Addr)
 	}
 	if e.TLS {
 		return fmt.Sprintf("client: %s answered with TLS: the server expects a TLS client (client.WithTLS)", e.Addr)

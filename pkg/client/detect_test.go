@@ -114,7 +114,7 @@ func TestDialErrorsSayWhatHappened(t *testing.T) {
 		addr := hs.Listener.Addr().String()
 		_, err := client.Dial(tctx(t), addr)
 		require.Error(t, err)
-		assert.Equal(t, `client: HTTP server on the port `+addr+`, not Thrift (it answered "HTTP/1.1 400 Bad Request")`, err.Error())
+		assert.Equal(t, `client: HTTP server on the port `+addr+`, not Thrift (it answered "HTTP/1.1 400 Bad Request"); for Thrift over HTTP: dial http://`+addr+`/<path>`, err.Error())
 		assert.ErrorIs(t, err, client.ErrHTTPServer)
 		assert.ErrorIs(t, err, client.ErrNotThrift)
 		assert.NotErrorIs(t, err, client.ErrConnClosed)

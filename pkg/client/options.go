@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -41,6 +42,7 @@ type options struct {
 	now              func() time.Time
 	logger           *slog.Logger // nil: slog.Default() when logging
 	retry            retryOptions // retry.go
+	httpHeader       http.Header  // sent with every call over HTTP (http.go)
 }
 
 func defaultOptions() options {
@@ -188,3 +190,16 @@ func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = tru
 // calls stay on the first connection, whose writes coalesce. A plain
 // Thrift server always gets exactly one connection.
 func WithConns(n int) Option { return func(o *options) { o.conns = max(n, 1) } }
+
+// WithHTTPHeader adds a header that every call of a Conn dialled with an
+// http:// or https:// address sends (e.g. Authorization for a gateway);
+// per-call headers come from pkg/metadata's outgoing context. It has no
+// effect on other addresses.
+func WithHTTPHeader(key, value string) Option {
+	return func(o *options) {
+		if o.httpHeader == nil {
+			o.httpHeader = http.Header{}
+		}
+		o.httpHeader.Add(key, value)
+	}
+}

@@ -74,3 +74,24 @@ func TestCaptureReply(t *testing.T) {
 	ctx := metadata.CaptureReply(context.Background(), &md)
 	require.Same(t, &md, metadata.ReplyCapture(ctx))
 }
+
+func TestValidHTTPHeader(t *testing.T) {
+	cases := []struct {
+		k, v string
+		ok   bool
+	}{
+		{"x-request-id", "0123abcd", true},
+		{"Authorization", "Bearer a b\tc", true},
+		{"", "v", false},
+		{"a b", "v", false},
+		{"a:b", "v", false},
+		{"k\xff", "v", false},
+		{"k", "line\nbreak", false},
+		{"k", "nul\x00", false},
+		{"k", "del\x7f", false},
+		{"k", "ünïcode", true},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.ok, metadata.ValidHTTPHeader(tc.k, tc.v), "%q: %q", tc.k, tc.v)
+	}
+}

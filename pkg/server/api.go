@@ -1,7 +1,8 @@
 // Package server is the HatRPC runtime's server side: one listener serves
 // plain Apache Thrift clients (framed or unframed, binary or compact, detected
 // per connection) and HatRPC clients that upgraded through the capability
-// handshake to the multiplexed HatRPC framing (see docs/design/wire.md).
+// handshake to the multiplexed HatRPC framing (see docs/design/wire.md),
+// and Thrift over HTTP: POSTs on the same port, or HTTPHandler in a mux.
 package server
 
 import (

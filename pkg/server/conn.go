@@ -312,6 +312,9 @@ func (c *conn) next() (*request, error) {
 	}
 	c.atBoundary()
 	if !c.started {
+		if c.startsHTTP() {
+			return nil, c.serveHTTP() // http.go
+		}
 		f, err := wire.Detect(c.br)
 		if err != nil {
 			return nil, err
@@ -666,6 +669,7 @@ func (c *conn) cancelCall(seqid int32) {
 // readFailed ends the read side. A vanished client cancels in-flight calls;
 // a draining server lets them finish.
 func (c *conn) readFailed(err error) {
+	c.httpReadEnd(err)
 	c.mu.Lock()
 	draining := c.draining
 	laning := c.fp != nil

@@ -56,39 +56,23 @@ func FuzzServe(f *testing.F) {
 	}
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	headerSeeds(f)
+	for _, b := range httpRequestSeeds() {
+		f.Add(b)
+	}
 
 	var (
 		once sync.Once
 		addr string
-		srv  *server.Server
-		echo *wiretest.Echo
 	)
-	f.Cleanup(func() {
-		if srv != nil {
-			srv.Close()
-			close(echo.Fired)
-		}
-	})
+	srv := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		once.Do(func() {
-			// One server for the whole run, like a production server
-			// facing a stream of hostile peers.
-			e := wiretest.NewEcho()
-			echo = e
-			go func() {
-				for range e.Fired {
-				}
-			}()
-			s := server.New(server.WithLogger(quiet), server.WithLimits(proto.Limits{
-				MaxMessageSize: 1 << 16, MaxDepth: 16, MaxStringLength: 1 << 12, MaxContainerSize: 1 << 12}))
-			s.Register(e.Service())
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			addr = ln.Addr().String()
-			go s.Serve(ln)
-			srv = s
+			go srv().Serve(ln)
 		})
 		nc, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
@@ -107,4 +91,34 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzServer returns a function making, on its first call, the one server
+// of a fuzz run (like a production server facing a stream of hostile
+// peers) with the echo service and small limits; closed when the run ends.
+func fuzzServer(f *testing.F) func() *server.Server {
+	var (
+		once sync.Once
+		srv  *server.Server
+		echo *wiretest.Echo
+	)
+	f.Cleanup(func() {
+		if srv != nil {
+			srv.Close()
+			close(echo.Fired)
+		}
+	})
+	return func() *server.Server {
+		once.Do(func() {
+			echo = wiretest.NewEcho()
+			go func() {
+				for range echo.Fired {
+				}
+			}()
+			srv = server.New(server.WithLogger(quiet), server.WithLimits(proto.Limits{
+				MaxMessageSize: 1 << 16, MaxDepth: 16, MaxStringLength: 1 << 12, MaxContainerSize: 1 << 12}))
+			srv.Register(echo.Service())
+		})
+		return srv
+	}
 }

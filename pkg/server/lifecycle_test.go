@@ -100,7 +100,9 @@ func TestBadInputClosesConnOnly(t *testing.T) {
 		payload   []byte
 		wantReply bool
 	}{
-		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), false},
+		{"garbage", []byte("SSH-2.0-OpenSSH_9.6\r\n"), false},
+		// HTTP is served (405 for a GET), then closed as asked.
+		{"http-get", []byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), false},
 		{"2GiB-frame", bigFramed(), true},
 		{"2GiB-len-0x80", []byte{0x80, 0, 0, 0, 0x80, 1, 0, 1}, false},
 		{"bad-compact-version", []byte{0x82, 0x05, 0, 0, 0, 0}, false},

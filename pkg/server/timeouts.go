@@ -98,7 +98,9 @@ func (c *conn) atBoundary() {
 	switch {
 	case !c.greeted:
 		// The handshake phase runs from accept to the first message.
-	case c.br.Buffered() > 0:
+	case c.br.Buffered() > 0 || c.overHTTP():
+		// An HTTP body is one request until its end: a pause between
+		// its messages is a slow read, not an idle connection.
 		c.enter(phFrame, c.inBytes.Load())
 	default:
 		c.enter(phIdle, 0)

@@ -32,6 +32,9 @@ const (
 	// exceptionOrClose: the frame is intact but its contents are bad; the
 	// server may answer with an exception and keep the connection.
 	exceptionOrClose
+	// httpError: an HTTP request (Thrift over HTTP), answered with an
+	// HTTP error status, then closed as the request asks.
+	httpError
 )
 
 // allocBound is how much a single hostile input may make the whole test
@@ -94,7 +97,10 @@ func garbageCases() []struct {
 		want outcome
 	}{
 		{"random bytes", rnd, mustClose},
-		{"http request", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), mustClose},
+		// Served as HTTP (a 405), then closed as the request asks.
+		{"http request", []byte("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), httpError},
+		{"http request with garbage headers", []byte("POST / HTTP/1.1\r\n\x00\xff\r\n\r\n"), httpError},
+		{"http garbage body", []byte("POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 4\r\n\r\n\x80\x01\xff\xff"), httpError},
 		{"zero frame length", make([]byte, 8), mustClose},
 		{"frame length 2GiB", cat(be32(1<<31), []byte{0x80, 0x01, 0x00, 0x01}), mustClose},
 		{"frame length 2GiB-1", cat(be32(1<<31-1), []byte{0x80, 0x01, 0x00, 0x01, 0, 0, 0, 4}), mustClose},
@@ -224,8 +230,11 @@ func TestGarbageInput(t *testing.T) {
 			case exceptionOrClose:
 				assert.True(t, closed || isException(answer),
 					"server neither closed nor answered with an exception (answered %q)", answer)
+			case httpError:
+				assert.True(t, closed, "server kept the connection open (answered %q)", answer)
+				assert.Regexp(t, `^HTTP/1\.1 4\d\d `, string(answer))
 			}
-			if len(answer) > 0 {
+			if len(answer) > 0 && tc.want != httpError {
 				assert.True(t, isException(answer), "the only acceptable answer is an exception, got %q", answer)
 			}
 			assert.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(allocBound),

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Interop client for the Interop service, driven by the Go tests.
 
-Usage: pyclient.py GENDIR HOST PORT {framed|buffered} {binary|compact}
+Usage: pyclient.py GENDIR HOST PORT {framed|buffered|http} {binary|compact}
+
+http posts every call to http://HOST:PORT/ with Apache's THttpClient.
 
 GENDIR holds the code Debian's thrift compiler generated at test time
 (`thrift --gen py`). Every check raises on mismatch; the last line printed
@@ -16,7 +18,7 @@ sys.path.insert(0, sys.argv[1])
 
 from thrift.Thrift import TApplicationException  # noqa: E402
 from thrift.protocol import TBinaryProtocol, TCompactProtocol  # noqa: E402
-from thrift.transport import TSocket, TTransport  # noqa: E402
+from thrift.transport import THttpClient, TSocket, TTransport  # noqa: E402
 
 from interop import Interop  # noqa: E402
 from interop.ttypes import (  # noqa: E402
@@ -64,7 +66,11 @@ def main():
     _, _, host, port, framing, protocol = sys.argv
     sock = TSocket.TSocket(host, int(port))
     sock.setTimeout(20000)  # ms: the call fails instead of hanging
-    if framing == "framed":
+    if framing == "http":
+        trans = THttpClient.THttpClient("http://%s:%s/" % (host, port))
+        trans.setTimeout(20000)
+        trans.setCustomHeaders({"X-Client": "python"})
+    elif framing == "framed":
         trans = TTransport.TFramedTransport(sock)
     else:
         trans = TTransport.TBufferedTransport(sock)
