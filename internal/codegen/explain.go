@@ -35,7 +35,7 @@ func Explain(prog *idl.Program, cores int, sizes []int) ([]ExplainRow, error) {
 	var rows []ExplainRow
 	var errs []error
 	for _, svc := range prog.Services {
-		res, err := ResolveHints(svc)
+		res, err := svc.ResolveHints()
 		if err != nil {
 			errs = append(errs, err)
 			continue

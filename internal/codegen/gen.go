@@ -76,7 +76,7 @@ func Generate(prog *idl.Program, opts ...Option) ([]File, error) {
 	}
 	var files []File
 	owner := map[string]*idl.Program{}
-	for _, p := range Closure(prog) {
+	for _, p := range prog.Closure() {
 		fs, err := set.generateProgram(p)
 		if err != nil {
 			return nil, err
@@ -105,26 +105,6 @@ func Generate(prog *idl.Program, opts ...Option) ([]File, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
-}
-
-// Closure lists prog and its transitive includes, each once, in a
-// deterministic depth-first order.
-func Closure(prog *idl.Program) []*idl.Program {
-	var out []*idl.Program
-	seen := map[*idl.Program]bool{}
-	var walk func(p *idl.Program)
-	walk = func(p *idl.Program) {
-		if p == nil || seen[p] {
-			return
-		}
-		seen[p] = true
-		out = append(out, p)
-		for _, inc := range p.Includes {
-			walk(inc.Program)
-		}
-	}
-	walk(prog)
-	return out
 }
 
 // goNamespace is Apache's get_real_go_module: the go namespace, the `*`
@@ -186,7 +166,7 @@ func (s *genSet) newGeneratorIn(p *idl.Program, pkg pkgInfo) *generator {
 	}
 	var paths []string
 	byPath := map[string]pkgInfo{}
-	for _, q := range Closure(p) {
+	for _, q := range p.Closure() {
 		pi := s.pkgOf(q)
 		if pi.importPath == g.pkg.importPath {
 			continue
@@ -347,12 +327,12 @@ func (g *generator) check() error {
 func Check(prog *idl.Program) error {
 	set := &genSet{needEntry: map[string]pkgInfo{}}
 	var errs []error
-	for _, p := range Closure(prog) {
+	for _, p := range prog.Closure() {
 		if err := set.newGenerator(p).check(); err != nil {
 			errs = append(errs, err)
 		}
 		for _, svc := range p.Services {
-			if _, err := ResolveHints(svc); err != nil {
+			if _, err := svc.ResolveHints(); err != nil {
 				errs = append(errs, err)
 			}
 		}

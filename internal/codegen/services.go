@@ -54,7 +54,7 @@ func (g *generator) params(fn *idl.Function) []string {
 }
 
 func (g *generator) genService(svc *idl.Service) error {
-	res, err := ResolveHints(svc)
+	res, err := svc.ResolveHints()
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/hatrpc/hatrpc/internal/ratelog"
 )
 
 // The token preamble. A client with a token sends tokenMagic, the token's
@@ -82,7 +81,7 @@ type AuthListener struct {
 	once  sync.Once
 	wg    sync.WaitGroup
 
-	rlog    *ratelog.Limiter
+	rlog    refuseLog
 	timeout time.Duration // a handshake's
 
 	mu      sync.Mutex
@@ -112,10 +111,11 @@ func newAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slo
 		log = slog.Default()
 	}
 	l := &AuthListener{ln: ln, tls: tlsCfg, log: log, check: token != "", onRefuse: onRefuse, timeout: timeout,
+		rlog:  refuseLog{every: rate.Sometimes{Interval: time.Second}},
 		token: sha256.Sum256([]byte(token)),
 		conns: make(chan net.Conn), errc: make(chan error, 1), done: make(chan struct{}),
 		sem: make(chan struct{}, maxPendingAuth), pending: map[net.Conn]pendingConn{}, perIP: map[string]int{},
-		fails: map[string]*rate.Limiter{}, rlog: ratelog.New(log, ratelog.DefaultEvery)}
+		fails: map[string]*rate.Limiter{}}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -236,10 +236,24 @@ func (l *AuthListener) failed(ip string) {
 	lim.Allow()
 }
 
-// refuse closes a connection; its log line is rate-limited, as peers
-// choose how many of them there are.
+// refuseLog logs refused connections at most once a second, with the
+// number of refusals since the last line (this one included): peers
+// choose how many there are.
+type refuseLog struct {
+	every rate.Sometimes
+	n     atomic.Int64
+}
+
+func (r *refuseLog) warn(log *slog.Logger, remote, reason string) {
+	r.n.Add(1)
+	r.every.Do(func() {
+		log.Warn("hatkv: connection refused", "remote", remote, "reason", reason, "count", r.n.Swap(0))
+	})
+}
+
+// refuse closes a connection; its log line is rate-limited (refuseLog).
 func (l *AuthListener) refuse(nc net.Conn, kind, reason string) {
-	l.rlog.Warn("hatkv: connection refused", "remote", nc.RemoteAddr().String(), "reason", reason)
+	l.rlog.warn(l.log, nc.RemoteAddr().String(), reason)
 	if l.onRefuse != nil {
 		l.onRefuse(kind)
 	}

@@ -1,16 +1,20 @@
 package hatkv
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 // dialFrom opens n silent connections to addr from the loopback address
@@ -151,4 +155,21 @@ func TestAuthListenerTokenBackoff(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("not accepted")
 	}
+}
+
+// TestRefuseLogBounded: a flood of refusals logs at most a line a second,
+// each with the number of refusals it stands for.
+func TestRefuseLogBounded(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	r := refuseLog{every: rate.Sometimes{Interval: time.Second}}
+	start := time.Now()
+	for range 10000 {
+		r.warn(log, "127.0.0.1:1", "wrong token")
+	}
+	secs := int(time.Since(start)/time.Second) + 1
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	assert.LessOrEqual(t, len(lines), secs+1)
+	assert.Contains(t, lines[0], "hatkv: connection refused")
+	assert.Contains(t, lines[0], "count=1")
 }

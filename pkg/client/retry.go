@@ -10,7 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
-	"github.com/hatrpc/hatrpc/internal/retrypolicy"
+	"github.com/hatrpc/hatrpc/pkg/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/status"
 	"github.com/hatrpc/hatrpc/pkg/status/codes"

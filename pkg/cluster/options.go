@@ -3,7 +3,7 @@ package cluster
 import (
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/retrypolicy"
+	"github.com/hatrpc/hatrpc/pkg/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
 )
 

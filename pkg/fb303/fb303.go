@@ -47,7 +47,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hatrpc/hatrpc/internal/ratelog"
+	"github.com/hatrpc/hatrpc/pkg/internal/ratelog"
 	"github.com/hatrpc/hatrpc/pkg/buildinfo"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303/fb303server"

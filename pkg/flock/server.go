@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/osyield"
+	"github.com/hatrpc/hatrpc/pkg/internal/osyield"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hatrpc/hatrpc/internal/codegen"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -84,7 +83,7 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
 // Programs returns the root program followed by every included one, each
 // once, depth first in include order.
-func (d *IDL) Programs() []*idl.Program { return codegen.Closure(d.Program) }
+func (d *IDL) Programs() []*idl.Program { return d.Program.Closure() }
 
 // qualified is name as the root file refers to it: bare in the root file,
 // "prefix.Name" in an included one.
@@ -130,7 +129,7 @@ func (d *IDL) Service(name string) (*Service, error) {
 }
 
 func (d *IDL) prepare(s *Service) (*Service, error) {
-	res, err := codegen.ResolveHints(s.Decl)
+	res, err := s.Decl.ResolveHints()
 	if err != nil {
 		return nil, err
 	}

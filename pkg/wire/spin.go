@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/osyield"
+	"github.com/hatrpc/hatrpc/pkg/internal/osyield"
 )
 
 // Polling a socket before parking, for request/response ping-pong.

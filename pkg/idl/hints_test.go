@@ -1,4 +1,4 @@
-package codegen
+package idl_test
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestRawGroups(t *testing.T) {
 		in := []*idl.HintGroup{{Side: tc.side, Pos: pos(1, 2), Entries: []*idl.HintEntry{
 			{Key: "app.k", Value: "v", Kind: tc.kind, Pos: pos(3, 4), ValuePos: pos(3, 10)},
 		}}}
-		out := RawGroups(in)
+		out := idl.RawHintGroups(in)
 		require.Len(t, out, 1)
 		assert.Equal(t, tc.want, out[0].Side)
 		assert.Equal(t, hints.Pos{File: "a.thrift", Line: 1, Col: 2}, out[0].Pos)
@@ -50,7 +50,7 @@ service C extends P {
 }
 `)
 	require.NoError(t, err)
-	res, err := ResolveHints(prog.Services[1])
+	res, err := prog.Services[1].ResolveHints()
 	require.NoError(t, err)
 	require.Len(t, res.Functions, 2)
 	a := res.Function("a")
