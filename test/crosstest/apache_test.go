@@ -16,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/test/crosstest"
 	at "github.com/hatrpc/hatrpc/test/crosstest/apachegen/thrifttest"
+	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
 // The Apache Go peer: Apache's Go library (go.mod's version) with Debian's
@@ -101,17 +102,7 @@ func startApacheServer(t *testing.T, s crosstest.Stack, cert tls.Certificate) st
 		processor = mux
 	}
 	srv := thrift.NewTSimpleServer4(processor, sock, apacheTransportFactory(s, conf), apacheProtocolFactory(s, conf))
-	srv.SetLogContext(context.Background())
-	require.NoError(t, srv.Listen())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.AcceptLoop()
-	}()
-	t.Cleanup(func() {
-		require.NoError(t, srv.Stop())
-		<-done
-	})
+	testutil.RunApacheServer(t, srv)
 	return addr()
 }
 
