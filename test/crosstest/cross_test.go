@@ -23,6 +23,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/testcert"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/crosstest"
+	tt "github.com/hatrpc/hatrpc/test/crosstest/gen/thrifttest"
 	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
@@ -76,7 +77,12 @@ func startHat(t *testing.T, k keys, ssl bool) string {
 	if ssl {
 		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{k.cert}, MinVersion: tls.VersionTLS12}))
 	}
-	srv := crosstest.NewServer(&crosstest.Handler{}, opts...)
+	return serveHat(t, &crosstest.Handler{}, opts...)
+}
+
+func serveHat(t *testing.T, h crosstest.Handlers, opts ...server.Option) string {
+	t.Helper()
+	srv := crosstest.NewServer(h, opts...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -98,6 +104,27 @@ func hatFlags(t *testing.T, addr string, s crosstest.Stack) *crosstest.Flags {
 	require.NoError(t, err)
 	// Debian's compiler predates uuid, so Apache's peers have no testUuid.
 	return &crosstest.Flags{Host: host, Port: p, Stack: s, TestLoops: 1, NoUUID: true}
+}
+
+// wrongMulti answers testMulti with the wrong byte and the rest as Apache.
+type wrongMulti struct{ crosstest.Handler }
+
+func (w *wrongMulti) TestMulti(ctx context.Context, a0 int8, a1 int32, a2 int64, a3 map[int16]string, a4 tt.Numberz, a5 tt.UserId) (*tt.Xtruct, error) {
+	r, err := w.Handler.TestMulti(ctx, a0, a1, a2, a3, a4, a5)
+	r.ByteThing++
+	return r, err
+}
+
+// TestClientFailsOnMismatch: the test client stops at the first wrong
+// answer and says which, as Apache's do.
+func TestClientFailsOnMismatch(t *testing.T) {
+	addr := serveHat(t, &wrongMulti{})
+	ctx, cancel := context.WithTimeout(context.Background(), cellTimeout)
+	defer cancel()
+	n, err := crosstest.RunClient(ctx, hatFlags(t, addr, crosstest.Stack{Protocol: "binary", Transport: "framed"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "binary-framed-ip, loop 1: testMulti: want")
+	assert.Less(t, n, crosstest.CheckCount(false, false))
 }
 
 // TestApacheGoClientToHatServer: Apache's Go client, in every stack of the

@@ -12,12 +12,18 @@ import (
 	"github.com/hatrpc/hatrpc/test/crosstest/gen/thrifttest/thrifttestserver"
 )
 
+// Handlers is what NewServer serves: *Handler, or a test's variant of it.
+type Handlers interface {
+	tt.ThriftTestHandler
+	tt.SecondServiceHandler
+}
+
 // NewServer is a HatRPC server with ThriftTest and SecondService. It
 // answers "ThriftTest:method", "SecondService:method" and plain names, as
 // Apache's servers with a multiplexed processor and a default service do,
 // and finds each client's stack by itself, so one server serves every
 // cell the flags allow.
-func NewServer(h *Handler, opts ...server.Option) *server.Server {
+func NewServer(h Handlers, opts ...server.Option) *server.Server {
 	srv := server.New(opts...)
 	thrifttestserver.RegisterThriftTest(srv, h)
 	thrifttestserver.RegisterSecondService(srv, h)
