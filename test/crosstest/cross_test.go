@@ -282,7 +282,7 @@ func startPythonServers(t *testing.T, args []string, cells int) map[string]strin
 		if err != nil && !errors.As(err, &exit) {
 			t.Errorf("crossserver.py: %v", err)
 		}
-		for range lines { //nolint:revive // drain so the reader ends
+		for range lines { // drain, so the reader ends
 		}
 		if t.Failed() {
 			t.Logf("crossserver.py stderr:\n%s", stderr.String())

@@ -122,7 +122,7 @@ func (s Stack) ClientOptions() ([]client.Option, error) {
 		opts = append(opts, client.WithMultiplexed())
 	}
 	if s.SSL {
-		opts = append(opts, client.WithTLS(&tls.Config{InsecureSkipVerify: true})) //nolint:gosec // Apache's test clients do the same
+		opts = append(opts, client.WithTLS(&tls.Config{InsecureSkipVerify: true})) // as Apache's test clients
 	}
 	return opts, nil
 }
