@@ -1,6 +1,7 @@
 package crosstest_test
 
 import (
+	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,13 +38,18 @@ func apacheProtocolFactory(s crosstest.Stack, conf *thrift.TConfiguration) thrif
 		return thrift.NewTCompactProtocolFactoryConf(conf)
 	case "header":
 		return thrift.NewTHeaderProtocolFactoryConf(conf)
+	case "json":
+		return thrift.NewTJSONProtocolFactory()
 	}
 	return thrift.NewTBinaryProtocolFactoryConf(conf)
 }
 
 func apacheTransportFactory(s crosstest.Stack, conf *thrift.TConfiguration) thrift.TTransportFactory {
-	if s.Transport == "framed" {
+	switch s.Transport {
+	case "framed":
 		return thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), conf)
+	case "zlib":
+		return thrift.NewTZlibTransportFactoryConf(zlib.BestCompression, thrift.NewTTransportFactory(), conf)
 	}
 	return thrift.NewTBufferedTransportFactory(8192)
 }

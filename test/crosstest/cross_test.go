@@ -189,23 +189,41 @@ func TestPythonClientToHatServer(t *testing.T) {
 	k := makeKeys(t)
 	cells := cellsFor(pyClient)
 	addrs := map[bool]string{false: startHat(t, k, false), true: startHat(t, k, true)}
-	args := []string{pyScript("crossclient.py"), gen, "127.0.0.1"}
+	var clientCells []string
 	for _, c := range cells {
 		_, port, err := net.SplitHostPort(addrs[c.ssl()])
 		require.NoError(t, err)
-		ssl := "0"
-		if c.ssl() {
-			ssl = "1"
-		}
-		args = append(args, strings.Join([]string{c.protocol, c.transport, ssl, port}, ","))
+		clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl()), port}, ","))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(cells))*cellTimeout)
+	results, stderr, runErr := runPythonClient(t, gen, clientCells, time.Duration(len(cells))*cellTimeout)
+	for _, c := range cells {
+		t.Run(c.name(), func(t *testing.T) {
+			want := "OK " + strconv.Itoa(pythonChecks(c.hatStack().Multiplexed()))
+			assert.Equal(t, want, results[c.name()], "crossclient.py stderr:\n%s", stderr)
+		})
+	}
+	require.NoError(t, runErr, "crossclient.py stderr:\n%s", stderr)
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// runPythonClient runs crossclient.py on cells (PROTOCOL,TRANSPORT,SSL,PORT)
+// against 127.0.0.1 and returns each cell's result ("OK <n>" or
+// "FAIL <reason>") by name, its stderr and its exit error.
+func runPythonClient(t *testing.T, gen string, cells []string, timeout time.Duration) (map[string]string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testutil.Python, args...)
+	cmd := exec.CommandContext(ctx, testutil.Python, append([]string{pyScript("crossclient.py"), gen, "127.0.0.1"}, cells...)...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, runErr := cmd.Output()
+	out, err := cmd.Output()
 	results := map[string]string{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(line, "CELL "); ok {
@@ -213,13 +231,7 @@ func TestPythonClientToHatServer(t *testing.T) {
 			results[name] = result
 		}
 	}
-	for _, c := range cells {
-		t.Run(c.name(), func(t *testing.T) {
-			want := "OK " + strconv.Itoa(pythonChecks(c.hatStack().Multiplexed()))
-			assert.Equal(t, want, results[c.name()], "crossclient.py stderr:\n%s", stderr.String())
-		})
-	}
-	require.NoError(t, runErr, "crossclient.py stderr:\n%s", stderr.String())
+	return results, stderr.String(), err
 }
 
 // TestHatClientToPythonServer: HatRPC's test client calls Apache's Python
@@ -231,11 +243,7 @@ func TestHatClientToPythonServer(t *testing.T) {
 	cells := cellsFor(pyServer)
 	args := []string{pyScript("crossserver.py"), gen, k.pyfile}
 	for _, c := range cells {
-		ssl := "0"
-		if c.ssl() {
-			ssl = "1"
-		}
-		args = append(args, strings.Join([]string{c.protocol, c.transport, ssl}, ","))
+		args = append(args, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl())}, ","))
 	}
 	ports := startPythonServers(t, args, len(cells))
 	for _, c := range cells {

@@ -4,7 +4,7 @@
 Usage: crossclient.py GENDIR HOST CELL...
 where CELL is PROTOCOL,TRANSPORT,SSL,PORT (SSL is 0 or 1), PROTOCOL one of
 binary, compact, header, json, accel, accelc and their multiplexed forms
-multi, multic, multih, multij, multia, multiac; TRANSPORT buffered or framed.
+multi, multic, multih, multij, multia, multiac; TRANSPORT buffered, framed or zlib.
 
 GENDIR holds the code Debian's thrift compiler generated at test time for
 ThriftTest.thrift. Every cell runs the same checks as Apache's Python test
@@ -29,7 +29,7 @@ from thrift.protocol import (  # noqa: E402
     TProtocol,
     TProtocolDecorator,
 )
-from thrift.transport import TSocket, TSSLSocket, TTransport  # noqa: E402
+from thrift.transport import TSocket, TSSLSocket, TTransport, TZlibTransport  # noqa: E402
 
 from ThriftTest import SecondService, ThriftTest  # noqa: E402
 from ThriftTest.ttypes import (  # noqa: E402
@@ -175,6 +175,8 @@ def run_cell(host, proto, trans, ssl, port):
         transport = TTransport.TFramedTransport(sock)
     elif trans == "buffered":
         transport = TTransport.TBufferedTransport(sock)
+    elif trans == "zlib":
+        transport = TZlibTransport.TZlibTransport(TTransport.TBufferedTransport(sock), 9)
     else:
         raise ValueError("unknown transport " + trans)
     base = MULTI.get(proto, proto)

@@ -29,7 +29,7 @@ from thrift.protocol import (  # noqa: E402
 )
 from thrift.server import TServer  # noqa: E402
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor  # noqa: E402
-from thrift.transport import THeaderTransport, TSocket, TSSLSocket, TTransport  # noqa: E402
+from thrift.transport import THeaderTransport, TSocket, TSSLSocket, TTransport, TZlibTransport  # noqa: E402
 
 from ThriftTest import SecondService, ThriftTest  # noqa: E402
 from ThriftTest.ttypes import Insanity, Xception, Xception2, Xtruct  # noqa: E402
@@ -114,7 +114,8 @@ def start(cell, certfile):
     # TSimpleServer.serve listens again, which would bind a new port 0.
     sock.listen = lambda: None
     tfactory = {"buffered": TTransport.TBufferedTransportFactory(),
-                "framed": TTransport.TFramedTransportFactory()}[trans]
+                "framed": TTransport.TFramedTransportFactory(),
+                "zlib": TZlibTransport.TZlibTransportFactory()}[trans]
     server = TServer.TSimpleServer(processor, sock, tfactory, FACTORIES[MULTI.get(proto, proto)]())
     threading.Thread(target=server.serve, daemon=True).start()
     name = "%s-%s-%s" % (proto, trans, "ip-ssl" if ssl == "1" else "ip")
