@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"reflect"
 	"slices"
 	"testing"
@@ -59,12 +60,27 @@ func apacheTransportFactory(s crosstest.Stack, conf *thrift.TConfiguration) thri
 func dialApache(t *testing.T, addr string, s crosstest.Stack) (*at.ThriftTestClient, *at.SecondServiceClient) {
 	t.Helper()
 	conf := apacheConf()
-	var sock thrift.TTransport = thrift.NewTSocketConf(addr, conf)
-	if s.SSL {
-		sock = thrift.NewTSSLSocketConf(addr, conf)
+	var trans thrift.TTransport
+	if s.Transport == "http" {
+		// As Apache's test client: POSTs to /, the certificate unchecked.
+		tr := &http.Transport{TLSClientConfig: conf.TLSConfig}
+		t.Cleanup(tr.CloseIdleConnections)
+		scheme := "http"
+		if s.SSL {
+			scheme = "https"
+		}
+		var err error
+		trans, err = thrift.NewTHttpClientWithOptions(scheme+"://"+addr+"/", thrift.THttpClientOptions{Client: &http.Client{Transport: tr}})
+		require.NoError(t, err)
+	} else {
+		var sock thrift.TTransport = thrift.NewTSocketConf(addr, conf)
+		if s.SSL {
+			sock = thrift.NewTSSLSocketConf(addr, conf)
+		}
+		var err error
+		trans, err = apacheTransportFactory(s, conf).GetTransport(sock)
+		require.NoError(t, err)
 	}
-	trans, err := apacheTransportFactory(s, conf).GetTransport(sock)
-	require.NoError(t, err)
 	require.NoError(t, trans.Open())
 	t.Cleanup(func() { _ = trans.Close() })
 	pf := apacheProtocolFactory(s, conf)
@@ -87,6 +103,17 @@ func dialApache(t *testing.T, addr string, s crosstest.Stack) (*at.ThriftTestCli
 // address.
 func startApacheServer(t *testing.T, s crosstest.Stack, cert tls.Certificate) string {
 	t.Helper()
+	var processor thrift.TProcessor = at.NewThriftTestProcessor(apacheHandler{})
+	if s.Multiplexed() {
+		mux := thrift.NewTMultiplexedProcessor()
+		mux.RegisterDefault(processor)
+		mux.RegisterProcessor("ThriftTest", processor)
+		mux.RegisterProcessor("SecondService", at.NewSecondServiceProcessor(apacheHandler{}))
+		processor = mux
+	}
+	if s.Transport == "http" {
+		return serveApacheHTTP(t, s, cert, processor)
+	}
 	conf := apacheConf()
 	var sock thrift.TServerTransport
 	var addr func() string
@@ -99,17 +126,29 @@ func startApacheServer(t *testing.T, s crosstest.Stack, cert tls.Certificate) st
 		require.NoError(t, err)
 		sock, addr = ss, func() string { return ss.Addr().String() }
 	}
-	var processor thrift.TProcessor = at.NewThriftTestProcessor(apacheHandler{})
-	if s.Multiplexed() {
-		mux := thrift.NewTMultiplexedProcessor()
-		mux.RegisterDefault(processor)
-		mux.RegisterProcessor("ThriftTest", processor)
-		mux.RegisterProcessor("SecondService", at.NewSecondServiceProcessor(apacheHandler{}))
-		processor = mux
-	}
 	srv := thrift.NewTSimpleServer4(processor, sock, apacheTransportFactory(s, conf), apacheProtocolFactory(s, conf))
 	testutil.RunApacheServer(t, srv)
 	return addr()
+}
+
+// serveApacheHTTP serves processor as Apache's Go test server does over
+// HTTP: NewThriftHandlerFunc on an http.Server, TLS for ip-ssl.
+func serveApacheHTTP(t *testing.T, s crosstest.Stack, cert tls.Certificate, processor thrift.TProcessor) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	if s.SSL {
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	pf := apacheProtocolFactory(s, apacheConf())
+	srv := &http.Server{Handler: http.HandlerFunc(thrift.NewThriftHandlerFunc(processor, pf, pf)), ReadHeaderTimeout: time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		require.ErrorIs(t, <-done, http.ErrServerClosed)
+	})
+	return ln.Addr().String()
 }
 
 // tlsServerSocket is Apache's server transport over a TLS listener that

@@ -96,14 +96,22 @@ func serveHat(t *testing.T, h crosstest.Handlers, opts ...server.Option) string 
 	return ln.Addr().String()
 }
 
-func hatFlags(t *testing.T, addr string, s crosstest.Stack) *crosstest.Flags {
+// hatFlags are the test client's flags for cell c of a server at addr
+// (host:port, or the socket path of a domain cell).
+func hatFlags(t *testing.T, c cell, addr string) *crosstest.Flags {
 	t.Helper()
+	// Debian's compiler predates uuid, so Apache's peers have no testUuid.
+	f := &crosstest.Flags{Stack: c.hatStack(), TestLoops: 1, NoUUID: true}
+	if c.socket == "domain" {
+		f.Stack.DomainSocket = addr
+		return f
+	}
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
+	f.Host = host
+	f.Port, err = strconv.Atoi(port)
 	require.NoError(t, err)
-	// Debian's compiler predates uuid, so Apache's peers have no testUuid.
-	return &crosstest.Flags{Host: host, Port: p, Stack: s, TestLoops: 1, NoUUID: true}
+	return f
 }
 
 // wrongMulti answers testMulti with the wrong byte and the rest as Apache.
@@ -121,7 +129,7 @@ func TestClientFailsOnMismatch(t *testing.T) {
 	addr := serveHat(t, &wrongMulti{})
 	ctx, cancel := context.WithTimeout(context.Background(), cellTimeout)
 	defer cancel()
-	n, err := crosstest.RunClient(ctx, hatFlags(t, addr, crosstest.Stack{Protocol: "binary", Transport: "framed"}))
+	n, err := crosstest.RunClient(ctx, hatFlags(t, cell{protocol: "binary", transport: "framed", socket: "ip"}, addr))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "binary-framed-ip, loop 1: testMulti: want")
 	assert.Less(t, n, crosstest.CheckCount(false, false))
@@ -154,7 +162,7 @@ func TestHatClientToApacheGoServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cellTimeout)
 			defer cancel()
 			s := c.hatStack()
-			n, err := crosstest.RunClient(ctx, hatFlags(t, startApacheServer(t, s, k.cert), s))
+			n, err := crosstest.RunClient(ctx, hatFlags(t, c, startApacheServer(t, s, k.cert)))
 			require.NoError(t, err)
 			assert.Equal(t, crosstest.CheckCount(s.Multiplexed(), false), n)
 		})
@@ -193,7 +201,7 @@ func TestPythonClientToHatServer(t *testing.T) {
 	for _, c := range cells {
 		_, port, err := net.SplitHostPort(addrs[c.ssl()])
 		require.NoError(t, err)
-		clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl()), port}, ","))
+		clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, c.socket, port}, ","))
 	}
 	results, stderr, runErr := runPythonClient(t, gen, clientCells, time.Duration(len(cells))*cellTimeout)
 	for _, c := range cells {
@@ -205,14 +213,25 @@ func TestPythonClientToHatServer(t *testing.T) {
 	require.NoError(t, runErr, "crossclient.py stderr:\n%s", stderr)
 }
 
-func pyBool(b bool) string {
-	if b {
-		return "1"
+// pyServerAddr is where crossserver.py said cell c listens.
+func pyServerAddr(c cell, where string) string {
+	if c.socket == "domain" {
+		return where
 	}
-	return "0"
+	return net.JoinHostPort("127.0.0.1", where)
 }
 
-// runPythonClient runs crossclient.py on cells (PROTOCOL,TRANSPORT,SSL,PORT)
+// pyServerCell is c as crossserver.py takes it: a domain cell names its
+// socket file.
+func pyServerCell(t *testing.T, c cell) string {
+	parts := []string{c.protocol, c.transport, c.socket}
+	if c.socket == "domain" {
+		parts = append(parts, filepath.Join(t.TempDir(), "s.sock"))
+	}
+	return strings.Join(parts, ",")
+}
+
+// runPythonClient runs crossclient.py on cells (PROTOCOL,TRANSPORT,SOCKET,ADDR)
 // against 127.0.0.1 and returns each cell's result ("OK <n>" or
 // "FAIL <reason>") by name, its stderr and its exit error.
 func runPythonClient(t *testing.T, gen string, cells []string, timeout time.Duration) (map[string]string, string, error) {
@@ -243,7 +262,7 @@ func TestHatClientToPythonServer(t *testing.T) {
 	cells := cellsFor(pyServer)
 	args := []string{pyScript("crossserver.py"), gen, k.pyfile}
 	for _, c := range cells {
-		args = append(args, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl())}, ","))
+		args = append(args, pyServerCell(t, c))
 	}
 	ports := startPythonServers(t, args, len(cells))
 	for _, c := range cells {
@@ -253,7 +272,7 @@ func TestHatClientToPythonServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), cellTimeout)
 			defer cancel()
 			s := c.hatStack()
-			n, err := crosstest.RunClient(ctx, hatFlags(t, net.JoinHostPort("127.0.0.1", port), s))
+			n, err := crosstest.RunClient(ctx, hatFlags(t, c, pyServerAddr(c, port)))
 			require.NoError(t, err)
 			assert.Equal(t, crosstest.CheckCount(s.Multiplexed(), false), n)
 		})

@@ -13,7 +13,8 @@ import (
 )
 
 // peerRows are stacks Apache's libraries speak and HatRPC does not yet:
-// TJSONProtocol, THeader inside the framed transport, TZlibTransport. They
+// TJSONProtocol, THeader inside the framed transport, TZlibTransport, HTTP,
+// unix sockets (Python's suite only, as in Apache's matrix). They
 // run Apache against Apache here (Go client to Go server, Python client to
 // Python server) so the peers of the harness are known to work when a row
 // moves to matrix, once HatRPC speaks it.
@@ -21,6 +22,9 @@ var peerRows = []row{
 	{[]string{"json", "multij"}, []string{"buffered", "framed"}, []string{"ip"}, allPeers},
 	{[]string{"header", "multih"}, []string{"framed"}, []string{"ip"}, allPeers},
 	{[]string{"binary", "compact", "json"}, []string{"zlib"}, []string{"ip"}, allPeers},
+	{[]string{"binary", "compact", "multi"}, []string{"http"}, []string{"ip"}, allPeers},
+	{[]string{"binary", "compact"}, []string{"http"}, []string{"ip-ssl"}, []peer{goClient, goServer}},
+	{[]string{"binary", "multic"}, []string{"buffered", "framed"}, []string{"domain"}, pythonPeers},
 }
 
 func peerCells(p peer) []cell {
@@ -53,13 +57,13 @@ func TestApachePeersAgree(t *testing.T) {
 		cells := peerCells(pyServer)
 		args := []string{pyScript("crossserver.py"), gen, k.pyfile}
 		for _, c := range cells {
-			args = append(args, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl())}, ","))
+			args = append(args, pyServerCell(t, c))
 		}
 		ports := startPythonServers(t, args, len(cells))
 		var clientCells []string
 		for _, c := range cells {
 			require.Contains(t, ports, c.name())
-			clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, pyBool(c.ssl()), ports[c.name()]}, ","))
+			clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, c.socket, ports[c.name()]}, ","))
 		}
 		results, stderr, err := runPythonClient(t, gen, clientCells, time.Duration(len(cells))*cellTimeout)
 		for _, c := range cells {

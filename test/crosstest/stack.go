@@ -137,8 +137,14 @@ type Flags struct {
 	NoUUID    bool   // client: the server's IDL predates uuid (Apache 0.17 and older)
 }
 
-// Addr is the host:port the flags name.
-func (f *Flags) Addr() string { return fmt.Sprintf("%s:%d", f.Host, f.Port) }
+// Addr is the address the flags name: host:port, or unix:PATH for
+// --domain-socket (refused by Validate until HatRPC dials unix sockets).
+func (f *Flags) Addr() string {
+	if f.Stack.DomainSocket != "" {
+		return "unix:" + f.Stack.DomainSocket
+	}
+	return fmt.Sprintf("%s:%d", f.Host, f.Port)
+}
 
 // ParseFlags parses Apache's cross-test flags (Go's and Python's spellings)
 // from args, without the program name.

@@ -2,9 +2,10 @@
 """ThriftTest client on Apache's Python library, driven by cross_test.go.
 
 Usage: crossclient.py GENDIR HOST CELL...
-where CELL is PROTOCOL,TRANSPORT,SSL,PORT (SSL is 0 or 1), PROTOCOL one of
-binary, compact, header, json, accel, accelc and their multiplexed forms
-multi, multic, multih, multij, multia, multiac; TRANSPORT buffered, framed or zlib.
+where CELL is PROTOCOL,TRANSPORT,SOCKET,ADDR: PROTOCOL one of binary,
+compact, header, json, accel, accelc and their multiplexed forms multi,
+multic, multih, multij, multia, multiac; TRANSPORT buffered, framed, zlib or
+http; SOCKET ip, ip-ssl or domain; ADDR the port, or for domain the path.
 
 GENDIR holds the code Debian's thrift compiler generated at test time for
 ThriftTest.thrift. Every cell runs the same checks as Apache's Python test
@@ -13,6 +14,7 @@ client, each on a fresh connection, and prints "CELL <name> OK <n>" or
 One process runs many cells so the interpreter starts once.
 """
 
+import ssl as SSL
 import sys
 import time
 import traceback
@@ -29,7 +31,7 @@ from thrift.protocol import (  # noqa: E402
     TProtocol,
     TProtocolDecorator,
 )
-from thrift.transport import TSocket, TSSLSocket, TTransport, TZlibTransport  # noqa: E402
+from thrift.transport import THttpClient, TSocket, TSSLSocket, TTransport, TZlibTransport  # noqa: E402
 
 from ThriftTest import SecondService, ThriftTest  # noqa: E402
 from ThriftTest.ttypes import (  # noqa: E402
@@ -165,20 +167,25 @@ class Checks:
         self.eq("testMultiException(success)", "foobar", c.testMultiException("success", "foobar").string_thing)
 
 
-def run_cell(host, proto, trans, ssl, port):
-    if ssl:
-        sock = TSSLSocket.TSSLSocket(host, port, validate=False)
+def run_cell(host, proto, trans, socket, addr):
+    ssl = socket == "ip-ssl"
+    if trans == "http":
+        uri = "%s://%s:%s/" % ("https" if ssl else "http", host, addr)
+        ctx = SSL._create_unverified_context() if ssl else None  # as Apache's test client
+        transport = THttpClient.THttpClient(uri, ssl_context=ctx)
     else:
-        sock = TSocket.TSocket(host, port)
-    sock.setTimeout(30000)  # ms: a call fails instead of hanging
-    if trans == "framed":
-        transport = TTransport.TFramedTransport(sock)
-    elif trans == "buffered":
-        transport = TTransport.TBufferedTransport(sock)
-    elif trans == "zlib":
-        transport = TZlibTransport.TZlibTransport(TTransport.TBufferedTransport(sock), 9)
-    else:
-        raise ValueError("unknown transport " + trans)
+        if socket == "domain":
+            sock = TSocket.TSocket(unix_socket=addr)
+        elif ssl:
+            sock = TSSLSocket.TSSLSocket(host, int(addr), validate=False)
+        else:
+            sock = TSocket.TSocket(host, int(addr))
+        sock.setTimeout(30000)  # ms: a call fails instead of hanging
+        transport = {
+            "buffered": lambda: TTransport.TBufferedTransport(sock),
+            "framed": lambda: TTransport.TFramedTransport(sock),
+            "zlib": lambda: TZlibTransport.TZlibTransport(TTransport.TBufferedTransport(sock), 9),
+        }[trans]()
     base = MULTI.get(proto, proto)
     factory = FACTORIES[base]()
 
@@ -202,10 +209,10 @@ def main():
     host = sys.argv[2]
     failed = False
     for cell in sys.argv[3:]:
-        proto, trans, ssl, port = cell.split(",")
-        name = "%s-%s-%s" % (proto, trans, "ip-ssl" if ssl == "1" else "ip")
+        proto, trans, socket, addr = cell.split(",")
+        name = "%s-%s-%s" % (proto, trans, socket)
         try:
-            n = run_cell(host, proto, trans, ssl == "1", int(port))
+            n = run_cell(host, proto, trans, socket, addr)
             print("CELL %s OK %d" % (name, n), flush=True)
         except Exception as e:  # a failed cell must not hide the others
             failed = True

@@ -2,13 +2,14 @@
 """ThriftTest servers on Apache's Python library, driven by cross_test.go.
 
 Usage: crossserver.py GENDIR CERTFILE CELL...
-where CELL is PROTOCOL,TRANSPORT,SSL (SSL is 0 or 1; CERTFILE holds the
-server's key and certificate in PEM), PROTOCOL and TRANSPORT as in
-crossclient.py.
+where CELL is PROTOCOL,TRANSPORT,SOCKET[,PATH] (CERTFILE holds the server's
+key and certificate in PEM; PATH is the unix socket of a domain cell),
+PROTOCOL, TRANSPORT and SOCKET as in crossclient.py.
 
 Each cell gets its own TSimpleServer (one connection at a time, messages in
-order, as Apache's test servers) on a free loopback port, in a thread; the
-script prints "LISTENING <cell> <port>" for each, then serves until its
+order, as Apache's test servers; THttpServer for http) on a free loopback
+port or its unix socket, in a thread; the
+script prints "LISTENING <cell> <port or path>" for each, then serves until its
 standard input closes. The handler has the semantics of Apache's Python test
 server (test/py/TestServer.py): echoes, Apache's exceptions and fixed
 shapes, testOneway sleeping a third of its argument.
@@ -27,7 +28,7 @@ from thrift.protocol import (  # noqa: E402
     THeaderProtocol,
     TJSONProtocol,
 )
-from thrift.server import TServer  # noqa: E402
+from thrift.server import THttpServer, TServer  # noqa: E402
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor  # noqa: E402
 from thrift.transport import THeaderTransport, TSocket, TSSLSocket, TTransport, TZlibTransport  # noqa: E402
 
@@ -97,7 +98,7 @@ class Second:
 
 
 def start(cell, certfile):
-    proto, trans, ssl = cell.split(",")
+    proto, trans, socket = cell.split(",")[:3]
     processor = ThriftTest.Processor(Handler())
     if proto in MULTI:
         mux = TMultiplexedProcessor()
@@ -105,21 +106,31 @@ def start(cell, certfile):
         mux.registerProcessor("ThriftTest", processor)
         mux.registerProcessor("SecondService", SecondService.Processor(Second()))
         processor = mux
-    if ssl == "1":
-        sock = TSSLSocket.TSSLServerSocket("127.0.0.1", 0, certfile=certfile)
+    pfactory = FACTORIES[MULTI.get(proto, proto)]()
+    ssl = socket == "ip-ssl"
+    if trans == "http":
+        keys = {"cert_file": certfile, "key_file": certfile} if ssl else {}
+        server = THttpServer.THttpServer(processor, ("127.0.0.1", 0), pfactory, **keys)
+        where = server.httpd.server_address[1]
     else:
-        sock = TSocket.TServerSocket("127.0.0.1", 0)
-    sock.listen()
-    port = sock.handle.getsockname()[1]
-    # TSimpleServer.serve listens again, which would bind a new port 0.
-    sock.listen = lambda: None
-    tfactory = {"buffered": TTransport.TBufferedTransportFactory(),
-                "framed": TTransport.TFramedTransportFactory(),
-                "zlib": TZlibTransport.TZlibTransportFactory()}[trans]
-    server = TServer.TSimpleServer(processor, sock, tfactory, FACTORIES[MULTI.get(proto, proto)]())
+        if socket == "domain":
+            where = cell.split(",")[3]
+            sock = TSocket.TServerSocket(unix_socket=where)
+        elif ssl:
+            sock = TSSLSocket.TSSLServerSocket("127.0.0.1", 0, certfile=certfile)
+        else:
+            sock = TSocket.TServerSocket("127.0.0.1", 0)
+        sock.listen()
+        if socket != "domain":
+            where = sock.handle.getsockname()[1]
+        # TSimpleServer.serve listens again, which would bind a new port 0.
+        sock.listen = lambda: None
+        tfactory = {"buffered": TTransport.TBufferedTransportFactory(),
+                    "framed": TTransport.TFramedTransportFactory(),
+                    "zlib": TZlibTransport.TZlibTransportFactory()}[trans]
+        server = TServer.TSimpleServer(processor, sock, tfactory, pfactory)
     threading.Thread(target=server.serve, daemon=True).start()
-    name = "%s-%s-%s" % (proto, trans, "ip-ssl" if ssl == "1" else "ip")
-    print("LISTENING %s %d" % (name, port), flush=True)
+    print("LISTENING %s-%s-%s %s" % (proto, trans, socket, where), flush=True)
 
 
 def main():
