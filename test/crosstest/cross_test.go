@@ -197,20 +197,30 @@ func TestPythonClientToHatServer(t *testing.T) {
 	k := makeKeys(t)
 	cells := cellsFor(pyClient)
 	addrs := map[bool]string{false: startHat(t, k, false), true: startHat(t, k, true)}
-	var clientCells []string
-	for _, c := range cells {
+	runPythonCells(t, gen, cells, func(c cell) string {
 		_, port, err := net.SplitHostPort(addrs[c.ssl()])
 		require.NoError(t, err)
-		clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, c.socket, port}, ","))
+		return port
+	})
+}
+
+// runPythonCells runs crossclient.py on cells, each against the server at
+// addr(c) (a port, or the socket path of a domain cell), all in one
+// interpreter, and checks each cell's result in a subtest.
+func runPythonCells(t *testing.T, gen string, cells []cell, addr func(cell) string) {
+	t.Helper()
+	var args []string
+	for _, c := range cells {
+		args = append(args, strings.Join([]string{c.protocol, c.transport, c.socket, addr(c)}, ","))
 	}
-	results, stderr, runErr := runPythonClient(t, gen, clientCells, time.Duration(len(cells))*cellTimeout)
+	results, stderr, err := runPythonClient(t, gen, args, time.Duration(len(cells))*cellTimeout)
 	for _, c := range cells {
 		t.Run(c.name(), func(t *testing.T) {
 			want := "OK " + strconv.Itoa(pythonChecks(c.hatStack().Multiplexed()))
 			assert.Equal(t, want, results[c.name()], "crossclient.py stderr:\n%s", stderr)
 		})
 	}
-	require.NoError(t, runErr, "crossclient.py stderr:\n%s", stderr)
+	require.NoError(t, err, "crossclient.py stderr:\n%s", stderr)
 }
 
 // pyServerAddr is where crossserver.py said cell c listens.

@@ -3,10 +3,7 @@ package crosstest_test
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,19 +57,10 @@ func TestApachePeersAgree(t *testing.T) {
 			args = append(args, pyServerCell(t, c))
 		}
 		ports := startPythonServers(t, args, len(cells))
-		var clientCells []string
-		for _, c := range cells {
+		runPythonCells(t, gen, cells, func(c cell) string {
 			require.Contains(t, ports, c.name())
-			clientCells = append(clientCells, strings.Join([]string{c.protocol, c.transport, c.socket, ports[c.name()]}, ","))
-		}
-		results, stderr, err := runPythonClient(t, gen, clientCells, time.Duration(len(cells))*cellTimeout)
-		for _, c := range cells {
-			t.Run(c.name(), func(t *testing.T) {
-				want := "OK " + strconv.Itoa(pythonChecks(c.hatStack().Multiplexed()))
-				assert.Equal(t, want, results[c.name()], "crossclient.py stderr:\n%s", stderr)
-			})
-		}
-		require.NoError(t, err, "crossclient.py stderr:\n%s", stderr)
+			return ports[c.name()]
+		})
 	})
 	assert.False(t, slices.ContainsFunc(peerCells(goServer), func(c cell) bool {
 		return slices.Contains(cellsFor(goServer), c)
