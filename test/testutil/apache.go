@@ -155,6 +155,14 @@ func StartApacheServer(t testing.TB, s Stack) (addr string, h *ApacheHandler) {
 	require.NoError(t, err)
 	srv := thrift.NewTSimpleServer4(ai.NewInteropProcessor(h), sock,
 		s.transportFactory(conf), s.protocolFactory(conf))
+	RunApacheServer(t, srv)
+	return sock.Addr().String(), h
+}
+
+// RunApacheServer listens and accepts on srv until the test ends, then
+// stops it and waits for its accept loop.
+func RunApacheServer(t testing.TB, srv *thrift.TSimpleServer) {
+	t.Helper()
 	// AcceptLoop (unlike Serve) leaves the log context unset, and Apache
 	// dereferences it when a connection ends with an error.
 	srv.SetLogContext(context.Background())
@@ -168,7 +176,6 @@ func StartApacheServer(t testing.TB, s Stack) (addr string, h *ApacheHandler) {
 		require.NoError(t, srv.Stop())
 		<-done
 	})
-	return sock.Addr().String(), h
 }
 
 // DialApache opens an Apache Go client with the given stack; Apache clients
