@@ -7,7 +7,7 @@
 # syscalls and the softirq that carries the bytes), while everything else
 # (LMDB, record encoding, the Go scheduler, YCSB itself) is user time that
 # every transport pays. So TCP's total over its user time bounds what any
-# transport, even a free one, could gain over TCP here (docs/performance.md,
+# transport, even a free one, could gain over TCP here (docs/performance/history.md,
 # "How far shm can get ahead of TCP on one host").
 #
 # usage: scripts/hatkv-cpu.sh [rounds]   (env: W workload, T threads,

@@ -14,7 +14,7 @@ import (
 // hatrpc-lanes, measured in the same run as this build's (reps taking
 // turns, as every system's do). Old build against new in one run is the
 // only comparison this host's noise leaves fine enough for tens of
-// nanoseconds (docs/performance/lane-budget.md, "Paired builds"):
+// nanoseconds (docs/performance/history.md, "Paired builds"):
 // alternating runs of two binaries see the engine move 0.3 µs between
 // minutes.
 const BaselineSuffix = "@base"

@@ -329,7 +329,8 @@ func argInits(fn *idl.Function, args *structDef) string {
 // (client.Reuser: a Conn without interceptors) gets the arguments, the
 // result and the borrower's closure from a pool, built once per pooled
 // value: the two allocations a call made otherwise cost 40–80 ns of a
-// 64 B lane call in place (docs/performance/lane-budget.md).
+// 64 B lane call in place (docs/performance/history.md, "Kept changes,
+// in order").
 func (g *generator) genBorrowed(name, methods string, i int, fn *idl.Function, args, result *structDef) {
 	owner := fn.Service.Program
 	proto := g.e.use(protoPath, g.protoName)

@@ -209,7 +209,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	// case for sharing), and a lane per caller pays a wake-up on both
 	// sides for every call once the tuner blocks, where FLOCK's callers
 	// coalesce (512 B at 64 callers on 2 cores: ~110k calls/s on 16 lanes,
-	// ~250k on 2 lanes and FLOCK; docs/performance/many-callers.md).
+	// ~250k on 2 lanes and FLOCK; docs/performance/history.md).
 	p.dedicated = n
 	if p.canShare {
 		p.dedicated = min(n, runtime.NumCPU())

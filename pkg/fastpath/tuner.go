@@ -157,7 +157,7 @@ func spinOf(d int) time.Duration {
 // cores) had each process at ~0.5 load and the tuner flipping between
 // spin (~60 % of ticks), short (~25 %) and block (~15 %): ~250k calls/s;
 // short spins throughout gave ~330k, blocking throughout 100-120k
-// (docs/performance/many-callers.md, "The tuner at 64 callers"). Loaded
+// (docs/performance/history.md, "The tuner at 64 callers"). Loaded
 // with 8 or 64 callers a process showed 3-20 runnable goroutines a tick,
 // a lone caller's 0.1 on average.
 func Decide(waiting, cores, runnable int, cpu float64) int {

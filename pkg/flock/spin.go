@@ -16,7 +16,7 @@ const spinWindow = 200 * time.Microsecond
 // first rounds catch an answer that is a turnaround away. Measured on 2
 // vCPUs, hatkv YCSB B at 64 threads over shm, 8 alternating rounds: user
 // CPU per operation 14.5 -> 12.0 µs (means), sys 3.9 -> 5.5, the total
-// lower in 7 of 8 rounds (docs/performance/runtime-costs.md).
+// lower in 7 of 8 rounds (docs/performance/history.md, "FLOCK").
 const politeAfter = 16
 
 // minSpin is the shortest spin a dispatcher adapts down to.

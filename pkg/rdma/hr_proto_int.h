@@ -133,7 +133,7 @@ struct hr_ep {
  * within the spin again; a wait answered without sleeping ends the
  * skipping. Per endpoint: a lane of large calls does not stop one of
  * small calls from spinning. Inline, a few plain loads and stores a wait:
- * every call passes here. Measured in docs/performance/many-callers.md,
+ * every call passes here. Measured in docs/performance/history.md,
  * "Spins that never catch". */
 #define EP_SPIN_MISSES 4
 #define EP_SPIN_PROBE 8

@@ -577,7 +577,7 @@ func (ls *laneSession) acquire(r *request) bool {
 // this goroutine returns from serving it. The two counts were four of the
 // call's atomic read-modify-writes, each a full barrier right after the
 // request's lines came over from the client's core: ~50 ns of a 64 B call
-// in place (docs/performance/lane-budget.md).
+// in place (docs/performance/history.md, "Kept changes, in order").
 func (ls *laneSession) acquireSlot(r *request) bool {
 	if ls.c.s.slots.tryAcquire() {
 		return true
