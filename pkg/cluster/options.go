@@ -3,8 +3,8 @@ package cluster
 import (
 	"time"
 
-	"github.com/hatrpc/hatrpc/pkg/internal/retrypolicy"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/internal/retrypolicy"
 )
 
 // Option configures a Client.

@@ -47,10 +47,10 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/hatrpc/hatrpc/pkg/internal/ratelog"
 	"github.com/hatrpc/hatrpc/pkg/buildinfo"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303/fb303server"
+	"github.com/hatrpc/hatrpc/pkg/internal/ratelog"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
