@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -117,4 +118,57 @@ func TestLaneBatchReplyBounded(t *testing.T) {
 	// The first reply of each batch fits; each further one does not.
 	require.Equal(t, multi, refused, "batches %v", sizes)
 	require.Equal(t, len(sizes), ok, "batches %v", sizes)
+}
+
+// The same for plain Thrift clients (buffered, framed) and THeader: an
+// Apache client gets the exception in place of the oversized reply.
+func TestReplyOverLimitRefusedPlain(t *testing.T) {
+	ts := serve(t, "", server.WithLimits(replyLimits))
+	conf := &thrift.TConfiguration{ConnectTimeout: 5 * time.Second, SocketTimeout: 10 * time.Second}
+	plain := func(framed bool) func() (thrift.TClient, func(), error) {
+		return func() (thrift.TClient, func(), error) {
+			sock := thrift.NewTSocketConf(ts.addr, conf)
+			if err := sock.Open(); err != nil {
+				return nil, nil, err
+			}
+			var tr thrift.TTransport = thrift.NewTBufferedTransport(sock, 4096)
+			if framed {
+				tr = thrift.NewTFramedTransportConf(sock, conf)
+			}
+			p := thrift.NewTBinaryProtocolConf(tr, conf)
+			return thrift.NewTStandardClient(p, p), func() { sock.Close() }, nil
+		}
+	}
+	cases := []struct {
+		name string
+		dial func() (thrift.TClient, func(), error)
+	}{
+		{"buffered", plain(false)},
+		{"framed", plain(true)},
+		{"theader", func() (thrift.TClient, func(), error) {
+			ac, err := wiretest.DialApacheTHeader(ts.addr, thrift.THeaderProtocolCompact, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			return ac.Client, func() { ac.Close() }, nil
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, closeFn, err := tc.dial()
+			require.NoError(t, err)
+			defer closeFn()
+			var res wiretest.ApacheEchoResult
+			_, err = cl.Call(tctx(t), "echo", &wiretest.ApacheEchoArgs{Msg: strings.Repeat("y", 2000), Mode: wiretest.ModeRepeat}, &res)
+			var ae thrift.TApplicationException
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, int32(thrift.INTERNAL_ERROR), ae.TypeId())
+			require.Regexp(t, fmt.Sprintf(`^hatrpc: reply of 20480[0-9]{2} bytes exceeds the message limit of %d bytes$`, replyLimit), ae.Error())
+			res = wiretest.ApacheEchoResult{}
+			_, err = cl.Call(tctx(t), "echo", &wiretest.ApacheEchoArgs{Msg: "small"}, &res)
+			require.NoError(t, err)
+			require.NotNil(t, res.Success)
+			require.Equal(t, "small", *res.Success)
+		})
+	}
 }
