@@ -186,6 +186,11 @@ func (c *conn) serve() {
 		if c.holding.Load() && c.s.slots.full() {
 			c.unhold() // waiting for a slot must not keep replies back
 		}
+		if !c.reserveReply(r) { // replygate.go
+			c.unhold()
+			c.freeRequest(r)
+			continue // the connection ended: the next read fails
+		}
 		if !c.acquire(r) {
 			continue
 		}
