@@ -163,7 +163,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 		tr = trRDMA
 	}
 	if a.Function == fastpath.FlockFunction {
-		g, err := c.s.laneBudget.take(c.remote, 0, true)
+		g, err := c.s.laneBudget.take(c.laneSource(), 0, true)
 		if err != nil {
 			return nil, c.refuseBudget(a.Function, err)
 		}
@@ -197,7 +197,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	// fantasy, not a reason to register memory.
 	maxMsg := int64(min(c.s.opts.limits.MaxMessageSize+wire.HeaderSize, fastpath.MaxMessage))
 	side = side.Sized(int(max(min(a.RequestSize, maxMsg), 0)), int(max(min(a.ResponseSize, maxMsg), 0)))
-	g, err := c.s.laneBudget.take(c.remote, laneBytes(side.Config), false)
+	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), false)
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
