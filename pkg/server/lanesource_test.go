@@ -103,7 +103,9 @@ func FuzzFindSocketUID(f *testing.F) {
 	f.Add([]byte(""), 1, 2)
 	f.Add([]byte("\n 0: 0100007F:0001 0100007F:0002 01 a b c x"), 1, 2)
 	f.Fuzz(func(t *testing.T, table []byte, src, dst int) {
-		a := func(port int) [][]byte { return procAddrs(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port & 0xFFFF}) }
+		a := func(port int) [][]byte {
+			return procAddrs(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port & 0xFFFF})
+		}
 		uid, ok := findSocketUID(table, a(src), a(dst))
 		if !ok && uid != 0 {
 			t.Fatalf("uid %d without a match", uid)
