@@ -14,13 +14,18 @@ package server
 // never read keeps its write waiting until WithWriteTimeout closes the
 // connection, which gives the memory back.
 //
-// The first call of a method whose reply size is not known yet is
-// charged the connection's whole share: it runs alone on its connection
-// until one reply of the method told its size. Replies under
+// The first calls of a method whose reply size is not known yet are
+// charged a coldShare-th of the connection's share each, so a burst of
+// them on a fresh server runs coldShare at a time per connection until
+// one reply of the method told its size. (Charging the whole share would
+// run them one at a time: a fast call would wait behind a slow one.) Replies under
 // wire.ChargeMin are not charged (their memory is bounded by the call
 // slots, as small requests are), so most calls take no lock here.
 
 import "github.com/hatrpc/hatrpc/pkg/wire"
+
+// coldShare: see above.
+const coldShare = 16
 
 // reserveReply charges the reply r is expected to send to the budget,
 // waiting while the connection is over its share. It reports false when
@@ -33,7 +38,7 @@ func (c *conn) reserveReply(r *request) bool {
 	est := int64(r.m.repHint.Max())
 	switch {
 	case est == 0:
-		est = b.perConn // unknown: one such call at a time per connection
+		est = b.perConn / coldShare // unknown: a few such calls at a time per connection
 	case est < wire.ChargeMin:
 		return true
 	}
