@@ -378,7 +378,9 @@ func TestHTTPReplyLimit(t *testing.T) {
 	s := server.New(server.WithLogger(quiet), server.WithLimits(lim))
 	big, mid := strings.Repeat("r", 2<<10), strings.Repeat("m", 700)
 	result := func(v *string) server.Handler {
-		return func(context.Context, proto.Struct) (proto.Struct, error) { return &wiretest.EchoResult{Success: v}, nil }
+		return func(context.Context, proto.Struct) (proto.Struct, error) {
+			return &wiretest.EchoResult{Success: v}, nil
+		}
 	}
 	s.Register(&server.Service{Name: "Big", Methods: []server.Method{
 		{Name: "big", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) }, Handle: result(&big)},
