@@ -731,9 +731,7 @@ func (c *conn) maybeFinish() {
 		c.linger()
 	}
 	c.nc.Close()
-	for _, bp := range c.held {
-		wire.PutBuf(bp)
-	}
+	c.dropHeld() // reply.go
 	c.s.removeConn(c)
 }
 

@@ -6,7 +6,8 @@ package server
 // server hold every reply: 200 Scans of 6 MB each on one connection took
 // 1.7 GB, held until the write timeout (issue 43). So before the reader
 // hands on a call whose replies are large, it charges the reply the
-// method is expected to send (its largest so far) to the memory budget,
+// method is expected to send (twice its largest so far: the handler's
+// result and the reply encoded from it are alive together) to the memory budget,
 // next to the request memory: the call holds it until its reply is
 // written (the request's r.mem, given back in clearRequest). A connection
 // over its share stops being read, so its later calls wait (TCP pushes
@@ -25,7 +26,7 @@ package server
 import "github.com/hatrpc/hatrpc/pkg/wire"
 
 // coldShare: see above.
-const coldShare = 16
+const coldShare = 4
 
 // reserveReply charges the reply r is expected to send to the budget,
 // waiting while the connection is over its share. It reports false when
@@ -35,7 +36,8 @@ func (c *conn) reserveReply(r *request) bool {
 	if b.total <= 0 || r.oneway || r.m == nil {
 		return true
 	}
-	est := int64(r.m.repHint.Max())
+	// The handler's result and its encoded reply are alive together.
+	est := 2 * int64(r.m.repHint.Max())
 	switch {
 	case est == 0:
 		est = b.perConn / coldShare // unknown: a few such calls at a time per connection
@@ -54,4 +56,17 @@ func (c *conn) reserveReply(r *request) bool {
 	}
 	r.mem += est
 	return true
+}
+
+// hold charges n bytes that c holds already (a reply waiting for its
+// turn), whether or not they fit: the memory exists, and the reader,
+// which waits while c is over its share, is what stops more coming.
+func (b *budget) hold(c *conn, n int64) {
+	if n <= 0 || b.total <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	c.memHeld += n
+	b.mu.Unlock()
 }
