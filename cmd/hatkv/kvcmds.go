@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // clientFlags are shared by the commands that talk to a server.
@@ -98,10 +99,11 @@ func (c *clientFlags) dial(ctx context.Context, extra ...hatkv.ClientOption) (*h
 }
 
 // hint adds what to try when a server closed the connection on a client
-// without a token: a token-protected server cannot tell it anything.
+// without a token: a token-protected server cannot tell it anything. A
+// message over the size limit is not that: its error says what it is.
 func (c *clientFlags) hint(err error) error {
 	var ce *client.ConnError
-	closed := errors.As(err, &ce) && ce.Op != "dial"
+	closed := errors.As(err, &ce) && ce.Op != "dial" && !errors.Is(err, proto.ErrSizeLimit)
 	// A server that requires a token drops the handshake of a client
 	// without one; the client then sees no lanes granted.
 	if err != nil && c.token == "" && (closed || errors.Is(err, hatkv.ErrTransportUnavailable)) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 )
 
 // KV is the HatKV service as a caller sees it: the generated client of one
@@ -341,35 +342,62 @@ func (c *Cluster) firstErr(op string, errs []error) error {
 }
 
 // Scan implements KV: each server's first count records >= startKey,
-// merged in key order and cut to count.
+// merged in key order and cut to count. A server that cut its answer
+// short by size (ScanCutHeader) did not look past its last key, so the
+// merged answer ends at the smallest such key: no key of any server
+// before it is skipped, and the next Scan starts after it.
 func (c *Cluster) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
 	if len(c.servers) == 1 {
 		c.ops[0].Add(1)
 		return c.kvAt(ctx, 0).Scan(ctx, startKey, count, fields)
 	}
 	all := make([][]*hatkv.KeyRecord, len(c.servers))
+	mds := make([]metadata.MD, len(c.servers))
 	parts := make([][]int, len(c.servers))
 	for i := range parts {
 		parts[i] = []int{0}
 		c.ops[i].Add(1)
 	}
+	// Asking for the cut header makes the call carry headers, so the
+	// reply can carry it back.
+	sctx := metadata.AppendToOutgoingContext(ctx, ScanCutHeader, "ask")
 	errs := c.each(parts, func(i int, _ []int) error {
-		res, err := c.kvAt(ctx, i).Scan(ctx, startKey, count, fields)
+		res, err := c.kvAt(ctx, i).Scan(metadata.CaptureReply(sctx, &mds[i]), startKey, count, fields)
 		all[i] = res
 		return err
 	})
 	if err := c.firstErr("scan", errs); err != nil {
 		return nil, err
 	}
-	var out []*hatkv.KeyRecord
-	for _, res := range all {
+	return mergeScans(all, mds, count), nil
+}
+
+// mergeScans merges the servers' Scan answers (and their reply headers)
+// in key order, ends the result at the last key of the first answer that
+// was cut by size, and cuts it to count.
+func mergeScans(all [][]*hatkv.KeyRecord, mds []metadata.MD, count int32) []*hatkv.KeyRecord {
+	var (
+		out   []*hatkv.KeyRecord
+		bound string
+		cut   bool
+	)
+	for i, res := range all {
 		out = append(out, res...)
+		if len(mds[i][ScanCutHeader]) > 0 && len(res) > 0 {
+			if last := res[len(res)-1].Key; !cut || last < bound {
+				bound, cut = last, true
+			}
+		}
 	}
 	slices.SortFunc(out, func(a, b *hatkv.KeyRecord) int { return cmp.Compare(a.Key, b.Key) })
+	if cut {
+		n, _ := slices.BinarySearchFunc(out, bound, func(r *hatkv.KeyRecord, k string) int { return cmp.Compare(r.Key, k) })
+		out = out[:n+1]
+	}
 	if len(out) > int(max(count, 0)) {
 		out = out[:count]
 	}
-	return out, nil
+	return out
 }
 
 // Stats implements KV: the servers' counters and sizes summed; the

@@ -92,12 +92,12 @@ func TestRingAddServer(t *testing.T) {
 }
 
 // startCluster starts n servers and a Cluster over them.
-func startCluster(t *testing.T, n int) ([]*testServer, *Cluster) {
+func startCluster(t *testing.T, n int, opts ...Option) ([]*testServer, *Cluster) {
 	t.Helper()
 	var servers []*testServer
 	var addrs []string
 	for i := 0; i < n; i++ {
-		ts := startServer(t, "")
+		ts := startServer(t, "", opts...)
 		servers = append(servers, ts)
 		addrs = append(addrs, ts.addr)
 	}

@@ -113,7 +113,14 @@ service HatKV {
       throws (1: InvalidArgument bad, 2: StoreFull full)
       [c_hint: payload_size=10KB; s_hint: payload_size=64;],
 
-  /** Up to count records with keys >= start_key, in key order. */
+  /**
+   * Up to count records with keys >= start_key, in key order; fewer when
+   * the keys and records would pass the server's scan size limit
+   * (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
+   * ends before the record that would pass it (it holds at least one)
+   * and the reply header hatkv-scan-cut is set (on a call that sent
+   * headers), so the next Scan starts after its last key.
+   */
   list<KeyRecord> Scan(1: string start_key, 2: i32 count, 3: list<string> fields)
       throws (1: InvalidArgument bad)
       [hint: perf_goal=latency; c_hint: payload_size=64;],

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 )
 
 // Store is what the service needs from the storage engine; *kvstore.Store
@@ -14,7 +15,9 @@ import (
 type Store interface {
 	Get(ctx context.Context, key string, fields ...string) (kvstore.Record, error)
 	MultiGet(ctx context.Context, keys []string, fields ...string) ([]kvstore.Record, error)
-	Scan(ctx context.Context, startKey string, count int, fields ...string) ([]kvstore.KV, error)
+	// ScanCut is a Scan that may stop short of count records to keep
+	// its reply within a size; it reports whether it did.
+	ScanCut(ctx context.Context, startKey string, count int, fields ...string) ([]kvstore.KV, bool, error)
 	Put(ctx context.Context, key string, fields kvstore.Record) error
 	MultiPut(ctx context.Context, kvs []kvstore.KV) error
 	Delete(ctx context.Context, key string) error
@@ -82,11 +85,23 @@ func (s *Service) MultiPut(ctx context.Context, records []*hatkv.KeyRecord) erro
 	return mapError(s.store.MultiPut(ctx, kvs), "")
 }
 
+// ScanCutHeader is the reply header a server sets on a Scan it cut short
+// of count records to keep the reply within kvstore.Limits.MaxScanBytes:
+// keys after the last record returned were not looked at, so a client
+// merging several servers' answers must not pass that key. A reply can
+// carry headers only for a call that sent some (a fast-path call sends
+// none unless its context sets them), so a client that needs to know
+// sends the header itself (any value).
+const ScanCutHeader = "hatkv-scan-cut"
+
 // Scan implements hatkv.HatKVHandler.
 func (s *Service) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
-	kvs, err := s.store.Scan(ctx, startKey, int(count), fields...)
+	kvs, cut, err := s.store.ScanCut(ctx, startKey, int(count), fields...)
 	if err != nil {
 		return nil, mapError(err, startKey)
+	}
+	if cut {
+		markScanCut(ctx)
 	}
 	out := make([]*hatkv.KeyRecord, len(kvs))
 	for i, kv := range kvs {
@@ -160,4 +175,9 @@ func stripPrefix(s string) string {
 		return s[len(p):]
 	}
 	return s
+}
+
+// markScanCut tells the client its Scan was cut (ScanCutHeader).
+func markScanCut(ctx context.Context) {
+	metadata.SetReply(ctx, ScanCutHeader, "1")
 }

@@ -19,7 +19,7 @@ import (
 type WireStore interface {
 	GetWire(ctx context.Context, key string, fields []string, dst []byte) ([]byte, error)
 	MultiGetWire(ctx context.Context, keys []string, fields []string) ([][]byte, error)
-	ScanWire(ctx context.Context, startKey string, count int, fields []string) ([]kvstore.WireKV, error)
+	ScanWire(ctx context.Context, startKey string, count int, fields []string) ([]kvstore.WireKV, bool, error)
 }
 
 var _ WireStore = (*kvstore.Store)(nil)
@@ -79,10 +79,13 @@ func wireService(ws WireStore, svc *Service) *server.Service {
 			})},
 		{Name: "Scan", NewArgs: func() proto.Struct { return hatkv.NewHatKVScanArgs() }, Hints: h.Function("Scan"),
 			Handle: handle(func(ctx context.Context, a *hatkv.HatKVScanArgs) (proto.Struct, error) {
-				kvs, err := ws.ScanWire(ctx, a.StartKey, int(a.Count), a.Fields)
+				kvs, cut, err := ws.ScanWire(ctx, a.StartKey, int(a.Count), a.Fields)
 				if err != nil {
 					res := hatkv.NewHatKVScanResult()
 					return declared(res, mapError(err, a.StartKey), &res.Bad)
+				}
+				if cut {
+					markScanCut(ctx)
 				}
 				return &wireResult{kind: wireScan, scan: kvs}, nil
 			})},

@@ -76,6 +76,7 @@ type conn struct {
 	timeoutFields
 	chargeFn wire.Charge // c.charge, made once
 	charging int64       // reader-owned: budget charged for the message being read
+	rg       replyGate   // reply memory (replygate.go)
 	memHeld  int64       // budget held by the connection's requests; guarded by budget.mu
 }
 
@@ -104,6 +105,7 @@ type request struct {
 	// slot or task copy), valid until the reply is encoded and sent: a
 	// borrow_args method's arguments may alias it as they alias buf.
 	lease bool
+	cold  bool // holds a cold-call place (replygate.go)
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
 	// execute leaves the handler's result and error in res and err and
@@ -185,6 +187,11 @@ func (c *conn) serve() {
 		}
 		if c.holding.Load() && c.s.slots.full() {
 			c.unhold() // waiting for a slot must not keep replies back
+		}
+		if !c.reserveReply(r) { // replygate.go: answered busy, or the connection ended
+			c.unhold()
+			c.freeRequest(r)
+			continue
 		}
 		if !c.acquire(r) {
 			continue
@@ -532,6 +539,7 @@ func (c *conn) clearRequest(r *request) {
 	if r.mem > 0 {
 		c.s.budget.release(c, r.mem)
 	}
+	c.dropCold(r)
 	*r = request{}
 }
 
@@ -726,9 +734,7 @@ func (c *conn) maybeFinish() {
 		c.linger()
 	}
 	c.nc.Close()
-	for _, bp := range c.held {
-		wire.PutBuf(bp)
-	}
+	c.dropHeld() // reply.go
 	c.s.removeConn(c)
 }
 

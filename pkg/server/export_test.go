@@ -110,3 +110,11 @@ func CountFreshCalls(s *Server, key string) *atomic.Int64 {
 	}
 	return fresh
 }
+
+// BudgetUsed is the memory the server's budget holds (requests and
+// expected replies).
+func BudgetUsed(s *Server) int64 {
+	s.budget.mu.Lock()
+	defer s.budget.mu.Unlock()
+	return s.budget.used
+}

@@ -369,20 +369,39 @@ func ExampleServer_HTTPHandler() {
 	_ = http.ListenAndServe("127.0.0.1:8080", mux)
 }
 
-// Replies that outgrow a response (the message size limit) get 500, not
-// unbounded memory.
+// A reply over the message size limit is refused with an exception;
+// replies that together outgrow a response (the message size limit) get
+// 500, not unbounded memory.
 func TestHTTPReplyLimit(t *testing.T) {
 	lim := proto.DefaultLimits
 	lim.MaxMessageSize = 1 << 10
 	s := server.New(server.WithLogger(quiet), server.WithLimits(lim))
-	big := strings.Repeat("r", 2<<10)
-	s.Register(&server.Service{Name: "Big", Methods: []server.Method{{Name: "big",
-		NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
-		Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-			return &wiretest.EchoResult{Success: &big}, nil
-		}}}})
+	big, mid := strings.Repeat("r", 2<<10), strings.Repeat("m", 700)
+	result := func(v *string) server.Handler {
+		return func(context.Context, proto.Struct) (proto.Struct, error) {
+			return &wiretest.EchoResult{Success: v}, nil
+		}
+	}
+	s.Register(&server.Service{Name: "Big", Methods: []server.Method{
+		{Name: "big", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) }, Handle: result(&big)},
+		{Name: "mid", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) }, Handle: result(&mid)},
+	}})
 	serveOn(t, s)
-	resp, body := post(t, mountHTTP(t, s), bytes.NewReader(message(t, proto.Binary, "big", proto.Call, 1, &wiretest.EchoArgs{})))
+	url := mountHTTP(t, s)
+
+	resp, body := post(t, url, bytes.NewReader(message(t, proto.Binary, "big", proto.Call, 1, &wiretest.EchoArgs{})))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := proto.NewBinaryReader(body, nil)
+	_, typ, _, err := r.ReadMessageBegin()
+	require.NoError(t, err)
+	require.Equal(t, proto.Exception, typ)
+	var ae proto.ApplicationException
+	require.NoError(t, ae.DecodeBinary(r))
+	require.Regexp(t, `^hatrpc: reply of 20[0-9]{2} bytes exceeds the message limit of 1024 bytes$`, ae.Message)
+
+	two := append(message(t, proto.Binary, "mid", proto.Call, 1, &wiretest.EchoArgs{}),
+		message(t, proto.Binary, "mid", proto.Call, 2, &wiretest.EchoArgs{})...)
+	resp, body = post(t, url, bytes.NewReader(two))
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	require.Equal(t, "hatrpc: replies larger than the message size limit", strings.TrimSpace(string(body)))
 }

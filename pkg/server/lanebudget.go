@@ -37,8 +37,11 @@ type LaneLimits struct {
 
 // One remote host may hold at most 1/perHostShare of each budget, so a
 // flood from one machine leaves room for the others. Clients on this host
-// (loopback) are not told apart by address — they share the server-wide
-// budgets; the kernel already limits shm to the server's own user.
+// (loopback) are told apart by their user (lanesource.go): one user's
+// setups may take all but 1/perHostShare of the pending places, so
+// setups that never finish cannot lock other users out of the fast path;
+// the other budgets they share (the kernel already limits shm to users
+// the server lets in).
 const perHostShare = 4
 
 // DefaultLaneLimits fit the shm provider's 1 GiB segment with room to
@@ -56,7 +59,10 @@ type laneBudget struct {
 	mu    sync.Mutex
 	lim   LaneLimits
 	total usage
-	hosts map[string]*usage // remote hosts other than this one
+	hosts map[string]*usage // by laneSource key: remote hosts, local users
+	// peerUID finds the user of a loopback peer (procPeerUID; tests
+	// stand in for it).
+	peerUID func(local, remote net.Addr) (uint32, bool)
 }
 
 // usage is what the grants of the server, or of one host, hold.
@@ -65,8 +71,8 @@ type usage struct {
 	bytes                      int64
 }
 
-// hostOf is the budget key of a remote address: its host, "" for
-// loopback (or an address that does not parse).
+// hostOf is the host of a remote address, "" for loopback (or an
+// address that does not parse).
 func hostOf(remote string) string {
 	h, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -96,12 +102,13 @@ func (b *laneBudget) init(l LaneLimits) {
 		l.SetupTimeout = d.SetupTimeout
 	}
 	b.lim = l
+	b.peerUID = procPeerUID
 }
 
 // grant is what one lane or FLOCK handle holds of the budget.
 type grant struct {
 	b       *laneBudget
-	host    string
+	host    string // the laneSource key
 	bytes   int64
 	flock   bool
 	pending bool
@@ -137,31 +144,36 @@ func (u *usage) add(sign int, bytes int64, flock, pending bool) {
 }
 
 // take reserves a lane (bytes of registered memory) or a FLOCK peer for
-// the client at remote, as pending; the error names the budget that is
-// exhausted, the server's or the client host's share of it.
-func (b *laneBudget) take(remote string, bytes int64, flock bool) (*grant, error) {
+// the client src, as pending; the error names the budget that is
+// exhausted, the server's or the source's share of it.
+func (b *laneBudget) take(src laneSource, bytes int64, flock bool) (*grant, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.total.check(b.lim, 1, bytes, flock); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLaneBudget, err)
 	}
-	host := hostOf(remote)
-	if host != "" {
-		hu := b.hosts[host]
+	if src.key != "" {
+		hu := b.hosts[src.key]
 		if hu == nil {
 			hu = &usage{}
 		}
-		if err := hu.check(b.lim, perHostShare, bytes, flock); err != nil {
-			return nil, fmt.Errorf("%w: host %s: %w", ErrLaneBudget, host, err)
+		var err error
+		if src.remote {
+			err = hu.check(b.lim, perHostShare, bytes, flock)
+		} else if most := b.lim.Pending - max(b.lim.Pending/perHostShare, 1); hu.pending >= max(most, 1) {
+			err = fmt.Errorf("%d lane setups pending", hu.pending)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLaneBudget, src.name(), err)
 		}
 		if b.hosts == nil {
 			b.hosts = map[string]*usage{}
 		}
-		b.hosts[host] = hu
+		b.hosts[src.key] = hu
 		hu.add(1, bytes, flock, true)
 	}
 	b.total.add(1, bytes, flock, true)
-	return &grant{b: b, host: host, bytes: bytes, flock: flock, pending: true}, nil
+	return &grant{b: b, host: src.key, bytes: bytes, flock: flock, pending: true}, nil
 }
 
 // ready marks the setup finished (it no longer counts as pending).

@@ -163,7 +163,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 		tr = trRDMA
 	}
 	if a.Function == fastpath.FlockFunction {
-		g, err := c.s.laneBudget.take(c.remote, 0, true)
+		g, err := c.s.laneBudget.take(c.laneSource(), 0, true)
 		if err != nil {
 			return nil, c.refuseBudget(a.Function, err)
 		}
@@ -197,7 +197,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	// fantasy, not a reason to register memory.
 	maxMsg := int64(min(c.s.opts.limits.MaxMessageSize+wire.HeaderSize, fastpath.MaxMessage))
 	side = side.Sized(int(max(min(a.RequestSize, maxMsg), 0)), int(max(min(a.ResponseSize, maxMsg), 0)))
-	g, err := c.s.laneBudget.take(c.remote, laneBytes(side.Config), false)
+	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), false)
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
@@ -689,16 +689,21 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 		return ls.reply(nil, h.Protocol(), "", h.Seqid, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
-	out := make([]byte, wire.HeaderSize, 64<<10)
+	fit := ls.newBatchFit(len(frames))
+	if fit == nil {
+		return ls.reply(nil, h.Protocol(), "", h.Seqid, proto.Exception, batchTooMany(ls, len(frames)), nil, 0, nil)
+	}
+	out := make([]byte, wire.HeaderSize, min(64<<10, fit.max))
 	ls.inBatch = true
 	defer func() { ls.inBatch = false }()
-	for _, f := range frames {
+	for i, f := range frames {
 		rep, _ := ls.call(f)
 		if rep == nil {
 			var empty [wire.HeaderSize]byte
 			wire.SealFrame(empty[:], wire.KindReply, 0, 0, 0)
 			rep = empty[:]
 		}
+		rep = fit.admit(ls, out, rep, f, len(frames)-1-i)
 		out = append(out, rep...) // rep lives in ls.buf, reused by the next call
 	}
 	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
@@ -750,6 +755,9 @@ func (ls *laneSession) encodeReply(dst []byte, p proto.Protocol, name string, se
 		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
 	}
 	b, typ := appendReply(codec, head, p, name, seqid, typ, body)
+	if limit := ls.maxReplyBody(); len(b)-wire.HeaderSize > limit {
+		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], p, name, seqid, len(b)-wire.HeaderSize, limit), proto.Exception, 0
+	}
 	sealReplyRefs(b, nil, p, seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {

@@ -138,7 +138,7 @@ func New(opts ...Option) *Server {
 	s.budget.init(o.memBudget, o.memPerConn)
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
-		Help: "Request memory admitted by the budget and not yet released (WithMemoryBudget).",
+		Help: "Request and reply memory admitted by the budget and not yet released (WithMemoryBudget).",
 	}, s.budget.inUse))
 	s.sweepQuit = make(chan struct{})
 	s.clock.Store(int64(time.Since(epoch)))

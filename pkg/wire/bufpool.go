@@ -170,7 +170,10 @@ func GetBufSize(n int) *[]byte {
 // ones (a connection's requests, a method's replies), so the next one is
 // encoded into a pooled buffer of about its size instead of growing a
 // small buffer into fresh memory. The zero value is ready to use.
-type SizeHint struct{ n atomic.Int32 }
+type SizeHint struct{ n, max atomic.Int32 }
+
+// Max returns the largest message noted (0: none yet).
+func (h *SizeHint) Max() int { return int(h.max.Load()) }
 
 // Buf returns an empty pooled buffer sized like the last message.
 func (h *SizeHint) Buf() *[]byte { return GetBufSize(int(h.n.Load())) }
@@ -179,8 +182,11 @@ func (h *SizeHint) Buf() *[]byte { return GetBufSize(int(h.n.Load())) }
 func (h *SizeHint) Note(size int) {
 	// Store only on change: the hint is shared by concurrent callers, and
 	// a steady size then costs no cache-line write.
-	if n := int32(min(size, 1<<30)); h.n.Load() != n {
+	n := int32(min(size, 1<<30))
+	if h.n.Load() != n {
 		h.n.Store(n)
+	}
+	for m := h.max.Load(); n > m && !h.max.CompareAndSwap(m, n); m = h.max.Load() {
 	}
 }
 

@@ -17,7 +17,12 @@ const (
 	ModeAppExc         // handler returns a *proto.ApplicationException
 	ModeWaitCtx        // handler blocks until its context ends
 	ModeNoResult       // handler returns (nil, nil)
+	ModeRepeat         // handler answers Msg repeated RepeatTimes times
 )
+
+// RepeatTimes is how many times ModeRepeat repeats Msg: a small request
+// gets a large reply.
+const RepeatTimes = 1024
 
 type writer interface {
 	WriteStructBegin()

@@ -3,6 +3,7 @@ package wiretest
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
@@ -82,6 +83,9 @@ func (e *Echo) echo(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 		return nil, ctx.Err()
 	case ModeNoResult:
 		return nil, nil
+	case ModeRepeat:
+		msg := strings.Repeat(args.Msg, RepeatTimes)
+		return &EchoResult{Success: &msg}, nil
 	}
 	msg := args.Msg
 	if args.Blob != nil {

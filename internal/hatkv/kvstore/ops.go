@@ -126,16 +126,30 @@ func (s *Store) MultiGet(ctx context.Context, keys []string, fields ...string) (
 	return out, nil
 }
 
-// Scan returns up to count records with keys >= startKey, in key order.
+// Scan returns up to count records with keys >= startKey, in key order,
+// fewer when they would pass Limits.MaxScanBytes (see ScanCut).
 func (s *Store) Scan(ctx context.Context, startKey string, count int, fields ...string) ([]KV, error) {
+	kvs, _, err := s.ScanCut(ctx, startKey, count, fields...)
+	return kvs, err
+}
+
+// ScanCut is Scan also reporting whether it stopped before count records
+// because the next record would take the keys and records returned past
+// Limits.MaxScanBytes (the keys after the last one returned were not
+// looked at, whether or not there are any).
+func (s *Store) ScanCut(ctx context.Context, startKey string, count int, fields ...string) ([]KV, bool, error) {
 	if count < 1 || count > s.cfg.limits.MaxScanCount {
-		return nil, limitErr(ErrScanTooLong, "scan count", count, s.cfg.limits.MaxScanCount)
+		return nil, false, limitErr(ErrScanTooLong, "scan count", count, s.cfg.limits.MaxScanCount)
 	}
 	if len(startKey) > s.maxKey {
-		return nil, limitErr(ErrKeyTooLong, "key length", len(startKey), s.maxKey)
+		return nil, false, limitErr(ErrKeyTooLong, "key length", len(startKey), s.maxKey)
 	}
 	s.counters.scans.Add(1)
-	var out []KV
+	var (
+		out   []KV
+		cut   bool
+		bytes int
+	)
 	err := s.read(ctx, func(txn *lmdb.Txn) error {
 		cur, err := txn.OpenCursor(s.data)
 		if err != nil {
@@ -148,7 +162,7 @@ func (s *Store) Scan(ctx context.Context, startKey string, count int, fields ...
 		} else {
 			k, v, err = cur.Get(keyBytes(startKey), lmdb.SetRange)
 		}
-		out = make([]KV, 0, min(count, 128))
+		out, cut, bytes = make([]KV, 0, min(count, 128)), false, 0
 		for ; err == nil && len(out) < count; k, v, err = cur.Get(nil, lmdb.Next) {
 			rec, derr := DecodeRecord(v, fields...)
 			if derr != nil {
@@ -157,6 +171,10 @@ func (s *Store) Scan(ctx context.Context, startKey string, count int, fields ...
 					re.Key = string(k)
 				}
 				return derr
+			}
+			if bytes += len(k) + wireSize(rec); bytes > s.cfg.limits.MaxScanBytes && len(out) > 0 {
+				cut = true
+				break
 			}
 			out = append(out, KV{Key: string(k), Record: rec})
 			if err = ctx.Err(); err != nil {
@@ -169,9 +187,9 @@ func (s *Store) Scan(ctx context.Context, startKey string, count int, fields ...
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // Put merges fields into the record under key (YCSB update), creating the

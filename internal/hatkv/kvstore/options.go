@@ -86,6 +86,11 @@ type Limits struct {
 	// MaxRecordSize bounds the encoded record (all fields together).
 	MaxRecordSize int
 	MaxScanCount  int
+	// MaxScanBytes bounds the keys and records one Scan returns: a Scan
+	// stops before the record that would pass it (returning at least one
+	// record) and says it was cut, so a reply stays within the RPC
+	// message limit (64 MiB) however large the records are.
+	MaxScanBytes int
 	// MaxBatch bounds the number of keys in MultiGet and MultiPut.
 	MaxBatch int
 }
@@ -97,6 +102,7 @@ var DefaultLimits = Limits{
 	MaxFieldName:  255,
 	MaxRecordSize: 4 << 20,
 	MaxScanCount:  10000,
+	MaxScanBytes:  32 << 20,
 	MaxBatch:      1024,
 }
 
@@ -183,6 +189,7 @@ func WithLimits(l Limits) Option {
 		set(&c.limits.MaxFieldName, l.MaxFieldName)
 		set(&c.limits.MaxRecordSize, l.MaxRecordSize)
 		set(&c.limits.MaxScanCount, l.MaxScanCount)
+		set(&c.limits.MaxScanBytes, l.MaxScanBytes)
 		set(&c.limits.MaxBatch, l.MaxBatch)
 	}
 }

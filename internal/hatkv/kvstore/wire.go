@@ -102,22 +102,25 @@ type WireKV struct {
 	Wire []byte
 }
 
-// ScanWire is Scan with the records in wire form, in one buffer.
-func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields []string) ([]WireKV, error) {
+// ScanWire is ScanCut with the records in wire form, in one buffer; the
+// bytes counted against Limits.MaxScanBytes are the keys and wire forms.
+func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields []string) ([]WireKV, bool, error) {
 	if count < 1 || count > s.cfg.limits.MaxScanCount {
-		return nil, limitErr(ErrScanTooLong, "scan count", count, s.cfg.limits.MaxScanCount)
+		return nil, false, limitErr(ErrScanTooLong, "scan count", count, s.cfg.limits.MaxScanCount)
 	}
 	if len(startKey) > s.maxKey {
-		return nil, limitErr(ErrKeyTooLong, "key length", len(startKey), s.maxKey)
+		return nil, false, limitErr(ErrKeyTooLong, "key length", len(startKey), s.maxKey)
 	}
 	s.counters.scans.Add(1)
 	var (
 		keys []string
 		ends []int
 		buf  []byte
+		cut  bool
+		size int
 	)
 	err := s.read(ctx, func(txn *lmdb.Txn) error {
-		keys, ends, buf = keys[:0], ends[:0], buf[:0]
+		keys, ends, buf, cut, size = keys[:0], ends[:0], buf[:0], false, 0
 		cur, err := txn.OpenCursor(s.data)
 		if err != nil {
 			return err
@@ -139,6 +142,10 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 				}
 				return werr
 			}
+			if size += len(k) + len(buf) - start; size > s.cfg.limits.MaxScanBytes && len(keys) > 0 {
+				buf, cut = buf[:start], true
+				break
+			}
 			keys = append(keys, string(k))
 			ends = append(ends, len(buf)-start)
 			if err = ctx.Err(); err != nil {
@@ -151,7 +158,7 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]WireKV, len(keys))
 	p := 0
@@ -159,5 +166,15 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 		out[i] = WireKV{Key: keys[i], Wire: buf[p : p+n : p+n]}
 		p += n
 	}
-	return out, nil
+	return out, cut, nil
+}
+
+// wireSize is the size of rec in wire form (AppendWire's): a map header
+// and each entry's two length-prefixed strings.
+func wireSize(rec Record) int {
+	n := 6
+	for k, v := range rec {
+		n += 8 + len(k) + len(v)
+	}
+	return n
 }

@@ -4219,7 +4219,12 @@ type HatKVHandler interface {
 	MultiGet(ctx context.Context, keys []string, fields []string) (_r []*Lookup, _err error)
 	// Merges every record atomically: all are committed or none is.
 	MultiPut(ctx context.Context, records []*KeyRecord) (_err error)
-	// Up to count records with keys >= start_key, in key order.
+	// Up to count records with keys >= start_key, in key order; fewer when
+	// the keys and records would pass the server's scan size limit
+	// (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
+	// ends before the record that would pass it (it holds at least one)
+	// and the reply header hatkv-scan-cut is set (on a call that sent
+	// headers), so the next Scan starts after its last key.
 	Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error)
 	Stats(ctx context.Context) (_r *StoreStats, _err error)
 }
@@ -4342,7 +4347,12 @@ func (_c *HatKVClient) MultiPut(ctx context.Context, records []*KeyRecord) (_err
 	return nil
 }
 
-// Up to count records with keys >= start_key, in key order.
+// Up to count records with keys >= start_key, in key order; fewer when
+// the keys and records would pass the server's scan size limit
+// (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
+// ends before the record that would pass it (it holds at least one)
+// and the reply header hatkv-scan-cut is set (on a call that sent
+// headers), so the next Scan starts after its last key.
 func (_c *HatKVClient) Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error) {
 	_call := &struct {
 		args HatKVScanArgs

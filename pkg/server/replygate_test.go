@@ -1,0 +1,102 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/wiretest"
+)
+
+// D1 of issue 43: a client pipelines 200 calls with 1 MB replies and
+// never reads them. The replies it is owed count against the memory
+// budget: its connection stops being read once its share (4 MiB) is
+// held, the server's budget never holds more than the share, a client on
+// another connection keeps working, and everything is given back once
+// the first one closes.
+func TestUnreadRepliesBounded(t *testing.T) {
+	const total, perConn = 16 << 20, 4 << 20
+	s, _, addr := start(t, server.WithMemoryBudget(total, perConn))
+	bigArgs := func() *wiretest.ApacheEchoArgs {
+		// 1,000 bytes repeated 1,024 times: a reply of about 1 MB.
+		return &wiretest.ApacheEchoArgs{Msg: strings.Repeat("r", 1000), Mode: wiretest.ModeRepeat}
+	}
+
+	// The attacker: plain framed Thrift, 200 calls written, none read.
+	d := net.Dialer{Timeout: 5 * time.Second}
+	nc, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(4096))
+	conf := &thrift.TConfiguration{SocketTimeout: 10 * time.Second}
+	tr := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(nc, conf), conf)
+	p := thrift.NewTBinaryProtocolConf(tr, conf)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const calls = 200
+	for i := range calls {
+		require.NoError(t, p.WriteMessageBegin(ctx, "echo", thrift.CALL, int32(i+1)))
+		require.NoError(t, bigArgs().Write(ctx, p))
+		require.NoError(t, p.WriteMessageEnd(ctx))
+		require.NoError(t, p.Flush(ctx))
+	}
+
+	// A legitimate client on its own connection: small calls and one
+	// large reply, no errors, while the attacker's replies wait.
+	c, err := client.Dial(ctx, addr)
+	require.NoError(t, err)
+	defer c.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				var res wiretest.EchoResult
+				errs <- c.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "legit"}, &res)
+			}
+		}()
+	}
+	var big wiretest.EchoResult
+	require.NoError(t, c.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: strings.Repeat("l", 1000), Mode: wiretest.ModeRepeat}, &big))
+	require.Len(t, *big.Success, 1000*wiretest.RepeatTimes)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	// The attacker's connection is held at its share: sampled while its
+	// calls wait, the budget never holds more, and most calls never ran.
+	var peak int64
+	for range 50 {
+		used := server.BudgetUsed(s)
+		peak = max(peak, used)
+		require.LessOrEqual(t, used, int64(perConn), "the budget holds more than one connection's share")
+		time.Sleep(5 * time.Millisecond)
+	}
+	started := startedCalls(t, s)
+	t.Logf("peak budget %d bytes, %v calls started of %d", peak, started, calls)
+	assert.Less(t, started, float64(calls), "the unread connection stopped being read")
+
+	// Closing the attacker gives everything back.
+	require.NoError(t, nc.Close())
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, 30*time.Second, 10*time.Millisecond)
+}
+
+// startedCalls is the server's echo calls started so far.
+func startedCalls(t *testing.T, s *server.Server) float64 {
+	t.Helper()
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	return metricValue(mfs, "hatrpc_server_calls_total", map[string]string{"function": "echo"})
+}
