@@ -14,6 +14,7 @@ type BinaryWriter struct {
 	buf    []byte
 	refs   *[]Ref // see SetRefs
 	refMin int
+	json   bool // see SplitsBinary
 }
 
 // NewBinaryWriter returns a writer appending to buf.
@@ -36,6 +37,12 @@ func (w *BinaryWriter) Grow(n int) {
 		w.buf = nb
 	}
 }
+
+// SplitsBinary reports whether the writer must see every binary value
+// through WriteBinary or WriteBinaries: it writes for TJSONProtocol, where
+// a binary value (base64) differs from a string. Code that splices
+// encoded bytes into the buffer must then write value by value.
+func (w *BinaryWriter) SplitsBinary() bool { return w.json }
 
 // WriteMessageBegin writes a strict (versioned) message header, as Apache
 // does by default.
@@ -141,6 +148,9 @@ type BinaryReader struct {
 	// changes under its holder breaks map keys and every Go invariant.
 	UnsafeStrings bool
 	strs          strArena // backs short copied strings
+	// base64: the input is a JSON message's binary form (JSONCodec),
+	// whose binary values are still base64 text; Alias is then off.
+	base64 bool
 }
 
 // NewBinaryReader returns a reader over buf; a nil lim means DefaultLimits.
@@ -385,6 +395,9 @@ func (r *BinaryReader) ReadBinary() ([]byte, error) {
 	src, err := r.rawBytes()
 	if err != nil || r.Alias {
 		return src, err
+	}
+	if r.base64 {
+		return decodeBase64(src, r.pos)
 	}
 	out := make([]byte, len(src))
 	copy(out, src)

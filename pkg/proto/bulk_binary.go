@@ -89,6 +89,12 @@ func (w *BinaryWriter) WriteBools(v []bool) {
 
 // WriteBinaries writes the elements of a binary list.
 func (w *BinaryWriter) WriteBinaries(v [][]byte) {
+	if w.refs != nil { // each value may go to refs (SetRefs)
+		for _, x := range v {
+			w.WriteBinary(x)
+		}
+		return
+	}
 	b := w.buf // a local: no store back to w per element
 	for _, x := range v {
 		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
@@ -218,6 +224,16 @@ func (r *BinaryReader) rawList(dst [][]byte) error {
 func (r *BinaryReader) ReadBinaries(dst [][]byte) error {
 	if err := r.rawList(dst); err != nil {
 		return err
+	}
+	if r.base64 {
+		for i, b := range dst {
+			v, err := decodeBase64(b, r.pos)
+			if err != nil {
+				return err
+			}
+			dst[i] = v
+		}
+		return nil
 	}
 	if !r.Alias {
 		copyOut(dst)
