@@ -70,7 +70,10 @@ func WithFramed() Option { return func(o *options) { o.framed, o.formatSet = tru
 // WithUnframed uses the unframed (buffered) transport, and only it.
 func WithUnframed() Option { return func(o *options) { o.framed, o.formatSet = false, true } }
 
-// WithProtocol selects proto.Binary or proto.Compact, and only it.
+// WithProtocol selects proto.Binary, proto.Compact or proto.JSON (Apache's
+// TJSONProtocol), and only it. A JSON Conn speaks plain Thrift, unframed
+// unless WithFramed: it sends no HatRPC handshake (as WithoutUpgrade), so
+// against a HatRPC server too its calls stay on one TCP connection.
 func WithProtocol(p proto.Protocol) Option {
 	return func(o *options) { o.proto, o.formatSet = p, true }
 }

@@ -343,7 +343,7 @@ func (r *BinaryReader) readLen() (int, error) {
 	if n < 0 {
 		return 0, decodeErr(ErrNegativeSize, r.pos, "")
 	}
-	if int(n) > r.lim.MaxStringLength {
+	if int(n) > r.lim.MaxStringLength && (!r.base64 || int(n) > jsonMaxString(r.lim)) {
 		return 0, decodeErr(ErrSizeLimit, r.pos, "string length")
 	}
 	r.pos += 4
@@ -373,11 +373,23 @@ func (r *BinaryReader) ReadString() (string, error) {
 		if b, err = r.rawBytes(); err != nil {
 			return "", err
 		}
+		if err := r.checkText(len(b)); err != nil {
+			return "", err
+		}
 	}
 	if r.UnsafeStrings && len(b) > 0 {
 		return unsafe.String(&b[0], len(b)), nil
 	}
 	return r.strs.str(b), nil
+}
+
+// checkText applies the string limit to a JSON string, which readLen
+// lets grow to a binary value's base64 length.
+func (r *BinaryReader) checkText(n int) error {
+	if r.base64 && n > r.lim.MaxStringLength {
+		return decodeErr(ErrSizeLimit, r.pos, "string length")
+	}
+	return nil
 }
 
 // ReadBinary reads length-prefixed bytes, aliasing the input when Alias is
@@ -397,7 +409,11 @@ func (r *BinaryReader) ReadBinary() ([]byte, error) {
 		return src, err
 	}
 	if r.base64 {
-		return decodeBase64(src, r.pos)
+		b, err := decodeBase64(src, r.pos)
+		if err == nil && len(b) > r.lim.MaxStringLength {
+			err = decodeErr(ErrSizeLimit, r.pos, "binary length")
+		}
+		return b, err
 	}
 	out := make([]byte, len(src))
 	copy(out, src)

@@ -222,18 +222,17 @@ func (r *BinaryReader) rawList(dst [][]byte) error {
 // input when Alias is set. Copies share one allocation, each capped at its
 // own length so appending to one cannot overwrite the next.
 func (r *BinaryReader) ReadBinaries(dst [][]byte) error {
-	if err := r.rawList(dst); err != nil {
-		return err
-	}
 	if r.base64 {
-		for i, b := range dst {
-			v, err := decodeBase64(b, r.pos)
-			if err != nil {
+		for i := range dst {
+			var err error
+			if dst[i], err = r.ReadBinary(); err != nil {
 				return err
 			}
-			dst[i] = v
 		}
 		return nil
+	}
+	if err := r.rawList(dst); err != nil {
+		return err
 	}
 	if !r.Alias {
 		copyOut(dst)
@@ -274,6 +273,9 @@ func (r *BinaryReader) ReadStrings(dst []string) error {
 			r.pos = p
 			var err error
 			if b, err = r.rawBytes(); err != nil {
+				return err
+			}
+			if err := r.checkText(len(b)); err != nil {
 				return err
 			}
 			p = r.pos

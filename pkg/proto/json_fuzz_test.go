@@ -59,13 +59,21 @@ func TestJSONHostile(t *testing.T) {
 
 	lim := &proto.Limits{MaxMessageSize: 1 << 10, MaxDepth: 8, MaxStringLength: 4, MaxContainerSize: 2}
 	for _, tt := range []struct{ name, in string }{
-		{"string over the limit", `{"1":{"str":"abcde"}}`},
+		{"text over any string's bound", `{"1":{"str":"abcdefghi"}}`}, // 8: base64 of 4 bytes
 		{"container over the limit", `{"1":{"lst":["i8",3,1,2,3]}}`},
 		{"message over the limit", `{"1":{"str":"` + strings.Repeat("a", 2000) + `"}}`},
 	} {
 		var g Generic
 		require.ErrorIs(t, proto.Unmarshal(proto.JSON, []byte(tt.in), lim, &g), proto.ErrSizeLimit, tt.name)
 	}
+	// A string's limit is on its text, a binary value's on its bytes.
+	str := &tree{v: tv{t: proto.STRUCT, ids: []int16{1}, elems: []tv{{t: proto.STRING}}}}
+	bin := &tree{v: tv{t: proto.STRUCT, ids: []int16{1}, elems: []tv{{t: proto.STRING, bin: true}}}}
+	require.ErrorIs(t, proto.Unmarshal(proto.JSON, []byte(`{"1":{"str":"abcde"}}`), lim, str), proto.ErrSizeLimit)
+	require.ErrorIs(t, proto.Unmarshal(proto.JSON, []byte(`{"1":{"str":"QUJDREU="}}`), lim, bin), proto.ErrSizeLimit)
+	require.NoError(t, proto.Unmarshal(proto.JSON, []byte(`{"1":{"str":"abcd"}}`), lim, str))
+	require.NoError(t, proto.Unmarshal(proto.JSON, []byte(`{"1":{"str":"QUJDRA=="}}`), lim, bin))
+	require.Equal(t, "ABCD", string(bin.got.elems[0].s))
 
 	for _, tt := range []struct {
 		name, in string

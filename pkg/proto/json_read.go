@@ -284,7 +284,7 @@ func (x *j2b) value(t Type) error {
 	case STRING:
 		at := len(x.out)
 		x.out = append(x.out, 0, 0, 0, 0)
-		n, err := x.str(x.lim.MaxStringLength)
+		n, err := x.str(jsonMaxString(x.lim))
 		if err != nil {
 			return err
 		}
@@ -617,6 +617,13 @@ func (x *j2b) mapping() error {
 	}
 	x.depth--
 	return x.expect(']')
+}
+
+// jsonMaxString bounds a JSON string's text: a string or a binary value's
+// base64, whose decoded bytes MaxStringLength bounds (the reader checks
+// each against its own bound once it knows which it is).
+func jsonMaxString(lim *Limits) int {
+	return base64.StdEncoding.EncodedLen(min(lim.MaxStringLength, math.MaxInt32/2))
 }
 
 // decodeBase64 decodes a binary value's text as Apache's reader does:
