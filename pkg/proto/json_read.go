@@ -293,10 +293,8 @@ func (x *j2b) value(t Type) error {
 		return x.uuid()
 	case STRUCT:
 		return x.structure()
-	case LIST, SET:
-		return x.list()
-	case MAP:
-		return x.mapping()
+	case LIST, SET, MAP:
+		return x.container(t == MAP)
 	default:
 		return x.fail(ErrBadType, t.String())
 	}
@@ -531,31 +529,61 @@ func (x *j2b) count() (int, error) {
 	return int(n), nil
 }
 
-func (x *j2b) list() error {
+// container reads a list or set, ["tag",n,v1,...], or a map,
+// ["ktag","vtag",n,{k1:v1,...}].
+func (x *j2b) container(isMap bool) error {
 	if err := x.enter(); err != nil {
 		return err
 	}
 	if err := x.expect('['); err != nil {
 		return err
 	}
-	et, err := x.tag()
-	if err != nil {
-		return err
-	}
-	if err := x.expect(','); err != nil {
-		return err
+	var tags [2]Type
+	for i := range 1 + btoi(isMap) {
+		t, err := x.tag()
+		if err != nil {
+			return err
+		}
+		if err := x.expect(','); err != nil {
+			return err
+		}
+		x.out = append(x.out, byte(t))
+		tags[i] = t
 	}
 	n, err := x.count()
 	if err != nil {
 		return err
 	}
-	x.out = append(x.out, byte(et))
 	x.out = binary.BigEndian.AppendUint32(x.out, uint32(n))
-	for range n {
+	if isMap {
 		if err := x.expect(','); err != nil {
 			return err
 		}
-		if err := x.value(et); err != nil {
+		if err := x.expect('{'); err != nil {
+			return err
+		}
+	}
+	for i := range n {
+		if i > 0 || !isMap {
+			if err := x.expect(','); err != nil {
+				return err
+			}
+		}
+		if err := x.value(tags[0]); err != nil {
+			return err
+		}
+		if !isMap {
+			continue
+		}
+		if err := x.expect(':'); err != nil {
+			return err
+		}
+		if err := x.value(tags[1]); err != nil {
+			return err
+		}
+	}
+	if isMap {
+		if err := x.expect('}'); err != nil {
 			return err
 		}
 	}
@@ -563,60 +591,11 @@ func (x *j2b) list() error {
 	return x.expect(']')
 }
 
-func (x *j2b) mapping() error {
-	if err := x.enter(); err != nil {
-		return err
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
-	if err := x.expect('['); err != nil {
-		return err
-	}
-	kt, err := x.tag()
-	if err != nil {
-		return err
-	}
-	if err := x.expect(','); err != nil {
-		return err
-	}
-	vt, err := x.tag()
-	if err != nil {
-		return err
-	}
-	if err := x.expect(','); err != nil {
-		return err
-	}
-	n, err := x.count()
-	if err != nil {
-		return err
-	}
-	if err := x.expect(','); err != nil {
-		return err
-	}
-	if err := x.expect('{'); err != nil {
-		return err
-	}
-	x.out = append(x.out, byte(kt), byte(vt))
-	x.out = binary.BigEndian.AppendUint32(x.out, uint32(n))
-	for i := range n {
-		if i > 0 {
-			if err := x.expect(','); err != nil {
-				return err
-			}
-		}
-		if err := x.value(kt); err != nil {
-			return err
-		}
-		if err := x.expect(':'); err != nil {
-			return err
-		}
-		if err := x.value(vt); err != nil {
-			return err
-		}
-	}
-	if err := x.expect('}'); err != nil {
-		return err
-	}
-	x.depth--
-	return x.expect(']')
+	return 0
 }
 
 // jsonMaxString bounds a JSON string's text: a string or a binary value's

@@ -141,10 +141,8 @@ func (x *b2j) value(t Type, key bool) error {
 		return x.str()
 	case STRUCT:
 		return x.structure()
-	case LIST, SET:
-		return x.list()
-	case MAP:
-		return x.mapping()
+	case LIST, SET, MAP:
+		return x.container(t == MAP)
 	default:
 		return x.fail(ErrBadType, t.String())
 	}
@@ -243,73 +241,52 @@ func (x *b2j) count() (int, error) {
 	return int(n), nil
 }
 
-func (x *b2j) list() error {
+// container writes a list or set, ["tag",n,v1,...], or a map,
+// ["ktag","vtag",n,{k1:v1,...}] (keys quoted).
+func (x *b2j) container(isMap bool) error {
 	if err := x.enter(); err != nil {
 		return err
 	}
-	if err := x.need(1); err != nil {
+	nt := 1 + btoi(isMap)
+	if err := x.need(nt); err != nil {
 		return err
 	}
-	et := Type(x.src[x.pos])
-	x.pos++
+	tags := [2]Type{Type(x.src[x.pos]), Type(x.src[x.pos+nt-1])}
+	x.pos += nt
 	n, err := x.count()
 	if err != nil {
 		return err
 	}
 	x.out = append(x.out, '[')
-	if err := x.tag(et); err != nil {
-		return err
-	}
-	x.out = append(x.out, ',')
-	x.out = strconv.AppendInt(x.out, int64(n), 10)
-	for range n {
-		x.out = append(x.out, ',')
-		if err := x.value(et, false); err != nil {
+	for i := range nt {
+		if err := x.tag(tags[i]); err != nil {
 			return err
 		}
+		x.out = append(x.out, ',')
 	}
-	x.out = append(x.out, ']')
-	x.depth--
-	return nil
-}
-
-func (x *b2j) mapping() error {
-	if err := x.enter(); err != nil {
-		return err
-	}
-	if err := x.need(2); err != nil {
-		return err
-	}
-	kt, vt := Type(x.src[x.pos]), Type(x.src[x.pos+1])
-	x.pos += 2
-	n, err := x.count()
-	if err != nil {
-		return err
-	}
-	x.out = append(x.out, '[')
-	if err := x.tag(kt); err != nil {
-		return err
-	}
-	x.out = append(x.out, ',')
-	if err := x.tag(vt); err != nil {
-		return err
-	}
-	x.out = append(x.out, ',')
 	x.out = strconv.AppendInt(x.out, int64(n), 10)
-	x.out = append(x.out, ",{"...)
+	if isMap {
+		x.out = append(x.out, ",{"...)
+	}
 	for i := range n {
-		if i > 0 {
+		if i > 0 || !isMap {
 			x.out = append(x.out, ',')
 		}
-		if err := x.value(kt, true); err != nil {
+		if err := x.value(tags[0], isMap); err != nil {
 			return err
 		}
+		if !isMap {
+			continue
+		}
 		x.out = append(x.out, ':')
-		if err := x.value(vt, false); err != nil {
+		if err := x.value(tags[1], false); err != nil {
 			return err
 		}
 	}
-	x.out = append(x.out, "}]"...)
+	if isMap {
+		x.out = append(x.out, '}')
+	}
+	x.out = append(x.out, ']')
 	x.depth--
 	return nil
 }

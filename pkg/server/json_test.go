@@ -19,17 +19,8 @@ import (
 // is an unknown method, answered in JSON, and the connection goes on in
 // plain JSON (HatRPC framing carries binary or compact only).
 func TestJSONHelloIsUnknown(t *testing.T) {
-	_, _, addr := start(t)
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	require.NoError(t, err)
-	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
-	_, err = nc.Write([]byte(`[1,"` + wire.HelloMethod + `",1,0,{"1":{"i32":1},"2":{"i64":1}}]`))
-	require.NoError(t, err)
-	br := bufio.NewReader(nc)
-	f := wire.Format{Proto: proto.JSON}
-	msg, err := wire.ReadMessage(br, f, nil, nil)
-	require.NoError(t, err)
+	nc, br := jsonConn(t)
+	msg := jsonRoundTrip(t, nc, br, []byte(`[1,"`+wire.HelloMethod+`",1,0,{"1":{"i32":1},"2":{"i64":1}}]`))
 	require.Equal(t, `[1,"`+wire.HelloMethod+`",3,0,{"1":{"str":"unknown method `+wire.HelloMethod+`"},"2":{"i32":1}}]`, string(msg))
 
 	c := wire.GetCodec()
@@ -37,10 +28,7 @@ func TestJSONHelloIsUnknown(t *testing.T) {
 	req, err := c.AppendMessage(nil, proto.JSON, "echo", proto.Call, 5, &wiretest.EchoArgs{Msg: "a<b", Blob: []byte("!")})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(req), `[1,"echo",1,5,{`), string(req))
-	_, err = nc.Write(req)
-	require.NoError(t, err)
-	msg, err = wire.ReadMessage(br, f, nil, nil)
-	require.NoError(t, err)
+	msg = jsonRoundTrip(t, nc, br, req)
 	h, err := wire.ParseMsgHeader(proto.JSON, msg)
 	require.NoError(t, err)
 	require.Equal(t, proto.Reply, h.Type)
@@ -53,21 +41,32 @@ func TestJSONHelloIsUnknown(t *testing.T) {
 // TestJSONBadInputAnswered: a JSON call the server cannot decode gets a
 // JSON exception naming the failure, then the connection closes.
 func TestJSONBadInputAnswered(t *testing.T) {
-	_, _, addr := start(t)
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	require.NoError(t, err)
-	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
-	_, err = nc.Write([]byte(`[1,"echo",1,9,{"1":{"str":"\ud800"}}]`))
-	require.NoError(t, err)
-	br := bufio.NewReader(nc)
-	msg, err := wire.ReadMessage(br, wire.Format{Proto: proto.JSON}, nil, nil)
-	require.NoError(t, err)
+	nc, br := jsonConn(t)
+	msg := jsonRoundTrip(t, nc, br, []byte(`[1,"echo",1,9,{"1":{"str":"\ud800"}}]`))
 	h, err := wire.ParseMsgHeader(proto.JSON, msg)
 	require.NoError(t, err)
 	require.Equal(t, proto.Exception, h.Type)
 	require.Equal(t, int32(9), h.Seqid)
 	require.Contains(t, string(msg), "surrogate")
+}
+
+// jsonConn is a raw connection to a fresh server.
+func jsonConn(t *testing.T) (net.Conn, *bufio.Reader) {
+	_, _, addr := start(t)
+	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { nc.Close() })
+	require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
+	return nc, bufio.NewReader(nc)
+}
+
+// jsonRoundTrip sends one JSON message and reads the answer.
+func jsonRoundTrip(t *testing.T, nc net.Conn, br *bufio.Reader, req []byte) []byte {
+	_, err := nc.Write(req)
+	require.NoError(t, err)
+	msg, err := wire.ReadMessage(br, wire.Format{Proto: proto.JSON}, nil, nil)
+	require.NoError(t, err)
+	return msg
 }
 
 // TestJSONClientRefusesTHeader: THeader has no protocol id for JSON.
