@@ -57,8 +57,8 @@ func defaultOptions() options {
 
 // By default a Conn offers the handshake unframed in binary, Apache's
 // defaults, and when the server hangs up on it, offers it framed, then in
-// compact (each on a connection of its own): it finds a plain Thrift
-// server's stack by itself and keeps it for reconnects. WithFramed,
+// compact, then in JSON (each on a connection of its own): it finds a
+// plain Thrift server's stack by itself and keeps it for reconnects. WithFramed,
 // WithUnframed and WithProtocol (or WithCompact) fix the stack instead:
 // nothing else is tried. A HatRPC server reads any stack, and WithoutUpgrade
 // sends no handshake, so neither probes.

@@ -2,6 +2,7 @@ package interop_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -63,6 +64,20 @@ func TestJSONPythonClientToHatServer(t *testing.T) {
 	for _, s := range testutil.JSONStacks {
 		t.Run(s.String(), func(t *testing.T) {
 			assert.Equal(t, testutil.PyChecks, testutil.RunPython(t, gen, srv.Addr, s))
+		})
+	}
+}
+
+// TestJSONDefaultClientToApacheServer: a client with no protocol option
+// finds an Apache server that speaks TJSONProtocol only (it probes JSON
+// last), buffered or framed.
+func TestJSONDefaultClientToApacheServer(t *testing.T) {
+	for _, s := range testutil.JSONStacks {
+		t.Run(s.String(), func(t *testing.T) {
+			addr, _ := testutil.StartApacheServer(t, s)
+			c := dialHat(t, addr, client.WithHandshakeTimeout(time.Minute))
+			assert.False(t, c.Upgraded())
+			testutil.RunHatClientSuite(t, hg.NewInteropClient(c))
 		})
 	}
 }
