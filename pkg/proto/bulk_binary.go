@@ -89,7 +89,7 @@ func (w *BinaryWriter) WriteBools(v []bool) {
 
 // WriteBinaries writes the elements of a binary list.
 func (w *BinaryWriter) WriteBinaries(v [][]byte) {
-	if w.refs != nil { // each value may go to refs (SetRefs)
+	if w.json { // JSON must see each value (SplitsBinary)
 		for _, x := range v {
 			w.WriteBinary(x)
 		}
