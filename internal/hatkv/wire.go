@@ -147,8 +147,12 @@ func (r *wireResult) DecodeBinary(*proto.BinaryReader) error   { return errEncod
 func (r *wireResult) DecodeCompact(*proto.CompactReader) error { return errEncodeOnly }
 
 // EncodeBinary splices the stored bytes in: they are already the binary
-// protocol's map encoding.
+// protocol's map encoding; but for TJSONProtocol, which must see each
+// value (binary, so base64) and name (a string).
 func (r *wireResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if w.SplitsBinary() {
+		return r.encodeFields(w, func(name []byte) { w.WriteString(string(name)) })
+	}
 	r.encode(w, func(b []byte) { w.Reset(append(w.Bytes(), b...)) })
 	return nil
 }
@@ -156,11 +160,26 @@ func (r *wireResult) EncodeBinary(w *proto.BinaryWriter) error {
 // EncodeCompact transcodes the stored maps field by field (compact
 // lengths are varints); still no Record map is built.
 func (r *wireResult) EncodeCompact(w *proto.CompactWriter) error {
+	// A name is the same bytes as a string or as binary, and WriteBinary
+	// takes them without a copy.
+	return r.encodeFields(w, func(name []byte) { w.WriteBinary(name) })
+}
+
+// fieldWriter is what encodeFields needs of a writer.
+type fieldWriter interface {
+	structWriter
+	WriteMapBegin(key, val proto.Type, n int)
+	WriteBinary(v []byte)
+}
+
+// encodeFields writes each stored map field by field, names through
+// name.
+func (r *wireResult) encodeFields(w fieldWriter, name func([]byte)) error {
 	var err error
 	r.encode(w, func(wire []byte) {
 		w.WriteMapBegin(proto.STRING, proto.STRING, kvstore.WireCount(wire))
-		err = errors.Join(err, kvstore.WireFields(wire, func(name, val []byte) {
-			w.WriteBinary(name)
+		err = errors.Join(err, kvstore.WireFields(wire, func(n, val []byte) {
+			name(n)
 			w.WriteBinary(val)
 		}))
 	})

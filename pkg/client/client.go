@@ -91,7 +91,16 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.proto != proto.Binary && o.proto != proto.Compact {
+	switch o.proto {
+	case proto.Binary, proto.Compact:
+	case proto.JSON:
+		if o.theader {
+			return nil, fmt.Errorf("client: THeader carries binary or compact, not %v", o.proto)
+		}
+		// TJSONProtocol stays plain Thrift: HatRPC framing has no room
+		// for it, so there is nothing to upgrade to.
+		o.noUpgrade = true
+	default:
 		return nil, fmt.Errorf("client: unsupported protocol %v", o.proto)
 	}
 	if err := checkBuilt(o.rdma); err != nil {

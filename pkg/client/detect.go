@@ -98,9 +98,12 @@ func notThrift(addr string, head []byte, err error) error {
 // four bytes (0x80 or 0x82 first, a negative frame size) and hangs up at
 // once, while an unframed binary server reading a framed message takes
 // the frame length for an old-style name length and waits for more.
+// TJSONProtocol comes last: the rarest, and its servers hang up on every
+// other stack at their first byte.
 var formats = []wire.Format{
 	{Proto: proto.Binary}, {Proto: proto.Binary, Framed: true},
 	{Proto: proto.Compact}, {Proto: proto.Compact, Framed: true},
+	{Proto: proto.JSON}, {Proto: proto.JSON, Framed: true},
 }
 
 // probeTrailer follows a framed probe so that an unframed binary server

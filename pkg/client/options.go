@@ -63,8 +63,8 @@ func defaultOptions() options {
 
 // By default a Conn offers the handshake unframed in binary, Apache's
 // defaults, and when the server hangs up on it, offers it framed, then in
-// compact (each on a connection of its own): it finds a plain Thrift
-// server's stack by itself and keeps it for reconnects. WithFramed,
+// compact, then in JSON (each on a connection of its own): it finds a
+// plain Thrift server's stack by itself and keeps it for reconnects. WithFramed,
 // WithUnframed and WithProtocol (or WithCompact) fix the stack instead:
 // nothing else is tried. A HatRPC server reads any stack, and WithoutUpgrade
 // sends no handshake, so neither probes.
@@ -76,7 +76,10 @@ func WithFramed() Option { return func(o *options) { o.framed, o.formatSet = tru
 // WithUnframed uses the unframed (buffered) transport, and only it.
 func WithUnframed() Option { return func(o *options) { o.framed, o.formatSet = false, true } }
 
-// WithProtocol selects proto.Binary or proto.Compact, and only it.
+// WithProtocol selects proto.Binary, proto.Compact or proto.JSON (Apache's
+// TJSONProtocol), and only it. A JSON Conn speaks plain Thrift, unframed
+// unless WithFramed: it sends no HatRPC handshake (as WithoutUpgrade), so
+// against a HatRPC server too its calls stay on one TCP connection.
 func WithProtocol(p proto.Protocol) Option {
 	return func(o *options) { o.proto, o.formatSet = p, true }
 }

@@ -14,6 +14,7 @@ type BinaryWriter struct {
 	buf    []byte
 	refs   *[]Ref // see SetRefs
 	refMin int
+	json   bool // see SplitsBinary
 }
 
 // NewBinaryWriter returns a writer appending to buf.
@@ -36,6 +37,12 @@ func (w *BinaryWriter) Grow(n int) {
 		w.buf = nb
 	}
 }
+
+// SplitsBinary reports whether the writer must see every binary value
+// through WriteBinary or WriteBinaries: it writes for TJSONProtocol, where
+// a binary value (base64) differs from a string. Code that splices
+// encoded bytes into the buffer must then write value by value.
+func (w *BinaryWriter) SplitsBinary() bool { return w.json }
 
 // WriteMessageBegin writes a strict (versioned) message header, as Apache
 // does by default.
@@ -141,6 +148,9 @@ type BinaryReader struct {
 	// changes under its holder breaks map keys and every Go invariant.
 	UnsafeStrings bool
 	strs          strArena // backs short copied strings
+	// base64: the input is a JSON message's binary form (JSONCodec),
+	// whose binary values are still base64 text; Alias is then off.
+	base64 bool
 }
 
 // NewBinaryReader returns a reader over buf; a nil lim means DefaultLimits.
@@ -333,7 +343,7 @@ func (r *BinaryReader) readLen() (int, error) {
 	if n < 0 {
 		return 0, decodeErr(ErrNegativeSize, r.pos, "")
 	}
-	if int(n) > r.lim.MaxStringLength {
+	if int(n) > r.lim.MaxStringLength && (!r.base64 || int(n) > jsonMaxString(r.lim)) {
 		return 0, decodeErr(ErrSizeLimit, r.pos, "string length")
 	}
 	r.pos += 4
@@ -363,11 +373,23 @@ func (r *BinaryReader) ReadString() (string, error) {
 		if b, err = r.rawBytes(); err != nil {
 			return "", err
 		}
+		if err := r.checkText(len(b)); err != nil {
+			return "", err
+		}
 	}
 	if r.UnsafeStrings && len(b) > 0 {
 		return unsafe.String(&b[0], len(b)), nil
 	}
 	return r.strs.str(b), nil
+}
+
+// checkText applies the string limit to a JSON string, which readLen
+// lets grow to a binary value's base64 length.
+func (r *BinaryReader) checkText(n int) error {
+	if r.base64 && n > r.lim.MaxStringLength {
+		return decodeErr(ErrSizeLimit, r.pos, "string length")
+	}
+	return nil
 }
 
 // ReadBinary reads length-prefixed bytes, aliasing the input when Alias is
@@ -385,6 +407,13 @@ func (r *BinaryReader) ReadBinary() ([]byte, error) {
 	src, err := r.rawBytes()
 	if err != nil || r.Alias {
 		return src, err
+	}
+	if r.base64 {
+		b, err := decodeBase64(src, r.pos)
+		if err == nil && len(b) > r.lim.MaxStringLength {
+			err = decodeErr(ErrSizeLimit, r.pos, "binary length")
+		}
+		return b, err
 	}
 	out := make([]byte, len(src))
 	copy(out, src)

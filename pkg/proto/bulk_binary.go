@@ -89,6 +89,12 @@ func (w *BinaryWriter) WriteBools(v []bool) {
 
 // WriteBinaries writes the elements of a binary list.
 func (w *BinaryWriter) WriteBinaries(v [][]byte) {
+	if w.json { // JSON must see each value (SplitsBinary)
+		for _, x := range v {
+			w.WriteBinary(x)
+		}
+		return
+	}
 	b := w.buf // a local: no store back to w per element
 	for _, x := range v {
 		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
@@ -216,6 +222,15 @@ func (r *BinaryReader) rawList(dst [][]byte) error {
 // input when Alias is set. Copies share one allocation, each capped at its
 // own length so appending to one cannot overwrite the next.
 func (r *BinaryReader) ReadBinaries(dst [][]byte) error {
+	if r.base64 {
+		for i := range dst {
+			var err error
+			if dst[i], err = r.ReadBinary(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err := r.rawList(dst); err != nil {
 		return err
 	}
@@ -258,6 +273,9 @@ func (r *BinaryReader) ReadStrings(dst []string) error {
 			r.pos = p
 			var err error
 			if b, err = r.rawBytes(); err != nil {
+				return err
+			}
+			if err := r.checkText(len(b)); err != nil {
 				return err
 			}
 			p = r.pos

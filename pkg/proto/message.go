@@ -17,6 +17,14 @@ type MessageHeader struct {
 type Encoder struct {
 	bin BinaryWriter
 	cmp CompactWriter
+	js  *JSONCodec // made on first use
+}
+
+func (e *Encoder) json() *JSONCodec {
+	if e.js == nil {
+		e.js = new(JSONCodec)
+	}
+	return e.js
 }
 
 // Encode appends one message (header and body) to buf.
@@ -38,6 +46,8 @@ func (e *Encoder) Encode(p Protocol, buf []byte, name string, typ MessageType, s
 		out := w.Bytes()
 		w.buf = nil
 		return out, err
+	case JSON:
+		return e.json().AppendMessage(buf, name, typ, seqid, body)
 	}
 	return buf, ErrBadProtocol
 }
@@ -89,21 +99,25 @@ func Marshal(p Protocol, buf []byte, s Struct) ([]byte, error) {
 		out := e.cmp.buf
 		e.cmp.buf = nil
 		return out, err
+	case JSON:
+		return e.json().AppendStruct(buf, s)
 	}
 	return buf, ErrBadProtocol
 }
 
 // Decoder decodes whole messages: Begin reads the header, ReadBody the
 // payload, with one protocol switch per message. Keep one per connection.
+// A JSON message is transcoded whole by Begin (see JSONCodec).
 type Decoder struct {
 	// Alias and UnsafeStrings are passed on to the readers (see
-	// BinaryReader).
+	// BinaryReader); JSON ignores them.
 	Alias         bool
 	UnsafeStrings bool
 	p             Protocol
 	lim           *Limits
 	bin           BinaryReader
 	cmp           CompactReader
+	js            *JSONCodec // made on first use
 	// lastName saves the name allocation when consecutive messages call the
 	// same method, the common case on a connection.
 	lastName string
@@ -139,6 +153,11 @@ func (d *Decoder) Begin(p Protocol, msg []byte) (MessageHeader, error) {
 		d.cmp.Reset(msg)
 		d.cmp.Alias, d.cmp.UnsafeStrings = d.Alias, d.UnsafeStrings
 		name, h.Type, h.SeqID, err = d.cmp.messageHeader()
+	case JSON:
+		if d.js == nil {
+			d.js = new(JSONCodec)
+		}
+		name, h.Type, h.SeqID, err = d.js.begin(msg, d.lim)
 	default:
 		return h, ErrBadProtocol
 	}
@@ -159,6 +178,8 @@ func (d *Decoder) ReadBody(s Struct) error {
 		return s.DecodeBinary(&d.bin)
 	case Compact:
 		return s.DecodeCompact(&d.cmp)
+	case JSON:
+		return s.DecodeBinary(&d.js.r)
 	}
 	return ErrBadProtocol
 }
@@ -171,14 +192,20 @@ func (d *Decoder) SkipBody() error {
 		return d.bin.Skip(STRUCT)
 	case Compact:
 		return d.cmp.Skip(STRUCT)
+	case JSON:
+		return d.js.r.Skip(STRUCT)
 	}
 	return ErrBadProtocol
 }
 
-// Pos returns the bytes consumed of the current message.
+// Pos returns the bytes consumed of the current message (JSON: all of
+// it, from Begin on).
 func (d *Decoder) Pos() int {
-	if d.p == Compact {
+	switch d.p {
+	case Compact:
 		return d.cmp.Pos()
+	case JSON:
+		return d.js.end
 	}
 	return d.bin.Pos()
 }
@@ -197,6 +224,15 @@ func DecodeMessageHeader(p Protocol, msg []byte, lim *Limits) (MessageHeader, in
 		r := CompactReader{buf: msg, lim: limitsOrDefault(lim)}
 		h.Name, h.Type, h.SeqID, err = r.ReadMessageBegin()
 		return h, r.pos, err
+	case JSON:
+		if len(msg) > limitsOrDefault(lim).MaxMessageSize {
+			return h, 0, decodeErr(ErrSizeLimit, 0, "message size")
+		}
+		name, typ, seq, body, err := JSONMessageHeader(msg)
+		if err != nil {
+			return h, 0, err
+		}
+		return MessageHeader{Name: string(name), Type: typ, SeqID: seq}, body, nil
 	}
 	return h, 0, ErrBadProtocol
 }
@@ -219,6 +255,8 @@ func Unmarshal(p Protocol, data []byte, lim *Limits, s Struct) error {
 		return s.DecodeBinary(NewBinaryReader(data, lim))
 	case Compact:
 		return s.DecodeCompact(NewCompactReader(data, lim))
+	case JSON:
+		return new(JSONCodec).Unmarshal(data, lim, s)
 	}
 	return ErrBadProtocol
 }

@@ -185,7 +185,7 @@ func TestBadProtocol(t *testing.T) {
 	_, err := proto.Marshal(0, nil, &Generic{})
 	require.ErrorIs(t, err, proto.ErrBadProtocol)
 	require.ErrorIs(t, proto.Unmarshal(9, []byte{0}, nil, &Generic{}), proto.ErrBadProtocol)
-	_, err = proto.EncodeMessage(3, nil, "x", proto.Call, 0, &Generic{})
+	_, err = proto.EncodeMessage(7, nil, "x", proto.Call, 0, &Generic{})
 	require.ErrorIs(t, err, proto.ErrBadProtocol)
 	_, err = proto.NewDecoder(nil).Begin(0, []byte{0})
 	require.ErrorIs(t, err, proto.ErrBadProtocol)

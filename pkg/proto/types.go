@@ -82,6 +82,10 @@ type Protocol uint8
 const (
 	Binary  Protocol = 1
 	Compact Protocol = 2
+	// JSON is Apache's TJSONProtocol. It is encoded and decoded through
+	// the binary protocol (see JSONCodec), so a Struct needs nothing more
+	// than its binary methods.
+	JSON Protocol = 3
 )
 
 func (p Protocol) String() string {
@@ -90,6 +94,8 @@ func (p Protocol) String() string {
 		return "binary"
 	case Compact:
 		return "compact"
+	case JSON:
+		return "json"
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
@@ -148,6 +154,9 @@ var (
 	ErrBadVersion   error = &protoError{"proto: bad protocol version"}
 	ErrBadType      error = &protoError{"proto: bad type id"}
 	ErrNegativeSize error = &protoError{"proto: negative size"}
+	// ErrJSONSyntax reports TJSONProtocol input that is not what Apache
+	// writes: bad JSON, a bad escape or base64, a number out of range.
+	ErrJSONSyntax error = &protoError{"proto: malformed TJSONProtocol"}
 	// ErrBadProtocol reports an unknown Protocol value or undetectable
 	// protocol bytes.
 	ErrBadProtocol error = &protoError{"proto: unknown protocol"}

@@ -30,6 +30,10 @@ func TestEchoAllEncodings(t *testing.T) {
 		{"plain-framed-compact", []client.Option{client.WithoutUpgrade(), client.WithFramed(), client.WithCompact()}, false},
 		{"multiplexed", []client.Option{client.WithMultiplexed()}, true},
 		{"multiplexed-plain", []client.Option{client.WithMultiplexed(), client.WithoutUpgrade()}, false},
+		// TJSONProtocol stays plain Thrift.
+		{"plain-unframed-json", []client.Option{client.WithProtocol(proto.JSON)}, false},
+		{"plain-framed-json", []client.Option{client.WithProtocol(proto.JSON), client.WithFramed()}, false},
+		{"multiplexed-json", []client.Option{client.WithProtocol(proto.JSON), client.WithMultiplexed()}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -429,7 +429,9 @@ func (c *conn) next() (*request, error) {
 		name := string(mh.Name)
 		defer wire.PutBuf(bp)
 		defer c.releaseCharge()
-		if splitName(name) == wire.HelloMethod && !c.hat {
+		// A JSON connection stays plain Thrift (HatRPC framing carries
+		// binary or compact): the hello is then an unknown method.
+		if splitName(name) == wire.HelloMethod && !c.hat && p != proto.JSON {
 			if c.hello(p, name, mh.Seqid, msg[mh.Body:]) {
 				return nil, errAttached
 			}

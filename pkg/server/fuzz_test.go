@@ -54,6 +54,11 @@ func FuzzServe(f *testing.F) {
 			fuzzSeed(f, p, framed, true, wire.KindOneway, &wiretest.EchoArgs{Msg: "hi"}, "fire")
 		}
 	}
+	for _, framed := range []bool{false, true} {
+		fuzzSeed(f, proto.JSON, framed, false, 0, &wiretest.EchoArgs{Msg: "hi", Blob: []byte{0, 1}}, "echo")
+		fuzzSeed(f, proto.JSON, framed, false, 0, &wiretest.EchoArgs{Msg: "hi"}, "Echo:fire")
+	}
+	f.Add([]byte(`[1,"echo",1,1,{"1":{"str":"` + "\\" + `ud800"}}]`))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	headerSeeds(f)
 	for _, b := range httpRequestSeeds() {

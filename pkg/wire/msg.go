@@ -17,9 +17,13 @@ type MsgHeader struct {
 }
 
 // ParseMsgHeader reads the message header without allocating, so dispatch
-// (method lookup by name, reply matching by seqid) costs no garbage.
+// (method lookup by name, reply matching by seqid) costs no garbage (a
+// JSON name with escapes is the exception: Name is then a copy).
 func ParseMsgHeader(p proto.Protocol, msg []byte) (MsgHeader, error) {
 	var h MsgHeader
+	if p == proto.JSON {
+		return parseJSONHeader(msg)
+	}
 	if p == proto.Compact {
 		if len(msg) < 2 {
 			return h, fmt.Errorf("%w: message header", proto.ErrTruncated)
@@ -67,7 +71,7 @@ func ParseMsgHeader(p proto.Protocol, msg []byte) (MsgHeader, error) {
 	return h, nil
 }
 
-// Codec bundles reusable writers and readers for both protocols; get one
+// Codec bundles reusable writers and readers for every protocol; get one
 // from GetCodec so the hot path does not allocate them per call.
 type Codec struct {
 	bw *proto.BinaryWriter
@@ -76,6 +80,8 @@ type Codec struct {
 	cr *proto.CompactReader
 
 	refs []proto.Ref // AppendMessageRefs' result, reused
+
+	js *proto.JSONCodec // made on first use: JSON connections only
 }
 
 var codecPool = sync.Pool{New: func() any {
@@ -96,12 +102,18 @@ func PutCodec(c *Codec) {
 	c.cr.Reset(nil)
 	clear(c.refs) // must not pin the values of the last message
 	c.refs = c.refs[:0]
+	if c.js != nil {
+		c.js.Release()
+	}
 	codecPool.Put(c)
 }
 
 // AppendMessage appends a whole message (header and body struct) to dst.
 func (c *Codec) AppendMessage(dst []byte, p proto.Protocol, name string, typ proto.MessageType, seqid int32, body proto.Struct) ([]byte, error) {
-	if p == proto.Compact {
+	switch p {
+	case proto.JSON:
+		return c.json().AppendMessage(dst, name, typ, seqid, body)
+	case proto.Compact:
 		c.cw.Reset(dst)
 		c.cw.WriteMessageBegin(name, typ, seqid)
 		err := body.EncodeCompact(c.cw)
@@ -125,14 +137,19 @@ const RefMin = 32 << 10
 // AppendMessageRefs is AppendMessage that leaves binary values of RefMin
 // bytes or more out of dst and returns them as refs (see proto.Ref); refs
 // is owned by c and valid until its next use or PutCodec. Send the result
-// with Writer.WriteVec while the values are unchanged.
+// with Writer.WriteVec while the values are unchanged. JSON (base64)
+// leaves nothing out.
 func (c *Codec) AppendMessageRefs(dst []byte, p proto.Protocol, name string, typ proto.MessageType, seqid int32, body proto.Struct) (out []byte, refs []proto.Ref, err error) {
 	clear(c.refs)
 	c.refs = c.refs[:0]
-	if p == proto.Compact {
+	switch p {
+	case proto.JSON:
+		out, err = c.AppendMessage(dst, p, name, typ, seqid, body)
+		return out, nil, err
+	case proto.Compact:
 		c.cw.SetRefs(&c.refs, RefMin)
 		defer c.cw.SetRefs(nil, 0)
-	} else {
+	default:
 		c.bw.SetRefs(&c.refs, RefMin)
 		defer c.bw.SetRefs(nil, 0)
 	}
@@ -153,7 +170,10 @@ func (c *Codec) Decode(p proto.Protocol, body []byte, lim *proto.Limits, s proto
 // after one (a deferred reset cost ~10 ns of a 64 B lane call), so no
 // decode, even one a panic cut short, leaves it for the next.
 func (c *Codec) decode(p proto.Protocol, body []byte, lim *proto.Limits, s proto.Struct, alias bool) error {
-	if p == proto.Compact {
+	switch p {
+	case proto.JSON: // values are copies: alias does not apply
+		return c.json().Unmarshal(body, lim, s)
+	case proto.Compact:
 		c.cr.SetLimits(lim)
 		c.cr.Reset(body)
 		c.cr.Alias = alias

@@ -37,9 +37,10 @@ const (
 var ErrGarbage = fmt.Errorf("wire: not a thrift stream: %w", proto.ErrInvalidData)
 
 // Detect peeks at the first bytes of a fresh stream and tells its format:
-// strict binary starts 0x80 0x01, compact 0x82, and framed streams start with
-// a 4-byte length followed by one of those, THeader frames with a length
-// followed by the magic 0x0FFF. Nothing is consumed.
+// strict binary starts 0x80 0x01, compact 0x82, TJSONProtocol '[', and
+// framed streams start with a 4-byte length followed by one of those,
+// THeader frames with a length followed by the magic 0x0FFF. Nothing is
+// consumed.
 func Detect(br *bufio.Reader) (Format, error) {
 	b, err := br.Peek(1)
 	if err != nil {
@@ -56,6 +57,8 @@ func Detect(br *bufio.Reader) (Format, error) {
 		return Format{Proto: proto.Binary}, nil
 	case compactMagic:
 		return Format{Proto: proto.Compact}, nil
+	case jsonStart: // as a frame length: over 1.5 GB, never sent
+		return Format{Proto: proto.JSON}, nil
 	}
 	if b, err = br.Peek(5); err != nil {
 		return Format{}, err
@@ -65,6 +68,8 @@ func Detect(br *bufio.Reader) (Format, error) {
 		return Format{Proto: proto.Binary, Framed: true}, nil
 	case compactMagic:
 		return Format{Proto: proto.Compact, Framed: true}, nil
+	case jsonStart:
+		return Format{Proto: proto.JSON, Framed: true}, nil
 	case THeaderMagic >> 8:
 		if b, err = br.Peek(6); err != nil {
 			return Format{}, err
@@ -136,7 +141,12 @@ func ReadMessageCharged(br *bufio.Reader, f Format, dst []byte, lim *proto.Limit
 		return dst[:0], err // io.EOF at a message boundary is a clean end
 	}
 	s := scanner{br: br, out: dst[:0], lim: lim, compact: f.Proto == proto.Compact, charge: charge, charged: ChargeMin}
-	err := s.message()
+	var err error
+	if f.Proto == proto.JSON {
+		err = scanJSON(&s)
+	} else {
+		err = s.message()
+	}
 	return s.out, err
 }
 

@@ -165,7 +165,8 @@ func encode(t testing.TB, f Format, name string, seq int32, body proto.Struct) [
 	return b
 }
 
-var formats = []Format{{Proto: proto.Binary}, {Proto: proto.Binary, Framed: true}, {Proto: proto.Compact}, {Proto: proto.Compact, Framed: true}}
+var formats = []Format{{Proto: proto.Binary}, {Proto: proto.Binary, Framed: true}, {Proto: proto.Compact}, {Proto: proto.Compact, Framed: true},
+	{Proto: proto.JSON}, {Proto: proto.JSON, Framed: true}}
 
 func TestDetectAndReadMessage(t *testing.T) {
 	for _, f := range formats {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 	hg "github.com/hatrpc/hatrpc/test/gen/interop"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
@@ -24,8 +25,11 @@ func hatOptions(s testutil.Stack) []client.Option {
 	} else {
 		opts = append(opts, client.WithUnframed())
 	}
-	if s.Protocol == testutil.Compact {
+	switch s.Protocol {
+	case testutil.Compact:
 		opts = append(opts, client.WithCompact())
+	case testutil.JSON:
+		opts = append(opts, client.WithProtocol(proto.JSON))
 	}
 	return opts
 }

@@ -31,6 +31,7 @@ const (
 	Buffered Framing  = "buffered"
 	Binary   Protocol = "binary"
 	Compact  Protocol = "compact"
+	JSON     Protocol = "json" // Apache's TJSONProtocol
 )
 
 // Stack is one Apache transport + protocol combination.
@@ -44,6 +45,9 @@ func (s Stack) String() string { return string(s.Framing) + "+" + string(s.Proto
 // Stacks are the combinations issue 4 names: framed+binary (the Thrift
 // default for non-blocking servers) and buffered+compact.
 var Stacks = []Stack{{Framed, Binary}, {Buffered, Compact}}
+
+// JSONStacks are TJSONProtocol over both of Apache's transports.
+var JSONStacks = []Stack{{Buffered, JSON}, {Framed, JSON}}
 
 // MaxPayload is the largest message any interop test sends (a 16 MiB binary
 // plus headers); Apache's defaults (16,384,000-byte frames) are below it.
@@ -68,8 +72,11 @@ func (s Stack) transportFactory(conf *thrift.TConfiguration) thrift.TTransportFa
 }
 
 func (s Stack) protocolFactory(conf *thrift.TConfiguration) thrift.TProtocolFactory {
-	if s.Protocol == Compact {
+	switch s.Protocol {
+	case Compact:
 		return thrift.NewTCompactProtocolFactoryConf(conf)
+	case JSON:
+		return thrift.NewTJSONProtocolFactory()
 	}
 	return thrift.NewTBinaryProtocolFactoryConf(conf)
 }
@@ -202,6 +209,19 @@ func DialApacheErr(addr string, s Stack) (*ai.InteropClient, func() error, error
 	}
 	pf := s.protocolFactory(conf)
 	return ai.NewInteropClientFactory(trans, pf), trans.Close, nil
+}
+
+// DialApacheMux is DialApache through Apache's TMultiplexedProtocol,
+// calling service "Interop" (Apache's multiplexed stacks, e.g. multij).
+func DialApacheMux(t testing.TB, addr string, s Stack) *ai.InteropClient {
+	t.Helper()
+	conf := ApacheConf()
+	trans, err := s.transportFactory(conf).GetTransport(thrift.NewTSocketConf(addr, conf))
+	require.NoError(t, err)
+	require.NoError(t, trans.Open())
+	t.Cleanup(func() { _ = trans.Close() })
+	p := thrift.NewTMultiplexedProtocol(s.protocolFactory(conf).GetProtocol(trans), "Interop")
+	return ai.NewInteropClient(thrift.NewTStandardClient(p, p))
 }
 
 // ListenLocal is a 127.0.0.1 listener on a free port.
