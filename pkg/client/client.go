@@ -643,7 +643,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	case s.hat:
 		b = b[:wire.HeaderSize]
 	case s.format.Framed:
-		b = b[:4]
+		b = b[:wire.PlainFrameHead(s.format)]
 	}
 	var hflags uint8
 	typ, kind := proto.Call, wire.KindCall
@@ -670,7 +670,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 			}
 			wire.SealFrameRefs(b, refs, kind, flags, seq, timeout)
 		} else if s.format.Framed {
-			putLen(b, len(b)+proto.RefsLen(refs)-4)
+			wire.SealPlainFrame(s.format, b, proto.RefsLen(refs))
 		}
 		*bp = b
 		s.reqHint.Note(len(b))

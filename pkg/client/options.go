@@ -34,6 +34,7 @@ type options struct {
 	svcLevel         bool
 	conns            int  // TCP connections calls may spread over; see spread.go
 	theader          bool // speak Apache's THeader transport (headers.go)
+	outerFrame       bool // THeader inside TFramedTransport (WithFramedTHeader)
 	noRequestIDs     bool
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest

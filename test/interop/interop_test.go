@@ -57,7 +57,7 @@ func TestApacheGoClientToHatServer(t *testing.T) {
 func TestPythonClientToHatServer(t *testing.T) {
 	gen := testutil.GenPython(t)
 	srv, _ := testutil.StartHatInterop(t)
-	for _, s := range testutil.Stacks {
+	for _, s := range append(testutil.Stacks, testutil.PyHeaderStacks...) {
 		t.Run(s.String(), func(t *testing.T) {
 			assert.Equal(t, testutil.PyChecks, testutil.RunPython(t, gen, srv.Addr, s))
 		})

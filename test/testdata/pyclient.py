@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Interop client for the Interop service, driven by the Go tests.
 
-Usage: pyclient.py GENDIR HOST PORT {framed|buffered} {binary|compact}
+Usage: pyclient.py GENDIR HOST PORT {framed|buffered} {binary|compact|header}
+
+"header" is Apache's THeaderProtocol (binary inside) over the chosen
+transport: with "framed", each THeader frame inside one more frame.
 
 GENDIR holds the code Debian's thrift compiler generated at test time
 (`thrift --gen py`). Every check raises on mismatch; the last line printed
@@ -15,7 +18,8 @@ import time
 sys.path.insert(0, sys.argv[1])
 
 from thrift.Thrift import TApplicationException  # noqa: E402
-from thrift.protocol import TBinaryProtocol, TCompactProtocol  # noqa: E402
+from thrift.protocol import TBinaryProtocol, TCompactProtocol, THeaderProtocol  # noqa: E402
+from thrift.transport import THeaderTransport  # noqa: E402
 from thrift.transport import TSocket, TTransport  # noqa: E402
 
 from interop import Interop  # noqa: E402
@@ -70,6 +74,9 @@ def main():
         trans = TTransport.TBufferedTransport(sock)
     if protocol == "binary":
         proto = TBinaryProtocol.TBinaryProtocol(trans)
+    elif protocol == "header":
+        proto = THeaderProtocol.THeaderProtocol(
+            trans, [THeaderTransport.THeaderClientType.HEADERS])
     else:
         proto = TCompactProtocol.TCompactProtocol(trans)
     client = Interop.Client(proto)

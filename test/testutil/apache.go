@@ -31,6 +31,9 @@ const (
 	Buffered Framing  = "buffered"
 	Binary   Protocol = "binary"
 	Compact  Protocol = "compact"
+	// Header is Apache's THeaderProtocol (binary inside); only the
+	// Python client takes it (PyHeaderStacks).
+	Header Protocol = "header"
 )
 
 // Stack is one Apache transport + protocol combination.
@@ -44,6 +47,10 @@ func (s Stack) String() string { return string(s.Framing) + "+" + string(s.Proto
 // Stacks are the combinations issue 4 names: framed+binary (the Thrift
 // default for non-blocking servers) and buffered+compact.
 var Stacks = []Stack{{Framed, Binary}, {Buffered, Compact}}
+
+// PyHeaderStacks are Python's THeader stacks a HatRPC server answers:
+// on a bare socket and inside TFramedTransport.
+var PyHeaderStacks = []Stack{{Buffered, Header}, {Framed, Header}}
 
 // MaxPayload is the largest message any interop test sends (a 16 MiB binary
 // plus headers); Apache's defaults (16,384,000-byte frames) are below it.
