@@ -119,3 +119,23 @@ func StartPythonServer(t testing.TB, genDir string, s Stack) string {
 		return ""
 	}
 }
+
+// RunPythonOrder runs testdata/pyorder.py against addr with the given
+// stack for rounds rounds of notify("5"), notify("6"), drainNotes() on
+// one connection, failing the test unless every round returned both
+// notes in order.
+func RunPythonOrder(t testing.TB, genDir, addr string, s Stack, rounds int) {
+	t.Helper()
+	host, port, err := splitHostPort(addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Python, filepath.Join(TestdataDir(), "pyorder.py"),
+		genDir, host, port, string(s.Framing), string(s.Protocol), strconv.Itoa(rounds))
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "pyorder %s: %s", s, out)
+	m := okLine.FindSubmatch(out)
+	require.NotNil(t, m, "pyorder printed no OK line: %s", out)
+	require.Equal(t, strconv.Itoa(rounds), string(m[1]), "pyorder %s", s)
+}
