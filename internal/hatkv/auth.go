@@ -13,6 +13,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // The token preamble. A client with a token sends tokenMagic, the token's
@@ -258,7 +260,8 @@ func (l *AuthListener) Addr() net.Addr { return l.ln.Addr() }
 func authDialer(tlsCfg *tls.Config, token string) func(ctx context.Context, addr string) (net.Conn, error) {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
-		raw, err := d.DialContext(ctx, "tcp", addr)
+		network, address := wire.Network(addr)
+		raw, err := d.DialContext(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}

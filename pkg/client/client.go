@@ -407,7 +407,8 @@ func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 		nc, err = c.o.dial(dctx, c.addr)
 	} else {
 		var d net.Dialer
-		nc, err = d.DialContext(dctx, "tcp", c.addr)
+		network, address := wire.Network(c.addr)
+		nc, err = d.DialContext(dctx, network, address)
 	}
 	if err != nil {
 		return nil, &ConnError{Op: "dial", Err: err}

@@ -5,9 +5,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +85,32 @@ func TestLanesCarryCalls(t *testing.T) {
 			require.Equal(t, 4.0, callsOn(t, ts, fastpathtest.Transport()), "every call ran on a fast-path lane")
 			require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
 			require.Equal(t, fastpathtest.Transport(), c.Plan("Echo:echo").Transport.String())
+		})
+	}
+}
+
+// The fast path attaches over a unix socket as over loopback TCP: it
+// decides by the host id both sides exchange in the handshake, not by
+// the address.
+func TestLanesOverUnixSocket(t *testing.T) {
+	for name, addr := range map[string]string{
+		"path":     "unix:" + filepath.Join(t.TempDir(), "lanes.sock"),
+		"abstract": fmt.Sprintf("unix:@hatrpc-lanes-%d-%d", os.Getpid(), time.Now().UnixNano()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := serve(t, addr, server.WithRDMA(fastpathtest.Provider()))
+			c := dial(t, ts.addr, client.WithRDMA(fastpathtest.Provider()))
+			require.True(t, c.Upgraded())
+			m := methodWith(hints.Set{})
+			for _, n := range []int{0, 5000, 200 << 10} {
+				args := &wiretest.EchoArgs{Msg: strings.Repeat("u", n)}
+				var res wiretest.EchoResult
+				require.NoError(t, c.Call(tctx(t), m, args, &res))
+				require.NotNil(t, res.Success)
+				require.Equal(t, args.Msg, *res.Success)
+			}
+			require.Equal(t, 3.0, callsOn(t, ts, fastpathtest.Transport()), "every call ran on a fast-path lane")
+			require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
 		})
 	}
 }

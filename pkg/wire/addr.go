@@ -1,0 +1,17 @@
+package wire
+
+import "strings"
+
+// UnixPrefix starts a unix domain socket address: `unix:/run/x.sock` (a
+// socket file) or `unix:@name` (Linux's abstract namespace, no file).
+const UnixPrefix = "unix:"
+
+// Network splits a HatRPC address into the network and address net.Dial
+// and net.Listen take: "unix" and the path (or @name) for a UnixPrefix
+// address, "tcp" and addr itself otherwise.
+func Network(addr string) (network, address string) {
+	if path, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		return "unix", path
+	}
+	return "tcp", addr
+}
