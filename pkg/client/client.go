@@ -379,6 +379,9 @@ func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64,
 	if err != nil {
 		return nil, err
 	}
+	if c.o.zlib {
+		nc = wire.NewZlibConn(nc)
+	}
 	s := newSession(c, nc, f)
 	s.init()
 	if upgrade {

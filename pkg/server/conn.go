@@ -38,6 +38,7 @@ type conn struct {
 	nextIn  uint64
 	thCur   *thCall // THeader: the message just read (see theader.go)
 	turnIn  uint64  // next plain call's turn to run (order.go)
+	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -322,6 +323,9 @@ func (c *conn) next() (*request, error) {
 	}
 	c.atBoundary()
 	if !c.started {
+		if err := c.startZlib(); err != nil {
+			return nil, err
+		}
 		f, err := wire.Detect(c.br)
 		if err != nil {
 			return nil, err

@@ -56,6 +56,7 @@ func FuzzServe(f *testing.F) {
 	}
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	headerSeeds(f)
+	zlibSeeds(f)
 
 	var (
 		once sync.Once

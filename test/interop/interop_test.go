@@ -58,7 +58,8 @@ func TestApacheGoClientToHatServer(t *testing.T) {
 func TestPythonClientToHatServer(t *testing.T) {
 	gen := testutil.GenPython(t)
 	srv, _ := testutil.StartHatInterop(t)
-	for _, s := range append(testutil.Stacks, testutil.PyHeaderStacks...) {
+	stacks := append(append(append([]testutil.Stack{}, testutil.Stacks...), testutil.PyHeaderStacks...), testutil.PyZlibStacks...)
+	for _, s := range stacks {
 		t.Run(s.String(), func(t *testing.T) {
 			assert.Equal(t, testutil.PyChecks, testutil.RunPython(t, gen, srv.Addr, s))
 		})

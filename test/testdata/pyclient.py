@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """Interop client for the Interop service, driven by the Go tests.
 
-Usage: pyclient.py GENDIR HOST PORT {framed|buffered} {binary|compact|header}
+Usage: pyclient.py GENDIR HOST PORT {framed|buffered}[-zlib] {binary|compact|header}
 
 "header" is Apache's THeaderProtocol (binary inside) over the chosen
 transport: with "framed", each THeader frame inside one more frame.
+"-zlib" wraps the transport in Apache's TZlibTransport (level 9), as
+Apache's TestClient.py --zlib does.
 
 GENDIR holds the code Debian's thrift compiler generated at test time
 (`thrift --gen py`). Every check raises on mismatch; the last line printed
@@ -20,7 +22,7 @@ sys.path.insert(0, sys.argv[1])
 from thrift.Thrift import TApplicationException  # noqa: E402
 from thrift.protocol import TBinaryProtocol, TCompactProtocol, THeaderProtocol  # noqa: E402
 from thrift.transport import THeaderTransport  # noqa: E402
-from thrift.transport import TSocket, TTransport  # noqa: E402
+from thrift.transport import TSocket, TTransport, TZlibTransport  # noqa: E402
 
 from interop import Interop  # noqa: E402
 from interop.ttypes import (  # noqa: E402
@@ -68,10 +70,12 @@ def main():
     _, _, host, port, framing, protocol = sys.argv
     sock = TSocket.TSocket(host, int(port))
     sock.setTimeout(20000)  # ms: the call fails instead of hanging
-    if framing == "framed":
+    if framing.startswith("framed"):
         trans = TTransport.TFramedTransport(sock)
     else:
         trans = TTransport.TBufferedTransport(sock)
+    if framing.endswith("-zlib"):
+        trans = TZlibTransport.TZlibTransport(trans, 9)
     if protocol == "binary":
         proto = TBinaryProtocol.TBinaryProtocol(trans)
     elif protocol == "header":

@@ -52,6 +52,10 @@ var Stacks = []Stack{{Framed, Binary}, {Buffered, Compact}}
 // on a bare socket and inside TFramedTransport.
 var PyHeaderStacks = []Stack{{Buffered, Header}, {Framed, Header}}
 
+// PyZlibStacks are Python's stacks over its TZlibTransport (Apache's
+// TestClient.py --zlib): compressed on the socket, or inside frames.
+var PyZlibStacks = []Stack{{Buffered + "-zlib", Binary}, {Framed + "-zlib", Compact}}
+
 // MaxPayload is the largest message any interop test sends (a 16 MiB binary
 // plus headers); Apache's defaults (16,384,000-byte frames) are below it.
 const MaxPayload = 64 << 20
