@@ -3,10 +3,7 @@
 
 Usage: pyclient.py GENDIR HOST PORT {framed|buffered}[-zlib] {binary|compact|header}
 
-"header" is Apache's THeaderProtocol (binary inside) over the chosen
-transport: with "framed", each THeader frame inside one more frame.
-"-zlib" wraps the transport in Apache's TZlibTransport (level 9), as
-Apache's TestClient.py --zlib does.
+(the stack: pystack.py).
 
 GENDIR holds the code Debian's thrift compiler generated at test time
 (`thrift --gen py`). Every check raises on mismatch; the last line printed
@@ -20,9 +17,7 @@ import time
 sys.path.insert(0, sys.argv[1])
 
 from thrift.Thrift import TApplicationException  # noqa: E402
-from thrift.protocol import TBinaryProtocol, TCompactProtocol, THeaderProtocol  # noqa: E402
-from thrift.transport import THeaderTransport  # noqa: E402
-from thrift.transport import TSocket, TTransport, TZlibTransport  # noqa: E402
+from pystack import open_stack  # noqa: E402
 
 from interop import Interop  # noqa: E402
 from interop.ttypes import (  # noqa: E402
@@ -68,21 +63,7 @@ def sample():
 
 def main():
     _, _, host, port, framing, protocol = sys.argv
-    sock = TSocket.TSocket(host, int(port))
-    sock.setTimeout(20000)  # ms: the call fails instead of hanging
-    if framing.startswith("framed"):
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
-    if framing.endswith("-zlib"):
-        trans = TZlibTransport.TZlibTransport(trans, 9)
-    if protocol == "binary":
-        proto = TBinaryProtocol.TBinaryProtocol(trans)
-    elif protocol == "header":
-        proto = THeaderProtocol.THeaderProtocol(
-            trans, [THeaderTransport.THeaderClientType.HEADERS])
-    else:
-        proto = TCompactProtocol.TCompactProtocol(trans)
+    _, trans, proto = open_stack(host, port, framing, protocol)
     client = Interop.Client(proto)
     trans.open()
     try:

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Per-connection order through Apache's Python client, driven by the Go tests.
 
-Usage: pyorder.py GENDIR HOST PORT {framed|buffered} {binary|compact|header} ROUNDS
+Usage: pyorder.py GENDIR HOST PORT {framed|buffered}[-zlib] {binary|compact|header} ROUNDS
+
+(the stack: pystack.py).
 
 Each round sends the oneway notify("5"), notify("6") and then the call
 drainNotes() on one connection, and checks that it returns both notes in
@@ -14,27 +16,14 @@ import sys
 
 sys.path.insert(0, sys.argv[1])
 
-from thrift.protocol import TBinaryProtocol, TCompactProtocol, THeaderProtocol  # noqa: E402
-from thrift.transport import THeaderTransport, TSocket, TTransport  # noqa: E402
+from pystack import open_stack  # noqa: E402
 
 from interop import Interop  # noqa: E402
 
 
 def main():
     _, _, host, port, framing, protocol, rounds = sys.argv
-    sock = TSocket.TSocket(host, int(port))
-    sock.setTimeout(20000)  # ms: a call fails instead of hanging
-    if framing == "framed":
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
-    if protocol == "binary":
-        proto = TBinaryProtocol.TBinaryProtocol(trans)
-    elif protocol == "header":
-        proto = THeaderProtocol.THeaderProtocol(
-            trans, [THeaderTransport.THeaderClientType.HEADERS])
-    else:
-        proto = TCompactProtocol.TCompactProtocol(trans)
+    sock, trans, proto = open_stack(host, port, framing, protocol)
     client = Interop.Client(proto)
     trans.open()
     # Two oneway writes and then a read: with Nagle on, the second write

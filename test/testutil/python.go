@@ -62,17 +62,24 @@ var okLine = regexp.MustCompile(`(?m)^OK (\d+)$`)
 // returns the number of checks it passed.
 func RunPython(t testing.TB, genDir, addr string, s Stack) int {
 	t.Helper()
+	return runPyScript(t, "pyclient.py", 2*time.Minute, genDir, addr, s)
+}
+
+// runPyScript runs testdata/script GENDIR HOST PORT FRAMING PROTOCOL
+// [extra...] and returns the number on the "OK n" line it printed last.
+func runPyScript(t testing.TB, script string, limit time.Duration, genDir, addr string, s Stack, extra ...string) int {
+	t.Helper()
 	host, port, err := splitHostPort(addr)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python, filepath.Join(TestdataDir(), "pyclient.py"),
-		genDir, host, port, string(s.Framing), string(s.Protocol))
+	args := append([]string{filepath.Join(TestdataDir(), script), genDir, host, port, string(s.Framing), string(s.Protocol)}, extra...)
+	cmd := exec.CommandContext(ctx, Python, args...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyclient %s: %s", s, out)
+	require.NoError(t, err, "%s %s: %s", script, s, out)
 	m := okLine.FindSubmatch(out)
-	require.NotNil(t, m, "pyclient printed no OK line: %s", out)
+	require.NotNil(t, m, "%s printed no OK line: %s", script, out)
 	n, err := strconv.Atoi(string(m[1]))
 	require.NoError(t, err)
 	return n
@@ -126,16 +133,5 @@ func StartPythonServer(t testing.TB, genDir string, s Stack) string {
 // notes in order.
 func RunPythonOrder(t testing.TB, genDir, addr string, s Stack, rounds int) {
 	t.Helper()
-	host, port, err := splitHostPort(addr)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, Python, filepath.Join(TestdataDir(), "pyorder.py"),
-		genDir, host, port, string(s.Framing), string(s.Protocol), strconv.Itoa(rounds))
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyorder %s: %s", s, out)
-	m := okLine.FindSubmatch(out)
-	require.NotNil(t, m, "pyorder printed no OK line: %s", out)
-	require.Equal(t, strconv.Itoa(rounds), string(m[1]), "pyorder %s", s)
+	require.Equal(t, rounds, runPyScript(t, "pyorder.py", 5*time.Minute, genDir, addr, s, strconv.Itoa(rounds)), "pyorder %s", s)
 }

@@ -3,7 +3,6 @@ package wiretest
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -51,24 +50,8 @@ func StartApacheFramedTHeader(proc thrift.TProcessor) (*ApacheServer, error) {
 }
 
 func startApacheTHeader(proc thrift.TProcessor, under thrift.TTransportFactory) (*ApacheServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	sock := thrift.NewTServerSocketFromAddrTimeout(addr, 0)
 	conf := &thrift.TConfiguration{}
-	srv := thrift.NewTSimpleServer4(proc, sock,
-		thrift.NewTHeaderTransportFactoryConf(under, conf), thrift.NewTHeaderProtocolFactoryConf(conf))
-	srv.SetLogger(func(string) {})
-	srv.SetLogContext(context.Background())
-	if err := srv.Listen(); err != nil {
-		return nil, fmt.Errorf("apache listen: %w", err)
-	}
-	a := &ApacheServer{Addr: addr.String(), srv: srv, done: make(chan error, 1)}
-	go func() { a.done <- srv.AcceptLoop() }()
-	return a, nil
+	return startApacheWith(proc, thrift.NewTHeaderTransportFactoryConf(under, conf), thrift.NewTHeaderProtocolFactoryConf(conf))
 }
 
 // ApacheTHeaderClient is Apache's Go THeader client on a fresh connection.

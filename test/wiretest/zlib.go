@@ -4,7 +4,6 @@ import (
 	"compress/zlib"
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -14,27 +13,7 @@ import (
 // TZlibTransport (best compression, as Apache's test server), binary or
 // compact inside, unframed.
 func StartApacheZlib(proc thrift.TProcessor, compact bool) (*ApacheServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	sock := thrift.NewTServerSocketFromAddrTimeout(addr, 0)
-	conf := &thrift.TConfiguration{}
-	var pf thrift.TProtocolFactory = thrift.NewTBinaryProtocolFactoryConf(conf)
-	if compact {
-		pf = thrift.NewTCompactProtocolFactoryConf(conf)
-	}
-	srv := thrift.NewTSimpleServer4(proc, sock, thrift.NewTZlibTransportFactory(zlib.BestCompression), pf)
-	srv.SetLogger(func(string) {})
-	srv.SetLogContext(context.Background())
-	if err := srv.Listen(); err != nil {
-		return nil, fmt.Errorf("apache listen: %w", err)
-	}
-	a := &ApacheServer{Addr: addr.String(), srv: srv, done: make(chan error, 1)}
-	go func() { a.done <- srv.AcceptLoop() }()
-	return a, nil
+	return startApacheWith(proc, thrift.NewTZlibTransportFactory(zlib.BestCompression), apacheProtocol(compact, &thrift.TConfiguration{}))
 }
 
 // ApacheZlibClient is Apache's Go client over its TZlibTransport.
@@ -61,10 +40,7 @@ func DialApacheZlib(addr string, framed, compact bool) (*ApacheZlibClient, error
 		sock.Close()
 		return nil, err
 	}
-	var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(tr, conf)
-	if compact {
-		p = thrift.NewTCompactProtocolConf(tr, conf)
-	}
+	p := apacheProtocol(compact, conf).GetProtocol(tr)
 	return &ApacheZlibClient{Client: thrift.NewTStandardClient(p, p), trans: sock}, nil
 }
 
