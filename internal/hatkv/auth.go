@@ -285,9 +285,7 @@ func authenticate(ctx context.Context, raw net.Conn, addr string, tlsCfg *tls.Co
 		cfg := tlsCfg
 		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
 			cfg = cfg.Clone()
-			if host, _, err := net.SplitHostPort(addr); err == nil {
-				cfg.ServerName = host
-			}
+			cfg.ServerName = wire.ServerName(addr)
 		}
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {

@@ -423,9 +423,7 @@ func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 		cfg := c.o.tls
 		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
 			cfg = cfg.Clone()
-			if host, _, err := net.SplitHostPort(c.addr); err == nil {
-				cfg.ServerName = host
-			}
+			cfg.ServerName = wire.ServerName(c.addr)
 		}
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {

@@ -1,6 +1,9 @@
 package wire
 
-import "strings"
+import (
+	"net"
+	"strings"
+)
 
 // UnixPrefix starts a unix domain socket address: `unix:/run/x.sock` (a
 // socket file) or `unix:@name` (Linux's abstract namespace, no file).
@@ -14,4 +17,19 @@ func Network(addr string) (network, address string) {
 		return "unix", path
 	}
 	return "tcp", addr
+}
+
+// ServerName is the name a TLS client verifies the server's certificate
+// for when its tls.Config names none: the host of host:port, and
+// "localhost" for a unix socket, whose server is on this host. "" when
+// addr has no host.
+func ServerName(addr string) string {
+	if strings.HasPrefix(addr, UnixPrefix) {
+		return "localhost"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return host
 }
