@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,9 +27,14 @@ type proc struct {
 // startServeProcess runs `hatkv serve` in a child process (the re-executed
 // test binary) with the IDL defaults, i.e. kv.sync=always.
 func startServeProcess(t *testing.T, db string) *proc {
+	return startServeProcessOn(t, db, "127.0.0.1:0")
+}
+
+// startServeProcessOn is startServeProcess listening on listen.
+func startServeProcessOn(t *testing.T, db, listen string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"serve", "--db", db, "--listen", "127.0.0.1:0"}, "\x1f"))
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+strings.Join([]string{"serve", "--db", db, "--listen", listen}, "\x1f"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stdin, err := cmd.StdinPipe() // held open for the child's lifetime
@@ -115,6 +121,35 @@ func TestServeProcessLifecycle(t *testing.T) {
 			require.NoError(t, p2.wait(t))
 		})
 	}
+}
+
+// hatkv serves on a unix socket file: clients reach it with --addr
+// unix:PATH, a server killed leaves the file, which the next one takes
+// over, and a graceful stop removes it.
+func TestServeUnixSocket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	db, sock := t.TempDir(), filepath.Join(t.TempDir(), "hatkv.sock")
+	p := startServeProcessOn(t, db, "unix:"+sock)
+	require.Equal(t, "unix:"+sock, p.addr)
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	out, err := runCmd(ctx, nil, "put", "k", "f=v", "--addr", p.addr)
+	require.NoError(t, err, out)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	_ = p.wait(t)
+	_, err = os.Stat(sock)
+	require.NoError(t, err, "a killed server leaves its socket file")
+
+	p2 := startServeProcessOn(t, db, "unix:"+sock)
+	out, err = runCmd(ctx, nil, "get", "k", "--addr", p2.addr)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "f=v")
+	require.NoError(t, p2.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p2.wait(t))
+	_, err = os.Stat(sock)
+	require.ErrorIs(t, err, os.ErrNotExist, "a stopped server removes its socket file")
 }
 
 // TestBenchProcessSIGINT: a real Ctrl-C (SIGINT to the bench process)

@@ -71,6 +71,24 @@ func TestBenchOverTLSWithToken(t *testing.T) {
 	}
 }
 
+// TLS and the token over a unix socket: the certificate is checked for
+// "localhost", the server being on this host.
+func TestTLSWithTokenOverUnixSocket(t *testing.T) {
+	certs := testcert.Write(t, t.TempDir(), "hatkv")
+	sock := "unix:" + filepath.Join(t.TempDir(), "hatkv.sock")
+	addr, out := serveInProcessOutput(t, "--listen", sock, "--tls-cert", certs.Cert, "--tls-key", certs.Key, "--token", "s3cret")
+	require.Equal(t, sock, addr)
+	assert.NotContains(t, out.String(), "listening beyond loopback", "a unix socket is not exposed")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	secure := []string{"--addr", addr, "--tls-ca", certs.CA, "--token", "s3cret"}
+	res, err := runCmd(ctx, nil, append([]string{"put", "user1", "field0=u"}, secure...)...)
+	require.NoError(t, err, res)
+	res, err = runCmd(ctx, nil, append([]string{"get", "user1"}, secure...)...)
+	require.NoError(t, err, res)
+	assert.Contains(t, res, "field0=u")
+}
+
 func TestServeSecurityFlags(t *testing.T) {
 	certs := testcert.Write(t, t.TempDir(), "hatkv")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Defaults that make `hatkv serve` (and so `make run`) work with no flags.
@@ -95,7 +96,7 @@ keep it on loopback.`,
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
+			ln, err := server.Listen(listen)
 			if err != nil {
 				_ = srv.Shutdown(context.Background())
 				return fmt.Errorf("listen %s: %w", listen, err)
@@ -110,7 +111,7 @@ keep it on loopback.`,
 				outf(cmd.OutOrStdout(), "debug: http://%s/metrics and /debug/pprof/\n", a)
 			}
 			outf(cmd.OutOrStdout(), "hatkv: store %s (%v), transport %s, %s, listening on %s\n", db, srv.Config(), srv.Transport(),
-				securityLabel(tlsCert != "", token != ""), ln.Addr())
+				securityLabel(tlsCert != "", token != ""), addrFlag(ln.Addr()))
 			if exposed(ln.Addr()) && (tlsCert == "" || token == "") {
 				log.Warn("hatkv: listening beyond loopback without TLS and a token: anyone who reaches the port can read and change every record",
 					"addr", ln.Addr().String(), "tls", tlsCert != "", "token", token != "")
@@ -146,7 +147,7 @@ keep it on loopback.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&db, "db", defaultDB, "data directory (created if missing)")
-	f.StringVar(&listen, "listen", defaultAddr, "TCP address to serve on")
+	f.StringVar(&listen, "listen", defaultAddr, "address to serve on: host:port, or a unix socket unix:/path (mode 0600) or unix:@name (abstract)")
 	f.StringVar(&transport, "transport", "auto", "auto|tcp|shm|rdma: auto adds engine lanes (RDMA NIC if any, else shm for same-host clients) to TCP")
 	f.BoolVar(&keepDumpable, "dumpable", false, "with shm lanes, keep the process dumpable (core dumps, same-user debuggers and /proc readers; also lets same-user processes open its shared segments): see docs/observability.md")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
@@ -197,8 +198,20 @@ func securityLabel(tls, token bool) string {
 	return s + ", no token"
 }
 
-// exposed reports whether addr is reachable from other hosts.
+// addrFlag is addr as clients' --addr takes it.
+func addrFlag(addr net.Addr) string {
+	if _, ok := addr.(*net.UnixAddr); ok {
+		return wire.UnixPrefix + addr.String()
+	}
+	return addr.String()
+}
+
+// exposed reports whether addr is reachable from other hosts (a unix
+// socket never is).
 func exposed(addr net.Addr) bool {
+	if _, ok := addr.(*net.UnixAddr); ok {
+		return false
+	}
 	ta, ok := addr.(*net.TCPAddr)
 	return !ok || !ta.IP.IsLoopback()
 }

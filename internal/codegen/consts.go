@@ -134,9 +134,10 @@ func (g *generator) structConst(t *idl.Type, st *idl.Struct, v *idl.ConstValue, 
 			fname = kv.Key.Ident
 		}
 		var f *idl.Field
-		for _, cand := range st.Fields {
+		var goName string
+		for i, cand := range st.Fields {
 			if cand.Name == fname {
-				f = cand
+				f, goName = cand, fieldGoNames(st.Kind, st.Fields)[i]
 			}
 		}
 		if f == nil {
@@ -151,7 +152,7 @@ func (g *generator) structConst(t *idl.Type, st *idl.Struct, v *idl.ConstValue, 
 				val = fmt.Sprintf("func() *%s { v := %s; return &v }()", ft, g.constValue(f.Type, kv.Value, st.Program))
 			}
 		}
-		fmt.Fprintf(&b, "%s: %s,\n", fieldGoName(st.Kind, f.Name), val)
+		fmt.Fprintf(&b, "%s: %s,\n", goName, val)
 	}
 	b.WriteString("}")
 	return b.String()

@@ -20,10 +20,6 @@ func TestGenerateErrors(t *testing.T) {
 	}{
 		{"service helper collides with a type", "struct KVClient { 1: i32 a }\nservice KV {\n  void f()\n}\n",
 			"t.thrift:2:9: Go name KVClient collides with the declaration at t.thrift:1:8", codegen.ErrGenerate},
-		{"fields share a Go name", "struct S {\n  1: i32 a_b,\n  2: i32 aB\n}\n",
-			"t.thrift:3:3: fields a_b and aB of S both map to Go name AB", codegen.ErrGenerate},
-		{"a field renamed from a method meets its new name", "struct S {\n  1: string string,\n  2: string String_\n}\n",
-			"t.thrift:3:3: fields string and String_ of S both map to Go name String_", codegen.ErrGenerate},
 		{"package main", "namespace go x.main\nstruct S { 1: i32 a }\n",
 			"t.thrift:1:1: go namespace x.main yields package main", codegen.ErrGenerate},
 		{"MapEntry is reserved", "struct MapEntry { 1: i32 a }\n",

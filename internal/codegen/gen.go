@@ -310,11 +310,6 @@ func (g *generator) check() error {
 			}
 		}
 	}
-	for _, st := range g.prog.Structs {
-		if err := checkFieldNames(st); err != nil {
-			return err
-		}
-	}
 	if _, ok := names[entryTypeName]; ok {
 		return &GenError{Pos: names[entryTypeName], Msg: entryTypeName + " is reserved by hatgen for maps with non-scalar keys"}
 	}
@@ -346,9 +341,10 @@ var methodNames = map[string]bool{
 	"String": true, "EncodeBinary": true, "DecodeBinary": true, "EncodeCompact": true, "DecodeCompact": true,
 }
 
-// fieldGoName is a field's Go name: Apache's publicize, plus a `_` when
-// that would be a method the struct has (`6: string string` is String_,
-// an exception's `error` field Error_), as Facebook's Go generator does.
+// fieldGoName is a field's Go name before collisions are settled
+// (fieldGoNames): Apache's publicize, plus a `_` when that would be a
+// method the struct has (`6: string string` is String_, an exception's
+// `error` field Error_), as Facebook's Go generator does.
 func fieldGoName(kind idl.StructKind, name string) string {
 	n := publicize(name)
 	if methodNames[n] || (n == "Error" && kind == idl.StructKindException) {
@@ -357,14 +353,39 @@ func fieldGoName(kind idl.StructKind, name string) string {
 	return n
 }
 
-func checkFieldNames(st *idl.Struct) error {
-	seen := map[string]*idl.Field{}
-	for _, f := range st.Fields {
-		n := fieldGoName(st.Kind, f.Name)
-		if prev, ok := seen[n]; ok {
-			return &GenError{Pos: f.Pos, Msg: fmt.Sprintf("fields %s and %s of %s both map to Go name %s", prev.Name, f.Name, st.Name, n)}
+// fieldGoNames are the Go names of a struct's fields, in their order. Fields
+// whose names publicize alike (`theEdgeCase` and `TheEdgeCase`, `a_b`
+// and `aB`) would be one Go field twice: Apache's Go generator writes
+// exactly that, code that does not compile (its
+// test/NameConflictTest.thrift). Here the first such field keeps the
+// name and each later one takes `_`s until its name is no other field's,
+// Apache's own way out of its other name clashes (a name starting "New"
+// or ending "Args"/"Result" gets a `_`). Only Go names change: the wire
+// carries field ids, and tags keep the IDL names.
+func fieldGoNames(kind idl.StructKind, fields []*idl.Field) []string {
+	names := make([]string, len(fields))
+	taken := make(map[string]bool, len(fields))
+	clash := false
+	for i, f := range fields {
+		n := fieldGoName(kind, f.Name)
+		if taken[n] {
+			clash = true
+			continue // named below, once every field's own name is known
 		}
-		seen[n] = f
+		names[i], taken[n] = n, true
 	}
-	return nil
+	if !clash {
+		return names
+	}
+	for i, f := range fields {
+		if names[i] != "" {
+			continue
+		}
+		n := fieldGoName(kind, f.Name) + "_"
+		for taken[n] {
+			n += "_"
+		}
+		names[i], taken[n] = n, true
+	}
+	return names
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/hatrpc/hatrpc/pkg/idl"
 )
 
 // Expected names are those Apache Thrift's Go generator (t_go_generator.cc)
@@ -59,5 +61,34 @@ func TestVarName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, varName(tc.in), tc.in)
+	}
+}
+
+// Fields whose names publicize alike keep distinct Go names: the first
+// its own, later ones `_`s until no other field has the name (Apache's
+// Go generator writes the same name twice, code that does not compile).
+func TestFieldGoNames(t *testing.T) {
+	fields := func(names ...string) []*idl.Field {
+		var out []*idl.Field
+		for _, n := range names {
+			out = append(out, &idl.Field{Name: n})
+		}
+		return out
+	}
+	tests := []struct {
+		kind idl.StructKind
+		in   []string
+		want []string
+	}{
+		{idl.StructKindStruct, []string{"a", "b_c"}, []string{"A", "BC"}},
+		{idl.StructKindStruct, []string{"a_b", "aB"}, []string{"AB", "AB_"}},
+		{idl.StructKindStruct, []string{"aB", "a_b", "AB_"}, []string{"AB", "AB__", "AB_"}},
+		{idl.StructKindStruct, []string{"string", "String_"}, []string{"String_", "String__"}},
+		{idl.StructKindException, []string{"error", "Error_"}, []string{"Error_", "Error__"}},
+		{idl.StructKindStruct, []string{"theEdgeCase", "theEdgeCase_", "theEdgeCase__", "TheEdgeCase", "TheEdgeCase_", "TheEdgeCase__"},
+			[]string{"TheEdgeCase", "TheEdgeCase_", "TheEdgeCase__", "TheEdgeCase___", "TheEdgeCase____", "TheEdgeCase_____"}},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, fieldGoNames(tc.kind, fields(tc.in...)), "%v", tc.in)
 	}
 }

@@ -12,21 +12,26 @@ import (
 func (g *generator) helperStructs(fn *idl.Function) (args, result *structDef) {
 	svc := fn.Service
 	args = &structDef{name: argsName(svc.Name, fn.Name), idl: fn.Name + "_args", owner: svc.Program}
-	for _, a := range fn.Args {
-		args.fields = append(args.fields, g.fieldInfo(args, a, a.Req == idl.Optional))
+	names := fieldGoNames(idl.StructKindStruct, fn.Args)
+	for i, a := range fn.Args {
+		args.fields = append(args.fields, g.fieldInfo(args, a, names[i], a.Req == idl.Optional))
 	}
 	if fn.Oneway {
 		return args, nil
 	}
 	result = &structDef{name: resultName(svc.Name, fn.Name), idl: fn.Name + "_result", owner: svc.Program}
+	var fields []*idl.Field
 	if fn.Returns != nil && fn.Returns.Kind != idl.KindVoid {
-		success := &idl.Field{ID: 0, ExplicitID: true, Name: "success", Type: fn.Returns, Req: idl.Optional, Pos: fn.Pos}
-		result.fields = append(result.fields, g.fieldInfo(result, success, true))
+		fields = append(fields, &idl.Field{ID: 0, ExplicitID: true, Name: "success", Type: fn.Returns, Req: idl.Optional, Pos: fn.Pos})
 	}
 	for _, t := range fn.Throws {
 		tf := *t
 		tf.Req = idl.Optional
-		result.fields = append(result.fields, g.fieldInfo(result, &tf, true))
+		fields = append(fields, &tf)
+	}
+	names = fieldGoNames(idl.StructKindStruct, fields)
+	for i, f := range fields {
+		result.fields = append(result.fields, g.fieldInfo(result, f, names[i], true))
 	}
 	return args, result
 }

@@ -53,16 +53,17 @@ func isPointerField(t *idl.Type, optional, hasDefault bool) bool {
 
 func (g *generator) structInfo(st *idl.Struct) *structDef {
 	sd := &structDef{name: publicize(st.Name), idl: st.Name, kind: st.Kind, doc: st.Doc, owner: st.Program}
-	for _, f := range st.Fields {
+	names := fieldGoNames(st.Kind, st.Fields)
+	for i, f := range st.Fields {
 		opt := f.Req == idl.Optional || st.Kind == idl.StructKindUnion
-		sd.fields = append(sd.fields, g.fieldInfo(sd, f, opt))
+		sd.fields = append(sd.fields, g.fieldInfo(sd, f, names[i], opt))
 	}
 	return sd
 }
 
-func (g *generator) fieldInfo(sd *structDef, f *idl.Field, optional bool) *fieldDef {
+func (g *generator) fieldInfo(sd *structDef, f *idl.Field, name string, optional bool) *fieldDef {
 	fd := &fieldDef{
-		f: f, name: fieldGoName(sd.kind, f.Name), optional: optional, required: f.Req == idl.Required,
+		f: f, name: name, optional: optional, required: f.Req == idl.Required,
 		isStruct: isStructType(f.Type), def: f.Default,
 	}
 	fd.valType = g.goType(f.Type, sd.owner)

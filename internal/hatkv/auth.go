@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // The token preamble. A client with a token sends tokenMagic, the token's
@@ -381,7 +383,8 @@ func (l *AuthListener) Addr() net.Addr { return l.ln.Addr() }
 func authDialer(tlsCfg *tls.Config, token string) func(ctx context.Context, addr string) (net.Conn, error) {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
-		raw, err := d.DialContext(ctx, "tcp", addr)
+		network, address := wire.Network(addr)
+		raw, err := d.DialContext(ctx, network, address)
 		if err != nil {
 			return nil, err
 		}
@@ -405,9 +408,7 @@ func authenticate(ctx context.Context, raw net.Conn, addr string, tlsCfg *tls.Co
 		cfg := tlsCfg
 		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
 			cfg = cfg.Clone()
-			if host, _, err := net.SplitHostPort(addr); err == nil {
-				cfg.ServerName = host
-			}
+			cfg.ServerName = wire.ServerName(addr)
 		}
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {

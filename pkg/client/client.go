@@ -411,6 +411,9 @@ func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64,
 	if err != nil {
 		return nil, err
 	}
+	if c.o.zlib {
+		nc = wire.NewZlibConn(nc)
+	}
 	s := newSession(c, nc, f)
 	s.init()
 	if upgrade {
@@ -439,7 +442,8 @@ func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 		nc, err = c.o.dial(dctx, c.addr)
 	} else {
 		var d net.Dialer
-		nc, err = d.DialContext(dctx, "tcp", c.addr)
+		network, address := wire.Network(c.addr)
+		nc, err = d.DialContext(dctx, network, address)
 	}
 	if err != nil {
 		return nil, &ConnError{Op: "dial", Err: err}
@@ -451,9 +455,7 @@ func (c *Conn) dialRaw(dctx context.Context) (net.Conn, error) {
 		cfg := c.o.tls
 		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
 			cfg = cfg.Clone()
-			if host, _, err := net.SplitHostPort(c.addr); err == nil {
-				cfg.ServerName = host
-			}
+			cfg.ServerName = wire.ServerName(c.addr)
 		}
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
@@ -675,7 +677,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	case s.hat:
 		b = b[:wire.HeaderSize]
 	case s.format.Framed:
-		b = b[:4]
+		b = b[:wire.PlainFrameHead(s.format)]
 	}
 	var hflags uint8
 	typ, kind := proto.Call, wire.KindCall
@@ -702,7 +704,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 			}
 			wire.SealFrameRefs(b, refs, kind, flags, seq, timeout)
 		} else if s.format.Framed {
-			putLen(b, len(b)+proto.RefsLen(refs)-4)
+			wire.SealPlainFrame(s.format, b, proto.RefsLen(refs))
 		}
 		*bp = b
 		s.reqHint.Note(len(b))

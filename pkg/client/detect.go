@@ -120,7 +120,7 @@ func (c *Conn) wireFormat() wire.Format {
 	if f := c.detected.Load(); f != nil {
 		return *f
 	}
-	return wire.Format{Proto: c.o.proto, Framed: c.o.framed, Header: c.o.theader}
+	return wire.Format{Proto: c.o.proto, Framed: c.o.framed, Header: c.o.theader, Outer: c.o.outerFrame}
 }
 
 // connect dials and, when upgrade is set, handshakes. A server that hangs

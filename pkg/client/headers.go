@@ -22,6 +22,18 @@ func WithTHeader() Option {
 	}
 }
 
+// WithFramedTHeader is WithTHeader with each THeader frame sent inside
+// one more 4-byte frame, as Apache's THeaderProtocol over
+// TFramedTransport speaks it (`--protocol=header --transport=framed` in
+// Apache's test suite), and replies read the same way. A HatRPC server
+// detects it and answers in kind.
+func WithFramedTHeader() Option {
+	return func(o *options) {
+		WithTHeader()(o)
+		o.outerFrame = true
+	}
+}
+
 // WithoutRequestIDs stops the Conn from adding a generated request id
 // (metadata.RequestIDKey) to calls whose context sets none.
 func WithoutRequestIDs() Option { return func(o *options) { o.noRequestIDs = true } }

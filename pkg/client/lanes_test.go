@@ -5,9 +5,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -54,19 +56,43 @@ func TestLanesCarryCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := laneServer(t)
 			c := dial(t, ts.addr)
-			m := methodWith(tc.set)
-			for _, n := range []int{0, 10, 5000, 200 << 10} {
-				args := &wiretest.EchoArgs{Msg: strings.Repeat("x", n)}
-				var res wiretest.EchoResult
-				require.NoError(t, c.Call(tctx(t), m, args, &res))
-				require.NotNil(t, res.Success)
-				require.Equal(t, args.Msg, *res.Success)
-			}
-			require.Equal(t, 4.0, callsOn(t, ts, fastpathtest.Transport()), "every call ran on a fast-path lane")
-			require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
+			echoOnLanes(t, ts, c, methodWith(tc.set))
 			require.Equal(t, fastpathtest.Transport(), c.Plan("Echo:echo").Transport.String())
 		})
 	}
+}
+
+// The fast path attaches over a unix socket as over loopback TCP: it
+// decides by the host id both sides exchange in the handshake, not by
+// the address.
+func TestLanesOverUnixSocket(t *testing.T) {
+	for name, addr := range map[string]string{
+		"path":     "unix:" + filepath.Join(t.TempDir(), "lanes.sock"),
+		"abstract": fmt.Sprintf("unix:@hatrpc-lanes-%d-%d", os.Getpid(), time.Now().UnixNano()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := serve(t, addr, server.WithRDMA(fastpathtest.Provider()))
+			c := dial(t, ts.addr, client.WithRDMA(fastpathtest.Provider()))
+			require.True(t, c.Upgraded())
+			echoOnLanes(t, ts, c, methodWith(hints.Set{}))
+		})
+	}
+}
+
+// echoOnLanes echoes messages of 0 B to 200 KiB with m and asserts that
+// every one ran on a fast-path lane of ts.
+func echoOnLanes(t *testing.T, ts *testServer, c *client.Conn, m *client.Method) {
+	t.Helper()
+	sizes := []int{0, 10, 5000, 200 << 10}
+	for _, n := range sizes {
+		args := &wiretest.EchoArgs{Msg: strings.Repeat("x", n)}
+		var res wiretest.EchoResult
+		require.NoError(t, c.Call(tctx(t), m, args, &res))
+		require.NotNil(t, res.Success)
+		require.Equal(t, args.Msg, *res.Success)
+	}
+	require.Equal(t, float64(len(sizes)), callsOn(t, ts, fastpathtest.Transport()), "every call ran on a fast-path lane")
+	require.Equal(t, 0.0, callsOn(t, ts, "tcp"))
 }
 
 func TestLanesServerFeatures(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -43,13 +45,16 @@ func serve(t testing.TB, addr string, opts ...server.Option) *testServer {
 	var err error
 	// A restarted server may find its port in TIME_WAIT briefly.
 	for range 50 {
-		if ln, err = net.Listen("tcp", addr); err == nil {
+		if ln, err = server.Listen(addr); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, err)
 	ts := &testServer{srv: s, echo: e, addr: ln.Addr().String(), served: make(chan error, 1)}
+	if strings.HasPrefix(addr, wire.UnixPrefix) {
+		ts.addr = addr
+	}
 	go func() { ts.served <- s.Serve(ln) }()
 	t.Cleanup(ts.stop)
 	return ts

@@ -36,6 +36,8 @@ type options struct {
 	svcLevel         bool
 	conns            int  // TCP connections calls may spread over; see spread.go
 	theader          bool // speak Apache's THeader transport (headers.go)
+	outerFrame       bool // THeader inside TFramedTransport (WithFramedTHeader)
+	zlib             bool // Apache's TZlibTransport (WithZlib)
 	noRequestIDs     bool
 	retryMin         time.Duration // fast path re-tried after a fallback: first wait
 	retryMax         time.Duration // and the longest
@@ -109,6 +111,16 @@ func WithInterceptors(ic ...Interceptor) Option {
 
 // WithMultiplexed sends "Service:method" names, as Apache's TMultiplexedProtocol.
 func WithMultiplexed() Option { return func(o *options) { o.multiplexed = true } }
+
+// WithZlib speaks Apache's TZlibTransport: the connection's bytes are
+// zlib-compressed both ways, flushed after each message, with plain
+// Thrift inside in the stack WithFramed, WithUnframed and WithProtocol
+// choose (unframed binary by default, as Apache's Go test client over
+// TZlibTransport). No probing and no HatRPC handshake: a HatRPC server
+// reads it too, and calls stay on this connection, with no lanes.
+func WithZlib() Option {
+	return func(o *options) { o.zlib, o.formatSet, o.noUpgrade = true, true, true }
+}
 
 // WithoutUpgrade skips the capability handshake: the connection stays plain
 // Thrift even against a HatRPC server.

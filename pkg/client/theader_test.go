@@ -54,15 +54,22 @@ func TestTHeaderApacheClientToHatRPC(t *testing.T) {
 	seen := make(chan metadata.MD, 16)
 	ts := serve(t, "", server.WithInterceptors(headerEcho(seen)))
 	cases := []struct {
-		pid  thrift.THeaderProtocolID
-		zlib bool
+		pid    thrift.THeaderProtocolID
+		zlib   bool
+		framed bool // inside Apache's TFramedTransport
 	}{
-		{thrift.THeaderProtocolBinary, false}, {thrift.THeaderProtocolCompact, false},
-		{thrift.THeaderProtocolBinary, true}, {thrift.THeaderProtocolCompact, true},
+		{thrift.THeaderProtocolBinary, false, false}, {thrift.THeaderProtocolCompact, false, false},
+		{thrift.THeaderProtocolBinary, true, false}, {thrift.THeaderProtocolCompact, true, false},
+		{thrift.THeaderProtocolBinary, false, true}, {thrift.THeaderProtocolCompact, false, true},
+		{thrift.THeaderProtocolBinary, true, true},
 	}
 	for _, tc := range cases {
-		t.Run(fmt.Sprintf("proto=%d/zlib=%v", tc.pid, tc.zlib), func(t *testing.T) {
-			ac, err := wiretest.DialApacheTHeader(ts.addr, tc.pid, tc.zlib)
+		t.Run(fmt.Sprintf("proto=%d/zlib=%v/framed=%v", tc.pid, tc.zlib, tc.framed), func(t *testing.T) {
+			dialApache := wiretest.DialApacheTHeader
+			if tc.framed {
+				dialApache = wiretest.DialApacheFramedTHeader
+			}
+			ac, err := dialApache(ts.addr, tc.pid, tc.zlib)
 			require.NoError(t, err)
 			defer ac.Close()
 			for i := range 3 { // several calls on one connection
@@ -93,17 +100,24 @@ func TestTHeaderClientToApacheServer(t *testing.T) {
 	as, err := wiretest.StartApacheTHeader(proc)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, as.Stop()) }()
+	// Apache's THeader over TFramedTransport (its server reads nothing else).
+	fas, err := wiretest.StartApacheFramedTHeader(proc)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, fas.Stop()) }()
 	cases := []struct {
 		name string
+		addr string
 		opts []client.Option
 		rid  string // request id set by the caller; "" = generated
 	}{
-		{"binary", []client.Option{client.WithTHeader()}, ""},
-		{"compact", []client.Option{client.WithTHeader(), client.WithCompact()}, "caller-id"},
+		{"binary", as.Addr, []client.Option{client.WithTHeader()}, ""},
+		{"compact", as.Addr, []client.Option{client.WithTHeader(), client.WithCompact()}, "caller-id"},
+		{"framed-binary", fas.Addr, []client.Option{client.WithFramedTHeader()}, ""},
+		{"framed-compact", fas.Addr, []client.Option{client.WithFramedTHeader(), client.WithCompact()}, "caller-id"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dial(t, as.Addr, tc.opts...)
+			c := dial(t, tc.addr, tc.opts...)
 			require.False(t, c.Upgraded())
 			ctx := metadata.AppendToOutgoingContext(tctx(t), "tenant", "t2")
 			if tc.rid != "" {
@@ -146,6 +160,8 @@ func TestHeadersHatRPC(t *testing.T) {
 		{"tcp-no-ids", []client.Option{client.WithRDMA("off"), client.WithoutRequestIDs()}, true, metadata.MD{"k": "v"}, false},
 		{"theader", []client.Option{client.WithTHeader()}, false, metadata.MD{"k": "v", metadata.RequestIDKey: "mine"}, false},
 		{"theader-compact", []client.Option{client.WithTHeader(), client.WithCompact()}, false, metadata.MD{"k": "w"}, true},
+		{"framed-theader", []client.Option{client.WithFramedTHeader()}, false, metadata.MD{"k": "f"}, true},
+		{"framed-theader-compact", []client.Option{client.WithFramedTHeader(), client.WithCompact()}, false, metadata.MD{"k": "g"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

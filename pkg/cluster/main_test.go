@@ -99,7 +99,13 @@ type testServer struct {
 
 func startServer(t testing.TB, h *storeHandler, opts ...server.Option) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, h: h, addr: "127.0.0.1:0", opts: opts}
+	return startServerAt(t, h, "127.0.0.1:0", opts...)
+}
+
+// startServerAt is startServer listening on addr (a unix socket too).
+func startServerAt(t testing.TB, h *storeHandler, addr string, opts ...server.Option) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, h: h, addr: addr, opts: opts}
 	ts.start()
 	t.Cleanup(ts.kill)
 	return ts
@@ -111,7 +117,7 @@ func (ts *testServer) start() {
 	var err error
 	// A restarted server may find its port busy for a moment.
 	for range 100 {
-		if ln, err = net.Listen("tcp", ts.addr); err == nil {
+		if ln, err = server.Listen(ts.addr); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -120,7 +126,10 @@ func (ts *testServer) start() {
 	s := server.New(append([]server.Option{server.WithLogger(quiet)}, ts.opts...)...)
 	storeserver.RegisterStore(s, ts.h)
 	ts.mu.Lock()
-	ts.addr, ts.srv, ts.served = ln.Addr().String(), s, make(chan error, 1)
+	if _, ok := ln.Addr().(*net.TCPAddr); ok {
+		ts.addr = ln.Addr().String()
+	}
+	ts.srv, ts.served = s, make(chan error, 1)
 	ts.mu.Unlock()
 	go func() { ts.served <- s.Serve(ln) }()
 }

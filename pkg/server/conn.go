@@ -38,6 +38,8 @@ type conn struct {
 	headers bool // the HatRPC client was granted CapHeaders: it reads reply header blocks
 	nextIn  uint64
 	thCur   *thCall // THeader: the message just read (see theader.go)
+	turnIn  uint64  // next plain call's turn to run (order.go)
+	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -60,6 +62,7 @@ type conn struct {
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	th       map[uint64]*thCall // THeader requests by reply order
 	inflight atomic.Int64       // calls begun and not ended (c.mu not needed)
+	turn     turns              // plain calls run one at a time, in order (order.go)
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
 	// its workers do not all take this conn's mutex twice a call.
@@ -92,6 +95,10 @@ type request struct {
 	fseq    int32 // of the HatRPC frame: replies and Cancel frames use it
 	timeout time.Duration
 	order   uint64
+	// turn: a plain connection's call runs once every call read before
+	// it on the connection has (ordered; order.go).
+	turn    uint64
+	ordered bool
 	ctx     *callCtx             // nil: the connection's context is the call's
 	size    int                  // request message bytes
 	tr      uint8                // transport index into method.stats
@@ -196,11 +203,16 @@ func (c *conn) serve() {
 		if !c.acquire(r) {
 			continue
 		}
+		if !c.hat {
+			c.takeTurn(r)
+		}
 		more := c.br.Buffered() > 0
-		if r.size >= inlineMaxSize || more && (!c.hat || c.slow) {
+		if r.size >= inlineMaxSize || more && c.hat && c.slow {
 			// More calls are here and calls are not quick, or this one
 			// costs more than a handoff: read on in another goroutine
-			// while this one runs the call, so they run concurrently.
+			// while this one runs the call, so they run concurrently
+			// (a plain connection's calls still run one after the
+			// other: only their reading overlaps).
 			c.unhold()
 			c.s.pool.run(c)
 			c.handle(r)
@@ -321,6 +333,9 @@ func (c *conn) next() (*request, error) {
 	if !c.started {
 		if c.startsHTTP() {
 			return nil, c.serveHTTP() // http.go
+		}
+		if err := c.startZlib(); err != nil {
+			return nil, err
 		}
 		f, err := wire.Detect(c.br)
 		if err != nil {
@@ -549,7 +564,13 @@ func (c *conn) clearRequest(r *request) {
 func (c *conn) handle(r *request) {
 	codec := wire.GetCodec()
 	c.takeCall(r)
+	if r.ordered {
+		c.turn.await(&c.mu, r.turn)
+	}
 	st, typ, body := c.execute(r, codec)
+	if r.ordered {
+		c.turn.done(&c.mu)
+	}
 	if !r.oneway {
 		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}

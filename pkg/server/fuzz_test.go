@@ -64,6 +64,7 @@ func FuzzServe(f *testing.F) {
 	for _, b := range httpRequestSeeds() {
 		f.Add(b)
 	}
+	zlibSeeds(f)
 
 	var (
 		once sync.Once

@@ -20,7 +20,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		return false
 	}
 	rep := wire.HelloReply{Version: wire.Version, Transport: "tcp", MaxFrame: int32(min(c.s.opts.limits.MaxMessageSize, 1<<31-1))}
-	upgrade := !c.s.opts.noUpgrade && !c.overHTTP() && h.Version >= 1 && h.Caps&wire.CapFraming != 0
+	upgrade := !c.s.opts.noUpgrade && !c.overHTTP() && !c.zlib && h.Version >= 1 && h.Caps&wire.CapFraming != 0
 	var caps uint64
 	if upgrade {
 		caps = c.s.laneCaps(&h)

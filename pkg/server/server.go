@@ -220,9 +220,10 @@ func (s *Server) lookup(name []byte) *method {
 	return (*s.methods.Load())[string(name)]
 }
 
-// ListenAndServe listens on the TCP address addr and serves it.
+// ListenAndServe listens on addr (host:port, or a unix socket
+// `unix:/path` or `unix:@name`: see Listen) and serves it.
 func (s *Server) ListenAndServe(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := Listen(addr)
 	if err != nil {
 		return err
 	}

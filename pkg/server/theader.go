@@ -133,14 +133,15 @@ func (c *conn) wrapTHeader(order uint64, bp *[]byte) {
 	}
 	msg := *bp
 	out := wire.GetBuf()
-	b := append((*out)[:0], 0, 0, 0, 0)
+	head := wire.PlainFrameHead(c.format)
+	b := append((*out)[:0], make([]byte, head)...)
 	b = wire.AppendTHeaderHead(b, &info, info.Zlib)
 	off := len(b)
 	b = append(b, msg...)
 	if info.Zlib {
 		b = wire.CompressTHeader(b, off)
 	}
-	putLen(b, len(b)-4)
+	wire.SealPlainFrame(c.format, b, 0)
 	*out, *bp = msg[:0], b
 	wire.PutBuf(out)
 }

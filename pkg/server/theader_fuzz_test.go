@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -28,6 +29,10 @@ func headerSeeds(f *testing.F) {
 			n := len(b) - 4
 			b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 			f.Add(append(b, b...))
+			// The same inside Apache's TFramedTransport.
+			outer := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
+			outer = append(outer, b...)
+			f.Add(append(outer, outer...))
 		}
 	}
 	hello, _ := c.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0,

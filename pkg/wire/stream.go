@@ -16,9 +16,16 @@ type Format struct {
 	// Header: Apache's THeader transport (framed; Proto is the protocol
 	// of the last message read, each frame names its own).
 	Header bool
+	// Outer (with Header): each THeader frame travels inside one more
+	// 4-byte frame, as Apache's THeaderProtocol over TFramedTransport
+	// writes it: `LL+4 | LL | 0F FF ...`.
+	Outer bool
 }
 
 func (f Format) String() string {
+	if f.Header && f.Outer {
+		return "framed-theader"
+	}
 	if f.Header {
 		return "theader"
 	}
@@ -63,6 +70,9 @@ func Detect(br *bufio.Reader) (Format, error) {
 	if b, err = br.Peek(5); err != nil {
 		return Format{}, err
 	}
+	if b[4] == 0 {
+		return detectFramedTHeader(br)
+	}
 	switch b[4] {
 	case binaryMagic:
 		return Format{Proto: proto.Binary, Framed: true}, nil
@@ -79,6 +89,48 @@ func Detect(br *bufio.Reader) (Format, error) {
 		}
 	}
 	return Format{}, ErrGarbage
+}
+
+// detectFramedTHeader tells a THeader frame inside a frame (the outer
+// length four more than the inner one, then the THeader magic) from
+// garbage; the stream's fifth byte, the inner length's first, was 0.
+func detectFramedTHeader(br *bufio.Reader) (Format, error) {
+	b, err := br.Peek(10)
+	if err != nil {
+		return Format{}, err
+	}
+	outer, inner := binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
+	if outer != inner+4 || !IsTHeader(b[8:]) {
+		return Format{}, ErrGarbage
+	}
+	return Format{Proto: proto.Binary, Framed: true, Header: true, Outer: true}, nil
+}
+
+// PlainFrameHead is the number of length bytes a framed plain message of
+// format f starts with (0 unframed, 8 for a THeader frame in a frame);
+// SealPlainFrame fills them in.
+func PlainFrameHead(f Format) int {
+	switch {
+	case f.Outer:
+		return 8
+	case f.Framed:
+		return 4
+	}
+	return 0
+}
+
+// SealPlainFrame writes the frame lengths at the start of b, a framed
+// plain message of format f followed by extra bytes sent apart (large
+// values sent by reference).
+func SealPlainFrame(f Format, b []byte, extra int) {
+	n := uint32(len(b) + extra)
+	switch {
+	case f.Outer:
+		binary.BigEndian.PutUint32(b, n-4)
+		binary.BigEndian.PutUint32(b[4:], n-8)
+	case f.Framed:
+		binary.BigEndian.PutUint32(b, n-4)
+	}
 }
 
 // Charge admits n more bytes of the message being read before its buffer
@@ -129,13 +181,20 @@ func ReadMessageCharged(br *bufio.Reader, f Format, dst []byte, lim *proto.Limit
 		if int64(n) > int64(lim.MaxMessageSize) {
 			return dst[:0], fmt.Errorf("%w: frame of %d bytes", ErrFrameTooLarge, n)
 		}
+		var out []byte
+		var err error
 		if charge != nil && n >= ChargeMin {
 			if err := charge(int(n)); err != nil {
 				return dst[:0], &ChargeError{Err: err, Size: int(n)}
 			}
-			return readFull(br, sized(dst[:0], int(n)), int(n))
+			out, err = readFull(br, sized(dst[:0], int(n)), int(n))
+		} else {
+			out, err = readFull(br, dst[:0], int(n))
 		}
-		return readFull(br, dst[:0], int(n))
+		if err == nil && f.Outer {
+			out, err = unwrapInner(out)
+		}
+		return out, err
 	}
 	if _, err := br.Peek(1); err != nil {
 		return dst[:0], err // io.EOF at a message boundary is a clean end
@@ -148,6 +207,16 @@ func ReadMessageCharged(br *bufio.Reader, f Format, dst []byte, lim *proto.Limit
 		err = s.message()
 	}
 	return s.out, err
+}
+
+// unwrapInner takes the inner frame length off a THeader frame that came
+// in a frame: the two lengths must agree.
+func unwrapInner(b []byte) ([]byte, error) {
+	if len(b) < 4 || binary.BigEndian.Uint32(b) != uint32(len(b)-4) {
+		return b[:0], fmt.Errorf("%w: inner frame length does not match its outer frame of %d bytes", ErrTHeader, len(b))
+	}
+	n := copy(b, b[4:])
+	return b[:n], nil
 }
 
 // Discard skips n bytes of br (a refused frame).

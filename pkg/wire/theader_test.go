@@ -120,6 +120,39 @@ func TestDetectTHeader(t *testing.T) {
 	require.Equal(t, "theader", f.String())
 	_, err = Detect(bufioOf([]byte{0, 0, 0, 9, 0x0f, 0xfe}))
 	require.ErrorIs(t, err, ErrGarbage)
+
+	// Inside Apache's TFramedTransport: one more length, four more.
+	outer := binary.BigEndian.AppendUint32(nil, uint32(len(in)+len(fr)))
+	stream := append(append(outer, in...), fr...)
+	f, err = Detect(bufioOf(stream))
+	require.NoError(t, err)
+	require.Equal(t, Format{Proto: proto.Binary, Framed: true, Header: true, Outer: true}, f)
+	require.Equal(t, "framed-theader", f.String())
+	msg, err := ReadMessage(bufioOf(stream), f, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, fr, msg, "both lengths taken off")
+	for _, bad := range [][]byte{
+		{0, 0, 0, 12, 0, 0, 0, 9, 0x0f, 0xff}, // lengths disagree
+		{0, 0, 0, 10, 0, 0, 0, 6, 0x80, 0x01}, // no THeader magic inside
+	} {
+		_, err = Detect(bufioOf(bad))
+		require.ErrorIs(t, err, ErrGarbage, "%x", bad)
+	}
+	// Detected right, then a later frame whose lengths disagree.
+	bad := append(append([]byte(nil), stream...), 0, 0, 0, 6, 0, 0, 0, 9, 0x0f, 0xff)
+	br := bufioOf(bad)
+	_, err = ReadMessage(br, f, nil, nil)
+	require.NoError(t, err)
+	_, err = ReadMessage(br, f, nil, nil)
+	require.ErrorIs(t, err, ErrTHeader)
+
+	// Frames as both sides write them.
+	b := make([]byte, PlainFrameHead(f), 20)
+	b = append(b, 0x0f, 0xff, 1, 2)
+	SealPlainFrame(f, b, 3)
+	require.Equal(t, []byte{0, 0, 0, 11, 0, 0, 0, 7, 0x0f, 0xff, 1, 2}, b)
+	require.Equal(t, 4, PlainFrameHead(Format{Framed: true, Header: true}))
+	require.Equal(t, 0, PlainFrameHead(Format{}))
 }
 
 func FuzzParseTHeader(f *testing.F) {

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Interop client for the Interop service, driven by the Go tests.
 
-Usage: pyclient.py GENDIR HOST PORT {framed|buffered|http} {binary|compact|json}
+Usage: pyclient.py GENDIR HOST PORT {framed|buffered}[-zlib]|http {binary|compact|json|header}
 
-http posts every call to http://HOST:PORT/ with Apache's THttpClient.
+(the stack: pystack.py; http posts every call to http://HOST:PORT/ with
+Apache's THttpClient).
 
 GENDIR holds the code Debian's thrift compiler generated at test time
 (`thrift --gen py`). Every check raises on mismatch; the last line printed
@@ -17,8 +18,7 @@ import time
 sys.path.insert(0, sys.argv[1])
 
 from thrift.Thrift import TApplicationException  # noqa: E402
-from thrift.protocol import TBinaryProtocol, TCompactProtocol, TJSONProtocol  # noqa: E402
-from thrift.transport import THttpClient, TSocket, TTransport  # noqa: E402
+from pystack import open_stack  # noqa: E402
 
 from interop import Interop  # noqa: E402
 from interop.ttypes import (  # noqa: E402
@@ -64,26 +64,10 @@ def sample():
 
 def main():
     _, _, host, port, framing, protocol = sys.argv
-    sock = TSocket.TSocket(host, int(port))
-    sock.setTimeout(20000)  # ms: the call fails instead of hanging
-    if framing == "http":
-        trans = THttpClient.THttpClient("http://%s:%s/" % (host, port))
-        trans.setTimeout(20000)
-        trans.setCustomHeaders({"X-Client": "python"})
-    elif framing == "framed":
-        trans = TTransport.TFramedTransport(sock)
-    else:
-        trans = TTransport.TBufferedTransport(sock)
+    _, trans, proto = open_stack(host, port, framing, protocol)
     # Python's TJSONProtocol reads byte by byte in Python: 16 MiB in
     # base64 would take minutes, so JSON sends a smaller big binary.
-    big = 16 << 20
-    if protocol == "binary":
-        proto = TBinaryProtocol.TBinaryProtocol(trans)
-    elif protocol == "json":
-        proto = TJSONProtocol.TJSONProtocol(trans)
-        big = 256 << 10
-    else:
-        proto = TCompactProtocol.TCompactProtocol(trans)
+    big = 256 << 10 if protocol == "json" else 16 << 20
     client = Interop.Client(proto)
     trans.open()
     try:

@@ -32,6 +32,9 @@ const (
 	Binary   Protocol = "binary"
 	Compact  Protocol = "compact"
 	JSON     Protocol = "json" // Apache's TJSONProtocol
+	// Header is Apache's THeaderProtocol (binary inside); only the
+	// Python client takes it (PyHeaderStacks).
+	Header Protocol = "header"
 )
 
 // Stack is one Apache transport + protocol combination.
@@ -48,6 +51,14 @@ var Stacks = []Stack{{Framed, Binary}, {Buffered, Compact}}
 
 // JSONStacks are TJSONProtocol over both of Apache's transports.
 var JSONStacks = []Stack{{Buffered, JSON}, {Framed, JSON}}
+
+// PyHeaderStacks are Python's THeader stacks a HatRPC server answers:
+// on a bare socket and inside TFramedTransport.
+var PyHeaderStacks = []Stack{{Buffered, Header}, {Framed, Header}}
+
+// PyZlibStacks are Python's stacks over its TZlibTransport (Apache's
+// TestClient.py --zlib): compressed on the socket, or inside frames.
+var PyZlibStacks = []Stack{{Buffered + "-zlib", Binary}, {Framed + "-zlib", Compact}}
 
 // MaxPayload is the largest message any interop test sends (a 16 MiB binary
 // plus headers); Apache's defaults (16,384,000-byte frames) are below it.

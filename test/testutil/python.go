@@ -62,17 +62,24 @@ var okLine = regexp.MustCompile(`(?m)^OK (\d+)$`)
 // returns the number of checks it passed.
 func RunPython(t testing.TB, genDir, addr string, s Stack) int {
 	t.Helper()
+	return runPyScript(t, "pyclient.py", 2*time.Minute, genDir, addr, s)
+}
+
+// runPyScript runs testdata/script GENDIR HOST PORT FRAMING PROTOCOL
+// [extra...] and returns the number on the "OK n" line it printed last.
+func runPyScript(t testing.TB, script string, limit time.Duration, genDir, addr string, s Stack, extra ...string) int {
+	t.Helper()
 	host, port, err := splitHostPort(addr)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python, filepath.Join(TestdataDir(), "pyclient.py"),
-		genDir, host, port, string(s.Framing), string(s.Protocol))
+	args := append([]string{filepath.Join(TestdataDir(), script), genDir, host, port, string(s.Framing), string(s.Protocol)}, extra...)
+	cmd := exec.CommandContext(ctx, Python, args...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "pyclient %s: %s", s, out)
+	require.NoError(t, err, "%s %s: %s", script, s, out)
 	m := okLine.FindSubmatch(out)
-	require.NotNil(t, m, "pyclient printed no OK line: %s", out)
+	require.NotNil(t, m, "%s printed no OK line: %s", script, out)
 	n, err := strconv.Atoi(string(m[1]))
 	require.NoError(t, err)
 	return n
@@ -118,4 +125,13 @@ func StartPythonServer(t testing.TB, genDir string, s Stack) string {
 		t.Fatalf("pyserver %s did not start within a minute", s)
 		return ""
 	}
+}
+
+// RunPythonOrder runs testdata/pyorder.py against addr with the given
+// stack for rounds rounds of notify("5"), notify("6"), drainNotes() on
+// one connection, failing the test unless every round returned both
+// notes in order.
+func RunPythonOrder(t testing.TB, genDir, addr string, s Stack, rounds int) {
+	t.Helper()
+	require.Equal(t, rounds, runPyScript(t, "pyorder.py", 5*time.Minute, genDir, addr, s, strconv.Itoa(rounds)), "pyorder %s", s)
 }

@@ -178,13 +178,6 @@ type ApacheServer struct {
 // StartApache serves proc with Apache's TSimpleServer on a loopback port,
 // framed or not, binary or compact.
 func StartApache(proc thrift.TProcessor, framed, compact bool) (*ApacheServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	sock := thrift.NewTServerSocketFromAddrTimeout(addr, 0)
 	conf := &thrift.TConfiguration{}
 	var tf thrift.TTransportFactory = thrift.NewTTransportFactory()
 	if framed {
@@ -192,10 +185,26 @@ func StartApache(proc thrift.TProcessor, framed, compact bool) (*ApacheServer, e
 	} else {
 		tf = thrift.NewTBufferedTransportFactory(8192)
 	}
-	var pf thrift.TProtocolFactory = thrift.NewTBinaryProtocolFactoryConf(conf)
+	return startApacheWith(proc, tf, apacheProtocol(compact, conf))
+}
+
+func apacheProtocol(compact bool, conf *thrift.TConfiguration) thrift.TProtocolFactory {
 	if compact {
-		pf = thrift.NewTCompactProtocolFactoryConf(conf)
+		return thrift.NewTCompactProtocolFactoryConf(conf)
 	}
+	return thrift.NewTBinaryProtocolFactoryConf(conf)
+}
+
+// startApacheWith serves proc with Apache's TSimpleServer on a loopback
+// port through the transport and protocol factories given.
+func startApacheWith(proc thrift.TProcessor, tf thrift.TTransportFactory, pf thrift.TProtocolFactory) (*ApacheServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	ln.Close()
+	sock := thrift.NewTServerSocketFromAddrTimeout(addr, 0)
 	srv := thrift.NewTSimpleServer4(proc, sock, tf, pf)
 	srv.SetLogger(func(string) {})
 	// AcceptLoop (unlike Serve) leaves the log context unset, and Apache

@@ -3,7 +3,6 @@ package wiretest
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -40,24 +39,19 @@ func (p *HeaderProcessor) Process(ctx context.Context, in, out thrift.TProtocol)
 // StartApacheTHeader serves proc with Apache's TSimpleServer speaking
 // THeader (which also reads framed and unframed binary and compact).
 func StartApacheTHeader(proc thrift.TProcessor) (*ApacheServer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	sock := thrift.NewTServerSocketFromAddrTimeout(addr, 0)
+	return startApacheTHeader(proc, nil)
+}
+
+// StartApacheFramedTHeader is StartApacheTHeader over Apache's
+// TFramedTransport: each THeader frame inside one more frame (Apache's
+// `--protocol=header --transport=framed`).
+func StartApacheFramedTHeader(proc thrift.TProcessor) (*ApacheServer, error) {
+	return startApacheTHeader(proc, thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), &thrift.TConfiguration{}))
+}
+
+func startApacheTHeader(proc thrift.TProcessor, under thrift.TTransportFactory) (*ApacheServer, error) {
 	conf := &thrift.TConfiguration{}
-	srv := thrift.NewTSimpleServer4(proc, sock,
-		thrift.NewTHeaderTransportFactoryConf(nil, conf), thrift.NewTHeaderProtocolFactoryConf(conf))
-	srv.SetLogger(func(string) {})
-	srv.SetLogContext(context.Background())
-	if err := srv.Listen(); err != nil {
-		return nil, fmt.Errorf("apache listen: %w", err)
-	}
-	a := &ApacheServer{Addr: addr.String(), srv: srv, done: make(chan error, 1)}
-	go func() { a.done <- srv.AcceptLoop() }()
-	return a, nil
+	return startApacheWith(proc, thrift.NewTHeaderTransportFactoryConf(under, conf), thrift.NewTHeaderProtocolFactoryConf(conf))
 }
 
 // ApacheTHeaderClient is Apache's Go THeader client on a fresh connection.
@@ -71,6 +65,16 @@ type ApacheTHeaderClient struct {
 // (thrift.THeaderProtocolBinary or Compact), compressing its requests
 // with zlib when zlib is set.
 func DialApacheTHeader(addr string, pid thrift.THeaderProtocolID, zlib bool) (*ApacheTHeaderClient, error) {
+	return dialApacheTHeader(addr, pid, zlib, false)
+}
+
+// DialApacheFramedTHeader is DialApacheTHeader over Apache's
+// TFramedTransport.
+func DialApacheFramedTHeader(addr string, pid thrift.THeaderProtocolID, zlib bool) (*ApacheTHeaderClient, error) {
+	return dialApacheTHeader(addr, pid, zlib, true)
+}
+
+func dialApacheTHeader(addr string, pid thrift.THeaderProtocolID, zlib, framed bool) (*ApacheTHeaderClient, error) {
 	// Timeouts bound every read and write: a test never hangs on a server
 	// that does not answer.
 	conf := &thrift.TConfiguration{THeaderProtocolID: &pid, ConnectTimeout: 5 * time.Second, SocketTimeout: 10 * time.Second}
@@ -78,7 +82,11 @@ func DialApacheTHeader(addr string, pid thrift.THeaderProtocolID, zlib bool) (*A
 	if err := sock.Open(); err != nil {
 		return nil, err
 	}
-	p := thrift.NewTHeaderProtocolConf(sock, conf)
+	var tr thrift.TTransport = sock
+	if framed {
+		tr = thrift.NewTFramedTransportConf(sock, conf)
+	}
+	p := thrift.NewTHeaderProtocolConf(tr, conf)
 	if zlib {
 		if err := p.AddTransform(thrift.TransformZlib); err != nil {
 			sock.Close()
