@@ -82,8 +82,15 @@ func startHat(t *testing.T, k keys, ssl bool) string {
 
 func serveHat(t *testing.T, h crosstest.Handlers, opts ...server.Option) string {
 	t.Helper()
+	return serveHatOn(t, h, "127.0.0.1:0", opts...)
+}
+
+// serveHatOn runs the server on addr (host:port, or unix:PATH) until the
+// test ends and returns the address it listens on.
+func serveHatOn(t *testing.T, h crosstest.Handlers, addr string, opts ...server.Option) string {
+	t.Helper()
 	srv := crosstest.NewServer(h, opts...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := server.Listen(addr)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -197,7 +204,12 @@ func TestPythonClientToHatServer(t *testing.T) {
 	k := makeKeys(t)
 	cells := cellsFor(pyClient)
 	addrs := map[bool]string{false: startHat(t, k, false), true: startHat(t, k, true)}
+	sock := filepath.Join(t.TempDir(), "tt.sock")
+	serveHatOn(t, &crosstest.Handler{}, "unix:"+sock)
 	runPythonCells(t, gen, cells, func(c cell) string {
+		if c.socket == "domain" {
+			return sock
+		}
 		_, port, err := net.SplitHostPort(addrs[c.ssl()])
 		require.NoError(t, err)
 		return port

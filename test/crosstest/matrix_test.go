@@ -22,9 +22,7 @@ var (
 )
 
 // row is a block of cells, every protocol × transport × socket of it run
-// against every peer of it. A cell is listed only when it passes: a stack
-// HatRPC learns to speak becomes a row here (json/multij, http, zlib, header
-// inside framed, "domain" sockets), with no other change to the harness.
+// against every peer of it. A cell is listed only when it passes.
 type row struct {
 	protocols  []string // Apache's names; the Python-only accelerated codecs too
 	transports []string
@@ -33,9 +31,17 @@ type row struct {
 }
 
 var matrix = []row{
-	{[]string{"binary", "compact", "multi", "multic"}, []string{"buffered", "framed"}, []string{"ip", "ip-ssl"}, allPeers},
-	// THeader is its own framing; THeader inside Apache's framed transport is not spoken yet.
-	{[]string{"header", "multih"}, []string{"buffered"}, []string{"ip", "ip-ssl"}, allPeers},
+	{[]string{"binary", "compact", "json", "multi", "multic", "multij"}, []string{"buffered", "framed"}, []string{"ip", "ip-ssl"}, allPeers},
+	// THeader on a bare socket, and inside Apache's framed transport.
+	{[]string{"header", "multih"}, []string{"buffered", "framed"}, []string{"ip", "ip-ssl"}, allPeers},
+	{[]string{"binary", "compact", "json", "multi"}, []string{"zlib"}, []string{"ip", "ip-ssl"}, allPeers},
+	{[]string{"binary", "compact", "json", "multi"}, []string{"http"}, []string{"ip"}, allPeers},
+	// Python's THttpClient has no TLS options of its own (Apache's matrix
+	// runs http over TLS for Go only).
+	{[]string{"binary", "compact", "json"}, []string{"http"}, []string{"ip-ssl"}, []peer{goClient, goServer}},
+	// Unix sockets: Apache's Python matrix runs them (its Go programs do
+	// too, with --domain-socket; the Go peer here is the library itself).
+	{[]string{"binary", "compact", "multic", "json"}, []string{"buffered", "framed"}, []string{"domain"}, pythonPeers},
 	// Python's C codecs (Apache's binary:accel cells): binary and compact to HatRPC.
 	{[]string{"accel", "accelc", "multia", "multiac"}, []string{"buffered", "framed"}, []string{"ip"}, pythonPeers},
 }

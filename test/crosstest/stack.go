@@ -12,7 +12,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
@@ -72,7 +74,9 @@ func (s Stack) Base() string {
 }
 
 // Validate reports a value Apache's programs do not know, then a stack
-// HatRPC does not speak, as ErrNotSupported naming the missing piece.
+// HatRPC does not speak, as ErrNotSupported naming the missing piece:
+// THeader over HTTP or zlib (a HatRPC client sends THeader on a socket,
+// bare or framed, only).
 func (s Stack) Validate() error {
 	if !slices.Contains(Protocols, s.Protocol) {
 		return fmt.Errorf("unknown --protocol %q (one of %s)", s.Protocol, strings.Join(Protocols, ", "))
@@ -80,15 +84,11 @@ func (s Stack) Validate() error {
 	if !slices.Contains(Transports, s.Transport) {
 		return fmt.Errorf("unknown --transport %q (one of %s)", s.Transport, strings.Join(Transports, ", "))
 	}
-	switch {
-	case s.Base() == "json":
-		return fmt.Errorf("--protocol=%s (TJSONProtocol): %w", s.Protocol, ErrNotSupported)
-	case s.Transport == "http" || s.Transport == "zlib":
-		return fmt.Errorf("--transport=%s: %w", s.Transport, ErrNotSupported)
-	case s.Base() == "header" && s.Transport == "framed":
-		return fmt.Errorf("--protocol=%s inside --transport=framed (THeader in a frame): %w", s.Protocol, ErrNotSupported)
-	case s.DomainSocket != "":
-		return fmt.Errorf("--domain-socket (unix sockets): %w", ErrNotSupported)
+	if s.Base() == "header" && (s.Transport == "http" || s.Transport == "zlib") {
+		return fmt.Errorf("--protocol=%s over --transport=%s: %w", s.Protocol, s.Transport, ErrNotSupported)
+	}
+	if s.Transport == "http" && s.DomainSocket != "" {
+		return fmt.Errorf("--transport=http over --domain-socket: %w", ErrNotSupported)
 	}
 	return nil
 }
@@ -106,9 +106,17 @@ func (s Stack) ClientOptions() ([]client.Option, error) {
 		opts = append(opts, client.WithProtocol(proto.Binary))
 	case "compact":
 		opts = append(opts, client.WithProtocol(proto.Compact))
+	case "json":
+		opts = append(opts, client.WithProtocol(proto.JSON))
 	case "header":
-		// Apache's THeaderProtocol speaks binary inside by default.
-		opts = append(opts, client.WithProtocol(proto.Binary), client.WithTHeader())
+		// Apache's THeaderProtocol speaks binary inside by default; over
+		// Apache's framed transport each THeader frame is framed again.
+		opts = append(opts, client.WithProtocol(proto.Binary))
+		if s.Transport == "framed" {
+			opts = append(opts, client.WithFramedTHeader())
+		} else {
+			opts = append(opts, client.WithTHeader())
+		}
 	}
 	if s.Base() != "header" {
 		switch s.Transport {
@@ -116,7 +124,11 @@ func (s Stack) ClientOptions() ([]client.Option, error) {
 			opts = append(opts, client.WithUnframed())
 		case "framed":
 			opts = append(opts, client.WithFramed())
+		case "zlib":
+			// Apache's TZlibTransport around the socket, messages unframed.
+			opts = append(opts, client.WithZlib(), client.WithUnframed())
 		}
+		// http: the address is the URL (Flags.Addr), one POST a call.
 	}
 	if s.Multiplexed() {
 		opts = append(opts, client.WithMultiplexed())
@@ -137,13 +149,30 @@ type Flags struct {
 	NoUUID    bool   // client: the server's IDL predates uuid (Apache 0.17 and older)
 }
 
-// Addr is the address the flags name: host:port, or unix:PATH for
-// --domain-socket (refused by Validate until HatRPC dials unix sockets).
+// Addr is the address the flags name: host:port, unix:PATH for
+// --domain-socket, or the URL of Apache's HTTP servers
+// (http[s]://host:port/) for --transport=http.
 func (f *Flags) Addr() string {
 	if f.Stack.DomainSocket != "" {
 		return "unix:" + f.Stack.DomainSocket
 	}
-	return fmt.Sprintf("%s:%d", f.Host, f.Port)
+	hp := net.JoinHostPort(f.Host, strconv.Itoa(f.Port))
+	if f.Stack.Transport == "http" {
+		if f.Stack.SSL {
+			return "https://" + hp + "/"
+		}
+		return "http://" + hp + "/"
+	}
+	return hp
+}
+
+// ListenAddr is where a server for the flags listens: host:port, or
+// unix:PATH for --domain-socket (HTTP is detected on the port itself).
+func (f *Flags) ListenAddr() string {
+	if f.Stack.DomainSocket != "" {
+		return "unix:" + f.Stack.DomainSocket
+	}
+	return net.JoinHostPort(f.Host, strconv.Itoa(f.Port))
 }
 
 // ParseFlags parses Apache's cross-test flags (Go's and Python's spellings)

@@ -23,12 +23,15 @@ func TestParseFlags(t *testing.T) {
 		{args: nil, stack: "binary-buffered-ip"},
 		{args: []string{"--protocol=multic", "--transport=framed", "--ssl"}, stack: "multic-framed-ip-ssl"},
 		{args: []string{"--protocol", "multih", "--port", "9091", "--testloops", "3"}, stack: "multih-buffered-ip"},
-		{args: []string{"--protocol=json"}, err: "--protocol=json (TJSONProtocol): not supported by HatRPC", unsupported: true},
-		{args: []string{"--protocol=multij"}, err: "--protocol=multij (TJSONProtocol): not supported by HatRPC", unsupported: true},
-		{args: []string{"--transport=http"}, err: "--transport=http: not supported by HatRPC", unsupported: true},
-		{args: []string{"--transport=zlib"}, err: "--transport=zlib: not supported by HatRPC", unsupported: true},
-		{args: []string{"--protocol=header", "--transport=framed"}, err: "--protocol=header inside --transport=framed (THeader in a frame): not supported by HatRPC", unsupported: true},
-		{args: []string{"--domain-socket=/tmp/ThriftTest.thrift"}, err: "--domain-socket (unix sockets): not supported by HatRPC", unsupported: true},
+		{args: []string{"--protocol=json"}, stack: "json-buffered-ip"},
+		{args: []string{"--protocol=multij", "--transport=framed"}, stack: "multij-framed-ip"},
+		{args: []string{"--transport=http", "--ssl"}, stack: "binary-http-ip-ssl"},
+		{args: []string{"--transport=zlib", "--protocol=compact"}, stack: "compact-zlib-ip"},
+		{args: []string{"--protocol=header", "--transport=framed"}, stack: "header-framed-ip"},
+		{args: []string{"--domain-socket=/tmp/ThriftTest.thrift"}, stack: "binary-buffered-domain"},
+		{args: []string{"--protocol=header", "--transport=http"}, err: "--protocol=header over --transport=http: not supported by HatRPC", unsupported: true},
+		{args: []string{"--protocol=multih", "--transport=zlib"}, err: "--protocol=multih over --transport=zlib: not supported by HatRPC", unsupported: true},
+		{args: []string{"--transport=http", "--domain-socket=/tmp/s"}, err: "--transport=http over --domain-socket: not supported by HatRPC", unsupported: true},
 		{args: []string{"--protocol=accel"}, err: `unknown --protocol "accel" (one of binary, compact, json, header, multi, multic, multij, multih)`},
 		{args: []string{"--transport=udp"}, err: `unknown --transport "udp" (one of buffered, framed, http, zlib)`},
 		{args: []string{"--testloops=0"}, err: "--testloops 0: must be at least 1"},
@@ -54,8 +57,26 @@ func TestParseFlags(t *testing.T) {
 // TestClientOptionsRefuse: the client refuses what ParseFlags refuses, for
 // a caller that builds a Stack by hand.
 func TestClientOptionsRefuse(t *testing.T) {
-	_, err := crosstest.Stack{Protocol: "json", Transport: "buffered"}.ClientOptions()
+	_, err := crosstest.Stack{Protocol: "header", Transport: "zlib"}.ClientOptions()
 	assert.ErrorIs(t, err, crosstest.ErrNotSupported)
 }
 
 func errorIsNotSupported(err error) bool { return errors.Is(err, crosstest.ErrNotSupported) }
+
+// TestFlagsAddr: the address a client dials for the flags.
+func TestFlagsAddr(t *testing.T) {
+	tests := []struct {
+		args []string
+		addr string
+	}{
+		{[]string{"--port=9091"}, "localhost:9091"},
+		{[]string{"--transport=http", "--port=9091"}, "http://localhost:9091/"},
+		{[]string{"--transport=http", "--ssl", "--host=127.0.0.1"}, "https://127.0.0.1:9090/"},
+		{[]string{"--domain-socket=/tmp/tt.sock"}, "unix:/tmp/tt.sock"},
+	}
+	for _, tt := range tests {
+		f, err := crosstest.ParseFlags("testclient", tt.args)
+		require.NoError(t, err)
+		assert.Equal(t, tt.addr, f.Addr(), "%q", tt.args)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -38,7 +37,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.Addr())
+	ln, err := server.Listen(f.ListenAddr())
 	if err != nil {
 		return err
 	}
