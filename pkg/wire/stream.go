@@ -95,12 +95,21 @@ func Detect(br *bufio.Reader) (Format, error) {
 // length four more than the inner one, then the THeader magic) from
 // garbage; the stream's fifth byte, the inner length's first, was 0.
 func detectFramedTHeader(br *bufio.Reader) (Format, error) {
-	b, err := br.Peek(10)
+	// The lengths first: a stream whose first eight bytes cannot open a
+	// THeader frame in a frame (eight zeros, say) is garbage at once,
+	// not a connection held open waiting for the magic.
+	b, err := br.Peek(8)
 	if err != nil {
 		return Format{}, err
 	}
 	outer, inner := binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:])
-	if outer != inner+4 || !IsTHeader(b[8:]) {
+	if outer != inner+4 || inner < theaderMetaLen {
+		return Format{}, ErrGarbage
+	}
+	if b, err = br.Peek(10); err != nil {
+		return Format{}, err
+	}
+	if !IsTHeader(b[8:]) {
 		return Format{}, ErrGarbage
 	}
 	return Format{Proto: proto.Binary, Framed: true, Header: true, Outer: true}, nil

@@ -132,8 +132,13 @@ func TestDetectTHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, fr, msg, "both lengths taken off")
 	for _, bad := range [][]byte{
-		{0, 0, 0, 12, 0, 0, 0, 9, 0x0f, 0xff}, // lengths disagree
-		{0, 0, 0, 10, 0, 0, 0, 6, 0x80, 0x01}, // no THeader magic inside
+		{0, 0, 0, 12, 0, 0, 0, 9, 0x0f, 0xff},  // lengths disagree
+		{0, 0, 0, 14, 0, 0, 0, 10, 0x80, 0x01}, // no THeader magic inside
+		// Lengths that cannot hold a THeader frame are garbage from the
+		// first eight bytes: nothing waits for a magic (test/fault's
+		// eight zeros).
+		{0, 0, 0, 0, 0, 0, 0, 0},
+		{0, 0, 0, 10, 0, 0, 0, 6},
 	} {
 		_, err = Detect(bufioOf(bad))
 		require.ErrorIs(t, err, ErrGarbage, "%x", bad)
