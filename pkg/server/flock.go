@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -27,7 +28,8 @@ const flockHandler = 0
 type flockState struct {
 	mu     sync.Mutex
 	srv    *flock.Server
-	met    *flock.Metrics // the flock_* series on the server's registry
+	dev    *fastpath.Device // the device srv runs on: one FLOCK per server
+	met    *flock.Metrics   // the flock_* series on the server's registry
 	closed bool
 	conn   *conn        // the pseudo-connection FLOCK calls run on
 	sess   *laneSession // its shared lane (replies in buffers of their own: calls run concurrently)
@@ -44,6 +46,11 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 		return nil, ErrServerClosed
 	}
 	if f.srv != nil {
+		if f.dev.Device != d.Device {
+			// One FLOCK per server: a client that arrived on another
+			// device (a 0.0.0.0 listener on two NICs) keeps its own lanes.
+			return nil, fmt.Errorf("server: FLOCK serves on %s; this client arrived on %s", devName(f.dev), devName(d))
+		}
 		return f.srv, nil
 	}
 	if f.met == nil {
@@ -84,7 +91,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	fs.HandleAppend(flockHandler, func(_ context.Context, req, dst []byte) ([]byte, error) {
 		return sess.callShared(req, dst), nil
 	})
-	f.srv = fs
+	f.srv, f.dev = fs, d
 	return fs, nil
 }
 
@@ -167,4 +174,13 @@ func (ls *laneSession) serveFlock(d *fastpath.Device) {
 		// Usually the client process just exited and its link closes too.
 		c.s.log.Debug("hatrpc: flock peer dropped", "remote", c.remote, "err", peer.Err())
 	}
+}
+
+// devName names a device for a log or error: its chosen device and port, or
+// its provider.
+func devName(d *fastpath.Device) string {
+	if d.Choice != nil {
+		return fmt.Sprintf("%s:%d", d.Choice.Device, d.Choice.Port)
+	}
+	return d.Provider()
 }
