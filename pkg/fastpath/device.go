@@ -131,13 +131,6 @@ func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error)
 	return &Device{Device: e.dev, Choice: &ch, key: key}, nil
 }
 
-func errOr(err, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
-}
-
 // Release drops the reference; calling it twice is harmless.
 func (d *Device) Release() {
 	d.once.Do(func() {

@@ -332,3 +332,10 @@ func Describe(ports []RDMAPort) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+func errOr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}

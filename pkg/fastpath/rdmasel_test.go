@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -203,4 +204,30 @@ func TestParseRDMASpec(t *testing.T) {
 	sp, err = RDMASpecFromEnv("rxe0", "4")
 	require.NoError(t, err)
 	assert.Equal(t, RDMASpec{Device: "rxe0", GID: GIDIndex, Index: 4}, sp)
+}
+
+func TestRDMAInfo(t *testing.T) {
+	root := twoRoCE(t)
+	sel := Selector{Root: root, NetdevOf: fakeNetdevs(nil), Route: func(context.Context, string) (net.IP, error) {
+		return net.ParseIP("10.0.1.1"), nil
+	}}
+	lim := func(dev string, port int) (PortLimits, error) {
+		return PortLimits{MTU: 4096, MaxQP: 64, MaxQPWR: 1024, MaxSGE: 2, MaxCQE: 4096, MaxMR: 512, MaxMRSize: 1 << 30, MaxInline: 256}, nil
+	}
+	var b strings.Builder
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.0.1.1:9090", Limits: lim}))
+	out := b.String()
+	assert.Contains(t, out, "rxe1 port 1: ACTIVE, link layer Ethernet\n  active MTU 4096; max_qp 64, max_qp_wr 1024, max_sge 2, max_cqe 4096, max_mr 512, max_mr_size 1073741824, max_inline_data 256\n")
+	assert.Contains(t, out, "  gid 3   10.0.1.1                                RoCE v2    dummy1\n")
+	assert.Contains(t, out, "override: none (HATRPC_RDMA_DEVICE, HATRPC_RDMA_GID unset)\n")
+	assert.Contains(t, out, "server listening on 10.0.1.1:9090: rxe1 port 1 gid 3 10.0.1.1 RoCE v2 dummy1\n  why: GID of 10.0.1.1\n")
+	assert.Contains(t, out, "client dialing 10.0.1.1:9090: rxe1 port 1 gid 3 10.0.1.1 RoCE v2 dummy1\n  why: route to 10.0.1.1:9090 leaves from 10.0.1.1: GID of 10.0.1.1\n")
+
+	b.Reset()
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "0.0.0.0:9090", Limits: lim}))
+	assert.Contains(t, b.String(), "server listening on 0.0.0.0:9090: rxe0 port 1 gid 3 10.0.0.1 RoCE v2 dummy0\n  why: no address to go by: first active port\n  (each client's lanes use the device that received its TCP connection")
+
+	b.Reset()
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: Selector{Root: t.TempDir()}}))
+	assert.Contains(t, b.String(), "no RDMA devices (")
 }
