@@ -4,7 +4,6 @@ package fastpath
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -96,18 +95,7 @@ func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error)
 		}
 		return Acquire(provider) // auto: shm; ibv: the provider's own error
 	}
-	var ch RDMAChoice
-	if t.Remote != "" {
-		ch, err = sel.ForRemote(ctx, t.Remote)
-	} else {
-		ch, err = sel.ForLocal(t.Local)
-	}
-	if err != nil && t.Spec == (RDMASpec{}) && errors.Is(err, ErrNoRDMAChoice) {
-		why := err.Error()
-		if ch, err = sel.ForLocal(nil); err == nil {
-			ch.Why = "default (" + why + ")"
-		}
-	}
+	ch, err := sel.Choose(ctx, t.Local, t.Remote)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -85,12 +85,12 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 		}
 		ip = addrs[0]
 	}
-	c, err := o.Sel.ForLocal(ip)
+	c, err := o.Sel.Choose(ctx, ip, "")
 	writeChoice(w, "server listening on "+o.Addr, c, err)
 	if ip.IsUnspecified() {
 		fmt.Fprintln(w, "  (each client's lanes use the device that received its TCP connection: its local address is chosen as above)")
 	}
-	c, err = o.Sel.ForRemote(ctx, o.Addr)
+	c, err = o.Sel.Choose(ctx, nil, o.Addr)
 	writeChoice(w, "client dialing "+o.Addr, c, err)
 	return nil
 }

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -230,6 +231,28 @@ func (s Selector) ForRemote(ctx context.Context, addr string) (RDMAChoice, error
 	}
 	c.Why = "route to " + addr + " leaves from " + src.String() + ": " + c.Why
 	return c, nil
+}
+
+// Choose is what lanes use: ForRemote for a client (remote != ""), else
+// ForLocal. With no override, an address no RDMA port carries (loopback,
+// say) falls back to the first active port, the reason saying so; with an
+// override, a choice that does not exist is the error.
+func (s Selector) Choose(ctx context.Context, local net.IP, remote string) (RDMAChoice, error) {
+	var c RDMAChoice
+	var err error
+	if remote != "" {
+		c, err = s.ForRemote(ctx, remote)
+	} else {
+		c, err = s.ForLocal(local)
+	}
+	if err != nil && s.Spec == (RDMASpec{}) && errors.Is(err, ErrNoRDMAChoice) {
+		why, _, _ := strings.Cut(err.Error(), "; have ")
+		why = strings.TrimPrefix(why, ErrNoRDMAChoice.Error()+": ")
+		if c, err = s.ForLocal(nil); err == nil {
+			c.Why = why + ": the first active port by default"
+		}
+	}
+	return c, err
 }
 
 // kernelRoute asks the kernel which local address reaches addr: a UDP

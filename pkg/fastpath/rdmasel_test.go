@@ -231,3 +231,16 @@ func TestRDMAInfo(t *testing.T) {
 	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: Selector{Root: t.TempDir()}}))
 	assert.Contains(t, b.String(), "no RDMA devices (")
 }
+
+func TestSelectChooseFallback(t *testing.T) {
+	root := twoRoCE(t)
+	lo := func(context.Context, string) (net.IP, error) { return net.ParseIP("127.0.0.1"), nil }
+	c, err := Selector{Root: root, NetdevOf: fakeNetdevs(map[string]string{"127.0.0.1": "lo"}), Route: lo}.Choose(context.Background(), nil, "127.0.0.1:9")
+	require.NoError(t, err)
+	assert.Equal(t, "rxe0", c.Device)
+	assert.Equal(t, 3, c.GIDIndex)
+	assert.Equal(t, `no rdma port carries 127.0.0.1 (netdev "lo"): the first active port by default`, c.Why)
+	// With an override, nothing falls back.
+	_, err = Selector{Root: root, Spec: RDMASpec{GID: GIDv2}, NetdevOf: fakeNetdevs(nil), Route: lo}.Choose(context.Background(), nil, "127.0.0.1:9")
+	require.ErrorIs(t, err, ErrNoRDMAChoice)
+}
