@@ -51,4 +51,3 @@ func TestWithRDMABadName(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrBadProvider)
 	assert.EqualError(t, err, `client: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, shm or ibv)`)
 }
-
