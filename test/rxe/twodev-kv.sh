@@ -34,6 +34,25 @@ for a in 10.0.0.1 10.0.1.1; do
 	grep -o 'lanes enabled.*' "$tmp/serve$i.log" || { echo "no lanes logged"; fail=1; }
 	i=$((i + 1))
 done
+# One server on 0.0.0.0: each client's lanes on the device that received
+# its connection.
+"$B/hatkv" serve --db "$tmp/dbany" --listen 0.0.0.0:9092 --transport rdma --verify meta >"$tmp/serveany.log" 2>&1 &
+pids+=($!)
+for a in 10.0.0.1 10.0.1.1; do
+	ok=""
+	for _ in $(seq 120); do
+		"$B/hatkv" put "any-$a" "f=$a" --addr "$a:9092" --transport rdma >/dev/null 2>&1 && { ok=1; break; }
+		sleep 0.5
+	done
+	[[ -n $ok ]] || { echo "put to $a:9092 failed: $("$B/hatkv" put "any-$a" "f=$a" --addr "$a:9092" --transport rdma 2>&1)"; fail=1; }
+	echo "=== get any-$a from $a:9092 over rdma: $("$B/hatkv" get "any-$a" --addr "$a:9092" --transport rdma 2>&1 | tr '\n' ' ')"
+done
+echo "=== server on 0.0.0.0:9092:"
+grep -o 'lanes enabled.*' "$tmp/serveany.log" || { echo "no lanes logged"; fail=1; }
+grep -E 'level=(WARN|ERROR)' "$tmp/serveany.log" || true
+for want in 'local=10.0.0.1 device=rxe0' 'local=10.0.1.1 device=rxe1'; do
+	grep -q "$want" "$tmp/serveany.log" || { echo "0.0.0.0: no lane with $want"; fail=1; }
+done
 echo "=== wrong override: hatkv put --rdma-device mlx5_9"
 if "$B/hatkv" put k f=v --addr 10.0.0.1:9090 --transport rdma --rdma-device mlx5_9 2>&1; then
 	echo "a wrong --rdma-device was accepted"
