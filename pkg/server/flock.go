@@ -184,4 +184,3 @@ func (ls *laneSession) serveFlock(d *fastpath.Device) {
 		c.s.log.Debug("hatrpc: flock peer dropped", "remote", c.remote, "err", peer.Err())
 	}
 }
-
