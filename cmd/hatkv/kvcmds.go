@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -36,6 +37,8 @@ type clientFlags struct {
 	tlsCert       string
 	tlsKey        string
 	token         string
+	rdmaDevice    string
+	rdmaGID       string
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
@@ -56,6 +59,8 @@ func (c *clientFlags) registerConn(cmd *cobra.Command) {
 	f.StringVar(&c.tlsServerName, "tls-server-name", "", "name the server's certificate must carry (default: the host of --addr)")
 	f.StringVar(&c.tlsCert, "tls-cert", "", "client certificate (PEM), for a server started with --tls-client-ca")
 	f.StringVar(&c.tlsKey, "tls-key", "", "client certificate's key (PEM)")
+	f.StringVar(&c.rdmaDevice, "rdma-device", "", "RDMA device[:port] of the lanes (default: $"+fastpath.EnvRDMADevice+", else the one the route to the server leaves from)")
+	f.StringVar(&c.rdmaGID, "rdma-gid", "", "source GID: auto (the route's source address's GID, RoCE v2 first), v2, or a GID index (default: $"+fastpath.EnvRDMAGID+")")
 	f.StringVar(&c.token, "token", "", "shared secret the server requires (default: $"+hatkv.TokenEnv+")")
 }
 
@@ -68,6 +73,9 @@ func (c *clientFlags) dialOptions() ([]hatkv.ClientOption, error) {
 			return nil, err
 		}
 		opts = append(opts, hatkv.WithClientTLS(cfg))
+	}
+	if c.rdmaDevice != "" || c.rdmaGID != "" {
+		opts = append(opts, hatkv.WithClientOptions(client.WithRDMADevice(c.rdmaDevice), client.WithRDMAGID(c.rdmaGID)))
 	}
 	if c.token == "" {
 		c.token = os.Getenv(hatkv.TokenEnv)

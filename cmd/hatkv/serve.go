@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -29,6 +30,7 @@ func newServeCmd() *cobra.Command {
 		mapSize, concurrency                        string
 		emulListen                                  string
 		keepDumpable                                bool
+		rdmaDevice, rdmaGID                         string
 		shutdownTimeout                             time.Duration
 		tlsCert, tlsKey, tlsClientCA, token, verify string
 	)
@@ -57,7 +59,7 @@ keep it on loopback.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			opts := []hatkv.Option{hatkv.WithLogger(log), hatkv.WithTransport(transport)}
+			opts := []hatkv.Option{hatkv.WithLogger(log), hatkv.WithTransport(transport), hatkv.WithRDMAChoice(rdmaDevice, rdmaGID)}
 			switch hintLevel {
 			case "function":
 			case "service":
@@ -149,6 +151,8 @@ keep it on loopback.`,
 	f.StringVar(&db, "db", defaultDB, "data directory (created if missing)")
 	f.StringVar(&listen, "listen", defaultAddr, "address to serve on: host:port, or a unix socket unix:/path (mode 0600) or unix:@name (abstract)")
 	f.StringVar(&transport, "transport", "auto", "auto|tcp|shm|rdma: auto adds engine lanes (RDMA NIC if any, else shm for same-host clients) to TCP")
+	f.StringVar(&rdmaDevice, "rdma-device", "", "RDMA device[:port] of the lanes (default: $"+fastpath.EnvRDMADevice+", else the one whose netdev carries the address a client arrived on)")
+	f.StringVar(&rdmaGID, "rdma-gid", "", "RDMA GID: auto (that address's GID, RoCE v2 first), v2, or a GID index (default: $"+fastpath.EnvRDMAGID+", else auto)")
 	f.BoolVar(&keepDumpable, "dumpable", false, "with shm lanes, keep the process dumpable (core dumps, same-user debuggers and /proc readers; also lets same-user processes open its shared segments): see docs/observability.md")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Prometheus /metrics and pprof on this address")
 	f.StringVar(&hintLevel, "hint-level", "function", "plan RPCs from function-level hints (function) or service-level hints only (service)")

@@ -4,6 +4,7 @@
 //	hatrpc list FILE.thrift                          services, functions and types
 //	hatrpc describe FILE.thrift [Service[.fn]|Type]  signatures and declarations
 //	hatrpc call --idl FILE.thrift ADDR Service.fn '{"arg": value}'
+//	hatrpc rdma-info [--addr ADDR]                   RDMA devices, GIDs, limits, and the choice for ADDR
 //
 // call finds a plain Thrift server's framing and protocol by itself and
 // upgrades to HatRPC framing (and the shm/RDMA fast path, --rdma) when the
@@ -58,6 +59,6 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newListCmd(), newDescribeCmd(), newCallCmd())
+	root.AddCommand(newListCmd(), newDescribeCmd(), newCallCmd(), newRDMAInfoCmd())
 	return root
 }

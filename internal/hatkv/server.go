@@ -50,6 +50,15 @@ type options struct {
 	verify    kvstore.VerifyLevel
 	tls       *tls.Config
 	token     string
+	rdmaDev   string // --rdma-device; "" HATRPC_RDMA_DEVICE, else by address
+	rdmaGID   string // --rdma-gid
+}
+
+// WithRDMAChoice fixes the RDMA device[:port] and GID (auto, v2 or an
+// index) of the lanes, in server.WithRDMADevice's spelling; a device or
+// GID the host lacks refuses to start with the list of what exists.
+func WithRDMAChoice(device, gid string) Option {
+	return func(o *options) { o.rdmaDev, o.rdmaGID = device, gid }
 }
 
 // WithRPCOptions passes options (time limits, memory budget, ...) to the
@@ -150,7 +159,14 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 		// The reference keeps the device open for the server's lanes. An
 		// explicit shm or rdma must work: refuse to start rather than
 		// quietly serve TCP; auto without a device serves TCP only.
-		if dev, err = fastpath.Acquire(p); err != nil {
+		sp, perr := fastpath.RDMASpecFromEnv(o.rdmaDev, o.rdmaGID)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, perr)
+		}
+		if dev, err = fastpath.AcquireFor(ctx, p, fastpath.Target{Spec: sp}); err != nil {
+			if sp != (fastpath.RDMASpec{}) {
+				return nil, fmt.Errorf("%w: %s: %v", ErrTransportUnavailable, tr, err)
+			}
 			if tr != hints.TransportAuto {
 				return nil, fmt.Errorf("%w: %s: %v", ErrTransportUnavailable, tr, err)
 			}
@@ -184,7 +200,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (_ *Server, err error
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(o.logger))
 	if p := fastpath.Provider(tr); p != "" {
-		sopts = append(sopts, server.WithRDMA(p))
+		sopts = append(sopts, server.WithRDMA(p), server.WithRDMADevice(o.rdmaDev), server.WithRDMAGID(o.rdmaGID))
 	}
 	if o.svcLevel {
 		sopts = append(sopts, server.WithServiceLevelHints())

@@ -106,6 +106,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if err := checkBuilt(o.rdma); err != nil {
 		return nil, err
 	}
+	if err := checkRDMAChoice(&o); err != nil {
+		return nil, err
+	}
 	c := &Conn{addr: addr, o: o, cores: runtime.NumCPU()}
 	c.lanes.c = c
 	for _, svc := range o.hints {

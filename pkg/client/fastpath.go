@@ -53,3 +53,24 @@ func checkBuilt(provider string) error {
 	}
 	return nil
 }
+
+// checkRDMAChoice parses the device/GID override (options, then the
+// environment) into o.rdmaSpec and checks that the device, port and GID it
+// names exist, so that a wrong one fails Dial listing what does.
+func checkRDMAChoice(o *options) error {
+	if o.rdma == "off" || o.rdma == "shm" {
+		return nil
+	}
+	sp, err := fastpath.RDMASpecFromEnv(o.rdmaDevice, o.rdmaGID)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	o.rdmaSpec = sp
+	if sp == (fastpath.RDMASpec{}) || !fastpath.Built() {
+		return nil
+	}
+	if _, err := (fastpath.Selector{Spec: sp}).ForLocal(nil); err != nil {
+		return fmt.Errorf("client: WithRDMADevice/WithRDMAGID: %w", err)
+	}
+	return nil
+}

@@ -119,7 +119,7 @@ func (sh *sharedFlock) close() {
 func (c *Conn) openFlock(ctx context.Context, key string, tr hints.Transport) (_ *sharedFlock, err error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
-	d, err := fastpath.Acquire(fastpath.Provider(tr))
+	d, err := c.acquire(dctx, tr)
 	if err != nil {
 		return nil, c.setupFailed("flock", tr, err)
 	}

@@ -231,7 +231,7 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	if d := ls.devs[tr]; d != nil {
 		return d, nil
 	}
-	d, err := fastpath.Acquire(fastpath.Provider(tr))
+	d, err := ls.c.acquire(context.Background(), tr)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +240,12 @@ func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	}
 	ls.devs[tr] = d
 	return d, nil
+}
+
+// acquire opens the device for tr: on RDMA the device and source GID that
+// route to the server (fastpath.AcquireFor), unless overridden.
+func (c *Conn) acquire(ctx context.Context, tr hints.Transport) (*fastpath.Device, error) {
+	return fastpath.AcquireFor(ctx, fastpath.Provider(tr), fastpath.Target{Spec: c.o.rdmaSpec, Remote: c.addr})
 }
 
 // disable keeps every later call of the Conn on TCP; true the first time.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
@@ -31,7 +32,10 @@ type options struct {
 	dial             func(ctx context.Context, addr string) (net.Conn, error)
 	writeTimeout     time.Duration
 	rdma             string // provider for lanes: auto, shm, ibv; "off" disables
-	maxLanes         int    // per function; 0: max(concurrency hint, defaultMaxLanes)
+	rdmaDevice       string // WithRDMADevice; "" HATRPC_RDMA_DEVICE, else by route
+	rdmaGID          string // WithRDMAGID; "" HATRPC_RDMA_GID, else auto
+	rdmaSpec         fastpath.RDMASpec
+	maxLanes         int // per function; 0: max(concurrency hint, defaultMaxLanes)
 	laneProto        hints.Protocol
 	svcLevel         bool
 	conns            int  // TCP connections calls may spread over; see spread.go
@@ -166,6 +170,18 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // TCP. WithRDMA("off") keeps this Conn on TCP. Any other name fails Dial
 // with an error matching ErrBadProvider.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithRDMADevice fixes the RDMA device (and port) of the Conn's lanes,
+// spelt "mlx5_1" or "mlx5_1:1"; by default (and with HATRPC_RDMA_DEVICE
+// unset) lanes use the device whose netdev holds the source address of the
+// kernel's route to the server. A name or port the host lacks fails Dial
+// with an error matching fastpath.ErrNoRDMAChoice listing what exists.
+func WithRDMADevice(spec string) Option { return func(o *options) { o.rdmaDevice = spec } }
+
+// WithRDMAGID fixes the source GID: "auto" (the route's source address's
+// GID, RoCE v2 first), "v2" or a GID table index; HATRPC_RDMA_GID sets it
+// when the option is not given.
+func WithRDMAGID(spec string) Option { return func(o *options) { o.rdmaGID = spec } }
 
 // WithFastPathRetry sets how long a WithRDMA("auto") Conn whose fast path
 // could not be set up (a server budget, a device error) stays on TCP before

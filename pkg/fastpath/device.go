@@ -3,7 +3,10 @@
 package fastpath
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -16,8 +19,11 @@ import (
 // connections it has.
 type Device struct {
 	*rdma.Device
-	key  string
-	once sync.Once
+	// Choice is the device/port/GID chosen for the target and why; nil
+	// for shm and for the provider's default (Acquire).
+	Choice *RDMAChoice
+	key    string
+	once   sync.Once
 }
 
 type devEntry struct {
@@ -54,6 +60,63 @@ func Acquire(provider string) (*Device, error) {
 	}
 	e.refs++
 	return &Device{Device: e.dev, key: provider}, nil
+}
+
+// Target is what a lane's RDMA device is chosen for: the local address a
+// server listens on or accepted the connection on (Local), or the address
+// a client dials (Remote), and the explicit override (Spec).
+type Target struct {
+	Spec   RDMASpec
+	Local  net.IP
+	Remote string
+	// Sel reads sysfs and routes; the zero value reads the host's.
+	Sel Selector
+}
+
+// AcquireFor returns the shared device for provider chosen for t: on ibv
+// (and auto with an RDMA device present) the device, port and GID that
+// carry the target's address (Selector), opened once per choice. With no
+// override, an address no RDMA port carries (loopback, say) falls back to
+// the provider's default (the first active port), as Acquire; with one, a
+// choice that does not exist is an error listing what does.
+func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error) {
+	if provider == "" {
+		provider = rdma.ProviderAuto
+	}
+	if provider == rdma.ProviderSHM || (provider == rdma.ProviderAuto && os.Getenv(rdma.EnvProvider) == rdma.ProviderSHM) {
+		return Acquire(provider)
+	}
+	sel := t.Sel
+	sel.Spec = t.Spec
+	ports, err := sel.Ports()
+	if err != nil || len(ports) == 0 {
+		if t.Spec != (RDMASpec{}) && provider == rdma.ProviderIBV {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, errOr(err, fmt.Errorf("%w: %s", ErrNoRDMAChoice, Describe(nil))))
+		}
+		return Acquire(provider) // auto: shm; ibv: the provider's own error
+	}
+	ch, err := sel.Choose(ctx, t.Local, t.Remote)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	key := rdma.ProviderIBV + "|" + ch.Key()
+	devMu.Lock()
+	defer devMu.Unlock()
+	e := devices[key]
+	if e == nil {
+		opts := []rdma.Option{rdma.WithProvider(rdma.ProviderIBV), rdma.WithDeviceName(ch.Device), rdma.WithPort(ch.Port)}
+		if ch.GIDIndex >= 0 {
+			opts = append(opts, rdma.WithGIDIndex(ch.GIDIndex))
+		}
+		d, err := rdma.Open(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s port %d gid %d: %w", ErrUnavailable, ch.Device, ch.Port, ch.GIDIndex, err)
+		}
+		e = &devEntry{dev: d}
+		devices[key] = e
+	}
+	e.refs++
+	return &Device{Device: e.dev, Choice: &ch, key: key}, nil
 }
 
 // Release drops the reference; calling it twice is harmless.

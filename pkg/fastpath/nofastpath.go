@@ -11,3 +11,6 @@ func (*Device) Release() {}
 
 // built: the fast path is not compiled into this binary.
 const built = false
+
+// PortLimitsOf has no verbs to ask in this build.
+func PortLimitsOf(string, int) (PortLimits, error) { return PortLimits{}, ErrNotBuilt }

@@ -81,6 +81,9 @@ type DeviceInfo struct {
 	MaxSGE    int
 	MaxInline int
 	MaxCQE    int
+	MaxMR     int    // 0: no limit (shm)
+	MaxQP     int    // 0: no limit (shm)
+	MaxMRSize uint64 // bytes one MR may cover; 0: no limit (shm)
 }
 
 // Open opens a device of the selected provider. "auto" (the default) uses
@@ -152,6 +155,7 @@ func (d *Device) Info() (DeviceInfo, error) {
 	return DeviceInfo{
 		Name: C.GoString(&i.name[0]), Port: int(i.port), MTU: int(i.mtu), GIDIndex: int(i.gid_index),
 		MaxQPWR: int(i.max_qp_wr), MaxSGE: int(i.max_sge), MaxInline: int(i.max_inline), MaxCQE: int(i.max_cqe),
+		MaxMR: int(i.max_mr), MaxQP: int(i.max_qp), MaxMRSize: uint64(i.max_mr_size),
 	}, nil
 }
 

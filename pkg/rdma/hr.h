@@ -160,7 +160,10 @@ typedef struct hr_dev_info {
 	uint32_t max_sge;
 	uint32_t max_inline;
 	uint32_t max_cqe;
+	uint32_t max_mr;   /* 0: no limit (shm) */
+	uint32_t max_qp;   /* 0: no limit (shm) */
 	uint32_t pad_;
+	uint64_t max_mr_size;
 } hr_dev_info;
 
 typedef struct hr_qp_init {

@@ -319,6 +319,9 @@ static int ibv_query(hr_dev *hd, hr_dev_info *out)
 	out->max_sge = (uint32_t)d->attr.max_sge;
 	out->max_inline = 0; /* only known per QP after creation */
 	out->max_cqe = (uint32_t)d->attr.max_cqe;
+	out->max_mr = (uint32_t)d->attr.max_mr;
+	out->max_qp = (uint32_t)d->attr.max_qp;
+	out->max_mr_size = d->attr.max_mr_size;
 	return HR_OK;
 }
 

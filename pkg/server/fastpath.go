@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
@@ -31,6 +32,42 @@ func checkBuilt(provider string) error {
 		return fmt.Errorf("server: WithRDMA(%q): %w", provider, ErrNoFastPath)
 	}
 	return nil
+}
+
+// checkRDMAChoice parses the device/GID override (options, then the
+// environment) and, when there is one, checks it against the host for the
+// listener's address, so that a wrong name fails Serve, listing what exists.
+func (s *Server) checkRDMAChoice(ln net.Addr) error {
+	if s.opts.rdma == "" || s.opts.rdma == "shm" {
+		return nil
+	}
+	sp, err := fastpath.RDMASpecFromEnv(s.opts.rdmaDevice, s.opts.rdmaGID)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.devMu.Lock()
+	s.rdmaSpec = sp
+	s.devMu.Unlock()
+	if sp == (fastpath.RDMASpec{}) || !fastpath.Built() {
+		return nil
+	}
+	var ip net.IP
+	if ta, ok := ln.(*net.TCPAddr); ok {
+		ip = ta.IP
+	}
+	if _, err := (fastpath.Selector{Spec: sp}).ForLocal(ip); err != nil {
+		return fmt.Errorf("server: WithRDMADevice/WithRDMAGID: %w", err)
+	}
+	return nil
+}
+
+// localAddr is the address the client reached this server on; nil for the
+// FLOCK pseudo-connection.
+func (c *conn) localAddr() net.Addr {
+	if c.nc == nil {
+		return nil
+	}
+	return c.nc.LocalAddr()
 }
 
 // statsFor returns the method's metric children for a transport; those of

@@ -11,31 +11,40 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/flock/flockmetrics"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // FLOCK (qp_sharing): functions whose client plan shares QPs reach the
 // server through one FLOCK handle per client process rather than lanes of
 // their own (docs/design/lanes.md). The server side is one flock.Server
-// for all of them; its workers run the calls through the same frame path
-// as lanes.
+// per device for all of them; its workers run the calls through the same
+// frame path as lanes.
 
 // flockHandler is the FLOCK handler id every HatRPC frame travels under.
 const flockHandler = 0
 
-// flockState is the server's FLOCK side, made on the first attach.
+// flockState is the server's FLOCK side: one flock.Server per device
+// clients arrived on (a 0.0.0.0 listener on two NICs has two), each made
+// on its device's first attach; one set of flock_* metrics for all.
 type flockState struct {
 	mu     sync.Mutex
-	srv    *flock.Server
+	devs   map[*rdma.Device]*flockDev
 	met    *flock.Metrics // the flock_* series on the server's registry
 	closed bool
-	conn   *conn        // the pseudo-connection FLOCK calls run on
-	sess   *laneSession // its shared lane (replies in buffers of their own: calls run concurrently)
 }
 
-// flockServer returns the server's flock.Server, creating it on first use.
-// A failed creation (the device out of memory during a flood, say) is not
-// remembered: the next attach tries again.
+// flockDev is the FLOCK side on one device.
+type flockDev struct {
+	srv  *flock.Server
+	dev  *fastpath.Device
+	conn *conn        // the pseudo-connection its FLOCK calls run on
+	sess *laneSession // its shared lane (replies in buffers of their own: calls run concurrently)
+}
+
+// flockServer returns the server's flock.Server on d, creating it on first
+// use. A failed creation (the device out of memory during a flood, say) is
+// not remembered: the next attach tries again.
 func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error) {
 	f := &s.flock
 	f.mu.Lock()
@@ -43,8 +52,8 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	if f.closed {
 		return nil, ErrServerClosed
 	}
-	if f.srv != nil {
-		return f.srv, nil
+	if fd := f.devs[d.Device]; fd != nil {
+		return fd.srv, nil
 	}
 	if f.met == nil {
 		// The flock_* series appear with FLOCK serving, as a lane
@@ -68,12 +77,13 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	ctx, cancel := context.WithCancel(context.Background())
 	// The pseudo-connection never finishes by itself (readDone stays
 	// false); the server's Close cancels its context.
-	f.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
-	f.sess = &laneSession{c: f.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
+	fd := &flockDev{srv: fs, dev: d}
+	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
 		side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}}
-	sess := f.sess
+	sess := fd.sess
 	// A reply larger than a FLOCK message travels in parts that the
 	// client joins (pkg/flock), so no reply size fails here.
 	// req is valid until this returns (the ring slot a dispatcher's
@@ -84,7 +94,10 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	fs.HandleAppend(flockHandler, func(_ context.Context, req, dst []byte) ([]byte, error) {
 		return sess.callShared(req, dst), nil
 	})
-	f.srv = fs
+	if f.devs == nil {
+		f.devs = map[*rdma.Device]*flockDev{}
+	}
+	f.devs[d.Device] = fd
 	return fs, nil
 }
 
@@ -115,8 +128,8 @@ func (s *Server) cancelFlock() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true // no FLOCK after this
-	if f.conn != nil {
-		f.conn.cancel()
+	for _, fd := range f.devs {
+		fd.conn.cancel()
 	}
 }
 
@@ -125,10 +138,13 @@ func (s *Server) closeFlock() {
 	s.cancelFlock()
 	f := &s.flock
 	f.mu.Lock()
-	fs := f.srv
+	fds := make([]*flockDev, 0, len(f.devs))
+	for _, fd := range f.devs {
+		fds = append(fds, fd)
+	}
 	f.mu.Unlock()
-	if fs != nil {
-		_ = fs.Close()
+	for _, fd := range fds {
+		_ = fd.srv.Close()
 	}
 }
 

@@ -23,7 +23,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	upgrade := !c.s.opts.noUpgrade && !c.overHTTP() && !c.zlib && h.Version >= 1 && h.Caps&wire.CapFraming != 0
 	var caps uint64
 	if upgrade {
-		caps = c.s.laneCaps(&h)
+		caps = c.s.laneCaps(&h, c.localAddr())
 	}
 	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
 		l, exc := c.grantLane(&h, caps)

@@ -4,6 +4,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -16,7 +17,7 @@ type lane struct{ tr uint8 }
 
 type flockState struct{}
 
-func (s *Server) laneCaps(*wire.Hello) uint64 { return 0 }
+func (s *Server) laneCaps(*wire.Hello, net.Addr) uint64 { return 0 }
 
 // grantLane refuses every attach as lanes.go does one for lanes it did not
 // grant.

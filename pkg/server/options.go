@@ -26,6 +26,8 @@ type options struct {
 	noUpgrade    bool
 	writeTimeout time.Duration
 	rdma         string // "" off; else the provider lanes use (auto, shm, ibv)
+	rdmaDevice   string // WithRDMADevice; "" HATRPC_RDMA_DEVICE, else by address
+	rdmaGID      string // WithRDMAGID; "" HATRPC_RDMA_GID, else auto
 	svcLevel     bool
 	ownedArgs    bool
 	dumpable     bool // keep the process dumpable when it serves shm (dumpable.go)
@@ -186,6 +188,19 @@ func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writ
 // and with "off", as on the client: every call stays on TCP. Any other name
 // fails Serve with an error matching ErrBadProvider.
 func WithRDMA(provider string) Option { return func(o *options) { o.rdma = provider } }
+
+// WithRDMADevice fixes the RDMA device (and port) lanes use, spelt
+// "mlx5_1" or "mlx5_1:1"; by default (and with HATRPC_RDMA_DEVICE unset)
+// each connection's lanes use the device whose netdev carries the local
+// address the connection arrived on. A name or port the host lacks fails
+// Serve with an error matching fastpath.ErrNoRDMAChoice that lists the
+// devices, ports and GIDs there are.
+func WithRDMADevice(spec string) Option { return func(o *options) { o.rdmaDevice = spec } }
+
+// WithRDMAGID fixes the GID: "auto" (the default: the address's own GID,
+// RoCE v2 before v1), "v2" (RoCE v2 only) or a GID table index.
+// HATRPC_RDMA_GID sets it when the option is not given.
+func WithRDMAGID(spec string) Option { return func(o *options) { o.rdmaGID = spec } }
 
 // WithDumpable keeps the process dumpable when the server opens the shm
 // provider. By default it is made non-dumpable then (prctl

@@ -62,8 +62,9 @@ type Server struct {
 	sweepWG   sync.WaitGroup
 
 	devMu          sync.Mutex
-	dev            *fastpath.Device // shared verbs device of the lanes, opened on first use
-	devFailed      bool
+	devs           map[string]*fastpath.Device // verbs device of the lanes per local address, opened on first use
+	devFailed      map[string]bool
+	rdmaSpec       fastpath.RDMASpec // the device/GID override (options, environment)
 	closedForLanes bool
 	flock          flockState
 	laneBudget     laneBudget // fast-path budgets (lanebudget.go)
@@ -234,6 +235,10 @@ func (s *Server) ListenAndServe(addr string) error {
 // a non-nil error, ErrServerClosed after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if err := checkBuilt(s.opts.rdma); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := s.checkRDMAChoice(ln.Addr()); err != nil {
 		ln.Close()
 		return err
 	}

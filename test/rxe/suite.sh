@@ -4,7 +4,10 @@
 # there with HATRPC_PROVIDER=ibv, and prints a table of tests passed and
 # failed per package. Exit status: 0 only if every package passed.
 #
-#   test/rxe/suite.sh [-run REGEXP] [PKG...]     (default: $RXE_PKGS below)
+#   test/rxe/suite.sh [--two-devices] [-run REGEXP] [PKG...]   (default: $RXE_PKGS below)
+#
+# --two-devices runs the binaries under twodev.sh: a second rxe device on a
+# second netdev (rxe0: 10.0.0.1, fd00::1; rxe1: 10.0.1.1, fd00:1::1).
 #
 # Tests that apply to one provider only carry "SHMOnly" or "IBVOnly" in their
 # names; the table counts them (run, passed or skipped as not applicable).
@@ -17,6 +20,11 @@ root=$PWD
 # `make test-rdma`; CI runs the same script (see README, "Real verbs").
 RXE_PKGS=${RXE_PKGS:-"pkg/rdma"}
 run=""
+wrap=()
+if [[ ${1:-} == --two-devices ]]; then
+	wrap=("$root/test/rxe/twodev.sh")
+	shift
+fi
 if [[ ${1:-} == -run ]]; then
 	run=$2
 	shift 2
@@ -44,7 +52,7 @@ done
 } >"$share/run.sh"
 
 status=0
-"$root/test/rxe/vm.sh" run --share "$share" --timeout "${RXE_TIMEOUT:-3000}" -- bash "$share/run.sh" "${pkgs[@]}" || status=$?
+"$root/test/rxe/vm.sh" run --share "$share" --timeout "${RXE_TIMEOUT:-3000}" -- "${wrap[@]}" bash "$share/run.sh" "${pkgs[@]}" || status=$?
 
 printf '\n%-24s %7s %7s %9s  %s\n' package passed failed specific result
 fail=0

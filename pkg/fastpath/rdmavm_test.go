@@ -1,0 +1,64 @@
+//go:build cgo && linux
+
+package fastpath
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// TestTwoDevicesIBVOnly runs in the Soft-RoCE guest with two rxe devices
+// (test/rxe/twodev.sh, which sets HATRPC_RXE_DEVICES): a server on each
+// address opens the device whose netdev carries it, with that address's
+// RoCE v2 GID; a client to each address leaves from a GID that routes;
+// a wrong override fails listing both devices.
+func TestTwoDevicesIBVOnly(t *testing.T) {
+	want := os.Getenv("HATRPC_RXE_DEVICES")
+	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || want == "" {
+		t.Skip("IBVOnly: needs ibv with two rxe devices (test/rxe/twodev.sh in the guest)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", "address", "device", "port", "gid", "type", "gid value")
+	for _, pair := range strings.Split(want, ",") {
+		dev, addr, ok := strings.Cut(pair, "=")
+		require.True(t, ok, pair)
+		ip := net.ParseIP(addr)
+		for _, side := range []string{"server", "client"} {
+			tg := Target{Local: ip}
+			if side == "client" {
+				tg = Target{Remote: net.JoinHostPort(addr, "9090")}
+			}
+			d, err := AcquireFor(ctx, rdma.ProviderIBV, tg)
+			require.NoError(t, err, "%s %s", side, addr)
+			ch := d.Choice
+			require.NotNil(t, ch)
+			info, err := d.Info()
+			require.NoError(t, err)
+			t.Logf("%-8s %-10s %-6s %-4d %-5d %-8s %s (%s)", side, addr, ch.Device, ch.Port, ch.GIDIndex, ch.Type, ch.GID, ch.Why)
+			assert.Equal(t, dev, ch.Device, "%s %s", side, addr)
+			assert.Equal(t, dev, info.Name, "%s %s: the opened device", side, addr)
+			assert.Equal(t, ch.GIDIndex, info.GIDIndex, "%s %s: the opened GID", side, addr)
+			assert.Equal(t, GIDTypeV2, ch.Type, "%s %s", side, addr)
+			assert.True(t, ch.GID.Equal(ip), "%s %s: GID %s", side, addr, ch.GID)
+			d.Release()
+		}
+	}
+	_, err := AcquireFor(ctx, rdma.ProviderIBV, Target{Spec: RDMASpec{Device: "mlx5_9"}, Local: net.ParseIP("10.0.0.1")})
+	require.ErrorIs(t, err, ErrNoRDMAChoice)
+	require.ErrorIs(t, err, ErrUnavailable)
+	assert.Contains(t, err.Error(), `rdma device "mlx5_9" not found; have rxe0:1 ACTIVE [`)
+	assert.Contains(t, err.Error(), `; rxe1:1 ACTIVE [`)
+	_, err = AcquireFor(ctx, rdma.ProviderIBV, Target{Spec: RDMASpec{Device: "rxe1", GID: GIDIndex, Index: 99}})
+	require.ErrorIs(t, err, ErrNoRDMAChoice)
+	assert.Contains(t, err.Error(), "GID index 99 for any address not found; have rxe0:1 ACTIVE [")
+}
