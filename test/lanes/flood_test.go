@@ -96,7 +96,10 @@ func TestAttachFlood(t *testing.T) {
 			granted++
 		}
 	}
-	assert.Equal(t, server.DefaultLaneLimits.Pending, granted, "granted setups beyond the pending budget")
+	// All from one local user, who may take all but a quarter of the
+	// pending places (the rest stay for other users: lanesource.go).
+	pending := server.DefaultLaneLimits.Pending
+	assert.Equal(t, pending-pending/4, granted, "granted setups beyond one user's share of the pending budget")
 
 	// Meanwhile another client works.
 	var wg sync.WaitGroup
