@@ -36,6 +36,7 @@ deps-rdma: deps
 # The suites on ibv over Soft-RoCE in a VM: per-package table of tests passed.
 test-rdma: deps-rdma
 	RXE_PKGS="$(RXE_PKGS)" test/rxe/suite.sh
+	test/rxe/suite.sh --two-devices -run 'TestTwoDevicesIBVOnly' pkg/fastpath
 
 run: deps
 	./scripts/run.sh $(RUN_ARGS)
