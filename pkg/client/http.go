@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,10 @@ import (
 // Thrift over HTTP: a Conn dialled with an http:// or https:// URL sends
 // each call as one HTTP POST whose body is the call's unframed Thrift
 // message (content type application/x-thrift, as Apache's THttpClient
-// does) and reads the reply from the response body. Calls run
-// concurrently, one request each, over the keep-alive connections of one
+// does) and reads the reply from the response body; with WithTHeader the
+// body is one THeader frame, as Apache's THeaderProtocol over THttpClient
+// sends it, and the call's headers travel in it. Calls run concurrently,
+// one request each, over the keep-alive connections of one
 // http.Transport per Conn.
 
 // HTTPError is the error of a call over HTTP that the server answered
@@ -73,9 +76,9 @@ func newHTTPTransport(addr string, o *options) (*httpTransport, error) {
 	switch {
 	case u.Host == "":
 		return nil, fmt.Errorf("client: address %q has no host", addr)
-	case o.theader:
-		return nil, fmt.Errorf("client: WithTHeader does not apply to %s: HTTP headers carry the call's headers", addr)
-	case o.framed:
+	case o.outerFrame:
+		return nil, fmt.Errorf("client: WithFramedTHeader does not apply to %s: an HTTP body carries one THeader frame (WithTHeader)", addr)
+	case o.framed && !o.theader:
 		return nil, fmt.Errorf("client: WithFramed does not apply to %s: an HTTP body carries one unframed message", addr)
 	case o.tls != nil && u.Scheme != "https":
 		return nil, fmt.Errorf("client: WithTLS needs an https:// address, not %s", addr)
@@ -147,24 +150,33 @@ func (h *httpTransport) call(ctx context.Context, c *Conn, m *Method, args, resu
 	defer wire.PutCodec(codec)
 	// Not a pooled buffer: the HTTP transport may read a request body
 	// after Do returned.
-	body, err := codec.AppendMessage(nil, c.o.proto, name, typ, seq, args)
+	var body []byte
+	md, rid := c.outgoing(ctx)
+	if c.o.theader {
+		body = appendTHeaderRequest(body, c.o.proto, seq, md, rid)
+	}
+	body, err := codec.AppendMessage(body, c.o.proto, name, typ, seq, args)
 	if err != nil {
 		return err
+	}
+	if c.o.theader {
+		binary.BigEndian.PutUint32(body, uint32(len(body)-4))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	maps.Copy(req.Header, h.header)
-	md, rid := c.outgoing(ctx)
-	for k, v := range md {
-		if !metadata.ValidHTTPHeader(k, v) {
-			return fmt.Errorf("client: header %q: %q cannot travel as an HTTP header", k, v)
+	if !c.o.theader {
+		for k, v := range md {
+			if !metadata.ValidHTTPHeader(k, v) {
+				return fmt.Errorf("client: header %q: %q cannot travel as an HTTP header", k, v)
+			}
+			req.Header.Set(k, v)
 		}
-		req.Header.Set(k, v)
-	}
-	if rid {
-		req.Header.Set(metadata.RequestIDKey, metadata.NewRequestID())
+		if rid {
+			req.Header.Set(metadata.RequestIDKey, metadata.NewRequestID())
+		}
 	}
 	req.Header.Set("Content-Type", "application/x-thrift")
 	req.Header.Set("Accept", "application/x-thrift")
@@ -193,6 +205,16 @@ func (h *httpTransport) call(ctx context.Context, c *Conn, m *Method, args, resu
 	if dst := metadata.ReplyCapture(ctx); dst != nil {
 		*dst = replyHTTP(resp.Header)
 	}
+	if c.o.theader {
+		info, msg, err := parseTHeaderReply(reply, c.o.proto, lim.MaxMessageSize)
+		if err != nil {
+			return fmt.Errorf("client: reply from %s: %w", h.url, err)
+		}
+		if dst := metadata.ReplyCapture(ctx); dst != nil && len(info) > 0 {
+			*dst = info
+		}
+		reply = msg
+	}
 	mh, err := wire.ParseMsgHeader(c.o.proto, reply)
 	if err != nil {
 		return fmt.Errorf("client: reply from %s: %w", h.url, err)
@@ -207,6 +229,42 @@ func (h *httpTransport) call(ctx context.Context, c *Conn, m *Method, args, resu
 		return use()
 	}
 	return nil
+}
+
+// appendTHeaderRequest appends the start of a THeader frame to b: the
+// 4-byte length (filled in once the message is appended) and the THeader
+// header carrying md and, with rid, a fresh request id.
+func appendTHeaderRequest(b []byte, p proto.Protocol, seq int32, md metadata.MD, rid bool) []byte {
+	h := wire.THeaderInfo{Seqid: seq, Proto: p, Info: md}
+	if rid {
+		h.Info = maps.Clone(md)
+		if h.Info == nil {
+			h.Info = metadata.MD{}
+		}
+		h.Info[metadata.RequestIDKey] = metadata.NewRequestID()
+	}
+	if !wire.THeaderHeadFits(h.Info) {
+		h.Info = nil
+	}
+	return wire.AppendTHeaderHead(append(b, 0, 0, 0, 0), &h, false)
+}
+
+// parseTHeaderReply takes the THeader frame of an HTTP reply body apart:
+// its info headers and its message (inflated if the server compressed
+// it), which must be in the request's protocol.
+func parseTHeaderReply(body []byte, p proto.Protocol, maxSize int) (metadata.MD, []byte, error) {
+	if len(body) < 4 || int(binary.BigEndian.Uint32(body)) != len(body)-4 {
+		return nil, nil, fmt.Errorf("%w: a THeader reply body of %d bytes with a frame length that does not match", wire.ErrTHeader, len(body))
+	}
+	h, msg, err := wire.ParseTHeader(body[4:], maxSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.Proto != p {
+		return nil, nil, &proto.ApplicationException{Type: proto.ExcInvalidProtocol,
+			Message: "THeader reply in " + h.Proto.String() + ", request in " + p.String()}
+	}
+	return h.Info, msg, nil
 }
 
 // replyHTTP makes a response's headers the reply metadata a caller

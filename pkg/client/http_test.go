@@ -107,6 +107,32 @@ func TestHTTPClientToHatRPC(t *testing.T) {
 	}
 }
 
+// WithTHeader over HTTP: each body is one THeader frame, as Apache's
+// THeaderProtocol over THttpClient sends it; the call's headers and
+// request id travel in it and the reply's come back in it.
+func TestHTTPClientTHeader(t *testing.T) {
+	seen := make(chan metadata.MD, 8)
+	ts := serve(t, "", server.WithInterceptors(headerEcho(seen)))
+	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
+		t.Run(p.String(), func(t *testing.T) {
+			c := dial(t, "http://"+ts.addr, client.WithTHeader(), client.WithProtocol(p))
+			ctx := metadata.AppendToOutgoingContext(tctx(t), "tenant", "t1")
+			var reply metadata.MD
+			got, err := echo(metadata.CaptureReply(ctx, &reply), c, &wiretest.EchoArgs{Msg: "over http"})
+			require.NoError(t, err)
+			require.Equal(t, "over http", got)
+			md := recv(t, seen)
+			require.Equal(t, "t1", md["tenant"])
+			require.Regexp(t, "^[0-9a-f]{16}$", md[metadata.RequestIDKey])
+			require.Equal(t, "t1", reply["echo-tenant"])
+			var res wiretest.EchoResult
+			require.NoError(t, c.Call(tctx(t), wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "d", Mode: wiretest.ModeDeclared}, &res))
+			require.Equal(t, int32(42), res.Err.Code)
+			recv(t, seen)
+		})
+	}
+}
+
 // https:// with WithTLS, against the server's own TLS port and an
 // httptest TLS server mounting the handler.
 func TestHTTPClientTLS(t *testing.T) {
@@ -173,7 +199,7 @@ func TestHTTPDialOptions(t *testing.T) {
 		want string
 	}{
 		{"http://h/", []client.Option{client.WithFramed()}, "client: WithFramed does not apply to http://h/: an HTTP body carries one unframed message"},
-		{"http://h/", []client.Option{client.WithTHeader()}, "client: WithTHeader does not apply to http://h/: HTTP headers carry the call's headers"},
+		{"http://h/", []client.Option{client.WithFramedTHeader()}, "client: WithFramedTHeader does not apply to http://h/: an HTTP body carries one THeader frame (WithTHeader)"},
 		{"http://h/", []client.Option{client.WithTLS(&tls.Config{})}, "client: WithTLS needs an https:// address, not http://h/"},
 		{"http:///x", nil, `client: address "http:///x" has no host`},
 		{"http://h/", []client.Option{client.WithHTTPHeader("a b", "v")}, `client: WithHTTPHeader("a b", "v"): not a valid HTTP header`},

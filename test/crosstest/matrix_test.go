@@ -34,16 +34,16 @@ var matrix = []row{
 	{[]string{"binary", "compact", "json", "multi", "multic", "multij"}, []string{"buffered", "framed"}, []string{"ip", "ip-ssl"}, allPeers},
 	// THeader on a bare socket, and inside Apache's framed transport.
 	{[]string{"header", "multih"}, []string{"buffered", "framed"}, []string{"ip", "ip-ssl"}, allPeers},
-	{[]string{"binary", "compact", "json", "multi"}, []string{"zlib"}, []string{"ip", "ip-ssl"}, allPeers},
-	{[]string{"binary", "compact", "json", "multi"}, []string{"http"}, []string{"ip"}, allPeers},
+	{[]string{"binary", "compact", "json", "header", "multi", "multic", "multij", "multih"}, []string{"zlib"}, []string{"ip", "ip-ssl"}, allPeers},
+	{[]string{"binary", "compact", "json", "header", "multi", "multic", "multij", "multih"}, []string{"http"}, []string{"ip"}, allPeers},
 	// Python's THttpClient has no TLS options of its own (Apache's matrix
 	// runs http over TLS for Go only).
-	{[]string{"binary", "compact", "json"}, []string{"http"}, []string{"ip-ssl"}, []peer{goClient, goServer}},
+	{[]string{"binary", "compact", "json", "header"}, []string{"http"}, []string{"ip-ssl"}, []peer{goClient, goServer}},
 	// Unix sockets: Apache's Python matrix runs them (its Go programs do
 	// too, with --domain-socket; the Go peer here is the library itself).
 	{[]string{"binary", "compact", "multic", "json"}, []string{"buffered", "framed"}, []string{"domain"}, pythonPeers},
 	// Python's C codecs (Apache's binary:accel cells): binary and compact to HatRPC.
-	{[]string{"accel", "accelc", "multia", "multiac"}, []string{"buffered", "framed"}, []string{"ip"}, pythonPeers},
+	{[]string{"accel", "accelc", "multia", "multiac"}, []string{"buffered", "framed", "zlib", "http"}, []string{"ip"}, pythonPeers},
 }
 
 // cell is one protocol × transport × socket.

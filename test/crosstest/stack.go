@@ -75,17 +75,13 @@ func (s Stack) Base() string {
 
 // Validate reports a value Apache's programs do not know, then a stack
 // HatRPC does not speak, as ErrNotSupported naming the missing piece:
-// THeader over HTTP or zlib (a HatRPC client sends THeader on a socket,
-// bare or framed, only).
+// HTTP over a unix socket.
 func (s Stack) Validate() error {
 	if !slices.Contains(Protocols, s.Protocol) {
 		return fmt.Errorf("unknown --protocol %q (one of %s)", s.Protocol, strings.Join(Protocols, ", "))
 	}
 	if !slices.Contains(Transports, s.Transport) {
 		return fmt.Errorf("unknown --transport %q (one of %s)", s.Transport, strings.Join(Transports, ", "))
-	}
-	if s.Base() == "header" && (s.Transport == "http" || s.Transport == "zlib") {
-		return fmt.Errorf("--protocol=%s over --transport=%s: %w", s.Protocol, s.Transport, ErrNotSupported)
 	}
 	if s.Transport == "http" && s.DomainSocket != "" {
 		return fmt.Errorf("--transport=http over --domain-socket: %w", ErrNotSupported)
@@ -112,9 +108,14 @@ func (s Stack) ClientOptions() ([]client.Option, error) {
 		// Apache's THeaderProtocol speaks binary inside by default; over
 		// Apache's framed transport each THeader frame is framed again.
 		opts = append(opts, client.WithProtocol(proto.Binary))
-		if s.Transport == "framed" {
+		switch s.Transport {
+		case "framed":
 			opts = append(opts, client.WithFramedTHeader())
-		} else {
+		case "zlib":
+			opts = append(opts, client.WithTHeader(), client.WithZlib())
+		case "http":
+			opts = append(opts, client.WithTHeader()) // one THeader frame a body
+		default:
 			opts = append(opts, client.WithTHeader())
 		}
 	}

@@ -29,8 +29,8 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--transport=zlib", "--protocol=compact"}, stack: "compact-zlib-ip"},
 		{args: []string{"--protocol=header", "--transport=framed"}, stack: "header-framed-ip"},
 		{args: []string{"--domain-socket=/tmp/ThriftTest.thrift"}, stack: "binary-buffered-domain"},
-		{args: []string{"--protocol=header", "--transport=http"}, err: "--protocol=header over --transport=http: not supported by HatRPC", unsupported: true},
-		{args: []string{"--protocol=multih", "--transport=zlib"}, err: "--protocol=multih over --transport=zlib: not supported by HatRPC", unsupported: true},
+		{args: []string{"--protocol=header", "--transport=http"}, stack: "header-http-ip"},
+		{args: []string{"--protocol=multih", "--transport=zlib"}, stack: "multih-zlib-ip"},
 		{args: []string{"--transport=http", "--domain-socket=/tmp/s"}, err: "--transport=http over --domain-socket: not supported by HatRPC", unsupported: true},
 		{args: []string{"--protocol=accel"}, err: `unknown --protocol "accel" (one of binary, compact, json, header, multi, multic, multij, multih)`},
 		{args: []string{"--transport=udp"}, err: `unknown --transport "udp" (one of buffered, framed, http, zlib)`},
@@ -57,7 +57,7 @@ func TestParseFlags(t *testing.T) {
 // TestClientOptionsRefuse: the client refuses what ParseFlags refuses, for
 // a caller that builds a Stack by hand.
 func TestClientOptionsRefuse(t *testing.T) {
-	_, err := crosstest.Stack{Protocol: "header", Transport: "zlib"}.ClientOptions()
+	_, err := crosstest.Stack{Protocol: "binary", Transport: "http", DomainSocket: "/tmp/s"}.ClientOptions()
 	assert.ErrorIs(t, err, crosstest.ErrNotSupported)
 }
 
