@@ -1,0 +1,119 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// handshake offers the HatRPC upgrade as a plain Thrift call. Any
+// exception reply (UNKNOWN_METHOD from an Apache server) means plain Thrift.
+func (s *session) handshake(ctx context.Context, caps uint64) error {
+	if caps == 0 {
+		caps = wire.CapFraming | s.c.laneOffer()
+	}
+	caps |= wire.CapHeaders
+	hello := wire.Hello{Version: wire.Version, Caps: caps,
+		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
+	if hello.Caps&wire.CapSHM != 0 {
+		hello.Host = fastpath.HostID()
+		hello.Plans = s.c.planChecks()
+	}
+	rep, exc, err := s.c.helloExchange(ctx, s.nc, s.br, s.format, &hello)
+	if err != nil || exc != nil {
+		return err // an exception: plain Thrift peer
+	}
+	if rep.Conflict != "" {
+		return &fastpath.PlanError{Function: rep.ConflictFunction, Reason: rep.Conflict}
+	}
+	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
+	if s.hat {
+		s.caps = rep.Caps
+	}
+	return nil
+}
+
+// helloExchange sends hello as a plain Thrift call on nc and reads the
+// answer: a reply, or the exception the server answered with. An answer
+// that is not Thrift at all is a *NotThriftError.
+func (c *Conn) helloExchange(ctx context.Context, nc net.Conn, br *bufio.Reader, format wire.Format, hello *wire.Hello) (*wire.HelloReply, *proto.ApplicationException, error) {
+	return c.helloExchangeTrailer(ctx, nc, br, format, hello, nil)
+}
+
+// helloExchangeTrailer is helloExchange sending trailer after the hello
+// (see probeTrailer).
+func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.Reader, format wire.Format, hello *wire.Hello, trailer []byte) (*wire.HelloReply, *proto.ApplicationException, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+		defer nc.SetDeadline(time.Time{})
+	}
+	if ctx.Done() != nil {
+		// Cancelling ctx (a Dial given up, Close stopping a background
+		// dial) must end a handshake the server never answers now, not
+		// at its deadline.
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = nc.SetDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired // the deadline reset above must come after it
+			}
+		}()
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:0]
+	if format.Framed {
+		b = b[:4]
+	}
+	b, _ = codec.AppendMessage(b, format.Proto, wire.HelloMethod, proto.Call, 0, hello)
+	if format.Framed {
+		putLen(b, len(b)-4)
+	}
+	b = append(b, trailer...)
+	*bp = b
+	if _, err := nc.Write(b); err != nil {
+		return nil, nil, &ConnError{Op: "handshake", Err: err}
+	}
+	head := peekHead(br)
+	fail := func(err error) error {
+		if nt := notThrift(c.addr, head, err); nt != nil {
+			return nt
+		}
+		return &ConnError{Op: "handshake", Err: err}
+	}
+	if bytes.HasPrefix(head, []byte("HTTP/")) {
+		return nil, nil, fail(nil) // before a framed read takes "HTTP" for a 1.2 GB frame
+	}
+	msg, err := wire.ReadMessage(br, format, b[:0], &c.o.limits)
+	*bp = msg
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	mh, err := wire.ParseMsgHeader(format.Proto, msg)
+	if err != nil {
+		return nil, nil, fail(err)
+	}
+	if mh.Type != proto.Reply {
+		var ae proto.ApplicationException
+		if mh.Type != proto.Exception || codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &ae) != nil {
+			ae = *proto.NewApplicationException(proto.ExcUnknown, "handshake answered with message type "+mh.Type.String())
+		}
+		return nil, &ae, nil
+	}
+	var rep wire.HelloReply
+	if err := codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &rep); err != nil {
+		return nil, nil, fail(err)
+	}
+	return &rep, nil, nil
+}

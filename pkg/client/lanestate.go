@@ -1,0 +1,156 @@
+//go:build cgo && linux
+
+package client
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// LaneStats reports, per function that used lanes, how many are open and
+// which engine protocols its requests went by (the plan in force).
+func (c *Conn) LaneStats() []LaneStats {
+	c.lanes.mu.Lock()
+	pools := make([]*lanePool, 0, len(c.lanes.pools))
+	for _, p := range c.lanes.pools {
+		pools = append(pools, p)
+	}
+	c.lanes.mu.Unlock()
+	out := make([]LaneStats, 0, len(pools))
+	for _, p := range pools {
+		st := LaneStats{Function: p.fn, Transport: p.tr.String(), Requests: map[string]uint64{}}
+		p.mu.Lock()
+		st.Lanes = len(p.all)
+		p.mu.Unlock()
+		for i := range p.calls {
+			if n := p.calls[i].Load(); n > 0 {
+				name := "flock"
+				if i < numProtocols {
+					name = rdma.Protocol(i).String()
+				}
+				st.Requests[name] = n
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Function < out[j].Function })
+	return out
+}
+
+// device returns the shared device for transport tr.
+func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if d := ls.devs[tr]; d != nil {
+		return d, nil
+	}
+	d, err := ls.c.acquire(context.Background(), tr)
+	if err != nil {
+		return nil, err
+	}
+	if ls.devs == nil {
+		ls.devs = map[hints.Transport]*fastpath.Device{}
+	}
+	ls.devs[tr] = d
+	return d, nil
+}
+
+// acquire opens the device for tr: on RDMA the device and source GID that
+// route to the server (fastpath.AcquireFor), unless overridden.
+func (c *Conn) acquire(ctx context.Context, tr hints.Transport) (*fastpath.Device, error) {
+	return fastpath.AcquireFor(ctx, fastpath.Provider(tr), fastpath.Target{Spec: c.o.rdmaSpec, Remote: c.addr})
+}
+
+// disable keeps every later call of the Conn on TCP; true the first time.
+func (ls *lanes) disable(err error) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.off == nil {
+		ls.off = err
+		ls.retryAt = time.Time{}
+		ls.gen.Add(1)
+		return true
+	}
+	return false
+}
+
+// fallBack puts the Conn's calls on TCP until the next try of the fast
+// path (exponential backoff); true the first time for the Conn.
+func (ls *lanes) fallBack(err error) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.off != nil {
+		return false
+	}
+	ls.off = err
+	ls.gen.Add(1)
+	wait := ls.c.o.retryMin << min(ls.fails, 30)
+	if wait <= 0 || wait > ls.c.o.retryMax {
+		wait = ls.c.o.retryMax
+	}
+	ls.fails++
+	ls.retryAt = ls.c.o.now().Add(wait)
+	first := !ls.fellBack
+	ls.fellBack = true
+	return first
+}
+
+// setUp notes a fast-path setup that succeeded: the backoff starts over,
+// and a Conn that had fallen back says it is on the fast path again.
+func (ls *lanes) setUp() {
+	ls.mu.Lock()
+	back := ls.fails > 0
+	ls.fails = 0
+	ls.mu.Unlock()
+	if back {
+		ls.c.log().Info("hatrpc: fast path available again", "server", ls.c.addr)
+	}
+}
+
+// generation is gen's value (route.go).
+func (ls *lanes) generation() uint64 { return ls.gen.Load() }
+
+// errShare: a sharing pool's dedicated lanes are all taken, so the call
+// goes through FLOCK.
+var errShare = errors.New("client: share the call")
+
+// get takes an idle lane, opens a new one while under the limit, or waits.
+// reqSize is the request at hand, which a new lane is sized for. With
+
+// isOff reports whether lanes were turned off for the Conn.
+func (ls *lanes) isOff() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.off != nil
+}
+
+// close ends every lane and releases the devices.
+func (ls *lanes) close() {
+	ls.mu.Lock()
+	ls.closed = true
+	ls.gen.Add(1)
+	pools := ls.pools
+	devs := ls.devs
+	ls.pools, ls.devs = nil, nil
+	ls.mu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		all := make([]*clane, 0, len(p.all))
+		for l := range p.all {
+			all = append(all, l)
+		}
+		p.mu.Unlock()
+		for _, l := range all {
+			l.close()
+		}
+	}
+	for _, d := range devs {
+		d.Release()
+	}
+}
