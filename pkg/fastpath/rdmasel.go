@@ -7,9 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // GID types as sysfs spells them (gid_attrs/types/N).
@@ -64,11 +67,38 @@ type Selector struct {
 }
 
 // Ports reads every port of every verbs device, sorted by device and port.
+// The host's own tree (Root "") is read at most once every portsTTL: a
+// port's GID table is hundreds of files, and every client connection to
+// an RDMA server chooses its device (under emulation a read of them all
+// took long enough to fail the connection's dial).
 func (s Selector) Ports() ([]RDMAPort, error) {
-	root := s.Root
-	if root == "" {
-		root = "/sys"
+	if s.Root != "" {
+		return readPorts(s.Root)
 	}
+	hostPorts.mu.Lock()
+	defer hostPorts.mu.Unlock()
+	if now := time.Now(); hostPorts.at.IsZero() || now.Sub(hostPorts.at) > portsTTL {
+		ports, err := readPorts("/sys")
+		if err != nil {
+			return nil, err
+		}
+		hostPorts.ports, hostPorts.at = ports, now
+	}
+	return slices.Clone(hostPorts.ports), nil
+}
+
+// portsTTL is how long the host's ports as read stand for it: devices,
+// port states and GIDs change when an operator changes them, not per
+// connection.
+const portsTTL = 2 * time.Second
+
+var hostPorts struct {
+	mu    sync.Mutex
+	at    time.Time
+	ports []RDMAPort
+}
+
+func readPorts(root string) ([]RDMAPort, error) {
 	base := filepath.Join(root, "class", "infiniband")
 	devs, err := os.ReadDir(base)
 	if os.IsNotExist(err) {
