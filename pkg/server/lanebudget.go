@@ -46,8 +46,11 @@ const perHostShare = 4
 
 // DefaultLaneLimits fit the shm provider's 1 GiB segment with room to
 // spare: 384 MiB of lanes, 128 FLOCK peers (~300 MiB). A remote host gets
-// a quarter of each.
-var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 32, FlockPeers: 128, SetupTimeout: 5 * time.Second}
+// a quarter of each. 64 setups may be pending (48 of one local user):
+// ten hatkv bench processes of one user starting at once under emulation
+// had more than 24 pending at a time (a pending setup holds a count, not
+// memory: its buffers are counted in Bytes).
+var DefaultLaneLimits = LaneLimits{Lanes: 4096, Bytes: 384 << 20, Pending: 64, FlockPeers: 128, SetupTimeout: 5 * time.Second}
 
 // WithLaneLimits sets the fast path's budgets (zero fields: the defaults).
 func WithLaneLimits(l LaneLimits) Option { return func(o *options) { o.laneLimits = l } }

@@ -80,6 +80,7 @@ func TestAttachFlood(t *testing.T) {
 	// free slots for more grants than the budget.
 	lim := server.DefaultLaneLimits
 	lim.SetupTimeout = 10 * time.Minute
+	lim.Pending = 32 // what the flood meets before the buffers' budget
 	srv, addr := mixServer(t, true, server.WithLaneLimits(lim))
 	_, tr := insisted(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -98,7 +99,7 @@ func TestAttachFlood(t *testing.T) {
 	}
 	// All from one local user, who may take all but a quarter of the
 	// pending places (the rest stay for other users: lanesource.go).
-	pending := server.DefaultLaneLimits.Pending
+	pending := lim.Pending
 	assert.Equal(t, pending-pending/4, granted, "granted setups beyond one user's share of the pending budget")
 
 	// Meanwhile another client works.
