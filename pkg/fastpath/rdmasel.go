@@ -67,10 +67,11 @@ type Selector struct {
 }
 
 // Ports reads every port of every verbs device, sorted by device and port.
-// The host's own tree (Root "") is read at most once every portsTTL: a
-// port's GID table is hundreds of files, and every client connection to
-// an RDMA server chooses its device (under emulation a read of them all
-// took long enough to fail the connection's dial).
+// The host's own ports (Root "") are read at most once every portsTTL,
+// through verbs where they are linked in: in sysfs a port's GID table is
+// three files per slot (Soft-RoCE: 1024 slots), and every client
+// connection to an RDMA server chooses its device; under emulation ten
+// processes reading them at once outlasted their dial timeouts.
 func (s Selector) Ports() ([]RDMAPort, error) {
 	if s.Root != "" {
 		return readPorts(s.Root)
@@ -78,7 +79,7 @@ func (s Selector) Ports() ([]RDMAPort, error) {
 	hostPorts.mu.Lock()
 	defer hostPorts.mu.Unlock()
 	if now := time.Now(); hostPorts.at.IsZero() || now.Sub(hostPorts.at) > portsTTL {
-		ports, err := readPorts("/sys")
+		ports, err := readHostPorts()
 		if err != nil {
 			return nil, err
 		}
@@ -91,6 +92,11 @@ func (s Selector) Ports() ([]RDMAPort, error) {
 // port states and GIDs change when an operator changes them, not per
 // connection.
 const portsTTL = 2 * time.Second
+
+// readHostPorts reads the host's ports: from sysfs, or where verbs are
+// linked in (cgo on Linux) from the kernel's GID tables through verbs, one
+// query per device (hostports_cgo.go).
+var readHostPorts = func() ([]RDMAPort, error) { return readPorts("/sys") }
 
 var hostPorts struct {
 	mu    sync.Mutex
@@ -122,13 +128,17 @@ func readPorts(root string) ([]RDMAPort, error) {
 			out = append(out, readPort(filepath.Join(pdir, p.Name()), d.Name(), n))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Device != out[j].Device {
-			return out[i].Device < out[j].Device
-		}
-		return out[i].Port < out[j].Port
-	})
+	sortPorts(out)
 	return out, nil
+}
+
+func sortPorts(ps []RDMAPort) {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].Device != ps[j].Device {
+			return ps[i].Device < ps[j].Device
+		}
+		return ps[i].Port < ps[j].Port
+	})
 }
 
 func readSys(path string) string {

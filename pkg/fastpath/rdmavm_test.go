@@ -62,3 +62,20 @@ func TestTwoDevicesIBVOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoRDMAChoice)
 	assert.Contains(t, err.Error(), "GID index 99 for any address not found; have rxe0:1 ACTIVE [")
 }
+
+// TestVerbsPortsMatchSysfsIBVOnly: the ports and GID tables read through
+// verbs (what the host's Selector uses) are what sysfs shows.
+func TestVerbsPortsMatchSysfsIBVOnly(t *testing.T) {
+	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV {
+		t.Skip("IBVOnly: needs verbs devices (the Soft-RoCE guest)")
+	}
+	fromSys, err := readPorts("/sys")
+	require.NoError(t, err)
+	fromVerbs, err := verbsPorts()
+	require.NoError(t, err)
+	require.NotEmpty(t, fromSys)
+	require.Equal(t, Describe(fromSys), Describe(fromVerbs)) // devices, ports, states, GIDs with types and netdevs
+	for i := range fromSys {
+		assert.Equal(t, fromSys[i].LinkLayer, fromVerbs[i].LinkLayer, fromSys[i].Device)
+	}
+}

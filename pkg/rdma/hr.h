@@ -166,6 +166,31 @@ typedef struct hr_dev_info {
 	uint64_t max_mr_size;
 } hr_dev_info;
 
+/* One verbs port (hr_ibv_ports_read): state and link layer as the verbs
+ * enums (enum ibv_port_state, IBV_LINK_LAYER_*). */
+typedef struct hr_port_row {
+	char dev[64];
+	uint32_t port;
+	uint32_t state;
+	uint32_t link_layer;
+	uint32_t pad_;
+} hr_port_row;
+
+/* One valid GID entry of the port ports[port_row]; type is enum
+ * ibv_gid_type (0 IB, 1 RoCE v1, 2 RoCE v2), ifindex its netdev (0: none). */
+typedef struct hr_gid_row {
+	uint32_t port_row;
+	uint32_t index;
+	uint32_t type;
+	uint32_t ifindex;
+	uint8_t gid[16];
+} hr_gid_row;
+
+/* Every port of every verbs device and their valid GIDs; HR_ENORES when
+ * the arrays are too small (call again with larger ones). */
+int hr_ibv_ports_read(hr_port_row *ports, int max_ports, int *nports,
+		      hr_gid_row *gids, int max_gids, int *ngids);
+
 typedef struct hr_qp_init {
 	void *send_cq; /* hr_cq* */
 	void *recv_cq; /* hr_cq* */
