@@ -82,6 +82,11 @@ typedef struct hr_ep_stats {
 	uint64_t spin_skips;     /* waits that blocked at once: their spins kept missing */
 	uint32_t rfp_mode;       /* 0 fetch, 1 server-reply */
 	uint32_t pad_;
+	/* Messages this side sent (requests, replies), by the protocol they
+	 * went by once the size switch resolved: hybrid counts as eager or
+	 * write_rndv, a fallback as the rendezvous it became, an RFP reply
+	 * left for fetching as rfp. One increment on the send path. */
+	uint64_t sent[HR_PROTO_COUNT];
 } hr_ep_stats;
 
 typedef struct hr_ep hr_ep;

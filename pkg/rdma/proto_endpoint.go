@@ -203,6 +203,13 @@ type EndpointStats struct {
 	// SpinSkips counts waits that blocked without the spin the tuner set:
 	// the endpoint's last spins all ended in a sleep anyway.
 	SpinSkips uint64
+	// SentByProtocol counts the messages this side sent (a client's
+	// requests, a server's replies) by the protocol they actually went by:
+	// hybrid as eager or write_rndv by size, a message too large for its
+	// protocol's buffer as the write_rndv it fell back to, an RFP reply
+	// left for the client to fetch as rfp (one in server-reply mode as
+	// what hybrid chose). SentByProtocol[ProtoHybrid] stays 0.
+	SentByProtocol [NumProtocols]uint64
 }
 
 // RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and
@@ -689,13 +696,17 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 	defer e.mu.Unlock()
 	var s C.hr_ep_stats
 	C.hr_ep_stats_get(e.p, &s)
-	return EndpointStats{
+	st := EndpointStats{
 		Calls: uint64(s.calls), Served: uint64(s.served), RNDVFallbacks: uint64(s.rndv_fallbacks),
 		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
 		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
 		SpinSkips: uint64(s.spin_skips),
 	}
+	for i := range st.SentByProtocol {
+		st.SentByProtocol[i] = uint64(s.sent[i])
+	}
+	return st
 }
 
 // Counters are the endpoint QP's verbs counters; safe while an exchange
