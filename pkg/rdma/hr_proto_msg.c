@@ -313,7 +313,7 @@ int hrp_send_msg(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_
 		st = send_direct(ep, eff, p, len, flags, server_ns);
 	}
 	if (st == HR_OK)
-		ep->st.sent[eff]++;
+		hrp_count_sent(ep, eff);
 	return st;
 }
 

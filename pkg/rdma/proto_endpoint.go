@@ -248,6 +248,8 @@ type RPCEndpoint struct {
 
 	arrival *C.uint64_t // when the request in hand was taken in (hr_ep_arrival)
 
+	sentAtClose [NumProtocols]uint64 // SentByProtocol once closed (written under cmu)
+
 	// hold is the message of the exchange in C (guarded by mu). The
 	// exchange passes it to C as an integer, which cgo neither checks nor
 	// treats as a reference; storing it here as a pointer does both jobs
@@ -690,10 +692,14 @@ func (e *RPCEndpoint) Arrived() int64 { return int64(*e.arrival) }
 // Arrived is measured on. One cgo crossing, for calibration, not per call.
 func MonotonicNow() int64 { return int64(C.hr_now_ns()) }
 
-// Stats reports what the endpoint did.
+// Stats reports what the endpoint did; it waits for an exchange in
+// progress. Once closed only SentByProtocol is kept.
 func (e *RPCEndpoint) Stats() EndpointStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.isClosed() {
+		return EndpointStats{SentByProtocol: e.sentAtClose}
+	}
 	var s C.hr_ep_stats
 	C.hr_ep_stats_get(e.p, &s)
 	st := EndpointStats{
@@ -707,6 +713,20 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 		st.SentByProtocol[i] = uint64(s.sent[i])
 	}
 	return st
+}
+
+// SentByProtocol is Stats().SentByProtocol without waiting for the
+// exchange in progress (Stats does): for a runtime's metrics, read from any
+// goroutine at any time. After Close it is the endpoint's final count.
+func (e *RPCEndpoint) SentByProtocol() [NumProtocols]uint64 {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return e.sentAtClose
+	}
+	var out [NumProtocols]uint64
+	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&out[0])))
+	return out
 }
 
 // Counters are the endpoint QP's verbs counters; safe while an exchange
@@ -731,6 +751,7 @@ func (e *RPCEndpoint) Close() error {
 		return &Error{Op: "close endpoint", Status: StatusClosed}
 	}
 	e.closed = true
+	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&e.sentAtClose[0])))
 	C.hr_ep_destroy(e.p)
 	C.free(unsafe.Pointer(e.out))
 	e.cmu.Unlock()

@@ -3,7 +3,9 @@ package rdma
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -109,4 +111,40 @@ func sentDelta(a, b EndpointStats) [NumProtocols]uint64 {
 		d[i] = b.SentByProtocol[i] - a.SentByProtocol[i]
 	}
 	return d
+}
+
+// TestSentByProtocolLockFree: SentByProtocol reads the counts while an
+// exchange runs (a server waiting in C for its next request), and keeps
+// them once the endpoint is closed.
+func TestSentByProtocolLockFree(t *testing.T) {
+	cfg := testEPConfig(PollEvent)
+	pd := newPD(t, openTest(t))
+	cli, err := NewRPCEndpoint(pd, cfg) // closed here, not by a cleanup
+	require.NoError(t, err)
+	srv := newEndpoint(t, pd, cfg)
+	bctx, bcancel := context.WithTimeout(context.Background(), testTimeout)
+	defer bcancel()
+	ca, cb := net.Pipe()
+	defer ca.Close()
+	defer cb.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Bootstrap(bctx, cb) }()
+	require.NoError(t, cli.Bootstrap(bctx, ca))
+	require.NoError(t, <-errc)
+	exchange(t, cli, srv, ProtoEager, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	recvd := make(chan error, 1)
+	go func() {
+		_, err := srv.Recv(ctx)
+		recvd <- err
+	}()
+	require.Eventually(t, srv.InExchange, testTimeout, time.Millisecond, "the server waits in C")
+	require.Equal(t, uint64(1), srv.SentByProtocol()[ProtoEager])
+	require.Equal(t, uint64(1), cli.SentByProtocol()[ProtoEager])
+	cancel()
+	require.Error(t, <-recvd)
+	want := cli.SentByProtocol()
+	require.NoError(t, cli.Close())
+	require.Equal(t, want, cli.SentByProtocol())
+	require.Equal(t, want, cli.Stats().SentByProtocol)
 }
