@@ -90,8 +90,9 @@ type lanePool struct {
 	// large calls does not encode each one twice.
 	lastReq atomic.Int64
 
-	mu  sync.Mutex
-	all map[*clane]struct{}
+	mu   sync.Mutex
+	all  map[*clane]struct{}
+	sent [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
 }
 
 // clane is one lane of a client.
@@ -418,7 +419,11 @@ func (l *clane) close() {
 		_ = l.ep.Close()
 		_ = l.pd.Close()
 		p := l.p
+		final := l.ep.SentByProtocol()
 		p.mu.Lock()
+		for i, n := range final {
+			p.sent[i] += n
+		}
 		delete(p.all, l)
 		p.mu.Unlock()
 		<-p.tokens
