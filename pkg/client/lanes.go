@@ -437,7 +437,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// qp_sharing=auto also shares once the callers outnumber the lanes
 	// kept for callers of their own (p.dedicated), rather than queueing
 	// for a lane or opening one more.
-	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxMessage {
+	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxFrame {
 		return flockRoute{p}.call(ctx, req, result)
 	}
 	c := p.ls.c
@@ -523,7 +523,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxMessage
+		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxFrame
 		if l, err = p.get(ctx, len(b), share); err != nil {
 			switch err {
 			case errNoLane:
