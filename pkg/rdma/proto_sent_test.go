@@ -3,7 +3,6 @@ package rdma
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -122,15 +121,7 @@ func TestSentByProtocolLockFree(t *testing.T) {
 	cli, err := NewRPCEndpoint(pd, cfg) // closed here, not by a cleanup
 	require.NoError(t, err)
 	srv := newEndpoint(t, pd, cfg)
-	bctx, bcancel := context.WithTimeout(context.Background(), testTimeout)
-	defer bcancel()
-	ca, cb := net.Pipe()
-	defer ca.Close()
-	defer cb.Close()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Bootstrap(bctx, cb) }()
-	require.NoError(t, cli.Bootstrap(bctx, ca))
-	require.NoError(t, <-errc)
+	connectEndpoints(t, cli, srv)
 	exchange(t, cli, srv, ProtoEager, 64)
 	ctx, cancel := context.WithCancel(context.Background())
 	recvd := make(chan error, 1)
