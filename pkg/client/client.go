@@ -76,6 +76,7 @@ type Conn struct {
 	upgradeErr atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
 	spread     spreader                    // extra TCP connections, see spread.go
 	routes     routes                      // each method's route (route.go)
+	tcpSent    atomic.Uint64               // calls sent over TCP (RouteStats)
 	methods    methodCache                 // per *Method called with (route.go)
 	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
 	http       *httpTransport              // set for http:// and https:// addresses (http.go)

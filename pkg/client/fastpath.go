@@ -23,10 +23,35 @@ var ErrPlanConflict = fastpath.ErrPlanConflict
 
 // LaneStats describes the lanes of one function of a Conn.
 type LaneStats struct {
-	Function  string            // Service:name
-	Transport string            // shm or rdma
-	Lanes     int               // open now
-	Requests  map[string]uint64 // requests sent, by engine protocol ("flock": through the shared FLOCK handle)
+	Function  string // Service:name
+	Transport string // shm or rdma
+	Lanes     int    // open now
+	// Requests counts the calls sent, by the engine protocol the plan
+	// asked for at their size (an RF-RPC batch counts each of its calls;
+	// "flock": through the shared FLOCK handle).
+	Requests map[string]uint64
+	// Sent counts the messages the function's lanes sent, open and
+	// closed ones, by the protocol the engine actually used: a hybrid
+	// request as eager or write_rndv by its size, one too large for its
+	// protocol's buffer as write_rndv (rdma.EndpointStats.SentByProtocol).
+	Sent map[string]uint64
+}
+
+// RouteStats counts the calls a Conn sent, by route (docs/design/lanes.md):
+// over its TCP connections, on lanes of their function, or through the
+// process's FLOCK handle. A retried call counts each attempt; lane and
+// FLOCK calls are counted while the Conn is open.
+type RouteStats struct {
+	TCP   uint64 // HatRPC or plain Thrift over TCP (or a unix socket, or HTTP)
+	Lane  uint64 // on lanes (an RF-RPC batch counts each of its calls)
+	FLOCK uint64 // through the shared FLOCK handle
+}
+
+// RouteStats reports the calls the Conn sent so far, by route.
+func (c *Conn) RouteStats() RouteStats {
+	r := c.lanes.routeStats()
+	r.TCP = c.tcpSent.Load()
+	return r
 }
 
 // errNoLane sends a call to TCP: lanes are off for this Conn.

@@ -90,8 +90,9 @@ type lanePool struct {
 	// large calls does not encode each one twice.
 	lastReq atomic.Int64
 
-	mu  sync.Mutex
-	all map[*clane]struct{}
+	mu   sync.Mutex
+	all  map[*clane]struct{}
+	sent [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
 }
 
 // clane is one lane of a client.
@@ -418,7 +419,11 @@ func (l *clane) close() {
 		_ = l.ep.Close()
 		_ = l.pd.Close()
 		p := l.p
+		final := l.ep.SentByProtocol()
 		p.mu.Lock()
+		for i, n := range final {
+			p.sent[i] += n
+		}
 		delete(p.all, l)
 		p.mu.Unlock()
 		<-p.tokens
@@ -432,7 +437,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// qp_sharing=auto also shares once the callers outnumber the lanes
 	// kept for callers of their own (p.dedicated), rather than queueing
 	// for a lane or opening one more.
-	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxMessage {
+	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxFrame {
 		return flockRoute{p}.call(ctx, req, result)
 	}
 	c := p.ls.c
@@ -518,7 +523,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxMessage
+		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxFrame
 		if l, err = p.get(ctx, len(b), share); err != nil {
 			switch err {
 			case errNoLane:

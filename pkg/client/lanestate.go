@@ -24,10 +24,13 @@ func (c *Conn) LaneStats() []LaneStats {
 	c.lanes.mu.Unlock()
 	out := make([]LaneStats, 0, len(pools))
 	for _, p := range pools {
-		st := LaneStats{Function: p.fn, Transport: p.tr.String(), Requests: map[string]uint64{}}
-		p.mu.Lock()
-		st.Lanes = len(p.all)
-		p.mu.Unlock()
+		st := LaneStats{Function: p.fn, Transport: p.tr.String(), Requests: map[string]uint64{}, Sent: map[string]uint64{}}
+		sent := p.sentByProtocol(&st.Lanes)
+		for i, n := range sent {
+			if n > 0 {
+				st.Sent[rdma.Protocol(i).String()] = n
+			}
+		}
 		for i := range p.calls {
 			if n := p.calls[i].Load(); n > 0 {
 				name := "flock"
@@ -41,6 +44,44 @@ func (c *Conn) LaneStats() []LaneStats {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Function < out[j].Function })
 	return out
+}
+
+// sentByProtocol is what the pool's lanes sent, open and closed ones, by
+// the protocol the engine used; open is set to the lanes open. A closing
+// lane moves its final counts to p.sent and leaves p.all under p.mu, so
+// it is counted once. SentByProtocol does not wait for a call in C.
+func (p *lanePool) sentByProtocol(open *int) [numProtocols]uint64 {
+	var out [numProtocols]uint64
+	p.mu.Lock()
+	*open = len(p.all)
+	for l := range p.all {
+		for i, n := range l.ep.SentByProtocol() {
+			out[i] += n
+		}
+	}
+	for i := range out {
+		out[i] += p.sent[i]
+	}
+	p.mu.Unlock()
+	return out
+}
+
+// routeStats sums the calls the Conn's lane pools sent on lanes and
+// through FLOCK.
+func (ls *lanes) routeStats() RouteStats {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var r RouteStats
+	for _, p := range ls.pools {
+		for i := range p.calls {
+			if i == flockSlot {
+				r.FLOCK += p.calls[i].Load()
+			} else {
+				r.Lane += p.calls[i].Load()
+			}
+		}
+	}
+	return r
 }
 
 // device returns the shared device for transport tr.

@@ -48,5 +48,8 @@ func (ls *lanes) fallBack(err error) bool {
 
 func isBadPeer(error) bool { return false }
 
+// routeStats: no call runs on lanes or FLOCK in this build.
+func (ls *lanes) routeStats() RouteStats { return RouteStats{} }
+
 // LaneStats is empty: no call runs on lanes in this build.
 func (c *Conn) LaneStats() []LaneStats { return nil }

@@ -225,6 +225,7 @@ func (t tcpRoute) callOn(ctx context.Context, s *session, req request, result pr
 		s.inflight.Add(1)
 	}
 	tcpCalls.Add(1)
+	t.c.tcpSent.Add(1)
 	var err error
 	if req.frame != nil {
 		err = s.callFrame(ctx, req.frame, req.oneway, result, req.use)

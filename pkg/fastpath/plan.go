@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -173,11 +174,14 @@ func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {
 	return EngineProtocol(planned)
 }
 
-// FLOCK sizing: the largest request or response frame that travels over a
-// shared handle, and the ring each QP receives into. Functions planned
-// with qp_sharing whose declared payloads exceed FlockMaxMessage use
-// lanes of their own.
+// FLOCK sizing: the largest message that travels over a shared handle,
+// the largest request frame one carries (FlockMaxFrame: the message less
+// FLOCK's own header; a client sends a larger frame on a lane of its
+// function), and the ring each QP receives into. Functions planned with
+// qp_sharing whose declared payloads exceed FlockMaxMessage use lanes of
+// their own.
 const (
 	FlockMaxMessage = 60 << 10
+	FlockMaxFrame   = (FlockMaxMessage - flock.SingleOverhead) &^ 7
 	FlockRing       = 512 << 10
 )

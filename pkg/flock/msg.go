@@ -31,6 +31,12 @@ const (
 	minMsgLen   = headerLen + trailerLen
 	maxMsgCount = 1 << 12
 
+	// SingleOverhead is what a message of one request or response adds
+	// to it: header, entry metadata and trailer. The largest payload a
+	// WithMaxMessage(n) handle carries in one message is n less this,
+	// rounded down to 8 bytes.
+	SingleOverhead = headerLen + metaLen + trailerLen
+
 	flagSkip = 1 // padding to the ring's end; no entries
 	flagCtl  = 2 // control only (credit grant/decline); no entries
 

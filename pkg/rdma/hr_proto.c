@@ -551,4 +551,10 @@ void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 	out->rfp_mode = ep->rfp_mode;
 }
 
+void hr_ep_sent_get(hr_ep *ep, uint64_t *out)
+{
+	for (int i = 0; i < HR_PROTO_COUNT; i++)
+		out[i] = __atomic_load_n(&ep->st.sent[i], __ATOMIC_RELAXED);
+}
+
 int hr_ep_broken(hr_ep *ep) { return ep->broken; }

@@ -82,6 +82,11 @@ typedef struct hr_ep_stats {
 	uint64_t spin_skips;     /* waits that blocked at once: their spins kept missing */
 	uint32_t rfp_mode;       /* 0 fetch, 1 server-reply */
 	uint32_t pad_;
+	/* Messages this side sent (requests, replies), by the protocol they
+	 * went by once the size switch resolved: hybrid counts as eager or
+	 * write_rndv, a fallback as the rendezvous it became, an RFP reply
+	 * left for fetching as rfp. One increment on the send path. */
+	uint64_t sent[HR_PROTO_COUNT];
 } hr_ep_stats;
 
 typedef struct hr_ep hr_ep;
@@ -144,6 +149,10 @@ void hr_ep_set_spin(hr_ep *ep, uint64_t ns);
  * gets the arrival time without a crossing or a clock read of its own. */
 const uint64_t *hr_ep_arrival(hr_ep *ep);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
+/* Copies st.sent (HR_PROTO_COUNT counters); safe from any thread while the
+ * endpoint exists, an exchange running or not: the one writer stores each
+ * count whole, so a scrape never waits for an exchange. */
+void hr_ep_sent_get(hr_ep *ep, uint64_t *out);
 /* HR_OK, or the status that broke the endpoint (its QP is then in error). */
 int hr_ep_broken(hr_ep *ep);
 

@@ -158,6 +158,15 @@ static inline void hrp_wait_end(hr_ep *ep)
 	}
 }
 
+/* Counts a message sent by p (see hr_ep_stats.sent): the exchange is its
+ * only writer, a relaxed store of the whole count keeps hr_ep_sent_get's
+ * readers on other threads from seeing a torn one, at the cost of a plain
+ * add and store. */
+static inline void hrp_count_sent(hr_ep *ep, uint32_t p)
+{
+	__atomic_store_n(&ep->st.sent[p], ep->st.sent[p] + 1, __ATOMIC_RELAXED);
+}
+
 /* hr_proto.c */
 int hrp_fail(hr_ep *ep, int st);
 int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep);

@@ -298,15 +298,23 @@ int hrp_send_msg(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_
 	}
 	if (eff != proto && proto != HR_PROTO_HYBRID)
 		ep->st.rndv_fallbacks++;
+	int st;
 	switch (eff) {
 	case HR_PROTO_EAGER:
-		return send_eager(ep, p, len, flags, server_ns);
+		st = send_eager(ep, p, len, flags, server_ns);
+		break;
 	case HR_PROTO_WRITE_RNDV:
-		return send_write_rndv(ep, p, len, flags, proto, server_ns);
+		st = send_write_rndv(ep, p, len, flags, proto, server_ns);
+		break;
 	case HR_PROTO_READ_RNDV:
-		return send_read_rndv(ep, p, len, flags, proto, server_ns);
+		st = send_read_rndv(ep, p, len, flags, proto, server_ns);
+		break;
+	default:
+		st = send_direct(ep, eff, p, len, flags, server_ns);
 	}
-	return send_direct(ep, eff, p, len, flags, server_ns);
+	if (st == HR_OK)
+		hrp_count_sent(ep, eff);
+	return st;
 }
 
 /* Receives one data message, running the receiver's half of a rendezvous.

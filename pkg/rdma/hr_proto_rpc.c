@@ -245,6 +245,7 @@ static int rfp_publish(hr_ep *ep, const void *resp, uint64_t len, uint64_t serve
 	hr_msg *dst_h = (hr_msg *)(void *)ep->resp.p;
 	memcpy(dst_h, &h, offsetof(hr_msg, sum));
 	__atomic_store_n(&dst_h->sum, h.sum, __ATOMIC_RELEASE);
+	hrp_count_sent(ep, HR_PROTO_RFP);
 	return HR_OK;
 }
 

@@ -203,6 +203,13 @@ type EndpointStats struct {
 	// SpinSkips counts waits that blocked without the spin the tuner set:
 	// the endpoint's last spins all ended in a sleep anyway.
 	SpinSkips uint64
+	// SentByProtocol counts the messages this side sent (a client's
+	// requests, a server's replies) by the protocol they actually went by:
+	// hybrid as eager or write_rndv by size, a message too large for its
+	// protocol's buffer as the write_rndv it fell back to, an RFP reply
+	// left for the client to fetch as rfp (one in server-reply mode as
+	// what hybrid chose). SentByProtocol[ProtoHybrid] stays 0.
+	SentByProtocol [NumProtocols]uint64
 }
 
 // RPCEndpoint is one side of one RDMA RPC connection: a QP, one CQ and
@@ -240,6 +247,8 @@ type RPCEndpoint struct {
 	spins atomic.Bool
 
 	arrival *C.uint64_t // when the request in hand was taken in (hr_ep_arrival)
+
+	sentAtClose [NumProtocols]uint64 // SentByProtocol once closed (written under cmu)
 
 	// hold is the message of the exchange in C (guarded by mu). The
 	// exchange passes it to C as an integer, which cgo neither checks nor
@@ -683,19 +692,41 @@ func (e *RPCEndpoint) Arrived() int64 { return int64(*e.arrival) }
 // Arrived is measured on. One cgo crossing, for calibration, not per call.
 func MonotonicNow() int64 { return int64(C.hr_now_ns()) }
 
-// Stats reports what the endpoint did.
+// Stats reports what the endpoint did; it waits for an exchange in
+// progress. Once closed only SentByProtocol is kept.
 func (e *RPCEndpoint) Stats() EndpointStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.isClosed() {
+		return EndpointStats{SentByProtocol: e.sentAtClose}
+	}
 	var s C.hr_ep_stats
 	C.hr_ep_stats_get(e.p, &s)
-	return EndpointStats{
+	st := EndpointStats{
 		Calls: uint64(s.calls), Served: uint64(s.served), RNDVFallbacks: uint64(s.rndv_fallbacks),
 		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
 		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
 		SpinSkips: uint64(s.spin_skips),
 	}
+	for i := range st.SentByProtocol {
+		st.SentByProtocol[i] = uint64(s.sent[i])
+	}
+	return st
+}
+
+// SentByProtocol is Stats().SentByProtocol without waiting for the
+// exchange in progress (Stats does): for a runtime's metrics, read from any
+// goroutine at any time. After Close it is the endpoint's final count.
+func (e *RPCEndpoint) SentByProtocol() [NumProtocols]uint64 {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return e.sentAtClose
+	}
+	var out [NumProtocols]uint64
+	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&out[0])))
+	return out
 }
 
 // Counters are the endpoint QP's verbs counters; safe while an exchange
@@ -720,6 +751,7 @@ func (e *RPCEndpoint) Close() error {
 		return &Error{Op: "close endpoint", Status: StatusClosed}
 	}
 	e.closed = true
+	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&e.sentAtClose[0])))
 	C.hr_ep_destroy(e.p)
 	C.free(unsafe.Pointer(e.out))
 	e.cmu.Unlock()

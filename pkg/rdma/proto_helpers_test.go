@@ -53,6 +53,13 @@ func newRPCPair(t testing.TB, cc, sc EndpointConfig, twoDevices bool) (*RPCEndpo
 	}
 	cli := newEndpoint(t, pd1, cc)
 	srv := newEndpoint(t, pd2, sc)
+	connectEndpoints(t, cli, srv)
+	return cli, srv
+}
+
+// connectEndpoints bootstraps a client and a server endpoint over a pipe.
+func connectEndpoints(t testing.TB, cli, srv *RPCEndpoint) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	ca, cb := net.Pipe()
@@ -62,7 +69,6 @@ func newRPCPair(t testing.TB, cc, sc EndpointConfig, twoDevices bool) (*RPCEndpo
 	go func() { errc <- srv.Bootstrap(ctx, cb) }()
 	require.NoError(t, cli.Bootstrap(ctx, ca))
 	require.NoError(t, <-errc)
-	return cli, srv
 }
 
 // serve runs srv.Serve on a goroutine locked to an OS thread (a busy

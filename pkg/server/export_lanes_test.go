@@ -80,7 +80,7 @@ func testLane(s *Server, shared bool) (*laneSession, func()) {
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
 	if !shared { // counted as serve counts a dedicated lane's calls
-		l.meter = s.laneMeters.add(trSHM)
+		l.meter = s.laneMeters.add(trSHM, laneEngine{})
 	}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
 	return ls, func() {

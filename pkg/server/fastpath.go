@@ -121,5 +121,10 @@ func (c *conn) acquireSlot() bool {
 	return false
 }
 
-// numEngine is how many engine protocols lane replies are counted by.
-const numEngine = fastpath.NumProtocols
+// numEngine is how many engine protocols lane replies are counted by;
+// replyFLOCK, past them, counts the replies FLOCK sent
+// (lane_replies_total{protocol="flock"}).
+const (
+	numEngine  = fastpath.NumProtocols
+	replyFLOCK = numEngine
+)

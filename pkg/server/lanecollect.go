@@ -174,6 +174,18 @@ func (m *metrics) laneFamilies(snap func() *laneSnap) []prometheus.Collector {
 		}
 		return out
 	}
+	engine := func(s *laneSnap) map[string]*lanePart {
+		out := map[string]*lanePart{}
+		for m, sent := range s.engine {
+			for i, n := range sent {
+				if n > 0 {
+					lvs := []string{m.svc, m.m.Name, engineProtocolName(i)}
+					out[partKey(lvs)] = &lanePart{lvs: lvs, v: float64(n)}
+				}
+			}
+		}
+		return out
+	}
 	io := func(dir int) func(*laneSnap) map[string]*lanePart {
 		return func(s *laneSnap) map[string]*lanePart {
 			out := map[string]*lanePart{}
@@ -194,6 +206,7 @@ func (m *metrics) laneFamilies(snap func() *laneSnap) []prometheus.Collector {
 		newLaneFamily(m.latency, fn, laneHistogram, snap, hist),
 		newLaneFamily(m.handled, append(fn, "outcome"), laneCounter, snap, handled),
 		newLaneFamily(m.laneReplies, []string{"service", "function", "protocol"}, laneCounter, snap, replies),
+		newLaneFamily(m.engineSent, []string{"service", "function", "protocol"}, laneCounter, snap, engine),
 		newLaneFamily(m.bytesIn, []string{"transport"}, laneCounter, snap, io(0)),
 		newLaneFamily(m.bytesOut, []string{"transport"}, laneCounter, snap, io(1)),
 	}

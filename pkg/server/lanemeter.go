@@ -17,9 +17,19 @@ import (
 type laneMeter struct {
 	mu      sync.Mutex
 	tr      uint8
+	eng     laneEngine // set before the meter is added, then only read
 	last    *laneCells // the cells of the method last counted
 	cells   []*laneCells
 	in, out uint64 // frame bytes, for bytes_in_total / bytes_out_total
+}
+
+// laneEngine is what a dedicated lane's endpoint sent, for
+// engine_messages_total: the engine counts its messages by the protocol
+// they went by (hybrid resolved by size, fallbacks as rendezvous), which
+// only the endpoint knows.
+type laneEngine struct {
+	m    *method                  // the lane's function
+	sent func() [numEngine]uint64 // rdma.RPCEndpoint.SentByProtocol: never waits for an exchange
 }
 
 // laneCells are one method's counts on one lane (or, in laneMeters, the
@@ -136,15 +146,19 @@ type laneMeters struct {
 	live      map[*laneMeter]struct{}
 	retired   map[cellKey]*laneCells
 	retiredIO [numTransports][2]uint64 // bytes in, out by transport
+	// retiredEng is what the closed lanes' endpoints sent, by function.
+	retiredEng map[*method]*[numEngine]uint64
 }
 
-// add starts counting a new lane on transport tr.
-func (ms *laneMeters) add(tr uint8) *laneMeter {
-	lm := &laneMeter{tr: tr}
+// add starts counting a new lane on transport tr, whose endpoint's sends
+// eng reads.
+func (ms *laneMeters) add(tr uint8, eng laneEngine) *laneMeter {
+	lm := &laneMeter{tr: tr, eng: eng}
 	ms.mu.Lock()
 	if ms.live == nil {
 		ms.live = map[*laneMeter]struct{}{}
 		ms.retired = map[cellKey]*laneCells{}
+		ms.retiredEng = map[*method]*[numEngine]uint64{}
 	}
 	ms.live[lm] = struct{}{}
 	ms.mu.Unlock()
@@ -163,6 +177,22 @@ func (ms *laneMeters) retire(lm *laneMeter) {
 	}
 	delete(ms.live, lm)
 	ms.fold(ms.retired, &ms.retiredIO, lm)
+	addEngine(ms.retiredEng, lm.eng)
+}
+
+// addEngine adds what eng's endpoint sent so far into sums.
+func addEngine(sums map[*method]*[numEngine]uint64, eng laneEngine) {
+	if eng.sent == nil {
+		return
+	}
+	s := sums[eng.m]
+	if s == nil {
+		s = new([numEngine]uint64)
+		sums[eng.m] = s
+	}
+	for i, n := range eng.sent() {
+		s[i] += n
+	}
 }
 
 // fold adds lm's counts into sums and io, under lm.mu.
@@ -197,22 +227,28 @@ func addCells(sums map[cellKey]*laneCells, k cellKey, c *laneCells) {
 
 // laneSnap is what every lane counted so far, live and closed.
 type laneSnap struct {
-	cells map[cellKey]*laneCells
-	io    [numTransports][2]uint64
+	cells  map[cellKey]*laneCells
+	io     [numTransports][2]uint64
+	engine map[*method]*[numEngine]uint64 // engine messages sent, by function
 }
 
 func (ms *laneMeters) snapshot() *laneSnap {
-	snap := &laneSnap{cells: map[cellKey]*laneCells{}}
+	snap := &laneSnap{cells: map[cellKey]*laneCells{}, engine: map[*method]*[numEngine]uint64{}}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	snap.io = ms.retiredIO
 	for k, c := range ms.retired {
 		addCells(snap.cells, k, c)
 	}
+	for m, e := range ms.retiredEng {
+		cp := *e
+		snap.engine[m] = &cp
+	}
 	for lm := range ms.live {
 		lm.mu.Lock()
 		ms.fold(snap.cells, &snap.io, lm)
 		lm.mu.Unlock()
+		addEngine(snap.engine, lm.eng) // outside lm.mu: the lane's goroutine takes it while in an exchange
 	}
 	return snap
 }

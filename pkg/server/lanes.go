@@ -29,6 +29,7 @@ import (
 // Close apply to lanes as to any connection.
 type lane struct {
 	fn   string
+	m    *method // the function (not for shared lanes)
 	side fastpath.Side
 	tr   uint8 // trSHM or trRDMA
 	stop chan struct{}
@@ -168,7 +169,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
-	return &lane{fn: a.Function, side: side, tr: tr, stop: make(chan struct{}), numa: numa, grant: g,
+	return &lane{fn: a.Function, m: m, side: side, tr: tr, stop: make(chan struct{}), numa: numa, grant: g,
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
 }
@@ -281,7 +282,7 @@ func (ls *laneSession) serve() {
 	})
 	defer l.link.Close()
 	uncount = ls.run()
-	l.meter = c.s.laneMeters.add(l.tr)
+	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
 	if err != nil && c.ctx.Err() == nil {
@@ -488,8 +489,14 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	return out, pr
 }
 
-// engineProtocolName names engine protocol i as lane_replies_total does.
-func engineProtocolName(i int) string { return rdma.Protocol(i).String() }
+// engineProtocolName names engine protocol i as lane_replies_total does;
+// replyFLOCK is "flock".
+func engineProtocolName(i int) string {
+	if i == replyFLOCK {
+		return "flock"
+	}
+	return rdma.Protocol(i).String()
+}
 
 // arrived is when the engine took the lane's request in, since epoch; a
 // shared lane (FLOCK hands calls over) or an engine time that does not fit
@@ -604,7 +611,11 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	out, pr := ls.reply(dst, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
 	c.putCall(m, call) // the reply is encoded
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
-	c.s.laneReplied(m, pr)
+	counted := pr
+	if l.shared {
+		counted = rdma.Protocol(replyFLOCK) // FLOCK sends it, not an engine protocol
+	}
+	c.s.laneReplied(m, counted)
 	return out, pr
 }
 
@@ -628,13 +639,14 @@ func (ls *laneSession) lookup(name []byte) *method {
 	return m
 }
 
-// laneReplied counts a lane reply of m by its engine protocol; the metric
-// children are made on first use.
+// laneReplied counts a lane reply of m by its engine protocol, or
+// replyFLOCK; the metric children are made on first use.
 func (s *Server) laneReplied(m *method, pr rdma.Protocol) {
-	p := &m.replies[int(pr)%len(m.replies)]
+	i := min(int(pr), replyFLOCK)
+	p := &m.replies[i]
 	ctr := p.Load()
 	if ctr == nil {
-		c := s.met.laneReplies.WithLabelValues(m.svc, m.m.Name, pr.String())
+		c := s.met.laneReplies.WithLabelValues(m.svc, m.m.Name, engineProtocolName(i))
 		p.CompareAndSwap(nil, &c)
 		ctr = p.Load()
 	}

@@ -22,6 +22,7 @@ type metrics struct {
 	lanes         prometheus.Gauge
 	flockPeers    prometheus.Gauge
 	laneReplies   *prometheus.CounterVec
+	engineSent    *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
 	closedBy      *prometheus.CounterVec
 	closed        [numWhy]prometheus.Counter // closedBy's children, by close reason
@@ -77,7 +78,11 @@ func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 		}),
 		laneReplies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "lane_replies_total",
-			Help: "Replies sent on rdma/shm lanes, by the engine protocol the server side planned.",
+			Help: "Replies sent on rdma/shm lanes, by the engine protocol the server side planned for their size; flock: sent through FLOCK (qp_sharing).",
+		}, []string{"service", "function", "protocol"}),
+		engineSent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "server", Name: "engine_messages_total",
+			Help: "Messages the dedicated lanes' engine endpoints sent, by the protocol they actually went by: hybrid as eager or write_rndv, a message too large for its protocol's buffer as write_rndv, an RFP reply left for fetching as rfp.",
 		}, []string{"service", "function", "protocol"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "rejected_total", Help: "Connections or calls turned away.",

@@ -88,7 +88,7 @@ type method struct {
 	timeout time.Duration                                      // server-side hint timeout; 0 = none
 	set     hints.Set                                          // server-side hints (lanes plan from them)
 	reqSize int                                                // the client's declared request size (sizes lane buffers)
-	replies [numEngine]atomic.Pointer[prometheus.Counter]      // lane replies by engine protocol, made on first use
+	replies [numEngine + 1]atomic.Pointer[prometheus.Counter]  // lane replies by engine protocol, then FLOCK's; made on first use
 	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
 	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
