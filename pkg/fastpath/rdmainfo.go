@@ -27,6 +27,9 @@ type InfoOptions struct {
 	// Limits opens a port and returns its verbs limits; nil uses the
 	// provider (PortLimitsOf). Tests give a fake.
 	Limits func(device string, port int) (PortLimits, error)
+	// Fork reports how registered memory survives a fork; nil asks
+	// rdma-core (ForkStatus). Tests give a fake.
+	Fork func() string
 }
 
 // RDMAInfo writes what ibv_devinfo and ucx_info -d would tell, for our
@@ -63,6 +66,11 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 			fmt.Fprintf(w, "  gid %-3d %-39s %-10s %s\n", g.Index, g.GID, g.Type, g.Netdev)
 		}
 	}
+	fork := o.Fork
+	if fork == nil {
+		fork = ForkStatus
+	}
+	fmt.Fprintf(w, "fork without exec: %s; os/exec children inherit nothing (close-on-exec)\n", fork())
 	if o.Sel.Spec != (RDMASpec{}) {
 		fmt.Fprintf(w, "override: %s\n", o.Sel.Spec)
 	} else {

@@ -215,8 +215,10 @@ func TestRDMAInfo(t *testing.T) {
 		return PortLimits{MTU: 4096, MaxQP: 64, MaxQPWR: 1024, MaxSGE: 2, MaxCQE: 4096, MaxMR: 512, MaxMRSize: 1 << 30, MaxInline: 256}, nil
 	}
 	var b strings.Builder
-	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.0.1.1:9090", Limits: lim}))
+	fork := func() string { return "unneeded (the kernel copies pinned pages on fork)" }
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.0.1.1:9090", Limits: lim, Fork: fork}))
 	out := b.String()
+	assert.Contains(t, out, "fork without exec: unneeded (the kernel copies pinned pages on fork); os/exec children inherit nothing (close-on-exec)\n")
 	assert.Contains(t, out, "rxe1 port 1: ACTIVE, link layer Ethernet\n  active MTU 4096; max_qp 64, max_qp_wr 1024, max_sge 2, max_cqe 4096, max_mr 512, max_mr_size 1073741824, max_inline_data 256\n")
 	assert.Contains(t, out, "  gid 3   10.0.1.1                                RoCE v2    dummy1\n")
 	assert.Contains(t, out, "override: none (HATRPC_RDMA_DEVICE, HATRPC_RDMA_GID unset)\n")
@@ -224,7 +226,7 @@ func TestRDMAInfo(t *testing.T) {
 	assert.Contains(t, out, "client dialing 10.0.1.1:9090: rxe1 port 1 gid 3 10.0.1.1 RoCE v2 dummy1\n  why: route to 10.0.1.1:9090 leaves from 10.0.1.1: GID of 10.0.1.1\n")
 
 	b.Reset()
-	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "0.0.0.0:9090", Limits: lim}))
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "0.0.0.0:9090", Limits: lim, Fork: fork}))
 	assert.Contains(t, b.String(), "server listening on 0.0.0.0:9090: rxe0 port 1 gid 3 10.0.0.1 RoCE v2 dummy0\n  why: no address to go by: first active port\n  (each client's lanes use the device that received its TCP connection")
 
 	b.Reset()

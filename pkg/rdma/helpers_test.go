@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(envPeerRole); role != "" {
 		os.Exit(runPeer(role))
 	}
+	if os.Getenv(envFDChild) != "" {
+		os.Exit(fdChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 
