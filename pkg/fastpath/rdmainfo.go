@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -53,7 +54,11 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 		limits = PortLimitsOf
 	}
 	for _, p := range ports {
-		fmt.Fprintf(w, "%s port %d: %s, link layer %s\n", p.Device, p.Port, p.State, p.LinkLayer)
+		node := "unknown"
+		if p.NUMANode >= 0 {
+			node = strconv.Itoa(p.NUMANode)
+		}
+		fmt.Fprintf(w, "%s port %d: %s, link layer %s, NUMA node %s\n", p.Device, p.Port, p.State, p.LinkLayer, node)
 		if p.State == "ACTIVE" {
 			if l, err := limits(p.Device, p.Port); err != nil {
 				fmt.Fprintf(w, "  limits: %v\n", err)
@@ -75,6 +80,9 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 		fmt.Fprintf(w, "override: %s\n", o.Sel.Spec)
 	} else {
 		fmt.Fprintf(w, "override: none (%s, %s unset)\n", EnvRDMADevice, EnvRDMAGID)
+	}
+	if _, ok := o.Sel.NUMA.Node(); ok {
+		fmt.Fprintf(w, "handler numa hint: %s (breaks ties among devices that carry the address)\n", o.Sel.NUMA)
 	}
 	if o.Addr == "" {
 		c, err := o.Sel.ForLocal(nil)
