@@ -1,98 +1,42 @@
 package rdma
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/test/fdcheck"
 )
-
-// envFDChild makes the test binary the child of TestForkExecWhileServing:
-// it reports every descriptor it holds beyond stdin/out/err.
-const envFDChild = "HATRPC_RDMA_TEST_FDCHILD"
-
-// fdChildMain lists /proc/self/fd without opening anything (readlink of
-// each slot), and writes a byte to each descriptor it finds, as a child
-// that goes for what it inherited would: "fd N TARGET written|refused".
-func fdChildMain() int {
-	w := bufio.NewWriter(os.Stdout)
-	for fd := 3; fd < 4096; fd++ {
-		target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-		if err != nil {
-			continue
-		}
-		verdict := "written"
-		if _, err := syscall.Write(fd, []byte{0xEE}); err != nil {
-			verdict = "refused: " + err.Error()
-		}
-		fmt.Fprintf(w, "fd %d %s %s\n", fd, target, verdict)
-	}
-	fmt.Fprintln(w, "done")
-	if w.Flush() != nil {
-		return 1
-	}
-	return 0
-}
-
-// fdTargets is what each open descriptor of this process names
-// (readlink of /proc/self/fd/N: a path, "pipe:[INODE]", "anon_inode:[eventfd]").
-func fdTargets(t *testing.T) map[string]bool {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	out := map[string]bool{}
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			out[target] = true
-		}
-	}
-	return out
-}
 
 // TestForkExecWhileServing: a process serving calls on a connected pair
 // (two devices: on shm, the peer's segment is mapped too) starts children
 // through os/exec over and over, /bin/true and a child that lists and
-// writes to every descriptor it was given; no child holds any descriptor
-// of the engine (all are close-on-exec), and every call before, during and
-// after the children is answered byte-exact. Provider-neutral: shm here,
-// ibv on an RDMA host (HATRPC_PROVIDER=ibv).
+// writes to every descriptor it was given (fdcheck); no child holds any
+// descriptor of the engine (all are close-on-exec), and every call before,
+// during and after the children is answered byte-exact. Provider-neutral:
+// shm here, ibv on an RDMA host (HATRPC_PROVIDER=ibv).
 func TestForkExecWhileServing(t *testing.T) {
 	for _, proto := range []Protocol{ProtoEager, ProtoReadRNDV} {
 		t.Run(proto.String(), func(t *testing.T) {
-			before := fdTargets(t)
+			before, err := fdcheck.Targets()
+			require.NoError(t, err)
 			cfg := testEPConfig(PollEvent)
 			cli, srv := newRPCPair(t, cfg, cfg, true)
 			rec := &recorder{}
 			serve(t, srv, proto, rec.handle)
-			// The engine's descriptors: shm segments (memfd), wake pipes,
-			// eventfds and epoll, the fd broker's socket; on ibv
-			// /dev/infiniband/uverbsN and the completion channels.
-			var engine []string
-			for target := range fdTargets(t) {
-				if !before[target] && !strings.HasPrefix(target, "/proc/") && target != "anon_inode:[pidfd]" {
-					engine = append(engine, target)
-				}
-			}
+			// shm segments (memfd), wake pipes, eventfds and epoll, the fd
+			// broker's socket; on ibv /dev/infiniband/uverbsN and the
+			// completion channels.
+			engine, err := fdcheck.Opened(before)
+			require.NoError(t, err)
 			require.NotEmpty(t, engine, "the engine holds descriptors while serving")
-			// eventfds and epolls are named alike in every process (Go's
-			// netpoll has them too): the child, which makes none, may
-			// hold none at all, nor any RDMA or engine file.
-			forbidden := func(target string) bool {
-				return slices.Contains(engine, target) || strings.HasPrefix(target, "/dev/infiniband/") ||
-					strings.HasPrefix(target, "/memfd:hatrpc") || slices.Contains([]string{
-					"anon_inode:[eventfd]", "anon_inode:[eventpoll]", "anon_inode:[infinibandevent]"}, target)
-			}
 
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
@@ -133,20 +77,13 @@ func TestForkExecWhileServing(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 6*testTimeout)
 				require.NoError(t, exec.CommandContext(ctx, "/bin/true").Run())
 				cmd := exec.CommandContext(ctx, self, "-test.run=^$")
-				cmd.Env = append(os.Environ(), envFDChild+"=1")
+				cmd.Env = append(os.Environ(), fdcheck.Env+"=1")
 				out, err := cmd.Output()
 				cancel()
 				require.NoError(t, err)
-				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-				require.Equal(t, "done", lines[len(lines)-1])
-				// What the child holds of its own (the Go runtime's cgroup
-				// files, say) or from whoever started the test is no
-				// concern here; none of it may be the engine's.
-				for _, l := range lines[:len(lines)-1] {
-					f := strings.Fields(l)
-					require.GreaterOrEqual(t, len(f), 3, l)
-					require.False(t, forbidden(f[2]), "child %d holds an engine descriptor: %s", i, l)
-				}
+				leaks, err := fdcheck.Leaks(string(out), engine)
+				require.NoError(t, err)
+				require.Empty(t, leaks, "child %d holds engine descriptors", i)
 			}
 			close(stop)
 			wg.Wait()

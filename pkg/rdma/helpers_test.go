@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/test/fdcheck"
 )
 
 const testTimeout = 10 * time.Second
@@ -22,8 +24,8 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(envPeerRole); role != "" {
 		os.Exit(runPeer(role))
 	}
-	if os.Getenv(envFDChild) != "" {
-		os.Exit(fdChildMain())
+	if os.Getenv(fdcheck.Env) != "" {
+		os.Exit(fdcheck.ChildMain())
 	}
 	goleak.VerifyTestMain(m)
 }
