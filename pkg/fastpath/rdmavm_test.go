@@ -62,3 +62,39 @@ func TestTwoDevicesIBVOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoRDMAChoice)
 	assert.Contains(t, err.Error(), "GID index 99 for any address not found; have rxe0:1 ACTIVE [")
 }
+
+// TestTwoNodesIBVOnly runs on node B of test/rxe/twonode.sh --two-links
+// (two guests, two links each: rxe0 on eth0 10.0.0.0/24, rxe1 on eth1
+// 10.0.1.0/24), with HATRPC_RXE_ROUTES naming each remote address and the
+// local device that reaches it: a client to each of node A's addresses
+// leaves from the device on that link, with the RoCE v2 GID of its own
+// address there (the kernel's route's source), and opens that device.
+func TestTwoNodesIBVOnly(t *testing.T) {
+	routes := os.Getenv("HATRPC_RXE_ROUTES")
+	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || routes == "" {
+		t.Skip("IBVOnly: needs ibv on two nodes with two links (test/rxe/twonode.sh --two-links)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", "remote", "device", "port", "gid", "type", "gid value")
+	for _, pair := range strings.Split(routes, ",") {
+		dev, addr, ok := strings.Cut(pair, "=")
+		require.True(t, ok, pair)
+		remote := net.JoinHostPort(addr, "9090")
+		src, err := kernelRoute(ctx, remote)
+		require.NoError(t, err)
+		d, err := AcquireFor(ctx, rdma.ProviderIBV, Target{Remote: remote})
+		require.NoError(t, err, remote)
+		ch := d.Choice
+		require.NotNil(t, ch)
+		info, err := d.Info()
+		require.NoError(t, err)
+		t.Logf("%-8s %-10s %-6s %-4d %-5d %-8s %s (%s)", "client", addr, ch.Device, ch.Port, ch.GIDIndex, ch.Type, ch.GID, ch.Why)
+		assert.Equal(t, dev, ch.Device, remote)
+		assert.Equal(t, dev, info.Name, "%s: the opened device", remote)
+		assert.Equal(t, ch.GIDIndex, info.GIDIndex, "%s: the opened GID", remote)
+		assert.Equal(t, GIDTypeV2, ch.Type, remote)
+		assert.True(t, ch.GID.Equal(src), "%s: GID %s, the route leaves from %s", remote, ch.GID, src)
+		d.Release()
+	}
+}
