@@ -38,19 +38,7 @@ func TestTwoDevicesIBVOnly(t *testing.T) {
 			if side == "client" {
 				tg = Target{Remote: net.JoinHostPort(addr, "9090")}
 			}
-			d, err := AcquireFor(ctx, rdma.ProviderIBV, tg)
-			require.NoError(t, err, "%s %s", side, addr)
-			ch := d.Choice
-			require.NotNil(t, ch)
-			info, err := d.Info()
-			require.NoError(t, err)
-			t.Logf("%-8s %-10s %-6s %-4d %-5d %-8s %s (%s)", side, addr, ch.Device, ch.Port, ch.GIDIndex, ch.Type, ch.GID, ch.Why)
-			assert.Equal(t, dev, ch.Device, "%s %s", side, addr)
-			assert.Equal(t, dev, info.Name, "%s %s: the opened device", side, addr)
-			assert.Equal(t, ch.GIDIndex, info.GIDIndex, "%s %s: the opened GID", side, addr)
-			assert.Equal(t, GIDTypeV2, ch.Type, "%s %s", side, addr)
-			assert.True(t, ch.GID.Equal(ip), "%s %s: GID %s", side, addr, ch.GID)
-			d.Release()
+			checkOpened(ctx, t, side, addr, tg, dev, ip)
 		}
 	}
 	_, err := AcquireFor(ctx, rdma.ProviderIBV, Target{Spec: RDMASpec{Device: "mlx5_9"}, Local: net.ParseIP("10.0.0.1")})
@@ -83,18 +71,25 @@ func TestTwoNodesIBVOnly(t *testing.T) {
 		remote := net.JoinHostPort(addr, "9090")
 		src, err := kernelRoute(ctx, remote)
 		require.NoError(t, err)
-		d, err := AcquireFor(ctx, rdma.ProviderIBV, Target{Remote: remote})
-		require.NoError(t, err, remote)
-		ch := d.Choice
-		require.NotNil(t, ch)
-		info, err := d.Info()
-		require.NoError(t, err)
-		t.Logf("%-8s %-10s %-6s %-4d %-5d %-8s %s (%s)", "client", addr, ch.Device, ch.Port, ch.GIDIndex, ch.Type, ch.GID, ch.Why)
-		assert.Equal(t, dev, ch.Device, remote)
-		assert.Equal(t, dev, info.Name, "%s: the opened device", remote)
-		assert.Equal(t, ch.GIDIndex, info.GIDIndex, "%s: the opened GID", remote)
-		assert.Equal(t, GIDTypeV2, ch.Type, remote)
-		assert.True(t, ch.GID.Equal(src), "%s: GID %s, the route leaves from %s", remote, ch.GID, src)
-		d.Release()
+		checkOpened(ctx, t, "client", addr, Target{Remote: remote}, dev, src)
 	}
+}
+
+// checkOpened acquires the device for tg and checks it is dev, opened on
+// the RoCE v2 GID of gid, logging a row of the address -> device table.
+func checkOpened(ctx context.Context, t *testing.T, side, addr string, tg Target, dev string, gid net.IP) {
+	t.Helper()
+	d, err := AcquireFor(ctx, rdma.ProviderIBV, tg)
+	require.NoError(t, err, "%s %s", side, addr)
+	defer d.Release()
+	ch := d.Choice
+	require.NotNil(t, ch)
+	info, err := d.Info()
+	require.NoError(t, err)
+	t.Logf("%-8s %-10s %-6s %-4d %-5d %-8s %s (%s)", side, addr, ch.Device, ch.Port, ch.GIDIndex, ch.Type, ch.GID, ch.Why)
+	assert.Equal(t, dev, ch.Device, "%s %s", side, addr)
+	assert.Equal(t, dev, info.Name, "%s %s: the opened device", side, addr)
+	assert.Equal(t, ch.GIDIndex, info.GIDIndex, "%s %s: the opened GID", side, addr)
+	assert.Equal(t, GIDTypeV2, ch.Type, "%s %s", side, addr)
+	assert.True(t, ch.GID.Equal(gid), "%s %s: GID %s, want %s", side, addr, ch.GID, gid)
 }

@@ -5,9 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
-	"os/exec"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,62 +35,31 @@ func TestForkExecWhileServing(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, engine, "the engine holds descriptors while serving")
 
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			var calls int
-			var callErr error
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					req := make([]byte, 1+(i*7919)%(48<<10))
-					fill(req, byte(i))
-					ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
-					resp, err := cli.Call(ctx, proto, req)
-					cancel()
-					if err == nil && !bytes.Equal(resp, expectedResp(req, len(req))) {
-						err = fmt.Errorf("call %d: response differs", i)
-					}
-					if err == nil && rec.sum(rec.count()-1) != sha256.Sum256(req) {
-						err = fmt.Errorf("call %d: request arrived altered", i)
-					}
-					if err != nil {
-						callErr = err
-						return
-					}
-					calls++
+			call := func(i int) error {
+				req := make([]byte, 1+(i*7919)%(48<<10))
+				fill(req, byte(i))
+				ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
+				defer cancel()
+				resp, err := cli.Call(ctx, proto, req)
+				switch {
+				case err != nil:
+					return err
+				case !bytes.Equal(resp, expectedResp(req, len(req))):
+					return fmt.Errorf("call %d: response differs", i)
+				case rec.sum(rec.count()-1) != sha256.Sum256(req):
+					return fmt.Errorf("call %d: request arrived altered", i)
 				}
-			}()
-
-			self, err := os.Executable()
-			require.NoError(t, err)
-			const children = 6
-			for i := 0; i < children; i++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 6*testTimeout)
-				require.NoError(t, exec.CommandContext(ctx, "/bin/true").Run())
-				cmd := exec.CommandContext(ctx, self, "-test.run=^$")
-				cmd.Env = append(os.Environ(), fdcheck.Env+"=1")
-				out, err := cmd.Output()
-				cancel()
-				require.NoError(t, err)
-				leaks, err := fdcheck.Leaks(string(out), engine)
-				require.NoError(t, err)
-				require.Empty(t, leaks, "child %d holds engine descriptors", i)
+				return nil
 			}
-			close(stop)
-			wg.Wait()
-			require.NoError(t, callErr)
+			const children = 6
+			cctx, cancel := context.WithTimeout(context.Background(), children*6*testTimeout)
+			defer cancel()
+			calls, err := fdcheck.WhileChildren(cctx, children, engine, call)
+			require.NoError(t, err)
 			require.Positive(t, calls)
 			// And after the last child, as before.
 			req := []byte("after the children")
-			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-			defer cancel()
-			resp, err := cli.Call(ctx, proto, req)
+			resp, err := cli.Call(cctx, proto, req)
 			require.NoError(t, err)
 			require.Equal(t, expectedResp(req, len(req)), resp)
 			t.Logf("%s: %d calls verified while %d children ran; none of the engine's %d descriptors inherited: %v", proto, calls, 2*children, len(engine), engine)

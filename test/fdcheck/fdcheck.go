@@ -6,11 +6,15 @@ package fdcheck
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -106,4 +110,79 @@ func Leaks(report string, engine []string) ([]string, error) {
 		}
 	}
 	return leaks, nil
+}
+
+// WhileChildren runs call(1), call(2), ... on a goroutine while it starts
+// n pairs of children through os/exec, as a serving process running hooks
+// would: /bin/true, and this test binary as ChildMain (its TestMain must
+// call ChildMain when Env is set). Each pair starts once another call has
+// succeeded, so calls and children interleave however slow either is. It
+// returns how many calls succeeded (at least n) once the children are
+// done, or the first call's error, a child's failure, or the first report
+// naming one of engine (Leaks).
+func WhileChildren(ctx context.Context, n int, engine []string, call func(i int) error) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	stop := make(chan struct{})
+	progress := make(chan struct{}, 1)
+	failed := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls int
+	var callErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if callErr = call(i); callErr != nil {
+				close(failed)
+				return
+			}
+			calls++
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	childErr := func() error {
+		for i := 0; i < n; i++ {
+			select {
+			case <-progress:
+			case <-failed:
+				return nil // callErr says why
+			case <-ctx.Done():
+				return fmt.Errorf("fdcheck: no call succeeded before child %d: %w", i, ctx.Err())
+			}
+			if err := exec.CommandContext(ctx, "/bin/true").Run(); err != nil {
+				return fmt.Errorf("fdcheck: /bin/true: %w", err)
+			}
+			cmd := exec.CommandContext(ctx, self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), Env+"=1")
+			out, err := cmd.Output()
+			if err != nil {
+				return fmt.Errorf("fdcheck: child %d: %w", i, err)
+			}
+			leaks, err := Leaks(string(out), engine)
+			if err != nil {
+				return err
+			}
+			if len(leaks) > 0 {
+				return fmt.Errorf("fdcheck: child %d holds engine descriptors: %q", i, leaks)
+			}
+		}
+		return nil
+	}()
+	close(stop)
+	wg.Wait()
+	if err := errors.Join(childErr, callErr); err != nil {
+		return calls, err
+	}
+	return calls, nil
 }

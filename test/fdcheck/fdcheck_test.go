@@ -1,9 +1,13 @@
 package fdcheck
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,4 +75,27 @@ func TestChildSeesInherited(t *testing.T) {
 	_, err = r.Read(b)
 	require.NoError(t, err)
 	assert.Equal(t, byte(0xEE), b[0])
+}
+
+// TestWhileChildren: the calls run while the children do; a failing call
+// is the error, with the count of those that succeeded before it.
+func TestWhileChildren(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seen atomic.Int64
+	calls, err := WhileChildren(ctx, 2, nil, func(int) error {
+		seen.Add(1)
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, seen.Load(), int64(calls))
+	calls, err = WhileChildren(ctx, 1, nil, func(i int) error {
+		if i == 3 {
+			return errors.New("call 3 failed")
+		}
+		return nil
+	})
+	require.EqualError(t, err, "call 3 failed")
+	assert.Equal(t, 2, calls)
 }

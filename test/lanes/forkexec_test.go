@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,41 +56,9 @@ func TestForkExecWhileServingLanes(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, engine)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var calls int
-	var callErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 1; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if callErr = call(i); callErr != nil {
-				return
-			}
-			calls++
-		}
-	}()
-	self, err := os.Executable()
-	require.NoError(t, err)
 	const children = 6
-	for i := 0; i < children; i++ {
-		require.NoError(t, exec.CommandContext(ctx, "/bin/true").Run())
-		cmd := exec.CommandContext(ctx, self, "-test.run=^$")
-		cmd.Env = append(os.Environ(), fdcheck.Env+"=1")
-		out, err := cmd.Output()
-		require.NoError(t, err)
-		leaks, err := fdcheck.Leaks(string(out), engine)
-		require.NoError(t, err)
-		require.Empty(t, leaks, "child %d holds engine descriptors", i)
-	}
-	close(stop)
-	wg.Wait()
-	require.NoError(t, callErr)
+	calls, err := fdcheck.WhileChildren(ctx, children, engine, call)
+	require.NoError(t, err)
 	require.Positive(t, calls)
 	require.NoError(t, call(calls+1))
 	var viaFlock, viaLane uint64
