@@ -22,16 +22,9 @@ import (
 // RoCE v2 GID; a client to each address leaves from a GID that routes;
 // a wrong override fails listing both devices.
 func TestTwoDevicesIBVOnly(t *testing.T) {
-	want := os.Getenv("HATRPC_RXE_DEVICES")
-	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || want == "" {
-		t.Skip("IBVOnly: needs ibv with two rxe devices (test/rxe/twodev.sh in the guest)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", "address", "device", "port", "gid", "type", "gid value")
-	for _, pair := range strings.Split(want, ",") {
-		dev, addr, ok := strings.Cut(pair, "=")
-		require.True(t, ok, pair)
+	ctx, pairs := vmTable(t, "HATRPC_RXE_DEVICES", "two rxe devices (test/rxe/twodev.sh in the guest)", "address")
+	for _, pair := range pairs {
+		dev, addr := pair[0], pair[1]
 		ip := net.ParseIP(addr)
 		for _, side := range []string{"server", "client"} {
 			tg := Target{Local: ip}
@@ -58,21 +51,35 @@ func TestTwoDevicesIBVOnly(t *testing.T) {
 // leaves from the device on that link, with the RoCE v2 GID of its own
 // address there (the kernel's route's source), and opens that device.
 func TestTwoNodesIBVOnly(t *testing.T) {
-	routes := os.Getenv("HATRPC_RXE_ROUTES")
-	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || routes == "" {
-		t.Skip("IBVOnly: needs ibv on two nodes with two links (test/rxe/twonode.sh --two-links)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", "remote", "device", "port", "gid", "type", "gid value")
-	for _, pair := range strings.Split(routes, ",") {
-		dev, addr, ok := strings.Cut(pair, "=")
-		require.True(t, ok, pair)
+	ctx, pairs := vmTable(t, "HATRPC_RXE_ROUTES", "two nodes with two links (test/rxe/twonode.sh --two-links)", "remote")
+	for _, pair := range pairs {
+		dev, addr := pair[0], pair[1]
 		remote := net.JoinHostPort(addr, "9090")
 		src, err := kernelRoute(ctx, remote)
 		require.NoError(t, err)
 		checkOpened(ctx, t, "client", addr, Target{Remote: remote}, dev, src)
 	}
+}
+
+// vmTable reads env ("DEV=ADDR,...") for an IBVOnly test, which is skipped
+// without it or off ibv, and logs the header of its address -> device
+// table; the context bounds the test.
+func vmTable(t *testing.T, env, needs, addrCol string) (context.Context, [][2]string) {
+	t.Helper()
+	v := os.Getenv(env)
+	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || v == "" {
+		t.Skip("IBVOnly: needs ibv with " + needs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", addrCol, "device", "port", "gid", "type", "gid value")
+	var pairs [][2]string
+	for _, pair := range strings.Split(v, ",") {
+		dev, addr, ok := strings.Cut(pair, "=")
+		require.True(t, ok, pair)
+		pairs = append(pairs, [2]string{dev, addr})
+	}
+	return ctx, pairs
 }
 
 // checkOpened acquires the device for tg and checks it is dev, opened on
