@@ -34,4 +34,12 @@ func TestRDMAInfoCmd(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "override: mlx5_0\n")
 	assert.Contains(t, out, `server listening on 10.0.0.1:1: fastpath: no rdma device/port/gid: rdma device "mlx5_0" not found; have rxe0:1 ACTIVE [0 10.0.0.1 RoCE v2 eth9]`)
+	code, out, _ = hatrpc(t, "rdma-info", "--sysfs", root, "--numa", "1", "--addr", "10.0.0.1:1")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "rxe0 port 1: ACTIVE, link layer Ethernet, NUMA node unknown\n")
+	assert.Contains(t, out, "handler numa hint: 1 (breaks ties among devices that carry the address)\n")
+	assert.Contains(t, out, "fork without exec: ")
+	code, _, errOut = hatrpc(t, "rdma-info", "--sysfs", root, "--numa", "east")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "hatrpc: --numa: bad numa \"east\": want a node id, nic or none\n", errOut)
 }

@@ -69,6 +69,9 @@ type Target struct {
 	Spec   RDMASpec
 	Local  net.IP
 	Remote string
+	// NUMA is the handler's numa hint: among devices that carry the
+	// address equally, the one on its node (Selector.NUMA).
+	NUMA hints.NUMA
 	// Sel reads sysfs and routes; the zero value reads the host's.
 	Sel Selector
 }
@@ -88,6 +91,7 @@ func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error)
 	}
 	sel := t.Sel
 	sel.Spec = t.Spec
+	sel.NUMA = t.NUMA
 	ports, err := sel.Ports()
 	if err != nil || len(ports) == 0 {
 		if t.Spec != (RDMASpec{}) && provider == rdma.ProviderIBV {

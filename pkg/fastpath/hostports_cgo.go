@@ -4,6 +4,7 @@ package fastpath
 
 import (
 	"net"
+	"path/filepath"
 	"sort"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -27,7 +28,8 @@ func verbsPorts() ([]RDMAPort, error) {
 	}
 	out := make([]RDMAPort, 0, len(vps))
 	for _, vp := range vps {
-		p := RDMAPort{Device: vp.Device, Port: vp.Port, State: vp.State, LinkLayer: vp.LinkLayer}
+		p := RDMAPort{Device: vp.Device, Port: vp.Port, State: vp.State, LinkLayer: vp.LinkLayer,
+			NUMANode: numaNodeOf(filepath.Join("/sys", "class", "infiniband", vp.Device))}
 		for _, g := range vp.GIDs {
 			if g.GID.IsUnspecified() {
 				continue

@@ -12,5 +12,8 @@ func (*Device) Release() {}
 // built: the fast path is not compiled into this binary.
 const built = false
 
+// ForkStatus has no verbs to ask in this build.
+func ForkStatus() string { return "not built (no cgo): no registered memory" }
+
 // PortLimitsOf has no verbs to ask in this build.
 func PortLimitsOf(string, int) (PortLimits, error) { return PortLimits{}, ErrNotBuilt }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,9 @@ type InfoOptions struct {
 	// Limits opens a port and returns its verbs limits; nil uses the
 	// provider (PortLimitsOf). Tests give a fake.
 	Limits func(device string, port int) (PortLimits, error)
+	// Fork reports how registered memory survives a fork; nil asks
+	// rdma-core (ForkStatus). Tests give a fake.
+	Fork func() string
 }
 
 // RDMAInfo writes what ibv_devinfo and ucx_info -d would tell, for our
@@ -50,7 +54,11 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 		limits = PortLimitsOf
 	}
 	for _, p := range ports {
-		fmt.Fprintf(w, "%s port %d: %s, link layer %s\n", p.Device, p.Port, p.State, p.LinkLayer)
+		node := "unknown"
+		if p.NUMANode >= 0 {
+			node = strconv.Itoa(p.NUMANode)
+		}
+		fmt.Fprintf(w, "%s port %d: %s, link layer %s, NUMA node %s\n", p.Device, p.Port, p.State, p.LinkLayer, node)
 		if p.State == "ACTIVE" {
 			if l, err := limits(p.Device, p.Port); err != nil {
 				fmt.Fprintf(w, "  limits: %v\n", err)
@@ -63,10 +71,18 @@ func RDMAInfo(ctx context.Context, w io.Writer, o InfoOptions) error {
 			fmt.Fprintf(w, "  gid %-3d %-39s %-10s %s\n", g.Index, g.GID, g.Type, g.Netdev)
 		}
 	}
+	fork := o.Fork
+	if fork == nil {
+		fork = ForkStatus
+	}
+	fmt.Fprintf(w, "fork without exec: %s; os/exec children inherit nothing (close-on-exec)\n", fork())
 	if o.Sel.Spec != (RDMASpec{}) {
 		fmt.Fprintf(w, "override: %s\n", o.Sel.Spec)
 	} else {
 		fmt.Fprintf(w, "override: none (%s, %s unset)\n", EnvRDMADevice, EnvRDMAGID)
+	}
+	if _, ok := o.Sel.NUMA.Node(); ok {
+		fmt.Fprintf(w, "handler numa hint: %s (breaks ties among devices that carry the address)\n", o.Sel.NUMA)
 	}
 	if o.Addr == "" {
 		c, err := o.Sel.ForLocal(nil)

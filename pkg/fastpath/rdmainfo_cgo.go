@@ -4,6 +4,9 @@ package fastpath
 
 import "github.com/hatrpc/hatrpc/pkg/rdma"
 
+// ForkStatus is rdma.ForkStatus: how registered memory survives a fork.
+func ForkStatus() string { return rdma.ForkStatus() }
+
 // PortLimitsOf opens device's port on ibv and reports its limits; the
 // inline size is probed with a QP, as verbs grant it per QP.
 func PortLimitsOf(device string, port int) (PortLimits, error) {

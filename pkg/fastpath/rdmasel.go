@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 // GID types as sysfs spells them (gid_attrs/types/N).
@@ -35,7 +37,11 @@ type RDMAPort struct {
 	Port      int
 	State     string // ACTIVE, DOWN, ...
 	LinkLayer string // Ethernet or InfiniBand
-	GIDs      []GIDEntry
+	// NUMANode is the node the device's PCI function hangs off (sysfs
+	// device/numa_node), -1 when the kernel does not say (rxe, one-node
+	// machines).
+	NUMANode int
+	GIDs     []GIDEntry
 }
 
 // RDMAChoice is the device, port and GID picked for an address, and why.
@@ -64,6 +70,11 @@ type Selector struct {
 	// Route returns the local source address the kernel uses to reach
 	// addr; nil "connects" a UDP socket (no packet is sent).
 	Route func(ctx context.Context, addr string) (net.IP, error)
+	// NUMA is the handler's numa hint: where several devices carry the
+	// address equally well, the one on that node wins. It only breaks
+	// ties: a device that does not carry the address is never chosen
+	// for being local. NUMANone and NUMANIC (follow the NIC) prefer none.
+	NUMA hints.NUMA
 }
 
 // Ports reads every port of every verbs device, sorted by device and port.
@@ -125,7 +136,9 @@ func readPorts(root string) ([]RDMAPort, error) {
 			if err != nil {
 				continue
 			}
-			out = append(out, readPort(filepath.Join(pdir, p.Name()), d.Name(), n))
+			port := readPort(filepath.Join(pdir, p.Name()), d.Name(), n)
+			port.NUMANode = numaNodeOf(filepath.Join(base, d.Name()))
+			out = append(out, port)
 		}
 	}
 	sortPorts(out)
@@ -139,6 +152,15 @@ func sortPorts(ps []RDMAPort) {
 		}
 		return ps[i].Port < ps[j].Port
 	})
+}
+
+// numaNodeOf reads a device's device/numa_node; -1 when absent or unknown.
+func numaNodeOf(devDir string) int {
+	n, err := strconv.Atoi(readSys(filepath.Join(devDir, "device", "numa_node")))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 func readSys(path string) string {
@@ -343,27 +365,41 @@ func (s Selector) pick(cand, all []RDMAPort, match func(GIDEntry) bool, why, add
 	var best *GIDEntry
 	var bp RDMAPort
 	bestR := -100
+	node, prefer := s.NUMA.Node()
+	local := func(p RDMAPort) bool { return prefer && p.NUMANode == node }
+	// tied: the devices that carry the best GID equally well, so the numa
+	// hint's part in the choice can be told.
+	var tied []RDMAPort
+	consider := func(e *GIDEntry, p RDMAPort, r int) {
+		switch {
+		case best == nil || r > bestR:
+			best, bp, bestR, tied = e, p, r, []RDMAPort{p}
+		case r == bestR && p.Device != bp.Device:
+			tied = append(tied, p)
+			if local(p) && !local(bp) {
+				best, bp = e, p
+			}
+		}
+	}
 	for _, p := range cand {
 		if p.State != "ACTIVE" && s.Spec.Device == "" {
 			continue
 		}
-		if s.Spec.GID == GIDIndex {
-			for i := range p.GIDs {
-				if e := &p.GIDs[i]; e.Index == s.Spec.Index && match(*e) && best == nil {
-					best, bp = e, p
-				}
-			}
-			continue
-		}
 		for i := range p.GIDs {
 			e := &p.GIDs[i]
-			if !match(*e) || (s.Spec.GID == GIDv2 && e.Type != GIDTypeV2) {
+			if !match(*e) || (s.Spec.GID == GIDv2 && e.Type != GIDTypeV2) ||
+				(s.Spec.GID == GIDIndex && e.Index != s.Spec.Index) {
 				continue
 			}
-			if r := rank(*e); r > bestR {
-				best, bp, bestR = e, p, r
+			r := rank(*e)
+			if s.Spec.GID == GIDIndex {
+				r = 0 // the index is the choice: only the device is left to choose
 			}
+			consider(e, p, r)
 		}
+	}
+	if best != nil && prefer && len(tied) > 1 {
+		why += "; " + numaWhy(node, bp, tied)
 	}
 	if best == nil {
 		want := "a GID"
@@ -377,6 +413,19 @@ func (s Selector) pick(cand, all []RDMAPort, match func(GIDEntry) bool, why, add
 	}
 	return RDMAChoice{Device: bp.Device, Port: bp.Port, GIDIndex: best.Index, GID: best.GID,
 		Type: best.Type, Netdev: best.Netdev, Why: why}, nil
+}
+
+// numaWhy says how the numa hint chose among tied devices.
+func numaWhy(node int, chosen RDMAPort, tied []RDMAPort) string {
+	nodes := make([]string, 0, len(tied))
+	for _, p := range tied {
+		nodes = append(nodes, fmt.Sprintf("%s node %d", p.Device, p.NUMANode))
+	}
+	verdict := fmt.Sprintf("numa=%d: %s is on node %d", node, chosen.Device, node)
+	if chosen.NUMANode != node {
+		verdict = fmt.Sprintf("numa=%d: none is on node %d, the first kept", node, node)
+	}
+	return fmt.Sprintf("%s (of %s, all carrying the address)", verdict, strings.Join(nodes, ", "))
 }
 
 // Describe lists ports and their GID tables on one line, for errors:

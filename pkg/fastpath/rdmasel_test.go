@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 type fakeGID struct {
@@ -215,16 +217,18 @@ func TestRDMAInfo(t *testing.T) {
 		return PortLimits{MTU: 4096, MaxQP: 64, MaxQPWR: 1024, MaxSGE: 2, MaxCQE: 4096, MaxMR: 512, MaxMRSize: 1 << 30, MaxInline: 256}, nil
 	}
 	var b strings.Builder
-	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.0.1.1:9090", Limits: lim}))
+	fork := func() string { return "unneeded (the kernel copies pinned pages on fork)" }
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.0.1.1:9090", Limits: lim, Fork: fork}))
 	out := b.String()
-	assert.Contains(t, out, "rxe1 port 1: ACTIVE, link layer Ethernet\n  active MTU 4096; max_qp 64, max_qp_wr 1024, max_sge 2, max_cqe 4096, max_mr 512, max_mr_size 1073741824, max_inline_data 256\n")
+	assert.Contains(t, out, "fork without exec: unneeded (the kernel copies pinned pages on fork); os/exec children inherit nothing (close-on-exec)\n")
+	assert.Contains(t, out, "rxe1 port 1: ACTIVE, link layer Ethernet, NUMA node unknown\n  active MTU 4096; max_qp 64, max_qp_wr 1024, max_sge 2, max_cqe 4096, max_mr 512, max_mr_size 1073741824, max_inline_data 256\n")
 	assert.Contains(t, out, "  gid 3   10.0.1.1                                RoCE v2    dummy1\n")
 	assert.Contains(t, out, "override: none (HATRPC_RDMA_DEVICE, HATRPC_RDMA_GID unset)\n")
 	assert.Contains(t, out, "server listening on 10.0.1.1:9090: rxe1 port 1 gid 3 10.0.1.1 RoCE v2 dummy1\n  why: GID of 10.0.1.1\n")
 	assert.Contains(t, out, "client dialing 10.0.1.1:9090: rxe1 port 1 gid 3 10.0.1.1 RoCE v2 dummy1\n  why: route to 10.0.1.1:9090 leaves from 10.0.1.1: GID of 10.0.1.1\n")
 
 	b.Reset()
-	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "0.0.0.0:9090", Limits: lim}))
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "0.0.0.0:9090", Limits: lim, Fork: fork}))
 	assert.Contains(t, b.String(), "server listening on 0.0.0.0:9090: rxe0 port 1 gid 3 10.0.0.1 RoCE v2 dummy0\n  why: no address to go by: first active port\n  (each client's lanes use the device that received its TCP connection")
 
 	b.Reset()
@@ -243,4 +247,84 @@ func TestSelectChooseFallback(t *testing.T) {
 	// With an override, nothing falls back.
 	_, err = Selector{Root: root, Spec: RDMASpec{GID: GIDv2}, NetdevOf: fakeNetdevs(nil), Route: lo}.Choose(context.Background(), nil, "127.0.0.1:9")
 	require.ErrorIs(t, err, ErrNoRDMAChoice)
+}
+
+// TestSelectNUMA: two devices carry 10.2.0.0/16 equally (both RoCE v2
+// GIDs of addresses on one bridge, numa nodes 0 and 1), a third is on
+// node 1 but does not carry the address: the numa hint breaks the tie
+// between the first two and never picks the third.
+// numaTree: mlx5_0 (node 0) and mlx5_1 (node 1) both carry 10.2.0.1 on
+// bond0; mlx5_2 (node 1) carries 10.9.0.1 on eth9.
+func numaTree(t *testing.T) string {
+	root := fakeSysfs(t, "Ethernet", map[string][]fakeGID{
+		"mlx5_0": {{"0000:0000:0000:0000:0000:ffff:0a02:0001", GIDTypeV2, "bond0"}},
+		"mlx5_1": {{"0000:0000:0000:0000:0000:ffff:0a02:0001", GIDTypeV2, "bond0"}},
+		"mlx5_2": {{"0000:0000:0000:0000:0000:ffff:0a09:0001", GIDTypeV2, "eth9"}},
+	})
+	for dev, node := range map[string]string{"mlx5_0": "0", "mlx5_1": "1", "mlx5_2": "1"} {
+		dir := filepath.Join(root, "class", "infiniband", dev, "device")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "numa_node"), []byte(node+"\n"), 0o644))
+	}
+	return root
+}
+
+func TestSelectNUMA(t *testing.T) {
+	root := numaTree(t)
+	ports, err := Selector{Root: root}.Ports()
+	require.NoError(t, err)
+	require.Len(t, ports, 3)
+	assert.Equal(t, []int{0, 1, 1}, []int{ports[0].NUMANode, ports[1].NUMANode, ports[2].NUMANode})
+
+	ip := net.ParseIP("10.2.0.1")
+	cases := []struct {
+		name string
+		numa hints.NUMA
+		spec RDMASpec
+		dev  string
+		why  string
+	}{
+		{"no hint: the first", hints.NUMANone, RDMASpec{}, "mlx5_0", "GID of 10.2.0.1"},
+		{"nic: no preference", hints.NUMANIC, RDMASpec{}, "mlx5_0", "GID of 10.2.0.1"},
+		{"node 0", hints.NUMANode(0), RDMASpec{}, "mlx5_0",
+			"GID of 10.2.0.1; numa=0: mlx5_0 is on node 0 (of mlx5_0 node 0, mlx5_1 node 1, all carrying the address)"},
+		{"node 1", hints.NUMANode(1), RDMASpec{}, "mlx5_1",
+			"GID of 10.2.0.1; numa=1: mlx5_1 is on node 1 (of mlx5_0 node 0, mlx5_1 node 1, all carrying the address)"},
+		{"node 2: none there", hints.NUMANode(2), RDMASpec{}, "mlx5_0",
+			"GID of 10.2.0.1; numa=2: none is on node 2, the first kept (of mlx5_0 node 0, mlx5_1 node 1, all carrying the address)"},
+		{"gid index: still a tie", hints.NUMANode(1), RDMASpec{GID: GIDIndex, Index: 0}, "mlx5_1",
+			"GID of 10.2.0.1 (override gid=0); numa=1: mlx5_1 is on node 1 (of mlx5_0 node 0, mlx5_1 node 1, all carrying the address)"},
+		{"a device override wins", hints.NUMANode(1), RDMASpec{Device: "mlx5_0"}, "mlx5_0", "GID of 10.2.0.1 (override mlx5_0)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ch, err := Selector{Root: root, Spec: c.spec, NUMA: c.numa, NetdevOf: fakeNetdevs(nil)}.ForLocal(ip)
+			require.NoError(t, err)
+			assert.Equal(t, c.dev, ch.Device)
+			assert.Equal(t, c.why, ch.Why)
+		})
+	}
+	// mlx5_2 is on node 1 but carries 10.9.0.1 only: 10.2.0.1's choice
+	// never goes there, and 10.9.0.1's goes nowhere else.
+	ch, err := Selector{Root: root, NUMA: hints.NUMANode(0), NetdevOf: fakeNetdevs(nil)}.ForLocal(net.ParseIP("10.9.0.1"))
+	require.NoError(t, err)
+	assert.Equal(t, "mlx5_2", ch.Device)
+	assert.Equal(t, "GID of 10.9.0.1", ch.Why)
+}
+
+func TestRDMAInfoNUMA(t *testing.T) {
+	sel := Selector{Root: numaTree(t), NUMA: hints.NUMANode(1), NetdevOf: fakeNetdevs(nil),
+		Route: func(context.Context, string) (net.IP, error) { return net.ParseIP("10.2.0.1"), nil }}
+	lim := func(string, int) (PortLimits, error) { return PortLimits{}, nil }
+	var b strings.Builder
+	require.NoError(t, RDMAInfo(context.Background(), &b, InfoOptions{Sel: sel, Addr: "10.2.0.1:9090", Limits: lim,
+		Fork: func() string { return "enabled" }}))
+	out := b.String()
+	assert.Contains(t, out, "mlx5_0 port 1: ACTIVE, link layer Ethernet, NUMA node 0\n")
+	assert.Contains(t, out, "mlx5_1 port 1: ACTIVE, link layer Ethernet, NUMA node 1\n")
+	assert.Contains(t, out, "handler numa hint: 1 (breaks ties among devices that carry the address)\n")
+	assert.Contains(t, out, "server listening on 10.2.0.1:9090: mlx5_1 port 1 gid 0 10.2.0.1 RoCE v2 bond0\n"+
+		"  why: GID of 10.2.0.1; numa=1: mlx5_1 is on node 1 (of mlx5_0 node 0, mlx5_1 node 1, all carrying the address)\n")
+	assert.Contains(t, out, "client dialing 10.2.0.1:9090: mlx5_1 port 1 gid 0 10.2.0.1 RoCE v2 bond0\n"+
+		"  why: route to 10.2.0.1:9090 leaves from 10.2.0.1: GID of 10.2.0.1; numa=1: mlx5_1 is on node 1")
 }

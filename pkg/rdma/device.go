@@ -146,6 +146,16 @@ func open(name string, c *config) (*Device, error) {
 // Provider reports "ibv" or "shm".
 func (d *Device) Provider() string { return d.provider }
 
+// ForkStatus says how registered verbs memory survives a fork() without
+// exec, as rdma-core's ibv_is_fork_initialized reports it: the kernel
+// copies pinned pages into the child (5.13+), ibv_fork_init marks every
+// MR MADV_DONTFORK (Open calls it when the kernel does not copy, unless
+// WithoutForkInit), or neither. os/exec needs none of it: Go starts a
+// child with clone(CLONE_VM|CLONE_VFORK) and execs, and every fd the
+// engine and rdma-core open is close-on-exec. The shm provider marks its
+// segments and rings MADV_DONTFORK itself.
+func ForkStatus() string { return C.GoString(C.hr_fork_status_str(C.hr_fork_status())) }
+
 // Info queries the device.
 func (d *Device) Info() (DeviceInfo, error) {
 	var i C.hr_dev_info

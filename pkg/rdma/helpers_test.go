@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/hatrpc/hatrpc/test/fdcheck"
 )
 
 const testTimeout = 10 * time.Second
@@ -21,6 +23,9 @@ const buildRunTimeout = 15 * time.Minute
 func TestMain(m *testing.M) {
 	if role := os.Getenv(envPeerRole); role != "" {
 		os.Exit(runPeer(role))
+	}
+	if os.Getenv(fdcheck.Env) != "" {
+		os.Exit(fdcheck.ChildMain())
 	}
 	goleak.VerifyTestMain(m)
 }

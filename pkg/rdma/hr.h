@@ -298,6 +298,16 @@ struct hr_obj {
 extern const hr_provider hr_shm_provider;
 extern const hr_provider hr_ibv_provider;
 
+/* How registered memory survives a fork() without exec (ibv; rdma-core's
+ * ibv_is_fork_initialized): HR_FORK_UNNEEDED, the kernel copies pinned
+ * pages into the child (5.13+); HR_FORK_ENABLED, ibv_fork_init marked every
+ * MR MADV_DONTFORK; HR_FORK_DISABLED, neither (a parent's write to an MR
+ * page after a fork would move it away from the NIC). The shm provider
+ * marks all its mappings MADV_DONTFORK whatever this says. */
+enum { HR_FORK_DISABLED = 0, HR_FORK_ENABLED = 1, HR_FORK_UNNEEDED = 2 };
+int hr_fork_status(void);
+const char *hr_fork_status_str(int st);
+
 /* Provider by name ("shm", "ibv"); NULL if unknown. */
 const hr_provider *hr_provider_by_name(const char *name);
 

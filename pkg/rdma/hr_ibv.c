@@ -222,6 +222,30 @@ void ibv_hr_async_stop(struct ibv_hdev *d)
 	d->async_started = 0;
 }
 
+int hr_fork_status(void)
+{
+	switch (ibv_is_fork_initialized()) {
+	case IBV_FORK_UNNEEDED:
+		return HR_FORK_UNNEEDED;
+	case IBV_FORK_ENABLED:
+		return HR_FORK_ENABLED;
+	default:
+		return HR_FORK_DISABLED;
+	}
+}
+
+const char *hr_fork_status_str(int st)
+{
+	switch (st) {
+	case HR_FORK_UNNEEDED:
+		return "unneeded (the kernel copies pinned pages on fork)";
+	case HR_FORK_ENABLED:
+		return "enabled (ibv_fork_init: registered memory is MADV_DONTFORK)";
+	default:
+		return "disabled (neither: do not fork without exec while verbs memory is registered)";
+	}
+}
+
 static int ibv_dev_open(const hr_dev_opts *o, hr_dev **out)
 {
 	/* Go's runtime forks (os/exec): registered pages must survive it. */

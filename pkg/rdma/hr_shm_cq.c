@@ -187,6 +187,11 @@ int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out)
 		free(cq);
 		return HR_ENOMEM;
 	}
+	if (shm_dontfork(m, cq->bytes) != 0) {
+		munmap(m, cq->bytes);
+		free(cq);
+		return HR_EIO;
+	}
 	cq->sh = m;
 	cq->cap = cap;
 	pthread_mutex_init(&cq->qlock, NULL);

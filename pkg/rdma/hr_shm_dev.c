@@ -140,6 +140,17 @@ void shm_free(struct shm_seg *d, uint64_t off, uint64_t len)
 		(void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)la, (off_t)(hb - la));
 }
 
+/* Every segment mapping (our own, a peer's) and CQ ring is left out of a
+ * fork()ed child's address space: MAP_SHARED pages would stay shared with
+ * the child, so a child forked without exec (system() in an old libc, a C
+ * library that forks) could write into live QPs, rings and buffers. With
+ * MADV_DONTFORK the child has no mapping there at all. os/exec does not
+ * need it (vfork-style clone, then exec), but costs nothing with it. */
+int shm_dontfork(void *p, uint64_t size)
+{
+	return madvise(p, size, MADV_DONTFORK) == 0 ? 0 : -1;
+}
+
 /* A new segment of size bytes (virtual: MAP_NORESERVE, pages allocated on
  * touch), owner-only, with its header initialized and alive. A private one
  * (the device's) is anonymous memory no other process can reach. */
@@ -152,7 +163,7 @@ int shm_seg_create(struct shm_seg *s, uint64_t size, int private_)
 	int st = HR_EIO;
 	if (private_) {
 		s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (s->base == MAP_FAILED)
+		if (s->base == MAP_FAILED || shm_dontfork(s->base, size) != 0)
 			goto fail;
 		goto init;
 	}
@@ -167,7 +178,7 @@ int shm_seg_create(struct shm_seg *s, uint64_t size, int private_)
 	if (ftruncate(s->fd, (off_t)size) != 0)
 		goto fail;
 	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, s->fd, 0);
-	if (s->base == MAP_FAILED)
+	if (s->base == MAP_FAILED || shm_dontfork(s->base, size) != 0)
 		goto fail;
 init:
 	s->size = size;
@@ -250,6 +261,10 @@ struct shm_peer *shm_peer_get(struct shm_dev *d, uint32_t pid, int fd, uint64_t 
 	close(mfd);
 	if (m == MAP_FAILED)
 		return NULL;
+	if (shm_dontfork(m, size) != 0) {
+		munmap(m, size);
+		return NULL;
+	}
 	struct shm_hdr *h = m;
 	/* The id guards against a recycled pid or fd number. */
 	if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->seg_id != seg_id || h->size != size) {

@@ -354,6 +354,8 @@ struct shm_dev {
 /* hr_shm_dev.c, hr_shm.c */
 int shm_dev_open(const hr_dev_opts *o, hr_dev **out);
 void shm_dev_close(hr_dev *hd);
+/* madvise(MADV_DONTFORK): hr_shm_dev.c says why. */
+int shm_dontfork(void *p, uint64_t size);
 int shm_seg_create(struct shm_seg *s, uint64_t size, int private_);
 void shm_seg_destroy(struct shm_seg *s);
 uint64_t shm_alloc(struct shm_seg *s, uint64_t len, uint64_t align);

@@ -7,14 +7,16 @@ import (
 	"net"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 // device returns the server's verbs device for a connection that arrived
 // on local (a listener on 0.0.0.0 gets each client on the device that
-// received it), opening it on first use; nil when lanes are off or the
-// provider cannot be opened (then those clients stay on TCP, and the
-// failure is logged once).
-func (s *Server) device(local net.Addr) *fastpath.Device {
+// received it), for a handler with numa hint numa (where several devices
+// carry the address, the one on its node), opening it on first use; nil
+// when lanes are off or the provider cannot be opened (then those clients
+// stay on TCP, and the failure is logged once).
+func (s *Server) device(local net.Addr, numa hints.NUMA) *fastpath.Device {
 	if s.opts.rdma == "" {
 		return nil
 	}
@@ -23,12 +25,15 @@ func (s *Server) device(local net.Addr) *fastpath.Device {
 		ip = ta.IP
 	}
 	key := ip.String()
+	if _, ok := numa.Node(); ok {
+		key += " numa=" + numa.String()
+	}
 	s.devMu.Lock()
 	defer s.devMu.Unlock()
 	if d := s.devs[key]; d != nil || s.devFailed[key] || s.closedForLanes {
 		return d
 	}
-	d, err := fastpath.AcquireFor(context.Background(), s.opts.rdma, fastpath.Target{Spec: s.rdmaSpec, Local: ip})
+	d, err := fastpath.AcquireFor(context.Background(), s.opts.rdma, fastpath.Target{Spec: s.rdmaSpec, Local: ip, NUMA: numa})
 	if err != nil {
 		if s.devFailed == nil {
 			s.devFailed = map[string]bool{}

@@ -93,7 +93,7 @@ type nextCall struct {
 // laneCaps is what the server grants a client's hello: shared memory only
 // to a client on this host, RDMA to anyone who offers it.
 func (s *Server) laneCaps(h *wire.Hello, local net.Addr) uint64 {
-	d := s.device(local)
+	d := s.device(local, hints.NUMANone)
 	if d == nil {
 		return 0
 	}
@@ -220,7 +220,7 @@ func (ls *laneSession) serve() {
 	// freed and zeroed, not about to be.
 	uncount := func() {}
 	defer func() { uncount() }()
-	d := c.s.device(c.localAddr())
+	d := c.s.device(c.localAddr(), l.numa)
 	if d == nil {
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/fdcheck"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
 )
@@ -29,6 +30,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(envAttackAddr) != "" {
 		os.Exit(runAttacker())
+	}
+	if os.Getenv(fdcheck.Env) != "" {
+		os.Exit(fdcheck.ChildMain())
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -17,6 +17,18 @@
 #      ends on time; a new node A boots and serves, and calls work again.
 # Results and a summary land in $RXE_OUT (default: a temporary directory,
 # printed at the end). Exit status 0 only if every step passed.
+#
+# twonode.sh --two-links runs instead two nodes with two links each (two
+# QEMU dgram links; rxe0 on eth0, 10.0.0.0/24, rxe1 on eth1, 10.0.1.0/24):
+#   A: hatrpc rdma-info for each of its addresses, TestTwoDevicesIBVOnly
+#      (a server on each address opens the device that carries it), then
+#      hatkv serve on 0.0.0.0 over rdma;
+#   B: hatrpc rdma-info for each of A's addresses, TestTwoNodesIBVOnly (a
+#      client to each of A's addresses leaves from the device on that
+#      link, with its own address's RoCE v2 GID), then hatkv put/get to
+#      each of A's addresses over rdma;
+#   and A's server log names rxe0 for the client that came in on 10.0.0.1
+#   and rxe1 for the one on 10.0.1.1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -24,15 +36,18 @@ out=${RXE_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/hatrpc-rxe-2node.XXXXXX")}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out"/*.flag "$out"/*.txt "$out"/*.json
+freeport() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+link() { echo "dgram,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"; }
+if [[ ${1:-} == --two-links ]]; then
+	exec test/rxe/twolinks.sh "$out"
+fi
 go build -o "$out/hatkv" ./cmd/hatkv
 go build -o "$out/echo-server" ./examples/echo/server
 go build -o "$out/echo-client" ./examples/echo/client
 go build -o "$out/protonode" ./test/rxe/protonode
 
-freeport() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 pa=$(freeport)
 pb=$(freeport)
-link() { echo "dgram,local.type=inet,local.host=127.0.0.1,local.port=$1,remote.type=inet,remote.host=127.0.0.1,remote.port=$2"; }
 
 cat >"$out/node-a.sh" <<EOS
 set -u

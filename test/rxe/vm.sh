@@ -20,6 +20,8 @@
 #   --ip A         address of the rxe netdev (default 10.0.0.1/24)
 #   --net SPEC     QEMU -netdev SPEC for a virtio-net link to another guest
 #                  (two-node runs; the rxe device then sits on that link)
+#   --net2 SPEC    a second virtio-net link (eth1, left unconfigured: the
+#                  command sets its address and rxe1, as twonode.sh does)
 #   --name N       label for log lines and the VM (default rxe)
 #   --keep-log F   write the whole console (kernel included) to F
 #
@@ -86,7 +88,7 @@ build() {
 }
 
 run() {
-	local wd=$PWD share="" timeout=1800 mem=3072 smp=2 ip=10.0.0.1/24 net="" name=rxe keeplog=""
+	local wd=$PWD share="" timeout=1800 mem=3072 smp=2 ip=10.0.0.1/24 net="" net2="" name=rxe keeplog=""
 	local envs=("HATRPC_PROVIDER=ibv")
 	while (($#)); do
 		case $1 in
@@ -98,6 +100,7 @@ run() {
 		--smp) smp=$2; shift 2 ;;
 		--ip) ip=$2; shift 2 ;;
 		--net) net=$2; shift 2 ;;
+		--net2) net2=$2; shift 2 ;;
 		--name) name=$2; shift 2 ;;
 		--keep-log) keeplog=$2; shift 2 ;;
 		--) shift; break ;;
@@ -149,6 +152,9 @@ run() {
 		local last=${ip%%/*}
 		last=${last##*.}
 		args+=(-netdev "$net,id=n0" -device "virtio-net-pci,netdev=n0,mac=$(printf '52:54:00:72:78:%02x' "$last")")
+		if [[ -n $net2 ]]; then
+			args+=(-netdev "$net2,id=n1" -device "virtio-net-pci,netdev=n1,mac=$(printf '52:54:00:72:79:%02x' "$last")")
+		fi
 	else
 		args+=(-nic none)
 	fi

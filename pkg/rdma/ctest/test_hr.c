@@ -19,6 +19,7 @@
 static const char *prov = "shm";
 
 void test_shm_attack(void); /* test_shm_attack.c */
+void test_fork_safe(const char *prov); /* test_fork_safe.c */
 
 /* Checks of what only shm can observe (hr.h: on ibv the responder of a
  * one-sided operation never sees it in software). Counted in the summary. */
@@ -422,6 +423,7 @@ int main(void)
 		test_multi_producer();
 		test_fork(0);
 		test_fork(1);
+		test_fork_safe(prov);
 		if (strcmp(prov, "shm") == 0)
 			test_shm_attack();
 	} else {
