@@ -14,7 +14,7 @@ var sinkPlan Plan
 // PlanFor must not allocate.
 func TestPlanForDoesNotAllocate(t *testing.T) {
 	s := Set{PerfGoal: Throughput, Concurrency: 64, App: map[string]string{"kv.sync": "nosync"}}
-	allocs := testing.AllocsPerRun(100, func() { sinkPlan = PlanFor(s, 8, 128<<10) })
+	allocs := testing.AllocsPerRun(100, func() { sinkPlan = planFor(s, 8, 128<<10) })
 	assert.Zero(t, allocs)
 }
 
@@ -22,7 +22,7 @@ func BenchmarkPlanFor(b *testing.B) {
 	s := Set{PerfGoal: Throughput, Concurrency: 64}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		sinkPlan = PlanFor(s, 8, 512+(i&1)*(128<<10))
+		sinkPlan = planFor(s, 8, 512+(i&1)*(128<<10))
 	}
 }
 

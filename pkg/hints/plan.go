@@ -178,12 +178,18 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// PlanFor maps a resolved set onto a concrete plan for messages of msgSize
-// bytes on a machine with cores cores. msgSize <= 0 uses the payload_size
-// hint, and an unknown size is planned as small. Explicit protocol and
-// polling hints override the design space; hybrid becomes eager or
-// write_rndv by size.
-func PlanFor(s Set, cores, msgSize int) Plan {
+// planCaps is what planAt needs of the environment beyond the hints.
+type planCaps struct {
+	localRead bool // the provider's READ is a memcpy (Provider.LocalRead)
+	tinyRFP   bool // the peer polls memory: tiny shm messages by RFP
+}
+
+// planAt maps a resolved set onto a concrete plan for messages of msgSize
+// bytes on a machine with cores cores: one cell of a Table (TableFor calls
+// it at each row). msgSize <= 0 uses the payload_size hint, and an unknown
+// size is planned as small. Explicit protocol and polling hints override
+// the design space; hybrid becomes eager or write_rndv by size.
+func planAt(s Set, cores, msgSize int, pc planCaps) Plan {
 	p := Plan{
 		Goal:           s.PerfGoal,
 		Concurrency:    max(s.Concurrency, 1),
@@ -213,17 +219,24 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 		goal = Latency
 	}
 	c := designSpace[goal][p.Subscription]
-	if s.Transport == TransportSHM {
+	if pc.localRead {
 		c = shmSpace(goal, p.Subscription, c)
 	}
 	p.Protocol = c.small
 	if p.Large {
 		p.Protocol = c.large
-	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyLimit(p.RFPFetchSize) {
-		// Under-subscribed tiny messages on shared memory: a fetch READ is
-		// a memcpy, so RFP is as fast as Direct-WriteIMM or faster while
-		// one fetch holds the response (not for res_util: a fetching
-		// client spins); see ShmTinyLimit.
+	} else if pc.localRead && pc.tinyRFP && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyLimit(p.RFPFetchSize) {
+		// Under-subscribed tiny messages on shared memory to a peer that
+		// polls memory: a fetch READ is a memcpy, so RFP is as fast as
+		// Direct-WriteIMM or faster while one fetch holds the response (not
+		// for res_util: a fetching client spins); see ShmTinyLimit. A
+		// lane's server is event-capable: the request must carry an
+		// immediate anyway, so RFP costs what Direct-WriteIMM costs plus
+		// the payload canary and the fetch loop's READs racing the
+		// server's writes. Measured on lanes (atb, 64 B, 10 alternating
+		// rounds): Direct-WriteIMM 2.02-2.06 against RFP 2.09-2.13 µs p50,
+		// 256 B 2.06-2.10 against 2.29-2.33; 512 B calls/s the same. So
+		// lanes send tiny messages by Direct-WriteIMM.
 		p.Protocol = ProtoRFP
 	}
 	switch s.Protocol {

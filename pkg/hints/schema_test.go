@@ -116,7 +116,7 @@ func TestSchemaDefaultsMatchPlan(t *testing.T) {
 			assert.Equal(t, k.Default, canon)
 			for _, cores := range []int{1, 8} {
 				for _, size := range []int{0, 64, 4096, 1 << 20} {
-					assert.Equal(t, PlanFor(Set{}, cores, size), PlanFor(s, cores, size), "cores %d size %d", cores, size)
+					assert.Equal(t, planFor(Set{}, cores, size), planFor(s, cores, size), "cores %d size %d", cores, size)
 				}
 			}
 		})
