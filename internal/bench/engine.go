@@ -25,8 +25,8 @@ import (
 // caller went away.
 type Engine struct {
 	Proto rdma.Protocol
-	// Planned picks protocol, polling and thresholds with hints.PlanFor
-	// (see PlanEngine); Proto is then ignored.
+	// Planned picks protocol, polling and thresholds from the plan table
+	// (hints.TableFor; see PlanEngine); Proto is then ignored.
 	Planned bool
 	// RFPFetch sets R = 2^20 so RFP stays in fetch mode: on shm a READ is a
 	// memcpy, and the default R = 5 drops to server-reply almost at once.

@@ -70,7 +70,6 @@ type lanePool struct {
 	name      string // the name its calls carry: fn, or the bare name without a service
 	tr        hints.Transport
 	side      fastpath.Side
-	table     hints.Table   // the one plan: route and protocol by size
 	set       hints.Set     // the client hints it was built from (told at attach)
 	respSize  int           // the server's declared response size
 	flockMax  int64         // the largest request FLOCK carries (table.FlockMax)
@@ -155,7 +154,7 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	if n <= 0 {
 		n = max(t.Concurrency, defaultMaxLanes)
 	}
-	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, name: m.Name, tr: tr, table: t, set: set, respSize: respSize,
+	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, name: m.Name, tr: tr, set: set, respSize: respSize,
 		side:   fastpath.PlanSide(&t, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
 	if t.Batch != hints.BatchOff {

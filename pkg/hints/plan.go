@@ -70,16 +70,23 @@ type Plan struct {
 	RFPRetries   int `json:"rfp_retries"`
 	RFPFetchSize int `json:"rfp_fetch_size"`
 
-	Batch        Batch         `json:"batch"`
-	BatchBytes   int           `json:"batch_bytes"`
-	BatchTimeout time.Duration `json:"batch_timeout"`
-	BatchAlpha   float64       `json:"batch_alpha"`
-	LatencyLimit time.Duration `json:"latency_limit"`
+	Batching
 
 	NUMA      NUMA          `json:"numa"`
 	QPSharing bool          `json:"qp_sharing"`
 	Credits   int           `json:"credits"`
 	Timeout   time.Duration `json:"timeout"` // 0 = none
+}
+
+// Batching is RF-RPC's batching of one function's calls (RF-RPC §4): a
+// batch of Batch calls (auto: sized by latency against LatencyLimit with
+// smoothing BatchAlpha), at most BatchBytes, sent after BatchTimeout.
+type Batching struct {
+	Batch        Batch         `json:"batch"`
+	BatchBytes   int           `json:"batch_bytes"`
+	BatchTimeout time.Duration `json:"batch_timeout"`
+	BatchAlpha   float64       `json:"batch_alpha"`
+	LatencyLimit time.Duration `json:"latency_limit"`
 }
 
 // cell is one cell of the design space: what a goal picks at one
@@ -128,7 +135,9 @@ var designSpace = [3][3]cell{
 }
 
 // ShmTinyMessage is the largest message the shared-memory design space
-// sends by RFP when under-subscribed. One fetch of the default 256 B
+// sends by RFP when under-subscribed, to a peer that polls memory (a bare
+// endpoint, Env.PeerPollsMemory; a lane's server is event-capable and gets
+// Direct-WriteIMM, see planAt). One fetch of the default 256 B
 // (rfp_fetch_size) holds the engine's 72 B of header and tail and 184 B
 // of response; a larger one takes a second READ, and Direct-WriteIMM wins
 // (2026-11-29, atb, 1 caller, best of 9 repetitions taking turns, two
@@ -200,13 +209,11 @@ func planAt(s Set, cores, msgSize int, pc planCaps) Plan {
 		SignalInterval: or(s.SignalInterval, DefaultSignalInterval),
 		RFPRetries:     or(s.RFPRetries, DefaultRFPRetries),
 		RFPFetchSize:   or(s.RFPFetchSize, DefaultRFPFetchSize),
-		Batch:          s.Batch,
-		BatchBytes:     or(s.BatchBytes, DefaultBatchBytes),
-		BatchTimeout:   or(s.BatchTimeout, DefaultBatchTimeout),
-		BatchAlpha:     or(s.BatchAlpha, DefaultBatchAlpha),
-		LatencyLimit:   or(s.LatencyLimit, DefaultLatencyLimit),
-		NUMA:           s.NUMA,
-		Timeout:        s.Timeout,
+		Batching: Batching{Batch: s.Batch, BatchBytes: or(s.BatchBytes, DefaultBatchBytes),
+			BatchTimeout: or(s.BatchTimeout, DefaultBatchTimeout), BatchAlpha: or(s.BatchAlpha, DefaultBatchAlpha),
+			LatencyLimit: or(s.LatencyLimit, DefaultLatencyLimit)},
+		NUMA:    s.NUMA,
+		Timeout: s.Timeout,
 	}
 	if p.MsgSize == 0 {
 		p.MsgSize = max(s.PayloadSize, 0)

@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPlanForSharedMemory: with transport=shm the planner uses the
+// TestPlanAtSharedMemory: with transport=shm the planner uses the
 // shared-memory adaptation of Fig. 6; every other transport plans as before.
-func TestPlanForSharedMemory(t *testing.T) {
+func TestPlanAtSharedMemory(t *testing.T) {
 	cases := []struct {
 		name     string
 		set      Set

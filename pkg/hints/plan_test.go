@@ -124,8 +124,8 @@ func TestPlanParameters(t *testing.T) {
 		Transport: TransportAuto, Protocol: ProtoDirectWriteIMM, Polling: PollBusy,
 		Inline: true, InlineThreshold: DefaultInlineThreshold, EagerThreshold: 4096, SignalInterval: 64,
 		RFPRetries: 5, RFPFetchSize: 256,
-		Batch: BatchOff, BatchBytes: 2048, BatchTimeout: 5 * time.Millisecond, BatchAlpha: 0.05, LatencyLimit: time.Millisecond,
-		NUMA: NUMANone, QPSharing: false, Credits: 32,
+		Batching: Batching{Batch: BatchOff, BatchBytes: 2048, BatchTimeout: 5 * time.Millisecond, BatchAlpha: 0.05, LatencyLimit: time.Millisecond},
+		NUMA:     NUMANone, QPSharing: false, Credits: 32,
 	}, def)
 
 	tests := []struct {

@@ -106,7 +106,7 @@ func TestSchemaTable(t *testing.T) {
 
 // TestSchemaDefaultsMatchPlan writes every documented default explicitly
 // and checks the planner plans exactly as with the implicit default, so the
-// table, the docs and PlanFor agree on what "default" means.
+// table, the docs and the planner agree on what "default" means.
 func TestSchemaDefaultsMatchPlan(t *testing.T) {
 	for _, k := range Keys() {
 		t.Run(k.Name, func(t *testing.T) {

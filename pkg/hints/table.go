@@ -195,13 +195,9 @@ type Table struct {
 	Overflow bool `json:"overflow"`
 	FlockMax int  `json:"flock_max"`
 
-	Batch        Batch         `json:"batch"`
-	BatchBytes   int           `json:"batch_bytes"`
-	BatchTimeout time.Duration `json:"batch_timeout"`
-	BatchAlpha   float64       `json:"batch_alpha"`
-	LatencyLimit time.Duration `json:"latency_limit"`
-	NUMA         NUMA          `json:"numa"`
-	Timeout      time.Duration `json:"timeout"`
+	Batching
+	NUMA    NUMA          `json:"numa"`
+	Timeout time.Duration `json:"timeout"`
 
 	Adapts []Adapt `json:"adapts"`
 }
@@ -262,8 +258,7 @@ func TableFor(set Set, env Env) Table {
 		RFPFetchSize: max(base.RFPFetchSize, RFPFetchOverhead), Credits: base.Credits,
 		DirectSize: BufferFor(env.PeerPayload), RespSize: BufferFor(set.PayloadSize),
 		QPSharing: base.QPSharing, FlockMax: FlockMaxMessage,
-		Batch: base.Batch, BatchBytes: base.BatchBytes, BatchTimeout: base.BatchTimeout,
-		BatchAlpha: base.BatchAlpha, LatencyLimit: base.LatencyLimit, NUMA: base.NUMA, Timeout: base.Timeout,
+		Batching: base.Batching, NUMA: base.NUMA, Timeout: base.Timeout,
 	}
 	if !fast {
 		t.Rows = []Row{{Max: NoBound, Route: RouteTCP, Polling: base.Polling}}
