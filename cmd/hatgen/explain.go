@@ -12,50 +12,76 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/internal/codegen"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
 func newExplainCmd(stdout, stderr io.Writer) *cobra.Command {
 	var includes []string
-	var cores int
-	var sizesFlag string
+	var cores, concurrency int
+	var sizesFlag, provider string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "explain FILE [--cores N] [--sizes 512,131072] [--json]",
-		Short: "Show resolved hints with their origin and the plan per message size",
+		Use:   "explain FILE [--provider shm|ibv|off] [--cores N] [--concurrency N] [--sizes 512,131072] [--json]",
+		Short: "Show resolved hints with their origin and the plan table the runtime runs per function and side",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sizes, err := parseSizes(sizesFlag)
-			if err != nil {
-				return err
+			var sizes []int
+			if sizesFlag != "" {
+				var err error
+				if sizes, err = parseSizes(sizesFlag); err != nil {
+					return err
+				}
 			}
 			if cores < 1 {
 				return fmt.Errorf("--cores must be at least 1, got %d", cores)
+			}
+			if concurrency < 0 {
+				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+			}
+			prov, err := parseProvider(provider)
+			if err != nil {
+				return err
 			}
 			prog, err := load(args[0], includes, stderr)
 			if err != nil {
 				return err
 			}
-			rows, err := codegen.Explain(prog, cores, sizes)
+			sides, err := codegen.Explain(prog, codegen.ExplainOptions{Cores: cores, Concurrency: concurrency, Provider: prov, Sizes: sizes})
 			if err != nil {
 				printErrors(stderr, err)
 				return errReported
 			}
 			if asJSON {
-				if rows == nil {
-					rows = []codegen.ExplainRow{}
+				if sides == nil {
+					sides = []codegen.ExplainSide{}
 				}
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return enc.Encode(sides)
 			}
-			return printTable(stdout, rows)
+			return printTables(stdout, sides)
 		},
 	}
 	cmd.Flags().StringArrayVarP(&includes, "include", "I", nil, "include directory (repeatable)")
 	cmd.Flags().IntVar(&cores, "cores", runtime.NumCPU(), "cores of the machine the plan is for")
-	cmd.Flags().StringVar(&sizesFlag, "sizes", "512,131072", "message sizes in bytes when no payload_size hint is set")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array of rows")
+	cmd.Flags().IntVar(&concurrency, "concurrency", 0, "concurrent callers to plan for (0: the concurrency hints)")
+	cmd.Flags().StringVar(&provider, "provider", "shm", "fast path the server offers: shm, ibv, or off (TCP only)")
+	cmd.Flags().StringVar(&sizesFlag, "sizes", "", "message sizes in bytes to show the row of (e.g. 512,131072)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array, an element per function and side")
 	return cmd
+}
+
+// parseProvider reads --provider: the providers the planner knows, or off.
+func parseProvider(s string) (hints.Provider, error) {
+	switch s {
+	case "shm":
+		return hints.ProviderSHM, nil
+	case "ibv":
+		return hints.ProviderIBV, nil
+	case "off", "tcp":
+		return hints.Provider{}, nil
+	}
+	return hints.Provider{}, fmt.Errorf("--provider: %q is none of shm, ibv, off", s)
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -77,48 +103,36 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-// printTable prints, per function and side, the non-default hints with their
-// origin and then one plan line per message size.
-func printTable(w io.Writer, rows []codegen.ExplainRow) error {
-	for i := 0; i < len(rows); {
-		r := rows[i]
-		j := i
-		for j < len(rows) && rows[j].Service == r.Service && rows[j].Function == r.Function && rows[j].Side == r.Side {
-			j++
-		}
+// printTables prints, per function and side, the non-default hints with
+// their origin and then the table: its rows, its table-wide values and
+// what adapts at run time.
+func printTables(w io.Writer, sides []codegen.ExplainSide) error {
+	for i, s := range sides {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s.%s (%s)\n", r.Service, r.Function, r.Side)
+		fmt.Fprintf(w, "%s.%s (%s)\n", s.Service, s.Function, s.Side)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		shown := 0
-		for _, h := range r.Hints {
+		for _, h := range s.Hints {
 			if h.Origin == "default" {
 				continue
 			}
 			shown++
 			fmt.Fprintf(tw, "  %s=%s\t%s\n", h.Key, h.Value, h.Origin)
 		}
-		if d := len(r.Hints) - shown; d > 0 {
+		if d := len(s.Hints) - shown; d > 0 {
 			fmt.Fprintf(tw, "  (%d other hints at their defaults; --json lists them)\n", d)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  SIZE\tTRANSPORT\tPROTOCOL\tPOLLING\tGOAL\tSUBSCRIPTION\tQP_SHARING\tSIZE FROM\n")
-		for _, p := range rows[i:j] {
-			share := "off"
-			if p.Plan.QPSharing {
-				share = "on" // the runtime routes it through FLOCK when its payloads are declared and fit
-			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.MessageSize, p.Transport, p.Protocol, p.Polling,
-				p.Plan.Goal, p.Plan.Subscription, share, p.SizeFrom)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := s.Table.Write(w, "  "); err != nil {
 			return err
 		}
-		i = j
+		for _, a := range s.At {
+			fmt.Fprintf(w, "  at %d: %s\n", a.Size, a.Row)
+		}
 	}
 	return nil
 }

@@ -85,64 +85,82 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-type row struct {
-	Service     string `json:"service"`
-	Function    string `json:"function"`
-	Side        string `json:"side"`
-	MessageSize int    `json:"message_size"`
-	Transport   string `json:"transport"`
-	Protocol    string `json:"protocol"`
-	Polling     string `json:"polling"`
-	Hints       []struct {
+type explained struct {
+	Service  string `json:"service"`
+	Function string `json:"function"`
+	Side     string `json:"side"`
+	Table    struct {
+		Transport string `json:"transport"`
+		Provider  string `json:"provider"`
+		Polling   string `json:"polling"`
+		Rows      []struct {
+			Min      int    `json:"min"`
+			Max      int    `json:"max"`
+			Route    string `json:"route"`
+			Protocol string `json:"protocol"`
+		} `json:"rows"`
+	} `json:"table"`
+	At []struct {
+		Size int `json:"size"`
+		Row  struct {
+			Protocol string `json:"protocol"`
+		} `json:"row"`
+	} `json:"at"`
+	Hints []struct {
 		Key, Value, Origin string
 	} `json:"hints"`
 }
 
 func TestExplainJSON(t *testing.T) {
-	code, out, stderr := runHatgen("explain", "testdata/kv.thrift", "--cores", "4", "--sizes", "512,131072", "--json")
+	code, out, stderr := runHatgen("explain", "testdata/kv.thrift", "--cores", "4", "--provider", "ibv", "--sizes", "512,131072", "--json")
 	require.Equal(t, 0, code, stderr)
-	var rows []row
-	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	var sides []explained
+	require.NoError(t, json.Unmarshal([]byte(out), &sides))
 	var raw []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &raw))
 	for _, r := range raw {
-		for _, k := range []string{"service", "function", "side", "message_size", "transport", "protocol", "polling"} {
+		for _, k := range []string{"service", "function", "side", "table", "at", "hints"} {
 			assert.Contains(t, r, k)
 		}
 	}
-	type key struct {
-		fn, side string
-		size     int
-	}
-	got := map[key]row{}
+	type key struct{ fn, side string }
+	got := map[key]explained{}
 	var keys []string
-	for _, r := range rows {
-		assert.Equal(t, "KV", r.Service)
-		got[key{r.Function, r.Side, r.MessageSize}] = r
-		keys = append(keys, r.Function+"/"+r.Side)
+	for _, s := range sides {
+		assert.Equal(t, "KV", s.Service)
+		got[key{s.Function, s.Side}] = s
+		keys = append(keys, s.Function+"/"+s.Side)
 	}
 	sort.Strings(keys)
-	// get has payload_size on both sides: one row each; put uses --sizes.
-	assert.Equal(t, []string{"get/client", "get/server", "put/client", "put/client", "put/server", "put/server"}, keys)
+	assert.Equal(t, []string{"get/client", "get/server", "put/client", "put/server"}, keys)
 	tests := []struct {
 		k                  key
 		protocol, polling  string
 		originKey, fromPos string
 	}{
-		{key{"get", "client", 4096}, "direct_write_imm", "busy", "payload_size", "kv.thrift:6:38"},
-		{key{"get", "server", 131072}, "direct_write_imm", "event", "polling", "kv.thrift:5:11"},
-		{key{"put", "client", 512}, "rfp", "busy", "protocol", "kv.thrift:7:53"},
-		{key{"put", "client", 131072}, "rfp", "busy", "app.tag", "kv.thrift:7:67"},
-		{key{"put", "server", 131072}, "direct_write_imm", "event", "perf_goal", "kv.thrift:4:9"},
+		{key{"get", "client"}, "direct_write_imm", "busy", "payload_size", "kv.thrift:6:38"},
+		{key{"get", "server"}, "direct_write_imm", "event", "polling", "kv.thrift:5:11"},
+		{key{"put", "client"}, "rfp", "busy", "protocol", "kv.thrift:7:53"},
+		{key{"put", "client"}, "rfp", "busy", "app.tag", "kv.thrift:7:67"},
+		{key{"put", "server"}, "direct_write_imm", "event", "perf_goal", "kv.thrift:4:9"},
 	}
 	for _, tc := range tests {
-		r, ok := got[tc.k]
+		s, ok := got[tc.k]
 		require.True(t, ok, "%v", tc.k)
-		assert.Equal(t, tc.protocol, r.Protocol, "%v", tc.k)
-		assert.Equal(t, tc.polling, r.Polling, "%v", tc.k)
-		assert.Equal(t, "auto", r.Transport)
+		assert.Equal(t, "rdma", s.Table.Transport)
+		assert.Equal(t, "ibv", s.Table.Provider)
+		assert.Equal(t, tc.polling, s.Table.Polling, "%v", tc.k)
+		require.NotEmpty(t, s.Table.Rows)
+		assert.Equal(t, 0, s.Table.Rows[0].Min)
+		for _, r := range s.Table.Rows {
+			assert.Equal(t, "lane", r.Route, "%v", tc.k)
+			assert.Equal(t, tc.protocol, r.Protocol, "%v", tc.k)
+		}
+		require.Len(t, s.At, 2)
+		assert.Equal(t, 131072, s.At[1].Size)
+		assert.Equal(t, tc.protocol, s.At[1].Row.Protocol)
 		found := false
-		for _, h := range r.Hints {
+		for _, h := range s.Hints {
 			if h.Key == tc.originKey {
 				found = true
 				assert.Contains(t, h.Origin, tc.fromPos)
@@ -159,12 +177,31 @@ func TestExplainTable(t *testing.T) {
 		"KV.get (client)", "KV.put (server)",
 		"payload_size=4KiB", "testdata/kv.thrift:6:38 (function c_hint)",
 		"polling=event", "(service s_hint)",
-		"SIZE", "PROTOCOL", "POLLING", "QP_SHARING",
+		"goal=throughput subscription=under(1/4 cores) transport=shm (shm) polling=busy",
+		"SIZE", "ROUTE", "PROTOCOL", "POLLING", "INLINE",
+		"adapts rfp_server_reply: 5 fetches (rfp_retries) find no response",
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Regexp(t, `(?m)^\s+4096\s+auto\s+direct_write_imm\s+busy\s+throughput\s+under\s+off\s+payload_size$`, out)
-	assert.Regexp(t, `(?m)^\s+131072\s+auto\s+rfp\s+busy\s+throughput\s+under\s+off\s+--sizes$`, out)
+	assert.Regexp(t, `(?m)^  0-128\s+lane\s+direct_write_imm\s+busy\s+yes$`, out)
+	assert.Regexp(t, `(?m)^  129-\.\.\.\s+lane\s+rfp\s+busy\s+no$`, out)
+}
+
+// TestExplainProviders: --provider picks the fast path the tables are for
+// (shm's design space differs from ibv's for large throughput messages),
+// off plans TCP, and --concurrency overrides the hints.
+func TestExplainProviders(t *testing.T) {
+	const file = "../../examples/echo/echo.thrift"
+	_, shm, _ := runHatgen("explain", file, "--cores", "2", "--provider", "shm")
+	assert.Regexp(t, `(?m)^  4097-\.\.\.\s+lane\s+read_rndv\s+event\s+no$`, shm)
+	_, ibv, _ := runHatgen("explain", file, "--cores", "2", "--provider", "ibv")
+	assert.Regexp(t, `(?m)^  4097-\.\.\.\s+lane\s+rfp\s+event\s+no$`, ibv)
+	assert.Contains(t, ibv, "transport=rdma (ibv)")
+	_, off, _ := runHatgen("explain", file, "--cores", "2", "--provider", "off")
+	assert.Regexp(t, `(?m)^  0-\.\.\.\s+tcp\s+-\s+busy\s+no$`, off)
+	assert.NotContains(t, off, "adapts")
+	_, conc, _ := runHatgen("explain", file, "--cores", "2", "--concurrency", "2")
+	assert.Contains(t, conc, "goal=latency subscription=full(2/2 cores)")
 }
 
 func TestExplainErrors(t *testing.T) {
@@ -175,6 +212,8 @@ func TestExplainErrors(t *testing.T) {
 	}{
 		{"bad sizes", []string{"explain", "testdata/kv.thrift", "--sizes", "12,x"}, `"x" is not a byte count`},
 		{"bad cores", []string{"explain", "testdata/kv.thrift", "--cores", "0"}, "--cores"},
+		{"bad concurrency", []string{"explain", "testdata/kv.thrift", "--concurrency", "-1"}, "--concurrency"},
+		{"bad provider", []string{"explain", "testdata/kv.thrift", "--provider", "verbs"}, `--provider: "verbs" is none of shm, ibv, off`},
 		{"bad hints", []string{"explain", "testdata/badhints.thrift"}, "badhints.thrift:2:19:"},
 	}
 	for _, tc := range tests {

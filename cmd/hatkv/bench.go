@@ -288,12 +288,16 @@ func printHeader(out io.Writer, bf *benchFlags, w *ycsb.Workload, cl *hatkv.Clus
 	for _, warn := range cfg.Warnings {
 		outf(out, "warning: %s\n", warn)
 	}
-	// The hint planner's choice per function; protocol and polling take
-	// effect on lanes (transport shm or rdma).
+	// The plan table each function runs by: its rows (size range, route,
+	// engine protocol, polling), as hatgen explain prints them.
 	for _, fn := range gen.HatKVHints.Functions {
 		p := cl.Plan(fn.Name)
-		outf(out, "  plan %-8s goal=%s msg=%s transport=%s (lane plan: protocol=%s polling=%s)\n",
-			fn.Name, p.Goal, sizeOrAuto(p.MsgSize), p.Transport, p.Protocol, p.Polling)
+		rows := make([]string, len(p.Rows))
+		for i, r := range p.Rows {
+			rows[i] = r.String()
+		}
+		outf(out, "  plan %-8s goal=%s msg=%s transport=%s rows: %s\n",
+			fn.Name, p.Goal, sizeOrAuto(p.PayloadSize), p.Transport, strings.Join(rows, "; "))
 	}
 }
 

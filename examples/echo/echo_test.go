@@ -59,16 +59,21 @@ func runExample(t *testing.T, ctx context.Context, serverBin, clientBin, lanes s
 		{"hello", []string{"echo: hello", "empty message refused: nothing to echo", "echoBytes: 1048576 bytes round trip ok"}},
 		{"ünïcode ✓", []string{"echo: ünïcode ✓"}},
 	}
-	// The planned protocols of echo.thrift: latency goal → busy polling and
+	// The plan tables of echo.thrift: latency goal → busy polling and
 	// Direct-WriteIMM for echo; throughput with 1 MiB payloads → Direct-
-	// WriteIMM while under-subscribed. Over TCP the plan says so.
+	// WriteIMM while under-subscribed. Over TCP the table is one TCP row.
 	transport := fastpathtest.Transport()
 	if lanes == "off" {
 		transport = "tcp"
 	}
 	tests[0].want = append(tests[0].want,
-		"plan echo: transport="+transport+" protocol=direct_write_imm polling=busy",
-		"plan echoBytes: transport="+transport+" protocol=direct_write_imm polling=busy")
+		"plan echo: transport="+transport+" polling=busy",
+		"plan echoBytes: transport="+transport+" polling=busy")
+	if transport == "tcp" {
+		tests[0].want = append(tests[0].want, "  0-... tcp - busy")
+	} else {
+		tests[0].want = append(tests[0].want, "  0-128 lane direct_write_imm busy inline", "  129-... lane direct_write_imm busy")
+	}
 	for _, tt := range tests {
 		out, err := exec.CommandContext(ctx, clientBin, "-addr", addr, "-msg", tt.msg, "-rdma", lanes).CombinedOutput()
 		require.NoError(t, err, "client: %s", out)

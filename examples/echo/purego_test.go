@@ -77,7 +77,7 @@ func TestPureGoBuild(t *testing.T) {
 		out, err := exec.CommandContext(ctx, clientBin, "-addr", addr, "-msg", "hi", "-rdma", "auto").CombinedOutput()
 		require.NoError(t, err, "client: %s", out)
 		assert.Contains(t, string(out), "echo: hi\n")
-		assert.Contains(t, string(out), "plan echo: transport=tcp protocol=direct_write_imm polling=busy\n")
+		assert.Contains(t, string(out), "plan echo: transport=tcp polling=busy\n  0-... tcp - busy\n")
 
 		out, err = exec.CommandContext(ctx, clientBin, "-addr", addr, "-rdma", "shm").CombinedOutput()
 		require.Error(t, err)

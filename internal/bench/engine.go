@@ -25,8 +25,8 @@ import (
 // caller went away.
 type Engine struct {
 	Proto rdma.Protocol
-	// Planned picks protocol, polling and thresholds with hints.PlanFor
-	// (see PlanEngine); Proto is then ignored.
+	// Planned picks protocol, polling and thresholds from the plan table
+	// (hints.TableFor; see PlanEngine); Proto is then ignored.
 	Planned bool
 	// RFPFetch sets R = 2^20 so RFP stays in fetch mode: on shm a READ is a
 	// memcpy, and the default R = 5 drops to server-reply almost at once.
@@ -145,15 +145,19 @@ func (e Engine) Setup(size, callers int) EngineSetup {
 	// busy for one caller, event once callers reach the cores (spinning
 	// pollers outnumbering 2 cores collapse). Adaptive maps to event, which
 	// is what the engine has.
-	plan := hints.PlanFor(PlanSet(PlanGoal(callers), size, callers), runtime.NumCPU(), size)
+	// A bare endpoint's server polls memory, unlike a lane's: the table
+	// then plans tiny shm messages by RFP (hints.ShmTinyMessage).
+	plan := hints.TableFor(PlanSet(PlanGoal(callers), size, callers),
+		hints.Env{Side: hints.SideClient, Cores: runtime.NumCPU(), PeerPollsMemory: true})
+	row := plan.LaneRowFor(size)
 	cfg := rdma.EndpointConfig{Polling: rdma.PollEvent}
-	if plan.Polling == hints.PollBusy {
+	if row.Polling == hints.PollBusy {
 		cfg.Polling = rdma.PollBusy
 	}
 	proto := e.Proto
 	switch {
 	case e.Planned:
-		proto = fastpath.EngineProtocol(plan.Protocol)
+		proto = fastpath.EngineProtocol(row.Protocol)
 		cfg.InlineThreshold = plan.InlineThreshold
 		if cfg.InlineThreshold == 0 {
 			cfg.InlineThreshold = -1

@@ -272,7 +272,7 @@ func systemLabel(s string, size, callers int) string {
 	case !IsEngineSystem(base):
 		return s + " (TCP loopback)"
 	case base == plannedName():
-		return s + " (hints.PlanFor, " + poll + ")"
+		return s + " (hints.TableFor, " + poll + ")"
 	}
 	return s + " (" + proto + ", " + poll + ")"
 }

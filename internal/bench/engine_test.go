@@ -92,10 +92,10 @@ func TestEngineSmoke(t *testing.T) {
 func TestEngineSetup(t *testing.T) {
 	cores := runtime.NumCPU()
 	for _, size := range []int{64, 128 << 10} {
-		lat := hints.PlanFor(PlanSet(hints.Latency, size, 1), cores, size)
-		tput := hints.PlanFor(PlanSet(hints.Throughput, size, 1), cores, size)
-		assert.Equal(t, lat.Protocol, tput.Protocol, "one caller: both goals plan alike")
-		assert.Equal(t, lat.Polling, tput.Polling)
+		env := hints.Env{Cores: cores, PeerPollsMemory: true}
+		lat := hints.TableFor(PlanSet(hints.Latency, size, 1), env)
+		tput := hints.TableFor(PlanSet(hints.Throughput, size, 1), env)
+		assert.Equal(t, lat.LaneRowFor(size), tput.LaneRowFor(size), "one caller: both goals plan alike")
 	}
 	p, poll := Describe(Engine{Proto: rdma.ProtoEager}.Name(), 64, 1)
 	assert.Equal(t, "eager", p)

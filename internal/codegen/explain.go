@@ -14,25 +14,37 @@ type ExplainHint struct {
 	Origin string `json:"origin"` // "default" or file:line:col (level)
 }
 
-// ExplainRow is the plan of one side of one function for one message size.
-type ExplainRow struct {
-	Service     string        `json:"service"`
-	Function    string        `json:"function"`
-	Side        string        `json:"side"`         // client | server
-	MessageSize int           `json:"message_size"` // bytes
-	SizeFrom    string        `json:"size_from"`    // payload_size | --sizes
-	Transport   string        `json:"transport"`
-	Protocol    string        `json:"protocol"`
-	Polling     string        `json:"polling"`
-	Plan        hints.Plan    `json:"plan"`
-	Hints       []ExplainHint `json:"hints"`
+// ExplainSide is the plan of one side of one function: the table the
+// runtime builds for it (hints.TableFor, the one the lanes, FLOCK and TCP
+// routes read) and the hints it came from.
+type ExplainSide struct {
+	Service  string        `json:"service"`
+	Function string        `json:"function"`
+	Side     string        `json:"side"` // client | server
+	Table    hints.Table   `json:"table"`
+	At       []ExplainAt   `json:"at,omitempty"` // the rows of --sizes
+	Hints    []ExplainHint `json:"hints"`
+}
+
+// ExplainAt is the row a message of Size bytes falls in.
+type ExplainAt struct {
+	Size int       `json:"size"`
+	Row  hints.Row `json:"row"`
+}
+
+// ExplainOptions is the machine and session a plan is explained for.
+type ExplainOptions struct {
+	Cores       int
+	Concurrency int            // > 0: overrides the concurrency hints
+	Provider    hints.Provider // the fast path the server offers; zero: TCP only
+	Sizes       []int          // message sizes to place in their rows
 }
 
 // Explain resolves the hints of every service of prog (not of its includes)
-// and plans each function's sides: at the payload_size hint of that side
-// when set, else at each of sizes.
-func Explain(prog *idl.Program, cores int, sizes []int) ([]ExplainRow, error) {
-	var rows []ExplainRow
+// and builds each function's table per side, as the runtime would on a
+// session whose server offers o.Provider's transport.
+func Explain(prog *idl.Program, o ExplainOptions) ([]ExplainSide, error) {
+	var out []ExplainSide
 	var errs []error
 	for _, svc := range prog.Services {
 		res, err := svc.ResolveHints()
@@ -42,26 +54,21 @@ func Explain(prog *idl.Program, cores int, sizes []int) ([]ExplainRow, error) {
 		}
 		for _, fr := range res.Functions {
 			for _, side := range []hints.Side{hints.SideClient, hints.SideServer} {
-				r := fr.Side(side)
+				r, peer := fr.Side(side), fr.Side(1-side)
 				var hs []ExplainHint
 				for _, v := range r.Values {
 					hs = append(hs, ExplainHint{Key: v.Key, Value: v.Value, Origin: v.Origin.Describe()})
 				}
-				szs, from := sizes, "--sizes"
-				if r.Set.PayloadSize > 0 {
-					szs, from = []int{r.Set.PayloadSize}, "payload_size"
+				t := hints.TableFor(r.Set, hints.Env{Side: side, Transport: hints.Granted(r.Set.Transport, o.Provider.Transport),
+					Provider: o.Provider, Cores: o.Cores, Concurrency: o.Concurrency, PeerPayload: peer.Set.PayloadSize})
+				var at []ExplainAt
+				for _, n := range o.Sizes {
+					at = append(at, ExplainAt{Size: n, Row: t.RowFor(n)})
 				}
-				for _, sz := range szs {
-					plan := hints.PlanFor(r.Set, cores, sz)
-					rows = append(rows, ExplainRow{
-						Service: svc.Name, Function: fr.Name, Side: side.String(),
-						MessageSize: sz, SizeFrom: from,
-						Transport: plan.Transport.String(), Protocol: plan.Protocol.String(),
-						Polling: plan.Polling.String(), Plan: plan, Hints: hs,
-					})
-				}
+				out = append(out, ExplainSide{Service: svc.Name, Function: fr.Name, Side: side.String(),
+					Table: t, At: at, Hints: hs})
 			}
 		}
 	}
-	return rows, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }

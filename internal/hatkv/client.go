@@ -116,9 +116,9 @@ func (c *Client) KV() *hatkv.HatKVClient {
 	return c.kvs[(c.next.Add(1)-1)%uint64(len(c.kvs))]
 }
 
-// Plan returns the execution plan the runtime chose for an IDL function
-// from the generated hint table, with the transport as negotiated.
-func (c *Client) Plan(method string) hints.Plan { return c.conns[0].Plan(method) }
+// Plan returns the plan table the runtime runs an IDL function by (rows of
+// route and engine protocol by size), with the transport as negotiated.
+func (c *Client) Plan(method string) hints.Table { return c.conns[0].Plan(method) }
 
 // Close closes every connection.
 func (c *Client) Close() error {

@@ -155,7 +155,7 @@ func (c *Cluster) Owner(key string) int { return c.ring.Owner(key) }
 
 // Plan returns the plan for an IDL function of the first server that was
 // reached (every server serves the same IDL).
-func (c *Cluster) Plan(method string) hints.Plan { return c.live().Plan(method) }
+func (c *Cluster) Plan(method string) hints.Table { return c.live().Plan(method) }
 
 // Routed returns how many keys each server was sent so far (a MultiGet of
 // ten keys counts ten), in Addrs order.

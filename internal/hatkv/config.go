@@ -58,7 +58,7 @@ type Config struct {
 // same fsync and one transaction can carry them all; immediate otherwise,
 // so a lone writer never waits for a batch.
 func autoCommit(server hints.Set, cores int) bool {
-	p := hints.PlanFor(server, cores, 0)
+	p := hints.TableFor(server, hints.Env{Side: hints.SideServer, Cores: cores})
 	return p.Goal == hints.Throughput || p.Subscription == hints.Over
 }
 

@@ -55,7 +55,7 @@ type bcall struct {
 	err   error
 }
 
-func newBatcher(p *lanePool, pl hints.Plan) *batcher {
+func newBatcher(p *lanePool, pl *hints.Table) *batcher {
 	b := &batcher{p: p, auto: pl.Batch == hints.BatchAuto, limitB: pl.BatchBytes, timeout: pl.BatchTimeout,
 		alpha: pl.BatchAlpha, lat: pl.LatencyLimit, n: int(pl.Batch)}
 	if b.auto {

@@ -184,22 +184,38 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// Plan returns the execution plan for method ("name" or "Service:name"),
-// from the hint tables given with WithHints or seen in calls. Transport is
-// the transport the call would use on this connection now: shm or rdma
-// when the server granted that fast path, else TCP.
-func (c *Conn) Plan(method string) hints.Plan {
-	var set hints.Set
+// Plan returns the plan table the Conn runs method ("name" or
+// "Service:name") by, from the hint tables given with WithHints or seen in
+// calls: its rows give each message size's route (lane, FLOCK or TCP) and
+// engine protocol, and Transport is what the current session granted the
+// method (shm or rdma when the server granted that fast path, else TCP).
+// It is the same table hatgen explain prints for that transport.
+func (c *Conn) Plan(method string) hints.Table {
+	var fn *hints.Function
 	if v, ok := c.fns.Load(method); ok {
-		set = v.(*hints.Function).Client
+		fn = v.(*hints.Function)
 	}
-	tr := c.transportFor(set.Transport)
-	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
-		set = fastpath.OnTransport(set, tr) // what the lane plans with
+	set, respSize := c.laneSet(fn)
+	return c.tableFor(set, respSize, c.transportFor(set.Transport))
+}
+
+// laneSet is the client hints a method's lanes plan with (the
+// WithLaneProtocol override applied) and the server's declared response
+// size.
+func (c *Conn) laneSet(fn *hints.Function) (set hints.Set, respSize int) {
+	if fn != nil {
+		set, respSize = fn.Client, fn.Server.PayloadSize
 	}
-	p := hints.PlanFor(set, c.cores, 0)
-	p.Transport = tr
-	return p
+	if c.o.laneProto != hints.ProtoAuto {
+		set.Protocol = c.o.laneProto
+	}
+	return set, respSize
+}
+
+// tableFor builds the client table of a method on transport tr: the one
+// place the client's route and protocol are decided.
+func (c *Conn) tableFor(set hints.Set, respSize int, tr hints.Transport) hints.Table {
+	return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize})
 }
 
 // transportFor settles a requested transport against what the current

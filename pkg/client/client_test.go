@@ -154,21 +154,22 @@ func TestPlan(t *testing.T) {
 	ts := serve(t, "")
 	c := dial(t, ts.addr, client.WithHints(svc))
 	cases := []struct {
-		method string
-		goal   hints.Goal
-		large  bool
+		method  string
+		goal    hints.Goal
+		payload int
 	}{
-		{"echo", hints.Throughput, false},
-		{"Echo:echo", hints.Throughput, false},
-		{"bulk", hints.Latency, true},
-		{"unknown", hints.Latency, false},
+		{"echo", hints.Throughput, 0},
+		{"Echo:echo", hints.Throughput, 0},
+		{"bulk", hints.Latency, 1 << 20},
+		{"unknown", hints.Latency, 0},
 	}
 	for _, tc := range cases {
 		p := c.Plan(tc.method)
 		require.Equal(t, tc.goal, p.Goal, tc.method)
-		require.Equal(t, tc.large, p.Large, tc.method)
-		// Everything runs on TCP until an RDMA/SHM upgrade exists.
+		require.Equal(t, tc.payload, p.PayloadSize, tc.method)
+		// A server without a fast path grants TCP: one TCP row.
 		require.Equal(t, hints.TransportTCP, p.Transport, tc.method)
+		require.Equal(t, []hints.Row{{Max: hints.NoBound, Route: hints.RouteTCP, Polling: p.Polling}}, p.Rows, tc.method)
 	}
 	// Hints seen in calls feed Plan too.
 	m := &client.Method{Service: "Echo", Name: "echo2", Hints: &hints.Function{Name: "echo2", Client: hints.Set{PerfGoal: hints.ResUtil}}}

@@ -199,7 +199,7 @@ func (f flockRoute) callFrame(ctx context.Context, req request, bp *[]byte, code
 	c := p.ls.c
 	b := req.frame
 	req.shared = true
-	if len(b) > fastpath.FlockMaxFrame {
+	if int64(len(b)) > p.flockMax { // past the table's FLOCK rows: a lane
 		return p.call(ctx, req, result)
 	}
 	sh, err := c.flockFor(ctx, p.tr)

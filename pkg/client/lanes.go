@@ -70,7 +70,9 @@ type lanePool struct {
 	name      string // the name its calls carry: fn, or the bare name without a service
 	tr        hints.Transport
 	side      fastpath.Side
-	set       hints.Set
+	set       hints.Set     // the client hints it was built from (told at attach)
+	respSize  int           // the server's declared response size
+	flockMax  int64         // the largest request FLOCK carries (table.FlockMax)
 	tokens    chan struct{} // one per lane that may exist
 	idle      chan *clane
 	hot       atomic.Pointer[clane] // an idle lane outside idle: see put
@@ -81,7 +83,6 @@ type lanePool struct {
 	canShare  bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
 	dedicated int                             // lanes in use past which a canShare pool's callers go through FLOCK
 	calls     [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
-	respSize  int                             // declared response size
 	maxReq    atomic.Int64                    // largest request seen: new lanes are sized for it
 	maxResp   atomic.Int64                    // largest response seen
 	// lastReq is the size of the last request: a sharing pool sends a
@@ -148,31 +149,24 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	if p := ls.pools[key]; p != nil && p.tr == tr {
 		return p, time.Time{}, nil
 	}
-	var set hints.Set
-	var respSize int // the server's declared response size sizes our pre-known buffer
-	if m.Hints != nil {
-		set, respSize = m.Hints.Client, m.Hints.Server.PayloadSize
-	}
-	if ls.c.o.laneProto != hints.ProtoAuto {
-		set.Protocol = ls.c.o.laneProto
-	}
+	set, respSize := ls.c.laneSet(m.Hints)
+	t := ls.c.tableFor(set, respSize, tr)
 	n := ls.c.o.maxLanes
 	if n <= 0 {
-		n = max(set.Concurrency, defaultMaxLanes)
+		n = max(t.Concurrency, defaultMaxLanes)
 	}
 	p := &lanePool{ls: ls, fn: key.svc + ":" + key.fn, name: m.Name, tr: tr, set: set, respSize: respSize,
-		side:   fastpath.PlanSide(fastpath.OnTransport(set, tr), respSize, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
+		side:   fastpath.PlanSide(&t, ls.c.o.limits.MaxMessageSize+wire.HeaderSize),
 		tokens: make(chan struct{}, n), idle: make(chan *clane, n), all: map[*clane]struct{}{}}
-	if set.Batch != hints.BatchOff {
-		p.batch = newBatcher(p, hints.PlanFor(set, runtime.NumCPU(), 1))
+	if t.Batch != hints.BatchOff {
+		p.batch = newBatcher(p, &t)
 	}
-	// A function may share unless it declares payloads too large for a
-	// FLOCK message: a request that turns out larger goes on a lane of
-	// the function (flockRoute), a reply that does travels in parts.
-	fits := set.PayloadSize <= fastpath.FlockMaxMessage/2 && respSize <= fastpath.FlockMaxMessage/2
-	p.share = p.side.QPSharing && fits
-	// A batching function coalesces its callers itself (RF-RPC).
-	p.canShare = fits && set.QPSharing == hints.SwitchAuto && p.batch == nil
+	// The table routes the function's calls: FLOCK rows mean the pool
+	// shares (route FLOCK, larger requests on a lane), Overflow that
+	// qp_sharing=auto sends callers past the dedicated lanes there.
+	p.share = t.Rows[0].Route == hints.RouteFLOCK
+	p.canShare = t.Overflow
+	p.flockMax = int64(t.FlockMax)
 	// qp_sharing=auto: dedicated lanes up to the cores, every caller past
 	// them through FLOCK. Each lane's caller waits in C, spinning when the
 	// plan polls: more lanes than cores over-subscribe the CPU (HatRPC's
@@ -437,7 +431,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// qp_sharing=auto also shares once the callers outnumber the lanes
 	// kept for callers of their own (p.dedicated), rather than queueing
 	// for a lane or opening one more.
-	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= fastpath.FlockMaxFrame {
+	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= p.flockMax {
 		return flockRoute{p}.call(ctx, req, result)
 	}
 	c := p.ls.c
@@ -523,7 +517,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		share := p.canShare && !req.shared && held.bp != nil && len(b) <= fastpath.FlockMaxFrame
+		share := p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax
 		if l, err = p.get(ctx, len(b), share); err != nil {
 			switch err {
 			case errNoLane:

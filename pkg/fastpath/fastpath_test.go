@@ -123,7 +123,15 @@ func TestCheckPair(t *testing.T) {
 	}
 }
 
+// planSide is the client lane side of set on transport tr, the peer
+// declaring peer bytes: what the client's lane pool builds.
+func planSide(set hints.Set, tr hints.Transport, peer, maxMsg int) Side {
+	t := hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: runtime.NumCPU(), PeerPayload: peer})
+	return PlanSide(&t, maxMsg)
+}
+
 func TestPlanSide(t *testing.T) {
+	eager := hints.DefaultEagerThreshold
 	cases := []struct {
 		name         string
 		set          hints.Set
@@ -132,7 +140,7 @@ func TestPlanSide(t *testing.T) {
 		spin         time.Duration
 	}{
 		{"default latency", hints.Set{}, rdma.ProtoDirectWriteIMM, rdma.ProtoDirectWriteIMM, hints.PollBusy, BusySpin},
-		{"hybrid stays the engine's", hints.Set{Protocol: hints.ProtoHybrid}, rdma.ProtoHybrid, rdma.ProtoHybrid, hints.PollBusy, BusySpin},
+		{"hybrid is two rows", hints.Set{Protocol: hints.ProtoHybrid}, rdma.ProtoEager, rdma.ProtoWriteRNDV, hints.PollBusy, BusySpin},
 		{"throughput over-subscribed", hints.Set{PerfGoal: hints.Throughput, Concurrency: 1 << 20},
 			rdma.ProtoDirectWriteIMM, rdma.ProtoRFP, hints.PollEvent, 0},
 		{"explicit eager adaptive", hints.Set{Protocol: hints.ProtoEager, Polling: hints.PollAdaptive},
@@ -140,49 +148,81 @@ func TestPlanSide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := PlanSide(tc.set, 0, 1<<20)
-			require.Equal(t, tc.small, s.Small)
-			require.Equal(t, tc.large, s.Large)
+			s := planSide(tc.set, hints.TransportRDMA, 0, 1<<20)
 			require.Equal(t, tc.polling, s.Polling)
 			require.Equal(t, tc.spin, s.Config.SpinTime)
 			require.Equal(t, rdma.PollEvent, s.Config.Polling, "lanes always build event-capable endpoints")
-			require.Equal(t, tc.small, s.Protocol(s.Threshold))
-			require.Equal(t, tc.large, s.Protocol(s.Threshold+1))
+			require.Equal(t, tc.small, s.Protocol(1))
+			require.Equal(t, tc.small, s.Protocol(eager-1))
+			require.Equal(t, tc.small, s.Protocol(eager))
+			require.Equal(t, tc.large, s.Protocol(eager+1))
+			require.Equal(t, tc.large, s.Protocol(1<<30))
 			require.Equal(t, 1<<20, s.Config.MaxMessage)
 		})
 	}
-	require.Equal(t, -1, PlanSide(hints.Set{InlineThreshold: hints.InlineDisabled}, 0, 0).Config.InlineThreshold)
-	// On shm the planner sends tiny messages of an under-subscribed plan by
-	// RFP, for busy endpoints; lanes are event-capable and send them by
-	// Direct-WriteIMM, unless the hints ask for RFP.
-	shmSet := OnTransport(hints.Set{}, hints.TransportSHM)
-	require.Equal(t, hints.ProtoRFP, hints.PlanFor(shmSet, 2, hints.ShmTinyMessage).Protocol)
-	shm := PlanSide(shmSet, 0, 0)
-	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(1))
-	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage))
-	require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(hints.ShmTinyMessage+1))
-	require.Equal(t, hints.ShmTinyMessage, shm.TinyMax)
-	// A fetch of 128 B holds 56 B of response: the tiny class ends there.
-	fetch128 := shmSet
-	fetch128.RFPFetchSize = 128
-	require.Equal(t, 128-rdma.MinFetchSize, PlanSide(fetch128, 0, 0).TinyMax)
+	require.Equal(t, -1, planSide(hints.Set{InlineThreshold: hints.InlineDisabled}, hints.TransportSHM, 0, 0).Config.InlineThreshold)
+	// A bare endpoint busy-polling memory gets tiny shm messages by RFP;
+	// lanes are event-capable and send them by Direct-WriteIMM, unless the
+	// hints ask for RFP: the table says which.
+	shmSet := hints.Set{}
+	bare := hints.TableFor(shmSet, hints.Env{Transport: hints.TransportSHM, Cores: 2, PeerPollsMemory: true})
+	require.Equal(t, hints.ProtoRFP, bare.LaneRowFor(hints.ShmTinyMessage).Protocol)
+	shm := planSide(shmSet, hints.TransportSHM, 0, 0)
+	for _, n := range []int{1, 64, hints.ShmTinyMessage, hints.ShmTinyMessage + 1} {
+		require.Equal(t, rdma.ProtoDirectWriteIMM, shm.Protocol(n), n)
+	}
 	asked := shmSet
 	asked.Protocol = hints.ProtoRFP
-	kept := PlanSide(asked, 0, 0)
+	kept := planSide(asked, hints.TransportSHM, 0, 0)
 	require.Equal(t, rdma.ProtoRFP, kept.Protocol(hints.ShmTinyMessage), "an rfp hint is kept")
 	require.Equal(t, hints.TransportTCP, OnTransport(hints.Set{Transport: hints.TransportTCP}, hints.TransportSHM).Transport)
-	nic := PlanSide(OnTransport(hints.Set{}, hints.TransportRDMA), 0, 0)
+	nic := planSide(hints.Set{}, hints.TransportRDMA, 0, 0)
 	require.Equal(t, rdma.ProtoDirectWriteIMM, nic.Protocol(64))
-	require.Equal(t, MaxMessage, PlanSide(hints.Set{}, 0, 0).Config.MaxMessage)
-	sized := PlanSide(hints.Set{PayloadSize: 1 << 20}, 128<<10, 0)
-	require.Equal(t, 128<<10+frameRoom, sized.Config.DirectSize, "the peer's messages fit the pre-known buffer")
-	require.Equal(t, 1<<20+frameRoom, sized.Config.RespSize, "this side's responses fit the RFP buffer")
-	require.Equal(t, bufferCap, PlanSide(hints.Set{PayloadSize: 1 << 30}, 1<<30, 0).Config.RespSize)
-	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Config.DirectSize)
-	grown := PlanSide(hints.Set{}, 0, 0).Sized(200<<10, 1<<30)
-	require.Equal(t, 200<<10+frameRoom, grown.Config.DirectSize)
-	require.Equal(t, bufferCap, grown.Config.RespSize)
-	require.Equal(t, 64<<10, PlanSide(hints.Set{}, 0, 0).Sized(10, 0).Config.DirectSize, "never shrinks below the default")
+	require.Equal(t, MaxMessage, nic.Config.MaxMessage)
+	sized := planSide(hints.Set{PayloadSize: 1 << 20}, hints.TransportSHM, 128<<10, 0)
+	require.Equal(t, 128<<10+hints.FrameRoom, sized.Config.DirectSize, "the peer's messages fit the pre-known buffer")
+	require.Equal(t, 1<<20+hints.FrameRoom, sized.Config.RespSize, "this side's responses fit the RFP buffer")
+	require.Equal(t, hints.BufferCap, planSide(hints.Set{PayloadSize: 1 << 30}, hints.TransportSHM, 1<<30, 0).Config.RespSize)
+	require.Equal(t, 64<<10, nic.Config.DirectSize)
+	grown := nic.Sized(200<<10, 1<<30)
+	require.Equal(t, 200<<10+hints.FrameRoom, grown.Config.DirectSize)
+	require.Equal(t, hints.BufferCap, grown.Config.RespSize)
+	require.Equal(t, 64<<10, nic.Sized(10, 0).Config.DirectSize, "never shrinks below the default")
+	// Not a fast-path table: every size by hybrid, safe for any size.
+	tcp := hints.TableFor(hints.Set{}, hints.Env{Transport: hints.TransportTCP})
+	tcpSide := PlanSide(&tcp, 0)
+	require.Equal(t, rdma.ProtoHybrid, tcpSide.Protocol(64))
+}
+
+// TestPlanSideIsTheTable: for a sample of hint sets on both fast paths and
+// both sides, the lane's protocol at every row boundary (b-1, b, b+1) is
+// the table's row, as hatgen explain prints it.
+func TestPlanSideIsTheTable(t *testing.T) {
+	sets := []hints.Set{
+		{}, {PerfGoal: hints.Throughput, Concurrency: 64}, {PerfGoal: hints.ResUtil, Concurrency: 2},
+		{Protocol: hints.ProtoHybrid, EagerThreshold: 8192}, {Protocol: hints.ProtoRFP, RFPFetchSize: 128},
+		{PerfGoal: hints.Throughput, Concurrency: 3, PayloadSize: 1 << 20}, {QPSharing: hints.SwitchOn, PayloadSize: 64},
+		{InlineThreshold: hints.InlineDisabled, PerfGoal: hints.Throughput, Concurrency: 9},
+		{InlineThreshold: 512, Polling: hints.PollAdaptive},
+	}
+	for _, tr := range []hints.Transport{hints.TransportSHM, hints.TransportRDMA} {
+		for _, side := range []hints.Side{hints.SideClient, hints.SideServer} {
+			for _, set := range sets {
+				tb := hints.TableFor(set, hints.Env{Side: side, Transport: tr, Cores: 2})
+				sd := PlanSide(&tb, 0)
+				for _, r := range tb.Lane {
+					for _, n := range []int{r.Min - 1, r.Min, r.Min + 1, r.Max - 1, r.Max, r.Max + 1} {
+						if n < 0 || n > 1<<40 {
+							continue
+						}
+						want := EngineProtocol(tb.LaneRowFor(n).Protocol)
+						require.Equal(t, want, sd.Protocol(n), "%s %s %+v at %d", tr, side, set, n)
+						require.NotEqual(t, rdma.ProtoHybrid, want, "a lane row is concrete")
+					}
+				}
+			}
+		}
+	}
 }
 
 // spinRec records the spins it is given; first is the one registration

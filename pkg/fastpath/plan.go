@@ -3,7 +3,6 @@
 package fastpath
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/flock"
@@ -11,26 +10,32 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
-// Side is one side's plan for one function on a lane: the protocol of the
-// messages it sends (by size) and how its endpoint is built.
+// Side is one side's plan for one function on a lane, read from its
+// hints.Table: the protocol of the messages it sends (by size) and how its
+// endpoint is built.
 type Side struct {
-	Tiny, Small, Large rdma.Protocol
-	TinyMax            int // messages up to this are Tiny (shm: hints.ShmTinyLimit)
-	Threshold          int // messages above this are Large
-	Polling            hints.Polling
-	Config             rdma.EndpointConfig
-	QPSharing          bool // the plan shares QPs among callers (FLOCK)
+	// max[i] is the largest message of lane row i (the last is unbounded),
+	// proto[i] its protocol: a few compares per message, no lookup.
+	max       [maxLaneRows]int
+	proto     [maxLaneRows]rdma.Protocol
+	rows      int
+	Polling   hints.Polling
+	Config    rdma.EndpointConfig
+	QPSharing bool // the plan shares QPs among callers (FLOCK)
 }
 
-// Protocol picks the protocol for an n-byte message.
+// maxLaneRows bounds a table's lane rows: TableFor cuts at most at the
+// eager threshold, inline threshold, tiny RFP limit and FLOCK message
+// (hints' TestTableRowsBounded holds it to hints.MaxLaneRows).
+const maxLaneRows = hints.MaxLaneRows
+
+// Protocol is the protocol of an n-byte message: its lane row's.
 func (s *Side) Protocol(n int) rdma.Protocol {
-	switch {
-	case n > s.Threshold:
-		return s.Large
-	case n <= s.TinyMax:
-		return s.Tiny
+	i := 0
+	for i < s.rows-1 && n > s.max[i] {
+		i++
 	}
-	return s.Small
+	return s.proto[i]
 }
 
 // Spin is the spin phase an endpoint of this side starts with: busy polls
@@ -51,64 +56,51 @@ func (s *Side) Spin() time.Duration {
 // runtime's own limit still applies to the Thrift message).
 const MaxMessage = 64<<20 + 4<<10
 
-// PlanSide turns a resolved hint set into a lane side. Protocols follow the
-// planner (pkg/hints.PlanFor) for a small and a large message; the hybrid
-// hint keeps the engine's own size switch. Every endpoint is built in event
-// mode and spins per its polling hint, so the tuner can move it later and
-// peers always get a completion for RFP requests (see docs/design/lanes.md).
+// PlanSide builds a lane side from t, the function's table on a fast-path
+// transport: the lane rows give the protocol of each size (always a
+// concrete one: the engine's own hybrid switch is never asked), the
+// table-wide values the endpoint. Every endpoint is built in event mode and
+// spins per its polling hint, so the tuner can move it later and peers
+// always get a completion for RFP requests (see docs/design/lanes.md).
 //
 // The pre-known (direct) buffer receives the peer's messages and the RFP
-// response buffer holds this side's, so each is sized from the declared
-// payload_size of the side that writes it (at least 64 KiB, at most
-// bufferCap): a planned message then never falls back to rendezvous.
-func PlanSide(set hints.Set, peerPayload, maxMsg int) Side {
-	cores := runtime.NumCPU()
-	tiny := hints.PlanFor(set, cores, 1)
-	tinyMax := hints.ShmTinyLimit(set.RFPFetchSize)
-	small := hints.PlanFor(set, cores, min(tinyMax+1, tiny.EagerThreshold))
-	large := hints.PlanFor(set, cores, small.EagerThreshold+1)
-	tinyProto := engineProto(set.Protocol, tiny.Protocol)
-	if set.Protocol == hints.ProtoAuto && tiny.Protocol == hints.ProtoRFP {
-		// The planner sends tiny shm messages by RFP for a busy-polling
-		// server, which finds the request by polling memory, and a client
-		// that polls by fetching. A lane's server is event-capable: the
-		// request must carry an immediate anyway, so RFP costs what
-		// Direct-WriteIMM costs plus the payload canary and the fetch
-		// loop's READs racing the server's writes. Measured on lanes
-		// (atb, 64 B, 10 alternating rounds): Direct-WriteIMM 2.02-2.06
-		// against RFP 2.09-2.13 µs p50, 256 B 2.06-2.10 against 2.29-2.33;
-		// 512 B calls/s the same. An explicit protocol hint still rules.
-		tinyProto = rdma.ProtoDirectWriteIMM
+// response buffer holds this side's, sized in the table from the declared
+// payload_size of the side that writes each: a planned message then never
+// falls back to rendezvous.
+func PlanSide(t *hints.Table, maxMsg int) Side {
+	sd := Side{Polling: t.Polling, QPSharing: t.QPSharing}
+	for _, r := range t.Lane[:min(len(t.Lane), maxLaneRows)] {
+		p := EngineProtocol(r.Protocol)
+		if sd.rows > 0 && sd.proto[sd.rows-1] == p {
+			sd.max[sd.rows-1] = r.Max // rows apart only by inlining: one compare less per message
+			continue
+		}
+		sd.max[sd.rows], sd.proto[sd.rows] = r.Max, p
+		sd.rows++
 	}
-	sd := Side{
-		Tiny:      tinyProto,
-		Small:     engineProto(set.Protocol, small.Protocol),
-		Large:     engineProto(set.Protocol, large.Protocol),
-		TinyMax:   min(tinyMax, small.EagerThreshold),
-		Threshold: small.EagerThreshold,
-		Polling:   small.Polling,
-		QPSharing: small.QPSharing,
+	if sd.rows == 0 { // not a fast-path table: anything is safe by hybrid
+		sd.max[0], sd.proto[0], sd.rows = hints.NoBound, rdma.ProtoHybrid, 1
 	}
 	if maxMsg <= 0 || maxMsg > MaxMessage {
 		maxMsg = MaxMessage
 	}
-	inline := small.InlineThreshold
+	inline := t.InlineThreshold
 	if inline == 0 {
 		inline = -1
 	}
-	sig := small.SignalInterval
+	sig := t.SignalInterval
 	sd.Config = rdma.EndpointConfig{
-		SlotSize:        small.EagerThreshold,
+		SlotSize:        t.EagerThreshold,
 		Slots:           16,
-		DirectSize:      bufferFor(peerPayload),
-		RespSize:        bufferFor(set.PayloadSize),
-		EagerThreshold:  small.EagerThreshold,
+		DirectSize:      t.DirectSize,
+		RespSize:        t.RespSize,
+		EagerThreshold:  t.EagerThreshold,
 		InlineThreshold: inline,
 		SignalInterval:  sig,
 		MaxSendWR:       max(64, 2*sig),
 		Polling:         rdma.PollEvent,
-		RFPRetries:      small.RFPRetries,
-		RFPFetchSize:    max(small.RFPFetchSize, rdma.MinFetchSize),
+		RFPRetries:      t.RFPRetries,
+		RFPFetchSize:    max(t.RFPFetchSize, rdma.MinFetchSize),
 		MaxMessage:      maxMsg,
 		PoolSize:        256 << 10,
 		SpinTime:        sd.Spin(),
@@ -126,17 +118,7 @@ func (s Side) Sized(recv, publish int) Side {
 	return s
 }
 
-// bufferCap bounds the registered buffers of one lane: beyond it a message
-// goes by rendezvous over the pools, which costs one round trip more.
-const bufferCap = 4 << 20
-
-// frameRoom covers the runtime's frame and Thrift message headers around a
-// declared payload.
-const frameRoom = 1 << 10
-
-func bufferFor(payload int) int {
-	return min(max(payload+frameRoom, 64<<10), bufferCap)
-}
+func bufferFor(payload int) int { return hints.BufferFor(payload) }
 
 // engineOf is the one hints → engine protocol table; auto, which the
 // planner never returns, maps to hybrid, safe for any size.
@@ -167,21 +149,17 @@ func EngineProtocol(p hints.Protocol) rdma.Protocol {
 	return engineOf[p]
 }
 
-func engineProto(hint hints.Protocol, planned hints.Protocol) rdma.Protocol {
-	if hint == hints.ProtoHybrid {
-		return rdma.ProtoHybrid
-	}
-	return EngineProtocol(planned)
-}
-
-// FLOCK sizing: the largest message that travels over a shared handle,
-// the largest request frame one carries (FlockMaxFrame: the message less
-// FLOCK's own header; a client sends a larger frame on a lane of its
-// function), and the ring each QP receives into. Functions planned with
-// qp_sharing whose declared payloads exceed FlockMaxMessage use lanes of
-// their own.
+// FLOCK sizing (hints.FlockMaxMessage: the table's FLOCK rows end at
+// FlockMaxFrame, the message less FLOCK's own header).
 const (
-	FlockMaxMessage = 60 << 10
-	FlockMaxFrame   = (FlockMaxMessage - flock.SingleOverhead) &^ 7
-	FlockRing       = 512 << 10
+	FlockMaxMessage = hints.FlockMaxMessage
+	FlockMaxFrame   = hints.FlockMaxFrame
+	FlockRing       = hints.FlockRing
+)
+
+// hints cannot import pkg/flock (cgo): its copy of FLOCK's message header
+// size must be the real one (these fail to compile otherwise).
+var (
+	_ [hints.FlockMessageHeader - flock.SingleOverhead]struct{}
+	_ [flock.SingleOverhead - hints.FlockMessageHeader]struct{}
 )

@@ -99,12 +99,12 @@ func (c *config) valid() bool {
 		c.maxMsg+msgAlign <= c.ringSize && c.memSlot >= 8 && c.memSlot%8 == 0 && c.maxAQP >= 1 && c.workers >= 0 && c.maxReply > 0
 }
 
-// WithPlan applies the hints a service resolved to (docs/hints.md):
+// WithPlan applies the plan table of a function (hints.TableFor):
 // `credits` sets C, and `qp_sharing` decides whether callers share QPs —
 // on: the connection keeps its shared set (never more QPs than concurrent
 // callers); off: every concurrent caller gets its own QP. Options after
 // WithPlan override it.
-func WithPlan(p hints.Plan) Option {
+func WithPlan(p *hints.Table) Option {
 	return func(c *config) {
 		if p.Credits > 0 {
 			c.credits = max(p.Credits, 2)

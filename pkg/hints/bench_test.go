@@ -10,19 +10,19 @@ import (
 
 var sinkPlan Plan
 
-// The runtime may plan per call (the message size is only known then), so
-// PlanFor must not allocate.
-func TestPlanForDoesNotAllocate(t *testing.T) {
+// TableFor evaluates the design space once per row: a cell allocates
+// nothing.
+func TestPlanAtDoesNotAllocate(t *testing.T) {
 	s := Set{PerfGoal: Throughput, Concurrency: 64, App: map[string]string{"kv.sync": "nosync"}}
-	allocs := testing.AllocsPerRun(100, func() { sinkPlan = PlanFor(s, 8, 128<<10) })
+	allocs := testing.AllocsPerRun(100, func() { sinkPlan = planFor(s, 8, 128<<10) })
 	assert.Zero(t, allocs)
 }
 
-func BenchmarkPlanFor(b *testing.B) {
+func BenchmarkPlanAt(b *testing.B) {
 	s := Set{PerfGoal: Throughput, Concurrency: 64}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		sinkPlan = PlanFor(s, 8, 512+(i&1)*(128<<10))
+		sinkPlan = planFor(s, 8, 512+(i&1)*(128<<10))
 	}
 }
 

@@ -70,16 +70,23 @@ type Plan struct {
 	RFPRetries   int `json:"rfp_retries"`
 	RFPFetchSize int `json:"rfp_fetch_size"`
 
-	Batch        Batch         `json:"batch"`
-	BatchBytes   int           `json:"batch_bytes"`
-	BatchTimeout time.Duration `json:"batch_timeout"`
-	BatchAlpha   float64       `json:"batch_alpha"`
-	LatencyLimit time.Duration `json:"latency_limit"`
+	Batching
 
 	NUMA      NUMA          `json:"numa"`
 	QPSharing bool          `json:"qp_sharing"`
 	Credits   int           `json:"credits"`
 	Timeout   time.Duration `json:"timeout"` // 0 = none
+}
+
+// Batching is RF-RPC's batching of one function's calls (RF-RPC §4): a
+// batch of Batch calls (auto: sized by latency against LatencyLimit with
+// smoothing BatchAlpha), at most BatchBytes, sent after BatchTimeout.
+type Batching struct {
+	Batch        Batch         `json:"batch"`
+	BatchBytes   int           `json:"batch_bytes"`
+	BatchTimeout time.Duration `json:"batch_timeout"`
+	BatchAlpha   float64       `json:"batch_alpha"`
+	LatencyLimit time.Duration `json:"latency_limit"`
 }
 
 // cell is one cell of the design space: what a goal picks at one
@@ -128,7 +135,9 @@ var designSpace = [3][3]cell{
 }
 
 // ShmTinyMessage is the largest message the shared-memory design space
-// sends by RFP when under-subscribed. One fetch of the default 256 B
+// sends by RFP when under-subscribed, to a peer that polls memory (a bare
+// endpoint, Env.PeerPollsMemory; a lane's server is event-capable and gets
+// Direct-WriteIMM, see planAt). One fetch of the default 256 B
 // (rfp_fetch_size) holds the engine's 72 B of header and tail and 184 B
 // of response; a larger one takes a second READ, and Direct-WriteIMM wins
 // (2026-11-29, atb, 1 caller, best of 9 repetitions taking turns, two
@@ -178,12 +187,18 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-// PlanFor maps a resolved set onto a concrete plan for messages of msgSize
-// bytes on a machine with cores cores. msgSize <= 0 uses the payload_size
-// hint, and an unknown size is planned as small. Explicit protocol and
-// polling hints override the design space; hybrid becomes eager or
-// write_rndv by size.
-func PlanFor(s Set, cores, msgSize int) Plan {
+// planCaps is what planAt needs of the environment beyond the hints.
+type planCaps struct {
+	localRead bool // the provider's READ is a memcpy (Provider.LocalRead)
+	tinyRFP   bool // the peer polls memory: tiny shm messages by RFP
+}
+
+// planAt maps a resolved set onto a concrete plan for messages of msgSize
+// bytes on a machine with cores cores: one cell of a Table (TableFor calls
+// it at each row). msgSize <= 0 uses the payload_size hint, and an unknown
+// size is planned as small. Explicit protocol and polling hints override
+// the design space; hybrid becomes eager or write_rndv by size.
+func planAt(s Set, cores, msgSize int, pc planCaps) Plan {
 	p := Plan{
 		Goal:           s.PerfGoal,
 		Concurrency:    max(s.Concurrency, 1),
@@ -194,13 +209,11 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 		SignalInterval: or(s.SignalInterval, DefaultSignalInterval),
 		RFPRetries:     or(s.RFPRetries, DefaultRFPRetries),
 		RFPFetchSize:   or(s.RFPFetchSize, DefaultRFPFetchSize),
-		Batch:          s.Batch,
-		BatchBytes:     or(s.BatchBytes, DefaultBatchBytes),
-		BatchTimeout:   or(s.BatchTimeout, DefaultBatchTimeout),
-		BatchAlpha:     or(s.BatchAlpha, DefaultBatchAlpha),
-		LatencyLimit:   or(s.LatencyLimit, DefaultLatencyLimit),
-		NUMA:           s.NUMA,
-		Timeout:        s.Timeout,
+		Batching: Batching{Batch: s.Batch, BatchBytes: or(s.BatchBytes, DefaultBatchBytes),
+			BatchTimeout: or(s.BatchTimeout, DefaultBatchTimeout), BatchAlpha: or(s.BatchAlpha, DefaultBatchAlpha),
+			LatencyLimit: or(s.LatencyLimit, DefaultLatencyLimit)},
+		NUMA:    s.NUMA,
+		Timeout: s.Timeout,
 	}
 	if p.MsgSize == 0 {
 		p.MsgSize = max(s.PayloadSize, 0)
@@ -213,17 +226,24 @@ func PlanFor(s Set, cores, msgSize int) Plan {
 		goal = Latency
 	}
 	c := designSpace[goal][p.Subscription]
-	if s.Transport == TransportSHM {
+	if pc.localRead {
 		c = shmSpace(goal, p.Subscription, c)
 	}
 	p.Protocol = c.small
 	if p.Large {
 		p.Protocol = c.large
-	} else if s.Transport == TransportSHM && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyLimit(p.RFPFetchSize) {
-		// Under-subscribed tiny messages on shared memory: a fetch READ is
-		// a memcpy, so RFP is as fast as Direct-WriteIMM or faster while
-		// one fetch holds the response (not for res_util: a fetching
-		// client spins); see ShmTinyLimit.
+	} else if pc.localRead && pc.tinyRFP && goal != ResUtil && p.Subscription == Under && p.MsgSize > 0 && p.MsgSize <= ShmTinyLimit(p.RFPFetchSize) {
+		// Under-subscribed tiny messages on shared memory to a peer that
+		// polls memory: a fetch READ is a memcpy, so RFP is as fast as
+		// Direct-WriteIMM or faster while one fetch holds the response (not
+		// for res_util: a fetching client spins); see ShmTinyLimit. A
+		// lane's server is event-capable: the request must carry an
+		// immediate anyway, so RFP costs what Direct-WriteIMM costs plus
+		// the payload canary and the fetch loop's READs racing the
+		// server's writes. Measured on lanes (atb, 64 B, 10 alternating
+		// rounds): Direct-WriteIMM 2.02-2.06 against RFP 2.09-2.13 µs p50,
+		// 256 B 2.06-2.10 against 2.29-2.33; 512 B calls/s the same. So
+		// lanes send tiny messages by Direct-WriteIMM.
 		p.Protocol = ProtoRFP
 	}
 	switch s.Protocol {

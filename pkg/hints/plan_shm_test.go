@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPlanForSharedMemory: with transport=shm the planner uses the
+// TestPlanAtSharedMemory: with transport=shm the planner uses the
 // shared-memory adaptation of Fig. 6; every other transport plans as before.
-func TestPlanForSharedMemory(t *testing.T) {
+func TestPlanAtSharedMemory(t *testing.T) {
 	cases := []struct {
 		name     string
 		set      Set
@@ -38,11 +38,11 @@ func TestPlanForSharedMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			shm := tc.set
 			shm.Transport = TransportSHM
-			require.Equal(t, tc.want, PlanFor(shm, tc.cores, tc.size).Protocol)
+			require.Equal(t, tc.want, planFor(shm, tc.cores, tc.size).Protocol)
 			for _, tr := range []Transport{TransportAuto, TransportRDMA, TransportTCP} {
 				other := tc.set
 				other.Transport = tr
-				require.Equal(t, tc.unlessSH, PlanFor(other, tc.cores, tc.size).Protocol, "transport %v", tr)
+				require.Equal(t, tc.unlessSH, planFor(other, tc.cores, tc.size).Protocol, "transport %v", tr)
 			}
 		})
 	}

@@ -57,7 +57,7 @@ func TestPlanDesignSpace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%s/%d", tt.goal, tt.sub, tt.size), func(t *testing.T) {
-			p := PlanFor(Set{PerfGoal: tt.goal, Concurrency: conc[tt.sub]}, cores, tt.size)
+			p := planFor(Set{PerfGoal: tt.goal, Concurrency: conc[tt.sub]}, cores, tt.size)
 			assert.Equal(t, tt.sub, p.Subscription)
 			assert.Equal(t, tt.size == large, p.Large)
 			assert.Equal(t, tt.protocol, p.Protocol)
@@ -83,7 +83,7 @@ func TestPlanEagerThresholdBoundary(t *testing.T) {
 		{Set{PerfGoal: ResUtil, Concurrency: 8, EagerThreshold: 1024}, 2048, ProtoWriteRNDV},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, PlanFor(tt.set, 8, tt.size).Protocol, "size %d", tt.size)
+		assert.Equal(t, tt.want, planFor(tt.set, 8, tt.size).Protocol, "size %d", tt.size)
 	}
 }
 
@@ -110,7 +110,7 @@ func TestPlanOverrides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := PlanFor(tt.set, 8, tt.size)
+			p := planFor(tt.set, 8, tt.size)
 			assert.Equal(t, tt.protocol, p.Protocol)
 			assert.Equal(t, tt.polling, p.Polling)
 		})
@@ -118,14 +118,14 @@ func TestPlanOverrides(t *testing.T) {
 }
 
 func TestPlanParameters(t *testing.T) {
-	def := PlanFor(Set{}, 4, 100)
+	def := planFor(Set{}, 4, 100)
 	assert.Equal(t, Plan{
 		Goal: Latency, Subscription: Under, Concurrency: 1, Cores: 4, MsgSize: 100,
 		Transport: TransportAuto, Protocol: ProtoDirectWriteIMM, Polling: PollBusy,
 		Inline: true, InlineThreshold: DefaultInlineThreshold, EagerThreshold: 4096, SignalInterval: 64,
 		RFPRetries: 5, RFPFetchSize: 256,
-		Batch: BatchOff, BatchBytes: 2048, BatchTimeout: 5 * time.Millisecond, BatchAlpha: 0.05, LatencyLimit: time.Millisecond,
-		NUMA: NUMANone, QPSharing: false, Credits: 32,
+		Batching: Batching{Batch: BatchOff, BatchBytes: 2048, BatchTimeout: 5 * time.Millisecond, BatchAlpha: 0.05, LatencyLimit: time.Millisecond},
+		NUMA:     NUMANone, QPSharing: false, Credits: 32,
 	}, def)
 
 	tests := []struct {
@@ -176,7 +176,7 @@ func TestPlanParameters(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.check(t, PlanFor(tt.set, tt.cores, tt.size)) })
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, planFor(tt.set, tt.cores, tt.size)) })
 	}
 }
 
@@ -199,12 +199,12 @@ func TestPlanString(t *testing.T) {
 			" inline=<=128(yes) eager_threshold=4KiB signal_interval=64 batch=4 batch_bytes=2KiB batch_timeout=5ms qp_sharing=off credits=32 numa=none timeout=none"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, PlanFor(tt.set, 8, tt.size).String())
+		assert.Equal(t, tt.want, planFor(tt.set, 8, tt.size).String())
 	}
 }
 
 func TestPlanJSON(t *testing.T) {
-	p := PlanFor(Set{PerfGoal: ResUtil, Concurrency: 16, NUMA: NUMANIC, Batch: 8}, 8, 64<<10)
+	p := planFor(Set{PerfGoal: ResUtil, Concurrency: 16, NUMA: NUMANIC, Batch: 8}, 8, 64<<10)
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
 	var m map[string]any
@@ -218,4 +218,11 @@ func TestPlanJSON(t *testing.T) {
 	var back Plan
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, p, back)
+}
+
+// planFor is one cell of the design space as a bare engine sees it: shm
+// by the transport hint, the peer polling memory (tiny shm messages by
+// RFP).
+func planFor(s Set, cores, n int) Plan {
+	return planAt(s, cores, n, planCaps{localRead: s.Transport == TransportSHM, tinyRFP: true})
 }

@@ -156,7 +156,7 @@ func positiveDuration(raw string, dst *time.Duration) (string, error) {
 	return FormatDuration(d), nil
 }
 
-// Built-in defaults for the numeric keys, applied by PlanFor.
+// Built-in defaults for the numeric keys, applied by the planner (TableFor).
 const (
 	// DefaultEagerThreshold is HatRPC's Hybrid-EagerRNDV switch point and
 	// eager slot size (HatRPC §4.3: "equal to the Hybrid-EagerRNDV threshold

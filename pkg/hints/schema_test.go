@@ -106,7 +106,7 @@ func TestSchemaTable(t *testing.T) {
 
 // TestSchemaDefaultsMatchPlan writes every documented default explicitly
 // and checks the planner plans exactly as with the implicit default, so the
-// table, the docs and PlanFor agree on what "default" means.
+// table, the docs and the planner agree on what "default" means.
 func TestSchemaDefaultsMatchPlan(t *testing.T) {
 	for _, k := range Keys() {
 		t.Run(k.Name, func(t *testing.T) {
@@ -116,7 +116,7 @@ func TestSchemaDefaultsMatchPlan(t *testing.T) {
 			assert.Equal(t, k.Default, canon)
 			for _, cores := range []int{1, 8} {
 				for _, size := range []int{0, 64, 4096, 1 << 20} {
-					assert.Equal(t, PlanFor(Set{}, cores, size), PlanFor(s, cores, size), "cores %d size %d", cores, size)
+					assert.Equal(t, planFor(Set{}, cores, size), planFor(s, cores, size), "cores %d size %d", cores, size)
 				}
 			}
 		})

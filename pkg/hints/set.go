@@ -10,7 +10,7 @@ import (
 // Set is the fully resolved hint set of one side of one function (or of the
 // service level). Every field's zero value means "the built-in default of
 // that key" (see Keys): enums have their default as zero, and numeric fields
-// use 0 for "default", which PlanFor turns into concrete numbers. That keeps
+// use 0 for "default", which TableFor turns into concrete numbers. That keeps
 // generated tables short: GoLiteral renders only fields that differ from the
 // default. Runtime code should read the concrete values from a Plan.
 type Set struct {

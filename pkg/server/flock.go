@@ -79,8 +79,15 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// false); the server's Close cancels its context.
 	fd := &flockDev{srv: fs, dev: d}
 	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+	// The shared lane replies by FLOCK, never by its own protocol; its
+	// side is the default table's, for the buffers it would size.
+	ht := hints.TransportSHM
+	if tr == trRDMA {
+		ht = hints.TransportRDMA
+	}
+	t := serverTable(hints.Set{}, 0, ht)
 	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
-		side: fastpath.PlanSide(hints.Set{}, 0, s.opts.limits.MaxMessageSize+wire.HeaderSize),
+		side: fastpath.PlanSide(&t, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}}
 	sess := fd.sess

@@ -147,7 +147,8 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	set, reqSize := m.set, m.reqSize
 	// The reply plan for this lane's transport: on shm the planner adapts
 	// the design space (pkg/hints).
-	side := fastpath.PlanSide(fastpath.OnTransport(set, want), reqSize, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
+	t := serverTable(set, reqSize, want)
+	side := fastpath.PlanSide(&t, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	numa := set.NUMA
 	ct, err := hints.ParseTransport(a.ClientTransport)
 	if err != nil {
@@ -391,7 +392,7 @@ func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 	oneway := h.Kind == wire.KindOneway || mh.Type == proto.Oneway
 	if m == nil {
 		if oneway {
-			return nil, l.side.Tiny
+			return nil, l.side.Protocol(0)
 		}
 		name := string(mh.Name)
 		return ls.reply(dst, p, name, mh.Seqid, proto.Exception,
@@ -566,7 +567,7 @@ func (ls *laneSession) acquireSlot(r *request) bool {
 // busy answers a call no slot came for (a oneway call: nothing).
 func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
 	if r.oneway {
-		return nil, ls.l.side.Tiny
+		return nil, ls.l.side.Protocol(0)
 	}
 	return ls.reply(r.dst, r.proto, r.m.m.Name, r.seqid, proto.Exception,
 		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, ls.c.busyMD(r))
@@ -597,7 +598,7 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 			c.s.slots.release()
 			c.end()
 		}()
-		return nil, l.side.Tiny
+		return nil, l.side.Protocol(0)
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)

@@ -56,30 +56,42 @@ type want struct {
 	batched bool
 }
 
-// expected is the one place this test says what should run: today the
-// lane sides' plan (fastpath.PlanSide(...).Protocol(n)), the engine's own
-// size switch and fallbacks (engineSends) and the FLOCK route rule of
-// pkg/client (lanePool.pool and flockRoute.callFrame). fast is the
-// transport the server grants this client (shm, or rdma on ibv).
+// tables are the two sides' plans of fn on transport tr, built as the
+// runtime builds them (Conn.Plan, Server.Plan) and as hatgen explain
+// prints them: the test checks the runtime's are these.
+func tables(fn hints.Function, tr hints.Transport) (ct, st hints.Table) {
+	cores := runtime.NumCPU()
+	ct = hints.TableFor(fn.Client, hints.Env{Side: hints.SideClient, Transport: tr, Cores: cores, PeerPayload: fn.Server.PayloadSize})
+	st = hints.TableFor(fn.Server, hints.Env{Side: hints.SideServer, Transport: tr, Cores: cores, PeerPayload: fn.Client.PayloadSize})
+	return ct, st
+}
+
+// expected is the one place this test says what should run: the row of
+// each side's plan table for n bytes (route and protocol), and what the
+// tables declare adapts (hints.AdaptRendezvous: past the peer's buffer a
+// message goes by write_rndv, engineSends; hints.AdaptRFPServerReply: a
+// client that does not fetch is sent an RFP reply by the engine's
+// choice, and a fetching one reads it). fast is the transport the server
+// grants this client (shm, or rdma on ibv).
 func expected(fn hints.Function, fast hints.Transport, n int) want {
 	tr := fastpath.PickTransport(fn.Client.Transport, capOf(fast))
-	if tr != hints.TransportSHM && tr != hints.TransportRDMA {
+	ct, st := tables(fn, tr)
+	row := ct.RowFor(n)
+	switch row.Route {
+	case hints.RouteTCP:
 		return want{route: routeTCP}
-	}
-	cs := fastpath.PlanSide(fastpath.OnTransport(fn.Client, tr), fn.Server.PayloadSize, 0)
-	ss := fastpath.PlanSide(fastpath.OnTransport(fn.Server, tr), fn.Client.PayloadSize, 0)
-	fits := fn.Client.PayloadSize <= fastpath.FlockMaxMessage/2 && fn.Server.PayloadSize <= fastpath.FlockMaxMessage/2
-	if cs.QPSharing && fits && n <= fastpath.FlockMaxFrame {
+	case hints.RouteFLOCK:
 		return want{route: routeFLOCK, server: routeFLOCK}
 	}
+	cc, sc := fastpath.PlanSide(&ct, 0).Config, fastpath.PlanSide(&st, 0).Config
 	w := want{route: routeLane, batched: fn.Client.Batch != hints.BatchOff}
-	cp := cs.Protocol(n)
-	w.client = engineSends(cp, n, cs.Config, ss.Config).String()
-	sp := ss.Protocol(n)
+	cp := fastpath.EngineProtocol(row.Protocol)
+	w.client = engineSends(cp, n, cc, sc).String()
+	sp := fastpath.EngineProtocol(st.LaneRowFor(n).Protocol)
 	if sp == rdma.ProtoRFP {
 		sp = rdma.ProtoHybrid // a client that does not fetch is sent the reply
 	}
-	w.server = engineSends(sp, n, ss.Config, cs.Config).String()
+	w.server = engineSends(sp, n, sc, cc).String()
 	if cp == rdma.ProtoRFP {
 		// A fetching client reads the reply the server left for it.
 		w.server, w.serverAlt = rdma.ProtoRFP.String(), w.server
@@ -111,18 +123,25 @@ func engineSends(p rdma.Protocol, n int, own, peer rdma.EndpointConfig) rdma.Pro
 }
 
 // boundaries are the message sizes where fn's plan changes rows, on
-// either side: the tiny limit and the eager threshold of each side's
-// plan, and FLOCK's largest frame and message when the function shares.
+// either side: b-1, b and b+1 for every row edge of both tables (lane
+// rows too: a call that leaves FLOCK takes them), and FLOCK's largest
+// message when the function shares.
 func boundaries(fn hints.Function, fast hints.Transport) []int {
 	tr := fastpath.PickTransport(fn.Client.Transport, capOf(fast))
 	if tr == hints.TransportTCP {
 		tr = fast // the sizes still cross the plan's rows; the route stays TCP
 	}
-	cs := fastpath.PlanSide(fastpath.OnTransport(fn.Client, tr), fn.Server.PayloadSize, 0)
-	ss := fastpath.PlanSide(fastpath.OnTransport(fn.Server, tr), fn.Client.PayloadSize, 0)
-	bs := []int{cs.TinyMax, cs.Threshold, ss.TinyMax, ss.Threshold}
-	if cs.QPSharing {
-		bs = append(bs, fastpath.FlockMaxFrame, fastpath.FlockMaxMessage)
+	ct, st := tables(fn, tr)
+	var bs []int
+	for _, rows := range [][]hints.Row{ct.Rows, ct.Lane, st.Rows, st.Lane} {
+		for _, r := range rows {
+			if r.Max != hints.NoBound {
+				bs = append(bs, r.Max)
+			}
+		}
+	}
+	if ct.QPSharing {
+		bs = append(bs, fastpath.FlockMaxMessage)
 	}
 	seen := map[int]bool{}
 	var out []int
@@ -153,7 +172,6 @@ func TestDesignSpace(t *testing.T) {
 	fast := fastpathtest.HintTransport()
 	fns := sample(cores, fast)
 	srv, addr := startServer(t, fns)
-	agree := planForAgreement{}
 	var cases, calls int
 	adaptive := map[string]int{}
 	ran := map[string]int{} // what ran, by route and protocol: the spread the cases cover
@@ -179,9 +197,13 @@ func TestDesignSpace(t *testing.T) {
 				} else {
 					require.Equal(t, w.server, got.server, "%s %d B: the reply's protocol (server %s)", fn.Name, n, hints.GoLiteral(fn.Server))
 				}
-				agree.note(fn, fast, n, got)
 				ran[fmt.Sprintf("%s client=%s server=%s", got.route, got.client, got.server)]++
 			}
+			// What the runtime says it runs is the table explain prints.
+			tr := fastpath.PickTransport(fn.Client.Transport, capOf(fast))
+			ct, st := tables(fn, tr)
+			require.Equal(t, ct, conn.Plan(fn.Name), "%s: Conn.Plan", fn.Name)
+			require.Equal(t, st, srv.Plan(fn.Name, tr), "%s: Server.Plan", fn.Name)
 		}()
 		t.Logf("%s: %d sizes in %v", fn.Name, len(boundaries(fn, fast)), time.Since(start).Round(time.Millisecond))
 	}
@@ -198,7 +220,6 @@ func TestDesignSpace(t *testing.T) {
 	for k, v := range adaptive {
 		t.Logf("adapted at run time: %s in %d calls (RFP client in server-reply mode)", k, v)
 	}
-	agree.log(t)
 }
 
 // observed is what the counters of both sides saw for one call.

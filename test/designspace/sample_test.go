@@ -4,11 +4,8 @@ package designspace
 
 import (
 	"fmt"
-	"runtime"
-	"sort"
 	"testing"
 
-	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 )
 
@@ -147,47 +144,5 @@ func TestSampleCoversEveryValue(t *testing.T) {
 		if !seen[key{"client", "batch", b.String()}] {
 			t.Errorf("batch %s never sampled", b)
 		}
-	}
-}
-
-// planForAgreement tallies, per side, where hints.PlanFor (what hatgen
-// explain and Conn.Plan print today) names another protocol than the one
-// that ran: issue 41's disagreement, logged rather than asserted until the
-// plan table replaces both.
-type planForAgreement struct {
-	cases, differ int
-	tally         map[string]int
-}
-
-func (a *planForAgreement) note(fn hints.Function, fast hints.Transport, n int, got observed) {
-	if got.route != routeLane {
-		return
-	}
-	tr := fastpath.PickTransport(fn.Client.Transport, capOf(fast))
-	for _, side := range []struct {
-		name, ran string
-		set       hints.Set
-	}{{"client", got.client, fn.Client}, {"server", got.server, fn.Server}} {
-		a.cases++
-		said := hints.PlanFor(fastpath.OnTransport(side.set, tr), runtime.NumCPU(), n).Protocol.String()
-		if said != side.ran {
-			a.differ++
-			if a.tally == nil {
-				a.tally = map[string]int{}
-			}
-			a.tally[fmt.Sprintf("%s: PlanFor says %s, ran %s", side.name, said, side.ran)]++
-		}
-	}
-}
-
-func (a *planForAgreement) log(t *testing.T) {
-	t.Logf("hints.PlanFor (explain, Conn.Plan) names another protocol than ran in %d of %d lane cases", a.differ, a.cases)
-	keys := make([]string, 0, len(a.tally))
-	for k := range a.tally {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		t.Logf("  %s: %d", k, a.tally[k])
 	}
 }

@@ -57,10 +57,14 @@ func main() {
 	}
 	fmt.Printf("echoBytes: %d bytes round trip ok\n", len(back))
 
-	// The plan each function ran with: transport and RDMA protocol come
-	// from the hints in echo.thrift and what the server offered.
+	// The plan table each function runs by: transport, and per size range
+	// the route and RDMA protocol, from the hints in echo.thrift and what
+	// the server offered.
 	for _, fn := range []string{"echo", "echoBytes"} {
 		p := conn.Plan("Echo:" + fn)
-		fmt.Printf("plan %s: transport=%s protocol=%s polling=%s\n", fn, p.Transport, p.Protocol, p.Polling)
+		fmt.Printf("plan %s: transport=%s polling=%s\n", fn, p.Transport, p.Polling)
+		for _, r := range p.Rows {
+			fmt.Printf("  %s\n", r)
+		}
 	}
 }
