@@ -42,9 +42,9 @@ func TestTableRows(t *testing.T) {
 			[]at{{eager, RouteLane, ProtoDirectWriteIMM}, {eager + 1, RouteLane, ProtoRFP}}},
 		{"throughput over: read_rndv large on shm", Set{PerfGoal: Throughput, Concurrency: 8, QPSharing: SwitchOff}, shm,
 			[]at{{eager, RouteLane, ProtoDirectWriteIMM}, {eager + 1, RouteLane, ProtoReadRNDV}}},
-		{"qp_sharing on: FLOCK up to its message, a lane above", Set{QPSharing: SwitchOn, PayloadSize: 64}, shm,
-			[]at{{0, RouteFLOCK, ProtoAuto}, {FlockMaxMessage - 1, RouteFLOCK, ProtoAuto}, {FlockMaxMessage, RouteFLOCK, ProtoAuto},
-				{FlockMaxMessage + 1, RouteLane, ProtoDirectWriteIMM}}},
+		{"qp_sharing on: FLOCK up to its largest frame, a lane above", Set{QPSharing: SwitchOn, PayloadSize: 64}, shm,
+			[]at{{0, RouteFLOCK, ProtoAuto}, {FlockMaxFrame - 1, RouteFLOCK, ProtoAuto}, {FlockMaxFrame, RouteFLOCK, ProtoAuto},
+				{FlockMaxFrame + 1, RouteLane, ProtoDirectWriteIMM}}},
 		{"qp_sharing on, payload too large to share: lanes", Set{QPSharing: SwitchOn, PayloadSize: FlockMaxMessage/2 + 1}, shm,
 			[]at{{64, RouteLane, ProtoDirectWriteIMM}}},
 		{"qp_sharing on, the server's payload too large: lanes", Set{QPSharing: SwitchOn},
@@ -156,13 +156,13 @@ func TestTableText(t *testing.T) {
 	for _, want := range []string{
 		"goal=latency subscription=under(1/2 cores) transport=shm (shm) polling=busy",
 		"SIZE", "ROUTE", "PROTOCOL", "INLINE",
-		"61441-...  lane   direct_write_imm  busy     no",
+		"61377-...  lane   direct_write_imm  busy     no",
 		"lane rows (a call that leaves FLOCK for a lane):",
-		"adapts flock_to_lane: a request > 60KiB",
+		"adapts flock_to_lane: a request > 61376",
 	} {
 		assert.Contains(t, s, want)
 	}
-	assert.Regexp(t, `(?m)^0-61440 +flock +- +busy +no$`, s)
+	assert.Regexp(t, `(?m)^0-61376 +flock +- +busy +no$`, s)
 	assert.Equal(t, "0-4096 lane eager busy", Row{Max: 4096, Protocol: ProtoEager, Polling: PollBusy}.String())
 	assert.Equal(t, "4097-... lane write_rndv busy inline", Row{Min: 4097, Max: NoBound, Protocol: ProtoWriteRNDV, Polling: PollBusy, Inline: true}.String())
 	b, err := json.Marshal(tb)
