@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -193,7 +194,7 @@ func (c *Conn) Plan(method string) hints.Plan {
 		set = v.(*hints.Function).Client
 	}
 	tr := c.transportFor(set.Transport)
-	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
+	if transport.Lanes(tr) {
 		set = fastpath.OnTransport(set, tr) // what the lane plans with
 	}
 	p := hints.PlanFor(set, c.cores, 0)
@@ -274,7 +275,7 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 		return err
 	}
 	req := request{m: m, sess: s, args: args, oneway: m.Oneway, use: use}
-	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+	if s.caps&transport.LaneCaps() == 0 {
 		return tcpRoute{c}.call(ctx, req, result) // no fast path: no route to look up
 	}
 	r, err := c.routeFor(s, m, mi)

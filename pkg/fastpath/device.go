@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -135,28 +136,13 @@ func (d *Device) Release() {
 	})
 }
 
-// Transport is the hint transport a device provides: shm for the shm
-// provider, rdma for real NICs.
-func (d *Device) Transport() hints.Transport {
-	if d.Provider() == rdma.ProviderSHM {
-		return hints.TransportSHM
-	}
-	return hints.TransportRDMA
-}
+// Transport is the hint transport a device provides: the transport its
+// provider's lanes carry (pkg/internal/transport).
+func (d *Device) Transport() hints.Transport { return transport.OfProvider(d.Provider()) }
 
 // Provider is the verbs provider a transport needs: shm for shm, ibv for
 // rdma, auto (whichever the host has) for auto, "" for tcp.
-func Provider(t hints.Transport) string {
-	switch t {
-	case hints.TransportSHM:
-		return rdma.ProviderSHM
-	case hints.TransportRDMA:
-		return rdma.ProviderIBV
-	case hints.TransportAuto:
-		return rdma.ProviderAuto
-	}
-	return ""
-}
+func Provider(t hints.Transport) string { return transport.ProviderFor(t) }
 
 // built: this file is compiled, so the fast path is.
 const built = true
