@@ -89,7 +89,7 @@ const maxHint = 8
 var (
 	byHint   [maxHint]int8 // hint value -> row + 1; 0: not a transport (auto)
 	laneCaps uint64
-	hostCaps uint64   // the SameHost rows' bits
+	hostCaps uint64 // the SameHost rows' bits
 	choices  string // the WithRDMA spellings, for errors
 )
 
