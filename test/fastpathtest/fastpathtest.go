@@ -7,6 +7,7 @@ package fastpathtest
 import (
 	"os"
 
+	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -35,9 +36,4 @@ func OtherTransport() string {
 }
 
 // HintTransport is Transport as a hint value (transport=shm or rdma).
-func HintTransport() hints.Transport {
-	if Provider() == rdma.ProviderIBV {
-		return hints.TransportRDMA
-	}
-	return hints.TransportSHM
-}
+func HintTransport() hints.Transport { return transport.OfProvider(Provider()) }
