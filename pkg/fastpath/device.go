@@ -100,12 +100,18 @@ func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	key := rdma.ProviderIBV + "|" + ch.Key()
+	// The chosen port is a NIC's: auto opens it with the RDMA transport's
+	// provider, a named provider with itself.
+	nic := provider
+	if nic == rdma.ProviderAuto {
+		nic = transport.ProviderFor(hints.TransportRDMA)
+	}
+	key := nic + "|" + ch.Key()
 	devMu.Lock()
 	defer devMu.Unlock()
 	e := devices[key]
 	if e == nil {
-		opts := []rdma.Option{rdma.WithProvider(rdma.ProviderIBV), rdma.WithDeviceName(ch.Device), rdma.WithPort(ch.Port)}
+		opts := []rdma.Option{rdma.WithProvider(nic), rdma.WithDeviceName(ch.Device), rdma.WithPort(ch.Port)}
 		if ch.GIDIndex >= 0 {
 			opts = append(opts, rdma.WithGIDIndex(ch.GIDIndex))
 		}

@@ -31,7 +31,7 @@ import (
 type lane struct {
 	fn   string
 	side fastpath.Side
-	tr   uint8 // trSHM or trRDMA
+	tr   uint8 // label index of its transport (trOf)
 	stop chan struct{}
 	link *fastpath.Link
 
