@@ -143,7 +143,7 @@ func (d *Device) Release() {
 }
 
 // Transport is the hint transport a device provides: the transport its
-// provider's lanes carry (pkg/internal/transport).
+// provider's lanes carry (internal/transport).
 func (d *Device) Transport() hints.Transport { return transport.OfProvider(d.Provider()) }
 
 // Provider is the verbs provider a transport needs: shm for shm, ibv for

@@ -10,7 +10,7 @@ import (
 // transport=tcp stays on TCP even on an upgraded connection; otherwise the
 // best transport the server granted in the handshake (caps) wins, and a
 // function pinned to a transport that was not granted runs over TCP. The
-// order of "best" is the transport registry's (pkg/internal/transport).
+// order of "best" is the transport registry's (internal/transport).
 func PickTransport(want hints.Transport, caps uint64) hints.Transport {
 	return transport.Pick(want, caps)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/transport"
 )
 
-// Provider names, from the transport registry (pkg/internal/transport),
+// Provider names, from the transport registry (internal/transport),
 // which also orders the providers auto tries.
 const (
 	ProviderIBV  = transport.ProviderIBV
