@@ -96,10 +96,11 @@ var (
 func init() {
 	for i := range Transports {
 		t := &Transports[i]
-		if t.Hint < 0 || int(t.Hint) >= maxHint || byHint[t.Hint] != 0 {
-			panic(fmt.Sprintf("transport: row %d: hint %v out of range or registered twice", i, t.Hint))
+		// A row whose hint is out of range or taken stays unindexed, and
+		// TestRowsRoundTrip fails on it.
+		if t.Hint >= 0 && int(t.Hint) < maxHint && byHint[t.Hint] == 0 {
+			byHint[t.Hint] = int8(i + 1)
 		}
-		byHint[t.Hint] = int8(i + 1)
 		laneCaps |= t.Cap
 		if t.SameHost {
 			hostCaps |= t.Cap
