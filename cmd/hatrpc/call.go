@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/generic"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -114,12 +114,12 @@ func (f *callFlags) options(addr string) ([]client.Option, error) {
 		opts = append(opts, client.WithMultiplexed())
 	}
 	provider := f.rdma
-	if h, err := hints.ParseTransport(provider); err == nil && transport.Lanes(h) {
-		provider = transport.ProviderFor(h) // a transport's name, as hatkv --transport spells it
+	if h, err := hints.ParseTransport(provider); err == nil && fastpath.Lanes(h) {
+		provider = fastpath.Provider(h) // a transport's name, as hatkv --transport spells it
 	}
-	_, err := transport.ParseProvider(provider)
+	_, err := fastpath.ParseProvider(provider)
 	if err == nil && provider == "" { // off is spelled out here
-		err = fmt.Errorf("%w %q", transport.ErrBadProvider, provider)
+		err = fmt.Errorf("%w %q", fastpath.ErrBadProvider, provider)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--rdma (a provider, or a lane transport's name): %w", err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
@@ -85,7 +84,7 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 		c.conns = append(c.conns, conn)
 		c.kvs = append(c.kvs, hatkv.NewHatKVClient(conn))
 	}
-	if transport.Lanes(tr) {
+	if fastpath.Lanes(tr) {
 		if got := c.conns[0].Plan("HatKV:Get").Transport; got != tr {
 			cause := c.conns[0].FastPathErr()
 			_ = c.Close()

@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )

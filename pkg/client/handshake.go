@@ -7,8 +7,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )

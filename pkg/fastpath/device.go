@@ -9,8 +9,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -143,12 +143,8 @@ func (d *Device) Release() {
 }
 
 // Transport is the hint transport a device provides: the transport its
-// provider's lanes carry (internal/transport).
+// provider's lanes carry (pkg/internal/transport).
 func (d *Device) Transport() hints.Transport { return transport.OfProvider(d.Provider()) }
-
-// Provider is the verbs provider a transport needs: shm for shm, ibv for
-// rdma, auto (whichever the host has) for auto, "" for tcp.
-func Provider(t hints.Transport) string { return transport.ProviderFor(t) }
 
 // built: this file is compiled, so the fast path is.
 const built = true

@@ -1,6 +1,6 @@
 package fastpath
 
-import "github.com/hatrpc/hatrpc/internal/transport"
+import "github.com/hatrpc/hatrpc/pkg/internal/transport"
 
 // ErrBadProvider matches (errors.Is) the error for a provider name that is
 // none of off, auto and the registered providers (shm, ibv).

@@ -5,13 +5,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // TestRegistryFacade: PickTransport and ParseProvider are the transport
-// registry's rules (their cases are internal/transport's tests), for
+// registry's rules (their cases are pkg/internal/transport's tests), for
 // every hint and every grant.
 func TestRegistryFacade(t *testing.T) {
 	for _, want := range []hints.Transport{hints.TransportAuto, hints.TransportRDMA, hints.TransportSHM, hints.TransportTCP} {

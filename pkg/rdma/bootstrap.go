@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 // RemoteBuffer is a region a peer may access one-sidedly.

@@ -15,10 +15,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
-// Provider names, from the transport registry (internal/transport),
+// Provider names, from the transport registry (pkg/internal/transport),
 // which also orders the providers auto tries.
 const (
 	ProviderIBV  = transport.ProviderIBV

@@ -43,7 +43,7 @@ const char *hr_status_str(int st)
 
 /* The provider registry, the one place a provider is registered: X(name)
  * for a provider that defines hr_<name>_ops, in the order auto tries them
- * (the same as internal/transport's Providers; TestProviderRegistry).
+ * (the same as pkg/internal/transport's Providers; TestProviderRegistry).
  * Each gets hr_<name>_provider, its ops over the defaults, which its
  * handles point to. */
 #define HR_PROVIDERS(X) X(ibv) X(shm)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 func TestStatusMirror(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -159,7 +159,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 // Transport label indexes of method.stats and transportNames: the
-// transport registry's rows (internal/transport; row 0 is TCP), then
+// transport registry's rows (pkg/internal/transport; row 0 is TCP), then
 // plain Apache Thrift over TCP, which is a label of its own.
 const (
 	trTCP         = uint8(transport.TCP)

@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 // The rdma/shm fast path (lanes.go, flock.go) is compiled only with cgo on

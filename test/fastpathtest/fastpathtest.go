@@ -7,7 +7,6 @@ package fastpathtest
 import (
 	"os"
 
-	"github.com/hatrpc/hatrpc/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -36,4 +35,9 @@ func OtherTransport() string {
 }
 
 // HintTransport is Transport as a hint value (transport=shm or rdma).
-func HintTransport() hints.Transport { return transport.OfProvider(Provider()) }
+func HintTransport() hints.Transport {
+	if Provider() == rdma.ProviderIBV {
+		return hints.TransportRDMA
+	}
+	return hints.TransportSHM
+}
