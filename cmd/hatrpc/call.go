@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/generic"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
@@ -111,14 +113,18 @@ func (f *callFlags) options(addr string) ([]client.Option, error) {
 	if f.multiplexed {
 		opts = append(opts, client.WithMultiplexed())
 	}
-	switch f.rdma {
-	case "auto", "shm", "ibv", "off":
-		opts = append(opts, client.WithRDMA(f.rdma))
-	case "rdma": // the transport's name, as hatkv --transport spells it
-		opts = append(opts, client.WithRDMA("ibv"))
-	default:
-		return nil, fmt.Errorf("--rdma %q: want auto, shm, ibv (or rdma) or off", f.rdma)
+	provider := f.rdma
+	if h, err := hints.ParseTransport(provider); err == nil && fastpath.Lanes(h) {
+		provider = fastpath.Provider(h) // a transport's name, as hatkv --transport spells it
 	}
+	_, err := fastpath.ParseProvider(provider)
+	if err == nil && provider == "" { // off is spelled out here
+		err = fmt.Errorf("%w %q", fastpath.ErrBadProvider, provider)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--rdma (a provider, or a lane transport's name): %w", err)
+	}
+	opts = append(opts, client.WithRDMA(provider))
 	if f.tls || f.tlsCA != "" || f.tlsInsecure {
 		cfg, err := f.tlsConfig(addr)
 		if err != nil {

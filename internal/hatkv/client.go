@@ -84,7 +84,7 @@ func Dial(ctx context.Context, addr string, opts ...ClientOption) (*Client, erro
 		c.conns = append(c.conns, conn)
 		c.kvs = append(c.kvs, hatkv.NewHatKVClient(conn))
 	}
-	if tr == hints.TransportSHM || tr == hints.TransportRDMA {
+	if fastpath.Lanes(tr) {
 		if got := c.conns[0].Plan("HatKV:Get").Transport; got != tr {
 			cause := c.conns[0].FastPathErr()
 			_ = c.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -291,7 +292,7 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 		return err
 	}
 	req := request{m: m, sess: s, args: args, oneway: m.Oneway, use: use}
-	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+	if s.caps&transport.LaneCaps() == 0 {
 		return tcpRoute{c}.call(ctx, req, result) // no fast path: no route to look up
 	}
 	r, err := c.routeFor(s, m, mi)

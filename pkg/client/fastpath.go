@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 // The rdma/shm fast path (lanes.go, flock.go, batch.go) is compiled only
@@ -66,15 +68,8 @@ func checkBuilt(provider string) error {
 	if _, err := fastpath.ParseProvider(provider); err != nil {
 		return fmt.Errorf("client: WithRDMA(%q): %w", provider, err)
 	}
-	switch provider {
-	case "shm", "ibv":
-		if !fastpath.Built() {
-			tr := "shm"
-			if provider == "ibv" {
-				tr = "rdma"
-			}
-			return &SetupError{Op: "lane", Transport: tr, Err: ErrNoFastPath}
-		}
+	if tr := transport.OfProvider(provider); tr != hints.TransportAuto && !fastpath.Built() {
+		return &SetupError{Op: "lane", Transport: tr.String(), Err: ErrNoFastPath}
 	}
 	return nil
 }
@@ -83,7 +78,7 @@ func checkBuilt(provider string) error {
 // environment) into o.rdmaSpec and checks that the device, port and GID it
 // names exist, so that a wrong one fails Dial listing what does.
 func checkRDMAChoice(o *options) error {
-	if o.rdma == "off" || o.rdma == "shm" {
+	if o.rdma == transport.ProviderOff || o.rdma == transport.ProviderSHM {
 		return nil
 	}
 	sp, err := fastpath.RDMASpecFromEnv(o.rdmaDevice, o.rdmaGID)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -21,7 +22,7 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	caps |= wire.CapHeaders
 	hello := wire.Hello{Version: wire.Version, Caps: caps,
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
-	if hello.Caps&wire.CapSHM != 0 {
+	if hello.Caps&transport.SameHostCaps() != 0 {
 		hello.Host = fastpath.HostID()
 		hello.Plans = s.c.planChecks()
 	}

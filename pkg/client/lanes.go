@@ -15,6 +15,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -31,17 +32,7 @@ import (
 const defaultMaxLanes = 16
 
 // laneOffer is what the handshake offers beyond HatRPC framing.
-func (c *Conn) laneOffer() uint64 {
-	switch c.o.rdma {
-	case "off", "":
-		return 0
-	case rdma.ProviderSHM:
-		return wire.CapSHM
-	case rdma.ProviderIBV:
-		return wire.CapRDMA
-	}
-	return wire.CapSHM | wire.CapRDMA
-}
+func (c *Conn) laneOffer() uint64 { return transport.Offer(c.o.rdma) }
 
 // lanes is the Conn's set of lane pools.
 type lanes struct {
@@ -652,7 +643,7 @@ func (c *Conn) pickRoute(s *session, m *Method) (_ route, retryAt time.Time, _ e
 		want = m.Hints.Client.Transport
 	}
 	tr := fastpath.PickTransport(want, s.caps)
-	if tr != hints.TransportSHM && tr != hints.TransportRDMA {
+	if !transport.Lanes(tr) {
 		return tcpRoute{c}, time.Time{}, nil
 	}
 	p, retryAt, err := c.lanes.pool(m, tr)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -84,7 +85,7 @@ func (e *routeEntry) fresh(c *Conn, caps, gen uint64, want hints.Transport) bool
 // when not nil, is m's entry in the Conn's method cache, whose copy of the
 // route is looked at first: no map lookup per call.
 func (c *Conn) routeFor(s *session, m *Method, mi *methodInfo) (route, error) {
-	if s.caps&(wire.CapSHM|wire.CapRDMA) == 0 {
+	if s.caps&transport.LaneCaps() == 0 {
 		return tcpRoute{c}, nil
 	}
 	gen := c.lanes.generation()

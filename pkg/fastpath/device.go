@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -103,12 +104,18 @@ func AcquireFor(ctx context.Context, provider string, t Target) (*Device, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	key := rdma.ProviderIBV + "|" + ch.Key()
+	// The chosen port is a NIC's: auto opens it with the RDMA transport's
+	// provider, a named provider with itself.
+	nic := provider
+	if nic == rdma.ProviderAuto {
+		nic = transport.ProviderFor(hints.TransportRDMA)
+	}
+	key := nic + "|" + ch.Key()
 	devMu.Lock()
 	defer devMu.Unlock()
 	e := devices[key]
 	if e == nil {
-		opts := []rdma.Option{rdma.WithProvider(rdma.ProviderIBV), rdma.WithDeviceName(ch.Device), rdma.WithPort(ch.Port)}
+		opts := []rdma.Option{rdma.WithProvider(nic), rdma.WithDeviceName(ch.Device), rdma.WithPort(ch.Port)}
 		if ch.GIDIndex >= 0 {
 			opts = append(opts, rdma.WithGIDIndex(ch.GIDIndex))
 		}
@@ -139,28 +146,9 @@ func (d *Device) Release() {
 	})
 }
 
-// Transport is the hint transport a device provides: shm for the shm
-// provider, rdma for real NICs.
-func (d *Device) Transport() hints.Transport {
-	if d.Provider() == rdma.ProviderSHM {
-		return hints.TransportSHM
-	}
-	return hints.TransportRDMA
-}
-
-// Provider is the verbs provider a transport needs: shm for shm, ibv for
-// rdma, auto (whichever the host has) for auto, "" for tcp.
-func Provider(t hints.Transport) string {
-	switch t {
-	case hints.TransportSHM:
-		return rdma.ProviderSHM
-	case hints.TransportRDMA:
-		return rdma.ProviderIBV
-	case hints.TransportAuto:
-		return rdma.ProviderAuto
-	}
-	return ""
-}
+// Transport is the hint transport a device provides: the transport its
+// provider's lanes carry (pkg/internal/transport).
+func (d *Device) Transport() hints.Transport { return transport.OfProvider(d.Provider()) }
 
 // built: this file is compiled, so the fast path is.
 const built = true

@@ -6,27 +6,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-func TestPickTransport(t *testing.T) {
-	all := wire.CapFraming | wire.CapRDMA | wire.CapSHM
-	cases := []struct {
-		want hints.Transport
-		caps uint64
-		got  hints.Transport
-	}{
-		{hints.TransportAuto, wire.CapFraming, hints.TransportTCP},
-		{hints.TransportRDMA, wire.CapFraming, hints.TransportTCP}, // not granted: fall back
-		{hints.TransportSHM, 0, hints.TransportTCP},
-		{hints.TransportTCP, all, hints.TransportTCP}, // pinned stays on TCP when upgraded
-		{hints.TransportAuto, all, hints.TransportRDMA},
-		{hints.TransportRDMA, all, hints.TransportRDMA},
-		{hints.TransportSHM, all, hints.TransportSHM},
-		{hints.TransportAuto, wire.CapFraming | wire.CapSHM, hints.TransportSHM},
-		{hints.TransportRDMA, wire.CapFraming | wire.CapSHM, hints.TransportTCP},
+// TestRegistryFacade: PickTransport and ParseProvider are the transport
+// registry's rules (their cases are pkg/internal/transport's tests), for
+// every hint and every grant.
+func TestRegistryFacade(t *testing.T) {
+	for _, want := range []hints.Transport{hints.TransportAuto, hints.TransportRDMA, hints.TransportSHM, hints.TransportTCP} {
+		for c := range 2 * wire.CapAttach { // every combination of the framing, rdma, shm and attach bits
+			require.Equal(t, transport.Pick(want, c), PickTransport(want, c), "want=%v caps=%b", want, c)
+		}
 	}
-	for _, tc := range cases {
-		require.Equal(t, tc.got, PickTransport(tc.want, tc.caps), "want=%v caps=%b", tc.want, tc.caps)
+	for _, name := range []string{"", "off", "auto", "shm", "ibv", "rdma"} {
+		got, err := ParseProvider(name)
+		want, werr := transport.ParseProvider(name)
+		require.Equal(t, want, got, name)
+		require.Equal(t, werr, err, name)
 	}
+	_, err := ParseProvider("verbs")
+	require.ErrorIs(t, err, ErrBadProvider)
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 // RemoteBuffer is a region a peer may access one-sidedly.
@@ -51,26 +53,15 @@ var ErrBadBootstrap = errors.New("rdma: bad bootstrap message")
 // ErrBootstrapVersion is an unsupported version (also matches ErrBadBootstrap).
 var ErrBootstrapVersion = fmt.Errorf("%w: unsupported version", ErrBadBootstrap)
 
-var providerIDs = map[string]byte{ProviderIBV: 1, ProviderSHM: 2}
-
-func providerName(id byte) (string, bool) {
-	for n, v := range providerIDs {
-		if v == id {
-			return n, true
-		}
-	}
-	return "", false
-}
-
 // MarshalBinary encodes the endpoint without the length prefix.
 func (e *Endpoint) MarshalBinary() ([]byte, error) {
-	pid, ok := providerIDs[e.Provider]
-	if !ok || len(e.Blob) > maxBlob || len(e.Buffers) > maxBuffers {
+	prov := transport.ProviderByName(e.Provider)
+	if prov == nil || len(e.Blob) > maxBlob || len(e.Buffers) > maxBuffers {
 		return nil, fmt.Errorf("%w: endpoint out of range", ErrBadBootstrap)
 	}
 	b := make([]byte, 0, fixedLen+len(e.Blob)+len(e.Buffers)*bufferLen)
 	b = append(b, "HRBS"...)
-	b = append(b, bootstrapVersion, pid, 0, 0)
+	b = append(b, bootstrapVersion, prov.ID, 0, 0)
 	b = binary.BigEndian.AppendUint32(b, e.QPN)
 	b = binary.BigEndian.AppendUint32(b, e.PSN)
 	b = binary.BigEndian.AppendUint32(b, e.LID)
@@ -103,14 +94,14 @@ func DecodeEndpoint(b []byte) (Endpoint, error) {
 	if b[4] != bootstrapVersion {
 		return Endpoint{}, fmt.Errorf("%w %d", ErrBootstrapVersion, b[4])
 	}
-	name, ok := providerName(b[5])
-	if !ok {
+	prov := transport.ProviderByID(b[5])
+	if prov == nil {
 		return bad("unknown provider")
 	}
 	if b[6] != 0 || b[7] != 0 {
 		return bad("unknown flags")
 	}
-	e.Provider = name
+	e.Provider = prov.Name
 	p := b[8:]
 	e.QPN = binary.BigEndian.Uint32(p[0:])
 	e.PSN = binary.BigEndian.Uint32(p[4:])

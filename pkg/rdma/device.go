@@ -10,16 +10,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
-// Provider names.
+// Provider names, from the transport registry (pkg/internal/transport),
+// which also orders the providers auto tries.
 const (
-	ProviderIBV  = "ibv"
-	ProviderSHM  = "shm"
-	ProviderAuto = "auto"
+	ProviderIBV  = transport.ProviderIBV
+	ProviderSHM  = transport.ProviderSHM
+	ProviderAuto = transport.ProviderAuto
 )
 
 // EnvProvider selects the provider when no option does.
@@ -100,20 +104,33 @@ func Open(opts ...Option) (*Device, error) {
 	if c.provider == "" {
 		c.provider = ProviderAuto
 	}
-	switch c.provider {
-	case ProviderIBV, ProviderSHM:
+	if c.provider != ProviderAuto {
+		if transport.ProviderByName(c.provider) == nil {
+			return nil, &Error{Op: fmt.Sprintf("open provider %q (want %s)", c.provider, providerChoices()), Status: StatusInvalid}
+		}
 		return open(c.provider, &c)
-	case ProviderAuto:
-		d, err := open(ProviderIBV, &c)
-		if err == nil {
+	}
+	// auto: the first provider, in registry order, with a device here.
+	var err error
+	for _, p := range transport.Providers {
+		var d *Device
+		if d, err = open(p.Name, &c); err == nil {
 			return d, nil
 		}
 		if !errors.Is(err, ErrNoDevice) {
 			return nil, err
 		}
-		return open(ProviderSHM, &c)
 	}
-	return nil, &Error{Op: fmt.Sprintf("open provider %q", c.provider), Status: StatusInvalid}
+	return nil, err
+}
+
+// providerChoices lists the names Open accepts.
+func providerChoices() string {
+	names := make([]string, 0, len(transport.Providers)+1)
+	for _, p := range transport.Providers {
+		names = append(names, p.Name)
+	}
+	return strings.Join(append(names, ProviderAuto), ", ")
 }
 
 func open(name string, c *config) (*Device, error) {

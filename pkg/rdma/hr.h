@@ -3,8 +3,9 @@
  * Protocol code (the Go wrappers in this package and the C unit tests) sees
  * only this header: opaque handles, plain structs and the dispatch functions
  * hr_*(), which forward to the provider table of the object's provider.
- * Every provider implements the whole table. C here never prints or exits;
- * every failure is an hr_status.
+ * A provider fills only the ops it supports; the core (hr_default_ops.c)
+ * answers HR_ENOTSUP for the rest. C here never prints or exits; every
+ * failure is an hr_status.
  */
 #ifndef HR_H
 #define HR_H
@@ -244,7 +245,12 @@ typedef struct hr_mr {
 	uint32_t pad_;
 } hr_mr;
 
-/* The provider table. */
+/* The provider table. A provider defines hr_<name>_ops with the ops it
+ * supports and is registered by one line in hr_core.c (HR_PROVIDERS); the
+ * core fills the ops it leaves NULL with defaults (hr_set_ops), so every
+ * op of hr_<name>_provider, the table its handles point to, is set: an
+ * unsupported one answers HR_ENOTSUP (-HR_ENOTSUP from the ops returning
+ * a count or an fd; nothing from those returning void). */
 typedef struct hr_provider {
 	const char *name;
 	int (*open)(const hr_dev_opts *o, hr_dev **out);
@@ -295,9 +301,6 @@ struct hr_obj {
 	const hr_provider *prov;
 };
 
-extern const hr_provider hr_shm_provider;
-extern const hr_provider hr_ibv_provider;
-
 /* How registered memory survives a fork() without exec (ibv; rdma-core's
  * ibv_is_fork_initialized): HR_FORK_UNNEEDED, the kernel copies pinned
  * pages into the child (5.13+); HR_FORK_ENABLED, ibv_fork_init marked every
@@ -310,6 +313,11 @@ const char *hr_fork_status_str(int st);
 
 /* Provider by name ("shm", "ibv"); NULL if unknown. */
 const hr_provider *hr_provider_by_name(const char *name);
+/* The i-th registered provider's name, in the order auto tries them; NULL
+ * past the last. */
+const char *hr_provider_name(int i);
+/* Copies src's non-NULL ops (and name) over the defaults into dst. */
+void hr_set_ops(hr_provider *dst, const hr_provider *src);
 
 /* Dispatch (hr_core.c). */
 int hr_open(const hr_provider *p, const hr_dev_opts *o, hr_dev **out);

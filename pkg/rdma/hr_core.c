@@ -41,15 +41,47 @@ const char *hr_status_str(int st)
 	return status_names[st];
 }
 
+/* The provider registry, the one place a provider is registered: X(name)
+ * for a provider that defines hr_<name>_ops, in the order auto tries them
+ * (the same as pkg/internal/transport's Providers; TestProviderRegistry).
+ * Each gets hr_<name>_provider, its ops over the defaults, which its
+ * handles point to. */
+#define HR_PROVIDERS(X) X(ibv) X(shm)
+
+#define HR_PROVIDER_DEFINE(n)                                                          \
+	extern const hr_provider hr_##n##_ops;                                         \
+	hr_provider hr_##n##_provider;
+HR_PROVIDERS(HR_PROVIDER_DEFINE)
+
+#define HR_PROVIDER_ENTRY(n) {&hr_##n##_ops, &hr_##n##_provider},
+static const struct {
+	const hr_provider *ops;
+	hr_provider *full;
+} registry[] = {HR_PROVIDERS(HR_PROVIDER_ENTRY)};
+#define NREGISTRY ((int)(sizeof(registry) / sizeof(registry[0])))
+
+/* Before main (and before Go runs): no handle can exist earlier. */
+__attribute__((constructor)) static void registry_init(void)
+{
+	for (int i = 0; i < NREGISTRY; i++)
+		hr_set_ops(registry[i].full, registry[i].ops);
+}
+
 const hr_provider *hr_provider_by_name(const char *name)
 {
 	if (!name)
 		return NULL;
-	if (strcmp(name, "shm") == 0)
-		return &hr_shm_provider;
-	if (strcmp(name, "ibv") == 0)
-		return &hr_ibv_provider;
+	for (int i = 0; i < NREGISTRY; i++)
+		if (strcmp(name, registry[i].full->name) == 0)
+			return registry[i].full;
 	return NULL;
+}
+
+const char *hr_provider_name(int i)
+{
+	if (i < 0 || i >= NREGISTRY)
+		return NULL;
+	return registry[i].full->name;
 }
 
 uint64_t hr_now_ns(void)

@@ -597,7 +597,7 @@ static int ibv_hr_dev_counters(hr_dev *hd, hr_counters *out)
 	return HR_OK;
 }
 
-const hr_provider hr_ibv_provider = {
+const hr_provider hr_ibv_ops = {
 	.name = "ibv",
 	.open = ibv_dev_open,
 	.close = ibv_dev_close,

@@ -207,7 +207,7 @@ static int shm_dev_counters(hr_dev *hd, hr_counters *out)
 	return HR_OK;
 }
 
-const hr_provider hr_shm_provider = {
+const hr_provider hr_shm_ops = {
 	.name = "shm",
 	.open = shm_dev_open,
 	.close = shm_dev_close,

@@ -10,6 +10,10 @@
 
 #define IBV_QP_BUCKETS 1024
 
+/* The ibv ops and the full table its handles point to (hr_core.c). */
+extern const hr_provider hr_ibv_ops;
+extern hr_provider hr_ibv_provider;
+
 struct ibv_hqp;
 
 struct ibv_hdev {

@@ -2,6 +2,19 @@ package rdma
 
 /*
 #include "hr.h"
+
+// A provider with nothing but a name, and one handle of it: every op is a
+// default (hr_default_ops.c).
+static hr_provider probe_prov;
+static struct hr_obj probe_handle;
+
+static hr_dev *hr_probe_dev(void)
+{
+	const hr_provider bare = {.name = "bare"};
+	hr_set_ops(&probe_prov, &bare);
+	probe_handle.prov = &probe_prov;
+	return (hr_dev *)&probe_handle;
+}
 */
 import "C"
 
@@ -37,3 +50,19 @@ func cOffsets() map[string]uintptr {
 
 // cNop is one cgo crossing doing nothing, for BenchmarkCgoCrossing.
 func cNop(x int) int { return int(C.hr_nop(C.int(x))) }
+
+// cProviderNames lists the C core's provider registry in its order.
+func cProviderNames() []string {
+	var names []string
+	for i := 0; ; i++ {
+		p := C.hr_provider_name(C.int(i))
+		if p == nil {
+			return names
+		}
+		names = append(names, C.GoString(p))
+	}
+}
+
+// bareDevice is a Device of a provider that sets no op, for the test that
+// what a provider leaves unset reaches Go as ErrNotSupported.
+func bareDevice() *Device { return &Device{p: C.hr_probe_dev(), provider: "bare"} }

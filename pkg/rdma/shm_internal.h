@@ -403,7 +403,9 @@ static inline void cnt_add(_Atomic uint64_t *c, uint64_t v)
 void shm_qp_progress(struct shm_qp *qp);
 void shm_qp_sweep(struct shm_qp *qp);
 void shm_qp_retire(struct shm_dev *d, uint32_t qpn, uint64_t sq_idx);
-extern const hr_provider hr_shm_provider;
+/* The shm ops and the full table its handles point to (hr_core.c). */
+extern const hr_provider hr_shm_ops;
+extern hr_provider hr_shm_provider;
 int shm_create_srq(hr_pd *pd, uint32_t max_wr, uint32_t max_sge, hr_srq **out);
 int shm_destroy_srq(hr_srq *s);
 int shm_srq_max_wr(hr_srq *s);

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 func TestStatusMirror(t *testing.T) {
@@ -50,4 +52,33 @@ func TestLayoutMatchesC(t *testing.T) {
 	for op := Opcode(0); op < NumOpcodes; op++ {
 		require.NotContains(t, op.String(), "Opcode(")
 	}
+}
+
+// TestProviderRegistry: the C core registers the providers of the
+// transport registry, in its order, and finds each by name.
+func TestProviderRegistry(t *testing.T) {
+	var want []string
+	for _, p := range transport.Providers {
+		want = append(want, p.Name)
+	}
+	require.Equal(t, want, cProviderNames())
+	_, err := Open(WithProvider("verbs"))
+	require.ErrorIs(t, err, ErrInvalid)
+	require.EqualError(t, err, `open provider "verbs" (want ibv, shm, auto): rdma: invalid argument`)
+}
+
+// TestUnsetOpNotSupported: an op a provider leaves unset answers the
+// not-supported status, which Go maps to ErrNotSupported.
+func TestUnsetOpNotSupported(t *testing.T) {
+	d := bareDevice()
+	_, err := d.Info()
+	require.ErrorIs(t, err, ErrNotSupported)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, StatusNotSupported, e.Status)
+	_, err = d.Counters()
+	require.ErrorIs(t, err, ErrNotSupported)
+	_, err = d.AllocPD()
+	require.ErrorIs(t, err, ErrNotSupported)
+	require.NoError(t, d.Close(), "a provider without close closes nothing")
 }

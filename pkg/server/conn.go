@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -156,16 +158,34 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
-// Transport indexes of method.stats and transportNames.
+// Transport label indexes of method.stats and transportNames: the
+// transport registry's rows (pkg/internal/transport; row 0 is TCP), then
+// plain Apache Thrift over TCP, which is a label of its own.
 const (
-	trTCP uint8 = iota
-	trThrift
-	trSHM
-	trRDMA
-	numTransports
+	trTCP         = uint8(transport.TCP)
+	trThrift      = uint8(transport.Count)
+	numTransports = transport.Count + 1
 )
 
-var transportNames = [numTransports]string{TransportTCP, TransportThrift, TransportSHM, TransportRDMA}
+var transportNames = func() (n [numTransports]string) {
+	for i := range transport.Transports {
+		n[i] = transport.Transports[i].Name()
+	}
+	n[trThrift] = TransportThrift
+	return n
+}()
+
+// trOf is the label index of hint h's transport: its registry row.
+func trOf(h hints.Transport) uint8 {
+	i, _ := transport.Index(h)
+	return uint8(i)
+}
+
+// eagerStats reports whether label tr gets its metric children when a
+// method is registered: TCP and Thrift, which every server serves; lane
+// transports get theirs on first use, so a server shows only the
+// transports it really serves.
+func eagerStats(tr uint8) bool { return tr == trThrift || !transport.Transports[tr].Lanes() }
 
 // serve reads until it has a call to run, hands the read role to another
 // pool goroutine and runs the call itself.

@@ -5,6 +5,7 @@ package server
 import (
 	"net"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -76,11 +77,11 @@ func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, k
 func testLane(s *Server, shared bool) (*laneSession, func()) {
 	a, b := net.Pipe()
 	c := newConn(s, a)
-	l := &lane{fn: "echo", tr: trSHM, stop: make(chan struct{}), shared: shared,
-		in:  s.met.bytesIn.WithLabelValues(transportNames[trSHM]),
-		out: s.met.bytesOut.WithLabelValues(transportNames[trSHM])}
+	l := &lane{fn: "echo", tr: trOf(hints.TransportSHM), stop: make(chan struct{}), shared: shared,
+		in:  s.met.bytesIn.WithLabelValues(transportNames[trOf(hints.TransportSHM)]),
+		out: s.met.bytesOut.WithLabelValues(transportNames[trOf(hints.TransportSHM)])}
 	if !shared { // counted as serve counts a dedicated lane's calls
-		l.meter = s.laneMeters.add(trSHM, laneEngine{})
+		l.meter = s.laneMeters.add(trOf(hints.TransportSHM), laneEngine{})
 	}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}
 	return ls, func() {

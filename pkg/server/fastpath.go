@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 )
 
 // The rdma/shm fast path (lanes.go, flock.go) is compiled only with cgo on
@@ -28,7 +29,7 @@ func checkBuilt(provider string) error {
 	if _, err := fastpath.ParseProvider(provider); err != nil {
 		return fmt.Errorf("server: WithRDMA(%q): %w", provider, err)
 	}
-	if (provider == "shm" || provider == "ibv") && !fastpath.Built() {
+	if transport.ProviderByName(provider) != nil && !fastpath.Built() {
 		return fmt.Errorf("server: WithRDMA(%q): %w", provider, ErrNoFastPath)
 	}
 	return nil
@@ -38,7 +39,7 @@ func checkBuilt(provider string) error {
 // environment) and, when there is one, checks it against the host for the
 // listener's address, so that a wrong name fails Serve, listing what exists.
 func (s *Server) checkRDMAChoice(ln net.Addr) error {
-	if s.opts.rdma == "" || s.opts.rdma == "shm" {
+	if s.opts.rdma == "" || s.opts.rdma == transport.ProviderSHM {
 		return nil
 	}
 	sp, err := fastpath.RDMASpecFromEnv(s.opts.rdmaDevice, s.opts.rdmaGID)
@@ -74,10 +75,10 @@ func (c *conn) localAddr() net.Addr {
 // the lane transports are made on first use, so a server shows only the
 // transports it really serves.
 func (s *Server) statsFor(m *method, tr uint8) *methodStats {
-	if tr < trSHM {
-		return m.stats[tr]
+	if st := m.stats[tr]; st != nil {
+		return st
 	}
-	p := &m.lstats[tr-trSHM]
+	p := &m.lstats[tr]
 	if st := p.Load(); st != nil {
 		return st
 	}

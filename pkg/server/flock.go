@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/flock/flockmetrics"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -81,11 +82,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
 	// The shared lane replies by FLOCK, never by its own protocol; its
 	// side is the default table's, for the buffers it would size.
-	ht := hints.TransportSHM
-	if tr == trRDMA {
-		ht = hints.TransportRDMA
-	}
-	t := serverTable(hints.Set{}, 0, ht)
+	t := serverTable(hints.Set{}, 0, transport.Transports[tr].Hint)
 	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
 		side: fastpath.PlanSide(&t, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),

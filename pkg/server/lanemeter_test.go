@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -29,7 +30,7 @@ func TestLaneMeterHistogram(t *testing.T) {
 	var ms laneMeters
 	met := newMetrics(reg, ms.snapshot)
 	m := &method{svc: "S", m: &Method{Name: "f"}}
-	lm := ms.add(trSHM, laneEngine{})
+	lm := ms.add(trOf(hints.TransportSHM), laneEngine{})
 	want := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "want", Buckets: DurationBuckets})
 	for i, d := range durs {
 		lm.begin(m, 10, 30)
@@ -65,7 +66,7 @@ func TestLaneMetersAddToChildren(t *testing.T) {
 	st := met.forMethod("S", "f", TransportSHM)
 	st.calls.Add(3) // three calls counted on the child
 	st.ok.Add(3)
-	a, b := ms.add(trSHM, laneEngine{}), ms.add(trSHM, laneEngine{})
+	a, b := ms.add(trOf(hints.TransportSHM), laneEngine{}), ms.add(trOf(hints.TransportSHM), laneEngine{})
 	for range 4 {
 		a.begin(m, 10, 30)
 		a.end(m, time.Microsecond, true, 20, 40, int(rdma.ProtoEager))

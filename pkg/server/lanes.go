@@ -16,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -31,7 +32,7 @@ type lane struct {
 	fn   string
 	m    *method // the function (not for shared lanes)
 	side fastpath.Side
-	tr   uint8 // trSHM or trRDMA
+	tr   uint8 // label index of its transport (trOf)
 	stop chan struct{}
 	link *fastpath.Link
 
@@ -90,24 +91,19 @@ type nextCall struct {
 	call any
 }
 
-// laneCaps is what the server grants a client's hello: shared memory only
-// to a client on this host, RDMA to anyone who offers it.
+// laneCaps is what the server grants a client's hello: its device's
+// transport when the client offers it, and for a same-host transport
+// (shared memory) only to a client on this host.
 func (s *Server) laneCaps(h *wire.Hello, local net.Addr) uint64 {
 	d := s.device(local, hints.NUMANone)
 	if d == nil {
 		return 0
 	}
-	switch d.Transport() {
-	case hints.TransportSHM:
-		if h.Caps&wire.CapSHM != 0 && h.Host != "" && h.Host == fastpath.HostID() {
-			return wire.CapSHM
-		}
-	case hints.TransportRDMA:
-		if h.Caps&wire.CapRDMA != 0 {
-			return wire.CapRDMA
-		}
+	t := transport.Of(d.Transport())
+	if t == nil || h.Caps&t.Cap == 0 || t.SameHost && (h.Host == "" || h.Host != fastpath.HostID()) {
+		return 0
 	}
-	return 0
+	return t.Cap
 }
 
 // grantLane checks an attach request against the lane capabilities the
@@ -115,8 +111,7 @@ func (s *Server) laneCaps(h *wire.Hello, local net.Addr) uint64 {
 func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationException) {
 	a := h.Attach
 	want, err := hints.ParseTransport(a.Transport)
-	if err != nil || (want == hints.TransportSHM && caps&wire.CapSHM == 0) ||
-		(want == hints.TransportRDMA && caps&wire.CapRDMA == 0) || (want != hints.TransportSHM && want != hints.TransportRDMA) {
+	if err != nil || !transport.Granted(want, caps) {
 		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType,
 			fmt.Sprintf("hatrpc: no %q lanes for this client", a.Transport))
 	}
@@ -126,10 +121,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	if draining || c.s.shutting.Load() {
 		return nil, proto.NewApplicationException(proto.ExcUnsupportedClientType, "hatrpc: server shutting down")
 	}
-	tr := trSHM
-	if want == hints.TransportRDMA {
-		tr = trRDMA
-	}
+	tr := trOf(want)
 	if a.Function == fastpath.FlockFunction {
 		g, err := c.s.laneBudget.take(c.laneSource(), 0, true)
 		if err != nil {

@@ -42,12 +42,12 @@ func TestWithRDMABadName(t *testing.T) {
 	s := server.New(server.WithLogger(quiet), server.WithRDMA("verbs"))
 	err = s.Serve(ln)
 	require.ErrorIs(t, err, server.ErrBadProvider)
-	assert.EqualError(t, err, `server: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, shm or ibv)`)
+	assert.EqualError(t, err, `server: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, ibv or shm)`)
 	require.NoError(t, s.Close())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = client.Dial(ctx, "127.0.0.1:1", client.WithRDMA("verbs"))
 	require.ErrorIs(t, err, client.ErrBadProvider)
-	assert.EqualError(t, err, `client: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, shm or ibv)`)
+	assert.EqualError(t, err, `client: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, ibv or shm)`)
 }

@@ -83,17 +83,17 @@ type Server struct {
 type method struct {
 	svc     string
 	m       *Method
-	stats   [trSHM]*methodStats                                // trTCP, trThrift
-	lstats  [numTransports - trSHM]atomic.Pointer[methodStats] // lanes: made on first use
-	timeout time.Duration                                      // server-side hint timeout; 0 = none
-	set     hints.Set                                          // server-side hints (lanes plan from them)
-	reqSize int                                                // the client's declared request size (sizes lane buffers)
-	replies [numEngine + 1]atomic.Pointer[prometheus.Counter]  // lane replies by engine protocol, then FLOCK's; made on first use
-	repHint wire.SizeHint                                      // size of the last reply over TCP; see conn.replyHinted
-	borrow  bool                                               // borrow_args: binary arguments alias the request buffer (TCP)
-	lim     *proto.Limits                                      // decoder limits of its arguments (WithContainerLimit)
-	limiter Limiter                                            // rate limit (WithRateLimit); nil = none
-	calls   sync.Pool                                          // reset call values (callpool.go)
+	stats   [numTransports]*methodStats                       // eagerStats labels: made at registration
+	lstats  [numTransports]atomic.Pointer[methodStats]        // lane transports: made on first use
+	timeout time.Duration                                     // server-side hint timeout; 0 = none
+	set     hints.Set                                         // server-side hints (lanes plan from them)
+	reqSize int                                               // the client's declared request size (sizes lane buffers)
+	replies [numEngine + 1]atomic.Pointer[prometheus.Counter] // lane replies by engine protocol, then FLOCK's; made on first use
+	repHint wire.SizeHint                                     // size of the last reply over TCP; see conn.replyHinted
+	borrow  bool                                              // borrow_args: binary arguments alias the request buffer (TCP)
+	lim     *proto.Limits                                     // decoder limits of its arguments (WithContainerLimit)
+	limiter Limiter                                           // rate limit (WithRateLimit); nil = none
+	calls   sync.Pool                                         // reset call values (callpool.go)
 }
 
 // New creates a server; register services, then Serve.
@@ -192,8 +192,10 @@ func (s *Server) Register(svc *Service) {
 		rm.limiter = s.methodLimiter(svc.Name, m.Name)
 		// Lane transports get their metric children on first use, so a
 		// server shows only the transports it really serves.
-		for tr := trTCP; tr < trSHM; tr++ {
-			rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
+		for tr := range uint8(numTransports) {
+			if eagerStats(tr) {
+				rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
+			}
 		}
 		next[svc.Name+":"+m.Name] = rm
 		if _, taken := next[m.Name]; !taken {

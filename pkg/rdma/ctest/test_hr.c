@@ -20,6 +20,7 @@ static const char *prov = "shm";
 
 void test_shm_attack(void); /* test_shm_attack.c */
 void test_fork_safe(const char *prov); /* test_fork_safe.c */
+void test_default_ops(void); /* test_ops.c */
 
 /* Checks of what only shm can observe (hr.h: on ibv the responder of a
  * one-sided operation never sees it in software). Counted in the summary. */
@@ -44,7 +45,7 @@ static void test_ibv_no_device(void)
 {
 	hr_dev *d = NULL;
 	hr_dev_opts o = {.gid_index = -1};
-	int st = hr_open(&hr_ibv_provider, &o, &d);
+	int st = hr_open(hr_provider_by_name("ibv"), &o, &d);
 	if (access("/sys/class/infiniband", F_OK) != 0) {
 		CHECK_ST(st, HR_ENODEV);
 		CHECK(d == NULL);
@@ -414,6 +415,7 @@ int main(void)
 		prov = "ibv";
 	test_status_strings();
 	test_ibv_no_device();
+	test_default_ops();
 	struct ep probe;
 	int st = ep_open(&probe, prov, 4096, 7, 0);
 	ep_close(&probe);

@@ -16,7 +16,7 @@
 #include <time.h>
 
 static int failures;
-static const hr_provider *prov = &hr_shm_provider;
+static const hr_provider *prov;
 
 #define CHECK(c)                                                                         \
 	do {                                                                             \
@@ -453,8 +453,7 @@ static void test_cross_process(uint32_t event)
 int main(void)
 {
 	const char *env = getenv("HATRPC_PROVIDER");
-	if (env && strcmp(env, "ibv") == 0)
-		prov = &hr_ibv_provider;
+	prov = hr_provider_by_name(env && strcmp(env, "ibv") == 0 ? "ibv" : "shm");
 	test_protocols(0);
 	test_protocols(1);
 	test_rfp_switch();
