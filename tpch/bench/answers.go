@@ -3,40 +3,27 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/hatrpc/hatrpc/tpch/duck"
 )
 
 // Answers returns the published answers to the 22 queries at scale factor
 // sf that DuckDB's tpch extension carries (sf 0.01, 0.1 and 1), indexed
 // 1..22.
 func Answers(ctx context.Context, db *sql.DB, sf float64) ([]*Result, error) {
-	rows, err := db.QueryContext(ctx, "SELECT query_nr, answer FROM tpch_answers() WHERE scale_factor = ? ORDER BY query_nr", sf)
+	raw, err := duck.RawAnswers(ctx, db, sf)
 	if err != nil {
-		return nil, fmt.Errorf("bench: tpch_answers: %w", err)
-	}
-	defer rows.Close()
-	out := make([]*Result, 23)
-	n := 0
-	for rows.Next() {
-		var q int
-		var a string
-		if err := rows.Scan(&q, &a); err != nil {
-			return nil, err
-		}
-		if q < 1 || q > 22 {
-			return nil, fmt.Errorf("bench: tpch_answers: query number %d", q)
-		}
-		out[q] = parseAnswer(a)
-		n++
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if n != 22 {
-		return nil, fmt.Errorf("bench: tpch_answers has %d answers for sf %g, want 22 (it has sf 0.01, 0.1 and 1)", n, sf)
+	out := make([]*Result, len(raw))
+	for i := 1; i < len(raw); i++ {
+		out[i] = parseAnswer(raw[i])
 	}
 	return out, nil
 }
@@ -90,4 +77,26 @@ func sameCell(got, want string) bool {
 		return false
 	}
 	return math.Abs(g-w) <= 1e-9*math.Max(1, math.Abs(w))
+}
+
+// Reference is what a client in another language needs to check itself:
+// the 22 queries and their published answers as the extension prints
+// them (indexed 1..22).
+type Reference struct {
+	SF      float64  `json:"sf"`
+	Queries []string `json:"queries"`
+	Answers []string `json:"answers"`
+}
+
+// WriteReference writes db's Reference at scale factor sf as JSON.
+func WriteReference(ctx context.Context, w io.Writer, db *sql.DB, sf float64) error {
+	qs, err := duck.Queries(ctx, db)
+	if err != nil {
+		return err
+	}
+	as, err := duck.RawAnswers(ctx, db, sf)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(Reference{SF: sf, Queries: qs, Answers: as})
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/hatrpc/hatrpc/tpch/duck"
 )
 
-// The tests share one DuckDB with TPC-H at SF 0.01 (dbgen takes about a
-// second) and its published answers.
+// The tests share one DuckDB with TPC-H at SF 0.01 (dbgen takes seconds)
+// and its published answers.
 var (
 	testDB      *sql.DB
 	testQueries []string
@@ -30,12 +30,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ext, err := duck.FindExtension(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	testDB, err = duck.Open(ctx, ext, testSF)
+	var err error
+	testDB, err = duck.Open(ctx, testSF)
 	if err == nil {
 		testQueries, err = duck.Queries(ctx, testDB)
 	}

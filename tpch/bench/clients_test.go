@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beltran/gohive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/tpch/hs2"
+)
+
+// venvPython is the interpreter of the virtual environment `make -C tpch
+// deps` makes, with impyla and PyHive.
+const venvPython = "../.venv/bin/python"
+
+// TestPythonClients runs clients/hs2_check.py: the 22 queries and a bad
+// statement through impyla and PyHive, each over its default NOSASL
+// binary socket, against a server that also offers lanes to HatRPC
+// clients.
+func TestPythonClients(t *testing.T) {
+	_, err := os.Stat(venvPython)
+	require.NoError(t, err, "run `make -C tpch deps` first")
+	ref := filepath.Join(t.TempDir(), "reference.json")
+	f, err := os.Create(ref)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
+	require.NoError(t, f.Close())
+
+	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Function, fastpathtest.Provider())
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+	_, port, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+
+	for _, c := range []string{"impyla", "pyhive"} {
+		t.Run(c, func(t *testing.T) {
+			cmd := exec.CommandContext(ctx, venvPython, "../clients/hs2_check.py",
+				"--client", c, "--host", "127.0.0.1", "--port", port, "--reference", ref)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			require.Equal(t, "23 passed, 0 failed", lines[len(lines)-1], "%s", out)
+		})
+	}
+}
+
+// TestGohive runs the 22 queries through gohive (Apache Thrift Go's
+// TCLIService client behind a database cursor) with NOSASL, reading typed
+// values with RowMap.
+func TestGohive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Vanilla, "off")
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+	host, portText, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+
+	cfg := gohive.NewConnectConfiguration()
+	cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
+	conn, err := gohive.Connect(host, port, "NOSASL", cfg)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, conn.Close()) }()
+	cur := conn.Cursor()
+	defer cur.Close()
+
+	cur.Exec(ctx, "SELEC 1")
+	require.ErrorContains(t, cur.Err, "syntax error")
+
+	for q := 1; q <= 22; q++ {
+		cur.Exec(ctx, testQueries[q])
+		require.NoError(t, cur.Err, "Q%d", q)
+		got := &Result{}
+		desc := cur.Description()
+		require.NoError(t, cur.Err, "Q%d", q)
+		for _, d := range desc {
+			got.Columns = append(got.Columns, d[0])
+		}
+		for cur.HasMore(ctx) {
+			require.NoError(t, cur.Err, "Q%d", q)
+			m := cur.RowMap(ctx)
+			require.NoError(t, cur.Err, "Q%d", q)
+			row := make([]string, len(desc))
+			for i, d := range desc {
+				row[i] = cellText(m[d[0]])
+			}
+			got.Rows = append(got.Rows, row)
+		}
+		require.NoError(t, cur.Err, "Q%d", q)
+		require.NoError(t, Compare(got, testAnswers[q]), "Q%d", q)
+	}
+}
+
+func cellText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		return fmt.Sprint(x)
+	}
+}

@@ -1,0 +1,116 @@
+"""Runs the 22 TPC-H queries through a standard HiveServer2 client (impyla
+or PyHive, over their default NOSASL binary transport) and checks each
+answer against the published answers of DuckDB's tpch extension.
+
+Usage: hs2_check.py --client impyla|pyhive --host H --port P --reference FILE
+where FILE is `tpch reference --sf SF`'s JSON: the queries and the
+published answers of the DuckDB the server runs.
+Prints one line per query and ends with "N passed, M failed"; exits 1 on
+any failure.
+"""
+import argparse
+import json
+import sys
+
+
+def published(path):
+    """The queries and answers, indexed 1..22; an answer is its rows, each
+    a list of cells as the extension prints them (header line dropped)."""
+    with open(path) as f:
+        ref = json.load(f)
+    answers = {}
+    for nr in range(1, 23):
+        text = ref["answers"][nr]
+        lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+        answers[nr] = [line.split("|") for line in lines[1:]]
+    return ref["queries"], answers
+
+
+def same(got, want):
+    """Cells as the answers print them: NULL as nothing, numbers within a
+    relative 1e-9."""
+    want = want.strip()
+    if got is None:
+        return want == ""
+    g = str(got).strip()
+    if g == want:
+        return True
+    try:
+        gf, wf = float(g), float(want)
+    except ValueError:
+        return False
+    return abs(gf - wf) <= 1e-9 * max(1.0, abs(wf))
+
+
+def compare(rows, want):
+    if len(rows) != len(want):
+        return "%d rows, want %d" % (len(rows), len(want))
+    for r, (got_row, want_row) in enumerate(zip(rows, want)):
+        if len(got_row) != len(want_row):
+            return "row %d: %d cells, want %d" % (r, len(got_row), len(want_row))
+        for c, (g, w) in enumerate(zip(got_row, want_row)):
+            if not same(g, w):
+                return "row %d column %d: %r, want %r" % (r, c, g, w)
+    return None
+
+
+def connect(client, host, port):
+    if client == "impyla":
+        from impala.dbapi import connect as impyla_connect
+
+        return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120)
+    if client == "pyhive":
+        from pyhive import hive
+
+        return hive.connect(host=host, port=port, auth="NOSASL", username="tpch")
+    raise SystemExit("unknown client %r" % client)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--reference", required=True)
+    a = ap.parse_args()
+    queries, answers = published(a.reference)
+    conn = connect(a.client, a.host, a.port)
+    cur = conn.cursor()
+    passed = failed = 0
+
+    # A statement the engine refuses is an error status with the engine's
+    # message; the session goes on.
+    try:
+        cur.execute("SELEC 1")
+        print("bad statement: no error")
+        failed += 1
+    except Exception as e:  # each client raises its own class
+        if "syntax error" in str(e):
+            passed += 1
+        else:
+            print("bad statement: unexpected error %r" % e)
+            failed += 1
+
+    for nr in range(1, 23):
+        try:
+            cur.execute(queries[nr])
+            rows = cur.fetchall()
+            err = compare(rows, answers[nr])
+            if err is None and answers[nr] and len(cur.description) != len(answers[nr][0]):
+                err = "description has %d columns" % len(cur.description)
+        except Exception as e:
+            err = "error: %r" % e
+        if err:
+            failed += 1
+            print("Q%d FAILED: %s" % (nr, err))
+        else:
+            passed += 1
+            print("Q%d ok (%d rows)" % (nr, len(rows)))
+    cur.close()
+    conn.close()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
