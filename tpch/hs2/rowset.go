@@ -182,10 +182,26 @@ func (b *colBuilder) format(v any) string {
 		}
 		return x.Format("2006-01-02 15:04:05.999999999")
 	case fmt.Stringer:
-		return x.String()
+		return b.padScale(x.String())
 	default:
-		return fmt.Sprint(x)
+		return b.padScale(fmt.Sprint(x))
 	}
+}
+
+// padScale writes a DECIMAL with all the digits of its scale ("12.50" for
+// DECIMAL(10,2)), as Hive does; engines print some without trailing zeros.
+func (b *colBuilder) padScale(s string) string {
+	if b.t.id != tcli.TTypeId_DECIMAL_TYPE || b.t.scale <= 0 {
+		return s
+	}
+	whole, frac, dot := strings.Cut(s, ".")
+	if !dot {
+		frac = ""
+	}
+	if strings.ContainsAny(whole, "eE") || len(frac) >= int(b.t.scale) {
+		return s
+	}
+	return whole + "." + frac + strings.Repeat("0", int(b.t.scale)-len(frac))
 }
 
 func toInt64(v any) (int64, error) {
