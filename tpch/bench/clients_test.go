@@ -47,14 +47,34 @@ func TestPythonClients(t *testing.T) {
 
 	for _, c := range []string{"impyla", "pyhive"} {
 		t.Run(c, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, venvPython, "../clients/hs2_check.py",
-				"--client", c, "--host", "127.0.0.1", "--port", port, "--reference", ref)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			require.Equal(t, "23 passed, 0 failed", lines[len(lines)-1], "%s", out)
+			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref)
 		})
 	}
+
+	// The same with SASL PLAIN: a user and password the server checks.
+	plain, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Function, func(_ context.Context, user, password string) bool {
+		return user == "tpch" && password == "s3cret"
+	})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, plain.Shutdown(ctx)) }()
+	_, port, err = net.SplitHostPort(plain.Addr)
+	require.NoError(t, err)
+	for _, c := range []string{"impyla", "pyhive"} {
+		t.Run(c+"/plain", func(t *testing.T) {
+			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "s3cret")
+			runCheck(t, ctx, "1 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "wrong", "--expect-refused")
+		})
+	}
+}
+
+// runCheck runs clients/hs2_check.py with args and requires its last line.
+func runCheck(t *testing.T, ctx context.Context, last string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, venvPython, append([]string{"../clients/hs2_check.py", "--host", "127.0.0.1"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Equal(t, last, lines[len(lines)-1], "%s", out)
 }
 
 // TestGohive runs the 22 queries through gohive (Apache Thrift Go's
@@ -115,4 +135,47 @@ func cellText(v any) string {
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// TestGohivePLAIN: gohive's "NONE" authentication is SASL PLAIN with the
+// configured user and password; a wrong password is refused.
+func TestGohivePLAIN(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var refused []string
+	srv, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Vanilla, func(_ context.Context, user, password string) bool {
+		return user == "tpch" && password == "s3cret"
+	})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+	host, portText, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		password string
+		ok       bool
+	}{{"s3cret", true}, {"wrong", false}} {
+		cfg := gohive.NewConnectConfiguration()
+		cfg.Username, cfg.Password = "tpch", tc.password
+		cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
+		conn, err := gohive.Connect(host, port, "NONE", cfg)
+		if !tc.ok {
+			require.Error(t, err, "password %q", tc.password)
+			refused = append(refused, err.Error())
+			continue
+		}
+		require.NoError(t, err)
+		cur := conn.Cursor()
+		cur.Exec(ctx, testQueries[6])
+		require.NoError(t, cur.Err)
+		require.True(t, cur.HasMore(ctx))
+		m := cur.RowMap(ctx)
+		require.NoError(t, cur.Err)
+		require.NoError(t, Compare(&Result{Columns: []string{"revenue"}, Rows: [][]string{{cellText(m["revenue"])}}}, testAnswers[6]))
+		cur.Close()
+		require.NoError(t, conn.Close())
+	}
+	require.Equal(t, []string{`Bad SASL negotiation status: 3 (sasl: authentication failed for user "tpch")`}, refused)
 }

@@ -3,8 +3,11 @@ or PyHive, over their default NOSASL binary transport) and checks each
 answer against the published answers of DuckDB's tpch extension.
 
 Usage: hs2_check.py --client impyla|pyhive --host H --port P --reference FILE
+                   [--user U --password P [--expect-refused]]
 where FILE is `tpch reference --sf SF`'s JSON: the queries and the
-published answers of the DuckDB the server runs.
+published answers of the DuckDB the server runs. With --user the client
+authenticates with SASL PLAIN (impyla auth_mechanism='PLAIN', PyHive
+auth='CUSTOM'); with --expect-refused the connection must fail.
 Prints one line per query and ends with "N passed, M failed"; exits 1 on
 any failure.
 """
@@ -54,15 +57,19 @@ def compare(rows, want):
     return None
 
 
-def connect(client, host, port):
+def connect(client, host, port, user, password):
     if client == "impyla":
         from impala.dbapi import connect as impyla_connect
 
-        return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120)
+        if user is None:
+            return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120)
+        return impyla_connect(host=host, port=port, auth_mechanism="PLAIN", user=user, password=password, timeout=120)
     if client == "pyhive":
         from pyhive import hive
 
-        return hive.connect(host=host, port=port, auth="NOSASL", username="tpch")
+        if user is None:
+            return hive.connect(host=host, port=port, auth="NOSASL", username="tpch")
+        return hive.connect(host=host, port=port, auth="CUSTOM", username=user, password=password)
     raise SystemExit("unknown client %r" % client)
 
 
@@ -72,9 +79,22 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--reference", required=True)
+    ap.add_argument("--user")
+    ap.add_argument("--password")
+    ap.add_argument("--expect-refused", action="store_true")
     a = ap.parse_args()
     queries, answers = published(a.reference)
-    conn = connect(a.client, a.host, a.port)
+    if a.expect_refused:
+        try:
+            connect(a.client, a.host, a.port, a.user, a.password).cursor().execute("SELECT 1")
+        except Exception as e:  # each client raises its own class
+            print("refused: %r" % e)
+            print("1 passed, 0 failed")
+            return 0
+        print("connected with a wrong password")
+        print("0 passed, 1 failed")
+        return 1
+    conn = connect(a.client, a.host, a.port, a.user, a.password)
     cur = conn.cursor()
     passed = failed = 0
 

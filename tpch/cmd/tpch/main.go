@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"flag"
@@ -21,7 +22,7 @@ import (
 )
 
 const usage = `usage:
-  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto]
+  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
   tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--csv FILE]
 `
@@ -67,6 +68,8 @@ func serve(ctx context.Context, args []string) error {
 	sf := fs.Float64("sf", 0.01, "TPC-H scale factor")
 	cfgName := fs.String("config", "function", "vanilla, service or function")
 	rdma := fs.String("rdma", "off", "lanes for HatRPC clients: off, shm, ibv or auto")
+	auth := fs.String("auth", "nosasl", "nosasl, or plain: SASL PLAIN as --user with the password in $TPCH_HS2_PASSWORD")
+	user := fs.String("user", "tpch", "the user --auth plain accepts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,16 +77,36 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	password := os.Getenv("TPCH_HS2_PASSWORD")
+	switch *auth {
+	case "nosasl":
+	case "plain":
+		if password == "" {
+			return errors.New("--auth plain: set the password in $TPCH_HS2_PASSWORD")
+		}
+		if *rdma != "off" {
+			return errors.New("--auth plain: SASL clients are plain Thrift clients: --rdma must be off")
+		}
+	default:
+		return fmt.Errorf("--auth %q: want nosasl or plain", *auth)
+	}
 	db, err := open(ctx, *sf)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	srv, err := bench.Serve(db, *addr, cfg, *rdma)
+	var srv *bench.Server
+	if *auth == "plain" {
+		srv, err = bench.ServePLAIN(db, *addr, cfg, func(_ context.Context, u, p string) bool {
+			return subtle.ConstantTimeCompare([]byte(u), []byte(*user)) == 1 && subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
+		})
+	} else {
+		srv, err = bench.Serve(db, *addr, cfg, *rdma)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Printf("hs2 listening on %s (config %s, rdma %s)\n", srv.Addr, cfg, *rdma)
+	fmt.Printf("hs2 listening on %s (config %s, rdma %s, auth %s)\n", srv.Addr, cfg, *rdma, *auth)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
