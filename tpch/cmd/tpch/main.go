@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,7 +25,7 @@ import (
 const usage = `usage:
   tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
-  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--csv FILE]
+  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--csv FILE] [--svg FILE]
 `
 
 func main() {
@@ -122,6 +123,7 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "timed runs per query (after one untimed, checked run)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "per query")
 	csvPath := fs.String("csv", "", "also write the timings as CSV to this file")
+	svgPath := fs.String("svg", "", "also draw the medians as an SVG bar chart (the paper's Fig. 17) in this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -167,17 +169,27 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	if *csvPath != "" {
-		f, err := os.Create(*csvPath)
-		if err != nil {
+		if err := writeFile(*csvPath, func(w io.Writer) error { return bench.WriteCSV(w, ts) }); err != nil {
 			return err
 		}
-		if err := bench.WriteCSV(f, ts); err != nil {
-			_ = f.Close()
-			return err
-		}
-		return f.Close()
+	}
+	if *svgPath != "" {
+		title := fmt.Sprintf("TPC-H SF %g over HatRPC's HiveServer2", *sf)
+		return writeFile(*svgPath, func(w io.Writer) error { return bench.WriteSVG(w, ts, setups, queries, title) })
 	}
 	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func reference(ctx context.Context, args []string) error {
