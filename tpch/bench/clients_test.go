@@ -26,8 +26,9 @@ const venvPython = "../.venv/bin/python"
 
 // TestPythonClients runs clients/hs2_check.py: the 22 queries and a bad
 // statement through impyla and PyHive, each over its default NOSASL
-// binary socket, against a server that also offers lanes to HatRPC
-// clients.
+// binary socket and over Thrift over HTTP (which the HatRPC server detects
+// on the same port), against a server that also offers lanes to HatRPC
+// clients; then over SASL PLAIN.
 func TestPythonClients(t *testing.T) {
 	_, err := os.Stat(venvPython)
 	require.NoError(t, err, "run `make -C tpch deps` first")
@@ -48,6 +49,9 @@ func TestPythonClients(t *testing.T) {
 	for _, c := range []string{"impyla", "pyhive"} {
 		t.Run(c, func(t *testing.T) {
 			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref)
+		})
+		t.Run(c+"/http", func(t *testing.T) {
+			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--http")
 		})
 	}
 
@@ -78,8 +82,10 @@ func runCheck(t *testing.T, ctx context.Context, last string, args ...string) {
 }
 
 // TestGohive runs the 22 queries through gohive (Apache Thrift Go's
-// TCLIService client behind a database cursor) with NOSASL, reading typed
-// values with RowMap.
+// TCLIService client behind a database cursor), reading typed values
+// with RowMap: over its binary socket with NOSASL, and over Thrift over
+// HTTP (mode "http" with "NONE": user and password in basic auth, which a
+// NOSASL server does not check).
 func TestGohive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -91,39 +97,49 @@ func TestGohive(t *testing.T) {
 	port, err := strconv.Atoi(portText)
 	require.NoError(t, err)
 
-	cfg := gohive.NewConnectConfiguration()
-	cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
-	conn, err := gohive.Connect(host, port, "NOSASL", cfg)
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, conn.Close()) }()
-	cur := conn.Cursor()
-	defer cur.Close()
+	for _, mode := range []struct{ transport, auth string }{{"binary", "NOSASL"}, {"http", "NONE"}} {
+		t.Run(mode.transport, func(t *testing.T) {
+			cfg := gohive.NewConnectConfiguration()
+			cfg.ConnectTimeout, cfg.SocketTimeout, cfg.HttpTimeout = time.Minute, time.Minute, time.Minute
+			cfg.TransportMode, cfg.HTTPPath, cfg.Username, cfg.Password = mode.transport, "cliservice", "tpch", "x"
+			conn, err := gohive.Connect(host, port, mode.auth, cfg)
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, conn.Close()) }()
+			cur := conn.Cursor()
+			defer cur.Close()
 
-	cur.Exec(ctx, "SELEC 1")
-	require.ErrorContains(t, cur.Err, "syntax error")
+			cur.Exec(ctx, "SELEC 1")
+			require.ErrorContains(t, cur.Err, "syntax error")
 
-	for q := 1; q <= 22; q++ {
-		cur.Exec(ctx, testQueries[q])
-		require.NoError(t, cur.Err, "Q%d", q)
-		got := &Result{}
-		desc := cur.Description()
-		require.NoError(t, cur.Err, "Q%d", q)
-		for _, d := range desc {
-			got.Columns = append(got.Columns, d[0])
-		}
-		for cur.HasMore(ctx) {
-			require.NoError(t, cur.Err, "Q%d", q)
-			m := cur.RowMap(ctx)
-			require.NoError(t, cur.Err, "Q%d", q)
-			row := make([]string, len(desc))
-			for i, d := range desc {
-				row[i] = cellText(m[d[0]])
+			for q := 1; q <= 22; q++ {
+				require.NoError(t, Compare(gohiveQuery(t, ctx, cur, testQueries[q]), testAnswers[q]), "Q%d", q)
 			}
-			got.Rows = append(got.Rows, row)
-		}
-		require.NoError(t, cur.Err, "Q%d", q)
-		require.NoError(t, Compare(got, testAnswers[q]), "Q%d", q)
+		})
 	}
+}
+
+func gohiveQuery(t *testing.T, ctx context.Context, cur *gohive.Cursor, query string) *Result {
+	t.Helper()
+	cur.Exec(ctx, query)
+	require.NoError(t, cur.Err)
+	got := &Result{}
+	desc := cur.Description()
+	require.NoError(t, cur.Err)
+	for _, d := range desc {
+		got.Columns = append(got.Columns, d[0])
+	}
+	for cur.HasMore(ctx) {
+		require.NoError(t, cur.Err)
+		m := cur.RowMap(ctx)
+		require.NoError(t, cur.Err)
+		row := make([]string, len(desc))
+		for i, d := range desc {
+			row[i] = cellText(m[d[0]])
+		}
+		got.Rows = append(got.Rows, row)
+	}
+	require.NoError(t, cur.Err)
+	return got
 }
 
 func cellText(v any) string {
@@ -168,12 +184,9 @@ func TestGohivePLAIN(t *testing.T) {
 		}
 		require.NoError(t, err)
 		cur := conn.Cursor()
-		cur.Exec(ctx, testQueries[6])
-		require.NoError(t, cur.Err)
-		require.True(t, cur.HasMore(ctx))
-		m := cur.RowMap(ctx)
-		require.NoError(t, cur.Err)
-		require.NoError(t, Compare(&Result{Columns: []string{"revenue"}, Rows: [][]string{{cellText(m["revenue"])}}}, testAnswers[6]))
+		for q := 1; q <= 22; q++ {
+			require.NoError(t, Compare(gohiveQuery(t, ctx, cur, testQueries[q]), testAnswers[q]), "Q%d", q)
+		}
 		cur.Close()
 		require.NoError(t, conn.Close())
 	}

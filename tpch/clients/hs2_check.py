@@ -7,7 +7,9 @@ Usage: hs2_check.py --client impyla|pyhive --host H --port P --reference FILE
 where FILE is `tpch reference --sf SF`'s JSON: the queries and the
 published answers of the DuckDB the server runs. With --user the client
 authenticates with SASL PLAIN (impyla auth_mechanism='PLAIN', PyHive
-auth='CUSTOM'); with --expect-refused the connection must fail.
+auth='CUSTOM'); with --expect-refused the connection must fail. With
+--http the client speaks Thrift over HTTP (impyla use_http_transport,
+PyHive over thrift's THttpClient) instead of the binary socket.
 Prints one line per query and ends with "N passed, M failed"; exits 1 on
 any failure.
 """
@@ -57,7 +59,17 @@ def compare(rows, want):
     return None
 
 
-def connect(client, host, port, user, password):
+def connect(client, host, port, user, password, http=False):
+    if http:
+        if client == "impyla":
+            from impala.dbapi import connect as impyla_connect
+
+            return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120,
+                                  use_http_transport=True, http_path="cliservice")
+        from pyhive import hive
+        from thrift.transport import THttpClient
+
+        return hive.connect(thrift_transport=THttpClient.THttpClient("http://%s:%d/cliservice" % (host, port)))
     if client == "impyla":
         from impala.dbapi import connect as impyla_connect
 
@@ -82,6 +94,7 @@ def main():
     ap.add_argument("--user")
     ap.add_argument("--password")
     ap.add_argument("--expect-refused", action="store_true")
+    ap.add_argument("--http", action="store_true")
     a = ap.parse_args()
     queries, answers = published(a.reference)
     if a.expect_refused:
@@ -94,7 +107,7 @@ def main():
         print("connected with a wrong password")
         print("0 passed, 1 failed")
         return 1
-    conn = connect(a.client, a.host, a.port, a.user, a.password)
+    conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)
     cur = conn.cursor()
     passed = failed = 0
 
