@@ -291,3 +291,24 @@ func TestUseDefault(t *testing.T) {
 		assert.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, ex.Status.StatusCode, s)
 	}
 }
+
+// TestLimits: past the open sessions and operations allowed, calls get an
+// error status, and closing one makes room again.
+func TestLimits(t *testing.T) {
+	f := newFixture(t, WithLimits(2, 2))
+	f.open(t) // the fixture's and this one: 2
+	r, err := f.h.OpenSession(f.ctx, &tcli.TOpenSessionReq{ClientProtocol: tcli.TProtocolVersion_HIVE_CLI_SERVICE_PROTOCOL_V10})
+	require.NoError(t, err)
+	assert.Equal(t, tcli.TStatusCode_ERROR_STATUS, r.Status.StatusCode)
+	assert.Equal(t, "hs2: too many open sessions (2): close some first", r.Status.GetErrorMessage())
+
+	a, b := f.exec(t, "SELECT 1", false), f.exec(t, "SELECT 2", false)
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, b.Status.StatusCode)
+	c := f.exec(t, "SELECT 3", false)
+	assert.Equal(t, tcli.TStatusCode_ERROR_STATUS, c.Status.StatusCode)
+	assert.Equal(t, "hs2: too many open operations (2): close some first", c.Status.GetErrorMessage())
+	assert.Equal(t, "HY000", c.Status.GetSqlState())
+	_, err = f.h.CloseOperation(f.ctx, &tcli.TCloseOperationReq{OperationHandle: a.OperationHandle})
+	require.NoError(t, err)
+	assert.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, f.exec(t, "SELECT 3", false).Status.StatusCode)
+}

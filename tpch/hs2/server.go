@@ -8,6 +8,7 @@ package hs2
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -37,6 +38,8 @@ type session struct {
 type options struct {
 	logger       *slog.Logger
 	maxFetchRows int
+	maxSessions  int
+	maxOps       int
 	dbmsName     string
 	dbmsVersion  string
 }
@@ -51,6 +54,17 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // client asks for (default 10000), which bounds a reply's size.
 func WithMaxFetchRows(n int) Option { return func(o *options) { o.maxFetchRows = n } }
 
+// WithLimits caps the open sessions and the open operations (each holds
+// a cursor in the engine) of the whole server (defaults 256 and 1024):
+// past them OpenSession and the calls that start an operation answer an
+// error status until some are closed.
+func WithLimits(sessions, operations int) Option {
+	return func(o *options) { o.maxSessions, o.maxOps = sessions, operations }
+}
+
+// ErrTooMany is the error of a call past WithLimits.
+var ErrTooMany = errors.New("hs2: too many open")
+
 // WithDBMS sets what GetInfo answers for CLI_DBMS_NAME and CLI_DBMS_VER.
 func WithDBMS(name, version string) Option {
 	return func(o *options) { o.dbmsName, o.dbmsVersion = name, version }
@@ -58,7 +72,8 @@ func WithDBMS(name, version string) Option {
 
 // New returns a Handler running statements on db.
 func New(db *sql.DB, opts ...Option) *Handler {
-	o := options{logger: slog.Default(), maxFetchRows: 10000, dbmsName: "HatRPC HiveServer2", dbmsVersion: "1"}
+	o := options{logger: slog.Default(), maxFetchRows: 10000, maxSessions: 256, maxOps: 1024,
+		dbmsName: "HatRPC HiveServer2", dbmsVersion: "1"}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -95,6 +110,11 @@ func (h *Handler) OpenSession(ctx context.Context, req *tcli.TOpenSessionReq) (*
 	s := &session{id: newHandleID(), ops: map[handleKey]*operation{}}
 	k, _ := keyOf(s.id)
 	h.mu.Lock()
+	if len(h.sessions) >= h.opts.maxSessions {
+		h.mu.Unlock()
+		return &tcli.TOpenSessionResp{ServerProtocolVersion: v, Status: statusOf(fmt.Errorf(
+			"%w sessions (%d): close some first", ErrTooMany, h.opts.maxSessions))}, nil
+	}
 	h.sessions[k] = s
 	h.mu.Unlock()
 	return &tcli.TOpenSessionResp{
@@ -192,6 +212,10 @@ func (h *Handler) newOp(s *session, typ tcli.TOperationType, query string, args 
 	if s.ops == nil {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%w: session closed", ErrInvalidHandle)
+	}
+	if len(h.ops) >= h.opts.maxOps {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w operations (%d): close some first", ErrTooMany, h.opts.maxOps)
 	}
 	s.ops[k] = op
 	h.ops[k] = op

@@ -27,6 +27,8 @@ func statusOf(err error) *tcli.TStatus {
 	switch {
 	case errors.Is(err, ErrInvalidHandle):
 		return errStatus(tcli.TStatusCode_INVALID_HANDLE_STATUS, sqlStateGeneral, err)
+	case errors.Is(err, ErrTooMany):
+		return errStatus(tcli.TStatusCode_ERROR_STATUS, sqlStateGeneral, err)
 	case errors.As(err, &unsup):
 		return errStatus(tcli.TStatusCode_ERROR_STATUS, sqlStateUnsupported, err)
 	default:
