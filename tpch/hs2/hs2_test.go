@@ -2,7 +2,6 @@ package hs2
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // type the server maps, and one row of NULLs.
 type fixture struct {
 	h   *Handler
-	db  *sql.DB
 	ctx context.Context
 	sh  *tcli.TSessionHandle
 }
@@ -42,7 +40,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 		h.Close()
 		assert.NoError(t, db.Close())
 	})
-	f := &fixture{h: h, db: db, ctx: ctx}
+	f := &fixture{h: h, ctx: ctx}
 	f.sh = f.open(t)
 	return f
 }

@@ -33,7 +33,6 @@ type operation struct {
 	rows     *sql.Rows
 	offset   int64
 	ahead    bool // rows.Next() returned true for a row not yet scanned
-	exhaust  bool
 	canceled bool
 }
 
@@ -63,7 +62,6 @@ func (o *operation) start(db *sql.DB, query string, args ...any) {
 		o.rows, o.cols, o.hasResult = rows, cols, len(cols) > 0
 		o.ahead = rows.Next()
 		if !o.ahead {
-			o.exhaust = true
 			o.err = rows.Err()
 		}
 	}()
@@ -140,7 +138,6 @@ func (o *operation) fetch(ctx context.Context, first bool, maxRows int) (*tcli.T
 		o.offset++
 		o.ahead = o.rows.Next()
 		if !o.ahead {
-			o.exhaust = true
 			if err := o.rows.Err(); err != nil {
 				return nil, false, err
 			}
