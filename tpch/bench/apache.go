@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -25,11 +26,18 @@ type apacheSession struct {
 // OpenApache opens a session on the HiveServer2 at addr with Apache
 // Thrift Go.
 func OpenApache(ctx context.Context, addr string, timeout time.Duration) (Session, error) {
-	conf := &thrift.TConfiguration{ConnectTimeout: timeout, SocketTimeout: timeout}
-	trans := thrift.NewTBufferedTransport(thrift.NewTSocketConf(addr, conf), 64<<10)
-	if err := trans.Open(); err != nil {
+	conn, err := (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	if err != nil {
 		return nil, err
 	}
+	return OpenApacheConn(ctx, conn, timeout)
+}
+
+// OpenApacheConn is OpenApache over a connection of the caller's, which
+// the session closes.
+func OpenApacheConn(ctx context.Context, conn net.Conn, timeout time.Duration) (Session, error) {
+	conf := &thrift.TConfiguration{ConnectTimeout: timeout, SocketTimeout: timeout}
+	trans := thrift.NewTBufferedTransport(thrift.NewTSocketFromConnConf(conn, conf), 64<<10)
 	c := hiveserver.NewTCLIServiceClientFactory(trans, thrift.NewTBinaryProtocolFactoryConf(conf))
 	req := hiveserver.NewTOpenSessionReq()
 	req.ClientProtocol = hiveserver.TProtocolVersion_HIVE_CLI_SERVICE_PROTOCOL_V10

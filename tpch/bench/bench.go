@@ -6,12 +6,14 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
@@ -61,6 +63,9 @@ type Timing struct {
 	Query int
 	Runs  []time.Duration
 	Rows  int
+	// SocketBytes is what the client's socket carried both ways in the
+	// checked run, over TCP; -1 over lanes, whose bytes bypass it.
+	SocketBytes int64
 }
 
 // Best is the fastest run.
@@ -100,9 +105,18 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 		}
 	}()
 	var s Session
-	if su.Config == hs2.Vanilla {
-		s, err = OpenApache(ctx, srv.Addr, opts.Timeout)
-	} else {
+	var counter *Counter
+	switch {
+	case su.Config == hs2.Vanilla:
+		counter = &Counter{}
+		var conn net.Conn
+		if conn, err = counter.Dial(ctx, srv.Addr); err == nil {
+			s, err = OpenApacheConn(ctx, conn, opts.Timeout)
+		}
+	case su.rdma() == "off":
+		counter = &Counter{}
+		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, "off", client.WithDialer(counter.Dial))
+	default:
 		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, su.rdma())
 	}
 	if err != nil {
@@ -115,9 +129,13 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 	}()
 	var out []Timing
 	for _, q := range opts.Queries {
-		t := Timing{Setup: su, Query: q}
+		t := Timing{Setup: su, Query: q, SocketBytes: -1}
 		for rep := 0; rep <= opts.Reps; rep++ {
 			qctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+			var before int64
+			if counter != nil {
+				before = counter.Bytes()
+			}
 			start := time.Now()
 			res, err := s.Query(qctx, queries[q])
 			d := time.Since(start)
@@ -127,6 +145,9 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 			}
 			if rep == 0 {
 				t.Rows = len(res.Rows)
+				if counter != nil {
+					t.SocketBytes = counter.Bytes() - before
+				}
 				if opts.Answers != nil {
 					if err := Compare(res, opts.Answers[q]); err != nil {
 						return out, fmt.Errorf("Q%d: wrong answer: %w", q, err)
@@ -137,8 +158,8 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 			t.Runs = append(t.Runs, d)
 		}
 		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows\n",
-				su, q, ms(t.Best()), ms(t.Median()), t.Rows)
+			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s\n",
+				su, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes))
 		}
 		out = append(out, t)
 	}
@@ -146,6 +167,13 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func socketText(n int64) string {
+	if n < 0 {
+		return "socket bytes: (lanes)"
+	}
+	return fmt.Sprintf("socket bytes: %d", n)
+}
 
 // WriteTable prints one row per query with each setup's best and median,
 // and the totals of the medians.
@@ -179,10 +207,11 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 }
 
 // WriteCSV writes one line per query and setup: config, transport, query,
-// rows, best and median in microseconds, and every run.
+// rows, the socket's bytes (-1 over lanes), best and median in
+// microseconds, and every run.
 func WriteCSV(w io.Writer, ts []Timing) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"config", "transport", "query", "rows", "best_us", "median_us", "runs_us"}); err != nil {
+	if err := cw.Write([]string{"config", "transport", "query", "rows", "socket_bytes", "best_us", "median_us", "runs_us"}); err != nil {
 		return err
 	}
 	for _, t := range ts {
@@ -191,6 +220,7 @@ func WriteCSV(w io.Writer, ts []Timing) error {
 			runs[i] = strconv.FormatInt(r.Microseconds(), 10)
 		}
 		if err := cw.Write([]string{t.Setup.Config.String(), t.Setup.Transport, strconv.Itoa(t.Query), strconv.Itoa(t.Rows),
+			strconv.FormatInt(t.SocketBytes, 10),
 			strconv.FormatInt(t.Best().Microseconds(), 10), strconv.FormatInt(t.Median().Microseconds(), 10),
 			strings.Join(runs, " ")}); err != nil {
 			return err
