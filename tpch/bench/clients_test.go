@@ -92,10 +92,7 @@ func TestGohive(t *testing.T) {
 	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Vanilla, "off")
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
-	host, portText, err := net.SplitHostPort(srv.Addr)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(portText)
-	require.NoError(t, err)
+	host, port := hostPort(t, srv.Addr)
 
 	for _, mode := range []struct{ transport, auth string }{{"binary", "NOSASL"}, {"http", "NONE"}} {
 		t.Run(mode.transport, func(t *testing.T) {
@@ -164,10 +161,7 @@ func TestGohivePLAIN(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
-	host, portText, err := net.SplitHostPort(srv.Addr)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(portText)
-	require.NoError(t, err)
+	host, port := hostPort(t, srv.Addr)
 
 	for _, tc := range []struct {
 		password string
@@ -191,4 +185,13 @@ func TestGohivePLAIN(t *testing.T) {
 		require.NoError(t, conn.Close())
 	}
 	require.Equal(t, []string{`Bad SASL negotiation status: 3 (sasl: authentication failed for user "tpch")`}, refused)
+}
+
+func hostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	host, portText, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	return host, port
 }
