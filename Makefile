@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 GO ?= go
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift etcd-server
+DEBS := build-essential libibverbs-dev librdmacm-dev liblmdb-dev thrift-compiler python3-thrift python3-venv etcd-server
 STAMP := .deps.stamp
 
 # Real kernel verbs: Soft-RoCE (rdma_rxe) in a QEMU guest (test/rxe/README.md).
@@ -12,7 +12,7 @@ RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # under emulation on 2 cores).
 RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
 
-.PHONY: all deps deps-rdma run test test-go test-allocs test-c test-rdma bench bench-atb generate vet fmt-check clean
+.PHONY: all deps deps-rdma run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb generate vet fmt-check clean
 
 all: test
 
@@ -24,6 +24,7 @@ $(STAMP): go.mod go.sum
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(DEBS); \
 	fi
 	$(GO) mod download
+	$(MAKE) -C tpch deps
 	@touch $(STAMP)
 
 deps-rdma: deps
@@ -41,7 +42,7 @@ test-rdma: deps-rdma
 run: deps
 	./scripts/run.sh $(RUN_ARGS)
 
-test: deps fmt-check vet test-go test-allocs test-c
+test: deps fmt-check vet test-go test-allocs test-c test-tpch
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -58,6 +59,12 @@ test-go:
 # hold the pooled paths to none.
 test-allocs:
 	$(GO) test -count=1 -run 'Allocs' ./pkg/server ./pkg/flock ./pkg/proto ./internal/bench
+
+# The TPC-H module (tpch/README.md), a Go module of its own so that the
+# framework's users never download DuckDB: its HiveServer2 on DuckDB, the
+# 22 queries at SF 0.01 through impyla, PyHive, gohive and HatRPC's clients.
+test-tpch:
+	$(MAKE) -C tpch test
 
 # C unit tests of the verbs core and the protocol engine under ASan/UBSan.
 test-c:

@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/tpch/hs2"
+)
+
+// Setup is one column of the benchmark: a configuration over a transport.
+type Setup struct {
+	Config    hs2.Config
+	Transport string // "tcp", or a lane provider: "shm", "ibv"
+}
+
+func (s Setup) String() string { return s.Config.String() + "/" + s.Transport }
+
+// rdma is the provider the server and client are given.
+func (s Setup) rdma() string {
+	if s.Transport == "tcp" {
+		return "off"
+	}
+	return s.Transport
+}
+
+// Setups is every configuration over every transport, less vanilla over
+// lanes: Apache Thrift has only sockets.
+func Setups(cfgs []hs2.Config, transports []string) []Setup {
+	var out []Setup
+	for _, c := range cfgs {
+		for _, t := range transports {
+			if c == hs2.Vanilla && t != "tcp" {
+				continue
+			}
+			out = append(out, Setup{Config: c, Transport: t})
+		}
+	}
+	return out
+}
+
+// Options of Run.
+type Options struct {
+	Queries  []int         // query numbers, 1..22
+	Reps     int           // timed runs per query, after one untimed
+	Answers  []*Result     // when set, every first run is checked against them
+	Timeout  time.Duration // per query
+	Progress io.Writer     // a line per query as it finishes (nil: none)
+}
+
+// Timing is one query's runs on one setup.
+type Timing struct {
+	Setup Setup
+	Query int
+	Runs  []time.Duration
+	Rows  int
+	// SocketBytes is what the client's socket carried both ways in the
+	// checked run, over TCP; -1 over lanes, whose bytes bypass it.
+	SocketBytes int64
+}
+
+// Best is the fastest run.
+func (t Timing) Best() time.Duration { return slices.Min(t.Runs) }
+
+// Median is the median run.
+func (t Timing) Median() time.Duration {
+	r := slices.Clone(t.Runs)
+	slices.Sort(r)
+	return r[len(r)/2]
+}
+
+// Run times opts.Queries on every setup, each with a server of its own
+// over db and one client session, one setup after the other.
+func Run(ctx context.Context, db *sql.DB, queries []string, setups []Setup, opts Options) ([]Timing, error) {
+	var out []Timing
+	for _, su := range setups {
+		ts, err := runSetup(ctx, db, queries, su, opts)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", su, err)
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
+func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts Options) (_ []Timing, err error) {
+	srv, err := Serve(db, "127.0.0.1:0", su.Config, su.rdma())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if e := srv.Shutdown(sctx); err == nil {
+			err = e
+		}
+	}()
+	var s Session
+	var counter *Counter
+	switch {
+	case su.Config == hs2.Vanilla:
+		counter = &Counter{}
+		var conn net.Conn
+		if conn, err = counter.Dial(ctx, srv.Addr); err == nil {
+			s, err = OpenApacheConn(ctx, conn, opts.Timeout)
+		}
+	case su.rdma() == "off":
+		counter = &Counter{}
+		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, "off", client.WithDialer(counter.Dial))
+	default:
+		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, su.rdma())
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if e := s.Close(ctx); err == nil {
+			err = e
+		}
+	}()
+	var out []Timing
+	for _, q := range opts.Queries {
+		t := Timing{Setup: su, Query: q, SocketBytes: -1}
+		for rep := 0; rep <= opts.Reps; rep++ {
+			qctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+			var before int64
+			if counter != nil {
+				before = counter.Bytes()
+			}
+			start := time.Now()
+			res, err := s.Query(qctx, queries[q])
+			d := time.Since(start)
+			cancel()
+			if err != nil {
+				return out, fmt.Errorf("Q%d: %w", q, err)
+			}
+			if rep == 0 {
+				t.Rows = len(res.Rows)
+				if counter != nil {
+					t.SocketBytes = counter.Bytes() - before
+				}
+				if opts.Answers != nil {
+					if err := Compare(res, opts.Answers[q]); err != nil {
+						return out, fmt.Errorf("Q%d: wrong answer: %w", q, err)
+					}
+				}
+				continue
+			}
+			t.Runs = append(t.Runs, d)
+		}
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s\n",
+				su, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes))
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func socketText(n int64) string {
+	if n < 0 {
+		return "socket bytes: (lanes)"
+	}
+	return fmt.Sprintf("socket bytes: %d", n)
+}
+
+// WriteTable prints one row per query with each setup's best and median,
+// and the totals of the medians.
+func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"query"}
+	for _, su := range setups {
+		head = append(head, su.String()+" best ms", "median ms")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	byKey := map[string]Timing{}
+	for _, t := range ts {
+		byKey[fmt.Sprintf("%s/%d", t.Setup, t.Query)] = t
+	}
+	totals := make([]time.Duration, len(setups))
+	for _, q := range queries {
+		row := []string{fmt.Sprintf("Q%d", q)}
+		for i, su := range setups {
+			t := byKey[fmt.Sprintf("%s/%d", su, q)]
+			row = append(row, fmt.Sprintf("%.2f", ms(t.Best())), fmt.Sprintf("%.2f", ms(t.Median())))
+			totals[i] += t.Median()
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	row := []string{"total (medians)"}
+	for i := range setups {
+		row = append(row, "", fmt.Sprintf("%.2f", ms(totals[i])))
+	}
+	fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	return tw.Flush()
+}
+
+// WriteCSV writes one line per query and setup: config, transport, query,
+// rows, the socket's bytes (-1 over lanes), best and median in
+// microseconds, and every run.
+func WriteCSV(w io.Writer, ts []Timing) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"config", "transport", "query", "rows", "socket_bytes", "best_us", "median_us", "runs_us"}); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		runs := make([]string, len(t.Runs))
+		for i, r := range t.Runs {
+			runs[i] = strconv.FormatInt(r.Microseconds(), 10)
+		}
+		if err := cw.Write([]string{t.Setup.Config.String(), t.Setup.Transport, strconv.Itoa(t.Query), strconv.Itoa(t.Rows),
+			strconv.FormatInt(t.SocketBytes, 10),
+			strconv.FormatInt(t.Best().Microseconds(), 10), strconv.FormatInt(t.Median().Microseconds(), 10),
+			strings.Join(runs, " ")}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ParseQueries reads a query list such as "1-22" or "1,3,5-7".
+func ParseQueries(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 1 || b > 22 || a > b {
+			return nil, fmt.Errorf("bench: bad query list %q: want numbers 1-22 and ranges such as 1,3,5-7", s)
+		}
+		for q := a; q <= b; q++ {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}

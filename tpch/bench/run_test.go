@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/tpch/hs2"
+)
+
+// TestRun runs the bench as `tpch bench` does, on two queries with one
+// timed run each, and checks what it reports.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	setups := Setups([]hs2.Config{hs2.Vanilla, hs2.Service, hs2.Function}, []string{"tcp", fastpathtest.Provider()})
+	require.Len(t, setups, 5)
+	var progress bytes.Buffer
+	ts, err := Run(ctx, testDB, testQueries, setups, Options{
+		Queries: []int{6, 13}, Reps: 1, Answers: testAnswers, Timeout: time.Minute, Progress: &progress,
+	})
+	require.NoError(t, err)
+	require.Len(t, ts, 10)
+	for _, tm := range ts {
+		require.Len(t, tm.Runs, 1)
+		if tm.Setup.Transport == "tcp" {
+			assert.Greater(t, tm.SocketBytes, int64(1000), "%s Q%d", tm.Setup, tm.Query)
+		} else {
+			assert.Equal(t, int64(-1), tm.SocketBytes, "%s Q%d", tm.Setup, tm.Query)
+		}
+	}
+	assert.Equal(t, 10, strings.Count(progress.String(), "\n"))
+
+	var table, csv bytes.Buffer
+	require.NoError(t, WriteTable(&table, ts, setups, []int{6, 13}))
+	assert.Contains(t, table.String(), "total (medians)")
+	require.NoError(t, WriteCSV(&csv, ts))
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	require.Len(t, lines, 11)
+	assert.Equal(t, "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "vanilla,tcp,6,1,"), lines[1])
+}

@@ -1,0 +1,149 @@
+"""Runs the 22 TPC-H queries through a standard HiveServer2 client (impyla
+or PyHive, over their default NOSASL binary transport) and checks each
+answer against the published answers of DuckDB's tpch extension.
+
+Usage: hs2_check.py --client impyla|pyhive --host H --port P --reference FILE
+                   [--user U --password P [--expect-refused]]
+where FILE is `tpch reference --sf SF`'s JSON: the queries and the
+published answers of the DuckDB the server runs. With --user the client
+authenticates with SASL PLAIN (impyla auth_mechanism='PLAIN', PyHive
+auth='CUSTOM'); with --expect-refused the connection must fail. With
+--http the client speaks Thrift over HTTP (impyla use_http_transport,
+PyHive over thrift's THttpClient) instead of the binary socket.
+Prints one line per query and ends with "N passed, M failed"; exits 1 on
+any failure.
+"""
+import argparse
+import json
+import sys
+
+
+def published(path):
+    """The queries and answers, indexed 1..22; an answer is its rows, each
+    a list of cells as the extension prints them (header line dropped)."""
+    with open(path) as f:
+        ref = json.load(f)
+    answers = {}
+    for nr in range(1, 23):
+        text = ref["answers"][nr]
+        lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+        answers[nr] = [line.split("|") for line in lines[1:]]
+    return ref["queries"], answers
+
+
+def same(got, want):
+    """Cells as the answers print them: NULL as nothing, numbers within a
+    relative 1e-9."""
+    want = want.strip()
+    if got is None:
+        return want == ""
+    g = str(got).strip()
+    if g == want:
+        return True
+    try:
+        gf, wf = float(g), float(want)
+    except ValueError:
+        return False
+    return abs(gf - wf) <= 1e-9 * max(1.0, abs(wf))
+
+
+def compare(rows, want):
+    if len(rows) != len(want):
+        return "%d rows, want %d" % (len(rows), len(want))
+    for r, (got_row, want_row) in enumerate(zip(rows, want)):
+        if len(got_row) != len(want_row):
+            return "row %d: %d cells, want %d" % (r, len(got_row), len(want_row))
+        for c, (g, w) in enumerate(zip(got_row, want_row)):
+            if not same(g, w):
+                return "row %d column %d: %r, want %r" % (r, c, g, w)
+    return None
+
+
+def connect(client, host, port, user, password, http=False):
+    if http:
+        if client == "impyla":
+            from impala.dbapi import connect as impyla_connect
+
+            return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120,
+                                  use_http_transport=True, http_path="cliservice")
+        from pyhive import hive
+        from thrift.transport import THttpClient
+
+        return hive.connect(thrift_transport=THttpClient.THttpClient("http://%s:%d/cliservice" % (host, port)))
+    if client == "impyla":
+        from impala.dbapi import connect as impyla_connect
+
+        if user is None:
+            return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120)
+        return impyla_connect(host=host, port=port, auth_mechanism="PLAIN", user=user, password=password, timeout=120)
+    if client == "pyhive":
+        from pyhive import hive
+
+        if user is None:
+            return hive.connect(host=host, port=port, auth="NOSASL", username="tpch")
+        return hive.connect(host=host, port=port, auth="CUSTOM", username=user, password=password)
+    raise SystemExit("unknown client %r" % client)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--reference", required=True)
+    ap.add_argument("--user")
+    ap.add_argument("--password")
+    ap.add_argument("--expect-refused", action="store_true")
+    ap.add_argument("--http", action="store_true")
+    a = ap.parse_args()
+    queries, answers = published(a.reference)
+    if a.expect_refused:
+        try:
+            connect(a.client, a.host, a.port, a.user, a.password).cursor().execute("SELECT 1")
+        except Exception as e:  # each client raises its own class
+            print("refused: %r" % e)
+            print("1 passed, 0 failed")
+            return 0
+        print("connected with a wrong password")
+        print("0 passed, 1 failed")
+        return 1
+    conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)
+    cur = conn.cursor()
+    passed = failed = 0
+
+    # A statement the engine refuses is an error status with the engine's
+    # message; the session goes on.
+    try:
+        cur.execute("SELEC 1")
+        print("bad statement: no error")
+        failed += 1
+    except Exception as e:  # each client raises its own class
+        if "syntax error" in str(e):
+            passed += 1
+        else:
+            print("bad statement: unexpected error %r" % e)
+            failed += 1
+
+    for nr in range(1, 23):
+        try:
+            cur.execute(queries[nr])
+            rows = cur.fetchall()
+            err = compare(rows, answers[nr])
+            if err is None and answers[nr] and len(cur.description) != len(answers[nr][0]):
+                err = "description has %d columns" % len(cur.description)
+        except Exception as e:
+            err = "error: %r" % e
+        if err:
+            failed += 1
+            print("Q%d FAILED: %s" % (nr, err))
+        else:
+            passed += 1
+            print("Q%d ok (%d rows)" % (nr, len(rows)))
+    cur.close()
+    conn.close()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+// Command tpch serves TPC-H data on DuckDB as a HiveServer2 (`tpch
+// serve`) and times the 22 queries through the paper's three
+// configurations (`tpch bench`). See tpch/README.md.
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hatrpc/hatrpc/tpch/bench"
+	"github.com/hatrpc/hatrpc/tpch/duck"
+	"github.com/hatrpc/hatrpc/tpch/hs2"
+)
+
+const usage = `usage:
+  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U]
+  tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
+  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--csv FILE] [--svg FILE]
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(ctx, os.Args[2:])
+	case "bench":
+		err = runBench(ctx, os.Args[2:])
+	case "reference":
+		err = reference(ctx, os.Args[2:])
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "tpch:", err)
+		os.Exit(1)
+	}
+}
+
+func open(ctx context.Context, sf float64) (*sql.DB, error) {
+	start := time.Now()
+	db, err := duck.Open(ctx, sf)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "tpch: SF %g generated in %v\n", sf, time.Since(start).Round(time.Millisecond))
+	return db, nil
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:10000", "listen address")
+	sf := fs.Float64("sf", 0.01, "TPC-H scale factor")
+	cfgName := fs.String("config", "function", "vanilla, service or function")
+	rdma := fs.String("rdma", "off", "lanes for HatRPC clients: off, shm, ibv or auto")
+	auth := fs.String("auth", "nosasl", "nosasl, or plain: SASL PLAIN as --user with the password in $TPCH_HS2_PASSWORD")
+	user := fs.String("user", "tpch", "the user --auth plain accepts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := hs2.ParseConfig(*cfgName)
+	if err != nil {
+		return err
+	}
+	password := os.Getenv("TPCH_HS2_PASSWORD")
+	switch *auth {
+	case "nosasl":
+	case "plain":
+		if password == "" {
+			return errors.New("--auth plain: set the password in $TPCH_HS2_PASSWORD")
+		}
+		if *rdma != "off" {
+			return errors.New("--auth plain: SASL clients are plain Thrift clients: --rdma must be off")
+		}
+	default:
+		return fmt.Errorf("--auth %q: want nosasl or plain", *auth)
+	}
+	db, err := open(ctx, *sf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var srv *bench.Server
+	if *auth == "plain" {
+		srv, err = bench.ServePLAIN(db, *addr, cfg, func(_ context.Context, u, p string) bool {
+			return subtle.ConstantTimeCompare([]byte(u), []byte(*user)) == 1 && subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
+		})
+	} else {
+		srv, err = bench.Serve(db, *addr, cfg, *rdma)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("hs2 listening on %s (config %s, rdma %s, auth %s)\n", srv.Addr, cfg, *rdma, *auth)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sf := fs.Float64("sf", 0.01, "TPC-H scale factor")
+	qs := fs.String("queries", "1-22", "queries to run, e.g. 1-22 or 1,3,5-7")
+	cfgs := fs.String("config", "vanilla,service,function", "configurations")
+	transports := fs.String("transport", "tcp,shm", "transports: tcp, shm, ibv (vanilla runs on tcp only)")
+	reps := fs.Int("reps", 3, "timed runs per query (after one untimed, checked run)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "per query")
+	csvPath := fs.String("csv", "", "also write the timings as CSV to this file")
+	svgPath := fs.String("svg", "", "also draw the medians as an SVG bar chart (the paper's Fig. 17) in this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	queries, err := bench.ParseQueries(*qs)
+	if err != nil {
+		return err
+	}
+	var configs []hs2.Config
+	for _, n := range strings.Split(*cfgs, ",") {
+		c, err := hs2.ParseConfig(strings.TrimSpace(n))
+		if err != nil {
+			return err
+		}
+		configs = append(configs, c)
+	}
+	if *reps < 1 {
+		return fmt.Errorf("--reps %d: want at least 1", *reps)
+	}
+	db, err := open(ctx, *sf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	text, err := duck.Queries(ctx, db)
+	if err != nil {
+		return err
+	}
+	opts := bench.Options{Queries: queries, Reps: *reps, Timeout: *timeout, Progress: os.Stderr}
+	switch *sf {
+	case 0.01, 0.1, 1:
+		if opts.Answers, err = bench.Answers(ctx, db, *sf); err != nil {
+			return err
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "tpch: no published answers for SF %g: answers are not checked\n", *sf)
+	}
+	setups := bench.Setups(configs, strings.Split(*transports, ","))
+	ts, err := bench.Run(ctx, db, text, setups, opts)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteTable(os.Stdout, ts, setups, queries); err != nil {
+		return err
+	}
+	if *csvPath != "" {
+		if err := writeFile(*csvPath, func(w io.Writer) error { return bench.WriteCSV(w, ts) }); err != nil {
+			return err
+		}
+	}
+	if *svgPath != "" {
+		title := fmt.Sprintf("TPC-H SF %g over HatRPC's HiveServer2", *sf)
+		return writeFile(*svgPath, func(w io.Writer) error { return bench.WriteSVG(w, ts, setups, queries, title) })
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func reference(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("reference", flag.ContinueOnError)
+	sf := fs.Float64("sf", 0.01, "TPC-H scale factor of the answers: 0.01, 0.1 or 1")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	db, err := duck.Open(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return bench.WriteReference(ctx, os.Stdout, db, *sf)
+}
