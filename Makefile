@@ -10,7 +10,7 @@ STAMP := .deps.stamp
 RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # Every package whose tests reach the fast path; CI runs them all (~12 min
 # under emulation on 2 cores).
-RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
+RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/cluster pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
 
 .PHONY: all deps deps-rdma run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb generate vet fmt-check clean
 
