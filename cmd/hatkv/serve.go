@@ -54,9 +54,15 @@ in clear; without --token (or $HATKV_TOKEN) anyone who reaches the port can
 read, write and delete every record. The default --listen 127.0.0.1:9090 is
 reachable from this host only; --listen 0.0.0.0:PORT exposes the store on
 every network interface. --debug-addr (metrics, pprof) has no authentication:
-keep it on loopback.`,
+keep it on loopback.
+
+Memory: the server holds at most 256 MiB for its clients (requests and
+replies of 64 KiB or more, replies waiting for a reader included), and the Go runtime's soft memory limit is that and
+64 MiB (320 MiB) unless $GOMEMLIMIT sets another; the records live in LMDB's
+map, outside it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defer limitMemory()() // memlimit.go
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			opts := []hatkv.Option{hatkv.WithLogger(log), hatkv.WithTransport(transport), hatkv.WithRDMAChoice(rdmaDevice, rdmaGID)}

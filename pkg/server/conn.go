@@ -57,6 +57,7 @@ type conn struct {
 	episode   uint64       // reader-owned counter
 	handoff   *time.Timer  // see armHandoff
 	writeFail sync.Once
+	wrFailed  atomic.Bool // a write failed: no reply can reach the client
 
 	mu       sync.Mutex
 	calls    map[int32]*callCtx // HatRPC calls in flight, for Cancel frames
@@ -349,6 +350,12 @@ func (c *conn) next() (*request, error) {
 	if draining {
 		return nil, errDraining
 	}
+	if c.wrFailed.Load() {
+		// The calls still in the read buffer (16 KiB of small calls is
+		// hundreds) would each build a reply nobody can receive: 8
+		// closed getCounters floods took a server to 740 MB that way.
+		return nil, errWriteFailed
+	}
 	c.atBoundary()
 	if !c.started {
 		if c.startsHTTP() {
@@ -510,6 +517,9 @@ func (c *conn) next() (*request, error) {
 }
 
 var errDraining = errors.New("server: connection draining")
+
+// errWriteFailed ends the read side after a failed write (checkWrite).
+var errWriteFailed = fmt.Errorf("server: a reply could not be written: %w", net.ErrClosed)
 
 // takeOrder reserves the next reply position on plain connections.
 func (c *conn) takeOrder(hat bool) uint64 {
@@ -691,9 +701,17 @@ func (c *conn) checkWrite(err error) {
 		return
 	}
 	c.writeFail.Do(func() {
+		c.wrFailed.Store(true)
 		c.why.CompareAndSwap(whyNone, whyWriteError)
 		c.s.log.Info("hatrpc: closing connection after write failure", "remote", c.remote, "err", err)
 		c.abort()
+		// The replies it was owed are garbage now, however small each
+		// (8 connections flooding getCounters left a server at 333 MB
+		// 10 s after they were gone): give the memory back, at most
+		// once per giveBackEvery (budget.go).
+		if c.s.budget.total > 0 {
+			c.s.budget.giveBack()
+		}
 	})
 }
 

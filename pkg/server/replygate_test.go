@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -99,4 +102,76 @@ func startedCalls(t *testing.T, s *server.Server) float64 {
 	mfs, err := s.Registry().Gather()
 	require.NoError(t, err)
 	return metricValue(mfs, "hatrpc_server_calls_total", map[string]string{"function": "echo"})
+}
+
+// On a server that has not sent a method's reply yet, its size is
+// unknown and its first calls cannot be charged: at most 4 of them
+// (coldMax) run at a time on a connection, so a client pipelining 200
+// Scans to a freshly started hatkv holds at most 4 unknown replies
+// (measured: +146-215 MB, under the 256 MiB budget + 64 MiB). Once one
+// reply told the size, the calls are charged and the connection holds
+// at most its share.
+func TestColdRepliesBounded(t *testing.T) {
+	const perConn = 8 << 20
+	reply := strings.Repeat("r", 1<<20)
+	var running, entered atomic.Int32
+	release := make(chan struct{})
+	svc := &server.Service{Name: "Big", Methods: []server.Method{{
+		Name: "big", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+		Handle: func(ctx context.Context, _ proto.Struct) (proto.Struct, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			entered.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &wiretest.EchoResult{Success: &reply}, nil
+		},
+	}}}
+	s := server.New(server.WithLogger(quiet), server.WithMemoryBudget(4*perConn, perConn))
+	s.Register(svc)
+	addr := serveOn(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, addr)
+	require.NoError(t, err)
+	defer c.Close()
+
+	const calls = 24
+	m := &client.Method{Service: "Big", Name: "big"}
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			var res wiretest.EchoResult
+			err := c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res)
+			if err == nil && (res.Success == nil || len(*res.Success) != len(reply)) {
+				err = errors.New("short reply")
+			}
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return entered.Load() >= 4 }, time.Minute, 5*time.Millisecond)
+	// Nothing more starts while the four run (a broken gate would let
+	// the other 20 in; waiting longer on a slow machine only makes that
+	// likelier to show).
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, int32(4), running.Load(), "calls of a method of unknown reply size running at once")
+	assert.Zero(t, server.BudgetUsed(s), "cold calls are not charged")
+
+	// The first reply tells the size: the rest are charged 2 MiB each,
+	// so the connection's share admits at most 4 of them at a time, and
+	// the budget never holds more than the share.
+	close(release)
+	for range calls {
+		require.LessOrEqual(t, server.BudgetUsed(s), int64(perConn))
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("calls did not end")
+		}
+	}
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
 }

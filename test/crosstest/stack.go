@@ -198,6 +198,12 @@ func ParseFlags(name string, args []string) (*Flags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if f.Stack.Transport == "http" {
+		// Apache's Go and Python programs serve and dial HTTP on host:port
+		// and ignore --domain-socket, and Apache's matrix runs its "domain"
+		// HTTP cells so: these programs do the same.
+		f.Stack.DomainSocket = ""
+	}
 	if f.TestLoops < 1 {
 		return nil, fmt.Errorf("--testloops %d: must be at least 1", f.TestLoops)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/hatrpc/hatrpc/test/crosstest"
 )
 
-// TestParseFlags: Apache's flags parse to the stack they name; a stack
-// HatRPC does not speak is ErrNotSupported with what is missing, never a
-// fallback, and an unknown value is a usage error.
+// TestParseFlags: Apache's flags parse to the stack they name (HTTP on
+// host:port whatever --domain-socket says, as Apache's programs), and an
+// unknown value is a usage error, never ErrNotSupported.
 func TestParseFlags(t *testing.T) {
 	tests := []struct {
 		args        []string
@@ -31,7 +31,7 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--domain-socket=/tmp/ThriftTest.thrift"}, stack: "binary-buffered-domain"},
 		{args: []string{"--protocol=header", "--transport=http"}, stack: "header-http-ip"},
 		{args: []string{"--protocol=multih", "--transport=zlib"}, stack: "multih-zlib-ip"},
-		{args: []string{"--transport=http", "--domain-socket=/tmp/s"}, err: "--transport=http over --domain-socket: not supported by HatRPC", unsupported: true},
+		{args: []string{"--transport=http", "--domain-socket=/tmp/s"}, stack: "binary-http-ip"},
 		{args: []string{"--protocol=accel"}, err: `unknown --protocol "accel" (one of binary, compact, json, header, multi, multic, multij, multih)`},
 		{args: []string{"--transport=udp"}, err: `unknown --transport "udp" (one of buffered, framed, http, zlib)`},
 		{args: []string{"--testloops=0"}, err: "--testloops 0: must be at least 1"},
@@ -73,6 +73,7 @@ func TestFlagsAddr(t *testing.T) {
 		{[]string{"--transport=http", "--port=9091"}, "http://localhost:9091/"},
 		{[]string{"--transport=http", "--ssl", "--host=127.0.0.1"}, "https://127.0.0.1:9090/"},
 		{[]string{"--domain-socket=/tmp/tt.sock"}, "unix:/tmp/tt.sock"},
+		{[]string{"--domain-socket=/tmp/tt.sock", "--transport=http", "--port=9091"}, "http://localhost:9091/"},
 	}
 	for _, tt := range tests {
 		f, err := crosstest.ParseFlags("testclient", tt.args)

@@ -1,0 +1,252 @@
+// Command replyflood measures issue 43's D1 against a running `hatkv
+// serve`: connections that pipeline calls with large replies and never
+// read them. It prints the server's RSS and goroutines before, at their
+// peak during, and 10 s after the attack, and a legitimate client's Get
+// latency (p99) and errors meanwhile. It is a measurement run, not a test.
+//
+//	hatkv serve --db DIR --listen 127.0.0.1:19090 --debug-addr 127.0.0.1:19091 --transport tcp &
+//	go run ./test/attack/replyflood --load                       # 10,000 records of 10 × 100 B, once
+//	go run ./test/attack/replyflood --pid PID --mode scan         # 200 Scan(10,000) on one connection
+//	go run ./test/attack/replyflood --pid PID --mode counters     # fb303 getCounters, 8 connections, 10 s
+//
+// The attack speaks plain framed binary Thrift, as any client could; the
+// legitimate client is hatkv's own, over TCP.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hatrpc/hatrpc/internal/hatkv"
+	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "replyflood:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	addr, debug, mode string
+	pid, calls, count int
+	conns             int
+	dur, after        time.Duration
+}
+
+func run() error {
+	var c config
+	warm := flag.Bool("warm", false, "scan: one Scan before the attack, so the server knows its reply size")
+	load := flag.Bool("load", false, "load 10,000 records of 10 fields × -vsize bytes, then exit")
+	vsize := flag.Int("vsize", 100, "field size for -load")
+	flag.StringVar(&c.addr, "addr", "127.0.0.1:19090", "hatkv serve's address")
+	flag.StringVar(&c.debug, "debug", "127.0.0.1:19091", "hatkv serve's --debug-addr (goroutine counts)")
+	flag.StringVar(&c.mode, "mode", "scan", "scan: -calls Scans of -count records on one connection, written at once; counters: getCounters pipelined on -conns connections for -dur")
+	flag.IntVar(&c.pid, "pid", 0, "the server's pid (RSS)")
+	flag.IntVar(&c.calls, "calls", 200, "scan: calls per connection")
+	flag.IntVar(&c.count, "count", 10000, "scan: records a Scan asks for")
+	flag.IntVar(&c.conns, "conns", 0, "connections (default 1 for scan, each sending -calls; 8 for counters)")
+	flag.DurationVar(&c.dur, "dur", 10*time.Second, "how long the attack lasts before its connections close")
+	flag.DurationVar(&c.after, "after", 10*time.Second, "how long to watch after they close")
+	flag.Parse()
+	ctx := context.Background()
+	cl, err := hatkv.Dial(ctx, c.addr, hatkv.WithClientTransport("tcp"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if *load {
+		return loadRecords(ctx, cl.KV(), *vsize)
+	}
+	if c.pid == 0 {
+		return fmt.Errorf("-pid is required")
+	}
+	if *warm {
+		if _, err := cl.KV().Scan(ctx, "", int32(c.count), nil); err != nil {
+			return err
+		}
+	}
+	return attack(ctx, c, cl.KV())
+}
+
+func loadRecords(ctx context.Context, kv hatkv.KV, vsize int) error {
+	val := []byte(strings.Repeat("v", vsize))
+	for i := 0; i < 10000; i += 100 {
+		var b []*gen.KeyRecord
+		for j := i; j < i+100; j++ {
+			r := gen.Record{}
+			for f := range 10 {
+				r[fmt.Sprintf("field%d", f)] = val
+			}
+			b = append(b, &gen.KeyRecord{Key: fmt.Sprintf("user%06d", j), Record: r})
+		}
+		if err := kv.MultiPut(ctx, b); err != nil {
+			return err
+		}
+	}
+	fmt.Println("loaded 10,000 records")
+	return nil
+}
+
+// frame appends one framed binary call.
+func frame(out []byte, name string, seq int32, args proto.Struct) []byte {
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	start := len(out)
+	out, err := codec.AppendMessage(append(out, 0, 0, 0, 0), proto.Binary, name, proto.Call, seq, args)
+	if err != nil {
+		panic(err)
+	}
+	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start-4))
+	return out
+}
+
+func attack(ctx context.Context, c config, kv hatkv.KV) error {
+	baseRSS, baseG := rss(c.pid), goroutines(c.debug)
+	var conns []net.Conn
+	dial := func() (net.Conn, error) {
+		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
+		if err == nil {
+			_ = nc.(*net.TCPConn).SetReadBuffer(4096) // replies are never read
+			conns = append(conns, nc)
+		}
+		return nc, err
+	}
+	switch c.mode {
+	case "scan":
+		var out []byte
+		for i := range c.calls {
+			out = frame(out, "Scan", int32(i+1), &gen.HatKVScanArgs{Count: int32(c.count)})
+		}
+		for range max(c.conns, 1) {
+			nc, err := dial()
+			if err != nil {
+				return err
+			}
+			go func() { _, _ = nc.Write(out) }()
+		}
+	case "counters":
+		one := frame(nil, "getCounters", 1, &fb303.FacebookServiceGetCountersArgs{})
+		batch := make([]byte, 0, 64*len(one))
+		for range 64 {
+			batch = append(batch, one...)
+		}
+		if c.conns == 0 {
+			c.conns = 8
+		}
+		for range c.conns {
+			nc, err := dial()
+			if err != nil {
+				return err
+			}
+			go func() { // as fast as the server reads; replies never read
+				for {
+					if _, err := nc.Write(batch); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	default:
+		return fmt.Errorf("-mode %q: scan or counters", c.mode)
+	}
+
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		errs int
+	)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t0 := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := kv.Get(cctx, fmt.Sprintf("user%06d", i%10000), nil)
+			cancel()
+			mu.Lock()
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				if errs++; errs < 3 {
+					fmt.Println("legitimate client's error:", err)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	peakRSS, peakG := baseRSS, baseG
+	for end := time.Now().Add(c.dur); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		peakRSS, peakG = max(peakRSS, rss(c.pid)), max(peakG, goroutines(c.debug))
+	}
+	for _, nc := range conns {
+		_ = nc.Close()
+	}
+	var afterRSS, afterG int64
+	for t0 := time.Now(); time.Since(t0) < c.after; time.Sleep(time.Second) {
+		afterRSS, afterG = rss(c.pid), goroutines(c.debug)
+		fmt.Printf("  %4.1fs after close: RSS %d MB, goroutines %d\n", time.Since(t0).Seconds(), afterRSS, afterG)
+	}
+	close(stop)
+	<-done
+	slices.Sort(lat)
+	var p99 time.Duration
+	if len(lat) > 0 {
+		p99 = lat[len(lat)*99/100]
+	}
+	fmt.Printf("mode=%s calls=%d count=%d conns=%d dur=%v\n", c.mode, c.calls, c.count, len(conns), c.dur)
+	fmt.Printf("RSS MB: base %d, peak %d (+%d), %v after close %d\n", baseRSS, peakRSS, peakRSS-baseRSS, c.after, afterRSS)
+	fmt.Printf("goroutines: base %d, peak %d, after %d\n", baseG, peakG, afterG)
+	fmt.Printf("legitimate Gets %d, errors %d, p99 %v\n", len(lat), errs, p99)
+	return nil
+}
+
+// rss is pid's resident set in MB.
+func rss(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "VmRSS:" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n >> 10
+		}
+	}
+	return -1
+}
+
+// goroutines reads go_goroutines from the server's /metrics (-1 if none).
+func goroutines(debug string) int64 {
+	resp, err := http.Get("http://" + debug + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int64(n)
+		}
+	}
+	return -1
+}
