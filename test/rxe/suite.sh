@@ -68,7 +68,9 @@ for p in "${pkgs[@]}"; do
 	printf '%-24s %7s %7s %9s  %s\n' "$p" "$pass" "$failed" "$spec" "$res"
 	if [[ $rc != 0 && -f $log ]]; then
 		grep -E -A3 '^(--- FAIL|    --- FAIL|panic:)|Error Trace:|Error:|Messages:' "$log" | head -60 | sed 's/^/    /'
-		[[ -n ${RXE_LOGS:-} ]] && cp "$log" "$RXE_LOGS/"
+	fi
+	if [[ -n ${RXE_LOGS:-} && -f $log ]]; then
+		cp "$log" "$RXE_LOGS/" # every package's log, passed or not
 	fi
 done
 ((status == 0 && fail == 0)) || exit 1
