@@ -256,7 +256,7 @@ func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bo
 			return false
 		}
 		if call {
-			c.reply(true, p, 0, "", fseq, fseq, proto.Exception, exc, nil)
+			c.reply(&replyTo{hat: true, proto: p, seqid: fseq, fseq: fseq}, proto.Exception, exc, nil)
 		}
 		return true
 	}
@@ -267,7 +267,7 @@ func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bo
 		return false
 	}
 	if herr == nil && mh.Type == proto.Call {
-		c.reply(false, p, c.takeOrder(false), string(mh.Name), mh.Seqid, 0, proto.Exception, exc, nil)
+		c.replyNow(&replyTo{proto: p, name: string(mh.Name), seqid: mh.Seqid}, proto.Exception, exc, nil)
 	}
 	return true
 }
