@@ -529,7 +529,8 @@ type session struct {
 type call struct {
 	done  chan struct{}
 	reply *[]byte
-	off   int // message start within reply (after a HatRPC header)
+	off   int   // message start within reply (after a HatRPC header)
+	seq   int32 // the call's seqid on its session (reserve)
 	err   error
 
 	waiting   bool // the caller blocks on done
@@ -634,13 +635,14 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil || oneway {
 		return s.unreserve(cl, seq, err)
 	}
-	return s.finish(ctx, codec, cl, seq, s.format.Proto, result, use)
+	return s.finish(ctx, codec, cl, s.format.Proto, result, use)
 }
 
-// finish waits for the reply to the call sent as seq and decodes it (in
-// protocol p) into result; with a borrower's use, in place, and runs use.
-func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq int32, p proto.Protocol, result proto.Struct, use func() error) error {
-	if cerr := s.await(ctx, cl, seq); cerr != nil {
+// finish waits for the reply to the call cl and decodes it (in protocol
+// p) into result; with a borrower's use, in place, and runs use on it
+// before the buffer is released.
+func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p proto.Protocol, result proto.Struct, use func() error) error {
+	if cerr := s.await(ctx, cl, cl.seq); cerr != nil {
 		return cerr
 	}
 	err := cl.err
@@ -652,10 +654,17 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq i
 	}
 	noteSize(&s.repSize, len(*rp))
 	s.captureReply(ctx, (*rp)[:off])
-	if use != nil {
-		return s.decodeBorrowed(ctx, codec, p, rp, off, result, use)
-	}
 	msg := (*rp)[off:]
+	if use != nil {
+		err = s.withStatus(decodeReply(codec, p, msg, &s.c.o.limits, result, true), (*rp)[:off])
+		if err == nil {
+			err = use()
+		} else {
+			err = ownDeadline(ctx, err)
+		}
+		wire.PutBuf(rp)
+		return err
+	}
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
@@ -723,6 +732,7 @@ func (s *session) reserve(oneway bool) (int32, *call, error) {
 	var cl *call
 	if !oneway {
 		cl = callPool.Get().(*call)
+		cl.seq = s.seq
 		s.pending[s.seq] = cl
 	}
 	return s.seq, cl, nil

@@ -488,7 +488,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if l != nil {
 			memo = &l.plain
 		}
-		b, err = c.appendFrame(ctx, memo, codec, dst, p.name, req.oneway, req.args, timeout)
+		b, err = p.appendFrame(ctx, codec, dst, &req, memo, timeout)
 		if err != nil {
 			if l != nil {
 				p.put(l)
@@ -583,14 +583,16 @@ func setTimeout(frame []byte, timeout time.Duration) {
 	}
 }
 
-// appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
-// carry the same frames as TCP; the frame's seqid is fixed: one call at a
-// time per lane, and FLOCK matches responses to callers itself). memo,
-// when not nil, is the lane's: a context it names carries no headers.
-func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
+// appendFrame appends req, a call of p's function, as a sealed HatRPC
+// frame (lanes and FLOCK carry the same frames as TCP; the frame's seqid
+// is fixed: one call at a time per lane, and FLOCK matches responses to
+// callers itself). memo, when not nil, is the lane's: a context it names
+// carries no headers.
+func (p *lanePool) appendFrame(ctx context.Context, codec *wire.Codec, dst []byte, req *request, memo *plainMemo, timeout time.Duration) ([]byte, error) {
 	const seq = 1
+	c := p.ls.c
 	kind, typ := wire.KindCall, proto.Call
-	if oneway {
+	if req.oneway {
 		kind, typ = wire.KindOneway, proto.Oneway
 	}
 	var flags uint8
@@ -601,7 +603,7 @@ func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Cod
 			memo.set(ctx)
 		}
 	}
-	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
+	b, err := codec.AppendMessage(dst, c.o.proto, p.name, typ, seq, req.args)
 	if err != nil {
 		return b, err
 	}

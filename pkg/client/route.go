@@ -296,7 +296,7 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return s.finish(ctx, codec, cl, seq, p, result, use)
+	return s.finish(ctx, codec, cl, p, result, use)
 }
 
 // appendWithSeqid appends the Thrift message msg to b with its seqid set
