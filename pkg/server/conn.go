@@ -381,7 +381,7 @@ func (c *conn) next() (*request, error) {
 		if err != nil {
 			wire.PutBuf(bp)
 			c.releaseCharge()
-			if c.overBudget(err, h.Kind == wire.KindCall, h.Protocol(), h.Seqid) {
+			if c.overBudget(err, &h) {
 				return nil, nil
 			}
 			if wire.IsTooLarge(err) {
@@ -417,7 +417,7 @@ func (c *conn) next() (*request, error) {
 		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
 		if err != nil {
 			c.releaseCharge()
-			if c.overBudget(err, false, c.format.Proto, 0) {
+			if c.overBudget(err, nil) {
 				return nil, nil
 			}
 			if errors.Is(err, proto.ErrInvalidData) {

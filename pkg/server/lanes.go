@@ -123,7 +123,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	}
 	tr := trOf(want)
 	if a.Function == fastpath.FlockFunction {
-		g, err := c.s.laneBudget.take(c.laneSource(), 0, true)
+		g, err := c.s.laneBudget.take(c.laneSource(), 0, grantFlockPeer)
 		if err != nil {
 			return nil, c.refuseBudget(a.Function, err)
 		}
@@ -158,7 +158,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	// fantasy, not a reason to register memory.
 	maxMsg := int64(min(c.s.opts.limits.MaxMessageSize+wire.HeaderSize, fastpath.MaxMessage))
 	side = side.Sized(int(max(min(a.RequestSize, maxMsg), 0)), int(max(min(a.ResponseSize, maxMsg), 0)))
-	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), false)
+	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), grantLane)
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
