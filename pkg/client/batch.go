@@ -185,7 +185,7 @@ func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, err
 	for _, bc := range calls {
 		n += len(bc.frame)
 	}
-	l, err := p.get(ctx, n, false)
+	l, err := p.get(ctx, n, getWait)
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		c.http = h
 		return c, nil
 	}
-	s, err := c.connect(ctx, !o.noUpgrade)
+	s, err := c.connect(ctx, offer(!o.noUpgrade))
 	if err != nil {
 		return nil, err
 	}
@@ -373,10 +373,10 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 		c.reap()
 		ch := make(chan struct{})
 		c.dialing = ch
-		upgrade := !c.o.noUpgrade
+		hello := offer(!c.o.noUpgrade)
 		c.mu.Unlock()
 
-		s, err := c.connect(ctx, upgrade)
+		s, err := c.connect(ctx, hello)
 
 		c.mu.Lock()
 		c.dialing = nil
@@ -415,16 +415,25 @@ func peerHungUp(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// offer is whether a new session offers the HatRPC handshake, which
+// upgrades it when the server speaks HatRPC.
+type offer bool
+
+const (
+	offerNothing offer = false // plain Thrift only
+	offerHello   offer = true
+)
+
 // dialSessionCaps dials a session in the Conn's current stack, offering
-// caps in the handshake; 0 offers everything this Conn can do (framing,
-// lanes and their plan checks).
-func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
-	return c.dialSessionFormat(ctx, upgrade, caps, c.wireFormat())
+// (with offerHello) caps in the handshake; 0 offers everything this Conn
+// can do (framing, lanes and their plan checks).
+func (c *Conn) dialSessionCaps(ctx context.Context, hello offer, caps uint64) (*session, error) {
+	return c.dialSessionFormat(ctx, hello, caps, c.wireFormat())
 }
 
 // dialSessionFormat is dialSessionCaps speaking plain Thrift stack f until
 // (and unless) the handshake upgrades the session.
-func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64, f wire.Format) (*session, error) {
+func (c *Conn) dialSessionFormat(ctx context.Context, hello offer, caps uint64, f wire.Format) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	nc, err := c.dialRaw(dctx)
@@ -436,7 +445,7 @@ func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64,
 	}
 	s := newSession(c, nc, f)
 	s.init()
-	if upgrade {
+	if hello == offerHello {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 		err := s.handshake(hctx, caps)
 		hcancel()

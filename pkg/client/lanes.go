@@ -179,9 +179,19 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	return p, time.Time{}, nil
 }
 
-// share (a call FLOCK could carry), it does not wait, nor open more than
-// the pool's dedicated lanes: errShare instead.
-func (p *lanePool) get(ctx context.Context, reqSize int, share bool) (*clane, error) {
+// getMode is what get does when no lane is idle.
+type getMode uint8
+
+const (
+	getWait      getMode = iota // open one while under the limit, or wait
+	getShareable                // a call FLOCK could carry: open a dedicated one or errShare
+)
+
+// get takes an idle lane, opens a new one while under the limit, or
+// waits. reqSize is the request at hand, which a new lane is sized for.
+// With getShareable (a call FLOCK could carry), it does not wait, nor
+// open more than the pool's dedicated lanes: errShare instead.
+func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, error) {
 	if int64(reqSize) > p.maxReq.Load() {
 		p.maxReq.Store(int64(reqSize))
 	}
@@ -198,7 +208,7 @@ func (p *lanePool) get(ctx context.Context, reqSize int, share bool) (*clane, er
 	if l := p.hot.Swap(nil); l != nil {
 		return l, nil
 	}
-	if share {
+	if mode == getShareable {
 		return p.openDedicated(ctx, reqSize)
 	}
 	select {
@@ -461,7 +471,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
 			if l == nil {
 				var err error
-				if l, err = p.get(ctx, guess, false); err != nil {
+				if l, err = p.get(ctx, guess, getWait); err != nil {
 					if err == errNoLane {
 						return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
 					}
@@ -508,8 +518,11 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		share := p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax
-		if l, err = p.get(ctx, len(b), share); err != nil {
+		mode := getWait
+		if p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax {
+			mode = getShareable
+		}
+		if l, err = p.get(ctx, len(b), mode); err != nil {
 			switch err {
 			case errNoLane:
 				req.frame = b
