@@ -252,7 +252,7 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	if err := p.ls.c.decodeFrame(ctx, "lane", codec, resp, result, false); err != nil || use == nil {
+	if err := p.ls.c.decodeFrame(ctx, "lane", codec, resp, result, copyBinaries); err != nil || use == nil {
 		return err
 	}
 	return use()

@@ -665,7 +665,7 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p pro
 	s.captureReply(ctx, (*rp)[:off])
 	msg := (*rp)[off:]
 	if use != nil {
-		err = s.withStatus(decodeReply(codec, p, msg, &s.c.o.limits, result, true), (*rp)[:off])
+		err = s.withStatus(decodeReply(codec, p, msg, &s.c.o.limits, result, aliasBinaries), (*rp)[:off])
 		if err == nil {
 			err = use()
 		} else {
@@ -677,13 +677,24 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p pro
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
-	err = decodeReply(codec, p, msg, &s.c.o.limits, result, alias)
+	err = decodeReply(codec, p, msg, &s.c.o.limits, result, binaries(alias))
 	err = s.withStatus(err, (*rp)[:off]) // status.go
 	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }
 
-func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
+// binaries is how a reply's binary values are decoded: copied into
+// memory of their own, or in place, as slices of the reply's buffer (a
+// large result's, whose buffer the caller then owns, or a borrower's,
+// whose use runs while the buffer is valid).
+type binaries bool
+
+const (
+	copyBinaries  binaries = false
+	aliasBinaries binaries = true
+)
+
+func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct, bin binaries) error {
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err != nil {
 		return err
@@ -696,18 +707,18 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 		}
 		return &ae
 	case proto.Reply:
-		return decodeResult(codec, p, msg[mh.Body:], lim, result, alias)
+		return decodeResult(codec, p, msg[mh.Body:], lim, result, bin)
 	}
 	return fmt.Errorf("%w: reply of message type %v", proto.ErrInvalidData, mh.Type)
 }
 
 // decodeResult decodes a reply's body into result (nothing when result is
-// nil); alias decodes binary values in place, as slices of body.
-func decodeResult(codec *wire.Codec, p proto.Protocol, body []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
+// nil), its binary values as bin says.
+func decodeResult(codec *wire.Codec, p proto.Protocol, body []byte, lim *proto.Limits, result proto.Struct, bin binaries) error {
 	if result == nil {
 		return nil
 	}
-	if alias {
+	if bin == aliasBinaries {
 		return codec.DecodeAliased(p, body, lim, result)
 	}
 	return codec.Decode(p, body, lim, result)

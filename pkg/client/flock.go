@@ -256,7 +256,7 @@ func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, req *
 	if req.oneway {
 		return nil
 	}
-	return c.decodeFrame(ctx, "flock", codec, resp, result, req.use != nil)
+	return c.decodeFrame(ctx, "flock", codec, resp, result, req.binaries())
 }
 
 // flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).

@@ -556,7 +556,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// Decoding copies what it keeps, the response being the engine's
 	// lease, valid only until the lane's next call; a borrower reads it in
 	// place while the lane is still ours (put is deferred).
-	err = l.decodeReply(ctx, codec, resp, result, req.use != nil)
+	err = l.decodeReply(ctx, codec, resp, result, req.binaries())
 	if err == nil && req.use != nil {
 		return req.use()
 	}
@@ -630,9 +630,9 @@ func (p *lanePool) appendFrame(ctx context.Context, codec *wire.Codec, dst []byt
 // decodeFrame checks a reply frame from a lane or FLOCK (a reply or an
 // exception whose payload is exactly the rest; otherwise a *ConnError of
 // op: the peer sent garbage) and decodes its Thrift reply into result.
-// alias decodes binary values in place, as slices of resp (for a
-// borrower, CallBorrowed, whose use runs while resp is still valid).
-func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct, alias bool) error {
+// aliasBinaries decodes binary values in place, as slices of resp (for
+// a borrower, CallBorrowed, whose use runs while resp is still valid).
+func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct, bin binaries) error {
 	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
 	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
 		err = fmt.Errorf("%w: %s reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, op, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
@@ -644,7 +644,7 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	err = withLaneStatus(decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, alias), resp, h.Flags)
+	err = withLaneStatus(decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, bin), resp, h.Flags)
 	return ownDeadline(ctx, err)
 }
 

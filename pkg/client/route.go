@@ -52,6 +52,14 @@ type request struct {
 	use func() error
 }
 
+// binaries is how a fast path decodes r's reply: a borrower's in place.
+func (r *request) binaries() binaries {
+	if r.use != nil {
+		return aliasBinaries
+	}
+	return copyBinaries
+}
+
 // routeEntry is a method's cached route and what it was picked under.
 type routeEntry struct {
 	r    route
