@@ -185,7 +185,7 @@ func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, err
 	for _, bc := range calls {
 		n += len(bc.frame)
 	}
-	l, err := p.get(ctx, n, false)
+	l, err := p.get(ctx, n, getWait)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (p *lanePool) batchCall(ctx context.Context, frame []byte, oneway bool, res
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	if err := p.ls.c.decodeFrame(ctx, "lane", codec, resp, result, false); err != nil || use == nil {
+	if err := p.ls.c.decodeFrame(ctx, "lane", codec, resp, result, copyBinaries); err != nil || use == nil {
 		return err
 	}
 	return use()

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Borrowed results: the client-side counterpart of the server's
@@ -40,17 +39,4 @@ func (c *Conn) CallBorrowed(ctx context.Context, m *Method, args, result proto.S
 	// allocation per call for it. Every route's decode runs use once
 	// (session.finish, Conn.decodeFrame).
 	return c.call(ctx, m, args, result, use)
-}
-
-// decodeBorrowed decodes the reply in *rp (from off) into result in place,
-// runs the borrower's use on it and then releases the buffer.
-func (s *session) decodeBorrowed(ctx context.Context, codec *wire.Codec, p proto.Protocol, rp *[]byte, off int, result proto.Struct, use func() error) error {
-	err := s.withStatus(decodeReply(codec, p, (*rp)[off:], &s.c.o.limits, result, true), (*rp)[:off])
-	if err == nil {
-		err = use()
-	} else {
-		err = ownDeadline(ctx, err)
-	}
-	wire.PutBuf(rp)
-	return err
 }

@@ -130,7 +130,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		c.http = h
 		return c, nil
 	}
-	s, err := c.connect(ctx, !o.noUpgrade)
+	s, err := c.connect(ctx, offer(!o.noUpgrade))
 	if err != nil {
 		return nil, err
 	}
@@ -373,10 +373,10 @@ func (c *Conn) session(ctx context.Context) (*session, error) {
 		c.reap()
 		ch := make(chan struct{})
 		c.dialing = ch
-		upgrade := !c.o.noUpgrade
+		hello := offer(!c.o.noUpgrade)
 		c.mu.Unlock()
 
-		s, err := c.connect(ctx, upgrade)
+		s, err := c.connect(ctx, hello)
 
 		c.mu.Lock()
 		c.dialing = nil
@@ -415,16 +415,25 @@ func peerHungUp(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// offer is whether a new session offers the HatRPC handshake, which
+// upgrades it when the server speaks HatRPC.
+type offer bool
+
+const (
+	offerNothing offer = false // plain Thrift only
+	offerHello   offer = true
+)
+
 // dialSessionCaps dials a session in the Conn's current stack, offering
-// caps in the handshake; 0 offers everything this Conn can do (framing,
-// lanes and their plan checks).
-func (c *Conn) dialSessionCaps(ctx context.Context, upgrade bool, caps uint64) (*session, error) {
-	return c.dialSessionFormat(ctx, upgrade, caps, c.wireFormat())
+// (with offerHello) caps in the handshake; 0 offers everything this Conn
+// can do (framing, lanes and their plan checks).
+func (c *Conn) dialSessionCaps(ctx context.Context, hello offer, caps uint64) (*session, error) {
+	return c.dialSessionFormat(ctx, hello, caps, c.wireFormat())
 }
 
 // dialSessionFormat is dialSessionCaps speaking plain Thrift stack f until
 // (and unless) the handshake upgrades the session.
-func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64, f wire.Format) (*session, error) {
+func (c *Conn) dialSessionFormat(ctx context.Context, hello offer, caps uint64, f wire.Format) (*session, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	nc, err := c.dialRaw(dctx)
@@ -436,7 +445,7 @@ func (c *Conn) dialSessionFormat(ctx context.Context, upgrade bool, caps uint64,
 	}
 	s := newSession(c, nc, f)
 	s.init()
-	if upgrade {
+	if hello == offerHello {
 		hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 		err := s.handshake(hctx, caps)
 		hcancel()
@@ -529,7 +538,8 @@ type session struct {
 type call struct {
 	done  chan struct{}
 	reply *[]byte
-	off   int // message start within reply (after a HatRPC header)
+	off   int   // message start within reply (after a HatRPC header)
+	seq   int32 // the call's seqid on its session (reserve)
 	err   error
 
 	waiting   bool // the caller blocks on done
@@ -634,13 +644,14 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	if err != nil || oneway {
 		return s.unreserve(cl, seq, err)
 	}
-	return s.finish(ctx, codec, cl, seq, s.format.Proto, result, use)
+	return s.finish(ctx, codec, cl, s.format.Proto, result, use)
 }
 
-// finish waits for the reply to the call sent as seq and decodes it (in
-// protocol p) into result; with a borrower's use, in place, and runs use.
-func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq int32, p proto.Protocol, result proto.Struct, use func() error) error {
-	if cerr := s.await(ctx, cl, seq); cerr != nil {
+// finish waits for the reply to the call cl and decodes it (in protocol
+// p) into result; with a borrower's use, in place, and runs use on it
+// before the buffer is released.
+func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p proto.Protocol, result proto.Struct, use func() error) error {
+	if cerr := s.await(ctx, cl, cl.seq); cerr != nil {
 		return cerr
 	}
 	err := cl.err
@@ -652,20 +663,38 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, seq i
 	}
 	noteSize(&s.repSize, len(*rp))
 	s.captureReply(ctx, (*rp)[:off])
-	if use != nil {
-		return s.decodeBorrowed(ctx, codec, p, rp, off, result, use)
-	}
 	msg := (*rp)[off:]
+	if use != nil {
+		err = s.withStatus(decodeReply(codec, p, msg, &s.c.o.limits, result, aliasBinaries), (*rp)[:off])
+		if err == nil {
+			err = use()
+		} else {
+			err = ownDeadline(ctx, err)
+		}
+		wire.PutBuf(rp)
+		return err
+	}
 	// A large result keeps its bytes in the frame buffer rather than in
 	// fresh copies; the caller owns the buffer then.
 	alias := len(msg) >= wire.AliasMin
-	err = decodeReply(codec, p, msg, &s.c.o.limits, result, alias)
+	err = decodeReply(codec, p, msg, &s.c.o.limits, result, binaries(alias))
 	err = s.withStatus(err, (*rp)[:off]) // status.go
 	wire.Release(rp, alias)
 	return ownDeadline(ctx, err)
 }
 
-func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
+// binaries is how a reply's binary values are decoded: copied into
+// memory of their own, or in place, as slices of the reply's buffer (a
+// large result's, whose buffer the caller then owns, or a borrower's,
+// whose use runs while the buffer is valid).
+type binaries bool
+
+const (
+	copyBinaries  binaries = false
+	aliasBinaries binaries = true
+)
+
+func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Limits, result proto.Struct, bin binaries) error {
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err != nil {
 		return err
@@ -678,18 +707,18 @@ func decodeReply(codec *wire.Codec, p proto.Protocol, msg []byte, lim *proto.Lim
 		}
 		return &ae
 	case proto.Reply:
-		return decodeResult(codec, p, msg[mh.Body:], lim, result, alias)
+		return decodeResult(codec, p, msg[mh.Body:], lim, result, bin)
 	}
 	return fmt.Errorf("%w: reply of message type %v", proto.ErrInvalidData, mh.Type)
 }
 
 // decodeResult decodes a reply's body into result (nothing when result is
-// nil); alias decodes binary values in place, as slices of body.
-func decodeResult(codec *wire.Codec, p proto.Protocol, body []byte, lim *proto.Limits, result proto.Struct, alias bool) error {
+// nil), its binary values as bin says.
+func decodeResult(codec *wire.Codec, p proto.Protocol, body []byte, lim *proto.Limits, result proto.Struct, bin binaries) error {
 	if result == nil {
 		return nil
 	}
-	if alias {
+	if bin == aliasBinaries {
 		return codec.DecodeAliased(p, body, lim, result)
 	}
 	return codec.Decode(p, body, lim, result)
@@ -723,6 +752,7 @@ func (s *session) reserve(oneway bool) (int32, *call, error) {
 	var cl *call
 	if !oneway {
 		cl = callPool.Get().(*call)
+		cl.seq = s.seq
 		s.pending[s.seq] = cl
 	}
 	return s.seq, cl, nil

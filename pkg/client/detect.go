@@ -131,14 +131,14 @@ func (c *Conn) wireFormat() wire.Format {
 // service): then the connection is retried as plain Thrift. This is
 // decided afresh on every reconnect: a HatRPC server that turned us away
 // once (e.g. at its connection limit) may upgrade later.
-func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
+func (c *Conn) connect(ctx context.Context, hello offer) (*session, error) {
 	f := c.wireFormat()
-	s, err := c.dialSessionFormat(ctx, upgrade, 0, f)
-	if err == nil && upgrade {
+	s, err := c.dialSessionFormat(ctx, hello, 0, f)
+	if err == nil && hello == offerHello {
 		c.upgradeErr.Store(nil)
 	}
 	var ce *ConnError
-	if !upgrade || err == nil || !errors.As(err, &ce) || ce.Op != "handshake" || !peerHungUp(ce.Err) {
+	if hello == offerNothing || err == nil || !errors.As(err, &ce) || ce.Op != "handshake" || !peerHungUp(ce.Err) {
 		return s, err
 	}
 	if c.laneOffer() != 0 {
@@ -155,17 +155,17 @@ func (c *Conn) connect(ctx context.Context, upgrade bool) (*session, error) {
 		case ans == answeredHat:
 			// A HatRPC server, which reads every stack: it turned the
 			// first connection away and took this one.
-			s, err := c.dialSessionFormat(ctx, true, 0, f)
+			s, err := c.dialSessionFormat(ctx, offerHello, 0, f)
 			if err == nil {
 				c.upgradeErr.Store(nil)
 			}
 			return s, err
 		case ans == answeredPlain:
 			c.detected.Store(&found)
-			return c.dialSessionFormat(ctx, false, 0, found)
+			return c.dialSessionFormat(ctx, offerNothing, 0, found)
 		}
 	}
-	return c.dialSessionFormat(ctx, false, 0, f)
+	return c.dialSessionFormat(ctx, offerNothing, 0, f)
 }
 
 // answer is how a server met a probe.

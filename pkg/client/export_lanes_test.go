@@ -21,13 +21,13 @@ func NewTestLane() *TestLane {
 func (t *TestLane) Decode(resp []byte, result proto.Struct, alias bool) error {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return t.l.decodeReply(context.Background(), codec, resp, result, alias)
+	return t.l.decodeReply(context.Background(), codec, resp, result, binaries(alias))
 }
 
 func (t *TestLane) DecodeFull(resp []byte, result proto.Struct, alias bool) error {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return t.l.p.ls.c.decodeFrame(context.Background(), "lane", codec, resp, result, alias)
+	return t.l.p.ls.c.decodeFrame(context.Background(), "lane", codec, resp, result, binaries(alias))
 }
 
 // Head is the reply head the lane learned; Shortcut tells whether resp

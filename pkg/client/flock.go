@@ -171,7 +171,6 @@ type flockRoute struct{ p *lanePool }
 
 func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) error {
 	p := f.p
-	c := p.ls.c
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
@@ -182,7 +181,7 @@ func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) 
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := c.appendFrame(ctx, nil, codec, (*bp)[:wire.HeaderSize], p.name, req.oneway, req.args, timeout)
+	b, err := p.appendFrame(ctx, codec, (*bp)[:wire.HeaderSize], &req, nil, timeout)
 	*bp = b
 	if err != nil {
 		return err
@@ -212,7 +211,7 @@ func (f flockRoute) callFrame(ctx context.Context, req request, bp *[]byte, code
 	if err != nil {
 		return err
 	}
-	if err = c.flockCall(ctx, sh, bp, b, req.oneway, codec, result, req.use != nil); err == nil {
+	if err = c.flockCall(ctx, sh, bp, &req, codec, result); err == nil {
 		p.calls[flockSlot].Add(1)
 		if req.use != nil {
 			err = req.use() // on the reply in place: bp is released after this returns
@@ -221,9 +220,11 @@ func (f flockRoute) callFrame(ctx context.Context, req request, bp *[]byte, code
 	return err
 }
 
-// flockCall runs the call frame b (in the pooled buffer bp) on the handle.
-// alias decodes the reply in place (see decodeFrame).
-func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []byte, oneway bool, codec *wire.Codec, result proto.Struct, alias bool) error {
+// flockCall runs the call frame req.frame (in the pooled buffer bp) on
+// the handle; a borrower's reply (req.use) is decoded in place (see
+// decodeFrame).
+func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, req *request, codec *wire.Codec, result proto.Struct) error {
+	b := req.frame
 	sh.calls.Add(1)
 	defer sh.calls.Done()
 	if sh.dead.Err() != nil {
@@ -252,10 +253,10 @@ func (c *Conn) flockCall(ctx context.Context, sh *sharedFlock, bp *[]byte, b []b
 		sh.kill()
 		return &ConnError{Op: "flock", Err: err}
 	}
-	if oneway {
+	if req.oneway {
 		return nil
 	}
-	return c.decodeFrame(ctx, "flock", codec, resp, result, alias)
+	return c.decodeFrame(ctx, "flock", codec, resp, result, req.binaries())
 }
 
 // flockHandler is the FLOCK handler id of HatRPC frames (pkg/server).

@@ -222,7 +222,7 @@ func (h *httpTransport) call(ctx context.Context, c *Conn, m *Method, args, resu
 	if mh.Seqid != seq {
 		return fmt.Errorf("client: reply from %s has sequence id %d, the call %d: %w", h.url, mh.Seqid, seq, proto.ErrInvalidData)
 	}
-	if err := decodeReply(codec, c.o.proto, reply, lim, result, false); err != nil {
+	if err := decodeReply(codec, c.o.proto, reply, lim, result, copyBinaries); err != nil {
 		return ownDeadline(ctx, err)
 	}
 	if use != nil {

@@ -22,12 +22,12 @@ import (
 
 // decodeReply is Conn.decodeFrame for a reply on lane l: what it
 // accepts, rejects and decodes is the same.
-func (l *clane) decodeReply(ctx context.Context, codec *wire.Codec, resp []byte, result proto.Struct, alias bool) error {
+func (l *clane) decodeReply(ctx context.Context, codec *wire.Codec, resp []byte, result proto.Struct, bin binaries) error {
 	c := l.p.ls.c
 	if body, p, ok := l.replyBody(resp, c.o.limits.MaxMessageSize); ok {
-		return ownDeadline(ctx, decodeResult(codec, p, body, &c.o.limits, result, alias))
+		return ownDeadline(ctx, decodeResult(codec, p, body, &c.o.limits, result, bin))
 	}
-	err := c.decodeFrame(ctx, "lane", codec, resp, result, alias)
+	err := c.decodeFrame(ctx, "lane", codec, resp, result, bin)
 	if err == nil && l.head == nil {
 		l.learn(resp)
 	}

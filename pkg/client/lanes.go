@@ -179,9 +179,19 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	return p, time.Time{}, nil
 }
 
-// share (a call FLOCK could carry), it does not wait, nor open more than
-// the pool's dedicated lanes: errShare instead.
-func (p *lanePool) get(ctx context.Context, reqSize int, share bool) (*clane, error) {
+// getMode is what get does when no lane is idle.
+type getMode uint8
+
+const (
+	getWait      getMode = iota // open one while under the limit, or wait
+	getShareable                // a call FLOCK could carry: open a dedicated one or errShare
+)
+
+// get takes an idle lane, opens a new one while under the limit, or
+// waits. reqSize is the request at hand, which a new lane is sized for.
+// With getShareable (a call FLOCK could carry), it does not wait, nor
+// open more than the pool's dedicated lanes: errShare instead.
+func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, error) {
 	if int64(reqSize) > p.maxReq.Load() {
 		p.maxReq.Store(int64(reqSize))
 	}
@@ -198,7 +208,7 @@ func (p *lanePool) get(ctx context.Context, reqSize int, share bool) (*clane, er
 	if l := p.hot.Swap(nil); l != nil {
 		return l, nil
 	}
-	if share {
+	if mode == getShareable {
 		return p.openDedicated(ctx, reqSize)
 	}
 	select {
@@ -461,7 +471,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if guess := int(max(p.maxReq.Load(), int64(p.set.PayloadSize))); p.batch == nil && guess >= leaseMin {
 			if l == nil {
 				var err error
-				if l, err = p.get(ctx, guess, false); err != nil {
+				if l, err = p.get(ctx, guess, getWait); err != nil {
 					if err == errNoLane {
 						return tcpRoute{c}.call(ctx, req, result) // nothing encoded yet
 					}
@@ -488,7 +498,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		if l != nil {
 			memo = &l.plain
 		}
-		b, err = c.appendFrame(ctx, memo, codec, dst, p.name, req.oneway, req.args, timeout)
+		b, err = p.appendFrame(ctx, codec, dst, &req, memo, timeout)
 		if err != nil {
 			if l != nil {
 				p.put(l)
@@ -508,8 +518,11 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	p.noteReq(len(b))
 	if l == nil {
 		var err error
-		share := p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax
-		if l, err = p.get(ctx, len(b), share); err != nil {
+		mode := getWait
+		if p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax {
+			mode = getShareable
+		}
+		if l, err = p.get(ctx, len(b), mode); err != nil {
 			switch err {
 			case errNoLane:
 				req.frame = b
@@ -543,7 +556,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// Decoding copies what it keeps, the response being the engine's
 	// lease, valid only until the lane's next call; a borrower reads it in
 	// place while the lane is still ours (put is deferred).
-	err = l.decodeReply(ctx, codec, resp, result, req.use != nil)
+	err = l.decodeReply(ctx, codec, resp, result, req.binaries())
 	if err == nil && req.use != nil {
 		return req.use()
 	}
@@ -583,14 +596,16 @@ func setTimeout(frame []byte, timeout time.Duration) {
 	}
 }
 
-// appendFrame appends one call as a sealed HatRPC frame (lanes and FLOCK
-// carry the same frames as TCP; the frame's seqid is fixed: one call at a
-// time per lane, and FLOCK matches responses to callers itself). memo,
-// when not nil, is the lane's: a context it names carries no headers.
-func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Codec, dst []byte, name string, oneway bool, args proto.Struct, timeout time.Duration) ([]byte, error) {
+// appendFrame appends req, a call of p's function, as a sealed HatRPC
+// frame (lanes and FLOCK carry the same frames as TCP; the frame's seqid
+// is fixed: one call at a time per lane, and FLOCK matches responses to
+// callers itself). memo, when not nil, is the lane's: a context it names
+// carries no headers.
+func (p *lanePool) appendFrame(ctx context.Context, codec *wire.Codec, dst []byte, req *request, memo *plainMemo, timeout time.Duration) ([]byte, error) {
 	const seq = 1
+	c := p.ls.c
 	kind, typ := wire.KindCall, proto.Call
-	if oneway {
+	if req.oneway {
 		kind, typ = wire.KindOneway, proto.Oneway
 	}
 	var flags uint8
@@ -601,7 +616,7 @@ func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Cod
 			memo.set(ctx)
 		}
 	}
-	b, err := codec.AppendMessage(dst, c.o.proto, name, typ, seq, args)
+	b, err := codec.AppendMessage(dst, c.o.proto, p.name, typ, seq, req.args)
 	if err != nil {
 		return b, err
 	}
@@ -615,9 +630,9 @@ func (c *Conn) appendFrame(ctx context.Context, memo *plainMemo, codec *wire.Cod
 // decodeFrame checks a reply frame from a lane or FLOCK (a reply or an
 // exception whose payload is exactly the rest; otherwise a *ConnError of
 // op: the peer sent garbage) and decodes its Thrift reply into result.
-// alias decodes binary values in place, as slices of resp (for a
-// borrower, CallBorrowed, whose use runs while resp is still valid).
-func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct, alias bool) error {
+// aliasBinaries decodes binary values in place, as slices of resp (for
+// a borrower, CallBorrowed, whose use runs while resp is still valid).
+func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, resp []byte, result proto.Struct, bin binaries) error {
 	h, err := wire.DecodeHeader(resp, c.o.limits.MaxMessageSize)
 	if err == nil && (h.PayloadLen() != len(resp)-wire.HeaderSize || (h.Kind != wire.KindReply && h.Kind != wire.KindException)) {
 		err = fmt.Errorf("%w: %s reply kind %d, %d of %d payload bytes", wire.ErrBadFrame, op, h.Kind, len(resp)-wire.HeaderSize, h.PayloadLen())
@@ -629,7 +644,7 @@ func (c *Conn) decodeFrame(ctx context.Context, op string, codec *wire.Codec, re
 	if err != nil {
 		return &ConnError{Op: op, Err: err}
 	}
-	err = withLaneStatus(decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, alias), resp, h.Flags)
+	err = withLaneStatus(decodeReply(codec, h.Protocol(), resp[off:], &c.o.limits, result, bin), resp, h.Flags)
 	return ownDeadline(ctx, err)
 }
 

@@ -187,18 +187,25 @@ func (c *Conn) call(ctx context.Context, m *Method, args, result proto.Struct, u
 		ctx, cancel = context.WithTimeout(ctx, co.timeout)
 		defer cancel()
 	}
-	retries, hedge := c.retryPlan(m, co)
-	if retries == 0 && hedge == 0 {
+	plan := c.planRetries(m, co)
+	if plan.retries == 0 && plan.hedge == 0 {
 		return c.invokeUse(ctx, m, args, result, use)
 	}
-	return c.retrying(ctx, m, args, result, use, retries, hedge)
+	return c.retrying(ctx, m, args, result, use, &plan)
 }
 
-// retryPlan returns how often a call of m may be sent again and after
-// how long it is hedged: never for a function not hinted idempotent.
-func (c *Conn) retryPlan(m *Method, co *callOpts) (int, time.Duration) {
+// retryPlan is how often a call may be sent again (retries) and after
+// how long it is hedged (0: never).
+type retryPlan struct {
+	retries int
+	hedge   time.Duration
+}
+
+// planRetries returns the retry plan of a call of m: none for a function
+// not hinted idempotent.
+func (c *Conn) planRetries(m *Method, co *callOpts) retryPlan {
 	if c.o.retry.off || m.Oneway || m.Hints == nil || !m.Hints.Client.Idempotent {
-		return 0, 0
+		return retryPlan{}
 	}
 	retries, hedge := m.Hints.Client.RetryBudget(), c.o.retry.hedge
 	if h := m.Hints.Client.Hedge; h > 0 {
@@ -212,7 +219,7 @@ func (c *Conn) retryPlan(m *Method, co *callOpts) (int, time.Duration) {
 			hedge = co.hedge
 		}
 	}
-	return retries, hedge
+	return retryPlan{retries: retries, hedge: hedge}
 }
 
 func (c *Conn) observe(m *Method, k RetryKind, err error) {
@@ -222,9 +229,9 @@ func (c *Conn) observe(m *Method, k RetryKind, err error) {
 }
 
 // retrying is call for an idempotent function: attempts (hedged when
-// hedge > 0) until one succeeds, fails for good, or the retries, the
+// plan.hedge > 0) until one succeeds, fails for good, or the retries, the
 // budget or the deadline run out; it returns the last attempt's error.
-func (c *Conn) retrying(ctx context.Context, m *Method, args, result proto.Struct, use func() error, retries int, hedge time.Duration) error {
+func (c *Conn) retrying(ctx context.Context, m *Method, args, result proto.Struct, use func() error, plan *retryPlan) error {
 	budget := c.retryBudget()
 	budget.Deposit()
 	var bo *backoff.ExponentialBackOff
@@ -233,12 +240,12 @@ func (c *Conn) retrying(ctx context.Context, m *Method, args, result proto.Struc
 			final bool
 			err   error
 		)
-		if hedge > 0 {
-			final, err = c.hedged(ctx, m, args, result, use, hedge, budget)
+		if plan.hedge > 0 {
+			final, err = c.hedged(ctx, m, args, result, use, plan.hedge)
 		} else {
 			final, err = c.attempt(ctx, m, args, result, use)
 		}
-		if err == nil || final || n >= retries || !c.retryable(ctx, err) {
+		if err == nil || final || n >= plan.retries || !c.retryable(ctx, err) {
 			return err
 		}
 		if !budget.Withdraw() {
@@ -280,12 +287,13 @@ func (c *Conn) retryable(ctx context.Context, err error) bool {
 }
 
 // hedged sends the call and, if no answer came after delay and the
-// budget allows, a second copy; the first answer that is not a retryable
+// Conn's retry budget allows, a second copy; the first answer that is not a retryable
 // failure wins, the other copy is cancelled, and hedged returns once both
 // have ended (a caller that reuses args and result may: nothing runs on
 // them any more). Each copy decodes into a result of its own; the
 // winner's is copied into result, and the borrower runs on it then.
-func (c *Conn) hedged(ctx context.Context, m *Method, args, result proto.Struct, use func() error, delay time.Duration, budget *retrypolicy.Budget) (bool, error) {
+func (c *Conn) hedged(ctx context.Context, m *Method, args, result proto.Struct, use func() error, delay time.Duration) (bool, error) {
+	budget := c.retryBudget()
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {

@@ -52,6 +52,14 @@ type request struct {
 	use func() error
 }
 
+// binaries is how a fast path decodes r's reply: a borrower's in place.
+func (r *request) binaries() binaries {
+	if r.use != nil {
+		return aliasBinaries
+	}
+	return copyBinaries
+}
+
 // routeEntry is a method's cached route and what it was picked under.
 type routeEntry struct {
 	r    route
@@ -296,7 +304,7 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	return s.finish(ctx, codec, cl, seq, p, result, use)
+	return s.finish(ctx, codec, cl, p, result, use)
 }
 
 // appendWithSeqid appends the Thrift message msg to b with its seqid set

@@ -154,7 +154,7 @@ func (c *Conn) growSpread(limit int) {
 
 func (c *Conn) dialExtra(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	s, err := c.dialSessionCaps(ctx, true, wire.CapFraming)
+	s, err := c.dialSessionCaps(ctx, offerHello, wire.CapFraming)
 	if err == nil && !s.hat {
 		// Not upgraded (e.g. the server is at its connection limit and
 		// turned the handshake away): a plain connection must not carry

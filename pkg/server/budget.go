@@ -239,9 +239,9 @@ func (c *conn) releaseCharge() {
 // WithBusyTimeout: when its length is known it is skipped and a call
 // answered "server busy", and overBudget reports true (the connection
 // goes on). Otherwise the read error stands: a message that can never fit
-// is answered like an oversized one, and the connection closes. hat tells
-// a HatRPC frame (call: of kind call) from a framed plain message.
-func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bool {
+// is answered like an oversized one, and the connection closes. h is a
+// HatRPC frame's header, nil for a framed plain message.
+func (c *conn) overBudget(err error, h *wire.Header) bool {
 	if !errors.Is(err, errBudgetWait) {
 		return false
 	}
@@ -251,23 +251,23 @@ func (c *conn) overBudget(err error, call bool, p proto.Protocol, fseq int32) bo
 		return false // unframed: where the message ends is unknown
 	}
 	exc := proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error())
-	if c.hat {
+	if h != nil {
 		if wire.Discard(c.br, ce.Size) != nil {
 			return false
 		}
-		if call {
-			c.reply(true, p, 0, "", fseq, fseq, proto.Exception, exc, nil)
+		if h.Kind == wire.KindCall {
+			c.reply(&replyTo{hat: true, proto: h.Protocol(), seqid: h.Seqid, fseq: h.Seqid}, proto.Exception, exc, nil)
 		}
 		return true
 	}
 	// A framed plain message: its header names whom to answer.
 	head, _ := c.br.Peek(min(ce.Size, 512))
-	mh, p, herr := c.plainMsgHeader(p, head)
+	mh, p, herr := c.plainMsgHeader(c.format.Proto, head)
 	if wire.Discard(c.br, ce.Size) != nil {
 		return false
 	}
 	if herr == nil && mh.Type == proto.Call {
-		c.reply(false, p, c.takeOrder(false), string(mh.Name), mh.Seqid, 0, proto.Exception, exc, nil)
+		c.replyNow(&replyTo{proto: p, name: string(mh.Name), seqid: mh.Seqid}, proto.Exception, exc, nil)
 	}
 	return true
 }

@@ -88,16 +88,12 @@ type conn struct {
 
 // request is one decoded-enough call, handed from the reader to a handler.
 type request struct {
+	replyTo // where its reply goes (name: m's)
 	m       *method
 	buf     *[]byte
 	body    []byte
-	proto   proto.Protocol
-	hat     bool
 	oneway  bool
-	seqid   int32 // of the message header
-	fseq    int32 // of the HatRPC frame: replies and Cancel frames use it
 	timeout time.Duration
-	order   uint64
 	// turn: a plain connection's call runs once every call read before
 	// it on the connection has (ordered; order.go).
 	turn    uint64
@@ -125,9 +121,6 @@ type request struct {
 	frame int
 	res   proto.Struct
 	err   error
-	// dst: where a shared lane's reply is encoded (FLOCK's storage for
-	// the response), if large enough.
-	dst []byte
 }
 
 // readBufSize holds a few hundred pipelined small calls per read syscall
@@ -388,11 +381,11 @@ func (c *conn) next() (*request, error) {
 		if err != nil {
 			wire.PutBuf(bp)
 			c.releaseCharge()
-			if c.overBudget(err, h.Kind == wire.KindCall, h.Protocol(), h.Seqid) {
+			if c.overBudget(err, &h) {
 				return nil, nil
 			}
 			if wire.IsTooLarge(err) {
-				c.fatalReply(true, h.Protocol(), "", h.Seqid, h.Seqid, err)
+				c.fatalReply(&replyTo{hat: true, proto: h.Protocol(), seqid: h.Seqid, fseq: h.Seqid}, err)
 			}
 			return nil, err
 		}
@@ -424,7 +417,7 @@ func (c *conn) next() (*request, error) {
 		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
 		if err != nil {
 			c.releaseCharge()
-			if c.overBudget(err, false, c.format.Proto, 0) {
+			if c.overBudget(err, nil) {
 				return nil, nil
 			}
 			if errors.Is(err, proto.ErrInvalidData) {
@@ -436,7 +429,7 @@ func (c *conn) next() (*request, error) {
 					start, _ = c.br.Peek(c.br.Buffered())
 				}
 				if mh, herr := wire.ParseMsgHeader(c.format.Proto, start); herr == nil {
-					c.fatalReply(false, c.format.Proto, string(mh.Name), mh.Seqid, 0, err)
+					c.fatalReply(&replyTo{proto: c.format.Proto, name: string(mh.Name), seqid: mh.Seqid}, err)
 				}
 			}
 			wire.PutBuf(bp)
@@ -480,22 +473,23 @@ func (c *conn) next() (*request, error) {
 			return nil, nil
 		}
 		if mh.Type == proto.Call {
-			c.reply(c.hat, p, c.takeOrder(c.hat), name, mh.Seqid, fseq, proto.Exception,
+			c.replyNow(&replyTo{hat: c.hat, proto: p, name: name, seqid: mh.Seqid, fseq: fseq}, proto.Exception,
 				proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil)
 		}
 		return nil, nil
 	}
 	r := reqPool.Get().(*request)
 	*r = request{
-		m: m, buf: bp, body: msg[mh.Body:], proto: p, hat: c.hat,
-		oneway: mh.Type == proto.Oneway || m.m.Oneway, seqid: mh.Seqid, fseq: fseq, timeout: timeout,
+		replyTo: replyTo{hat: c.hat, proto: p, name: m.m.Name, seqid: mh.Seqid, fseq: fseq},
+		m:       m, buf: bp, body: msg[mh.Body:],
+		oneway: mh.Type == proto.Oneway || m.m.Oneway, timeout: timeout,
 		size: len(msg), tr: trThrift, mem: c.takeCharge(), sc: sc,
 	}
 	if c.hat {
 		r.tr = trTCP
 	}
 	if !r.oneway {
-		r.order = c.takeOrder(c.hat)
+		c.takeOrder(&r.replyTo)
 	}
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
@@ -521,17 +515,18 @@ var errDraining = errors.New("server: connection draining")
 // errWriteFailed ends the read side after a failed write (checkWrite).
 var errWriteFailed = fmt.Errorf("server: a reply could not be written: %w", net.ErrClosed)
 
-// takeOrder reserves the next reply position on plain connections.
-func (c *conn) takeOrder(hat bool) uint64 {
-	if hat {
-		return 0
+// takeOrder reserves the next reply position for a plain reply to to
+// (a HatRPC frame's replies go out as they finish).
+func (c *conn) takeOrder(to *replyTo) {
+	if to.hat {
+		return
 	}
 	o := c.nextIn
 	c.nextIn++
 	if c.format.Header {
 		c.noteTHeaderOrder(o)
 	}
-	return o
+	to.order = o
 }
 
 // acquire takes a call slot, blocking the reader (and so, through TCP, the
@@ -541,7 +536,7 @@ func (c *conn) acquire(r *request) bool {
 		return true
 	}
 	if c.ctx.Err() == nil && !r.oneway {
-		c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
+		c.replyHinted(&r.replyTo, proto.Exception,
 			proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, nil, c.busyMD(r))
 	}
 	c.freeRequest(r)
@@ -602,7 +597,7 @@ func (c *conn) handle(r *request) {
 		c.turn.done(&c.mu)
 	}
 	if !r.oneway {
-		st.repBytes.Add(float64(c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, typ, body, codec, &r.m.repHint, replyMD(r))))
+		st.repBytes.Add(float64(c.replyHinted(&r.replyTo, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
 	wire.PutCodec(codec)
 	c.putCall(r.m, r.call) // the reply is encoded
@@ -717,13 +712,12 @@ func (c *conn) checkWrite(err error) {
 
 // fatalReply answers a message the server cannot process before the
 // connection is closed, when it still knows whom to answer.
-func (c *conn) fatalReply(hat bool, p proto.Protocol, name string, seqid, fseq int32, cause error) {
+func (c *conn) fatalReply(to *replyTo, cause error) {
 	c.s.log.Warn("hatrpc: closing connection after bad input", "remote", c.remote, "err", cause)
 	c.mu.Lock()
 	c.lingers = true
 	c.mu.Unlock()
-	c.reply(hat, p, c.takeOrder(hat), name, seqid, fseq, proto.Exception,
-		proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
+	c.replyNow(to, proto.Exception, proto.NewApplicationException(proto.ExcProtocolError, cause.Error()), nil)
 }
 
 func (c *conn) cancelCall(seqid int32) {

@@ -19,16 +19,12 @@ func (s *Server) guardProcess(provider string) {
 	if s.opts.dumpable || provider != rdma.ProviderSHM {
 		return
 	}
-	if err := setDumpable(false); err != nil {
+	if err := forbidDumps(); err != nil {
 		s.log.Warn("hatrpc: cannot make the process non-dumpable; same-user processes can read its shared segments through /proc", "err", err)
 	}
 }
 
-// setDumpable is prctl(PR_SET_DUMPABLE).
-func setDumpable(on bool) error {
-	v := uintptr(0)
-	if on {
-		v = 1
-	}
-	return unix.Prctl(unix.PR_SET_DUMPABLE, v, 0, 0, 0)
+// forbidDumps is prctl(PR_SET_DUMPABLE, 0).
+func forbidDumps() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }

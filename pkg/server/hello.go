@@ -12,10 +12,11 @@ import (
 func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bool {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	order := c.takeOrder(false)
+	to := replyTo{proto: p, name: name, seqid: seqid}
+	c.takeOrder(&to)
 	var h wire.Hello
 	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
-		c.reply(false, p, order, name, seqid, 0, proto.Exception,
+		c.reply(&to, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
 		return false
 	}
@@ -28,7 +29,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	if upgrade && h.Caps&wire.CapAttach != 0 && h.Attach != nil {
 		l, exc := c.grantLane(&h, caps)
 		if exc != nil {
-			c.reply(false, p, order, name, seqid, 0, proto.Exception, exc, codec)
+			c.reply(&to, proto.Exception, exc, codec)
 			return false
 		}
 		rep.Caps = wire.CapFraming | wire.CapAttach | caps
@@ -36,7 +37,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		c.mu.Lock()
 		c.fp = &laneSession{c: c, l: l}
 		c.mu.Unlock()
-		c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
+		c.reply(&to, proto.Reply, &rep, codec)
 		return true
 	}
 	if upgrade {
@@ -46,7 +47,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)
 		}
 	}
-	c.reply(false, p, order, name, seqid, 0, proto.Reply, &rep, codec)
+	c.reply(&to, proto.Reply, &rep, codec)
 	if upgrade {
 		c.hat, c.headers = true, rep.Caps&wire.CapHeaders != 0
 		c.upgraded.Store(true)

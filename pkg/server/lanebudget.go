@@ -134,29 +134,41 @@ func (u *usage) check(lim LaneLimits, div int, bytes int64, flock bool) error {
 	return nil
 }
 
-func (u *usage) add(sign int, bytes int64, flock, pending bool) {
-	if pending {
+// add counts g in u (sign 1) or takes it out (-1); its pending setup
+// only while g is pending.
+func (u *usage) add(sign int, g *grant) {
+	if g.pending {
 		u.pending += sign
 	}
-	if flock {
+	if g.flock {
 		u.flockPeers += sign
 	} else {
 		u.lanes += sign
-		u.bytes += int64(sign) * bytes
+		u.bytes += int64(sign) * g.bytes
 	}
 }
+
+// grantKind is what a lane budget grant reserves.
+type grantKind uint8
+
+const (
+	grantLane      grantKind = iota // a dedicated lane and its registered memory
+	grantFlockPeer                  // a qp_sharing client's FLOCK attachment
+)
 
 // take reserves a lane (bytes of registered memory) or a FLOCK peer for
 // the client src, as pending; the error names the budget that is
 // exhausted, the server's or the source's share of it.
-func (b *laneBudget) take(src laneSource, bytes int64, flock bool) (*grant, error) {
+func (b *laneBudget) take(src laneSource, bytes int64, kind grantKind) (*grant, error) {
+	flock := kind == grantFlockPeer
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.total.check(b.lim, 1, bytes, flock); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLaneBudget, err)
 	}
+	var hu *usage // src's, if it has a key
 	if src.key != "" {
-		hu := b.hosts[src.key]
+		hu = b.hosts[src.key]
 		if hu == nil {
 			hu = &usage{}
 		}
@@ -173,10 +185,13 @@ func (b *laneBudget) take(src laneSource, bytes int64, flock bool) (*grant, erro
 			b.hosts = map[string]*usage{}
 		}
 		b.hosts[src.key] = hu
-		hu.add(1, bytes, flock, true)
 	}
-	b.total.add(1, bytes, flock, true)
-	return &grant{b: b, host: src.key, bytes: bytes, flock: flock, pending: true}, nil
+	g := &grant{b: b, host: src.key, bytes: bytes, flock: flock, pending: true}
+	if hu != nil {
+		hu.add(1, g)
+	}
+	b.total.add(1, g)
+	return g, nil
 }
 
 // ready marks the setup finished (it no longer counts as pending).
@@ -204,9 +219,9 @@ func (g *grant) release() {
 		g.ready()
 		g.b.mu.Lock()
 		defer g.b.mu.Unlock()
-		g.b.total.add(-1, g.bytes, g.flock, false)
+		g.b.total.add(-1, g) // no longer pending (ready)
 		if hu := g.b.hosts[g.host]; hu != nil {
-			if hu.add(-1, g.bytes, g.flock, false); *hu == (usage{}) {
+			if hu.add(-1, g); *hu == (usage{}) {
 				delete(g.b.hosts, g.host)
 			}
 		}

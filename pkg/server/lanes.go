@@ -123,7 +123,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	}
 	tr := trOf(want)
 	if a.Function == fastpath.FlockFunction {
-		g, err := c.s.laneBudget.take(c.laneSource(), 0, true)
+		g, err := c.s.laneBudget.take(c.laneSource(), 0, grantFlockPeer)
 		if err != nil {
 			return nil, c.refuseBudget(a.Function, err)
 		}
@@ -158,7 +158,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	// fantasy, not a reason to register memory.
 	maxMsg := int64(min(c.s.opts.limits.MaxMessageSize+wire.HeaderSize, fastpath.MaxMessage))
 	side = side.Sized(int(max(min(a.RequestSize, maxMsg), 0)), int(max(min(a.ResponseSize, maxMsg), 0)))
-	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), false)
+	g, err := c.s.laneBudget.take(c.laneSource(), laneBytes(side.Config), grantLane)
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
@@ -359,7 +359,9 @@ func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 	at := ls.arrived()
 	if m, timeout, ok := ls.knownHead(req, lim.MaxMessageSize); ok {
 		k := &ls.head
-		return ls.callMethod(req, at, m, k.p, false, k.seqid, wire.HeaderSize, wire.HeaderSize+k.body, timeout, nil, dst)
+		var r request
+		r.m, r.body, r.proto, r.seqid, r.at, r.dst = m, req[wire.HeaderSize+k.body:], k.p, k.seqid, at, dst
+		return ls.callMethod(&r, req, wire.HeaderSize, timeout)
 	}
 	off := wire.HeaderSize
 	var sc *metadata.ServerCall
@@ -375,7 +377,7 @@ func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 		mh, err = wire.ParseMsgHeader(h.Protocol(), req[off:])
 	}
 	if err != nil {
-		return ls.reply(dst, h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(&replyTo{dst: dst, proto: h.Protocol(), seqid: h.Seqid}, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, err.Error()), nil, 0, nil)
 	}
 	m := ls.lookup(mh.Name)
@@ -387,21 +389,25 @@ func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 			return nil, l.side.Protocol(0)
 		}
 		name := string(mh.Name)
-		return ls.reply(dst, p, name, mh.Seqid, proto.Exception,
+		return ls.reply(&replyTo{dst: dst, proto: p, name: name, seqid: mh.Seqid}, proto.Exception,
 			proto.NewApplicationException(proto.ExcUnknownMethod, "unknown method "+name), nil, 0, nil)
 	}
-	return ls.callMethod(req, at, m, p, oneway, mh.Seqid, off, off+mh.Body, h.Timeout, sc, dst)
+	var r request
+	r.m, r.body, r.proto, r.seqid, r.at, r.dst = m, req[off+mh.Body:], p, mh.Seqid, at, dst
+	r.oneway, r.sc = oneway, sc
+	return ls.callMethod(&r, req, off, h.Timeout)
 }
 
-// callMethod runs a decoded call of m: its arguments start at bodyAt of
-// req, its message (past the frame header and call headers) at off. The
-// head comes in scalars rather than the header structs: a struct
-// returned or copied whole is stored field by field and read back 16
-// bytes at a time, and each such read waits for the stores (a stalled
-// store forward, ~5 ns each on this path; so is r built field by field).
-func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p proto.Protocol, oneway bool, seqid int32, off, bodyAt int, timeout time.Duration, sc *metadata.ServerCall, dst []byte) ([]byte, rdma.Protocol) {
-	c, l := ls.c, ls.l
-	oneway = oneway || m.m.Oneway
+// callMethod runs a decoded call r of r.m, its head (method, body,
+// protocol, seqid, start, reply storage; oneway and headers if any) set
+// by the caller; its message (past the frame header and call headers)
+// starts at off of req. r is the caller's, on its stack, filled field by
+// field, never copied or returned whole: a struct copied whole is stored
+// field by field and read back 16 bytes at a time, and each such read
+// waits for the stores (a stalled store forward, ~5 ns each on this
+// path).
+func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.Duration) ([]byte, rdma.Protocol) {
+	c, l, m, at := ls.c, ls.l, r.m, r.at // at: acquireSlot may reset r.at
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
@@ -411,22 +417,20 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 	// shared lane's: FLOCK keeps the ring slot, or a worker's copy, until
 	// the handler registered in flockServer returns), so borrowed
 	// arguments may alias it.
-	var r request
-	r.m, r.body, r.proto, r.hat = m, req[bodyAt:], p, true
-	r.oneway, r.seqid, r.size, r.tr = oneway, seqid, len(req)-off, l.tr
-	r.sc, r.at, r.lease, r.dst = sc, at, true, dst
+	r.oneway = r.oneway || m.m.Oneway
+	r.hat, r.name, r.size, r.tr, r.lease = true, m.m.Name, len(req)-off, l.tr, true
 	if l.shared {
 		r.ctx = ls.shared.next(c.ctx, deadlineAt(at, timeout))
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
-	r.ctx.sc = sc
-	if oneway || l.shared {
-		return ls.callPooled(&r)
+	r.ctx.sc = r.sc
+	if r.oneway || l.shared {
+		return ls.callPooled(r)
 	}
-	if !ls.acquireSlot(&r) {
-		out, pr := ls.busy(&r)
-		c.clearRequest(&r)
+	if !ls.acquireSlot(r) {
+		out, pr := ls.busy(r)
+		c.clearRequest(r)
 		return out, pr
 	}
 	// A lane runs one call at a time: its codec is the session's own.
@@ -443,9 +447,9 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		r.meter, r.frame = l.meter, len(req)
 		ls.metered = true
 	}
-	st, typ, body := c.execute(&r, codec)
-	md, call := replyMD(&r), r.call
-	out, pr := ls.encodeReply(nil, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
+	st, typ, body := c.execute(r, codec)
+	md, call := replyMD(r), r.call
+	out, pr := ls.encodeReply(&r.replyTo, typ, body, codec, m.set.PayloadSize, md)
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
 		// session let go as too large: a fresh codec lets it go too (it
@@ -470,7 +474,7 @@ func (ls *laneSession) callMethod(req []byte, at time.Duration, m *method, p pro
 		e.metered, e.st, e.at, e.ctx, e.res, e.err = true, st, at, r.ctx, r.res, r.err
 		e.rep, e.frame, e.pr = len(out)-wire.HeaderSize, len(out), pr
 	} else { // no lane meter: execute ended the call, and its reply is counted now
-		c.clearRequest(&r)
+		c.clearRequest(r)
 		c.s.slots.release()
 		l.out.Add(float64(len(out)))
 		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
@@ -561,7 +565,7 @@ func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
 	if r.oneway {
 		return nil, ls.l.side.Protocol(0)
 	}
-	return ls.reply(r.dst, r.proto, r.m.m.Name, r.seqid, proto.Exception,
+	return ls.reply(&r.replyTo, proto.Exception,
 		proto.NewApplicationException(proto.ExcInternalError, "server busy"), nil, 0, ls.c.busyMD(r))
 }
 
@@ -595,14 +599,14 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	c.takeCall(r)
-	m, p, seqid, dst := r.m, r.proto, r.seqid, r.dst
+	m := r.m
 	st, typ, body := c.execute(r, codec)
 	md, call := replyMD(r), r.call
 	c.freeRequest(r)
 	c.s.slots.release()
 	c.end()
-	out, pr := ls.reply(dst, p, m.m.Name, seqid, typ, body, codec, m.set.PayloadSize, md)
-	c.putCall(m, call) // the reply is encoded
+	out, pr := ls.reply(&sr.replyTo, typ, body, codec, m.set.PayloadSize, md) // sr's head is r's, and r is freed
+	c.putCall(m, call)                                                        // the reply is encoded
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	counted := pr
 	if l.shared {
@@ -658,12 +662,12 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
 	}
 	if err != nil {
-		return ls.reply(nil, h.Protocol(), "", h.Seqid, proto.Exception,
+		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
 	}
 	fit := ls.newBatchFit(len(frames))
 	if fit == nil {
-		return ls.reply(nil, h.Protocol(), "", h.Seqid, proto.Exception, batchTooMany(ls, len(frames)), nil, 0, nil)
+		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception, batchTooMany(ls, len(frames)), nil, 0, nil)
 	}
 	out := make([]byte, wire.HeaderSize, min(64<<10, fit.max))
 	ls.inBatch = true
@@ -682,17 +686,17 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 	return out, l.side.Protocol(len(out))
 }
 
-// reply encodes one reply frame into the lane's reply buffer (a shared
-// lane's: into dst, see callShared), with the handler's reply headers md
-// if any.
-func (ls *laneSession) reply(dst []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
-	b, pr := ls.encodeReply(dst, p, name, seqid, typ, body, codec, hint, md)
+// reply encodes one reply frame to to into the lane's reply buffer (a
+// shared lane's: into to.dst, see callShared), with the handler's reply
+// headers md if any; hint is the method's declared reply size.
+func (ls *laneSession) reply(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+	b, pr := ls.encodeReply(to, typ, body, codec, hint, md)
 	ls.l.out.Add(float64(len(b)))
 	return b, pr
 }
 
 // encodeReply is reply without counting the frame in bytes_out_total.
-func (ls *laneSession) encodeReply(dst []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
+func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -706,8 +710,8 @@ func (ls *laneSession) encodeReply(dst []byte, p proto.Protocol, name string, se
 		// of its own: FLOCK's (dst), kept with the response and reused once
 		// it is posted, or, too small, a buffer sized for the declared
 		// reply (no regrowth copies), which FLOCK then keeps.
-		if want := min(max(512, hint+wire.HeaderSize+256), 1<<20); cap(dst) >= want {
-			buf = dst[:0]
+		if want := min(max(512, hint+wire.HeaderSize+256), 1<<20); cap(to.dst) >= want {
+			buf = to.dst[:0]
 		} else {
 			buf = make([]byte, 0, want)
 		}
@@ -726,11 +730,11 @@ func (ls *laneSession) encodeReply(dst []byte, p proto.Protocol, name string, se
 	if len(md) > 0 {
 		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
 	}
-	b, typ := appendReply(codec, head, p, name, seqid, typ, body)
+	b, typ := appendReply(codec, head, to, typ, body)
 	if limit := ls.maxReplyBody(); len(b)-wire.HeaderSize > limit {
-		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], p, name, seqid, len(b)-wire.HeaderSize, limit), proto.Exception, 0
+		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], to, len(b)-wire.HeaderSize, limit), proto.Exception, 0
 	}
-	sealReplyRefs(b, nil, p, seqid, typ, hflag)
+	sealReplyRefs(b, nil, to.proto, to.seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {
 	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep

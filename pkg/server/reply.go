@@ -8,19 +8,45 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-// reply encodes and sends one reply message and returns its size. codec
-// may be nil. seqid goes into the message header; a HatRPC frame carries
-// fseq, the seqid of the request frame, which the client dispatches on
-// (the two differ only for a client that numbers them differently).
-func (c *conn) reply(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
-	return c.replyHinted(hat, p, order, name, seqid, fseq, typ, body, codec, nil, nil)
+// replyTo says where and how a reply goes: its framing (hat: a HatRPC
+// frame, else the connection's plain format), protocol, the message
+// header's name and seqid, for a HatRPC frame fseq, the seqid of the
+// request frame, which the client dispatches on (the two differ only for
+// a client that numbers them differently), for a plain connection its
+// position among the connection's replies (order), and for a shared
+// lane's reply the storage to encode it into (dst). A request embeds
+// one: its reply path passes a pointer to it rather than the fields one
+// by one or a copy (a struct copied whole is stored field by field and
+// read back 16 bytes at a time, each read waiting for the stores).
+type replyTo struct {
+	hat   bool
+	proto proto.Protocol
+	seqid int32 // of the message header
+	fseq  int32 // of the HatRPC frame: replies and Cancel frames use it
+	order uint64
+	name  string
+	dst   []byte
+}
+
+// reply encodes and sends one reply message to to and returns its size.
+// codec may be nil.
+func (c *conn) reply(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
+	return c.replyHinted(to, typ, body, codec, nil, nil)
+}
+
+// replyNow is reply to a message answered on the spot: its reply takes
+// the next position among the connection's replies.
+func (c *conn) replyNow(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec) int {
+	c.takeOrder(to)
+	return c.replyHinted(to, typ, body, codec, nil, nil)
 }
 
 // replyHinted is reply with the size of the method's last reply (hint,
 // updated here): a large reply is then encoded into a pooled buffer of
 // its size instead of growing a small one into fresh memory. md are reply
 // headers for a HatRPC frame (THeader replies take theirs in wrapTHeader).
-func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string, seqid, fseq int32, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint, md metadata.MD) int {
+func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint *wire.SizeHint, md metadata.MD) int {
+	hat := to.hat
 	if codec == nil {
 		codec = wire.GetCodec()
 		defer wire.PutCodec(codec)
@@ -49,14 +75,14 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		// storage) go out from the handler's slices with one vectored
 		// write instead of being copied into the frame.
 		var refs []proto.Ref
-		b, refs, typ = appendReplyRefs(codec, b, p, name, seqid, typ, body)
+		b, refs, typ = appendReplyRefs(codec, b, to, typ, body)
 		if size := len(b) + proto.RefsLen(refs) - start; size > c.s.opts.limits.MaxMessageSize {
-			b, refs, typ, hflag = c.s.refuseReply(codec, b[:start], p, name, seqid, size), nil, proto.Exception, 0
+			b, refs, typ, hflag = c.s.refuseReply(codec, b[:start], to, size), nil, proto.Exception, 0
 		}
 		if hint != nil {
 			hint.Note(len(b))
 		}
-		sealReplyRefs(b, refs, p, fseq, typ, hflag)
+		sealReplyRefs(b, refs, to.proto, to.fseq, typ, hflag)
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
 		c.s.met.outTCP.Add(float64(n))
@@ -64,9 +90,9 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 		wire.PutBuf(bp)
 		return n - start
 	}
-	b, typ = appendReply(codec, b, p, name, seqid, typ, body)
+	b, typ = appendReply(codec, b, to, typ, body)
 	if size := len(b) - start; size > c.s.opts.limits.MaxMessageSize {
-		b, typ = c.s.refuseReply(codec, b[:start], p, name, seqid, size), proto.Exception
+		b, typ = c.s.refuseReply(codec, b[:start], to, size), proto.Exception
 	}
 	if hint != nil {
 		hint.Note(len(b))
@@ -76,12 +102,12 @@ func (c *conn) replyHinted(hat bool, p proto.Protocol, order uint64, name string
 	}
 	*bp = b
 	if c.format.Header {
-		c.wrapTHeader(order, bp)
+		c.wrapTHeader(to.order, bp)
 		b = *bp
 	}
 	n := len(b) - start
 	c.s.met.outThrift.Add(float64(len(b)))
-	c.deliver(order, bp)
+	c.deliver(to.order, bp)
 	return n
 }
 
@@ -140,27 +166,27 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 // appendReply appends the reply message to b, or, when the result does not
 // encode (e.g. a required field left unset), an INTERNAL_ERROR exception in
 // its place; it returns the message type it wrote.
-func appendReply(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct) ([]byte, proto.MessageType) {
+func appendReply(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct) ([]byte, proto.MessageType) {
 	start := len(b)
-	out, err := codec.AppendMessage(b, p, name, typ, seqid, body)
+	out, err := codec.AppendMessage(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
 		return out, typ
 	}
-	return appendEncodeFailed(codec, out[:start], p, name, seqid, err), proto.Exception
+	return appendEncodeFailed(codec, out[:start], to, err), proto.Exception
 }
 
 // refuseReply appends, in place of a reply of size bytes that exceeds
 // the message limit, an INTERNAL_ERROR exception naming the size and the
 // limit: the client would refuse the oversized frame with a message that
 // names neither the call nor the cause.
-func (s *Server) refuseReply(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, size int) []byte {
-	return s.refuseReplyLimit(codec, b, p, name, seqid, size, s.opts.limits.MaxMessageSize)
+func (s *Server) refuseReply(codec *wire.Codec, b []byte, to *replyTo, size int) []byte {
+	return s.refuseReplyLimit(codec, b, to, size, s.opts.limits.MaxMessageSize)
 }
 
 // refuseReplyLimit is refuseReply against limit (a lane's may be lower).
-func (s *Server) refuseReplyLimit(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, size, limit int) []byte {
+func (s *Server) refuseReplyLimit(codec *wire.Codec, b []byte, to *replyTo, size, limit int) []byte {
 	s.met.rejected.WithLabelValues("reply_too_large").Inc()
-	out, _ := codec.AppendMessage(b, p, name, proto.Exception, seqid, replyTooLarge(size, limit))
+	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid, replyTooLarge(size, limit))
 	return out
 }
 
@@ -173,21 +199,21 @@ func replyTooLarge(size, limit int) *proto.ApplicationException {
 
 // appendEncodeFailed replaces a reply that could not be encoded with an
 // INTERNAL_ERROR exception saying why.
-func appendEncodeFailed(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, err error) []byte {
-	out, _ := codec.AppendMessage(b, p, name, proto.Exception, seqid,
+func appendEncodeFailed(codec *wire.Codec, b []byte, to *replyTo, err error) []byte {
+	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid,
 		proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
 	return out
 }
 
 // appendReplyRefs is appendReply leaving large binary values out of b, as
 // wire.Codec.AppendMessageRefs.
-func appendReplyRefs(codec *wire.Codec, b []byte, p proto.Protocol, name string, seqid int32, typ proto.MessageType, body proto.Struct) ([]byte, []proto.Ref, proto.MessageType) {
+func appendReplyRefs(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct) ([]byte, []proto.Ref, proto.MessageType) {
 	start := len(b)
-	out, refs, err := codec.AppendMessageRefs(b, p, name, typ, seqid, body)
+	out, refs, err := codec.AppendMessageRefs(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
 		return out, refs, typ
 	}
-	return appendEncodeFailed(codec, out[:start], p, name, seqid, err), nil, proto.Exception
+	return appendEncodeFailed(codec, out[:start], to, err), nil, proto.Exception
 }
 
 // sealReplyRefs is sealReply for a frame continued by refs.

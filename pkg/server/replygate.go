@@ -117,7 +117,7 @@ func (c *conn) replyBusy(r *request, err error) {
 		return
 	}
 	c.s.met.rejected.WithLabelValues("memory_budget").Inc()
-	c.replyHinted(r.hat, r.proto, r.order, r.m.m.Name, r.seqid, r.fseq, proto.Exception,
+	c.replyHinted(&r.replyTo, proto.Exception,
 		proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error()), nil, nil, c.busyMD(r))
 }
 

@@ -49,12 +49,12 @@ func (c *conn) readTHeader(frame []byte) ([]byte, proto.Protocol, error) {
 		if errors.Is(err, errBudgetWait) {
 			c.s.met.rejected.WithLabelValues("memory_budget").Inc()
 			c.releaseCharge()
-			c.reply(false, h.Proto, c.takeOrder(false), name, seqid, 0, proto.Exception,
+			c.replyNow(&replyTo{proto: h.Proto, name: name, seqid: seqid}, proto.Exception,
 				proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error()), nil)
 			return nil, 0, errSkipped
 		}
 		if len(frame) >= 10 && wire.IsTHeader(frame) {
-			c.fatalReply(false, h.Proto, name, seqid, 0, err)
+			c.fatalReply(&replyTo{proto: h.Proto, name: name, seqid: seqid}, err)
 		}
 		return nil, 0, err
 	}
