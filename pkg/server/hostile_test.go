@@ -2,11 +2,10 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"log/slog"
 	"net"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestHostileInputClosed(t *testing.T) {
 	lim := proto.DefaultLimits
 	lim.MaxMessageSize = 1 << 20
-	logs := &lockedLog{}
+	logs := &testutil.LogBuffer{}
 	s := server.New(server.WithLimits(lim), server.WithHandshakeTimeout(5*time.Second),
 		server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	s.Register(wiretest.NewEcho().Service())
@@ -55,7 +55,7 @@ func TestHostileInputClosed(t *testing.T) {
 				require.Contains(t, res.Summary(), w.client)
 			}
 			if w.log != "" {
-				require.Eventually(t, func() bool { return bytes.Contains(logs.Bytes(), []byte(w.log)) }, eventually, 10*time.Millisecond, "server log:\n%s", logs.Bytes())
+				require.Eventually(t, func() bool { return strings.Contains(logs.String(), w.log) }, eventually, 10*time.Millisecond, "server log:\n%s", logs.String())
 			}
 		})
 	}
@@ -106,22 +106,4 @@ func TestHostileDeepJSONInFrame(t *testing.T) {
 	var res wiretest.EchoResult
 	require.NoError(t, c.Decode(proto.JSON, msg[h.Body:], nil, &res))
 	require.Equal(t, "in step", *res.Success)
-}
-
-// lockedLog is a server log the test reads while the server writes it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
 }
