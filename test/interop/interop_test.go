@@ -70,23 +70,32 @@ func TestPythonClientToHatServer(t *testing.T) {
 	}
 }
 
-// TestPythonClientOrder: Apache's Python client sends two oneway
-// notifies and then a call on one connection, 1,000 rounds in a row per
-// stack, and every call finds both notes, in order, although the
-// server's handlers dawdle at random.
+// TestPythonClientOrder: Apache's Python client sends two oneway calls
+// and then a call on one connection, 1,000 rounds in a row per stack, and
+// every call finds both oneway calls done, in order, although the
+// server's handlers dawdle at random: notify("5"), notify("6"),
+// drainNotes() = ["5", "6"] on the Interop service, and issue 42's case,
+// poke(5), poke(6), pokes() = 11 on testutil.Pokes.
 func TestPythonClientOrder(t *testing.T) {
 	gen := testutil.GenPython(t)
-	srv, _ := testutil.StartHatInterop(t, server.WithInterceptors(testutil.Dawdle()))
+	interop, _ := testutil.StartHatInterop(t, server.WithInterceptors(testutil.Dawdle()))
+	pokes := testutil.StartServerWith(t, func(s *server.Server) { s.Register(new(testutil.Pokes).Service()) })
 	stacks := []testutil.Stack{
 		{Framing: testutil.Framed, Protocol: testutil.Binary},
 		{Framing: testutil.Buffered, Protocol: testutil.Compact},
 		{Framing: testutil.Framed, Protocol: testutil.Compact},
+		{Framing: testutil.Buffered, Protocol: testutil.Binary},
 		{Framing: testutil.Framed, Protocol: testutil.Header},
 	}
-	for _, s := range stacks {
-		t.Run(s.String(), func(t *testing.T) {
-			testutil.RunPythonOrder(t, gen, srv.Addr, s, 1000)
-		})
+	for _, oc := range []struct {
+		c    testutil.OrderCase
+		addr string
+	}{{testutil.OrderNotes, interop.Addr}, {testutil.OrderPokes, pokes.Addr}} {
+		for _, s := range stacks {
+			t.Run(string(oc.c)+"/"+s.String(), func(t *testing.T) {
+				testutil.RunPythonOrder(t, gen, oc.addr, s, oc.c, 1000)
+			})
+		}
 	}
 }
 

@@ -41,8 +41,9 @@ func RequireTool(t testing.TB, path string) {
 	require.NoError(t, err, "interop tests need %s", path)
 }
 
-// GenPython runs Debian's thrift compiler on the interop IDL into a fresh
-// temporary directory and returns it.
+// GenPython runs Debian's thrift compiler on the interop IDL and the
+// Pokes IDL (packages interop and pokes) into a fresh temporary directory
+// and returns it.
 func GenPython(t testing.TB) string {
 	t.Helper()
 	RequireTool(t, "thrift")
@@ -50,9 +51,11 @@ func GenPython(t testing.TB) string {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "thrift", "--gen", "py", "-out", dir,
-		filepath.Join(TestdataDir(), "interop.thrift")).CombinedOutput()
-	require.NoError(t, err, "thrift --gen py: %s", out)
+	for _, idl := range []string{"interop.thrift", "pokes.thrift"} {
+		out, err := exec.CommandContext(ctx, "thrift", "--gen", "py", "-out", dir,
+			filepath.Join(TestdataDir(), idl)).CombinedOutput()
+		require.NoError(t, err, "thrift --gen py %s: %s", idl, out)
+	}
 	return dir
 }
 
@@ -127,11 +130,22 @@ func StartPythonServer(t testing.TB, genDir string, s Stack) string {
 	}
 }
 
+// OrderCase is the service pyorder.py drives on one connection.
+type OrderCase string
+
+const (
+	// OrderNotes: notify("5"), notify("6"), then drainNotes() must
+	// return ["5", "6"] (the Interop service).
+	OrderNotes OrderCase = "notes"
+	// OrderPokes: poke(5), poke(6), then pokes() must return 11 (the
+	// Pokes service).
+	OrderPokes OrderCase = "pokes"
+)
+
 // RunPythonOrder runs testdata/pyorder.py against addr with the given
-// stack for rounds rounds of notify("5"), notify("6"), drainNotes() on
-// one connection, failing the test unless every round returned both
-// notes in order.
-func RunPythonOrder(t testing.TB, genDir, addr string, s Stack, rounds int) {
+// stack for rounds rounds of case oc on one connection, failing the test
+// unless every round found both oneway calls done, in order.
+func RunPythonOrder(t testing.TB, genDir, addr string, s Stack, oc OrderCase, rounds int) {
 	t.Helper()
-	require.Equal(t, rounds, runPyScript(t, "pyorder.py", 5*time.Minute, genDir, addr, s, strconv.Itoa(rounds)), "pyorder %s", s)
+	require.Equal(t, rounds, runPyScript(t, "pyorder.py", 5*time.Minute, genDir, addr, s, strconv.Itoa(rounds), string(oc)), "pyorder %s %s", oc, s)
 }

@@ -14,17 +14,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +30,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
 )
 
 func main() {
@@ -118,7 +115,7 @@ func frame(out []byte, name string, seq int32, args proto.Struct) []byte {
 }
 
 func attack(ctx context.Context, c config, kv hatkv.KV) error {
-	baseRSS, baseG := rss(c.pid), goroutines(c.debug)
+	baseRSS, baseG := procstat.RSS(c.pid), procstat.Goroutines(c.debug)
 	var conns []net.Conn
 	dial := func() (net.Conn, error) {
 		nc, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
@@ -197,14 +194,14 @@ func attack(ctx context.Context, c config, kv hatkv.KV) error {
 	}()
 	peakRSS, peakG := baseRSS, baseG
 	for end := time.Now().Add(c.dur); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		peakRSS, peakG = max(peakRSS, rss(c.pid)), max(peakG, goroutines(c.debug))
+		peakRSS, peakG = max(peakRSS, procstat.RSS(c.pid)), max(peakG, procstat.Goroutines(c.debug))
 	}
 	for _, nc := range conns {
 		_ = nc.Close()
 	}
 	var afterRSS, afterG int64
 	for t0 := time.Now(); time.Since(t0) < c.after; time.Sleep(time.Second) {
-		afterRSS, afterG = rss(c.pid), goroutines(c.debug)
+		afterRSS, afterG = procstat.RSS(c.pid), procstat.Goroutines(c.debug)
 		fmt.Printf("  %4.1fs after close: RSS %d MB, goroutines %d\n", time.Since(t0).Seconds(), afterRSS, afterG)
 	}
 	close(stop)
@@ -219,34 +216,4 @@ func attack(ctx context.Context, c config, kv hatkv.KV) error {
 	fmt.Printf("goroutines: base %d, peak %d, after %d\n", baseG, peakG, afterG)
 	fmt.Printf("legitimate Gets %d, errors %d, p99 %v\n", len(lat), errs, p99)
 	return nil
-}
-
-// rss is pid's resident set in MB.
-func rss(pid int) int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 1 && f[0] == "VmRSS:" {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n >> 10
-		}
-	}
-	return -1
-}
-
-// goroutines reads go_goroutines from the server's /metrics (-1 if none).
-func goroutines(debug string) int64 {
-	resp, err := http.Get("http://" + debug + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int64(n)
-		}
-	}
-	return -1
 }
