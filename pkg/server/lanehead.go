@@ -57,7 +57,7 @@ func (ls *laneSession) knownHead(req []byte, maxPayload int) (m *method, timeout
 // and mh naming m, when it is a plain one: a two-way call of a known
 // method without call headers.
 func (ls *laneSession) learnHead(req []byte, h wire.Header, mh wire.MsgHeader, m *method) {
-	if m == nil || ls.l.shared || h.Kind != wire.KindCall || mh.Type != proto.Call || h.Flags&wire.FlagHeaders != 0 {
+	if m == nil || ls.l.viaFLOCK || h.Kind != wire.KindCall || mh.Type != proto.Call || h.Flags&wire.FlagHeaders != 0 {
 		return
 	}
 	k := &ls.head
