@@ -24,7 +24,7 @@ import (
 // its message type is Call): bytes 4–12 of its frame header and its
 // message header, what of them a call needs (its protocol, from the frame
 // header's flags; the message's seqid and where its body starts), and the
-// method it named in the method table tab. Shared lanes learn none.
+// method it named in the method table tab. The FLOCK session learns none.
 type reqHead struct {
 	bytes []byte
 	p     proto.Protocol
