@@ -197,7 +197,7 @@ func (f flockRoute) callFrame(ctx context.Context, req request, bp *[]byte, code
 	p := f.p
 	c := p.ls.c
 	b := req.frame
-	req.shared = true
+	req.fromFLOCK = true
 	if int64(len(b)) > p.flockMax { // past the table's FLOCK rows: a lane
 		return p.call(ctx, req, result)
 	}

@@ -432,7 +432,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	// qp_sharing=auto also shares once the callers outnumber the lanes
 	// kept for callers of their own (p.dedicated), rather than queueing
 	// for a lane or opening one more.
-	if p.canShare && !req.shared && p.saturated() && p.lastReq.Load() <= p.flockMax {
+	if p.canShare && !req.fromFLOCK && p.saturated() && p.lastReq.Load() <= p.flockMax {
 		return flockRoute{p}.call(ctx, req, result)
 	}
 	c := p.ls.c
@@ -519,7 +519,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	if l == nil {
 		var err error
 		mode := getWait
-		if p.canShare && !req.shared && held.bp != nil && int64(len(b)) <= p.flockMax {
+		if p.canShare && !req.fromFLOCK && held.bp != nil && int64(len(b)) <= p.flockMax {
 			mode = getShareable
 		}
 		if l, err = p.get(ctx, len(b), mode); err != nil {

@@ -44,9 +44,9 @@ type request struct {
 	// frame with seqid 1 (lane headers, "Service:name"). A route it is
 	// passed on to sends these bytes; nil while nothing is encoded.
 	frame []byte
-	// shared: FLOCK passed the call on, so the lane pool must not send it
-	// back there.
-	shared bool
+	// fromFLOCK: the FLOCK route passed the call on, so the lane pool
+	// must not send it back there.
+	fromFLOCK bool
 	// use is CallBorrowed's: the route that decodes the reply decodes it
 	// in place where it can and runs use once on result (nil: Call).
 	use func() error

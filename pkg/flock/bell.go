@@ -18,7 +18,7 @@ import (
 // timeout has millisecond resolution) or spinning on a core the server
 // needs. Before it
 // sleeps it writes a new sleep epoch into a control word of the server's
-// request ring (lane 0) and waits for that WRITE to complete; then it looks
+// request ring (QP 0) and waits for that WRITE to complete; then it looks
 // at its rings once more. A server leader, after a message of its has
 // completed at the client, reads the word and, when the epoch is one it has
 // not answered, wakes the client with a zero-length WRITE_WITH_IMM. Both
@@ -27,7 +27,7 @@ import (
 // still ends after bellSlice, so a lost server costs a look every few ms.
 
 const (
-	// ctlBell, in lane 0's request ring on the server: the client
+	// ctlBell, in QP 0's request ring on the server: the client
 	// dispatcher's sleep epoch.
 	ctlBell = 16
 	// bellRecvs receives stay posted on each client QP for wake-ups: the
@@ -86,9 +86,9 @@ func (c *Conn) openBell(dev *rdma.Device) error {
 	return nil
 }
 
-// armBell posts the wake-up receives once the lanes are connected.
+// armBell posts the wake-up receives once the QPs are connected.
 func (c *Conn) armBell() error {
-	for _, l := range c.lanes {
+	for _, l := range c.qps {
 		for i := 0; i < bellRecvs; i++ {
 			if err := c.repost(l); err != nil {
 				return err
@@ -98,7 +98,7 @@ func (c *Conn) armBell() error {
 	return nil
 }
 
-func (c *Conn) repost(l *clane) error {
+func (c *Conn) repost(l *clientQP) error {
 	c.bell.recv[0] = rdma.RecvWR{WRID: uint64(l.idx)}
 	return l.qp.PostRecv(c.bell.recv[:])
 }
@@ -107,8 +107,8 @@ func (c *Conn) repost(l *clane) error {
 // paying.
 func (c *Conn) sleep() sleepResult {
 	b := &c.bell
-	var l *clane
-	for _, cand := range c.lanes {
+	var l *clientQP
+	for _, cand := range c.qps {
 		if cand.active.Load() {
 			l = cand
 			break
@@ -122,7 +122,7 @@ func (c *Conn) sleep() sleepResult {
 	n := b.node
 	n.reclaim()
 	n.reset()
-	target := &c.lanes[0].w.remote
+	target := &c.qps[0].w.remote
 	n.ctx, n.kind, n.raddr, n.rkey, n.data = b.ctx, opWrite, target.Addr+ctlBell, target.RKey, b.buf[:]
 	// The dispatcher must never wait in a combining queue: a leader there
 	// may be waiting for credits that only the dispatcher delivers. So it
@@ -143,13 +143,13 @@ func (c *Conn) sleep() sleepResult {
 	b.slice.until = time.Now().Add(bellSlice)
 	k, err := b.cq.Wait(&b.slice, b.wcs)
 	if err != nil {
-		return slept // slice over (or the CQ failed: the lanes report it)
+		return slept // slice over (or the CQ failed: the QPs report it)
 	}
 	for i := range b.wcs[:k] {
 		wc := &b.wcs[i]
-		if int(wc.WRID) < len(c.lanes) && wc.Err() == nil {
+		if int(wc.WRID) < len(c.qps) && wc.Err() == nil {
 			b.wakes++
-			_ = c.repost(c.lanes[wc.WRID])
+			_ = c.repost(c.qps[wc.WRID])
 		}
 	}
 	return slept
@@ -157,9 +157,9 @@ func (c *Conn) sleep() sleepResult {
 
 // ringIfAsleep wakes the peer's dispatcher if it went to sleep since the
 // last wake-up; l's leader calls it after a message completed at the peer.
-func (l *slane) ringIfAsleep() {
+func (l *serverQP) ringIfAsleep() {
 	p := l.p
-	if claimEpoch(p.lanes[0].req.b, &p.rung) && l.w.ring(p.s.ctx) == nil {
+	if claimEpoch(p.qps[0].req.b, &p.rung) && l.w.ring(p.s.ctx) == nil {
 		p.s.m.wakeups.Inc()
 	}
 }
@@ -191,7 +191,7 @@ func (w *ringWriter) ring(ctx context.Context) error {
 // empty for its (adaptive) spin sleeps instead of napping on Go timers
 // (which last ~1 ms, and forever cost an idle server 5-12 % of a core): it
 // writes a new sleep epoch into a control word of each sender's response
-// ring (lane 0), polls once more, and blocks until a sender's wake-up arrives (a zero-length
+// ring (QP 0), polls once more, and blocks until a sender's wake-up arrives (a zero-length
 // WRITE_WITH_IMM with bellImm, which the QP scheduler, waiting on the
 // receive CQ anyway, passes on) or idleSlice passes. A sender's leader
 // reads the word after each of its messages completed and rings when the
@@ -223,7 +223,7 @@ func (s *Server) sleep(quiet time.Duration) sleepResult {
 		// dispatcher serves everyone. A write still outstanding from an
 		// earlier sleep means this sender cannot be told now, so the
 		// dispatcher only naps; a failed one tears the sender down.
-		l := p.lanes[0]
+		l := p.qps[0]
 		served := false
 		// A leader holding the QP is usually done within a yield or two;
 		// one that is not may be waiting on a dead peer: tell the others,
@@ -272,10 +272,10 @@ func (s *Server) sleep(quiet time.Duration) sleepResult {
 }
 
 // postEpoch is a leader's work for the dispatcher's epoch node: one WRITE
-// of the epoch into the sender's lane-0 response ring, posted without
+// of the epoch into the sender's QP-0 response ring, posted without
 // waiting. n.arg1 is the epoch write still outstanding from before (0:
 // none); n.arg2 returns the one now outstanding (0: it completed).
-func (l *slane) postEpoch(n *node) {
+func (l *serverQP) postEpoch(n *node) {
 	w := &l.w
 	pending := n.arg1
 	n.arg2 = 0
@@ -305,15 +305,15 @@ func (l *slane) postEpoch(n *node) {
 
 // wakeServer rings the server if its dispatcher went to sleep since the
 // last wake-up; l's leader calls it after a message completed.
-func (l *clane) wakeServer() {
+func (l *clientQP) wakeServer() {
 	c := l.c
-	if claimEpoch(c.lanes[0].resp.b, &c.srvRung) {
+	if claimEpoch(c.qps[0].resp.b, &c.srvRung) {
 		_ = l.w.ring(c.bell.ctx)
 	}
 }
 
 // tryServeOne serves n alone if nobody is serving this QP now.
-func (l *slane) tryServeOne(n *node) bool {
+func (l *serverQP) tryServeOne(n *node) bool {
 	return tryServeOne(l.p.s.cfg.mutexShared, &l.mu, &l.comb, n)
 }
 

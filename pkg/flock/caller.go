@@ -17,7 +17,7 @@ const sizeWindow = 32
 type Caller struct {
 	c        *Conn
 	id       uint32
-	lane     atomic.Int32 // QP in use
+	qp       atomic.Int32 // QP in use
 	assigned atomic.Int32 // QP the scheduler wants
 	seq      uint32
 	curSeq   atomic.Uint32
@@ -61,8 +61,8 @@ func (c *Conn) NewCaller() *Caller {
 	defer c.regMu.Unlock()
 	old := *c.callers.Load()
 	cl := &Caller{c: c, id: uint32(len(old)), resp: make(chan response, 1), n: newNode()}
-	q := int32(int(cl.id) % len(c.lanes))
-	cl.lane.Store(q)
+	q := int32(int(cl.id) % len(c.qps))
+	cl.qp.Store(q)
 	cl.assigned.Store(q)
 	next := make([]*Caller, len(old)+1)
 	copy(next, old)
@@ -75,7 +75,7 @@ func (c *Conn) NewCaller() *Caller {
 func (cl *Caller) ID() uint32 { return cl.id }
 
 // QP is the QP the caller currently uses.
-func (cl *Caller) QP() int { return int(cl.lane.Load()) }
+func (cl *Caller) QP() int { return int(cl.qp.Load()) }
 
 func (c *Conn) getCaller() *Caller {
 	select {
@@ -117,30 +117,30 @@ func (cl *Caller) record(n int) {
 	cl.sizes[i%sizeWindow].Store(uint32(n))
 }
 
-// lane picks the QP for the next operation: the scheduler's choice once
+// pickQP picks the QP for the next operation: the scheduler's choice once
 // this caller has nothing outstanding on its current QP, or any active QP
 // if the current one was deactivated.
-func (cl *Caller) pickLane(ctx context.Context) (*clane, error) {
+func (cl *Caller) pickQP(ctx context.Context) (*clientQP, error) {
 	c := cl.c
 	for spins := 0; ; spins++ {
-		cur, as := cl.lane.Load(), cl.assigned.Load()
-		if as != cur && cl.inflight.Load() == 0 && c.lanes[as].active.Load() {
-			cl.lane.Store(as)
+		cur, as := cl.qp.Load(), cl.assigned.Load()
+		if as != cur && cl.inflight.Load() == 0 && c.qps[as].active.Load() {
+			cl.qp.Store(as)
 			c.migrations.Add(1)
 			c.m.migrations.Inc()
 			cur = as
 		}
-		if l := c.lanes[cur]; l.active.Load() {
+		if l := c.qps[cur]; l.active.Load() {
 			return l, nil
 		}
 		// Deactivated under us: nothing can be sent on it, so move now.
-		for i := 1; i < len(c.lanes); i++ {
-			q := (int(cur) + i) % len(c.lanes)
-			if c.lanes[q].active.Load() {
-				cl.lane.Store(int32(q))
+		for i := 1; i < len(c.qps); i++ {
+			q := (int(cur) + i) % len(c.qps)
+			if c.qps[q].active.Load() {
+				cl.qp.Store(int32(q))
 				c.migrations.Add(1)
 				c.m.migrations.Inc()
-				return c.lanes[q], nil
+				return c.qps[q], nil
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -195,7 +195,7 @@ func (cl *Caller) call(ctx context.Context, h uint16, req []byte) (response, err
 	cl.record(len(req))
 	c := cl.c
 	for {
-		l, err := cl.pickLane(ctx)
+		l, err := cl.pickQP(ctx)
 		if err != nil {
 			return response{}, err
 		}
@@ -282,7 +282,7 @@ func (cl *Caller) call(ctx context.Context, h uint16, req []byte) (response, err
 // request left, but req is the caller's again only once the leader is done
 // with the node (its release store orders the leader's reads before the
 // caller's next use of req).
-func (cl *Caller) finish(l *clane, n *node, h uint16, r response) (response, error) {
+func (cl *Caller) finish(l *clientQP, n *node, h uint16, r response) (response, error) {
 	cl.settle(l, n, true)
 	switch r.status {
 	case statusOK:
@@ -300,7 +300,7 @@ func (cl *Caller) finish(l *clane, n *node, h uint16, r response) (response, err
 // handed leadership: before a call returns (the queue must never wait on a
 // caller that left, nor read req after it was given back). answered: the
 // call's response (or abort) came, so it was counted off already.
-func (cl *Caller) settle(l *clane, n *node, answered bool) {
+func (cl *Caller) settle(l *clientQP, n *node, answered bool) {
 	for spins := 0; ; spins++ {
 		if n.free.Load() {
 			return
@@ -350,7 +350,7 @@ func (cl *Caller) memOp(ctx context.Context, n *node) error {
 		cl.record(size)
 	}
 	for {
-		l, err := cl.pickLane(ctx)
+		l, err := cl.pickQP(ctx)
 		if err != nil {
 			return err
 		}
@@ -455,7 +455,7 @@ func (c *Conn) CompareSwap(ctx context.Context, r RemoteRegion, off, cmp, swap u
 
 // schedule is the goroutine scheduler: every interval it reassigns callers
 // to the active QPs by Algorithm 1. Callers pick the change up themselves
-// (pickLane) once their outstanding requests are answered.
+// (pickQP) once their outstanding requests are answered.
 func (c *Conn) schedule() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.schedInterval)
@@ -479,7 +479,7 @@ func (c *Conn) schedule() {
 				}
 			}
 			loads = append(loads, CallerLoad{ID: cl.id, MedianSize: medianU32(sizes), Count: cl.count.Swap(0),
-				Bytes: cl.bytes.Swap(0), Current: int(cl.lane.Load())})
+				Bytes: cl.bytes.Swap(0), Current: int(cl.qp.Load())})
 		}
 		for id, q := range AssignCallers(loads, active) {
 			callers[id].assigned.Store(int32(q))

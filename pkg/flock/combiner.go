@@ -62,7 +62,7 @@ type node struct {
 	dst     []byte // Read destination
 	old     uint64 // atomic result
 	err     error
-	lane    int // the lane that served it
+	qp      int // the QP that served it
 	scratch int // leader-assigned scratch offset
 }
 

@@ -23,7 +23,7 @@ type Conn struct {
 	m       *Metrics
 	peerID  uint32
 	pd      *rdma.PD
-	lanes   []*clane
+	qps     []*clientQP
 	regions []rdma.RemoteBuffer
 	undo    []func() error
 
@@ -48,8 +48,8 @@ type Conn struct {
 	rounds                               atomic.Uint64 // goroutine-scheduler rounds completed
 }
 
-// clane is one QP of a connection.
-type clane struct {
+// clientQP is one QP of a connection, with its rings and combiner.
+type clientQP struct {
 	idx  int
 	c    *Conn
 	qp   *rdma.QP
@@ -86,7 +86,7 @@ func (c *Conn) Stats() Stats {
 // ActiveQPs reports which QPs the server currently lets this connection use.
 func (c *Conn) ActiveQPs() []int {
 	var out []int
-	for _, l := range c.lanes {
+	for _, l := range c.qps {
 		if l.active.Load() {
 			out = append(out, l.idx)
 		}
@@ -95,7 +95,7 @@ func (c *Conn) ActiveQPs() []int {
 }
 
 // QPs is the number of QPs the connection owns.
-func (c *Conn) QPs() int { return len(c.lanes) }
+func (c *Conn) QPs() int { return len(c.qps) }
 
 const handshakeMagic = "FLK1"
 
@@ -134,18 +134,18 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 		return nil, err
 	}
 	for i := 0; i < cfg.qps; i++ {
-		l, err := c.newLane(dev, i)
+		l, err := c.newQP(dev, i)
 		if err != nil {
 			return nil, err
 		}
-		c.lanes = append(c.lanes, l)
+		c.qps = append(c.qps, l)
 	}
 	defer deadlineFrom(ctx, conn)()
 	hello := binary.BigEndian.AppendUint16([]byte(handshakeMagic), uint16(cfg.qps))
 	if _, err := conn.Write(hello); err != nil {
 		return nil, ctxErr(ctx, fmt.Errorf("flock: handshake: %w", err))
 	}
-	for i, l := range c.lanes {
+	for i, l := range c.qps {
 		peer, err := l.qp.Bootstrap(ctx, conn, l.resp.mr.Remote())
 		if err != nil {
 			return nil, err
@@ -173,7 +173,7 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 	if err := c.armBell(); err != nil {
 		return nil, err
 	}
-	for i, l := range c.lanes {
+	for i, l := range c.qps {
 		p := reply[8+i*9:]
 		l.active.Store(p[0] == 1)
 		l.granted.Store(binary.BigEndian.Uint64(p[1:]))
@@ -187,9 +187,9 @@ func Dial(ctx context.Context, dev *rdma.Device, conn net.Conn, opts ...Option) 
 	return c, nil
 }
 
-func (c *Conn) newLane(dev *rdma.Device, i int) (*clane, error) {
+func (c *Conn) newQP(dev *rdma.Device, i int) (*clientQP, error) {
 	cfg := &c.cfg
-	l := &clane{idx: i, c: c, hist: make([]uint32, cfg.maxBatch+1)}
+	l := &clientQP{idx: i, c: c, hist: make([]uint32, cfg.maxBatch+1)}
 	l.comb = combiner{max: cfg.maxBatch, serve: l.serve, yield: func() bool { return len(*c.callers.Load()) > 1 }}
 	scq, err := dev.CreateCQ(2*cfg.maxBatch + 16)
 	if err != nil {
@@ -221,22 +221,23 @@ func (c *Conn) release() {
 	c.qpMu.Lock()
 	c.qpsGone = true
 	c.qpMu.Unlock()
-	destroyQPsFirst(c.lanes, func(l *clane) *rdma.QP { return l.qp })
+	destroyQPsFirst(c.qps, func(l *clientQP) *rdma.QP { return l.qp })
 	for i := len(c.undo) - 1; i >= 0; i-- {
 		_ = c.undo[i]()
 	}
 	c.undo = nil
 }
 
-// destroyQPsFirst destroys the QPs of lanes before anything else of theirs
-// is released (their own Close in the undo list then does nothing). A QP
-// may hold references to the rings its peer was writing into: rxe keeps
-// the target MR of a multi-packet WRITE cut short by the error state until
-// the QP is destroyed, and Debian 6.1's rxe then blocks ibv_dereg_mr
-// until it goes or rxe's pool timeout passes (a 20 s stall seen in CI).
+// destroyQPsFirst destroys the verbs QP of each clientQP or serverQP
+// before anything else of theirs is released (their own Close in the undo
+// list then does nothing). A QP may hold references to the rings its peer
+// was writing into: rxe keeps the target MR of a multi-packet WRITE cut
+// short by the error state until the QP is destroyed, and Debian 6.1's rxe
+// then blocks ibv_dereg_mr until it goes or rxe's pool timeout passes (a
+// 20 s stall seen in CI).
 // The verbs teardown order is QPs, then MRs, CQs, SRQs and PDs.
-func destroyQPsFirst[L any](lanes []L, qp func(L) *rdma.QP) {
-	for _, l := range lanes {
+func destroyQPsFirst[L any](qps []L, qp func(L) *rdma.QP) {
+	for _, l := range qps {
 		if q := qp(l); q != nil {
 			_ = q.Close()
 		}
@@ -252,7 +253,7 @@ func (c *Conn) failQPs() {
 	if c.qpsGone {
 		return
 	}
-	for _, l := range c.lanes {
+	for _, l := range c.qps {
 		_ = l.qp.SetError()
 	}
 }
@@ -292,7 +293,7 @@ func (c *Conn) Close() error {
 // credits, the message size and the scratch space allow, post it as one
 // chain (memory operations, one coalesced WRITE, maybe a credit renewal)
 // with one doorbell, and poll its completion.
-func (l *clane) serve(b []*node) int {
+func (l *clientQP) serve(b []*node) int {
 	w := &l.w
 	cfg := &l.c.cfg
 	fail := func(nodes []*node, err error) int {
@@ -366,7 +367,7 @@ func (l *clane) serve(b []*node) int {
 		}
 	}
 	for _, n := range b[:k] {
-		n.lane = l.idx
+		n.qp = l.idx
 	}
 	if rpcs > 0 { // memory operations alone are not RPC messages
 		l.c.side.degree.Observe(float64(rpcs))
@@ -403,7 +404,7 @@ func memWR(w *ringWriter, n *node) rdma.SendWR {
 // addRenewal appends the credit request: a WRITE_WITH_IMM into the
 // server's mailbox whose immediate is the median coalescing degree since
 // the last request, which the server's QP scheduler sees on its receive CQ.
-func (l *clane) addRenewal() {
+func (l *clientQP) addRenewal() {
 	w := &l.w
 	deg := medianHist(l.hist)
 	clear(l.hist)
@@ -417,7 +418,7 @@ func (l *clane) addRenewal() {
 // waitCredits blocks the leader until the server grants credits, asking
 // for them if no request is pending (the half-way request may have been
 // declined before a later reactivation).
-func (l *clane) waitCredits(ctx context.Context) error {
+func (l *clientQP) waitCredits(ctx context.Context) error {
 	for spins := 0; ; spins++ {
 		if !l.active.Load() {
 			return errInactive
@@ -453,7 +454,7 @@ func backoff(spins int) {
 	time.Sleep(time.Duration(min(spins-255, 20)) * 10 * time.Microsecond)
 }
 
-func (l *clane) submit(n *node) {
+func (l *clientQP) submit(n *node) {
 	if l.c.cfg.mutexShared {
 		l.mu.Lock()
 		l.serve([]*node{n})
@@ -464,13 +465,13 @@ func (l *clane) submit(n *node) {
 }
 
 // tryServeOne serves n alone if nobody is serving this QP now.
-func (l *clane) tryServeOne(n *node) bool {
+func (l *clientQP) tryServeOne(n *node) bool {
 	return tryServeOne(l.c.cfg.mutexShared, &l.mu, &l.comb, n)
 }
 
 // submitAsync enqueues an RPC request node (see combiner.submitAsync) and
 // reports whether it is served already.
-func (l *clane) submitAsync(n *node) bool {
+func (l *clientQP) submitAsync(n *node) bool {
 	if l.c.cfg.mutexShared {
 		l.submit(n)
 		n.free.Store(true)
@@ -541,7 +542,7 @@ func (c *Conn) dispatch() {
 // reports whether there was anything. Dispatcher only.
 func (c *Conn) poll() bool {
 	got := false
-	for _, l := range c.lanes {
+	for _, l := range c.qps {
 		if l.resp.drain(&c.es, func(h header, es []entry) { c.deliver(l, h, es) }) {
 			got = true
 		}
@@ -549,7 +550,7 @@ func (c *Conn) poll() bool {
 	return got
 }
 
-func (c *Conn) deliver(l *clane, h header, es []entry) {
+func (c *Conn) deliver(l *clientQP, h header, es []entry) {
 	if h.flags&flagSkip != 0 {
 		return
 	}
@@ -580,7 +581,7 @@ func (c *Conn) deliver(l *clane, h header, es []entry) {
 			joined = true
 		}
 		// The request is answered: count it off before the caller can see
-		// the response, so its next pickLane knows nothing is outstanding
+		// the response, so its next pickQP knows nothing is outstanding
 		// and can take a pending migration (decremented after the send, a
 		// caller that calls again at once kept seeing inflight 1 and could
 		// miss the migration round after round).

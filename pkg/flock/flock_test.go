@@ -128,7 +128,7 @@ func TestCallsManyGoroutines(t *testing.T) {
 			require.Equal(t, uint64(tc.g*n), st.Requests)
 			require.Zero(t, s.Violations())
 			if tc.wrap {
-				ring := &p.lanes[0].req
+				ring := &p.qps[0].req
 				require.Greater(t, load64(ring.b, ctlHead), ring.size, "request ring never wrapped")
 			}
 			if tc.headReads {

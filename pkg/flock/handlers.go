@@ -96,7 +96,7 @@ func (n *node) recycle(to *bufPool) {
 // appends to a pooled buffer, which n keeps with the response unless it
 // grew past keepMax or the response will be split into parts (which alias
 // it, and are freed on their own): then it is left to the collector.
-func (s *Server) call(n *node, l *slane, caller, seq uint32, handler uint16, req []byte) {
+func (s *Server) call(n *node, l *serverQP, caller, seq uint32, handler uint16, req []byte) {
 	var out []byte
 	status := statusOK
 	h, ok := (*s.handlers.Load())[handler]

@@ -201,14 +201,14 @@ func TestPooledBuffersBounded(t *testing.T) {
 		}
 		return nil
 	})
-	lanes := *s.lanes.Load()
+	qps := *s.qps.Load()
 	require.NoError(t, s.Close()) // the dispatcher and workers are done: their nodes can be read
 	p := &s.nodes.bufs
 	require.LessOrEqual(t, len(p.free), maxFreeBufs)
 	for _, bp := range p.free {
 		require.LessOrEqual(t, cap(*bp), keepMax)
 	}
-	for _, l := range lanes {
+	for _, l := range qps {
 		for _, in := range l.inline {
 			require.Nil(t, in.out, "a dispatcher node kept its buffer past its message")
 		}

@@ -14,7 +14,7 @@ import (
 // of connections.
 //
 // Each field is its own allocation padded to a cache line: the per-message
-// counters of the client's lanes and of the server's dispatcher would
+// counters of the client's QPs and of the server's dispatcher would
 // otherwise bounce one line between cores.
 type Metrics struct {
 	sides           [len(sideNames)]*sideSeries

@@ -21,7 +21,7 @@ import (
 //     teardown waits for those inside, whose posts fail at once because
 //     the QPs are moved to the error state first;
 //   - the request dispatcher reads its rings only inside poll, which
-//     loads the lane list afresh each time: teardown removes the lanes from
+//     loads the QP list afresh each time: teardown removes the QPs from
 //     that list and then waits for the poll in progress, if any, to end.
 
 // errPeerClosed fails the work queued for a peer that is being torn down.
@@ -90,7 +90,7 @@ func (p *Peer) teardown(cause error) {
 		p.life.cause.Store(&cause)
 		p.life.closing.Store(true)
 		defer close(p.life.done)
-		for _, l := range p.lanes {
+		for _, l := range p.qps {
 			_ = l.qp.SetError() // whatever is posted or polled fails now
 		}
 		s := p.s
@@ -125,18 +125,18 @@ func (s *Server) forget(p *Peer) bool {
 			break
 		}
 	}
-	all := make([]*slane, 0, len(*s.lanes.Load()))
-	byQPN := make(map[uint32]*slane, len(all))
-	for _, l := range *s.lanes.Load() {
+	all := make([]*serverQP, 0, len(*s.qps.Load()))
+	byQPN := make(map[uint32]*serverQP, len(all))
+	for _, l := range *s.qps.Load() {
 		if l.p != p {
 			all = append(all, l)
 			byQPN[l.qpn] = l
 		}
 	}
-	s.lanes.Store(&all)
+	s.qps.Store(&all)
 	s.byQPN.Store(&byQPN)
 	s.m.activeQPs.DeleteLabelValues(strconv.Itoa(int(p.id)))
-	s.m.qps.Sub(float64(len(p.lanes)))
+	s.m.qps.Sub(float64(len(p.qps)))
 	return true
 }
 
@@ -148,7 +148,7 @@ func (s *Server) Peers() int {
 }
 
 // waitPoll waits for the dispatcher's poll in progress, if any: a poll
-// that began after the lanes were unpublished cannot see them.
+// that began after the QPs were unpublished cannot see them.
 func (s *Server) waitPoll() {
 	g := s.pollSeq.Load()
 	if g&1 == 0 {

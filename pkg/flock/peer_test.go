@@ -203,7 +203,7 @@ func TestPeerCloseUnderLoad(t *testing.T) {
 				c.Abort() // what the runtime does when the link closes
 				// so no leader waits out the transport's retries to a
 				// server that is gone
-				for _, l := range c.lanes {
+				for _, l := range c.qps {
 					assert.Equal(t, rdma.QPError, l.qp.State())
 				}
 				for g := 0; g < 16; g++ {

@@ -87,7 +87,7 @@ func (s *Server) nudge() {
 	}
 }
 
-func (s *Server) renew(l *slane, wc *rdma.Completion) {
+func (s *Server) renew(l *serverQP, wc *rdma.Completion) {
 	if wc.Err() != nil || !wc.HasImm() {
 		return
 	}
@@ -108,7 +108,7 @@ func (s *Server) renew(l *slane, wc *rdma.Completion) {
 // transport retries to fail): a goroutine submits the node, detached. The
 // message carries absolute values (credits granted, renewals answered,
 // the active flag), so two of them may arrive in either order.
-func (s *Server) pushControl(l *slane) {
+func (s *Server) pushControl(l *serverQP) {
 	n := s.nodes.get()
 	n.ctx, n.kind = s.ctx, opCtl
 	s.ctl.Add(1)
@@ -129,15 +129,15 @@ func (s *Server) redistribute(peers []*Peer) {
 func (s *Server) redistributeLocked(peers []*Peer) {
 	loads := make([]SenderLoad, len(peers))
 	for i, p := range peers {
-		loads[i].QPs = len(p.lanes)
-		for _, l := range p.lanes {
+		loads[i].QPs = len(p.qps)
+		for _, l := range p.qps {
 			loads[i].U += l.util.Swap(0)
 		}
 	}
 	alloc := AllocateQPs(loads, s.cfg.maxAQP)
 	for _, activate := range []bool{false, true} {
 		for i, p := range peers {
-			for j, l := range p.lanes {
+			for j, l := range p.qps {
 				want := j < alloc[i]
 				if want != activate || want == l.active.Load() {
 					continue

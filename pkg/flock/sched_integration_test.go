@@ -49,7 +49,7 @@ func TestTornMessageNeverDelivered(t *testing.T) {
 		return echo(ctx, req)
 	})
 	c, p := dial(t, d, s, WithQPs(1))
-	ring := &p.lanes[0].req
+	ring := &p.qps[0].req
 	msg := encodeMessage(header{canary: 0x1234}, []entry{{caller: 999, seq: 1, handler: hEcho, data: []byte("torn")}})
 	good := binary.LittleEndian.Uint64(msg[len(msg)-8:])
 	binary.LittleEndian.PutUint64(msg[len(msg)-8:], 0x4321)
@@ -66,7 +66,7 @@ func TestTornMessageNeverDelivered(t *testing.T) {
 	eventually(t, func() bool { return c.Stats().Stale == 1 }, "response to the unknown caller not dropped")
 	// The injected message used the ring space the client would have used
 	// next; account for it so the real sender stays in step.
-	c.lanes[0].w.tail = slot
+	c.qps[0].w.tail = slot
 	resp, err := c.Call(tctx(t), hEcho, []byte("after"))
 	require.NoError(t, err)
 	require.Equal(t, []byte("retfa"), resp)
@@ -220,7 +220,7 @@ func TestGoroutineSchedulerSeparatesLargeFromSmall(t *testing.T) {
 		}
 		pending = 0
 		for _, cl := range all {
-			if cl.lane.Load() != cl.assigned.Load() {
+			if cl.qp.Load() != cl.assigned.Load() {
 				pending++
 			}
 		}
@@ -270,9 +270,9 @@ func TestDeclinedRenewalDeactivates(t *testing.T) {
 	s.Handle(hEcho, echo)
 	c, p := dial(t, d, s, WithQPs(2), WithSchedInterval(0), WithMetrics(m))
 	// Server side only: the sender is not told, so it finds out by asking.
-	p.lanes[1].active.Store(false)
+	p.qps[1].active.Store(false)
 	// Act as QP 1's leader (nobody else uses it yet) and ask for credits.
-	l := c.lanes[1]
+	l := c.qps[1]
 	l.addRenewal()
 	require.NoError(t, l.w.post(tctx(t)))
 	eventually(t, func() bool { return metricValue(t, m.creditsDeclined) == 1 }, "renewal not declined")

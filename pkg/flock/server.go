@@ -36,8 +36,8 @@ type Server struct {
 	mu      sync.Mutex // peers and regions: connection setup only
 	schedMu sync.Mutex // one redistribution at a time
 	peers   []*Peer
-	lanes   atomic.Pointer[[]*slane]
-	byQPN   atomic.Pointer[map[uint32]*slane]
+	qps     atomic.Pointer[[]*serverQP]
+	byQPN   atomic.Pointer[map[uint32]*serverQP]
 	rcq     *rdma.CQ // every sender's credit renewals, in event mode
 
 	tasks       chan task
@@ -69,21 +69,21 @@ type Server struct {
 type Peer struct {
 	id    uint32
 	s     *Server
-	lanes []*slane
+	qps   []*serverQP
 	pd    *rdma.PD // its own, so its QPs reach only its rings (see setup)
 	srq   *rdma.SRQ
 	undo  []func() error
 	recvs []rdma.RecvWR
 	rung  atomic.Uint64 // the last sleep epoch of the peer's dispatcher woken
 	life  peerLife
-	// epochWR is the dispatcher's epoch WRITE still outstanding on lane 0
+	// epochWR is the dispatcher's epoch WRITE still outstanding on QP 0
 	// (its work request id; 0: none). Dispatcher only.
 	epochWR uint64
 }
 
-// slane is one server-side QP: the request ring it polls and the response
+// serverQP is one server-side QP: the request ring it polls and the response
 // path back to the sender's response ring.
-type slane struct {
+type serverQP struct {
 	idx  int
 	p    *Peer
 	qp   *rdma.QP
@@ -107,7 +107,7 @@ type slane struct {
 const maxServerQPs = 8192
 
 type task struct {
-	l       *slane
+	l       *serverQP
 	caller  uint32
 	seq     uint32
 	handler uint16
@@ -143,10 +143,10 @@ func NewServer(dev *rdma.Device, opts ...Option) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, m: cfg.metrics, side: cfg.metrics.side("server"), pd: pd, rcq: rcq, tasks: make(chan task, 4096), stop: make(chan struct{}),
 		bell: make(chan struct{}, 1), bellNode: newNode(), joined: make(chan struct{}, 1)}
-	s.byQPN.Store(&map[uint32]*slane{})
+	s.byQPN.Store(&map[uint32]*serverQP{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handlers.Store(&map[uint16]handlerEntry{})
-	s.lanes.Store(&[]*slane{})
+	s.qps.Store(&[]*serverQP{})
 	s.loops.Add(2)
 	go s.dispatch()
 	go s.scheduleQPs()
@@ -184,7 +184,7 @@ func (p *Peer) ID() uint32 { return p.id }
 // ActiveQPs lists the QPs the server keeps active for this sender.
 func (p *Peer) ActiveQPs() []int {
 	var out []int
-	for _, l := range p.lanes {
+	for _, l := range p.qps {
 		if l.active.Load() {
 			out = append(out, l.idx)
 		}
@@ -195,7 +195,7 @@ func (p *Peer) ActiveQPs() []int {
 // Credits reports, for one QP, the credits granted so far and the
 // requests received so far.
 func (p *Peer) Credits(qp int) (granted, received uint64) {
-	l := p.lanes[qp]
+	l := p.qps[qp]
 	return l.granted.Load(), l.received.Load()
 }
 
@@ -222,7 +222,7 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 			functioning = append(functioning, a)
 		}
 	}
-	share := NewSenderShare(functioning, total, s.cfg.maxAQP, len(p.lanes))
+	share := NewSenderShare(functioning, total, s.cfg.maxAQP, len(p.qps))
 	// When even the newcomer's one QP does not fit under MAX_AQP, it starts
 	// with none and an immediate redistribution (below) makes room first,
 	// so the limit holds throughout.
@@ -231,7 +231,7 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 		share = 0
 	}
 	reply := binary.BigEndian.AppendUint32([]byte(handshakeMagic), p.id)
-	for i, l := range p.lanes {
+	for i, l := range p.qps {
 		on := i < share
 		l.active.Store(on)
 		if on {
@@ -244,16 +244,16 @@ func (s *Server) register(p *Peer) ([]byte, error) {
 	}
 	s.peers = append(s.peers, p)
 	peers := append([]*Peer(nil), s.peers...)
-	all := append(append([]*slane(nil), *s.lanes.Load()...), p.lanes...)
-	s.lanes.Store(&all)
-	byQPN := make(map[uint32]*slane, len(all))
+	all := append(append([]*serverQP(nil), *s.qps.Load()...), p.qps...)
+	s.qps.Store(&all)
+	byQPN := make(map[uint32]*serverQP, len(all))
 	for _, l := range all {
 		byQPN[l.qpn] = l
 	}
 	s.byQPN.Store(&byQPN)
 	s.m.activeQPs.WithLabelValues(strconv.Itoa(int(p.id))).Set(float64(share))
 	s.m.peers.Inc()
-	s.m.qps.Add(float64(len(p.lanes)))
+	s.m.qps.Add(float64(len(p.qps)))
 	s.mu.Unlock()
 	select {
 	case s.joined <- struct{}{}:
@@ -282,7 +282,7 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 	if string(hello[:4]) != handshakeMagic || qps < 1 {
 		return nil, fmt.Errorf("%w: bad hello", ErrProtocol)
 	}
-	if len(*s.lanes.Load())+qps > maxServerQPs {
+	if len(*s.qps.Load())+qps > maxServerQPs {
 		return nil, fmt.Errorf("flock: server QP limit %d reached: %w", maxServerQPs, rdma.ErrNoResources)
 	}
 	p := &Peer{s: s, life: peerLife{done: make(chan struct{})}}
@@ -309,7 +309,7 @@ func (s *Server) Accept(ctx context.Context, dev *rdma.Device, conn net.Conn) (_
 	// Connect first and decide the QPs' initial state last, under the
 	// scheduler's lock, so no redistribution runs between counting the
 	// active QPs and registering the newcomer.
-	for _, l := range p.lanes {
+	for _, l := range p.qps {
 		peer, err := l.qp.Bootstrap(ctx, conn, append([]rdma.RemoteBuffer{l.req.mr.Remote()}, regions...)...)
 		if err != nil {
 			return nil, err
@@ -366,7 +366,7 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 		return err
 	}
 	for i := 0; i < qps; i++ {
-		l := &slane{idx: i, p: p}
+		l := &serverQP{idx: i, p: p}
 		l.comb = combiner{max: cfg.maxBatch, serve: l.serve}
 		if cfg.workers > 1 {
 			l.comb.yield = func() bool { return true }
@@ -398,13 +398,13 @@ func (p *Peer) setup(dev *rdma.Device, qps int) error {
 			return err
 		}
 		l.qpn = ep.QPN
-		p.lanes = append(p.lanes, l)
+		p.qps = append(p.qps, l)
 	}
 	return nil
 }
 
 func (p *Peer) release() {
-	destroyQPsFirst(p.lanes, func(l *slane) *rdma.QP { return l.qp })
+	destroyQPsFirst(p.qps, func(l *serverQP) *rdma.QP { return l.qp })
 	for i := len(p.undo) - 1; i >= 0; i-- {
 		_ = p.undo[i]()
 	}
@@ -529,7 +529,7 @@ func (s *Server) poll() bool {
 	s.pollSeq.Add(1) // odd: teardowns wait for this poll (peer.go)
 	defer s.pollSeq.Add(1)
 	got := false
-	for _, l := range *s.lanes.Load() {
+	for _, l := range *s.qps.Load() {
 		if l.req.drain(&s.es, func(h header, es []entry) { s.accept(l, h, es) }) {
 			got = true
 		}
@@ -537,7 +537,7 @@ func (s *Server) poll() bool {
 	return got
 }
 
-func (s *Server) accept(l *slane, h header, es []entry) {
+func (s *Server) accept(l *serverQP, h header, es []entry) {
 	if h.flags&flagSkip != 0 {
 		return
 	}
@@ -574,7 +574,7 @@ func (s *Server) accept(l *slane, h header, es []entry) {
 // toWorkers hands requests to the worker pool, each with a copy of its
 // data (the ring slot is reused once the dispatcher moves on), in a
 // pooled buffer the response's node gives back once it is reused.
-func (s *Server) toWorkers(l *slane, es []entry) {
+func (s *Server) toWorkers(l *serverQP, es []entry) {
 	for i := range es {
 		e := &es[i]
 		bp := s.nodes.bufs.get()
@@ -593,7 +593,7 @@ func (s *Server) toWorkers(l *slane, es []entry) {
 // queue as one run, so they leave in one message. The requests are read
 // straight from the ring: zero-copy, which is why a handler must not keep
 // req after it returns.
-func (s *Server) runInline(l *slane, es []entry) {
+func (s *Server) runInline(l *serverQP, es []entry) {
 	for len(l.inline) < len(es) {
 		l.inline = append(l.inline, newNode())
 	}
@@ -664,7 +664,7 @@ func (s *Server) split(n *node, get func() *node) []*node {
 	return parts
 }
 
-func (l *slane) submitDetached(n *node) {
+func (l *serverQP) submitDetached(n *node) {
 	if l.p.s.cfg.mutexShared {
 		l.submit(n)
 		n.free.Store(true)
@@ -674,7 +674,7 @@ func (l *slane) submitDetached(n *node) {
 	l.comb.submitAsync(n)
 }
 
-func (l *slane) submit(n *node) {
+func (l *serverQP) submit(n *node) {
 	if l.p.s.cfg.mutexShared {
 		l.mu.Lock()
 		l.serve([]*node{n})
@@ -687,7 +687,7 @@ func (l *slane) submit(n *node) {
 // serve is the response leader: coalesce the batch's responses into one
 // message whose header also carries the request-ring head and the QP's
 // credit state, post it, poll its completion.
-func (l *slane) serve(b []*node) int {
+func (l *serverQP) serve(b []*node) int {
 	w := &l.w
 	s := l.p.s
 	if !l.p.enter() {

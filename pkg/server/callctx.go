@@ -87,8 +87,8 @@ func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
 	return c
 }
 
-// sharedSlab is ctxSlab for calls that run concurrently (a FLOCK lane's,
-// on its workers): each call claims its context with one atomic add, and
+// sharedSlab is ctxSlab for calls that run concurrently (the FLOCK
+// session's, on its workers): each call claims its context with one atomic add, and
 // whoever finds the block used up puts a fresh one in.
 type sharedSlab struct{ blk atomic.Pointer[ctxBlock] }
 

@@ -1,6 +1,6 @@
 package server
 
-// Calls that run beside each other (a shared lane's on the FLOCK workers,
+// Calls that run beside each other (the FLOCK session's on the FLOCK workers,
 // a TCP connection's) reuse generated call values (Method.NewCall: the
 // arguments and the result, allocated together) through their method's
 // pool, as a dedicated lane reuses its last call's: no allocation per

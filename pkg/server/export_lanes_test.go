@@ -43,23 +43,23 @@ func SplitLaneCaller(s *Server) (call func(req []byte) []byte, after, close func
 	}, ls.afterReply, close
 }
 
-// SharedLaneCaller is LaneCaller on a shared (FLOCK) lane, whose calls
+// FLOCKCaller is LaneCaller on the FLOCK session, whose calls
 // take pooled requests and replies of their own.
-func SharedLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+func FLOCKCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	call, _, close = laneCaller(s, true, false)
 	return call, close
 }
 
-// SharedLaneCallerInto is SharedLaneCaller as FLOCK calls it: each
+// FLOCKCallerInto is FLOCKCaller as FLOCK calls it: each
 // reply is encoded into dst if large enough (FLOCK's storage for the
 // response, see pkg/flock's AppendHandler).
-func SharedLaneCallerInto(s *Server) (call func(req, dst []byte) []byte, close func()) {
+func FLOCKCallerInto(s *Server) (call func(req, dst []byte) []byte, close func()) {
 	ls, close := testLane(s, true)
-	return ls.callShared, close
+	return ls.callFLOCK, close
 }
 
-func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
-	ls, close := testLane(s, shared)
+func laneCaller(s *Server, viaFLOCK, forget bool) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
+	ls, close := testLane(s, viaFLOCK)
 	return func(req []byte) []byte {
 			if forget {
 				ls.head = reqHead{bytes: ls.head.bytes[:0]} // no allocation to learn it again
@@ -73,14 +73,15 @@ func laneCaller(s *Server, shared, forget bool) (call func(req []byte) []byte, k
 		}, close
 }
 
-// testLane is a lane session of a connection to s over a pipe.
-func testLane(s *Server, shared bool) (*laneSession, func()) {
+// testLane is a lane session of a connection to s over a pipe (the
+// FLOCK session's kind if viaFLOCK).
+func testLane(s *Server, viaFLOCK bool) (*laneSession, func()) {
 	a, b := net.Pipe()
 	c := newConn(s, a)
-	l := &lane{fn: "echo", tr: trOf(hints.TransportSHM), stop: make(chan struct{}), shared: shared,
+	l := &lane{fn: "echo", tr: trOf(hints.TransportSHM), stop: make(chan struct{}), viaFLOCK: viaFLOCK,
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trOf(hints.TransportSHM)]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trOf(hints.TransportSHM)])}
-	if !shared { // counted as serve counts a dedicated lane's calls
+	if !viaFLOCK { // counted as serve counts a dedicated lane's calls
 		l.meter = s.laneMeters.add(trOf(hints.TransportSHM), laneEngine{})
 	}
 	ls := &laneSession{c: c, l: l, codec: wire.GetCodec()}

@@ -40,7 +40,7 @@ type flockDev struct {
 	srv  *flock.Server
 	dev  *fastpath.Device
 	conn *conn        // the pseudo-connection its FLOCK calls run on
-	sess *laneSession // its shared lane (replies in buffers of their own: calls run concurrently)
+	sess *laneSession // its FLOCK session (replies in buffers of their own: calls run concurrently)
 }
 
 // flockServer returns the server's flock.Server on d, creating it on first
@@ -80,10 +80,10 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// false); the server's Close cancels its context.
 	fd := &flockDev{srv: fs, dev: d}
 	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
-	// The shared lane replies by FLOCK, never by its own protocol; its
+	// The FLOCK session replies by FLOCK, never by its own protocol; its
 	// side is the default table's, for the buffers it would size.
 	t := serverTable(hints.Set{}, 0, transport.Transports[tr].Hint)
-	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, shared: true,
+	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, viaFLOCK: true,
 		side: fastpath.PlanSide(&t, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out:  s.met.bytesOut.WithLabelValues(transportNames[tr])}}
@@ -96,7 +96,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// The reply goes into FLOCK's storage for it (dst), reused once the
 	// reply is posted: no allocation per call.
 	fs.HandleAppend(flockHandler, func(_ context.Context, req, dst []byte) ([]byte, error) {
-		return sess.callShared(req, dst), nil
+		return sess.callFLOCK(req, dst), nil
 	})
 	if f.devs == nil {
 		f.devs = map[*rdma.Device]*flockDev{}

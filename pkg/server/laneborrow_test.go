@@ -88,7 +88,7 @@ func (e *borrowEcho) service(fn *hints.Function) *server.Service {
 	}}
 }
 
-// TestLaneBorrowedArgs: on a lane (dedicated or shared), a borrow_args
+// TestLaneBorrowedArgs: on a lane or the FLOCK session, a borrow_args
 // method's binary argument is a slice of the request's lease, unless the
 // server runs WithOwnedArgs; either way the reply is complete when the
 // call returns, so the engine may reuse the lease at once (here: the
@@ -98,8 +98,8 @@ func (e *borrowEcho) service(fn *hints.Function) *server.Service {
 // argument is never in it.
 func TestLaneBorrowedArgs(t *testing.T) {
 	for _, owned := range []bool{false, true} {
-		for _, shared := range []bool{false, true} {
-			t.Run(fmt.Sprintf("owned=%v/shared=%v", owned, shared), func(t *testing.T) {
+		for _, viaFLOCK := range []bool{false, true} {
+			t.Run(fmt.Sprintf("owned=%v/viaFLOCK=%v", owned, viaFLOCK), func(t *testing.T) {
 				opts := []server.Option{server.WithLogger(quiet)}
 				if owned {
 					opts = append(opts, server.WithOwnedArgs())
@@ -108,8 +108,8 @@ func TestLaneBorrowedArgs(t *testing.T) {
 				e := &borrowEcho{notes: make(chan []byte, 1)}
 				s.Register(e.service(&hints.Function{Name: "echo", Server: hints.Set{BorrowArgs: true}}))
 				caller := server.LaneCaller
-				if shared {
-					caller = server.SharedLaneCaller
+				if viaFLOCK {
+					caller = server.FLOCKCaller
 				}
 				call, done := caller(s)
 				defer done()

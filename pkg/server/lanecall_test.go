@@ -113,15 +113,15 @@ func TestLaneCallAllocsGenerated(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(1000, func() { call(req) }))
 }
 
-// TestSharedLaneCallAllocs: a shared (FLOCK) lane's call of atb's echo
+// TestFLOCKCallAllocs: a FLOCK session's call of atb's echo
 // allocates nothing either once FLOCK hands it storage for the reply (its
 // node's, kept from the last reply): the call's context comes from a
 // block shared by the concurrent calls, the request and codec from pools.
 // Without storage, or too little, the reply gets a buffer of its own.
-func TestSharedLaneCallAllocs(t *testing.T) {
+func TestFLOCKCallAllocs(t *testing.T) {
 	s := server.New(server.WithLogger(quiet))
 	mixserver.RegisterEcho(s, atbEcho{})
-	call, done := server.SharedLaneCallerInto(s)
+	call, done := server.FLOCKCallerInto(s)
 	defer done()
 	p := bytes.Repeat([]byte{7}, 64)
 	req := frameOf(t, wire.KindCall, "echo", 7, &mix.EchoEchoArgs{Payload: p})

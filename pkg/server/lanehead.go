@@ -24,7 +24,7 @@ import (
 // its message type is Call): bytes 4–12 of its frame header and its
 // message header, what of them a call needs (its protocol, from the frame
 // header's flags; the message's seqid and where its body starts), and the
-// method it named in the method table tab. Shared lanes learn none.
+// method it named in the method table tab. The FLOCK session learns none.
 type reqHead struct {
 	bytes []byte
 	p     proto.Protocol
@@ -57,7 +57,7 @@ func (ls *laneSession) knownHead(req []byte, maxPayload int) (m *method, timeout
 // and mh naming m, when it is a plain one: a two-way call of a known
 // method without call headers.
 func (ls *laneSession) learnHead(req []byte, h wire.Header, mh wire.MsgHeader, m *method) {
-	if m == nil || ls.l.shared || h.Kind != wire.KindCall || mh.Type != proto.Call || h.Flags&wire.FlagHeaders != 0 {
+	if m == nil || ls.l.viaFLOCK || h.Kind != wire.KindCall || mh.Type != proto.Call || h.Flags&wire.FlagHeaders != 0 {
 		return
 	}
 	k := &ls.head

@@ -30,7 +30,7 @@ import (
 // Close apply to lanes as to any connection.
 type lane struct {
 	fn   string
-	m    *method // the function (not for shared lanes)
+	m    *method // the function (not for the FLOCK session)
 	side fastpath.Side
 	tr   uint8 // label index of its transport (trOf)
 	stop chan struct{}
@@ -41,12 +41,15 @@ type lane struct {
 
 	numa hints.NUMA // the function's numa hint
 
-	ep       *rdma.RPCEndpoint // set once bootstrapped (not for shared lanes)
+	ep       *rdma.RPCEndpoint // set once bootstrapped (not for the FLOCK session)
 	maxReply atomic.Int64      // largest reply sent: large ones go through a lease
 
-	// shared: the lane stands for the FLOCK handle of every client of
-	// the process; its calls run concurrently on the FLOCK workers.
-	shared bool
+	// viaFLOCK: this is no lane but the FLOCK session, standing for the
+	// FLOCK handle of every client of the process; its calls run
+	// concurrently on the FLOCK workers. It rides on the lane types
+	// because its calls decode, dispatch and encode replies exactly as a
+	// lane's do: only the reply storage and call contexts differ.
+	viaFLOCK bool
 
 	grant *grant // what the lane holds of the server's budgets
 }
@@ -56,7 +59,8 @@ type lane struct {
 // FLOCK peer), the lane's share of the budgets, its reply buffer, and
 // its teardown, which ends the connection as any other. The conn only
 // delegates: its hello grants the lane (grantLane), its reader hands the
-// connection over (serve) and a drain stops it (stop).
+// connection over (serve) and a drain stops it (stop). The FLOCK
+// session is one too (lane.viaFLOCK says why).
 type laneSession struct {
 	c   *conn
 	l   *lane
@@ -65,7 +69,7 @@ type laneSession struct {
 
 	metered bool // the call in hand was counted by the lane's meter
 
-	// What a lane's one call at a time uses (not a shared lane's, whose
+	// What a lane's one call at a time uses (not the FLOCK session's, whose
 	// calls run concurrently on the FLOCK workers): see call and lookup.
 	codec *wire.Codec
 	ctxs  ctxSlab
@@ -79,7 +83,7 @@ type laneSession struct {
 	inBatch bool
 	head    reqHead // what the lane's plain calls start with (lanehead.go)
 
-	shared sharedSlab // a shared lane's call contexts (its calls run concurrently)
+	flockCtxs sharedSlab // the FLOCK session's call contexts (its calls run concurrently)
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -127,7 +131,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 		if err != nil {
 			return nil, c.refuseBudget(a.Function, err)
 		}
-		return &lane{fn: a.Function, tr: tr, shared: true, stop: make(chan struct{}), grant: g}, nil
+		return &lane{fn: a.Function, tr: tr, viaFLOCK: true, stop: make(chan struct{}), grant: g}, nil
 	}
 	// Only a registered function gets a lane, planned from its own hints.
 	m := c.s.lookup([]byte(a.Function))
@@ -217,7 +221,7 @@ func (ls *laneSession) serve() {
 	if d == nil {
 		return
 	}
-	if l.shared {
+	if l.viaFLOCK {
 		c.w.Wait() // the hello reply goes out before the bootstrap bytes
 		ls.serveFlock(d)
 		return
@@ -337,21 +341,21 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	return out, pr
 }
 
-// callShared runs a shared (FLOCK) lane's request, its reply encoded into
+// callFLOCK runs a request of the FLOCK session, its reply encoded into
 // dst if that is large enough (FLOCK's storage for the response, reused
 // once the reply is posted).
-func (ls *laneSession) callShared(req, dst []byte) []byte {
+func (ls *laneSession) callFLOCK(req, dst []byte) []byte {
 	ls.l.in.Add(float64(len(req)))
 	out, _ := ls.callFrame(req, dst)
 	return out
 }
 
-// callFrame runs one request frame; dst is where a shared lane's reply
+// callFrame runs one request frame; dst is where the FLOCK session's reply
 // goes (nil: a fresh buffer; a dedicated lane's has its own).
 func (ls *laneSession) callFrame(req, dst []byte) ([]byte, rdma.Protocol) {
 	c, l := ls.c, ls.l
 	lim := &c.s.opts.limits
-	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.shared {
+	if len(req) > 4 && wire.Kind(req[4]) == wire.KindBatch && !l.viaFLOCK {
 		return ls.batch(req)
 	}
 	// The call starts when the engine took the request in: its latency
@@ -414,18 +418,18 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 	// The request lives on the stack (no allocation, no write barriers)
 	// unless it must outlive this call: see callPooled. Its body is the
 	// lease, valid until the reply this function returns is sent (a
-	// shared lane's: FLOCK keeps the ring slot, or a worker's copy, until
+	// FLOCK session's: FLOCK keeps the ring slot, or a worker's copy, until
 	// the handler registered in flockServer returns), so borrowed
 	// arguments may alias it.
 	r.oneway = r.oneway || m.m.Oneway
 	r.hat, r.name, r.size, r.tr, r.lease = true, m.m.Name, len(req)-off, l.tr, true
-	if l.shared {
-		r.ctx = ls.shared.next(c.ctx, deadlineAt(at, timeout))
+	if l.viaFLOCK {
+		r.ctx = ls.flockCtxs.next(c.ctx, deadlineAt(at, timeout))
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
 	r.ctx.sc = r.sc
-	if r.oneway || l.shared {
+	if r.oneway || l.viaFLOCK {
 		return ls.callPooled(r)
 	}
 	if !ls.acquireSlot(r) {
@@ -496,10 +500,10 @@ func engineProtocolName(i int) string {
 }
 
 // arrived is when the engine took the lane's request in, since epoch; a
-// shared lane (FLOCK hands calls over) or an engine time that does not fit
+// FLOCK call (FLOCK hands calls over) or an engine time that does not fit
 // reads the clock.
 func (ls *laneSession) arrived() time.Duration {
-	if ep := ls.l.ep; ep != nil && !ls.l.shared && !ls.inBatch {
+	if ep := ls.l.ep; ep != nil && !ls.l.viaFLOCK && !ls.inBatch {
 		if t := time.Duration(ep.Arrived() - engineEpoch().off); t > 0 {
 			return t
 		}
@@ -570,8 +574,8 @@ func (ls *laneSession) busy(r *request) ([]byte, rdma.Protocol) {
 }
 
 // callPooled runs a call whose request must live on the heap: a oneway
-// call, whose handler runs on after the acknowledgement, or a shared
-// lane's, which may run beside others.
+// call, whose handler runs on after the acknowledgement, or a FLOCK
+// call, which may run beside others.
 func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	c, l := ls.c, ls.l
 	r := reqPool.Get().(*request)
@@ -609,7 +613,7 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	c.putCall(m, call)                                                        // the reply is encoded
 	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
 	counted := pr
-	if l.shared {
+	if l.viaFLOCK {
 		counted = rdma.Protocol(replyFLOCK) // FLOCK sends it, not an engine protocol
 	}
 	c.s.laneReplied(m, counted)
@@ -618,12 +622,12 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 
 // lookup finds the method a call names. A lane's calls mostly name one
 // function, so the last one found is kept and matched by its name's
-// bytes (not for a shared lane, whose calls run concurrently); a
+// bytes (not for the FLOCK session, whose calls run concurrently); a
 // Register since makes the lane look again.
 func (ls *laneSession) lookup(name []byte) *method {
 	s := ls.c.s
 	tab := s.methods.Load()
-	if ls.l.shared {
+	if ls.l.viaFLOCK {
 		return (*tab)[string(name)]
 	}
 	if ls.mm != nil && ls.mTab == tab && string(ls.mName) == string(name) {
@@ -687,7 +691,7 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 }
 
 // reply encodes one reply frame to to into the lane's reply buffer (a
-// shared lane's: into to.dst, see callShared), with the handler's reply
+// FLOCK call's: into to.dst, see callFLOCK), with the handler's reply
 // headers md if any; hint is the method's declared reply size.
 func (ls *laneSession) reply(to *replyTo, typ proto.MessageType, body proto.Struct, codec *wire.Codec, hint int, md metadata.MD) ([]byte, rdma.Protocol) {
 	b, pr := ls.encodeReply(to, typ, body, codec, hint, md)
@@ -705,8 +709,8 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 	buf, leased := ls.buf, false
 	guess := max(hint, int(l.maxReply.Load()))
 	switch {
-	case l.shared:
-		// A shared lane's replies are coalesced later, so each has storage
+	case l.viaFLOCK:
+		// FLOCK's replies are coalesced later, so each has storage
 		// of its own: FLOCK's (dst), kept with the response and reused once
 		// it is posted, or, too small, a buffer sized for the declared
 		// reply (no regrowth copies), which FLOCK then keeps.
@@ -737,7 +741,7 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 	sealReplyRefs(b, nil, to.proto, to.seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.
 	switch {
-	case l.shared, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep
+	case l.viaFLOCK, leased && cap(b) == cap(buf): // the lease is the engine's, not ours to keep
 	case cap(b) <= laneBufKeep:
 		ls.buf = b[:0]
 	default:

@@ -13,8 +13,8 @@ import (
 // header's name and seqid, for a HatRPC frame fseq, the seqid of the
 // request frame, which the client dispatches on (the two differ only for
 // a client that numbers them differently), for a plain connection its
-// position among the connection's replies (order), and for a shared
-// lane's reply the storage to encode it into (dst). A request embeds
+// position among the connection's replies (order), and for a FLOCK
+// call's reply the storage to encode it into (dst). A request embeds
 // one: its reply path passes a pointer to it rather than the fields one
 // by one or a copy (a struct copied whole is stored field by field and
 // read back 16 bytes at a time, each read waiting for the stores).
