@@ -56,7 +56,9 @@ func ProviderFor(tr Transport) Provider {
 
 // Granted is the transport a function asking for want runs on when the
 // server offers offered (TCP, or the one fast path of a provider): the
-// rule fastpath.PickTransport applies to the handshake's capability bits.
+// one rule, which the runtime applies to each lane transport the
+// handshake granted (pkg/internal/transport's Pick, behind
+// fastpath.PickTransport) and hatgen explain to the provider it is given.
 func Granted(want, offered Transport) Transport {
 	if want == TransportTCP || offered == TransportAuto || (want != TransportAuto && want != offered) {
 		return TransportTCP

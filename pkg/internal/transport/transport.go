@@ -153,8 +153,11 @@ func SameHostCaps() uint64 { return hostCaps }
 func Pick(want hints.Transport, caps uint64) hints.Transport {
 	for i := range Transports {
 		t := &Transports[i]
-		if t.Cap != 0 && caps&t.Cap != 0 && (want == hints.TransportAuto || want == t.Hint) {
-			return t.Hint
+		if t.Cap == 0 || caps&t.Cap == 0 {
+			continue
+		}
+		if g := hints.Granted(want, t.Hint); g != hints.TransportTCP {
+			return g // hints.Granted: the one rule, which explain applies too
 		}
 	}
 	return hints.TransportTCP
