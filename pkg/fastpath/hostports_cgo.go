@@ -5,7 +5,6 @@ package fastpath
 import (
 	"net"
 	"path/filepath"
-	"sort"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
@@ -40,7 +39,6 @@ func verbsPorts() ([]RDMAPort, error) {
 			}
 			p.GIDs = append(p.GIDs, e)
 		}
-		sort.Slice(p.GIDs, func(i, j int) bool { return p.GIDs[i].Index < p.GIDs[j].Index })
 		out = append(out, p)
 	}
 	sortPorts(out)

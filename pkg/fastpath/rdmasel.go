@@ -145,7 +145,13 @@ func readPorts(root string) ([]RDMAPort, error) {
 	return out, nil
 }
 
+// sortPorts orders ports by device and port, and each one's GIDs by
+// index, however they were read.
 func sortPorts(ps []RDMAPort) {
+	for i := range ps {
+		g := ps[i].GIDs
+		sort.Slice(g, func(a, b int) bool { return g[a].Index < g[b].Index })
+	}
 	sort.Slice(ps, func(i, j int) bool {
 		if ps[i].Device != ps[j].Device {
 			return ps[i].Device < ps[j].Device
@@ -195,7 +201,6 @@ func readPort(dir, dev string, port int) RDMAPort {
 		}
 		p.GIDs = append(p.GIDs, e)
 	}
-	sort.Slice(p.GIDs, func(i, j int) bool { return p.GIDs[i].Index < p.GIDs[j].Index })
 	return p
 }
 
