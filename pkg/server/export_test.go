@@ -118,7 +118,3 @@ func BudgetUsed(s *Server) int64 {
 	defer s.budget.mu.Unlock()
 	return s.budget.used
 }
-
-// ColdMax is coldMax: the calls of a method of unknown reply size that
-// run at a time on a connection.
-const ColdMax = coldMax
