@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // Handler runs one call. For oneway methods the result is ignored.
@@ -38,6 +40,36 @@ type Method struct {
 	// run.
 	NewCall    func(reuse any) (args proto.Struct, call any)
 	HandleCall func(ctx context.Context, call any) (proto.Struct, error)
+
+	// Stream is how the function streams; for a streaming function
+	// HandleStream runs in place of NewArgs and Handle.
+	Stream       stream.Mode
+	HandleStream StreamHandler
+}
+
+// StreamHandler runs one stream. final is the function's result struct
+// sent as the stream's closing message (the client stream's single reply,
+// or a declared exception); nil final with a nil error ends the stream
+// cleanly. Errors are mapped as a unary handler's (docs/design/wire.md §4).
+type StreamHandler func(ctx context.Context, s ServerStream) (final proto.Struct, err error)
+
+// ServerStream is the server's side of one stream, as gRPC-Go's
+// ServerStream: SendMsg and RecvMsg may run on two goroutines at once,
+// but each on one only.
+type ServerStream interface {
+	// Context is the stream's context: canceled when the client cancels
+	// or goes, or its deadline passes.
+	Context() context.Context
+	// SendHeader sends header metadata now (else it goes with the first
+	// message or the closing one).
+	SendHeader(md metadata.MD) error
+	// SetTrailer adds metadata sent with the closing message.
+	SetTrailer(md metadata.MD)
+	// SendMsg sends one message; it blocks while the client's window is full.
+	SendMsg(msg proto.Struct) error
+	// RecvMsg decodes the client's next message into msg; io.EOF once the
+	// client closed its side.
+	RecvMsg(msg proto.Struct) error
 }
 
 // Service is a set of methods registered under one (multiplexing) name.
