@@ -91,11 +91,12 @@ func EngineSystems() []string {
 	return append(out, Engine{Proto: rdma.ProtoRFP, RFPFetch: true}.Name(), Engine{Planned: true}.Name())
 }
 
-// TCPSystems lists the registered systems that are not engine systems.
+// TCPSystems lists the registered systems that are not engine systems
+// nor UCX's shared memory.
 func TCPSystems() []string {
 	var out []string
 	for _, s := range Systems() {
-		if !IsEngineSystem(s) {
+		if !IsEngineSystem(s) && !isUCX(s) {
 			out = append(out, s)
 		}
 	}
