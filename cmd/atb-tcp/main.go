@@ -35,7 +35,7 @@ func main() {
 
 func run() error {
 	var (
-		role       = flag.String("role", "driver", "driver | prepare (build or check the -systems' external programs: apache-cpp-*, ucx-sm*) | server | client (server and client are internal)")
+		role       = flag.String("role", "driver", "driver | prepare (build or check the external programs of -systems, e.g. apache-cpp-threaded,ucx-sm, and make a few calls through each) | server | client (server and client are internal)")
 		system     = flag.String("system", "", "server role: system to serve")
 		addr       = flag.String("addr", "127.0.0.1:0", "server role: listen address")
 		spec       = flag.String("spec", "", "client role: JSON ClientSpec")
@@ -70,7 +70,7 @@ func run() error {
 		}
 		return json.NewEncoder(os.Stdout).Encode(res)
 	case "prepare":
-		return bench.PrepareExternal(ctx, strings.Split(*systems, ","))
+		return bench.PrepareExternal(ctx, strings.Split(*systems, ","), os.Stdout)
 	case "driver":
 	default:
 		return fmt.Errorf("unknown -role %q", *role)

@@ -185,6 +185,11 @@ func Describe(system string, size, callers int) (proto, polling string) {
 	if system == lanesName {
 		return "lanes", "-"
 	}
+	if sys, err := Lookup(system); err == nil {
+		if u, ok := sys.(UCX); ok {
+			return u.Test, "busy" // ucx_perftest polls its worker
+		}
+	}
 	e, ok := engineSystems[system]
 	if !ok {
 		return "tcp", "-"

@@ -83,6 +83,9 @@ func providerOf(system string) string {
 	if system = BaseName(system); IsEngineSystem(system) || system == lanesName {
 		return providerOfPrefix(EnginePrefix())
 	}
+	if isUCX(system) {
+		return "ucx-sm"
+	}
 	return "tcp"
 }
 

@@ -194,9 +194,11 @@ func apacheCppPrograms(ctx context.Context) (string, error) {
 }
 
 // PrepareExternal builds or checks the programs of the named external
-// systems now (`make deps-bench`), so that a sweep does not stop in its
-// first measurement for a missing tool.
-func PrepareExternal(ctx context.Context, systems []string) error {
+// systems now and makes a few calls through each, server and client in
+// processes of their own as in a sweep (`make deps-bench`): a missing tool
+// or a broken build fails here, with what to install, and not in a sweep's
+// first measurement. What it prints is a smoke run, not a measurement.
+func PrepareExternal(ctx context.Context, systems []string, log io.Writer) error {
 	for _, name := range systems {
 		s, err := Lookup(name)
 		if err != nil {
@@ -204,16 +206,27 @@ func PrepareExternal(ctx context.Context, systems []string) error {
 		}
 		switch s := s.(type) {
 		case ApacheCpp:
-			if _, err := apacheCppPrograms(ctx); err != nil {
-				return err
-			}
+			_, err = apacheCppPrograms(ctx)
 		case UCX:
-			if _, err := ucxPerftest(); err != nil {
-				return err
-			}
+			_, err = ucxPerftest()
 		default:
-			return fmt.Errorf("bench: %s is not an external system", s.Name())
+			err = fmt.Errorf("bench: %s is not an external system", s.Name())
 		}
+		if err != nil {
+			return err
+		}
+		srv, err := StartServerProcess(ctx, name, "")
+		if err != nil {
+			return err
+		}
+		res, err := RunClientProcess(ctx, ClientSpec{System: name, Addr: srv.Addr, Size: 64, Warmup: 10, Calls: 100}, "")
+		if serr := srv.Stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "%s: ok (100 calls of 64 B, p50 %v; a smoke run, not a measurement)\n", name, res.Latency.P50)
 	}
 	return nil
 }

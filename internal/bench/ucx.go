@@ -222,7 +222,10 @@ func parseUCXPerftest(out []byte) (ucxResult, error) {
 		n, err1 := strconv.ParseInt(f[0], 10, 64)
 		p, err2 := strconv.ParseFloat(f[1], 64)
 		a, err3 := strconv.ParseFloat(f[2], 64)
-		if err := errors.Join(err1, err2, err3); err != nil || n < 1 || p <= 0 || a <= 0 {
+		// A minute one way is no latency measurement (and larger ones, or
+		// NaN, would not fit a Duration).
+		sane := func(us float64) bool { return us > 0 && us < 60e6 }
+		if err := errors.Join(err1, err2, err3); err != nil || n < 1 || !sane(p) || !sane(a) {
 			break
 		}
 		roundTrip := func(us float64) time.Duration { return time.Duration(2 * us * 1e3) }
