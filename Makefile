@@ -90,7 +90,8 @@ bench: deps
 
 # ATB sweep: engine protocols, lanes through the runtime and TCP, UCX over
 # shared memory and Apache Thrift C++ over TCP, as CSV, SVG plots and
-# docs/performance/report.md (~12 min on 2 cores).
+# docs/performance/report.md (15 min on 2 cores on 2026-11-29, before the
+# four issue-47 systems).
 bench-atb: deps-bench
 	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
 

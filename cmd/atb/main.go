@@ -1,8 +1,10 @@
 // Command atb runs the ATB echo benchmark of issue 6: the HatRPC protocol
 // engine (one system per protocol, plus the hint-planned choice) on the
 // provider HATRPC_PROVIDER selects (shm without RDMA hardware) next to
-// HatRPC over TCP loopback, with server and client in separate processes,
-// and writes latency.csv, throughput.csv, SVG plots and report.md:
+// HatRPC over TCP loopback, UCX's shared-memory ping-pong (ucx_perftest)
+// and Apache Thrift C++ over TCP (make deps-bench installs both), with
+// server and client in separate processes, and writes latency.csv,
+// throughput.csv, SVG plots and report.md:
 //
 //	go run ./cmd/atb
 //	go run ./cmd/atb -out /tmp/atb -reps 1 -calls 500 -dur 300ms

@@ -344,9 +344,6 @@ func WriteEngineThroughputTable(w io.Writer, systems []string, rows []Throughput
 	fmt.Fprintln(w, hdr)
 	fmt.Fprintln(w, sep)
 	for _, s := range systems {
-		if LatencyOnly(s) {
-			continue
-		}
 		line := "| " + s + " |"
 		for _, r := range rs {
 			if v, ok := r.By[s]; ok {

@@ -52,6 +52,8 @@ struct Caller {
   Caller(const std::string& host, int port) {
     auto sock = std::make_shared<transport::TSocket>(host, port);
     sock->setNoDelay(true);
+    // One framed transport reads and writes, so each call's flush restores
+    // its read budget (see BudgetFramedTransport).
     trans = std::make_shared<transport::TFramedTransport>(sock);
     client = std::make_unique<EchoClient>(std::make_shared<protocol::TBinaryProtocol>(trans));
     trans->open();

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   try {
     if (kind == "threaded") {
       auto sock = std::make_shared<transport::TServerSocket>(host, port);
-      server::TThreadedServer srv(processor, sock, std::make_shared<transport::TFramedTransportFactory>(), proto);
+      server::TThreadedServer srv(processor, sock, std::make_shared<BudgetFramedTransportFactory>(), proto);
       srv.setServerEventHandler(std::make_shared<AddrPrinter>(host, [sock] { return sock->getPort(); }));
       srv.serve();
     } else if (kind == "nonblocking") {
