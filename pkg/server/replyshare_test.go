@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"strings"
@@ -178,4 +179,44 @@ func TestSmallUnreadRepliesHeldToShare(t *testing.T) {
 
 	closeConn()
 	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
+}
+
+// A reply larger than the connection's share could never be admitted:
+// the call gets an exception naming its size and the share instead, as
+// a request larger than the share is refused, and the connection goes on.
+func TestReplyOverShareRefused(t *testing.T) {
+	const perConn = 1 << 20
+	_, _, addr := start(t, server.WithMemoryBudget(4*perConn, perConn))
+	big := &wiretest.EchoArgs{Msg: strings.Repeat("b", 2000), Mode: wiretest.ModeRepeat} // a 2 MB reply
+	want := `^hatrpc: reply of 20[0-9]{5} bytes exceeds the connection's memory share of 1048576 bytes \(WithMemoryBudget\)$`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	t.Run("hatrpc", func(t *testing.T) {
+		c := dial(t, addr)
+		var res wiretest.EchoResult
+		err := c.Call(ctx, wiretest.EchoMethod, big, &res)
+		var ae *proto.ApplicationException
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, proto.ExcInternalError, ae.Type)
+		require.Regexp(t, want, ae.Message)
+		require.NoError(t, c.Call(ctx, wiretest.EchoMethod, &wiretest.EchoArgs{Msg: "after"}, &res))
+		require.Equal(t, "after", *res.Success)
+	})
+	t.Run("plain-framed", func(t *testing.T) {
+		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		defer nc.Close()
+		require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
+		_, err = nc.Write(framedCalls(t, 1, "echo", big))
+		require.NoError(t, err)
+		msg, err := wire.ReadMessage(bufio.NewReader(nc), wire.Format{Proto: proto.Binary, Framed: true}, nil, nil)
+		require.NoError(t, err)
+		mh, err := wire.ParseMsgHeader(proto.Binary, msg)
+		require.NoError(t, err)
+		require.Equal(t, proto.Exception, mh.Type)
+		var ae proto.ApplicationException
+		require.NoError(t, ae.DecodeBinary(proto.NewBinaryReader(msg[mh.Body:], nil)))
+		require.Regexp(t, want, ae.Message)
+	})
 }
