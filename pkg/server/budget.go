@@ -22,8 +22,8 @@ import (
 // more is admitted before its buffer is allocated, against a server-wide
 // budget and a per-connection cap, and holds its share until its call
 // ends. Smaller requests are not counted: their memory is bounded by the
-// connections and call slots (a few KiB each) and counting them would
-// only put a lock on every call.
+// connections and call slots (a few KiB each). Replies, small ones
+// included, are charged too (replygate.go).
 //
 // A request that does not fit waits (its reader stops reading, so TCP
 // pushes back on its client) while other connections go on; one that
