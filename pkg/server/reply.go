@@ -83,8 +83,8 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		switch size := len(b) + proto.RefsLen(refs) - start; {
 		case size > c.s.opts.limits.MaxMessageSize:
 			b, refs, typ, hflag = c.s.refuseReply(codec, b[:start], to, size), nil, proto.Exception, 0
-		case c.overShare(size + start):
-			b, refs, typ, hflag = appendRefused(codec, b[:start], to, c.replyOverShare(size+start)), nil, proto.Exception, 0
+		case c.overShare(size):
+			b, refs, typ, hflag = appendRefused(codec, b[:start], to, c.replyOverShare(size)), nil, proto.Exception, 0
 		}
 		if hint != nil {
 			hint.Note(len(b))
@@ -106,8 +106,8 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 	switch size := len(b) - start; {
 	case size > c.s.opts.limits.MaxMessageSize:
 		b, typ = c.s.refuseReply(codec, b[:start], to, size), proto.Exception
-	case c.overShare(len(b)):
-		b, typ = appendRefused(codec, b[:start], to, c.replyOverShare(len(b))), proto.Exception
+	case c.overShare(size):
+		b, typ = appendRefused(codec, b[:start], to, c.replyOverShare(size)), proto.Exception
 	}
 	if hint != nil {
 		hint.Note(len(b))

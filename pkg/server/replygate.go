@@ -176,9 +176,9 @@ func (c *conn) admitReply(to *replyTo, n int64) bool {
 	var timer <-chan time.Time
 	for {
 		b.mu.Lock()
-		// A reply larger than the share (a THeader reply grown by its
-		// headers; larger ones are refused) waits for the connection to
-		// hold nothing else.
+		// A reply larger than the share by its framing (a larger
+		// message is refused) waits for the connection to hold nothing
+		// else.
 		room := b.fits(c, n) || c.memHeld == 0 && n > b.perConn && b.used+n <= b.total
 		if room && (!ordered || to.order == c.rg.admitNext) {
 			b.used += n
