@@ -60,6 +60,7 @@ type budget struct {
 	released int64         // bytes released since the last give-back
 	sinceGC  int64         // bytes of large requests released since the last forced collection
 	gcing    bool          // a forced collection runs: admissions wait for it
+	again    bool          // give back once more when the budget next empties (giveBackAgain)
 
 	kick  chan struct{} // wakes the give-back goroutine
 	gives atomic.Int64  // give-backs done, for tests
@@ -191,11 +192,25 @@ func (b *budget) freeLocked(c *conn, n int64) bool {
 		b.sinceGC += n
 	}
 	b.wakeLocked()
-	giveBack := b.released >= b.total/2 || b.used == 0 && b.released > 0
+	giveBack := b.released >= b.total/2 || b.used == 0 && (b.released > 0 || b.again)
 	if giveBack {
-		b.released = 0
+		b.released, b.again = 0, false
 	}
 	return giveBack
+}
+
+// giveBackAgain returns memory to the OS now, and once more when the
+// budget next empties. A connection that failed (checkWrite) drops the
+// replies it was owed only as its calls end: connections closed together
+// kick one give-back, whose collection may still see their replies live
+// and then sets the heap's goal at twice that, which other clients'
+// garbage fills again (RSS follows the goal). Small replies, which do
+// not count towards a give-back, would then trigger none.
+func (b *budget) giveBackAgain() {
+	b.mu.Lock()
+	b.again = true
+	b.mu.Unlock()
+	b.giveBack()
 }
 
 // giveBack asks the give-back goroutine to return memory to the OS.

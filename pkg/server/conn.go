@@ -704,7 +704,7 @@ func (c *conn) checkWrite(err error) {
 		// 10 s after they were gone): give the memory back, at most
 		// once per giveBackEvery (budget.go).
 		if c.s.budget.total > 0 {
-			c.s.budget.giveBack()
+			c.s.budget.giveBackAgain()
 		}
 	})
 }
