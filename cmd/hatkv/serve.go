@@ -56,8 +56,9 @@ reachable from this host only; --listen 0.0.0.0:PORT exposes the store on
 every network interface. --debug-addr (metrics, pprof) has no authentication:
 keep it on loopback.
 
-Memory: the server holds at most 256 MiB for its clients (requests and
-replies of 64 KiB or more, replies waiting for a reader included), and the Go runtime's soft memory limit is that and
+Memory: the server holds at most 256 MiB for its clients, 64 MiB for one
+connection (requests of 64 KiB or more and every reply, replies waiting for
+a reader included), and the Go runtime's soft memory limit is that and
 64 MiB (320 MiB) unless $GOMEMLIMIT sets another; the records live in LMDB's
 map, outside it.`,
 		Args: cobra.NoArgs,

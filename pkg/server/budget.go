@@ -22,8 +22,8 @@ import (
 // more is admitted before its buffer is allocated, against a server-wide
 // budget and a per-connection cap, and holds its share until its call
 // ends. Smaller requests are not counted: their memory is bounded by the
-// connections and call slots (a few KiB each) and counting them would
-// only put a lock on every call.
+// connections and call slots (a few KiB each). Replies, small ones
+// included, are charged too (replygate.go).
 //
 // A request that does not fit waits (its reader stops reading, so TCP
 // pushes back on its client) while other connections go on; one that
@@ -55,10 +55,12 @@ type budget struct {
 
 	mu       sync.Mutex
 	used     int64
-	changed  chan struct{} // closed and replaced when memory is released
+	changed  chan struct{} // closed and replaced when memory is released, if anyone waits
+	waiters  int           // goroutines waiting on changed
 	released int64         // bytes released since the last give-back
 	sinceGC  int64         // bytes of large requests released since the last forced collection
 	gcing    bool          // a forced collection runs: admissions wait for it
+	again    bool          // give back once more when the budget next empties (giveBackAgain)
 
 	kick  chan struct{} // wakes the give-back goroutine
 	gives atomic.Int64  // give-backs done, for tests
@@ -95,7 +97,7 @@ func (b *budget) acquire(c *conn, n int64, wait time.Duration) error {
 	var timer <-chan time.Time
 	for {
 		b.mu.Lock()
-		if !b.gcing && b.used+n <= b.total && c.memHeld+n <= b.perConn {
+		if b.fits(c, n) {
 			b.used += n
 			c.memHeld += n
 			if n <= giveBackMin || b.sinceGC < b.total/8 {
@@ -114,25 +116,53 @@ func (b *budget) acquire(c *conn, n int64, wait time.Duration) error {
 			runtime.GC()
 			b.mu.Lock()
 			b.gcing = false
-			close(b.changed)
-			b.changed = make(chan struct{})
+			b.wakeLocked()
 			b.mu.Unlock()
 			return nil
 		}
-		ch := b.changed
-		b.mu.Unlock()
-		if timer == nil && wait > 0 {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timer = t.C
+		if err := b.wait(c, &timer, wait); err != nil {
+			return err
 		}
-		select {
-		case <-ch:
-		case <-timer:
-			return errBudgetWait
-		case <-c.ctx.Done():
-			return context.Cause(c.ctx)
-		}
+	}
+}
+
+// wait waits, with b.mu held (and released on return), until memory is
+// released, c's context ends or the timer, started on the first wait if
+// d > 0, fires (errBudgetWait).
+func (b *budget) wait(c *conn, timer *<-chan time.Time, d time.Duration) error {
+	ch := b.changed
+	b.waiters++
+	b.mu.Unlock()
+	if *timer == nil && d > 0 {
+		*timer = time.After(d)
+	}
+	var err error
+	select {
+	case <-ch:
+	case <-*timer:
+		err = errBudgetWait
+	case <-c.ctx.Done():
+		err = context.Cause(c.ctx)
+	}
+	b.mu.Lock()
+	b.waiters--
+	b.mu.Unlock()
+	return err
+}
+
+// fits reports whether n more bytes fit c's share and the budget; b.mu
+// is held.
+func (b *budget) fits(c *conn, n int64) bool {
+	return !b.gcing && b.used+n <= b.total && c.memHeld+n <= b.perConn
+}
+
+// wakeLocked wakes the goroutines waiting for memory, if any (closing
+// and remaking the channel costs an allocation, so not on every call);
+// b.mu is held.
+func (b *budget) wakeLocked() {
+	if b.waiters > 0 {
+		close(b.changed)
+		b.changed = make(chan struct{})
 	}
 }
 
@@ -142,22 +172,45 @@ func (b *budget) release(c *conn, n int64) {
 		return
 	}
 	b.mu.Lock()
+	giveBack := b.freeLocked(c, n)
+	b.mu.Unlock()
+	if giveBack {
+		b.giveBack()
+	}
+}
+
+// freeLocked gives back n bytes c held and reports whether memory is
+// to be returned to the OS now; b.mu is held.
+func (b *budget) freeLocked(c *conn, n int64) bool {
+	if n <= 0 {
+		return false
+	}
 	b.used -= n
 	c.memHeld -= n
 	if n > giveBackMin {
 		b.released += n // smaller requests come from and go back to the buffer pool
 		b.sinceGC += n
 	}
-	close(b.changed)
-	b.changed = make(chan struct{})
-	giveBack := b.released >= b.total/2 || b.used == 0 && b.released > 0
+	b.wakeLocked()
+	giveBack := b.released >= b.total/2 || b.used == 0 && (b.released > 0 || b.again)
 	if giveBack {
-		b.released = 0
+		b.released, b.again = 0, false
 	}
+	return giveBack
+}
+
+// giveBackAgain returns memory to the OS now, and once more when the
+// budget next empties. A connection that failed (checkWrite) drops the
+// replies it was owed only as its calls end: connections closed together
+// kick one give-back, whose collection may still see their replies live
+// and then sets the heap's goal at twice that, which other clients'
+// garbage fills again (RSS follows the goal). Small replies, which do
+// not count towards a give-back, would then trigger none.
+func (b *budget) giveBackAgain() {
+	b.mu.Lock()
+	b.again = true
 	b.mu.Unlock()
-	if giveBack {
-		b.giveBack()
-	}
+	b.giveBack()
 }
 
 // giveBack asks the give-back goroutine to return memory to the OS.

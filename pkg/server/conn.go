@@ -83,7 +83,7 @@ type conn struct {
 	chargeFn wire.Charge // c.charge, made once
 	charging int64       // reader-owned: budget charged for the message being read
 	rg       replyGate   // reply memory (replygate.go)
-	memHeld  int64       // budget held by the connection's requests; guarded by budget.mu
+	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -101,7 +101,6 @@ type request struct {
 	ctx     *callCtx             // nil: the connection's context is the call's
 	size    int                  // request message bytes
 	tr      uint8                // transport index into method.stats
-	mem     int64                // request memory budget held until the call ends
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
 	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
 	listed  bool                 // ctx is in c.calls, for Cancel frames
@@ -480,10 +479,10 @@ func (c *conn) next() (*request, error) {
 	}
 	r := reqPool.Get().(*request)
 	*r = request{
-		replyTo: replyTo{hat: c.hat, proto: p, name: m.m.Name, seqid: mh.Seqid, fseq: fseq},
+		replyTo: replyTo{hat: c.hat, proto: p, name: m.m.Name, seqid: mh.Seqid, fseq: fseq, mem: c.takeCharge()},
 		m:       m, buf: bp, body: msg[mh.Body:],
 		oneway: mh.Type == proto.Oneway || m.m.Oneway, timeout: timeout,
-		size: len(msg), tr: trThrift, mem: c.takeCharge(), sc: sc,
+		size: len(msg), tr: trThrift, sc: sc,
 	}
 	if c.hat {
 		r.tr = trTCP
@@ -705,7 +704,7 @@ func (c *conn) checkWrite(err error) {
 		// 10 s after they were gone): give the memory back, at most
 		// once per giveBackEvery (budget.go).
 		if c.s.budget.total > 0 {
-			c.s.budget.giveBack()
+			c.s.budget.giveBackAgain()
 		}
 	})
 }

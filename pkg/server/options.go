@@ -112,11 +112,11 @@ func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 // back-pressure), until calls ending make room; with WithBusyTimeout it
 // waits that long at most and gets a "server busy" exception. One that
 // could never fit (larger than either bound) is refused like an oversized
-// message. The replies a connection is owed count too: before a call
-// whose method's replies reach 64 KiB runs, its expected reply is charged
-// until written, so a connection whose client does not read its replies
-// stops being read once it holds its share (see replygate.go). total 0
-// turns the budget off.
+// message. Every reply counts too, from when it is built until it is
+// written (a call reserves its expected reply before it runs), so a
+// connection whose client does not read its replies stops being read
+// once it holds its share, and a reply larger than the share is refused
+// with an exception (see replygate.go). total 0 turns the budget off.
 func WithMemoryBudget(total, perConn int64) Option {
 	return func(o *options) { o.memBudget, o.memPerConn = total, perConn }
 }

@@ -26,6 +26,10 @@ type replyTo struct {
 	order uint64
 	name  string
 	dst   []byte
+	// mem is the memory budget the call holds (its request's and its
+	// reply's reservation), until its reply is admitted in exchange
+	// (replygate.go) or, without a reply, the call ends.
+	mem int64
 }
 
 // reply encodes and sends one reply message to to and returns its size.
@@ -76,8 +80,11 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		// write instead of being copied into the frame.
 		var refs []proto.Ref
 		b, refs, typ = appendReplyRefs(codec, b, to, typ, body)
-		if size := len(b) + proto.RefsLen(refs) - start; size > c.s.opts.limits.MaxMessageSize {
+		switch size := len(b) + proto.RefsLen(refs) - start; {
+		case size > c.s.opts.limits.MaxMessageSize:
 			b, refs, typ, hflag = c.s.refuseReply(codec, b[:start], to, size), nil, proto.Exception, 0
+		case c.overShare(size):
+			b, refs, typ, hflag = appendRefused(codec, b[:start], to, c.replyOverShare(size)), nil, proto.Exception, 0
 		}
 		if hint != nil {
 			hint.Note(len(b))
@@ -85,14 +92,22 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		sealReplyRefs(b, refs, to.proto, to.fseq, typ, hflag)
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
+		if !c.admitReply(to, int64(n)) {
+			wire.PutBuf(bp)
+			return 0
+		}
 		c.s.met.outTCP.Add(float64(n))
 		c.checkWrite(c.w.WriteVec(b, refs))
+		c.s.budget.release(c, int64(n))
 		wire.PutBuf(bp)
 		return n - start
 	}
 	b, typ = appendReply(codec, b, to, typ, body)
-	if size := len(b) - start; size > c.s.opts.limits.MaxMessageSize {
+	switch size := len(b) - start; {
+	case size > c.s.opts.limits.MaxMessageSize:
 		b, typ = c.s.refuseReply(codec, b[:start], to, size), proto.Exception
+	case c.overShare(size):
+		b, typ = appendRefused(codec, b[:start], to, c.replyOverShare(size)), proto.Exception
 	}
 	if hint != nil {
 		hint.Note(len(b))
@@ -106,6 +121,10 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		b = *bp
 	}
 	n := len(b) - start
+	if !c.admitReply(to, int64(len(b))) {
+		wire.PutBuf(bp)
+		return 0
+	}
 	c.s.met.outThrift.Add(float64(len(b)))
 	c.deliver(to.order, bp)
 	return n
@@ -114,19 +133,10 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 // dropHeld gives back the replies held for a connection that ended.
 func (c *conn) dropHeld() {
 	for _, bp := range c.held {
-		c.s.budget.release(c, heldCharge(bp))
+		c.s.budget.release(c, int64(len(*bp)))
 		wire.PutBuf(bp)
 	}
 	clear(c.held)
-}
-
-// heldCharge is what a held plain reply is charged: replies under
-// wire.ChargeMin are not (see replygate.go).
-func heldCharge(bp *[]byte) int64 {
-	if n := len(*bp); n >= wire.ChargeMin {
-		return int64(n)
-	}
-	return 0
 }
 
 func putLen(b []byte, n int) {
@@ -134,24 +144,19 @@ func putLen(b []byte, n int) {
 }
 
 // deliver writes plain replies in request order, holding early finishers.
-// A held reply stays charged to the memory budget until it is written
-// (its call has ended and given back its own charge): behind a reply its
-// client does not read, 190 replies of 11 MB were held uncounted.
+// Each was admitted to the memory budget (admitReply) and stays charged
+// until it is written: behind a reply its client does not read, 190
+// replies of 11 MB were held uncounted.
 func (c *conn) deliver(order uint64, bp *[]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if order != c.nextOut {
 		c.held[order] = bp
-		c.s.budget.hold(c, heldCharge(bp))
 		return
 	}
-	first := true
 	for {
 		c.checkWrite(c.w.Write(*bp))
-		if !first {
-			c.s.budget.release(c, heldCharge(bp))
-		}
-		first = false
+		c.s.budget.release(c, int64(len(*bp)))
 		wire.PutBuf(bp)
 		c.nextOut++
 		next, ok := c.held[c.nextOut]
@@ -195,6 +200,13 @@ func (s *Server) refuseReplyLimit(codec *wire.Codec, b []byte, to *replyTo, size
 func replyTooLarge(size, limit int) *proto.ApplicationException {
 	return proto.NewApplicationException(proto.ExcInternalError,
 		fmt.Sprintf("hatrpc: reply of %d bytes exceeds the message limit of %d bytes", size, limit))
+}
+
+// appendRefused appends exc, which a call gets in place of a reply that
+// cannot be sent.
+func appendRefused(codec *wire.Codec, b []byte, to *replyTo, exc *proto.ApplicationException) []byte {
+	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid, exc)
+	return out
 }
 
 // appendEncodeFailed replaces a reply that could not be encoded with an

@@ -4,30 +4,50 @@ package server
 //
 // A client that pipelines calls and never reads their replies made the
 // server hold every reply: 200 Scans of 6 MB each on one connection took
-// 1.7 GB, held until the write timeout (issue 43). So before the reader
-// hands on a call whose replies are large, it charges the reply the
-// method is expected to send (twice its largest so far: the handler's
-// result and the reply encoded from it are alive together) to the memory budget,
-// next to the request memory: the call holds it until its reply is
-// written (the request's r.mem, given back in clearRequest). A connection
-// over its share stops being read, so its later calls wait (TCP pushes
-// back on the client); calls of other connections go on. A reply that is
-// never read keeps its write waiting until WithWriteTimeout closes the
-// connection, which gives the memory back.
+// 1.7 GB, held until the write timeout (issue 43). So every reply a TCP
+// connection is sent, small ones included, is charged to the memory
+// budget, next to the request memory, from the moment it is built until
+// it is written, and a connection never holds more than its share:
 //
-// The first calls of a method whose reply size is not known yet are not
-// charged (a guess would refuse small calls on a busy budget), but at
+//   - Before the reader hands on a call, it reserves the reply the
+//     method is expected to send (twice its largest so far: the
+//     handler's result and the reply encoded from it are alive
+//     together), added to what the request holds (the call's mem). A
+//     connection over its share stops being read, so its later calls
+//     wait (TCP pushes back on the client); other connections go on.
+//   - Once built, the reply is admitted by its size, in exchange for
+//     what its call held. One that does not fit waits, unsent and
+//     holding nothing of the budget (so replies waiting cannot hold the
+//     room each needs), while the connection's earlier replies drain;
+//     the reader reads nothing meanwhile. A plain connection's replies
+//     are admitted in their order (a later reply admitted first would
+//     hold room the earlier one needs, and could not be written before
+//     it). A reply that waits longer than WithWriteTimeout closes the
+//     connection, as a write blocked that long does, which gives
+//     everything back.
+//   - A reply larger than the share is refused (the call gets an
+//     exception naming size and share), as a request larger than the
+//     share is.
+//
+// The first calls of a method whose reply size is not known yet reserve
+// nothing (a guess would refuse small calls on a busy budget), so at
 // most coldMax of them run at a time per connection, until one reply of
-// the method told its size. Replies under wire.ChargeMin are not charged
-// (their memory is bounded by the call slots, as small requests are), so
-// most calls take no lock here.
+// the method told its size: what a connection holds beyond its share is
+// at most the replies built and waiting for admission, that is coldMax
+// cold ones or, rarely, ones larger than their method's estimate; those
+// stop the reader until they are admitted.
+//
+// A lane's or FLOCK handle's replies are not charged here: each is
+// encoded into the lane's buffer or FLOCK's slot (registered memory
+// counted by the lane budget, lanebudget.go), one call at a time per
+// lane, and bounded by the lane's reply maximum.
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // coldMax: see above.
@@ -36,12 +56,20 @@ const coldMax = 4
 // replyGate is a connection's state for its calls' reply memory.
 type replyGate struct {
 	cold chan struct{} // a place per cold call running; made by the reader
+	// guarded by budget.mu:
+	waiting   int    // built replies waiting for admission
+	admitNext uint64 // a plain connection's next reply (by order) to admit
 }
 
+// errReplyWait closes a connection whose reply waited WithWriteTimeout
+// for memory.
+var errReplyWait = errors.New("server: a reply waited for the connection's memory share for the write timeout")
+
 // reserveReply charges the reply r is expected to send to the budget,
-// waiting while the connection is over its share (with WithBusyTimeout at
-// most that long, then r is answered "server busy"). It reports false
-// when r is not to run: answered busy, or the connection ended.
+// waiting while the connection is over its share or has replies waiting
+// for admission (with WithBusyTimeout at most that long, then r is
+// answered "server busy"). It reports false when r is not to run:
+// answered busy, or the connection ended.
 func (c *conn) reserveReply(r *request) bool {
 	b := &c.s.budget
 	if b.total <= 0 || r.oneway || r.m == nil {
@@ -49,40 +77,167 @@ func (c *conn) reserveReply(r *request) bool {
 	}
 	// The handler's result and its encoded reply are alive together.
 	est := 2 * int64(r.m.repHint.Max())
-	switch {
-	case est == 0:
-		return c.takeCold(r)
-	case est < wire.ChargeMin:
-		return true
+	var owed int64 // request memory given back while waiting for a cold place
+	if est == 0 {
+		var ok bool
+		if owed, ok = c.takeCold(r); !ok {
+			return false
+		}
 	}
 	// The request's own memory counts towards the share already.
-	if est = min(est, b.perConn-r.mem); est <= 0 {
-		return true
+	est = max(min(est, b.perConn-r.mem-owed), 0) + owed
+	if err := b.reserve(c, &r.mem, est, c.s.opts.busyTimeout); err != nil {
+		c.replyBusy(r, err)
+		return false
+	}
+	return true
+}
+
+// reserve adds n bytes to what a call of c holds (*held), waiting while
+// they do not fit or replies of c wait for admission (at most wait, if
+// > 0). While it waits, the call holds nothing: admitting the waiting
+// replies may need the room its request holds.
+func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) error {
+	b.mu.Lock()
+	if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
+		b.used += n
+		c.memHeld += n
+		*held += n
+		b.mu.Unlock()
+		return nil
+	}
+	giveBack := b.freeLocked(c, *held)
+	n += *held
+	*held = 0
+	b.mu.Unlock()
+	if giveBack {
+		b.giveBack()
 	}
 	if c.holding.Load() {
 		c.unhold() // waiting must not keep the replies of a burst back
 	}
-	if err := b.acquire(c, est, c.s.opts.busyTimeout); err != nil {
-		c.replyBusy(r, err)
-		return false
+	var timer <-chan time.Time
+	for {
+		b.mu.Lock()
+		if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
+			b.used += n
+			c.memHeld += n
+			*held = n
+			b.mu.Unlock()
+			return nil
+		}
+		if err := b.wait(c, &timer, wait); err != nil {
+			return err
+		}
 	}
-	r.mem += est
-	return true
+}
+
+// admitReply exchanges what the call answered by to holds (to.mem: its
+// request and its reply's reservation) for its built reply of n bytes,
+// waiting, holding nothing, while the reply does not fit c's share (see
+// above). It reports false when the reply is not to be sent: the
+// connection ended, or the reply waited WithWriteTimeout (the connection
+// is closed then). The caller gives n back once the reply is written.
+func (c *conn) admitReply(to *replyTo, n int64) bool {
+	b := &c.s.budget
+	if b.total <= 0 {
+		return true
+	}
+	ordered := !to.hat
+	b.mu.Lock()
+	turn := c.rg.waiting == 0 // HatRPC replies: no one waits ahead
+	if ordered {
+		turn = to.order == c.rg.admitNext
+	}
+	if d := n - to.mem; turn && (d <= 0 || b.fits(c, d)) {
+		// The request was decoded (its buffer is back in the pool, or
+		// sent by reference within the n bytes) and the reservation is
+		// spent: the reply's bytes are what the call holds now.
+		b.used += d
+		c.memHeld += d
+		to.mem = 0
+		if ordered {
+			c.rg.admitNext++
+		}
+		if d < 0 || ordered {
+			b.wakeLocked()
+		}
+		b.mu.Unlock()
+		return true
+	}
+	giveBack := b.freeLocked(c, to.mem)
+	to.mem = 0
+	c.rg.waiting++
+	b.mu.Unlock()
+	if giveBack {
+		b.giveBack()
+	}
+	c.unhold() // what a burst's Hold queued may be what is to drain
+	var timer <-chan time.Time
+	for {
+		b.mu.Lock()
+		// A reply larger than the share by its framing (a larger
+		// message is refused) waits for the connection to hold nothing
+		// else.
+		room := b.fits(c, n) || c.memHeld == 0 && n > b.perConn && b.used+n <= b.total
+		if room && (!ordered || to.order == c.rg.admitNext) {
+			b.used += n
+			c.memHeld += n
+			c.rg.waiting--
+			if ordered {
+				c.rg.admitNext++
+			}
+			b.wakeLocked()
+			b.mu.Unlock()
+			return true
+		}
+		if err := b.wait(c, &timer, c.s.opts.writeTimeout); err != nil {
+			b.mu.Lock()
+			c.rg.waiting--
+			b.wakeLocked()
+			b.mu.Unlock()
+			if errors.Is(err, errBudgetWait) {
+				c.checkWrite(errReplyWait)
+			}
+			return false
+		}
+	}
+}
+
+// overShare reports whether a reply of size bytes can never fit c's
+// share of the memory budget.
+func (c *conn) overShare(size int) bool {
+	b := &c.s.budget
+	return b.total > 0 && int64(size) > min(b.perConn, b.total)
+}
+
+// replyOverShare is the exception a call whose reply of size bytes
+// exceeds the connection's share gets.
+func (c *conn) replyOverShare(size int) *proto.ApplicationException {
+	c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+	return proto.NewApplicationException(proto.ExcInternalError,
+		fmt.Sprintf("hatrpc: reply of %d bytes exceeds the connection's memory share of %d bytes (WithMemoryBudget)",
+			size, min(c.s.budget.perConn, c.s.budget.total)))
 }
 
 // takeCold takes a place for a call whose method's reply size is not
 // known yet, waiting (with WithBusyTimeout at most that long) while coldMax
-// run on the connection.
-func (c *conn) takeCold(r *request) bool {
+// run on the connection. While it waits, the call holds nothing of the
+// budget (the cold calls' replies may need the room its request holds):
+// it returns what r held then, for the caller to take again.
+func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 	if c.rg.cold == nil {
 		c.rg.cold = make(chan struct{}, coldMax)
 	}
 	select {
 	case c.rg.cold <- struct{}{}:
 		r.cold = true
-		return true
+		return 0, true
 	default:
 	}
+	owed = r.mem
+	c.s.budget.release(c, owed)
+	r.mem = 0
 	var timer <-chan time.Time
 	if d := c.s.opts.busyTimeout; d > 0 {
 		t := time.NewTimer(d)
@@ -95,12 +250,12 @@ func (c *conn) takeCold(r *request) bool {
 	select {
 	case c.rg.cold <- struct{}{}:
 		r.cold = true
-		return true
+		return owed, true
 	case <-timer:
 		c.replyBusy(r, errBudgetWait)
 	case <-c.ctx.Done():
 	}
-	return false
+	return 0, false
 }
 
 // dropCold gives back r's place as a cold call.
@@ -119,17 +274,4 @@ func (c *conn) replyBusy(r *request, err error) {
 	c.s.met.rejected.WithLabelValues("memory_budget").Inc()
 	c.replyHinted(&r.replyTo, proto.Exception,
 		proto.NewApplicationException(proto.ExcInternalError, errBudgetWait.Error()), nil, nil, c.busyMD(r))
-}
-
-// hold charges n bytes that c holds already (a reply waiting for its
-// turn), whether or not they fit: the memory exists, and the reader,
-// which waits while c is over its share, is what stops more coming.
-func (b *budget) hold(c *conn, n int64) {
-	if n <= 0 || b.total <= 0 {
-		return
-	}
-	b.mu.Lock()
-	b.used += n
-	c.memHeld += n
-	b.mu.Unlock()
 }

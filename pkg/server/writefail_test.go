@@ -77,3 +77,24 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 	require.Eventually(t, func() bool { return s.budget.gives.Load() > 0 }, time.Minute, 5*time.Millisecond)
 	s.budget.stop()
 }
+
+// TestGiveBackAgainAfterWriteFailure: a failed connection's replies are
+// dropped as its calls end, after the give-back its failure kicked may
+// have run: memory is given back once more when the budget next empties,
+// however small the replies released (small ones kick no give-back of
+// their own).
+func TestGiveBackAgainAfterWriteFailure(t *testing.T) {
+	s := New(WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer s.budget.stop()
+	cli, srv := net.Pipe()
+	defer cli.Close()
+	c := newConn(s, srv)
+	defer c.handoff.Stop()
+	owed := &conn{s: s, ctx: context.Background()}
+	require.NoError(t, s.budget.acquire(owed, 100, 0)) // a small reply still held
+
+	c.checkWrite(errors.New("write: connection reset by peer"))
+	require.Eventually(t, func() bool { return s.budget.gives.Load() == 1 }, time.Minute, time.Millisecond)
+	s.budget.release(owed, 100) // the budget empties: once more
+	require.Eventually(t, func() bool { return s.budget.gives.Load() == 2 }, time.Minute, time.Millisecond)
+}

@@ -1,0 +1,36 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplyChargeAllocs: charging every reply costs a TCP call no
+// allocation when nothing waits for memory: the reader's reservation,
+// the built reply's admission in exchange for it (HatRPC, and a plain
+// connection's in order) and its release once written.
+func TestReplyChargeAllocs(t *testing.T) {
+	s := New(WithMemoryBudget(1<<20, 1<<20))
+	defer s.budget.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, hat := range []bool{true, false} {
+		c := &conn{s: s, ctx: ctx}
+		var order uint64
+		require.Zero(t, testing.AllocsPerRun(1000, func() {
+			to := replyTo{hat: hat, order: order}
+			order++
+			if err := s.budget.reserve(c, &to.mem, 400, 0); err != nil {
+				t.Fatal(err)
+			}
+			if !c.admitReply(&to, 300) {
+				t.Fatal("reply not admitted")
+			}
+			s.budget.release(c, 300)
+		}), "hat %v", hat)
+		require.Zero(t, c.memHeld)
+	}
+	require.Zero(t, s.budget.used)
+}
