@@ -10,7 +10,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/tpch/gen/exchange"
 	"github.com/hatrpc/hatrpc/tpch/gen/exchange/exchangeserver"
-	eb "github.com/hatrpc/hatrpc/tpch/gen/exchangebase"
 )
 
 // Config is one of the paper's three configurations of the exchange hop.
@@ -52,8 +51,8 @@ type exchanger = exchange.ExchangeHandler
 type peer interface {
 	// session returns a client for one query's calls and its release.
 	session(ctx context.Context) (exchanger, func(), error)
-	// broken drops the connection after a failure of the exchange itself,
-	// so that the next session dials again (a restarted worker).
+	// close drops the connection (after a failure of the exchange
+	// itself, so that the next session dials again: a restarted worker).
 	close() error
 }
 
@@ -80,7 +79,7 @@ func (p *hatPeer) session(ctx context.Context) (exchanger, func(), error) {
 	return exchange.NewExchangeClient(p.conn), func() {}, nil
 }
 
-// reset closes the connection if it is still c's.
+// reset closes the connection; the next session dials again.
 func (p *hatPeer) reset() {
 	p.mu.Lock()
 	c := p.conn
@@ -128,4 +127,3 @@ func RegisterHatRPC(srv *server.Server, w *Worker) {
 }
 
 var _ exchanger = (*Worker)(nil)
-var _ = eb.Kind_I64
