@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/beltran/gohive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -344,4 +346,48 @@ func readCursor(cur hs2.Cursor) (*Result, error) {
 		res.Rows = append(res.Rows, row)
 	}
 	return res, cur.Err()
+}
+
+// TestDistributedClients: impyla and PyHive (clients/hs2_check.py) and
+// gohive run the 22 queries against the HiveServer2 front end of a
+// coordinator with three worker processes, every answer checked.
+func TestDistributedClients(t *testing.T) {
+	_, err := os.Stat(venvPython)
+	require.NoError(t, err, "run `make -C tpch deps` first")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cl, db := sharedCluster(t)
+	ref := filepath.Join(t.TempDir(), "reference.json")
+	f, err := os.Create(ref)
+	require.NoError(t, err)
+	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
+	require.NoError(t, f.Close())
+
+	coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(dist.Function), dist.Function, "off")
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, coord.Close()) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := ServeWith(db, ln, hs2.Function, "off", []hs2.Option{hs2.WithEngine(coord)})
+	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+	host, port := hostPort(t, srv.Addr)
+
+	for _, c := range []string{"impyla", "pyhive"} {
+		t.Run(c, func(t *testing.T) {
+			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", strconv.Itoa(port), "--reference", ref)
+		})
+	}
+	t.Run("gohive", func(t *testing.T) {
+		cfg := gohive.NewConnectConfiguration()
+		cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
+		conn, err := gohive.Connect(host, port, "NOSASL", cfg)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, conn.Close()) }()
+		cur := conn.Cursor()
+		defer cur.Close()
+		for q := 1; q <= 22; q++ {
+			require.NoError(t, Compare(gohiveQuery(t, ctx, cur, testQueries[q]), testAnswers[q]), "Q%d", q)
+		}
+	})
+	assert.Positive(t, coord.Stats().Fragments)
 }

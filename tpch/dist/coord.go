@@ -282,12 +282,14 @@ func (c *Coordinator) gather(parent context.Context, conn *sql.Conn, f Fragment)
 			if err := conn.Raw(func(dc any) error { raw = dc.(driver.Conn); return nil }); err != nil {
 				failed = err
 				cancel()
+				c.cancelAll(tag)
 				continue
 			}
 			a, err := duckdb.NewAppender(raw, "temp", "main", stage)
 			if err != nil {
 				failed = err
 				cancel()
+				c.cancelAll(tag)
 				continue
 			}
 			app = a

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	eb "github.com/hatrpc/hatrpc/tpch/gen/exchangebase"
+	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
 func TestMain(m *testing.M) {
@@ -128,6 +129,10 @@ func TestParseConfig(t *testing.T) {
 		got, err := ParseConfig(c.String())
 		require.NoError(t, err)
 		assert.Equal(t, c, got)
+	}
+	// The bench and the front end convert hs2's configurations to these.
+	for _, c := range []hs2.Config{hs2.Vanilla, hs2.Service, hs2.Function} {
+		assert.Equal(t, c.String(), Config(c).String())
 	}
 	_, err := ParseConfig("fast")
 	assert.EqualError(t, err, `dist: unknown configuration "fast": want vanilla, service or function`)
