@@ -214,15 +214,19 @@ func waitIdle(t *testing.T, ctx context.Context, coord *dist.Coordinator, i int)
 // TestWorkerKilled: a worker killed while the query runs fails the query
 // with an error naming it (well before the query could end), the other
 // workers' parts are cancelled, the coordinator answers what needs no
-// worker, and the restarted worker serves the next query. In both
-// configurations whose clients differ (Apache Thrift's, HatRPC's).
+// worker, and the restarted worker serves the next query. With Apache
+// Thrift's client and HatRPC's, over TCP and over lanes.
 func TestWorkerKilled(t *testing.T) {
-	for _, cfg := range []dist.Config{dist.Vanilla, dist.Function} {
-		t.Run(cfg.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  dist.Config
+		rdma string
+	}{{dist.Vanilla, "off"}, {dist.Function, "off"}, {dist.Function, fastpathtest.Provider()}} {
+		cfg := tc.cfg
+		t.Run(cfg.String()+"/"+tc.rdma, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			cl, db := sharedCluster(t)
-			coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(cfg), cfg, "off")
+			coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(cfg), cfg, tc.rdma)
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, coord.Close()) }()
 			requireQuery(t, ctx, coord, 6)
