@@ -202,4 +202,13 @@ func TestWorker(t *testing.T) {
 	}
 	assert.Zero(t, w.Open())
 	require.NoError(t, w.CloseFragment(ctx, 12345), "closing an unknown handle is a no-op")
+
+	// A fragment nobody fetches (its coordinator went away) is dropped
+	// once idle for FragmentIdle, not before.
+	_, err = w.OpenFragment(ctx, &eb.OpenReq{Sql: "SELECT 1", Tag: "orphan"})
+	require.NoError(t, err)
+	w.expire(time.Now())
+	assert.Equal(t, 1, w.Open())
+	w.expire(time.Now().Add(FragmentIdle))
+	assert.Zero(t, w.Open())
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hatrpc/hatrpc/tpch/duck"
 	eb "github.com/hatrpc/hatrpc/tpch/gen/exchangebase"
@@ -24,6 +25,10 @@ const (
 	DefaultChunkBytes = 1 << 20
 	maxChunkBytes     = 16 << 20
 	maxFragments      = 256
+	// FragmentIdle is how long a fragment may go without a call before
+	// the worker drops it: a coordinator that went away mid-query leaves
+	// none open for longer.
+	FragmentIdle = 10 * time.Minute
 )
 
 // Worker answers the exchange service on its partition of the data. It
@@ -38,6 +43,9 @@ type Worker struct {
 	mu    sync.Mutex
 	frags map[int64]*fragment
 	tags  map[string]map[*fragment]struct{}
+
+	stop    chan struct{}
+	stopped sync.WaitGroup
 }
 
 // fragment is one open fragment: its query runs under its own context
@@ -48,6 +56,8 @@ type fragment struct {
 	tag    string
 	cancel context.CancelFunc
 	meta   []*eb.ColumnMeta
+
+	used atomic.Int64 // unix nanoseconds of the last call on it
 
 	mu     sync.Mutex
 	rows   *sql.Rows
@@ -84,12 +94,46 @@ func OpenWorker(ctx context.Context, sf float64, index, count int) (*Worker, err
 		_ = db.Close()
 		return nil, err
 	}
-	return &Worker{db: db, index: index, count: count, sf: sf,
-		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{}}, nil
+	w := &Worker{db: db, index: index, count: count, sf: sf,
+		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{}, stop: make(chan struct{})}
+	w.stopped.Add(1)
+	go w.expireLoop()
+	return w, nil
+}
+
+func (w *Worker) expireLoop() {
+	defer w.stopped.Done()
+	t := time.NewTicker(FragmentIdle / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case now := <-t.C:
+			w.expire(now)
+		}
+	}
+}
+
+// expire drops the fragments idle for FragmentIdle at now.
+func (w *Worker) expire(now time.Time) {
+	w.mu.Lock()
+	var idle []*fragment
+	for _, f := range w.frags {
+		if now.UnixNano()-f.used.Load() >= int64(FragmentIdle) {
+			idle = append(idle, f)
+		}
+	}
+	w.mu.Unlock()
+	for _, f := range idle {
+		w.drop(f)
+	}
 }
 
 // Close ends every fragment and closes the database.
 func (w *Worker) Close() error {
+	close(w.stop)
+	w.stopped.Wait()
 	w.mu.Lock()
 	var fs []*fragment
 	for _, f := range w.frags {
@@ -118,6 +162,7 @@ func fragErr(format string, args ...any) error {
 func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
 	qctx, cancel := context.WithCancel(context.Background())
 	f := &fragment{handle: w.next.Add(1), tag: req.Tag, cancel: cancel}
+	f.used.Store(time.Now().UnixNano())
 	w.mu.Lock()
 	if len(w.frags) >= maxFragments {
 		w.mu.Unlock()
@@ -170,6 +215,7 @@ func (w *Worker) FetchChunk(ctx context.Context, req *eb.FetchReq) (*eb.Chunk, e
 	if f == nil {
 		return nil, fragErr("worker %d: no open fragment %d", w.index, req.Handle)
 	}
+	f.used.Store(time.Now().UnixNano())
 	limit := int(req.MaxBytes)
 	if limit <= 0 || limit > maxChunkBytes {
 		limit = maxChunkBytes
