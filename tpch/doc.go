@@ -6,4 +6,5 @@
 // download DuckDB.
 package tpch
 
-//go:generate go tool hatgen generate -o gen idl/TCLIService.thrift idl/hs2.thrift
+//go:generate go tool hatgen generate -o gen idl/TCLIService.thrift idl/hs2.thrift idl/exchange_base.thrift idl/exchange.thrift
+//go:generate sh -c "rm -rf apachegen && mkdir apachegen && thrift --gen go:package_prefix=github.com/hatrpc/hatrpc/tpch/apachegen/,skip_remote -out apachegen idl/exchange_base.thrift && gofmt -w apachegen"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/tpch/dist"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	Answers  []*Result     // when set, every first run is checked against them
 	Timeout  time.Duration // per query
 	Progress io.Writer     // a line per query as it finishes (nil: none)
+	// Cluster, when set, runs every query on its workers: db is then the
+	// coordinator's (dist.PrepareCoordinator) and each setup's
+	// configuration applies to the exchange hop too.
+	Cluster *dist.Cluster
 }
 
 // Timing is one query's runs on one setup.
@@ -66,6 +71,12 @@ type Timing struct {
 	// SocketBytes is what the client's socket carried both ways in the
 	// checked run, over TCP; -1 over lanes, whose bytes bypass it.
 	SocketBytes int64
+	// With a cluster: the chunks' bytes over the exchange in the checked
+	// run (dist.ChunkBytes), and the exchange's time (first OpenFragment
+	// to last chunk loaded) over the timed runs' time.
+	Workers       int
+	ExchangeBytes int64
+	ExchangeShare float64
 }
 
 // Best is the fastest run.
@@ -93,10 +104,26 @@ func Run(ctx context.Context, db *sql.DB, queries []string, setups []Setup, opts
 }
 
 func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts Options) (_ []Timing, err error) {
-	srv, err := Serve(db, "127.0.0.1:0", su.Config, su.rdma())
+	var coord *dist.Coordinator
+	var hopts []hs2.Option
+	if opts.Cluster != nil {
+		dc := dist.Config(su.Config) // the same three, in the same order
+		coord, err = dist.NewCoordinator(ctx, db, opts.Cluster.Addrs(dc), dc, su.rdma())
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if e := coord.Close(); err == nil {
+				err = e
+			}
+		}()
+		hopts = append(hopts, hs2.WithEngine(coord))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
+	srv := ServeWith(db, ln, su.Config, su.rdma(), hopts)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -130,7 +157,12 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 	var out []Timing
 	for _, q := range opts.Queries {
 		t := Timing{Setup: su, Query: q, SocketBytes: -1}
+		var exch, total time.Duration
 		for rep := 0; rep <= opts.Reps; rep++ {
+			var st dist.Stats
+			if coord != nil {
+				st = coord.Stats()
+			}
 			qctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 			var before int64
 			if counter != nil {
@@ -142,6 +174,14 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 			cancel()
 			if err != nil {
 				return out, fmt.Errorf("Q%d: %w", q, err)
+			}
+			if coord != nil {
+				now := coord.Stats()
+				if rep == 0 {
+					t.Workers, t.ExchangeBytes = len(opts.Cluster.Addrs(dist.Config(su.Config))), now.Bytes-st.Bytes
+				} else {
+					exch, total = exch+now.Exchange-st.Exchange, total+d
+				}
 			}
 			if rep == 0 {
 				t.Rows = len(res.Rows)
@@ -157,13 +197,23 @@ func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts 
 			}
 			t.Runs = append(t.Runs, d)
 		}
+		if total > 0 {
+			t.ExchangeShare = float64(exch) / float64(total)
+		}
 		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s\n",
-				su, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes))
+			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s%s\n",
+				su, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes), exchangeText(t))
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+func exchangeText(t Timing) string {
+	if t.Workers == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  exchange: %d bytes, %.0f%% of the time", t.ExchangeBytes, 100*t.ExchangeShare)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -179,9 +229,13 @@ func socketText(n int64) string {
 // and the totals of the medians.
 func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	workers := distributed(ts)
 	head := []string{"query"}
 	for _, su := range setups {
 		head = append(head, su.String()+" best ms", "median ms")
+		if workers {
+			head = append(head, "exch KB", "exch %")
+		}
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	byKey := map[string]Timing{}
@@ -194,6 +248,9 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 		for i, su := range setups {
 			t := byKey[fmt.Sprintf("%s/%d", su, q)]
 			row = append(row, fmt.Sprintf("%.2f", ms(t.Best())), fmt.Sprintf("%.2f", ms(t.Median())))
+			if workers {
+				row = append(row, fmt.Sprintf("%.1f", float64(t.ExchangeBytes)/1024), fmt.Sprintf("%.0f", 100*t.ExchangeShare))
+			}
 			totals[i] += t.Median()
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -201,6 +258,9 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 	row := []string{"total (medians)"}
 	for i := range setups {
 		row = append(row, "", fmt.Sprintf("%.2f", ms(totals[i])))
+		if workers {
+			row = append(row, "", "")
+		}
 	}
 	fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	return tw.Flush()
@@ -211,7 +271,12 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 // microseconds, and every run.
 func WriteCSV(w io.Writer, ts []Timing) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"config", "transport", "query", "rows", "socket_bytes", "best_us", "median_us", "runs_us"}); err != nil {
+	workers := distributed(ts)
+	head := []string{"config", "transport", "query", "rows", "socket_bytes", "best_us", "median_us", "runs_us"}
+	if workers {
+		head = append(head, "workers", "exchange_bytes", "exchange_share")
+	}
+	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, t := range ts {
@@ -219,15 +284,30 @@ func WriteCSV(w io.Writer, ts []Timing) error {
 		for i, r := range t.Runs {
 			runs[i] = strconv.FormatInt(r.Microseconds(), 10)
 		}
-		if err := cw.Write([]string{t.Setup.Config.String(), t.Setup.Transport, strconv.Itoa(t.Query), strconv.Itoa(t.Rows),
+		rec := []string{t.Setup.Config.String(), t.Setup.Transport, strconv.Itoa(t.Query), strconv.Itoa(t.Rows),
 			strconv.FormatInt(t.SocketBytes, 10),
 			strconv.FormatInt(t.Best().Microseconds(), 10), strconv.FormatInt(t.Median().Microseconds(), 10),
-			strings.Join(runs, " ")}); err != nil {
+			strings.Join(runs, " ")}
+		if workers {
+			rec = append(rec, strconv.Itoa(t.Workers), strconv.FormatInt(t.ExchangeBytes, 10), strconv.FormatFloat(t.ExchangeShare, 'f', 3, 64))
+		}
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// distributed says whether ts ran on workers (the table and the CSV
+// then carry the exchange's columns too).
+func distributed(ts []Timing) bool {
+	for _, t := range ts {
+		if t.Workers > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseQueries reads a query list such as "1-22" or "1,3,5-7".

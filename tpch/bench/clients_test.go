@@ -56,7 +56,7 @@ func TestPythonClients(t *testing.T) {
 	}
 
 	// The same with SASL PLAIN: a user and password the server checks.
-	plain, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Function, func(_ context.Context, user, password string) bool {
+	plain, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Function, nil, func(_ context.Context, user, password string) bool {
 		return user == "tpch" && password == "s3cret"
 	})
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestGohivePLAIN(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var refused []string
-	srv, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Vanilla, func(_ context.Context, user, password string) bool {
+	srv, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Vanilla, nil, func(_ context.Context, user, password string) bool {
 		return user == "tpch" && password == "s3cret"
 	})
 	require.NoError(t, err)

@@ -43,6 +43,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if err := stopCluster(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := testDB.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

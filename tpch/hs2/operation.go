@@ -2,7 +2,6 @@ package hs2
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,7 +29,7 @@ type operation struct {
 	ended     time.Time
 
 	mu       sync.Mutex // FetchResults, one at a time
-	rows     *sql.Rows
+	rows     Cursor
 	offset   int64
 	ahead    bool // rows.Next() returned true for a row not yet scanned
 	canceled bool
@@ -40,15 +39,15 @@ func (o *operation) handle() *tcli.TOperationHandle {
 	return &tcli.TOperationHandle{OperationId: o.id, OperationType: o.typ, HasResultSet: true}
 }
 
-// start runs query on db; done closes once the first row (or the error)
+// start runs query on e; done closes once the first row (or the error)
 // is known.
-func (o *operation) start(db *sql.DB, query string, args ...any) {
+func (o *operation) start(e Engine, query string, args ...any) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel, o.done, o.started = cancel, make(chan struct{}), time.Now()
 	go func() {
 		defer close(o.done)
 		defer func() { o.ended = time.Now() }()
-		rows, err := db.QueryContext(ctx, query, args...)
+		rows, err := e.Query(ctx, query, args...)
 		if err != nil {
 			o.err = err
 			return

@@ -1,7 +1,6 @@
 package hs2
 
 import (
-	"database/sql"
 	"fmt"
 	"math"
 	"regexp"
@@ -78,7 +77,7 @@ func typeOf(name, dbType string) colType {
 	return t
 }
 
-func columnTypes(rows *sql.Rows) ([]colType, error) {
+func columnTypes(rows Cursor) ([]colType, error) {
 	cts, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, err

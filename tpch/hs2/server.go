@@ -23,6 +23,7 @@ import (
 // functions take the same types.
 type Handler struct {
 	db   *sql.DB
+	meta Engine // the metadata calls' queries (information_schema)
 	opts options
 
 	mu       sync.Mutex
@@ -42,6 +43,7 @@ type options struct {
 	maxOps       int
 	dbmsName     string
 	dbmsVersion  string
+	engine       Engine
 }
 
 // Option configures a Handler.
@@ -70,6 +72,10 @@ func WithDBMS(name, version string) Option {
 	return func(o *options) { o.dbmsName, o.dbmsVersion = name, version }
 }
 
+// WithEngine runs the clients' statements on e instead of on the
+// handler's database (the metadata calls still query the database).
+func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
+
 // New returns a Handler running statements on db.
 func New(db *sql.DB, opts ...Option) *Handler {
 	o := options{logger: slog.Default(), maxFetchRows: 10000, maxSessions: 256, maxOps: 1024,
@@ -77,7 +83,10 @@ func New(db *sql.DB, opts ...Option) *Handler {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &Handler{db: db, opts: o, sessions: map[handleKey]*session{}, ops: map[handleKey]*operation{}}
+	if o.engine == nil {
+		o.engine = DB{DB: db}
+	}
+	return &Handler{db: db, meta: DB{DB: db}, opts: o, sessions: map[handleKey]*session{}, ops: map[handleKey]*operation{}}
 }
 
 // Close ends every session and its operations.
@@ -220,7 +229,11 @@ func (h *Handler) newOp(s *session, typ tcli.TOperationType, query string, args 
 	s.ops[k] = op
 	h.ops[k] = op
 	h.mu.Unlock()
-	op.start(h.db, query, args...)
+	e := h.meta
+	if typ == tcli.TOperationType_EXECUTE_STATEMENT {
+		e = h.opts.engine
+	}
+	op.start(e, query, args...)
 	return op, nil
 }
 

@@ -18,14 +18,16 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/tpch/bench"
+	"github.com/hatrpc/hatrpc/tpch/dist"
 	"github.com/hatrpc/hatrpc/tpch/duck"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
 const usage = `usage:
-  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U]
+  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U] [--workers A1,A2,...]
+  tpch worker --index I --of N [--sf 0.01] [--config vanilla,service,function] [--addr A1,A2,A3] [--rdma off|shm|ibv|auto]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
-  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--csv FILE] [--svg FILE]
+  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--svg FILE]
 `
 
 func main() {
@@ -41,6 +43,8 @@ func main() {
 		err = serve(ctx, os.Args[2:])
 	case "bench":
 		err = runBench(ctx, os.Args[2:])
+	case "worker":
+		err = worker(ctx, os.Args[2:])
 	case "reference":
 		err = reference(ctx, os.Args[2:])
 	default:
@@ -71,6 +75,7 @@ func serve(ctx context.Context, args []string) error {
 	rdma := fs.String("rdma", "off", "lanes for HatRPC clients: off, shm, ibv or auto")
 	auth := fs.String("auth", "nosasl", "nosasl, or plain: SASL PLAIN as --user with the password in $TPCH_HS2_PASSWORD")
 	user := fs.String("user", "tpch", "the user --auth plain accepts")
+	workers := fs.String("workers", "", "comma-separated exchange addresses of `tpch worker`s serving --config (worker i at the i-th); empty: run every query here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,13 +101,25 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	var hopts []hs2.Option
+	if *workers != "" {
+		if err := dist.PrepareCoordinator(ctx, db); err != nil {
+			return err
+		}
+		coord, err := dist.NewCoordinator(ctx, db, strings.Split(*workers, ","), dist.Config(cfg), *rdma)
+		if err != nil {
+			return err
+		}
+		defer coord.Close()
+		hopts = append(hopts, hs2.WithEngine(coord))
+	}
 	var srv *bench.Server
 	if *auth == "plain" {
-		srv, err = bench.ServePLAIN(db, *addr, cfg, func(_ context.Context, u, p string) bool {
+		srv, err = bench.ServePLAIN(db, *addr, cfg, hopts, func(_ context.Context, u, p string) bool {
 			return subtle.ConstantTimeCompare([]byte(u), []byte(*user)) == 1 && subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
 		})
 	} else {
-		srv, err = bench.Serve(db, *addr, cfg, *rdma)
+		srv, err = bench.ServeEngine(db, *addr, cfg, *rdma, hopts)
 	}
 	if err != nil {
 		return err
@@ -124,6 +141,7 @@ func runBench(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "per query")
 	csvPath := fs.String("csv", "", "also write the timings as CSV to this file")
 	svgPath := fs.String("svg", "", "also draw the medians as an SVG bar chart (the paper's Fig. 17) in this file")
+	workers := fs.Int("workers", 0, "worker processes (0: every query runs whole in this process)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -152,6 +170,20 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := bench.Options{Queries: queries, Reps: *reps, Timeout: *timeout, Progress: os.Stderr}
+	if *workers < 0 {
+		return fmt.Errorf("--workers %d: want 0 or more", *workers)
+	}
+	if *workers > 0 {
+		cl, err := startCluster(ctx, *workers, *sf, configs, strings.Split(*transports, ","))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := dist.PrepareCoordinator(ctx, db); err != nil {
+			return err
+		}
+		opts.Cluster = cl
+	}
 	switch *sf {
 	case 0.01, 0.1, 1:
 		if opts.Answers, err = bench.Answers(ctx, db, *sf); err != nil {
@@ -178,6 +210,32 @@ func runBench(ctx context.Context, args []string) error {
 		return writeFile(*svgPath, func(w io.Writer) error { return bench.WriteSVG(w, ts, setups, queries, title) })
 	}
 	return nil
+}
+
+// startCluster starts n workers (this executable's `worker`) serving
+// every configuration, with lanes of the first lane transport asked for.
+func startCluster(ctx context.Context, n int, sf float64, cfgs []hs2.Config, transports []string) (*dist.Cluster, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	rdma := "off"
+	for _, t := range transports {
+		if t = strings.TrimSpace(t); t != "tcp" {
+			rdma = t
+			break
+		}
+	}
+	dcs := make([]dist.Config, len(cfgs))
+	for i, c := range cfgs {
+		dcs[i] = dist.Config(c)
+	}
+	cl, err := dist.StartCluster(ctx, bin, n, sf, dcs, rdma, os.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "tpch: %d workers ready in %v\n", n, cl.StartTime().Round(time.Millisecond))
+	return cl, nil
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

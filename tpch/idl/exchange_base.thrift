@@ -1,0 +1,76 @@
+// The exchange between the TPC-H coordinator and its DuckDB workers, as
+// plain Thrift: Apache Thrift's compiler reads this file (the vanilla
+// configuration, apachegen/) and exchange.thrift declares the same service
+// with HatRPC hints over these types.
+namespace go exchangebase
+
+// How a column's values travel: BIGINT and smaller integers as i64,
+// FLOAT/DOUBLE as double, BOOLEAN as bool, everything else (DECIMAL, DATE,
+// VARCHAR, HUGEINT, ...) as its exact text, cast back to dbType on arrival.
+enum Kind {
+  I64 = 1,
+  F64 = 2,
+  BOOL = 3,
+  STR = 4,
+}
+
+struct ColumnMeta {
+  1: required string name,
+  2: required string dbType,
+  3: required Kind kind,
+}
+
+// One column of a chunk: the list of its kind, one value per row (a zero
+// value where the row is NULL), and a bitmap of the NULL rows (bit i of
+// byte i/8), empty when none is NULL.
+struct Column {
+  1: optional list<i64> i64s,
+  2: optional list<double> f64s,
+  3: optional list<bool> bools,
+  4: optional list<string> strs,
+  5: required binary nulls,
+}
+
+struct OpenReq {
+  1: required string sql,
+  2: required string tag,
+}
+
+struct OpenResp {
+  1: required i64 handle,
+  2: required list<ColumnMeta> columns,
+}
+
+struct FetchReq {
+  1: required i64 handle,
+  2: required i32 maxBytes,
+}
+
+struct Chunk {
+  1: required i32 rows,
+  2: required list<Column> columns,
+  3: required bool last,
+}
+
+struct WorkerInfo {
+  1: required i32 index,
+  2: required i32 count,
+  3: required double sf,
+  4: required i64 lineitemRows,
+  5: required i64 ordersRows,
+  6: required i32 openFragments,
+}
+
+exception FragmentError {
+  1: required string message,
+}
+
+service Exchange {
+  WorkerInfo Info(),
+  OpenResp OpenFragment(1: OpenReq req) throws (1: FragmentError err),
+  Chunk FetchChunk(1: FetchReq req) throws (1: FragmentError err),
+  void CloseFragment(1: i64 handle),
+  // Cancel stops every fragment the coordinator opened (or is opening)
+  // under tag, and releases their handles.
+  void Cancel(1: string tag),
+}
