@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
@@ -144,10 +145,10 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 	}
 	wire.PutBuf(bp)
 	if err != nil {
-		cs.end(err, false)
+		cs.end(err)
 		return nil, err
 	}
-	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx), true) })
+	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
 	return cs, nil
 }
 
@@ -216,6 +217,8 @@ type clientStream struct {
 	ended    bool   // finished: the session no longer counts it
 	headerOK bool
 	closed   bool // CloseSend
+
+	peerDone atomic.Bool // the server ended the stream (end or reset), or the connection did
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -351,7 +354,7 @@ func (cs *clientStream) finishRecv(err error) error {
 	}
 	cs.result = err
 	cs.mu.Unlock()
-	cs.end(err, false)
+	cs.end(err)
 	cs.cancel(err)
 	if cs.stop != nil {
 		cs.stop()
@@ -362,19 +365,19 @@ func (cs *clientStream) finishRecv(err error) error {
 // reset ends the stream from this side: the server is told with a reset
 // frame and the stream's context is canceled.
 func (cs *clientStream) reset(err error) {
-	cs.end(err, true)
+	cs.end(err)
 	cs.cancel(err)
 }
 
-// end finishes the stream once (tell: send the server a reset) and takes
-// it off the session's count.
-func (cs *clientStream) end(err error, tell bool) {
+// end finishes the stream once, telling the server with a reset frame
+// unless the server ended it, and takes it off the session's count.
+func (cs *clientStream) end(err error) {
 	if !cs.st.Finish(err) {
 		cs.release()
 		return
 	}
 	cs.gotHeader(nil)
-	if tell {
+	if !cs.peerDone.Load() {
 		_ = cs.s.w.Write(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()))
 	}
 	cs.release()
@@ -470,6 +473,7 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 			cs.endMsg = append([]byte(nil), msg...)
 		}
 		cs.mu.Unlock()
+		cs.peerDone.Store(true)
 		st.Detach()
 		st.EndSend(errEnded)
 		st.EndRecv(errEnded)
@@ -478,7 +482,8 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		if st := s.st.Get(h.Seqid); st != nil {
 			cs := st.Owner.(*clientStream)
 			exc := streamcore.ResetError(typ, text)
-			cs.end(exc, false)
+			cs.peerDone.Store(true)
+			cs.end(exc)
 		}
 	default:
 		return fmt.Errorf("%w: stream frame of kind %d from server", wire.ErrBadFrame, h.Kind)
@@ -491,6 +496,7 @@ func (s *session) failStreams(err error) {
 	if s.st == nil {
 		return
 	}
+	s.st.Each(func(st *streamcore.Stream) { st.Owner.(*clientStream).peerDone.Store(true) })
 	for _, st := range s.st.Fail(err) {
 		cs := st.Owner.(*clientStream)
 		cs.gotHeader(nil)

@@ -93,7 +93,10 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 	}
 	rep.Caps |= wire.CapStreams
 	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
-	c.st = streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
+	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
+	c.mu.Lock()
+	c.st = st
+	c.mu.Unlock()
 }
 
 func (c *conn) releaseStreamMsg(m *streamcore.Msg) {

@@ -436,6 +436,19 @@ func (s *Stream) detachLocked() {
 	}
 }
 
+// Each runs f on every open stream.
+func (c *Conn) Each(f func(*Stream)) {
+	c.mu.Lock()
+	all := make([]*Stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		f(s)
+	}
+}
+
 // Fail ends every stream with err: the connection is gone. It returns the
 // streams it ended.
 func (c *Conn) Fail(err error) []*Stream {
