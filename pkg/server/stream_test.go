@@ -457,4 +457,3 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc + ms.StackInuse)
 }
-

@@ -98,8 +98,8 @@ type Stream struct {
 	gone                bool // out of c.streams: no more stream credit
 	finished            bool
 	// Owner is the client's or the server's stream object.
-	Owner any
-	headers             bool // a header block came (once per stream)
+	Owner   any
+	headers bool // a header block came (once per stream)
 }
 
 // Open registers stream id.
@@ -176,7 +176,7 @@ func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
 	case headerBlock && s.headers:
 		err = fmt.Errorf("%w: a second header block", wire.ErrBadFrame)
 	case s.recvMsgs >= int64(c.Recv.Messages) || s.recvBytes >= int64(c.Recv.Bytes) || c.recvConn >= int64(c.Recv.Conn):
-		err = fmt.Errorf("%w: %d messages, %d bytes of %d, %d (connection: %d of %d)", ErrWindow,
+		err = fmt.Errorf("%w: %d messages, %d bytes buffered of a window of %d messages, %d bytes (connection: %d of %d bytes)", ErrWindow,
 			s.recvMsgs, s.recvBytes, c.Recv.Messages, c.Recv.Bytes, c.recvConn, c.Recv.Conn)
 	}
 	if err != nil {
