@@ -19,7 +19,7 @@ func TestStreamFrames(t *testing.T) {
 		{"window", AppendWindowFrame(nil, 3, 4, 5), ""},
 		{"connection window", AppendWindowFrame(nil, 0, 0, 5), ""},
 		{"reset", AppendResetFrame(nil, 3, proto.ExcProtocolError, "why"), ""},
-		{"window of a negative stream", AppendWindowFrame(nil, -1, 0, 5), "wire: bad frame: proto: invalid data: window frame for -1 with 8 payload bytes, flags 0"},
+		{"window of a negative stream", AppendWindowFrame(nil, -1, 0, 5), "wire: bad frame: proto: invalid data: window frame for -1 with 8 payload bytes, flags 0x0"},
 		{"reset of stream 0", AppendResetFrame(nil, 0, 1, ""), "wire: bad frame: proto: invalid data: stream frame of kind 12 for stream 0"},
 		{"empty data", func() []byte { b := make([]byte, HeaderSize); SealFrame(b, KindStreamData, 0, 1, 0); return b }(),
 			"wire: bad frame: proto: invalid data: empty stream frame of kind 9"},
