@@ -38,6 +38,7 @@ type Server struct {
 	log  *slog.Logger
 	reg  *prometheus.Registry
 	met  *metrics
+	smet *streamMetrics
 
 	methods atomic.Pointer[map[string]*method]
 	regMu   sync.Mutex
@@ -134,6 +135,7 @@ func New(opts ...Option) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.met = newMetrics(s.reg, s.laneMeters.snapshot)
+	s.smet = newStreamMetrics(s.reg) // streammetrics.go
 	s.laneBudget.init(o.laneLimits)
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack

@@ -132,7 +132,7 @@ func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
 		}
 		m := streamcore.Msg{Buf: bp, Body: payload, Size: int64(len(payload)), Charge: c.takeCharge()}
 		if st, err := c.st.Data(h.Seqid, m, false); err != nil {
-			c.resetStream(h.Seqid, st, err)
+			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
 		}
 		return nil
 	}
@@ -148,7 +148,7 @@ func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
 			return err
 		}
 		if err != nil {
-			c.resetStream(h.Seqid, st, err)
+			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
 		}
 	case wire.KindStreamEnd:
 		if len(payload) != 0 {
@@ -170,11 +170,12 @@ func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
 	return nil
 }
 
-// resetStream resets stream id for a violation of its rules (st: the
-// stream, nil when unknown).
-func (c *conn) resetStream(id int32, st *streamcore.Stream, cause error) {
+// resetStream resets stream id (st: the stream, nil when unknown) with
+// an exception of type typ: a violation of its rules, or a message the
+// memory budget refused.
+func (c *conn) resetStream(id int32, st *streamcore.Stream, typ int32, cause error) {
 	c.s.log.Debug("hatrpc: stream reset", "remote", c.remote, "stream", id, "err", cause)
-	c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, id, proto.ExcProtocolError, cause.Error())))
+	c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, id, typ, cause.Error())))
 	if st != nil {
 		ss := st.Owner.(*serverStream)
 		ss.reset.Store(true)
@@ -214,7 +215,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	case c.st.Len() >= c.maxStreams():
 		return refuse(proto.ExcInternalError, fmt.Sprintf("server busy: %d streams open on the connection", c.st.Len()))
 	}
-	ss := &serverStream{c: c, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid}
+	ss := &serverStream{c: c, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name)}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	ss.cancel = cancel
 	if h.Timeout > 0 {
@@ -267,6 +268,7 @@ type serverStream struct {
 	proto     proto.Protocol
 	id, seqid int32
 	reset     atomic.Bool // reset by either side: no closing message
+	stats     *streamStats
 
 	mu         sync.Mutex
 	header     metadata.MD
@@ -352,11 +354,17 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", n, ss.c.s.opts.limits.MaxMessageSize)
 	}
 	wire.SealFrame(b, wire.KindStreamData, flags, ss.id, 0)
-	return ss.st.Send(ss.ctx, int64(len(b)-wire.HeaderSize), func() error {
+	size := int64(len(b) - wire.HeaderSize)
+	err = ss.st.Send(ss.ctx, size, func() error {
 		err := ss.c.w.Write(b)
 		ss.c.checkWrite(err)
 		return err
 	})
+	if err == nil {
+		ss.stats.outMsgs.Inc()
+		ss.stats.outBytes.Add(float64(size))
+	}
+	return err
 }
 
 func (ss *serverStream) RecvMsg(msg proto.Struct) error {
@@ -364,6 +372,8 @@ func (ss *serverStream) RecvMsg(msg proto.Struct) error {
 	if err != nil {
 		return err
 	}
+	ss.stats.inMsgs.Inc()
+	ss.stats.inBytes.Add(float64(m.Size))
 	codec := wire.GetCodec()
 	err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
 	wire.PutCodec(codec)
@@ -384,6 +394,7 @@ func (ss *serverStream) run() {
 	}
 	ss.st.Finish(errStreamDone)
 	ss.cancel(errStreamDone)
+	ss.stats.open.Dec()
 	if ss.stopTimer != nil {
 		ss.stopTimer()
 	}

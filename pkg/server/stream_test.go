@@ -138,7 +138,7 @@ func startStreams(t testing.TB, opts ...server.Option) (*server.Server, *streamS
 }
 
 func TestStreamHappyPaths(t *testing.T) {
-	_, _, addr := startStreams(t)
+	s, _, addr := startStreams(t)
 	var opened, msgs atomic.Int64
 	c := dial(t, addr, client.WithStreamInterceptors(func(ctx context.Context, m *client.Method, final proto.Struct, next client.StreamOpener) (client.Stream, error) {
 		opened.Add(1)
@@ -215,6 +215,31 @@ func TestStreamHappyPaths(t *testing.T) {
 	}
 	require.Equal(t, int64(4), opened.Load())
 	require.Equal(t, int64(3+1+50+200), msgs.Load())
+
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	for _, m := range []struct {
+		name, fn, dir string
+		want          float64
+	}{
+		{"hatrpc_server_streams_opened_total", "echo", "", 1},
+		{"hatrpc_server_streams_opened_total", "sum", "", 1},
+		{"hatrpc_server_stream_messages_total", "sum", "in", 3},
+		{"hatrpc_server_stream_messages_total", "count", "out", 50},
+		{"hatrpc_server_stream_messages_total", "echo", "in", 100},
+		{"hatrpc_server_stream_messages_total", "echo", "out", 100},
+		{"hatrpc_server_stream_message_bytes_total", "sum", "in", 3 * 9}, // EchoArgs{Msg: "a"}: 9 bytes
+	} {
+		want := map[string]string{"service": "S", "function": m.fn}
+		if m.dir != "" {
+			want["direction"] = m.dir
+		}
+		require.Equal(t, m.want, metricValue(mfs, m.name, want), "%s %v", m.name, want)
+	}
+	require.Eventually(t, func() bool {
+		mfs, err := s.Registry().Gather()
+		return err == nil && metricValue(mfs, "hatrpc_server_streams_open", nil) == 0
+	}, eventually, time.Millisecond)
 }
 
 // countingStream counts the messages a stream interceptor sees.

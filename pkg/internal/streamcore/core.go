@@ -196,6 +196,10 @@ func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
 	return s, nil
 }
 
+// Discarded returns the connection credit of a data frame of n payload
+// bytes that was never read (the server's memory budget refused it).
+func (c *Conn) Discarded(n int64) { c.credit(0, 0, 0, n) }
+
 // NoteHeaders records a header-only frame for s (not counted against the
 // windows; one header block per stream).
 func (c *Conn) NoteHeaders(id int32) (*Stream, error) {
