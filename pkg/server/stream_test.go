@@ -482,3 +482,47 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc + ms.StackInuse)
 }
+
+// A client that stops reading: the server's SendMsg blocks once the
+// client's window is in flight, and the client holds no more than that.
+func TestStreamClientSlowConsumerBounded(t *testing.T) {
+	const window, blob, total = 5, 8 << 10, 40
+	s, _, addr := startStreams(t)
+	c := dial(t, addr, client.WithStreamWindow(window, 0, 0))
+	st, err := c.NewStream(tctx(t), sMethod("count", stream.Server), &wiretest.EchoResult{})
+	require.NoError(t, err)
+	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: total, Blob: make([]byte, blob)}))
+	require.NoError(t, st.CloseSend())
+	sent := func() float64 {
+		mfs, err := s.Registry().Gather()
+		require.NoError(t, err)
+		return metricValue(mfs, "hatrpc_server_stream_messages_total", map[string]string{"function": "count", "direction": "out"})
+	}
+	require.Eventually(t, func() bool { return sent() == window }, eventually, time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // room for a violation to show, never for a false failure
+	require.Equal(t, float64(window), sent())
+	for i := range total {
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a))
+		require.Equal(t, strconv.Itoa(i), a.Msg)
+		require.Len(t, a.Blob, blob)
+	}
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+	require.Equal(t, float64(total), sent())
+}
+
+func TestStreamCompact(t *testing.T) {
+	_, _, addr := startStreams(t)
+	c := dial(t, addr, client.WithCompact())
+	st, err := c.NewStream(tctx(t), sMethod("echo", stream.Bidi), &wiretest.EchoResult{})
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: make([]byte, i*1000)}))
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a))
+		require.Equal(t, strconv.Itoa(i), a.Msg)
+		require.Len(t, a.Blob, i*1000)
+	}
+	require.NoError(t, st.CloseSend())
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+}
