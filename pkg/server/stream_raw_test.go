@@ -54,13 +54,13 @@ func rawStreamsWindow(t *testing.T, addr string, window int32) (net.Conn, *bufio
 	return nc, br
 }
 
-func openFrame(t *testing.T, id int32, name string) []byte {
+func openFrame(t testing.TB, id int32, name string) []byte {
 	b, err := wiretest.Frame(proto.Binary, wire.KindStreamOpen, proto.Call, "S:"+name, id, 0, nil, &wiretest.Empty{})
 	require.NoError(t, err)
 	return b
 }
 
-func dataFrame(t *testing.T, id int32, msg string) []byte {
+func dataFrame(t testing.TB, id int32, msg string) []byte {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	b, err := codec.AppendStruct(make([]byte, wire.HeaderSize), proto.Binary, &wiretest.EchoArgs{Msg: msg})
