@@ -40,6 +40,9 @@ func hasResult(fn *idl.Function) bool { return fn.Returns != nil && fn.Returns.K
 
 // signature renders `Name(ctx context.Context, a T, ...) (_r R, _err error)`.
 func (g *generator) signature(fn *idl.Function) string {
+	if isStream(fn) {
+		return g.streamSignature(fn)
+	}
 	owner := fn.Service.Program
 	params := g.params(fn)
 	res := "(_err error)"
@@ -87,6 +90,7 @@ func (g *generator) genService(svc *idl.Service) error {
 	}
 	g.e.p("}")
 	g.e.p("")
+	g.genStreamIfaces(svc)
 	g.genClient(svc, all)
 	return nil
 }
@@ -112,10 +116,15 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		structs[i][0], structs[i][1] = g.helperStructs(fn)
 		g.e = real
 	}
+	for i, fn := range all {
+		if isStream(fn) {
+			g.genStreamServerType(svc, fn, structs[i][1])
+		}
+	}
 	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
 	g.e.p("func Register%s(s *%s.Server, h %s) {", name, server, g.qual(svc.Program, name+"Handler"))
 	for i, fn := range all {
-		if fn.Oneway {
+		if fn.Oneway || isStream(fn) {
 			continue
 		}
 		owner := fn.Service.Program
@@ -135,6 +144,12 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		argsT := g.qual(owner, args.name)
 		g.e.p("{")
 		g.e.p("Name: %q,", fn.Name)
+		if isStream(fn) {
+			g.e.p("Hints: %s.Function(%q),", hintsVar, fn.Name)
+			g.genStreamMethod(svc, fn, args, result)
+			g.e.p("},")
+			continue
+		}
 		if fn.Oneway {
 			g.e.p("Oneway: true,")
 		}
@@ -239,6 +254,11 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	methods := "clientMethods" + name
 	g.e.p("var %s = [...]%s.Method{", methods, client)
 	for _, fn := range all {
+		if isStream(fn) {
+			g.e.p("{Service: %q, Name: %q, Oneway: %t, Hints: %sHints.Function(%q), Stream: %s.%s},", svc.Name, fn.Name, fn.Oneway, name, fn.Name,
+				g.e.use(streamPath, "stream"), modeConst[fn.Stream])
+			continue
+		}
 		g.e.p("{Service: %q, Name: %q, Oneway: %t, Hints: %sHints.Function(%q)},", svc.Name, fn.Name, fn.Oneway, name, fn.Name)
 	}
 	g.e.p("}")
@@ -254,6 +274,10 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	for i, fn := range all {
 		owner := fn.Service.Program
 		args, result := g.helperStructs(fn)
+		if isStream(fn) {
+			g.genStreamClient(svc, methods, i, fn, result)
+			continue
+		}
 		g.e.buf.WriteString(comment(fn.Doc))
 		g.e.p("func (_c *%sClient) %s {", name, g.signature(fn))
 		if fn.Oneway {
