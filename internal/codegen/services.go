@@ -121,8 +121,13 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 			g.genStreamServerType(svc, fn, structs[i][1])
 		}
 	}
+	handler := g.qual(svc.Program, name+"Handler")
 	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
-	g.e.p("func Register%s(s *%s.Server, h %s) {", name, server, g.qual(svc.Program, name+"Handler"))
+	g.e.p("func Register%s(s *%s.Server, h %s) { s.Register(New%sService(h)) }", name, server, handler, name)
+	g.e.p("")
+	g.e.p("// New%sService is the service Register%s registers: h's methods with", name, name)
+	g.e.p("// their hints, as gRPC-Go's service descriptions, for wrapping or testing.")
+	g.e.p("func New%sService(h %s) *%s.Service {", name, handler, server)
 	for i, fn := range all {
 		if fn.Oneway || isStream(fn) {
 			continue
@@ -137,7 +142,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.handleBody(fn, owner, structs[i][0], structs[i][1])
 		g.e.p("}")
 	}
-	g.e.p("s.Register(&%s.Service{Name: %q, Hints: &%s, Methods: []%s.Method{", server, svc.Name, hintsVar, server)
+	g.e.p("return &%s.Service{Name: %q, Hints: &%s, Methods: []%s.Method{", server, svc.Name, hintsVar, server)
 	for i, fn := range all {
 		owner := fn.Service.Program
 		args, result := structs[i][0], structs[i][1]
@@ -146,7 +151,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.e.p("Name: %q,", fn.Name)
 		if isStream(fn) {
 			g.e.p("Hints: %s.Function(%q),", hintsVar, fn.Name)
-			g.genStreamMethod(svc, fn, args, result)
+			g.genStreamMethod(svc, fn, result)
 			g.e.p("},")
 			continue
 		}
@@ -189,7 +194,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.e.p("},")
 		g.e.p("},")
 	}
-	g.e.p("}})")
+	g.e.p("}}")
 	g.e.p("}")
 	g.e.p("")
 }

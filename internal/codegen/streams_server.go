@@ -53,10 +53,9 @@ func (g *generator) genStreamServerType(svc *idl.Service, fn *idl.Function, resu
 }
 
 // genStreamMethod renders the server.Method fields of streaming function
-// fn. Handle answers a unary call of it (a plain Thrift client, which
-// Apache's compiler lets call any function) with the error streams give a
-// peer that is not HatRPC.
-func (g *generator) genStreamMethod(svc *idl.Service, fn *idl.Function, args, result *structDef) {
+// fn: no NewArgs or Handle, so the server answers a unary call of it (a
+// plain Thrift client, whose compiler ignores the annotation) itself.
+func (g *generator) genStreamMethod(svc *idl.Service, fn *idl.Function, result *structDef) {
 	owner := fn.Service.Program
 	server := g.e.use(serverPath, "server")
 	proto := g.e.use(protoPath, g.protoName)
@@ -66,11 +65,6 @@ func (g *generator) genStreamMethod(svc *idl.Service, fn *idl.Function, args, re
 	_, _, newIn, _ := g.streamMsgs(fn)
 	impl := streamImpl(svc, fn, "Server")
 	g.e.p("Stream: %s.%s,", st, modeConst[fn.Stream])
-	g.e.p("NewArgs: func() %s.Struct { return %s() },", proto, g.qual(owner, newName(args.name)))
-	g.e.p("Handle: func(%s.Context, %s.Struct) (%s.Struct, error) {", ctxPkg, proto, proto)
-	g.e.p("return nil, &%s.ApplicationException{Type: %s.ExcUnsupportedClientType, Message: %q + %s.ErrNeedsHatRPCPeer.Error()}",
-		proto, proto, fmt.Sprintf("%s.%s streams (streaming.mode=%q): ", svc.Name, fn.Name, fn.Stream), st)
-	g.e.p("},")
 	g.e.p("HandleStream: func(ctx %s.Context, _s %s.ServerStream) (%s.Struct, error) {", ctxPkg, server, proto)
 	exc := exceptionFields(fn, result)
 	if fn.Stream == stream.Client {

@@ -79,7 +79,11 @@ func (_x *streamStreamerChatServer) Recv() (*streams.Req, error) {
 }
 
 // RegisterStreamer registers h as service "Streamer" on s.
-func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
+func RegisterStreamer(s *server.Server, h streams.StreamerHandler) { s.Register(NewStreamerService(h)) }
+
+// NewStreamerService is the service RegisterStreamer registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewStreamerService(h streams.StreamerHandler) *server.Service {
 	type _call4 struct {
 		args streams.StreamerCallArgs
 		res  streams.StreamerCallResult
@@ -92,15 +96,11 @@ func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Streamer", Hints: &streams.StreamerHints, Methods: []server.Method{
+	return &server.Service{Name: "Streamer", Hints: &streams.StreamerHints, Methods: []server.Method{
 		{
-			Name:    "ticks",
-			Hints:   streams.StreamerHints.Function("ticks"),
-			Stream:  stream.Server,
-			NewArgs: func() proto.Struct { return base.NewClockTicksArgs() },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				return nil, &proto.ApplicationException{Type: proto.ExcUnsupportedClientType, Message: "Streamer.ticks streams (streaming.mode=\"server\"): " + stream.ErrNeedsHatRPCPeer.Error()}
-			},
+			Name:   "ticks",
+			Hints:  streams.StreamerHints.Function("ticks"),
+			Stream: stream.Server,
 			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
 				_req := base.NewTick()
 				if _err := _s.RecvMsg(_req); _err != nil {
@@ -117,13 +117,9 @@ func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
 			},
 		},
 		{
-			Name:    "tail",
-			Hints:   streams.StreamerHints.Function("tail"),
-			Stream:  stream.Server,
-			NewArgs: func() proto.Struct { return streams.NewStreamerTailArgs() },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				return nil, &proto.ApplicationException{Type: proto.ExcUnsupportedClientType, Message: "Streamer.tail streams (streaming.mode=\"server\"): " + stream.ErrNeedsHatRPCPeer.Error()}
-			},
+			Name:   "tail",
+			Hints:  streams.StreamerHints.Function("tail"),
+			Stream: stream.Server,
 			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
 				_req := streams.NewReq()
 				if _err := _s.RecvMsg(_req); _err != nil {
@@ -140,13 +136,9 @@ func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
 			},
 		},
 		{
-			Name:    "upload",
-			Hints:   streams.StreamerHints.Function("upload"),
-			Stream:  stream.Client,
-			NewArgs: func() proto.Struct { return streams.NewStreamerUploadArgs() },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				return nil, &proto.ApplicationException{Type: proto.ExcUnsupportedClientType, Message: "Streamer.upload streams (streaming.mode=\"client\"): " + stream.ErrNeedsHatRPCPeer.Error()}
-			},
+			Name:   "upload",
+			Hints:  streams.StreamerHints.Function("upload"),
+			Stream: stream.Client,
 			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
 				_res := streams.NewStreamerUploadResult()
 				_err := h.Upload(&streamStreamerUploadServer{ServerStream: _s, ctx: ctx, res: _res})
@@ -169,13 +161,9 @@ func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
 			},
 		},
 		{
-			Name:    "chat",
-			Hints:   streams.StreamerHints.Function("chat"),
-			Stream:  stream.Bidi,
-			NewArgs: func() proto.Struct { return streams.NewStreamerChatArgs() },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				return nil, &proto.ApplicationException{Type: proto.ExcUnsupportedClientType, Message: "Streamer.chat streams (streaming.mode=\"bidirectional\"): " + stream.ErrNeedsHatRPCPeer.Error()}
-			},
+			Name:   "chat",
+			Hints:  streams.StreamerHints.Function("chat"),
+			Stream: stream.Bidi,
 			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
 				_err := h.Chat(&streamStreamerChatServer{ServerStream: _s, ctx: ctx})
 				if _err != nil {
@@ -221,5 +209,5 @@ func RegisterStreamer(s *server.Server, h streams.StreamerHandler) {
 				return nil, h.Note(ctx, args.Line)
 			},
 		},
-	}})
+	}}
 }

@@ -23,16 +23,16 @@ func (_x *streamClockTicksServer) Context() context.Context { return _x.ctx }
 func (_x *streamClockTicksServer) Send(_m *base.Tick) error { return _x.SendMsg(_m) }
 
 // RegisterClock registers h as service "Clock" on s.
-func RegisterClock(s *server.Server, h base.ClockHandler) {
-	s.Register(&server.Service{Name: "Clock", Hints: &base.ClockHints, Methods: []server.Method{
+func RegisterClock(s *server.Server, h base.ClockHandler) { s.Register(NewClockService(h)) }
+
+// NewClockService is the service RegisterClock registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewClockService(h base.ClockHandler) *server.Service {
+	return &server.Service{Name: "Clock", Hints: &base.ClockHints, Methods: []server.Method{
 		{
-			Name:    "ticks",
-			Hints:   base.ClockHints.Function("ticks"),
-			Stream:  stream.Server,
-			NewArgs: func() proto.Struct { return base.NewClockTicksArgs() },
-			Handle: func(context.Context, proto.Struct) (proto.Struct, error) {
-				return nil, &proto.ApplicationException{Type: proto.ExcUnsupportedClientType, Message: "Clock.ticks streams (streaming.mode=\"server\"): " + stream.ErrNeedsHatRPCPeer.Error()}
-			},
+			Name:   "ticks",
+			Hints:  base.ClockHints.Function("ticks"),
+			Stream: stream.Server,
 			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
 				_req := base.NewTick()
 				if _err := _s.RecvMsg(_req); _err != nil {
@@ -48,5 +48,5 @@ func RegisterClock(s *server.Server, h base.ClockHandler) {
 				return nil, nil // a clean end: the messages were the outcome
 			},
 		},
-	}})
+	}}
 }
