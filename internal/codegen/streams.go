@@ -39,11 +39,12 @@ func streamImpl(svc *idl.Service, fn *idl.Function, side string) string {
 	return "stream" + publicize(svc.Name) + publicize(fn.Name) + side
 }
 
-// streamVarName is varName, also kept off the packages streaming code uses.
+// streamVarName is varName, also kept off the packages and locals of the
+// code opening a stream.
 func streamVarName(s string) string {
 	v := varName(s)
 	switch v {
-	case "stream", "io", "metadata", "x":
+	case "stream", "io", "metadata", "_st", "_ok", "_x", "_s":
 		return v + "_a1"
 	}
 	return v

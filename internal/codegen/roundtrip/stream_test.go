@@ -111,6 +111,10 @@ func (streamer) Call(_ context.Context, req *streams.Req) (*streams.Resp, error)
 
 func (streamer) Note(context.Context, string) error { return nil }
 
+func (streamer) Watch(req *streams.Req, s streams.StreamerWatchServer) error {
+	return s.Send(&streams.Resp{A: "watched " + req.Q})
+}
+
 // newStreamClient serves h through the fake streamer.
 func newStreamClient(t *testing.T, h streams.StreamerHandler) *streams.StreamerClient {
 	f := &fakeStreamer{svc: streamsserver.NewStreamerService(h)}
@@ -126,7 +130,7 @@ func testCtx(t *testing.T) context.Context {
 
 func TestStreamMethodsRegistered(t *testing.T) {
 	svc := streamsserver.NewStreamerService(streamer{})
-	want := map[string]stream.Mode{"ticks": stream.Server, "tail": stream.Server, "upload": stream.Client, "chat": stream.Bidi, "call": stream.None, "note": stream.None}
+	want := map[string]stream.Mode{"ticks": stream.Server, "tail": stream.Server, "upload": stream.Client, "chat": stream.Bidi, "call": stream.None, "watch": stream.Server, "note": stream.None}
 	require.Len(t, svc.Methods, len(want))
 	for _, m := range svc.Methods {
 		assert.Equal(t, want[m.Name], m.Stream, m.Name)
@@ -162,6 +166,19 @@ func TestServerStream(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, metadata.MD{"q": "x"}, hd)
 	assert.Equal(t, metadata.MD{"sent": "all"}, s.Trailer())
+}
+
+// TestServerStreamArgNamedStream: an argument named stream does not hide
+// package stream in the generated method.
+func TestServerStreamArgNamedStream(t *testing.T) {
+	c := newStreamClient(t, streamer{})
+	s, err := c.Watch(testCtx(t), &streams.Req{Q: "w"})
+	require.NoError(t, err)
+	m, err := s.Recv()
+	require.NoError(t, err)
+	assert.Equal(t, "watched w", m.A)
+	_, err = s.Recv()
+	assert.Equal(t, io.EOF, err)
 }
 
 func TestServerStreamInherited(t *testing.T) {

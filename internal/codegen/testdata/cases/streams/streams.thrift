@@ -18,5 +18,7 @@ service Streamer extends streambase.Clock {
   Reply upload(1: Req chunk) throws (1: Oops oops, 2: TooMany many) (streaming.mode="client") [ hint: payload_size = 64KiB; ]
   Resp chat(1: Req msg) throws (1: Oops oops) (streaming.mode = "bidirectional"),
   Resp call(1: Req req) (streaming.mode="unary"),
+  /** An argument named like the package generated code uses. */
+  Resp watch(1: Req stream) (streaming.mode="server"),
   oneway void note(1: string line),
 }

@@ -1944,6 +1944,298 @@ func (p *StreamerCallResult) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*StreamerCallResult)(nil)
 
+type StreamerWatchArgs struct {
+	Stream *Req `thrift:"stream,1" db:"stream" json:"stream"`
+}
+
+func NewStreamerWatchArgs() *StreamerWatchArgs {
+	return &StreamerWatchArgs{}
+}
+
+var StreamerWatchArgs_Stream_DEFAULT *Req
+
+func (p *StreamerWatchArgs) GetStream() *Req {
+	if !p.IsSetStream() {
+		return StreamerWatchArgs_Stream_DEFAULT
+	}
+	return p.Stream
+}
+
+func (p *StreamerWatchArgs) IsSetStream() bool {
+	return p.Stream != nil
+}
+
+func (p *StreamerWatchArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("StreamerWatchArgs(%+v)", *p)
+}
+
+func (p *StreamerWatchArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.Stream != nil {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Stream.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StreamerWatchArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Stream = NewReq()
+			if err := p.Stream.DecodeBinary(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *StreamerWatchArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.Stream != nil {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Stream.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StreamerWatchArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Stream = NewReq()
+			if err := p.Stream.DecodeCompact(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*StreamerWatchArgs)(nil)
+
+type StreamerWatchResult struct {
+	Success *Resp `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewStreamerWatchResult() *StreamerWatchResult {
+	return &StreamerWatchResult{}
+}
+
+var StreamerWatchResult_Success_DEFAULT *Resp
+
+func (p *StreamerWatchResult) GetSuccess() *Resp {
+	if !p.IsSetSuccess() {
+		return StreamerWatchResult_Success_DEFAULT
+	}
+	return p.Success
+}
+
+func (p *StreamerWatchResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *StreamerWatchResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("StreamerWatchResult(%+v)", *p)
+}
+
+func (p *StreamerWatchResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRUCT, 0)
+		if err := p.Success.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StreamerWatchResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Success = NewResp()
+			if err := p.Success.DecodeBinary(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *StreamerWatchResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRUCT, 0)
+		if err := p.Success.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *StreamerWatchResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Success = NewResp()
+			if err := p.Success.DecodeCompact(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*StreamerWatchResult)(nil)
+
 type StreamerNoteArgs struct {
 	Line string `thrift:"line,1" db:"line" json:"line"`
 }
@@ -2083,6 +2375,7 @@ var StreamerHints = hints.Service{
 		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}},
 		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 		{Name: "call", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
+		{Name: "watch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 		{Name: "note", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 	},
 }
@@ -2099,6 +2392,8 @@ type StreamerHandler interface {
 	Upload(stream StreamerUploadServer) error
 	Chat(stream StreamerChatServer) error
 	Call(ctx context.Context, req *Req) (_r *Resp, _err error)
+	// An argument named like the package generated code uses.
+	Watch(stream_a1 *Req, stream StreamerWatchServer) error
 	Note(ctx context.Context, line string) (_err error)
 }
 
@@ -2202,12 +2497,42 @@ type StreamerChatServer interface {
 	Context() context.Context
 }
 
+// StreamerWatchClient is the client's side of one Watch stream (streaming.mode="server"),
+// opened by (*StreamerClient).Watch.
+type StreamerWatchClient interface {
+	// Recv returns the server's next message: io.EOF once the server ended
+	// the stream cleanly, else the declared exception or error it ended with.
+	Recv() (*Resp, error)
+	// Header waits for the server's header metadata.
+	Header() (metadata.MD, error)
+	// Trailer is the server's trailer metadata, complete once the stream ended.
+	Trailer() metadata.MD
+	// Context is the stream's context: it ends when the stream does.
+	Context() context.Context
+}
+
+// StreamerWatchServer is the server's side of one Watch stream, handed to StreamerHandler.Watch.
+// The stream ends when the handler returns: a declared exception it
+// returns reaches the client as that exception, after the messages sent.
+type StreamerWatchServer interface {
+	// Send sends one message; it blocks while the client's window is full.
+	Send(*Resp) error
+	// SendHeader sends header metadata now (else with the first message).
+	SendHeader(metadata.MD) error
+	// SetTrailer adds metadata sent when the stream ends.
+	SetTrailer(metadata.MD)
+	// Context is the stream's context: canceled when the client cancels or
+	// goes, or its deadline passes.
+	Context() context.Context
+}
+
 var clientMethodsStreamer = [...]client.Method{
 	{Service: "Streamer", Name: "ticks", Oneway: false, Hints: StreamerHints.Function("ticks"), Stream: stream.Server},
 	{Service: "Streamer", Name: "tail", Oneway: false, Hints: StreamerHints.Function("tail"), Stream: stream.Server},
 	{Service: "Streamer", Name: "upload", Oneway: false, Hints: StreamerHints.Function("upload"), Stream: stream.Client},
 	{Service: "Streamer", Name: "chat", Oneway: false, Hints: StreamerHints.Function("chat"), Stream: stream.Bidi},
 	{Service: "Streamer", Name: "call", Oneway: false, Hints: StreamerHints.Function("call")},
+	{Service: "Streamer", Name: "watch", Oneway: false, Hints: StreamerHints.Function("watch"), Stream: stream.Server},
 	{Service: "Streamer", Name: "note", Oneway: true, Hints: StreamerHints.Function("note")},
 }
 
@@ -2409,7 +2734,47 @@ func (_c *StreamerClient) Call(ctx context.Context, req *Req) (_r *Resp, _err er
 	return _res.Success, nil
 }
 
+// streamStreamerWatchClient is one Watch stream opened by (*StreamerClient).Watch.
+type streamStreamerWatchClient struct {
+	client.Stream
+	res StreamerWatchResult // the server's closing message, decoded when the stream ends
+}
+
+func (_x *streamStreamerWatchClient) Recv() (*Resp, error) {
+	_m := NewResp()
+	if _err := _x.RecvMsg(_m); _err != nil {
+		return nil, _err
+	}
+	return _m, nil
+}
+
+// An argument named like the package generated code uses.
+//
+// Watch opens a stream (streaming.mode="server"); canceling ctx ends it.
+// The Caller must be a client.Streamer (a *client.Conn): any other fails
+// with an error matching stream.ErrNeedsHatRPCPeer.
+func (_c *StreamerClient) Watch(ctx context.Context, stream_a1 *Req) (StreamerWatchClient, error) {
+	_st, _ok := _c.c.(client.Streamer)
+	if !_ok {
+		return nil, fmt.Errorf("Streamer.watch: %T opens no streams: %w", _c.c, stream.ErrNeedsHatRPCPeer)
+	}
+	_x := &streamStreamerWatchClient{res: *NewStreamerWatchResult()}
+	_s, _err := _st.NewStream(ctx, &clientMethodsStreamer[5], &_x.res)
+	if _err != nil {
+		return nil, _err
+	}
+	_x.Stream = _s
+	// io.EOF: the server already ended the stream; Recv says how.
+	if _err = _s.SendMsg(stream_a1); _err != nil && _err != io.EOF {
+		return nil, _err
+	}
+	if _err = _s.CloseSend(); _err != nil && _err != io.EOF {
+		return nil, _err
+	}
+	return _x, nil
+}
+
 func (_c *StreamerClient) Note(ctx context.Context, line string) (_err error) {
 	_args := &StreamerNoteArgs{Line: line}
-	return _c.c.Call(ctx, &clientMethodsStreamer[5], _args, nil)
+	return _c.c.Call(ctx, &clientMethodsStreamer[6], _args, nil)
 }

@@ -78,6 +78,16 @@ func (_x *streamStreamerChatServer) Recv() (*streams.Req, error) {
 	return _m, nil
 }
 
+// streamStreamerWatchServer is the server's side of one Watch stream.
+type streamStreamerWatchServer struct {
+	server.ServerStream
+	ctx context.Context // as interceptors passed it on
+}
+
+func (_x *streamStreamerWatchServer) Context() context.Context { return _x.ctx }
+
+func (_x *streamStreamerWatchServer) Send(_m *streams.Resp) error { return _x.SendMsg(_m) }
+
 // RegisterStreamer registers h as service "Streamer" on s.
 func RegisterStreamer(s *server.Server, h streams.StreamerHandler) { s.Register(NewStreamerService(h)) }
 
@@ -197,6 +207,25 @@ func NewStreamerService(h streams.StreamerHandler) *server.Service {
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
 				c := call.(*_call4)
 				return _run4(ctx, &c.args, &c.res)
+			},
+		},
+		{
+			Name:   "watch",
+			Hints:  streams.StreamerHints.Function("watch"),
+			Stream: stream.Server,
+			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
+				_req := streams.NewReq()
+				if _err := _s.RecvMsg(_req); _err != nil {
+					if _err == io.EOF {
+						_err = &proto.ApplicationException{Type: proto.ExcProtocolError, Message: "Streamer.watch: the client closed the stream before its request"}
+					}
+					return nil, _err
+				}
+				_err := h.Watch(_req, &streamStreamerWatchServer{ServerStream: _s, ctx: ctx})
+				if _err != nil {
+					return nil, _err
+				}
+				return nil, nil // a clean end: the messages were the outcome
 			},
 		},
 		{
