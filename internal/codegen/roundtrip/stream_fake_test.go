@@ -55,6 +55,12 @@ func (f *fakeStreamer) NewStream(ctx context.Context, m *client.Method, final pr
 		if err == nil && fin != nil {
 			p.final, err = proto.Marshal(proto.Binary, nil, fin)
 		}
+		var ae *proto.ApplicationException
+		if err != nil && !errors.As(err, &ae) {
+			// Any other error travels as an application exception, as
+			// the runtime sends it (docs/design/wire.md section 4).
+			err = proto.NewApplicationException(proto.ExcInternalError, err.Error())
+		}
 		p.err = err
 		close(p.ended)
 	}()

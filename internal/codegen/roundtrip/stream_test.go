@@ -115,11 +115,38 @@ func (streamer) Watch(req *streams.Req, s streams.StreamerWatchServer) error {
 	return s.Send(&streams.Resp{A: "watched " + req.Q})
 }
 
-// newStreamClient serves h through the fake streamer.
-func newStreamClient(t *testing.T, h streams.StreamerHandler) *streams.StreamerClient {
+// streamClientFunc serves h and returns a client of it.
+type streamClientFunc func(t *testing.T, h streams.StreamerHandler) *streams.StreamerClient
+
+// newFakeClient serves h through the fake streamer.
+func newFakeClient(t *testing.T, h streams.StreamerHandler) *streams.StreamerClient {
 	f := &fakeStreamer{svc: streamsserver.NewStreamerService(h)}
 	t.Cleanup(f.wait)
 	return streams.NewStreamerClient(f)
+}
+
+// TestStreamsFake runs the stream suite over the in-memory fake; the same
+// suite runs over the runtime's TCP streams.
+func TestStreamsFake(t *testing.T) { streamSuite(t, newFakeClient) }
+
+// streamSuite checks what the generated wrappers make of a runtime's
+// streams, served by newClient.
+func streamSuite(t *testing.T, newClient streamClientFunc) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, streamClientFunc)
+	}{
+		{"ServerStream", testServerStream},
+		{"ServerStreamArgNamedStream", testServerStreamArgNamedStream},
+		{"ServerStreamInherited", testServerStreamInherited},
+		{"ServerStreamHandlerError", testServerStreamHandlerError},
+		{"ServerStreamCanceled", testServerStreamCanceled},
+		{"ClientStream", testClientStream},
+		{"BidiStream", testBidiStream},
+		{"BidiStreamDeclaredException", testBidiStreamDeclaredException},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newClient) })
+	}
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -147,7 +174,7 @@ func TestStreamMethodsRegistered(t *testing.T) {
 	}
 }
 
-func TestServerStream(t *testing.T) {
+func testServerStream(t *testing.T, newStreamClient streamClientFunc) {
 	ctx := testCtx(t)
 	c := newStreamClient(t, streamer{})
 	s, err := c.Tail(ctx, &streams.Req{Q: "x", N: 3})
@@ -170,7 +197,7 @@ func TestServerStream(t *testing.T) {
 
 // TestServerStreamArgNamedStream: an argument named stream does not hide
 // package stream in the generated method.
-func TestServerStreamArgNamedStream(t *testing.T) {
+func testServerStreamArgNamedStream(t *testing.T, newStreamClient streamClientFunc) {
 	c := newStreamClient(t, streamer{})
 	s, err := c.Watch(testCtx(t), &streams.Req{Q: "w"})
 	require.NoError(t, err)
@@ -181,7 +208,7 @@ func TestServerStreamArgNamedStream(t *testing.T) {
 	assert.Equal(t, io.EOF, err)
 }
 
-func TestServerStreamInherited(t *testing.T) {
+func testServerStreamInherited(t *testing.T, newStreamClient streamClientFunc) {
 	c := newStreamClient(t, streamer{})
 	s, err := c.Ticks(testCtx(t), &base.Tick{N: 40})
 	require.NoError(t, err)
@@ -197,17 +224,20 @@ func TestServerStreamInherited(t *testing.T) {
 	assert.Equal(t, []int64{40, 41, 42}, got)
 }
 
-func TestServerStreamHandlerError(t *testing.T) {
+func testServerStreamHandlerError(t *testing.T, newStreamClient streamClientFunc) {
 	c := newStreamClient(t, streamer{})
 	s, err := c.Tail(testCtx(t), &streams.Req{Q: "fail", N: 1})
 	require.NoError(t, err)
 	_, err = s.Recv()
 	require.NoError(t, err, "the message sent before the error arrives")
 	_, err = s.Recv()
-	assert.EqualError(t, err, "tail broke")
+	var ae *proto.ApplicationException
+	require.ErrorAs(t, err, &ae, "an undeclared error travels as an application exception")
+	assert.Equal(t, proto.ExcInternalError, ae.Type)
+	assert.Equal(t, "tail broke", ae.Message)
 }
 
-func TestServerStreamCanceled(t *testing.T) {
+func testServerStreamCanceled(t *testing.T, newStreamClient streamClientFunc) {
 	h := streamer{canceled: make(chan error, 1)}
 	c := newStreamClient(t, h)
 	ctx, cancel := context.WithCancel(testCtx(t))
@@ -224,7 +254,7 @@ func TestServerStreamCanceled(t *testing.T) {
 	}
 }
 
-func TestClientStream(t *testing.T) {
+func testClientStream(t *testing.T, newStreamClient streamClientFunc) {
 	tests := []struct {
 		name   string
 		chunks []string
@@ -278,7 +308,7 @@ func TestClientStream(t *testing.T) {
 	}
 }
 
-func TestBidiStream(t *testing.T) {
+func testBidiStream(t *testing.T, newStreamClient streamClientFunc) {
 	c := newStreamClient(t, streamer{})
 	s, err := c.Chat(testCtx(t))
 	require.NoError(t, err)
@@ -294,7 +324,7 @@ func TestBidiStream(t *testing.T) {
 	assert.Equal(t, io.EOF, err)
 }
 
-func TestBidiStreamDeclaredException(t *testing.T) {
+func testBidiStreamDeclaredException(t *testing.T, newStreamClient streamClientFunc) {
 	c := newStreamClient(t, streamer{})
 	s, err := c.Chat(testCtx(t))
 	require.NoError(t, err)
