@@ -6,8 +6,10 @@
 // A program with services gives two packages: DIR/<pkg> (types, hints, the
 // XHandler interfaces and the XClient callers: it imports pkg/client but not
 // pkg/server) and DIR/<pkg>/<pkg>server (RegisterX, binding a handler to a
-// *server.Server), so a client-only binary links no server or metrics code,
-// the way gRPC-Go's client stubs need no server.
+// *server.Server, and NewXService, the server.Service it registers), so a
+// client-only binary links no server or metrics code, the way gRPC-Go's
+// client stubs need no server. Streaming functions get gRPC-Go's stream API
+// (streams.go).
 package codegen
 
 import (
