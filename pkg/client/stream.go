@@ -269,17 +269,19 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := codec.AppendStruct((*bp)[:wire.HeaderSize], cs.proto, msg)
+	// Large binary values go out from the caller's slices (writev).
+	b, refs, err := codec.AppendStructRefs((*bp)[:wire.HeaderSize], cs.proto, msg)
 	*bp = b
 	if err != nil {
 		return fmt.Errorf("client: encode stream message: %w", err)
 	}
-	if n := len(b) - wire.HeaderSize; n > cs.s.c.o.limits.MaxMessageSize {
-		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", n, cs.s.c.o.limits.MaxMessageSize)
+	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
+	if size > int64(cs.s.c.o.limits.MaxMessageSize) {
+		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
 	}
-	wire.SealFrame(b, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
-	err = cs.st.Send(cs.ctx, int64(len(b)-wire.HeaderSize), func() error {
-		if werr := cs.s.w.Write(b); werr != nil {
+	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
+	err = cs.st.Send(cs.ctx, size, func() error {
+		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
 			cs.s.fail(werr)
 			return &ConnError{Op: "write", Err: werr}
 		}

@@ -511,18 +511,31 @@ func TestStreamClientSlowConsumerBounded(t *testing.T) {
 	require.Equal(t, float64(total), sent())
 }
 
-func TestStreamCompact(t *testing.T) {
+// Both protocols, and binary values large enough to go out by
+// reference (wire.RefMin) and past the byte window.
+func TestStreamProtocols(t *testing.T) {
 	_, _, addr := startStreams(t)
-	c := dial(t, addr, client.WithCompact())
-	st, err := c.NewStream(tctx(t), sMethod("echo", stream.Bidi), &wiretest.EchoResult{})
-	require.NoError(t, err)
-	for i := range 20 {
-		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: make([]byte, i*1000)}))
-		var a wiretest.EchoArgs
-		require.NoError(t, st.RecvMsg(&a))
-		require.Equal(t, strconv.Itoa(i), a.Msg)
-		require.Len(t, a.Blob, i*1000)
+	for _, tt := range []struct {
+		name string
+		opts []client.Option
+	}{{"binary", nil}, {"compact", []client.Option{client.WithCompact()}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, addr, tt.opts...)
+			st, err := c.NewStream(tctx(t), sMethod("echo", stream.Bidi), &wiretest.EchoResult{})
+			require.NoError(t, err)
+			for i, n := range []int{0, 1000, 40 << 10, 300 << 10, 3 << 20} {
+				blob := make([]byte, n)
+				for j := range blob {
+					blob[j] = byte(i + j)
+				}
+				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: blob}))
+				var a wiretest.EchoArgs
+				require.NoError(t, st.RecvMsg(&a))
+				require.Equal(t, strconv.Itoa(i), a.Msg)
+				require.Equal(t, blob, a.Blob)
+			}
+			require.NoError(t, st.CloseSend())
+			require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+		})
 	}
-	require.NoError(t, st.CloseSend())
-	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
 }
