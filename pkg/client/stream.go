@@ -53,6 +53,8 @@ func WithStreamInterceptors(ic ...StreamInterceptor) Option {
 	return func(o *options) { o.streams.interceptors = append(o.streams.interceptors, ic...) }
 }
 
+var _ Streamer = (*Conn)(nil)
+
 // NewStream opens a stream of m (see Streamer). Its context bounds the
 // stream: canceling it, or its deadline, ends the stream on both sides.
 // Read until RecvMsg returns an error, or cancel ctx: either releases

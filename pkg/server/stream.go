@@ -276,6 +276,8 @@ type serverStream struct {
 	trailer    metadata.MD
 }
 
+var _ ServerStream = (*serverStream)(nil)
+
 var errStreamDone = errors.New("server: the stream's handler returned")
 
 func (ss *serverStream) Context() context.Context { return ss.ctx }
