@@ -366,6 +366,7 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	if err == nil {
 		ss.stats.outMsgs.Inc()
 		ss.stats.outBytes.Add(float64(size))
+		ss.c.s.met.outTCP.Add(float64(size + wire.HeaderSize))
 	}
 	return err
 }
@@ -470,6 +471,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
+	ss.c.s.met.outTCP.Add(float64(len(b)))
 	return ss.c.w.Write(b)
 }
 
