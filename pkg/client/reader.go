@@ -333,7 +333,10 @@ func (s *session) readIdle() {
 			} else {
 				wire.PutBuf(bp)
 			}
-			if len(s.pending) == 0 && s.streams == 0 || s.anyWaitingLocked() {
+			// While streams are open this goroutine keeps the role and
+			// hands replies over, rather than passing the role to a
+			// waiting caller and starting again after its reply.
+			if s.streams == 0 && (len(s.pending) == 0 || s.anyWaitingLocked()) {
 				s.releaseLocked()
 				s.mu.Unlock()
 				return

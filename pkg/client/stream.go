@@ -53,6 +53,8 @@ func WithStreamInterceptors(ic ...StreamInterceptor) Option {
 	return func(o *options) { o.streams.interceptors = append(o.streams.interceptors, ic...) }
 }
 
+var _ Streamer = (*Conn)(nil)
+
 // NewStream opens a stream of m (see Streamer). Its context bounds the
 // stream: canceling it, or its deadline, ends the stream on both sides.
 // Read until RecvMsg returns an error, or cancel ctx: either releases
@@ -94,7 +96,7 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 		}
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{})}
+	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0}
 	name := m.Name
 	if c.o.multiplexed && m.Service != "" {
 		name = m.Service + ":" + m.Name
@@ -219,6 +221,7 @@ type clientStream struct {
 	closed   bool // CloseSend
 
 	peerDone atomic.Bool // the server ended the stream (end or reset), or the connection did
+	timed    bool        // the open carried a deadline
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -269,23 +272,33 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	b, err := codec.AppendStruct((*bp)[:wire.HeaderSize], cs.proto, msg)
+	// Large binary values go out from the caller's slices (writev).
+	b, refs, err := codec.AppendStructRefs((*bp)[:wire.HeaderSize], cs.proto, msg)
 	*bp = b
 	if err != nil {
 		return fmt.Errorf("client: encode stream message: %w", err)
 	}
-	if n := len(b) - wire.HeaderSize; n > cs.s.c.o.limits.MaxMessageSize {
-		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", n, cs.s.c.o.limits.MaxMessageSize)
+	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
+	if size > int64(cs.s.c.o.limits.MaxMessageSize) {
+		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
 	}
-	wire.SealFrame(b, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
-	err = cs.st.Send(cs.ctx, int64(len(b)-wire.HeaderSize), func() error {
-		if werr := cs.s.w.Write(b); werr != nil {
+	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
+	err = cs.st.Send(cs.ctx, size, func() error {
+		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
 			cs.s.fail(werr)
 			return &ConnError{Op: "write", Err: werr}
 		}
 		return nil
 	})
 	if errors.Is(err, errEnded) {
+		// The server ended the stream: io.EOF, unless RecvMsg already
+		// found out how and it was an error (gRPC-Go's rule).
+		cs.mu.Lock()
+		res := cs.result
+		cs.mu.Unlock()
+		if res != nil && res != io.EOF {
+			return res
+		}
 		return io.EOF
 	}
 	return err
@@ -344,13 +357,17 @@ func (cs *clientStream) finishRecv(err error) error {
 		if cs.endMsg != nil {
 			codec := wire.GetCodec()
 			if derr := decodeReply(codec, cs.proto, cs.endMsg, &cs.s.c.o.limits, cs.final, copyBinaries); derr != nil {
-				err = derr
+				// The server's handler ending on the deadline we sent
+				// it is our own deadline (ctxerr.go).
+				err = ownDeadline(cs.ctx, derr)
 			}
 			wire.PutCodec(codec)
 			cs.endMsg = nil
 		}
 	} else if cs.ctx.Err() != nil {
 		err = context.Cause(cs.ctx)
+	} else {
+		err = ownDeadline(cs.ctx, err)
 	}
 	cs.result = err
 	cs.mu.Unlock()
@@ -370,14 +387,16 @@ func (cs *clientStream) reset(err error) {
 }
 
 // end finishes the stream once, telling the server with a reset frame
-// unless the server ended it, and takes it off the session's count.
+// unless the server ended it or the stream's deadline passed (the open
+// carried it: the server's own timer ends the handler's context with
+// context.DeadlineExceeded), and takes it off the session's count.
 func (cs *clientStream) end(err error) {
 	if !cs.st.Finish(err) {
 		cs.release()
 		return
 	}
 	cs.gotHeader(nil)
-	if !cs.peerDone.Load() {
+	if !cs.peerDone.Load() && !(cs.timed && errors.Is(err, context.DeadlineExceeded)) {
 		_ = cs.s.w.Write(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()))
 	}
 	cs.release()

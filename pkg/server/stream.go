@@ -276,6 +276,8 @@ type serverStream struct {
 	trailer    metadata.MD
 }
 
+var _ ServerStream = (*serverStream)(nil)
+
 var errStreamDone = errors.New("server: the stream's handler returned")
 
 func (ss *serverStream) Context() context.Context { return ss.ctx }
@@ -345,24 +347,26 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 		}
 	}
 	ss.mu.Unlock()
-	b, err := codec.AppendStruct(b, ss.proto, msg)
+	// Large binary values go out from the handler's slices (writev).
+	b, refs, err := codec.AppendStructRefs(b, ss.proto, msg)
 	*bp = b
 	if err != nil {
 		return fmt.Errorf("server: encode stream message: %w", err)
 	}
-	if n := len(b) - wire.HeaderSize; n > ss.c.s.opts.limits.MaxMessageSize {
-		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", n, ss.c.s.opts.limits.MaxMessageSize)
+	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
+	if size > int64(ss.c.s.opts.limits.MaxMessageSize) {
+		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
 	}
-	wire.SealFrame(b, wire.KindStreamData, flags, ss.id, 0)
-	size := int64(len(b) - wire.HeaderSize)
+	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
 	err = ss.st.Send(ss.ctx, size, func() error {
-		err := ss.c.w.Write(b)
+		err := ss.c.w.WriteVec(b, refs)
 		ss.c.checkWrite(err)
 		return err
 	})
 	if err == nil {
 		ss.stats.outMsgs.Inc()
 		ss.stats.outBytes.Add(float64(size))
+		ss.c.s.met.outTCP.Add(float64(size + wire.HeaderSize))
 	}
 	return err
 }
@@ -467,6 +471,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
+	ss.c.s.met.outTCP.Add(float64(len(b)))
 	return ss.c.w.Write(b)
 }
 

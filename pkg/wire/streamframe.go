@@ -122,6 +122,29 @@ func StreamBody(h *Header, p []byte) (block, rest []byte, err error) {
 	return p[4:n], p[n:], nil
 }
 
+// AppendStructRefs is AppendStruct leaving binary values of RefMin bytes
+// or more out of dst, as AppendMessageRefs: send the result with
+// Writer.WriteVec while the values are unchanged; refs is valid until
+// the codec's next use.
+func (c *Codec) AppendStructRefs(dst []byte, p proto.Protocol, body proto.Struct) (out []byte, refs []proto.Ref, err error) {
+	clear(c.refs)
+	c.refs = c.refs[:0]
+	switch p {
+	case proto.Compact:
+		c.cw.SetRefs(&c.refs, RefMin)
+		defer c.cw.SetRefs(nil, 0)
+	case proto.Binary:
+		c.bw.SetRefs(&c.refs, RefMin)
+		defer c.bw.SetRefs(nil, 0)
+	}
+	out, err = c.AppendStruct(dst, p, body)
+	if err != nil {
+		clear(c.refs)
+		c.refs = c.refs[:0]
+	}
+	return out, c.refs, err
+}
+
 // AppendStruct appends body encoded in p without a message header: a
 // stream data frame's payload.
 func (c *Codec) AppendStruct(dst []byte, p proto.Protocol, body proto.Struct) ([]byte, error) {
