@@ -112,6 +112,9 @@ func printTables(w io.Writer, sides []codegen.ExplainSide) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s.%s (%s)\n", s.Service, s.Function, s.Side)
+		if s.Stream != "" {
+			fmt.Fprintf(w, "  stream=%s\n", s.Stream)
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		shown := 0
 		for _, h := range s.Hints {

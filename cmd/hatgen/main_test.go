@@ -63,6 +63,14 @@ func TestCheck(t *testing.T) {
 		{"enum value with another enum's prefix", "testdata/enumprefix.thrift", 0, []string{
 			`testdata/enumprefix.thrift:4:18: warning: MyEnum1.ME2_2: ME2_2 is a value of MyEnum2, not of MyEnum1; read as MyEnum2.ME2_2, as Apache's compiler does`}},
 		{"clean", "testdata/kv.thrift", 0, nil},
+		{"streaming misuse", "testdata/badstream.thrift", 1, []string{
+			`testdata/badstream.thrift:4:23: unknown streaming.mode "sever" on function S.a: want "server", "client" or "bidirectional"`,
+			`testdata/badstream.thrift:5:3: streaming function S.b must return a struct, not void: the server's messages are that struct`,
+			`testdata/badstream.thrift:6:13: streaming function S.c: argument "q" has type string, not a struct: the client's messages must be a struct`,
+			`testdata/badstream.thrift:7:30: oneway function S.d cannot stream: a stream has replies (streaming.mode="bidirectional")`,
+			`testdata/badstream.thrift:8:58: hint "idempotent" does not apply to streaming function S.e: a stream is never retried or hedged`,
+		}},
+		{"streams", "../../examples/stream/logs.thrift", 0, nil},
 		{"missing file", "testdata/nope.thrift", 1, []string{"nope.thrift"}},
 	}
 	for _, tc := range tests {
@@ -76,6 +84,9 @@ func TestCheck(t *testing.T) {
 			}
 			require.Len(t, lines, len(tc.wantLines), stderr)
 			for i, want := range tc.wantLines {
+				if strings.HasPrefix(tc.name, "streaming") {
+					assert.Equal(t, want, lines[i]) // exact text
+				}
 				assert.Contains(t, lines[i], want)
 				if tc.name != "missing file" {
 					assert.Regexp(t, diagLine, lines[i])
@@ -202,6 +213,32 @@ func TestExplainProviders(t *testing.T) {
 	assert.NotContains(t, off, "adapts")
 	_, conc, _ := runHatgen("explain", file, "--cores", "2", "--concurrency", "2")
 	assert.Contains(t, conc, "goal=latency subscription=full(2/2 cores)")
+}
+
+// TestExplainStreams: a streaming function's plan says its mode, in the
+// table and in JSON; unary functions say none.
+func TestExplainStreams(t *testing.T) {
+	const file = "../../examples/stream/logs.thrift"
+	code, out, stderr := runHatgen("explain", file, "--cores", "2")
+	require.Equal(t, 0, code, stderr)
+	for _, fn := range []string{"tail (client)", "tail (server)", "upload (client)", "upload (server)", "chat (client)", "chat (server)"} {
+		mode := map[string]string{"tail": "server", "upload": "client", "chat": "bidirectional"}[strings.Fields(fn)[0]]
+		assert.Contains(t, out, "Logs."+fn+"\n  stream="+mode+"\n")
+	}
+	assert.Regexp(t, `(?m)^Logs\.count \(client\)\n  perf_goal`, out, "a unary function has no stream line")
+
+	code, out, stderr = runHatgen("explain", file, "--cores", "2", "--json")
+	require.Equal(t, 0, code, stderr)
+	var sides []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &sides))
+	got := map[string]any{}
+	for _, s := range sides {
+		got[s["function"].(string)+"/"+s["side"].(string)] = s["stream"]
+	}
+	assert.Equal(t, map[string]any{
+		"tail/client": "server", "tail/server": "server", "upload/client": "client", "upload/server": "client",
+		"chat/client": "bidirectional", "chat/server": "bidirectional", "count/client": nil, "count/server": nil,
+	}, got)
 }
 
 func TestExplainErrors(t *testing.T) {

@@ -70,6 +70,9 @@ func TestPlainAcceptedByApache(t *testing.T) {
 		{"interop", []string{"../../test/testdata/interop_hinted.thrift"}},
 		{"hatkv", []string{"../../internal/hatkv/hatkv.thrift"}},
 		{"explain testdata", []string{"testdata/kv.thrift"}},
+		{"stream example", []string{"../../examples/stream/logs.thrift"}},
+		{"streams golden", []string{"../../internal/codegen/testdata/cases/streams/streams.thrift",
+			"../../internal/codegen/testdata/cases/streams/streambase.thrift"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +114,7 @@ func shape(p *idl.Program) []string {
 	}
 	for _, s := range p.Services {
 		for _, fn := range s.Functions {
-			out = append(out, s.Name+"."+fn.Name)
+			out = append(out, s.Name+"."+fn.Name+" stream="+fn.Stream.String()) // plain keeps the annotation
 		}
 	}
 	return out

@@ -24,6 +24,8 @@ func TestGenerateErrors(t *testing.T) {
 			"t.thrift:1:1: go namespace x.main yields package main", codegen.ErrGenerate},
 		{"MapEntry is reserved", "struct MapEntry { 1: i32 a }\n",
 			"t.thrift:1:8: MapEntry is reserved by hatgen", codegen.ErrGenerate},
+		{"stream interface collides with a type", "struct R { 1: i32 a }\nstruct STailServer { 1: i32 a }\nservice S {\n  R tail(1: R r) (streaming.mode=\"server\")\n}\n",
+			"t.thrift:4:5: Go name STailServer collides with the declaration at t.thrift:2:8", codegen.ErrGenerate},
 		{"bad hint", "service S {\n  hint: perf_goal=fast;\n  void f()\n}\n",
 			`t.thrift:2:19: bad value "fast" for perf_goal`, hints.ErrBadValue},
 		{"idempotent on the server side", "service S {\n  string get() [s_hint: idempotent = true;]\n}\n",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/idl"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // ExplainHint is one resolved hint of one side with its origin.
@@ -18,12 +19,15 @@ type ExplainHint struct {
 // runtime builds for it (hints.TableFor, the one the lanes, FLOCK and TCP
 // routes read) and the hints it came from.
 type ExplainSide struct {
-	Service  string        `json:"service"`
-	Function string        `json:"function"`
-	Side     string        `json:"side"` // client | server
-	Table    hints.Table   `json:"table"`
-	At       []ExplainAt   `json:"at,omitempty"` // the rows of --sizes
-	Hints    []ExplainHint `json:"hints"`
+	Service  string `json:"service"`
+	Function string `json:"function"`
+	Side     string `json:"side"` // client | server
+	// Stream is the function's streaming.mode ("server", "client" or
+	// "bidirectional"; empty for a unary function).
+	Stream string        `json:"stream,omitempty"`
+	Table  hints.Table   `json:"table"`
+	At     []ExplainAt   `json:"at,omitempty"` // the rows of --sizes
+	Hints  []ExplainHint `json:"hints"`
 }
 
 // ExplainAt is the row a message of Size bytes falls in.
@@ -52,7 +56,15 @@ func Explain(prog *idl.Program, o ExplainOptions) ([]ExplainSide, error) {
 			errs = append(errs, err)
 			continue
 		}
+		modes := map[string]stream.Mode{}
+		for _, fn := range svc.AllFunctions() {
+			modes[fn.Name] = fn.Stream
+		}
 		for _, fr := range res.Functions {
+			mode := ""
+			if m := modes[fr.Name]; m != stream.None {
+				mode = m.String()
+			}
 			for _, side := range []hints.Side{hints.SideClient, hints.SideServer} {
 				r, peer := fr.Side(side), fr.Side(1-side)
 				var hs []ExplainHint
@@ -65,7 +77,7 @@ func Explain(prog *idl.Program, o ExplainOptions) ([]ExplainSide, error) {
 				for _, n := range o.Sizes {
 					at = append(at, ExplainAt{Size: n, Row: t.RowFor(n)})
 				}
-				out = append(out, ExplainSide{Service: svc.Name, Function: fr.Name, Side: side.String(),
+				out = append(out, ExplainSide{Service: svc.Name, Function: fr.Name, Side: side.String(), Stream: mode,
 					Table: t, At: at, Hints: hs})
 			}
 		}

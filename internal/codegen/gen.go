@@ -6,8 +6,10 @@
 // A program with services gives two packages: DIR/<pkg> (types, hints, the
 // XHandler interfaces and the XClient callers: it imports pkg/client but not
 // pkg/server) and DIR/<pkg>/<pkg>server (RegisterX, binding a handler to a
-// *server.Server), so a client-only binary links no server or metrics code,
-// the way gRPC-Go's client stubs need no server.
+// *server.Server, and NewXService, the server.Service it registers), so a
+// client-only binary links no server or metrics code, the way gRPC-Go's
+// client stubs need no server. Streaming functions get gRPC-Go's stream API
+// (streams.go).
 package codegen
 
 import (
@@ -143,7 +145,7 @@ func (g *generator) pkgOf(p *idl.Program) pkgInfo { return g.set.pkgOf(p) }
 
 // reservedIdents are package names generated code imports; generated
 // packages that collide with them get a numbered alias.
-var reservedIdents = []string{"context", "errors", "fmt", "driver", "proto", "hints", "server", "client"}
+var reservedIdents = []string{"context", "errors", "fmt", "driver", "proto", "hints", "server", "client", "stream", "metadata", "io"}
 
 func (s *genSet) newGenerator(p *idl.Program) *generator {
 	return s.newGeneratorIn(p, s.pkgOf(p))
@@ -303,8 +305,20 @@ func (g *generator) check() error {
 			}
 		}
 		for _, fn := range svc.Functions {
-			for _, n := range []string{argsName(svc.Name, fn.Name), resultName(svc.Name, fn.Name)} {
+			ns := []string{argsName(svc.Name, fn.Name), resultName(svc.Name, fn.Name)}
+			if isStream(fn) {
+				ns = append(ns, streamIfaceName(fn, "Client"), streamIfaceName(fn, "Server"))
+			}
+			for _, n := range ns {
 				if err := add(n, fn.Pos); err != nil {
+					return err
+				}
+			}
+		}
+		for _, fn := range svc.AllFunctions() {
+			// The unexported stream types, in the types and server packages.
+			if isStream(fn) {
+				if err := add(streamImpl(svc, fn, "Client"), fn.Pos); err != nil {
 					return err
 				}
 			}

@@ -92,3 +92,9 @@ func TestFieldGoNames(t *testing.T) {
 		assert.Equal(t, tc.want, fieldGoNames(tc.kind, fields(tc.in...)), "%v", tc.in)
 	}
 }
+
+func TestStreamVarName(t *testing.T) {
+	for in, want := range map[string]string{"req": "req", "stream": "stream_a1", "io": "io_a1", "_s": "_s_a1", "ctx": "ctx_a1", "type": "type_a1"} {
+		assert.Equal(t, want, streamVarName(in), in)
+	}
+}

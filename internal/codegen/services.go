@@ -40,6 +40,9 @@ func hasResult(fn *idl.Function) bool { return fn.Returns != nil && fn.Returns.K
 
 // signature renders `Name(ctx context.Context, a T, ...) (_r R, _err error)`.
 func (g *generator) signature(fn *idl.Function) string {
+	if isStream(fn) {
+		return g.streamSignature(fn)
+	}
 	owner := fn.Service.Program
 	params := g.params(fn)
 	res := "(_err error)"
@@ -87,6 +90,7 @@ func (g *generator) genService(svc *idl.Service) error {
 	}
 	g.e.p("}")
 	g.e.p("")
+	g.genStreamIfaces(svc)
 	g.genClient(svc, all)
 	return nil
 }
@@ -112,10 +116,20 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		structs[i][0], structs[i][1] = g.helperStructs(fn)
 		g.e = real
 	}
-	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
-	g.e.p("func Register%s(s *%s.Server, h %s) {", name, server, g.qual(svc.Program, name+"Handler"))
 	for i, fn := range all {
-		if fn.Oneway {
+		if isStream(fn) {
+			g.genStreamServerType(svc, fn, structs[i][1])
+		}
+	}
+	handler := g.qual(svc.Program, name+"Handler")
+	g.e.p("// Register%s registers h as service %q on s.", name, svc.Name)
+	g.e.p("func Register%s(s *%s.Server, h %s) { s.Register(New%sService(h)) }", name, server, handler, name)
+	g.e.p("")
+	g.e.p("// New%sService is the service Register%s registers: h's methods with", name, name)
+	g.e.p("// their hints, as gRPC-Go's service descriptions, for wrapping or testing.")
+	g.e.p("func New%sService(h %s) *%s.Service {", name, handler, server)
+	for i, fn := range all {
+		if fn.Oneway || isStream(fn) {
 			continue
 		}
 		owner := fn.Service.Program
@@ -128,13 +142,19 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.handleBody(fn, owner, structs[i][0], structs[i][1])
 		g.e.p("}")
 	}
-	g.e.p("s.Register(&%s.Service{Name: %q, Hints: &%s, Methods: []%s.Method{", server, svc.Name, hintsVar, server)
+	g.e.p("return &%s.Service{Name: %q, Hints: &%s, Methods: []%s.Method{", server, svc.Name, hintsVar, server)
 	for i, fn := range all {
 		owner := fn.Service.Program
 		args, result := structs[i][0], structs[i][1]
 		argsT := g.qual(owner, args.name)
 		g.e.p("{")
 		g.e.p("Name: %q,", fn.Name)
+		if isStream(fn) {
+			g.e.p("Hints: %s.Function(%q),", hintsVar, fn.Name)
+			g.genStreamMethod(svc, fn, result)
+			g.e.p("},")
+			continue
+		}
 		if fn.Oneway {
 			g.e.p("Oneway: true,")
 		}
@@ -174,7 +194,7 @@ func (g *generator) genRegister(svc *idl.Service, all []*idl.Function) {
 		g.e.p("},")
 		g.e.p("},")
 	}
-	g.e.p("}})")
+	g.e.p("}}")
 	g.e.p("}")
 	g.e.p("")
 }
@@ -239,6 +259,11 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	methods := "clientMethods" + name
 	g.e.p("var %s = [...]%s.Method{", methods, client)
 	for _, fn := range all {
+		if isStream(fn) {
+			g.e.p("{Service: %q, Name: %q, Oneway: %t, Hints: %sHints.Function(%q), Stream: %s.%s},", svc.Name, fn.Name, fn.Oneway, name, fn.Name,
+				g.e.use(streamPath, "stream"), modeConst[fn.Stream])
+			continue
+		}
 		g.e.p("{Service: %q, Name: %q, Oneway: %t, Hints: %sHints.Function(%q)},", svc.Name, fn.Name, fn.Oneway, name, fn.Name)
 	}
 	g.e.p("}")
@@ -254,6 +279,10 @@ func (g *generator) genClient(svc *idl.Service, all []*idl.Function) {
 	for i, fn := range all {
 		owner := fn.Service.Program
 		args, result := g.helperStructs(fn)
+		if isStream(fn) {
+			g.genStreamClient(svc, methods, i, fn, result)
+			continue
+		}
 		g.e.buf.WriteString(comment(fn.Doc))
 		g.e.p("func (_c *%sClient) %s {", name, g.signature(fn))
 		if fn.Oneway {

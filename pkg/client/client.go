@@ -16,6 +16,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -521,6 +522,11 @@ type session struct {
 	pending map[int32]*call
 	err     error
 	goaway  bool
+	// st: the connection's streams, when the server granted them;
+	// streams counts those not finished (stream.go): while any is, the
+	// read role is always held.
+	st      *streamcore.Conn
+	streams int
 
 	// The read role (see reader.go): at most one goroutine reads at a time.
 	reading    bool

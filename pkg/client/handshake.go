@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -19,9 +20,10 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	if caps == 0 {
 		caps = wire.CapFraming | s.c.laneOffer()
 	}
-	caps |= wire.CapHeaders
+	caps |= wire.CapHeaders | wire.CapStreams
 	hello := wire.Hello{Version: wire.Version, Caps: caps,
-		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1))}
+		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1)),
+		Windows:  streamcore.WithDefaults(s.c.o.streams.windows)}
 	if hello.Caps&transport.SameHostCaps() != 0 {
 		hello.Host = fastpath.HostID()
 		hello.Plans = s.c.planChecks()
@@ -36,6 +38,9 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	s.hat = rep.Version >= 1 && rep.Caps&wire.CapFraming != 0
 	if s.hat {
 		s.caps = rep.Caps
+		if rep.Caps&wire.CapStreams != 0 {
+			s.st = streamcore.NewConn(s.w.Write, releaseStreamMsg, rep.Windows, hello.Windows) // stream.go
+		}
 	}
 	return nil
 }

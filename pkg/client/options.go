@@ -25,6 +25,7 @@ type options struct {
 	handshakeTimeout time.Duration
 	callTimeout      time.Duration
 	interceptors     []Interceptor
+	streams          streamOptions // stream.go
 	multiplexed      bool
 	noUpgrade        bool
 	limits           proto.Limits

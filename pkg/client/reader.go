@@ -274,6 +274,12 @@ func (s *session) releaseLocked() {
 		s.closeDoneLocked()
 		return
 	}
+	if s.streams > 0 {
+		// Open streams need a reader whether or not a call waits.
+		s.reading = true
+		go s.readIdle()
+		return
+	}
 	if len(s.pending) == 0 && !s.idleArmed {
 		s.idleArmed = true
 		s.idle.Reset(idleDelay)
@@ -327,7 +333,10 @@ func (s *session) readIdle() {
 			} else {
 				wire.PutBuf(bp)
 			}
-			if len(s.pending) == 0 || s.anyWaitingLocked() {
+			// While streams are open this goroutine keeps the role and
+			// hands replies over, rather than passing the role to a
+			// waiting caller and starting again after its reply.
+			if s.streams == 0 && (len(s.pending) == 0 || s.anyWaitingLocked()) {
 				s.releaseLocked()
 				s.mu.Unlock()
 				return
@@ -370,6 +379,8 @@ func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error)
 				s.drain()
 				wire.PutBuf(bp)
 				return 0, nil, 0, false, nil
+			case wire.KindStreamData, wire.KindStreamWindow, wire.KindStreamEnd, wire.KindStreamReset:
+				return 0, nil, 0, false, s.streamFrame(&h, bp) // stream.go
 			default:
 				err = fmt.Errorf("%w: unexpected frame kind %d from server", wire.ErrBadFrame, h.Kind)
 			}
@@ -432,6 +443,7 @@ func (s *session) fail(cause error) {
 		w.stop()
 	}
 	s.nc.Close()
+	s.failStreams(cerr) // stream.go
 }
 
 // connErrLocked is the error of calls failed with the session; s.mu is held.

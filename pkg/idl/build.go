@@ -273,6 +273,7 @@ func (l *loader) function(u *unit, s *Service, a *astFunction) *Function {
 	if f.Oneway && a.Throws != nil {
 		l.diags.errorf(ErrService, toPos(a.Throws.Pos), fmt.Sprintf("oneway function %q cannot throw exceptions", f.Name))
 	}
+	l.streamMode(f, a)
 	blocks := []*astHintBlock{a.Hints, a.LateHints}
 	seen := false
 	for _, b := range blocks {

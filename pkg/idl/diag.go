@@ -20,6 +20,7 @@ var (
 	ErrType           = errors.New("type misuse")
 	ErrService        = errors.New("bad service definition")
 	ErrHintPlacement  = errors.New("misplaced hint group")
+	ErrStream         = errors.New("bad streaming function")
 	ErrLegacyFieldKey = errors.New("legacy field key") // warnings only
 )
 

@@ -2,7 +2,11 @@
 // typed model that code generators and the hint resolver consume.
 package idl
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/pkg/stream"
+)
 
 // Pos is a source position; String renders the `file:line:col` prefix that
 // every diagnostic of the project carries.
@@ -237,6 +241,11 @@ type Function struct {
 	Doc         string
 	Pos         Pos
 	Service     *Service // the declaring service
+	// Stream is how the function streams, from its `(streaming.mode="...")`
+	// annotation (stream.AnnotationKey; stream.None: unary). A streaming
+	// function takes one struct and returns a struct: the client's and the
+	// server's messages (docs/design/streams.md).
+	Stream stream.Mode
 }
 
 // HintSide says which side a hint group applies to.

@@ -176,6 +176,7 @@ func (l *loader) checkService(u *unit, cc *constChecker, s *Service) {
 				f.Name, s.Name, prev.Service.Name, prev.Pos))
 		}
 		own[f.Name] = f
+		l.checkStream(s, f)
 		for _, a := range f.Args {
 			if a.Default != nil && resolved(a.Type) {
 				cc.value(u, a.Type, a.Default)

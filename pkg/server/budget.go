@@ -311,6 +311,10 @@ func (c *conn) overBudget(err error, h *wire.Header) bool {
 		if h.Kind == wire.KindCall {
 			c.reply(&replyTo{hat: true, proto: h.Protocol(), seqid: h.Seqid, fseq: h.Seqid}, proto.Exception, exc, nil)
 		}
+		if h.Kind == wire.KindStreamData && c.st != nil { // a stream cannot lose a message: it is reset
+			c.st.Discarded(int64(h.PayloadLen()))
+			c.resetStream(h.Seqid, c.st.Get(h.Seqid), proto.ExcInternalError, errBudgetWait)
+		}
 		return true
 	}
 	// A framed plain message: its header names whom to answer.

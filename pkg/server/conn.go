@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -78,6 +79,8 @@ type conn struct {
 	// fp is the fast-path session the connection became (or is
 	// becoming): a lane or a FLOCK handle's link, set by the hello.
 	fp *laneSession
+	// st: the connection's streams, when the hello granted them (stream.go).
+	st *streamcore.Conn
 
 	timeoutFields
 	chargeFn wire.Charge // c.charge, made once
@@ -395,6 +398,8 @@ func (c *conn) next() (*request, error) {
 			c.cancelCall(h.Seqid)
 			return nil, nil
 		case wire.KindCall, wire.KindOneway:
+		case wire.KindStreamOpen, wire.KindStreamData, wire.KindStreamWindow, wire.KindStreamEnd, wire.KindStreamReset:
+			return nil, c.streamFrame(&h, bp) // stream.go
 		default:
 			wire.PutBuf(bp)
 			c.releaseCharge()
@@ -630,6 +635,10 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		ctx = metadata.NewServerContext(ctx, r.sc) // else r.ctx holds it
 	}
 	args := r.args // a lane's, reset when its last call ended
+	if args == nil && r.m.m.NewArgs == nil {
+		// A streaming function called as a unary one (stream.go).
+		args = unaryStream{}
+	}
 	if args == nil {
 		if m := r.m.m; m.NewCall != nil && m.HandleCall != nil {
 			args, r.call = m.NewCall(nil)
@@ -742,6 +751,8 @@ func (c *conn) readFailed(err error) {
 		c.why.CompareAndSwap(whyNone, whyLane)
 	}
 	c.noteReadEnd(err, draining)
+	// A stream cannot go on without its reader, draining or not.
+	c.endStreams(fmt.Errorf("server: connection closed: %w", err))
 	if !draining {
 		switch why := c.why.Load(); {
 		case why == whyHandshake || why == whyIdle || why == whySlow:

@@ -42,6 +42,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 	}
 	if upgrade {
 		rep.Caps = wire.CapFraming | caps | h.Caps&wire.CapHeaders
+		c.grantStreams(&h, &rep) // stream.go
 		rep.ConflictFunction, rep.Conflict = c.s.checkPlans(&h, rep.Caps)
 		if rep.Conflict != "" {
 			c.s.log.Warn("hatrpc: client plan refused", "remote", c.remote, "function", rep.ConflictFunction, "reason", rep.Conflict)

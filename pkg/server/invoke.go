@@ -35,6 +35,9 @@ func (c *conn) invoke(ctx context.Context, r *request, args proto.Struct, call a
 	}()
 	ics := c.s.opts.interceptors
 	m := r.m.m
+	if m.Handle == nil && call == nil {
+		return nil, errUnaryStream(m)
+	}
 	if len(ics) == 0 {
 		if call != nil {
 			return m.HandleCall(ctx, call)

@@ -48,6 +48,8 @@ type options struct {
 	limiters map[string]Limiter // method ("Service:method" or "method") -> rate limit (ratelimit.go)
 
 	registrar Registrar // registrar.go
+
+	streams streamOptions // stream.go
 }
 
 func defaultOptions() options {

@@ -21,6 +21,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -37,6 +38,7 @@ type Server struct {
 	log  *slog.Logger
 	reg  *prometheus.Registry
 	met  *metrics
+	smet *streamMetrics
 
 	methods atomic.Pointer[map[string]*method]
 	regMu   sync.Mutex
@@ -133,6 +135,7 @@ func New(opts ...Option) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.met = newMetrics(s.reg, s.laneMeters.snapshot)
+	s.smet = newStreamMetrics(s.reg) // streammetrics.go
 	s.laneBudget.init(o.laneLimits)
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack
@@ -168,8 +171,8 @@ func (s *Server) Register(svc *Service) {
 	}
 	for i := range svc.Methods {
 		m := &svc.Methods[i]
-		if m.Name == "" || m.NewArgs == nil || m.Handle == nil {
-			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle", m.Name, svc.Name))
+		if m.Name == "" || (m.NewArgs == nil || m.Handle == nil) && (m.Stream == stream.None || m.HandleStream == nil) {
+			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle (a streaming one HandleStream)", m.Name, svc.Name))
 		}
 		rm := &method{svc: svc.Name, m: m}
 		h := m.Hints

@@ -39,6 +39,39 @@ type Hello struct {
 	// ClientProtocol) for the functions it knows, for the server to check
 	// against its own before any call; a conflict comes back in the reply.
 	Plans []Attach
+	// Windows: how much stream data the client receives before it
+	// grants more (with CapStreams; zero: the defaults).
+	Windows StreamWindows
+}
+
+// StreamWindows are the receive windows one side of a connection grants
+// the other for streams: fields 7, 8 and 9 of Hello and HelloReply.
+type StreamWindows struct {
+	Messages int32 // per stream, messages
+	Bytes    int32 // per stream, bytes
+	Conn     int32 // per connection, bytes of all its streams
+}
+
+func (sw *StreamWindows) encode(w fieldWriter) {
+	for i, v := range []int32{sw.Messages, sw.Bytes, sw.Conn} {
+		if v != 0 {
+			w.WriteFieldBegin(proto.I32, int16(7+i))
+			w.WriteI32(v)
+		}
+	}
+}
+
+// decodeField reads field id (7, 8 or 9) into sw; false for other fields.
+func (sw *StreamWindows) decodeField(r fieldReader, t proto.Type, id int16) (bool, error) {
+	if t != proto.I32 || id < 7 || id > 9 {
+		return false, nil
+	}
+	v, err := r.ReadI32()
+	if err == nil && v < 0 {
+		return true, fmt.Errorf("%w: negative stream window %d", proto.ErrInvalidData, v)
+	}
+	*[]*int32{&sw.Messages, &sw.Bytes, &sw.Conn}[id-7] = v
+	return true, err
 }
 
 // Attach asks to turn the connection into one lane for a function:
@@ -68,6 +101,9 @@ type HelloReply struct {
 	MaxFrame  int32
 	// A plan of Hello.Plans the server cannot serve: the function and why.
 	ConflictFunction, Conflict string
+	// Windows: how much stream data the server receives before it
+	// grants more (with CapStreams; zero: the defaults).
+	Windows StreamWindows
 }
 
 // fieldWriter is the method set both writers share.
@@ -116,6 +152,7 @@ func (h *Hello) encode(w fieldWriter) error {
 			h.Plans[i].encode(w)
 		}
 	}
+	h.Windows.encode(w)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -196,7 +233,7 @@ func (h *Hello) decode(r fieldReader) error {
 				}
 			}
 		default:
-			return false, nil
+			return h.Windows.decodeField(r, t, id)
 		}
 		return true, err
 	})
@@ -258,6 +295,7 @@ func (h *HelloReply) encode(w fieldWriter) error {
 		w.WriteFieldBegin(proto.STRING, 6)
 		w.WriteString(h.Conflict)
 	}
+	h.Windows.encode(w)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	w.WriteFieldStop()
@@ -291,7 +329,7 @@ func (h *HelloReply) decode(r fieldReader) error {
 			case id == 6 && t == proto.STRING:
 				h.Conflict, err = r.ReadString()
 			default:
-				return false, nil
+				return h.Windows.decodeField(r, t, id)
 			}
 			return true, err
 		})

@@ -45,6 +45,10 @@ func TestGeneratedCodeUpToDate(t *testing.T) {
 			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
 				"--go-package", "github.com/hatrpc/hatrpc/examples/echo/gen", "examples/echo/echo.thrift"}
 		}},
+		{"hatgen stream example", "examples/stream/gen", "examples/stream", func(out string) []string {
+			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
+				"--go-package", "github.com/hatrpc/hatrpc/examples/stream/gen", "examples/stream/logs.thrift"}
+		}},
 		{"hatgen crosstest", "test/crosstest/gen", "test/crosstest/gen", func(out string) []string {
 			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
 				"--go-package", "github.com/hatrpc/hatrpc/test/crosstest/gen", filepath.Join(apacheTest, "ThriftTest.thrift")}

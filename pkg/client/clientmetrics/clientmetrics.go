@@ -16,6 +16,10 @@
 //	hatrpc_client_retries_total{service,function,kind}    retries (retry), hedges (hedge) and
 //	                                                       retries the budget refused (throttled)
 //
+// and, through StreamInterceptor (client.WithStreamInterceptors), the
+// streams' series (stream.go): opened, open, handled by outcome, and
+// messages each way.
+//
 // The retries series counts what a Conn built with
 // client.WithRetryObserver(m.ObserveRetry) reports: retries run under the
 // interceptors, which see one call however many attempts it took.
@@ -53,6 +57,7 @@ type Metrics struct {
 	inflight               *prometheus.GaugeVec
 	latency                *prometheus.HistogramVec
 	retries                *prometheus.CounterVec
+	streams                streamSeries // stream.go
 }
 
 // New creates the series and registers them with reg (nil: not registered;
@@ -83,6 +88,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: "hatrpc", Subsystem: "client", Name: "retries_total",
 			Help: "Attempts after a call's first, by kind: retry (after a failure), hedge (a second copy of a slow call), throttled (refused by the retry budget).",
 		}, []string{"service", "function", "kind"}),
+		streams: newStreamSeries(),
 	}
 	if reg != nil {
 		reg.MustRegister(m)
@@ -98,6 +104,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.inflight.Describe(ch)
 	m.latency.Describe(ch)
 	m.retries.Describe(ch)
+	m.streams.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -108,6 +115,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.inflight.Collect(ch)
 	m.latency.Collect(ch)
 	m.retries.Collect(ch)
+	m.streams.collect(ch)
 }
 
 // ObserveRetry counts a Conn's retry, hedge or throttled retry: give it

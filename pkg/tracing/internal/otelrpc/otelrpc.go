@@ -67,6 +67,10 @@ const (
 	AttrTransport = attribute.Key("hatrpc.transport")
 	AttrRequestID = attribute.Key("hatrpc.request_id")
 	AttrExcType   = attribute.Key("thrift.exception_type")
+	// A stream's: its mode and the messages each way (recorded at its end).
+	AttrStreamMode = attribute.Key("hatrpc.stream.mode")
+	AttrSent       = attribute.Key("hatrpc.stream.messages_sent")
+	AttrReceived   = attribute.Key("hatrpc.stream.messages_received")
 )
 
 // SpanName is "service/method", or the method alone without a service.

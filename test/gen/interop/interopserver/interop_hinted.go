@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterInterop registers h as service "Interop" on s.
-func RegisterInterop(s *server.Server, h interop.InteropHandler) {
+func RegisterInterop(s *server.Server, h interop.InteropHandler) { s.Register(NewInteropService(h)) }
+
+// NewInteropService is the service RegisterInterop registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewInteropService(h interop.InteropHandler) *server.Service {
 	type _call0 struct {
 		args interop.InteropPingArgs
 		res  interop.InteropPingResult
@@ -126,7 +130,7 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Interop", Hints: &interop.InteropHints, Methods: []server.Method{
+	return &server.Service{Name: "Interop", Hints: &interop.InteropHints, Methods: []server.Method{
 		{
 			Name:    "ping",
 			NewArgs: func() proto.Struct { return interop.NewInteropPingArgs() },
@@ -305,5 +309,5 @@ func RegisterInterop(s *server.Server, h interop.InteropHandler) {
 				return _run8(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,6 +12,12 @@ import (
 
 // RegisterTCLIService registers h as service "TCLIService" on s.
 func RegisterTCLIService(s *server.Server, h hs2.TCLIServiceHandler) {
+	s.Register(NewTCLIServiceService(h))
+}
+
+// NewTCLIServiceService is the service RegisterTCLIService registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewTCLIServiceService(h hs2.TCLIServiceHandler) *server.Service {
 	type _call0 struct {
 		args hs2.TCLIServiceOpenSessionArgs
 		res  hs2.TCLIServiceOpenSessionResult
@@ -264,7 +270,7 @@ func RegisterTCLIService(s *server.Server, h hs2.TCLIServiceHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "TCLIService", Hints: &hs2.TCLIServiceHints, Methods: []server.Method{
+	return &server.Service{Name: "TCLIService", Hints: &hs2.TCLIServiceHints, Methods: []server.Method{
 		{
 			Name:    "OpenSession",
 			NewArgs: func() proto.Struct { return hs2.NewTCLIServiceOpenSessionArgs() },
@@ -706,5 +712,5 @@ func RegisterTCLIService(s *server.Server, h hs2.TCLIServiceHandler) {
 				return _run20(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

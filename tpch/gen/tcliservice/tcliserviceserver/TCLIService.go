@@ -12,6 +12,12 @@ import (
 
 // RegisterTCLIService registers h as service "TCLIService" on s.
 func RegisterTCLIService(s *server.Server, h tcliservice.TCLIServiceHandler) {
+	s.Register(NewTCLIServiceService(h))
+}
+
+// NewTCLIServiceService is the service RegisterTCLIService registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewTCLIServiceService(h tcliservice.TCLIServiceHandler) *server.Service {
 	type _call0 struct {
 		args tcliservice.TCLIServiceOpenSessionArgs
 		res  tcliservice.TCLIServiceOpenSessionResult
@@ -264,7 +270,7 @@ func RegisterTCLIService(s *server.Server, h tcliservice.TCLIServiceHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "TCLIService", Hints: &tcliservice.TCLIServiceHints, Methods: []server.Method{
+	return &server.Service{Name: "TCLIService", Hints: &tcliservice.TCLIServiceHints, Methods: []server.Method{
 		{
 			Name:    "OpenSession",
 			NewArgs: func() proto.Struct { return tcliservice.NewTCLIServiceOpenSessionArgs() },
@@ -706,5 +712,5 @@ func RegisterTCLIService(s *server.Server, h tcliservice.TCLIServiceHandler) {
 				return _run20(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

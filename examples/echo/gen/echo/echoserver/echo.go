@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterEcho registers h as service "Echo" on s.
-func RegisterEcho(s *server.Server, h echo.EchoHandler) {
+func RegisterEcho(s *server.Server, h echo.EchoHandler) { s.Register(NewEchoService(h)) }
+
+// NewEchoService is the service RegisterEcho registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewEchoService(h echo.EchoHandler) *server.Service {
 	type _call0 struct {
 		args echo.EchoEchoArgs
 		res  echo.EchoEchoResult
@@ -46,7 +50,7 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Echo", Hints: &echo.EchoHints, Methods: []server.Method{
+	return &server.Service{Name: "Echo", Hints: &echo.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return echo.NewEchoEchoArgs() },
@@ -89,5 +93,5 @@ func RegisterEcho(s *server.Server, h echo.EchoHandler) {
 				return _run1(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

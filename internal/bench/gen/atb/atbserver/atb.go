@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterEcho registers h as service "Echo" on s.
-func RegisterEcho(s *server.Server, h atb.EchoHandler) {
+func RegisterEcho(s *server.Server, h atb.EchoHandler) { s.Register(NewEchoService(h)) }
+
+// NewEchoService is the service RegisterEcho registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewEchoService(h atb.EchoHandler) *server.Service {
 	type _call0 struct {
 		args atb.EchoEchoArgs
 		res  atb.EchoEchoResult
@@ -28,7 +32,7 @@ func RegisterEcho(s *server.Server, h atb.EchoHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Echo", Hints: &atb.EchoHints, Methods: []server.Method{
+	return &server.Service{Name: "Echo", Hints: &atb.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return atb.NewEchoEchoArgs() },
@@ -50,5 +54,5 @@ func RegisterEcho(s *server.Server, h atb.EchoHandler) {
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterHatKV registers h as service "HatKV" on s.
-func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
+func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) { s.Register(NewHatKVService(h)) }
+
+// NewHatKVService is the service RegisterHatKV registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewHatKVService(h hatkv.HatKVHandler) *server.Service {
 	type _call0 struct {
 		args hatkv.HatKVGetArgs
 		res  hatkv.HatKVGetResult
@@ -161,7 +165,7 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "HatKV", Hints: &hatkv.HatKVHints, Methods: []server.Method{
+	return &server.Service{Name: "HatKV", Hints: &hatkv.HatKVHints, Methods: []server.Method{
 		{
 			Name:    "Get",
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVGetArgs() },
@@ -309,5 +313,5 @@ func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) {
 				return _run6(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,6 +12,12 @@ import (
 
 // RegisterFacebookService registers h as service "FacebookService" on s.
 func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
+	s.Register(NewFacebookServiceService(h))
+}
+
+// NewFacebookServiceService is the service RegisterFacebookService registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewFacebookServiceService(h fb303.FacebookServiceHandler) *server.Service {
 	type _call0 struct {
 		args fb303.FacebookServiceGetNameArgs
 		res  fb303.FacebookServiceGetNameResult
@@ -151,7 +157,7 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "FacebookService", Hints: &fb303.FacebookServiceHints, Methods: []server.Method{
+	return &server.Service{Name: "FacebookService", Hints: &fb303.FacebookServiceHints, Methods: []server.Method{
 		{
 			Name:    "getName",
 			NewArgs: func() proto.Struct { return fb303.NewFacebookServiceGetNameArgs() },
@@ -401,5 +407,5 @@ func RegisterFacebookService(s *server.Server, h fb303.FacebookServiceHandler) {
 				return nil, h.Shutdown(ctx)
 			},
 		},
-	}})
+	}}
 }

@@ -13,6 +13,12 @@ import (
 
 // RegisterThriftTest registers h as service "ThriftTest" on s.
 func RegisterThriftTest(s *server.Server, h thrifttest.ThriftTestHandler) {
+	s.Register(NewThriftTestService(h))
+}
+
+// NewThriftTestService is the service RegisterThriftTest registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewThriftTestService(h thrifttest.ThriftTestHandler) *server.Service {
 	type _call0 struct {
 		args thrifttest.ThriftTestTestVoidArgs
 		res  thrifttest.ThriftTestTestVoidResult
@@ -318,7 +324,7 @@ func RegisterThriftTest(s *server.Server, h thrifttest.ThriftTestHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "ThriftTest", Hints: &thrifttest.ThriftTestHints, Methods: []server.Method{
+	return &server.Service{Name: "ThriftTest", Hints: &thrifttest.ThriftTestHints, Methods: []server.Method{
 		{
 			Name:    "testVoid",
 			NewArgs: func() proto.Struct { return thrifttest.NewThriftTestTestVoidArgs() },
@@ -791,11 +797,17 @@ func RegisterThriftTest(s *server.Server, h thrifttest.ThriftTestHandler) {
 				return nil, h.TestOneway(ctx, args.SecondsToSleep)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterSecondService registers h as service "SecondService" on s.
 func RegisterSecondService(s *server.Server, h thrifttest.SecondServiceHandler) {
+	s.Register(NewSecondServiceService(h))
+}
+
+// NewSecondServiceService is the service RegisterSecondService registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewSecondServiceService(h thrifttest.SecondServiceHandler) *server.Service {
 	type _call0 struct {
 		args thrifttest.SecondServiceSecondtestStringArgs
 		res  thrifttest.SecondServiceSecondtestStringResult
@@ -808,7 +820,7 @@ func RegisterSecondService(s *server.Server, h thrifttest.SecondServiceHandler) 
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "SecondService", Hints: &thrifttest.SecondServiceHints, Methods: []server.Method{
+	return &server.Service{Name: "SecondService", Hints: &thrifttest.SecondServiceHints, Methods: []server.Method{
 		{
 			Name:    "secondtestString",
 			NewArgs: func() proto.Struct { return thrifttest.NewSecondServiceSecondtestStringArgs() },
@@ -830,5 +842,5 @@ func RegisterSecondService(s *server.Server, h thrifttest.SecondServiceHandler) 
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterMix registers h as service "Mix" on s.
-func RegisterMix(s *server.Server, h mix.MixHandler) {
+func RegisterMix(s *server.Server, h mix.MixHandler) { s.Register(NewMixService(h)) }
+
+// NewMixService is the service RegisterMix registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewMixService(h mix.MixHandler) *server.Service {
 	type _call0 struct {
 		args mix.MixPingArgs
 		res  mix.MixPingResult
@@ -52,7 +56,7 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Mix", Hints: &mix.MixHints, Methods: []server.Method{
+	return &server.Service{Name: "Mix", Hints: &mix.MixHints, Methods: []server.Method{
 		{
 			Name:    "ping",
 			NewArgs: func() proto.Struct { return mix.NewMixPingArgs() },
@@ -126,11 +130,15 @@ func RegisterMix(s *server.Server, h mix.MixHandler) {
 				return nil, h.Note(ctx, args.Msg)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterShared registers h as service "Shared" on s.
-func RegisterShared(s *server.Server, h mix.SharedHandler) {
+func RegisterShared(s *server.Server, h mix.SharedHandler) { s.Register(NewSharedService(h)) }
+
+// NewSharedService is the service RegisterShared registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewSharedService(h mix.SharedHandler) *server.Service {
 	type _call0 struct {
 		args mix.SharedGetArgs
 		res  mix.SharedGetResult
@@ -159,7 +167,7 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Shared", Hints: &mix.SharedHints, Methods: []server.Method{
+	return &server.Service{Name: "Shared", Hints: &mix.SharedHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return mix.NewSharedGetArgs() },
@@ -202,11 +210,15 @@ func RegisterShared(s *server.Server, h mix.SharedHandler) {
 				return _run1(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterEcho registers h as service "Echo" on s.
-func RegisterEcho(s *server.Server, h mix.EchoHandler) {
+func RegisterEcho(s *server.Server, h mix.EchoHandler) { s.Register(NewEchoService(h)) }
+
+// NewEchoService is the service RegisterEcho registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewEchoService(h mix.EchoHandler) *server.Service {
 	type _call0 struct {
 		args mix.EchoEchoArgs
 		res  mix.EchoEchoResult
@@ -223,7 +235,7 @@ func RegisterEcho(s *server.Server, h mix.EchoHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Echo", Hints: &mix.EchoHints, Methods: []server.Method{
+	return &server.Service{Name: "Echo", Hints: &mix.EchoHints, Methods: []server.Method{
 		{
 			Name:    "echo",
 			NewArgs: func() proto.Struct { return mix.NewEchoEchoArgs() },
@@ -245,5 +257,5 @@ func RegisterEcho(s *server.Server, h mix.EchoHandler) {
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

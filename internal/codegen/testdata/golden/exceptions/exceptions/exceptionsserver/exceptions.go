@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterStore registers h as service "Store" on s.
-func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
+func RegisterStore(s *server.Server, h exceptions.StoreHandler) { s.Register(NewStoreService(h)) }
+
+// NewStoreService is the service RegisterStore registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewStoreService(h exceptions.StoreHandler) *server.Service {
 	type _call0 struct {
 		args exceptions.StoreGetArgs
 		res  exceptions.StoreGetResult
@@ -67,7 +71,7 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 		}
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Store", Hints: &exceptions.StoreHints, Methods: []server.Method{
+	return &server.Service{Name: "Store", Hints: &exceptions.StoreHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return exceptions.NewStoreGetArgs() },
@@ -131,5 +135,5 @@ func RegisterStore(s *server.Server, h exceptions.StoreHandler) {
 				return _run2(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

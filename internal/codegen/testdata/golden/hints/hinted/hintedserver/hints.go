@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterKV registers h as service "KV" on s.
-func RegisterKV(s *server.Server, h hinted.KVHandler) {
+func RegisterKV(s *server.Server, h hinted.KVHandler) { s.Register(NewKVService(h)) }
+
+// NewKVService is the service RegisterKV registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewKVService(h hinted.KVHandler) *server.Service {
 	type _call0 struct {
 		args hinted.KVGetArgs
 		res  hinted.KVGetResult
@@ -51,7 +55,7 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "KV", Hints: &hinted.KVHints, Methods: []server.Method{
+	return &server.Service{Name: "KV", Hints: &hinted.KVHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return hinted.NewKVGetArgs() },
@@ -115,11 +119,15 @@ func RegisterKV(s *server.Server, h hinted.KVHandler) {
 				return _run2(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterPlain registers h as service "Plain" on s.
-func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
+func RegisterPlain(s *server.Server, h hinted.PlainHandler) { s.Register(NewPlainService(h)) }
+
+// NewPlainService is the service RegisterPlain registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewPlainService(h hinted.PlainHandler) *server.Service {
 	type _call0 struct {
 		args hinted.PlainNoopArgs
 		res  hinted.PlainNoopResult
@@ -131,7 +139,7 @@ func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
 		}
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Plain", Hints: &hinted.PlainHints, Methods: []server.Method{
+	return &server.Service{Name: "Plain", Hints: &hinted.PlainHints, Methods: []server.Method{
 		{
 			Name:    "noop",
 			NewArgs: func() proto.Struct { return hinted.NewPlainNoopArgs() },
@@ -153,5 +161,5 @@ func RegisterPlain(s *server.Server, h hinted.PlainHandler) {
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -13,6 +13,12 @@ import (
 
 // RegisterKeywords registers h as service "Keywords" on s.
 func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
+	s.Register(NewKeywordsService(h))
+}
+
+// NewKeywordsService is the service RegisterKeywords registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewKeywordsService(h keywordnames.KeywordsHandler) *server.Service {
 	type _call0 struct {
 		args keywordnames.KeywordsSumArgs
 		res  keywordnames.KeywordsSumResult
@@ -58,7 +64,7 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Keywords", Hints: &keywordnames.KeywordsHints, Methods: []server.Method{
+	return &server.Service{Name: "Keywords", Hints: &keywordnames.KeywordsHints, Methods: []server.Method{
 		{
 			Name:    "sum",
 			NewArgs: func() proto.Struct { return keywordnames.NewKeywordsSumArgs() },
@@ -122,5 +128,5 @@ func RegisterKeywords(s *server.Server, h keywordnames.KeywordsHandler) {
 				return _run2(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,6 +12,12 @@ import (
 
 // RegisterKeyService registers h as service "KeyService" on s.
 func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
+	s.Register(NewKeyServiceService(h))
+}
+
+// NewKeyServiceService is the service RegisterKeyService registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewKeyServiceService(h mapkeys.KeyServiceHandler) *server.Service {
 	type _call0 struct {
 		args mapkeys.KeyServiceLookupArgs
 		res  mapkeys.KeyServiceLookupResult
@@ -28,7 +34,7 @@ func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "KeyService", Hints: &mapkeys.KeyServiceHints, Methods: []server.Method{
+	return &server.Service{Name: "KeyService", Hints: &mapkeys.KeyServiceHints, Methods: []server.Method{
 		{
 			Name:    "lookup",
 			NewArgs: func() proto.Struct { return mapkeys.NewKeyServiceLookupArgs() },
@@ -50,5 +56,5 @@ func RegisterKeyService(s *server.Server, h mapkeys.KeyServiceHandler) {
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterExtern registers h as service "extern" on s.
-func RegisterExtern(s *server.Server, h nameconflict.ExternHandler) {
+func RegisterExtern(s *server.Server, h nameconflict.ExternHandler) { s.Register(NewExternService(h)) }
+
+// NewExternService is the service RegisterExtern registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewExternService(h nameconflict.ExternHandler) *server.Service {
 	type _call0 struct {
 		args nameconflict.ExternEventArgs
 		res  nameconflict.ExternEventResult
@@ -41,7 +45,7 @@ func RegisterExtern(s *server.Server, h nameconflict.ExternHandler) {
 		}
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "extern", Hints: &nameconflict.ExternHints, Methods: []server.Method{
+	return &server.Service{Name: "extern", Hints: &nameconflict.ExternHints, Methods: []server.Method{
 		{
 			Name:    "event",
 			NewArgs: func() proto.Struct { return nameconflict.NewExternEventArgs() },
@@ -84,11 +88,17 @@ func RegisterExtern(s *server.Server, h nameconflict.ExternHandler) {
 				return _run1(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterQualified registers h as service "qualified" on s.
 func RegisterQualified(s *server.Server, h nameconflict.QualifiedHandler) {
+	s.Register(NewQualifiedService(h))
+}
+
+// NewQualifiedService is the service RegisterQualified registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewQualifiedService(h nameconflict.QualifiedHandler) *server.Service {
 	type _call0 struct {
 		args nameconflict.QualifiedMaybeArgs
 		res  nameconflict.QualifiedMaybeResult
@@ -113,7 +123,7 @@ func RegisterQualified(s *server.Server, h nameconflict.QualifiedHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "qualified", Hints: &nameconflict.QualifiedHints, Methods: []server.Method{
+	return &server.Service{Name: "qualified", Hints: &nameconflict.QualifiedHints, Methods: []server.Method{
 		{
 			Name:    "maybe",
 			NewArgs: func() proto.Struct { return nameconflict.NewQualifiedMaybeArgs() },
@@ -156,5 +166,5 @@ func RegisterQualified(s *server.Server, h nameconflict.QualifiedHandler) {
 				return _run1(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterRange registers h as service "range" on s.
-func RegisterRange(s *server.Server, h reserved.RangeHandler) {
+func RegisterRange(s *server.Server, h reserved.RangeHandler) { s.Register(NewRangeService(h)) }
+
+// NewRangeService is the service RegisterRange registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewRangeService(h reserved.RangeHandler) *server.Service {
 	type _call0 struct {
 		args reserved.RangeSelectArgs
 		res  reserved.RangeSelectResult
@@ -48,7 +52,7 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "range", Hints: &reserved.RangeHints, Methods: []server.Method{
+	return &server.Service{Name: "range", Hints: &reserved.RangeHints, Methods: []server.Method{
 		{
 			Name:    "select",
 			NewArgs: func() proto.Struct { return reserved.NewRangeSelectArgs() },
@@ -112,5 +116,5 @@ func RegisterRange(s *server.Server, h reserved.RangeHandler) {
 				return _run2(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

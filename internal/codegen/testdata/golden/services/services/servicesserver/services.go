@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterSearch registers h as service "Search" on s.
-func RegisterSearch(s *server.Server, h services.SearchHandler) {
+func RegisterSearch(s *server.Server, h services.SearchHandler) { s.Register(NewSearchService(h)) }
+
+// NewSearchService is the service RegisterSearch registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewSearchService(h services.SearchHandler) *server.Service {
 	type _call0 struct {
 		args services.SearchSearchArgs
 		res  services.SearchSearchResult
@@ -107,7 +111,7 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Search", Hints: &services.SearchHints, Methods: []server.Method{
+	return &server.Service{Name: "Search", Hints: &services.SearchHints, Methods: []server.Method{
 		{
 			Name:    "search",
 			NewArgs: func() proto.Struct { return services.NewSearchSearchArgs() },
@@ -265,5 +269,5 @@ func RegisterSearch(s *server.Server, h services.SearchHandler) {
 				return _run7(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterStore registers h as service "Store" on s.
-func RegisterStore(s *server.Server, h store.StoreHandler) {
+func RegisterStore(s *server.Server, h store.StoreHandler) { s.Register(NewStoreService(h)) }
+
+// NewStoreService is the service RegisterStore registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewStoreService(h store.StoreHandler) *server.Service {
 	type _call0 struct {
 		args store.StoreGetArgs
 		res  store.StoreGetResult
@@ -70,7 +74,7 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Store", Hints: &store.StoreHints, Methods: []server.Method{
+	return &server.Service{Name: "Store", Hints: &store.StoreHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return store.NewStoreGetArgs() },
@@ -155,5 +159,5 @@ func RegisterStore(s *server.Server, h store.StoreHandler) {
 				return _run3(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

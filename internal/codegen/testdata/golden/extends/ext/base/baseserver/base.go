@@ -12,7 +12,11 @@ import (
 )
 
 // RegisterBase registers h as service "Base" on s.
-func RegisterBase(s *server.Server, h base.BaseHandler) {
+func RegisterBase(s *server.Server, h base.BaseHandler) { s.Register(NewBaseService(h)) }
+
+// NewBaseService is the service RegisterBase registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewBaseService(h base.BaseHandler) *server.Service {
 	type _call0 struct {
 		args base.BaseInfoArgs
 		res  base.BaseInfoResult
@@ -30,7 +34,7 @@ func RegisterBase(s *server.Server, h base.BaseHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Base", Hints: &base.BaseHints, Methods: []server.Method{
+	return &server.Service{Name: "Base", Hints: &base.BaseHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
@@ -61,5 +65,5 @@ func RegisterBase(s *server.Server, h base.BaseHandler) {
 				return nil, h.Ping(ctx)
 			},
 		},
-	}})
+	}}
 }

@@ -13,7 +13,11 @@ import (
 )
 
 // RegisterMiddle registers h as service "Middle" on s.
-func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
+func RegisterMiddle(s *server.Server, h child.MiddleHandler) { s.Register(NewMiddleService(h)) }
+
+// NewMiddleService is the service RegisterMiddle registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewMiddleService(h child.MiddleHandler) *server.Service {
 	type _call0 struct {
 		args base.BaseInfoArgs
 		res  base.BaseInfoResult
@@ -43,7 +47,7 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Middle", Hints: &child.MiddleHints, Methods: []server.Method{
+	return &server.Service{Name: "Middle", Hints: &child.MiddleHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
@@ -95,11 +99,15 @@ func RegisterMiddle(s *server.Server, h child.MiddleHandler) {
 				return _run2(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }
 
 // RegisterChild registers h as service "Child" on s.
-func RegisterChild(s *server.Server, h child.ChildHandler) {
+func RegisterChild(s *server.Server, h child.ChildHandler) { s.Register(NewChildService(h)) }
+
+// NewChildService is the service RegisterChild registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewChildService(h child.ChildHandler) *server.Service {
 	type _call0 struct {
 		args base.BaseInfoArgs
 		res  base.BaseInfoResult
@@ -141,7 +149,7 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 		res.Success = &r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Child", Hints: &child.ChildHints, Methods: []server.Method{
+	return &server.Service{Name: "Child", Hints: &child.ChildHints, Methods: []server.Method{
 		{
 			Name:    "info",
 			NewArgs: func() proto.Struct { return base.NewBaseInfoArgs() },
@@ -214,5 +222,5 @@ func RegisterChild(s *server.Server, h child.ChildHandler) {
 				return _run3(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -11,7 +11,11 @@ import (
 )
 
 // RegisterMains registers h as service "Mains" on s.
-func RegisterMains(s *server.Server, h core.MainsHandler) {
+func RegisterMains(s *server.Server, h core.MainsHandler) { s.Register(NewMainsService(h)) }
+
+// NewMainsService is the service RegisterMains registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewMainsService(h core.MainsHandler) *server.Service {
 	type _call0 struct {
 		args core.MainsGetArgs
 		res  core.MainsGetResult
@@ -24,7 +28,7 @@ func RegisterMains(s *server.Server, h core.MainsHandler) {
 		res.Success = r
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Mains", Hints: &core.MainsHints, Methods: []server.Method{
+	return &server.Service{Name: "Mains", Hints: &core.MainsHints, Methods: []server.Method{
 		{
 			Name:    "get",
 			NewArgs: func() proto.Struct { return core.NewMainsGetArgs() },
@@ -46,5 +50,5 @@ func RegisterMains(s *server.Server, h core.MainsHandler) {
 				return _run0(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -1,0 +1,531 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// Streams (docs/design/streams.md) ride the Conn's first TCP connection
+// when its server granted wire.CapStreams, next to its calls; a function
+// whose calls take a lane (shm, rdma) still streams over that TCP
+// connection. While a stream is open some goroutine always holds the
+// connection's read role (reader.go), so stream frames are filed with
+// their streams whether or not a call waits.
+
+type streamOptions struct {
+	windows      wire.StreamWindows
+	interceptors []StreamInterceptor
+}
+
+// WithStreamWindow sets the receive windows the Conn grants servers for
+// streams: messages and bytes per stream, bytes per connection over all
+// its streams (0 keeps a default: 16 messages, 1 MiB, 16 MiB). A server
+// may have up to one message beyond a window in flight.
+func WithStreamWindow(messages, bytes, conn int) Option {
+	return func(o *options) {
+		o.streams.windows = wire.StreamWindows{Messages: clamp32(messages), Bytes: clamp32(bytes), Conn: clamp32(conn)}
+	}
+}
+
+func clamp32(n int) int32 { return int32(min(max(n, 0), 1<<31-1)) }
+
+// StreamOpener opens a stream; stream interceptors receive the next one.
+type StreamOpener func(ctx context.Context, m *Method, final proto.Struct) (Stream, error)
+
+// StreamInterceptor wraps the opening of a stream; it may wrap the Stream
+// it returns (to count or trace its messages).
+type StreamInterceptor func(ctx context.Context, m *Method, final proto.Struct, next StreamOpener) (Stream, error)
+
+// WithStreamInterceptors appends stream interceptors; the first given
+// runs outermost.
+func WithStreamInterceptors(ic ...StreamInterceptor) Option {
+	return func(o *options) { o.streams.interceptors = append(o.streams.interceptors, ic...) }
+}
+
+var _ Streamer = (*Conn)(nil)
+
+// NewStream opens a stream of m (see Streamer). Its context bounds the
+// stream: canceling it, or its deadline, ends the stream on both sides.
+// Read until RecvMsg returns an error, or cancel ctx: either releases
+// what the stream holds.
+func (c *Conn) NewStream(ctx context.Context, m *Method, final proto.Struct) (Stream, error) {
+	return chainStream(ctx, c.o.streams.interceptors, m, final, c.newStream)
+}
+
+func chainStream(ctx context.Context, ics []StreamInterceptor, m *Method, final proto.Struct, open StreamOpener) (Stream, error) {
+	if len(ics) == 0 {
+		return open(ctx, m, final)
+	}
+	return ics[0](ctx, m, final, func(ctx context.Context, m *Method, f proto.Struct) (Stream, error) {
+		return chainStream(ctx, ics[1:], m, f, open)
+	})
+}
+
+func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (Stream, error) {
+	if m.Stream == stream.None {
+		return nil, fmt.Errorf("client: %s is not a streaming function: call it", m.Name)
+	}
+	if c.http != nil {
+		return nil, fmt.Errorf("%w: %s is Thrift over HTTP", stream.ErrNeedsHatRPCPeer, c.addr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.st == nil {
+		return nil, fmt.Errorf("%w: %s", stream.ErrNeedsHatRPCPeer, s.peerKind())
+	}
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0}
+	name := m.Name
+	if c.o.multiplexed && m.Service != "" {
+		name = m.Service + ":" + m.Name
+	}
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.connErrLocked()
+		s.mu.Unlock()
+		cancel(err)
+		return nil, err
+	}
+	s.seq++
+	if s.seq <= 0 {
+		s.seq = 1
+	}
+	cs.id = s.seq
+	st, err := s.st.Open(cs.id, cs)
+	if err != nil {
+		s.mu.Unlock()
+		cancel(err)
+		return nil, err
+	}
+	cs.st = st
+	s.streams++
+	if !s.reading {
+		// Stream frames must be read even when no call waits.
+		s.reading = true
+		go s.readIdle()
+	}
+	s.mu.Unlock()
+
+	codec := wire.GetCodec()
+	bp := wire.GetBuf()
+	b := (*bp)[:wire.HeaderSize]
+	var flags uint8
+	if s.carriesHeaders() {
+		b, flags = s.appendRequestHead(ctx, b, cs.id)
+	}
+	b, err = codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
+	wire.PutCodec(codec)
+	*bp = b
+	if err == nil {
+		wire.SealFrame(b, wire.KindStreamOpen, flags|compactFlag(cs.proto), cs.id, timeout)
+		if werr := s.w.Write(b); werr != nil {
+			s.fail(werr)
+			err = &ConnError{Op: "write", Err: werr}
+		}
+	}
+	wire.PutBuf(bp)
+	if err != nil {
+		cs.end(err)
+		return nil, err
+	}
+	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
+	return cs, nil
+}
+
+// peerKind says what the session's peer is, for ErrNeedsHatRPCPeer.
+func (s *session) peerKind() string {
+	switch {
+	case s.hat:
+		return s.c.addr + " is a HatRPC server that did not grant streams"
+	case s.format.Header:
+		return s.c.addr + " speaks THeader (" + s.format.String() + ")"
+	}
+	return s.c.addr + " is a plain Thrift server (" + s.format.String() + ")"
+}
+
+func compactFlag(p proto.Protocol) uint8 {
+	if p == proto.Compact {
+		return wire.FlagCompact
+	}
+	return 0
+}
+
+// emptyStruct is a stream open's argument struct: the messages follow.
+type emptyStruct struct{}
+
+func (emptyStruct) EncodeBinary(w *proto.BinaryWriter) error {
+	w.WriteStructBegin()
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (emptyStruct) EncodeCompact(w *proto.CompactWriter) error {
+	w.WriteStructBegin()
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+func (emptyStruct) DecodeBinary(r *proto.BinaryReader) error   { return r.Skip(proto.STRUCT) }
+func (emptyStruct) DecodeCompact(r *proto.CompactReader) error { return r.Skip(proto.STRUCT) }
+
+// errEnded: the server's closing message came; RecvMsg decodes it once
+// the messages before it are read.
+var errEnded = errors.New("client: stream ended")
+
+var errSendClosed = errors.New("client: SendMsg after CloseSend")
+
+// clientStream is the client's side of one stream.
+type clientStream struct {
+	s      *session
+	st     *streamcore.Stream
+	m      *Method
+	final  proto.Struct
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+	proto  proto.Protocol
+	id     int32
+
+	headerCh chan struct{} // closed once the header is known
+
+	mu       sync.Mutex
+	header   metadata.MD
+	trailer  metadata.MD
+	endMsg   []byte // the closing message (nil: a clean end without one)
+	result   error  // what RecvMsg returns from now on
+	ended    bool   // finished: the session no longer counts it
+	headerOK bool
+	closed   bool // CloseSend
+
+	peerDone atomic.Bool // the server ended the stream (end or reset), or the connection did
+	timed    bool        // the open carried a deadline
+}
+
+func (cs *clientStream) Context() context.Context { return cs.ctx }
+
+func (cs *clientStream) Header() (metadata.MD, error) {
+	select {
+	case <-cs.headerCh:
+	case <-cs.ctx.Done():
+		select {
+		case <-cs.headerCh:
+		default:
+			return nil, context.Cause(cs.ctx)
+		}
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.header, nil
+}
+
+func (cs *clientStream) Trailer() metadata.MD {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.trailer
+}
+
+// gotHeader records the header metadata (nil: none came) on the first
+// frame from the server.
+func (cs *clientStream) gotHeader(md metadata.MD) {
+	cs.mu.Lock()
+	if !cs.headerOK {
+		cs.headerOK = true
+		cs.header = md
+		close(cs.headerCh)
+	}
+	cs.mu.Unlock()
+}
+
+func (cs *clientStream) SendMsg(msg proto.Struct) error {
+	if !cs.m.Stream.ClientSends() {
+		cs.mu.Lock()
+		closed := cs.closed
+		cs.mu.Unlock()
+		if closed {
+			return fmt.Errorf("client: %s is a server stream: its one message went before CloseSend", cs.m.Name)
+		}
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	// Large binary values go out from the caller's slices (writev).
+	b, refs, err := codec.AppendStructRefs((*bp)[:wire.HeaderSize], cs.proto, msg)
+	*bp = b
+	if err != nil {
+		return fmt.Errorf("client: encode stream message: %w", err)
+	}
+	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
+	if size > int64(cs.s.c.o.limits.MaxMessageSize) {
+		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
+	}
+	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
+	err = cs.st.Send(cs.ctx, size, func() error {
+		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
+			cs.s.fail(werr)
+			return &ConnError{Op: "write", Err: werr}
+		}
+		return nil
+	})
+	if errors.Is(err, errEnded) {
+		// The server ended the stream: io.EOF, unless RecvMsg already
+		// found out how and it was an error (gRPC-Go's rule).
+		cs.mu.Lock()
+		res := cs.result
+		cs.mu.Unlock()
+		if res != nil && res != io.EOF {
+			return res
+		}
+		return io.EOF
+	}
+	return err
+}
+
+func (cs *clientStream) CloseSend() error {
+	cs.mu.Lock()
+	if cs.closed {
+		cs.mu.Unlock()
+		return nil
+	}
+	cs.closed = true
+	cs.mu.Unlock()
+	if cs.m.Stream.ClientSends() {
+		cs.st.EndSend(errSendClosed)
+	}
+	var f [wire.HeaderSize]byte
+	wire.SealFrame(f[:], wire.KindStreamEnd, 0, cs.id, 0)
+	if err := cs.s.w.Write(f[:]); err != nil {
+		cs.s.fail(err)
+		return &ConnError{Op: "write", Err: err}
+	}
+	return nil
+}
+
+func (cs *clientStream) RecvMsg(msg proto.Struct) error {
+	m, err := cs.st.Recv(cs.ctx)
+	if err == nil {
+		codec := wire.GetCodec()
+		err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		wire.PutCodec(codec)
+		if m.Buf != nil {
+			wire.PutBuf(m.Buf)
+		}
+		if err != nil {
+			err = fmt.Errorf("client: decode %s stream message: %w", cs.m.Name, err)
+			cs.reset(err)
+		}
+		return err
+	}
+	return cs.finishRecv(err)
+}
+
+// finishRecv turns the end of receiving into RecvMsg's answer (the
+// closing message decoded: io.EOF or its exception) and releases the
+// stream.
+func (cs *clientStream) finishRecv(err error) error {
+	cs.mu.Lock()
+	if cs.result != nil {
+		err = cs.result
+		cs.mu.Unlock()
+		return err
+	}
+	if errors.Is(err, errEnded) {
+		err = io.EOF
+		if cs.endMsg != nil {
+			codec := wire.GetCodec()
+			if derr := decodeReply(codec, cs.proto, cs.endMsg, &cs.s.c.o.limits, cs.final, copyBinaries); derr != nil {
+				// The server's handler ending on the deadline we sent
+				// it is our own deadline (ctxerr.go).
+				err = ownDeadline(cs.ctx, derr)
+			}
+			wire.PutCodec(codec)
+			cs.endMsg = nil
+		}
+	} else if cs.ctx.Err() != nil {
+		err = context.Cause(cs.ctx)
+	} else {
+		err = ownDeadline(cs.ctx, err)
+	}
+	cs.result = err
+	cs.mu.Unlock()
+	cs.end(err)
+	cs.cancel(err)
+	if cs.stop != nil {
+		cs.stop()
+	}
+	return err
+}
+
+// reset ends the stream from this side: the server is told with a reset
+// frame and the stream's context is canceled.
+func (cs *clientStream) reset(err error) {
+	cs.end(err)
+	cs.cancel(err)
+}
+
+// end finishes the stream once, telling the server with a reset frame
+// unless the server ended it or the stream's deadline passed (the open
+// carried it: the server's own timer ends the handler's context with
+// context.DeadlineExceeded), and takes it off the session's count.
+func (cs *clientStream) end(err error) {
+	if !cs.st.Finish(err) {
+		cs.release()
+		return
+	}
+	cs.gotHeader(nil)
+	if !cs.peerDone.Load() && !(cs.timed && errors.Is(err, context.DeadlineExceeded)) {
+		_ = cs.s.w.Write(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()))
+	}
+	cs.release()
+}
+
+// release takes the stream off the session's count, once.
+func (cs *clientStream) release() {
+	cs.mu.Lock()
+	if cs.ended {
+		cs.mu.Unlock()
+		return
+	}
+	cs.ended = true
+	cs.mu.Unlock()
+	cs.s.mu.Lock()
+	cs.s.streams--
+	cs.s.mu.Unlock()
+}
+
+// streamFrame files one stream frame read by the session's reader (bp
+// holds it). An error is the connection's.
+func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
+	if s.st == nil {
+		wire.PutBuf(bp)
+		return fmt.Errorf("%w: stream frame of kind %d on a connection without streams", wire.ErrBadFrame, h.Kind)
+	}
+	if err := wire.CheckStreamHeader(h); err != nil {
+		wire.PutBuf(bp)
+		return err
+	}
+	payload := (*bp)[wire.HeaderSize:]
+	if h.Kind == wire.KindStreamData {
+		block, body, err := wire.StreamBody(h, payload)
+		if err != nil {
+			wire.PutBuf(bp)
+			return err
+		}
+		var md metadata.MD
+		if block != nil {
+			if md, err = wire.ParseKV(block); err != nil {
+				wire.PutBuf(bp)
+				return err
+			}
+		}
+		var st *streamcore.Stream
+		if len(body) == 0 { // headers only
+			wire.PutBuf(bp)
+			st, err = s.st.NoteHeaders(h.Seqid)
+		} else {
+			st, err = s.st.Data(h.Seqid, streamcore.Msg{Buf: bp, Body: body, Size: int64(len(payload))}, block != nil)
+		}
+		if st != nil {
+			cs := st.Owner.(*clientStream)
+			if err == nil {
+				cs.gotHeader(md)
+			} else {
+				cs.reset(fmt.Errorf("client: server broke the stream's rules: %w", err))
+			}
+		}
+		// Frames for a stream this side ended are strays: dropped.
+		return nil
+	}
+	defer wire.PutBuf(bp)
+	switch h.Kind {
+	case wire.KindStreamWindow:
+		msgs, n, _ := wire.ParseWindow(payload)
+		st, err := s.st.Window(h.Seqid, msgs, n)
+		if err != nil && h.Seqid == 0 {
+			return err
+		}
+		if err != nil {
+			st.Owner.(*clientStream).reset(err)
+		}
+	case wire.KindStreamEnd:
+		block, msg, err := wire.StreamBody(h, payload)
+		if err != nil {
+			return err
+		}
+		st := s.st.Get(h.Seqid)
+		if st == nil {
+			return nil
+		}
+		cs := st.Owner.(*clientStream)
+		cs.gotHeader(nil)
+		cs.mu.Lock()
+		if block != nil {
+			if cs.trailer, err = wire.ParseKV(block); err != nil {
+				cs.mu.Unlock()
+				return err
+			}
+		}
+		if len(msg) > 0 {
+			cs.endMsg = append([]byte(nil), msg...)
+		}
+		cs.mu.Unlock()
+		cs.peerDone.Store(true)
+		st.Detach()
+		st.EndSend(errEnded)
+		st.EndRecv(errEnded)
+	case wire.KindStreamReset:
+		typ, text, _ := wire.ParseReset(payload)
+		if st := s.st.Get(h.Seqid); st != nil {
+			cs := st.Owner.(*clientStream)
+			exc := streamcore.ResetError(typ, text)
+			cs.peerDone.Store(true)
+			cs.end(exc)
+		}
+	default:
+		return fmt.Errorf("%w: stream frame of kind %d from server", wire.ErrBadFrame, h.Kind)
+	}
+	return nil
+}
+
+// failStreams ends the streams of a session that failed.
+func (s *session) failStreams(err error) {
+	if s.st == nil {
+		return
+	}
+	s.st.Each(func(st *streamcore.Stream) { st.Owner.(*clientStream).peerDone.Store(true) })
+	for _, st := range s.st.Fail(err) {
+		cs := st.Owner.(*clientStream)
+		cs.gotHeader(nil)
+		cs.release()
+	}
+}
+
+func releaseStreamMsg(m *streamcore.Msg) {
+	if m.Buf != nil {
+		wire.PutBuf(m.Buf)
+	}
+	*m = streamcore.Msg{}
+}

@@ -1,0 +1,58 @@
+//go:build cgo && linux
+
+package client_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/stream"
+	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/wiretest"
+)
+
+// A function whose calls take a lane streams over the Conn's TCP
+// connection (lanes do not carry streams yet), next to lane calls.
+func TestStreamBesideLanes(t *testing.T) {
+	ts := laneServer(t)
+	ts.srv.Register(&server.Service{Name: "S", Methods: []server.Method{{
+		Name: "echo", Stream: stream.Bidi,
+		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+			for {
+				var a wiretest.EchoArgs
+				if err := ss.RecvMsg(&a); err == io.EOF {
+					return nil, nil
+				} else if err != nil {
+					return nil, err
+				}
+				if err := ss.SendMsg(&a); err != nil {
+					return nil, err
+				}
+			}
+		},
+	}}})
+	c := dial(t, ts.addr, client.WithMultiplexed()) // "echo" alone is the Echo service's
+	echoOnLanes(t, ts, c, methodWith(hints.Set{}))
+	m := &client.Method{Service: "S", Name: "echo", Stream: stream.Bidi,
+		Hints: &hints.Function{Name: "echo", Client: hints.Set{}}}
+	require.Equal(t, fastpathtest.Transport(), c.Plan("S:echo").Transport.String(), "its calls would take a lane")
+	st, err := c.NewStream(tctx(t), m, &wiretest.EchoResult{})
+	require.NoError(t, err)
+	for _, n := range []int{1, 5000, 200 << 10} {
+		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: strings.Repeat("y", n)}))
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a))
+		require.Len(t, a.Msg, n)
+	}
+	require.NoError(t, st.CloseSend())
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+	require.Equal(t, 3.0, serverCounter(t, ts, "hatrpc_server_stream_messages_total", map[string]string{"function": "echo", "direction": "in"}))
+}

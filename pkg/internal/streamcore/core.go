@@ -1,0 +1,480 @@
+// Package streamcore is the part of HatRPC streams the client and the
+// server share: per-stream and per-connection credit flow control, the
+// bounded receive queue a connection's reader fills without ever
+// blocking, and the stream's end in each direction. The frames are
+// pkg/wire's (streamframe.go); docs/design/streams.md has the rules.
+package streamcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// Default receive windows, for a side that names none.
+const (
+	DefaultMessages = 16
+	DefaultBytes    = 1 << 20
+	DefaultConn     = 16 << 20
+)
+
+// WithDefaults fills w's zero fields with the defaults.
+func WithDefaults(w wire.StreamWindows) wire.StreamWindows {
+	if w.Messages <= 0 {
+		w.Messages = DefaultMessages
+	}
+	if w.Bytes <= 0 {
+		w.Bytes = DefaultBytes
+	}
+	if w.Conn <= 0 {
+		w.Conn = DefaultConn
+	}
+	return w
+}
+
+// Msg is one received data message.
+type Msg struct {
+	Buf    *[]byte // pooled buffer Body lies in; nil when Body is its own
+	Body   []byte
+	Size   int64 // what it counts against the windows: the frame's payload
+	Charge int64 // server memory budget it holds
+}
+
+// Errors a receiver resets a stream with (exception type PROTOCOL_ERROR).
+var (
+	ErrWindow     = errors.New("stream: data past the window")
+	ErrAfterEnd   = errors.New("stream: data after the end of the stream")
+	ErrUnknown    = errors.New("stream: data for an unknown stream")
+	ErrOverCredit = errors.New("stream: window update beyond what was sent")
+)
+
+// smallCopy: messages under it are copied out of their pooled buffer.
+const smallCopy = 1024
+
+// Conn is the stream state of one connection.
+type Conn struct {
+	write   func([]byte) error // a control frame (credit, reset)
+	release func(*Msg)         // gives back a message's buffer and charge
+	// Send: the peer's receive windows; Recv: ours.
+	Send, Recv wire.StreamWindows
+
+	sendMu sync.Mutex // orders credit and the data frame's write (see Send)
+
+	mu       sync.Mutex
+	streams  map[int32]*Stream
+	sendConn int64         // bytes in flight to the peer, not yet credited
+	connWake chan struct{} // closed and replaced when connection credit comes
+	recvConn int64         // bytes received, not yet credited back
+	heldConn int64         // of those, consumed: credit to send
+	buffered int64         // bytes queued in all streams (tests, metrics)
+	err      error
+}
+
+// NewConn returns a connection's stream state; write sends a control
+// frame, release gives back what a dropped or consumed message holds.
+func NewConn(write func([]byte) error, release func(*Msg), send, recv wire.StreamWindows) *Conn {
+	return &Conn{write: write, release: release, Send: WithDefaults(send), Recv: WithDefaults(recv),
+		streams: map[int32]*Stream{}, connWake: make(chan struct{})}
+}
+
+// Stream is one stream's flow state.
+type Stream struct {
+	c  *Conn
+	ID int32
+
+	// guarded by c.mu
+	sendMsgs, sendBytes int64 // in flight to the peer, not yet credited
+	sendErr             error
+	sendWake            chan struct{}
+	q                   []Msg
+	recvMsgs, recvBytes int64 // received, not yet credited
+	heldMsgs, heldBytes int64 // of those, consumed
+	recvErr             error // after the queue, Recv returns it
+	recvWake            chan struct{}
+	gone                bool // out of c.streams: no more stream credit
+	finished            bool
+	// Owner is the client's or the server's stream object.
+	Owner   any
+	headers bool // a header block came (once per stream)
+}
+
+// Open registers stream id.
+func (c *Conn) Open(id int32, owner any) (*Stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, c.err
+	}
+	if _, ok := c.streams[id]; ok {
+		return nil, fmt.Errorf("%w: stream %d opened twice", wire.ErrBadFrame, id)
+	}
+	s := &Stream{c: c, ID: id, sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1), Owner: owner}
+	c.streams[id] = s
+	return s, nil
+}
+
+// Get returns stream id, nil when it is not open.
+func (c *Conn) Get(id int32) *Stream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streams[id]
+}
+
+// Len is the number of open streams.
+func (c *Conn) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.streams)
+}
+
+// Buffered is the bytes received and not yet consumed, over all streams.
+func (c *Conn) Buffered() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buffered
+}
+
+// InFlight is the bytes sent and not yet credited by the peer.
+func (c *Conn) InFlight() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendConn
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Data queues a received data message for stream id; the reader calls it
+// and it never blocks. A message the stream may not take (unknown stream,
+// after its end, past a window) is given back, its connection credit
+// returned at once, and the error says why: the caller resets the stream
+// (s, when not nil, is to be finished with it).
+func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
+	if m.Buf != nil && len(m.Body) < smallCopy {
+		// A small message would pin a pooled buffer many times its size
+		// for as long as it waits.
+		m.Body = append([]byte(nil), m.Body...)
+		wire.PutBuf(m.Buf)
+		m.Buf = nil
+	}
+	c.mu.Lock()
+	s := c.streams[id]
+	var err error
+	switch {
+	case s == nil:
+		err = ErrUnknown
+	case s.recvErr != nil:
+		err = ErrAfterEnd
+	case headerBlock && s.headers:
+		err = fmt.Errorf("%w: a second header block", wire.ErrBadFrame)
+	case s.recvMsgs >= int64(c.Recv.Messages) || s.recvBytes >= int64(c.Recv.Bytes) || c.recvConn >= int64(c.Recv.Conn):
+		err = fmt.Errorf("%w: %d messages, %d bytes buffered of a window of %d messages, %d bytes (connection: %d of %d bytes)", ErrWindow,
+			s.recvMsgs, s.recvBytes, c.Recv.Messages, c.Recv.Bytes, c.recvConn, c.Recv.Conn)
+	}
+	if err != nil {
+		c.mu.Unlock()
+		c.release(&m)
+		c.credit(0, 0, 0, m.Size)
+		return s, err
+	}
+	s.headers = s.headers || headerBlock
+	s.q = append(s.q, m)
+	s.recvMsgs++
+	s.recvBytes += m.Size
+	c.recvConn += m.Size
+	c.buffered += m.Size
+	c.mu.Unlock()
+	wake(s.recvWake)
+	return s, nil
+}
+
+// Discarded returns the connection credit of a data frame of n payload
+// bytes that was never read (the server's memory budget refused it).
+func (c *Conn) Discarded(n int64) { c.credit(0, 0, 0, n) }
+
+// NoteHeaders records a header-only frame for s (not counted against the
+// windows; one header block per stream).
+func (c *Conn) NoteHeaders(id int32) (*Stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.streams[id]
+	switch {
+	case s == nil:
+		return nil, ErrUnknown
+	case s.headers:
+		return s, fmt.Errorf("%w: a second header block", wire.ErrBadFrame)
+	}
+	s.headers = true
+	return s, nil
+}
+
+// credit sends a window frame: msgs and n bytes to stream id, conn bytes
+// to the connection.
+func (c *Conn) credit(id int32, msgs, n, conn int64) {
+	var b []byte
+	if msgs > 0 || n > 0 {
+		b = wire.AppendWindowFrame(b, id, uint32(msgs), uint32(n))
+	}
+	if conn > 0 {
+		b = wire.AppendWindowFrame(b, 0, 0, uint32(conn))
+	}
+	if len(b) > 0 {
+		_ = c.write(b) // a failed write fails the connection's reader
+	}
+}
+
+// Window applies a window frame from the peer. An error is a protocol
+// violation: for stream id (reset it) or, with id 0, the connection's.
+func (c *Conn) Window(id int32, msgs, n uint32) (*Stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == 0 {
+		if msgs != 0 || int64(n) > c.sendConn {
+			return nil, fmt.Errorf("%w: connection credit of %d messages, %d bytes with %d in flight", ErrOverCredit, msgs, n, c.sendConn)
+		}
+		c.sendConn -= int64(n)
+		close(c.connWake)
+		c.connWake = make(chan struct{})
+		return nil, nil
+	}
+	s := c.streams[id]
+	if s == nil {
+		return nil, nil // the stream ended: credit is moot
+	}
+	if int64(msgs) > s.sendMsgs || int64(n) > s.sendBytes {
+		return s, fmt.Errorf("%w: %d messages, %d bytes with %d, %d in flight", ErrOverCredit, msgs, n, s.sendMsgs, s.sendBytes)
+	}
+	s.sendMsgs -= int64(msgs)
+	s.sendBytes -= int64(n)
+	wake(s.sendWake)
+	return s, nil
+}
+
+// Send writes the data frame of one message of s (size: its payload)
+// once the windows allow, blocking while they do not, until ctx ends or
+// the stream's sending does. A sender may go on while its stream and its
+// connection have less than their window in flight, so one message may
+// overshoot a window: the receiver checks the same rule, and credit it
+// withholds (less than half a window) can never stall a sender.
+func (s *Stream) Send(ctx context.Context, size int64, write func() error) error {
+	c := s.c
+	for {
+		c.sendMu.Lock()
+		c.mu.Lock()
+		err := s.sendErr
+		if err == nil {
+			err = c.err
+		}
+		if err != nil {
+			c.mu.Unlock()
+			c.sendMu.Unlock()
+			return err
+		}
+		if s.sendMsgs < int64(c.Send.Messages) && s.sendBytes < int64(c.Send.Bytes) && c.sendConn < int64(c.Send.Conn) {
+			s.sendMsgs++
+			s.sendBytes += size
+			c.sendConn += size
+			c.mu.Unlock()
+			// Written in the order credit was taken, so the receiver
+			// sees the connection's bytes as they were counted here.
+			err := write()
+			c.sendMu.Unlock()
+			return err
+		}
+		cw := c.connWake
+		c.mu.Unlock()
+		c.sendMu.Unlock()
+		select {
+		case <-s.sendWake:
+		case <-cw:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// Recv returns the next message of s, blocking until one comes, the
+// stream's receiving ends (its error: io.EOF after a clean end) or ctx
+// does. Consuming a message credits the peer once half a window is
+// consumed.
+func (s *Stream) Recv(ctx context.Context) (Msg, error) {
+	c := s.c
+	for {
+		c.mu.Lock()
+		if len(s.q) > 0 {
+			m := s.q[0]
+			s.q[0] = Msg{}
+			s.q = s.q[1:]
+			if len(s.q) == 0 {
+				s.q = nil // the backing array would hold the window's worth
+			}
+			c.buffered -= m.Size
+			var msgs, n, conn int64
+			if !s.gone {
+				s.heldMsgs++
+				s.heldBytes += m.Size
+				if s.heldMsgs >= max(1, int64(c.Recv.Messages)/2) || s.heldBytes >= int64(c.Recv.Bytes)/2 {
+					msgs, n = s.heldMsgs, s.heldBytes
+					s.recvMsgs -= msgs
+					s.recvBytes -= n
+					s.heldMsgs, s.heldBytes = 0, 0
+				}
+			}
+			c.heldConn += m.Size
+			if c.heldConn >= int64(c.Recv.Conn)/2 {
+				conn = c.heldConn
+				c.recvConn -= conn
+				c.heldConn = 0
+			}
+			dead := c.err != nil
+			c.mu.Unlock()
+			if !dead {
+				c.credit(s.ID, msgs, n, conn)
+			}
+			return m, nil
+		}
+		if err := s.recvErr; err != nil {
+			c.mu.Unlock()
+			return Msg{}, err
+		}
+		c.mu.Unlock()
+		select {
+		case <-s.recvWake:
+		case <-ctx.Done():
+			return Msg{}, context.Cause(ctx)
+		}
+	}
+}
+
+// EndRecv ends the receiving side of s: Recv returns err once the queue
+// is drained (io.EOF: the peer ended its side cleanly).
+func (s *Stream) EndRecv(err error) {
+	s.c.mu.Lock()
+	if s.recvErr == nil {
+		s.recvErr = err
+	}
+	s.c.mu.Unlock()
+	wake(s.recvWake)
+}
+
+// EndSend ends the sending side of s: Send returns err.
+func (s *Stream) EndSend(err error) {
+	s.c.mu.Lock()
+	if s.sendErr == nil {
+		s.sendErr = err
+	}
+	s.c.mu.Unlock()
+	wake(s.sendWake)
+}
+
+// SendErr is the error sending ended with, nil while it may go on.
+func (s *Stream) SendErr() error {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.sendErr
+}
+
+// Finish forgets s: both sides end with err (where not ended already),
+// queued messages are dropped and their connection credit returned. It
+// reports false when s was finished before.
+func (s *Stream) Finish(err error) bool {
+	c := s.c
+	c.mu.Lock()
+	if s.finished {
+		c.mu.Unlock()
+		return false
+	}
+	s.finished = true
+	s.detachLocked()
+	if s.sendErr == nil {
+		s.sendErr = err
+	}
+	if s.recvErr == nil || len(s.q) > 0 {
+		s.recvErr = err
+	}
+	q := s.q
+	s.q = nil
+	var drop int64
+	for i := range q {
+		drop += q[i].Size
+	}
+	c.buffered -= drop
+	c.recvConn -= drop
+	dead := c.err != nil
+	c.mu.Unlock()
+	for i := range q {
+		c.release(&q[i])
+	}
+	if drop > 0 && !dead {
+		c.credit(0, 0, 0, drop)
+	}
+	wake(s.sendWake)
+	wake(s.recvWake)
+	return true
+}
+
+// Detach takes s out of its connection's table once the peer will send
+// nothing more for it (its end or reset came): frames for the id are then
+// strays. Its queue stays readable; consuming it returns connection
+// credit only.
+func (s *Stream) Detach() {
+	s.c.mu.Lock()
+	s.detachLocked()
+	s.c.mu.Unlock()
+}
+
+func (s *Stream) detachLocked() {
+	if !s.gone {
+		s.gone = true
+		if s.c.streams[s.ID] == s {
+			delete(s.c.streams, s.ID)
+		}
+	}
+}
+
+// Each runs f on every open stream.
+func (c *Conn) Each(f func(*Stream)) {
+	c.mu.Lock()
+	all := make([]*Stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		f(s)
+	}
+}
+
+// Fail ends every stream with err: the connection is gone. It returns the
+// streams it ended.
+func (c *Conn) Fail(err error) []*Stream {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+		close(c.connWake)
+		c.connWake = make(chan struct{})
+	}
+	all := make([]*Stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		s.Finish(err)
+	}
+	return all
+}
+
+// ResetError is a reset frame's payload as an error: the exception the
+// stream ended with.
+func ResetError(typ int32, text string) *proto.ApplicationException {
+	return proto.NewApplicationException(typ, text)
+}

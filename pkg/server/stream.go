@@ -1,0 +1,488 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// Streams (docs/design/streams.md): a HatRPC connection that negotiated
+// wire.CapStreams carries streams next to its calls. The reader files
+// each stream frame with the connection's streamcore.Conn without ever
+// blocking on a stream; each stream's handler runs on a goroutine of its
+// own, counted as a call in flight (so the connection, and a Shutdown,
+// wait for it), and the connection's end cancels every stream.
+
+// DefaultMaxStreams is how many streams one connection may have open
+// unless WithMaxStreams says otherwise.
+const DefaultMaxStreams = 1 << 14
+
+type streamOptions struct {
+	windows      wire.StreamWindows
+	max          int
+	interceptors []StreamInterceptor
+}
+
+// WithStreamWindow sets the receive windows the server grants each
+// client for streams: messages and bytes per stream, bytes per
+// connection over all its streams (0 keeps a default: 16 messages, 1
+// MiB, 16 MiB). A client may have up to one message beyond a window in
+// flight, so a stream buffers at most its window plus one message.
+func WithStreamWindow(messages, bytes, conn int) Option {
+	return func(o *options) {
+		o.streams.windows = wire.StreamWindows{Messages: clamp32(messages), Bytes: clamp32(bytes), Conn: clamp32(conn)}
+	}
+}
+
+// WithMaxStreams bounds the streams one connection may have open
+// (default DefaultMaxStreams); an open beyond it is reset.
+func WithMaxStreams(n int) Option { return func(o *options) { o.streams.max = n } }
+
+// StreamInfo describes the stream a StreamInterceptor wraps.
+type StreamInfo struct {
+	Service  string
+	Method   *Method
+	StreamID int32
+	Protocol proto.Protocol
+	Remote   string
+	Deadline time.Time // zero when the client sent none
+}
+
+// StreamInterceptor wraps a stream's handler; it may wrap ss (to count
+// or trace its messages) before passing it on.
+type StreamInterceptor func(ctx context.Context, info *StreamInfo, ss ServerStream, next StreamHandler) (proto.Struct, error)
+
+// WithStreamInterceptors appends stream interceptors; the first given
+// runs outermost.
+func WithStreamInterceptors(ic ...StreamInterceptor) Option {
+	return func(o *options) { o.streams.interceptors = append(o.streams.interceptors, ic...) }
+}
+
+func clamp32(n int) int32 { return int32(min(max(n, 0), 1<<31-1)) }
+
+// unaryStream is the arguments of a streaming function called as a unary
+// one: skipped, and the call answered errUnaryStream.
+type unaryStream struct{}
+
+func (unaryStream) EncodeBinary(*proto.BinaryWriter) error     { return nil }
+func (unaryStream) EncodeCompact(*proto.CompactWriter) error   { return nil }
+func (unaryStream) DecodeBinary(r *proto.BinaryReader) error   { return r.Skip(proto.STRUCT) }
+func (unaryStream) DecodeCompact(r *proto.CompactReader) error { return r.Skip(proto.STRUCT) }
+
+func errUnaryStream(m *Method) error {
+	return proto.NewApplicationException(proto.ExcUnknownMethod,
+		fmt.Sprintf("%s is a %s streaming function: open it as a stream", m.Name, m.Stream))
+}
+
+// grantStreams answers a hello that offers streams: the windows the
+// server receives in, and the connection's stream state.
+func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
+	if h.Caps&wire.CapStreams == 0 {
+		return
+	}
+	rep.Caps |= wire.CapStreams
+	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
+	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
+	c.mu.Lock()
+	c.st = st
+	c.mu.Unlock()
+}
+
+func (c *conn) releaseStreamMsg(m *streamcore.Msg) {
+	if m.Buf != nil {
+		wire.PutBuf(m.Buf)
+	}
+	if m.Charge > 0 {
+		c.s.budget.release(c, m.Charge)
+	}
+	*m = streamcore.Msg{}
+}
+
+// streamFrame handles one stream frame read by the reader (bp holds it,
+// with the memory charged for it). An error is the connection's: a
+// malformed frame closes it; a stream's violation resets only that stream.
+func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
+	if c.st == nil {
+		wire.PutBuf(bp)
+		c.releaseCharge()
+		return fmt.Errorf("%w: stream frame of kind %d on a connection without streams", wire.ErrBadFrame, h.Kind)
+	}
+	if err := wire.CheckStreamHeader(h); err != nil {
+		wire.PutBuf(bp)
+		c.releaseCharge()
+		return err
+	}
+	payload := (*bp)[wire.HeaderSize:]
+	if h.Kind == wire.KindStreamData {
+		if h.Flags&wire.FlagHeaders != 0 {
+			wire.PutBuf(bp)
+			c.releaseCharge()
+			return fmt.Errorf("%w: header block on a client's stream data", wire.ErrBadFrame)
+		}
+		m := streamcore.Msg{Buf: bp, Body: payload, Size: int64(len(payload)), Charge: c.takeCharge()}
+		if st, err := c.st.Data(h.Seqid, m, false); err != nil {
+			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
+		}
+		return nil
+	}
+	defer wire.PutBuf(bp)
+	c.releaseCharge()
+	switch h.Kind {
+	case wire.KindStreamOpen:
+		return c.openStream(h, payload)
+	case wire.KindStreamWindow:
+		msgs, n, _ := wire.ParseWindow(payload) // CheckStreamHeader checked its size
+		st, err := c.st.Window(h.Seqid, msgs, n)
+		if err != nil && h.Seqid == 0 {
+			return err
+		}
+		if err != nil {
+			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
+		}
+	case wire.KindStreamEnd:
+		if len(payload) != 0 {
+			return fmt.Errorf("%w: client's stream end with %d payload bytes", wire.ErrBadFrame, len(payload))
+		}
+		if st := c.st.Get(h.Seqid); st != nil {
+			st.EndRecv(io.EOF)
+		}
+	case wire.KindStreamReset:
+		typ, text, _ := wire.ParseReset(payload)
+		if st := c.st.Get(h.Seqid); st != nil {
+			ss := st.Owner.(*serverStream)
+			err := streamcore.ResetError(typ, "client reset the stream: "+text)
+			ss.reset.Store(true)
+			st.Finish(err)
+			ss.cancel(err)
+		}
+	}
+	return nil
+}
+
+// resetStream resets stream id (st: the stream, nil when unknown) with
+// an exception of type typ: a violation of its rules, or a message the
+// memory budget refused.
+func (c *conn) resetStream(id int32, st *streamcore.Stream, typ int32, cause error) {
+	c.s.log.Debug("hatrpc: stream reset", "remote", c.remote, "stream", id, "err", cause)
+	c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, id, typ, cause.Error())))
+	if st != nil {
+		ss := st.Owner.(*serverStream)
+		ss.reset.Store(true)
+		st.Finish(cause)
+		ss.cancel(cause)
+	}
+}
+
+// openStream starts the handler of the stream an open frame asks for.
+func (c *conn) openStream(h *wire.Header, payload []byte) error {
+	block, msg, err := wire.StreamBody(h, payload)
+	if err != nil {
+		return err
+	}
+	p := h.Protocol()
+	mh, err := wire.ParseMsgHeader(p, msg)
+	if err != nil {
+		return err
+	}
+	if mh.Type != proto.Call {
+		return fmt.Errorf("%w: stream open of message type %v", proto.ErrInvalidData, mh.Type)
+	}
+	if c.st.Get(h.Seqid) != nil {
+		return fmt.Errorf("%w: stream %d opened twice", wire.ErrBadFrame, h.Seqid)
+	}
+	c.busy()
+	m := c.s.lookup(mh.Name)
+	refuse := func(typ int32, text string) error {
+		c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, h.Seqid, typ, text)))
+		return nil
+	}
+	switch {
+	case m == nil:
+		return refuse(proto.ExcUnknownMethod, "unknown method "+string(mh.Name))
+	case m.m.HandleStream == nil:
+		return refuse(proto.ExcUnknownMethod, m.m.Name+" is not a streaming function")
+	case c.st.Len() >= c.maxStreams():
+		return refuse(proto.ExcInternalError, fmt.Sprintf("server busy: %d streams open on the connection", c.st.Len()))
+	}
+	ss := &serverStream{c: c, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name)}
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	ss.cancel = cancel
+	if h.Timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, h.Timeout)
+		ss.stopTimer = stop
+	}
+	if block != nil {
+		ctx = metadata.NewServerContext(ctx, metadata.NewLazyServerCall(append([]byte(nil), block...), wire.ParseKV))
+	}
+	ss.ctx = ctx
+	if ss.st, err = c.st.Open(h.Seqid, ss); err != nil {
+		cancel(err)
+		if ss.stopTimer != nil {
+			ss.stopTimer()
+		}
+		return nil // the connection failed meanwhile
+	}
+	c.begin()
+	go ss.run()
+	return nil
+}
+
+func (c *conn) maxStreams() int {
+	if n := c.s.opts.streams.max; n > 0 {
+		return n
+	}
+	return DefaultMaxStreams
+}
+
+// endStreams ends every stream of a connection whose reading stopped:
+// their handlers' contexts are canceled and their buffers given back.
+func (c *conn) endStreams(err error) {
+	if c.st == nil {
+		return
+	}
+	for _, st := range c.st.Fail(err) {
+		st.Owner.(*serverStream).cancel(err)
+	}
+}
+
+// serverStream is the server's side of one stream.
+type serverStream struct {
+	c         *conn
+	st        *streamcore.Stream
+	m         *method
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopTimer context.CancelFunc
+	proto     proto.Protocol
+	id, seqid int32
+	reset     atomic.Bool // reset by either side: no closing message
+	stats     *streamStats
+
+	mu         sync.Mutex
+	header     metadata.MD
+	headerSent bool
+	trailer    metadata.MD
+}
+
+var _ ServerStream = (*serverStream)(nil)
+
+var errStreamDone = errors.New("server: the stream's handler returned")
+
+func (ss *serverStream) Context() context.Context { return ss.ctx }
+
+func (ss *serverStream) SendHeader(md metadata.MD) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.headerSent {
+		return errors.New("server: stream headers already sent")
+	}
+	ss.headerSent = true
+	ss.header = merge(ss.header, md)
+	return ss.writeHeaderLocked()
+}
+
+// writeHeaderLocked sends the header metadata in a frame of its own
+// (a data frame holding only a header block, not counted as a message).
+func (ss *serverStream) writeHeaderLocked() error {
+	if len(ss.header) == 0 {
+		return nil
+	}
+	b := wire.AppendHeaderBlock(make([]byte, wire.HeaderSize, 256), ss.header)
+	wire.SealFrame(b, wire.KindStreamData, wire.FlagHeaders|compactFlag(ss.proto), ss.id, 0)
+	return ss.c.w.Write(b)
+}
+
+func compactFlag(p proto.Protocol) uint8 {
+	if p == proto.Compact {
+		return wire.FlagCompact
+	}
+	return 0
+}
+
+func merge(dst, src metadata.MD) metadata.MD {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = metadata.MD{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+func (ss *serverStream) SetTrailer(md metadata.MD) {
+	ss.mu.Lock()
+	ss.trailer = merge(ss.trailer, md)
+	ss.mu.Unlock()
+}
+
+func (ss *serverStream) SendMsg(msg proto.Struct) error {
+	if !ss.m.m.Stream.ServerSends() {
+		return fmt.Errorf("server: %s is a %s stream: its one reply is the handler's result", ss.m.m.Name, ss.m.m.Stream)
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:wire.HeaderSize]
+	flags := compactFlag(ss.proto)
+	ss.mu.Lock()
+	if !ss.headerSent {
+		ss.headerSent = true
+		if len(ss.header) > 0 {
+			b = wire.AppendHeaderBlock(b, ss.header)
+			flags |= wire.FlagHeaders
+		}
+	}
+	ss.mu.Unlock()
+	// Large binary values go out from the handler's slices (writev).
+	b, refs, err := codec.AppendStructRefs(b, ss.proto, msg)
+	*bp = b
+	if err != nil {
+		return fmt.Errorf("server: encode stream message: %w", err)
+	}
+	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
+	if size > int64(ss.c.s.opts.limits.MaxMessageSize) {
+		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
+	}
+	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
+	err = ss.st.Send(ss.ctx, size, func() error {
+		err := ss.c.w.WriteVec(b, refs)
+		ss.c.checkWrite(err)
+		return err
+	})
+	if err == nil {
+		ss.stats.outMsgs.Inc()
+		ss.stats.outBytes.Add(float64(size))
+		ss.c.s.met.outTCP.Add(float64(size + wire.HeaderSize))
+	}
+	return err
+}
+
+func (ss *serverStream) RecvMsg(msg proto.Struct) error {
+	m, err := ss.st.Recv(ss.ctx)
+	if err != nil {
+		return err
+	}
+	ss.stats.inMsgs.Inc()
+	ss.stats.inBytes.Add(float64(m.Size))
+	codec := wire.GetCodec()
+	err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
+	wire.PutCodec(codec)
+	ss.c.releaseStreamMsg(&m)
+	if err != nil {
+		return proto.NewApplicationException(proto.ExcProtocolError, "decode "+ss.m.m.Name+" stream message: "+err.Error())
+	}
+	return nil
+}
+
+// run runs the handler and sends the stream's closing message.
+func (ss *serverStream) run() {
+	c := ss.c
+	defer c.end()
+	final, err := ss.invoke()
+	if !ss.reset.Load() && c.ctx.Err() == nil {
+		c.checkWrite(ss.writeEnd(final, err))
+	}
+	ss.st.Finish(errStreamDone)
+	ss.cancel(errStreamDone)
+	ss.stats.open.Dec()
+	if ss.stopTimer != nil {
+		ss.stopTimer()
+	}
+}
+
+func (ss *serverStream) invoke() (final proto.Struct, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ss.c.s.log.Error("hatrpc: stream handler panic", "method", ss.m.m.Name, "remote", ss.c.remote,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			final, err = nil, &panicError{v}
+		}
+	}()
+	ics := ss.c.s.opts.streams.interceptors
+	if len(ics) == 0 {
+		return ss.m.m.HandleStream(ss.ctx, ss)
+	}
+	info := &StreamInfo{Service: ss.m.svc, Method: ss.m.m, StreamID: ss.id, Protocol: ss.proto, Remote: ss.c.remote}
+	if dl, ok := ss.ctx.Deadline(); ok {
+		info.Deadline = dl
+	}
+	return chainStream(ss.ctx, ics, info, ss, ss.m.m.HandleStream)
+}
+
+func chainStream(ctx context.Context, ics []StreamInterceptor, info *StreamInfo, ss ServerStream, h StreamHandler) (proto.Struct, error) {
+	if len(ics) == 0 {
+		return h(ctx, ss)
+	}
+	return ics[0](ctx, info, ss, func(ctx context.Context, ss ServerStream) (proto.Struct, error) {
+		return chainStream(ctx, ics[1:], info, ss, h)
+	})
+}
+
+// writeEnd sends the closing message: headers first if none went yet,
+// then the end frame with the trailers and the final struct (nil final
+// and nil error: none) or the exception the error maps to.
+func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.headerSent {
+		ss.headerSent = true
+		if err := ss.writeHeaderLocked(); err != nil {
+			return err
+		}
+	}
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:wire.HeaderSize]
+	flags := compactFlag(ss.proto)
+	if len(ss.trailer) > 0 {
+		b = wire.AppendHeaderBlock(b, ss.trailer)
+		flags |= wire.FlagHeaders
+	}
+	start := len(b)
+	switch {
+	case herr != nil:
+		b, _ = codec.AppendMessage(b, ss.proto, ss.m.m.Name, proto.Exception, ss.seqid, ss.exception(herr))
+	case final != nil:
+		var err error
+		if b, err = codec.AppendMessage(b, ss.proto, ss.m.m.Name, proto.Reply, ss.seqid, final); err != nil {
+			b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid,
+				proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error()))
+		}
+	}
+	if size := len(b) - start; size > ss.c.s.opts.limits.MaxMessageSize {
+		b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid,
+			replyTooLarge(size, ss.c.s.opts.limits.MaxMessageSize))
+	}
+	*bp = b
+	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
+	ss.c.s.met.outTCP.Add(float64(len(b)))
+	return ss.c.w.Write(b)
+}
+
+// exception maps a handler's error as a unary call's (wire.md §4).
+func (ss *serverStream) exception(err error) *proto.ApplicationException {
+	var pe *panicError
+	if !errors.As(err, &pe) {
+		var ae *proto.ApplicationException
+		if !errors.As(err, &ae) {
+			ss.c.s.log.Debug("hatrpc: stream handler error", "method", ss.m.m.Name, "remote", ss.c.remote, "err", err)
+		}
+	}
+	return toAppException(err)
+}

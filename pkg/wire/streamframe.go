@@ -1,0 +1,166 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Stream frame kinds (docs/design/streams.md), sent only on connections
+// that negotiated CapStreams. The frame seqid is the stream id, chosen by
+// the client from the numbers its calls use; a window frame with seqid 0
+// grants connection credit.
+const (
+	// KindStreamOpen (client to server) opens a stream: the payload is
+	// [header block] + a Thrift call message with an empty argument
+	// struct naming the function; timeout is the client's deadline.
+	KindStreamOpen Kind = 8
+	// KindStreamData (either way) carries one message: the element
+	// struct, encoded without a message header. From the server, a
+	// header block may come first (its header metadata, once); a frame
+	// of a header block and nothing else carries only the headers.
+	KindStreamData Kind = 9
+	// KindStreamWindow (either way) grants credit: payload u32 messages,
+	// u32 bytes.
+	KindStreamWindow Kind = 10
+	// KindStreamEnd: from the client, the end of its messages (no
+	// payload); from the server, the stream's end: [header block:
+	// trailers] + a Thrift reply message (the final struct) or exception
+	// message, or no payload (a clean end without a final struct).
+	KindStreamEnd Kind = 11
+	// KindStreamReset (either way) ends a stream at once: payload i32
+	// exception type + its message text.
+	KindStreamReset Kind = 12
+)
+
+// CapStreams: the peer speaks HatRPC streams on this connection. A high
+// bit, as CapHeaders.
+const CapStreams uint64 = 1 << 17
+
+// WindowPayloadSize is the payload of a window frame.
+const WindowPayloadSize = 8
+
+// MaxResetText bounds the text a reset frame carries.
+const MaxResetText = 1024
+
+// IsStreamKind reports whether k is one of the stream frame kinds.
+func IsStreamKind(k Kind) bool { return k >= KindStreamOpen && k <= KindStreamReset }
+
+// CheckStreamHeader checks the rules of a stream frame's header that
+// DecodeHeader cannot know: the stream id (0 only for connection
+// credit), the timeout (open frames only), the fixed payloads.
+func CheckStreamHeader(h *Header) error {
+	n := h.PayloadLen()
+	switch {
+	case h.Kind == KindStreamWindow && (h.Seqid < 0 || n != WindowPayloadSize || h.Flags != 0):
+		return fmt.Errorf("%w: window frame for %d with %d payload bytes, flags %#x", ErrBadFrame, h.Seqid, n, h.Flags)
+	case h.Kind != KindStreamWindow && h.Seqid <= 0:
+		return fmt.Errorf("%w: stream frame of kind %d for stream %d", ErrBadFrame, h.Kind, h.Seqid)
+	case h.Kind != KindStreamOpen && h.Timeout != 0:
+		return fmt.Errorf("%w: timeout on stream frame of kind %d", ErrBadFrame, h.Kind)
+	case (h.Kind == KindStreamOpen || h.Kind == KindStreamData) && n == 0:
+		return fmt.Errorf("%w: empty stream frame of kind %d", ErrBadFrame, h.Kind)
+	case h.Kind == KindStreamReset && (n < 4 || n > 4+MaxResetText || h.Flags != 0):
+		return fmt.Errorf("%w: reset frame with %d payload bytes, flags %#x", ErrBadFrame, n, h.Flags)
+	}
+	return nil
+}
+
+// AppendWindowFrame appends a whole window frame granting msgs messages
+// and n bytes to stream id (0: the connection).
+func AppendWindowFrame(b []byte, id int32, msgs, n uint32) []byte {
+	start := len(b)
+	b = append(b, make([]byte, HeaderSize+WindowPayloadSize)...)
+	f := b[start:]
+	binary.BigEndian.PutUint32(f[HeaderSize:], msgs)
+	binary.BigEndian.PutUint32(f[HeaderSize+4:], n)
+	SealFrame(f, KindStreamWindow, 0, id, 0)
+	return b
+}
+
+// ParseWindow reads a window frame's payload.
+func ParseWindow(p []byte) (msgs, n uint32, err error) {
+	if len(p) != WindowPayloadSize {
+		return 0, 0, fmt.Errorf("%w: window payload of %d bytes", ErrBadFrame, len(p))
+	}
+	return binary.BigEndian.Uint32(p), binary.BigEndian.Uint32(p[4:]), nil
+}
+
+// AppendResetFrame appends a whole reset frame for stream id: exception
+// type typ and text (cut at MaxResetText bytes).
+func AppendResetFrame(b []byte, id, typ int32, text string) []byte {
+	if len(text) > MaxResetText {
+		text = text[:MaxResetText]
+	}
+	start := len(b)
+	b = append(b, make([]byte, HeaderSize+4)...)
+	binary.BigEndian.PutUint32(b[start+HeaderSize:], uint32(typ))
+	b = append(b, text...)
+	SealFrame(b[start:], KindStreamReset, 0, id, 0)
+	return b
+}
+
+// ParseReset reads a reset frame's payload.
+func ParseReset(p []byte) (typ int32, text string, err error) {
+	if len(p) < 4 || len(p) > 4+MaxResetText {
+		return 0, "", fmt.Errorf("%w: reset payload of %d bytes", ErrBadFrame, len(p))
+	}
+	return int32(binary.BigEndian.Uint32(p)), string(p[4:]), nil
+}
+
+// StreamBody splits a stream frame's payload (data, open or end) into its
+// header block (nil without FlagHeaders) and the rest.
+func StreamBody(h *Header, p []byte) (block, rest []byte, err error) {
+	if h.Flags&FlagHeaders == 0 {
+		return nil, p, nil
+	}
+	n, err := HeaderBlockLen(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p[4:n], p[n:], nil
+}
+
+// AppendStructRefs is AppendStruct leaving binary values of RefMin bytes
+// or more out of dst, as AppendMessageRefs: send the result with
+// Writer.WriteVec while the values are unchanged; refs is valid until
+// the codec's next use.
+func (c *Codec) AppendStructRefs(dst []byte, p proto.Protocol, body proto.Struct) (out []byte, refs []proto.Ref, err error) {
+	clear(c.refs)
+	c.refs = c.refs[:0]
+	switch p {
+	case proto.Compact:
+		c.cw.SetRefs(&c.refs, RefMin)
+		defer c.cw.SetRefs(nil, 0)
+	case proto.Binary:
+		c.bw.SetRefs(&c.refs, RefMin)
+		defer c.bw.SetRefs(nil, 0)
+	}
+	out, err = c.AppendStruct(dst, p, body)
+	if err != nil {
+		clear(c.refs)
+		c.refs = c.refs[:0]
+	}
+	return out, c.refs, err
+}
+
+// AppendStruct appends body encoded in p without a message header: a
+// stream data frame's payload.
+func (c *Codec) AppendStruct(dst []byte, p proto.Protocol, body proto.Struct) ([]byte, error) {
+	switch p {
+	case proto.Compact:
+		c.cw.Reset(dst)
+		err := body.EncodeCompact(c.cw)
+		out := c.cw.Bytes()
+		c.cw.Reset(nil)
+		return out, err
+	case proto.Binary:
+		c.bw.Reset(dst)
+		err := body.EncodeBinary(c.bw)
+		out := c.bw.Bytes()
+		c.bw.Reset(nil)
+		return out, err
+	}
+	return dst, fmt.Errorf("wire: streams carry binary or compact, not %v", p)
+}
