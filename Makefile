@@ -12,7 +12,7 @@ RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # under emulation on 2 cores).
 RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/cluster pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
 
-.PHONY: all deps deps-rdma run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb generate vet fmt-check clean
+.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb generate vet fmt-check clean
 
 all: test
 
@@ -26,6 +26,20 @@ $(STAMP): go.mod go.sum
 	$(GO) mod download
 	$(MAKE) -C tpch deps
 	@touch $(STAMP)
+
+# The systems issue 47 holds HatRPC to, for `make bench-atb`: UCX's
+# ucx_perftest over shared memory (ucx-sm, ucx-sm-am) and Apache Thrift's
+# C++ library (apache-cpp-*, built from internal/bench/apachecpp against
+# libthrift-dev into ~/.cache/hatrpc-bench), then a few calls through each.
+# Not part of `make deps`: the tests need none of it.
+BENCH_DEBS := ucx-utils libthrift-dev libboost-dev libevent-dev
+BENCH_EXTERNAL := ucx-sm,ucx-sm-am,apache-cpp-threaded,apache-cpp-nonblocking
+deps-bench: deps
+	@if ! dpkg -s $(BENCH_DEBS) >/dev/null 2>&1; then \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BENCH_DEBS); \
+	fi
+	$(GO) run ./cmd/atb-tcp -role prepare -systems $(BENCH_EXTERNAL)
 
 deps-rdma: deps
 	@if ! dpkg -s $(RXE_DEBS) >/dev/null 2>&1; then \
@@ -74,9 +88,11 @@ test-c:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# ATB sweep: engine protocols, lanes through the runtime and TCP, as CSV,
-# SVG plots and docs/performance/report.md (~10 min on 2 cores).
-bench-atb: deps
+# ATB sweep: engine protocols, lanes through the runtime and TCP, UCX over
+# shared memory and Apache Thrift C++ over TCP, as CSV, SVG plots and
+# docs/performance/report.md (15 min on 2 cores on 2026-11-29, before the
+# four issue-47 systems).
+bench-atb: deps-bench
 	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
 
 generate:

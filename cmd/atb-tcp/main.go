@@ -6,7 +6,10 @@
 //	go run ./cmd/atb-tcp
 //	go run ./cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
 //
-// The same binary is re-executed as `-role server` and `-role client`.
+// The same binary is re-executed as `-role server` and `-role client`;
+// apache-cpp-* run Apache Thrift's C++ server and client instead, built on
+// first use (or by `make deps-bench`: `-role prepare`) from
+// internal/bench/apachecpp.
 package main
 
 import (
@@ -32,7 +35,7 @@ func main() {
 
 func run() error {
 	var (
-		role       = flag.String("role", "driver", "driver | server | client (server and client are internal)")
+		role       = flag.String("role", "driver", "driver | prepare (build or check the external programs of -systems, e.g. apache-cpp-threaded,ucx-sm, and make a few calls through each) | server | client (server and client are internal)")
 		system     = flag.String("system", "", "server role: system to serve")
 		addr       = flag.String("addr", "127.0.0.1:0", "server role: listen address")
 		spec       = flag.String("spec", "", "client role: JSON ClientSpec")
@@ -66,6 +69,8 @@ func run() error {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(res)
+	case "prepare":
+		return bench.PrepareExternal(ctx, strings.Split(*systems, ","), os.Stdout)
 	case "driver":
 	default:
 		return fmt.Errorf("unknown -role %q", *role)

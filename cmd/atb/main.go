@@ -1,8 +1,10 @@
 // Command atb runs the ATB echo benchmark of issue 6: the HatRPC protocol
 // engine (one system per protocol, plus the hint-planned choice) on the
 // provider HATRPC_PROVIDER selects (shm without RDMA hardware) next to
-// HatRPC over TCP loopback, with server and client in separate processes,
-// and writes latency.csv, throughput.csv, SVG plots and report.md:
+// HatRPC over TCP loopback, UCX's shared-memory ping-pong (ucx_perftest)
+// and Apache Thrift C++ over TCP (make deps-bench installs both), with
+// server and client in separate processes, and writes latency.csv,
+// throughput.csv, SVG plots and report.md:
 //
 //	go run ./cmd/atb
 //	go run ./cmd/atb -out /tmp/atb -reps 1 -calls 500 -dur 300ms
@@ -129,7 +131,7 @@ type options struct {
 func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	var (
 		o        options
-		systems  = fs.String("systems", strings.Join(append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes"), ","), "systems to compare")
+		systems  = fs.String("systems", strings.Join(defaultSystems(), ","), "systems to compare (ucx-sm*, apache-cpp-*: other programs, installed by make deps-bench)")
 		latSizes = fs.String("lat-sizes", "4,16,64,256,1K,4K,16K,64K,256K,512K", "latency payload sizes (empty: no latency sweep)")
 		tpSizes  = fs.String("tput-sizes", "512,128K", "throughput payload sizes (empty: no throughput sweep)")
 		callers  = fs.String("callers", "1,8,16,32,64", "concurrent callers for the throughput runs")
@@ -225,6 +227,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		return nil, err
 	}
 	return &o, nil
+}
+
+// defaultSystems are the engine systems, HatRPC over TCP and lanes, and
+// the world they are held to (issue 47): UCX's shared-memory round trip
+// and Apache Thrift's C++ library over TCP.
+func defaultSystems() []string {
+	return append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes",
+		"ucx-sm", "ucx-sm-am", "apache-cpp-threaded", "apache-cpp-nonblocking")
 }
 
 // positiveInts parses a list of sizes or counts, without duplicates.

@@ -45,7 +45,7 @@ func startSystem(tb testing.TB, name string) (System, string) {
 // TestHarness runs the measurement loops briefly against every system and
 // checks that they report plausible, internally consistent numbers.
 func TestHarness(t *testing.T) {
-	for _, name := range TCPSystems() { // engine systems: TestEngineSmoke
+	for _, name := range inProcessTCPSystems() { // engine systems: TestEngineSmoke
 		t.Run(name, func(t *testing.T) {
 			sys, addr := startSystem(t, name)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -86,6 +86,18 @@ func TestHarness(t *testing.T) {
 	}
 }
 
+// inProcessTCPSystems are the TCP systems that serve and call in a Go
+// process (not the external ones: external_test.go).
+func inProcessTCPSystems() []string {
+	var out []string
+	for _, s := range TCPSystems() {
+		if !IsExternal(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func TestLookupUnknown(t *testing.T) {
 	_, err := Lookup("nope")
 	require.ErrorIs(t, err, ErrUnknownSystem)
@@ -95,7 +107,7 @@ func TestLookupUnknown(t *testing.T) {
 // process, so the cmd/atb-tcp runner is the authoritative comparison; this
 // one is for profiling (-cpuprofile) and quick regressions.
 func BenchmarkEcho(b *testing.B) {
-	for _, name := range TCPSystems() {
+	for _, name := range inProcessTCPSystems() {
 		for _, size := range Sizes {
 			for _, conc := range Concurrency {
 				b.Run(fmt.Sprintf("%s/%s/c%d", name, SizeLabel(size), conc), func(b *testing.B) {

@@ -142,7 +142,7 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 		for i, size := range d.Sizes {
 			rows[i] = LatencyRow{Placement: p.Name, Size: size, By: map[string]LatencyResult{}}
 		}
-		err := d.withServers(ctx, p.ServerCPU, func(addrs map[string]string) error {
+		err := d.withServers(ctx, p.ServerCPU, false, func(addrs map[string]string) error {
 			for rep := 0; rep < reps; rep++ {
 				for i, size := range d.Sizes {
 					for _, sys := range d.order(rep + i) {
@@ -189,11 +189,14 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 		}
 	}
 	tp := d.TputPlacement
-	err := d.withServers(ctx, tp.ServerCPU, func(addrs map[string]string) error {
+	err := d.withServers(ctx, tp.ServerCPU, true, func(addrs map[string]string) error {
 		for rep := 0; rep < reps; rep++ {
 			for i := range tput {
 				row := &tput[i]
 				for _, sys := range d.order(rep + i) {
+					if LatencyOnly(sys) {
+						continue
+					}
 					if err := d.settle(ctx); err != nil {
 						return err
 					}
@@ -225,9 +228,10 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 	return lat, tput, nil
 }
 
-// withServers starts one server process per system, all pinned to cpu,
-// runs f with their addresses and stops them.
-func (d *Driver) withServers(ctx context.Context, cpu string, f func(addrs map[string]string) error) (err error) {
+// withServers starts one server process per system, all pinned to cpu
+// (for a throughput sweep (tput) none for a latency-only system), runs f
+// with their addresses and stops them.
+func (d *Driver) withServers(ctx context.Context, cpu string, tput bool, f func(addrs map[string]string) error) (err error) {
 	addrs := map[string]string{}
 	d.pids = map[string]int{}
 	var started []*RemoteServer
@@ -239,6 +243,9 @@ func (d *Driver) withServers(ctx context.Context, cpu string, f func(addrs map[s
 		}
 	}()
 	for _, sys := range d.Systems {
+		if tput && LatencyOnly(sys) {
+			continue
+		}
 		srv, err := StartServerProcess(ctx, sys, cpu)
 		if err != nil {
 			return err

@@ -91,11 +91,12 @@ func EngineSystems() []string {
 	return append(out, Engine{Proto: rdma.ProtoRFP, RFPFetch: true}.Name(), Engine{Planned: true}.Name())
 }
 
-// TCPSystems lists the registered systems that are not engine systems.
+// TCPSystems lists the registered systems that are not engine systems
+// nor UCX's shared memory.
 func TCPSystems() []string {
 	var out []string
 	for _, s := range Systems() {
-		if !IsEngineSystem(s) {
+		if !IsEngineSystem(s) && !isUCX(s) {
 			out = append(out, s)
 		}
 	}
@@ -183,6 +184,11 @@ func Describe(system string, size, callers int) (proto, polling string) {
 	system = BaseName(system)
 	if system == lanesName {
 		return "lanes", "-"
+	}
+	if sys, err := Lookup(system); err == nil {
+		if u, ok := sys.(UCX); ok {
+			return u.Test, "busy" // ucx_perftest polls its worker
+		}
 	}
 	e, ok := engineSystems[system]
 	if !ok {

@@ -27,6 +27,10 @@ const (
 	PlannedSlack    = 0.05 // planned within 5% of the best fixed protocol
 )
 
+// LanesGoalVsEngine is issue 47's bound on the lanes' 64 B p50 over the
+// best engine system's.
+const LanesGoalVsEngine = 1.2
+
 func usf(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 func toUS(d int64) float64 { return float64(d) / 1e3 }
@@ -78,6 +82,9 @@ func WriteThroughputCSV(w io.Writer, systems []string, rows []ThroughputRow) err
 func providerOf(system string) string {
 	if system = BaseName(system); IsEngineSystem(system) || system == lanesName {
 		return providerOfPrefix(EnginePrefix())
+	}
+	if isUCX(system) {
+		return "ucx-sm"
 	}
 	return "tcp"
 }
@@ -266,6 +273,11 @@ func short(system string) string {
 func systemLabel(s string, size, callers int) string {
 	base := BaseName(s)
 	proto, poll := Describe(base, size, callers)
+	if sys, err := Lookup(base); err == nil {
+		if x, ok := sys.(external); ok {
+			return s + " (" + x.describe() + ")"
+		}
+	}
 	switch {
 	case base == (Hat{Lanes: true}).Name():
 		return s + " (pkg/server + pkg/client on engine lanes, atb.thrift's hints)"
@@ -398,12 +410,14 @@ func speedupCell(r ThroughputRow) string {
 	return fmt.Sprintf("%.1fx (%s)%s", ratio, short(bestName), verdict)
 }
 
-// WriteEngineVerdicts summarises the three goals of issue 6.
+// WriteEngineVerdicts summarises the three goals of issue 6 and, when UCX
+// was measured, issue 47's first.
 func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 	for _, r := range lat {
 		if r.Size != LatencyGoalSize {
 			continue
 		}
+		writeUCXVerdict(w, r)
 		best, bestName := math.Inf(1), ""
 		for s, v := range r.By {
 			if IsEngineSystem(s) && toUS(int64(v.P50)) < best {
@@ -454,6 +468,34 @@ func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 			fmt.Fprintf(w, "; misses: %s", strings.Join(miss, ", "))
 		}
 		fmt.Fprintf(w, ": **%s**\n", mark(len(miss) == 0))
+	}
+}
+
+// writeUCXVerdict is issue 47's goal 1 at one size: the best engine
+// system's p50 at most UCX's shared-memory round trip (the better of
+// ucx_perftest's tag and am latency), and the lanes within
+// LanesGoalVsEngine of the best engine system.
+func writeUCXVerdict(w io.Writer, r LatencyRow) {
+	best, bestName := time.Duration(math.MaxInt64), ""
+	ucx, ucxName := time.Duration(math.MaxInt64), ""
+	for s, v := range r.By {
+		if isUCX(s) && v.P50 < ucx {
+			ucx, ucxName = v.P50, s
+		}
+		if IsEngineSystem(s) && (v.P50 < best || v.P50 == best && s < bestName) {
+			best, bestName = v.P50, s
+		}
+	}
+	if ucxName == "" || bestName == "" || ucx <= 0 {
+		return
+	}
+	ratio := float64(best) / float64(ucx)
+	fmt.Fprintf(w, "- %s engine p50 ≤ UCX shared-memory round trip: best engine %s %.2f µs, %s %.2f µs, %.2f×: **%s**\n",
+		SizeLabel(r.Size), short(bestName), toUS(int64(best)), ucxName, toUS(int64(ucx)), ratio, mark(ratio <= 1))
+	if l, ok := r.By[(Hat{Lanes: true}).Name()]; ok {
+		lr := float64(l.P50) / float64(best)
+		fmt.Fprintf(w, "- %s lanes p50 ≤ %.1f× best engine: %.2f µs, %.2f×: **%s**\n",
+			SizeLabel(r.Size), LanesGoalVsEngine, toUS(int64(l.P50)), lr, mark(lr <= LanesGoalVsEngine))
 	}
 }
 

@@ -102,6 +102,9 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	if err != nil {
 		return ClientResult{}, err
 	}
+	if x, ok := sys.(external); ok {
+		return x.runClient(ctx, spec)
+	}
 	n := spec.Callers
 	if n < 1 {
 		n = 1
@@ -158,11 +161,16 @@ func callersFor(ctx context.Context, sys System, addr string, n, size int) ([]Ca
 
 // ServeUntilEOF serves system on addr, prints "ADDR <addr>" on out and
 // stops when in reaches EOF: the parent closes the pipe (or dies), so a
-// server process can never outlive its runner.
+// server process can never outlive its runner. An external system's
+// program serves instead, and the line names its pid: "ADDR <addr>
+// pid=<pid>".
 func ServeUntilEOF(ctx context.Context, system, addr string, in io.Reader, out io.Writer) error {
 	sys, err := Lookup(system)
 	if err != nil {
 		return err
+	}
+	if x, ok := sys.(external); ok {
+		return x.serveProcess(ctx, addr, in, out)
 	}
 	srv, err := sys.Serve(ctx, addr)
 	if err != nil {
@@ -219,13 +227,35 @@ func StartServerProcess(ctx context.Context, system, cpu string) (*RemoteServer,
 		return nil, err
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	addr, pid, ok := parseAddrLine(line)
 	if err != nil || !ok {
 		_ = stdin.Close()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("%w: server %s said %q: %v", ErrChild, system, line, err)
 	}
-	return &RemoteServer{Addr: addr, PID: cmd.Process.Pid, cmd: cmd, stdin: stdin}, nil
+	if pid == 0 {
+		pid = cmd.Process.Pid
+	}
+	return &RemoteServer{Addr: addr, PID: pid, cmd: cmd, stdin: stdin}, nil
+}
+
+// parseAddrLine reads a server process's first line, "ADDR <addr>" or,
+// from an external system's, "ADDR <addr> pid=<pid>" (pid 0: not given).
+func parseAddrLine(line string) (addr string, pid int, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	f := strings.Fields(rest)
+	switch {
+	case !ok || len(f) == 0 || len(f) > 2:
+		return "", 0, false
+	case len(f) == 1:
+		return f[0], 0, true
+	}
+	p, found := strings.CutPrefix(f[1], "pid=")
+	n, err := strconv.Atoi(p)
+	if !found || err != nil || n <= 0 {
+		return "", 0, false
+	}
+	return f[0], n, true
 }
 
 // Stop closes the server's stdin and waits for it to exit.
