@@ -12,7 +12,7 @@ RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # under emulation on 2 cores).
 RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/cluster pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
 
-.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb generate vet fmt-check clean
+.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet fmt-check clean
 
 all: test
 
@@ -30,15 +30,19 @@ $(STAMP): go.mod go.sum
 # The systems issue 47 holds HatRPC to, for `make bench-atb`: UCX's
 # ucx_perftest over shared memory (ucx-sm, ucx-sm-am) and Apache Thrift's
 # C++ library (apache-cpp-*, built from internal/bench/apachecpp against
-# libthrift-dev into ~/.cache/hatrpc-bench), then a few calls through each.
+# libthrift-dev into ~/.cache/hatrpc-bench), then a few calls through each;
+# and issue 46's gRPC-Go (grpc-stream: the nested module
+# internal/bench/grpcstream, its modules downloaded here, built from the
+# module cache only when a run needs it), then a short stream through it.
 # Not part of `make deps`: the tests need none of it.
 BENCH_DEBS := ucx-utils libthrift-dev libboost-dev libevent-dev
-BENCH_EXTERNAL := ucx-sm,ucx-sm-am,apache-cpp-threaded,apache-cpp-nonblocking
+BENCH_EXTERNAL := ucx-sm,ucx-sm-am,apache-cpp-threaded,apache-cpp-nonblocking,grpc-stream
 deps-bench: deps
 	@if ! dpkg -s $(BENCH_DEBS) >/dev/null 2>&1; then \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BENCH_DEBS); \
 	fi
+	cd internal/bench/grpcstream && $(GO) mod download
 	$(GO) run ./cmd/atb-tcp -role prepare -systems $(BENCH_EXTERNAL)
 
 deps-rdma: deps
@@ -94,6 +98,17 @@ bench: deps
 # four issue-47 systems).
 bench-atb: deps-bench
 	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./cmd/atb -reps 5 -calls 3000 -warmup 300 -dur 1s
+
+# Issue 46's stream goals side by side (internal/bench/README.md,
+# "Streams"): HatRPC streams against the raw TCP floor, a 1-core memmove,
+# gRPC-Go server streaming and unary calls.
+bench-stream: deps-bench
+	HATRPC_PROVIDER=$${HATRPC_PROVIDER:-shm} $(GO) run ./cmd/atb-tcp -stream-sizes 64,4KiB,64KiB -bytes 1GiB -reps 3
+
+# The grpc-stream program's own tests (its module: not part of `make test`,
+# whose users never download gRPC).
+test-grpcstream: deps-bench
+	cd internal/bench/grpcstream && $(GO) test -race -count=1 ./...
 
 generate:
 	$(GO) generate ./...

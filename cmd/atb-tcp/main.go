@@ -6,6 +6,11 @@
 //	go run ./cmd/atb-tcp
 //	go run ./cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
 //
+// With -stream-sizes it runs the stream systems instead (issue 46's
+// goals: internal/bench/stream.go), one stream per system and size:
+//
+//	go run ./cmd/atb-tcp -stream-sizes 64,4KiB,64KiB -bytes 1GiB
+//
 // The same binary is re-executed as `-role server` and `-role client`;
 // apache-cpp-* run Apache Thrift's C++ server and client instead, built on
 // first use (or by `make deps-bench`: `-role prepare`) from
@@ -49,6 +54,11 @@ func run() error {
 		placements = flag.String("placements", "unpinned,same-cpu,split-cpu", "latency placements")
 		cpus       = flag.String("cpus", "0,1", "the two CPUs used for pinning")
 		timeout    = flag.Duration("timeout", 30*time.Minute, "overall limit")
+
+		streamSizes = flag.String("stream-sizes", "", "stream mode: message sizes, e.g. 64,4KiB,64KiB (-systems default: "+strings.Join(defaultStreamSystems, ",")+")")
+		bytes       = flag.String("bytes", "1GiB", "stream mode: payload bytes per point")
+		maxMsgs     = flag.Int64("max-msgs", 4_000_000, "stream mode: at most this many messages per point (0: no cap)")
+		unaryDur    = flag.Duration("unary-dur", 3*time.Second, "stream mode: hatrpc-unary's calls stop after this long")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,6 +86,15 @@ func run() error {
 		return fmt.Errorf("unknown -role %q", *role)
 	}
 
+	if *streamSizes != "" {
+		explicit := false
+		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "systems" })
+		sys := defaultStreamSystems
+		if explicit {
+			sys = strings.Split(*systems, ",")
+		}
+		return runStreams(ctx, sys, *streamSizes, *bytes, *maxMsgs, *unaryDur, *reps)
+	}
 	sz, err := bench.ParseInts(*sizes)
 	if err != nil {
 		return err
@@ -104,4 +123,33 @@ func run() error {
 		return err
 	}
 	return bench.WriteReport(os.Stdout, d.Systems, lat, tput)
+}
+
+// defaultStreamSystems are every stream system: the goals need them all.
+var defaultStreamSystems = []string{"hatrpc-stream", "hatrpc-stream-lanes", "grpc-stream", "raw-tcp-stream", "memmove", "hatrpc-unary"}
+
+// streamDriver reads stream mode's flags.
+func streamDriver(systems []string, sizes, bytes string, maxMsgs int64, unaryDur time.Duration, reps int) (*bench.StreamDriver, error) {
+	sz, err := bench.ParseInts(sizes)
+	if err != nil {
+		return nil, fmt.Errorf("-stream-sizes: %w", err)
+	}
+	b, err := bench.ParseInts(bytes)
+	if err != nil || len(b) != 1 {
+		return nil, fmt.Errorf("-bytes %q: want one size, e.g. 1GiB", bytes)
+	}
+	d := &bench.StreamDriver{Systems: systems, Sizes: sz, Bytes: int64(b[0]), MaxMsgs: maxMsgs, UnaryDur: unaryDur, Reps: reps, Log: os.Stderr}
+	return d, d.Validate()
+}
+
+func runStreams(ctx context.Context, systems []string, sizes, bytes string, maxMsgs int64, unaryDur time.Duration, reps int) error {
+	d, err := streamDriver(systems, sizes, bytes, maxMsgs, unaryDur, reps)
+	if err != nil {
+		return err
+	}
+	rows, err := d.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return bench.WriteStreamReport(os.Stdout, d.Systems, rows, d.Bytes)
 }

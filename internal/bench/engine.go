@@ -91,12 +91,12 @@ func EngineSystems() []string {
 	return append(out, Engine{Proto: rdma.ProtoRFP, RFPFetch: true}.Name(), Engine{Planned: true}.Name())
 }
 
-// TCPSystems lists the registered systems that are not engine systems
-// nor UCX's shared memory.
+// TCPSystems lists the registered echo systems that are not engine
+// systems nor UCX's shared memory (stream systems: StreamSystems).
 func TCPSystems() []string {
 	var out []string
 	for _, s := range Systems() {
-		if !IsEngineSystem(s) && !isUCX(s) {
+		if !IsEngineSystem(s) && !isUCX(s) && !IsStream(s) {
 			out = append(out, s)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 // SizeLabel renders a payload size the way the report tables do.
 func SizeLabel(n int) string {
 	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%dMiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:

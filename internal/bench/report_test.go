@@ -18,6 +18,7 @@ func TestSizeLabelAndParse(t *testing.T) {
 		{"64,4KiB,128KiB", []int{64, 4096, 131072}, []string{"64B", "4KiB", "128KiB"}},
 		{"1M, 100", []int{1 << 20, 100}, []string{"1MiB", "100B"}},
 		{"3B", []int{3}, []string{"3B"}},
+		{"1GiB,2G", []int{1 << 30, 2 << 30}, []string{"1GiB", "2GiB"}},
 	}
 	for _, tt := range tests {
 		got, err := ParseInts(tt.in)

@@ -84,6 +84,9 @@ type ClientSpec struct {
 	WarmupFor time.Duration `json:"warmup_ns,omitempty"`
 	Calls     int           `json:"calls"`    // latency: recorded calls
 	Duration  time.Duration `json:"duration"` // throughput: measured time
+	// Stream, when set, asks a stream system (stream.go) for one stream
+	// of messages instead of echo calls.
+	Stream *StreamSpec `json:"stream,omitempty"`
 	// ServerPID is the server process, whose CPU time a throughput run
 	// samples from /proc (0: not sampled).
 	ServerPID int `json:"server_pid,omitempty"`
@@ -94,6 +97,7 @@ type ClientResult struct {
 	Spec       ClientSpec        `json:"spec"`
 	Latency    *LatencyResult    `json:"latency,omitempty"`
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
+	Stream     *StreamResult     `json:"stream,omitempty"`
 }
 
 // RunClient performs spec in this process.
@@ -104,6 +108,9 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 	}
 	if x, ok := sys.(external); ok {
 		return x.runClient(ctx, spec)
+	}
+	if spec.Stream != nil {
+		return runStreamClient(ctx, sys, spec)
 	}
 	n := spec.Callers
 	if n < 1 {
@@ -294,7 +301,7 @@ func RunClientProcess(ctx context.Context, spec ClientSpec, cpu string) (ClientR
 	return res, nil
 }
 
-// ParseInts parses "64,4096,131072"; sizes may carry a K/KiB or M/MiB suffix.
+// ParseInts parses "64,4096,131072"; sizes may carry a K/KiB, M/MiB or G/GiB suffix.
 func ParseInts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -306,7 +313,7 @@ func ParseInts(s string) ([]int, error) {
 		for _, suf := range []struct {
 			s string
 			m int
-		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
 			if t, ok := strings.CutSuffix(f, suf.s); ok {
 				f, mul = t, suf.m
 				break

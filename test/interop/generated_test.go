@@ -41,6 +41,10 @@ func TestGeneratedCodeUpToDate(t *testing.T) {
 			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
 				"--go-package", "github.com/hatrpc/hatrpc/internal/bench/gen", "internal/bench/idl/atb.thrift"}
 		}},
+		{"hatgen atb stream", "internal/bench/gen", "internal/bench/gen", func(out string) []string {
+			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
+				"--go-package", "github.com/hatrpc/hatrpc/internal/bench/gen", "internal/bench/idl/atbstream.thrift"}
+		}},
 		{"hatgen echo example", "examples/echo/gen", "examples/echo", func(out string) []string {
 			return []string{"go", "run", "./cmd/hatgen", "generate", "-o", out,
 				"--go-package", "github.com/hatrpc/hatrpc/examples/echo/gen", "examples/echo/echo.thrift"}
