@@ -14,6 +14,12 @@ import (
 
 // RegisterExchange registers h as service "Exchange" on s.
 func RegisterExchange(s *server.Server, h exchange.ExchangeHandler) {
+	s.Register(NewExchangeService(h))
+}
+
+// NewExchangeService is the service RegisterExchange registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewExchangeService(h exchange.ExchangeHandler) *server.Service {
 	type _call0 struct {
 		args exchange.ExchangeInfoArgs
 		res  exchange.ExchangeInfoResult
@@ -82,7 +88,7 @@ func RegisterExchange(s *server.Server, h exchange.ExchangeHandler) {
 		}
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Exchange", Hints: &exchange.ExchangeHints, Methods: []server.Method{
+	return &server.Service{Name: "Exchange", Hints: &exchange.ExchangeHints, Methods: []server.Method{
 		{
 			Name:    "Info",
 			NewArgs: func() proto.Struct { return exchange.NewExchangeInfoArgs() },
@@ -188,5 +194,5 @@ func RegisterExchange(s *server.Server, h exchange.ExchangeHandler) {
 				return _run4(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }

@@ -13,6 +13,12 @@ import (
 
 // RegisterExchange registers h as service "Exchange" on s.
 func RegisterExchange(s *server.Server, h exchangebase.ExchangeHandler) {
+	s.Register(NewExchangeService(h))
+}
+
+// NewExchangeService is the service RegisterExchange registers: h's methods with
+// their hints, as gRPC-Go's service descriptions, for wrapping or testing.
+func NewExchangeService(h exchangebase.ExchangeHandler) *server.Service {
 	type _call0 struct {
 		args exchangebase.ExchangeInfoArgs
 		res  exchangebase.ExchangeInfoResult
@@ -81,7 +87,7 @@ func RegisterExchange(s *server.Server, h exchangebase.ExchangeHandler) {
 		}
 		return res, nil
 	}
-	s.Register(&server.Service{Name: "Exchange", Hints: &exchangebase.ExchangeHints, Methods: []server.Method{
+	return &server.Service{Name: "Exchange", Hints: &exchangebase.ExchangeHints, Methods: []server.Method{
 		{
 			Name:    "Info",
 			NewArgs: func() proto.Struct { return exchangebase.NewExchangeInfoArgs() },
@@ -187,5 +193,5 @@ func RegisterExchange(s *server.Server, h exchangebase.ExchangeHandler) {
 				return _run4(ctx, &c.args, &c.res)
 			},
 		},
-	}})
+	}}
 }
