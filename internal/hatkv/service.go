@@ -163,7 +163,7 @@ func (s *Service) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
 var badInput = []error{
 	kvstore.ErrEmptyKey, kvstore.ErrKeyTooLong, kvstore.ErrValueTooLarge,
 	kvstore.ErrTooManyFields, kvstore.ErrInvalidField, kvstore.ErrScanTooLong,
-	kvstore.ErrBatchTooLarge,
+	kvstore.ErrBatchTooLarge, kvstore.ErrBadRange,
 }
 
 // mapError turns kvstore's typed errors into the IDL's declared exceptions,

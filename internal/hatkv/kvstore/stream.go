@@ -40,11 +40,11 @@ func (s *Store) checkRange(r *ScanRange) error {
 	case len(r.End) > s.maxKey:
 		return limitErr(ErrKeyTooLong, "end key length", len(r.End), s.maxKey)
 	case r.End != "" && r.End < r.Start:
-		return fmt.Errorf("%w: end key %q is before start key %q", ErrScanTooLong, r.End, r.Start)
+		return fmt.Errorf("%w: end key %q is before start key %q", ErrBadRange, r.End, r.Start)
 	case r.Limit < 0:
-		return fmt.Errorf("%w: scan limit %d is negative (0: no limit)", ErrScanTooLong, r.Limit)
+		return fmt.Errorf("%w: limit %d is negative (0: no limit)", ErrBadRange, r.Limit)
 	case r.BatchRecords < 0:
-		return fmt.Errorf("%w: batch of %d records is negative (0: the server's batch)", ErrScanTooLong, r.BatchRecords)
+		return fmt.Errorf("%w: batch of %d records is negative (0: the server's batch)", ErrBadRange, r.BatchRecords)
 	}
 	return nil
 }
@@ -192,3 +192,7 @@ func (s *Store) scanStream(ctx context.Context, r ScanRange, add func(k, v []byt
 		}
 	}
 }
+
+// ReadTxns returns the LMDB read transactions open now: a streamed scan
+// holds one only while it reads a batch, never while its send blocks.
+func (s *Store) ReadTxns() int { return s.env.ReadTxns() }
