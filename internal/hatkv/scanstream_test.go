@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 func scanKey(i int) string { return fmt.Sprintf("k%08d", i) }
@@ -342,4 +344,40 @@ func keyRange(lo, hi int) []string {
 		out = append(out, scanKey(i))
 	}
 	return out
+}
+
+// decodedStore hides kvstore's wire-form reads, so the service is the
+// generated one and ScanStream decodes records into maps.
+type decodedStore struct{ Store }
+
+// TestScanStreamDecodedService: Service.ScanStream, behind the generated
+// registration, streams what the wire-form service does.
+func TestScanStreamDecodedService(t *testing.T) {
+	ctx := testCtx(t, time.Minute)
+	st, err := kvstore.Open(ctx, t.TempDir(), kvstore.WithSync(kvstore.SyncNoSync), kvstore.WithMapSize(64<<20))
+	require.NoError(t, err)
+	rpc := server.New(server.WithLogger(quietLogger()))
+	Register(rpc, NewService(decodedStore{st}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- rpc.Serve(ln) }()
+	conn, err := client.Dial(ctx, ln.Addr().String(), client.WithHints(&hatkv.HatKVHints))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, conn.Close())
+		require.NoError(t, rpc.Shutdown(testCtx(t, 10*time.Second)))
+		require.ErrorIs(t, <-done, server.ErrServerClosed)
+		require.NoError(t, st.Close())
+	})
+	kv := hatkv.NewHatKVClient(conn)
+	loadRecords(t, kv, 33, 20)
+	got, batches, err := streamAll(t, kv, &hatkv.ScanRequest{BatchRecords: 16, Fields: []string{"f", "nope"}})
+	require.NoError(t, err)
+	require.Equal(t, []int{16, 16, 1}, batches)
+	require.Equal(t, pagedScan(t, kv, "", "", 0), got)
+	_, _, err = streamAll(t, kv, &hatkv.ScanRequest{Limit: -1})
+	var bad *hatkv.InvalidArgument
+	require.ErrorAs(t, err, &bad)
+	require.Equal(t, "bad scan range: limit -1 is negative (0: no limit)", bad.Message)
 }
