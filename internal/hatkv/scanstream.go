@@ -112,7 +112,9 @@ func (m *mergedScan) Recv() (*hatkv.ScanBatch, error) {
 // (those still open when a limit or an error ended it early).
 func (m *mergedScan) end(err error) error {
 	m.err = err
-	m.parts = nil
+	for _, p := range m.parts {
+		p.recs = nil // the streams stay, for their trailers
+	}
 	m.cancel(errors.New("hatkv: merged scan stream ended"))
 	return err
 }
