@@ -74,6 +74,13 @@ func TestCLIAddrs(t *testing.T) {
 	out, err = runCmd(ctx, nil, "scan", "b", "--count", "3", "--addrs", addrs)
 	require.NoError(t, err, out)
 	assert.Equal(t, "b\n  v=b\nc\n  v=c\nd\n  v=d\n(3 records)\n", out)
+	// Streamed: every server's stream merged in key order.
+	out, err = runCmd(ctx, nil, "scan", "--all", "--addrs", addrs)
+	require.NoError(t, err, out)
+	assert.Equal(t, "a\n  v=a\nb\n  v=b\nc\n  v=c\nd\n  v=d\ne\n  v=e\nf\n  v=f\n(6 records)\n", out)
+	out, err = runCmd(ctx, nil, "scan", "b", "e", "--addrs", addrs)
+	require.NoError(t, err, out)
+	assert.Equal(t, "b\n  v=b\nc\n  v=c\nd\n  v=d\n(3 records)\n", out)
 	out, err = runCmd(ctx, nil, "stats", "--addrs", addrs)
 	require.NoError(t, err, out)
 	assert.Regexp(t, `(?m)^records\s+6$`, out)

@@ -272,12 +272,37 @@ func newScanCmd() *cobra.Command {
 		cf     clientFlags
 		count  int32
 		fields []string
+		all    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "scan [START]",
-		Short: "Print up to --count records with keys >= START, in key order",
-		Args:  cobra.MaximumNArgs(1),
+		Use:   "scan [START] | scan FROM TO | scan --all",
+		Short: "Print up to --count records with keys >= START; every record of [FROM, TO), or of the store, streamed",
+		Long: `scan START prints up to --count records (at most 10,000) with keys >= START,
+in key order, from one Scan call.
+
+scan FROM TO prints every record with FROM <= key < TO and scan --all every
+record of the store, in key order, without that limit: the server streams
+them (ScanStream) in batches of about 64 KiB, so memory stays constant on
+both sides however many records there are. --count, when given, stops
+after that many. A streamed scan has no deadline unless --timeout is given.`,
+		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if all && len(args) > 0 {
+				return errors.New("scan --all takes no keys: give --all, or FROM TO")
+			}
+			if all || len(args) == 2 {
+				req := &gen.ScanRequest{Fields: fields}
+				if len(args) == 2 {
+					req.StartKey, req.EndKey = args[0], args[1]
+				}
+				if cmd.Flags().Changed("count") {
+					if count < 1 {
+						return fmt.Errorf("--count %d: want at least 1", count)
+					}
+					req.Limit = int64(count)
+				}
+				return cf.streamScan(cmd, req)
+			}
 			start := ""
 			if len(args) == 1 {
 				start = args[0]
@@ -299,8 +324,48 @@ func newScanCmd() *cobra.Command {
 	}
 	cmd.Flags().Int32VarP(&count, "count", "n", 10, "maximum number of records")
 	cmd.Flags().StringSliceVar(&fields, "fields", nil, "only these fields (comma separated)")
+	cmd.Flags().BoolVar(&all, "all", false, "every record of the store, streamed")
 	cf.register(cmd)
 	return cmd
+}
+
+// streamScan prints the records of a ScanStream as they come (through
+// a buffer: a million records are a million lines).
+func (c *clientFlags) streamScan(cmd *cobra.Command, req *gen.ScanRequest) error {
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	if cmd.Flags().Changed("timeout") {
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := cl.ScanStream(ctx, req)
+	if err != nil {
+		return c.hint(err)
+	}
+	w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	n := 0
+	for {
+		b, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			_ = w.Flush()
+			return c.hint(err)
+		}
+		for _, kr := range b.Records {
+			outf(w, "%s\n", kr.Key)
+			printRecord(w, "  ", kr.Record)
+		}
+		n += len(b.Records)
+	}
+	outf(w, "(%d records)\n", n)
+	return w.Flush()
 }
 
 func newStatsCmd() *cobra.Command {

@@ -6,6 +6,7 @@
 //	hatkv get KEY [FIELD...]
 //	hatkv del KEY
 //	hatkv scan START [--count N]
+//	hatkv scan FROM TO | hatkv scan --all   (streamed, no count limit)
 //	hatkv stats
 //	hatkv bench -P workloada [-p key=value]... [--threads N] [--phase load|run|both]
 //	hatkv check [--db DIR]            (every page and record, offline)

@@ -25,6 +25,7 @@ type KV interface {
 	MultiGet(ctx context.Context, keys []string, fields []string) ([]*hatkv.Lookup, error)
 	MultiPut(ctx context.Context, records []*hatkv.KeyRecord) error
 	Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error)
+	ScanStream(ctx context.Context, req *hatkv.ScanRequest) (hatkv.HatKVScanStreamClient, error)
 	Stats(ctx context.Context) (*hatkv.StoreStats, error)
 }
 
@@ -208,6 +209,9 @@ func (d downKV) MultiGet(context.Context, []string, []string) ([]*hatkv.Lookup, 
 }
 func (d downKV) MultiPut(context.Context, []*hatkv.KeyRecord) error { return d.err }
 func (d downKV) Scan(context.Context, string, int32, []string) ([]*hatkv.KeyRecord, error) {
+	return nil, d.err
+}
+func (d downKV) ScanStream(context.Context, *hatkv.ScanRequest) (hatkv.HatKVScanStreamClient, error) {
 	return nil, d.err
 }
 func (d downKV) Stats(context.Context) (*hatkv.StoreStats, error) { return nil, d.err }

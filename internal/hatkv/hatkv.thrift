@@ -61,6 +61,25 @@ struct StoreStats {
   18: i64 map_growths,
 }
 
+/**
+ * A ScanStream request: the records with start_key <= key < end_key in key
+ * order (end_key "": through the last key; both "": every record).
+ */
+struct ScanRequest {
+  1: string start_key,
+  2: string end_key,
+  3: list<string> fields,
+  /** At most this many records in all; 0: no limit. */
+  4: i64 limit,
+  /** At most this many records per message; 0: the server's batch. */
+  5: i32 batch_records,
+}
+
+/** One message of a ScanStream: the next records, in key order. */
+struct ScanBatch {
+  1: list<KeyRecord> records,
+}
+
 /** The request is malformed: empty or oversized key, record too large, ... */
 exception InvalidArgument {
   1: string message,
@@ -124,6 +143,16 @@ service HatKV {
   list<KeyRecord> Scan(1: string start_key, 2: i32 count, 3: list<string> fields)
       throws (1: InvalidArgument bad)
       [hint: perf_goal=latency; c_hint: payload_size=64;],
+
+  /**
+   * Streams every record of the range, without Scan's count limit, in
+   * batches of about 64 KiB of keys and records (at most 1,024 records),
+   * each read from its own snapshot: see the README's "Streamed scan".
+   */
+  ScanBatch ScanStream(1: ScanRequest req)
+      throws (1: InvalidArgument bad)
+      (streaming.mode = "server")
+      [c_hint: payload_size=64; s_hint: payload_size=64KB;],
 
   StoreStats Stats()
       [hint: perf_goal=latency;],

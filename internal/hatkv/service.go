@@ -18,6 +18,8 @@ type Store interface {
 	// ScanCut is a Scan that may stop short of count records to keep
 	// its reply within a size; it reports whether it did.
 	ScanCut(ctx context.Context, startKey string, count int, fields ...string) ([]kvstore.KV, bool, error)
+	// ScanStream hands the records of a range to send batch by batch.
+	ScanStream(ctx context.Context, r kvstore.ScanRange, send func([]kvstore.KV) error) error
 	Put(ctx context.Context, key string, fields kvstore.Record) error
 	MultiPut(ctx context.Context, kvs []kvstore.KV) error
 	Delete(ctx context.Context, key string) error
@@ -110,6 +112,25 @@ func (s *Service) Scan(ctx context.Context, startKey string, count int32, fields
 	return out, nil
 }
 
+// ScanStream implements hatkv.HatKVHandler: one message per batch of the
+// store's (kvstore.Store.ScanStreamWire says what a batch is and the
+// consistency). Send blocks while the client's window is full; no LMDB
+// transaction is open meanwhile.
+func (s *Service) ScanStream(req *hatkv.ScanRequest, stream hatkv.HatKVScanStreamServer) error {
+	err := s.store.ScanStream(stream.Context(), scanRange(req), func(kvs []kvstore.KV) error {
+		b := &hatkv.ScanBatch{Records: make([]*hatkv.KeyRecord, len(kvs))}
+		for i, kv := range kvs {
+			b.Records[i] = &hatkv.KeyRecord{Key: kv.Key, Record: hatkv.Record(kv.Record)}
+		}
+		return stream.Send(b)
+	})
+	return mapError(err, req.StartKey)
+}
+
+func scanRange(req *hatkv.ScanRequest) kvstore.ScanRange {
+	return kvstore.ScanRange{Start: req.StartKey, End: req.EndKey, Fields: req.Fields, Limit: req.Limit, BatchRecords: int(req.BatchRecords)}
+}
+
 // Stats implements hatkv.HatKVHandler.
 func (s *Service) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
 	st, err := s.store.Stats(ctx)
@@ -142,7 +163,7 @@ func (s *Service) Stats(ctx context.Context) (*hatkv.StoreStats, error) {
 var badInput = []error{
 	kvstore.ErrEmptyKey, kvstore.ErrKeyTooLong, kvstore.ErrValueTooLarge,
 	kvstore.ErrTooManyFields, kvstore.ErrInvalidField, kvstore.ErrScanTooLong,
-	kvstore.ErrBatchTooLarge,
+	kvstore.ErrBatchTooLarge, kvstore.ErrBadRange,
 }
 
 // mapError turns kvstore's typed errors into the IDL's declared exceptions,

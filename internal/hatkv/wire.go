@@ -3,12 +3,14 @@ package hatkv
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv/hatkvserver"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // WireStore is a Store that also reads records in their wire form (a
@@ -20,6 +22,7 @@ type WireStore interface {
 	GetWire(ctx context.Context, key string, fields []string, dst []byte) ([]byte, error)
 	MultiGetWire(ctx context.Context, keys []string, fields []string) ([][]byte, error)
 	ScanWire(ctx context.Context, startKey string, count int, fields []string) ([]kvstore.WireKV, bool, error)
+	ScanStreamWire(ctx context.Context, r kvstore.ScanRange, send func([]kvstore.WireKV) error) error
 }
 
 var _ WireStore = (*kvstore.Store)(nil)
@@ -89,6 +92,27 @@ func wireService(ws WireStore, svc *Service) *server.Service {
 				}
 				return &wireResult{kind: wireScan, scan: kvs}, nil
 			})},
+		{Name: "ScanStream", Hints: h.Function("ScanStream"), Stream: stream.Server,
+			HandleStream: func(ctx context.Context, s server.ServerStream) (proto.Struct, error) {
+				req := hatkv.NewScanRequest()
+				if err := s.RecvMsg(req); err != nil {
+					if err == io.EOF {
+						err = &proto.ApplicationException{Type: proto.ExcProtocolError, Message: "HatKV.ScanStream: the client closed the stream before its request"}
+					}
+					return nil, err
+				}
+				// One message reused: SendMsg has encoded it when it returns.
+				msg := &wireResult{kind: wireBatch}
+				err := ws.ScanStreamWire(ctx, scanRange(req), func(kvs []kvstore.WireKV) error {
+					msg.scan = kvs
+					return s.SendMsg(msg)
+				})
+				if err != nil {
+					res := hatkv.NewHatKVScanStreamResult()
+					return declared(res, mapError(err, req.StartKey), &res.Bad)
+				}
+				return nil, nil
+			}},
 		{Name: "Stats", NewArgs: func() proto.Struct { return hatkv.NewHatKVStatsArgs() }, Hints: h.Function("Stats"),
 			Handle: handle(func(ctx context.Context, _ *hatkv.HatKVStatsArgs) (proto.Struct, error) {
 				st, err := svc.Stats(ctx)
@@ -122,7 +146,8 @@ func declared[R proto.Struct](res R, err error, fields ...any) (proto.Struct, er
 }
 
 // wireResult is the reply of a wire-form Get (rec), MultiGet (lookups:
-// one per key, nil when missing) or Scan (scan). It is only ever encoded.
+// one per key, nil when missing) or Scan (scan), or one ScanStream
+// message (scan). It is only ever encoded.
 type wireResult struct {
 	kind    wireKind
 	rec     []byte
@@ -136,6 +161,7 @@ const (
 	wireGet wireKind = iota
 	wireMultiGet
 	wireScan
+	wireBatch // a ScanBatch: its records are field 1
 )
 
 // emptyWireMap is the wire form of an empty record.
@@ -205,8 +231,12 @@ func (r *wireResult) encode(w structWriter, record func([]byte)) {
 	case wireGet:
 		w.WriteFieldBegin(proto.MAP, 0)
 		record(r.rec)
-	case wireScan:
-		w.WriteFieldBegin(proto.LIST, 0)
+	case wireScan, wireBatch:
+		id := int16(0) // a result's success field
+		if r.kind == wireBatch {
+			id = 1 // ScanBatch.records
+		}
+		w.WriteFieldBegin(proto.LIST, id)
 		w.WriteListBegin(proto.STRUCT, len(r.scan))
 		for _, kv := range r.scan {
 			w.WriteStructBegin()

@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // TestWireServiceMatchesIDL: the hand-written service description that
@@ -24,6 +25,10 @@ func TestWireServiceMatchesIDL(t *testing.T) {
 	for _, m := range svc.Methods {
 		got = append(got, m.Name)
 		assert.Same(t, hatkv.HatKVHints.Function(m.Name), m.Hints, m.Name)
+		if m.Stream != stream.None {
+			assert.NotNil(t, m.HandleStream, m.Name)
+			continue
+		}
 		assert.NotNil(t, m.NewArgs(), m.Name)
 	}
 	for _, f := range hatkv.HatKVHints.Functions {

@@ -15,6 +15,8 @@ var (
 	ErrInvalidField  = errors.New("kvstore: invalid field name")
 	ErrScanTooLong   = errors.New("kvstore: scan count out of range")
 	ErrBatchTooLarge = errors.New("kvstore: batch too large")
+	// ErrBadRange: a streamed scan's range or sizes make no sense.
+	ErrBadRange = errors.New("kvstore: bad scan range")
 	// ErrStoreFull means the LMDB map is full (MDB_MAP_FULL). Reads keep
 	// working; deletes free space for later writes.
 	ErrStoreFull = errors.New("kvstore: store is full")

@@ -405,6 +405,11 @@ func (e *Env) View(ctx context.Context, fn func(*Txn) error) error {
 	return fn(t)
 }
 
+// ReadTxns returns the read transactions running now (View calls in
+// progress). LMDB's own reader count (Info.NumReaders) counts slots ever
+// taken, which stay assigned to idle transactions.
+func (e *Env) ReadTxns() int { return len(e.readSlots) }
+
 // acquire takes a slot, waiting under ctx only when none is free: asking a
 // context for Done can cost more than the transaction (a server's call
 // context builds its channel and parent watch lazily, on first use).

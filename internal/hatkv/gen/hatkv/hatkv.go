@@ -5,10 +5,13 @@ package hatkv
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // A YCSB record: field name to value.
@@ -1038,6 +1041,439 @@ func (p *StoreStats) DecodeCompact(r *proto.CompactReader) error {
 }
 
 var _ proto.Struct = (*StoreStats)(nil)
+
+// A ScanStream request: the records with start_key <= key < end_key in key
+// order (end_key "": through the last key; both "": every record).
+type ScanRequest struct {
+	StartKey string   `thrift:"start_key,1" db:"start_key" json:"start_key"`
+	EndKey   string   `thrift:"end_key,2" db:"end_key" json:"end_key"`
+	Fields   []string `thrift:"fields,3" db:"fields" json:"fields"`
+	// At most this many records in all; 0: no limit.
+	Limit int64 `thrift:"limit,4" db:"limit" json:"limit"`
+	// At most this many records per message; 0: the server's batch.
+	BatchRecords int32 `thrift:"batch_records,5" db:"batch_records" json:"batch_records"`
+}
+
+func NewScanRequest() *ScanRequest {
+	return &ScanRequest{}
+}
+
+func (p *ScanRequest) GetStartKey() string {
+	return p.StartKey
+}
+
+func (p *ScanRequest) GetEndKey() string {
+	return p.EndKey
+}
+
+func (p *ScanRequest) GetFields() []string {
+	return p.Fields
+}
+
+func (p *ScanRequest) GetLimit() int64 {
+	return p.Limit
+}
+
+func (p *ScanRequest) GetBatchRecords() int32 {
+	return p.BatchRecords
+}
+
+func (p *ScanRequest) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ScanRequest(%+v)", *p)
+}
+
+func (p *ScanRequest) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.StartKey)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.EndKey)
+	w.WriteFieldBegin(proto.LIST, 3)
+	w.WriteListBegin(proto.STRING, len(p.Fields))
+	w.WriteStrings(p.Fields)
+	w.WriteFieldBegin(proto.I64, 4)
+	w.WriteI64(p.Limit)
+	w.WriteFieldBegin(proto.I32, 5)
+	w.WriteI32(p.BatchRecords)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *ScanRequest) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.StartKey, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.EndKey, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRING {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
+				}
+				p.Fields = make([]string, n0)
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Limit, err = r.ReadI64(); err != nil {
+				return err
+			}
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.BatchRecords, err = r.ReadI32(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *ScanRequest) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.StartKey)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.EndKey)
+	w.WriteFieldBegin(proto.LIST, 3)
+	w.WriteListBegin(proto.STRING, len(p.Fields))
+	w.WriteStrings(p.Fields)
+	w.WriteFieldBegin(proto.I64, 4)
+	w.WriteI64(p.Limit)
+	w.WriteFieldBegin(proto.I32, 5)
+	w.WriteI32(p.BatchRecords)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *ScanRequest) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.StartKey, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.EndKey, err = r.ReadString(); err != nil {
+				return err
+			}
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRING {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
+				}
+				p.Fields = make([]string, n0)
+				if err = r.ReadStrings(p.Fields); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Limit, err = r.ReadI64(); err != nil {
+				return err
+			}
+		case 5:
+			if t != proto.I32 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.BatchRecords, err = r.ReadI32(); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*ScanRequest)(nil)
+
+// One message of a ScanStream: the next records, in key order.
+type ScanBatch struct {
+	Records []*KeyRecord `thrift:"records,1" db:"records" json:"records"`
+}
+
+func NewScanBatch() *ScanBatch {
+	return &ScanBatch{}
+}
+
+func (p *ScanBatch) GetRecords() []*KeyRecord {
+	return p.Records
+}
+
+func (p *ScanBatch) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ScanBatch(%+v)", *p)
+}
+
+func (p *ScanBatch) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.LIST, 1)
+	w.WriteListBegin(proto.STRUCT, len(p.Records))
+	for _, v0 := range p.Records {
+		if err := v0.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *ScanBatch) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRUCT {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRUCT)
+				}
+				p.Records = make([]*KeyRecord, n0)
+				for i0 := range n0 {
+					p.Records[i0] = NewKeyRecord()
+					if err := p.Records[i0].DecodeBinary(r); err != nil {
+						return err
+					}
+				}
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *ScanBatch) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.LIST, 1)
+	w.WriteListBegin(proto.STRUCT, len(p.Records))
+	for _, v0 := range p.Records {
+		if err := v0.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *ScanBatch) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRUCT {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRUCT)
+				}
+				p.Records = make([]*KeyRecord, n0)
+				for i0 := range n0 {
+					p.Records[i0] = NewKeyRecord()
+					if err := p.Records[i0].DecodeCompact(r); err != nil {
+						return err
+					}
+				}
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*ScanBatch)(nil)
 
 // The request is malformed: empty or oversized key, record too large, ...
 type InvalidArgument struct {
@@ -3958,6 +4394,357 @@ func (p *HatKVScanResult) ThrownException() string {
 	return ""
 }
 
+type HatKVScanStreamArgs struct {
+	Req *ScanRequest `thrift:"req,1" db:"req" json:"req"`
+}
+
+func NewHatKVScanStreamArgs() *HatKVScanStreamArgs {
+	return &HatKVScanStreamArgs{}
+}
+
+var HatKVScanStreamArgs_Req_DEFAULT *ScanRequest
+
+func (p *HatKVScanStreamArgs) GetReq() *ScanRequest {
+	if !p.IsSetReq() {
+		return HatKVScanStreamArgs_Req_DEFAULT
+	}
+	return p.Req
+}
+
+func (p *HatKVScanStreamArgs) IsSetReq() bool {
+	return p.Req != nil
+}
+
+func (p *HatKVScanStreamArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("HatKVScanStreamArgs(%+v)", *p)
+}
+
+func (p *HatKVScanStreamArgs) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.Req != nil {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Req.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *HatKVScanStreamArgs) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Req = NewScanRequest()
+			if err := p.Req.DecodeBinary(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *HatKVScanStreamArgs) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.Req != nil {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Req.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *HatKVScanStreamArgs) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Req = NewScanRequest()
+			if err := p.Req.DecodeCompact(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*HatKVScanStreamArgs)(nil)
+
+type HatKVScanStreamResult struct {
+	Success *ScanBatch       `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Bad     *InvalidArgument `thrift:"bad,1" db:"bad" json:"bad,omitempty"`
+}
+
+func NewHatKVScanStreamResult() *HatKVScanStreamResult {
+	return &HatKVScanStreamResult{}
+}
+
+var HatKVScanStreamResult_Success_DEFAULT *ScanBatch
+
+func (p *HatKVScanStreamResult) GetSuccess() *ScanBatch {
+	if !p.IsSetSuccess() {
+		return HatKVScanStreamResult_Success_DEFAULT
+	}
+	return p.Success
+}
+
+var HatKVScanStreamResult_Bad_DEFAULT *InvalidArgument
+
+func (p *HatKVScanStreamResult) GetBad() *InvalidArgument {
+	if !p.IsSetBad() {
+		return HatKVScanStreamResult_Bad_DEFAULT
+	}
+	return p.Bad
+}
+
+func (p *HatKVScanStreamResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *HatKVScanStreamResult) IsSetBad() bool {
+	return p.Bad != nil
+}
+
+func (p *HatKVScanStreamResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("HatKVScanStreamResult(%+v)", *p)
+}
+
+func (p *HatKVScanStreamResult) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRUCT, 0)
+		if err := p.Success.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	if p.IsSetBad() {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Bad.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *HatKVScanStreamResult) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Success = NewScanBatch()
+			if err := p.Success.DecodeBinary(r); err != nil {
+				return err
+			}
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Bad = NewInvalidArgument()
+			if err := p.Bad.DecodeBinary(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (p *HatKVScanStreamResult) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	if p.IsSetSuccess() {
+		w.WriteFieldBegin(proto.STRUCT, 0)
+		if err := p.Success.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	if p.IsSetBad() {
+		w.WriteFieldBegin(proto.STRUCT, 1)
+		if err := p.Bad.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *HatKVScanStreamResult) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 0:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Success = NewScanBatch()
+			if err := p.Success.DecodeCompact(r); err != nil {
+				return err
+			}
+		case 1:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Bad = NewInvalidArgument()
+			if err := p.Bad.DecodeCompact(r); err != nil {
+				return err
+			}
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ proto.Struct = (*HatKVScanStreamResult)(nil)
+
+// ThrownException names the declared exception the result carries ("" for none).
+func (p *HatKVScanStreamResult) ThrownException() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Bad != nil:
+		return "InvalidArgument"
+	}
+	return ""
+}
+
 type HatKVStatsArgs struct {
 }
 
@@ -4203,6 +4990,7 @@ var HatKVHints = hints.Service{
 		{Name: "MultiGet", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 256}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 10240, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "MultiPut", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 10240}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "Scan", Client: hints.Set{Concurrency: 128, PayloadSize: 64}, Server: hints.Set{Concurrency: 128, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
+		{Name: "ScanStream", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 65536, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "Stats", Client: hints.Set{Concurrency: 128}, Server: hints.Set{Concurrency: 128, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 	},
 }
@@ -4226,7 +5014,40 @@ type HatKVHandler interface {
 	// and the reply header hatkv-scan-cut is set (on a call that sent
 	// headers), so the next Scan starts after its last key.
 	Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error)
+	// Streams every record of the range, without Scan's count limit, in
+	// batches of about 64 KiB of keys and records (at most 1,024 records),
+	// each read from its own snapshot: see the README's "Streamed scan".
+	ScanStream(req *ScanRequest, stream HatKVScanStreamServer) error
 	Stats(ctx context.Context) (_r *StoreStats, _err error)
+}
+
+// HatKVScanStreamClient is the client's side of one ScanStream stream (streaming.mode="server"),
+// opened by (*HatKVClient).ScanStream.
+type HatKVScanStreamClient interface {
+	// Recv returns the server's next message: io.EOF once the server ended
+	// the stream cleanly, else the declared exception or error it ended with.
+	Recv() (*ScanBatch, error)
+	// Header waits for the server's header metadata.
+	Header() (metadata.MD, error)
+	// Trailer is the server's trailer metadata, complete once the stream ended.
+	Trailer() metadata.MD
+	// Context is the stream's context: it ends when the stream does.
+	Context() context.Context
+}
+
+// HatKVScanStreamServer is the server's side of one ScanStream stream, handed to HatKVHandler.ScanStream.
+// The stream ends when the handler returns: a declared exception it
+// returns reaches the client as that exception, after the messages sent.
+type HatKVScanStreamServer interface {
+	// Send sends one message; it blocks while the client's window is full.
+	Send(*ScanBatch) error
+	// SendHeader sends header metadata now (else with the first message).
+	SendHeader(metadata.MD) error
+	// SetTrailer adds metadata sent when the stream ends.
+	SetTrailer(metadata.MD)
+	// Context is the stream's context: canceled when the client cancels or
+	// goes, or its deadline passes.
+	Context() context.Context
 }
 
 var clientMethodsHatKV = [...]client.Method{
@@ -4236,6 +5057,7 @@ var clientMethodsHatKV = [...]client.Method{
 	{Service: "HatKV", Name: "MultiGet", Oneway: false, Hints: HatKVHints.Function("MultiGet")},
 	{Service: "HatKV", Name: "MultiPut", Oneway: false, Hints: HatKVHints.Function("MultiPut")},
 	{Service: "HatKV", Name: "Scan", Oneway: false, Hints: HatKVHints.Function("Scan")},
+	{Service: "HatKV", Name: "ScanStream", Oneway: false, Hints: HatKVHints.Function("ScanStream"), Stream: stream.Server},
 	{Service: "HatKV", Name: "Stats", Oneway: false, Hints: HatKVHints.Function("Stats")},
 }
 
@@ -4371,13 +5193,67 @@ func (_c *HatKVClient) Scan(ctx context.Context, start_key string, count int32, 
 	return _res.Success, nil
 }
 
+// streamHatKVScanStreamClient is one ScanStream stream opened by (*HatKVClient).ScanStream.
+type streamHatKVScanStreamClient struct {
+	client.Stream
+	res HatKVScanStreamResult // the server's closing message, decoded when the stream ends
+}
+
+// end is the error Recv returns for err: after a clean end, the declared
+// exception the server ended the stream with, if any.
+func (_x *streamHatKVScanStreamClient) end(err error) error {
+	if err != io.EOF {
+		return err
+	}
+	if _x.res.Bad != nil {
+		return _x.res.Bad
+	}
+	return err
+}
+
+func (_x *streamHatKVScanStreamClient) Recv() (*ScanBatch, error) {
+	_m := NewScanBatch()
+	if _err := _x.RecvMsg(_m); _err != nil {
+		return nil, _x.end(_err)
+	}
+	return _m, nil
+}
+
+// Streams every record of the range, without Scan's count limit, in
+// batches of about 64 KiB of keys and records (at most 1,024 records),
+// each read from its own snapshot: see the README's "Streamed scan".
+//
+// ScanStream opens a stream (streaming.mode="server"); canceling ctx ends it.
+// The Caller must be a client.Streamer (a *client.Conn): any other fails
+// with an error matching stream.ErrNeedsHatRPCPeer.
+func (_c *HatKVClient) ScanStream(ctx context.Context, req *ScanRequest) (HatKVScanStreamClient, error) {
+	_st, _ok := _c.c.(client.Streamer)
+	if !_ok {
+		return nil, fmt.Errorf("HatKV.ScanStream: %T opens no streams: %w", _c.c, stream.ErrNeedsHatRPCPeer)
+	}
+	_x := &streamHatKVScanStreamClient{res: *NewHatKVScanStreamResult()}
+	_s, _err := _st.NewStream(ctx, &clientMethodsHatKV[6], &_x.res)
+	if _err != nil {
+		return nil, _err
+	}
+	_x.Stream = _s
+	// io.EOF: the server already ended the stream; Recv says how.
+	if _err = _s.SendMsg(req); _err != nil && _err != io.EOF {
+		return nil, _err
+	}
+	if _err = _s.CloseSend(); _err != nil && _err != io.EOF {
+		return nil, _err
+	}
+	return _x, nil
+}
+
 func (_c *HatKVClient) Stats(ctx context.Context) (_r *StoreStats, _err error) {
 	_call := &struct {
 		args HatKVStatsArgs
 		res  HatKVStatsResult
 	}{args: HatKVStatsArgs{}, res: *NewHatKVStatsResult()}
 	_args, _res := &_call.args, &_call.res
-	if _err = _c.c.Call(ctx, &clientMethodsHatKV[6], _args, _res); _err != nil {
+	if _err = _c.c.Call(ctx, &clientMethodsHatKV[7], _args, _res); _err != nil {
 		return
 	}
 	if _res.Success == nil {

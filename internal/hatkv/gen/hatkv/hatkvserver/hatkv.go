@@ -5,11 +5,23 @@ package hatkvserver
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
+
+// streamHatKVScanStreamServer is the server's side of one ScanStream stream.
+type streamHatKVScanStreamServer struct {
+	server.ServerStream
+	ctx context.Context // as interceptors passed it on
+}
+
+func (_x *streamHatKVScanStreamServer) Context() context.Context { return _x.ctx }
+
+func (_x *streamHatKVScanStreamServer) Send(_m *hatkv.ScanBatch) error { return _x.SendMsg(_m) }
 
 // RegisterHatKV registers h as service "HatKV" on s.
 func RegisterHatKV(s *server.Server, h hatkv.HatKVHandler) { s.Register(NewHatKVService(h)) }
@@ -153,11 +165,11 @@ func NewHatKVService(h hatkv.HatKVHandler) *server.Service {
 		res.Success = r
 		return res, nil
 	}
-	type _call6 struct {
+	type _call7 struct {
 		args hatkv.HatKVStatsArgs
 		res  hatkv.HatKVStatsResult
 	}
-	_run6 := func(ctx context.Context, args *hatkv.HatKVStatsArgs, res *hatkv.HatKVStatsResult) (proto.Struct, error) {
+	_run7 := func(ctx context.Context, args *hatkv.HatKVStatsArgs, res *hatkv.HatKVStatsResult) (proto.Struct, error) {
 		r, err := h.Stats(ctx)
 		if err != nil {
 			return nil, err
@@ -293,24 +305,49 @@ func NewHatKVService(h hatkv.HatKVHandler) *server.Service {
 			},
 		},
 		{
+			Name:   "ScanStream",
+			Hints:  hatkv.HatKVHints.Function("ScanStream"),
+			Stream: stream.Server,
+			HandleStream: func(ctx context.Context, _s server.ServerStream) (proto.Struct, error) {
+				_req := hatkv.NewScanRequest()
+				if _err := _s.RecvMsg(_req); _err != nil {
+					if _err == io.EOF {
+						_err = &proto.ApplicationException{Type: proto.ExcProtocolError, Message: "HatKV.ScanStream: the client closed the stream before its request"}
+					}
+					return nil, _err
+				}
+				_err := h.ScanStream(_req, &streamHatKVScanStreamServer{ServerStream: _s, ctx: ctx})
+				if _err != nil {
+					var _e0 *hatkv.InvalidArgument
+					if errors.As(_err, &_e0) {
+						_res := hatkv.NewHatKVScanStreamResult()
+						_res.Bad = _e0
+						return _res, nil
+					}
+					return nil, _err
+				}
+				return nil, nil // a clean end: the messages were the outcome
+			},
+		},
+		{
 			Name:    "Stats",
 			NewArgs: func() proto.Struct { return hatkv.NewHatKVStatsArgs() },
 			Hints:   hatkv.HatKVHints.Function("Stats"),
 			Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
-				return _run6(ctx, nil, hatkv.NewHatKVStatsResult())
+				return _run7(ctx, nil, hatkv.NewHatKVStatsResult())
 			},
 			NewCall: func(reuse any) (proto.Struct, any) {
-				c, _ := reuse.(*_call6)
+				c, _ := reuse.(*_call7)
 				if c == nil {
-					c = new(_call6)
+					c = new(_call7)
 				}
 				c.args = *hatkv.NewHatKVStatsArgs()
 				c.res = *hatkv.NewHatKVStatsResult()
 				return &c.args, c
 			},
 			HandleCall: func(ctx context.Context, call any) (proto.Struct, error) {
-				c := call.(*_call6)
-				return _run6(ctx, &c.args, &c.res)
+				c := call.(*_call7)
+				return _run7(ctx, &c.args, &c.res)
 			},
 		},
 	}}
