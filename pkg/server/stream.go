@@ -269,6 +269,11 @@ type serverStream struct {
 	id, seqid int32
 	reset     atomic.Bool // reset by either side: no closing message
 	stats     *streamStats
+	// size of the last message sent: the next is encoded into a pooled
+	// buffer of about its size, not grown from 4 KiB into fresh memory
+	// (~250 KiB of garbage per 64 KiB message, measured with hatkv's
+	// streamed scan)
+	hint wire.SizeHint
 
 	mu         sync.Mutex
 	header     metadata.MD
@@ -334,7 +339,7 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	}
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	bp := wire.GetBuf()
+	bp := ss.hint.Buf()
 	defer wire.PutBuf(bp)
 	b := (*bp)[:wire.HeaderSize]
 	flags := compactFlag(ss.proto)
@@ -353,6 +358,7 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	if err != nil {
 		return fmt.Errorf("server: encode stream message: %w", err)
 	}
+	ss.hint.Note(len(b))
 	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
 	if size > int64(ss.c.s.opts.limits.MaxMessageSize) {
 		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
