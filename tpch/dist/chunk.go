@@ -4,11 +4,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/hatrpc/hatrpc/tpch/duck"
 	eb "github.com/hatrpc/hatrpc/tpch/gen/exchangebase"
 )
 
@@ -98,14 +98,14 @@ func (b *chunkBuilder) add(vals []any) error {
 		}
 		switch b.meta[i].Kind {
 		case eb.Kind_I64:
-			x, err := toInt64(v)
+			x, err := duck.Int64(v)
 			if err != nil {
 				return fmt.Errorf("column %s: %w", b.meta[i].Name, err)
 			}
 			c.I64s = append(c.I64s, x)
 			b.bytes += 8
 		case eb.Kind_F64:
-			x, err := toFloat64(v)
+			x, err := duck.Float64(v)
 			if err != nil {
 				return fmt.Errorf("column %s: %w", b.meta[i].Name, err)
 			}
@@ -147,49 +147,6 @@ func textOf(v any, dbType string) string {
 		return x.String()
 	default:
 		return fmt.Sprint(x)
-	}
-}
-
-func toInt64(v any) (int64, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case int64:
-		return x, nil
-	case int:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, fmt.Errorf("%d does not fit BIGINT", x)
-		}
-		return int64(x), nil
-	default:
-		return 0, fmt.Errorf("integer column holds %T", v)
-	}
-}
-
-func toFloat64(v any) (float64, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case float32:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	default:
-		return 0, fmt.Errorf("floating-point column holds %T", v)
 	}
 }
 

@@ -2,12 +2,12 @@ package hs2
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hatrpc/hatrpc/tpch/duck"
 	tcli "github.com/hatrpc/hatrpc/tpch/gen/tcliservice"
 )
 
@@ -138,7 +138,7 @@ func (b *colBuilder) add(v any) error {
 		x, _ := v.(bool)
 		b.bools = append(b.bools, x)
 	case kindByte, kindI16, kindI32, kindI64:
-		x, err := toInt64(v)
+		x, err := duck.Int64(v)
 		if err != nil {
 			return fmt.Errorf("column %s: %w", b.t.name, err)
 		}
@@ -153,7 +153,7 @@ func (b *colBuilder) add(v any) error {
 			b.i64s = append(b.i64s, x)
 		}
 	case kindDouble:
-		x, err := toFloat64(v)
+		x, err := duck.Float64(v)
 		if err != nil {
 			return fmt.Errorf("column %s: %w", b.t.name, err)
 		}
@@ -201,49 +201,6 @@ func (b *colBuilder) padScale(s string) string {
 		return s
 	}
 	return whole + "." + frac + strings.Repeat("0", int(b.t.scale)-len(frac))
-}
-
-func toInt64(v any) (int64, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case int8:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case int64:
-		return x, nil
-	case int:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, fmt.Errorf("%d does not fit BIGINT", x)
-		}
-		return int64(x), nil
-	default:
-		return 0, fmt.Errorf("integer column holds %T", v)
-	}
-}
-
-func toFloat64(v any) (float64, error) {
-	switch x := v.(type) {
-	case nil:
-		return 0, nil
-	case float32:
-		return float64(x), nil
-	case float64:
-		return x, nil
-	default:
-		return 0, fmt.Errorf("floating-point column holds %T", v)
-	}
 }
 
 func (b *colBuilder) column() *tcli.TColumn {
