@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -22,9 +23,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// testCtx is a test's hang guard, scaled in the emulated guest
+// (testenv.HangGuard): a three-server scan missed 60 s there on a loaded host.
 func testCtx(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(d))
 	t.Cleanup(cancel)
 	return ctx
 }
