@@ -72,7 +72,8 @@ func Explain(prog *idl.Program, o ExplainOptions) ([]ExplainSide, error) {
 					hs = append(hs, ExplainHint{Key: v.Key, Value: v.Value, Origin: v.Origin.Describe()})
 				}
 				t := hints.TableFor(r.Set, hints.Env{Side: side, Transport: hints.Granted(r.Set.Transport, o.Provider.Transport),
-					Provider: o.Provider, Cores: o.Cores, Concurrency: o.Concurrency, PeerPayload: peer.Set.PayloadSize})
+					Provider: o.Provider, Cores: o.Cores, Concurrency: o.Concurrency, PeerPayload: peer.Set.PayloadSize,
+					Stream: modes[fr.Name]})
 				var at []ExplainAt
 				for _, n := range o.Sizes {
 					at = append(at, ExplainAt{Size: n, Row: t.RowFor(n)})

@@ -3,6 +3,7 @@ package codegen
 import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/idl"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // genHintTable renders `var <S>Hints = hints.Service{...}`.
@@ -17,7 +18,16 @@ func (g *generator) genHintTable(svc *idl.Service, res *hints.Resolution) {
 	g.e.p("Client: %s,", hints.GoLiteral(table.Client))
 	g.e.p("Server: %s,", hints.GoLiteral(table.Server))
 	g.e.p("Functions: []%s.Function{", h)
+	modes := map[string]stream.Mode{}
+	for _, fn := range svc.AllFunctions() {
+		modes[fn.Name] = fn.Stream
+	}
 	for _, f := range table.Functions {
+		if m := modes[f.Name]; m != stream.None {
+			g.e.p("{Name: %q, Client: %s, Server: %s, Stream: %s.%s},", f.Name, hints.GoLiteral(f.Client), hints.GoLiteral(f.Server),
+				g.e.use(streamPath, "stream"), modeConst[m])
+			continue
+		}
 		g.e.p("{Name: %q, Client: %s, Server: %s},", f.Name, hints.GoLiteral(f.Client), hints.GoLiteral(f.Server))
 	}
 	g.e.p("},")

@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -117,7 +118,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 		for i := range svc.Functions {
 			fn := &svc.Functions[i]
 			if o.svcLevel {
-				fn = &hints.Function{Name: fn.Name, Client: svc.Client, Server: svc.Server}
+				fn = &hints.Function{Name: fn.Name, Client: svc.Client, Server: svc.Server, Stream: fn.Stream}
 			}
 			c.fns.Store(fn.Name, fn)
 			c.fns.Store(svc.Name+":"+fn.Name, fn)
@@ -198,6 +199,10 @@ func (c *Conn) Plan(method string) hints.Table {
 		fn = v.(*hints.Function)
 	}
 	set, respSize := c.laneSet(fn)
+	if fn != nil && fn.Stream != stream.None {
+		return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: hints.TransportTCP, Cores: c.cores,
+			PeerPayload: respSize, Stream: fn.Stream})
+	}
 	return c.tableFor(set, respSize, c.transportFor(set.Transport))
 }
 

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // Set is the fully resolved hint set of one side of one function (or of the
@@ -75,6 +77,9 @@ const (
 type Function struct {
 	Name           string
 	Client, Server Set
+	// Stream: how the function streams (its IDL annotation); a stream
+	// plans as TCP (Env.Stream).
+	Stream stream.Mode
 }
 
 // Service is the table generated code bakes in. Client and Server hold the

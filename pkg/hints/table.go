@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // Route is how a message of a function leaves its side: a lane of the
@@ -123,6 +125,11 @@ type Env struct {
 	// (internal/bench), not a lane, whose server is event-capable. Only
 	// then do tiny shm messages go by RFP (see ShmTinyMessage).
 	PeerPollsMemory bool
+	// Stream: the function is a stream. Streams travel on the
+	// connection's HatRPC TCP framing, multiplexed with its calls (lanes
+	// and FLOCK do not carry them: docs/design/streams.md), so their
+	// table is TCP's whatever transport was granted.
+	Stream stream.Mode
 }
 
 // Row is one size range of a table: messages of Min to Max bytes (both
@@ -239,6 +246,9 @@ func (t *Table) Has(a Adaptation) bool {
 func TableFor(set Set, env Env) Table {
 	if env.Transport != TransportAuto {
 		set.Transport = env.Transport // granted: what runs, whatever was asked
+	}
+	if env.Stream != stream.None {
+		set.Transport = TransportTCP
 	}
 	if env.Concurrency > 0 {
 		set.Concurrency = env.Concurrency

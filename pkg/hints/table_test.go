@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,6 +30,8 @@ func TestTableRows(t *testing.T) {
 		{"tcp is one row", Set{}, Env{Transport: TransportTCP, Cores: 2},
 			[]at{{0, RouteTCP, ProtoAuto}, {1 << 30, RouteTCP, ProtoAuto}}},
 		{"auto transport plans TCP", Set{}, Env{Cores: 2}, []at{{64, RouteTCP, ProtoAuto}}},
+		{"a stream plans TCP on a granted lane transport", Set{Protocol: ProtoEager}, Env{Side: SideServer, Transport: TransportRDMA, Cores: 2, Stream: stream.Bidi},
+			[]at{{0, RouteTCP, ProtoAuto}, {64 << 10, RouteTCP, ProtoAuto}}},
 		{"tiny shm latency on a lane: direct_write_imm", Set{}, shm,
 			[]at{{63, RouteLane, ProtoDirectWriteIMM}, {64, RouteLane, ProtoDirectWriteIMM}, {65, RouteLane, ProtoDirectWriteIMM},
 				{ShmTinyMessage, RouteLane, ProtoDirectWriteIMM}, {ShmTinyMessage + 1, RouteLane, ProtoDirectWriteIMM}}},

@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // Plan returns the plan table the server answers method ("Service:name",
@@ -14,8 +15,13 @@ import (
 func (s *Server) Plan(method string, tr hints.Transport) hints.Table {
 	var set hints.Set
 	var reqSize int
-	if m := s.lookup([]byte(method)); m != nil {
+	m := s.lookup([]byte(method))
+	if m != nil {
 		set, reqSize = m.set, m.reqSize
+	}
+	if m != nil && m.m.Stream != stream.None {
+		return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: hints.TransportTCP,
+			Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: m.m.Stream})
 	}
 	return serverTable(set, reqSize, tr)
 }

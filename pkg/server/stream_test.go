@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
@@ -539,5 +540,21 @@ func TestStreamProtocols(t *testing.T) {
 			require.NoError(t, st.CloseSend())
 			require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
 		})
+	}
+}
+
+// A stream's plan is TCP's whatever transport the session was granted:
+// the route the runtime takes (streams ride the connection) is the one
+// Server.Plan, Conn.Plan and hatgen explain show.
+func TestStreamPlanIsTCP(t *testing.T) {
+	s, _, addr := startStreams(t)
+	fn := hints.Function{Name: "echo", Stream: stream.Bidi}
+	c := dial(t, addr, client.WithHints(&hints.Service{Name: "S", Functions: []hints.Function{fn}}))
+	for _, tr := range []hints.Transport{hints.TransportTCP, hints.TransportSHM, hints.TransportRDMA} {
+		for _, tab := range []hints.Table{s.Plan("S:echo", tr), c.Plan("S:echo")} {
+			require.Equal(t, hints.TransportTCP, tab.Transport, "granted %v", tr)
+			require.Len(t, tab.Rows, 1)
+			require.Equal(t, hints.RouteTCP, tab.Rows[0].Route)
+		}
 	}
 }

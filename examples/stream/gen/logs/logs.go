@@ -2383,9 +2383,9 @@ var LogsHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput},
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
-		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
-		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}},
-		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
+		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Stream: stream.Client},
+		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Bidi},
 		{Name: "count", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 	},
 }

@@ -888,7 +888,7 @@ var StreamHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput},
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
-		{Name: "pull", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
+		{Name: "pull", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
 		{Name: "fetch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 	},
 }

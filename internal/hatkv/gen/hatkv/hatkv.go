@@ -4990,7 +4990,7 @@ var HatKVHints = hints.Service{
 		{Name: "MultiGet", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 256}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 10240, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "MultiPut", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 10240}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 		{Name: "Scan", Client: hints.Set{Concurrency: 128, PayloadSize: 64}, Server: hints.Set{Concurrency: 128, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
-		{Name: "ScanStream", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 65536, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
+		{Name: "ScanStream", Client: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 64}, Server: hints.Set{PerfGoal: hints.Throughput, Concurrency: 128, PayloadSize: 65536, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}, Stream: stream.Server},
 		{Name: "Stats", Client: hints.Set{Concurrency: 128}, Server: hints.Set{Concurrency: 128, App: map[string]string{"kv.commit": "group", "kv.sync": "always", "kv.writemap": "off"}}},
 	},
 }

@@ -2370,12 +2370,12 @@ var StreamerHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput},
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
-		{Name: "ticks", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
-		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
-		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}},
-		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
+		{Name: "ticks", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Stream: stream.Client},
+		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Bidi},
 		{Name: "call", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
-		{Name: "watch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
+		{Name: "watch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
 		{Name: "note", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 	},
 }

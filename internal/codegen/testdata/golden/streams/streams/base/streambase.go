@@ -440,7 +440,7 @@ var ClockHints = hints.Service{
 	Client: hints.Set{},
 	Server: hints.Set{},
 	Functions: []hints.Function{
-		{Name: "ticks", Client: hints.Set{}, Server: hints.Set{}},
+		{Name: "ticks", Client: hints.Set{}, Server: hints.Set{}, Stream: stream.Server},
 	},
 }
 
