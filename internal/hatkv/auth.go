@@ -289,10 +289,7 @@ func (l *AuthListener) handshake(raw net.Conn) {
 		c = tc
 	}
 	if l.check {
-		if kind, reason := l.checkToken(c); reason != "" {
-			if kind == "token" {
-				l.failed(remoteIP(raw))
-			}
+		if kind, reason := l.checkToken(c, remoteIP(raw)); reason != "" {
 			l.refuse(raw, kind, reason)
 			return
 		}
@@ -306,7 +303,9 @@ func (l *AuthListener) handshake(raw net.Conn) {
 }
 
 // checkToken reads the preamble and answers it; reason "" means accepted.
-func (l *AuthListener) checkToken(c net.Conn) (kind, reason string) {
+// A wrong token from ip is counted before it is answered: a guesser that
+// dials again as soon as it reads the answer must find it counted.
+func (l *AuthListener) checkToken(c net.Conn, ip string) (kind, reason string) {
 	var hdr [len(tokenMagic) + 2]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return "no_token", "no token preamble: " + err.Error()
@@ -318,19 +317,23 @@ func (l *AuthListener) checkToken(c net.Conn) (kind, reason string) {
 	}
 	n := int(binary.BigEndian.Uint16(hdr[len(tokenMagic):]))
 	if n > maxTokenLen {
+		l.failed(ip)
 		_, _ = c.Write([]byte{authRefused})
 		return "token", fmt.Sprintf("token of %d bytes", n)
 	}
 	tok := make([]byte, n)
 	if _, err := io.ReadFull(c, tok); err != nil {
+		l.failed(ip)
 		return "token", "short token: " + err.Error()
 	}
 	sum := sha256.Sum256(tok)
 	if subtle.ConstantTimeCompare(sum[:], l.token[:]) != 1 {
+		l.failed(ip)
 		_, _ = c.Write([]byte{authRefused})
 		return "token", "wrong token"
 	}
 	if _, err := c.Write([]byte{authOK}); err != nil {
+		l.failed(ip)
 		return "token", "writing the answer: " + err.Error()
 	}
 	return "", ""
