@@ -76,6 +76,7 @@ for p in "${pkgs[@]}"; do
 		grep -E -A3 '^(--- FAIL|    --- FAIL|panic:)|Error Trace:|Error:|Messages:' "$log" | head -60 | sed 's/^/    /'
 	fi
 	if [[ -n ${RXE_LOGS:-} && -f $log ]]; then
+		mkdir -p "$RXE_LOGS"
 		cp "$log" "$RXE_LOGS/" # every package's log, passed or not
 	fi
 done
