@@ -210,7 +210,7 @@ func TestCallErrors(t *testing.T) {
 		{"refused", []string{"--idl", hatkvIDL, closed, "HatKV.Get", `{"key":"k"}`},
 			"hatrpc: cannot connect to " + closed + ": connection refused (is the server running?)\n"},
 		{"no such function in the IDL", []string{"--idl", hatkvIDL, addr, "HatKV.get"},
-			"hatrpc: no function \"HatKV.get\" (have Get, Put, Delete, MultiGet, MultiPut, Scan, Stats)\n"},
+			"hatrpc: no function \"HatKV.get\" (have Get, Put, Delete, MultiGet, MultiPut, Scan, ScanStream, Stats)\n"},
 		{"no such service", []string{"--idl", hatkvIDL, addr, "KV.Get"},
 			"hatrpc: no service \"KV\" (have HatKV)\n"},
 		{"not served", []string{"--idl", echoIDL, addr, "Echo.echo", `{"msg":"x"}`},
