@@ -203,6 +203,13 @@ func TestWorker(t *testing.T) {
 	assert.Zero(t, w.Open())
 	require.NoError(t, w.CloseFragment(ctx, 12345), "closing an unknown handle is a no-op")
 
+	// A Cancel that overtook its query's OpenFragment: the fragment that
+	// comes after it does not run.
+	require.NoError(t, w.Cancel(ctx, "early"))
+	_, err = w.OpenFragment(ctx, &eb.OpenReq{Sql: "SELECT 1", Tag: "early"})
+	assert.EqualError(t, err, "FragmentError({Message:worker 1: query early was cancelled})")
+	assert.Zero(t, w.Open())
+
 	// A fragment nobody fetches (its coordinator went away) is dropped
 	// once idle for FragmentIdle, not before.
 	_, err = w.OpenFragment(ctx, &eb.OpenReq{Sql: "SELECT 1", Tag: "orphan"})

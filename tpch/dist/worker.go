@@ -43,6 +43,10 @@ type Worker struct {
 	mu    sync.Mutex
 	frags map[int64]*fragment
 	tags  map[string]map[*fragment]struct{}
+	// cancelled remembers the tags Cancel was called for: a Cancel can
+	// overtake its query's OpenFragment (they travel by different
+	// calls), and the fragment that arrives after it must not run.
+	cancelled map[string]time.Time
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -95,7 +99,8 @@ func OpenWorker(ctx context.Context, sf float64, index, count int) (*Worker, err
 		return nil, err
 	}
 	w := &Worker{db: db, index: index, count: count, sf: sf,
-		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{}, stop: make(chan struct{})}
+		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{},
+		cancelled: map[string]time.Time{}, stop: make(chan struct{})}
 	w.stopped.Add(1)
 	go w.expireLoop()
 	return w, nil
@@ -164,6 +169,11 @@ func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenRes
 	f := &fragment{handle: w.next.Add(1), tag: req.Tag, cancel: cancel}
 	f.used.Store(time.Now().UnixNano())
 	w.mu.Lock()
+	if _, ok := w.cancelled[f.tag]; ok {
+		w.mu.Unlock()
+		cancel()
+		return nil, fragErr("worker %d: query %s was cancelled", w.index, f.tag)
+	}
 	if len(w.frags) >= maxFragments {
 		w.mu.Unlock()
 		cancel()
@@ -271,6 +281,7 @@ func (w *Worker) CloseFragment(ctx context.Context, handle int64) error {
 // Cancel stops and releases every fragment of tag.
 func (w *Worker) Cancel(ctx context.Context, tag string) error {
 	w.mu.Lock()
+	w.rememberCancel(tag)
 	var fs []*fragment
 	for f := range w.tags[tag] {
 		fs = append(fs, f)
@@ -280,6 +291,30 @@ func (w *Worker) Cancel(ctx context.Context, tag string) error {
 		w.drop(f)
 	}
 	return nil
+}
+
+// maxCancelled bounds the tags remembered as cancelled; cancelKeep is
+// how long one is kept once the map is full (a late OpenFragment comes
+// within its call's deadline, far less).
+const (
+	maxCancelled = 4096
+	cancelKeep   = time.Minute
+)
+
+// rememberCancel records tag as cancelled; w.mu is held.
+func (w *Worker) rememberCancel(tag string) {
+	now := time.Now()
+	if len(w.cancelled) >= maxCancelled {
+		for t, at := range w.cancelled {
+			if now.Sub(at) > cancelKeep {
+				delete(w.cancelled, t)
+			}
+		}
+		if len(w.cancelled) >= maxCancelled {
+			clear(w.cancelled)
+		}
+	}
+	w.cancelled[tag] = now
 }
 
 // Open is the number of fragments open now.
