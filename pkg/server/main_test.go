@@ -14,6 +14,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -73,8 +74,10 @@ func echo(ctx context.Context, c *client.Conn, args *wiretest.EchoArgs) (string,
 	return *res.Success, nil
 }
 
+// tctx is a test's hang guard, scaled in the emulated guest
+// (testenv.HangGuard): 10,000 streams on one connection outlast 10 s there.
 func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
