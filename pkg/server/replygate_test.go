@@ -38,7 +38,6 @@ func TestUnreadRepliesBounded(t *testing.T) {
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.Dial("tcp", addr)
 	require.NoError(t, err)
-	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(4096))
 	conf := &thrift.TConfiguration{SocketTimeout: 10 * time.Second}
 	tr := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(nc, conf), conf)
 	p := thrift.NewTBinaryProtocolConf(tr, conf)
