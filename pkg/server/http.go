@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
@@ -79,6 +80,10 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.pool.run(c)
 	<-st.done  // reading ended and no call runs
 	c.w.Wait() // every reply is in st.out
+	// The response stays charged to the memory budget until it is
+	// written or its write timed out: a client posting calls with large
+	// replies and reading no response held them all, uncounted.
+	defer s.budget.release(c, st.held.Load())
 	st.mu.Lock()
 	st.over = true // the ResponseController is not to be used after this handler
 	st.mu.Unlock()
@@ -86,7 +91,7 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, err := st.result()
 	why := c.why.Load()
 	switch {
-	case errors.Is(err, errHTTPReplyLimit):
+	case errors.Is(err, errHTTPReplyLimit), errors.Is(err, errHTTPReplyShare):
 		http.Error(w, "hatrpc: "+err.Error(), http.StatusInternalServerError)
 	case why == whyShutdown:
 		http.Error(w, "hatrpc: server shutting down", http.StatusServiceUnavailable)
@@ -113,7 +118,28 @@ func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Content-Type", ContentTypeThrift)
 		hd.Set("Content-Length", strconv.Itoa(st.out.Len()))
 		w.WriteHeader(http.StatusOK)
+		st.writeResponse(w, s.opts.writeTimeout)
+	}
+}
+
+// writeResponse writes the response body within the write timeout, as
+// the server's own connections write: net/http sets no write deadline
+// unless its server has a WriteTimeout (which would count the handler's
+// run too), and a client that reads no response would hold it for as
+// long as the TCP connection lives. The deadline is cleared afterwards:
+// the next request on the connection must not inherit it.
+func (st *httpStream) writeResponse(w http.ResponseWriter, timeout time.Duration) {
+	if timeout <= 0 {
 		_, _ = w.Write(st.out.Bytes())
+		return
+	}
+	dl := st.rc.SetWriteDeadline(time.Now().Add(timeout)) == nil
+	_, err := w.Write(st.out.Bytes())
+	if err == nil {
+		err = st.rc.Flush() // net/http buffers the response's tail
+	}
+	if dl && err == nil {
+		_ = st.rc.SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -169,6 +195,12 @@ func replyHeaderOK(k, v string) bool {
 // may hold.
 var errHTTPReplyLimit = errors.New("replies larger than the message size limit")
 
+// errHTTPReplyShare: the replies to one request outgrew the connection's
+// share of the memory budget. A response is sent whole at the end, so
+// replies held for it never drain while its calls run: waiting for room
+// would wait forever.
+var errHTTPReplyShare = errors.New("replies larger than the connection's memory share (WithMemoryBudget)")
+
 // httpStream is the net.Conn a conn serves for one HTTP request: reads
 // come from the request body (at most limit bytes), writes go to the
 // response, which is sent once the conn finished.
@@ -186,7 +218,8 @@ type httpStream struct {
 	mu     sync.Mutex
 	n      int64 // body bytes read
 	out    bytes.Buffer
-	err    error // why reading ended
+	held   atomic.Int64 // budget charged for out (replies admitted and written to it)
+	err    error        // why reading ended
 	outErr error
 	shut   bool // Close was called: no more writes
 	over   bool // the handler is returning
@@ -301,6 +334,29 @@ func (st *httpStream) endedCleanly() bool {
 func (c *conn) overHTTP() bool {
 	_, ok := c.nc.(*httpStream)
 	return ok
+}
+
+// written ends the charge of a reply of n bytes once written: on a
+// connection it is in the kernel's hands, while an HTTP request keeps it
+// in its response (charged until the response is written).
+func (c *conn) written(n int64, err error) {
+	if st, ok := c.nc.(*httpStream); ok && err == nil {
+		st.held.Add(n)
+		return
+	}
+	c.s.budget.release(c, n)
+}
+
+// httpOverShare fails the HTTP request whose replies do not fit c's
+// share (admitReply).
+func (c *conn) httpOverShare() {
+	st := c.nc.(*httpStream)
+	st.mu.Lock()
+	if st.outErr == nil {
+		st.outErr = errHTTPReplyShare
+	}
+	st.mu.Unlock()
+	c.checkWrite(errHTTPReplyShare)
 }
 
 // httpReadEnd notes why an HTTP request body's reading ended, for the

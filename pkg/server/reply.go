@@ -155,8 +155,9 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 		return
 	}
 	for {
-		c.checkWrite(c.w.Write(*bp))
-		c.s.budget.release(c, int64(len(*bp)))
+		err := c.w.Write(*bp)
+		c.checkWrite(err)
+		c.written(int64(len(*bp)), err)
 		wire.PutBuf(bp)
 		c.nextOut++
 		next, ok := c.held[c.nextOut]

@@ -37,6 +37,12 @@ package server
 // cold ones or, rarely, ones larger than their method's estimate; those
 // stop the reader until they are admitted.
 //
+// Thrift over HTTP sends a request's replies in one response once all
+// its calls ended: they stay charged until that response is written
+// (within WithWriteTimeout), its calls reserve only the room its
+// replies left, and replies outgrowing the share fail the request with
+// a 500 instead of waiting for room that cannot come (http.go).
+//
 // A lane's or FLOCK handle's replies are not charged here: each is
 // encoded into the lane's buffer or FLOCK's slot (registered memory
 // counted by the lane budget, lanebudget.go), one call at a time per
@@ -98,7 +104,15 @@ func (c *conn) reserveReply(r *request) bool {
 // > 0). While it waits, the call holds nothing: admitting the waiting
 // replies may need the room its request holds.
 func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) error {
+	// An HTTP request's replies drain only when its response is sent,
+	// after all its calls: a reservation waiting for the share they hold
+	// would wait forever. Its calls reserve what room is left; admitting
+	// a reply that does not fit fails the request (admitReply).
+	http := c.overHTTP()
 	b.mu.Lock()
+	if http {
+		n = max(min(n, b.perConn-c.memHeld), 0)
+	}
 	if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
 		b.used += n
 		c.memHeld += n
@@ -119,6 +133,9 @@ func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) erro
 	var timer <-chan time.Time
 	for {
 		b.mu.Lock()
+		if http {
+			n = max(min(n, b.perConn-c.memHeld), 0)
+		}
 		if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
 			b.used += n
 			c.memHeld += n
@@ -165,8 +182,21 @@ func (c *conn) admitReply(to *replyTo, n int64) bool {
 		b.mu.Unlock()
 		return true
 	}
+	// An HTTP request's replies drain only when its response is sent,
+	// after all its calls: one that does not fit the share besides what
+	// the request holds would wait forever.
+	httpOver := c.overHTTP() && c.memHeld-to.mem+n > b.perConn
 	giveBack := b.freeLocked(c, to.mem)
 	to.mem = 0
+	b.mu.Unlock()
+	if httpOver {
+		c.httpOverShare()
+		if giveBack {
+			b.giveBack()
+		}
+		return false
+	}
+	b.mu.Lock()
 	c.rg.waiting++
 	b.mu.Unlock()
 	if giveBack {
