@@ -38,7 +38,7 @@ func newStuckWriter(release chan struct{}, writing *atomic.Int32) *stuckWriter {
 	return &stuckWriter{hdr: http.Header{}, release: release, writing: writing}
 }
 
-func (w *stuckWriter) Header() http.Header { return w.hdr }
+func (w *stuckWriter) Header() http.Header  { return w.hdr }
 func (w *stuckWriter) WriteHeader(code int) { w.code = code }
 
 func (w *stuckWriter) Write(p []byte) (int, error) {

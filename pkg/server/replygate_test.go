@@ -105,12 +105,28 @@ func startedCalls(t *testing.T, s *server.Server) float64 {
 
 // On a server that has not sent a method's reply yet, its size is
 // unknown and its first calls cannot be charged: at most 4 of them
-// (coldMax) run at a time on a connection, so a client pipelining 200
+// (coldMax) run at a time in the server, so a client pipelining 200
 // Scans to a freshly started hatkv holds at most 4 unknown replies
 // (measured: +146-215 MB, under the 256 MiB budget + 64 MiB). Once one
 // reply told the size, the calls are charged and the connection holds
 // at most its share.
 func TestColdRepliesBounded(t *testing.T) {
+	// The place of a cold call is the method's, not the connection's: 64
+	// Thrift-over-HTTP requests, each its own connection, ran 64 cold
+	// Scans at once in hatkv.
+	for _, tc := range []struct {
+		name  string
+		conns int
+		bound int64 // what the budget may hold once the calls are charged
+	}{
+		{name: "one connection", conns: 1, bound: 8 << 20},
+		{name: "a connection per call", conns: 24, bound: 32 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { coldRepliesBounded(t, tc.conns, tc.bound) })
+	}
+}
+
+func coldRepliesBounded(t *testing.T, conns int, bound int64) {
 	const perConn = 8 << 20
 	reply := strings.Repeat("r", 1<<20)
 	var running, entered atomic.Int32
@@ -134,17 +150,21 @@ func TestColdRepliesBounded(t *testing.T) {
 	addr := serveOn(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := client.Dial(ctx, addr)
-	require.NoError(t, err)
-	defer c.Close()
+	cs := make([]*client.Conn, conns)
+	for i := range cs {
+		c, err := client.Dial(ctx, addr)
+		require.NoError(t, err)
+		defer c.Close()
+		cs[i] = c
+	}
 
 	const calls = 24
 	m := &client.Method{Service: "Big", Name: "big"}
 	errs := make(chan error, calls)
-	for range calls {
+	for i := range calls {
 		go func() {
 			var res wiretest.EchoResult
-			err := c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res)
+			err := cs[i%conns].Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res)
 			if err == nil && (res.Success == nil || len(*res.Success) != len(reply)) {
 				err = errors.New("short reply")
 			}
@@ -160,11 +180,11 @@ func TestColdRepliesBounded(t *testing.T) {
 	assert.Zero(t, server.BudgetUsed(s), "cold calls are not charged")
 
 	// The first reply tells the size: the rest are charged 2 MiB each,
-	// so the connection's share admits at most 4 of them at a time, and
-	// the budget never holds more than the share.
+	// so a connection's share admits at most 4 of them at a time, and
+	// the budget never holds more than the shares.
 	close(release)
 	for range calls {
-		require.LessOrEqual(t, server.BudgetUsed(s), int64(perConn))
+		require.LessOrEqual(t, server.BudgetUsed(s), bound)
 		select {
 		case err := <-errs:
 			require.NoError(t, err)

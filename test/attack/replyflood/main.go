@@ -8,6 +8,7 @@
 //	go run ./test/attack/replyflood --load                       # 10,000 records of 10 × 100 B, once
 //	go run ./test/attack/replyflood --pid PID --mode scan         # 200 Scan(10,000) on one connection
 //	go run ./test/attack/replyflood --pid PID --mode counters     # fb303 getCounters, 8 connections, 10 s
+//	go run ./test/attack/replyflood --pid PID --mode http         # one Scan(10,000) POST on each of 64 connections
 //
 // The attack speaks plain framed binary Thrift, as any client could; the
 // legitimate client is hatkv's own, over TCP.
@@ -54,11 +55,11 @@ func run() error {
 	vsize := flag.Int("vsize", 100, "field size for -load")
 	flag.StringVar(&c.addr, "addr", "127.0.0.1:19090", "hatkv serve's address")
 	flag.StringVar(&c.debug, "debug", "127.0.0.1:19091", "hatkv serve's --debug-addr (goroutine counts)")
-	flag.StringVar(&c.mode, "mode", "scan", "scan: -calls Scans of -count records on one connection, written at once; counters: getCounters pipelined on -conns connections for -dur")
+	flag.StringVar(&c.mode, "mode", "scan", "scan: -calls Scans of -count records on one connection, written at once; counters: getCounters pipelined on -conns connections for -dur; http: one Scan POSTed (Thrift over HTTP) on each of -conns connections")
 	flag.IntVar(&c.pid, "pid", 0, "the server's pid (RSS)")
 	flag.IntVar(&c.calls, "calls", 200, "scan: calls per connection")
 	flag.IntVar(&c.count, "count", 10000, "scan: records a Scan asks for")
-	flag.IntVar(&c.conns, "conns", 0, "connections (default 1 for scan, each sending -calls; 8 for counters)")
+	flag.IntVar(&c.conns, "conns", 0, "connections (default 1 for scan, each sending -calls; 8 for counters; 64 for http)")
 	flag.DurationVar(&c.dur, "dur", 10*time.Second, "how long the attack lasts before its connections close")
 	flag.DurationVar(&c.after, "after", 10*time.Second, "how long to watch after they close")
 	flag.Parse()
@@ -160,8 +161,31 @@ func attack(ctx context.Context, c config, kv hatkv.KV) error {
 				}
 			}()
 		}
+	case "http":
+		// Thrift over HTTP on the server's own port, one call per POST
+		// as Apache's THttpClient sends; no response is read.
+		codec := wire.GetCodec()
+		body, err := codec.AppendMessage(nil, proto.Binary, "Scan", proto.Call, 1, &gen.HatKVScanArgs{Count: int32(c.count)})
+		wire.PutCodec(codec)
+		if err != nil {
+			return err
+		}
+		req := fmt.Appendf(nil, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-thrift\r\nContent-Length: %d\r\n\r\n", c.addr, len(body))
+		req = append(req, body...)
+		if c.conns == 0 {
+			c.conns = 64
+		}
+		for range c.conns {
+			nc, err := dial()
+			if err != nil {
+				return err
+			}
+			if _, err := nc.Write(req); err != nil {
+				return err
+			}
+		}
 	default:
-		return fmt.Errorf("-mode %q: scan or counters", c.mode)
+		return fmt.Errorf("-mode %q: scan, counters or http", c.mode)
 	}
 
 	var (
