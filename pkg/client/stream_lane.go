@@ -152,41 +152,66 @@ func (r *laneRunner) run() {
 			r.fail(callFailed(cs.ctx, "lane", err), true)
 			return
 		}
-		if err := r.file(resp); err != nil {
+		last, err := r.file(resp)
+		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
 			return
 		}
-		if cs.peerDone.Load() || hasKind(req, wire.KindStreamReset) {
+		if last != nil || hasKind(req, wire.KindStreamReset) {
 			// The stream is over both ways and the lane in step: the next
-			// stream (or call) may have it.
+			// stream (or call) may have it, from before RecvMsg can see
+			// the end (so a caller that opens its next stream then finds
+			// the lane idle).
 			r.out.Close()
 			r.p.put(l)
+			if last != nil {
+				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
+					r.fail(&ConnError{Op: "lane", Err: err}, false)
+				}
+			}
 			return
 		}
 	}
 }
 
+// lastFrame is the server's end or reset of the stream, filed once the
+// lane is back in its pool.
+type lastFrame struct {
+	h  wire.Header
+	bp *[]byte
+}
+
 // file files the server's frames in a reply (a lease on the lane's
-// memory: each is copied out).
-func (r *laneRunner) file(resp []byte) error {
+// memory: each is copied out) but for the stream's end or reset, which
+// it returns unfiled.
+func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 	lim := r.cs.s.c.o.limits.MaxMessageSize
+	var last *lastFrame
 	for off := 0; off < len(resp); {
 		h, err := wire.DecodeHeader(resp[off:], lim)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		end := off + wire.HeaderSize + h.PayloadLen()
 		if end > len(resp) || h.Kind < wire.KindStreamOpen || h.Kind > wire.KindStreamReset {
-			return fmt.Errorf("%w: lane reply frame kind %d, %d of %d bytes", wire.ErrBadFrame, h.Kind, len(resp)-off, end-off)
+			return nil, fmt.Errorf("%w: lane reply frame kind %d, %d of %d bytes", wire.ErrBadFrame, h.Kind, len(resp)-off, end-off)
+		}
+		if last != nil {
+			// After the end, strays: a reset of data the server read
+			// after it (an open it refused and that open's message).
+			off = end
+			continue
 		}
 		bp := wire.GetBuf()
 		*bp = append((*bp)[:0], resp[off:end]...)
-		if err := fileStreamFrame(r.sc, &h, bp); err != nil {
-			return err
+		if (h.Kind == wire.KindStreamEnd || h.Kind == wire.KindStreamReset) && h.Seqid == r.cs.id {
+			last = &lastFrame{h: h, bp: bp}
+		} else if err := fileStreamFrame(r.sc, &h, bp); err != nil {
+			return nil, err
 		}
 		off = end
 	}
-	return nil
+	return last, nil
 }
 
 // fail ends the stream with err (unless it ended already) and drops the
