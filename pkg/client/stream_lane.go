@@ -152,6 +152,13 @@ func (r *laneRunner) run() {
 			r.fail(callFailed(cs.ctx, "lane", err), true)
 			return
 		}
+		// New lanes are sized for the largest exchanges seen, as calls'.
+		if n := int64(len(resp)); n > r.p.maxResp.Load() {
+			r.p.maxResp.Store(n)
+		}
+		if n := int64(len(req)); n > r.p.maxReq.Load() {
+			r.p.maxReq.Store(n)
+		}
 		last, err := r.file(resp)
 		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
