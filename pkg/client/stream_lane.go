@@ -120,6 +120,42 @@ type laneRunner struct {
 	cs  *clientStream
 	sc  *streamcore.Conn
 	out *streamcore.Outbox
+	// What the server holds in flight as it counts it: the data it sent
+	// less the credit that reached it (in requests already answered).
+	// The stream's own count is credited as RecvMsg queues credit, before
+	// the credit is sent: a poll sent on it would wait for credit still
+	// here.
+	msgs, bytes, conn int64
+}
+
+// serverMaySend reports whether the server may send a data message now
+// (the windows' rule, streamcore.Stream.Send): only then is a poll sure
+// to be answered without credit from this side.
+func (r *laneRunner) serverMaySend() bool {
+	w := r.sc.Recv
+	return r.msgs < int64(w.Messages) && r.bytes < int64(w.Bytes) && r.conn < int64(w.Conn)
+}
+
+// sent counts the credit of an answered request.
+func (r *laneRunner) sent(req []byte) {
+	for off := 0; off+wire.HeaderSize <= len(req); {
+		h, err := wire.DecodeHeader(req[off:], len(req))
+		if err != nil {
+			return
+		}
+		end := off + wire.HeaderSize + h.PayloadLen()
+		if h.Kind == wire.KindStreamWindow && end <= len(req) {
+			if msgs, n, err := wire.ParseWindow(req[off+wire.HeaderSize : end]); err == nil {
+				if h.Seqid == 0 {
+					r.conn -= int64(n)
+				} else {
+					r.msgs -= int64(msgs)
+					r.bytes -= int64(n)
+				}
+			}
+		}
+		off = end
+	}
 }
 
 func (r *laneRunner) run() {
@@ -135,7 +171,7 @@ func (r *laneRunner) run() {
 		}
 		req = r.out.Take(req[:0], laneStreamBatch)
 		if len(req) == 0 {
-			if !cs.st.Receivable() || cs.peerDone.Load() {
+			if !r.serverMaySend() || cs.peerDone.Load() {
 				// Nothing the server could send before it has our credit.
 				select {
 				case <-r.out.Wake():
@@ -159,6 +195,7 @@ func (r *laneRunner) run() {
 		if n := int64(len(req)); n > r.p.maxReq.Load() {
 			r.p.maxReq.Store(n)
 		}
+		r.sent(req)
 		last, err := r.file(resp)
 		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
@@ -208,6 +245,15 @@ func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 			// after it (an open it refused and that open's message).
 			off = end
 			continue
+		}
+		if h.Kind == wire.KindStreamData {
+			// Counted as the server counts it: a frame holding only
+			// headers is no message.
+			if _, body, err := wire.StreamBody(&h, resp[off+wire.HeaderSize:end]); err == nil && len(body) > 0 {
+				r.msgs++
+				r.bytes += int64(h.PayloadLen())
+				r.conn += int64(h.PayloadLen())
+			}
 		}
 		bp := wire.GetBuf()
 		*bp = append((*bp)[:0], resp[off:end]...)

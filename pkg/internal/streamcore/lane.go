@@ -97,16 +97,3 @@ func (o *Outbox) Close() {
 	o.mu.Unlock()
 	wake(o.wake)
 }
-
-// Receivable reports whether the peer may send s another data message
-// now: the receiver's own rule (Data) holds. A lane's client polls the
-// server only then, since the server could not send anything else but
-// the stream's end, which waits for the credit the client sends as it
-// consumes.
-func (s *Stream) Receivable() bool {
-	c := s.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !s.gone && s.recvErr == nil && s.recvMsgs < int64(c.Recv.Messages) &&
-		s.recvBytes < int64(c.Recv.Bytes) && c.recvConn < int64(c.Recv.Conn)
-}
