@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,4 +320,32 @@ func TestServerStreamLanesExhausted(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, held.RecvMsg(&wiretest.EchoArgs{}), context.Canceled)
 	require.ErrorIs(t, <-sv.ended, context.Canceled)
+}
+
+// Interceptors see a stream on a lane as on TCP, on both sides.
+func TestServerStreamOnLaneInterceptors(t *testing.T) {
+	var seen atomic.Int32
+	_, _, addr := laneStreams(t, server.WithStreamInterceptors(func(ctx context.Context, info *server.StreamInfo, ss server.ServerStream, next server.StreamHandler) (proto.Struct, error) {
+		if info.Method.Name == "count" {
+			seen.Add(1)
+		}
+		return next(ctx, ss)
+	}))
+	var opened atomic.Int32
+	c := dial(t, addr, client.WithStreamInterceptors(func(ctx context.Context, m *client.Method, final proto.Struct, next client.StreamOpener) (client.Stream, error) {
+		opened.Add(1)
+		return next(ctx, m, final)
+	}))
+	st, err := c.NewStream(tctx(t), sMethod("count", stream.Server), &wiretest.EchoResult{})
+	require.NoError(t, err)
+	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: 2}))
+	require.NoError(t, st.CloseSend())
+	for range 2 {
+		require.NoError(t, st.RecvMsg(&wiretest.EchoArgs{}))
+	}
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+	lane, _ := c.StreamRoutes()
+	require.Equal(t, uint64(1), lane)
+	require.Equal(t, int32(1), opened.Load())
+	require.Equal(t, int32(1), seen.Load())
 }
