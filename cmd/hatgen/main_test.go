@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -239,6 +240,22 @@ func TestExplainStreams(t *testing.T) {
 		"tail/client": "server", "tail/server": "server", "upload/client": "client", "upload/server": "client",
 		"chat/client": "bidirectional", "chat/server": "bidirectional", "count/client": nil, "count/server": nil,
 	}, got)
+
+	// Where the fast path is granted a server stream takes a lane (never
+	// FLOCK); client and bidirectional streams stay on TCP.
+	code, out, stderr = runHatgen("explain", file, "--cores", "2", "--provider", "shm", "--json")
+	require.Equal(t, 0, code, stderr)
+	sides = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &sides))
+	routes := map[string]any{}
+	for _, s := range sides {
+		tab := s["table"].(map[string]any)
+		routes[s["function"].(string)+"/"+s["side"].(string)] = fmt.Sprint(tab["transport"], " ", tab["rows"].([]any)[0].(map[string]any)["route"])
+	}
+	assert.Equal(t, map[string]any{
+		"tail/client": "shm lane", "tail/server": "shm lane", "upload/client": "tcp tcp", "upload/server": "tcp tcp",
+		"chat/client": "tcp tcp", "chat/server": "tcp tcp", "count/client": "shm lane", "count/server": "shm lane",
+	}, routes)
 }
 
 func TestExplainErrors(t *testing.T) {

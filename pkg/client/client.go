@@ -200,7 +200,7 @@ func (c *Conn) Plan(method string) hints.Table {
 	}
 	set, respSize := c.laneSet(fn)
 	if fn != nil && fn.Stream != stream.None {
-		return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: hints.TransportTCP, Cores: c.cores,
+		return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: c.transportFor(set.Transport), Cores: c.cores,
 			PeerPayload: respSize, Stream: fn.Stream})
 	}
 	return c.tableFor(set, respSize, c.transportFor(set.Transport))

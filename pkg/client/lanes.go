@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -52,6 +53,8 @@ type lanes struct {
 	retryAt  time.Time
 	fails    int
 	fellBack bool // logged and counted once per Conn
+
+	streamRoutes streamRoutes // stream_lane.go
 }
 
 // lanePool is the lanes of one function.
@@ -142,6 +145,10 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 	}
 	set, respSize := ls.c.laneSet(m.Hints)
 	t := ls.c.tableFor(set, respSize, tr)
+	if m.Stream != stream.None {
+		// A stream holds its lane: planned as one (no FLOCK, no batches).
+		t = hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: ls.c.cores, PeerPayload: respSize, Stream: m.Stream})
+	}
 	n := ls.c.o.maxLanes
 	if n <= 0 {
 		n = max(t.Concurrency, defaultMaxLanes)
@@ -391,7 +398,8 @@ func (c *Conn) attach(dctx context.Context, a *wire.Attach) (net.Conn, *bufio.Re
 	}
 	br := bufio.NewReaderSize(nc, 4<<10)
 	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
-		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(), Attach: a}
+		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(), Attach: a,
+		Windows: c.o.streams.windows} // for a stream the lane carries (stream_lane.go)
 	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
 	hcancel()

@@ -17,9 +17,8 @@ import (
 )
 
 // Streams (docs/design/streams.md) ride the Conn's first TCP connection
-// when its server granted wire.CapStreams, next to its calls; a function
-// whose calls take a lane (shm, rdma) still streams over that TCP
-// connection. While a stream is open some goroutine always holds the
+// when its server granted wire.CapStreams, next to its calls, except a
+// server stream the plan puts on a lane (stream_lane.go). While a stream is open some goroutine always holds the
 // connection's read role (reader.go), so stream frames are filed with
 // their streams whether or not a call waits.
 
@@ -94,6 +93,9 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 		if timeout = time.Until(dl); timeout <= 0 {
 			return nil, context.DeadlineExceeded
 		}
+	}
+	if cs, err := c.laneStream(ctx, s, m, final, timeout); cs != nil || err != nil {
+		return cs, err // stream_lane.go; neither: the plan has it on TCP
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0}
@@ -222,6 +224,9 @@ type clientStream struct {
 
 	peerDone atomic.Bool // the server ended the stream (end or reset), or the connection did
 	timed    bool        // the open carried a deadline
+	// lane: the outbox of the lane carrying the stream (stream_lane.go);
+	// nil on the session's TCP connection.
+	lane *streamcore.Outbox
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -284,6 +289,9 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
 	err = cs.st.Send(cs.ctx, size, func() error {
+		if cs.lane != nil {
+			return cs.lane.WriteVec(b, refs)
+		}
 		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
 			cs.s.fail(werr)
 			return &ConnError{Op: "write", Err: werr}
@@ -317,6 +325,9 @@ func (cs *clientStream) CloseSend() error {
 	}
 	var f [wire.HeaderSize]byte
 	wire.SealFrame(f[:], wire.KindStreamEnd, 0, cs.id, 0)
+	if cs.lane != nil {
+		return cs.lane.Write(f[:])
+	}
 	if err := cs.s.w.Write(f[:]); err != nil {
 		cs.s.fail(err)
 		return &ConnError{Op: "write", Err: err}
@@ -397,7 +408,12 @@ func (cs *clientStream) end(err error) {
 	}
 	cs.gotHeader(nil)
 	if !cs.peerDone.Load() && !(cs.timed && errors.Is(err, context.DeadlineExceeded)) {
-		_ = cs.s.w.Write(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()))
+		rf := wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error())
+		if cs.lane != nil {
+			_ = cs.lane.Write(rf)
+		} else {
+			_ = cs.s.w.Write(rf)
+		}
 	}
 	cs.release()
 }
@@ -411,6 +427,9 @@ func (cs *clientStream) release() {
 	}
 	cs.ended = true
 	cs.mu.Unlock()
+	if cs.lane != nil {
+		return // never counted: the session's reader has nothing to read for it
+	}
 	cs.s.mu.Lock()
 	cs.s.streams--
 	cs.s.mu.Unlock()
@@ -423,6 +442,13 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		wire.PutBuf(bp)
 		return fmt.Errorf("%w: stream frame of kind %d on a connection without streams", wire.ErrBadFrame, h.Kind)
 	}
+	return fileStreamFrame(s.st, h, bp)
+}
+
+// fileStreamFrame files one stream frame from the server with st, the
+// streams of a session or of a lane (bp holds it). An error is the
+// connection's (the lane's).
+func fileStreamFrame(sc *streamcore.Conn, h *wire.Header, bp *[]byte) error {
 	if err := wire.CheckStreamHeader(h); err != nil {
 		wire.PutBuf(bp)
 		return err
@@ -444,9 +470,9 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		var st *streamcore.Stream
 		if len(body) == 0 { // headers only
 			wire.PutBuf(bp)
-			st, err = s.st.NoteHeaders(h.Seqid)
+			st, err = sc.NoteHeaders(h.Seqid)
 		} else {
-			st, err = s.st.Data(h.Seqid, streamcore.Msg{Buf: bp, Body: body, Size: int64(len(payload))}, block != nil)
+			st, err = sc.Data(h.Seqid, streamcore.Msg{Buf: bp, Body: body, Size: int64(len(payload))}, block != nil)
 		}
 		if st != nil {
 			cs := st.Owner.(*clientStream)
@@ -463,7 +489,7 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 	switch h.Kind {
 	case wire.KindStreamWindow:
 		msgs, n, _ := wire.ParseWindow(payload)
-		st, err := s.st.Window(h.Seqid, msgs, n)
+		st, err := sc.Window(h.Seqid, msgs, n)
 		if err != nil && h.Seqid == 0 {
 			return err
 		}
@@ -475,7 +501,7 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		if err != nil {
 			return err
 		}
-		st := s.st.Get(h.Seqid)
+		st := sc.Get(h.Seqid)
 		if st == nil {
 			return nil
 		}
@@ -498,7 +524,7 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		st.EndRecv(errEnded)
 	case wire.KindStreamReset:
 		typ, text, _ := wire.ParseReset(payload)
-		if st := s.st.Get(h.Seqid); st != nil {
+		if st := sc.Get(h.Seqid); st != nil {
 			cs := st.Owner.(*clientStream)
 			exc := streamcore.ResetError(typ, text)
 			cs.peerDone.Store(true)

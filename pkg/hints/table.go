@@ -125,10 +125,11 @@ type Env struct {
 	// (internal/bench), not a lane, whose server is event-capable. Only
 	// then do tiny shm messages go by RFP (see ShmTinyMessage).
 	PeerPollsMemory bool
-	// Stream: the function is a stream. Streams travel on the
-	// connection's HatRPC TCP framing, multiplexed with its calls (lanes
-	// and FLOCK do not carry them: docs/design/streams.md), so their
-	// table is TCP's whatever transport was granted.
+	// Stream: the function is a stream. Server streams take a lane of
+	// their own where the transport granted lanes (LanesCarry); client
+	// and bidirectional streams travel on the connection's HatRPC TCP
+	// framing, so their table is TCP's whatever transport was granted.
+	// FLOCK and batching carry no stream (docs/design/streams.md).
 	Stream stream.Mode
 }
 
@@ -248,7 +249,11 @@ func TableFor(set Set, env Env) Table {
 		set.Transport = env.Transport // granted: what runs, whatever was asked
 	}
 	if env.Stream != stream.None {
-		set.Transport = TransportTCP
+		if !LanesCarry(env.Stream) {
+			set.Transport = TransportTCP
+		}
+		// A stream holds its lane for its life: no FLOCK, no batches.
+		set.QPSharing, set.Batch = SwitchOff, BatchOff
 	}
 	if env.Concurrency > 0 {
 		set.Concurrency = env.Concurrency
@@ -329,6 +334,14 @@ func TableFor(set Set, env Env) Table {
 	t.Adapts = adaptsOf(&t, share)
 	return t
 }
+
+// LanesCarry reports whether lanes carry streams of mode m. A lane is
+// one exchange at a time started by the client, and the server holds a
+// client's poll until it has frames to send: that suits a server stream,
+// whose client sends only credit once it opened, but a client that holds
+// a poll could not send its own messages until the server answered
+// (docs/design/streams.md).
+func LanesCarry(m stream.Mode) bool { return m == stream.Server }
 
 // appendRow appends r, merged into the last row when they differ only in
 // their range.

@@ -32,6 +32,8 @@ func TestTableRows(t *testing.T) {
 		{"auto transport plans TCP", Set{}, Env{Cores: 2}, []at{{64, RouteTCP, ProtoAuto}}},
 		{"a stream plans TCP on a granted lane transport", Set{Protocol: ProtoEager}, Env{Side: SideServer, Transport: TransportRDMA, Cores: 2, Stream: stream.Bidi},
 			[]at{{0, RouteTCP, ProtoAuto}, {64 << 10, RouteTCP, ProtoAuto}}},
+		{"a server stream takes a lane, never FLOCK", Set{Protocol: ProtoEager, QPSharing: SwitchOn}, Env{Side: SideClient, Transport: TransportRDMA, Cores: 2, Stream: stream.Server},
+			[]at{{0, RouteLane, ProtoEager}, {64 << 10, RouteLane, ProtoEager}}},
 		{"tiny shm latency on a lane: direct_write_imm", Set{}, shm,
 			[]at{{63, RouteLane, ProtoDirectWriteIMM}, {64, RouteLane, ProtoDirectWriteIMM}, {65, RouteLane, ProtoDirectWriteIMM},
 				{ShmTinyMessage, RouteLane, ProtoDirectWriteIMM}, {ShmTinyMessage + 1, RouteLane, ProtoDirectWriteIMM}}},

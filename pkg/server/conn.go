@@ -81,6 +81,9 @@ type conn struct {
 	fp *laneSession
 	// st: the connection's streams, when the hello granted them (stream.go).
 	st *streamcore.Conn
+	// sw: where its stream frames go: the connection's writer, or a
+	// lane's outbox (stream_lane.go).
+	sw streamWriter
 
 	timeoutFields
 	chargeFn wire.Charge // c.charge, made once

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,10 @@ type lane struct {
 	viaFLOCK bool
 
 	grant *grant // what the lane holds of the server's budgets
+
+	// peerWin: the receive windows the client grants the streams this
+	// lane carries (its attach hello).
+	peerWin wire.StreamWindows
 }
 
 // laneSession is the fast-path side of a TCP connection that became a
@@ -84,6 +89,8 @@ type laneSession struct {
 	head    reqHead // what the lane's plain calls start with (lanehead.go)
 
 	flockCtxs sharedSlab // the FLOCK session's call contexts (its calls run concurrently)
+
+	stream laneStream // the stream the lane carries, if any (stream_lane.go)
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -143,7 +150,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	set, reqSize := m.set, m.reqSize
 	// The reply plan for this lane's transport: on shm the planner adapts
 	// the design space (pkg/hints).
-	t := serverTable(set, reqSize, want)
+	t := hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: want, Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: m.m.Stream})
 	side := fastpath.PlanSide(&t, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	numa := set.NUMA
 	ct, err := hints.ParseTransport(a.ClientTransport)
@@ -166,7 +173,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	if err != nil {
 		return nil, c.refuseBudget(a.Function, err)
 	}
-	return &lane{fn: a.Function, m: m, side: side, tr: tr, stop: make(chan struct{}), numa: numa, grant: g,
+	return &lane{fn: a.Function, m: m, side: side, tr: tr, stop: make(chan struct{}), numa: numa, grant: g, peerWin: h.Windows,
 		in:  c.s.met.bytesIn.WithLabelValues(transportNames[tr]),
 		out: c.s.met.bytesOut.WithLabelValues(transportNames[tr])}, nil
 }
@@ -326,6 +333,9 @@ func (ls *laneSession) stop() {
 // until the reply is sent: everything kept is copied out by the decoder.
 func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	l := ls.l
+	if ls.stream.out != nil || len(req) > 4 && wire.Kind(req[4]) == wire.KindStreamOpen {
+		return ls.streamCall(req)
+	}
 	if l.meter == nil {
 		l.in.Add(float64(len(req)))
 		return ls.callFrame(req, nil)

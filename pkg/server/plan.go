@@ -20,7 +20,7 @@ func (s *Server) Plan(method string, tr hints.Transport) hints.Table {
 		set, reqSize = m.set, m.reqSize
 	}
 	if m != nil && m.m.Stream != stream.None {
-		return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: hints.TransportTCP,
+		return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: tr,
 			Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: m.m.Stream})
 	}
 	return serverTable(set, reqSize, tr)

@@ -95,7 +95,7 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
 	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
 	c.mu.Lock()
-	c.st = st
+	c.st, c.sw = st, c.w
 	c.mu.Unlock()
 }
 
@@ -175,7 +175,7 @@ func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
 // memory budget refused.
 func (c *conn) resetStream(id int32, st *streamcore.Stream, typ int32, cause error) {
 	c.s.log.Debug("hatrpc: stream reset", "remote", c.remote, "stream", id, "err", cause)
-	c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, id, typ, cause.Error())))
+	c.checkWrite(c.sw.Write(wire.AppendResetFrame(nil, id, typ, cause.Error())))
 	if st != nil {
 		ss := st.Owner.(*serverStream)
 		ss.reset.Store(true)
@@ -204,7 +204,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	c.busy()
 	m := c.s.lookup(mh.Name)
 	refuse := func(typ int32, text string) error {
-		c.checkWrite(c.w.Write(wire.AppendResetFrame(nil, h.Seqid, typ, text)))
+		c.checkWrite(c.sw.Write(wire.AppendResetFrame(nil, h.Seqid, typ, text)))
 		return nil
 	}
 	switch {
@@ -215,7 +215,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	case c.st.Len() >= c.maxStreams():
 		return refuse(proto.ExcInternalError, fmt.Sprintf("server busy: %d streams open on the connection", c.st.Len()))
 	}
-	ss := &serverStream{c: c, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name)}
+	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name)}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	ss.cancel = cancel
 	if h.Timeout > 0 {
@@ -260,6 +260,7 @@ func (c *conn) endStreams(err error) {
 // serverStream is the server's side of one stream.
 type serverStream struct {
 	c         *conn
+	w         streamWriter // c.sw when it opened
 	st        *streamcore.Stream
 	m         *method
 	ctx       context.Context
@@ -306,7 +307,7 @@ func (ss *serverStream) writeHeaderLocked() error {
 	}
 	b := wire.AppendHeaderBlock(make([]byte, wire.HeaderSize, 256), ss.header)
 	wire.SealFrame(b, wire.KindStreamData, wire.FlagHeaders|compactFlag(ss.proto), ss.id, 0)
-	return ss.c.w.Write(b)
+	return ss.w.Write(b)
 }
 
 func compactFlag(p proto.Protocol) uint8 {
@@ -365,14 +366,14 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
 	err = ss.st.Send(ss.ctx, size, func() error {
-		err := ss.c.w.WriteVec(b, refs)
+		err := ss.w.WriteVec(b, refs)
 		ss.c.checkWrite(err)
 		return err
 	})
 	if err == nil {
 		ss.stats.outMsgs.Inc()
 		ss.stats.outBytes.Add(float64(size))
-		ss.c.s.met.outTCP.Add(float64(size + wire.HeaderSize))
+		ss.countTCP(size + wire.HeaderSize)
 	}
 	return err
 }
@@ -477,8 +478,8 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
-	ss.c.s.met.outTCP.Add(float64(len(b)))
-	return ss.c.w.Write(b)
+	ss.countTCP(int64(len(b)))
+	return ss.w.Write(b)
 }
 
 // exception maps a handler's error as a unary call's (wire.md §4).

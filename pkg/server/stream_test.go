@@ -543,9 +543,10 @@ func TestStreamProtocols(t *testing.T) {
 	}
 }
 
-// A stream's plan is TCP's whatever transport the session was granted:
-// the route the runtime takes (streams ride the connection) is the one
-// Server.Plan, Conn.Plan and hatgen explain show.
+// A bidirectional (or client) stream's plan is TCP's whatever transport
+// the session was granted: the route the runtime takes (such streams
+// ride the connection) is the one Server.Plan, Conn.Plan and hatgen
+// explain show. Server streams on lanes: TestStreamPlanOnLanes.
 func TestStreamPlanIsTCP(t *testing.T) {
 	s, _, addr := startStreams(t)
 	fn := hints.Function{Name: "echo", Stream: stream.Bidi}

@@ -1,0 +1,304 @@
+//go:build cgo && linux
+
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/internal/transport"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// A stream the plan puts on a lane (hints.LanesCarry: server streams,
+// where the session granted shm or rdma) holds one lane of its
+// function's pool for its life (docs/design/streams.md, "Streams on
+// lanes"). The lane carries the TCP stream frames: a goroutine of the
+// stream's (laneRunner) sends what the stream queued (open, its message,
+// end, credit, reset) as one request, or, with nothing queued while the
+// server may send, an empty credit frame the server holds until it has
+// frames, and files the reply's frames with the stream exactly as the
+// session's reader files a connection's.
+
+// laneStreamBatch bounds the frames one request carries (at least one).
+const laneStreamBatch = 1 << 20
+
+// streamRoutes counts the streams the plan gave a lane: on one, and over
+// TCP because every lane of the function was busy.
+type streamRoutes struct{ lane, tcp atomic.Uint64 }
+
+// laneStream opens m's stream on a lane when the plan has one for it;
+// nil and nil: it goes on the session's TCP connection.
+func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final proto.Struct, timeout time.Duration) (Stream, error) {
+	if !hints.LanesCarry(m.Stream) {
+		return nil, nil
+	}
+	want := hints.TransportAuto
+	if m.Hints != nil {
+		want = m.Hints.Client.Transport
+	}
+	tr := fastpath.PickTransport(want, s.caps)
+	if !transport.Lanes(tr) {
+		return nil, nil
+	}
+	set, respSize := c.laneSet(m.Hints)
+	if t := hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize, Stream: m.Stream}); !t.FastPath() {
+		return nil, nil
+	}
+	p, _, err := c.lanes.pool(m, tr)
+	switch {
+	case err == errNoLane:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	l := p.tryIdle()
+	if l == nil {
+		// Every lane busy: this stream goes over TCP rather than wait for
+		// one, since the streams holding them may wait on this caller.
+		select {
+		case p.tokens <- struct{}{}:
+			if l, err = p.open(ctx, 0); err != nil {
+				<-p.tokens
+				if err == errNoLane {
+					return nil, nil
+				}
+				return nil, err
+			}
+		default:
+			c.lanes.streamRoutes.tcp.Add(1)
+			return nil, nil
+		}
+	}
+	out := streamcore.NewOutbox()
+	sctx, cancel := context.WithCancelCause(ctx)
+	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto,
+		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, id: 1} // one stream per lane
+	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, s.st.Recv)
+	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail
+	name := m.Name
+	if c.o.multiplexed && m.Service != "" {
+		name = m.Service + ":" + m.Name
+	}
+	codec := wire.GetCodec()
+	bp := wire.GetBuf()
+	b := (*bp)[:wire.HeaderSize]
+	var flags uint8
+	if s.carriesHeaders() {
+		b, flags = s.appendRequestHead(ctx, b, cs.id)
+	}
+	b, err = codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
+	wire.PutCodec(codec)
+	*bp = b
+	if err == nil {
+		wire.SealFrame(b, wire.KindStreamOpen, flags|compactFlag(cs.proto), cs.id, timeout)
+		err = out.Write(b)
+	}
+	wire.PutBuf(bp)
+	if err != nil {
+		p.put(l)
+		cancel(err)
+		return nil, err
+	}
+	c.lanes.streamRoutes.lane.Add(1)
+	r := &laneRunner{p: p, l: l, cs: cs, sc: sc, out: out}
+	go r.run()
+	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
+	return cs, nil
+}
+
+// laneRunner drives the exchanges of one stream on its lane.
+type laneRunner struct {
+	p   *lanePool
+	l   *clane
+	cs  *clientStream
+	sc  *streamcore.Conn
+	out *streamcore.Outbox
+	// What the server holds in flight as it counts it: the data it sent
+	// less the credit that reached it (in requests already answered).
+	// The stream's own count is credited as RecvMsg queues credit, before
+	// the credit is sent: a poll sent on it would wait for credit still
+	// here.
+	msgs, bytes, conn int64
+}
+
+// serverMaySend reports whether the server may send a data message now
+// (the windows' rule, streamcore.Stream.Send): only then is a poll sure
+// to be answered without credit from this side.
+func (r *laneRunner) serverMaySend() bool {
+	w := r.sc.Recv
+	return r.msgs < int64(w.Messages) && r.bytes < int64(w.Bytes) && r.conn < int64(w.Conn)
+}
+
+// sent counts the credit of an answered request.
+func (r *laneRunner) sent(req []byte) {
+	for off := 0; off+wire.HeaderSize <= len(req); {
+		h, err := wire.DecodeHeader(req[off:], len(req))
+		if err != nil {
+			return
+		}
+		end := off + wire.HeaderSize + h.PayloadLen()
+		if h.Kind == wire.KindStreamWindow && end <= len(req) {
+			if msgs, n, err := wire.ParseWindow(req[off+wire.HeaderSize : end]); err == nil {
+				if h.Seqid == 0 {
+					r.conn -= int64(n)
+				} else {
+					r.msgs -= int64(msgs)
+					r.bytes -= int64(n)
+				}
+			}
+		}
+		off = end
+	}
+}
+
+func (r *laneRunner) run() {
+	cs, l := r.cs, r.l
+	var req []byte
+	for {
+		if err := cs.ctx.Err(); err != nil {
+			// The stream ended on this side: a reset it queued could not
+			// go without an exchange the context no longer allows, so the
+			// lane goes, and the server learns from its link.
+			r.fail(context.Cause(cs.ctx), true)
+			return
+		}
+		req = r.out.Take(req[:0], laneStreamBatch)
+		if len(req) == 0 {
+			if !r.serverMaySend() || cs.peerDone.Load() {
+				// Nothing the server could send before it has our credit.
+				select {
+				case <-r.out.Wake():
+				case <-cs.ctx.Done():
+				}
+				continue
+			}
+			req = wire.AppendWindowFrame(req, cs.id, 0, 0) // a poll
+		}
+		pr := r.p.side.Protocol(len(req))
+		r.p.calls[pr%numProtocols].Add(1)
+		resp, err := l.ep.Call(cs.ctx, pr, req)
+		if err != nil {
+			r.fail(callFailed(cs.ctx, "lane", err), true)
+			return
+		}
+		// New lanes are sized for the largest exchanges seen, as calls'.
+		if n := int64(len(resp)); n > r.p.maxResp.Load() {
+			r.p.maxResp.Store(n)
+		}
+		if n := int64(len(req)); n > r.p.maxReq.Load() {
+			r.p.maxReq.Store(n)
+		}
+		r.sent(req)
+		last, err := r.file(resp)
+		if err != nil {
+			r.fail(&ConnError{Op: "lane", Err: err}, true)
+			return
+		}
+		if last != nil || hasKind(req, wire.KindStreamReset) {
+			// The stream is over both ways and the lane in step: the next
+			// stream (or call) may have it, from before RecvMsg can see
+			// the end (so a caller that opens its next stream then finds
+			// the lane idle).
+			r.out.Close()
+			r.p.put(l)
+			if last != nil {
+				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
+					r.fail(&ConnError{Op: "lane", Err: err}, false)
+				}
+			}
+			return
+		}
+	}
+}
+
+// lastFrame is the server's end or reset of the stream, filed once the
+// lane is back in its pool.
+type lastFrame struct {
+	h  wire.Header
+	bp *[]byte
+}
+
+// file files the server's frames in a reply (a lease on the lane's
+// memory: each is copied out) but for the stream's end or reset, which
+// it returns unfiled.
+func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
+	lim := r.cs.s.c.o.limits.MaxMessageSize
+	var last *lastFrame
+	for off := 0; off < len(resp); {
+		h, err := wire.DecodeHeader(resp[off:], lim)
+		if err != nil {
+			return nil, err
+		}
+		end := off + wire.HeaderSize + h.PayloadLen()
+		if end > len(resp) || h.Kind < wire.KindStreamOpen || h.Kind > wire.KindStreamReset {
+			return nil, fmt.Errorf("%w: lane reply frame kind %d, %d of %d bytes", wire.ErrBadFrame, h.Kind, len(resp)-off, end-off)
+		}
+		if last != nil {
+			// After the end, strays: a reset of data the server read
+			// after it (an open it refused and that open's message).
+			off = end
+			continue
+		}
+		if h.Kind == wire.KindStreamData {
+			// Counted as the server counts it: a frame holding only
+			// headers is no message.
+			if _, body, err := wire.StreamBody(&h, resp[off+wire.HeaderSize:end]); err == nil && len(body) > 0 {
+				r.msgs++
+				r.bytes += int64(h.PayloadLen())
+				r.conn += int64(h.PayloadLen())
+			}
+		}
+		bp := wire.GetBuf()
+		*bp = append((*bp)[:0], resp[off:end]...)
+		if (h.Kind == wire.KindStreamEnd || h.Kind == wire.KindStreamReset) && h.Seqid == r.cs.id {
+			last = &lastFrame{h: h, bp: bp}
+		} else if err := fileStreamFrame(r.sc, &h, bp); err != nil {
+			return nil, err
+		}
+		off = end
+	}
+	return last, nil
+}
+
+// fail ends the stream with err (unless it ended already) and drops the
+// lane (broken: out of step with its server, which then ends its side).
+func (r *laneRunner) fail(err error, broken bool) {
+	cs := r.cs
+	cs.peerDone.Store(true)
+	r.sc.Fail(err)
+	cs.gotHeader(nil)
+	cs.release()
+	r.out.Close()
+	if broken {
+		r.l.broken.Store(true)
+	}
+	r.p.put(r.l)
+}
+
+func hasKind(b []byte, k wire.Kind) bool {
+	for off := 0; off+wire.HeaderSize <= len(b); {
+		h, err := wire.DecodeHeader(b[off:], len(b))
+		if err != nil {
+			return false
+		}
+		if h.Kind == k {
+			return true
+		}
+		off += wire.HeaderSize + h.PayloadLen()
+	}
+	return false
+}
+
+// StreamRoutes counts the streams whose plan put them on a lane: Lane
+// took one, TCP went over the session's TCP connection because every
+// lane of the function was busy (streams do not wait for a lane).
+func (c *Conn) StreamRoutes() (lane, tcp uint64) {
+	return c.lanes.streamRoutes.lane.Load(), c.lanes.streamRoutes.tcp.Load()
+}

@@ -1,0 +1,14 @@
+//go:build cgo && linux
+
+package server
+
+// StreamLaneCaller runs requests through a lane session's call path as
+// the engine would hand them over (no endpoint): a lane carrying streams
+// for hand-made frames. Each reply is copied (the lane reuses its buffer).
+func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
+	ls, close := testLane(s, false)
+	return func(req []byte) []byte {
+		out, _ := ls.call(req)
+		return append([]byte(nil), out...)
+	}, close
+}

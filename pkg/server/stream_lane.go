@@ -1,0 +1,154 @@
+//go:build cgo && linux
+
+package server
+
+import (
+	"fmt"
+
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// A lane carries one stream at a time (docs/design/streams.md, "Streams
+// on lanes"): the client's open turns it into the stream's, and each of
+// its requests then holds the client's stream frames (open, data, end,
+// credit, reset: the TCP frames, one after another), each reply the
+// server's. A request of nothing but empty credit is a poll: its reply
+// waits until the server has a frame to send, so a stream costs no
+// exchange while its handler has nothing to say. Once the stream's end
+// or a reset went either way the lane is free for the next stream.
+
+// laneBatch bounds the frames one reply carries (at least one frame is
+// carried, whatever its size).
+const laneBatch = 1 << 20
+
+// laneStream is the stream a lane carries.
+type laneStream struct {
+	out *streamcore.Outbox // the handler's frames, for the replies; nil: no stream
+	id  int32
+	buf []byte // the reply: valid until the next request
+}
+
+// streamCall runs one request of a lane carrying a stream; it returns
+// the reply and the protocol to send it by.
+func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
+	l.in.Add(float64(len(req)))
+	sl := &ls.stream
+	if sl.out == nil {
+		sl.out = streamcore.NewOutbox()
+		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows))
+		c.mu.Lock()
+		c.st, c.sw = st, sl.out
+		c.mu.Unlock()
+	}
+	poll, reset, err := ls.fileStreamFrames(req)
+	if err != nil {
+		// As a malformed frame closes a connection, it ends the lane: its
+		// stream is reset, and the lane stops once this reply is out.
+		c.s.log.Info("hatrpc: bad stream frame on a lane", "remote", c.remote, "function", l.fn, "err", err)
+		c.endStreams(err)
+		sl.buf = wire.AppendResetFrame(sl.buf[:0], sl.id, proto.ExcProtocolError, err.Error())
+		ls.leaveStream()
+		ls.stop()
+		return ls.streamReply(sl.buf)
+	}
+	// A poll waits for a frame to send while the stream is open; the
+	// lane's end (the client gone, the server closing) ends the wait.
+	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
+		select {
+		case <-sl.out.Wake():
+		case <-c.ctx.Done():
+			poll = false
+		}
+	}
+	b := sl.out.Take(sl.buf[:0], min(laneBatch, fastpath.MaxMessage))
+	ended := reset || endsStream(b)
+	if len(b) == 0 {
+		b = wire.AppendWindowFrame(b, sl.id, 0, 0) // an answer with nothing to say
+		ended = ended || c.st.Len() == 0
+	}
+	sl.buf = b
+	if ended {
+		ls.leaveStream()
+	}
+	return ls.streamReply(b)
+}
+
+func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
+	ls.l.out.Add(float64(len(b)))
+	return b, ls.l.side.Protocol(len(b))
+}
+
+// leaveStream frees the lane of its stream: the client will send no more
+// frames for it, and frames its handler still writes (none but after a
+// reset, which fails them anyway) have nowhere to go.
+func (ls *laneSession) leaveStream() {
+	c := ls.c
+	ls.stream.out.Close()
+	ls.stream.out = nil
+	c.mu.Lock()
+	c.st, c.sw = nil, nil
+	c.mu.Unlock()
+}
+
+// fileStreamFrames files the frames of a request with the lane's stream
+// as the connection's reader files a TCP connection's: poll reports a
+// request of nothing but empty credit, reset one that resets the stream.
+// An error is a malformed request.
+func (ls *laneSession) fileStreamFrames(req []byte) (poll, reset bool, err error) {
+	c := ls.c
+	poll = true
+	for off := 0; off < len(req); {
+		h, err := wire.DecodeHeader(req[off:], c.s.opts.limits.MaxMessageSize)
+		if err != nil {
+			return false, false, err
+		}
+		end := off + wire.HeaderSize + h.PayloadLen()
+		switch {
+		case end > len(req):
+			return false, false, fmt.Errorf("%w: lane stream frame of %d bytes in %d", wire.ErrBadFrame, end-off, len(req)-off)
+		case h.Kind < wire.KindStreamOpen || h.Kind > wire.KindStreamReset:
+			return false, false, fmt.Errorf("%w: frame kind %d on a lane carrying a stream", wire.ErrBadFrame, h.Kind)
+		case h.Kind == wire.KindStreamOpen:
+			ls.stream.id = h.Seqid
+		}
+		if h.Kind != wire.KindStreamWindow || h.PayloadLen() != 8 || !emptyCredit(req[off+wire.HeaderSize:end]) {
+			poll = false
+		}
+		reset = reset || h.Kind == wire.KindStreamReset
+		// The request is the engine's lease: what the stream keeps (its
+		// queued messages) is copied out, as a reader's frames are its own.
+		bp := wire.GetBuf()
+		*bp = append((*bp)[:0], req[off:end]...)
+		if err := c.streamFrame(&h, bp); err != nil {
+			return false, false, err
+		}
+		off = end
+	}
+	return poll, reset, nil
+}
+
+func emptyCredit(payload []byte) bool {
+	msgs, n, err := wire.ParseWindow(payload)
+	return err == nil && msgs == 0 && n == 0
+}
+
+// endsStream reports whether the server's frames b hold the stream's end
+// or a reset.
+func endsStream(b []byte) bool {
+	for off := 0; off+wire.HeaderSize <= len(b); {
+		h, err := wire.DecodeHeader(b[off:], len(b))
+		if err != nil {
+			return false
+		}
+		if h.Kind == wire.KindStreamEnd || h.Kind == wire.KindStreamReset {
+			return true
+		}
+		off += wire.HeaderSize + h.PayloadLen()
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+//go:build cgo && linux
+
+package server_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/wiretest"
+)
+
+type laneFrame struct {
+	kind    wire.Kind
+	id      int32
+	payload []byte
+}
+
+func laneFrames(t *testing.T, b []byte) []laneFrame {
+	t.Helper()
+	var out []laneFrame
+	for off := 0; off < len(b); {
+		h, err := wire.DecodeHeader(b[off:], 1<<20)
+		require.NoError(t, err)
+		end := off + wire.HeaderSize + h.PayloadLen()
+		require.LessOrEqual(t, end, len(b))
+		out = append(out, laneFrame{h.Kind, h.Seqid, b[off+wire.HeaderSize : end]})
+		off = end
+	}
+	return out
+}
+
+func poll(id int32) []byte { return wire.AppendWindowFrame(nil, id, 0, 0) }
+
+// Hand-made requests on a lane carrying a stream: a stream that breaks
+// the rules is reset with the error a TCP connection's would get, and the
+// lane carries the next stream; a frame no stream lane takes is a
+// protocol error.
+func TestLaneStreamRulesBroken(t *testing.T) {
+	tests := []struct {
+		name string
+		req  func(t *testing.T) []byte
+		text string
+	}{
+		{"data past the window", func(t *testing.T) []byte {
+			return cat(openFrame(t, 1, "hold"), dataFrame(t, 1, "1"), dataFrame(t, 1, "2"), dataFrame(t, 1, "3"))
+		}, "stream: data past the window: 2 messages, 18 bytes buffered of a window of 2 messages, 1048576 bytes (connection: 18 of 16777216 bytes)"},
+		{"data after the end", func(t *testing.T) []byte {
+			return cat(openFrame(t, 1, "hold"), endFrame(1), dataFrame(t, 1, "late"))
+		}, "stream: data after the end of the stream"},
+		{"credit never owed", func(t *testing.T) []byte {
+			return cat(openFrame(t, 1, "hold"), wire.AppendWindowFrame(nil, 1, 5, 5))
+		}, "stream: window update beyond what was sent: 5 messages, 5 bytes with 0, 0 in flight"},
+		{"unknown method", func(t *testing.T) []byte {
+			return cat(openFrame(t, 1, "nope"), dataFrame(t, 1, "x"))
+		}, "unknown method S:nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, _ := startStreams(t, server.WithStreamWindow(2, 0, 0))
+			call, done := server.StreamLaneCaller(s)
+			defer done()
+			fs := laneFrames(t, call(tt.req(t)))
+			var first *laneFrame // the stream's reset (a refused open's data gets one more)
+			for i := range fs {
+				if fs[i].kind == wire.KindStreamReset && first == nil {
+					first = &fs[i]
+				}
+			}
+			require.NotNil(t, first, "no reset in %v", fs)
+			require.Equal(t, int32(1), first.id)
+			_, text, err := wire.ParseReset(first.payload)
+			require.NoError(t, err)
+			require.Equal(t, tt.text, text)
+			countOnLane(t, call)
+		})
+	}
+}
+
+// countOnLane runs a server stream of two messages on the lane: open, its
+// message and end in one request, then polls until the end.
+func countOnLane(t *testing.T, call func([]byte) []byte) {
+	t.Helper()
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	msg, err := codec.AppendStruct(make([]byte, wire.HeaderSize), proto.Binary, &wiretest.EchoArgs{Mode: 2})
+	require.NoError(t, err)
+	wire.SealFrame(msg, wire.KindStreamData, 0, 1, 0)
+	var got []wire.Kind
+	req := cat(openFrame(t, 1, "count"), msg, endFrame(1))
+	for len(got) == 0 || got[len(got)-1] != wire.KindStreamEnd {
+		require.Less(t, len(got), 100, "the stream never ended: %v", got)
+		for _, f := range laneFrames(t, call(req)) {
+			if f.kind != wire.KindStreamWindow {
+				got = append(got, f.kind)
+			}
+		}
+		req = poll(1)
+	}
+	require.Equal(t, []wire.Kind{wire.KindStreamData, wire.KindStreamData, wire.KindStreamEnd}, got)
+}
+
+func TestLaneStreamBadFrame(t *testing.T) {
+	s, _, _ := startStreams(t)
+	call, done := server.StreamLaneCaller(s)
+	defer done()
+	req := cat(openFrame(t, 1, "hold"), endFrame(1))
+	req = append(req, make([]byte, wire.HeaderSize)...)
+	wire.SealFrame(req[len(req)-wire.HeaderSize:], wire.KindReply, 0, 1, 0)
+	fs := laneFrames(t, call(req))
+	require.Len(t, fs, 1)
+	require.Equal(t, wire.KindStreamReset, fs[0].kind)
+	typ, text, err := wire.ParseReset(fs[0].payload)
+	require.NoError(t, err)
+	require.Equal(t, int32(proto.ExcProtocolError), typ)
+	require.Equal(t, "wire: bad frame: proto: invalid data: frame kind 2 on a lane carrying a stream", text)
+	require.Eventually(t, func() bool { n, _ := server.StreamState(s); return n == 0 }, eventually, 1e6)
+}

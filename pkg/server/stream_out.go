@@ -1,0 +1,19 @@
+package server
+
+import "github.com/hatrpc/hatrpc/pkg/proto"
+
+// streamWriter is where a connection's stream frames go: its TCP writer
+// (*wire.Writer), or the outbox of the lane carrying its stream
+// (stream_lane.go), whose exchanges take them.
+type streamWriter interface {
+	Write(b []byte) error
+	WriteVec(head []byte, refs []proto.Ref) error
+}
+
+// countTCP counts n bytes of the stream's frames sent over TCP; a lane
+// counts what its replies carry itself.
+func (ss *serverStream) countTCP(n int64) {
+	if ss.w == streamWriter(ss.c.w) {
+		ss.c.s.met.outTCP.Add(float64(n))
+	}
+}
