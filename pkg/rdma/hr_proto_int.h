@@ -93,6 +93,8 @@ struct hr_ep {
 
 	hr_arrival *arr;
 	uint32_t arr_head, arr_tail; /* ring of nslots */
+	uint32_t repost_slot;        /* taken by next_msg, re-posted by its next call */
+	int repost_pending;
 
 	uint64_t seq;      /* client: last call; server: last request */
 	int tx_busy;       /* Read-RNDV source not yet released by the peer */

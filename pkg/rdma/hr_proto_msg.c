@@ -54,6 +54,18 @@ static void set_sge(hr_send_wr *wr, const void *p, uint64_t len, uint32_t lkey)
  * server), an RFP request found in the pre-known buffer. *mem tells which. */
 static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uint32_t *byte_len, int *mem)
 {
+	/* The slot of the message taken last time goes back only now: its
+	 * receive record is a line the peer last read, and rewriting it costs a
+	 * cross-core transfer that the next post's locked operations would wait
+	 * for. Here the answer to that message has already been sent, so the
+	 * transfer overlaps the wait. One of the (at least four) slots is out
+	 * meanwhile; a peer that found none posted would only retry (RNR). */
+	if (ep->repost_pending) {
+		ep->repost_pending = 0;
+		int st = hrp_repost(ep, ep->repost_slot);
+		if (st != HR_OK)
+			return hrp_fail(ep, st);
+	}
 	for (unsigned spin = 0;; spin++) {
 		if (ep->arr_head != ep->arr_tail) {
 			ep->empty_polls = 0;
@@ -75,11 +87,11 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 				    h->sum != hrp_msg_sum(h, 0))
 					return hrp_fail(ep, HR_EIO);
 			}
-			/* Re-posting now is safe: receives are consumed in posting
-			 * order and the peer sends nothing more until we answer, so
-			 * this slot is not reused while its payload is leased. */
-			int st = hrp_repost(ep, a.slot);
-			return st != HR_OK ? hrp_fail(ep, st) : HR_OK;
+			/* Re-posted at the next call (above): the payload stays
+			 * leased at least until then. */
+			ep->repost_slot = a.slot;
+			ep->repost_pending = 1;
+			return HR_OK;
 		}
 		if (listen_mem) {
 			const hr_msg *d = (const hr_msg *)(const void *)ep->direct.p;

@@ -194,7 +194,7 @@ int shm_create_cq(hr_dev *hd, uint32_t depth, hr_chan *hc, hr_cq **out)
 	}
 	cq->sh = m;
 	cq->cap = cap;
-	pthread_mutex_init(&cq->qlock, NULL);
+	pthread_spin_init(&cq->qlock, PTHREAD_PROCESS_PRIVATE);
 	if (hc) {
 		struct shm_chan *c = (struct shm_chan *)hc;
 		cq->chan = c;
@@ -225,19 +225,19 @@ int shm_destroy_cq(hr_cq *hcq)
 	}
 	munmap(cq->sh, cq->bytes);
 	free(cq->rqps);
-	pthread_mutex_destroy(&cq->qlock);
+	pthread_spin_destroy(&cq->qlock);
 	free(cq);
 	return HR_OK;
 }
 
 int shm_cq_attach(struct shm_cq *cq, struct shm_qp *qp)
 {
-	pthread_mutex_lock(&cq->qlock);
+	pthread_spin_lock(&cq->qlock);
 	if (cq->nrqps == cq->caprqps) {
 		uint32_t nc = cq->caprqps ? cq->caprqps * 2 : 4;
 		struct shm_qp **n = realloc(cq->rqps, nc * sizeof(*n));
 		if (!n) {
-			pthread_mutex_unlock(&cq->qlock);
+			pthread_spin_unlock(&cq->qlock);
 			return HR_ENOMEM;
 		}
 		cq->rqps = n;
@@ -246,20 +246,20 @@ int shm_cq_attach(struct shm_cq *cq, struct shm_qp *qp)
 	/* A CQ armed now reports this QP's completions too. */
 	atomic_store(&qp->icq->armed, atomic_load(&cq->armed));
 	cq->rqps[cq->nrqps++] = qp;
-	pthread_mutex_unlock(&cq->qlock);
+	pthread_spin_unlock(&cq->qlock);
 	return HR_OK;
 }
 
 void shm_cq_detach(struct shm_cq *cq, struct shm_qp *qp)
 {
-	pthread_mutex_lock(&cq->qlock);
+	pthread_spin_lock(&cq->qlock);
 	for (uint32_t i = 0; i < cq->nrqps; i++) {
 		if (cq->rqps[i] == qp) {
 			cq->rqps[i] = cq->rqps[--cq->nrqps];
 			break;
 		}
 	}
-	pthread_mutex_unlock(&cq->qlock);
+	pthread_spin_unlock(&cq->qlock);
 }
 
 /* An overrun CQ reports the overflow from then on. Its producer calls this
@@ -328,14 +328,14 @@ int shm_poll_cq(hr_cq *hcq, int n, hr_wc *wc)
 		atomic_store_explicit(&sh->head, h, memory_order_release);
 	}
 	if (got < n) {
-		pthread_mutex_lock(&cq->qlock);
+		pthread_spin_lock(&cq->qlock);
 		uint32_t nq = cq->nrqps;
 		/* Round robin: one busy QP does not starve the others. */
 		for (uint32_t i = 0; i < nq && got < n; i++)
 			got += shm_icq_drain(cq->rqps[(cq->rr + i) % nq], n - got, wc + got);
 		if (nq)
 			cq->rr = (cq->rr + 1) % nq;
-		pthread_mutex_unlock(&cq->qlock);
+		pthread_spin_unlock(&cq->qlock);
 	}
 	if (got)
 		return got;
@@ -350,14 +350,14 @@ int shm_arm_cq(hr_cq *hcq, int solicited_only)
 	if (!cq->chan)
 		return HR_EINVAL;
 	uint32_t a = solicited_only ? 2u : 1u;
-	pthread_mutex_lock(&cq->qlock);
+	pthread_spin_lock(&cq->qlock);
 	for (uint32_t i = 0; i < cq->nrqps; i++) {
 		struct shm_icq_sh *ic = cq->rqps[i]->icq;
 		atomic_store(&ic->fired, 0);
 		atomic_store(&ic->armed, a);
 	}
 	atomic_store(&cq->armed, a);
-	pthread_mutex_unlock(&cq->qlock);
+	pthread_spin_unlock(&cq->qlock);
 	return HR_OK;
 }
 
@@ -369,7 +369,7 @@ static int cq_take_remote_event(struct shm_cq *cq)
 	if (!atomic_load(&cq->armed))
 		return 0;
 	int hit = 0;
-	pthread_mutex_lock(&cq->qlock);
+	pthread_spin_lock(&cq->qlock);
 	for (uint32_t i = 0; i < cq->nrqps; i++)
 		if (atomic_load(&cq->rqps[i]->icq->fired) && atomic_exchange(&cq->rqps[i]->icq->fired, 0))
 			hit = 1;
@@ -378,7 +378,7 @@ static int cq_take_remote_event(struct shm_cq *cq)
 	if (hit)
 		for (uint32_t i = 0; i < cq->nrqps; i++)
 			atomic_store(&cq->rqps[i]->icq->armed, 0);
-	pthread_mutex_unlock(&cq->qlock);
+	pthread_spin_unlock(&cq->qlock);
 	return hit;
 }
 
@@ -391,10 +391,10 @@ static int chan_more(struct shm_chan *c)
 		if (!atomic_load(&cq->armed))
 			continue;
 		int hit = 0;
-		pthread_mutex_lock(&cq->qlock);
+		pthread_spin_lock(&cq->qlock);
 		for (uint32_t i = 0; i < cq->nrqps && !hit; i++)
 			hit = atomic_load(&cq->rqps[i]->icq->fired) != 0;
-		pthread_mutex_unlock(&cq->qlock);
+		pthread_spin_unlock(&cq->qlock);
 		if (hit)
 			return 1;
 	}

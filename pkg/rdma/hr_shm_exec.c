@@ -127,9 +127,12 @@ static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
 /* Deliver a receive completion on the target, into its QP's inbound ring
  * (the target's QP inflight is held by the caller, so the ring stays
  * valid). The target's poll takes wr_id and the QP number from its own
- * records; we name the receive consumed (rslot). */
-static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t rslot, int st,
-			    uint32_t opcode, uint32_t len, uint32_t imm, int with_imm, int solicited)
+ * records; we name the receive consumed (rslot). In two steps, so a
+ * successful one reserves its entry before the payload is copied: no
+ * locked instruction then stands between the payload's stores and the
+ * entry's, and on x86 the transfers of their lines overlap instead of the
+ * second waiting for the first (each is a cross-core miss). */
+static int icq_reserve(struct shm_qp *qp, struct shm_qp_sh *tsh, int st, uint64_t *slot)
 {
 	cnt_add(&tsh->completions, 1);
 	if (st != HR_OK)
@@ -145,13 +148,21 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t r
 			/* More completions than receives posted: not an honest
 			 * target; it fails, as on a CQ overrun. */
 			target_error(qp, tsh);
-			return;
+			return -1;
 		}
 		if (atomic_compare_exchange_weak_explicit(&ic->tail, &t, t + 1, memory_order_acq_rel,
 							  memory_order_relaxed))
 			break;
 	}
-	struct shm_icqe *e = &ic->e[t & (cap - 1)];
+	*slot = t;
+	return 0;
+}
+
+static void icq_publish(struct shm_qp *qp, uint64_t t, uint64_t rslot, int st, uint32_t opcode, uint32_t len,
+			uint32_t imm, int with_imm, int solicited)
+{
+	struct shm_icq_sh *ic = (struct shm_icq_sh *)(qp->rbase + qp->t_cq_off);
+	struct shm_icqe *e = &ic->e[t & (qp->t_ccap - 1)];
 	e->rslot = rslot;
 	e->byte_len = len;
 	e->imm = imm;
@@ -164,6 +175,24 @@ static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t r
 	if (a == 0 || (a == 2 && !solicited && st == HR_OK))
 		return;
 	target_fire(qp, ic);
+}
+
+/* An error completion: nothing is copied. */
+static void target_recv_cqe(struct shm_qp *qp, struct shm_qp_sh *tsh, uint64_t rslot, int st)
+{
+	uint64_t t;
+	if (icq_reserve(qp, tsh, st, &t) == 0)
+		icq_publish(qp, t, rslot, st, HR_WC_RECV, 0, 0, 0, 0);
+}
+
+/* The target's next receive record is a line its owner wrote when it
+ * posted it, long before; the next SEND or WRITE with immediate reads it
+ * first thing, a cross-core miss on the message's path. Fetching it now,
+ * after this message is out, takes that miss off the path. */
+static void rq_prefetch_next(struct shm_qp *qp, uint64_t rslot)
+{
+	struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
+	__builtin_prefetch(&rq->e[(rslot + 1) % qp->t_rcap], 0, 3);
 }
 
 static int local_regions(struct shm_qp *qp, const hr_send_wr *wr, uint32_t need, struct region *r)
@@ -281,7 +310,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		if (!ok) {
 			/* in error before its error completion shows */
 			target_error(qp, tsh);
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT, HR_WC_RECV, 0, 0, 0, 0);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_PROT);
 			res.st = HR_EREMOTE_OP;
 			break;
 		}
@@ -289,18 +318,24 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			regions_release(dst, nd);
 			/* in error before its error completion shows */
 			target_error(qp, tsh);
-			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN, HR_WC_RECV, 0, 0, 0, 0);
+			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN);
 			res.st = HR_EREMOTE_INVAL;
 			break;
 		}
+		uint64_t ct;
+		int have = icq_reserve(qp, tsh, HR_OK, &ct) == 0;
 		sg_copy(dst, nd, src, nsrc);
-		regions_release(dst, nd);
 		cnt_add(&tsh->inbound[op], 1);
 		cnt_add(&tsh->bytes_in, total);
 		/* The copy is ordered before the completion by the release store
 		 * that publishes the CQE. */
-		target_recv_cqe(qp, tsh, rslot, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
-				(wr->flags & HR_SEND_SOLICITED) != 0);
+		if (have)
+			icq_publish(qp, ct, rslot, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
+				    (wr->flags & HR_SEND_SOLICITED) != 0);
+		/* Unpinned after the completion is out: the pin's locked
+		 * decrement would otherwise wait for the copy's stores. */
+		regions_release(dst, nd);
+		rq_prefetch_next(qp, rslot);
 		res.len = (uint32_t)total;
 		break;
 	}
@@ -311,7 +346,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		struct shm_rwqe w;
-		uint64_t rslot = 0;
+		uint64_t rslot = 0, ct = 0;
+		int have = 0;
 		if (with_imm) {
 			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
 			if (shm_rq_pop(rq, qp->t_rcap, &w, &rslot) != 0) {
@@ -319,14 +355,17 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 				res.st = SHM_RNR_PENDING;
 				break;
 			}
+			have = icq_reserve(qp, tsh, HR_OK, &ct) == 0;
 		}
 		sg_copy(&rr, 1, src, nsrc);
-		regions_release(&rr, 1);
 		cnt_add(&tsh->inbound[op], 1);
 		cnt_add(&tsh->bytes_in, total);
+		if (have)
+			icq_publish(qp, ct, rslot, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total, wr->imm, 1,
+				    (wr->flags & HR_SEND_SOLICITED) != 0);
+		regions_release(&rr, 1); /* after the completion: see the SEND case */
 		if (with_imm)
-			target_recv_cqe(qp, tsh, rslot, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total,
-					wr->imm, 1, (wr->flags & HR_SEND_SOLICITED) != 0);
+			rq_prefetch_next(qp, rslot);
 		res.len = (uint32_t)total;
 		break;
 	}

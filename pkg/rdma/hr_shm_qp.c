@@ -199,7 +199,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->max_recv = qp->srq ? 0 : in->max_recv_wr;
 	qp->wake_rw = qp->t_wake = -1;
 	pthread_mutex_init(&qp->lock, NULL);
-	pthread_mutex_init(&qp->rq_lock, NULL);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	int st = HR_ENOMEM;
 	qp->sq = calloc(qp->sq_cap, sizeof(*qp->sq));
 	qp->inl = malloc((size_t)qp->sq_cap * (qp->max_inline ? qp->max_inline : 1));
@@ -287,7 +287,7 @@ fail:
 	free(qp->inl);
 	free(qp->rshadow);
 	pthread_mutex_destroy(&qp->lock);
-	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
 	return st;
 }
@@ -338,7 +338,7 @@ int shm_destroy_qp(hr_qp *hq)
 	free(qp->inl);
 	free(qp->rshadow);
 	pthread_mutex_destroy(&qp->lock);
-	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
 	free(qp);
 	return HR_OK;
 }
@@ -444,9 +444,9 @@ int shm_qp_counters(hr_qp *hq, hr_counters *out)
 	pthread_mutex_lock(&qp->lock);
 	*out = qp->cnt;
 	pthread_mutex_unlock(&qp->lock);
-	pthread_mutex_lock(&qp->rq_lock);
+	pthread_spin_lock(&qp->rq_lock);
 	out->recv_posted = qp->recv_posted;
-	pthread_mutex_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->rq_lock);
 	shm_qp_sh_counters(qp->sh, out);
 	return HR_OK;
 }
@@ -539,13 +539,13 @@ int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
 		*bad = 0;
 		return HR_EINVAL;
 	}
-	pthread_mutex_lock(&qp->rq_lock);
+	pthread_spin_lock(&qp->rq_lock);
 	uint64_t posted = atomic_load_explicit(&qp->rq_posted, memory_order_relaxed);
 	int st = rq_push(qp->rq, qp->max_recv, qp->max_sge, wr, n, bad, qp->rshadow, &posted,
 			 atomic_load_explicit(&qp->rq_done, memory_order_acquire));
 	atomic_store_explicit(&qp->rq_posted, posted, memory_order_release);
 	qp->recv_posted += st == HR_OK ? n : *bad;
-	pthread_mutex_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->rq_lock);
 	/* Receives posted to a QP in error complete with a flush, also when the
 	 * error raced with this post. */
 	if (atomic_load(&qp->sh->state) == HR_QPS_ERR)

@@ -575,3 +575,27 @@ func TestEndpointLeaseOffsets(t *testing.T) {
 		})
 	}
 }
+
+// TestReceiveRepostedAtNextWait: a reply's receive slot goes back to the
+// QP when the endpoint next waits for a message, after the next request is
+// out (re-posting it before would put the transfer of its record on the
+// message's path), so after call k exactly k-1 replies' slots are back;
+// calls well past the slot count still work.
+func TestReceiveRepostedAtNextWait(t *testing.T) {
+	for _, proto := range []Protocol{ProtoEager, ProtoDirectWriteIMM} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			serve(t, srv, proto, func(req []byte) []byte { return req })
+			base := counters(t, cli).RecvPosted
+			calls := 3 * cfg.Slots
+			for k := 1; k <= calls; k++ {
+				resp, err := callT(t, cli, proto, []byte{byte(k), 1, 2, 3})
+				require.NoError(t, err)
+				require.Equal(t, []byte{byte(k), 1, 2, 3}, resp)
+				require.Equal(t, uint64(k-1), counters(t, cli).RecvPosted-base, "after call %d", k)
+			}
+			require.Zero(t, counters(t, cli).Errors)
+		})
+	}
+}

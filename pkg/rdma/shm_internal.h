@@ -223,8 +223,11 @@ struct shm_cq {
 	_Atomic uint32_t armed;   /* 0, 1 = next completion, 2 = solicited */
 	_Atomic uint32_t pending; /* an event is waiting on the channel */
 	/* QPs whose receive CQ this is: poll drains their inbound rings.
-	 * qlock is the consumer's; create/destroy QP and arm take it too. */
-	pthread_mutex_t qlock;
+	 * qlock is the consumer's; create/destroy QP and arm take it too.
+	 * A spinlock (as mlx5's CQ lock): it is held only for a drain, and
+	 * every poll takes it, where a mutex's calls were most of the cost of
+	 * an empty poll. */
+	pthread_spinlock_t qlock;
 	struct shm_qp **rqps;
 	uint32_t nrqps, caprqps, rr;
 };
@@ -285,7 +288,7 @@ struct shm_qp {
 	struct shm_cq *scq, *rcq;
 	struct shm_srq *srq;
 	pthread_mutex_t lock;     /* send side */
-	pthread_mutex_t rq_lock;  /* own receive ring producer */
+	pthread_spinlock_t rq_lock; /* own receive ring producer (held briefly) */
 	uint64_t recv_posted;     /* under rq_lock */
 	/* own ring: receives posted (published after the shadow entry) and
 	 * completed (polled, incl. flushes); a slot is reused at poll */
