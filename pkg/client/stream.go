@@ -283,8 +283,9 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
+	burst := cs.st.Burst()
 	err = cs.st.Send(cs.ctx, size, func() error {
-		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
+		if werr := cs.s.w.WriteStream(b, refs, burst); werr != nil {
 			cs.s.fail(werr)
 			return &ConnError{Op: "write", Err: werr}
 		}
@@ -317,7 +318,7 @@ func (cs *clientStream) CloseSend() error {
 	}
 	var f [wire.HeaderSize]byte
 	wire.SealFrame(f[:], wire.KindStreamEnd, 0, cs.id, 0)
-	if err := cs.s.w.Write(f[:]); err != nil {
+	if err := cs.s.w.WriteStream(f[:], nil, false); err != nil {
 		cs.s.fail(err)
 		return &ConnError{Op: "write", Err: err}
 	}
@@ -327,11 +328,18 @@ func (cs *clientStream) CloseSend() error {
 func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 	m, err := cs.st.Recv(cs.ctx)
 	if err == nil {
+		// A large message's binary values keep its frame's buffer
+		// instead of being copied out of it (wire.AliasMin).
+		alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
 		codec := wire.GetCodec()
-		err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		if alias {
+			err = codec.DecodeAliased(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		} else {
+			err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		}
 		wire.PutCodec(codec)
 		if m.Buf != nil {
-			wire.PutBuf(m.Buf)
+			wire.Release(m.Buf, alias)
 		}
 		if err != nil {
 			err = fmt.Errorf("client: decode %s stream message: %w", cs.m.Name, err)
@@ -397,7 +405,7 @@ func (cs *clientStream) end(err error) {
 	}
 	cs.gotHeader(nil)
 	if !cs.peerDone.Load() && !(cs.timed && errors.Is(err, context.DeadlineExceeded)) {
-		_ = cs.s.w.Write(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()))
+		_ = cs.s.w.WriteStream(wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error()), nil, false)
 	}
 	cs.release()
 }

@@ -94,6 +94,7 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 	rep.Caps |= wire.CapStreams
 	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
 	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
+	c.w.OnAsyncError(c.checkWrite) // a batched stream frame's write failed
 	c.mu.Lock()
 	c.st = st
 	c.mu.Unlock()
@@ -306,7 +307,7 @@ func (ss *serverStream) writeHeaderLocked() error {
 	}
 	b := wire.AppendHeaderBlock(make([]byte, wire.HeaderSize, 256), ss.header)
 	wire.SealFrame(b, wire.KindStreamData, wire.FlagHeaders|compactFlag(ss.proto), ss.id, 0)
-	return ss.c.w.Write(b)
+	return ss.c.w.WriteStream(b, nil, false)
 }
 
 func compactFlag(p proto.Protocol) uint8 {
@@ -364,8 +365,9 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
+	burst := ss.st.Burst()
 	err = ss.st.Send(ss.ctx, size, func() error {
-		err := ss.c.w.WriteVec(b, refs)
+		err := ss.c.w.WriteStream(b, refs, burst)
 		ss.c.checkWrite(err)
 		return err
 	})
@@ -384,8 +386,17 @@ func (ss *serverStream) RecvMsg(msg proto.Struct) error {
 	}
 	ss.stats.inMsgs.Inc()
 	ss.stats.inBytes.Add(float64(m.Size))
+	// A large message's binary values keep its frame's buffer instead of
+	// being copied out of it (wire.AliasMin).
+	alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
 	codec := wire.GetCodec()
-	err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
+	if alias {
+		err = codec.DecodeAliased(ss.proto, m.Body, ss.m.lim, msg)
+		wire.Adopt(m.Buf)
+		m.Buf = nil
+	} else {
+		err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
+	}
 	wire.PutCodec(codec)
 	ss.c.releaseStreamMsg(&m)
 	if err != nil {
@@ -478,7 +489,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
 	ss.c.s.met.outTCP.Add(float64(len(b)))
-	return ss.c.w.Write(b)
+	return ss.c.w.WriteStream(b, nil, false)
 }
 
 // exception maps a handler's error as a unary call's (wire.md §4).
