@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -138,4 +140,31 @@ func TestStreamSenderIsBatched(t *testing.T) {
 	// the rest in one write behind it: not one write per message.
 	require.GreaterOrEqual(t, fc.dataWrites, 2)
 	require.LessOrEqual(t, fc.dataWrites, 3)
+}
+
+// Large stream messages are decoded in place on both sides (their
+// values keep the frame's buffer, wire.Adopt): every value received must
+// stay intact while later messages arrive into pooled buffers.
+func TestStreamLargeMessagesDecodeInPlace(t *testing.T) {
+	ctx := tctx(t)
+	_, _, addr := startStreams(t)
+	c := dial(t, addr)
+	st, err := c.NewStream(ctx, sMethod("echo", stream.Bidi), &wiretest.EchoResult{})
+	require.NoError(t, err)
+	const n, size = 24, 64 << 10
+	var got [][]byte
+	for i := range n {
+		blob := bytes.Repeat([]byte{byte(i + 1)}, size)
+		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: blob}))
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a))
+		require.Equal(t, strconv.Itoa(i), a.Msg)
+		got = append(got, a.Blob)
+	}
+	require.NoError(t, st.CloseSend())
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+	runtime.GC() // a buffer given back too early would be reused by now
+	for i, b := range got {
+		require.Equal(t, bytes.Repeat([]byte{byte(i + 1)}, size), b, "message %d", i)
+	}
 }
