@@ -40,6 +40,8 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 		s.caps = rep.Caps
 		if rep.Caps&wire.CapStreams != 0 {
 			s.st = streamcore.NewConn(s.w.Write, releaseStreamMsg, rep.Windows, hello.Windows) // stream.go
+			// A batched stream frame's write failed: the session is broken.
+			s.w.OnAsyncError(s.fail)
 		}
 	}
 	return nil

@@ -288,11 +288,12 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
+	burst := cs.st.Burst()
 	err = cs.st.Send(cs.ctx, size, func() error {
 		if cs.lane != nil {
 			return cs.lane.WriteVec(b, refs)
 		}
-		if werr := cs.s.w.WriteVec(b, refs); werr != nil {
+		if werr := cs.s.w.WriteStream(b, refs, burst); werr != nil {
 			cs.s.fail(werr)
 			return &ConnError{Op: "write", Err: werr}
 		}
@@ -328,7 +329,7 @@ func (cs *clientStream) CloseSend() error {
 	if cs.lane != nil {
 		return cs.lane.Write(f[:])
 	}
-	if err := cs.s.w.Write(f[:]); err != nil {
+	if err := cs.s.w.WriteStream(f[:], nil, false); err != nil {
 		cs.s.fail(err)
 		return &ConnError{Op: "write", Err: err}
 	}
@@ -338,11 +339,18 @@ func (cs *clientStream) CloseSend() error {
 func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 	m, err := cs.st.Recv(cs.ctx)
 	if err == nil {
+		// A large message's binary values keep its frame's buffer
+		// instead of being copied out of it (wire.AliasMin).
+		alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
 		codec := wire.GetCodec()
-		err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		if alias {
+			err = codec.DecodeAliased(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		} else {
+			err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
+		}
 		wire.PutCodec(codec)
 		if m.Buf != nil {
-			wire.PutBuf(m.Buf)
+			wire.Release(m.Buf, alias)
 		}
 		if err != nil {
 			err = fmt.Errorf("client: decode %s stream message: %w", cs.m.Name, err)
@@ -412,7 +420,7 @@ func (cs *clientStream) end(err error) {
 		if cs.lane != nil {
 			_ = cs.lane.Write(rf)
 		} else {
-			_ = cs.s.w.Write(rf)
+			_ = cs.s.w.WriteStream(rf, nil, false)
 		}
 	}
 	cs.release()

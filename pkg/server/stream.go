@@ -94,6 +94,7 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 	rep.Caps |= wire.CapStreams
 	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
 	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
+	c.w.OnAsyncError(c.checkWrite) // a batched stream frame's write failed
 	c.mu.Lock()
 	c.st, c.sw = st, c.w
 	c.mu.Unlock()
@@ -175,7 +176,7 @@ func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
 // memory budget refused.
 func (c *conn) resetStream(id int32, st *streamcore.Stream, typ int32, cause error) {
 	c.s.log.Debug("hatrpc: stream reset", "remote", c.remote, "stream", id, "err", cause)
-	c.checkWrite(c.sw.Write(wire.AppendResetFrame(nil, id, typ, cause.Error())))
+	c.checkWrite(c.sw.WriteStream(wire.AppendResetFrame(nil, id, typ, cause.Error()), nil, false))
 	if st != nil {
 		ss := st.Owner.(*serverStream)
 		ss.reset.Store(true)
@@ -204,7 +205,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	c.busy()
 	m := c.s.lookup(mh.Name)
 	refuse := func(typ int32, text string) error {
-		c.checkWrite(c.sw.Write(wire.AppendResetFrame(nil, h.Seqid, typ, text)))
+		c.checkWrite(c.sw.WriteStream(wire.AppendResetFrame(nil, h.Seqid, typ, text), nil, false))
 		return nil
 	}
 	switch {
@@ -307,7 +308,7 @@ func (ss *serverStream) writeHeaderLocked() error {
 	}
 	b := wire.AppendHeaderBlock(make([]byte, wire.HeaderSize, 256), ss.header)
 	wire.SealFrame(b, wire.KindStreamData, wire.FlagHeaders|compactFlag(ss.proto), ss.id, 0)
-	return ss.w.Write(b)
+	return ss.w.WriteStream(b, nil, false)
 }
 
 func compactFlag(p proto.Protocol) uint8 {
@@ -365,8 +366,9 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
+	burst := ss.st.Burst()
 	err = ss.st.Send(ss.ctx, size, func() error {
-		err := ss.w.WriteVec(b, refs)
+		err := ss.w.WriteStream(b, refs, burst)
 		ss.c.checkWrite(err)
 		return err
 	})
@@ -385,8 +387,17 @@ func (ss *serverStream) RecvMsg(msg proto.Struct) error {
 	}
 	ss.stats.inMsgs.Inc()
 	ss.stats.inBytes.Add(float64(m.Size))
+	// A large message's binary values keep its frame's buffer instead of
+	// being copied out of it (wire.AliasMin).
+	alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
 	codec := wire.GetCodec()
-	err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
+	if alias {
+		err = codec.DecodeAliased(ss.proto, m.Body, ss.m.lim, msg)
+		wire.Adopt(m.Buf)
+		m.Buf = nil
+	} else {
+		err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
+	}
 	wire.PutCodec(codec)
 	ss.c.releaseStreamMsg(&m)
 	if err != nil {
@@ -479,7 +490,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
 	ss.countTCP(int64(len(b)))
-	return ss.w.Write(b)
+	return ss.w.WriteStream(b, nil, false)
 }
 
 // exception maps a handler's error as a unary call's (wire.md §4).

@@ -6,8 +6,9 @@ import "github.com/hatrpc/hatrpc/pkg/proto"
 // (*wire.Writer), or the outbox of the lane carrying its stream
 // (stream_lane.go), whose exchanges take them.
 type streamWriter interface {
-	Write(b []byte) error
-	WriteVec(head []byte, refs []proto.Ref) error
+	// WriteStream writes a stream frame in order with the stream's
+	// others, batched with what is queued when burst (wire.Writer).
+	WriteStream(head []byte, refs []proto.Ref, burst bool) error
 }
 
 // countTCP counts n bytes of the stream's frames sent over TCP; a lane

@@ -36,6 +36,15 @@ type Writer struct {
 	busy     int         // > 0: recent flushes found queued frames
 	held     int         // > 0: see Hold
 
+	// Stream frames queued in order (writepost.go): posted holds whole
+	// frames, postIn and postOut count the bytes ever queued and written.
+	posted      []byte
+	postedSpare []byte
+	postIn      uint64
+	postOut     uint64
+	iov         net.Buffers // the writing goroutine's scratch vector
+	onAsyncErr  func(error) // told a posted frame's write failed; may be nil
+
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration
 	dlSet    time.Time // the write deadline last set; owned by the writing goroutine
@@ -57,6 +66,11 @@ func (w *Writer) Write(p []byte) error {
 		return w.writeBig(p, nil)
 	}
 	w.mu.Lock()
+	return w.writeLocked(p)
+}
+
+// writeLocked is Write with w.mu held (len(p) < bigFrame); it unlocks.
+func (w *Writer) writeLocked(p []byte) error {
 	if w.err != nil {
 		err := w.err
 		w.mu.Unlock()
@@ -170,6 +184,7 @@ func (w *Writer) finishLocked(err error, queued bool) error {
 		w.pending = nil
 		clear(w.vec)
 		w.vec = nil
+		w.posted = nil
 	}
 	// Contention comes in bursts: keep yielding for a few rounds after the
 	// last one that batched anything, then go back to writing directly.
@@ -216,16 +231,30 @@ const (
 	maxPending = 4 << 20
 	busyRounds = 16
 	maxHeld    = 64 << 10
+	// maxBatch caps the posted stream bytes one write round takes, so a
+	// unary frame written meanwhile waits behind at most this much.
+	maxBatch = 128 << 10
 )
 
 // flushPendingLocked writes queued frames until none are left: the small
-// ones copied into pending, then the big ones queued by reference, in one
-// vectored write. w.mu is held on entry and exit but not during the
-// syscalls.
+// ones copied into pending, then up to maxBatch bytes of posted stream
+// frames, then the big ones queued by reference, in one vectored write per
+// round. Frames written with Write go first in a round, so a unary call
+// waits behind at most one batch of stream data. w.mu is held on entry
+// and exit but not during the syscalls.
 func (w *Writer) flushPendingLocked() error {
-	for len(w.pending) > 0 || len(w.vec) > 0 {
+	for len(w.pending) > 0 || len(w.vec) > 0 || len(w.posted) > 0 {
 		buf := w.pending
 		w.pending = w.spare[:0]
+		post := w.posted
+		if n := batchLen(post, maxBatch); n < len(post) {
+			// The rest stays queued where it is: appends land past it,
+			// never in the part being written.
+			post, w.posted = post[:n], post[n:]
+		} else {
+			w.posted = w.postedSpare[:0]
+			w.postedSpare = nil
+		}
 		vec := w.vec
 		w.vec = w.vecSpare[:0]
 		batch := w.vecTaken
@@ -234,20 +263,29 @@ func (w *Writer) flushPendingLocked() error {
 		}
 		w.mu.Unlock()
 		var err error
-		if len(vec) == 0 {
+		switch {
+		case len(vec) == 0 && len(post) == 0:
 			err = w.write(buf)
-		} else {
-			err = w.writeBuffers(buf, vec)
+		case len(vec) == 0 && len(buf) == 0:
+			err = w.write(post)
+		default:
+			err = w.writeRound(buf, post, vec)
 		}
 		w.mu.Lock()
 		if len(vec) > 0 && err == nil {
 			w.vecSent = batch + 1
+		}
+		if err == nil {
+			w.postOut += uint64(len(post))
 		}
 		w.idle.Broadcast() // room in pending again; queued big frames sent
 		if cap(buf) <= maxPooledBuf {
 			w.spare = buf[:0]
 		} else {
 			w.spare = nil
+		}
+		if len(w.posted) == 0 && cap(post) <= maxPooledBuf {
+			w.postedSpare = post[:0] // taken whole: nothing else uses it
 		}
 		clear(vec) // the frames belong to their callers again
 		w.vecSpare = vec[:0]
@@ -258,17 +296,24 @@ func (w *Writer) flushPendingLocked() error {
 	return nil
 }
 
-// writeBuffers writes small (may be empty) and then vec with one vectored
-// write where the stream supports it (net.Buffers.WriteTo uses writev on a
-// socket and one Write per piece elsewhere).
-func (w *Writer) writeBuffers(small []byte, vec net.Buffers) error {
-	bufs := vec
+// writeRound writes small, post (either may be empty) and vec with one
+// vectored write where the stream supports it (net.Buffers.WriteTo uses
+// writev on a socket and one Write per piece elsewhere).
+func (w *Writer) writeRound(small, post []byte, vec net.Buffers) error {
+	bufs := w.iov[:0]
 	if len(small) > 0 {
-		bufs = append(net.Buffers{small}, vec...)
+		bufs = append(bufs, small)
 	}
+	if len(post) > 0 {
+		bufs = append(bufs, post)
+	}
+	bufs = append(bufs, vec...)
 	WriteSyscalls.Add(1)
 	w.armDeadline()
-	n, err := bufs.WriteTo(w.w)
+	v := bufs // WriteTo consumes its receiver
+	n, err := v.WriteTo(w.w)
+	clear(bufs)
+	w.iov = bufs[:0]
 	if n > 0 && w.onWrite != nil {
 		w.onWrite(int(n))
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -99,8 +100,16 @@ type Stream struct {
 	finished            bool
 	// Owner is the client's or the server's stream object.
 	Owner   any
-	headers bool // a header block came (once per stream)
+	headers bool         // a header block came (once per stream)
+	sends   atomic.Int32 // messages sent since the last one received
 }
+
+// Burst counts a message about to be sent and reports whether s sent one
+// before it since it last received one: a stream sending several in a
+// row has its frames batched by the connection's writer, one that
+// alternates sending and receiving has each written at once
+// (wire.Writer.WriteStream).
+func (s *Stream) Burst() bool { return s.sends.Add(1) > 1 }
 
 // Open registers stream id.
 func (c *Conn) Open(id int32, owner any) (*Stream, error) {
@@ -310,6 +319,7 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 	for {
 		c.mu.Lock()
 		if len(s.q) > 0 {
+			s.sends.Store(0)
 			m := s.q[0]
 			s.q[0] = Msg{}
 			s.q = s.q[1:]

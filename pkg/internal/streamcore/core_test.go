@@ -195,3 +195,20 @@ func TestFailEndsStreams(t *testing.T) {
 	_, err = c.Open(3, nil)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 }
+
+func TestBurst(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	// Sending alone: the first message is not a burst, the next are.
+	require.False(t, s.Burst())
+	require.True(t, s.Burst())
+	require.True(t, s.Burst())
+	// A message received in between: the next send starts afresh.
+	_, err = c.Data(1, Msg{Body: []byte("x"), Size: 1}, false)
+	require.NoError(t, err)
+	_, err = s.Recv(context.Background())
+	require.NoError(t, err)
+	require.False(t, s.Burst())
+	require.True(t, s.Burst())
+}

@@ -32,6 +32,13 @@ func NewOutbox() *Outbox { return &Outbox{wake: make(chan struct{}, 1)} }
 // Write queues a frame.
 func (o *Outbox) Write(b []byte) error { return o.WriteVec(b, nil) }
 
+// WriteStream is WriteVec: the lane's exchanges take whatever the outbox
+// holds at once, so a burst needs nothing more (the TCP writer's
+// WriteStream batches).
+func (o *Outbox) WriteStream(head []byte, refs []proto.Ref, _ bool) error {
+	return o.WriteVec(head, refs)
+}
+
 // WriteVec queues the frame head with the values of refs inserted (see
 // proto.Ref): they are copied, so the caller may reuse them at once, as
 // after a connection's WriteVec.

@@ -1,0 +1,99 @@
+package wire
+
+import (
+	"encoding/binary"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+)
+
+// Stream frames (docs/design/streams.md) must reach the socket in the order
+// their stream sent them, and a sender faster than the socket should have
+// its frames coalesced: one write per message costs more than the message
+// at 64 B. WriteStream does both. A frame is written at once by its sender
+// when nothing is being written and the sender did not ask to batch; else
+// it joins the posted queue, which the goroutine writing (a sender
+// finishing its own write, or one WriteStream starts) drains with whatever
+// else is queued, maxBatch bytes of it per syscall. Memory is bounded by
+// the stream credit windows (a sender posts only within them) and by
+// maxPending.
+
+// WriteStream writes one stream frame head with the values of refs
+// inserted (see WriteVec), after every stream frame given before it.
+//
+// Without refs the frame is copied and WriteStream may return before it
+// is written: head may be reused at once, and a failed write is reported
+// to the OnAsyncError function and returned by every later write. burst
+// says the caller has more frames coming (a stream sending without
+// receiving): the frame is then queued even on an idle connection, for a
+// goroutine of the Writer's own to write while the caller encodes the
+// next one; without it an idle connection's frame is written by the
+// caller, with no hand-off.
+//
+// With refs (or a frame of bigFrame bytes or more) it returns once the
+// frame is written, as WriteVec: the values are written from the caller's
+// memory.
+func (w *Writer) WriteStream(head []byte, refs []proto.Ref, burst bool) error {
+	w.mu.Lock()
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	if len(refs) > 0 || len(head) >= bigFrame {
+		// By reference, so after the stream frames posted so far.
+		mark := w.postIn
+		for w.postOut < mark && w.err == nil {
+			w.idle.Wait()
+		}
+		w.mu.Unlock()
+		return w.writeBig(head, refs)
+	}
+	if !w.writing && !burst {
+		return w.writeLocked(head) // nothing posted is waiting when idle
+	}
+	for w.writing && w.err == nil && len(w.posted) >= maxPending {
+		w.idle.Wait()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.posted = append(w.posted, head...)
+	w.postIn += uint64(len(head))
+	if !w.writing {
+		w.writing = true
+		go w.flushPosted()
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// OnAsyncError sets f to be told when a frame WriteStream queued could
+// not be written (its sender may have returned already). Set it before
+// the first WriteStream.
+func (w *Writer) OnAsyncError(f func(error)) {
+	w.mu.Lock()
+	w.onAsyncErr = f
+	w.mu.Unlock()
+}
+
+// flushPosted is the write round WriteStream starts for frames posted on
+// an idle connection.
+func (w *Writer) flushPosted() {
+	w.mu.Lock()
+	f := w.onAsyncErr
+	if err := w.finishLocked(nil, false); err != nil && f != nil {
+		f(err)
+	}
+}
+
+// batchLen is how many bytes of the whole frames in b make up one write
+// round: frames up to max bytes, and at least one.
+func batchLen(b []byte, max int) int {
+	n := 0
+	for n < len(b) && n < max {
+		n += lenFieldSize + int(binary.BigEndian.Uint32(b[n:]))
+	}
+	return min(n, len(b))
+}
