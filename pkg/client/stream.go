@@ -99,10 +99,6 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0}
-	name := m.Name
-	if c.o.multiplexed && m.Service != "" {
-		name = m.Service + ":" + m.Name
-	}
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.connErrLocked()
@@ -130,30 +126,44 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 	}
 	s.mu.Unlock()
 
-	codec := wire.GetCodec()
-	bp := wire.GetBuf()
-	b := (*bp)[:wire.HeaderSize]
-	var flags uint8
-	if s.carriesHeaders() {
-		b, flags = s.appendRequestHead(ctx, b, cs.id)
-	}
-	b, err = codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
-	wire.PutCodec(codec)
-	*bp = b
-	if err == nil {
-		wire.SealFrame(b, wire.KindStreamOpen, flags|compactFlag(cs.proto), cs.id, timeout)
+	err = c.writeOpen(ctx, cs, timeout, func(b []byte) error {
 		if werr := s.w.Write(b); werr != nil {
 			s.fail(werr)
-			err = &ConnError{Op: "write", Err: werr}
+			return &ConnError{Op: "write", Err: werr}
 		}
-	}
-	wire.PutBuf(bp)
+		return nil
+	})
 	if err != nil {
 		cs.end(err)
 		return nil, err
 	}
 	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
 	return cs, nil
+}
+
+// writeOpen encodes cs's open frame (its headers, and the call message
+// with no arguments that names the function) and hands it to write.
+func (c *Conn) writeOpen(ctx context.Context, cs *clientStream, timeout time.Duration, write func([]byte) error) error {
+	name := cs.m.Name
+	if c.o.multiplexed && cs.m.Service != "" {
+		name = cs.m.Service + ":" + cs.m.Name
+	}
+	codec := wire.GetCodec()
+	bp := wire.GetBuf()
+	defer wire.PutBuf(bp)
+	b := (*bp)[:wire.HeaderSize]
+	var flags uint8
+	if cs.s.carriesHeaders() {
+		b, flags = cs.s.appendRequestHead(ctx, b, cs.id)
+	}
+	b, err := codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
+	wire.PutCodec(codec)
+	*bp = b
+	if err != nil {
+		return err
+	}
+	wire.SealFrame(b, wire.KindStreamOpen, flags|compactFlag(cs.proto), cs.id, timeout)
+	return write(b)
 }
 
 // peerKind says what the session's peer is, for ErrNeedsHatRPCPeer.

@@ -82,26 +82,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, id: 1} // one stream per lane
 	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, s.st.Recv)
 	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail
-	name := m.Name
-	if c.o.multiplexed && m.Service != "" {
-		name = m.Service + ":" + m.Name
-	}
-	codec := wire.GetCodec()
-	bp := wire.GetBuf()
-	b := (*bp)[:wire.HeaderSize]
-	var flags uint8
-	if s.carriesHeaders() {
-		b, flags = s.appendRequestHead(ctx, b, cs.id)
-	}
-	b, err = codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
-	wire.PutCodec(codec)
-	*bp = b
-	if err == nil {
-		wire.SealFrame(b, wire.KindStreamOpen, flags|compactFlag(cs.proto), cs.id, timeout)
-		err = out.Write(b)
-	}
-	wire.PutBuf(bp)
-	if err != nil {
+	if err = c.writeOpen(ctx, cs, timeout, out.Write); err != nil {
 		p.put(l)
 		cancel(err)
 		return nil, err
