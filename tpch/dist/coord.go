@@ -33,6 +33,27 @@ func (e *WorkerError) Error() string {
 
 func (e *WorkerError) Unwrap() error { return e.Err }
 
+// DefaultCallTimeout bounds each exchange call unless WithCallTimeout says
+// otherwise. OpenFragment answers once the fragment's first rows exist,
+// so the bound must cover a worker's longest fragment at the scale
+// served (seconds at SF 1 on two cores); minutes keep a hung worker from
+// holding a query for ever without failing a slow but live one.
+const DefaultCallTimeout = 5 * time.Minute
+
+// CallTimeoutError is an exchange call that had no answer within the
+// coordinator's call timeout: the worker accepted it and went silent.
+type CallTimeoutError struct {
+	Call  string
+	After time.Duration
+}
+
+func (e *CallTimeoutError) Error() string {
+	return fmt.Sprintf("no answer to %s within %v", e.Call, e.After)
+}
+
+// Is makes a CallTimeoutError a context.DeadlineExceeded for errors.Is.
+func (e *CallTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
 // Stats are a coordinator's counters since it started.
 type Stats struct {
 	Queries   int64
@@ -49,6 +70,7 @@ type Coordinator struct {
 	peers      []peer
 	addrs      []string
 	chunkBytes int32
+	callTime   time.Duration
 	plans      map[string]*Plan // by normalized TPC-H text
 	next       atomic.Int64
 	tagPrefix  string
@@ -61,6 +83,18 @@ type CoordinatorOption func(*Coordinator)
 
 // WithChunkBytes sets the maxBytes of every FetchChunk (default 1 MiB).
 func WithChunkBytes(n int32) CoordinatorOption { return func(c *Coordinator) { c.chunkBytes = n } }
+
+// WithCallTimeout bounds every exchange call (the dial, OpenFragment,
+// each FetchChunk, Cancel): a worker that does not answer within d fails
+// its query with a WorkerError wrapping a CallTimeoutError (default
+// DefaultCallTimeout; d <= 0 keeps the default).
+func WithCallTimeout(d time.Duration) CoordinatorOption {
+	return func(c *Coordinator) {
+		if d > 0 {
+			c.callTime = d
+		}
+	}
+}
 
 // NewCoordinator returns the coordinator of the workers at addrs (worker
 // i at addrs[i]) reached with configuration cfg; rdma is HatRPC's lane
@@ -78,7 +112,7 @@ func NewCoordinator(ctx context.Context, db *sql.DB, addrs []string, cfg Config,
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{db: db, addrs: addrs, chunkBytes: DefaultChunkBytes, plans: map[string]*Plan{},
+	c := &Coordinator{db: db, addrs: addrs, chunkBytes: DefaultChunkBytes, callTime: DefaultCallTimeout, plans: map[string]*Plan{},
 		tagPrefix: fmt.Sprintf("%x", time.Now().UnixNano())}
 	for n, p := range byNum {
 		c.plans[normalize(texts[n])] = p
@@ -137,12 +171,21 @@ func (c *Coordinator) Lanes() []client.LaneStats {
 
 // WorkerInfo asks worker i about itself.
 func (c *Coordinator) WorkerInfo(ctx context.Context, i int) (*eb.WorkerInfo, error) {
-	ex, release, err := c.peers[i].session(ctx)
+	var ex exchanger
+	release := func() {}
+	err := c.call(ctx, "the dial", func(ctx context.Context) (err error) {
+		ex, release, err = c.peers[i].session(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, &WorkerError{Index: i, Addr: c.addrs[i], Err: err}
 	}
 	defer release()
-	info, err := ex.Info(ctx)
+	var info *eb.WorkerInfo
+	err = c.call(ctx, "Info", func(ctx context.Context) (err error) {
+		info, err = ex.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, &WorkerError{Index: i, Addr: c.addrs[i], Err: err}
 	}
@@ -339,14 +382,23 @@ func (c *Coordinator) runOn(ctx context.Context, i int, tag, sqlText string, out
 		}
 		send(stream{worker: i, err: &WorkerError{Index: i, Addr: c.addrs[i], Err: err}})
 	}
-	ex, release, err := c.peers[i].session(ctx)
+	var ex exchanger
+	release := func() {}
+	err := c.call(ctx, "the dial", func(ctx context.Context) (err error) {
+		ex, release, err = c.peers[i].session(ctx)
+		return err
+	})
 	if err != nil {
 		fail(err)
 		return
 	}
 	defer release()
 	c.frags.Add(1)
-	r, err := ex.OpenFragment(ctx, &eb.OpenReq{Sql: sqlText, Tag: tag})
+	var r *eb.OpenResp
+	err = c.call(ctx, "OpenFragment", func(ctx context.Context) (err error) {
+		r, err = ex.OpenFragment(ctx, &eb.OpenReq{Sql: sqlText, Tag: tag})
+		return err
+	})
 	if err != nil {
 		fail(err)
 		return
@@ -355,7 +407,11 @@ func (c *Coordinator) runOn(ctx context.Context, i int, tag, sqlText string, out
 		return
 	}
 	for {
-		ch, err := ex.FetchChunk(ctx, &eb.FetchReq{Handle: r.Handle, MaxBytes: c.chunkBytes})
+		var ch *eb.Chunk
+		err := c.call(ctx, "FetchChunk", func(ctx context.Context) (err error) {
+			ch, err = ex.FetchChunk(ctx, &eb.FetchReq{Handle: r.Handle, MaxBytes: c.chunkBytes})
+			return err
+		})
 		if err != nil {
 			fail(err)
 			return
@@ -368,15 +424,32 @@ func (c *Coordinator) runOn(ctx context.Context, i int, tag, sqlText string, out
 	}
 }
 
+// call runs one exchange call under the call timeout. A call that ran
+// out of it while the query still wanted its answer is a
+// CallTimeoutError, whatever the transport made of the deadline.
+func (c *Coordinator) call(ctx context.Context, name string, fn func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, c.callTime)
+	defer cancel()
+	err := fn(cctx)
+	// The transport may see the deadline (a socket's) before cctx's own
+	// timer marks it done: the clock decides.
+	if dl, _ := cctx.Deadline(); err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
+		return &CallTimeoutError{Call: name, After: c.callTime}
+	}
+	return err
+}
+
 // cancelAll tells every worker to stop the fragments of tag, each under
-// a short deadline of its own (the query's context has ended).
+// a short deadline of its own (the query's context has ended), never
+// longer than the call timeout: a hung worker must not hold the failure.
 func (c *Coordinator) cancelAll(tag string) {
+	d := min(5*time.Second, c.callTime)
 	var wg sync.WaitGroup
 	for i := range c.peers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			ex, release, err := c.peers[i].session(ctx)
 			if err != nil {

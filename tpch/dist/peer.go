@@ -49,7 +49,8 @@ type exchanger = exchange.ExchangeHandler
 
 // peer is the coordinator's client of one worker.
 type peer interface {
-	// session returns a client for one query's calls and its release.
+	// session returns a client for one query's calls and its release;
+	// ctx bounds the dial, not the session.
 	session(ctx context.Context) (exchanger, func(), error)
 	// close drops the connection (after a failure of the exchange
 	// itself, so that the next session dials again: a restarted worker).
