@@ -37,11 +37,18 @@ func (h apacheHandler) Info(ctx context.Context) (*ab.WorkerInfo, error) {
 }
 
 func (h apacheHandler) OpenFragment(ctx context.Context, req *ab.OpenReq) (*ab.OpenResp, error) {
-	r, err := h.w.OpenFragment(ctx, (*eb.OpenReq)(req))
+	in := &eb.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers}
+	for _, i := range req.Inputs {
+		if i == nil {
+			return nil, &ab.FragmentError{Message: "dist: a nil input"}
+		}
+		in.Inputs = append(in.Inputs, (*eb.Input)(i))
+	}
+	r, err := h.w.OpenFragment(ctx, in)
 	if err != nil {
 		return nil, toApacheErr(err)
 	}
-	out := &ab.OpenResp{Handle: r.Handle, Columns: make([]*ab.ColumnMeta, len(r.Columns))}
+	out := &ab.OpenResp{Handle: r.Handle, Columns: make([]*ab.ColumnMeta, len(r.Columns)), InputBytes: r.InputBytes}
 	for i, c := range r.Columns {
 		out.Columns[i] = &ab.ColumnMeta{Name: c.Name, DbType: c.DbType, Kind: ab.Kind(c.Kind)}
 	}
@@ -137,12 +144,12 @@ func (p *apachePeer) dial(ctx context.Context) (*apacheConn, error) {
 
 // session returns a client for one fragment and the function releasing
 // it; ctx bounds the dial only (each call watches its own context).
-func (p *apachePeer) session(ctx context.Context) (exchanger, func(), error) {
+func (p *apachePeer) session(ctx context.Context) (exchanger, func(), bool, error) {
 	c, err := p.dial(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return apacheExchanger{c}, func() { _ = c.trans.Close() }, nil
+	return apacheExchanger{c}, func() { _ = c.trans.Close() }, true, nil
 }
 
 func (p *apachePeer) close() error { return nil }
@@ -169,11 +176,15 @@ func (a apacheExchanger) Info(ctx context.Context) (*eb.WorkerInfo, error) {
 
 func (a apacheExchanger) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
 	defer a.watch(ctx)()
-	r, err := a.conn.c.OpenFragment(ctx, (*ab.OpenReq)(req))
+	in := &ab.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers}
+	for _, i := range req.Inputs {
+		in.Inputs = append(in.Inputs, (*ab.Input)(i))
+	}
+	r, err := a.conn.c.OpenFragment(ctx, in)
 	if err != nil {
 		return nil, fromApacheErr(err)
 	}
-	out := &eb.OpenResp{Handle: r.Handle, Columns: make([]*eb.ColumnMeta, len(r.Columns))}
+	out := &eb.OpenResp{Handle: r.Handle, Columns: make([]*eb.ColumnMeta, len(r.Columns)), InputBytes: r.InputBytes}
 	for i, c := range r.Columns {
 		if c == nil {
 			return nil, fmt.Errorf("dist: OpenFragment answered a nil column")

@@ -3,15 +3,12 @@ package dist
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/tpch/duck"
@@ -59,23 +56,21 @@ type Stats struct {
 	Queries   int64
 	Fragments int64         // fragment runs (one per worker and fragment)
 	Chunks    int64         // FetchChunk replies
-	Bytes     int64         // the chunks' values on the wire (ChunkBytes)
+	Bytes     int64         // the chunks' values on the wire (ChunkBytes), shuffles' included
+	Shuffled  int64         // of Bytes, those the workers sent each other for shuffles' inputs
 	Exchange  time.Duration // wall time from a query's first OpenFragment to its last chunk loaded
 }
 
 // Coordinator runs statements over a set of workers: it is the Engine of
 // the HiveServer2 front end (hs2.WithEngine).
 type Coordinator struct {
-	db         *sql.DB
-	peers      []peer
-	addrs      []string
-	chunkBytes int32
-	callTime   time.Duration
-	plans      map[string]*Plan // by normalized TPC-H text
-	next       atomic.Int64
-	tagPrefix  string
+	*puller
+	db        *sql.DB
+	plans     map[string]*Plan // by normalized TPC-H text
+	next      atomic.Int64
+	tagPrefix string
 
-	queries, frags, chunks, bytes, exch atomic.Int64
+	queries, exch atomic.Int64
 }
 
 // CoordinatorOption configures a Coordinator.
@@ -112,7 +107,8 @@ func NewCoordinator(ctx context.Context, db *sql.DB, addrs []string, cfg Config,
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{db: db, addrs: addrs, chunkBytes: DefaultChunkBytes, callTime: DefaultCallTimeout, plans: map[string]*Plan{},
+	c := &Coordinator{puller: &puller{addrs: addrs, chunkBytes: DefaultChunkBytes, callTime: DefaultCallTimeout},
+		db: db, plans: map[string]*Plan{},
 		tagPrefix: fmt.Sprintf("%x", time.Now().UnixNano())}
 	for n, p := range byNum {
 		c.plans[normalize(texts[n])] = p
@@ -120,14 +116,7 @@ func NewCoordinator(ctx context.Context, db *sql.DB, addrs []string, cfg Config,
 	for _, o := range opts {
 		o(c)
 	}
-	for _, a := range addrs {
-		if cfg == Vanilla {
-			c.peers = append(c.peers, &apachePeer{addr: a})
-		} else {
-			copts := append([]client.Option{client.WithRDMA(rdma)}, cfg.ClientOptions()...)
-			c.peers = append(c.peers, &hatPeer{addr: a, opts: copts})
-		}
-	}
+	c.peers = newPeers(addrs, cfg, rdma)
 	return c, nil
 }
 
@@ -155,7 +144,7 @@ func (c *Coordinator) Close() error {
 // Stats returns the counters so far.
 func (c *Coordinator) Stats() Stats {
 	return Stats{Queries: c.queries.Load(), Fragments: c.frags.Load(), Chunks: c.chunks.Load(),
-		Bytes: c.bytes.Load(), Exchange: time.Duration(c.exch.Load())}
+		Bytes: c.bytes.Load(), Shuffled: c.inputs.Load(), Exchange: time.Duration(c.exch.Load())}
 }
 
 // Lanes is the lane statistics of the HatRPC connections to the workers.
@@ -174,7 +163,7 @@ func (c *Coordinator) WorkerInfo(ctx context.Context, i int) (*eb.WorkerInfo, er
 	var ex exchanger
 	release := func() {}
 	err := c.call(ctx, "the dial", func(ctx context.Context) (err error) {
-		ex, release, err = c.peers[i].session(ctx)
+		ex, release, _, err = c.peers[i].session(ctx)
 		return err
 	})
 	if err != nil {
@@ -221,7 +210,8 @@ func (c *Coordinator) QueryPlan(ctx context.Context, p *Plan, stmt string, args 
 	cur := &cursor{conn: conn}
 	start := time.Now()
 	for _, f := range p.Fragments {
-		if err := c.gather(ctx, conn, f); err != nil {
+		tag := fmt.Sprintf("%s-%d", c.tagPrefix, c.next.Add(1))
+		if _, err := c.gather(ctx, conn, f.Table, tag, c.requests(f, tag)); err != nil {
 			c.exch.Add(int64(time.Since(start)))
 			_ = cur.Close()
 			return nil, err
@@ -264,226 +254,23 @@ func (c *cursor) Close() error {
 
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// stream is one worker's part of a fragment: its columns, then its
-// chunks, or the error that ended it.
-type stream struct {
-	worker int
-	meta   []*eb.ColumnMeta
-	chunk  *eb.Chunk
-	err    error
-}
-
-// gather runs f on every worker and loads their rows into the temporary
-// table f.Table on conn. The first failure cancels the other workers'
-// parts (Cancel of the query's tag) and names its worker.
-func (c *Coordinator) gather(parent context.Context, conn *sql.Conn, f Fragment) error {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	tag := fmt.Sprintf("%s-%d", c.tagPrefix, c.next.Add(1))
-	out := make(chan stream)
-	var wg sync.WaitGroup
-	for i := range c.peers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.runOn(ctx, i, tag, f.SQL, out)
-		}()
-	}
-	go func() { wg.Wait(); close(out) }()
-
-	stage := "stage_" + f.Table
-	var meta []*eb.ColumnMeta
-	var app *duckdb.Appender
-	var raw driver.Conn
-	var failed error
-	for s := range out {
-		if failed != nil {
-			continue // drain: the workers' goroutines end on ctx
-		}
-		if s.err != nil {
-			failed = s.err
-			cancel()
-			c.cancelAll(tag)
-			continue
-		}
-		if s.meta != nil {
-			if err := checkMeta(s.meta, meta); err != nil {
-				failed = &WorkerError{Index: s.worker, Addr: c.addrs[s.worker], Err: err}
-				cancel()
-				c.cancelAll(tag)
-				continue
+// requests are fragment f's OpenFragment to each worker: a shuffle's
+// inputs name the worker they are for, and the workers' addresses.
+func (c *Coordinator) requests(f Fragment, tag string) func(i int) *eb.OpenReq {
+	return func(i int) *eb.OpenReq {
+		req := &eb.OpenReq{Sql: f.SQL, Tag: tag}
+		if len(f.Inputs) > 0 {
+			req.Peers = c.addrs
+			for _, in := range f.Inputs {
+				req.Inputs = append(req.Inputs, &eb.Input{Table: in.Table, Sql: forWorker(in.SQL, i, len(c.peers))})
 			}
 		}
-		if meta == nil && s.meta != nil {
-			meta = s.meta
-			if err := c.createStage(ctx, conn, stage, meta); err != nil {
-				failed = err
-				cancel()
-				c.cancelAll(tag)
-				continue
-			}
-			if err := conn.Raw(func(dc any) error { raw = dc.(driver.Conn); return nil }); err != nil {
-				failed = err
-				cancel()
-				c.cancelAll(tag)
-				continue
-			}
-			a, err := duckdb.NewAppender(raw, "temp", "main", stage)
-			if err != nil {
-				failed = err
-				cancel()
-				c.cancelAll(tag)
-				continue
-			}
-			app = a
-		}
-		if s.chunk != nil {
-			if err := appendChunk(app, s.chunk, meta); err != nil {
-				failed = &WorkerError{Index: s.worker, Addr: c.addrs[s.worker], Err: err}
-				cancel()
-				c.cancelAll(tag)
-			}
-		}
-	}
-	if failed == nil && parent.Err() != nil {
-		// The client gave up (CancelOperation, its deadline): stop the
-		// workers' parts, whose calls may not watch our context.
-		failed = parent.Err()
-		c.cancelAll(tag)
-	}
-	if app != nil {
-		if err := app.Close(); err != nil && failed == nil {
-			failed = err
-		}
-	}
-	if failed == nil {
-		failed = c.finishStage(ctx, conn, stage, f.Table, meta)
-	}
-	_, _ = conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp.main."+quote(stage))
-	return failed
-}
-
-// runOn runs one worker's part of a fragment and sends what it reads.
-func (c *Coordinator) runOn(ctx context.Context, i int, tag, sqlText string, out chan<- stream) {
-	send := func(s stream) bool {
-		select {
-		case out <- s:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	fail := func(err error) {
-		if !IsFragmentError(err) && ctx.Err() == nil {
-			_ = c.peers[i].close() // the next query dials again: a restarted worker
-		}
-		if ctx.Err() != nil && !IsFragmentError(err) {
-			return // another worker failed first, or the client gave up
-		}
-		send(stream{worker: i, err: &WorkerError{Index: i, Addr: c.addrs[i], Err: err}})
-	}
-	var ex exchanger
-	release := func() {}
-	err := c.call(ctx, "the dial", func(ctx context.Context) (err error) {
-		ex, release, err = c.peers[i].session(ctx)
-		return err
-	})
-	if err != nil {
-		fail(err)
-		return
-	}
-	defer release()
-	c.frags.Add(1)
-	var r *eb.OpenResp
-	err = c.call(ctx, "OpenFragment", func(ctx context.Context) (err error) {
-		r, err = ex.OpenFragment(ctx, &eb.OpenReq{Sql: sqlText, Tag: tag})
-		return err
-	})
-	if err != nil {
-		fail(err)
-		return
-	}
-	if !send(stream{worker: i, meta: r.Columns}) {
-		return
-	}
-	for {
-		var ch *eb.Chunk
-		err := c.call(ctx, "FetchChunk", func(ctx context.Context) (err error) {
-			ch, err = ex.FetchChunk(ctx, &eb.FetchReq{Handle: r.Handle, MaxBytes: c.chunkBytes})
-			return err
-		})
-		if err != nil {
-			fail(err)
-			return
-		}
-		c.chunks.Add(1)
-		c.bytes.Add(ChunkBytes(ch))
-		if !send(stream{worker: i, chunk: ch}) || ch.Last {
-			return
-		}
+		return req
 	}
 }
 
-// call runs one exchange call under the call timeout. A call that ran
-// out of it while the query still wanted its answer is a
-// CallTimeoutError, whatever the transport made of the deadline.
-func (c *Coordinator) call(ctx context.Context, name string, fn func(context.Context) error) error {
-	cctx, cancel := context.WithTimeout(ctx, c.callTime)
-	defer cancel()
-	err := fn(cctx)
-	// The transport may see the deadline (a socket's) before cctx's own
-	// timer marks it done: the clock decides.
-	if dl, _ := cctx.Deadline(); err != nil && ctx.Err() == nil && !time.Now().Before(dl) {
-		return &CallTimeoutError{Call: name, After: c.callTime}
-	}
-	return err
-}
-
-// cancelAll tells every worker to stop the fragments of tag, each under
-// a short deadline of its own (the query's context has ended), never
-// longer than the call timeout: a hung worker must not hold the failure.
-func (c *Coordinator) cancelAll(tag string) {
-	d := min(5*time.Second, c.callTime)
-	var wg sync.WaitGroup
-	for i := range c.peers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			defer cancel()
-			ex, release, err := c.peers[i].session(ctx)
-			if err != nil {
-				return
-			}
-			defer release()
-			_ = ex.Cancel(ctx, tag)
-		}()
-	}
-	wg.Wait()
-}
-
-// createStage creates the temporary table the chunks are appended to:
-// the wire's types (BIGINT, DOUBLE, BOOLEAN, VARCHAR).
-func (c *Coordinator) createStage(ctx context.Context, conn *sql.Conn, stage string, meta []*eb.ColumnMeta) error {
-	cols := make([]string, len(meta))
-	for i, m := range meta {
-		cols[i] = fmt.Sprintf("c%d %s", i, stageType(m.Kind))
-	}
-	_, err := conn.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TEMP TABLE %s (%s)", quote(stage), strings.Join(cols, ", ")))
-	return err
-}
-
-// finishStage makes table from the staged rows, each column cast back to
-// the type the workers' DuckDB gave it.
-func (c *Coordinator) finishStage(ctx context.Context, conn *sql.Conn, stage, table string, meta []*eb.ColumnMeta) error {
-	if meta == nil {
-		return errors.New("dist: no worker described the fragment's columns")
-	}
-	cols := make([]string, len(meta))
-	for i, m := range meta {
-		cols[i] = fmt.Sprintf("CAST(c%d AS %s) AS %s", i, m.DbType, quote(m.Name))
-	}
-	_, err := conn.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TEMP TABLE %s AS SELECT %s FROM %s",
-		quote(table), strings.Join(cols, ", "), quote(stage)))
-	return err
+// forWorker fills a shuffle input's placeholders: {worker} is the index
+// of the worker the rows are for, {workers} their number.
+func forWorker(sql string, i, n int) string {
+	return strings.NewReplacer("{worker}", strconv.Itoa(i), "{workers}", strconv.Itoa(n)).Replace(sql)
 }

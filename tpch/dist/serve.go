@@ -7,13 +7,26 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/tpch/gen/exchange/exchangeserver"
+	eb "github.com/hatrpc/hatrpc/tpch/gen/exchangebase"
 )
 
 // Serve serves w as configuration cfg on ln (rdma: HatRPC's lane
 // provider, "off" for TCP only; vanilla is Apache Thrift on TCP) until
 // the returned stop is called.
 func Serve(w *Worker, ln net.Listener, cfg Config, rdma string) (stop func(context.Context) error) {
-	return serve(w, ln, cfg, rdma)
+	return serve(served{w, cfg, rdma}, ln, cfg, rdma)
+}
+
+// served is a worker as one configuration serves it: a shuffle's inputs
+// travel between the workers in that configuration too.
+type served struct {
+	*Worker
+	cfg  Config
+	rdma string
+}
+
+func (s served) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
+	return s.open(ctx, req, s.cfg, s.rdma)
 }
 
 // serve serves any implementation of the exchange (tests: a worker that

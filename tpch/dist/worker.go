@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type Worker struct {
 	// overtake its query's OpenFragment (they travel by different
 	// calls), and the fragment that arrives after it must not run.
 	cancelled map[string]time.Time
+	// pullers are the clients of the other workers for shuffles' inputs,
+	// by configuration and peer list (one set of connections each).
+	pullers map[string]*puller
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -67,6 +71,8 @@ type fragment struct {
 	rows   *sql.Rows
 	ahead  bool
 	closed bool
+	conn   *sql.Conn // a shuffle's: its inputs' temporary tables live here
+	tables []string
 }
 
 // Partition keeps on db the rows of lineitem and orders of worker index
@@ -100,7 +106,7 @@ func OpenWorker(ctx context.Context, sf float64, index, count int) (*Worker, err
 	}
 	w := &Worker{db: db, index: index, count: count, sf: sf,
 		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{},
-		cancelled: map[string]time.Time{}, stop: make(chan struct{})}
+		cancelled: map[string]time.Time{}, pullers: map[string]*puller{}, stop: make(chan struct{})}
 	w.stopped.Add(1)
 	go w.expireLoop()
 	return w, nil
@@ -148,7 +154,27 @@ func (w *Worker) Close() error {
 	for _, f := range fs {
 		w.drop(f)
 	}
+	w.mu.Lock()
+	ps := w.pullers
+	w.pullers = map[string]*puller{}
+	w.mu.Unlock()
+	for _, p := range ps {
+		_ = p.close()
+	}
 	return w.db.Close()
+}
+
+// pullerFor is the client of peers in configuration cfg over rdma.
+func (w *Worker) pullerFor(cfg Config, rdma string, peers []string) *puller {
+	key := cfg.String() + "|" + rdma + "|" + strings.Join(peers, ",")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pullers[key]
+	if p == nil {
+		p = &puller{peers: newPeers(peers, cfg, rdma), addrs: peers, chunkBytes: DefaultChunkBytes, callTime: DefaultCallTimeout}
+		w.pullers[key] = p
+	}
+	return p
 }
 
 func (w *Worker) Info(ctx context.Context) (*eb.WorkerInfo, error) {
@@ -164,7 +190,13 @@ func fragErr(format string, args ...any) error {
 
 // OpenFragment starts req.Sql and answers once its first rows (or its
 // error) are known. A Cancel of req.Tag stops it, also while it opens.
+// Inputs are pulled from the peers with HatRPC's function configuration
+// over TCP; Serve's handler pulls in the configuration it serves.
 func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
+	return w.open(ctx, req, Function, "off")
+}
+
+func (w *Worker) open(ctx context.Context, req *eb.OpenReq, cfg Config, rdma string) (*eb.OpenResp, error) {
 	qctx, cancel := context.WithCancel(context.Background())
 	f := &fragment{handle: w.next.Add(1), tag: req.Tag, cancel: cancel}
 	f.used.Store(time.Now().UnixNano())
@@ -188,7 +220,17 @@ func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenRes
 	// The call's own context ends the query too while it opens: a
 	// coordinator that gives up on the call does not leave it running.
 	stop := context.AfterFunc(ctx, cancel)
-	rows, err := w.db.QueryContext(qctx, req.Sql)
+	var rows *sql.Rows
+	var err error
+	var inBytes int64
+	if len(req.Inputs) > 0 {
+		inBytes, err = w.pullInputs(qctx, f, req, cfg, rdma)
+		if err == nil {
+			rows, err = f.conn.QueryContext(qctx, req.Sql)
+		}
+	} else {
+		rows, err = w.db.QueryContext(qctx, req.Sql)
+	}
 	stop()
 	if err == nil && qctx.Err() != nil {
 		_ = rows.Close()
@@ -212,7 +254,48 @@ func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenRes
 	}
 	f.rows, f.meta, f.ahead = rows, meta, rows.Next()
 	f.mu.Unlock()
-	return &eb.OpenResp{Handle: f.handle, Columns: meta}, nil
+	resp := &eb.OpenResp{Handle: f.handle, Columns: meta}
+	if inBytes > 0 {
+		resp.InputBytes = &inBytes
+	}
+	return resp, nil
+}
+
+// pullInputs loads req's inputs from the peers into temporary tables of
+// a connection of f's own, under req's tag (so a Cancel of the query
+// reaches every worker's part of them).
+func (w *Worker) pullInputs(ctx context.Context, f *fragment, req *eb.OpenReq, cfg Config, rdma string) (int64, error) {
+	if len(req.Peers) == 0 {
+		return 0, errors.New("a fragment with inputs and no peers")
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		_ = conn.Close()
+		return 0, errors.New("fragment cancelled")
+	}
+	f.conn = conn
+	f.mu.Unlock()
+	p := w.pullerFor(cfg, rdma, req.Peers)
+	var total int64
+	for _, in := range req.Inputs {
+		if in == nil || in.Table == "" {
+			return total, errors.New("an input without a table")
+		}
+		f.mu.Lock()
+		f.tables = append(f.tables, in.Table)
+		f.mu.Unlock()
+		n, err := p.gather(ctx, conn, in.Table, req.Tag, func(int) *eb.OpenReq { return &eb.OpenReq{Sql: in.Sql, Tag: req.Tag} })
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("input %s: %w", in.Table, err)
+		}
+	}
+	return total, nil
 }
 
 // FetchChunk reads rows of an open fragment until the chunk holds about
@@ -342,6 +425,14 @@ func (w *Worker) drop(f *fragment) {
 	if f.rows != nil {
 		_ = f.rows.Close()
 		f.rows = nil
+	}
+	if f.conn != nil {
+		// Temporary tables outlive a pooled connection's Close.
+		for _, t := range f.tables {
+			_, _ = f.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp.main."+quote(t))
+		}
+		_ = f.conn.Close()
+		f.conn, f.tables = nil, nil
 	}
 }
 

@@ -31,14 +31,30 @@ struct Column {
   5: required binary nulls,
 }
 
+// Input is rows a fragment needs from every worker (a shuffle): before
+// the fragment's sql runs, the worker opens input sql on each of peers
+// (itself too) under the same tag and loads their rows into a temporary
+// table of that name, seen by the fragment's sql alone.
+struct Input {
+  1: required string table,
+  2: required string sql,
+}
+
 struct OpenReq {
   1: required string sql,
   2: required string tag,
+  3: optional list<Input> inputs,
+  // The workers' exchange addresses in the configuration of this call
+  // (worker i at i), for inputs.
+  4: optional list<string> peers,
 }
 
 struct OpenResp {
   1: required i64 handle,
   2: required list<ColumnMeta> columns,
+  // The inputs' values the worker received (ChunkBytes), for the
+  // coordinator's count of bytes exchanged.
+  3: optional i64 inputBytes,
 }
 
 struct FetchReq {
