@@ -37,7 +37,7 @@ func (h apacheHandler) Info(ctx context.Context) (*ab.WorkerInfo, error) {
 }
 
 func (h apacheHandler) OpenFragment(ctx context.Context, req *ab.OpenReq) (*ab.OpenResp, error) {
-	in := &eb.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers}
+	in := &eb.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers, Spool: (*eb.Input)(req.Spool)}
 	for _, i := range req.Inputs {
 		if i == nil {
 			return nil, &ab.FragmentError{Message: "dist: a nil input"}
@@ -176,7 +176,7 @@ func (a apacheExchanger) Info(ctx context.Context) (*eb.WorkerInfo, error) {
 
 func (a apacheExchanger) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
 	defer a.watch(ctx)()
-	in := &ab.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers}
+	in := &ab.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers, Spool: (*ab.Input)(req.Spool)}
 	for _, i := range req.Inputs {
 		in.Inputs = append(in.Inputs, (*ab.Input)(i))
 	}

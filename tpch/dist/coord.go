@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -254,23 +253,17 @@ func (c *cursor) Close() error {
 
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// requests are fragment f's OpenFragment to each worker: a shuffle's
-// inputs name the worker they are for, and the workers' addresses.
+// requests are fragment f's OpenFragment to each worker, with a
+// shuffle's inputs and the workers' addresses.
 func (c *Coordinator) requests(f Fragment, tag string) func(i int) *eb.OpenReq {
 	return func(i int) *eb.OpenReq {
 		req := &eb.OpenReq{Sql: f.SQL, Tag: tag}
 		if len(f.Inputs) > 0 {
 			req.Peers = c.addrs
 			for _, in := range f.Inputs {
-				req.Inputs = append(req.Inputs, &eb.Input{Table: in.Table, Sql: forWorker(in.SQL, i, len(c.peers))})
+				req.Inputs = append(req.Inputs, &eb.Input{Table: in.Table, Sql: in.SQL, Key: in.Key})
 			}
 		}
 		return req
 	}
-}
-
-// forWorker fills a shuffle input's placeholders: {worker} is the index
-// of the worker the rows are for, {workers} their number.
-func forWorker(sql string, i, n int) string {
-	return strings.NewReplacer("{worker}", strconv.Itoa(i), "{workers}", strconv.Itoa(n)).Replace(sql)
 }

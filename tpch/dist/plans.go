@@ -12,16 +12,16 @@ type Fragment struct {
 	Table string
 	SQL   string
 	// Inputs make the fragment a shuffle's second half: each worker
-	// first pulls every input's rows for it from all the workers
-	// (input SQL with {worker} and {workers} filled in per worker).
+	// first pulls every input's rows for it from all the workers.
 	Inputs []Input
 }
 
-// Input is a table a shuffle fragment reads: SQL run on every worker,
-// its rows sent to the worker the placeholders name.
+// Input is a table a shuffle fragment reads: SQL run once on every
+// worker, its rows whose Key % N = i sent to worker i.
 type Input struct {
 	Table string
 	SQL   string
+	Key   string
 }
 
 // Plan is how the coordinator runs one statement.
@@ -149,9 +149,8 @@ WHERE s_suppkey = supplier_no AND total_revenue = (SELECT max(total_revenue) FRO
 		// the parts the query can pick are repartitioned by partkey
 		// between the workers, each sums its parts' small-quantity lines.
 		17: {Kind: "shuffle", Fragments: []Fragment{{Table: "frag",
-			Inputs: []Input{{Table: "li", SQL: `SELECT l_partkey, l_quantity, l_extendedprice FROM lineitem
-WHERE l_partkey % {workers} = {worker}
-  AND l_partkey IN (SELECT p_partkey FROM part WHERE p_brand = 'Brand#23' AND p_container = 'MED BOX')`}},
+			Inputs: []Input{{Table: "li", Key: "l_partkey", SQL: `SELECT l_partkey, l_quantity, l_extendedprice FROM lineitem
+WHERE l_partkey IN (SELECT p_partkey FROM part WHERE p_brand = 'Brand#23' AND p_container = 'MED BOX')`}},
 			SQL: `SELECT sum(l_extendedprice) AS s FROM li a
 WHERE l_quantity < (SELECT 0.2 * avg(l_quantity) FROM li b WHERE b.l_partkey = a.l_partkey)`}},
 			Final: `SELECT sum(s) / 7.0 AS avg_yearly FROM frag`},
@@ -163,9 +162,8 @@ WHERE l_quantity < (SELECT 0.2 * avg(l_quantity) FROM li b WHERE b.l_partkey = a
 		// year's lines of the 'forest' parts are repartitioned by partkey,
 		// and each worker picks the suppliers of its partsupp rows.
 		20: {Kind: "shuffle", Fragments: []Fragment{{Table: "frag",
-			Inputs: []Input{{Table: "li", SQL: `SELECT l_partkey, l_suppkey, l_quantity FROM lineitem
-WHERE l_partkey % {workers} = {worker}
-  AND l_shipdate >= CAST('1994-01-01' AS date) AND l_shipdate < CAST('1995-01-01' AS date)
+			Inputs: []Input{{Table: "li", Key: "l_partkey", SQL: `SELECT l_partkey, l_suppkey, l_quantity FROM lineitem
+WHERE l_shipdate >= CAST('1994-01-01' AS date) AND l_shipdate < CAST('1995-01-01' AS date)
   AND l_partkey IN (SELECT p_partkey FROM part WHERE p_name LIKE 'forest%')`}},
 			SQL: `SELECT DISTINCT ps_suppkey FROM partsupp
 WHERE ps_partkey IN (SELECT DISTINCT l_partkey FROM li)

@@ -89,7 +89,8 @@ func TestShuffle(t *testing.T) {
 			defer func() { assert.NoError(t, coord.Close()) }()
 			q17 := *coord.PlanFor(texts[17])
 			q17.Fragments = []Fragment{q17.Fragments[0]}
-			q17.Fragments[0].Inputs = []Input{{Table: "li", SQL: wide(q17.Fragments[0].Inputs[0].SQL)}}
+			in := q17.Fragments[0].Inputs[0]
+			q17.Fragments[0].Inputs = []Input{{Table: "li", Key: in.Key, SQL: wide(in.SQL)}}
 			for _, q := range []int{17, 20, 117} {
 				plan, text := coord.PlanFor(texts[q%100]), texts[q%100]
 				require.Equal(t, "shuffle", plan.Kind)
@@ -107,6 +108,12 @@ func TestShuffle(t *testing.T) {
 				}
 				for _, w := range ws {
 					assert.Zero(t, w.Open(), "Q%d", q)
+					w.mu.Lock()
+					assert.Empty(t, w.spools, "Q%d: every spool dropped", q)
+					w.mu.Unlock()
+					var n int
+					require.NoError(t, w.db.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE 'tpch_spool_%'").Scan(&n))
+					assert.Zero(t, n, "Q%d: no spool table left", q)
 				}
 			}
 		})

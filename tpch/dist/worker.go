@@ -51,6 +51,7 @@ type Worker struct {
 	// pullers are the clients of the other workers for shuffles' inputs,
 	// by configuration and peer list (one set of connections each).
 	pullers map[string]*puller
+	spools  map[string]*spool // by tag and SQL (spool.go)
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -73,6 +74,7 @@ type fragment struct {
 	closed bool
 	conn   *sql.Conn // a shuffle's: its inputs' temporary tables live here
 	tables []string
+	spool  *spool // a share request's input, released when the fragment goes
 }
 
 // Partition keeps on db the rows of lineitem and orders of worker index
@@ -106,7 +108,7 @@ func OpenWorker(ctx context.Context, sf float64, index, count int) (*Worker, err
 	}
 	w := &Worker{db: db, index: index, count: count, sf: sf,
 		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{},
-		cancelled: map[string]time.Time{}, pullers: map[string]*puller{}, stop: make(chan struct{})}
+		cancelled: map[string]time.Time{}, pullers: map[string]*puller{}, spools: map[string]*spool{}, stop: make(chan struct{})}
 	w.stopped.Add(1)
 	go w.expireLoop()
 	return w, nil
@@ -139,6 +141,7 @@ func (w *Worker) expire(now time.Time) {
 	for _, f := range idle {
 		w.drop(f)
 	}
+	w.dropSpools("", now.Add(-FragmentIdle), false)
 }
 
 // Close ends every fragment and closes the database.
@@ -161,6 +164,7 @@ func (w *Worker) Close() error {
 	for _, p := range ps {
 		_ = p.close()
 	}
+	w.dropSpools("", time.Time{}, true)
 	return w.db.Close()
 }
 
@@ -228,6 +232,14 @@ func (w *Worker) open(ctx context.Context, req *eb.OpenReq, cfg Config, rdma str
 		if err == nil {
 			rows, err = f.conn.QueryContext(qctx, req.Sql)
 		}
+	} else if req.Spool != nil {
+		var sp *spool
+		if sp, err = w.spoolFor(qctx, req.Tag, req.Spool.Sql); err == nil {
+			f.mu.Lock()
+			f.spool = sp
+			f.mu.Unlock()
+			rows, err = w.db.QueryContext(qctx, withSpool(req.Sql, sp.table))
+		}
 	} else {
 		rows, err = w.db.QueryContext(qctx, req.Sql)
 	}
@@ -280,6 +292,9 @@ func (w *Worker) pullInputs(ctx context.Context, f *fragment, req *eb.OpenReq, c
 	}
 	f.conn = conn
 	f.mu.Unlock()
+	if len(req.Peers) != w.count {
+		return 0, fmt.Errorf("%d peers for %d workers", len(req.Peers), w.count)
+	}
 	p := w.pullerFor(cfg, rdma, req.Peers)
 	var total int64
 	for _, in := range req.Inputs {
@@ -289,7 +304,8 @@ func (w *Worker) pullInputs(ctx context.Context, f *fragment, req *eb.OpenReq, c
 		f.mu.Lock()
 		f.tables = append(f.tables, in.Table)
 		f.mu.Unlock()
-		n, err := p.gather(ctx, conn, in.Table, req.Tag, func(int) *eb.OpenReq { return &eb.OpenReq{Sql: in.Sql, Tag: req.Tag} })
+		share := &eb.OpenReq{Sql: shareSQL(in.Key, w.index, w.count), Tag: req.Tag, Spool: in}
+		n, err := p.gather(ctx, conn, in.Table, req.Tag, func(int) *eb.OpenReq { return share })
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("input %s: %w", in.Table, err)
@@ -373,6 +389,7 @@ func (w *Worker) Cancel(ctx context.Context, tag string) error {
 	for _, f := range fs {
 		w.drop(f)
 	}
+	w.dropSpools(tag, time.Time{}, false)
 	return nil
 }
 
@@ -425,6 +442,10 @@ func (w *Worker) drop(f *fragment) {
 	if f.rows != nil {
 		_ = f.rows.Close()
 		f.rows = nil
+	}
+	if f.spool != nil {
+		w.releaseSpool(f.spool)
+		f.spool = nil
 	}
 	if f.conn != nil {
 		// Temporary tables outlive a pooled connection's Close.

@@ -32,12 +32,14 @@ struct Column {
 }
 
 // Input is rows a fragment needs from every worker (a shuffle): before
-// the fragment's sql runs, the worker opens input sql on each of peers
-// (itself too) under the same tag and loads their rows into a temporary
-// table of that name, seen by the fragment's sql alone.
+// the fragment's sql runs, worker i of N asks each of peers (itself too),
+// under the same tag, for the rows of sql whose key % N = i, and loads
+// them into a temporary table of that name, seen by the fragment's sql
+// alone.
 struct Input {
   1: required string table,
   2: required string sql,
+  3: required string key,
 }
 
 struct OpenReq {
@@ -47,6 +49,10 @@ struct OpenReq {
   // The workers' exchange addresses in the configuration of this call
   // (worker i at i), for inputs.
   4: optional list<string> peers,
+  // A share of a shuffle's input: the worker runs spool.sql once per tag
+  // into a table that the requests of all N workers read (sql names it
+  // {spool}), so each peer scans its data once, not once per receiver.
+  5: optional Input spool,
 }
 
 struct OpenResp {

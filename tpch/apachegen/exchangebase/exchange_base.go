@@ -740,9 +740,11 @@ func (p *Column) String() string {
 // Attributes:
 //   - Table
 //   - Sql
+//   - Key
 type Input struct {
 	Table string `thrift:"table,1,required" db:"table" json:"table"`
 	Sql   string `thrift:"sql,2,required" db:"sql" json:"sql"`
+	Key   string `thrift:"key,3,required" db:"key" json:"key"`
 }
 
 func NewInput() *Input {
@@ -756,6 +758,10 @@ func (p *Input) GetTable() string {
 func (p *Input) GetSql() string {
 	return p.Sql
 }
+
+func (p *Input) GetKey() string {
+	return p.Key
+}
 func (p *Input) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -763,6 +769,7 @@ func (p *Input) Read(ctx context.Context, iprot thrift.TProtocol) error {
 
 	var issetTable bool = false
 	var issetSql bool = false
+	var issetKey bool = false
 
 	for {
 		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
@@ -795,6 +802,17 @@ func (p *Input) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 			}
+		case 3:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetKey = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
 		default:
 			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 				return err
@@ -812,6 +830,9 @@ func (p *Input) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	}
 	if !issetSql {
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Sql is not set"))
+	}
+	if !issetKey {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Key is not set"))
 	}
 	return nil
 }
@@ -834,6 +855,15 @@ func (p *Input) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
 	return nil
 }
 
+func (p *Input) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.Key = v
+	}
+	return nil
+}
+
 func (p *Input) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Input"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -843,6 +873,9 @@ func (p *Input) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -881,6 +914,19 @@ func (p *Input) writeField2(ctx context.Context, oprot thrift.TProtocol) (err er
 	return err
 }
 
+func (p *Input) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "key", thrift.STRING, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:key: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Key)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.key (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:key: ", p), err)
+	}
+	return err
+}
+
 func (p *Input) Equals(other *Input) bool {
 	if p == other {
 		return true
@@ -891,6 +937,9 @@ func (p *Input) Equals(other *Input) bool {
 		return false
 	}
 	if p.Sql != other.Sql {
+		return false
+	}
+	if p.Key != other.Key {
 		return false
 	}
 	return true
@@ -908,11 +957,13 @@ func (p *Input) String() string {
 //   - Tag
 //   - Inputs
 //   - Peers
+//   - Spool
 type OpenReq struct {
 	Sql    string   `thrift:"sql,1,required" db:"sql" json:"sql"`
 	Tag    string   `thrift:"tag,2,required" db:"tag" json:"tag"`
 	Inputs []*Input `thrift:"inputs,3" db:"inputs" json:"inputs,omitempty"`
 	Peers  []string `thrift:"peers,4" db:"peers" json:"peers,omitempty"`
+	Spool  *Input   `thrift:"spool,5" db:"spool" json:"spool,omitempty"`
 }
 
 func NewOpenReq() *OpenReq {
@@ -938,12 +989,25 @@ var OpenReq_Peers_DEFAULT []string
 func (p *OpenReq) GetPeers() []string {
 	return p.Peers
 }
+
+var OpenReq_Spool_DEFAULT *Input
+
+func (p *OpenReq) GetSpool() *Input {
+	if !p.IsSetSpool() {
+		return OpenReq_Spool_DEFAULT
+	}
+	return p.Spool
+}
 func (p *OpenReq) IsSetInputs() bool {
 	return p.Inputs != nil
 }
 
 func (p *OpenReq) IsSetPeers() bool {
 	return p.Peers != nil
+}
+
+func (p *OpenReq) IsSetSpool() bool {
+	return p.Spool != nil
 }
 
 func (p *OpenReq) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -998,6 +1062,16 @@ func (p *OpenReq) Read(ctx context.Context, iprot thrift.TProtocol) error {
 		case 4:
 			if fieldTypeId == thrift.LIST {
 				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField5(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -1086,6 +1160,14 @@ func (p *OpenReq) ReadField4(ctx context.Context, iprot thrift.TProtocol) error 
 	return nil
 }
 
+func (p *OpenReq) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Spool = &Input{}
+	if err := p.Spool.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Spool), err)
+	}
+	return nil
+}
+
 func (p *OpenReq) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "OpenReq"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1101,6 +1183,9 @@ func (p *OpenReq) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1185,6 +1270,21 @@ func (p *OpenReq) writeField4(ctx context.Context, oprot thrift.TProtocol) (err 
 	return err
 }
 
+func (p *OpenReq) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSpool() {
+		if err := oprot.WriteFieldBegin(ctx, "spool", thrift.STRUCT, 5); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:spool: ", p), err)
+		}
+		if err := p.Spool.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Spool), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 5:spool: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *OpenReq) Equals(other *OpenReq) bool {
 	if p == other {
 		return true
@@ -1214,6 +1314,9 @@ func (p *OpenReq) Equals(other *OpenReq) bool {
 		if _tgt != _src11 {
 			return false
 		}
+	}
+	if !p.Spool.Equals(other.Spool) {
+		return false
 	}
 	return true
 }

@@ -682,6 +682,7 @@ var _ proto.Struct = (*Column)(nil)
 type Input struct {
 	Table string `thrift:"table,1,required" db:"table" json:"table"`
 	Sql   string `thrift:"sql,2,required" db:"sql" json:"sql"`
+	Key   string `thrift:"key,3,required" db:"key" json:"key"`
 }
 
 func NewInput() *Input {
@@ -694,6 +695,10 @@ func (p *Input) GetTable() string {
 
 func (p *Input) GetSql() string {
 	return p.Sql
+}
+
+func (p *Input) GetKey() string {
+	return p.Key
 }
 
 func (p *Input) String() string {
@@ -715,6 +720,8 @@ func (p *Input) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteString(p.Table)
 	w.WriteFieldBegin(proto.STRING, 2)
 	w.WriteString(p.Sql)
+	w.WriteFieldBegin(proto.STRING, 3)
+	w.WriteString(p.Key)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -726,6 +733,7 @@ func (p *Input) DecodeBinary(r *proto.BinaryReader) error {
 	}
 	issetTable := false
 	issetSql := false
+	issetKey := false
 	for {
 		t, id, ok := r.ReadFieldBeginFast()
 		var err error
@@ -760,6 +768,17 @@ func (p *Input) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 			issetSql = true
+		case 3:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetKey = true
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -774,6 +793,9 @@ func (p *Input) DecodeBinary(r *proto.BinaryReader) error {
 	}
 	if !issetSql {
 		return proto.RequiredFieldError("Input", "sql")
+	}
+	if !issetKey {
+		return proto.RequiredFieldError("Input", "key")
 	}
 	return nil
 }
@@ -790,6 +812,8 @@ func (p *Input) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteString(p.Table)
 	w.WriteFieldBegin(proto.STRING, 2)
 	w.WriteString(p.Sql)
+	w.WriteFieldBegin(proto.STRING, 3)
+	w.WriteString(p.Key)
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -801,6 +825,7 @@ func (p *Input) DecodeCompact(r *proto.CompactReader) error {
 	}
 	issetTable := false
 	issetSql := false
+	issetKey := false
 	for {
 		t, id, ok := r.ReadFieldBeginFast()
 		var err error
@@ -835,6 +860,17 @@ func (p *Input) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 			issetSql = true
+		case 3:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetKey = true
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -850,6 +886,9 @@ func (p *Input) DecodeCompact(r *proto.CompactReader) error {
 	if !issetSql {
 		return proto.RequiredFieldError("Input", "sql")
 	}
+	if !issetKey {
+		return proto.RequiredFieldError("Input", "key")
+	}
 	return nil
 }
 
@@ -860,6 +899,7 @@ type OpenReq struct {
 	Tag    string   `thrift:"tag,2,required" db:"tag" json:"tag"`
 	Inputs []*Input `thrift:"inputs,3" db:"inputs" json:"inputs,omitempty"`
 	Peers  []string `thrift:"peers,4" db:"peers" json:"peers,omitempty"`
+	Spool  *Input   `thrift:"spool,5" db:"spool" json:"spool,omitempty"`
 }
 
 func NewOpenReq() *OpenReq {
@@ -886,12 +926,25 @@ func (p *OpenReq) GetPeers() []string {
 	return p.Peers
 }
 
+var OpenReq_Spool_DEFAULT *Input
+
+func (p *OpenReq) GetSpool() *Input {
+	if !p.IsSetSpool() {
+		return OpenReq_Spool_DEFAULT
+	}
+	return p.Spool
+}
+
 func (p *OpenReq) IsSetInputs() bool {
 	return p.Inputs != nil
 }
 
 func (p *OpenReq) IsSetPeers() bool {
 	return p.Peers != nil
+}
+
+func (p *OpenReq) IsSetSpool() bool {
+	return p.Spool != nil
 }
 
 func (p *OpenReq) String() string {
@@ -926,6 +979,12 @@ func (p *OpenReq) EncodeBinary(w *proto.BinaryWriter) error {
 		w.WriteFieldBegin(proto.LIST, 4)
 		w.WriteListBegin(proto.STRING, len(p.Peers))
 		w.WriteStrings(p.Peers)
+	}
+	if p.IsSetSpool() {
+		w.WriteFieldBegin(proto.STRUCT, 5)
+		if err := p.Spool.EncodeBinary(w); err != nil {
+			return err
+		}
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -1015,6 +1074,17 @@ func (p *OpenReq) DecodeBinary(r *proto.BinaryReader) error {
 					return err
 				}
 			}
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Spool = NewInput()
+			if err := p.Spool.DecodeBinary(r); err != nil {
+				return err
+			}
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -1058,6 +1128,12 @@ func (p *OpenReq) EncodeCompact(w *proto.CompactWriter) error {
 		w.WriteFieldBegin(proto.LIST, 4)
 		w.WriteListBegin(proto.STRING, len(p.Peers))
 		w.WriteStrings(p.Peers)
+	}
+	if p.IsSetSpool() {
+		w.WriteFieldBegin(proto.STRUCT, 5)
+		if err := p.Spool.EncodeCompact(w); err != nil {
+			return err
+		}
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -1146,6 +1222,17 @@ func (p *OpenReq) DecodeCompact(r *proto.CompactReader) error {
 				if err = r.ReadStrings(p.Peers); err != nil {
 					return err
 				}
+			}
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Spool = NewInput()
+			if err := p.Spool.DecodeCompact(r); err != nil {
+				return err
 			}
 		default:
 			if err := r.Skip(t); err != nil {
