@@ -54,6 +54,10 @@ func TestPythonClients(t *testing.T) {
 			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--http")
 		})
 	}
+	// impyla's metadata calls (PyHive and gohive expose none).
+	t.Run("impyla/metadata", func(t *testing.T) {
+		runCheck(t, ctx, "3 passed, 0 failed", "--client", "impyla", "--port", port, "--reference", ref, "--metadata")
+	})
 
 	// The same with SASL PLAIN: a user and password the server checks.
 	plain, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Function, nil, func(_ context.Context, user, password string) bool {

@@ -138,6 +138,15 @@ func TestDistributedQueries(t *testing.T) {
 					assert.Equal(t, before.Fragments+3, after.Fragments, "Q%d: one fragment per worker", q)
 					assert.GreaterOrEqual(t, after.Chunks-before.Chunks, int64(3), "Q%d", q)
 				}
+				switch q {
+				case 17: // no part qualifies at SF 0.01: nothing to move (dist's TestShuffle widens it)
+					assert.Equal(t, "shuffle", coord.PlanFor(testQueries[q]).Kind)
+				case 20:
+					assert.Equal(t, "shuffle", coord.PlanFor(testQueries[q]).Kind)
+					assert.Positive(t, after.Shuffled-before.Shuffled, "Q%d: the workers repartitioned rows between them", q)
+				default:
+					assert.Equal(t, before.Shuffled, after.Shuffled, "Q%d", q)
+				}
 			}
 			if su.Transport != "tcp" {
 				requireExchangeLanes(t, coord)

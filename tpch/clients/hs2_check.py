@@ -85,6 +85,32 @@ def connect(client, host, port, user, password, http=False):
     raise SystemExit("unknown client %r" % client)
 
 
+def metadata(cur):
+    """impyla's metadata calls (PyHive and gohive have none): each sends
+    Hive's regular expression ".*" for "any"."""
+    checks = []
+    cur.get_tables()
+    tables = [r[2] for r in cur.fetchall()]
+    checks.append(("get_tables", "lineitem" in tables and "region" in tables, tables))
+    schema = cur.get_table_schema("region")
+    checks.append(("get_table_schema", schema == [("r_regionkey", "INTEGER"), ("r_name", "VARCHAR"), ("r_comment", "VARCHAR")], schema))
+    cur.get_functions()
+    fns = cur.fetchall()
+    names = {r[2] for r in fns}
+    checks.append(("get_functions", len(fns) > 500 and {"sum", "tpch_queries"} <= names and
+                   [d[0] for d in cur.description] == ["FUNCTION_CAT", "FUNCTION_SCHEM", "FUNCTION_NAME",
+                                                       "REMARKS", "FUNCTION_TYPE", "SPECIFIC_NAME"], len(fns)))
+    passed = failed = 0
+    for name, ok, got in checks:
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+            print("%s FAILED: got %r" % (name, got))
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--client", required=True)
@@ -95,6 +121,8 @@ def main():
     ap.add_argument("--password")
     ap.add_argument("--expect-refused", action="store_true")
     ap.add_argument("--http", action="store_true")
+    ap.add_argument("--metadata", action="store_true",
+                    help="check impyla's metadata calls (GetTables, GetColumns, GetFunctions) instead of the queries")
     a = ap.parse_args()
     queries, answers = published(a.reference)
     if a.expect_refused:
@@ -109,6 +137,8 @@ def main():
         return 1
     conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)
     cur = conn.cursor()
+    if a.metadata:
+        return metadata(cur)
     passed = failed = 0
 
     # A statement the engine refuses is an error status with the engine's

@@ -24,7 +24,7 @@ func thriftConf(timeout time.Duration) *thrift.TConfiguration {
 }
 
 // apacheHandler serves a Worker through Apache Thrift's processor.
-type apacheHandler struct{ w *Worker }
+type apacheHandler struct{ w exchanger }
 
 var _ ab.Exchange = apacheHandler{}
 
@@ -37,11 +37,18 @@ func (h apacheHandler) Info(ctx context.Context) (*ab.WorkerInfo, error) {
 }
 
 func (h apacheHandler) OpenFragment(ctx context.Context, req *ab.OpenReq) (*ab.OpenResp, error) {
-	r, err := h.w.OpenFragment(ctx, (*eb.OpenReq)(req))
+	in := &eb.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers, Spool: (*eb.Input)(req.Spool)}
+	for _, i := range req.Inputs {
+		if i == nil {
+			return nil, &ab.FragmentError{Message: "dist: a nil input"}
+		}
+		in.Inputs = append(in.Inputs, (*eb.Input)(i))
+	}
+	r, err := h.w.OpenFragment(ctx, in)
 	if err != nil {
 		return nil, toApacheErr(err)
 	}
-	out := &ab.OpenResp{Handle: r.Handle, Columns: make([]*ab.ColumnMeta, len(r.Columns))}
+	out := &ab.OpenResp{Handle: r.Handle, Columns: make([]*ab.ColumnMeta, len(r.Columns)), InputBytes: r.InputBytes}
 	for i, c := range r.Columns {
 		out.Columns[i] = &ab.ColumnMeta{Name: c.Name, DbType: c.DbType, Kind: ab.Kind(c.Kind)}
 	}
@@ -75,7 +82,9 @@ func toApacheErr(err error) error {
 
 // ServeApache serves w with Apache Thrift's TSimpleServer on ln until
 // stop is called.
-func ServeApache(w *Worker, ln net.Listener) (stop func() error) {
+func ServeApache(w *Worker, ln net.Listener) (stop func() error) { return serveApache(w, ln) }
+
+func serveApache(w exchanger, ln net.Listener) (stop func() error) {
 	conf := thriftConf(0)
 	srv := thrift.NewTSimpleServer4(ab.NewExchangeProcessor(apacheHandler{w}),
 		&listenerTransport{ln: ln, conf: conf},
@@ -134,24 +143,31 @@ func (p *apachePeer) dial(ctx context.Context) (*apacheConn, error) {
 }
 
 // session returns a client for one fragment and the function releasing
-// it. A context's end closes the connection, which ends a call blocked in
-// it (Apache Thrift's socket reads do not watch the context).
-func (p *apachePeer) session(ctx context.Context) (exchanger, func(), error) {
+// it; ctx bounds the dial only (each call watches its own context).
+func (p *apachePeer) session(ctx context.Context) (exchanger, func(), bool, error) {
 	c, err := p.dial(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.trans.Close() })
-	return apacheExchanger{c.c}, func() { stop(); _ = c.trans.Close() }, nil
+	return apacheExchanger{c}, func() { _ = c.trans.Close() }, true, nil
 }
 
 func (p *apachePeer) close() error { return nil }
 
-// apacheExchanger converts between the two generated type sets.
-type apacheExchanger struct{ c *ab.ExchangeClient }
+// apacheExchanger converts between the two generated type sets. Each
+// call's context ending (the client gave up, the call's deadline) closes
+// the connection, the fragment's own: Apache Thrift's socket reads do not
+// watch the context, and this is the only way to end a call blocked in
+// one against a worker that never answers.
+type apacheExchanger struct{ conn *apacheConn }
+
+func (a apacheExchanger) watch(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() { _ = a.conn.trans.Close() })
+}
 
 func (a apacheExchanger) Info(ctx context.Context) (*eb.WorkerInfo, error) {
-	i, err := a.c.Info(ctx)
+	defer a.watch(ctx)()
+	i, err := a.conn.c.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +175,16 @@ func (a apacheExchanger) Info(ctx context.Context) (*eb.WorkerInfo, error) {
 }
 
 func (a apacheExchanger) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
-	r, err := a.c.OpenFragment(ctx, (*ab.OpenReq)(req))
+	defer a.watch(ctx)()
+	in := &ab.OpenReq{Sql: req.Sql, Tag: req.Tag, Peers: req.Peers, Spool: (*ab.Input)(req.Spool)}
+	for _, i := range req.Inputs {
+		in.Inputs = append(in.Inputs, (*ab.Input)(i))
+	}
+	r, err := a.conn.c.OpenFragment(ctx, in)
 	if err != nil {
 		return nil, fromApacheErr(err)
 	}
-	out := &eb.OpenResp{Handle: r.Handle, Columns: make([]*eb.ColumnMeta, len(r.Columns))}
+	out := &eb.OpenResp{Handle: r.Handle, Columns: make([]*eb.ColumnMeta, len(r.Columns)), InputBytes: r.InputBytes}
 	for i, c := range r.Columns {
 		if c == nil {
 			return nil, fmt.Errorf("dist: OpenFragment answered a nil column")
@@ -174,7 +195,8 @@ func (a apacheExchanger) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb
 }
 
 func (a apacheExchanger) FetchChunk(ctx context.Context, req *eb.FetchReq) (*eb.Chunk, error) {
-	c, err := a.c.FetchChunk(ctx, (*ab.FetchReq)(req))
+	defer a.watch(ctx)()
+	c, err := a.conn.c.FetchChunk(ctx, (*ab.FetchReq)(req))
 	if err != nil {
 		return nil, fromApacheErr(err)
 	}
@@ -186,10 +208,14 @@ func (a apacheExchanger) FetchChunk(ctx context.Context, req *eb.FetchReq) (*eb.
 }
 
 func (a apacheExchanger) CloseFragment(ctx context.Context, handle int64) error {
-	return a.c.CloseFragment(ctx, handle)
+	defer a.watch(ctx)()
+	return a.conn.c.CloseFragment(ctx, handle)
 }
 
-func (a apacheExchanger) Cancel(ctx context.Context, tag string) error { return a.c.Cancel(ctx, tag) }
+func (a apacheExchanger) Cancel(ctx context.Context, tag string) error {
+	defer a.watch(ctx)()
+	return a.conn.c.Cancel(ctx, tag)
+}
 
 func fromApacheErr(err error) error {
 	if fe, ok := err.(*ab.FragmentError); ok {

@@ -49,8 +49,10 @@ type exchanger = exchange.ExchangeHandler
 
 // peer is the coordinator's client of one worker.
 type peer interface {
-	// session returns a client for one query's calls and its release.
-	session(ctx context.Context) (exchanger, func(), error)
+	// session returns a client for one query's calls and its release;
+	// ctx bounds the dial, not the session. fresh: it was dialled now
+	// (not a connection kept from earlier calls).
+	session(ctx context.Context) (ex exchanger, release func(), fresh bool, err error)
 	// close drops the connection (after a failure of the exchange
 	// itself, so that the next session dials again: a restarted worker).
 	close() error
@@ -66,17 +68,18 @@ type hatPeer struct {
 	conn *client.Conn
 }
 
-func (p *hatPeer) session(ctx context.Context) (exchanger, func(), error) {
+func (p *hatPeer) session(ctx context.Context) (exchanger, func(), bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.conn == nil {
+	fresh := p.conn == nil
+	if fresh {
 		c, err := client.Dial(ctx, p.addr, p.opts...)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		p.conn = c
 	}
-	return exchange.NewExchangeClient(p.conn), func() {}, nil
+	return exchange.NewExchangeClient(p.conn), func() {}, fresh, nil
 }
 
 // reset closes the connection; the next session dials again.

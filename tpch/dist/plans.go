@@ -11,12 +11,25 @@ import (
 type Fragment struct {
 	Table string
 	SQL   string
+	// Inputs make the fragment a shuffle's second half: each worker
+	// first pulls every input's rows for it from all the workers.
+	Inputs []Input
+}
+
+// Input is a table a shuffle fragment reads: SQL run once on every
+// worker, its rows whose Key % N = i sent to worker i.
+type Input struct {
+	Table string
+	SQL   string
+	Key   string
 }
 
 // Plan is how the coordinator runs one statement.
 type Plan struct {
 	// Kind is "local" (only replicated tables: the coordinator runs it
-	// alone), "partial" (workers run partial results, the coordinator
+	// alone), "shuffle" (the workers repartition rows between
+	// themselves, Fragment.Inputs, then run partial results on them),
+	// "partial" (workers run partial results, the coordinator
 	// combines them), "gather" (workers ship reduced rows of lineitem or
 	// orders under the tables' own names and the coordinator runs the
 	// statement unchanged over them) or "fallback" (any other statement:
@@ -132,19 +145,32 @@ WHERE l_shipdate >= CAST('1996-01-01' AS date) AND l_shipdate < CAST('1996-04-01
 SELECT s_suppkey, s_name, s_address, s_phone, total_revenue FROM supplier, revenue
 WHERE s_suppkey = supplier_no AND total_revenue = (SELECT max(total_revenue) FROM revenue) ORDER BY s_suppkey`),
 		16: {Kind: "local"},
-		// The correlated average needs every line of a part: ship the lines
-		// of the parts the query can pick.
-		17: {Kind: "gather", Fragments: []Fragment{{Table: "lineitem", SQL: `SELECT l_partkey, l_quantity, l_extendedprice FROM lineitem
-WHERE l_partkey IN (SELECT p_partkey FROM part WHERE p_brand = 'Brand#23' AND p_container = 'MED BOX')`}}},
+		// The correlated average needs every line of a part: the lines of
+		// the parts the query can pick are repartitioned by partkey
+		// between the workers, each sums its parts' small-quantity lines.
+		17: {Kind: "shuffle", Fragments: []Fragment{{Table: "frag",
+			Inputs: []Input{{Table: "li", Key: "l_partkey", SQL: `SELECT l_partkey, l_quantity, l_extendedprice FROM lineitem
+WHERE l_partkey IN (SELECT p_partkey FROM part WHERE p_brand = 'Brand#23' AND p_container = 'MED BOX')`}},
+			SQL: `SELECT sum(l_extendedprice) AS s FROM li a
+WHERE l_quantity < (SELECT 0.2 * avg(l_quantity) FROM li b WHERE b.l_partkey = a.l_partkey)`}},
+			Final: `SELECT sum(s) / 7.0 AS avg_yearly FROM frag`},
 		// Groups hold o_orderkey, and so does the IN subquery's: both whole
 		// per worker.
 		18: partial(q[18], `SELECT * FROM frag ORDER BY o_totalprice DESC, o_orderdate LIMIT 100`),
 		19: partial(q[19], `SELECT sum(revenue) AS revenue FROM frag`),
-		// The subquery sums over (partkey, suppkey), across workers: ship
-		// the year's lines of the 'forest' parts.
-		20: {Kind: "gather", Fragments: []Fragment{{Table: "lineitem", SQL: `SELECT l_partkey, l_suppkey, l_quantity, l_shipdate FROM lineitem
+		// The subquery sums over (partkey, suppkey), across workers: the
+		// year's lines of the 'forest' parts are repartitioned by partkey,
+		// and each worker picks the suppliers of its partsupp rows.
+		20: {Kind: "shuffle", Fragments: []Fragment{{Table: "frag",
+			Inputs: []Input{{Table: "li", Key: "l_partkey", SQL: `SELECT l_partkey, l_suppkey, l_quantity FROM lineitem
 WHERE l_shipdate >= CAST('1994-01-01' AS date) AND l_shipdate < CAST('1995-01-01' AS date)
-  AND l_partkey IN (SELECT p_partkey FROM part WHERE p_name LIKE 'forest%')`}}},
+  AND l_partkey IN (SELECT p_partkey FROM part WHERE p_name LIKE 'forest%')`}},
+			SQL: `SELECT DISTINCT ps_suppkey FROM partsupp
+WHERE ps_partkey IN (SELECT DISTINCT l_partkey FROM li)
+  AND ps_availqty > (SELECT 0.5 * sum(l_quantity) FROM li WHERE l_partkey = ps_partkey AND l_suppkey = ps_suppkey)`}},
+			Final: `SELECT s_name, s_address FROM supplier, nation
+WHERE s_suppkey IN (SELECT ps_suppkey FROM frag) AND s_nationkey = n_nationkey AND n_name = 'CANADA'
+ORDER BY s_name`},
 		// EXISTS and NOT EXISTS look at lines of the same order: one worker.
 		21: partial(strip(21), `SELECT s_name, CAST(sum(numwait) AS BIGINT) AS numwait FROM frag GROUP BY s_name
 ORDER BY numwait DESC, s_name LIMIT 100`),

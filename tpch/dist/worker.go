@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,10 @@ type Worker struct {
 	// overtake its query's OpenFragment (they travel by different
 	// calls), and the fragment that arrives after it must not run.
 	cancelled map[string]time.Time
+	// pullers are the clients of the other workers for shuffles' inputs,
+	// by configuration and peer list (one set of connections each).
+	pullers map[string]*puller
+	spools  map[string]*spool // by tag and SQL (spool.go)
 
 	stop    chan struct{}
 	stopped sync.WaitGroup
@@ -67,6 +72,9 @@ type fragment struct {
 	rows   *sql.Rows
 	ahead  bool
 	closed bool
+	conn   *sql.Conn // a shuffle's: its inputs' temporary tables live here
+	tables []string
+	spool  *spool // a share request's input, released when the fragment goes
 }
 
 // Partition keeps on db the rows of lineitem and orders of worker index
@@ -100,7 +108,7 @@ func OpenWorker(ctx context.Context, sf float64, index, count int) (*Worker, err
 	}
 	w := &Worker{db: db, index: index, count: count, sf: sf,
 		frags: map[int64]*fragment{}, tags: map[string]map[*fragment]struct{}{},
-		cancelled: map[string]time.Time{}, stop: make(chan struct{})}
+		cancelled: map[string]time.Time{}, pullers: map[string]*puller{}, spools: map[string]*spool{}, stop: make(chan struct{})}
 	w.stopped.Add(1)
 	go w.expireLoop()
 	return w, nil
@@ -133,6 +141,7 @@ func (w *Worker) expire(now time.Time) {
 	for _, f := range idle {
 		w.drop(f)
 	}
+	w.dropSpools("", now.Add(-FragmentIdle), false)
 }
 
 // Close ends every fragment and closes the database.
@@ -148,7 +157,28 @@ func (w *Worker) Close() error {
 	for _, f := range fs {
 		w.drop(f)
 	}
+	w.mu.Lock()
+	ps := w.pullers
+	w.pullers = map[string]*puller{}
+	w.mu.Unlock()
+	for _, p := range ps {
+		_ = p.close()
+	}
+	w.dropSpools("", time.Time{}, true)
 	return w.db.Close()
+}
+
+// pullerFor is the client of peers in configuration cfg over rdma.
+func (w *Worker) pullerFor(cfg Config, rdma string, peers []string) *puller {
+	key := cfg.String() + "|" + rdma + "|" + strings.Join(peers, ",")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pullers[key]
+	if p == nil {
+		p = &puller{peers: newPeers(peers, cfg, rdma), addrs: peers, chunkBytes: DefaultChunkBytes, callTime: DefaultCallTimeout}
+		w.pullers[key] = p
+	}
+	return p
 }
 
 func (w *Worker) Info(ctx context.Context) (*eb.WorkerInfo, error) {
@@ -164,7 +194,13 @@ func fragErr(format string, args ...any) error {
 
 // OpenFragment starts req.Sql and answers once its first rows (or its
 // error) are known. A Cancel of req.Tag stops it, also while it opens.
+// Inputs are pulled from the peers with HatRPC's function configuration
+// over TCP; Serve's handler pulls in the configuration it serves.
 func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenResp, error) {
+	return w.open(ctx, req, Function, "off")
+}
+
+func (w *Worker) open(ctx context.Context, req *eb.OpenReq, cfg Config, rdma string) (*eb.OpenResp, error) {
 	qctx, cancel := context.WithCancel(context.Background())
 	f := &fragment{handle: w.next.Add(1), tag: req.Tag, cancel: cancel}
 	f.used.Store(time.Now().UnixNano())
@@ -188,7 +224,25 @@ func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenRes
 	// The call's own context ends the query too while it opens: a
 	// coordinator that gives up on the call does not leave it running.
 	stop := context.AfterFunc(ctx, cancel)
-	rows, err := w.db.QueryContext(qctx, req.Sql)
+	var rows *sql.Rows
+	var err error
+	var inBytes int64
+	if len(req.Inputs) > 0 {
+		inBytes, err = w.pullInputs(qctx, f, req, cfg, rdma)
+		if err == nil {
+			rows, err = f.conn.QueryContext(qctx, req.Sql)
+		}
+	} else if req.Spool != nil {
+		var sp *spool
+		if sp, err = w.spoolFor(qctx, req.Tag, req.Spool.Sql); err == nil {
+			f.mu.Lock()
+			f.spool = sp
+			f.mu.Unlock()
+			rows, err = w.db.QueryContext(qctx, withSpool(req.Sql, sp.table))
+		}
+	} else {
+		rows, err = w.db.QueryContext(qctx, req.Sql)
+	}
 	stop()
 	if err == nil && qctx.Err() != nil {
 		_ = rows.Close()
@@ -212,7 +266,52 @@ func (w *Worker) OpenFragment(ctx context.Context, req *eb.OpenReq) (*eb.OpenRes
 	}
 	f.rows, f.meta, f.ahead = rows, meta, rows.Next()
 	f.mu.Unlock()
-	return &eb.OpenResp{Handle: f.handle, Columns: meta}, nil
+	resp := &eb.OpenResp{Handle: f.handle, Columns: meta}
+	if inBytes > 0 {
+		resp.InputBytes = &inBytes
+	}
+	return resp, nil
+}
+
+// pullInputs loads req's inputs from the peers into temporary tables of
+// a connection of f's own, under req's tag (so a Cancel of the query
+// reaches every worker's part of them).
+func (w *Worker) pullInputs(ctx context.Context, f *fragment, req *eb.OpenReq, cfg Config, rdma string) (int64, error) {
+	if len(req.Peers) == 0 {
+		return 0, errors.New("a fragment with inputs and no peers")
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		_ = conn.Close()
+		return 0, errors.New("fragment cancelled")
+	}
+	f.conn = conn
+	f.mu.Unlock()
+	if len(req.Peers) != w.count {
+		return 0, fmt.Errorf("%d peers for %d workers", len(req.Peers), w.count)
+	}
+	p := w.pullerFor(cfg, rdma, req.Peers)
+	var total int64
+	for _, in := range req.Inputs {
+		if in == nil || in.Table == "" {
+			return total, errors.New("an input without a table")
+		}
+		f.mu.Lock()
+		f.tables = append(f.tables, in.Table)
+		f.mu.Unlock()
+		share := &eb.OpenReq{Sql: shareSQL(in.Key, w.index, w.count), Tag: req.Tag, Spool: in}
+		n, err := p.gather(ctx, conn, in.Table, req.Tag, func(int) *eb.OpenReq { return share })
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("input %s: %w", in.Table, err)
+		}
+	}
+	return total, nil
 }
 
 // FetchChunk reads rows of an open fragment until the chunk holds about
@@ -290,6 +389,7 @@ func (w *Worker) Cancel(ctx context.Context, tag string) error {
 	for _, f := range fs {
 		w.drop(f)
 	}
+	w.dropSpools(tag, time.Time{}, false)
 	return nil
 }
 
@@ -342,6 +442,18 @@ func (w *Worker) drop(f *fragment) {
 	if f.rows != nil {
 		_ = f.rows.Close()
 		f.rows = nil
+	}
+	if f.spool != nil {
+		w.releaseSpool(f.spool)
+		f.spool = nil
+	}
+	if f.conn != nil {
+		// Temporary tables outlive a pooled connection's Close.
+		for _, t := range f.tables {
+			_, _ = f.conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS temp.main."+quote(t))
+		}
+		_ = f.conn.Close()
+		f.conn, f.tables = nil, nil
 	}
 }
 

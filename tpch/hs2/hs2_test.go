@@ -2,6 +2,7 @@ package hs2
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -274,10 +275,112 @@ func TestMetadataCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v9", info.InfoValue.GetStringValue())
 
+	// impyla's "any" is a regular expression.
+	any := tcli.TPatternOrIdentifier(".*")
+	tb, err = f.h.GetTables(f.ctx, &tcli.TGetTablesReq{SessionHandle: f.sh, SchemaName: &any, TableName: &any})
+	require.NoError(t, err)
+	assert.Contains(t, rows(tb.Status, tb.OperationHandle)[2], "t")
+
+	cat, err := f.h.GetCatalogs(f.ctx, &tcli.TGetCatalogsReq{SessionHandle: f.sh})
+	require.NoError(t, err)
+	assert.Contains(t, rows(cat.Status, cat.OperationHandle)[0], "memory")
+
+	dt, err := f.h.GetDelegationToken(f.ctx, &tcli.TGetDelegationTokenReq{SessionHandle: f.sh})
+	require.NoError(t, err)
+	assert.Equal(t, "hs2: not supported: delegation tokens", dt.Status.GetErrorMessage())
+	assert.Equal(t, "0A000", dt.Status.GetSqlState())
+}
+
+// TestTypeInfoAndFunctions: GetTypeInfo lists the types the server maps,
+// with their java.sql.Types codes in JDBC's order; GetFunctions finds
+// DuckDB's functions by pattern.
+func TestTypeInfoAndFunctions(t *testing.T) {
+	f := newFixture(t)
 	ti, err := f.h.GetTypeInfo(f.ctx, &tcli.TGetTypeInfoReq{SessionHandle: f.sh})
 	require.NoError(t, err)
-	assert.Equal(t, "hs2: not supported: GetTypeInfo", ti.Status.GetErrorMessage())
-	assert.Equal(t, "0A000", ti.Status.GetSqlState())
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, ti.Status.StatusCode, ti.Status.GetErrorMessage())
+	md, err := f.h.GetResultSetMetadata(f.ctx, &tcli.TGetResultSetMetadataReq{OperationHandle: ti.OperationHandle})
+	require.NoError(t, err)
+	var names []string
+	for _, c := range md.Schema.Columns {
+		names = append(names, c.ColumnName)
+	}
+	assert.Equal(t, []string{"TYPE_NAME", "DATA_TYPE", "PRECISION", "LITERAL_PREFIX", "LITERAL_SUFFIX", "CREATE_PARAMS",
+		"NULLABLE", "CASE_SENSITIVE", "SEARCHABLE", "UNSIGNED_ATTRIBUTE", "FIXED_PREC_SCALE", "AUTO_INCREMENT",
+		"LOCAL_TYPE_NAME", "MINIMUM_SCALE", "MAXIMUM_SCALE", "SQL_DATA_TYPE", "SQL_DATETIME_SUB", "NUM_PREC_RADIX"}, names)
+	fr := f.fetch(t, ti.OperationHandle, 100)
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, fr.Status.StatusCode, fr.Status.GetErrorMessage())
+	cols := fr.Results.Columns
+	assert.Equal(t, []string{"TINYINT", "BIGINT", "BLOB", "DECIMAL", "INTEGER", "SMALLINT", "FLOAT", "DOUBLE",
+		"VARCHAR", "BOOLEAN", "DATE", "TIMESTAMP"}, cols[0].StringVal.Values)
+	assert.Equal(t, []int32{-6, -5, -2, 3, 4, 5, 6, 8, 12, 16, 91, 93}, cols[1].I32Val.Values)
+	assert.Equal(t, "precision,scale", cols[5].StringVal.Values[3])
+	assert.Equal(t, "DATE '", cols[3].StringVal.Values[10])
+
+	fn := func(schema *tcli.TPatternOrIdentifier, name string) [][]string {
+		t.Helper()
+		r, err := f.h.GetFunctions(f.ctx, &tcli.TGetFunctionsReq{SessionHandle: f.sh, SchemaName: schema, FunctionName: tcli.TPatternOrIdentifier(name)})
+		require.NoError(t, err)
+		require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, r.Status.StatusCode, r.Status.GetErrorMessage())
+		fr := f.fetch(t, r.OperationHandle, 10000)
+		require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, fr.Status.StatusCode, fr.Status.GetErrorMessage())
+		var out [][]string
+		for i := range fr.Results.Columns[2].StringVal.Values {
+			out = append(out, []string{fr.Results.Columns[1].StringVal.Values[i], fr.Results.Columns[2].StringVal.Values[i],
+				fmt.Sprint(fr.Results.Columns[4].I32Val.Values[i])})
+		}
+		return out
+	}
+	// One row per name and kind though DuckDB has overloads of both.
+	assert.Equal(t, [][]string{{"main", "tpch_answers", "2"}, {"main", "tpch_queries", "2"}}, fn(nil, "tpch\\_%"))
+	assert.Equal(t, [][]string{{"main", "upper", "1"}}, fn(&any2, "upper"))
+	assert.Greater(t, len(fn(nil, ".*")), 500, "impyla's get_functions asks for every function")
+	assert.Empty(t, fn(nil, "no_such_function"))
+}
+
+var any2 = tcli.TPatternOrIdentifier("*")
+
+// TestKeys: GetPrimaryKeys and GetCrossReference read DuckDB's
+// constraints; the TPC-H tables declare none.
+func TestKeys(t *testing.T) {
+	f := newFixture(t)
+	ex := f.exec(t, `CREATE TABLE p_k(a INTEGER, b_x INTEGER, PRIMARY KEY (a, b_x));
+		CREATE TABLE c_k(x INTEGER, y INTEGER, FOREIGN KEY (x, y) REFERENCES p_k(a, b_x))`, false)
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, ex.Status.StatusCode, ex.Status.GetErrorMessage())
+	id := func(s string) *tcli.TIdentifier { v := tcli.TIdentifier(s); return &v }
+	strs := func(op *tcli.TOperationHandle, cols ...int) [][]string {
+		t.Helper()
+		fr := f.fetch(t, op, 100)
+		require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, fr.Status.StatusCode, fr.Status.GetErrorMessage())
+		var out [][]string
+		for _, c := range cols {
+			out = append(out, fr.Results.Columns[c].StringVal.Values)
+		}
+		return out
+	}
+
+	pk, err := f.h.GetPrimaryKeys(f.ctx, &tcli.TGetPrimaryKeysReq{SessionHandle: f.sh, TableName: id("p_k")})
+	require.NoError(t, err)
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, pk.Status.StatusCode, pk.Status.GetErrorMessage())
+	assert.Equal(t, [][]string{{"p_k", "p_k"}, {"a", "b_x"}, {"p_k_a_b_x_pkey", "p_k_a_b_x_pkey"}}, strs(pk.OperationHandle, 2, 3, 5))
+	// "_" is not a wildcard in an identifier.
+	pk, err = f.h.GetPrimaryKeys(f.ctx, &tcli.TGetPrimaryKeysReq{SessionHandle: f.sh, TableName: id("p_x")})
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{}}, strs(pk.OperationHandle, 2))
+	pk, err = f.h.GetPrimaryKeys(f.ctx, &tcli.TGetPrimaryKeysReq{SessionHandle: f.sh, TableName: id("t")})
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{}}, strs(pk.OperationHandle, 2), "t declares no key")
+
+	xr, err := f.h.GetCrossReference(f.ctx, &tcli.TGetCrossReferenceReq{SessionHandle: f.sh,
+		ParentTableName: id("p_k"), ForeignTableName: id("c_k")})
+	require.NoError(t, err)
+	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, xr.Status.StatusCode, xr.Status.GetErrorMessage())
+	assert.Equal(t, [][]string{{"p_k", "p_k"}, {"a", "b_x"}, {"c_k", "c_k"}, {"x", "y"}, {"p_k_a_b_x_pkey", "p_k_a_b_x_pkey"}},
+		strs(xr.OperationHandle, 2, 3, 6, 7, 12))
+	xr, err = f.h.GetCrossReference(f.ctx, &tcli.TGetCrossReferenceReq{SessionHandle: f.sh,
+		ParentTableName: id("c_k"), ForeignTableName: id("p_k")})
+	require.NoError(t, err)
+	assert.Equal(t, [][]string{{}}, strs(xr.OperationHandle, 2), "no key of p_k references c_k")
 }
 
 // TestUseDefault: Hive's `USE default`, sent by PyHive on connect, is

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/hatrpc/hatrpc/tpch/gen/hs2"
 	tcli "github.com/hatrpc/hatrpc/tpch/gen/tcliservice"
@@ -26,14 +27,20 @@ type Handler struct {
 	meta Engine // the metadata calls' queries (information_schema)
 	opts options
 
-	mu       sync.Mutex
-	sessions map[handleKey]*session
-	ops      map[handleKey]*operation
+	mu           sync.Mutex
+	sessions     map[handleKey]*session
+	ops          map[handleKey]*operation
+	expired      map[handleKey]string // what of it expired (idle.go)
+	expiredOrder []handleKey
+
+	idleStop, idleDone chan struct{}
+	closeOnce          sync.Once
 }
 
 type session struct {
-	id  *tcli.THandleIdentifier
-	ops map[handleKey]*operation
+	id       *tcli.THandleIdentifier
+	ops      map[handleKey]*operation
+	lastUsed time.Time // the last call naming it or one of its operations
 }
 
 type options struct {
@@ -44,6 +51,8 @@ type options struct {
 	dbmsName     string
 	dbmsVersion  string
 	engine       Engine
+	idle         time.Duration
+	now          func() time.Time
 }
 
 // Option configures a Handler.
@@ -79,18 +88,27 @@ func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 // New returns a Handler running statements on db.
 func New(db *sql.DB, opts ...Option) *Handler {
 	o := options{logger: slog.Default(), maxFetchRows: 10000, maxSessions: 256, maxOps: 1024,
-		dbmsName: "HatRPC HiveServer2", dbmsVersion: "1"}
+		dbmsName: "HatRPC HiveServer2", dbmsVersion: "1", now: time.Now}
 	for _, f := range opts {
 		f(&o)
 	}
 	if o.engine == nil {
 		o.engine = DB{DB: db}
 	}
-	return &Handler{db: db, meta: DB{DB: db}, opts: o, sessions: map[handleKey]*session{}, ops: map[handleKey]*operation{}}
+	h := &Handler{db: db, meta: DB{DB: db}, opts: o, sessions: map[handleKey]*session{}, ops: map[handleKey]*operation{},
+		expired: map[handleKey]string{}, idleStop: make(chan struct{}), idleDone: make(chan struct{})}
+	if o.idle > 0 {
+		h.watchIdle()
+	} else {
+		close(h.idleDone)
+	}
+	return h
 }
 
 // Close ends every session and its operations.
 func (h *Handler) Close() {
+	h.closeOnce.Do(func() { close(h.idleStop) })
+	<-h.idleDone
 	h.mu.Lock()
 	var ops []*operation
 	for _, op := range h.ops {
@@ -116,7 +134,7 @@ func (h *Handler) OpenSession(ctx context.Context, req *tcli.TOpenSessionReq) (*
 	if v > tcli.TProtocolVersion_HIVE_CLI_SERVICE_PROTOCOL_V11 {
 		v = tcli.TProtocolVersion_HIVE_CLI_SERVICE_PROTOCOL_V11
 	}
-	s := &session{id: newHandleID(), ops: map[handleKey]*operation{}}
+	s := &session{id: newHandleID(), ops: map[handleKey]*operation{}, lastUsed: h.opts.now()}
 	k, _ := keyOf(s.id)
 	h.mu.Lock()
 	if len(h.sessions) >= h.opts.maxSessions {
@@ -146,8 +164,12 @@ func (h *Handler) session(sh *tcli.TSessionHandle) (*session, error) {
 	defer h.mu.Unlock()
 	s := h.sessions[k]
 	if s == nil || !sameSecret(s.id, sh.SessionId) {
+		if what, ok := h.expired[k]; ok && s == nil {
+			return nil, h.expiredError(what)
+		}
 		return nil, fmt.Errorf("%w: unknown or closed session", ErrInvalidHandle)
 	}
+	s.lastUsed = h.opts.now()
 	return s, nil
 }
 
@@ -163,7 +185,13 @@ func (h *Handler) operation(oh *tcli.TOperationHandle) (*operation, error) {
 	defer h.mu.Unlock()
 	op := h.ops[k]
 	if op == nil || !sameSecret(op.id, oh.OperationId) {
+		if what, ok := h.expired[k]; ok && op == nil {
+			return nil, h.expiredError(what)
+		}
 		return nil, fmt.Errorf("%w: unknown or closed operation", ErrInvalidHandle)
+	}
+	if s := h.sessions[op.session]; s != nil {
+		s.lastUsed = h.opts.now()
 	}
 	return op, nil
 }

@@ -31,14 +31,36 @@ struct Column {
   5: required binary nulls,
 }
 
+// Input is rows a fragment needs from every worker (a shuffle): before
+// the fragment's sql runs, worker i of N asks each of peers (itself too),
+// under the same tag, for the rows of sql whose key % N = i, and loads
+// them into a temporary table of that name, seen by the fragment's sql
+// alone.
+struct Input {
+  1: required string table,
+  2: required string sql,
+  3: required string key,
+}
+
 struct OpenReq {
   1: required string sql,
   2: required string tag,
+  3: optional list<Input> inputs,
+  // The workers' exchange addresses in the configuration of this call
+  // (worker i at i), for inputs.
+  4: optional list<string> peers,
+  // A share of a shuffle's input: the worker runs spool.sql once per tag
+  // into a table that the requests of all N workers read (sql names it
+  // {spool}), so each peer scans its data once, not once per receiver.
+  5: optional Input spool,
 }
 
 struct OpenResp {
   1: required i64 handle,
   2: required list<ColumnMeta> columns,
+  // The inputs' values the worker received (ChunkBytes), for the
+  // coordinator's count of bytes exchanged.
+  3: optional i64 inputBytes,
 }
 
 struct FetchReq {

@@ -738,11 +738,232 @@ func (p *Column) String() string {
 }
 
 // Attributes:
+//   - Table
+//   - Sql
+//   - Key
+type Input struct {
+	Table string `thrift:"table,1,required" db:"table" json:"table"`
+	Sql   string `thrift:"sql,2,required" db:"sql" json:"sql"`
+	Key   string `thrift:"key,3,required" db:"key" json:"key"`
+}
+
+func NewInput() *Input {
+	return &Input{}
+}
+
+func (p *Input) GetTable() string {
+	return p.Table
+}
+
+func (p *Input) GetSql() string {
+	return p.Sql
+}
+
+func (p *Input) GetKey() string {
+	return p.Key
+}
+func (p *Input) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetTable bool = false
+	var issetSql bool = false
+	var issetKey bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetTable = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetSql = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetKey = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetTable {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Table is not set"))
+	}
+	if !issetSql {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Sql is not set"))
+	}
+	if !issetKey {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Key is not set"))
+	}
+	return nil
+}
+
+func (p *Input) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Table = v
+	}
+	return nil
+}
+
+func (p *Input) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Sql = v
+	}
+	return nil
+}
+
+func (p *Input) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.Key = v
+	}
+	return nil
+}
+
+func (p *Input) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "Input"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *Input) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "table", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:table: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Table)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.table (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:table: ", p), err)
+	}
+	return err
+}
+
+func (p *Input) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "sql", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:sql: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Sql)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.sql (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:sql: ", p), err)
+	}
+	return err
+}
+
+func (p *Input) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "key", thrift.STRING, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:key: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Key)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.key (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:key: ", p), err)
+	}
+	return err
+}
+
+func (p *Input) Equals(other *Input) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Table != other.Table {
+		return false
+	}
+	if p.Sql != other.Sql {
+		return false
+	}
+	if p.Key != other.Key {
+		return false
+	}
+	return true
+}
+
+func (p *Input) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("Input(%+v)", *p)
+}
+
+// Attributes:
 //   - Sql
 //   - Tag
+//   - Inputs
+//   - Peers
+//   - Spool
 type OpenReq struct {
-	Sql string `thrift:"sql,1,required" db:"sql" json:"sql"`
-	Tag string `thrift:"tag,2,required" db:"tag" json:"tag"`
+	Sql    string   `thrift:"sql,1,required" db:"sql" json:"sql"`
+	Tag    string   `thrift:"tag,2,required" db:"tag" json:"tag"`
+	Inputs []*Input `thrift:"inputs,3" db:"inputs" json:"inputs,omitempty"`
+	Peers  []string `thrift:"peers,4" db:"peers" json:"peers,omitempty"`
+	Spool  *Input   `thrift:"spool,5" db:"spool" json:"spool,omitempty"`
 }
 
 func NewOpenReq() *OpenReq {
@@ -756,6 +977,39 @@ func (p *OpenReq) GetSql() string {
 func (p *OpenReq) GetTag() string {
 	return p.Tag
 }
+
+var OpenReq_Inputs_DEFAULT []*Input
+
+func (p *OpenReq) GetInputs() []*Input {
+	return p.Inputs
+}
+
+var OpenReq_Peers_DEFAULT []string
+
+func (p *OpenReq) GetPeers() []string {
+	return p.Peers
+}
+
+var OpenReq_Spool_DEFAULT *Input
+
+func (p *OpenReq) GetSpool() *Input {
+	if !p.IsSetSpool() {
+		return OpenReq_Spool_DEFAULT
+	}
+	return p.Spool
+}
+func (p *OpenReq) IsSetInputs() bool {
+	return p.Inputs != nil
+}
+
+func (p *OpenReq) IsSetPeers() bool {
+	return p.Peers != nil
+}
+
+func (p *OpenReq) IsSetSpool() bool {
+	return p.Spool != nil
+}
+
 func (p *OpenReq) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -790,6 +1044,36 @@ func (p *OpenReq) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 				issetTag = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -834,6 +1118,56 @@ func (p *OpenReq) ReadField2(ctx context.Context, iprot thrift.TProtocol) error 
 	return nil
 }
 
+func (p *OpenReq) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*Input, 0, size)
+	p.Inputs = tSlice
+	for i := 0; i < size; i++ {
+		_elem8 := &Input{}
+		if err := _elem8.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem8), err)
+		}
+		p.Inputs = append(p.Inputs, _elem8)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *OpenReq) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]string, 0, size)
+	p.Peers = tSlice
+	for i := 0; i < size; i++ {
+		var _elem9 string
+		if v, err := iprot.ReadString(ctx); err != nil {
+			return thrift.PrependError("error reading field 0: ", err)
+		} else {
+			_elem9 = v
+		}
+		p.Peers = append(p.Peers, _elem9)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *OpenReq) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Spool = &Input{}
+	if err := p.Spool.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Spool), err)
+	}
+	return nil
+}
+
 func (p *OpenReq) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "OpenReq"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -843,6 +1177,15 @@ func (p *OpenReq) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -881,6 +1224,67 @@ func (p *OpenReq) writeField2(ctx context.Context, oprot thrift.TProtocol) (err 
 	return err
 }
 
+func (p *OpenReq) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetInputs() {
+		if err := oprot.WriteFieldBegin(ctx, "inputs", thrift.LIST, 3); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:inputs: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Inputs)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Inputs {
+			if err := v.Write(ctx, oprot); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 3:inputs: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *OpenReq) writeField4(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetPeers() {
+		if err := oprot.WriteFieldBegin(ctx, "peers", thrift.LIST, 4); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:peers: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRING, len(p.Peers)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Peers {
+			if err := oprot.WriteString(ctx, string(v)); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T. (0) field write error: ", p), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 4:peers: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *OpenReq) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSpool() {
+		if err := oprot.WriteFieldBegin(ctx, "spool", thrift.STRUCT, 5); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:spool: ", p), err)
+		}
+		if err := p.Spool.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Spool), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 5:spool: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *OpenReq) Equals(other *OpenReq) bool {
 	if p == other {
 		return true
@@ -891,6 +1295,27 @@ func (p *OpenReq) Equals(other *OpenReq) bool {
 		return false
 	}
 	if p.Tag != other.Tag {
+		return false
+	}
+	if len(p.Inputs) != len(other.Inputs) {
+		return false
+	}
+	for i, _tgt := range p.Inputs {
+		_src10 := other.Inputs[i]
+		if !_tgt.Equals(_src10) {
+			return false
+		}
+	}
+	if len(p.Peers) != len(other.Peers) {
+		return false
+	}
+	for i, _tgt := range p.Peers {
+		_src11 := other.Peers[i]
+		if _tgt != _src11 {
+			return false
+		}
+	}
+	if !p.Spool.Equals(other.Spool) {
 		return false
 	}
 	return true
@@ -906,9 +1331,11 @@ func (p *OpenReq) String() string {
 // Attributes:
 //   - Handle
 //   - Columns
+//   - InputBytes
 type OpenResp struct {
-	Handle  int64         `thrift:"handle,1,required" db:"handle" json:"handle"`
-	Columns []*ColumnMeta `thrift:"columns,2,required" db:"columns" json:"columns"`
+	Handle     int64         `thrift:"handle,1,required" db:"handle" json:"handle"`
+	Columns    []*ColumnMeta `thrift:"columns,2,required" db:"columns" json:"columns"`
+	InputBytes *int64        `thrift:"inputBytes,3" db:"inputBytes" json:"inputBytes,omitempty"`
 }
 
 func NewOpenResp() *OpenResp {
@@ -922,6 +1349,19 @@ func (p *OpenResp) GetHandle() int64 {
 func (p *OpenResp) GetColumns() []*ColumnMeta {
 	return p.Columns
 }
+
+var OpenResp_InputBytes_DEFAULT int64
+
+func (p *OpenResp) GetInputBytes() int64 {
+	if !p.IsSetInputBytes() {
+		return OpenResp_InputBytes_DEFAULT
+	}
+	return *p.InputBytes
+}
+func (p *OpenResp) IsSetInputBytes() bool {
+	return p.InputBytes != nil
+}
+
 func (p *OpenResp) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -956,6 +1396,16 @@ func (p *OpenResp) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 				issetColumns = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -999,14 +1449,23 @@ func (p *OpenResp) ReadField2(ctx context.Context, iprot thrift.TProtocol) error
 	tSlice := make([]*ColumnMeta, 0, size)
 	p.Columns = tSlice
 	for i := 0; i < size; i++ {
-		_elem8 := &ColumnMeta{}
-		if err := _elem8.Read(ctx, iprot); err != nil {
-			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem8), err)
+		_elem12 := &ColumnMeta{}
+		if err := _elem12.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem12), err)
 		}
-		p.Columns = append(p.Columns, _elem8)
+		p.Columns = append(p.Columns, _elem12)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *OpenResp) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.InputBytes = &v
 	}
 	return nil
 }
@@ -1020,6 +1479,9 @@ func (p *OpenResp) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1066,6 +1528,21 @@ func (p *OpenResp) writeField2(ctx context.Context, oprot thrift.TProtocol) (err
 	return err
 }
 
+func (p *OpenResp) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetInputBytes() {
+		if err := oprot.WriteFieldBegin(ctx, "inputBytes", thrift.I64, 3); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:inputBytes: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.InputBytes)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.inputBytes (3) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 3:inputBytes: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *OpenResp) Equals(other *OpenResp) bool {
 	if p == other {
 		return true
@@ -1079,8 +1556,16 @@ func (p *OpenResp) Equals(other *OpenResp) bool {
 		return false
 	}
 	for i, _tgt := range p.Columns {
-		_src9 := other.Columns[i]
-		if !_tgt.Equals(_src9) {
+		_src13 := other.Columns[i]
+		if !_tgt.Equals(_src13) {
+			return false
+		}
+	}
+	if p.InputBytes != other.InputBytes {
+		if p.InputBytes == nil || other.InputBytes == nil {
+			return false
+		}
+		if (*p.InputBytes) != (*other.InputBytes) {
 			return false
 		}
 	}
@@ -1377,11 +1862,11 @@ func (p *Chunk) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
 	tSlice := make([]*Column, 0, size)
 	p.Columns = tSlice
 	for i := 0; i < size; i++ {
-		_elem10 := &Column{}
-		if err := _elem10.Read(ctx, iprot); err != nil {
-			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem10), err)
+		_elem14 := &Column{}
+		if err := _elem14.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem14), err)
 		}
-		p.Columns = append(p.Columns, _elem10)
+		p.Columns = append(p.Columns, _elem14)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -1482,8 +1967,8 @@ func (p *Chunk) Equals(other *Chunk) bool {
 		return false
 	}
 	for i, _tgt := range p.Columns {
-		_src11 := other.Columns[i]
-		if !_tgt.Equals(_src11) {
+		_src15 := other.Columns[i]
+		if !_tgt.Equals(_src15) {
 			return false
 		}
 	}
@@ -2041,16 +2526,16 @@ func (p *ExchangeClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 }
 
 func (p *ExchangeClient) Info(ctx context.Context) (_r *WorkerInfo, _err error) {
-	var _args12 ExchangeInfoArgs
-	var _result14 ExchangeInfoResult
-	var _meta13 thrift.ResponseMeta
-	_meta13, _err = p.Client_().Call(ctx, "Info", &_args12, &_result14)
-	p.SetLastResponseMeta_(_meta13)
+	var _args16 ExchangeInfoArgs
+	var _result18 ExchangeInfoResult
+	var _meta17 thrift.ResponseMeta
+	_meta17, _err = p.Client_().Call(ctx, "Info", &_args16, &_result18)
+	p.SetLastResponseMeta_(_meta17)
 	if _err != nil {
 		return
 	}
-	if _ret15 := _result14.GetSuccess(); _ret15 != nil {
-		return _ret15, nil
+	if _ret19 := _result18.GetSuccess(); _ret19 != nil {
+		return _ret19, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Info failed: unknown result")
 }
@@ -2058,34 +2543,11 @@ func (p *ExchangeClient) Info(ctx context.Context) (_r *WorkerInfo, _err error) 
 // Parameters:
 //   - Req
 func (p *ExchangeClient) OpenFragment(ctx context.Context, req *OpenReq) (_r *OpenResp, _err error) {
-	var _args16 ExchangeOpenFragmentArgs
-	_args16.Req = req
-	var _result18 ExchangeOpenFragmentResult
-	var _meta17 thrift.ResponseMeta
-	_meta17, _err = p.Client_().Call(ctx, "OpenFragment", &_args16, &_result18)
-	p.SetLastResponseMeta_(_meta17)
-	if _err != nil {
-		return
-	}
-	switch {
-	case _result18.Err != nil:
-		return _r, _result18.Err
-	}
-
-	if _ret19 := _result18.GetSuccess(); _ret19 != nil {
-		return _ret19, nil
-	}
-	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "OpenFragment failed: unknown result")
-}
-
-// Parameters:
-//   - Req
-func (p *ExchangeClient) FetchChunk(ctx context.Context, req *FetchReq) (_r *Chunk, _err error) {
-	var _args20 ExchangeFetchChunkArgs
+	var _args20 ExchangeOpenFragmentArgs
 	_args20.Req = req
-	var _result22 ExchangeFetchChunkResult
+	var _result22 ExchangeOpenFragmentResult
 	var _meta21 thrift.ResponseMeta
-	_meta21, _err = p.Client_().Call(ctx, "FetchChunk", &_args20, &_result22)
+	_meta21, _err = p.Client_().Call(ctx, "OpenFragment", &_args20, &_result22)
 	p.SetLastResponseMeta_(_meta21)
 	if _err != nil {
 		return
@@ -2098,18 +2560,41 @@ func (p *ExchangeClient) FetchChunk(ctx context.Context, req *FetchReq) (_r *Chu
 	if _ret23 := _result22.GetSuccess(); _ret23 != nil {
 		return _ret23, nil
 	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "OpenFragment failed: unknown result")
+}
+
+// Parameters:
+//   - Req
+func (p *ExchangeClient) FetchChunk(ctx context.Context, req *FetchReq) (_r *Chunk, _err error) {
+	var _args24 ExchangeFetchChunkArgs
+	_args24.Req = req
+	var _result26 ExchangeFetchChunkResult
+	var _meta25 thrift.ResponseMeta
+	_meta25, _err = p.Client_().Call(ctx, "FetchChunk", &_args24, &_result26)
+	p.SetLastResponseMeta_(_meta25)
+	if _err != nil {
+		return
+	}
+	switch {
+	case _result26.Err != nil:
+		return _r, _result26.Err
+	}
+
+	if _ret27 := _result26.GetSuccess(); _ret27 != nil {
+		return _ret27, nil
+	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "FetchChunk failed: unknown result")
 }
 
 // Parameters:
 //   - Handle
 func (p *ExchangeClient) CloseFragment(ctx context.Context, handle int64) (_err error) {
-	var _args24 ExchangeCloseFragmentArgs
-	_args24.Handle = handle
-	var _result26 ExchangeCloseFragmentResult
-	var _meta25 thrift.ResponseMeta
-	_meta25, _err = p.Client_().Call(ctx, "CloseFragment", &_args24, &_result26)
-	p.SetLastResponseMeta_(_meta25)
+	var _args28 ExchangeCloseFragmentArgs
+	_args28.Handle = handle
+	var _result30 ExchangeCloseFragmentResult
+	var _meta29 thrift.ResponseMeta
+	_meta29, _err = p.Client_().Call(ctx, "CloseFragment", &_args28, &_result30)
+	p.SetLastResponseMeta_(_meta29)
 	if _err != nil {
 		return
 	}
@@ -2119,12 +2604,12 @@ func (p *ExchangeClient) CloseFragment(ctx context.Context, handle int64) (_err 
 // Parameters:
 //   - Tag
 func (p *ExchangeClient) Cancel(ctx context.Context, tag string) (_err error) {
-	var _args27 ExchangeCancelArgs
-	_args27.Tag = tag
-	var _result29 ExchangeCancelResult
-	var _meta28 thrift.ResponseMeta
-	_meta28, _err = p.Client_().Call(ctx, "Cancel", &_args27, &_result29)
-	p.SetLastResponseMeta_(_meta28)
+	var _args31 ExchangeCancelArgs
+	_args31.Tag = tag
+	var _result33 ExchangeCancelResult
+	var _meta32 thrift.ResponseMeta
+	_meta32, _err = p.Client_().Call(ctx, "Cancel", &_args31, &_result33)
+	p.SetLastResponseMeta_(_meta32)
 	if _err != nil {
 		return
 	}
@@ -2151,13 +2636,13 @@ func (p *ExchangeProcessor) ProcessorMap() map[string]thrift.TProcessorFunction 
 
 func NewExchangeProcessor(handler Exchange) *ExchangeProcessor {
 
-	self30 := &ExchangeProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
-	self30.processorMap["Info"] = &exchangeProcessorInfo{handler: handler}
-	self30.processorMap["OpenFragment"] = &exchangeProcessorOpenFragment{handler: handler}
-	self30.processorMap["FetchChunk"] = &exchangeProcessorFetchChunk{handler: handler}
-	self30.processorMap["CloseFragment"] = &exchangeProcessorCloseFragment{handler: handler}
-	self30.processorMap["Cancel"] = &exchangeProcessorCancel{handler: handler}
-	return self30
+	self34 := &ExchangeProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self34.processorMap["Info"] = &exchangeProcessorInfo{handler: handler}
+	self34.processorMap["OpenFragment"] = &exchangeProcessorOpenFragment{handler: handler}
+	self34.processorMap["FetchChunk"] = &exchangeProcessorFetchChunk{handler: handler}
+	self34.processorMap["CloseFragment"] = &exchangeProcessorCloseFragment{handler: handler}
+	self34.processorMap["Cancel"] = &exchangeProcessorCancel{handler: handler}
+	return self34
 }
 
 func (p *ExchangeProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
@@ -2170,12 +2655,12 @@ func (p *ExchangeProcessor) Process(ctx context.Context, iprot, oprot thrift.TPr
 	}
 	iprot.Skip(ctx, thrift.STRUCT)
 	iprot.ReadMessageEnd(ctx)
-	x31 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	x35 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
 	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-	x31.Write(ctx, oprot)
+	x35.Write(ctx, oprot)
 	oprot.WriteMessageEnd(ctx)
 	oprot.Flush(ctx)
-	return false, x31
+	return false, x35
 
 }
 
@@ -2184,7 +2669,7 @@ type exchangeProcessorInfo struct {
 }
 
 func (p *exchangeProcessorInfo) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err32 error
+	var _write_err36 error
 	args := ExchangeInfoArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2230,21 +2715,21 @@ func (p *exchangeProcessorInfo) Process(ctx context.Context, seqId int32, iprot,
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc33 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Info: "+err2.Error())
+		_exc37 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Info: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Info", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+			_write_err36 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc33.Write(ctx, oprot); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := _exc37.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
+			_write_err36 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
+			_write_err36 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
+			_write_err36 = thrift.WrapTException(err2)
 		}
-		if _write_err32 != nil {
-			return false, thrift.WrapTException(_write_err32)
+		if _write_err36 != nil {
+			return false, thrift.WrapTException(_write_err36)
 		}
 		return true, err
 	} else {
@@ -2252,19 +2737,19 @@ func (p *exchangeProcessorInfo) Process(ctx context.Context, seqId int32, iprot,
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Info", thrift.REPLY, seqId); err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+		_write_err36 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
+		_write_err36 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
+		_write_err36 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
+		_write_err36 = thrift.WrapTException(err2)
 	}
-	if _write_err32 != nil {
-		return false, thrift.WrapTException(_write_err32)
+	if _write_err36 != nil {
+		return false, thrift.WrapTException(_write_err36)
 	}
 	return true, err
 }
@@ -2274,7 +2759,7 @@ type exchangeProcessorOpenFragment struct {
 }
 
 func (p *exchangeProcessorOpenFragment) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err34 error
+	var _write_err38 error
 	args := ExchangeOpenFragmentArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2324,21 +2809,21 @@ func (p *exchangeProcessorOpenFragment) Process(ctx context.Context, seqId int32
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc35 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing OpenFragment: "+err2.Error())
+			_exc39 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing OpenFragment: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "OpenFragment", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err34 = thrift.WrapTException(err2)
+				_write_err38 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc35.Write(ctx, oprot); _write_err34 == nil && err2 != nil {
-				_write_err34 = thrift.WrapTException(err2)
+			if err2 := _exc39.Write(ctx, oprot); _write_err38 == nil && err2 != nil {
+				_write_err38 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err34 == nil && err2 != nil {
-				_write_err34 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err38 == nil && err2 != nil {
+				_write_err38 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err34 == nil && err2 != nil {
-				_write_err34 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err38 == nil && err2 != nil {
+				_write_err38 = thrift.WrapTException(err2)
 			}
-			if _write_err34 != nil {
-				return false, thrift.WrapTException(_write_err34)
+			if _write_err38 != nil {
+				return false, thrift.WrapTException(_write_err38)
 			}
 			return true, err
 		}
@@ -2347,19 +2832,19 @@ func (p *exchangeProcessorOpenFragment) Process(ctx context.Context, seqId int32
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "OpenFragment", thrift.REPLY, seqId); err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+		_write_err38 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err38 == nil && err2 != nil {
+		_write_err38 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err38 == nil && err2 != nil {
+		_write_err38 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err38 == nil && err2 != nil {
+		_write_err38 = thrift.WrapTException(err2)
 	}
-	if _write_err34 != nil {
-		return false, thrift.WrapTException(_write_err34)
+	if _write_err38 != nil {
+		return false, thrift.WrapTException(_write_err38)
 	}
 	return true, err
 }
@@ -2369,7 +2854,7 @@ type exchangeProcessorFetchChunk struct {
 }
 
 func (p *exchangeProcessorFetchChunk) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err36 error
+	var _write_err40 error
 	args := ExchangeFetchChunkArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2419,21 +2904,21 @@ func (p *exchangeProcessorFetchChunk) Process(ctx context.Context, seqId int32, 
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc37 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing FetchChunk: "+err2.Error())
+			_exc41 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing FetchChunk: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "FetchChunk", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err36 = thrift.WrapTException(err2)
+				_write_err40 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc37.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
-				_write_err36 = thrift.WrapTException(err2)
+			if err2 := _exc41.Write(ctx, oprot); _write_err40 == nil && err2 != nil {
+				_write_err40 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
-				_write_err36 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err40 == nil && err2 != nil {
+				_write_err40 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
-				_write_err36 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err40 == nil && err2 != nil {
+				_write_err40 = thrift.WrapTException(err2)
 			}
-			if _write_err36 != nil {
-				return false, thrift.WrapTException(_write_err36)
+			if _write_err40 != nil {
+				return false, thrift.WrapTException(_write_err40)
 			}
 			return true, err
 		}
@@ -2442,19 +2927,19 @@ func (p *exchangeProcessorFetchChunk) Process(ctx context.Context, seqId int32, 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "FetchChunk", thrift.REPLY, seqId); err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+		_write_err40 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err40 == nil && err2 != nil {
+		_write_err40 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err40 == nil && err2 != nil {
+		_write_err40 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err40 == nil && err2 != nil {
+		_write_err40 = thrift.WrapTException(err2)
 	}
-	if _write_err36 != nil {
-		return false, thrift.WrapTException(_write_err36)
+	if _write_err40 != nil {
+		return false, thrift.WrapTException(_write_err40)
 	}
 	return true, err
 }
@@ -2464,7 +2949,7 @@ type exchangeProcessorCloseFragment struct {
 }
 
 func (p *exchangeProcessorCloseFragment) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err38 error
+	var _write_err42 error
 	args := ExchangeCloseFragmentArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2510,39 +2995,39 @@ func (p *exchangeProcessorCloseFragment) Process(ctx context.Context, seqId int3
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc39 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing CloseFragment: "+err2.Error())
+		_exc43 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing CloseFragment: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "CloseFragment", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err38 = thrift.WrapTException(err2)
+			_write_err42 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc39.Write(ctx, oprot); _write_err38 == nil && err2 != nil {
-			_write_err38 = thrift.WrapTException(err2)
+		if err2 := _exc43.Write(ctx, oprot); _write_err42 == nil && err2 != nil {
+			_write_err42 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err38 == nil && err2 != nil {
-			_write_err38 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err42 == nil && err2 != nil {
+			_write_err42 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err38 == nil && err2 != nil {
-			_write_err38 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err42 == nil && err2 != nil {
+			_write_err42 = thrift.WrapTException(err2)
 		}
-		if _write_err38 != nil {
-			return false, thrift.WrapTException(_write_err38)
+		if _write_err42 != nil {
+			return false, thrift.WrapTException(_write_err42)
 		}
 		return true, err
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "CloseFragment", thrift.REPLY, seqId); err2 != nil {
-		_write_err38 = thrift.WrapTException(err2)
+		_write_err42 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err38 == nil && err2 != nil {
-		_write_err38 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err42 == nil && err2 != nil {
+		_write_err42 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err38 == nil && err2 != nil {
-		_write_err38 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err42 == nil && err2 != nil {
+		_write_err42 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err38 == nil && err2 != nil {
-		_write_err38 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err42 == nil && err2 != nil {
+		_write_err42 = thrift.WrapTException(err2)
 	}
-	if _write_err38 != nil {
-		return false, thrift.WrapTException(_write_err38)
+	if _write_err42 != nil {
+		return false, thrift.WrapTException(_write_err42)
 	}
 	return true, err
 }
@@ -2552,7 +3037,7 @@ type exchangeProcessorCancel struct {
 }
 
 func (p *exchangeProcessorCancel) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err40 error
+	var _write_err44 error
 	args := ExchangeCancelArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2598,39 +3083,39 @@ func (p *exchangeProcessorCancel) Process(ctx context.Context, seqId int32, ipro
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc41 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Cancel: "+err2.Error())
+		_exc45 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Cancel: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Cancel", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err40 = thrift.WrapTException(err2)
+			_write_err44 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc41.Write(ctx, oprot); _write_err40 == nil && err2 != nil {
-			_write_err40 = thrift.WrapTException(err2)
+		if err2 := _exc45.Write(ctx, oprot); _write_err44 == nil && err2 != nil {
+			_write_err44 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err40 == nil && err2 != nil {
-			_write_err40 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err44 == nil && err2 != nil {
+			_write_err44 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err40 == nil && err2 != nil {
-			_write_err40 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err44 == nil && err2 != nil {
+			_write_err44 = thrift.WrapTException(err2)
 		}
-		if _write_err40 != nil {
-			return false, thrift.WrapTException(_write_err40)
+		if _write_err44 != nil {
+			return false, thrift.WrapTException(_write_err44)
 		}
 		return true, err
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Cancel", thrift.REPLY, seqId); err2 != nil {
-		_write_err40 = thrift.WrapTException(err2)
+		_write_err44 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err40 == nil && err2 != nil {
-		_write_err40 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err44 == nil && err2 != nil {
+		_write_err44 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err40 == nil && err2 != nil {
-		_write_err40 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err44 == nil && err2 != nil {
+		_write_err44 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err40 == nil && err2 != nil {
-		_write_err40 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err44 == nil && err2 != nil {
+		_write_err44 = thrift.WrapTException(err2)
 	}
-	if _write_err40 != nil {
-		return false, thrift.WrapTException(_write_err40)
+	if _write_err44 != nil {
+		return false, thrift.WrapTException(_write_err44)
 	}
 	return true, err
 }

@@ -24,7 +24,7 @@ import (
 )
 
 const usage = `usage:
-  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U] [--workers A1,A2,...]
+  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U] [--idle-session-timeout 1h] [--workers A1,A2,... [--exchange-timeout 5m]]
   tpch worker --index I --of N [--sf 0.01] [--config vanilla,service,function] [--addr A1,A2,A3] [--rdma off|shm|ibv|auto]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
   tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--svg FILE]
@@ -76,6 +76,8 @@ func serve(ctx context.Context, args []string) error {
 	auth := fs.String("auth", "nosasl", "nosasl, or plain: SASL PLAIN as --user with the password in $TPCH_HS2_PASSWORD")
 	user := fs.String("user", "tpch", "the user --auth plain accepts")
 	workers := fs.String("workers", "", "comma-separated exchange addresses of `tpch worker`s serving --config (worker i at the i-th); empty: run every query here")
+	idle := fs.Duration("idle-session-timeout", time.Hour, "close sessions no call has used for this long, with their operations (Hive's hive.server2.idle.session.timeout); 0: never")
+	callTimeout := fs.Duration("exchange-timeout", dist.DefaultCallTimeout, "with --workers: a worker that does not answer an exchange call within this fails its query")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,12 +103,13 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	var hopts []hs2.Option
+	hopts := []hs2.Option{hs2.WithIdleSessionTimeout(*idle)}
 	if *workers != "" {
 		if err := dist.PrepareCoordinator(ctx, db); err != nil {
 			return err
 		}
-		coord, err := dist.NewCoordinator(ctx, db, strings.Split(*workers, ","), dist.Config(cfg), *rdma)
+		coord, err := dist.NewCoordinator(ctx, db, strings.Split(*workers, ","), dist.Config(cfg), *rdma,
+			dist.WithCallTimeout(*callTimeout))
 		if err != nil {
 			return err
 		}

@@ -679,9 +679,227 @@ func (p *Column) DecodeCompact(r *proto.CompactReader) error {
 
 var _ proto.Struct = (*Column)(nil)
 
+type Input struct {
+	Table string `thrift:"table,1,required" db:"table" json:"table"`
+	Sql   string `thrift:"sql,2,required" db:"sql" json:"sql"`
+	Key   string `thrift:"key,3,required" db:"key" json:"key"`
+}
+
+func NewInput() *Input {
+	return &Input{}
+}
+
+func (p *Input) GetTable() string {
+	return p.Table
+}
+
+func (p *Input) GetSql() string {
+	return p.Sql
+}
+
+func (p *Input) GetKey() string {
+	return p.Key
+}
+
+func (p *Input) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("Input(%+v)", *p)
+}
+
+func (p *Input) EncodeBinary(w *proto.BinaryWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Table)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.Sql)
+	w.WriteFieldBegin(proto.STRING, 3)
+	w.WriteString(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *Input) DecodeBinary(r *proto.BinaryReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	issetTable := false
+	issetSql := false
+	issetKey := false
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Table, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetTable = true
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Sql, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetSql = true
+		case 3:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetKey = true
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	if !issetTable {
+		return proto.RequiredFieldError("Input", "table")
+	}
+	if !issetSql {
+		return proto.RequiredFieldError("Input", "sql")
+	}
+	if !issetKey {
+		return proto.RequiredFieldError("Input", "key")
+	}
+	return nil
+}
+
+func (p *Input) EncodeCompact(w *proto.CompactWriter) error {
+	if p == nil {
+		w.WriteStructBegin()
+		w.WriteFieldStop()
+		w.WriteStructEnd()
+		return nil
+	}
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(p.Table)
+	w.WriteFieldBegin(proto.STRING, 2)
+	w.WriteString(p.Sql)
+	w.WriteFieldBegin(proto.STRING, 3)
+	w.WriteString(p.Key)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (p *Input) DecodeCompact(r *proto.CompactReader) error {
+	if err := r.ReadStructBegin(); err != nil {
+		return err
+	}
+	issetTable := false
+	issetSql := false
+	issetKey := false
+	for {
+		t, id, ok := r.ReadFieldBeginFast()
+		var err error
+		if !ok {
+			if t, id, err = r.ReadFieldBegin(); err != nil {
+				return err
+			}
+			if t == proto.STOP {
+				break
+			}
+		}
+		switch id {
+		case 1:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Table, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetTable = true
+		case 2:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Sql, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetSql = true
+		case 3:
+			if t != proto.STRING {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			if p.Key, err = r.ReadString(); err != nil {
+				return err
+			}
+			issetKey = true
+		default:
+			if err := r.Skip(t); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.ReadStructEnd(); err != nil {
+		return err
+	}
+	if !issetTable {
+		return proto.RequiredFieldError("Input", "table")
+	}
+	if !issetSql {
+		return proto.RequiredFieldError("Input", "sql")
+	}
+	if !issetKey {
+		return proto.RequiredFieldError("Input", "key")
+	}
+	return nil
+}
+
+var _ proto.Struct = (*Input)(nil)
+
 type OpenReq struct {
-	Sql string `thrift:"sql,1,required" db:"sql" json:"sql"`
-	Tag string `thrift:"tag,2,required" db:"tag" json:"tag"`
+	Sql    string   `thrift:"sql,1,required" db:"sql" json:"sql"`
+	Tag    string   `thrift:"tag,2,required" db:"tag" json:"tag"`
+	Inputs []*Input `thrift:"inputs,3" db:"inputs" json:"inputs,omitempty"`
+	Peers  []string `thrift:"peers,4" db:"peers" json:"peers,omitempty"`
+	Spool  *Input   `thrift:"spool,5" db:"spool" json:"spool,omitempty"`
 }
 
 func NewOpenReq() *OpenReq {
@@ -694,6 +912,39 @@ func (p *OpenReq) GetSql() string {
 
 func (p *OpenReq) GetTag() string {
 	return p.Tag
+}
+
+var OpenReq_Inputs_DEFAULT []*Input
+
+func (p *OpenReq) GetInputs() []*Input {
+	return p.Inputs
+}
+
+var OpenReq_Peers_DEFAULT []string
+
+func (p *OpenReq) GetPeers() []string {
+	return p.Peers
+}
+
+var OpenReq_Spool_DEFAULT *Input
+
+func (p *OpenReq) GetSpool() *Input {
+	if !p.IsSetSpool() {
+		return OpenReq_Spool_DEFAULT
+	}
+	return p.Spool
+}
+
+func (p *OpenReq) IsSetInputs() bool {
+	return p.Inputs != nil
+}
+
+func (p *OpenReq) IsSetPeers() bool {
+	return p.Peers != nil
+}
+
+func (p *OpenReq) IsSetSpool() bool {
+	return p.Spool != nil
 }
 
 func (p *OpenReq) String() string {
@@ -715,6 +966,26 @@ func (p *OpenReq) EncodeBinary(w *proto.BinaryWriter) error {
 	w.WriteString(p.Sql)
 	w.WriteFieldBegin(proto.STRING, 2)
 	w.WriteString(p.Tag)
+	if p.IsSetInputs() {
+		w.WriteFieldBegin(proto.LIST, 3)
+		w.WriteListBegin(proto.STRUCT, len(p.Inputs))
+		for _, v0 := range p.Inputs {
+			if err := v0.EncodeBinary(w); err != nil {
+				return err
+			}
+		}
+	}
+	if p.IsSetPeers() {
+		w.WriteFieldBegin(proto.LIST, 4)
+		w.WriteListBegin(proto.STRING, len(p.Peers))
+		w.WriteStrings(p.Peers)
+	}
+	if p.IsSetSpool() {
+		w.WriteFieldBegin(proto.STRUCT, 5)
+		if err := p.Spool.EncodeBinary(w); err != nil {
+			return err
+		}
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -760,6 +1031,60 @@ func (p *OpenReq) DecodeBinary(r *proto.BinaryReader) error {
 				return err
 			}
 			issetTag = true
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRUCT {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRUCT)
+				}
+				p.Inputs = make([]*Input, n0)
+				for i0 := range n0 {
+					p.Inputs[i0] = NewInput()
+					if err := p.Inputs[i0].DecodeBinary(r); err != nil {
+						return err
+					}
+				}
+			}
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRING {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
+				}
+				p.Peers = make([]string, n0)
+				if err = r.ReadStrings(p.Peers); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Spool = NewInput()
+			if err := p.Spool.DecodeBinary(r); err != nil {
+				return err
+			}
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -790,6 +1115,26 @@ func (p *OpenReq) EncodeCompact(w *proto.CompactWriter) error {
 	w.WriteString(p.Sql)
 	w.WriteFieldBegin(proto.STRING, 2)
 	w.WriteString(p.Tag)
+	if p.IsSetInputs() {
+		w.WriteFieldBegin(proto.LIST, 3)
+		w.WriteListBegin(proto.STRUCT, len(p.Inputs))
+		for _, v0 := range p.Inputs {
+			if err := v0.EncodeCompact(w); err != nil {
+				return err
+			}
+		}
+	}
+	if p.IsSetPeers() {
+		w.WriteFieldBegin(proto.LIST, 4)
+		w.WriteListBegin(proto.STRING, len(p.Peers))
+		w.WriteStrings(p.Peers)
+	}
+	if p.IsSetSpool() {
+		w.WriteFieldBegin(proto.STRUCT, 5)
+		if err := p.Spool.EncodeCompact(w); err != nil {
+			return err
+		}
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	return nil
@@ -835,6 +1180,60 @@ func (p *OpenReq) DecodeCompact(r *proto.CompactReader) error {
 				return err
 			}
 			issetTag = true
+		case 3:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRUCT {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRUCT)
+				}
+				p.Inputs = make([]*Input, n0)
+				for i0 := range n0 {
+					p.Inputs[i0] = NewInput()
+					if err := p.Inputs[i0].DecodeCompact(r); err != nil {
+						return err
+					}
+				}
+			}
+		case 4:
+			if t != proto.LIST {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			{
+				et0, n0, err := r.ReadListBegin()
+				if err != nil {
+					return err
+				}
+				if n0 > 0 && et0 != proto.STRING {
+					return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et0, proto.STRING)
+				}
+				p.Peers = make([]string, n0)
+				if err = r.ReadStrings(p.Peers); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if t != proto.STRUCT {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			p.Spool = NewInput()
+			if err := p.Spool.DecodeCompact(r); err != nil {
+				return err
+			}
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -856,8 +1255,9 @@ func (p *OpenReq) DecodeCompact(r *proto.CompactReader) error {
 var _ proto.Struct = (*OpenReq)(nil)
 
 type OpenResp struct {
-	Handle  int64         `thrift:"handle,1,required" db:"handle" json:"handle"`
-	Columns []*ColumnMeta `thrift:"columns,2,required" db:"columns" json:"columns"`
+	Handle     int64         `thrift:"handle,1,required" db:"handle" json:"handle"`
+	Columns    []*ColumnMeta `thrift:"columns,2,required" db:"columns" json:"columns"`
+	InputBytes *int64        `thrift:"inputBytes,3" db:"inputBytes" json:"inputBytes,omitempty"`
 }
 
 func NewOpenResp() *OpenResp {
@@ -870,6 +1270,19 @@ func (p *OpenResp) GetHandle() int64 {
 
 func (p *OpenResp) GetColumns() []*ColumnMeta {
 	return p.Columns
+}
+
+var OpenResp_InputBytes_DEFAULT int64
+
+func (p *OpenResp) GetInputBytes() int64 {
+	if !p.IsSetInputBytes() {
+		return OpenResp_InputBytes_DEFAULT
+	}
+	return *p.InputBytes
+}
+
+func (p *OpenResp) IsSetInputBytes() bool {
+	return p.InputBytes != nil
 }
 
 func (p *OpenResp) String() string {
@@ -895,6 +1308,10 @@ func (p *OpenResp) EncodeBinary(w *proto.BinaryWriter) error {
 		if err := v0.EncodeBinary(w); err != nil {
 			return err
 		}
+	}
+	if p.IsSetInputBytes() {
+		w.WriteFieldBegin(proto.I64, 3)
+		w.WriteI64(*p.InputBytes)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -954,6 +1371,18 @@ func (p *OpenResp) DecodeBinary(r *proto.BinaryReader) error {
 				}
 			}
 			issetColumns = true
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv int64
+			if fv, err = r.ReadI64(); err != nil {
+				return err
+			}
+			p.InputBytes = &fv
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
@@ -988,6 +1417,10 @@ func (p *OpenResp) EncodeCompact(w *proto.CompactWriter) error {
 		if err := v0.EncodeCompact(w); err != nil {
 			return err
 		}
+	}
+	if p.IsSetInputBytes() {
+		w.WriteFieldBegin(proto.I64, 3)
+		w.WriteI64(*p.InputBytes)
 	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
@@ -1047,6 +1480,18 @@ func (p *OpenResp) DecodeCompact(r *proto.CompactReader) error {
 				}
 			}
 			issetColumns = true
+		case 3:
+			if t != proto.I64 {
+				if err := r.Skip(t); err != nil {
+					return err
+				}
+				break
+			}
+			var fv int64
+			if fv, err = r.ReadI64(); err != nil {
+				return err
+			}
+			p.InputBytes = &fv
 		default:
 			if err := r.Skip(t); err != nil {
 				return err
