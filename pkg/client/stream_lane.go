@@ -107,6 +107,11 @@ type laneRunner struct {
 	// the credit is sent: a poll sent on it would wait for credit still
 	// here.
 	msgs, bytes, conn int64
+	// spoke: this side's message (a server stream carries one) or its
+	// end went out. Before that a poll could be held while the handler
+	// waits for that very message, queued behind the poll: the stream
+	// stalled (1 run in 75 of TestServerStreamOnLaneClientKilled).
+	spoke bool
 }
 
 // serverMaySend reports whether the server may send a data message now
@@ -125,6 +130,14 @@ func (r *laneRunner) sent(req []byte) {
 			return
 		}
 		end := off + wire.HeaderSize + h.PayloadLen()
+		if h.Kind == wire.KindStreamEnd {
+			r.spoke = true
+		}
+		if h.Kind == wire.KindStreamData && end <= len(req) {
+			if _, body, err := wire.StreamBody(&h, req[off+wire.HeaderSize:end]); err == nil && len(body) > 0 {
+				r.spoke = true
+			}
+		}
 		if h.Kind == wire.KindStreamWindow && end <= len(req) {
 			if msgs, n, err := wire.ParseWindow(req[off+wire.HeaderSize : end]); err == nil {
 				if h.Seqid == 0 {
@@ -152,8 +165,9 @@ func (r *laneRunner) run() {
 		}
 		req = r.out.Take(req[:0], laneStreamBatch)
 		if len(req) == 0 {
-			if !r.serverMaySend() || cs.peerDone.Load() {
-				// Nothing the server could send before it has our credit.
+			if !r.spoke || !r.serverMaySend() || cs.peerDone.Load() {
+				// Nothing the server could send before it has our
+				// message or our credit.
 				select {
 				case <-r.out.Wake():
 				case <-cs.ctx.Done():
