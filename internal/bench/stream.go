@@ -27,9 +27,9 @@ import (
 //   - hatrpc-stream: HatRPC's server stream (idl/atbstream.thrift's pull,
 //     generated code) over one TCP Conn.
 //   - hatrpc-stream-lanes: the same with shm/RDMA lanes on (server and
-//     client WithRDMA, provider from HATRPC_PROVIDER): what a stream gets
-//     on a connection whose calls take lanes. Streams do not travel on
-//     lanes yet (docs/design/streams.md), so this is TCP too.
+//     client WithRDMA, provider from HATRPC_PROVIDER): a server stream
+//     on a lane of its own (docs/design/streams.md); a run whose stream
+//     found no lane is an error, not a TCP figure.
 //   - hatrpc-unary: the same messages as unary calls (fetch), one caller
 //     in a closed loop: the small-message goal's comparison.
 //   - raw-tcp-stream: the floor of the same bytes over loopback TCP with
@@ -236,7 +236,12 @@ func (h HatStream) measureStream(ctx context.Context, addr string, spec StreamSp
 			return StreamResult{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	return hatPull(ctx, c, want, spec.Count)
+	res, err := hatPull(ctx, c, want, spec.Count)
+	if lane, tcp := conn.StreamRoutes(); err == nil && h.Lanes && (lane == 0 || tcp > 0) {
+		// No lane was free or none was granted: the figure would be TCP's.
+		return res, fmt.Errorf("%s: %d streams on lanes, %d on TCP: want every stream on a lane", h.Name(), lane, tcp)
+	}
+	return res, err
 }
 
 func hatPull(ctx context.Context, c *atbstream.StreamClient, want []byte, count int64) (StreamResult, error) {

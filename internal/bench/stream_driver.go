@@ -207,7 +207,7 @@ func StreamGoals(rows []StreamRow) []StreamGoal {
 	for _, r := range rows {
 		if r.Size == bulkSize {
 			ratio(GoalBulkTCP, r, "hatrpc-stream", "raw-tcp-stream", 0.8, "")
-			ratio(GoalBulkShm, r, "hatrpc-stream-lanes", "memmove", 0.8, "streams do not travel on lanes yet: this stream is TCP")
+			ratio(GoalBulkShm, r, "hatrpc-stream-lanes", "memmove", 0.8, "")
 		}
 		ratio(GoalGRPC, r, "hatrpc-stream", "grpc-stream", 1, "")
 		if r.Size == smallSize {
