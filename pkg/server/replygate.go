@@ -31,14 +31,17 @@ package server
 //
 // The first calls of a method whose reply size is not known yet reserve
 // nothing (a guess would refuse small calls on a busy budget), so at
-// most coldMax of them run at a time in the whole server, until one
-// reply of the method told its size: what the server holds beyond the
-// budget is at most the replies built and waiting for admission, that is
-// coldMax cold ones per method or, rarely, ones larger than their
-// method's estimate; those stop their reader until they are admitted.
-// (Counted per connection, 64 Thrift-over-HTTP requests for Scan(10,000)
-// sent at once to a fresh hatkv ran all 64 handlers uncharged: +0.7 to
-// 1 GB against a 256 MiB budget.)
+// most coldMax of them run at a time per connection, until one reply of
+// the method told its size: what a connection holds beyond its share is
+// at most the replies built and waiting for admission, that is coldMax
+// cold ones or, rarely, ones larger than their method's estimate; those
+// stop the reader until they are admitted. Across connections cold calls
+// are not bounded: 64 connections (e.g. Thrift-over-HTTP requests) each
+// sending one Scan(10,000) to a fresh hatkv ran 64 handlers uncharged
+// (+0.3 to 1 GB against a 256 MiB budget). Counting them per method in
+// the whole server bounded that but stalled long-running methods: a
+// sixth caller of a method whose first five calls wait (a long poll)
+// waited for one of them to end (test/fault TestServerStoppedMidCall).
 //
 // Thrift over HTTP sends a request's replies in one response once all
 // its calls ended: they stay charged until that response is written
@@ -64,6 +67,7 @@ const coldMax = 4
 
 // replyGate is a connection's state for its calls' reply memory.
 type replyGate struct {
+	cold chan struct{} // a place per cold call running; made by the reader
 	// guarded by budget.mu:
 	waiting   int    // built replies waiting for admission
 	admitNext uint64 // a plain connection's next reply (by order) to admit
@@ -254,12 +258,15 @@ func (c *conn) replyOverShare(size int) *proto.ApplicationException {
 
 // takeCold takes a place for a call whose method's reply size is not
 // known yet, waiting (with WithBusyTimeout at most that long) while coldMax
-// of the method run. While it waits, the call holds nothing of the
+// run on the connection. While it waits, the call holds nothing of the
 // budget (the cold calls' replies may need the room its request holds):
 // it returns what r held then, for the caller to take again.
 func (c *conn) takeCold(r *request) (owed int64, ok bool) {
+	if c.rg.cold == nil {
+		c.rg.cold = make(chan struct{}, coldMax)
+	}
 	select {
-	case r.m.cold <- struct{}{}:
+	case c.rg.cold <- struct{}{}:
 		r.cold = true
 		return 0, true
 	default:
@@ -277,7 +284,7 @@ func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 		c.unhold()
 	}
 	select {
-	case r.m.cold <- struct{}{}:
+	case c.rg.cold <- struct{}{}:
 		r.cold = true
 		return owed, true
 	case <-timer:
@@ -290,7 +297,7 @@ func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 // dropCold gives back r's place as a cold call.
 func (c *conn) dropCold(r *request) {
 	if r.cold {
-		<-r.m.cold
+		<-c.rg.cold
 	}
 }
 

