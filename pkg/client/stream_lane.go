@@ -122,14 +122,16 @@ func (r *laneRunner) serverMaySend() bool {
 	return r.msgs < int64(w.Messages) && r.bytes < int64(w.Bytes) && r.conn < int64(w.Conn)
 }
 
-// sent counts the credit of an answered request.
-func (r *laneRunner) sent(req []byte) {
+// sent counts the credit of an answered request, and reports whether
+// it reset the stream.
+func (r *laneRunner) sent(req []byte) (reset bool) {
 	for off := 0; off+wire.HeaderSize <= len(req); {
 		h, err := wire.DecodeHeader(req[off:], len(req))
 		if err != nil {
-			return
+			return reset
 		}
 		end := off + wire.HeaderSize + h.PayloadLen()
+		reset = reset || h.Kind == wire.KindStreamReset
 		if h.Kind == wire.KindStreamEnd {
 			r.spoke = true
 		}
@@ -150,6 +152,7 @@ func (r *laneRunner) sent(req []byte) {
 		}
 		off = end
 	}
+	return reset
 }
 
 func (r *laneRunner) run() {
@@ -190,13 +193,13 @@ func (r *laneRunner) run() {
 		if n := int64(len(req)); n > r.p.maxReq.Load() {
 			r.p.maxReq.Store(n)
 		}
-		r.sent(req)
+		reset := r.sent(req)
 		last, err := r.file(resp)
 		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
 			return
 		}
-		if last != nil || hasKind(req, wire.KindStreamReset) {
+		if last != nil || reset {
 			// The stream is over both ways and the lane in step: the next
 			// stream (or call) may have it, from before RecvMsg can see
 			// the end (so a caller that opens its next stream then finds
@@ -275,20 +278,6 @@ func (r *laneRunner) fail(err error, broken bool) {
 		r.l.broken.Store(true)
 	}
 	r.p.put(r.l)
-}
-
-func hasKind(b []byte, k wire.Kind) bool {
-	for off := 0; off+wire.HeaderSize <= len(b); {
-		h, err := wire.DecodeHeader(b[off:], len(b))
-		if err != nil {
-			return false
-		}
-		if h.Kind == k {
-			return true
-		}
-		off += wire.HeaderSize + h.PayloadLen()
-	}
-	return false
 }
 
 // StreamRoutes counts the streams whose plan put them on a lane: Lane
