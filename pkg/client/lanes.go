@@ -212,24 +212,29 @@ func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, 
 	// look again once counted (see put).
 	p.waiters.Add(1)
 	defer p.waiters.Add(-1)
-	if l := p.hot.Swap(nil); l != nil {
+	if l := p.usable(p.hot.Swap(nil)); l != nil {
 		return l, nil
 	}
 	if mode == getShareable {
 		return p.openDedicated(ctx, reqSize)
 	}
-	select {
-	case l := <-p.idle:
-		return l, nil
-	case p.tokens <- struct{}{}:
-		l, err := p.open(ctx, reqSize)
-		if err != nil {
-			<-p.tokens
-			return nil, err
+	for {
+		select {
+		case l := <-p.idle:
+			if l = p.usable(l); l == nil {
+				continue // its token is free: the next round may open one
+			}
+			return l, nil
+		case p.tokens <- struct{}{}:
+			l, err := p.open(ctx, reqSize)
+			if err != nil {
+				<-p.tokens
+				return nil, err
+			}
+			return l, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return l, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
@@ -258,14 +263,57 @@ func (p *lanePool) openDedicated(ctx context.Context, reqSize int) (*clane, erro
 // the one in hot first (an atomic swap, where a channel receive costs a
 // lock), then one from the channel.
 func (p *lanePool) takeIdle() *clane {
-	if l := p.hot.Swap(nil); l != nil {
-		return l
+	for {
+		l := p.hot.Swap(nil)
+		if l == nil {
+			select {
+			case l = <-p.idle:
+			default:
+				return nil
+			}
+		}
+		if l = p.usable(l); l != nil {
+			return l
+		}
 	}
-	select {
-	case l := <-p.idle:
-		return l
-	default:
+}
+
+// usable returns l, or closes it and returns nil when its server went
+// away or drains while it sat idle: a caller given it would fail with
+// "rdma: closed" although a new lane (to a restarted server) would work.
+func (p *lanePool) usable(l *clane) *clane {
+	if l == nil {
 		return nil
+	}
+	if l.broken.Load() || l.goaway.Load() {
+		l.close()
+		return nil
+	}
+	return l
+}
+
+// reapIdle closes the idle lanes whose server went away, so that what they
+// hold (registered memory, the endpoint, the link) goes with the peer and
+// not at the next call; the healthy ones are put back.
+func (p *lanePool) reapIdle() {
+	var keep []*clane
+	for range cap(p.idle) + 1 {
+		l := p.hot.Swap(nil)
+		if l == nil {
+			select {
+			case l = <-p.idle:
+			default:
+			}
+		}
+		if l == nil {
+			break
+		}
+		if l = p.usable(l); l != nil {
+			keep = append(keep, l)
+		}
+	}
+	for _, l := range keep {
+		p.put(l)
 	}
 }
 
@@ -379,8 +427,13 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	}
 	l.unwait = fastpath.CountWaits(l.ep) // waiting while a call is in C
 	l.link = fastpath.Watch(nc, func() { l.goaway.Store(true) }, func() {
-		l.broken.Store(true)
+		wasBroken := l.broken.Swap(true)
 		l.ep.Abort()
+		if !wasBroken {
+			// The peer went (not our own close, which marks the lane
+			// broken first). Not here: close waits for this watcher.
+			go p.reapIdle()
+		}
 	})
 	p.mu.Lock()
 	p.all[l] = struct{}{}

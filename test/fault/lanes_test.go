@@ -127,15 +127,12 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 
 	child2 := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
 	child2.Expect(t, "SERVING", 30*time.Second)
-	require.Eventually(t, func() bool {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		defer ccancel()
-		_, err := testutil.HatSleep(cctx, c, 1)
-		if err != nil && !strings.Contains(err.Error(), "closed") && !strings.Contains(err.Error(), "refused") {
-			t.Logf("retry: %v", err)
-		}
-		return err == nil
-	}, 20*time.Second, 50*time.Millisecond, "calls do not recover after the server came back")
+	// The first call once the new server serves succeeds: nothing of the
+	// dead server's (session, lanes) is handed to it.
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	_, err = testutil.HatSleep(cctx, c, 1)
+	ccancel()
+	require.NoError(t, err, "the first call after the server came back")
 	require.Equal(t, fastpathtest.Transport(), c.Plan("Interop:sleep").Transport.String())
 	require.NoError(t, child2.CloseStdin())
 	require.NoError(t, child2.WaitExit(t, 10*time.Second))
@@ -198,4 +195,96 @@ func TestFlockTwoProcesses(t *testing.T) {
 	require.NoError(t, child.WaitExit(t, 30*time.Second))
 	n := srv.WaitConns(t, func(n int) bool { return n == 0 }, 10*time.Second)
 	assert.Equal(t, 0, n, "the child's session and FLOCK link are closed")
+}
+
+// TestLaneServerRestartedBetweenCalls: the server process dies while the
+// client's lanes are idle and a new one listens on the same address; the
+// next call of the same Conn, made once the new server serves, succeeds at
+// the first try and on a lane: a lane to the dead server is not handed to
+// a caller, and the call does not go over TCP instead.
+func TestLaneServerRestartedBetweenCalls(t *testing.T) {
+	ln := testutil.ListenLocal(t)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child.Expect(t, "SERVING", 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
+	require.NoError(t, err)
+	defer c.Close()
+	for range 3 {
+		_, err = testutil.HatSleep(ctx, c, 1)
+		require.NoError(t, err)
+	}
+	before := c.RouteStats()
+	require.Equal(t, uint64(3), before.Lane, "the calls before the kill ran on lanes")
+
+	child.Kill(t)
+	_ = child.WaitExit(t, 10*time.Second)
+	require.Eventually(t, func() bool { return openLanes(c) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the idle lanes to the dead server are still open")
+	child2 := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child2.Expect(t, "SERVING", 30*time.Second)
+
+	for i := range 3 {
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err = testutil.HatSleep(cctx, c, 1)
+		ccancel()
+		require.NoError(t, err, "call %d after the server came back", i)
+	}
+	after := c.RouteStats()
+	assert.Equal(t, before.TCP, after.TCP, "calls after the restart went over TCP")
+	assert.Equal(t, before.Lane+3, after.Lane, "calls after the restart ran on lanes")
+	require.NoError(t, child2.CloseStdin())
+	require.NoError(t, child2.WaitExit(t, 10*time.Second))
+}
+
+// openLanes is the lanes c has open, over all its functions.
+func openLanes(c *client.Conn) int {
+	n := 0
+	for _, s := range c.LaneStats() {
+		n += s.Lanes
+	}
+	return n
+}
+
+// TestFlockServerRestartedBetweenCalls: as TestLaneServerRestartedBetweenCalls
+// for calls through the process's FLOCK handle: the handle to the dead
+// server is replaced, and the first call after the restart goes through
+// the new one.
+func TestFlockServerRestartedBetweenCalls(t *testing.T) {
+	ln := testutil.ListenLocal(t)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child.Expect(t, "SERVING", 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
+	require.NoError(t, err)
+	defer c.Close()
+	for range 3 {
+		require.NoError(t, c.Call(ctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{}))
+	}
+	require.Equal(t, uint64(3), c.RouteStats().FLOCK, "the calls before the kill went through FLOCK")
+
+	child.Kill(t)
+	_ = child.WaitExit(t, 10*time.Second)
+	child2 := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child2.Expect(t, "SERVING", 30*time.Second)
+
+	for i := range 3 {
+		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		err := c.Call(cctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{})
+		ccancel()
+		require.NoError(t, err, "call %d after the server came back", i)
+	}
+	after := c.RouteStats()
+	assert.Equal(t, uint64(6), after.FLOCK, "calls after the restart went through FLOCK")
+	assert.Zero(t, after.TCP, "calls after the restart went over TCP")
+	require.NoError(t, child2.CloseStdin())
+	require.NoError(t, child2.WaitExit(t, 10*time.Second))
 }
