@@ -23,6 +23,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 type callFlags struct {
@@ -48,20 +49,24 @@ func newCallCmd() *cobra.Command {
 	var f callFlags
 	cmd := &cobra.Command{
 		Use:   "call --idl FILE.thrift ADDR Service.function ['{json args}'|-]",
-		Short: "Call a function with JSON arguments (an object keyed by argument name; - reads stdin)",
+		Short: "Call a function with JSON arguments (an object keyed by argument name; - reads stdin), or open a stream",
+		Long: `Call a function with JSON arguments: an object keyed by argument name, or - to read it from stdin.
+
+A streaming function (streaming.mode) sends and prints messages, each a JSON
+object of its struct's fields: a server stream sends the one message given
+(or {}) and prints every message the server sends, one line each; a client
+or bidirectional stream sends the message given, or with - (or none) each
+line of stdin as one message, and prints the reply (client) or every
+message the server sends (bidirectional).`,
 		Example: `  hatrpc call --idl internal/hatkv/hatkv.thrift 127.0.0.1:9090 HatKV.Get '{"key":"user1"}'
+  hatrpc call --idl internal/hatkv/hatkv.thrift 127.0.0.1:9090 HatKV.ScanStream '{"start_key":"user"}'
   hatrpc call --idl pkg/fb303/fb303.thrift 127.0.0.1:9090 FacebookService.getStatus`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var in []byte
+			in := input{stdin: cmd.InOrStdin()}
 			if len(args) == 3 {
-				in = []byte(args[2])
-				if args[2] == "-" {
-					var err error
-					if in, err = io.ReadAll(cmd.InOrStdin()); err != nil {
-						return err
-					}
-				}
+				in.given, in.args = true, []byte(args[2])
+				in.fromStdin = args[2] == "-"
 			}
 			return call(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), &f, args[0], args[1], in)
 		},
@@ -167,9 +172,25 @@ func (f *callFlags) context(ctx context.Context) (context.Context, error) {
 	return ctx, nil
 }
 
+// input is what the command line gives a call: the argument (or "-"),
+// and stdin.
+type input struct {
+	given, fromStdin bool
+	args             []byte
+	stdin            io.Reader
+}
+
+// all is the whole input as one JSON value (nil: none given).
+func (in input) all() ([]byte, error) {
+	if in.fromStdin {
+		return io.ReadAll(in.stdin)
+	}
+	return in.args, nil
+}
+
 // call runs one call; target is "Service.function" (the service may be
 // an included file's, "shared.Base.version").
-func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target string, args []byte) error {
+func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target string, in input) error {
 	i := strings.LastIndex(target, ".")
 	if i <= 0 || i == len(target)-1 {
 		return fmt.Errorf("%q: want Service.function", target)
@@ -182,8 +203,15 @@ func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target str
 	if err != nil {
 		return err
 	}
-	if _, err := svc.Function(target[i+1:]); err != nil {
+	fn, err := svc.Function(target[i+1:])
+	if err != nil {
 		return err
+	}
+	var args []byte
+	if fn.Stream == stream.None {
+		if args, err = in.all(); err != nil {
+			return err
+		}
 	}
 	opts, err := f.options(addr)
 	if err != nil {
@@ -202,7 +230,16 @@ func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target str
 		return &callError{addr: addr, target: target, err: err}
 	}
 	defer conn.Close()
-	out, err := generic.NewClient(svc, conn).CallJSON(ctx, target[i+1:], args)
+	gc := generic.NewClient(svc, conn)
+	if fn.Stream != stream.None {
+		err := callStream(ctx, w, f, gc, fn, in)
+		if f.verbose {
+			lane, _ := conn.StreamRoutes()
+			fmt.Fprintf(errw, "hatrpc: %s stream (%s), on a lane: %v\n", target, fn.Stream, lane > 0)
+		}
+		return reported(w, f, addr, target, err)
+	}
+	out, err := gc.CallJSON(ctx, target[i+1:], args)
 	if f.verbose {
 		stack := "plain Thrift"
 		if conn.Upgraded() {
@@ -210,18 +247,33 @@ func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target str
 		}
 		fmt.Fprintf(errw, "hatrpc: %s over %s, transport %s\n", target, stack, conn.Plan(svc.Name()+":"+target[i+1:]).Transport)
 	}
+	if err != nil {
+		return reported(w, f, addr, target, err)
+	}
+	printResult(w, f, out)
+	return nil
+}
+
+// reported is err as the command returns it: a declared exception printed
+// as JSON with --json, anything else described by describeErr.
+func reported(w io.Writer, f *callFlags, addr, target string, err error) error {
 	var ex *generic.Exception
 	switch {
+	case err == nil:
+		return nil
 	case errors.As(err, &ex) && f.json:
 		line, _ := json.Marshal(map[string]any{"exception": ex.Type, "field": ex.Field, "value": json.RawMessage(ex.JSON)})
 		fmt.Fprintln(w, string(line))
 		return errReported
-	case err != nil:
-		return &callError{addr: addr, target: target, err: err}
 	}
+	return &callError{addr: addr, target: target, err: err}
+}
+
+// printResult prints a result: one line with --json, else indented.
+func printResult(w io.Writer, f *callFlags, out []byte) {
 	if f.json {
 		fmt.Fprintln(w, string(out))
-		return nil
+		return
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, out, "", "  "); err != nil {
@@ -229,7 +281,6 @@ func call(ctx context.Context, w, errw io.Writer, f *callFlags, addr, target str
 		pretty.Write(out)
 	}
 	fmt.Fprintln(w, pretty.String())
-	return nil
 }
 
 // callError is a failed call, described for a person by describeErr.
@@ -251,6 +302,7 @@ func describeErr(err error) string {
 	var ex *generic.Exception
 	var ae *proto.ApplicationException
 	var ve *generic.ValueError
+	var me *messageError
 	var conn *client.ConnError
 	switch {
 	case errors.As(err, &ex):
@@ -259,6 +311,8 @@ func describeErr(err error) string {
 			pretty.Write(ex.JSON)
 		}
 		return fmt.Sprintf("%s threw %s (%s):\n%s", ce.target, ex.Type, ex.Field, pretty.String())
+	case errors.As(err, &me):
+		return fmt.Sprintf("bad message on stdin line %d: %v", me.line, me.err)
 	case errors.As(err, &ve):
 		return "bad arguments: " + ve.Error()
 	case errors.As(err, &ae) && ae.Type == proto.ExcUnknownMethod:

@@ -44,7 +44,7 @@ func TestDocExamples(t *testing.T) {
 			ex.want = append(ex.want, line)
 		}
 	}
-	require.Len(t, examples, 12)
+	require.Len(t, examples, 13)
 	for _, ex := range examples {
 		t.Run(ex.line, func(t *testing.T) {
 			args := shellWords(t, strings.TrimPrefix(ex.line, "$ hatrpc "))

@@ -2,11 +2,13 @@ package generic
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/idl"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // Exception is a declared exception: a call's error when the server threw
@@ -58,7 +60,7 @@ func (c *Client) method(name string) (*method, error) {
 		return nil, err
 	}
 	m := &method{sh: shapesOf(fn), m: client.Method{
-		Service: c.svc.Name(), Name: fn.Name, Oneway: fn.Oneway, Hints: c.svc.Hints.Function(fn.Name),
+		Service: c.svc.Name(), Name: fn.Name, Oneway: fn.Oneway, Hints: c.svc.Hints.Function(fn.Name), Stream: fn.Stream,
 	}}
 	c.methods[name] = m
 	return m, nil
@@ -104,6 +106,9 @@ func (c *Client) call(ctx context.Context, name string, args map[string]any) (*m
 	m, err := c.method(name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.sh.fn.Stream != stream.None {
+		return m, nil, fmt.Errorf("generic: %s.%s streams (%s): open it with Stream", c.svc.Name(), name, m.sh.fn.Stream)
 	}
 	lim := &c.svc.idl.lim
 	in := &body{s: m.sh.args, lim: lim, path: "args", in: args}

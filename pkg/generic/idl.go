@@ -16,14 +16,16 @@ type IDL struct {
 	// Program is the root file; its includes are resolved.
 	Program *idl.Program
 	lim     proto.Limits
+	opts    options
 }
 
-// Option configures Load.
+// Option configures Load (and a generic server: WithStreamHandler).
 type Option func(*options)
 
 type options struct {
 	includeDirs []string
 	limits      proto.Limits
+	streams     StreamHandlerFunc // stream.go
 }
 
 // WithIncludeDirs adds directories searched for includes after the
@@ -48,7 +50,7 @@ func Load(path string, opts ...Option) (*IDL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &IDL{Program: prog, lim: o.limits}, nil
+	return &IDL{Program: prog, lim: o.limits, opts: o}, nil
 }
 
 // FromProgram wraps an already loaded program.
@@ -57,7 +59,7 @@ func FromProgram(p *idl.Program, opts ...Option) *IDL {
 	for _, f := range opts {
 		f(&o)
 	}
-	return &IDL{Program: p, lim: o.limits}
+	return &IDL{Program: p, lim: o.limits, opts: o}
 }
 
 // ErrNotFound matches every lookup of a service, function or type the IDL

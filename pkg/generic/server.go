@@ -8,6 +8,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/idl"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
 // HandlerFunc serves every function of a generic server: args is a JSON
@@ -18,8 +19,8 @@ import (
 type HandlerFunc func(ctx context.Context, method string, args []byte) (result []byte, err error)
 
 // NewServer loads idlFile and returns service as a server.Service that
-// runs h for every function: register it with (*server.Server).Register,
-// as generated RegisterX functions do.
+// runs h for every function (streaming ones: WithStreamHandler's): register
+// it with (*server.Server).Register, as generated RegisterX functions do.
 func NewServer(idlFile, service string, h HandlerFunc, opts ...Option) (*server.Service, error) {
 	d, err := Load(idlFile, opts...)
 	if err != nil {
@@ -32,13 +33,23 @@ func NewServer(idlFile, service string, h HandlerFunc, opts ...Option) (*server.
 	return svc.Server(h), nil
 }
 
-// Server returns s as a server.Service whose functions run h, planned
-// with the IDL's hints as generated code is.
-func (s *Service) Server(h HandlerFunc) *server.Service {
+// Server returns s as a server.Service whose functions run h, and its
+// streaming functions the stream handler (WithStreamHandler, given here or
+// to Load), planned with the IDL's hints as generated code is.
+func (s *Service) Server(h HandlerFunc, opts ...Option) *server.Service {
+	o := s.idl.opts
+	for _, f := range opts {
+		f(&o)
+	}
 	out := &server.Service{Name: s.Name(), Hints: s.Hints}
 	lim := &s.idl.lim
 	for _, fn := range s.Functions() {
 		sh := shapesOf(fn)
+		if fn.Stream != stream.None {
+			out.Methods = append(out.Methods, server.Method{Name: fn.Name, Hints: s.Hints.Function(fn.Name),
+				Stream: fn.Stream, HandleStream: streamMethod(sh, lim, o.streams)})
+			continue
+		}
 		out.Methods = append(out.Methods, server.Method{
 			Name:    fn.Name,
 			Oneway:  fn.Oneway,
@@ -55,6 +66,12 @@ func (s *Service) Server(h HandlerFunc) *server.Service {
 func serve(ctx context.Context, sh *shapes, lim *proto.Limits, h HandlerFunc, args *body) (proto.Struct, error) {
 	argsJSON := appendJSON(nil, args.out, structType(sh.args))
 	out, err := h(ctx, sh.fn.Name, argsJSON)
+	return resultOf(sh, lim, out, err)
+}
+
+// resultOf is the result struct a handler's outcome is sent as: out, the
+// return value as JSON, or err, a declared *Exception or any other error.
+func resultOf(sh *shapes, lim *proto.Limits, out []byte, err error) (proto.Struct, error) {
 	res := &body{s: sh.result, lim: lim, path: "result", in: map[string]any{}, throws: sh.fn.Throws}
 	if err != nil {
 		var ex *Exception
