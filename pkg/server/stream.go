@@ -216,7 +216,11 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	case c.st.Len() >= c.maxStreams():
 		return refuse(proto.ExcInternalError, fmt.Sprintf("server busy: %d streams open on the connection", c.st.Len()))
 	}
-	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name)}
+	route := routeTCP
+	if c.fp != nil {
+		route = routeLane
+	}
+	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name, route)}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	ss.cancel = cancel
 	if h.Timeout > 0 {

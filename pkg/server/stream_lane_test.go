@@ -300,7 +300,7 @@ func laneGoroutines() string {
 // over TCP rather than wait (the streams holding the lanes may wait on
 // this caller), counted in StreamRoutes.
 func TestServerStreamLanesExhausted(t *testing.T) {
-	_, sv, addr := laneStreams(t)
+	s, sv, addr := laneStreams(t)
 	c := dial(t, addr, client.WithMaxLanes(1))
 	ctx, cancel := context.WithCancel(tctx(t))
 	defer cancel()
@@ -317,6 +317,11 @@ func TestServerStreamLanesExhausted(t *testing.T) {
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(1), lane)
 	require.Equal(t, uint64(1), tcp)
+	// The server counts each stream by the route it came by.
+	for _, route := range []string{"lane", "tcp"} {
+		require.Equal(t, 1.0, serverMetric(t, s, "hatrpc_server_streams_opened_total",
+			map[string]string{"service": "L", "function": "wait", "route": route}), route)
+	}
 	cancel()
 	require.ErrorIs(t, held.RecvMsg(&wiretest.EchoArgs{}), context.Canceled)
 	require.ErrorIs(t, <-sv.ended, context.Canceled)

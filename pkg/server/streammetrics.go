@@ -14,8 +14,9 @@ func newStreamMetrics(reg *prometheus.Registry) *streamMetrics {
 	dir := []string{"service", "function", "direction"}
 	m := &streamMetrics{
 		opened: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "hatrpc", Subsystem: "server", Name: "streams_opened_total", Help: "Streams opened per function.",
-		}, lbl),
+			Namespace: "hatrpc", Subsystem: "server", Name: "streams_opened_total",
+			Help: "Streams opened per function, by route: lane (a shm/RDMA lane carried it) or tcp (the connection did: the plan has the function's streams on TCP, the client has no lanes, or all of its lanes were busy).",
+		}, append(lbl, "route")),
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "streams_open", Help: "Streams whose handler runs now.",
 		}, lbl),
@@ -40,8 +41,14 @@ type streamStats struct {
 	outMsgs, outBytes prometheus.Counter
 }
 
-func (m *streamMetrics) begin(svc, fn string) *streamStats {
-	m.opened.WithLabelValues(svc, fn).Inc()
+// Routes of a stream, the values of streams_opened_total's route label.
+const (
+	routeLane = "lane"
+	routeTCP  = "tcp"
+)
+
+func (m *streamMetrics) begin(svc, fn, route string) *streamStats {
+	m.opened.WithLabelValues(svc, fn, route).Inc()
 	st := &streamStats{
 		open:     m.open.WithLabelValues(svc, fn),
 		inMsgs:   m.msgs.WithLabelValues(svc, fn, "in"),
