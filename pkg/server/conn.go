@@ -116,7 +116,7 @@ type request struct {
 	// slot or task copy), valid until the reply is encoded and sent: a
 	// borrow_args method's arguments may alias it as they alias buf.
 	lease bool
-	cold  bool // holds a cold-call place (replygate.go)
+	cold  *coldPlace // a cold call's place (replygate.go); nil: none
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
 	// execute leaves the handler's result and error in res and err and

@@ -118,3 +118,7 @@ func BudgetUsed(s *Server) int64 {
 	defer s.budget.mu.Unlock()
 	return s.budget.used
 }
+
+// SetColdLease sets how long a cold call holds its place (replygate.go);
+// call it before s serves.
+func SetColdLease(s *Server, d time.Duration) { s.coldLease = d }

@@ -31,17 +31,22 @@ package server
 //
 // The first calls of a method whose reply size is not known yet reserve
 // nothing (a guess would refuse small calls on a busy budget), so at
-// most coldMax of them run at a time per connection, until one reply of
-// the method told its size: what a connection holds beyond its share is
-// at most the replies built and waiting for admission, that is coldMax
-// cold ones or, rarely, ones larger than their method's estimate; those
-// stop the reader until they are admitted. Across connections cold calls
-// are not bounded: 64 connections (e.g. Thrift-over-HTTP requests) each
-// sending one Scan(10,000) to a fresh hatkv ran 64 handlers uncharged
-// (+0.3 to 1 GB against a 256 MiB budget). Counting them per method in
-// the whole server bounded that but stalled long-running methods: a
-// sixth caller of a method whose first five calls wait (a long poll)
-// waited for one of them to end (test/fault TestServerStoppedMidCall).
+// most coldMax of them start in the whole server until one reply of the
+// method told its size. (Counted per connection, 64 Thrift-over-HTTP
+// requests for Scan(10,000) sent at once to a fresh hatkv ran all 64
+// handlers uncharged: +0.8-1.0 GB against a 256 MiB budget.) A cold
+// call holds its place for coldLease at most: a method whose calls wait
+// (a long poll, a watch) has sent no reply yet when its fifth caller
+// comes, and with places held until the calls ended, that caller waited
+// for one of the first four to end (test/fault TestServerStoppedMidCall).
+// A call still running after coldLease is a long one rather than one
+// building a reply; the next cold call starts then. So what the server
+// holds beyond the budget is at most the replies built and waiting for
+// admission: coldMax cold ones per method and lease, or ones larger than
+// their method's estimate (its largest reply so far). Those stop their
+// reader until they are admitted, but calls whose replies outgrow the
+// estimate are not bounded: after one Scan(1), 64 connections each
+// sending one Scan(10,000) grew hatkv by +0.4-0.5 GB.
 //
 // Thrift over HTTP sends a request's replies in one response once all
 // its calls ended: they stay charged until that response is written
@@ -57,17 +62,20 @@ package server
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
-// coldMax: see above.
-const coldMax = 4
+// coldMax and coldLease: see above.
+const (
+	coldMax   = 4
+	coldLease = time.Second
+)
 
 // replyGate is a connection's state for its calls' reply memory.
 type replyGate struct {
-	cold chan struct{} // a place per cold call running; made by the reader
 	// guarded by budget.mu:
 	waiting   int    // built replies waiting for admission
 	admitNext uint64 // a plain connection's next reply (by order) to admit
@@ -94,6 +102,10 @@ func (c *conn) reserveReply(r *request) bool {
 		var ok bool
 		if owed, ok = c.takeCold(r); !ok {
 			return false
+		}
+		// A reply sent while r waited told the size after all.
+		if est = 2 * int64(r.m.repHint.Max()); est > 0 {
+			c.dropCold(r)
 		}
 	}
 	// The request's own memory counts towards the share already.
@@ -256,18 +268,31 @@ func (c *conn) replyOverShare(size int) *proto.ApplicationException {
 			size, min(c.s.budget.perConn, c.s.budget.total)))
 }
 
-// takeCold takes a place for a call whose method's reply size is not
-// known yet, waiting (with WithBusyTimeout at most that long) while coldMax
-// run on the connection. While it waits, the call holds nothing of the
-// budget (the cold calls' replies may need the room its request holds):
-// it returns what r held then, for the caller to take again.
-func (c *conn) takeCold(r *request) (owed int64, ok bool) {
-	if c.rg.cold == nil {
-		c.rg.cold = make(chan struct{}, coldMax)
+// coldPlace is a cold call's place among its method's coldMax: given
+// back when the call ends or after the server's cold lease, whichever
+// comes first.
+type coldPlace struct {
+	places chan struct{}
+	held   atomic.Bool
+	lease  *time.Timer
+}
+
+func (p *coldPlace) drop() {
+	if p.held.CompareAndSwap(true, false) {
+		<-p.places
 	}
+}
+
+// takeCold takes a place for a call whose method's reply size is not
+// known yet, waiting (with WithBusyTimeout at most that long) while
+// coldMax of the method's calls hold one. While it waits, the call holds
+// nothing of the budget (the cold calls' replies may need the room its
+// request holds): it returns what r held then, for the caller to take
+// again.
+func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 	select {
-	case c.rg.cold <- struct{}{}:
-		r.cold = true
+	case r.m.cold <- struct{}{}:
+		c.holdCold(r)
 		return 0, true
 	default:
 	}
@@ -284,8 +309,8 @@ func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 		c.unhold()
 	}
 	select {
-	case c.rg.cold <- struct{}{}:
-		r.cold = true
+	case r.m.cold <- struct{}{}:
+		c.holdCold(r)
 		return owed, true
 	case <-timer:
 		c.replyBusy(r, errBudgetWait)
@@ -294,10 +319,20 @@ func (c *conn) takeCold(r *request) (owed int64, ok bool) {
 	return 0, false
 }
 
-// dropCold gives back r's place as a cold call.
+// holdCold records the place r took, to be given back after the lease.
+func (c *conn) holdCold(r *request) {
+	p := &coldPlace{places: r.m.cold}
+	p.held.Store(true)
+	p.lease = time.AfterFunc(c.s.coldLease, p.drop)
+	r.cold = p
+}
+
+// dropCold gives back r's place as a cold call, if it still holds one.
 func (c *conn) dropCold(r *request) {
-	if r.cold {
-		<-c.rg.cold
+	if p := r.cold; p != nil {
+		p.lease.Stop()
+		p.drop()
+		r.cold = nil
 	}
 }
 

@@ -105,13 +105,29 @@ func startedCalls(t *testing.T, s *server.Server) float64 {
 
 // On a server that has not sent a method's reply yet, its size is
 // unknown and its first calls cannot be charged: at most 4 of them
-// (coldMax) run at a time on a connection, so a client pipelining 200
-// Scans to a freshly started hatkv holds at most 4 unknown replies
-// (measured: +146-215 MB, under the 256 MiB budget + 64 MiB). Once one
-// reply told the size, the calls are charged and the connection holds
-// at most its share.
+// (coldMax) start in the whole server until one reply told the size (or
+// the cold lease passed, here longer than the test), so a client
+// pipelining 200 Scans to a freshly started hatkv, or 64 clients each
+// sending one, hold at most 4 unknown replies (measured: +146-215 MB,
+// under the 256 MiB budget + 64 MiB). Once one reply told the size, the
+// calls are charged and each connection holds at most its share.
 func TestColdRepliesBounded(t *testing.T) {
-	const conns, bound = 1, int64(8 << 20)
+	// The place of a cold call is the method's, not the connection's: 64
+	// Thrift-over-HTTP requests, each its own connection, ran 64 cold
+	// Scans at once in hatkv.
+	for _, tc := range []struct {
+		name  string
+		conns int
+		bound int64 // what the budget may hold once the calls are charged
+	}{
+		{name: "one connection", conns: 1, bound: 8 << 20},
+		{name: "a connection per call", conns: 24, bound: 32 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { coldRepliesBounded(t, tc.conns, tc.bound) })
+	}
+}
+
+func coldRepliesBounded(t *testing.T, conns int, bound int64) {
 	const perConn = 8 << 20
 	reply := strings.Repeat("r", 1<<20)
 	var running, entered atomic.Int32
@@ -132,6 +148,7 @@ func TestColdRepliesBounded(t *testing.T) {
 	}}}
 	s := server.New(server.WithLogger(quiet), server.WithMemoryBudget(4*perConn, perConn))
 	s.Register(svc)
+	server.SetColdLease(s, time.Hour)
 	addr := serveOn(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -178,4 +195,68 @@ func TestColdRepliesBounded(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
+}
+
+// A method whose calls wait (a long poll) sends no reply for as long as
+// they wait, so all its calls are cold: a cold call holds its place for
+// the cold lease only, and callers beyond coldMax start once it passed
+// instead of waiting for one of the first to end (server-wide places
+// held until the call ended stalled test/fault TestServerStoppedMidCall's
+// fifth caller). 12 callers, on a connection each and pipelined on one,
+// all run at once; none has ended when the last starts.
+func TestColdLongCallsProceed(t *testing.T) {
+	const callers = 12
+	var entered, ended atomic.Int32
+	release := make(chan struct{})
+	svc := &server.Service{Name: "Poll", Methods: []server.Method{{
+		Name: "poll", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+		Handle: func(ctx context.Context, _ proto.Struct) (proto.Struct, error) {
+			entered.Add(1)
+			defer ended.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			msg := "done"
+			return &wiretest.EchoResult{Success: &msg}, nil
+		},
+	}}}
+	s := server.New(server.WithLogger(quiet))
+	s.Register(svc)
+	server.SetColdLease(s, 10*time.Millisecond)
+	addr := serveOn(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	shared, err := client.Dial(ctx, addr)
+	require.NoError(t, err)
+	defer shared.Close()
+
+	m := &client.Method{Service: "Poll", Name: "poll"}
+	errs := make(chan error, callers)
+	for i := range callers {
+		c := shared
+		if i%2 == 0 {
+			own, err := client.Dial(ctx, addr)
+			require.NoError(t, err)
+			defer own.Close()
+			c = own
+		}
+		go func() {
+			var res wiretest.EchoResult
+			errs <- c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res)
+		}()
+	}
+	require.Eventually(t, func() bool { return entered.Load() == callers }, time.Minute, time.Millisecond,
+		"long calls of a method of unknown reply size wait for each other")
+	assert.Zero(t, ended.Load(), "a call ended before all started")
+	close(release)
+	for range callers {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("calls did not end")
+		}
+	}
 }

@@ -56,6 +56,9 @@ type Server struct {
 	slots  *slotSem
 	pool   pool
 	budget budget
+	// coldLease: how long a cold call holds its place (replygate.go);
+	// coldLease unless a test set another before serving.
+	coldLease time.Duration
 
 	clock     atomic.Int64 // coarse time since epoch, advanced by the sweeper (timeouts.go)
 	sweepOnce sync.Once
@@ -92,6 +95,7 @@ type method struct {
 	reqSize int                                               // the client's declared request size (sizes lane buffers)
 	replies [numEngine + 1]atomic.Pointer[prometheus.Counter] // lane replies by engine protocol, then FLOCK's; made on first use
 	repHint wire.SizeHint                                     // size of the last reply over TCP; see conn.replyHinted
+	cold    chan struct{}                                     // a place per call started before repHint knew a size (replygate.go)
 	borrow  bool                                              // borrow_args: binary arguments alias the request buffer (TCP)
 	lim     *proto.Limits                                     // decoder limits of its arguments (WithContainerLimit)
 	limiter Limiter                                           // rate limit (WithRateLimit); nil = none
@@ -140,6 +144,7 @@ func New(opts ...Option) *Server {
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack
 	s.budget.init(o.memBudget, o.memPerConn)
+	s.coldLease = coldLease
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
 		Help: "Request and reply memory admitted by the budget and not yet released (WithMemoryBudget).",
@@ -174,7 +179,7 @@ func (s *Server) Register(svc *Service) {
 		if m.Name == "" || (m.NewArgs == nil || m.Handle == nil) && (m.Stream == stream.None || m.HandleStream == nil) {
 			panic(fmt.Sprintf("server: method %q of %q needs Name, NewArgs and Handle (a streaming one HandleStream)", m.Name, svc.Name))
 		}
-		rm := &method{svc: svc.Name, m: m}
+		rm := &method{svc: svc.Name, m: m, cold: make(chan struct{}, coldMax)}
 		h := m.Hints
 		if h == nil {
 			h = svc.Hints.Function(m.Name) // nil-safe; service-level table

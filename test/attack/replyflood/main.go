@@ -50,7 +50,8 @@ type config struct {
 
 func run() error {
 	var c config
-	warm := flag.Bool("warm", false, "scan: one Scan before the attack, so the server knows its reply size")
+	warm := flag.Bool("warm", false, "one Scan before the attack, so the server knows its reply size")
+	warmCount := flag.Int("warm-count", 0, "with -warm: records the warming Scan asks for (default -count; 1 makes the server expect small replies)")
 	load := flag.Bool("load", false, "load 10,000 records of 10 fields × -vsize bytes, then exit")
 	vsize := flag.Int("vsize", 100, "field size for -load")
 	flag.StringVar(&c.addr, "addr", "127.0.0.1:19090", "hatkv serve's address")
@@ -76,7 +77,11 @@ func run() error {
 		return fmt.Errorf("-pid is required")
 	}
 	if *warm {
-		if _, err := cl.KV().Scan(ctx, "", int32(c.count), nil); err != nil {
+		n := c.count
+		if *warmCount > 0 {
+			n = *warmCount
+		}
+		if _, err := cl.KV().Scan(ctx, "", int32(n), nil); err != nil {
 			return err
 		}
 	}
