@@ -11,19 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
 // TestRun runs the bench as `tpch bench` does, on two queries with one
 // timed run each, and checks what it reports.
 func TestRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	setups := Setups([]hs2.Config{hs2.Vanilla, hs2.Service, hs2.Function}, []string{"tcp", fastpathtest.Provider()})
 	require.Len(t, setups, 5)
 	var progress bytes.Buffer
 	ts, err := Run(ctx, testDB, testQueries, setups, Options{
-		Queries: []int{6, 13}, Reps: 1, Answers: testAnswers, Timeout: time.Minute, Progress: &progress,
+		Queries: []int{6, 13}, Reps: 1, Answers: testAnswers, Timeout: hangMinute, Progress: &progress,
 	})
 	require.NoError(t, err)
 	require.Len(t, ts, 10)
