@@ -156,20 +156,23 @@ func TestDistributedBench(t *testing.T) {
 	cl, db := sharedCluster(t)
 	setups := []Setup{{hs2.Function, "tcp"}}
 	ts, err := Run(ctx, db, testQueries, setups, Options{
-		Queries: []int{2, 10}, Reps: 1, Answers: testAnswers, Timeout: hangMinute, Cluster: cl,
+		Queries: []int{2, 10, 20}, Reps: 1, Answers: testAnswers, Timeout: hangMinute, Cluster: cl,
 	})
 	require.NoError(t, err)
-	require.Len(t, ts, 2)
+	require.Len(t, ts, 3)
 	assert.Equal(t, 3, ts[0].Workers)
 	assert.Zero(t, ts[0].ExchangeBytes, "Q2 uses the replicated tables only")
 	assert.Greater(t, ts[1].ExchangeBytes, int64(1000), "Q10 ships partial sums per customer")
+	assert.Zero(t, ts[1].ShuffledBytes, "Q10 shuffles nothing")
 	assert.Greater(t, ts[1].ExchangeShare, 0.0)
 	assert.LessOrEqual(t, ts[1].ExchangeShare, 1.0)
+	assert.Positive(t, ts[2].ShuffledBytes, "Q20 repartitions lines between the workers")
+	assert.Greater(t, ts[2].ExchangeBytes, ts[2].ShuffledBytes, "Q20's partial results reach the coordinator too")
 	var csv, table bytes.Buffer
 	require.NoError(t, WriteCSV(&csv, ts))
-	assert.Contains(t, csv.String(), "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us,workers,exchange_bytes,exchange_share\n")
-	require.NoError(t, WriteTable(&table, ts, setups, []int{2, 10}))
-	assert.Contains(t, table.String(), "exch KB")
+	assert.Contains(t, csv.String(), "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us,workers,exchange_bytes,shuffled_bytes,exchange_share\n")
+	require.NoError(t, WriteTable(&table, ts, setups, []int{2, 10, 20}))
+	assert.Contains(t, table.String(), "shuf KB")
 }
 
 // slowPlan is a fragment that would run for hours on every worker.

@@ -16,7 +16,8 @@ import (
 )
 
 // TestRun runs the bench as `tpch bench` does, on two queries with one
-// timed run each, and checks what it reports.
+// timed run each, and checks what it reports and that the setups ran
+// interleaved (each query on every setup before the next query).
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
@@ -36,7 +37,12 @@ func TestRun(t *testing.T) {
 			assert.Equal(t, int64(-1), tm.SocketBytes, "%s Q%d", tm.Setup, tm.Query)
 		}
 	}
-	assert.Equal(t, 10, strings.Count(progress.String(), "\n"))
+	// Interleaved: every setup's Q6, then every setup's Q13.
+	plines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Len(t, plines, 10)
+	for i, l := range plines {
+		assert.Contains(t, l, map[bool]string{true: " Q6 ", false: " Q13 "}[i < 5], l)
+	}
 
 	var table, csv bytes.Buffer
 	require.NoError(t, WriteTable(&table, ts, setups, []int{6, 13}))
