@@ -11,6 +11,11 @@ RXE_DEBS := qemu-system-x86 busybox-static ibverbs-providers iproute2 kmod cpio
 # Every package whose tests reach the fast path; CI runs them all (~12 min
 # under emulation on 2 cores).
 RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pkg/server pkg/cluster pkg/tracing test/lanes test/designspace test/fault internal/hatkv internal/hatkv/emul examples/echo cmd/hatkv cmd/atb cmd/hatrpc
+# The TPC-H module's distributed tests whose exchange rides ibv lanes: the 22
+# queries at SF 0.01 through impyla, PyHive and gohive and through HatRPC's
+# client on a coordinator with 3 worker processes, and a worker killed
+# mid-query (~5 min in the guest; its whole package takes 11).
+RXE_TPCH_RUN := ^(TestDistributedClients|TestDistributedQueries|TestWorkerKilled)$$/^(impyla|pyhive|gohive|function)$$/^ibv$$
 
 .PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet fmt-check clean
 
@@ -55,6 +60,7 @@ deps-rdma: deps
 # The suites on ibv over Soft-RoCE in a VM: per-package table of tests passed.
 test-rdma: deps-rdma
 	RXE_PKGS="$(RXE_PKGS)" test/rxe/suite.sh
+	test/rxe/suite.sh -run '$(RXE_TPCH_RUN)' tpch/bench
 	test/rxe/suite.sh --two-devices -run 'TestTwoDevicesIBVOnly' pkg/fastpath
 
 run: deps

@@ -40,7 +40,9 @@ mkdir -p "$share/bin" "$share/logs"
 pkgs=()
 for p in $RXE_PKGS; do
 	name=${p//\//_}
-	go test -c -o "$share/bin/$name.test" "./$p"
+	# In the package's directory: a nested module's package (tpch/bench)
+	# builds in its own module.
+	(cd "$p" && go test -c -o "$share/bin/$name.test" .)
 	[[ -f $share/bin/$name.test ]] && pkgs+=("$p")
 done
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -74,8 +75,11 @@ type Timing struct {
 	// With a cluster: the chunks' bytes over the exchange in the checked
 	// run (dist.ChunkBytes), and the exchange's time (first OpenFragment
 	// to last chunk loaded) over the timed runs' time.
+	// ShuffledBytes are the part of ExchangeBytes the workers sent each
+	// other for a shuffle's inputs (dist.Stats.Shuffled).
 	Workers       int
 	ExchangeBytes int64
+	ShuffledBytes int64
 	ExchangeShare float64
 }
 
@@ -90,130 +94,178 @@ func (t Timing) Median() time.Duration {
 }
 
 // Run times opts.Queries on every setup, each with a server of its own
-// over db and one client session, one setup after the other.
-func Run(ctx context.Context, db *sql.DB, queries []string, setups []Setup, opts Options) ([]Timing, error) {
-	var out []Timing
-	for _, su := range setups {
-		ts, err := runSetup(ctx, db, queries, su, opts)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", su, err)
+// over db and one client session. The setups run interleaved: for each
+// query, its checked run on every setup, then each repetition on every
+// setup, the first setup of a repetition rotating, so that a change of
+// the machine's load during the run falls on every setup alike.
+func Run(ctx context.Context, db *sql.DB, queries []string, setups []Setup, opts Options) (_ []Timing, err error) {
+	rs := make([]*runner, 0, len(setups))
+	defer func() {
+		for _, r := range rs {
+			if e := r.close(ctx); err == nil && e != nil {
+				err = fmt.Errorf("%s: %w", r.su, e)
+			}
 		}
+	}()
+	for _, su := range setups {
+		r, err := openRunner(ctx, db, su, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", su, err)
+		}
+		rs = append(rs, r)
+	}
+	bySetup := make([][]Timing, len(rs))
+	for _, q := range opts.Queries {
+		ts := make([]Timing, len(rs))
+		exch := make([]time.Duration, len(rs))
+		total := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			ts[i] = Timing{Setup: r.su, Query: q, SocketBytes: -1}
+		}
+		for rep := 0; rep <= opts.Reps; rep++ {
+			for k := range rs {
+				i := (k + rep) % len(rs)
+				d, x, err := rs[i].once(ctx, queries, q, rep, &ts[i], opts)
+				if err != nil {
+					return nil, fmt.Errorf("%s: Q%d: %w", rs[i].su, q, err)
+				}
+				if rep > 0 {
+					ts[i].Runs = append(ts[i].Runs, d)
+					exch[i], total[i] = exch[i]+x, total[i]+d
+				}
+			}
+		}
+		for i := range rs {
+			if total[i] > 0 && rs[i].coord != nil {
+				ts[i].ExchangeShare = float64(exch[i]) / float64(total[i])
+			}
+			if opts.Progress != nil {
+				t := ts[i]
+				fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s%s\n",
+					t.Setup, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes), exchangeText(t))
+			}
+			bySetup[i] = append(bySetup[i], ts[i])
+		}
+	}
+	var out []Timing
+	for _, ts := range bySetup {
 		out = append(out, ts...)
 	}
 	return out, nil
 }
 
-func runSetup(ctx context.Context, db *sql.DB, queries []string, su Setup, opts Options) (_ []Timing, err error) {
-	var coord *dist.Coordinator
+// runner is one setup's server (and coordinator, with a cluster) and
+// client session, open for the whole run.
+type runner struct {
+	su      Setup
+	coord   *dist.Coordinator
+	srv     *Server
+	s       Session
+	counter *Counter
+}
+
+func openRunner(ctx context.Context, db *sql.DB, su Setup, opts Options) (_ *runner, err error) {
+	r := &runner{su: su}
+	defer func() {
+		if err != nil {
+			_ = r.close(ctx)
+		}
+	}()
 	var hopts []hs2.Option
 	if opts.Cluster != nil {
 		dc := dist.Config(su.Config) // the same three, in the same order
-		coord, err = dist.NewCoordinator(ctx, db, opts.Cluster.Addrs(dc), dc, su.rdma())
-		if err != nil {
+		if r.coord, err = dist.NewCoordinator(ctx, db, opts.Cluster.Addrs(dc), dc, su.rdma()); err != nil {
 			return nil, err
 		}
-		defer func() {
-			if e := coord.Close(); err == nil {
-				err = e
-			}
-		}()
-		hopts = append(hopts, hs2.WithEngine(coord))
+		hopts = append(hopts, hs2.WithEngine(r.coord))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	srv := ServeWith(db, ln, su.Config, su.rdma(), hopts)
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if e := srv.Shutdown(sctx); err == nil {
-			err = e
-		}
-	}()
-	var s Session
-	var counter *Counter
+	r.srv = ServeWith(db, ln, su.Config, su.rdma(), hopts)
 	switch {
 	case su.Config == hs2.Vanilla:
-		counter = &Counter{}
+		r.counter = &Counter{}
 		var conn net.Conn
-		if conn, err = counter.Dial(ctx, srv.Addr); err == nil {
-			s, err = OpenApacheConn(ctx, conn, opts.Timeout)
+		if conn, err = r.counter.Dial(ctx, r.srv.Addr); err == nil {
+			r.s, err = OpenApacheConn(ctx, conn, opts.Timeout)
 		}
 	case su.rdma() == "off":
-		counter = &Counter{}
-		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, "off", client.WithDialer(counter.Dial))
+		r.counter = &Counter{}
+		r.s, err = OpenHatRPC(ctx, r.srv.Addr, su.Config, "off", client.WithDialer(r.counter.Dial))
 	default:
-		s, err = OpenHatRPC(ctx, srv.Addr, su.Config, su.rdma())
+		r.s, err = OpenHatRPC(ctx, r.srv.Addr, su.Config, su.rdma())
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if e := s.Close(ctx); err == nil {
-			err = e
-		}
-	}()
-	var out []Timing
-	for _, q := range opts.Queries {
-		t := Timing{Setup: su, Query: q, SocketBytes: -1}
-		var exch, total time.Duration
-		for rep := 0; rep <= opts.Reps; rep++ {
-			var st dist.Stats
-			if coord != nil {
-				st = coord.Stats()
-			}
-			qctx, cancel := context.WithTimeout(ctx, opts.Timeout)
-			var before int64
-			if counter != nil {
-				before = counter.Bytes()
-			}
-			start := time.Now()
-			res, err := s.Query(qctx, queries[q])
-			d := time.Since(start)
-			cancel()
-			if err != nil {
-				return out, fmt.Errorf("Q%d: %w", q, err)
-			}
-			if coord != nil {
-				now := coord.Stats()
-				if rep == 0 {
-					t.Workers, t.ExchangeBytes = len(opts.Cluster.Addrs(dist.Config(su.Config))), now.Bytes-st.Bytes
-				} else {
-					exch, total = exch+now.Exchange-st.Exchange, total+d
-				}
-			}
-			if rep == 0 {
-				t.Rows = len(res.Rows)
-				if counter != nil {
-					t.SocketBytes = counter.Bytes() - before
-				}
-				if opts.Answers != nil {
-					if err := Compare(res, opts.Answers[q]); err != nil {
-						return out, fmt.Errorf("Q%d: wrong answer: %w", q, err)
-					}
-				}
-				continue
-			}
-			t.Runs = append(t.Runs, d)
-		}
-		if total > 0 {
-			t.ExchangeShare = float64(exch) / float64(total)
-		}
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "%-16s Q%-2d best %8.2f ms  median %8.2f ms  %d rows  %s%s\n",
-				su, q, ms(t.Best()), ms(t.Median()), t.Rows, socketText(t.SocketBytes), exchangeText(t))
-		}
-		out = append(out, t)
+	return r, nil
+}
+
+func (r *runner) close(ctx context.Context) error {
+	var errs []error
+	if r.s != nil {
+		errs = append(errs, r.s.Close(ctx))
 	}
-	return out, nil
+	if r.srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs = append(errs, r.srv.Shutdown(sctx))
+		cancel()
+	}
+	if r.coord != nil {
+		errs = append(errs, r.coord.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// once runs query q as repetition rep (0: the checked run, which fills
+// t's rows, bytes and exchange counts) and returns its time and, with a
+// cluster, its time in the exchange.
+func (r *runner) once(ctx context.Context, queries []string, q, rep int, t *Timing, opts Options) (d, exch time.Duration, err error) {
+	var st dist.Stats
+	if r.coord != nil {
+		st = r.coord.Stats()
+	}
+	var before int64
+	if r.counter != nil {
+		before = r.counter.Bytes()
+	}
+	qctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	start := time.Now()
+	res, err := r.s.Query(qctx, queries[q])
+	d = time.Since(start)
+	cancel()
+	if err != nil {
+		return 0, 0, err
+	}
+	if r.coord != nil {
+		now := r.coord.Stats()
+		exch = now.Exchange - st.Exchange
+		if rep == 0 {
+			t.Workers = len(opts.Cluster.Addrs(dist.Config(r.su.Config)))
+			t.ExchangeBytes, t.ShuffledBytes = now.Bytes-st.Bytes, now.Shuffled-st.Shuffled
+		}
+	}
+	if rep == 0 {
+		t.Rows = len(res.Rows)
+		if r.counter != nil {
+			t.SocketBytes = r.counter.Bytes() - before
+		}
+		if opts.Answers != nil {
+			if err := Compare(res, opts.Answers[q]); err != nil {
+				return 0, 0, fmt.Errorf("wrong answer: %w", err)
+			}
+		}
+	}
+	return d, exch, nil
 }
 
 func exchangeText(t Timing) string {
 	if t.Workers == 0 {
 		return ""
 	}
-	return fmt.Sprintf("  exchange: %d bytes, %.0f%% of the time", t.ExchangeBytes, 100*t.ExchangeShare)
+	return fmt.Sprintf("  exchange: %d bytes (%d shuffled), %.0f%% of the time", t.ExchangeBytes, t.ShuffledBytes, 100*t.ExchangeShare)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -234,7 +286,7 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 	for _, su := range setups {
 		head = append(head, su.String()+" best ms", "median ms")
 		if workers {
-			head = append(head, "exch KB", "exch %")
+			head = append(head, "exch KB", "shuf KB", "exch %")
 		}
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
@@ -249,7 +301,8 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 			t := byKey[fmt.Sprintf("%s/%d", su, q)]
 			row = append(row, fmt.Sprintf("%.2f", ms(t.Best())), fmt.Sprintf("%.2f", ms(t.Median())))
 			if workers {
-				row = append(row, fmt.Sprintf("%.1f", float64(t.ExchangeBytes)/1024), fmt.Sprintf("%.0f", 100*t.ExchangeShare))
+				row = append(row, fmt.Sprintf("%.1f", float64(t.ExchangeBytes)/1024), fmt.Sprintf("%.1f", float64(t.ShuffledBytes)/1024),
+					fmt.Sprintf("%.0f", 100*t.ExchangeShare))
 			}
 			totals[i] += t.Median()
 		}
@@ -259,7 +312,7 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 	for i := range setups {
 		row = append(row, "", fmt.Sprintf("%.2f", ms(totals[i])))
 		if workers {
-			row = append(row, "", "")
+			row = append(row, "", "", "")
 		}
 	}
 	fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
@@ -274,7 +327,7 @@ func WriteCSV(w io.Writer, ts []Timing) error {
 	workers := distributed(ts)
 	head := []string{"config", "transport", "query", "rows", "socket_bytes", "best_us", "median_us", "runs_us"}
 	if workers {
-		head = append(head, "workers", "exchange_bytes", "exchange_share")
+		head = append(head, "workers", "exchange_bytes", "shuffled_bytes", "exchange_share")
 	}
 	if err := cw.Write(head); err != nil {
 		return err
@@ -289,7 +342,8 @@ func WriteCSV(w io.Writer, ts []Timing) error {
 			strconv.FormatInt(t.Best().Microseconds(), 10), strconv.FormatInt(t.Median().Microseconds(), 10),
 			strings.Join(runs, " ")}
 		if workers {
-			rec = append(rec, strconv.Itoa(t.Workers), strconv.FormatInt(t.ExchangeBytes, 10), strconv.FormatFloat(t.ExchangeShare, 'f', 3, 64))
+			rec = append(rec, strconv.Itoa(t.Workers), strconv.FormatInt(t.ExchangeBytes, 10), strconv.FormatInt(t.ShuffledBytes, 10),
+				strconv.FormatFloat(t.ExchangeShare, 'f', 3, 64))
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

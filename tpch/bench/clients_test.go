@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
@@ -35,7 +36,7 @@ func TestPythonClients(t *testing.T) {
 	ref := filepath.Join(t.TempDir(), "reference.json")
 	f, err := os.Create(ref)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(8*time.Minute))
 	defer cancel()
 	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
 	require.NoError(t, f.Close())
@@ -91,7 +92,7 @@ func runCheck(t *testing.T, ctx context.Context, last string, args ...string) {
 // HTTP (mode "http" with "NONE": user and password in basic auth, which a
 // NOSASL server does not check).
 func TestGohive(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Vanilla, "off")
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestGohive(t *testing.T) {
 	for _, mode := range []struct{ transport, auth string }{{"binary", "NOSASL"}, {"http", "NONE"}} {
 		t.Run(mode.transport, func(t *testing.T) {
 			cfg := gohive.NewConnectConfiguration()
-			cfg.ConnectTimeout, cfg.SocketTimeout, cfg.HttpTimeout = time.Minute, time.Minute, time.Minute
+			cfg.ConnectTimeout, cfg.SocketTimeout, cfg.HttpTimeout = hangMinute, hangMinute, hangMinute
 			cfg.TransportMode, cfg.HTTPPath, cfg.Username, cfg.Password = mode.transport, "cliservice", "tpch", "x"
 			conn, err := gohive.Connect(host, port, mode.auth, cfg)
 			require.NoError(t, err)
@@ -157,7 +158,7 @@ func cellText(v any) string {
 // TestGohivePLAIN: gohive's "NONE" authentication is SASL PLAIN with the
 // configured user and password; a wrong password is refused.
 func TestGohivePLAIN(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	var refused []string
 	srv, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Vanilla, nil, func(_ context.Context, user, password string) bool {
@@ -173,7 +174,7 @@ func TestGohivePLAIN(t *testing.T) {
 	}{{"s3cret", true}, {"wrong", false}} {
 		cfg := gohive.NewConnectConfiguration()
 		cfg.Username, cfg.Password = "tpch", tc.password
-		cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
+		cfg.ConnectTimeout, cfg.SocketTimeout = hangMinute, hangMinute
 		conn, err := gohive.Connect(host, port, "NONE", cfg)
 		if !tc.ok {
 			require.Error(t, err, "password %q", tc.password)

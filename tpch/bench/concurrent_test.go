@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
@@ -18,7 +19,7 @@ import (
 // Thrift, each running every query (in a different order) and getting the
 // published answers.
 func TestEightClients(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(8*time.Minute))
 	defer cancel()
 	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Function, fastpathtest.Provider())
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func runClient(ctx context.Context, addr string, i int) (err error) {
 	if i%2 == 0 {
 		s, err = OpenHatRPC(ctx, addr, hs2.Function, fastpathtest.Provider())
 	} else {
-		s, err = OpenApache(ctx, addr, time.Minute)
+		s, err = OpenApache(ctx, addr, hangMinute)
 	}
 	if err != nil {
 		return fmt.Errorf("client %d: %w", i, err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -20,37 +19,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/dist"
 	"github.com/hatrpc/hatrpc/tpch/duck"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
-// The worker processes run the tpch command, built once (without -race:
-// the coordinator, in the test process, is what the race detector
-// watches) into a directory TestMain removes.
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
+// The worker processes are this test binary (TestMain runs `worker`
+// as cmd/tpch does): nothing to build, which the Soft-RoCE guest
+// (test/rxe/suite.sh) could do only slowly under emulation, and under
+// -race the workers' Go code is watched too.
 func tpchBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "tpch-bin"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "tpch")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", binPath, "../cmd/tpch").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build ../cmd/tpch: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	return bin
 }
 
 // The distributed tests share three worker processes serving every
@@ -68,7 +51,7 @@ func sharedCluster(t *testing.T) (*dist.Cluster, *sql.DB) {
 	t.Helper()
 	bin := tpchBinary(t)
 	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 		defer cancel()
 		cluster, clusterErr = dist.StartCluster(ctx, bin, 3, testSF,
 			[]dist.Config{dist.Vanilla, dist.Service, dist.Function}, fastpathtest.Provider(), os.Stderr)
@@ -88,9 +71,6 @@ func stopCluster() error {
 	if cluster != nil {
 		cluster.Close()
 	}
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
 	if coordDB != nil {
 		return coordDB.Close()
 	}
@@ -103,7 +83,7 @@ func stopCluster() error {
 // each answer equal to the published one (the single-process run's) with
 // DuckDB's column names; over lanes the chunks went over them.
 func TestDistributedQueries(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Minute))
 	defer cancel()
 	prov := fastpathtest.Provider()
 	cl, db := sharedCluster(t)
@@ -119,7 +99,7 @@ func TestDistributedQueries(t *testing.T) {
 			defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
 			var s Session
 			if su.Config == hs2.Vanilla {
-				s, err = OpenApache(ctx, srv.Addr, time.Minute)
+				s, err = OpenApache(ctx, srv.Addr, hangMinute)
 			} else {
 				s, err = OpenHatRPC(ctx, srv.Addr, su.Config, su.rdma())
 			}
@@ -171,25 +151,28 @@ func requireExchangeLanes(t *testing.T, coord *dist.Coordinator) {
 // TestDistributedBench runs the bench with workers as `tpch bench
 // --workers 3` does and checks the exchange's columns.
 func TestDistributedBench(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	cl, db := sharedCluster(t)
 	setups := []Setup{{hs2.Function, "tcp"}}
 	ts, err := Run(ctx, db, testQueries, setups, Options{
-		Queries: []int{2, 10}, Reps: 1, Answers: testAnswers, Timeout: time.Minute, Cluster: cl,
+		Queries: []int{2, 10, 20}, Reps: 1, Answers: testAnswers, Timeout: hangMinute, Cluster: cl,
 	})
 	require.NoError(t, err)
-	require.Len(t, ts, 2)
+	require.Len(t, ts, 3)
 	assert.Equal(t, 3, ts[0].Workers)
 	assert.Zero(t, ts[0].ExchangeBytes, "Q2 uses the replicated tables only")
 	assert.Greater(t, ts[1].ExchangeBytes, int64(1000), "Q10 ships partial sums per customer")
+	assert.Zero(t, ts[1].ShuffledBytes, "Q10 shuffles nothing")
 	assert.Greater(t, ts[1].ExchangeShare, 0.0)
 	assert.LessOrEqual(t, ts[1].ExchangeShare, 1.0)
+	assert.Positive(t, ts[2].ShuffledBytes, "Q20 repartitions lines between the workers")
+	assert.Greater(t, ts[2].ExchangeBytes, ts[2].ShuffledBytes, "Q20's partial results reach the coordinator too")
 	var csv, table bytes.Buffer
 	require.NoError(t, WriteCSV(&csv, ts))
-	assert.Contains(t, csv.String(), "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us,workers,exchange_bytes,exchange_share\n")
-	require.NoError(t, WriteTable(&table, ts, setups, []int{2, 10}))
-	assert.Contains(t, table.String(), "exch KB")
+	assert.Contains(t, csv.String(), "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us,workers,exchange_bytes,shuffled_bytes,exchange_share\n")
+	require.NoError(t, WriteTable(&table, ts, setups, []int{2, 10, 20}))
+	assert.Contains(t, table.String(), "shuf KB")
 }
 
 // slowPlan is a fragment that would run for hours on every worker.
@@ -232,7 +215,7 @@ func TestWorkerKilled(t *testing.T) {
 	}{{dist.Vanilla, "off"}, {dist.Function, "off"}, {dist.Function, fastpathtest.Provider()}} {
 		cfg := tc.cfg
 		t.Run(cfg.String()+"/"+tc.rdma, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 			defer cancel()
 			cl, db := sharedCluster(t)
 			coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(cfg), cfg, tc.rdma)
@@ -282,7 +265,7 @@ func TestWorkerKilled(t *testing.T) {
 // TestCancelStopsWorkers: cancelling a query (as CancelOperation does)
 // ends it and its fragments on every worker.
 func TestCancelStopsWorkers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	cl, db := sharedCluster(t)
 	coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(dist.Function), dist.Function, "off")
@@ -363,11 +346,13 @@ func readCursor(cur hs2.Cursor) (*Result, error) {
 
 // TestDistributedClients: impyla and PyHive (clients/hs2_check.py) and
 // gohive run the 22 queries against the HiveServer2 front end of a
-// coordinator with three worker processes, every answer checked.
+// coordinator with three worker processes, every answer checked; the
+// exchange behind it rides the provider's lanes (ibv in the Soft-RoCE
+// guest).
 func TestDistributedClients(t *testing.T) {
 	_, err := os.Stat(venvPython)
 	require.NoError(t, err, "run `make -C tpch deps` first")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(8*time.Minute))
 	defer cancel()
 	cl, db := sharedCluster(t)
 	ref := filepath.Join(t.TempDir(), "reference.json")
@@ -376,7 +361,7 @@ func TestDistributedClients(t *testing.T) {
 	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
 	require.NoError(t, f.Close())
 
-	coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(dist.Function), dist.Function, "off")
+	coord, err := dist.NewCoordinator(ctx, db, cl.Addrs(dist.Function), dist.Function, fastpathtest.Provider())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, coord.Close()) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -392,7 +377,7 @@ func TestDistributedClients(t *testing.T) {
 	}
 	t.Run("gohive", func(t *testing.T) {
 		cfg := gohive.NewConnectConfiguration()
-		cfg.ConnectTimeout, cfg.SocketTimeout = time.Minute, time.Minute
+		cfg.ConnectTimeout, cfg.SocketTimeout = hangMinute, hangMinute
 		conn, err := gohive.Connect(host, port, "NOSASL", cfg)
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, conn.Close()) }()
@@ -403,4 +388,5 @@ func TestDistributedClients(t *testing.T) {
 		}
 	})
 	assert.Positive(t, coord.Stats().Fragments)
+	requireExchangeLanes(t, coord)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
@@ -31,14 +32,14 @@ func TestQueriesEveryConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%s", tc.cfg, tc.rdma), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 			defer cancel()
 			srv, err := Serve(testDB, "127.0.0.1:0", tc.cfg, tc.rdma)
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
 			var s Session
 			if tc.cfg == hs2.Vanilla {
-				s, err = OpenApache(ctx, srv.Addr, time.Minute)
+				s, err = OpenApache(ctx, srv.Addr, hangMinute)
 			} else {
 				s, err = OpenHatRPC(ctx, srv.Addr, tc.cfg, tc.rdma)
 			}

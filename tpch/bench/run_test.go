@@ -11,19 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
 )
 
 // TestRun runs the bench as `tpch bench` does, on two queries with one
-// timed run each, and checks what it reports.
+// timed run each, and checks what it reports and that the setups ran
+// interleaved (each query on every setup before the next query).
 func TestRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	setups := Setups([]hs2.Config{hs2.Vanilla, hs2.Service, hs2.Function}, []string{"tcp", fastpathtest.Provider()})
 	require.Len(t, setups, 5)
 	var progress bytes.Buffer
 	ts, err := Run(ctx, testDB, testQueries, setups, Options{
-		Queries: []int{6, 13}, Reps: 1, Answers: testAnswers, Timeout: time.Minute, Progress: &progress,
+		Queries: []int{6, 13}, Reps: 1, Answers: testAnswers, Timeout: hangMinute, Progress: &progress,
 	})
 	require.NoError(t, err)
 	require.Len(t, ts, 10)
@@ -35,7 +37,12 @@ func TestRun(t *testing.T) {
 			assert.Equal(t, int64(-1), tm.SocketBytes, "%s Q%d", tm.Setup, tm.Query)
 		}
 	}
-	assert.Equal(t, 10, strings.Count(progress.String(), "\n"))
+	// Interleaved: every setup's Q6, then every setup's Q13.
+	plines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	require.Len(t, plines, 10)
+	for i, l := range plines {
+		assert.Contains(t, l, map[bool]string{true: " Q6 ", false: " Q13 "}[i < 5], l)
+	}
 
 	var table, csv bytes.Buffer
 	require.NoError(t, WriteTable(&table, ts, setups, []int{6, 13}))

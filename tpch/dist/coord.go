@@ -102,7 +102,7 @@ func NewCoordinator(ctx context.Context, db *sql.DB, addrs []string, cfg Config,
 	if err != nil {
 		return nil, err
 	}
-	byNum, err := tpchPlans(texts)
+	byNum, err := tpchPlans(texts, len(addrs))
 	if err != nil {
 		return nil, err
 	}

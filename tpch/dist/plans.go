@@ -30,10 +30,8 @@ type Plan struct {
 	// alone), "shuffle" (the workers repartition rows between
 	// themselves, Fragment.Inputs, then run partial results on them),
 	// "partial" (workers run partial results, the coordinator
-	// combines them), "gather" (workers ship reduced rows of lineitem or
-	// orders under the tables' own names and the coordinator runs the
-	// statement unchanged over them) or "fallback" (any other statement:
-	// lineitem and orders shipped whole when it names them).
+	// combines them) or "fallback" (any other statement: lineitem and
+	// orders shipped whole when it names them).
 	Kind      string
 	Fragments []Fragment
 	// Final runs at the coordinator over the fragments' tables; empty:
@@ -84,10 +82,10 @@ func fallbackPlan(stmt string) *Plan {
 }
 
 // tpchPlans are the hand-written plans of the 22 queries (q holds the
-// extension's texts, 1..22). Every worker holds the small tables whole,
-// and lineitem and orders partitioned on orderkey, so joins of the two
-// (and with the small tables) run on the workers.
-func tpchPlans(q []string) (map[int]*Plan, error) {
+// extension's texts, 1..22) on that many workers. Every worker holds the
+// small tables whole, and lineitem and orders partitioned on orderkey,
+// so joins of the two (and with the small tables) run on the workers.
+func tpchPlans(q []string, workers int) (map[int]*Plan, error) {
 	var err error
 	strip := func(n int) string {
 		s, e := stripOrder(q[n])
@@ -174,8 +172,21 @@ ORDER BY s_name`},
 		// EXISTS and NOT EXISTS look at lines of the same order: one worker.
 		21: partial(strip(21), `SELECT s_name, CAST(sum(numwait) AS BIGINT) AS numwait FROM frag GROUP BY s_name
 ORDER BY numwait DESC, s_name LIMIT 100`),
-		// Only whether a customer has orders matters.
-		22: {Kind: "gather", Fragments: []Fragment{{Table: "orders", SQL: `SELECT DISTINCT o_custkey FROM orders`}}},
+		// Only whether a customer has orders matters, and customer is
+		// whole on every worker: each sends the candidates (the phone
+		// codes, the balance above the average) without an order in its
+		// partition, and a customer none of the workers saw an order of is
+		// in every worker's list. Shipping every worker's DISTINCT
+		// o_custkey instead (the plan before) moved 2.3 MiB at SF 1.
+		22: partial(`SELECT c_custkey FROM customer
+WHERE substring(c_phone FROM 1 FOR 2) IN ('13', '31', '23', '29', '30', '18', '17')
+  AND c_acctbal > (SELECT avg(c_acctbal) FROM customer
+    WHERE c_acctbal > 0.00 AND substring(c_phone FROM 1 FOR 2) IN ('13', '31', '23', '29', '30', '18', '17'))
+  AND NOT EXISTS (SELECT * FROM orders WHERE o_custkey = c_custkey)`,
+			fmt.Sprintf(`SELECT cntrycode, count(*) AS numcust, sum(c_acctbal) AS totacctbal
+FROM (SELECT substring(c_phone FROM 1 FOR 2) AS cntrycode, c_acctbal FROM customer
+  WHERE c_custkey IN (SELECT c_custkey FROM frag GROUP BY c_custkey HAVING count(*) = %d)) AS custsale
+GROUP BY cntrycode ORDER BY cntrycode`, workers)),
 	}
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	tcli "github.com/hatrpc/hatrpc/tpch/gen/tcliservice"
 )
 
@@ -39,6 +40,10 @@ func TestIdleSessionExpiry(t *testing.T) {
 	f.sh = busy
 	slow := f.exec(t, "SELECT count(*) FROM range(1000000000000) t(x) WHERE x % 7 = 3", true)
 	require.Equal(t, tcli.TStatusCode_SUCCESS_STATUS, slow.Status.StatusCode)
+	// The async query takes its connection on a goroutine of its own,
+	// maybe after ExecuteStatement answered.
+	require.Eventually(t, func() bool { return f.h.db.Stats().InUse == 2 }, testenv.HangGuard(time.Minute), 5*time.Millisecond,
+		"the running query holds a connection")
 	used := f.open(t)
 
 	clock.advance(59 * time.Second)
