@@ -29,6 +29,27 @@ import (
 // laneStreamBatch bounds the frames one request carries (at least one).
 const laneStreamBatch = 1 << 20
 
+// laneMsgBytes scales a lane stream's message window to its byte window
+// when the caller set no message window (WithStreamWindow): one message
+// per laneMsgBytes of the byte window. A lane exchange costs far more
+// than a message, and the message window, not the bytes, bounded what
+// one carried (16 messages of 64 B: ~1 KiB an exchange). Memory stays
+// bounded: a message under 1 KiB is held in a buffer of its size
+// (streamcore.Conn.Data), so the default 1 MiB window's 8192 small
+// messages hold at most ~2 MiB with their bookkeeping.
+const laneMsgBytes = 128
+
+// laneWindows are the receive windows this Conn grants a stream on a
+// lane (sent in the lane's hello, and what its streams count by).
+func (c *Conn) laneWindows() wire.StreamWindows {
+	set := c.o.streams.windows
+	w := streamcore.WithDefaults(set)
+	if set.Messages == 0 {
+		w.Messages = max(w.Messages, w.Bytes/laneMsgBytes)
+	}
+	return w
+}
+
 // streamRoutes counts the streams the plan gave a lane: on one, and over
 // TCP because every lane of the function was busy.
 type streamRoutes struct{ lane, tcp atomic.Uint64 }
@@ -80,7 +101,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	sctx, cancel := context.WithCancelCause(ctx)
 	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto,
 		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, id: 1} // one stream per lane
-	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, s.st.Recv)
+	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, c.laneWindows()) // as the lane's hello granted
 	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail
 	if err = c.writeOpen(ctx, cs, timeout, out.Write); err != nil {
 		p.put(l)
