@@ -452,7 +452,7 @@ func (c *Conn) attach(dctx context.Context, a *wire.Attach) (net.Conn, *bufio.Re
 	br := bufio.NewReaderSize(nc, 4<<10)
 	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
 		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(), Attach: a,
-		Windows: c.o.streams.windows} // for a stream the lane carries (stream_lane.go)
+		Windows: c.laneWindows()} // for a stream the lane carries (stream_lane.go)
 	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
 	hcancel()

@@ -29,6 +29,27 @@ import (
 // laneStreamBatch bounds the frames one request carries (at least one).
 const laneStreamBatch = 1 << 20
 
+// laneMsgBytes scales a lane stream's message window to its byte window
+// when the caller set no message window (WithStreamWindow): one message
+// per laneMsgBytes of the byte window. A lane exchange costs far more
+// than a message, and the message window, not the bytes, bounded what
+// one carried (16 messages of 64 B: ~1 KiB an exchange). Memory stays
+// bounded: a message under 1 KiB is held in a buffer of its size
+// (streamcore.Conn.Data), so the default 1 MiB window's 8192 small
+// messages hold at most ~2 MiB with their bookkeeping.
+const laneMsgBytes = 128
+
+// laneWindows are the receive windows this Conn grants a stream on a
+// lane (sent in the lane's hello, and what its streams count by).
+func (c *Conn) laneWindows() wire.StreamWindows {
+	set := c.o.streams.windows
+	w := streamcore.WithDefaults(set)
+	if set.Messages == 0 {
+		w.Messages = max(w.Messages, w.Bytes/laneMsgBytes)
+	}
+	return w
+}
+
 // streamRoutes counts the streams the plan gave a lane: on one, and over
 // TCP because every lane of the function was busy.
 type streamRoutes struct{ lane, tcp atomic.Uint64 }
@@ -80,7 +101,8 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	sctx, cancel := context.WithCancelCause(ctx)
 	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto,
 		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, id: 1} // one stream per lane
-	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, s.st.Recv)
+	// Receive windows: what the lane's hello granted.
+	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, c.laneWindows())
 	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail
 	if err = c.writeOpen(ctx, cs, timeout, out.Write); err != nil {
 		p.put(l)
@@ -102,7 +124,7 @@ type laneRunner struct {
 	sc  *streamcore.Conn
 	out *streamcore.Outbox
 	// What the server holds in flight as it counts it: the data it sent
-	// less the credit that reached it (in requests already answered).
+	// less the credit that reached it (in requests sent).
 	// The stream's own count is credited as RecvMsg queues credit, before
 	// the credit is sent: a poll sent on it would wait for credit still
 	// here.
@@ -122,16 +144,19 @@ func (r *laneRunner) serverMaySend() bool {
 	return r.msgs < int64(w.Messages) && r.bytes < int64(w.Bytes) && r.conn < int64(w.Conn)
 }
 
-// sent counts the credit of an answered request, and reports whether
-// it reset the stream.
-func (r *laneRunner) sent(req []byte) (reset bool) {
+// sent counts the credit of a request about to go, and reports whether
+// it holds nothing but credit (none at all included) and whether it
+// resets the stream.
+func (r *laneRunner) sent(req []byte) (creditOnly, reset bool) {
+	creditOnly = true
 	for off := 0; off+wire.HeaderSize <= len(req); {
 		h, err := wire.DecodeHeader(req[off:], len(req))
 		if err != nil {
-			return reset
+			return false, reset
 		}
 		end := off + wire.HeaderSize + h.PayloadLen()
 		reset = reset || h.Kind == wire.KindStreamReset
+		creditOnly = creditOnly && h.Kind == wire.KindStreamWindow
 		if h.Kind == wire.KindStreamEnd {
 			r.spoke = true
 		}
@@ -152,7 +177,7 @@ func (r *laneRunner) sent(req []byte) (reset bool) {
 		}
 		off = end
 	}
-	return reset
+	return creditOnly, reset
 }
 
 func (r *laneRunner) run() {
@@ -167,17 +192,23 @@ func (r *laneRunner) run() {
 			return
 		}
 		req = r.out.Take(req[:0], laneStreamBatch)
-		if len(req) == 0 {
-			if !r.spoke || !r.serverMaySend() || cs.peerDone.Load() {
-				// Nothing the server could send before it has our
-				// message or our credit.
-				select {
-				case <-r.out.Wake():
-				case <-cs.ctx.Done():
-				}
-				continue
+		if len(req) == 0 && (!r.spoke || !r.serverMaySend() || cs.peerDone.Load()) {
+			// Nothing the server could send before it has our message
+			// or our credit.
+			select {
+			case <-r.out.Wake():
+			case <-cs.ctx.Done():
 			}
-			req = wire.AppendWindowFrame(req, cs.id, 0, 0) // a poll
+			continue
+		}
+		// Counted before the exchange: the server applies the credit
+		// before it answers, so its answer may hold data it allowed.
+		creditOnly, reset := r.sent(req)
+		if creditOnly && r.spoke && r.serverMaySend() && !cs.peerDone.Load() {
+			// A poll (alone, or after the credit): the server holds it
+			// until it has frames, rather than answer the credit at once,
+			// often with nothing, and take another exchange to poll.
+			req = wire.AppendWindowFrame(req, cs.id, 0, 0)
 		}
 		pr := r.p.side.Protocol(len(req))
 		r.p.calls[pr%numProtocols].Add(1)
@@ -193,7 +224,6 @@ func (r *laneRunner) run() {
 		if n := int64(len(req)); n > r.p.maxReq.Load() {
 			r.p.maxReq.Store(n)
 		}
-		reset := r.sent(req)
 		last, err := r.file(resp)
 		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
@@ -253,7 +283,9 @@ func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 				r.conn += int64(h.PayloadLen())
 			}
 		}
-		bp := wire.GetBuf()
+		// Sized for the frame: a large message is not grown into from a
+		// small pooled buffer (fresh memory, faulted in, every message).
+		bp := wire.GetBufSize(end - off)
 		*bp = append((*bp)[:0], resp[off:end]...)
 		if (h.Kind == wire.KindStreamEnd || h.Kind == wire.KindStreamReset) && h.Seqid == r.cs.id {
 			last = &lastFrame{h: h, bp: bp}

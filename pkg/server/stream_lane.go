@@ -16,9 +16,9 @@ import (
 // on lanes"): the client's open turns it into the stream's, and each of
 // its requests then holds the client's stream frames (open, data, end,
 // credit, reset: the TCP frames, one after another), each reply the
-// server's. A request of nothing but empty credit is a poll: its reply
-// waits until the server has a frame to send, so a stream costs no
-// exchange while its handler has nothing to say. Once the stream's end
+// server's. A request of nothing but credit ending in an empty credit is
+// a poll: its reply waits until the server has a frame to send, so a
+// stream costs no exchange while its handler has nothing to say. Once the stream's end
 // or a reset went either way the lane is free for the next stream.
 
 // laneBatch bounds the frames one reply carries (at least one frame is
@@ -65,17 +65,41 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 			poll = false
 		}
 	}
-	b := sl.out.Take(sl.buf[:0], min(laneBatch, fastpath.MaxMessage))
+	b := sl.out.TakeLease(min(laneBatch, fastpath.MaxMessage), ls.replyLease)
 	ended := reset || endsStream(b)
 	if len(b) == 0 {
-		b = wire.AppendWindowFrame(b, sl.id, 0, 0) // an answer with nothing to say
+		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
+		sl.buf = b
 		ended = ended || c.st.Len() == 0
 	}
-	sl.buf = b
 	if ended {
 		ls.leaveStream()
 	}
 	return ls.streamReply(b)
+}
+
+// replyLease is where a reply of n bytes of frames is taken to: the
+// engine's registered buffer from leaseMin (the engine then sends it
+// without staging a copy: one copy of each message fewer), else the
+// session's own buffer (a lease costs a cgo crossing, more than copying
+// a small reply). The lease is never kept past the reply: the engine may
+// move its buffer.
+func (ls *laneSession) replyLease(n int) []byte {
+	if ep := ls.l.ep; n >= leaseMin && ep != nil && !ls.l.viaFLOCK {
+		if lease := ep.ReplyBuffer(n); len(lease) >= n {
+			return lease[:n]
+		}
+	}
+	sl := &ls.stream
+	if cap(sl.buf) < n {
+		sl.buf = make([]byte, 0, n)
+	}
+	if n <= laneBufKeep {
+		return sl.buf[:n]
+	}
+	b := sl.buf[:n]
+	sl.buf = nil // not a huge one forever
+	return b
 }
 
 func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
@@ -97,7 +121,8 @@ func (ls *laneSession) leaveStream() {
 
 // fileStreamFrames files the frames of a request with the lane's stream
 // as the connection's reader files a TCP connection's: poll reports a
-// request of nothing but empty credit, reset one that resets the stream.
+// request of nothing but credit whose last frame is an empty credit,
+// reset one that resets the stream.
 // An error is a malformed request.
 func (ls *laneSession) fileStreamFrames(req []byte) (poll, reset bool, err error) {
 	c := ls.c
@@ -116,13 +141,21 @@ func (ls *laneSession) fileStreamFrames(req []byte) (poll, reset bool, err error
 		case h.Kind == wire.KindStreamOpen:
 			ls.stream.id = h.Seqid
 		}
-		if h.Kind != wire.KindStreamWindow || h.PayloadLen() != 8 || !emptyCredit(req[off+wire.HeaderSize:end]) {
+		// Credit alone asks for nothing back, but an empty credit last
+		// asks to be held till there is (the client's poll, alone or
+		// after its credit: one exchange, not one for the credit's empty
+		// answer and another to poll).
+		if h.Kind != wire.KindStreamWindow {
+			poll = false
+		} else if end == len(req) && (h.PayloadLen() != 8 || !emptyCredit(req[off+wire.HeaderSize:end])) {
 			poll = false
 		}
 		reset = reset || h.Kind == wire.KindStreamReset
 		// The request is the engine's lease: what the stream keeps (its
 		// queued messages) is copied out, as a reader's frames are its own.
-		bp := wire.GetBuf()
+		// Sized for the frame: a large message is not grown into from a
+		// small pooled buffer (fresh memory, faulted in, every message).
+		bp := wire.GetBufSize(end - off)
 		*bp = append((*bp)[:0], req[off:end]...)
 		if err := c.streamFrame(&h, bp); err != nil {
 			return false, false, err

@@ -188,6 +188,47 @@ func TestServerStreamOnLaneSlowConsumer(t *testing.T) {
 	require.Equal(t, uint64(1), lane)
 }
 
+// With no message window set, a lane stream's message window scales with
+// its byte window (1 MiB / 128 B: 8192 messages), so small messages are
+// bounded by bytes, not by 16 an exchange; large ones stop at the byte
+// window as before. A consumer that does not read holds the server there.
+func TestServerStreamOnLaneWindowByBytes(t *testing.T) {
+	tests := []struct {
+		name        string
+		blob, total int
+		window      float64 // messages the server sends before credit
+	}{
+		{"small messages: the scaled message window", 16, 9000, 1 << 20 / 128},
+		{"large messages: the byte window", 64 << 10, 40, 16},
+		{"a message past one exchange's batch and the window: alone", 3 << 20, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, addr := laneStreams(t)
+			c := dial(t, addr)
+			st, err := c.NewStream(tctx(t), sMethod("count", stream.Server), &wiretest.EchoResult{})
+			require.NoError(t, err)
+			require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: int32(tt.total), Blob: make([]byte, tt.blob)}))
+			require.NoError(t, st.CloseSend())
+			sent := func() float64 {
+				return serverMetric(t, s, "hatrpc_server_stream_messages_total", map[string]string{"function": "count", "direction": "out"})
+			}
+			require.Eventually(t, func() bool { return sent() == tt.window }, eventually, time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // room for a violation to show, never for a false failure
+			require.Equal(t, tt.window, sent())
+			for i := range tt.total {
+				var a wiretest.EchoArgs
+				require.NoError(t, st.RecvMsg(&a))
+				require.Equal(t, strconv.Itoa(i), a.Msg)
+				require.Len(t, a.Blob, tt.blob)
+			}
+			require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+			lane, _ := c.StreamRoutes()
+			require.Equal(t, uint64(1), lane)
+		})
+	}
+}
+
 // Canceling the stream's context, or its deadline, ends it on both sides
 // while the client waits on the lane (a poll the server holds): the
 // handler's context ends, and the lane is released.

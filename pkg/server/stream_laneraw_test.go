@@ -119,3 +119,45 @@ func TestLaneStreamBadFrame(t *testing.T) {
 	require.Equal(t, "wire: bad frame: proto: invalid data: frame kind 2 on a lane carrying a stream", text)
 	require.Eventually(t, func() bool { n, _ := server.StreamState(s); return n == 0 }, eventually, 1e6)
 }
+
+// Credit followed by an empty credit is a poll: the server applies the
+// credit and holds the request until it has frames, so each exchange
+// after the first carries the stream's data (never an empty answer to
+// credit alone), and a stream longer than its window ends.
+func TestLaneStreamCreditPolls(t *testing.T) {
+	s, _, _ := startStreams(t)
+	call, done := server.StreamLaneCaller(s)
+	defer done()
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	const n = 40 // past the default window of 16 messages
+	msg, err := codec.AppendStruct(make([]byte, wire.HeaderSize), proto.Binary, &wiretest.EchoArgs{Mode: n})
+	require.NoError(t, err)
+	wire.SealFrame(msg, wire.KindStreamData, 0, 1, 0)
+	req := cat(openFrame(t, 1, "count"), msg, endFrame(1))
+	data, exchanges := 0, 0
+	for ended := false; !ended; exchanges++ {
+		require.Less(t, exchanges, 100, "the stream never ended after %d messages", data)
+		var msgs, bytes uint32
+		carried := false
+		for _, f := range laneFrames(t, call(req)) {
+			switch f.kind {
+			case wire.KindStreamData:
+				data++
+				msgs++
+				bytes += uint32(len(f.payload))
+				carried = true
+			case wire.KindStreamEnd:
+				ended, carried = true, true
+			}
+		}
+		if exchanges > 0 {
+			require.True(t, carried, "exchange %d: a poll answered with nothing", exchanges)
+		}
+		// This side's credit for all it got (as a consumer that read it
+		// all), then the poll.
+		req = cat(wire.AppendWindowFrame(nil, 1, msgs, bytes), poll(1))
+	}
+	require.Equal(t, n, data)
+	require.Eventually(t, func() bool { n, _ := server.StreamState(s); return n == 0 }, eventually, 1e6)
+}

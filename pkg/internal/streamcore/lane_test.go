@@ -1,0 +1,118 @@
+package streamcore
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// dataFrame is a stream data frame of id whose payload is n bytes of c.
+func dataFrame(id int32, n int, c byte) []byte {
+	b := make([]byte, wire.HeaderSize, wire.HeaderSize+n)
+	b = append(b, bytes.Repeat([]byte{c}, n)...)
+	wire.SealFrame(b, wire.KindStreamData, 0, id, 0)
+	return b
+}
+
+// Take carries as many whole frames as fit in its limit (at least one,
+// however large), in the order written, and keeps the rest.
+func TestOutboxTake(t *testing.T) {
+	a, b, c := dataFrame(1, 100, 'a'), dataFrame(1, 100, 'b'), dataFrame(1, 5000, 'c')
+	tests := []struct {
+		name  string
+		limit int
+		takes [][]byte
+	}{
+		{"all in one", 1 << 20, [][]byte{cat(a, b, c)}},
+		{"two fit", len(a) + len(b) + 10, [][]byte{cat(a, b), c}},
+		{"one at a time", len(a), [][]byte{a, b, c}},
+		{"a frame past the limit goes alone", 10, [][]byte{a, b, c}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOutbox()
+			for _, f := range [][]byte{a, b, c} {
+				require.NoError(t, o.Write(f))
+			}
+			for _, want := range tt.takes {
+				require.Equal(t, want, o.Take(nil, tt.limit))
+			}
+			require.Zero(t, o.Len())
+			require.Empty(t, o.Take(nil, tt.limit))
+		})
+	}
+}
+
+// Frames taken into a lease land there whole; a lease too short (or
+// none) gets a buffer of their size instead; writes between takes reuse
+// the room taken already, the frames' order intact.
+func TestOutboxTakeLease(t *testing.T) {
+	o := NewOutbox()
+	var asked []int
+	lease := make([]byte, 64<<10)
+	short := func(n int) []byte { asked = append(asked, n); return lease[:n-1] }
+	long := func(n int) []byte { asked = append(asked, n); return lease[:n] }
+	f := func(i int) []byte { return dataFrame(1, 1000+i, byte('a'+i)) }
+
+	require.NoError(t, o.Write(f(0)))
+	require.NoError(t, o.Write(f(1)))
+	got := o.TakeLease(1<<20, long)
+	require.Equal(t, cat(f(0), f(1)), got)
+	require.Same(t, &lease[0], &got[0], "taken into the lease")
+
+	require.NoError(t, o.Write(f(2)))
+	got = o.TakeLease(1<<20, short)
+	require.Equal(t, f(2), got)
+	require.NotSame(t, &lease[0], &got[0], "a short lease is not used")
+	require.Equal(t, []int{len(f(0)) + len(f(1)), len(f(2))}, asked)
+
+	// Writes between takes (one filling the buffer's end moves the
+	// queue to the front, taken room, rather than grow): order intact.
+	var want [][]byte
+	for i := 3; i < 40; i++ {
+		require.NoError(t, o.Write(f(i)))
+		want = append(want, f(i))
+		if i%3 == 0 {
+			require.Equal(t, want[0], o.TakeLease(len(want[0]), long))
+			want = want[1:]
+		}
+	}
+	require.Equal(t, cat(want...), o.TakeLease(1<<20, long))
+	require.Zero(t, o.Len())
+	require.Nil(t, o.TakeLease(0, func(int) []byte { t.Fatal("nothing queued: no lease"); return nil }))
+}
+
+// A take that finds the outbox closed while it waited for its lease
+// takes nothing; writes after Close fail.
+func TestOutboxClosedMidTake(t *testing.T) {
+	o := NewOutbox()
+	require.NoError(t, o.Write(dataFrame(1, 10, 'x')))
+	got := o.TakeLease(1<<20, func(n int) []byte {
+		o.Close()
+		return make([]byte, n)
+	})
+	require.Nil(t, got)
+	require.ErrorIs(t, o.Write(dataFrame(1, 1, 'y')), ErrLaneGone)
+	require.Zero(t, o.Len())
+}
+
+// WriteVec inserts the refs' values in the head.
+func TestOutboxWriteVec(t *testing.T) {
+	o := NewOutbox()
+	f := dataFrame(3, 12, 'z')
+	head := cat(f[:wire.HeaderSize+4], f[wire.HeaderSize+8:])
+	require.NoError(t, o.WriteStream(head, []proto.Ref{{Off: wire.HeaderSize + 4, Data: f[wire.HeaderSize+4 : wire.HeaderSize+8]}}, true))
+	require.Equal(t, f, o.Take(nil, 1<<20))
+}
+
+func cat(bs ...[]byte) []byte {
+	var out []byte
+	for _, b := range bs {
+		out = append(out, b...)
+	}
+	return out
+}
