@@ -40,13 +40,13 @@ type Writer struct {
 	// bytes in chunks of postChunk (postLen in all), postIn and postOut
 	// count the bytes ever queued and written; postTake is the writing
 	// goroutine's scratch list of the chunks it took.
-	posted   [][]byte
-	postLen  int
-	postTake net.Buffers
-	postIn   uint64
-	postOut  uint64
-	iov         net.Buffers // the writing goroutine's scratch vector
-	onAsyncErr  func(error) // told a posted frame's write failed; may be nil
+	posted     [][]byte
+	postLen    int
+	postTake   net.Buffers
+	postIn     uint64
+	postOut    uint64
+	iov        net.Buffers // the writing goroutine's scratch vector
+	onAsyncErr func(error) // told a posted frame's write failed; may be nil
 
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration

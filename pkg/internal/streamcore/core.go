@@ -106,9 +106,9 @@ type Stream struct {
 	q                   []Msg // q[qHead:] are queued
 	qHead               int
 	arena               []byte // small messages' bodies (copyOut)
-	recvMsgs, recvBytes int64 // received, not yet credited
-	heldMsgs, heldBytes int64 // of those, consumed
-	recvErr             error // after the queue, Recv returns it
+	recvMsgs, recvBytes int64  // received, not yet credited
+	heldMsgs, heldBytes int64  // of those, consumed
+	recvErr             error  // after the queue, Recv returns it
 	recvWake            chan struct{}
 	gone                bool // out of c.streams: no more stream credit
 	finished            bool
