@@ -1,6 +1,7 @@
 package streamcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -211,4 +212,98 @@ func TestBurst(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, s.Burst())
 	require.True(t, s.Burst())
+}
+
+func TestWithDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		in, out wire.StreamWindows
+	}{
+		{"none named", wire.StreamWindows{}, wire.StreamWindows{Messages: DefaultBytes / MsgCost, Bytes: DefaultBytes, Conn: DefaultConn}},
+		{"bytes only: messages follow them", wire.StreamWindows{Bytes: 64 << 10}, wire.StreamWindows{Messages: 512, Bytes: 64 << 10, Conn: DefaultConn}},
+		{"a small byte window keeps MinMessages", wire.StreamWindows{Bytes: 100}, wire.StreamWindows{Messages: MinMessages, Bytes: 100, Conn: DefaultConn}},
+		{"all named", wire.StreamWindows{Messages: 3, Bytes: 5, Conn: 7}, wire.StreamWindows{Messages: 3, Bytes: 5, Conn: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.out, WithDefaults(tt.in))
+		})
+	}
+}
+
+// TestSmallMessagesFillTheByteWindow: with the default windows a stream
+// of 64 B messages has thousands in flight, not 16, and the receiver
+// takes as many as the sender may send.
+func TestSmallMessagesFillTheByteWindow(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	sent := 0
+	for s.Send(canceled(), 64, func() error { sent++; return nil }) == nil {
+	}
+	require.Equal(t, DefaultBytes/MsgCost, sent)
+	for i := range sent {
+		_, err := c.Data(1, Msg{Body: make([]byte, 64), Size: 64}, false)
+		require.NoError(t, err, "message %d", i)
+	}
+	_, err = c.Data(1, Msg{Body: make([]byte, 64), Size: 64}, false)
+	require.ErrorIs(t, err, ErrWindow)
+}
+
+// TestSmallMessagesCopiedOut: small messages leave their pooled buffers
+// for the stream's arena and keep their bytes through queue reuse; the
+// arena never lets one message's bytes grow into the next.
+func TestSmallMessagesCopiedOut(t *testing.T) {
+	c, _, released := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	const rounds, perRound = 3, 300 // 300 × 100 B spans several arenas
+	for r := range rounds {
+		for i := range perRound {
+			bp := wire.GetBuf()
+			*bp = append((*bp)[:0], bytes.Repeat([]byte{byte(r*perRound + i)}, 100)...)
+			_, err := c.Data(1, Msg{Buf: bp, Body: *bp, Size: 100}, false)
+			require.NoError(t, err)
+		}
+		for i := range perRound {
+			m, err := s.Recv(context.Background())
+			require.NoError(t, err)
+			require.Nil(t, m.Buf, "the pooled buffer went back")
+			require.Equal(t, bytes.Repeat([]byte{byte(r*perRound + i)}, 100), m.Body)
+			require.Equal(t, len(m.Body), cap(m.Body), "an append to a body must not write into the next one")
+		}
+	}
+	require.Zero(t, c.Buffered())
+	require.Zero(t, *released)
+	// Queued messages are dropped with the stream.
+	_, err = c.Data(1, Msg{Body: []byte("x"), Size: 1}, false)
+	require.NoError(t, err)
+	require.True(t, s.Finish(io.EOF))
+	require.Equal(t, 1, *released)
+}
+
+// TestQueueKeepsOrderWhileConsumed: a queue that never drains (two
+// messages in for each one read) keeps its order while its array is
+// compacted and grown.
+func TestQueueKeepsOrderWhileConsumed(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	in := 0
+	for want := range 600 {
+		for range 2 {
+			_, err := c.Data(1, Msg{Body: []byte{byte(in), byte(in >> 8)}, Size: 2}, false)
+			require.NoError(t, err)
+			in++
+		}
+		m, err := s.Recv(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, []byte{byte(want), byte(want >> 8)}, m.Body)
+	}
+	for want := 600; want < in; want++ {
+		m, err := s.Recv(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, []byte{byte(want), byte(want >> 8)}, m.Body)
+	}
+	require.Zero(t, c.Buffered())
 }
