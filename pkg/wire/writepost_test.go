@@ -283,3 +283,38 @@ func TestWriteStreamReportsAFailedWrite(t *testing.T) {
 	require.ErrorIs(t, w.WriteStream(streamFrame(1, 64, 1), nil, false), boom)
 	require.ErrorIs(t, w.Write(streamFrame(1, 64, 1)), boom)
 }
+
+// TestWriteStreamChunks: frames of sizes that straddle the posted queue's
+// chunks, posted while a write is stuck, come out whole and in order, and
+// the queue is empty afterwards (its chunks went back to the pool).
+func TestWriteStreamChunks(t *testing.T) {
+	ctx := waitCtx(t)
+	g := newGateConn()
+	w := NewWriter(g, nil)
+	var want []byte
+	sizes := []int{5000, 1, postChunk - HeaderSize - 1, 70, 30000, 33333, postChunk - 2*HeaderSize, 7}
+	for i := range 40 {
+		f := streamFrame(1, sizes[i%len(sizes)], byte(i))
+		want = append(want, f...)
+		require.NoError(t, w.WriteStream(f, nil, true))
+		if i == 0 {
+			g.shutGate()
+			recv(t, ctx, g.entered)
+		}
+	}
+	w.mu.Lock()
+	queued := w.postLen
+	chunks := len(w.posted)
+	w.mu.Unlock()
+	require.Positive(t, queued)
+	require.Equal(t, (queued+postChunk-1)/postChunk, chunks, "chunks are filled before a new one starts")
+	g.openGate()
+	idle(t, w)
+	_, got := g.snapshot()
+	require.Equal(t, want, got, "every frame, whole and in order")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Zero(t, w.postLen)
+	require.Empty(t, w.posted)
+	require.Equal(t, w.postIn, w.postOut)
+}
