@@ -74,7 +74,8 @@ func TestSendWindows(t *testing.T) {
 		{"messages", wire.StreamWindows{Messages: 2, Bytes: 1000, Conn: 1000}, []int64{1, 1, 1}},
 		{"bytes, one message overshoots", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{60, 60, 1}},
 		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}},
-		{"connection", wire.StreamWindows{Messages: 9, Bytes: 1000, Conn: 100}, []int64{99, 99, 1}},
+		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}},
+		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,17 +95,18 @@ func TestSendWindows(t *testing.T) {
 				}
 			}
 			require.Equal(t, last, wrote)
-			var total int64
+			var total, conn int64
 			for _, n := range tt.sizes[:last] {
 				total += n
+				conn += ConnCost(n)
 			}
 			// Credit for everything in flight lets the last one go.
 			_, err = c.Window(1, uint32(last), uint32(total))
 			require.NoError(t, err)
-			_, err = c.Window(0, 0, uint32(total))
+			_, err = c.Window(0, 0, uint32(conn))
 			require.NoError(t, err)
 			require.NoError(t, s.Send(canceled(), tt.sizes[last], func() error { wrote++; return nil }))
-			require.Equal(t, int64(tt.sizes[last]), c.InFlight())
+			require.Equal(t, ConnCost(tt.sizes[last]), c.InFlight())
 		})
 	}
 }
@@ -116,7 +118,7 @@ func TestOverCredit(t *testing.T) {
 	require.NoError(t, s.Send(context.Background(), 10, func() error { return nil }))
 	_, err = c.Window(1, 2, 10)
 	require.EqualError(t, err, "stream: window update beyond what was sent: 2 messages, 10 bytes with 1, 10 in flight")
-	_, err = c.Window(0, 0, 11)
+	_, err = c.Window(0, 0, uint32(ConnCost(10))+1)
 	require.ErrorIs(t, err, ErrOverCredit)
 	st, err := c.Window(7, 1, 1)
 	require.NoError(t, err, "credit for a stream that ended is moot")
@@ -135,11 +137,11 @@ func TestReceive(t *testing.T) {
 	st, err := c.Data(1, msg(30), false)
 	require.ErrorIs(t, err, ErrWindow)
 	require.Same(t, s, st)
-	require.Equal(t, []string{"window 0 0 30"}, f.take(), "the refused message's connection credit comes back at once")
+	require.Equal(t, []string{"window 0 0 128"}, f.take(), "the refused message's connection credit (at least MsgCost) comes back at once")
 	require.Equal(t, 1, *released)
 	_, err = c.Data(9, msg(5), false)
 	require.ErrorIs(t, err, ErrUnknown)
-	require.Equal(t, []string{"window 0 0 5"}, f.take())
+	require.Equal(t, []string{"window 0 0 128"}, f.take())
 	require.Equal(t, int64(30), c.Buffered())
 
 	m, err := s.Recv(context.Background())
@@ -170,7 +172,7 @@ func TestFinishReturnsCredit(t *testing.T) {
 	boom := errors.New("boom")
 	require.True(t, s.Finish(boom))
 	require.False(t, s.Finish(boom))
-	require.Equal(t, []string{"window 0 0 21"}, f.take())
+	require.Equal(t, []string{"window 0 0 384"}, f.take(), "3 messages of 7 bytes, MsgCost each")
 	require.Equal(t, 3, *released)
 	require.Zero(t, c.Buffered())
 	require.Zero(t, c.Len())
@@ -306,4 +308,35 @@ func TestQueueKeepsOrderWhileConsumed(t *testing.T) {
 		require.Equal(t, []byte{byte(want), byte(want >> 8)}, m.Body)
 	}
 	require.Zero(t, c.Buffered())
+}
+
+// TestConnWindowBoundsMessages: tiny messages spread over many streams
+// fill the connection's window at MsgCost each, so it bounds how many
+// the connection holds queued, whatever each stream's own count allows.
+func TestConnWindowBoundsMessages(t *testing.T) {
+	const held = 16
+	c, _, _ := newTestConn(t, wire.StreamWindows{Messages: 1000, Bytes: 1000, Conn: held * MsgCost})
+	for id := int32(1); id <= held+1; id++ {
+		_, err := c.Open(id, nil)
+		require.NoError(t, err)
+		_, err = c.Data(id, Msg{Body: []byte{1}, Size: 1}, false)
+		if id <= held {
+			require.NoError(t, err, "stream %d", id)
+		} else {
+			require.ErrorIs(t, err, ErrWindow)
+		}
+	}
+	require.Equal(t, int64(held), c.Buffered())
+}
+
+func TestConnWindowError(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{Messages: 1000, Bytes: 1000, Conn: 2 * MsgCost})
+	_, err := c.Open(1, nil)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = c.Data(1, Msg{Body: []byte{1, 2}, Size: 2}, false)
+		require.NoError(t, err)
+	}
+	_, err = c.Data(1, Msg{Body: []byte{1, 2}, Size: 2}, false)
+	require.EqualError(t, err, "stream: data past the window: the connection's window of 256 bytes is full (4 bytes buffered, 256 counting each message as at least 128 bytes)")
 }
