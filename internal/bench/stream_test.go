@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,26 @@ func TestStreamGoalsAndReport(t *testing.T) {
 	b.Reset()
 	require.NoError(t, WriteStreamReport(&b, []string{"memmove"}, []StreamRow{{Size: 64, Count: 1, By: map[string]StreamResult{"memmove": sr(1, 64, time.Microsecond)}}}, 64))
 	assert.Contains(t, b.String(), "none measured")
+}
+
+// BenchmarkStream is one stream system in process (server and client
+// share it), for profiling (-cpuprofile) a stream's per-message costs;
+// cmd/atb-tcp -stream-sizes is the authoritative comparison.
+func BenchmarkStream(b *testing.B) {
+	for _, name := range []string{"hatrpc-stream", "raw-tcp-stream"} {
+		for _, size := range []int{64, 4 << 10, 64 << 10} {
+			b.Run(fmt.Sprintf("%s/%s", name, SizeLabel(size)), func(b *testing.B) {
+				sys, addr := startSystem(b, name)
+				s := sys.(streamer)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				b.ResetTimer()
+				res, err := s.measureStream(ctx, addr, StreamSpec{Size: size, Count: int64(b.N), Warmup: 100})
+				require.NoError(b, err)
+				require.Equal(b, int64(b.N), res.Messages)
+			})
+		}
+	}
 }

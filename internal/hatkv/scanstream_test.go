@@ -196,8 +196,9 @@ func labels(m *dto.Metric) map[string]string {
 	return out
 }
 
-// streamWindow is the client's default receive window per stream, in
-// messages (docs/design/streams.md).
+// streamWindow is the receive window per stream, in messages, the slow
+// reader's client grants (client.WithStreamWindow; the default window is
+// one of bytes, a range's worth of small batches).
 const streamWindow = 16
 
 // TestScanStreamSlowReader: a client that stops reading stops the server
@@ -208,7 +209,10 @@ func TestScanStreamSlowReader(t *testing.T) {
 	ts := startServer(t, "")
 	loadRecords(t, ts.kv, 2000, 20)
 	ctx := testCtx(t, time.Minute)
-	st, err := ts.kv.ScanStream(ctx, &hatkv.ScanRequest{BatchRecords: 10})
+	slow, err := Dial(ctx, ts.addr, WithClientOptions(client.WithStreamWindow(streamWindow, 0, 0)))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeWithin(t, slow, 10*time.Second) })
+	st, err := slow.KV().ScanStream(ctx, &hatkv.ScanRequest{BatchRecords: 10})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return streamMessagesOut(t, ts) == streamWindow }, 30*time.Second, time.Millisecond)
 	require.Equal(t, 0, ts.srv.store.ReadTxns(), "a blocked stream holds a read transaction")

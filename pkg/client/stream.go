@@ -29,8 +29,10 @@ type streamOptions struct {
 
 // WithStreamWindow sets the receive windows the Conn grants servers for
 // streams: messages and bytes per stream, bytes per connection over all
-// its streams (0 keeps a default: 16 messages, 1 MiB, 16 MiB). A server
-// may have up to one message beyond a window in flight.
+// its streams (0 keeps a default: 1 MiB per stream, 16 MiB per
+// connection, and a message count derived from the stream's bytes, one
+// per 128 bytes: 8,192 for 1 MiB). A server may have up to one message
+// beyond a window in flight.
 func WithStreamWindow(messages, bytes, conn int) Option {
 	return func(o *options) {
 		o.streams.windows = wire.StreamWindows{Messages: clamp32(messages), Bytes: clamp32(bytes), Conn: clamp32(conn)}

@@ -29,25 +29,14 @@ import (
 // laneStreamBatch bounds the frames one request carries (at least one).
 const laneStreamBatch = 1 << 20
 
-// laneMsgBytes scales a lane stream's message window to its byte window
-// when the caller set no message window (WithStreamWindow): one message
-// per laneMsgBytes of the byte window. A lane exchange costs far more
-// than a message, and the message window, not the bytes, bounded what
-// one carried (16 messages of 64 B: ~1 KiB an exchange). Memory stays
-// bounded: a message under 1 KiB is held in a buffer of its size
-// (streamcore.Conn.Data), so the default 1 MiB window's 8192 small
-// messages hold at most ~2 MiB with their bookkeeping.
-const laneMsgBytes = 128
-
 // laneWindows are the receive windows this Conn grants a stream on a
-// lane (sent in the lane's hello, and what its streams count by).
+// lane (sent in the lane's hello, and what its streams count by): as on
+// TCP, a message window derived from the byte window when the caller set
+// none (streamcore.WithDefaults). A lane exchange costs far more than a
+// message, so the message window must not bound what one carries (16
+// messages of 64 B were ~1 KiB an exchange).
 func (c *Conn) laneWindows() wire.StreamWindows {
-	set := c.o.streams.windows
-	w := streamcore.WithDefaults(set)
-	if set.Messages == 0 {
-		w.Messages = max(w.Messages, w.Bytes/laneMsgBytes)
-	}
-	return w
+	return streamcore.WithDefaults(c.o.streams.windows)
 }
 
 // streamRoutes counts the streams the plan gave a lane: on one, and over

@@ -36,9 +36,11 @@ type streamOptions struct {
 
 // WithStreamWindow sets the receive windows the server grants each
 // client for streams: messages and bytes per stream, bytes per
-// connection over all its streams (0 keeps a default: 16 messages, 1
-// MiB, 16 MiB). A client may have up to one message beyond a window in
-// flight, so a stream buffers at most its window plus one message.
+// connection over all its streams (0 keeps a default: 1 MiB per stream,
+// 16 MiB per connection, and a message count derived from the stream's
+// bytes, one per streamcore.MsgCost bytes: 8,192 for 1 MiB). A client
+// may have up to one message beyond a window in flight, so a stream
+// buffers at most its window plus one message.
 func WithStreamWindow(messages, bytes, conn int) Option {
 	return func(o *options) {
 		o.streams.windows = wire.StreamWindows{Messages: clamp32(messages), Bytes: clamp32(bytes), Conn: clamp32(conn)}

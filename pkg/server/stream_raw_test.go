@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -25,8 +26,10 @@ func rawStreams(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	return rawStreamsWindow(t, addr, 2)
 }
 
+// rawStreams0 upgrades to a server with the default windows: a message
+// count derived from the byte window.
 func rawStreams0(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	return rawStreamsWindow(t, addr, 16)
+	return rawStreamsWindow(t, addr, streamcore.DefaultBytes/streamcore.MsgCost)
 }
 
 func rawStreamsWindow(t *testing.T, addr string, window int32) (net.Conn, *bufio.Reader) {

@@ -106,10 +106,12 @@ func TestWriteStreamBatchesALoneSender(t *testing.T) {
 		writes int
 	}{
 		// The first frame written by its sender, the second by the
-		// writer's goroutine, the rest while it was in that write: in
-		// one round, or one per maxBatch (32 frames of 4 KiB).
+		// writer's goroutine, the rest while it was in that write,
+		// copied into chunks of postChunk bytes: one Write per chunk
+		// here (a socket takes a round's chunks in one writev), 98
+		// frames of 4 KiB filling 7.
 		{"64 B", 200, 64, 3},
-		{"4 KiB", 100, 4 << 10, 2 + 4},
+		{"4 KiB", 100, 4 << 10, 2 + 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,7 +233,7 @@ func TestWriteStreamBoundsWhatItQueues(t *testing.T) {
 	// Wait until the queue is full: the sender must be blocked then.
 	for {
 		w.mu.Lock()
-		q := len(w.posted)
+		q := w.postLen
 		w.mu.Unlock()
 		require.LessOrEqual(t, q, maxPending+size+HeaderSize)
 		if q >= maxPending {
@@ -282,26 +284,37 @@ func TestWriteStreamReportsAFailedWrite(t *testing.T) {
 	require.ErrorIs(t, w.Write(streamFrame(1, 64, 1)), boom)
 }
 
-func TestBatchLen(t *testing.T) {
-	f := func(n int) []byte { return streamFrame(1, n-HeaderSize, 0) }
-	tests := []struct {
-		name   string
-		frames []int
-		max    int
-		want   int
-	}{
-		{"empty", nil, 100, 0},
-		{"one over the cap", []int{300}, 100, 300},
-		{"whole frames up to the cap", []int{40, 40, 40, 40}, 100, 120},
-		{"all under the cap", []int{40, 40}, 100, 80},
+// TestWriteStreamChunks: frames of sizes that straddle the posted queue's
+// chunks, posted while a write is stuck, come out whole and in order, and
+// the queue is empty afterwards (its chunks went back to the pool).
+func TestWriteStreamChunks(t *testing.T) {
+	ctx := waitCtx(t)
+	g := newGateConn()
+	w := NewWriter(g, nil)
+	var want []byte
+	sizes := []int{5000, 1, postChunk - HeaderSize - 1, 70, 30000, 33333, postChunk - 2*HeaderSize, 7}
+	for i := range 40 {
+		f := streamFrame(1, sizes[i%len(sizes)], byte(i))
+		want = append(want, f...)
+		require.NoError(t, w.WriteStream(f, nil, true))
+		if i == 0 {
+			g.shutGate()
+			recv(t, ctx, g.entered)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b []byte
-			for _, n := range tt.frames {
-				b = append(b, f(n)...)
-			}
-			require.Equal(t, tt.want, batchLen(b, tt.max))
-		})
-	}
+	w.mu.Lock()
+	queued := w.postLen
+	chunks := len(w.posted)
+	w.mu.Unlock()
+	require.Positive(t, queued)
+	require.Equal(t, (queued+postChunk-1)/postChunk, chunks, "chunks are filled before a new one starts")
+	g.openGate()
+	idle(t, w)
+	_, got := g.snapshot()
+	require.Equal(t, want, got, "every frame, whole and in order")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Zero(t, w.postLen)
+	require.Empty(t, w.posted)
+	require.Equal(t, w.postIn, w.postOut)
 }

@@ -36,14 +36,17 @@ type Writer struct {
 	busy     int         // > 0: recent flushes found queued frames
 	held     int         // > 0: see Hold
 
-	// Stream frames queued in order (writepost.go): posted holds whole
-	// frames, postIn and postOut count the bytes ever queued and written.
-	posted      []byte
-	postedSpare []byte
-	postIn      uint64
-	postOut     uint64
-	iov         net.Buffers // the writing goroutine's scratch vector
-	onAsyncErr  func(error) // told a posted frame's write failed; may be nil
+	// Stream frames queued in order (writepost.go): posted holds their
+	// bytes in chunks of postChunk (postLen in all), postIn and postOut
+	// count the bytes ever queued and written; postTake is the writing
+	// goroutine's scratch list of the chunks it took.
+	posted     [][]byte
+	postLen    int
+	postTake   net.Buffers
+	postIn     uint64
+	postOut    uint64
+	iov        net.Buffers // the writing goroutine's scratch vector
+	onAsyncErr func(error) // told a posted frame's write failed; may be nil
 
 	deadline interface{ SetWriteDeadline(time.Time) error }
 	timeout  time.Duration
@@ -184,7 +187,7 @@ func (w *Writer) finishLocked(err error, queued bool) error {
 		w.pending = nil
 		clear(w.vec)
 		w.vec = nil
-		w.posted = nil
+		w.posted, w.postLen = nil, 0
 	}
 	// Contention comes in bursts: keep yielding for a few rounds after the
 	// last one that batched anything, then go back to writing directly.
@@ -246,15 +249,7 @@ func (w *Writer) flushPendingLocked() error {
 	for len(w.pending) > 0 || len(w.vec) > 0 || len(w.posted) > 0 {
 		buf := w.pending
 		w.pending = w.spare[:0]
-		post := w.posted
-		if n := batchLen(post, maxBatch); n < len(post) {
-			// The rest stays queued where it is: appends land past it,
-			// never in the part being written.
-			post, w.posted = post[:n], post[n:]
-		} else {
-			w.posted = w.postedSpare[:0]
-			w.postedSpare = nil
-		}
+		post := w.takePosted(maxBatch)
 		vec := w.vec
 		w.vec = w.vecSpare[:0]
 		batch := w.vecTaken
@@ -266,8 +261,8 @@ func (w *Writer) flushPendingLocked() error {
 		switch {
 		case len(vec) == 0 && len(post) == 0:
 			err = w.write(buf)
-		case len(vec) == 0 && len(buf) == 0:
-			err = w.write(post)
+		case len(vec) == 0 && len(buf) == 0 && len(post) == 1:
+			err = w.write(post[0])
 		default:
 			err = w.writeRound(buf, post, vec)
 		}
@@ -276,7 +271,9 @@ func (w *Writer) flushPendingLocked() error {
 			w.vecSent = batch + 1
 		}
 		if err == nil {
-			w.postOut += uint64(len(post))
+			for _, c := range post {
+				w.postOut += uint64(len(c))
+			}
 		}
 		w.idle.Broadcast() // room in pending again; queued big frames sent
 		if cap(buf) <= maxPooledBuf {
@@ -284,9 +281,11 @@ func (w *Writer) flushPendingLocked() error {
 		} else {
 			w.spare = nil
 		}
-		if len(w.posted) == 0 && cap(post) <= maxPooledBuf {
-			w.postedSpare = post[:0] // taken whole: nothing else uses it
+		for _, c := range post {
+			putLarge(c[:0])
 		}
+		clear(post)
+		w.postTake = post[:0]
 		clear(vec) // the frames belong to their callers again
 		w.vecSpare = vec[:0]
 		if err != nil {
@@ -296,17 +295,15 @@ func (w *Writer) flushPendingLocked() error {
 	return nil
 }
 
-// writeRound writes small, post (either may be empty) and vec with one
+// writeRound writes small, post and vec (any may be empty) with one
 // vectored write where the stream supports it (net.Buffers.WriteTo uses
 // writev on a socket and one Write per piece elsewhere).
-func (w *Writer) writeRound(small, post []byte, vec net.Buffers) error {
+func (w *Writer) writeRound(small []byte, post, vec net.Buffers) error {
 	bufs := w.iov[:0]
 	if len(small) > 0 {
 		bufs = append(bufs, small)
 	}
-	if len(post) > 0 {
-		bufs = append(bufs, post)
-	}
+	bufs = append(bufs, post...)
 	bufs = append(bufs, vec...)
 	WriteSyscalls.Add(1)
 	w.armDeadline()

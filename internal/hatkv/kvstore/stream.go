@@ -9,12 +9,11 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/lmdb"
 )
 
-// Batch sizes of a streamed scan (ScanStream). 64 KiB matches the RPC
-// stream window's default (16 messages, 1 MiB per stream): at 64 KiB a
-// message both limits bind together, so the whole window is in flight;
-// and it spreads a batch's fixed costs (a read transaction and a cursor
-// seek, a frame, a Send) over about 60 YCSB records of 1 KB. The record
-// cap keeps the per-message work bounded when records are tiny.
+// Batch sizes of a streamed scan (ScanStream). 64 KiB puts 16 messages
+// in the RPC stream window's default of 1 MiB per stream, and it spreads
+// a batch's fixed costs (a read transaction and a cursor seek, a frame, a
+// Send) over about 60 YCSB records of 1 KB. The record cap keeps the
+// per-message work bounded when records are tiny.
 const (
 	StreamBatchBytes   = 64 << 10
 	StreamBatchRecords = 1024

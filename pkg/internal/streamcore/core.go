@@ -16,20 +16,36 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-// Default receive windows, for a side that names none.
+// Default receive windows, for a side that names none. The window is one
+// of bytes: a side that names no message count gets one of a message per
+// MsgCost bytes of its byte window, so a stream of small messages is not
+// held to a few messages in flight (16 capped 64 B messages at 0.2 M/s
+// on loopback, one credit round trip every 8), while what its queue
+// holds stays bounded: each queued message costs about MsgCost bytes of
+// bookkeeping and copy beyond its payload.
 const (
-	DefaultMessages = 16
-	DefaultBytes    = 1 << 20
-	DefaultConn     = 16 << 20
+	DefaultBytes = 1 << 20
+	DefaultConn  = 16 << 20
+	MsgCost      = 128
+	// MinMessages is the fewest messages a derived window allows.
+	MinMessages = 16
 )
 
-// WithDefaults fills w's zero fields with the defaults.
+// ConnCost is what a message of size payload bytes counts against the
+// connection's window, both sides alike: at least MsgCost, so the
+// connection window bounds how many messages all its streams hold
+// queued (16 MiB: 131,072), not only their bytes; per-stream counts
+// alone let 10,000 streams of 1-byte messages queue 16 M of them.
+func ConnCost(size int64) int64 { return max(size, MsgCost) }
+
+// WithDefaults fills w's zero fields with the defaults; a zero message
+// count is derived from the byte window (MsgCost).
 func WithDefaults(w wire.StreamWindows) wire.StreamWindows {
-	if w.Messages <= 0 {
-		w.Messages = DefaultMessages
-	}
 	if w.Bytes <= 0 {
 		w.Bytes = DefaultBytes
+	}
+	if w.Messages <= 0 {
+		w.Messages = max(MinMessages, w.Bytes/MsgCost)
 	}
 	if w.Conn <= 0 {
 		w.Conn = DefaultConn
@@ -55,6 +71,9 @@ var (
 
 // smallCopy: messages under it are copied out of their pooled buffer.
 const smallCopy = 1024
+
+// maxKeptQueue is the largest queue array a drained stream keeps.
+const maxKeptQueue = 256
 
 // Conn is the stream state of one connection.
 type Conn struct {
@@ -83,25 +102,32 @@ func NewConn(write func([]byte) error, release func(*Msg), send, recv wire.Strea
 }
 
 // Stream is one stream's flow state.
+//
+// Its fields are packed (the int32s and bools together): 10,000 idle
+// streams on a connection cost their size twice, client and server.
 type Stream struct {
-	c  *Conn
-	ID int32
+	c *Conn
 
 	// guarded by c.mu
 	sendMsgs, sendBytes int64 // in flight to the peer, not yet credited
 	sendErr             error
 	sendWake            chan struct{}
-	q                   []Msg
+	q                   []Msg // q[qHead:] are queued
 	recvMsgs, recvBytes int64 // received, not yet credited
 	heldMsgs, heldBytes int64 // of those, consumed
 	recvErr             error // after the queue, Recv returns it
 	recvWake            chan struct{}
-	gone                bool // out of c.streams: no more stream credit
-	finished            bool
 	// Owner is the client's or the server's stream object.
-	Owner   any
-	headers bool         // a header block came (once per stream)
-	sends   atomic.Int32 // messages sent since the last one received
+	Owner any
+	arena *[arenaSize]byte // small messages' bodies (copyOut), from arenaOff on free
+
+	ID       int32
+	sends    atomic.Int32 // messages sent since the last one received
+	qHead    int32
+	arenaOff int32
+	gone     bool // out of c.streams: no more stream credit
+	finished bool
+	headers  bool // a header block came (once per stream)
 }
 
 // Burst counts a message about to be sent and reports whether s sent one
@@ -167,15 +193,16 @@ func wake(ch chan struct{}) {
 // returned at once, and the error says why: the caller resets the stream
 // (s, when not nil, is to be finished with it).
 func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
+	c.mu.Lock()
+	s := c.streams[id]
 	if m.Buf != nil && len(m.Body) < smallCopy {
 		// A small message would pin a pooled buffer many times its size
-		// for as long as it waits.
-		m.Body = append([]byte(nil), m.Body...)
+		// for as long as it waits: it is copied into its stream's arena
+		// (one allocation per arenaSize bytes of messages, not one each).
+		m.Body = s.copyOut(m.Body)
 		wire.PutBuf(m.Buf)
 		m.Buf = nil
 	}
-	c.mu.Lock()
-	s := c.streams[id]
 	var err error
 	switch {
 	case s == nil:
@@ -184,30 +211,59 @@ func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
 		err = ErrAfterEnd
 	case headerBlock && s.headers:
 		err = fmt.Errorf("%w: a second header block", wire.ErrBadFrame)
-	case s.recvMsgs >= int64(c.Recv.Messages) || s.recvBytes >= int64(c.Recv.Bytes) || c.recvConn >= int64(c.Recv.Conn):
+	case s.recvMsgs >= int64(c.Recv.Messages) || s.recvBytes >= int64(c.Recv.Bytes):
 		err = fmt.Errorf("%w: %d messages, %d bytes buffered of a window of %d messages, %d bytes (connection: %d of %d bytes)", ErrWindow,
-			s.recvMsgs, s.recvBytes, c.Recv.Messages, c.Recv.Bytes, c.recvConn, c.Recv.Conn)
+			s.recvMsgs, s.recvBytes, c.Recv.Messages, c.Recv.Bytes, c.buffered, c.Recv.Conn)
+	case c.recvConn >= int64(c.Recv.Conn):
+		err = fmt.Errorf("%w: the connection's window of %d bytes is full (%d bytes buffered, %d counting each message as at least %d bytes)", ErrWindow,
+			c.Recv.Conn, c.buffered, c.recvConn, MsgCost)
 	}
 	if err != nil {
 		c.mu.Unlock()
 		c.release(&m)
-		c.credit(0, 0, 0, m.Size)
+		c.credit(0, 0, 0, ConnCost(m.Size))
 		return s, err
 	}
 	s.headers = s.headers || headerBlock
+	if s.qHead > 0 && len(s.q) == cap(s.q) {
+		// Full with consumed slots at its start: moved down, not grown.
+		n := copy(s.q, s.q[s.qHead:])
+		clear(s.q[n:])
+		s.q, s.qHead = s.q[:n], 0
+	}
 	s.q = append(s.q, m)
 	s.recvMsgs++
 	s.recvBytes += m.Size
-	c.recvConn += m.Size
+	c.recvConn += ConnCost(m.Size)
 	c.buffered += m.Size
 	c.mu.Unlock()
 	wake(s.recvWake)
 	return s, nil
 }
 
+// arenaSize is the size of the arenas small received messages are copied
+// into: an arena lives while any message in it is queued or decoded
+// aliased, so a stream holds at most one arena beyond its window.
+const arenaSize = 8 << 10
+
+// copyOut copies a small message's body into s's arena (s may be nil:
+// the message is refused, a copy of its own will do). c.mu is held.
+func (s *Stream) copyOut(b []byte) []byte {
+	if s == nil {
+		return append([]byte(nil), b...)
+	}
+	if s.arena == nil || arenaSize-int(s.arenaOff) < len(b) {
+		s.arena, s.arenaOff = new([arenaSize]byte), 0
+	}
+	from, to := int(s.arenaOff), int(s.arenaOff)+len(b)
+	copy(s.arena[from:to], b)
+	s.arenaOff = int32(to)
+	return s.arena[from:to:to]
+}
+
 // Discarded returns the connection credit of a data frame of n payload
 // bytes that was never read (the server's memory budget refused it).
-func (c *Conn) Discarded(n int64) { c.credit(0, 0, 0, n) }
+func (c *Conn) Discarded(n int64) { c.credit(0, 0, 0, ConnCost(n)) }
 
 // NoteHeaders records a header-only frame for s (not counted against the
 // windows; one header block per stream).
@@ -290,7 +346,7 @@ func (s *Stream) Send(ctx context.Context, size int64, write func() error) error
 		if s.sendMsgs < int64(c.Send.Messages) && s.sendBytes < int64(c.Send.Bytes) && c.sendConn < int64(c.Send.Conn) {
 			s.sendMsgs++
 			s.sendBytes += size
-			c.sendConn += size
+			c.sendConn += ConnCost(size)
 			c.mu.Unlock()
 			// Written in the order credit was taken, so the receiver
 			// sees the connection's bytes as they were counted here.
@@ -318,13 +374,18 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 	c := s.c
 	for {
 		c.mu.Lock()
-		if len(s.q) > 0 {
+		if int(s.qHead) < len(s.q) {
 			s.sends.Store(0)
-			m := s.q[0]
-			s.q[0] = Msg{}
-			s.q = s.q[1:]
-			if len(s.q) == 0 {
-				s.q = nil // the backing array would hold the window's worth
+			m := s.q[s.qHead]
+			s.q[s.qHead] = Msg{}
+			s.qHead++
+			if int(s.qHead) == len(s.q) {
+				// Drained: the array is reused from its start, unless it
+				// holds a window's worth of a burst.
+				s.q, s.qHead = s.q[:0], 0
+				if cap(s.q) > maxKeptQueue {
+					s.q = nil
+				}
 			}
 			c.buffered -= m.Size
 			var msgs, n, conn int64
@@ -338,7 +399,7 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 					s.heldMsgs, s.heldBytes = 0, 0
 				}
 			}
-			c.heldConn += m.Size
+			c.heldConn += ConnCost(m.Size)
 			if c.heldConn >= int64(c.Recv.Conn)/2 {
 				conn = c.heldConn
 				c.recvConn -= conn
@@ -407,24 +468,25 @@ func (s *Stream) Finish(err error) bool {
 	if s.sendErr == nil {
 		s.sendErr = err
 	}
-	if s.recvErr == nil || len(s.q) > 0 {
+	if s.recvErr == nil || int(s.qHead) < len(s.q) {
 		s.recvErr = err
 	}
-	q := s.q
-	s.q = nil
-	var drop int64
+	q := s.q[s.qHead:]
+	s.q, s.qHead, s.arena = nil, 0, nil
+	var drop, dropConn int64
 	for i := range q {
 		drop += q[i].Size
+		dropConn += ConnCost(q[i].Size)
 	}
 	c.buffered -= drop
-	c.recvConn -= drop
+	c.recvConn -= dropConn
 	dead := c.err != nil
 	c.mu.Unlock()
 	for i := range q {
 		c.release(&q[i])
 	}
-	if drop > 0 && !dead {
-		c.credit(0, 0, 0, drop)
+	if dropConn > 0 && !dead {
+		c.credit(0, 0, 0, dropConn)
 	}
 	wake(s.sendWake)
 	wake(s.recvWake)

@@ -1,6 +1,7 @@
 package streamcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,8 @@ func TestSendWindows(t *testing.T) {
 		{"messages", wire.StreamWindows{Messages: 2, Bytes: 1000, Conn: 1000}, []int64{1, 1, 1}},
 		{"bytes, one message overshoots", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{60, 60, 1}},
 		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}},
-		{"connection", wire.StreamWindows{Messages: 9, Bytes: 1000, Conn: 100}, []int64{99, 99, 1}},
+		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}},
+		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,17 +95,18 @@ func TestSendWindows(t *testing.T) {
 				}
 			}
 			require.Equal(t, last, wrote)
-			var total int64
+			var total, conn int64
 			for _, n := range tt.sizes[:last] {
 				total += n
+				conn += ConnCost(n)
 			}
 			// Credit for everything in flight lets the last one go.
 			_, err = c.Window(1, uint32(last), uint32(total))
 			require.NoError(t, err)
-			_, err = c.Window(0, 0, uint32(total))
+			_, err = c.Window(0, 0, uint32(conn))
 			require.NoError(t, err)
 			require.NoError(t, s.Send(canceled(), tt.sizes[last], func() error { wrote++; return nil }))
-			require.Equal(t, int64(tt.sizes[last]), c.InFlight())
+			require.Equal(t, ConnCost(tt.sizes[last]), c.InFlight())
 		})
 	}
 }
@@ -115,7 +118,7 @@ func TestOverCredit(t *testing.T) {
 	require.NoError(t, s.Send(context.Background(), 10, func() error { return nil }))
 	_, err = c.Window(1, 2, 10)
 	require.EqualError(t, err, "stream: window update beyond what was sent: 2 messages, 10 bytes with 1, 10 in flight")
-	_, err = c.Window(0, 0, 11)
+	_, err = c.Window(0, 0, uint32(ConnCost(10))+1)
 	require.ErrorIs(t, err, ErrOverCredit)
 	st, err := c.Window(7, 1, 1)
 	require.NoError(t, err, "credit for a stream that ended is moot")
@@ -134,11 +137,11 @@ func TestReceive(t *testing.T) {
 	st, err := c.Data(1, msg(30), false)
 	require.ErrorIs(t, err, ErrWindow)
 	require.Same(t, s, st)
-	require.Equal(t, []string{"window 0 0 30"}, f.take(), "the refused message's connection credit comes back at once")
+	require.Equal(t, []string{"window 0 0 128"}, f.take(), "the refused message's connection credit (at least MsgCost) comes back at once")
 	require.Equal(t, 1, *released)
 	_, err = c.Data(9, msg(5), false)
 	require.ErrorIs(t, err, ErrUnknown)
-	require.Equal(t, []string{"window 0 0 5"}, f.take())
+	require.Equal(t, []string{"window 0 0 128"}, f.take())
 	require.Equal(t, int64(30), c.Buffered())
 
 	m, err := s.Recv(context.Background())
@@ -169,7 +172,7 @@ func TestFinishReturnsCredit(t *testing.T) {
 	boom := errors.New("boom")
 	require.True(t, s.Finish(boom))
 	require.False(t, s.Finish(boom))
-	require.Equal(t, []string{"window 0 0 21"}, f.take())
+	require.Equal(t, []string{"window 0 0 384"}, f.take(), "3 messages of 7 bytes, MsgCost each")
 	require.Equal(t, 3, *released)
 	require.Zero(t, c.Buffered())
 	require.Zero(t, c.Len())
@@ -211,4 +214,129 @@ func TestBurst(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, s.Burst())
 	require.True(t, s.Burst())
+}
+
+func TestWithDefaults(t *testing.T) {
+	tests := []struct {
+		name    string
+		in, out wire.StreamWindows
+	}{
+		{"none named", wire.StreamWindows{}, wire.StreamWindows{Messages: DefaultBytes / MsgCost, Bytes: DefaultBytes, Conn: DefaultConn}},
+		{"bytes only: messages follow them", wire.StreamWindows{Bytes: 64 << 10}, wire.StreamWindows{Messages: 512, Bytes: 64 << 10, Conn: DefaultConn}},
+		{"a small byte window keeps MinMessages", wire.StreamWindows{Bytes: 100}, wire.StreamWindows{Messages: MinMessages, Bytes: 100, Conn: DefaultConn}},
+		{"all named", wire.StreamWindows{Messages: 3, Bytes: 5, Conn: 7}, wire.StreamWindows{Messages: 3, Bytes: 5, Conn: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.out, WithDefaults(tt.in))
+		})
+	}
+}
+
+// TestSmallMessagesFillTheByteWindow: with the default windows a stream
+// of 64 B messages has thousands in flight, not 16, and the receiver
+// takes as many as the sender may send.
+func TestSmallMessagesFillTheByteWindow(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	sent := 0
+	for s.Send(canceled(), 64, func() error { sent++; return nil }) == nil {
+	}
+	require.Equal(t, DefaultBytes/MsgCost, sent)
+	for i := range sent {
+		_, err := c.Data(1, Msg{Body: make([]byte, 64), Size: 64}, false)
+		require.NoError(t, err, "message %d", i)
+	}
+	_, err = c.Data(1, Msg{Body: make([]byte, 64), Size: 64}, false)
+	require.ErrorIs(t, err, ErrWindow)
+}
+
+// TestSmallMessagesCopiedOut: small messages leave their pooled buffers
+// for the stream's arena and keep their bytes through queue reuse; the
+// arena never lets one message's bytes grow into the next.
+func TestSmallMessagesCopiedOut(t *testing.T) {
+	c, _, released := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	const rounds, perRound = 3, 300 // 300 × 100 B spans several arenas
+	for r := range rounds {
+		for i := range perRound {
+			bp := wire.GetBuf()
+			*bp = append((*bp)[:0], bytes.Repeat([]byte{byte(r*perRound + i)}, 100)...)
+			_, err := c.Data(1, Msg{Buf: bp, Body: *bp, Size: 100}, false)
+			require.NoError(t, err)
+		}
+		for i := range perRound {
+			m, err := s.Recv(context.Background())
+			require.NoError(t, err)
+			require.Nil(t, m.Buf, "the pooled buffer went back")
+			require.Equal(t, bytes.Repeat([]byte{byte(r*perRound + i)}, 100), m.Body)
+			require.Equal(t, len(m.Body), cap(m.Body), "an append to a body must not write into the next one")
+		}
+	}
+	require.Zero(t, c.Buffered())
+	require.Zero(t, *released)
+	// Queued messages are dropped with the stream.
+	_, err = c.Data(1, Msg{Body: []byte("x"), Size: 1}, false)
+	require.NoError(t, err)
+	require.True(t, s.Finish(io.EOF))
+	require.Equal(t, 1, *released)
+}
+
+// TestQueueKeepsOrderWhileConsumed: a queue that never drains (two
+// messages in for each one read) keeps its order while its array is
+// compacted and grown.
+func TestQueueKeepsOrderWhileConsumed(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	in := 0
+	for want := range 600 {
+		for range 2 {
+			_, err := c.Data(1, Msg{Body: []byte{byte(in), byte(in >> 8)}, Size: 2}, false)
+			require.NoError(t, err)
+			in++
+		}
+		m, err := s.Recv(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, []byte{byte(want), byte(want >> 8)}, m.Body)
+	}
+	for want := 600; want < in; want++ {
+		m, err := s.Recv(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, []byte{byte(want), byte(want >> 8)}, m.Body)
+	}
+	require.Zero(t, c.Buffered())
+}
+
+// TestConnWindowBoundsMessages: tiny messages spread over many streams
+// fill the connection's window at MsgCost each, so it bounds how many
+// the connection holds queued, whatever each stream's own count allows.
+func TestConnWindowBoundsMessages(t *testing.T) {
+	const held = 16
+	c, _, _ := newTestConn(t, wire.StreamWindows{Messages: 1000, Bytes: 1000, Conn: held * MsgCost})
+	for id := int32(1); id <= held+1; id++ {
+		_, err := c.Open(id, nil)
+		require.NoError(t, err)
+		_, err = c.Data(id, Msg{Body: []byte{1}, Size: 1}, false)
+		if id <= held {
+			require.NoError(t, err, "stream %d", id)
+		} else {
+			require.ErrorIs(t, err, ErrWindow)
+		}
+	}
+	require.Equal(t, int64(held), c.Buffered())
+}
+
+func TestConnWindowError(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{Messages: 1000, Bytes: 1000, Conn: 2 * MsgCost})
+	_, err := c.Open(1, nil)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = c.Data(1, Msg{Body: []byte{1, 2}, Size: 2}, false)
+		require.NoError(t, err)
+	}
+	_, err = c.Data(1, Msg{Body: []byte{1, 2}, Size: 2}, false)
+	require.EqualError(t, err, "stream: data past the window: the connection's window of 256 bytes is full (4 bytes buffered, 256 counting each message as at least 128 bytes)")
 }
