@@ -93,17 +93,10 @@ func TestLaneClientKilledMidCall(t *testing.T) {
 // server listens on the same address, later calls of the same Conn
 // reconnect and run on new lanes.
 func TestLaneServerKilledMidCall(t *testing.T) {
-	ln := testutil.ListenLocal(t)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
-	child.Expect(t, "SERVING", 30*time.Second)
+	addr, child, c := laneServerChild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
-	require.NoError(t, err)
-	defer c.Close()
+	var err error
 	require.Equal(t, fastpathtest.Transport(), c.Plan("Interop:sleep").Transport.String())
 	_, err = testutil.HatSleep(ctx, c, 1)
 	require.NoError(t, err)
@@ -203,17 +196,10 @@ func TestFlockTwoProcesses(t *testing.T) {
 // the first try and on a lane: a lane to the dead server is not handed to
 // a caller, and the call does not go over TCP instead.
 func TestLaneServerRestartedBetweenCalls(t *testing.T) {
-	ln := testutil.ListenLocal(t)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
-	child.Expect(t, "SERVING", 30*time.Second)
+	addr, child, c := laneServerChild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
-	require.NoError(t, err)
-	defer c.Close()
+	var err error
 	for range 3 {
 		_, err = testutil.HatSleep(ctx, c, 1)
 		require.NoError(t, err)
@@ -255,17 +241,9 @@ func openLanes(c *client.Conn) int {
 // server is replaced, and the first call after the restart goes through
 // the new one.
 func TestFlockServerRestartedBetweenCalls(t *testing.T) {
-	ln := testutil.ListenLocal(t)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
-	child.Expect(t, "SERVING", 30*time.Second)
+	addr, child, c := laneServerChild(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
-	require.NoError(t, err)
-	defer c.Close()
 	for range 3 {
 		require.NoError(t, c.Call(ctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{}))
 	}
@@ -287,4 +265,21 @@ func TestFlockServerRestartedBetweenCalls(t *testing.T) {
 	assert.Zero(t, after.TCP, "calls after the restart went over TCP")
 	require.NoError(t, child2.CloseStdin())
 	require.NoError(t, child2.WaitExit(t, 10*time.Second))
+}
+
+// laneServerChild starts a lane-server child on a free port and a Conn to
+// it with lanes (closed when the test ends).
+func laneServerChild(t *testing.T) (string, *testutil.Child, *client.Conn) {
+	t.Helper()
+	ln := testutil.ListenLocal(t)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
+	child.Expect(t, "SERVING", 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return addr, child, c
 }
