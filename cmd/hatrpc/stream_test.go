@@ -74,7 +74,6 @@ func logsStreams(_ context.Context, method string, st *generic.ServerStream) ([]
 	}
 }
 
-
 // TestCallClientAndBidiStreams: messages from stdin, one per line.
 func TestCallClientAndBidiStreams(t *testing.T) {
 	d, err := generic.Load(logsIDL)
