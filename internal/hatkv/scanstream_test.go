@@ -252,7 +252,10 @@ func TestScanStreamClientGoes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := startServer(t, "")
 			loadRecords(t, ts.kv, 5000, 20)
-			c, err := Dial(testCtx(t, 30*time.Second), ts.addr)
+			// A window of 16 messages, far less than the range's 500:
+			// the default window (bytes) holds the whole range, which the
+			// server would send before the client goes.
+			c, err := Dial(testCtx(t, 30*time.Second), ts.addr, WithClientOptions(client.WithStreamWindow(streamWindow, 0, 0)))
 			require.NoError(t, err)
 			defer closeWithin(t, c, 10*time.Second)
 			ctx, cancel := context.WithCancel(testCtx(t, time.Minute))

@@ -110,3 +110,35 @@ func TestCallBorrowedRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWhileBorrowedOnLane: closing the Conn while a caller reads a
+// borrowed result in a lane's registered memory leaves that memory mapped
+// until the caller is done (closing the lane in use unmapped it: a SIGSEGV
+// in a lane stream's runner filing its reply, seen in CI), and later calls
+// fail as on a closed Conn.
+func TestCloseWhileBorrowedOnLane(t *testing.T) {
+	addr := serveBinEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, addr, client.WithLogger(quiet), client.WithRDMA(fastpathtest.Provider()))
+	require.NoError(t, err)
+	m := &client.Method{Service: "Mix", Name: "ping", Hints: &hints.Function{Name: "ping",
+		Client: hints.Set{Protocol: hints.ProtoDirectWriteIMM, Polling: hints.PollBusy}, Server: hints.Set{PayloadSize: 64}}}
+	p := bytes.Repeat([]byte{'x'}, 64<<10)
+	args, res := &mix.MixPingArgs{Data: p}, &mix.MixPingResult{}
+	require.NoError(t, c.CallBorrowed(ctx, m, args, res, func() error {
+		require.Equal(t, uint64(1), c.RouteStats().Lane, "the call ran on a lane")
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		select {
+		case err := <-closed:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("Close waits for a borrowed result")
+		}
+		// Still the lane's memory, still mapped.
+		require.Equal(t, p, res.Success)
+		return nil
+	}))
+	require.ErrorIs(t, c.Call(ctx, m, args, &mix.MixPingResult{}), client.ErrConnClosed)
+}

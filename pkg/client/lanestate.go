@@ -187,8 +187,19 @@ func (ls *lanes) close() {
 			all = append(all, l)
 		}
 		p.mu.Unlock()
+		// A lane in use is not closed here: its user may be reading a
+		// reply in the lane's registered memory (a stream's runner filing
+		// frames, a borrowed reply), which closing unmaps (a SIGSEGV in
+		// internal/hatkv's TestScanStreamClientGoes). Every lane is
+		// marked broken, so the user's put closes it; the idle ones are
+		// closed now, and the links of the others, which tells their
+		// servers and aborts the exchange in progress.
 		for _, l := range all {
-			l.close()
+			l.broken.Store(true)
+		}
+		p.reapIdle()
+		for _, l := range all {
+			l.link.Close()
 		}
 	}
 	for _, d := range devs {

@@ -227,7 +227,7 @@ func (r *laneRunner) run() {
 			r.p.put(l)
 			if last != nil {
 				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
-					r.fail(&ConnError{Op: "lane", Err: err}, false)
+					r.end(&ConnError{Op: "lane", Err: err}) // the lane is back in its pool already
 				}
 			}
 			return
@@ -289,16 +289,21 @@ func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 // fail ends the stream with err (unless it ended already) and drops the
 // lane (broken: out of step with its server, which then ends its side).
 func (r *laneRunner) fail(err error, broken bool) {
+	r.end(err)
+	if broken {
+		r.l.broken.Store(true)
+	}
+	r.p.put(r.l)
+}
+
+// end ends the stream with err, unless it ended already.
+func (r *laneRunner) end(err error) {
 	cs := r.cs
 	cs.peerDone.Store(true)
 	r.sc.Fail(err)
 	cs.gotHeader(nil)
 	cs.release()
 	r.out.Close()
-	if broken {
-		r.l.broken.Store(true)
-	}
-	r.p.put(r.l)
 }
 
 // StreamRoutes counts the streams whose plan put them on a lane: Lane
