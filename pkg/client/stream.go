@@ -303,7 +303,7 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	burst := cs.st.Burst()
 	err = cs.st.Send(cs.ctx, size, func() error {
 		if cs.lane != nil {
-			return cs.lane.WriteVec(b, refs)
+			return laneWriteErr(cs.lane.WriteVec(b, refs))
 		}
 		if werr := cs.s.w.WriteStream(b, refs, burst); werr != nil {
 			cs.s.fail(werr)
@@ -339,7 +339,10 @@ func (cs *clientStream) CloseSend() error {
 	var f [wire.HeaderSize]byte
 	wire.SealFrame(f[:], wire.KindStreamEnd, 0, cs.id, 0)
 	if cs.lane != nil {
-		return cs.lane.Write(f[:])
+		if err := laneWriteErr(cs.lane.Write(f[:])); err != errEnded {
+			return err
+		}
+		return nil // ended already: RecvMsg says how, as after a TCP stream's end
 	}
 	if err := cs.s.w.WriteStream(f[:], nil, false); err != nil {
 		cs.s.fail(err)
@@ -574,4 +577,17 @@ func releaseStreamMsg(m *streamcore.Msg) {
 		wire.PutBuf(m.Buf)
 	}
 	*m = streamcore.Msg{}
+}
+
+// laneWriteErr is a lane stream's write error as a TCP stream's would be:
+// the lane's outbox closes when the stream ended (the server's end or
+// reset came, possibly in the exchange that carried this side's last
+// frames, and is filed just after) or the lane failed, and either way the
+// stream's outcome is RecvMsg's to tell (errEnded: SendMsg returns io.EOF
+// or that outcome).
+func laneWriteErr(err error) error {
+	if errors.Is(err, streamcore.ErrLaneGone) {
+		return errEnded
+	}
+	return err
 }

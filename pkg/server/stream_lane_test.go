@@ -395,3 +395,25 @@ func TestServerStreamOnLaneInterceptors(t *testing.T) {
 	require.Equal(t, int32(1), opened.Load())
 	require.Equal(t, int32(1), seen.Load())
 }
+
+// A server stream the handler ends before the client's CloseSend: on a
+// lane, as on TCP, CloseSend succeeds (RecvMsg told how the stream
+// ended), not failing on the lane's closed outbox ("the lane carrying the
+// stream is gone": hatkv's generated ScanStream failed with it on an
+// empty range, whose end came in the exchange that carried the request).
+func TestServerStreamOnLaneEndedBeforeCloseSend(t *testing.T) {
+	s, _, addr := laneStreams(t)
+	s.Register(&server.Service{Name: "Q", Methods: []server.Method{{Name: "quick", Stream: stream.Server,
+		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+			var a wiretest.EchoArgs
+			return nil, ss.RecvMsg(&a)
+		}}}})
+	c := dial(t, addr)
+	st, err := c.NewStream(tctx(t), &client.Method{Service: "Q", Name: "quick", Stream: stream.Server}, &wiretest.EchoResult{})
+	require.NoError(t, err)
+	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "req"}))
+	require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
+	require.NoError(t, st.CloseSend())
+	lane, _ := c.StreamRoutes()
+	require.Equal(t, uint64(1), lane, "the stream rode a lane")
+}
