@@ -264,17 +264,27 @@ func (p *lanePool) openDedicated(ctx context.Context, reqSize int) (*clane, erro
 // lock), then one from the channel.
 func (p *lanePool) takeIdle() *clane {
 	for {
-		l := p.hot.Swap(nil)
+		l := p.takeAny()
 		if l == nil {
-			select {
-			case l = <-p.idle:
-			default:
-				return nil
-			}
+			return nil
 		}
 		if l = p.usable(l); l != nil {
 			return l
 		}
+	}
+}
+
+// takeAny takes an idle lane, the hot one first, whatever its state; nil
+// when there is none.
+func (p *lanePool) takeAny() *clane {
+	if l := p.hot.Swap(nil); l != nil {
+		return l
+	}
+	select {
+	case l := <-p.idle:
+		return l
+	default:
+		return nil
 	}
 }
 
@@ -298,13 +308,7 @@ func (p *lanePool) usable(l *clane) *clane {
 func (p *lanePool) reapIdle() {
 	var keep []*clane
 	for range cap(p.idle) + 1 {
-		l := p.hot.Swap(nil)
-		if l == nil {
-			select {
-			case l = <-p.idle:
-			default:
-			}
-		}
+		l := p.takeAny()
 		if l == nil {
 			break
 		}
