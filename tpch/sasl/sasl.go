@@ -131,15 +131,13 @@ func (l *Listener) acceptLoop() {
 				_ = c.Close()
 				return
 			}
-			to := l.ready
+			to, gone := l.ready, l.done
 			if isHTTP {
-				to = l.http.ch
+				to, gone = l.http.ch, l.http.done // closed with l.done too
 			}
 			select {
 			case to <- sc:
-			case <-l.done:
-				_ = sc.Close()
-			case <-l.http.done: // nobody serves HTTP any more
+			case <-gone:
 				_ = sc.Close()
 			}
 		}()
@@ -164,7 +162,8 @@ func (l *Listener) untrack(c net.Conn) {
 	delete(l.pending, c)
 }
 
-// Accept returns the next authenticated connection.
+// Accept returns the next connection: negotiated, or NOSASL under
+// WithNOSASL.
 func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ready:
@@ -188,6 +187,7 @@ func (l *Listener) shut(acceptErr error) error {
 	l.once.Do(func() {
 		l.accErr = acceptErr
 		close(l.done)
+		_ = l.http.Close()
 		err = l.Listener.Close()
 		l.mu.Lock()
 		for c := range l.pending {

@@ -312,3 +312,41 @@ func FuzzSniff(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPClosed: once nobody serves HTTP(), HTTP connections are closed
+// and the others still handed on, every time.
+func TestHTTPClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := Listen(ln, allow, WithNOSASL())
+	defer func() { require.NoError(t, l.Close()); l.Wait() }()
+	require.NoError(t, l.HTTP().Close())
+	_, err = l.HTTP().Accept()
+	require.ErrorIs(t, err, net.ErrClosed)
+
+	h, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer h.Close()
+	require.NoError(t, h.SetDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
+	_, err = h.Write([]byte("POST /cliservice HTTP/1.1\r\n\r\n"))
+	require.NoError(t, err)
+	_, err = h.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the HTTP connection is closed")
+
+	for i := 0; i < 20; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		want := call("OpenSession", uint32(i))
+		_, err = c.Write(want)
+		require.NoError(t, err)
+		sc, err := l.Accept()
+		require.NoError(t, err)
+		require.NoError(t, sc.SetDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
+		got := make([]byte, len(want))
+		_, err = io.ReadFull(sc, got)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		require.NoError(t, sc.Close())
+		require.NoError(t, c.Close())
+	}
+}
