@@ -27,7 +27,7 @@ const usage = `usage:
   tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain|nosasl,plain --user U] [--idle-session-timeout 1h] [--workers A1,A2,... [--exchange-timeout 5m]]
   tpch worker --index I --of N [--sf 0.01] [--config vanilla,service,function] [--addr A1,A2,A3] [--rdma off|shm|ibv|auto]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
-  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--svg FILE]
+  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--json FILE] [--svg FILE]
 `
 
 func main() {
@@ -152,6 +152,7 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "timed runs per query (after one untimed, checked run)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "per query")
 	csvPath := fs.String("csv", "", "also write the timings as CSV to this file")
+	jsonPath := fs.String("json", "", "also write the timings and each setup's totals as JSON to this file")
 	svgPath := fs.String("svg", "", "also draw the medians as an SVG bar chart (the paper's Fig. 17) in this file")
 	workers := fs.Int("workers", 0, "worker processes (0: every query runs whole in this process)")
 	if err := fs.Parse(args); err != nil {
@@ -214,6 +215,11 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *csvPath != "" {
 		if err := writeFile(*csvPath, func(w io.Writer) error { return bench.WriteCSV(w, ts) }); err != nil {
+			return err
+		}
+	}
+	if *jsonPath != "" {
+		if err := writeFile(*jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, ts, setups, queries) }); err != nil {
 			return err
 		}
 	}
