@@ -3,8 +3,10 @@
 # tcp` on a temporary directory (with --debug-addr for goroutine counts and
 # its log in a file), loads the records, runs each probe case in turn
 # (replyflood: D1 and the fb303 getCounters flood, Thrift over HTTP;
-# amplify: D2-D5, D11) while a legitimate client Gets, then D10 against
-# three servers with one down, and prints one markdown table.
+# amplify: D2-D7, D9, D11) while a legitimate client Gets, then D10
+# against three servers with one down, and prints one markdown table.
+# D6 and D7 run against a second server started with --token, D9 against
+# a third with --transport shm (HATRPC_PROVIDER=shm).
 #
 # RSS is VmRSS, which counts the LMDB map's pages a Scan touched (file
 # pages, outside the server's memory budget); RssAnon is what the budget
@@ -34,11 +36,11 @@ trap cleanup EXIT
 
 go build -o "$bin/" ./cmd/hatkv ./test/attack/replyflood ./test/attack/amplify
 
-# serve DB LISTEN [DEBUG] starts a server and waits until it answers.
+# serve DB LISTEN [DEBUG [TRANSPORT]] starts a server and waits until it answers.
 serve() {
-	local db=$1 listen=$2 dbg=${3:-}
+	local db=$1 listen=$2 dbg=${3:-} transport=${4:-tcp}
 	"$bin/hatkv" serve --db "$db" --listen "$listen" ${dbg:+--debug-addr "$dbg"} \
-		--transport tcp --sync nosync --map-size 4GiB >>"$log" 2>&1 &
+		--transport "$transport" --sync nosync --map-size 4GiB >>"$log" 2>&1 &
 	pids+=($!)
 	server=$!
 	for _ in $(seq 100); do
@@ -61,10 +63,18 @@ tdebug=127.0.0.1:$((port + 6))
 HATKV_TOKEN=$token serve "$work/dbt" "$taddr" "$tdebug"
 tpid=$server
 "$bin/amplify" -addr "$taddr" -token "$token" -mode load-user >/dev/null
+# A third serves shm lanes, for D9 (a dedicated lane's batch).
+saddr=127.0.0.1:$((port + 7))
+sdebug=127.0.0.1:$((port + 8))
+export HATRPC_PROVIDER=shm
+serve "$work/dbs" "$saddr" "$sdebug" shm
+spid=$server
+"$bin/replyflood" -addr "$saddr" -load >/dev/null
 
 opt=(-dur "${DUR:-10s}" -after "${AFTER:-10s}")
 rf=("$bin/replyflood" -addr "$addr" -debug "127.0.0.1:$debug" -pid "$pid" "${opt[@]}")
 am=("$bin/amplify" -addr "$addr" -debug "127.0.0.1:$debug" -pid "$pid" "${opt[@]}")
+ams=("$bin/amplify" -addr "$saddr" -debug "$sdebug" -pid "$spid" "${opt[@]}")
 amt=("$bin/amplify" -addr "$taddr" -debug "$tdebug" -pid "$tpid" -token "$token" "${opt[@]}")
 # name | server | input | command
 cases=(
@@ -81,6 +91,7 @@ cases=(
 	"D5|$pid|oneway fb303 shutdown + reinitialize on 8 connections for 10 s|${am[*]} -mode oneway"
 	"D6|$tpid|(--token server) 1,280 silent connections from 64 loopback addresses for 10 s; the legitimate client (127.0.0.1) dials anew for each Get|${amt[*]} -mode silent -conns 1280 -sources 64 -redial"
 	"D7|$tpid|(--token server) wrong tokens from 127.0.0.1, one connection each, for 10 s|${amt[*]} -mode guess"
+	"D9|$spid|(--transport shm server) 200 Scan(10,000) of 10 × 100 B at once on a dedicated shm lane, batched by the client's hints (64 a batch at most, the client's bound), each call with a 60 s deadline|${ams[*]} -mode lanebatch -calls 200"
 )
 
 status() { awk -v k="$2:" '$1 == k {print int($2 / 1024)}' "/proc/$1/status"; }

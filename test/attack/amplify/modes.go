@@ -17,12 +17,13 @@ import (
 )
 
 var attacks = map[string]attack{
-	"bigscan":  bigScan,
-	"theader":  theaderInfo,
-	"hdrblock": headerBlock,
-	"oneway":   onewayFlood,
-	"silent":   silentConns,
-	"guess":    tokenGuess,
+	"bigscan":   bigScan,
+	"theader":   theaderInfo,
+	"hdrblock":  headerBlock,
+	"oneway":    onewayFlood,
+	"silent":    silentConns,
+	"guess":     tokenGuess,
+	"lanebatch": laneBatch,
 }
 
 // message appends one binary Thrift message (no frame length).
