@@ -38,6 +38,36 @@ func TestStreamFrames(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+	// FlagWindow: on an open only, and a window of at least one message
+	// and one byte.
+	data := append(make([]byte, HeaderSize), 1)
+	SealFrame(data, KindStreamData, FlagWindow, 1, 0)
+	_, err := DecodeHeader(data, 1<<20)
+	require.EqualError(t, err, "wire: bad frame: proto: invalid data: reserved bits set")
+	for _, tt := range []struct {
+		payload []byte
+		err     string
+	}{
+		{append(AppendOpenWindow(nil, 512, 64<<10), 'x'), ""},
+		{AppendOpenWindow(nil, 0, 64<<10), "wire: bad frame: proto: invalid data: open with a window of 0 messages, 65536 bytes"},
+		{AppendOpenWindow(nil, 1, 1<<31), "wire: bad frame: proto: invalid data: open with a window of 1 messages, 2147483648 bytes"},
+		{[]byte{0, 0, 0, 1}, "wire: bad frame: proto: invalid data: open of 4 payload bytes with a window"},
+	} {
+		open := append(make([]byte, HeaderSize), tt.payload...)
+		SealFrame(open, KindStreamOpen, FlagWindow, 1, 0)
+		h, err := DecodeHeader(open, 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, CheckStreamHeader(&h))
+		msgs, n, rest, err := OpenWindow(&h, open[HeaderSize:])
+		if tt.err != "" {
+			require.EqualError(t, err, tt.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, [2]uint32{512, 64 << 10}, [2]uint32{msgs, n})
+		require.Equal(t, []byte("x"), rest)
+	}
+
 	msgs, n, err := ParseWindow(AppendWindowFrame(nil, 3, 4, 5)[HeaderSize:])
 	require.NoError(t, err)
 	require.Equal(t, [2]uint32{4, 5}, [2]uint32{msgs, n})
