@@ -90,6 +90,11 @@ func FuzzStreamFrame(f *testing.F) {
 	end := make([]byte, HeaderSize)
 	SealFrame(end, KindStreamEnd, 0, 1, 0)
 	f.Add(end)
+	open := AppendOpenWindow(make([]byte, HeaderSize), 512, 64<<10)
+	open = AppendHeaderBlock(open, metadata.Pairs("k", "v"))
+	open = append(open, 0)
+	SealFrame(open, KindStreamOpen, FlagWindow|FlagHeaders, 1, 0)
+	f.Add(open)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		h, err := DecodeHeader(in, 1<<16)
 		if err != nil || !IsStreamKind(h.Kind) || CheckStreamHeader(&h) != nil || len(in) < HeaderSize+h.PayloadLen() {
@@ -114,6 +119,16 @@ func FuzzStreamFrame(f *testing.F) {
 				t.Fatalf("reset %x re-encoded as %x", in, out)
 			}
 		default:
+			if h.Kind == KindStreamOpen {
+				msgs, n, rest, err := OpenWindow(&h, p)
+				if err != nil {
+					return
+				}
+				if w := AppendOpenWindow(nil, msgs, n); h.Flags&FlagWindow != 0 && !bytes.Equal(w, p[:len(w)]) {
+					t.Fatalf("open window %x re-encoded as %x", p[:len(w)], w)
+				}
+				p = rest
+			}
 			block, rest, err := StreamBody(&h, p)
 			if err != nil {
 				return
