@@ -37,10 +37,16 @@ func (c *Conn) laneOffer() uint64 { return transport.Offer(c.o.rdma) }
 
 // lanes is the Conn's set of lane pools.
 type lanes struct {
-	c      *Conn
-	mu     sync.Mutex
-	pools  map[poolKey]*lanePool
-	devs   map[hints.Transport]*fastpath.Device
+	c     *Conn
+	mu    sync.Mutex
+	pools map[poolKey]*lanePool
+	devs  map[hints.Transport]*fastpath.Device
+	// live counts the lanes not yet closed: close releases the devices
+	// only once none is left (a lane in use outlives close, and its
+	// endpoint's QP lives on the device), else the last lane's close
+	// does, from held.
+	live   int
+	held   map[hints.Transport]*fastpath.Device
 	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
 	// gen counts changes of off and closed: a cached route picked under
@@ -439,6 +445,9 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 			go p.reapIdle()
 		}
 	})
+	p.ls.mu.Lock()
+	p.ls.live++
+	p.ls.mu.Unlock()
 	p.mu.Lock()
 	p.all[l] = struct{}{}
 	p.mu.Unlock()
@@ -487,6 +496,7 @@ func (l *clane) close() {
 		delete(p.all, l)
 		p.mu.Unlock()
 		<-p.tokens
+		p.ls.laneClosed()
 	})
 }
 
