@@ -65,12 +65,20 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 			poll = false
 		}
 	}
+	// Whether the stream is still open is read before the take: a handler
+	// writes its end (or a reset its frame) before the stream is finished,
+	// so a stream over by now has every frame queued for this take. Read
+	// after, a handler ending in between would be taken for over with its
+	// end still queued, and the end dropped with the outbox (a server
+	// stream ending at once: the client's next poll was answered as a
+	// call, 'lane reply frame kind 3').
+	live := c.st.Len() > 0
 	b := sl.out.TakeLease(min(laneBatch, fastpath.MaxMessage), ls.replyLease)
 	ended := reset || endsStream(b)
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
 		sl.buf = b
-		ended = ended || c.st.Len() == 0
+		ended = ended || !live
 	}
 	if ended {
 		ls.leaveStream()
