@@ -5,6 +5,7 @@ package client
 import (
 	"context"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -40,3 +41,10 @@ func (t *TestLane) Shortcut(resp []byte) bool {
 }
 
 func (t *TestLane) SetMaxMessage(n int) { t.l.p.ls.c.o.limits.MaxMessageSize = n }
+
+// LaneDevice opens (or finds) the Conn's shared device for tr as a new
+// lane would.
+func (c *Conn) LaneDevice(tr hints.Transport) error {
+	_, err := c.lanes.device(tr)
+	return err
+}
