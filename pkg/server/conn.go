@@ -119,6 +119,10 @@ type request struct {
 	lease bool
 	cold  *coldPlace // a cold call's place (replygate.go); nil: none
 	conn  *conn      // set for a call whose handler may ReserveReply (replyroom.go)
+	// replyMax is ReserveReply's message limit when lower than the
+	// server's: a lane's maximum, or what its batch's frame has left
+	// (lanereply.go); 0: the server's.
+	replyMax int
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
 	// execute leaves the handler's result and error in res and err and
