@@ -91,6 +91,7 @@ type conn struct {
 	rg       replyGate   // reply memory (replygate.go)
 	ctxs     ctxSlab     // reader-owned: its calls' contexts
 	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
+	fastPath atomic.Bool // it became a lane or FLOCK session: its memory counts in budget.fastPath
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.

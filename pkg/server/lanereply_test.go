@@ -89,25 +89,30 @@ func batchOf(t *testing.T, calls ...[2]string) []byte {
 // A dedicated lane's single reply is charged to its connection's share
 // from the moment it is built until the engine took it (after), a small
 // one not at all (what its handler reserved is given back once it is
-// built); a reply over the share is refused whole.
+// built); a reply over the share is refused whole, and the share of a
+// fast-path connection is at most half the budget.
 func TestLaneReplyCharged(t *testing.T) {
 	const share = 1 << 20
+	budget := server.WithMemoryBudget(4*share, share)
 	cases := []struct {
 		name, method, size string
+		budget             server.Option
 		charged            bool
 		exc                string
 	}{
-		{"large, reserved", "grow", "200000", true, ""},
-		{"large, not reserved", "big", "200000", true, ""},
-		{"small, reserved", "grow", "1000", false, ""},
-		{"small", "big", "1000", false, ""},
-		{"over the share", "big", "1500000", false,
+		{"large, reserved", "grow", "200000", budget, true, ""},
+		{"large, not reserved", "big", "200000", budget, true, ""},
+		{"small, reserved", "grow", "1000", budget, false, ""},
+		{"small", "big", "1000", budget, false, ""},
+		{"over the share", "big", "1500000", budget, false,
+			"hatrpc: reply of 1500023 bytes exceeds the connection's memory share of 1048576 bytes (WithMemoryBudget)"},
+		{"over half the budget", "big", "1500000", server.WithMemoryBudget(2*share, 2*share), false,
 			"hatrpc: reply of 1500023 bytes exceeds the connection's memory share of 1048576 bytes (WithMemoryBudget)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var built atomic.Int64
-			s := laneReplyServer(t, &built, server.WithMemoryBudget(4*share, share))
+			s := laneReplyServer(t, &built, tc.budget)
 			call, after, done := server.SplitLaneCaller(s)
 			defer done()
 			out := call(laneRequest(t, tc.method, tc.size, 1, 0))
@@ -139,14 +144,19 @@ func TestLaneBatchReplyCharged(t *testing.T) {
 	budget := server.WithMemoryBudget(4*share, share)
 	noBudget := server.WithMemoryBudget(0, 0)
 	limit := server.WithLimits(msgLimit(share))
-	// free is what the share has left once the batch holds the frames
-	// before call i (the reservation a refused call had is back).
-	free := func(frames [][]byte, i int) int {
+	// room is what the batch's frame has left of the lane's maximum
+	// for call i; free what the share has left once the batch holds the
+	// frames before call i, by its capacity: doubled from the first
+	// frame's (the cases' first two calls have equal replies).
+	room := func(frames [][]byte, i int) int {
 		used := wire.HeaderSize
 		for _, f := range frames[:i] {
 			used += len(f)
 		}
 		return share - used
+	}
+	free := func(frames [][]byte) int {
+		return share - 2*(wire.HeaderSize+len(frames[0]))
 	}
 	cases := []struct {
 		name  string
@@ -160,19 +170,19 @@ func TestLaneBatchReplyCharged(t *testing.T) {
 			[][2]string{{"grow", "!300000"}, {"grow", "!300000"}, {"grow", "!300000"}}, 600000,
 			func(f [][]byte) []laneAnswer {
 				return []laneAnswer{{n: 300000}, {n: 300000}, {exc: fmt.Sprintf(
-					"hatrpc: no room for a reply of 300064 bytes: %d bytes of the connection's memory share are free (WithMemoryBudget)", free(f, 2)/2)}}
+					"hatrpc: no room for a reply of 300064 bytes: %d bytes of the connection's memory share are free (WithMemoryBudget)", free(f)/2)}}
 			}},
 		{"not reserved, refused by the share", []server.Option{budget},
 			[][2]string{{"big", "400000"}, {"big", "400000"}, {"big", "400000"}}, 0,
 			func(f [][]byte) []laneAnswer {
 				return []laneAnswer{{n: 400000}, {n: 400000}, {exc: fmt.Sprintf(
-					"hatrpc: reply of 400023 bytes does not fit in the batch's reply: %d bytes of the connection's memory share are free (WithMemoryBudget)", free(f, 2))}}
+					"hatrpc: reply of 400023 bytes does not fit in the batch's reply: %d bytes of the connection's memory share are free (WithMemoryBudget)", free(f))}}
 			}},
 		{"reserved whole, refused by the lane's maximum", []server.Option{noBudget, limit},
 			[][2]string{{"grow", "!400000"}, {"grow", "!400000"}, {"grow", "!400000"}}, 800000,
 			func(f [][]byte) []laneAnswer {
 				return []laneAnswer{{n: 400000}, {n: 400000}, {exc: fmt.Sprintf(
-					"hatrpc: reply of 400064 bytes exceeds the message limit of %d bytes", free(f, 2))}}
+					"hatrpc: reply of 400064 bytes exceeds the message limit of %d bytes", room(f, 2))}}
 			}},
 		// The third is built 64 KiB at a time while it fits: 3 chunks
 		// (196,608 bytes and the 64-byte margin) of the 248,468 left.
@@ -202,7 +212,7 @@ func TestLaneBatchReplyCharged(t *testing.T) {
 			assert.Equal(t, tc.want(frames), got)
 			assert.Equal(t, tc.built, built.Load(), "what the handlers built")
 			assert.LessOrEqual(t, len(out), share+wire.HeaderSize)
-			if len(tc.opts) == 1 { // the budget's cases
+			if len(tc.opts) == 1 { // the budget's cases: the frame grew to fit the exception exactly
 				assert.Equal(t, int64(len(out)), server.BudgetUsed(s), "the batch's frame is charged until it is sent")
 			}
 			after()

@@ -224,6 +224,7 @@ func (ls *laneSession) serve() {
 	c, l := ls.c, ls.l
 	defer c.readFailed(io.EOF)
 	defer l.grant.release()
+	c.s.budget.markFastPath(c)
 	// The lane is uncounted only once its endpoint is closed (deferred
 	// before it, so run after): a lanes gauge at 0 means its buffers are
 	// freed and zeroed, not about to be.
@@ -293,7 +294,7 @@ func (ls *laneSession) serve() {
 	uncount = ls.run()
 	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
-	defer ls.releaseRoom()               // a reply the lane ended with, never sent
+	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
@@ -713,11 +714,12 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 			rep = empty[:]
 		}
 		rep = fit.admit(ls, out, rep, f, rest)
-		if !ls.chargeBatch(int64(len(out)+len(rep)), false) {
+		grown, ok := ls.growBatch(out, rep, fit.max, false)
+		if !ok {
 			rep = fit.refuseShare(ls, f, len(rep)-wire.HeaderSize)
-			ls.chargeBatch(int64(len(out)+len(rep)), true)
+			grown, _ = ls.growBatch(out, rep, fit.max, true)
 		}
-		out = appendBounded(out, rep, fit.max) // rep lives in ls.buf, reused by the next call
+		out = append(grown, rep...) // rep lives in ls.buf, reused by the next call
 	}
 	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
 	return out, l.side.Protocol(len(out))

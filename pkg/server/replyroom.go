@@ -101,11 +101,10 @@ func ReserveReply(ctx context.Context, n int) error {
 	// Replies waiting for admission come first (reserve); a reply over
 	// the share could never be sent.
 	if c.rg.waiting == 0 && b.fits(c, d) && !c.overShare(n) {
-		b.used += d
-		c.memHeld += d
+		b.take(c, d)
 		r.mem += d
 		return nil
 	}
-	room := max(min(b.perConn-c.memHeld, b.total-b.used)+r.mem, 0) / 2
+	room := max(b.roomLocked(c)+r.mem, 0) / 2
 	return &ReplyRoomError{Size: int64(n), Limit: room}
 }
