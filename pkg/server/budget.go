@@ -180,8 +180,12 @@ func (b *budget) take(c *conn, n int64) {
 // at most 1/fastPathShare of the budget: 200 Scans batched on 7 lanes
 // held all of it (each lane's batch up to its 64 MiB share), and a TCP
 // client's Get waited 10 s for room. The rest stays for TCP clients, and
-// a fast-path reply never waits for TCP's.
-const fastPathShare = 2
+// a fast-path reply never waits for TCP's. A half still let the heap grow
+// past the budget and its headroom (+345 MB of RssAnon: the garbage the
+// batches leave is the heap's, which the collector lets grow to twice
+// what is live); a quarter is 64 MiB of the default budget, a lane's
+// largest reply.
+const fastPathShare = 4
 
 // markFastPath counts what c holds, and will hold, as the fast path's
 // (its connection became a lane or FLOCK session).

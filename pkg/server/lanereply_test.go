@@ -90,7 +90,7 @@ func batchOf(t *testing.T, calls ...[2]string) []byte {
 // from the moment it is built until the engine took it (after), a small
 // one not at all (what its handler reserved is given back once it is
 // built); a reply over the share is refused whole, and the share of a
-// fast-path connection is at most half the budget.
+// fast-path connection is at most a quarter of the budget.
 func TestLaneReplyCharged(t *testing.T) {
 	const share = 1 << 20
 	budget := server.WithMemoryBudget(4*share, share)
@@ -106,7 +106,7 @@ func TestLaneReplyCharged(t *testing.T) {
 		{"small", "big", "1000", budget, false, ""},
 		{"over the share", "big", "1500000", budget, false,
 			"hatrpc: reply of 1500023 bytes exceeds the connection's memory share of 1048576 bytes (WithMemoryBudget)"},
-		{"over half the budget", "big", "1500000", server.WithMemoryBudget(2*share, 2*share), false,
+		{"over a quarter of the budget", "big", "1500000", server.WithMemoryBudget(4*share, 4*share), false,
 			"hatrpc: reply of 1500023 bytes exceeds the connection's memory share of 1048576 bytes (WithMemoryBudget)"},
 	}
 	for _, tc := range cases {

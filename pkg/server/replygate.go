@@ -56,10 +56,11 @@ package server
 // replies left, and replies outgrowing the share fail the request with
 // a 500 instead of waiting for room that cannot come (http.go).
 //
-// A lane's or FLOCK handle's replies are not charged here: each is
-// encoded into the lane's buffer or FLOCK's slot (registered memory
-// counted by the lane budget, lanebudget.go), one call at a time per
-// lane, and bounded by the lane's reply maximum.
+// A dedicated lane's replies and batches are charged by lanereply.go
+// (admitReply for a single reply), to the lane connection's share, the
+// fast path's connections holding at most a quarter of the budget
+// together (fastPathShare); a FLOCK call's reservation (ReserveReply) is
+// held until its call ends.
 
 import (
 	"errors"
