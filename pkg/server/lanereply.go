@@ -31,11 +31,15 @@ import (
 //     the connection closes). Smaller ones are not charged: one at a time
 //     per lane, they are bounded by the lane count, as small requests are
 //     by the connections (budget.go), and the hot path takes no lock.
-//   - A batch holds its frame so far: each call's reply is charged as it
-//     is appended, and one that does not fit the share gets an exception
-//     saying so in its place (batchFit does the same for the lane's
-//     maximum), without waiting: the batch itself holds the room.
+//   - A batch holds its frame so far, by its capacity (growBatch): each
+//     call's reply is charged as it is appended, and one that does not
+//     fit the share gets an exception saying so in its place (batchFit
+//     does the same for the lane's maximum), without waiting: the batch
+//     itself holds the room.
 //   - A reply larger than the share is refused (encodeReply), as on TCP.
+//   - The fast path's connections together hold at most a quarter of
+//     the budget (fastPathShare, budget.go), so lanes cannot take the
+//     room TCP clients wait for.
 //
 // A FLOCK call's request lives on the heap (callPooled): ReserveReply
 // charges it as a TCP call's, within the session's share and maximum,
