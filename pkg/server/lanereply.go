@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -44,6 +45,49 @@ import (
 // A FLOCK call's request lives on the heap (callPooled): ReserveReply
 // charges it as a TCP call's, within the session's share and maximum,
 // until the call ends (its reply is then in FLOCK's own storage).
+
+// batch runs the calls of an RF-RPC batch one after the other and
+// answers with their replies in one frame, in order; a oneway call's place
+// holds an empty reply.
+func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
+	lim := &c.s.opts.limits
+	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
+	var frames [][]byte
+	if err == nil {
+		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
+	}
+	if err != nil {
+		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception,
+			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
+	}
+	fit := ls.newBatchFit(len(frames))
+	if fit == nil {
+		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception, batchTooMany(ls, len(frames)), nil, 0, nil)
+	}
+	out := make([]byte, wire.HeaderSize, min(64<<10, fit.max))
+	ls.inBatch = true
+	defer func() { ls.inBatch = false }()
+	for i, f := range frames {
+		rest := len(frames) - 1 - i
+		ls.batchLim = fit.room(out, rest)
+		rep, _ := ls.call(f)
+		if rep == nil {
+			var empty [wire.HeaderSize]byte
+			wire.SealFrame(empty[:], wire.KindReply, 0, 0, 0)
+			rep = empty[:]
+		}
+		rep = fit.admit(ls, out, rep, f, rest)
+		grown, ok := ls.growBatch(out, rep, fit.max, false)
+		if !ok {
+			rep = fit.refuseShare(ls, f, len(rep)-wire.HeaderSize)
+			grown, _ = ls.growBatch(out, rep, fit.max, true)
+		}
+		out = append(grown, rep...) // rep lives in ls.buf, reused by the next call
+	}
+	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
+	return out, l.side.Protocol(len(out))
+}
 
 // laneChargeMin is the single reply size from which a lane charges it.
 const laneChargeMin = wire.ChargeMin
