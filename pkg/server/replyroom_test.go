@@ -34,7 +34,13 @@ const growChunk = 64 << 10
 func growServer(t *testing.T, built *atomic.Int64, opts ...server.Option) (*server.Server, string) {
 	t.Helper()
 	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
-	s.Register(&server.Service{Name: "Grow", Methods: []server.Method{{
+	s.Register(growService(built))
+	return s, serveOn(t, s)
+}
+
+// growService is growServer's service.
+func growService(built *atomic.Int64) *server.Service {
+	return &server.Service{Name: "Grow", Methods: []server.Method{{
 		Name: "grow", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
 		Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 			msg := a.(*wiretest.EchoArgs).Msg
@@ -63,8 +69,7 @@ func growServer(t *testing.T, built *atomic.Int64, opts ...server.Option) (*serv
 			s := string(b)
 			return &wiretest.EchoResult{Success: &s}, nil
 		},
-	}}})
-	return s, serveOn(t, s)
+	}}}
 }
 
 // msgLimit is the default limits with the message limit n.
