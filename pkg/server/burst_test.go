@@ -10,6 +10,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -24,7 +25,7 @@ func TestBurstWithSlowCallDoesNotHoldQuickReplies(t *testing.T) {
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(10*time.Second))))
 	br := bufio.NewReader(nc)
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)

@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -26,7 +27,7 @@ func TestDeepBurstGrowsReadBufferKeepingBytes(t *testing.T) {
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(20*time.Second))))
 	br := bufio.NewReader(nc)
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)

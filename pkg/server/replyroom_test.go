@@ -120,7 +120,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 	// budget.
 	require.Eventually(t, func() bool {
 		return writing.Load() >= 1
-	}, time.Minute, time.Millisecond, "unread responses held")
+	}, eventually, time.Millisecond, "unread responses held")
 	for range 200 {
 		require.LessOrEqual(t, built.Load(), int64(total), "replies built beyond the budget")
 		require.LessOrEqual(t, server.BudgetUsed(s), int64(total))
@@ -138,7 +138,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 		got += int64(len(*res.Success))
 	}
 	assert.Equal(t, built.Load(), got, "each reply is what its handler built")
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 }
 
 // ReserveReply's answers, on a HatRPC connection: a reply within the
@@ -184,7 +184,7 @@ func TestReserveReply(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Len(t, *res.Success, tc.wantLen)
-			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 		})
 	}
 }
