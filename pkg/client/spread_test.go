@@ -147,7 +147,7 @@ func TestConnsCloseWhileSpreading(t *testing.T) {
 	// goroutine or connection (goleak in TestMain checks).
 	ts := serve(t, "")
 	for range 5 {
-		ctx, cancel := context.WithTimeout(tctx(t), 5*time.Second)
+		ctx, cancel := context.WithTimeout(tctx(t), testenv.HangGuard(5*time.Second))
 		c, err := client.Dial(ctx, ts.addr)
 		require.NoError(t, err)
 		large := strings.Repeat("c", 128<<10)
