@@ -227,63 +227,46 @@ func TestLaneBatchReplyCharged(t *testing.T) {
 // either, refused before it is built. What the lane held is given back
 // once the reply is sent.
 func TestReserveReplyOnLane(t *testing.T) {
-	const share, limit = 1 << 20, 1 << 20
-	cases := []struct {
-		name    string
-		opts    []server.Option
-		size    string
-		wantLen int
-		wantErr string
-	}{
-		{"within the share", []server.Option{server.WithMemoryBudget(4*share, share)}, "102400", 100 << 10, ""},
-		{"cut at the share", []server.Option{server.WithMemoryBudget(4*share, share)}, strconv.Itoa(2 * share), share - growChunk, ""},
-		{"cut at the lane's maximum", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			strconv.Itoa(2 * limit), limit - growChunk, ""},
-		{"whole over the lane's maximum", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			"!" + strconv.Itoa(2*limit), 0, "hatrpc: reply of 2097216 bytes exceeds the message limit of 1048576 bytes"},
-		{"whole over the share", []server.Option{server.WithMemoryBudget(4*share, share)},
-			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
-	}
-	paths := []struct {
-		name   string
-		fn     *hints.Function
-		lanes  int
-		flocks int
-	}{
+	paths := []reservePath{
 		{"lane", &hints.Function{Name: "grow"}, 1, 0},
 		{"flock", &hints.Function{Name: "grow",
 			Client: hints.Set{QPSharing: hints.SwitchOn, PayloadSize: 64}, Server: hints.Set{PayloadSize: 64}}, 0, 1},
 	}
 	for _, path := range paths {
-		for _, tc := range cases {
-			t.Run(path.name+"/"+tc.name, func(t *testing.T) {
-				reserveReplyOnLane(t, tc.opts, path.fn, path.lanes, path.flocks, tc.size, tc.wantLen, tc.wantErr)
-			})
+		for _, tc := range reserveCases("lane's maximum") {
+			t.Run(path.name+"/"+tc.name, func(t *testing.T) { reserveReplyOnLane(t, tc, path) })
 		}
 	}
 }
 
-// reserveReplyOnLane is one case of TestReserveReplyOnLane: the call of
-// size by fn's hints goes by lanes lanes or flocks FLOCK handles.
-func reserveReplyOnLane(t *testing.T, opts []server.Option, fn *hints.Function, lanes, flocks int, size string, wantLen int, wantErr string) {
+// reservePath is a path of TestReserveReplyOnLane: the call by fn's
+// hints goes by lanes lanes or flocks FLOCK handles.
+type reservePath struct {
+	name          string
+	fn            *hints.Function
+	lanes, flocks int
+}
+
+// reserveReplyOnLane is one case of TestReserveReplyOnLane.
+func reserveReplyOnLane(t *testing.T, tc reserveCase, path reservePath) {
 	var built atomic.Int64
-	s, addr := growServer(t, &built, append(opts, server.WithRDMA(fastpathtest.Provider()))...)
+	s, addr := growServer(t, &built, append(tc.opts, server.WithRDMA(fastpathtest.Provider()))...)
 	c, err := client.Dial(tctx(t), addr)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
-	m := &client.Method{Service: "Grow", Name: "grow", Hints: fn}
+	m := &client.Method{Service: "Grow", Name: "grow", Hints: path.fn}
 	var res wiretest.EchoResult
-	err = c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: size}, &res)
+	err = c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: tc.size}, &res)
 	gotLanes, gotFlocks, _, _ := server.FastPathInUse(s)
-	require.Equal(t, []int{lanes, flocks}, []int{gotLanes, gotFlocks}, "the call's path")
-	if wantErr != "" {
+	require.Equal(t, []int{path.lanes, path.flocks}, []int{gotLanes, gotFlocks}, "the call's path")
+	if tc.wantErr != "" {
 		var ae *proto.ApplicationException
 		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, wantErr, ae.Message)
+		assert.Equal(t, tc.wantErr, ae.Message)
 		assert.Zero(t, built.Load(), "refused before it was built")
 	} else {
 		require.NoError(t, err)
-		assert.Len(t, *res.Success, wantLen)
+		assert.Len(t, *res.Success, tc.wantLen)
 	}
 	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 }

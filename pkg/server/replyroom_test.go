@@ -147,26 +147,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 // limit counts, and a reply reserved whole over it is refused before it
 // is built, the call getting an exception saying so.
 func TestReserveReply(t *testing.T) {
-	const share, limit = 1 << 20, 1 << 20
-	cases := []struct {
-		name    string
-		opts    []server.Option
-		size    string
-		wantLen int
-		wantErr string
-	}{
-		{"within the share", []server.Option{server.WithMemoryBudget(4*share, share)}, "102400", 100 << 10, ""},
-		// A reply up to the share is reserved the whole share when the
-		// connection holds nothing else; 960 KiB + 64 KiB + 64 passes it.
-		{"cut at the share", []server.Option{server.WithMemoryBudget(4*share, share)}, strconv.Itoa(2 * share), share - growChunk, ""},
-		{"cut at the message limit", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			strconv.Itoa(2 * limit), limit - growChunk, ""},
-		{"whole over the message limit", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			"!" + strconv.Itoa(2*limit), 0, "hatrpc: reply of 2097216 bytes exceeds the message limit of 1048576 bytes"},
-		{"whole over the share", []server.Option{server.WithMemoryBudget(4*share, share)},
-			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
-	}
-	for _, tc := range cases {
+	for _, tc := range reserveCases("message limit") {
 		t.Run(tc.name, func(t *testing.T) {
 			var built atomic.Int64
 			s, addr := growServer(t, &built, tc.opts...)
@@ -208,4 +189,34 @@ func TestReserveReplyErrors(t *testing.T) {
 	}
 	// Not a call's context: nothing to reserve.
 	require.NoError(t, server.ReserveReply(context.Background(), 1<<40))
+}
+
+// reserveCase is a case of TestReserveReply and TestReserveReplyOnLane:
+// a Grow call of size bytes (a leading '!' reserves the reply whole
+// first) on a server with opts.
+type reserveCase struct {
+	name    string
+	opts    []server.Option
+	size    string
+	wantLen int
+	wantErr string
+}
+
+// reserveCases are those cases; limit names the reply limit that is not
+// the share ("message limit" on TCP, "lane's maximum" on a lane: both
+// the message limit, the lane's sized to it).
+func reserveCases(limit string) []reserveCase {
+	const share, max = 1 << 20, 1 << 20
+	return []reserveCase{
+		{"within the share", []server.Option{server.WithMemoryBudget(4*share, share)}, "102400", 100 << 10, ""},
+		// A reply up to the share is reserved the whole share when the
+		// connection holds nothing else; 960 KiB + 64 KiB + 64 passes it.
+		{"cut at the share", []server.Option{server.WithMemoryBudget(4*share, share)}, strconv.Itoa(2 * share), share - growChunk, ""},
+		{"cut at the " + limit, []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(max))},
+			strconv.Itoa(2 * max), max - growChunk, ""},
+		{"whole over the " + limit, []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(max))},
+			"!" + strconv.Itoa(2*max), 0, "hatrpc: reply of 2097216 bytes exceeds the message limit of 1048576 bytes"},
+		{"whole over the share", []server.Option{server.WithMemoryBudget(4*share, share)},
+			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
+	}
 }
