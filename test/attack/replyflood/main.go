@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
@@ -31,6 +30,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/attack/internal/legit"
 	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
+	"github.com/hatrpc/hatrpc/test/attack/internal/records"
 )
 
 func main() {
@@ -88,22 +88,12 @@ func run() error {
 }
 
 func loadRecords(ctx context.Context, kv hatkv.KV, vsize int) error {
-	val := []byte(strings.Repeat("v", vsize))
-	for i := 0; i < 10000; i += 100 {
-		var b []*gen.KeyRecord
-		for j := i; j < i+100; j++ {
-			r := gen.Record{}
-			for f := range 10 {
-				r[fmt.Sprintf("field%d", f)] = val
-			}
-			b = append(b, &gen.KeyRecord{Key: fmt.Sprintf("user%06d", j), Record: r})
-		}
-		if err := kv.MultiPut(ctx, b); err != nil {
-			return err
-		}
+	err := records.Load(ctx, kv, records.Spec{N: 10000, Batch: 100, VSize: vsize, Fill: 'v',
+		Key: func(i int) string { return fmt.Sprintf("user%06d", i) }})
+	if err == nil {
+		fmt.Println("loaded 10,000 records")
 	}
-	fmt.Println("loaded 10,000 records")
-	return nil
+	return err
 }
 
 // frame appends one framed binary call.
