@@ -27,9 +27,20 @@ const (
 	PlannedSlack    = 0.05 // planned within 5% of the best fixed protocol
 )
 
-// LanesGoalVsEngine is issue 47's bound on the lanes' 64 B p50 over the
-// best engine system's.
-const LanesGoalVsEngine = 1.2
+// Issue 47's goals on the lanes (the whole runtime) against the engine.
+const (
+	// LanesGoalVsEngine bounds the lanes' 64 B p50 over the best engine
+	// system's.
+	LanesGoalVsEngine = 1.2
+	// LanesTailGoal bounds the lanes' 64 B p99.9 over their own p50.
+	LanesTailGoal = 5.0
+	// LanesLargeGoal is the lanes' share of the best engine system's
+	// calls/s at SpeedupGoalSize, at each of LanesLargeCallers.
+	LanesLargeGoal = 0.9
+)
+
+// LanesLargeCallers are the caller counts issue 47's goal 3 names.
+var LanesLargeCallers = []int{8, 16, 64}
 
 func usf(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
@@ -215,7 +226,7 @@ func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
 		line := "| " + systemLabel(s, rows[0].Size, 1) + " |"
 		for _, r := range rows {
 			if v, ok := r.By[s]; ok {
-				line += fmt.Sprintf(" %.1f / %.0f / %.0f |", toUS(int64(v.P50)), toUS(int64(v.P99)), toUS(int64(v.P999)))
+				line += fmt.Sprintf(" %.1f / %s / %s |", toUS(int64(v.P50)), tailUS(v.P99), tailUS(v.P999))
 			} else {
 				line += " - |"
 			}
@@ -410,8 +421,8 @@ func speedupCell(r ThroughputRow) string {
 	return fmt.Sprintf("%.1fx (%s)%s", ratio, short(bestName), verdict)
 }
 
-// WriteEngineVerdicts summarises the three goals of issue 6 and, when UCX
-// was measured, issue 47's first.
+// WriteEngineVerdicts summarises the three goals of issue 6 and issue
+// 47's on the engine and the lanes (goal 1 when UCX was measured).
 func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 	for _, r := range lat {
 		if r.Size != LatencyGoalSize {
@@ -469,6 +480,7 @@ func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 		}
 		fmt.Fprintf(w, ": **%s**\n", mark(len(miss) == 0))
 	}
+	writeLanesGoals(w, lat, tput)
 }
 
 // writeUCXVerdict is issue 47's goal 1 at one size: the best engine
@@ -496,6 +508,53 @@ func writeUCXVerdict(w io.Writer, r LatencyRow) {
 		lr := float64(l.P50) / float64(best)
 		fmt.Fprintf(w, "- %s lanes p50 ≤ %.1f× best engine: %.2f µs, %.2f×: **%s**\n",
 			SizeLabel(r.Size), LanesGoalVsEngine, toUS(int64(l.P50)), lr, mark(lr <= LanesGoalVsEngine))
+	}
+}
+
+// tailUS prints a p99 or p99.9 to two significant digits at least: a
+// sub-microsecond tail printed as "0" read as a tail below the median.
+func tailUS(d time.Duration) string {
+	if us := toUS(int64(d)); us < 10 {
+		return strconv.FormatFloat(us, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(toUS(int64(d)), 'f', 0, 64)
+}
+
+// writeLanesGoals is issue 47's goals 2 and 3: the lanes' 64 B p99.9
+// within LanesTailGoal of their p50, and the lanes at SpeedupGoalSize
+// within LanesLargeGoal of the best engine system at LanesLargeCallers.
+func writeLanesGoals(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
+	lanes := (Hat{Lanes: true}).Name()
+	for _, r := range lat {
+		if l, ok := r.By[lanes]; ok && r.Size == LatencyGoalSize && l.P50 > 0 {
+			ratio := float64(l.P999) / float64(l.P50)
+			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×: **%s**\n",
+				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, mark(ratio <= LanesTailGoal))
+		}
+	}
+	var cells []string
+	pass := true
+	for _, r := range tput {
+		l, ok := r.By[lanes]
+		if !ok || r.Size != SpeedupGoalSize || !slices.Contains(LanesLargeCallers, r.Callers) {
+			continue
+		}
+		best, bestName := 0.0, ""
+		for s, v := range r.By {
+			if IsEngineSystem(s) && (v.OpsPerSec() > best || v.OpsPerSec() == best && s < bestName) {
+				best, bestName = v.OpsPerSec(), s
+			}
+		}
+		if bestName == "" || best <= 0 {
+			continue
+		}
+		ratio := l.OpsPerSec() / best
+		pass = pass && ratio >= LanesLargeGoal
+		cells = append(cells, fmt.Sprintf("c%d %.2f (%s)", r.Callers, ratio, short(bestName)))
+	}
+	if len(cells) > 0 {
+		fmt.Fprintf(w, "- %s lanes ≥ %.1f× best engine calls/s: %s: **%s**\n",
+			SizeLabel(SpeedupGoalSize), LanesLargeGoal, strings.Join(cells, "; "), mark(pass))
 	}
 }
 

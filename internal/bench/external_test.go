@@ -227,22 +227,36 @@ func TestUCXInEngineReport(t *testing.T) {
 	systems := []string{imm, lanes, "ucx-sm", "ucx-sm-am"}
 	lat := []LatencyRow{{Placement: "unpinned", Size: 64, By: map[string]LatencyResult{
 		imm:         {P50: 1900 * time.Nanosecond, P99: 3 * time.Microsecond},
-		lanes:       {P50: 2500 * time.Nanosecond, P99: 4 * time.Microsecond},
+		lanes:       {P50: 2500 * time.Nanosecond, P99: 4 * time.Microsecond, P999: 15 * time.Microsecond},
 		"ucx-sm":    {P50: 1200 * time.Nanosecond, P99: 2 * time.Microsecond, P999: 5 * time.Microsecond},
 		"ucx-sm-am": {P50: 1000 * time.Nanosecond, P99: 2 * time.Microsecond},
 	}}}
+	large := func(callers, engine, lanesCalls int64) ThroughputRow {
+		return ThroughputRow{Size: 128 << 10, Callers: int(callers), By: map[string]ThroughputResult{
+			imm: {Calls: engine, Elapsed: time.Second}, lanes: {Calls: lanesCalls, Elapsed: time.Second},
+		}}
+	}
 	tput := []ThroughputRow{{Size: 512, Callers: 1, By: map[string]ThroughputResult{
 		imm: {Calls: 100000, Elapsed: time.Second}, lanes: {Calls: 50000, Elapsed: time.Second},
-	}}}
+	}}, large(1, 50000, 10000), large(8, 50000, 40000), large(16, 50000, 46000)}
 
 	var b bytes.Buffer
 	WriteEngineVerdicts(&b, lat, tput)
 	assert.Contains(t, b.String(), "- 64B engine p50 ≤ UCX shared-memory round trip: best engine direct_write_imm 1.90 µs, ucx-sm-am 1.00 µs, 1.90×: **MISS**\n")
 	assert.Contains(t, b.String(), "- 64B lanes p50 ≤ 1.2× best engine: 2.50 µs, 1.32×: **MISS**\n")
+	assert.Contains(t, b.String(), "- 64B lanes p99.9 ≤ 5× their p50: 15.00 / 2.50 µs, 6.0×: **MISS**\n")
+	assert.Contains(t, b.String(), "- 128KiB lanes ≥ 0.9× best engine calls/s: c8 0.80 (direct_write_imm); c16 0.92 (direct_write_imm): **MISS**\n",
+		"1 caller is not one of goal 3's caller counts")
+	for i := range tput[1:] {
+		tput[1+i].By[lanes] = ThroughputResult{Calls: 45000, Elapsed: time.Second}
+	}
+	b.Reset()
+	WriteEngineVerdicts(&b, lat, tput)
+	assert.Contains(t, b.String(), "c8 0.90 (direct_write_imm); c16 0.90 (direct_write_imm): **ok**\n")
 
 	b.Reset()
 	WriteEngineLatencyTable(&b, systems, lat)
-	assert.Contains(t, b.String(), "| ucx-sm (ucx_perftest -t tag_lat, UCX_TLS=sm, one way ×2) | 1.2 / 2 / 5 |")
+	assert.Contains(t, b.String(), "| ucx-sm (ucx_perftest -t tag_lat, UCX_TLS=sm, one way ×2) | 1.2 / 2.0 / 5.0 |")
 
 	b.Reset()
 	WriteEngineThroughputTable(&b, systems, tput, 512)
