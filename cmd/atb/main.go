@@ -229,12 +229,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	return &o, nil
 }
 
-// defaultSystems are the engine systems, HatRPC over TCP and lanes, and
-// the world they are held to (issue 47): UCX's shared-memory round trip
-// and Apache Thrift's C++ library over TCP.
+// defaultSystems are the engine systems, HatRPC over TCP and lanes, the
+// world they are held to (issue 47): UCX's shared-memory round trip and
+// Apache Thrift's C++ library over TCP, and the host's own floor.
 func defaultSystems() []string {
 	return append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes",
-		"ucx-sm", "ucx-sm-am", "apache-cpp-threaded", "apache-cpp-nonblocking")
+		"ucx-sm", "ucx-sm-am", "apache-cpp-threaded", "apache-cpp-nonblocking", bench.FloorName)
 }
 
 // positiveInts parses a list of sizes or counts, without duplicates.

@@ -92,11 +92,12 @@ func EngineSystems() []string {
 }
 
 // TCPSystems lists the registered echo systems that are not engine
-// systems nor UCX's shared memory (stream systems: StreamSystems).
+// systems, UCX's shared memory nor the host's floor (stream systems:
+// StreamSystems).
 func TCPSystems() []string {
 	var out []string
 	for _, s := range Systems() {
-		if !IsEngineSystem(s) && !isUCX(s) && !IsStream(s) {
+		if !IsEngineSystem(s) && !isUCX(s) && !IsStream(s) && s != FloorName {
 			out = append(out, s)
 		}
 	}
@@ -186,8 +187,11 @@ func Describe(system string, size, callers int) (proto, polling string) {
 		return "lanes", "-"
 	}
 	if sys, err := Lookup(system); err == nil {
-		if u, ok := sys.(UCX); ok {
+		switch u := sys.(type) {
+		case UCX:
 			return u.Test, "busy" // ucx_perftest polls its worker
+		case Floor:
+			return "spin", "busy"
 		}
 	}
 	e, ok := engineSystems[system]

@@ -97,6 +97,9 @@ func providerOf(system string) string {
 	if isUCX(system) {
 		return "ucx-sm"
 	}
+	if system == FloorName {
+		return "memory"
+	}
 	return "tcp"
 }
 
@@ -285,7 +288,7 @@ func systemLabel(s string, size, callers int) string {
 	base := BaseName(s)
 	proto, poll := Describe(base, size, callers)
 	if sys, err := Lookup(base); err == nil {
-		if x, ok := sys.(external); ok {
+		if x, ok := sys.(interface{ describe() string }); ok {
 			return s + " (" + x.describe() + ")"
 		}
 	}
@@ -528,8 +531,12 @@ func writeLanesGoals(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 	for _, r := range lat {
 		if l, ok := r.By[lanes]; ok && r.Size == LatencyGoalSize && l.P50 > 0 {
 			ratio := float64(l.P999) / float64(l.P50)
-			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×: **%s**\n",
-				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, mark(ratio <= LanesTailGoal))
+			floor := ""
+			if f, ok := r.By[FloorName]; ok {
+				floor = fmt.Sprintf(" (the host's %s: p50 %.2f, p99.9 %.2f µs)", FloorName, toUS(int64(f.P50)), toUS(int64(f.P999)))
+			}
+			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×%s: **%s**\n",
+				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, floor, mark(ratio <= LanesTailGoal))
 		}
 	}
 	var cells []string

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestFloorEcho(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := Floor{}.Serve(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, srv.Stop(ctx)) }()
+	require.FileExists(t, srv.Addr())
+
+	callers, err := Floor{}.Callers(ctx, srv.Addr(), 1)
+	require.NoError(t, err)
+	c := callers[0]
+	for _, size := range []int{0, 1, 64, 4096, 512 << 10, floorMax} {
+		p := bytes.Repeat([]byte{byte(size)}, size)
+		for range 3 { // the sequence numbers move on
+			got, err := c.Echo(ctx, p)
+			require.NoError(t, err, "%d bytes", size)
+			require.Equal(t, p, got, "%d bytes", size)
+		}
+	}
+	_, err = c.Echo(ctx, make([]byte, floorMax+1))
+	assert.EqualError(t, err, "bench: floor-shm payload of 1048577 bytes over its 1048576")
+
+	_, err = Floor{}.Callers(ctx, srv.Addr(), 1)
+	assert.EqualError(t, err, "bench: floor-shm at "+srv.Addr()+" has a caller already")
+	require.NoError(t, c.Close())
+	again, err := Floor{}.Callers(ctx, srv.Addr(), 1)
+	require.NoError(t, err, "attachable once the caller left")
+	got, err := again[0].Echo(ctx, []byte("after"))
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(got))
+	require.NoError(t, again[0].Close())
+}
+
+func TestFloorErrors(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Floor{}.Callers(ctx, "/dev/shm/hatrpc-floor-none", 2)
+	assert.EqualError(t, err, "bench: floor-shm measures 1-caller latency only, not 2 callers")
+	_, err = Floor{}.Callers(ctx, "/dev/shm/hatrpc-floor-none", 1)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	// A caller whose server stops gets ErrFloorGone, not a spin forever;
+	// the server's file is gone.
+	srv, err := Floor{}.Serve(ctx, "")
+	require.NoError(t, err)
+	callers, err := Floor{}.Callers(ctx, srv.Addr(), 1)
+	require.NoError(t, err)
+	require.NoError(t, srv.Stop(ctx))
+	assert.NoFileExists(t, srv.Addr())
+	_, err = callers[0].Echo(ctx, []byte("x"))
+	assert.ErrorIs(t, err, ErrFloorGone)
+	require.NoError(t, callers[0].Close())
+	require.NoError(t, srv.Stop(ctx), "a second Stop")
+
+	// A caller's context ends its wait for a server that never answers
+	// (a mapping nobody serves).
+	path := t.TempDir() + "/floor"
+	m, err := mapFloor(path, true)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Munmap(m) })
+	callers, err = Floor{}.Callers(ctx, path, 1)
+	require.NoError(t, err)
+	done, stop := context.WithCancel(ctx)
+	stop()
+	_, err = callers[0].Echo(done, []byte("x"))
+	assert.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, callers[0].Close())
+	assert.Zero(t, m.word(floorAttached).Load(), "Close detaches")
+}
+
+func TestFloorDescribed(t *testing.T) {
+	proto, poll := Describe(FloorName, 64, 1)
+	assert.Equal(t, []string{"spin", "busy"}, []string{proto, poll})
+	assert.True(t, LatencyOnly(FloorName))
+	assert.Equal(t, "memory", providerOf(FloorName))
+	assert.Contains(t, systemLabel(FloorName, 64, 1), "floor-shm (two processes' busy-poll echo")
+}
