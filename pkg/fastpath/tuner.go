@@ -153,11 +153,11 @@ func spinOf(d int) time.Duration {
 // pollers outnumber cores) — also on a CPU with room: up to 2026-12-03
 // waiters past the cores still spun short while the process's load was
 // under 50 %, and 128 KiB echoes on 8-16 lanes spent a quarter of their
-// CPU polling (the spin's sched_yield lets the other pollers run, so a
-// spin outlasts its 10 µs and now and then catches an answer, which ends
-// the endpoint's skipping of spins that miss): blocking took 8 callers
-// from ~100 to ~70 µs of CPU a call (docs/performance/history.md, "128
-// KiB lanes: pollers past the cores block").
+// CPU polling (enough spins still caught an answer to keep ending the
+// endpoints' skipping of spins that miss): blocking took 8 callers from
+// ~81 to ~65 µs of CPU a call and the calls/s up by a fifth
+// (docs/performance/history.md, "128 KiB lanes: pollers past the cores
+// block").
 //
 // Without the runnable count, and with waiters == cores blocking, 64
 // callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
