@@ -154,10 +154,10 @@ func spinOf(d int) time.Duration {
 // waiters past the cores still spun short while the process's load was
 // under 50 %, and 128 KiB echoes on 8-16 lanes spent a quarter of their
 // CPU polling (enough spins still caught an answer to keep ending the
-// endpoints' skipping of spins that miss): blocking took 8 callers from
-// ~81 to ~65 µs of CPU a call and the calls/s up by a fifth
-// (docs/performance/history.md, "128 KiB lanes: pollers past the cores
-// block").
+// endpoints' skipping of spins that miss): blocking took 16 and 64
+// callers' calls/s up by a third or more in two paired runs, with a
+// quarter less CPU a call (docs/performance/history.md, "128 KiB lanes:
+// pollers past the cores block").
 //
 // Without the runnable count, and with waiters == cores blocking, 64
 // callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
