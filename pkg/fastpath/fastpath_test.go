@@ -41,7 +41,9 @@ func TestDecide(t *testing.T) {
 		{"waiters fit the cores, the CPU has room", 2, 2, 0, 0.6, DecideShort},
 		{"waiters fit the cores, saturated", 2, 2, 5, 0.8, DecideBlock},
 		{"waiters outnumber the cores", 3, 2, 0, 0.6, DecideBlock},
-		{"many waiters, the CPU idles", 64, 2, 0, 0.1, DecideShort},
+		{"many waiters, the CPU idles", 64, 2, 0, 0.1, DecideBlock},
+		{"pollers past the cores, the CPU half idle (128 KiB on 8 lanes)", 8, 2, 3, 0.4, DecideBlock},
+		{"one poller past the cores", 3, 2, 0, 0.1, DecideBlock},
 		{"many waiters, saturated", 64, 2, 10, 0.95, DecideBlock},
 		{"many cores", 63, 64, 0, 0.1, DecideSpin},
 	}

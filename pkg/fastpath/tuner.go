@@ -146,11 +146,18 @@ func spinOf(d int) time.Duration {
 // not queue for processors (runnable, a snapshot, fewer than the cores: a
 // spinner in C keeps its P until sysmon takes it; a lone caller's process
 // shows 0 or 1, a timer or a GC worker) and the CPU has room. With the
-// cores taken, a short spin still pays on a mostly idle CPU (it catches a
-// reply already on its way), and while the waiters fit the cores and the
-// CPU is not saturated (a steady stream of calls: the next message comes
-// within the short spin). Otherwise every waiter blocks (HatRPC §3.2:
-// busy polling collapses when pollers outnumber cores).
+// cores taken, a short spin still pays while the waiters fit the cores
+// and the CPU is not saturated (a steady stream of calls: the next
+// message comes within the short spin, or a reply already on its way).
+// Otherwise every waiter blocks (HatRPC §3.2: busy polling collapses when
+// pollers outnumber cores) — also on a CPU with room: up to 2026-12-03
+// waiters past the cores still spun short while the process's load was
+// under 50 %, and 128 KiB echoes on 8-16 lanes spent a quarter of their
+// CPU polling (enough spins still caught an answer to keep ending the
+// endpoints' skipping of spins that miss): blocking took 16 and 64
+// callers' calls/s up by a third or more in two paired runs, with a
+// quarter less CPU a call (docs/performance/history.md, "128 KiB lanes:
+// pollers past the cores block").
 //
 // Without the runnable count, and with waiters == cores blocking, 64
 // callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
@@ -164,7 +171,7 @@ func Decide(waiting, cores, runnable int, cpu float64) int {
 	switch {
 	case waiting < cores && runnable < cores && cpu < 0.75:
 		return DecideSpin
-	case cpu < 0.5, waiting <= cores && cpu < 0.75:
+	case waiting <= cores && cpu < 0.75:
 		return DecideShort
 	}
 	return DecideBlock
