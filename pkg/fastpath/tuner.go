@@ -150,14 +150,11 @@ func spinOf(d int) time.Duration {
 // and the CPU is not saturated (a steady stream of calls: the next
 // message comes within the short spin, or a reply already on its way).
 // Otherwise every waiter blocks (HatRPC §3.2: busy polling collapses when
-// pollers outnumber cores) — also on a CPU with room: up to 2026-12-03
-// waiters past the cores still spun short while the process's load was
-// under 50 %, and 128 KiB echoes on 8-16 lanes spent a quarter of their
-// CPU polling (enough spins still caught an answer to keep ending the
-// endpoints' skipping of spins that miss): blocking took 16 and 64
-// callers' calls/s up by a third or more in two paired runs, with a
-// quarter less CPU a call (docs/performance/history.md, "128 KiB lanes:
-// pollers past the cores block").
+// pollers outnumber cores), also on a CPU with room: waiters past the
+// cores that spin short keep catching just enough answers to stay
+// spinning, and large echoes on 8-16 lanes spent a quarter of their CPU
+// polling (docs/performance/history.md, "128 KiB lanes: pollers past the
+// cores block").
 //
 // Without the runnable count, and with waiters == cores blocking, 64
 // callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
