@@ -15,13 +15,21 @@ type BinaryWriter struct {
 	refs   *[]Ref // see SetRefs
 	refMin int
 	json   bool // see SplitsBinary
+	encLimit
 }
 
 // NewBinaryWriter returns a writer appending to buf.
-func NewBinaryWriter(buf []byte) *BinaryWriter { return &BinaryWriter{buf: buf} }
+func NewBinaryWriter(buf []byte) *BinaryWriter {
+	w := &BinaryWriter{buf: buf}
+	w.reset(len(buf))
+	return w
+}
 
-// Reset makes the writer append to buf.
-func (w *BinaryWriter) Reset(buf []byte) { w.buf = buf }
+// Reset makes the writer append to buf, without a limit (SetLimit).
+func (w *BinaryWriter) Reset(buf []byte) {
+	w.buf = buf
+	w.reset(len(buf))
+}
 
 // Bytes returns the buffer with everything written so far.
 func (w *BinaryWriter) Bytes() []byte { return w.buf }
@@ -29,9 +37,10 @@ func (w *BinaryWriter) Bytes() []byte { return w.buf }
 // Len returns the current buffer length.
 func (w *BinaryWriter) Len() int { return len(w.buf) }
 
-// Grow makes room for n more bytes so later appends do not reallocate.
+// Grow makes room for n more bytes so later appends do not reallocate;
+// not past the limit (SetLimit).
 func (w *BinaryWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n {
+	if cap(w.buf)-len(w.buf) < n && (len(w.buf)+n <= w.lim || !w.ready) {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -64,7 +73,10 @@ func (w *BinaryWriter) WriteFieldBegin(t Type, id int16) {
 }
 
 // WriteFieldStop ends a struct.
-func (w *BinaryWriter) WriteFieldStop() { w.buf = append(w.buf, byte(STOP)) }
+func (w *BinaryWriter) WriteFieldStop() {
+	w.buf = append(w.buf, byte(STOP))
+	w.check(&w.buf)
+}
 
 // WriteBool writes a bool as one byte.
 func (w *BinaryWriter) WriteBool(v bool) {
@@ -100,15 +112,22 @@ func (w *BinaryWriter) WriteDouble(v float64) {
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
+	if len(w.buf)+4+len(v) > w.lim && w.past(&w.buf, 4+len(v)) {
+		return
+	}
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
 	w.buf = append(w.buf, v...)
 }
 
 // WriteBinary writes length-prefixed bytes.
 func (w *BinaryWriter) WriteBinary(v []byte) {
+	if len(w.buf)+4+len(v) > w.lim && w.past(&w.buf, 4+len(v)) {
+		return
+	}
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
 	if w.refs != nil && len(v) >= w.refMin {
 		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		w.noteRef(len(v))
 		return
 	}
 	w.buf = append(w.buf, v...)
@@ -121,6 +140,7 @@ func (w *BinaryWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
 func (w *BinaryWriter) WriteListBegin(elem Type, n int) {
 	w.buf = append(w.buf, byte(elem))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
+	w.check(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
@@ -130,6 +150,7 @@ func (w *BinaryWriter) WriteSetBegin(elem Type, n int) { w.WriteListBegin(elem, 
 func (w *BinaryWriter) WriteMapBegin(key, val Type, n int) {
 	w.buf = append(w.buf, byte(key), byte(val))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
+	w.check(&w.buf)
 }
 
 // BinaryReader decodes the Thrift binary protocol from a byte slice with

@@ -66,18 +66,22 @@ type CompactWriter struct {
 	stackArr    [8]int16
 	refs        *[]Ref // see SetRefs
 	refMin      int
+	encLimit
 }
 
 // NewCompactWriter returns a writer appending to buf.
 func NewCompactWriter(buf []byte) *CompactWriter {
 	w := &CompactWriter{buf: buf}
 	w.stack = w.stackArr[:0]
+	w.reset(len(buf))
 	return w
 }
 
-// Reset makes the writer append to buf with fresh field-id state.
+// Reset makes the writer append to buf with fresh field-id state, without
+// a limit (SetLimit).
 func (w *CompactWriter) Reset(buf []byte) {
 	w.buf, w.last, w.boolPending = buf, 0, false
+	w.reset(len(buf))
 	if w.stack == nil {
 		w.stack = w.stackArr[:0]
 	}
@@ -90,9 +94,10 @@ func (w *CompactWriter) Bytes() []byte { return w.buf }
 // Len returns the current buffer length.
 func (w *CompactWriter) Len() int { return len(w.buf) }
 
-// Grow makes room for n more bytes so later appends do not reallocate.
+// Grow makes room for n more bytes so later appends do not reallocate;
+// not past the limit (SetLimit).
 func (w *CompactWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n {
+	if cap(w.buf)-len(w.buf) < n && (len(w.buf)+n <= w.lim || !w.ready) {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -150,7 +155,10 @@ func (w *CompactWriter) fieldHeader(ct byte, id int16) {
 }
 
 // WriteFieldStop ends a struct.
-func (w *CompactWriter) WriteFieldStop() { w.buf = append(w.buf, 0) }
+func (w *CompactWriter) WriteFieldStop() {
+	w.buf = append(w.buf, 0)
+	w.check(&w.buf)
+}
 
 // WriteBool writes a bool, folded into a pending field header if any.
 func (w *CompactWriter) WriteBool(v bool) {
@@ -185,14 +193,21 @@ func (w *CompactWriter) WriteDouble(v float64) {
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
+	if len(w.buf)+5+len(v) > w.lim && w.past(&w.buf, lenLen(len(v))+len(v)) {
+		return
+	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
 }
 
 // WriteBinary writes a varint length and the bytes.
 func (w *CompactWriter) WriteBinary(v []byte) {
+	if len(w.buf)+5+len(v) > w.lim && w.past(&w.buf, lenLen(len(v))+len(v)) {
+		return
+	}
 	if w.refs != nil && len(v) >= w.refMin {
 		w.buf = appendLen(w.buf, len(v))
 		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		w.noteRef(len(v))
 		return
 	}
 	w.buf = append(appendLen(w.buf, len(v)), v...)
@@ -207,6 +222,9 @@ func appendLen(b []byte, n int) []byte {
 	return binary.AppendUvarint(b, uint64(uint32(n)))
 }
 
+// lenLen is the size of appendLen's prefix for n.
+func lenLen(n int) int { return int(varintLen[bits.Len32(uint32(n))]) }
+
 // WriteUUID writes 16 raw bytes.
 func (w *CompactWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
 
@@ -215,9 +233,11 @@ func (w *CompactWriter) WriteListBegin(elem Type, n int) {
 	ct := toCompact[elem&31]
 	if n <= 14 {
 		w.buf = append(w.buf, byte(n)<<4|ct)
+		w.check(&w.buf)
 		return
 	}
 	w.buf = binary.AppendUvarint(append(w.buf, 0xf0|ct), uint64(uint32(n)))
+	w.check(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
@@ -230,6 +250,7 @@ func (w *CompactWriter) WriteMapBegin(key, val Type, n int) {
 		return
 	}
 	w.buf = append(binary.AppendUvarint(w.buf, uint64(uint32(n))), toCompact[key&31]<<4|toCompact[val&31])
+	w.check(&w.buf)
 }
 
 // CompactReader decodes the Thrift compact protocol from a byte slice with
