@@ -9,7 +9,9 @@ import (
 const binaryVersion1 = 0x80010000
 
 // BinaryWriter appends the Thrift binary protocol to a caller-owned buffer.
-// It never fails: the buffer simply grows.
+// It never fails: the buffer simply grows, up to its limit if it has one
+// (SetLimit). Make one with NewBinaryWriter, or Reset it before writing:
+// a zero BinaryWriter has a limit of 0.
 type BinaryWriter struct {
 	buf    []byte
 	refs   *[]Ref // see SetRefs
@@ -40,7 +42,7 @@ func (w *BinaryWriter) Len() int { return len(w.buf) }
 // Grow makes room for n more bytes so later appends do not reallocate;
 // not past the limit (SetLimit).
 func (w *BinaryWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n && (len(w.buf)+n <= w.lim || !w.ready) {
+	if cap(w.buf)-len(w.buf) < n && len(w.buf)+n <= w.lim {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -112,25 +114,20 @@ func (w *BinaryWriter) WriteDouble(v float64) {
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
-	if len(w.buf)+4+len(v) > w.lim && w.past(&w.buf, 4+len(v)) {
-		return
-	}
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
-	w.buf = append(w.buf, v...)
+	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteBinary writes length-prefixed bytes.
 func (w *BinaryWriter) WriteBinary(v []byte) {
-	if len(w.buf)+4+len(v) > w.lim && w.past(&w.buf, 4+len(v)) {
-		return
-	}
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
 	if w.refs != nil && len(v) >= w.refMin {
-		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		w.buf = b
+		*w.refs = append(*w.refs, Ref{Off: len(b), Data: v})
 		w.noteRef(len(v))
 		return
 	}
-	w.buf = append(w.buf, v...)
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteUUID writes 16 raw bytes.
@@ -140,7 +137,6 @@ func (w *BinaryWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
 func (w *BinaryWriter) WriteListBegin(elem Type, n int) {
 	w.buf = append(w.buf, byte(elem))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
-	w.check(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
@@ -150,7 +146,6 @@ func (w *BinaryWriter) WriteSetBegin(elem Type, n int) { w.WriteListBegin(elem, 
 func (w *BinaryWriter) WriteMapBegin(key, val Type, n int) {
 	w.buf = append(w.buf, byte(key), byte(val))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
-	w.check(&w.buf)
 }
 
 // BinaryReader decodes the Thrift binary protocol from a byte slice with

@@ -56,7 +56,10 @@ var fastField = func() (t [256]Type) {
 	return t
 }()
 
-// CompactWriter appends the Thrift compact protocol to a caller-owned buffer.
+// CompactWriter appends the Thrift compact protocol to a caller-owned buffer,
+// up to its limit if it has one (SetLimit). Make one with
+// NewCompactWriter, or Reset it before writing: a zero CompactWriter has
+// a limit of 0.
 type CompactWriter struct {
 	buf         []byte
 	last        int16
@@ -97,7 +100,7 @@ func (w *CompactWriter) Len() int { return len(w.buf) }
 // Grow makes room for n more bytes so later appends do not reallocate;
 // not past the limit (SetLimit).
 func (w *CompactWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n && (len(w.buf)+n <= w.lim || !w.ready) {
+	if cap(w.buf)-len(w.buf) < n && len(w.buf)+n <= w.lim {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -193,24 +196,19 @@ func (w *CompactWriter) WriteDouble(v float64) {
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
-	if len(w.buf)+5+len(v) > w.lim && w.past(&w.buf, lenLen(len(v))+len(v)) {
-		return
-	}
-	w.buf = append(appendLen(w.buf, len(v)), v...)
+	b := appendLen(w.buf, len(v))
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteBinary writes a varint length and the bytes.
 func (w *CompactWriter) WriteBinary(v []byte) {
-	if len(w.buf)+5+len(v) > w.lim && w.past(&w.buf, lenLen(len(v))+len(v)) {
-		return
-	}
+	w.buf = appendLen(w.buf, len(v))
 	if w.refs != nil && len(v) >= w.refMin {
-		w.buf = appendLen(w.buf, len(v))
 		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
 		w.noteRef(len(v))
 		return
 	}
-	w.buf = append(appendLen(w.buf, len(v)), v...)
+	w.buf = append(w.buf, v[:w.fit(len(w.buf), len(v))]...)
 }
 
 // appendLen writes a length prefix; it stays small enough to inline so
@@ -222,9 +220,6 @@ func appendLen(b []byte, n int) []byte {
 	return binary.AppendUvarint(b, uint64(uint32(n)))
 }
 
-// lenLen is the size of appendLen's prefix for n.
-func lenLen(n int) int { return int(varintLen[bits.Len32(uint32(n))]) }
-
 // WriteUUID writes 16 raw bytes.
 func (w *CompactWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
 
@@ -233,11 +228,9 @@ func (w *CompactWriter) WriteListBegin(elem Type, n int) {
 	ct := toCompact[elem&31]
 	if n <= 14 {
 		w.buf = append(w.buf, byte(n)<<4|ct)
-		w.check(&w.buf)
 		return
 	}
 	w.buf = binary.AppendUvarint(append(w.buf, 0xf0|ct), uint64(uint32(n)))
-	w.check(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
@@ -250,7 +243,6 @@ func (w *CompactWriter) WriteMapBegin(key, val Type, n int) {
 		return
 	}
 	w.buf = append(binary.AppendUvarint(w.buf, uint64(uint32(n))), toCompact[key&31]<<4|toCompact[val&31])
-	w.check(&w.buf)
 }
 
 // CompactReader decodes the Thrift compact protocol from a byte slice with

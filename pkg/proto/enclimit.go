@@ -14,36 +14,35 @@ import (
 // limit (SetLimit) keeps at most that many bytes: once the message would
 // pass it, what it wrote is dropped and what follows only counted, so the
 // buffer stays about the limit's size while Size still reports what the
-// whole message takes (the refusal names it). The check sits where a
-// message can grow without bound: before a string or binary value or a
-// run of list elements is copied, and after each struct, list or map
-// header; in between a writer adds a struct's fixed-size fields, or the
-// scalar elements of a list written one by one (enums, typedefs), whose
-// encoding is no larger than what the result holds for them.
+// whole message takes (the refusal names it). A string or binary value
+// is copied only as far as the room goes, a run of list elements is
+// checked before it is copied, and the buffer is checked at the end of
+// each struct; in between a writer adds a struct's fixed-size fields,
+// list and map headers, the length prefixes of values it no longer
+// copies, or the scalar elements of a list written one by one (enums,
+// typedefs), whose encoding is no larger than what the result holds for
+// them. The checks cost the writers a compare (fit, check); past, the
+// rare path, is a call.
 
-// noLimit is the limit of a writer without one: no check ever passes it.
-const noLimit = math.MaxInt
-
-// encLimit is a writer's limit state (BinaryWriter, CompactWriter).
+// encLimit is a writer's limit state (BinaryWriter, CompactWriter), set
+// by NewBinaryWriter, NewCompactWriter and Reset: a writer that was
+// neither made by them nor Reset has a limit of 0.
 type encLimit struct {
-	lim      int // the most the buffer's length may reach; noLimit without a limit
+	lim      int // the most the buffer's length may reach; math.MaxInt without a limit
 	base     int // the buffer's length at Reset: what came before is the caller's
 	refBytes int // bytes of the values left out as refs (they count towards the limit)
 	dropped  int // once over: the bytes counted since base, not kept
+	skipped  int // bytes of values not copied for want of room (fit), counted
 	over     bool
-	ready    bool // Reset ran: a zero writer has no limit
 }
 
-func (l *encLimit) reset(base int) {
-	*l = encLimit{lim: noLimit, base: base, ready: true}
-}
+func (l *encLimit) reset(base int) { *l = encLimit{lim: math.MaxInt, base: base} }
 
 // setLimit lets the message since Reset take n bytes at most (refs
 // included); n <= 0 removes the limit.
 func (l *encLimit) setLimit(n int) {
-	l.ready = true
 	if n <= 0 {
-		l.lim = noLimit
+		l.lim = math.MaxInt
 		return
 	}
 	l.lim = l.base + n - l.refBytes
@@ -53,12 +52,11 @@ func (l *encLimit) setLimit(n int) {
 // holds since base is counted and dropped (and from then on everything
 // written is), and the caller writes nothing. Writers call it when a
 // cheap check saw the limit passed (n may be the exact size the check
-// over-estimated). False when the bytes fit, or there is no limit.
+// over-estimated). False when the bytes fit. It is kept out of line so
+// that the writers' methods stay small (a check costs them a compare).
+//
+//go:noinline
 func (l *encLimit) past(buf *[]byte, n int) bool {
-	if !l.ready {
-		l.reset(0) // a zero writer: no limit
-		return false
-	}
 	if !l.over && len(*buf)+n <= l.lim {
 		return false
 	}
@@ -78,20 +76,28 @@ func (l *encLimit) check(buf *[]byte) {
 	}
 }
 
+// fit is how much of a value of n bytes to copy into a buffer of length
+// ln: all of it within the limit, else what the room has left; the rest
+// is counted (and the message is over the limit). No call and no
+// allocation, so the string and binary writers stay inlinable.
+func (l *encLimit) fit(ln, n int) int {
+	k := min(n, max(l.lim-ln, 0))
+	l.skipped += n - k
+	return k
+}
+
 // noteRef counts a value of n bytes left out of the buffer as a ref.
 func (l *encLimit) noteRef(n int) {
 	l.refBytes += n
-	if l.lim != noLimit {
-		l.lim -= n
-	}
+	l.lim -= n // math.MaxInt less n is no limit still
 }
 
 // size is the bytes written since Reset, refs included, kept or not.
 func (l *encLimit) size(buf []byte) int {
 	if l.over {
-		return l.dropped + len(buf) - l.base
+		return l.dropped + len(buf) - l.base + l.skipped
 	}
-	return len(buf) - l.base + l.refBytes
+	return len(buf) - l.base + l.refBytes + l.skipped
 }
 
 // SetLimit makes the writer keep at most n bytes of what it writes from
@@ -101,7 +107,7 @@ func (w *BinaryWriter) SetLimit(n int) { w.setLimit(n) }
 
 // Over reports whether what was written since Reset passed the limit:
 // the buffer then holds nothing of it, and refs recorded are invalid.
-func (w *BinaryWriter) Over() bool { return w.over }
+func (w *BinaryWriter) Over() bool { return w.over || w.skipped > 0 }
 
 // Size is the bytes written since Reset, refs included, whether kept or,
 // past the limit, only counted.
@@ -111,7 +117,7 @@ func (w *BinaryWriter) Size() int { return w.size(w.buf) }
 func (w *CompactWriter) SetLimit(n int) { w.setLimit(n) }
 
 // Over is BinaryWriter.Over.
-func (w *CompactWriter) Over() bool { return w.over }
+func (w *CompactWriter) Over() bool { return w.over || w.skipped > 0 }
 
 // Size is BinaryWriter.Size.
 func (w *CompactWriter) Size() int { return w.size(w.buf) }

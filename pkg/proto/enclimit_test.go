@@ -191,12 +191,18 @@ func TestTooLargeError(t *testing.T) {
 	require.EqualError(t, err, "proto: message of 2048 bytes exceeds the encoding limit of 1024 bytes")
 }
 
-// A zero writer (never Reset) has no limit.
-func TestZeroWriterNoLimit(t *testing.T) {
+// A writer Reset, or made by its New function, has no limit.
+func TestResetWriterNoLimit(t *testing.T) {
 	var w proto.BinaryWriter
+	w.Reset(nil)
 	w.WriteString("abc")
 	w.WriteFieldStop()
 	require.False(t, w.Over())
 	require.Equal(t, []byte{0, 0, 0, 3, 'a', 'b', 'c', 0}, w.Bytes())
 	require.Equal(t, 8, w.Size())
+	cw := proto.NewCompactWriter(nil)
+	cw.WriteString("abc")
+	cw.WriteFieldStop()
+	require.False(t, cw.Over())
+	require.Equal(t, []byte{3, 'a', 'b', 'c', 0}, cw.Bytes())
 }
