@@ -48,6 +48,7 @@ type node struct {
 	handler uint16
 	status  uint16
 	data    []byte // request/response payload, or Write source
+	size    int    // a response: the length its AppendHandler returned (WithSent)
 	// Pooled buffers a response node holds (handlers.go): out an
 	// AppendHandler's response, req a worker's request copy. They go back
 	// only once nothing references them (recycle).
@@ -91,7 +92,7 @@ func newNode() *node {
 func (n *node) reset() {
 	n.next.Store(nil)
 	n.ctx, n.data, n.dst, n.err = nil, nil, nil, nil
-	n.old, n.status, n.scratch = 0, 0, 0
+	n.old, n.status, n.scratch, n.size = 0, 0, 0, 0
 	n.wait = waitSync
 }
 

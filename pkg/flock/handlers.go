@@ -98,6 +98,7 @@ func (n *node) recycle(to *bufPool) {
 // it, and are freed on their own): then it is left to the collector.
 func (s *Server) call(n *node, l *serverQP, caller, seq uint32, handler uint16, req []byte) {
 	var out []byte
+	size := 0
 	status := statusOK
 	h, ok := (*s.handlers.Load())[handler]
 	var err error
@@ -106,7 +107,9 @@ func (s *Server) call(n *node, l *serverQP, caller, seq uint32, handler uint16, 
 		status = statusNoHandler
 	case h.app != nil:
 		bp := s.nodes.bufs.get()
-		switch out, err = h.app(s.ctx, req, (*bp)[:0]); {
+		out, err = h.app(s.ctx, req, (*bp)[:0])
+		size = len(out)
+		switch {
 		case err != nil:
 			s.nodes.bufs.put(bp) // the response is the error's text
 		case len(out) <= s.partSize() && len(out) <= s.cfg.maxReply && cap(out) <= keepMax:
@@ -124,4 +127,5 @@ func (s *Server) call(n *node, l *serverQP, caller, seq uint32, handler uint16, 
 	}
 	n.reset()
 	n.ctx, n.kind, n.caller, n.seq, n.handler, n.status, n.data = s.ctx, opResp, caller, seq, handler, status, out
+	n.size = size
 }

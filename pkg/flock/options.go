@@ -21,6 +21,7 @@ type config struct {
 	idleSleep     time.Duration
 	maxReply      int
 	inline        func(handler uint16, req []byte) bool
+	sent          func(handler uint16, size int)
 }
 
 func defaultConfig() config {
@@ -80,6 +81,15 @@ func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 // worker costs a copy of the request and a goroutine wake-up per call.
 func WithInline(never func(handler uint16, req []byte) bool) Option {
 	return func(c *config) { c.inline = never }
+}
+
+// WithSent calls sent once each response an AppendHandler returned has
+// left the server (posted, or dropped with its peer): size is the length
+// the handler returned. A server that counts its responses' memory until
+// they are taken gives it back there. sent runs on the goroutine that
+// posted the response and must be quick.
+func WithSent(sent func(handler uint16, size int)) Option {
+	return func(c *config) { c.sent = sent }
 }
 
 // WithMetrics records into m instead of a private Metrics.

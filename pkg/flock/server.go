@@ -686,8 +686,22 @@ func (l *serverQP) submit(n *node) {
 
 // serve is the response leader: coalesce the batch's responses into one
 // message whose header also carries the request-ring head and the QP's
-// credit state, post it, poll its completion.
+// credit state, post it, poll its completion; then tell WithSent of the
+// responses that left.
 func (l *serverQP) serve(b []*node) int {
+	k := l.post(b)
+	if sent := l.p.s.cfg.sent; sent != nil {
+		for _, n := range b[:k] {
+			if n.kind == opResp && n.size > 0 {
+				sent(n.handler, n.size)
+			}
+		}
+	}
+	return k
+}
+
+// post is serve without WithSent.
+func (l *serverQP) post(b []*node) int {
 	w := &l.w
 	s := l.p.s
 	if !l.p.enter() {

@@ -9,19 +9,29 @@ import (
 const binaryVersion1 = 0x80010000
 
 // BinaryWriter appends the Thrift binary protocol to a caller-owned buffer.
-// It never fails: the buffer simply grows.
+// It never fails: the buffer simply grows, up to its limit if it has one
+// (SetLimit). Make one with NewBinaryWriter, or Reset it before writing:
+// a zero BinaryWriter has a limit of 0.
 type BinaryWriter struct {
 	buf    []byte
 	refs   *[]Ref // see SetRefs
 	refMin int
 	json   bool // see SplitsBinary
+	encLimit
 }
 
 // NewBinaryWriter returns a writer appending to buf.
-func NewBinaryWriter(buf []byte) *BinaryWriter { return &BinaryWriter{buf: buf} }
+func NewBinaryWriter(buf []byte) *BinaryWriter {
+	w := &BinaryWriter{buf: buf}
+	w.reset(len(buf))
+	return w
+}
 
-// Reset makes the writer append to buf.
-func (w *BinaryWriter) Reset(buf []byte) { w.buf = buf }
+// Reset makes the writer append to buf, without a limit (SetLimit).
+func (w *BinaryWriter) Reset(buf []byte) {
+	w.buf = buf
+	w.reset(len(buf))
+}
 
 // Bytes returns the buffer with everything written so far.
 func (w *BinaryWriter) Bytes() []byte { return w.buf }
@@ -29,9 +39,10 @@ func (w *BinaryWriter) Bytes() []byte { return w.buf }
 // Len returns the current buffer length.
 func (w *BinaryWriter) Len() int { return len(w.buf) }
 
-// Grow makes room for n more bytes so later appends do not reallocate.
+// Grow makes room for n more bytes so later appends do not reallocate;
+// not past the limit (SetLimit).
 func (w *BinaryWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n {
+	if cap(w.buf)-len(w.buf) < n && len(w.buf)+n <= w.lim {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -64,7 +75,10 @@ func (w *BinaryWriter) WriteFieldBegin(t Type, id int16) {
 }
 
 // WriteFieldStop ends a struct.
-func (w *BinaryWriter) WriteFieldStop() { w.buf = append(w.buf, byte(STOP)) }
+func (w *BinaryWriter) WriteFieldStop() {
+	w.buf = append(w.buf, byte(STOP))
+	w.check(&w.buf)
+}
 
 // WriteBool writes a bool as one byte.
 func (w *BinaryWriter) WriteBool(v bool) {
@@ -100,18 +114,20 @@ func (w *BinaryWriter) WriteDouble(v float64) {
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
-	w.buf = append(w.buf, v...)
+	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteBinary writes length-prefixed bytes.
 func (w *BinaryWriter) WriteBinary(v []byte) {
-	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
+	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
 	if w.refs != nil && len(v) >= w.refMin {
-		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		w.buf = b
+		*w.refs = append(*w.refs, Ref{Off: len(b), Data: v})
+		w.noteRef(len(v))
 		return
 	}
-	w.buf = append(w.buf, v...)
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteUUID writes 16 raw bytes.

@@ -27,6 +27,9 @@ func int8Bytes(v []int8) []byte {
 
 // WriteI64s writes the elements of an i64 list.
 func (w *BinaryWriter) WriteI64s(v []int64) {
+	if len(w.buf)+8*len(v) > w.lim && w.past(&w.buf, 8*len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, 8*len(v))
 	d := b[n:]
@@ -38,6 +41,9 @@ func (w *BinaryWriter) WriteI64s(v []int64) {
 
 // WriteI32s writes the elements of an i32 list.
 func (w *BinaryWriter) WriteI32s(v []int32) {
+	if len(w.buf)+4*len(v) > w.lim && w.past(&w.buf, 4*len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, 4*len(v))
 	d := b[n:]
@@ -49,6 +55,9 @@ func (w *BinaryWriter) WriteI32s(v []int32) {
 
 // WriteI16s writes the elements of an i16 list.
 func (w *BinaryWriter) WriteI16s(v []int16) {
+	if len(w.buf)+2*len(v) > w.lim && w.past(&w.buf, 2*len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, 2*len(v))
 	d := b[n:]
@@ -60,6 +69,9 @@ func (w *BinaryWriter) WriteI16s(v []int16) {
 
 // WriteDoubles writes the elements of a double list.
 func (w *BinaryWriter) WriteDoubles(v []float64) {
+	if len(w.buf)+8*len(v) > w.lim && w.past(&w.buf, 8*len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, 8*len(v))
 	d := b[n:]
@@ -70,10 +82,18 @@ func (w *BinaryWriter) WriteDoubles(v []float64) {
 }
 
 // WriteI8s writes the elements of a byte list.
-func (w *BinaryWriter) WriteI8s(v []int8) { w.buf = append(w.buf, int8Bytes(v)...) }
+func (w *BinaryWriter) WriteI8s(v []int8) {
+	if len(w.buf)+len(v) > w.lim && w.past(&w.buf, len(v)) {
+		return
+	}
+	w.buf = append(w.buf, int8Bytes(v)...)
+}
 
 // WriteBools writes the elements of a bool list.
 func (w *BinaryWriter) WriteBools(v []bool) {
+	if len(w.buf)+len(v) > w.lim && w.past(&w.buf, len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, len(v))
 	d := b[n:]
@@ -95,8 +115,15 @@ func (w *BinaryWriter) WriteBinaries(v [][]byte) {
 		}
 		return
 	}
-	b := w.buf // a local: no store back to w per element
-	for _, x := range v {
+	b, lim := w.buf, w.lim // locals: no store back to w per element
+	for i, x := range v {
+		if len(b)+4+len(x) > lim { // the limit (enclimit.go): value by value from here
+			w.buf = b
+			for _, x := range v[i:] {
+				w.WriteBinary(x)
+			}
+			return
+		}
 		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
 	}
 	w.buf = b
@@ -104,8 +131,15 @@ func (w *BinaryWriter) WriteBinaries(v [][]byte) {
 
 // WriteStrings writes the elements of a string list.
 func (w *BinaryWriter) WriteStrings(v []string) {
-	b := w.buf // a local: no store back to w per element
-	for _, x := range v {
+	b, lim := w.buf, w.lim // locals: no store back to w per element
+	for i, x := range v {
+		if len(b)+4+len(x) > lim { // the limit (enclimit.go): value by value from here
+			w.buf = b
+			for _, x := range v[i:] {
+				w.WriteString(x)
+			}
+			return
+		}
 		b = append(binary.BigEndian.AppendUint32(b, uint32(len(x))), x...)
 	}
 	w.buf = b

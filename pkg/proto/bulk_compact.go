@@ -45,8 +45,21 @@ func putVarint32(d []byte, u uint32) int {
 	return int(k)
 }
 
+// varintsLen is the encoded size of v's elements as the varints of zz
+// (only where the limit is near: enclimit.go).
+func varintsLen[T any](v []T, zz func(T) uint64) int {
+	n := 0
+	for _, x := range v {
+		n += int(varintLen[bits.Len64(zz(x))])
+	}
+	return n
+}
+
 // WriteI64s writes the elements of an i64 list.
 func (w *CompactWriter) WriteI64s(v []int64) {
+	if len(w.buf)+10*len(v) > w.lim && w.past(&w.buf, varintsLen(v, func(x int64) uint64 { return uint64(x<<1) ^ uint64(x>>63) })) {
+		return
+	}
 	b := w.buf
 	if cap(b)-len(b) < 10*len(v) {
 		b = growCap(b, 10*len(v))
@@ -64,6 +77,9 @@ func (w *CompactWriter) WriteI64s(v []int64) {
 func (w *CompactWriter) WriteI32s(v []int32) {
 	if len(v) == 0 {
 		return // the slack below would grow an empty buffer
+	}
+	if len(w.buf)+5*len(v)+3 > w.lim && w.past(&w.buf, varintsLen(v, func(x int32) uint64 { return uint64(zigzag32(x)) })) {
+		return
 	}
 	b := w.buf
 	if room := 5*len(v) + 3; cap(b)-len(b) < room {
@@ -83,6 +99,9 @@ func (w *CompactWriter) WriteI16s(v []int16) {
 	if len(v) == 0 {
 		return // the slack below would grow an empty buffer
 	}
+	if len(w.buf)+3*len(v)+5 > w.lim && w.past(&w.buf, varintsLen(v, func(x int16) uint64 { return uint64(zigzag32(int32(x))) })) {
+		return
+	}
 	b := w.buf
 	if room := 3*len(v) + 5; cap(b)-len(b) < room {
 		b = growCap(b, room)
@@ -98,6 +117,9 @@ func (w *CompactWriter) WriteI16s(v []int16) {
 
 // WriteDoubles writes the elements of a double list.
 func (w *CompactWriter) WriteDoubles(v []float64) {
+	if len(w.buf)+8*len(v) > w.lim && w.past(&w.buf, 8*len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, 8*len(v))
 	d := b[n:]
@@ -108,11 +130,19 @@ func (w *CompactWriter) WriteDoubles(v []float64) {
 }
 
 // WriteI8s writes the elements of a byte list.
-func (w *CompactWriter) WriteI8s(v []int8) { w.buf = append(w.buf, int8Bytes(v)...) }
+func (w *CompactWriter) WriteI8s(v []int8) {
+	if len(w.buf)+len(v) > w.lim && w.past(&w.buf, len(v)) {
+		return
+	}
+	w.buf = append(w.buf, int8Bytes(v)...)
+}
 
 // WriteBools writes the elements of a bool list (one byte each inside
 // containers).
 func (w *CompactWriter) WriteBools(v []bool) {
+	if len(w.buf)+len(v) > w.lim && w.past(&w.buf, len(v)) {
+		return
+	}
 	n := len(w.buf)
 	b := extend(w.buf, len(v))
 	d := b[n:]
@@ -130,8 +160,15 @@ func (w *CompactWriter) WriteBools(v []bool) {
 func (w *CompactWriter) WriteBinaries(v [][]byte) {
 	// Appending with the buffer in a local measured faster than sizing
 	// the list first: varint prefixes make the exact size a second pass.
-	b := w.buf
-	for _, x := range v {
+	b, lim := w.buf, w.lim
+	for i, x := range v {
+		if len(b)+5+len(x) > lim { // the limit (enclimit.go): value by value from here
+			w.buf = b
+			for _, x := range v[i:] {
+				w.WriteBinary(x)
+			}
+			return
+		}
 		b = append(appendLen(b, len(x)), x...)
 	}
 	w.buf = b
@@ -141,8 +178,15 @@ func (w *CompactWriter) WriteBinaries(v [][]byte) {
 func (w *CompactWriter) WriteStrings(v []string) {
 	// Appending with the buffer in a local measured faster than sizing
 	// the list first: varint prefixes make the exact size a second pass.
-	b := w.buf
-	for _, x := range v {
+	b, lim := w.buf, w.lim
+	for i, x := range v {
+		if len(b)+5+len(x) > lim { // the limit (enclimit.go): value by value from here
+			w.buf = b
+			for _, x := range v[i:] {
+				w.WriteString(x)
+			}
+			return
+		}
 		b = append(appendLen(b, len(x)), x...)
 	}
 	w.buf = b

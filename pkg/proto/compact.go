@@ -56,7 +56,10 @@ var fastField = func() (t [256]Type) {
 	return t
 }()
 
-// CompactWriter appends the Thrift compact protocol to a caller-owned buffer.
+// CompactWriter appends the Thrift compact protocol to a caller-owned buffer,
+// up to its limit if it has one (SetLimit). Make one with
+// NewCompactWriter, or Reset it before writing: a zero CompactWriter has
+// a limit of 0.
 type CompactWriter struct {
 	buf         []byte
 	last        int16
@@ -66,18 +69,22 @@ type CompactWriter struct {
 	stackArr    [8]int16
 	refs        *[]Ref // see SetRefs
 	refMin      int
+	encLimit
 }
 
 // NewCompactWriter returns a writer appending to buf.
 func NewCompactWriter(buf []byte) *CompactWriter {
 	w := &CompactWriter{buf: buf}
 	w.stack = w.stackArr[:0]
+	w.reset(len(buf))
 	return w
 }
 
-// Reset makes the writer append to buf with fresh field-id state.
+// Reset makes the writer append to buf with fresh field-id state, without
+// a limit (SetLimit).
 func (w *CompactWriter) Reset(buf []byte) {
 	w.buf, w.last, w.boolPending = buf, 0, false
+	w.reset(len(buf))
 	if w.stack == nil {
 		w.stack = w.stackArr[:0]
 	}
@@ -90,9 +97,10 @@ func (w *CompactWriter) Bytes() []byte { return w.buf }
 // Len returns the current buffer length.
 func (w *CompactWriter) Len() int { return len(w.buf) }
 
-// Grow makes room for n more bytes so later appends do not reallocate.
+// Grow makes room for n more bytes so later appends do not reallocate;
+// not past the limit (SetLimit).
 func (w *CompactWriter) Grow(n int) {
-	if cap(w.buf)-len(w.buf) < n {
+	if cap(w.buf)-len(w.buf) < n && len(w.buf)+n <= w.lim {
 		nb := make([]byte, len(w.buf), 2*cap(w.buf)+n)
 		copy(nb, w.buf)
 		w.buf = nb
@@ -150,7 +158,10 @@ func (w *CompactWriter) fieldHeader(ct byte, id int16) {
 }
 
 // WriteFieldStop ends a struct.
-func (w *CompactWriter) WriteFieldStop() { w.buf = append(w.buf, 0) }
+func (w *CompactWriter) WriteFieldStop() {
+	w.buf = append(w.buf, 0)
+	w.check(&w.buf)
+}
 
 // WriteBool writes a bool, folded into a pending field header if any.
 func (w *CompactWriter) WriteBool(v bool) {
@@ -185,17 +196,19 @@ func (w *CompactWriter) WriteDouble(v float64) {
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
-	w.buf = append(appendLen(w.buf, len(v)), v...)
+	b := appendLen(w.buf, len(v))
+	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
 }
 
 // WriteBinary writes a varint length and the bytes.
 func (w *CompactWriter) WriteBinary(v []byte) {
+	w.buf = appendLen(w.buf, len(v))
 	if w.refs != nil && len(v) >= w.refMin {
-		w.buf = appendLen(w.buf, len(v))
 		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
+		w.noteRef(len(v))
 		return
 	}
-	w.buf = append(appendLen(w.buf, len(v)), v...)
+	w.buf = append(w.buf, v[:w.fit(len(w.buf), len(v))]...)
 }
 
 // appendLen writes a length prefix; it stays small enough to inline so

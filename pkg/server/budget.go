@@ -52,10 +52,11 @@ const giveBackMin = 1 << 20
 
 type budget struct {
 	total, perConn int64
+	fastMax        int64 // what the fast path's connections may hold together (WithFastPathShare)
 
 	mu       sync.Mutex
 	used     int64
-	fastPath int64         // what connections of the fast path hold of used (fastPathShare)
+	fastPath int64         // what connections of the fast path hold of used (fastMax)
 	changed  chan struct{} // closed and replaced when memory is released, if anyone waits
 	waiters  int           // goroutines waiting on changed
 	released int64         // bytes released since the last give-back
@@ -70,11 +71,15 @@ type budget struct {
 	wg    sync.WaitGroup
 }
 
-func (b *budget) init(total, perConn int64) {
+func (b *budget) init(total, perConn int64, fastShare float64) {
 	b.total, b.perConn = total, perConn
 	if b.perConn <= 0 || b.perConn > total {
 		b.perConn = total
 	}
+	if fastShare <= 0 || fastShare > 1 { // refused by Serve (checkFastPathShare)
+		fastShare = DefaultFastPathShare
+	}
+	b.fastMax = int64(float64(total) * fastShare)
 	b.changed = make(chan struct{})
 	b.kick = make(chan struct{}, 1)
 	b.quit = make(chan struct{})
@@ -154,14 +159,14 @@ func (b *budget) wait(c *conn, timer *<-chan time.Time, d time.Duration) error {
 // is held.
 func (b *budget) fits(c *conn, n int64) bool {
 	return !b.gcing && b.used+n <= b.total && c.memHeld+n <= b.perConn &&
-		(!c.fastPath.Load() || b.fastPath+n <= b.total/fastPathShare)
+		(!c.fastPath.Load() || b.fastPath+n <= b.fastMax)
 }
 
 // roomLocked is what c may take of the budget now; b.mu is held.
 func (b *budget) roomLocked(c *conn) int64 {
 	room := min(b.perConn-c.memHeld, b.total-b.used)
 	if c.fastPath.Load() {
-		room = min(room, b.total/fastPathShare-b.fastPath)
+		room = min(room, b.fastMax-b.fastPath)
 	}
 	return room
 }
@@ -177,15 +182,16 @@ func (b *budget) take(c *conn, n int64) {
 }
 
 // The connections of the fast path (lanes, FLOCK sessions) together hold
-// at most 1/fastPathShare of the budget: 200 Scans batched on 7 lanes
+// at most a share of the budget (WithFastPathShare, by default
+// DefaultFastPathShare, a quarter): 200 Scans batched on 7 lanes
 // held all of it (each lane's batch up to its 64 MiB share), and a TCP
 // client's Get waited 10 s for room. The rest stays for TCP clients, and
 // a fast-path reply never waits for TCP's. A half still let the heap grow
 // past the budget and its headroom (+345 MB of RssAnon: the garbage the
 // batches leave is the heap's, which the collector lets grow to twice
 // what is live); a quarter is 64 MiB of the default budget, a lane's
-// largest reply.
-const fastPathShare = 4
+// largest reply. A server whose clients are mostly on the fast path
+// gives it more (WithFastPathShare).
 
 // markFastPath counts what c holds, and will hold, as the fast path's
 // (its connection became a lane or FLOCK session).

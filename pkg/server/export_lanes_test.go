@@ -58,6 +58,13 @@ func FLOCKCallerInto(s *Server) (call func(req, dst []byte) []byte, close func()
 	return ls.callFLOCK, close
 }
 
+// FLOCKCallerSent is FLOCKCallerInto with what FLOCK does once it posted
+// a reply of size bytes (flock.WithSent) left to the test.
+func FLOCKCallerSent(s *Server) (call func(req, dst []byte) []byte, sent func(size int), close func()) {
+	ls, close := testLane(s, true)
+	return ls.callFLOCK, ls.flockSent, close
+}
+
 func laneCaller(s *Server, viaFLOCK, forget bool) (call func(req []byte) []byte, known func(req []byte) bool, close func()) {
 	ls, close := testLane(s, viaFLOCK)
 	return func(req []byte) []byte {

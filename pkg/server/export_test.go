@@ -139,3 +139,14 @@ func ReadBufGrown(s *Server) int {
 }
 
 const BigReadBufSize = bigReadBufSize
+
+// ReplyEstimate is what a call of method name (as registered, e.g.
+// "Echo:echo") expects its reply to take (replygate.go): 0 until one
+// reply told its size.
+func ReplyEstimate(s *Server, name string) int {
+	m := (*s.methods.Load())[name]
+	if m == nil {
+		return -1
+	}
+	return m.repHint.Max()
+}

@@ -65,9 +65,12 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 			s.log.Warn("hatrpc: FLOCK metrics not exported", "err", err)
 		}
 	}
+	fd := &flockDev{dev: d}
 	// Handlers may block (a write waiting for its group commit), so the
-	// pool is sized like a connection's concurrency, not the cores.
+	// pool is sized like a connection's concurrency, not the cores. A
+	// reply stays charged to the budget until FLOCK posted it (flockSent).
 	fs, err := flock.NewServer(d.Device, flock.WithMetrics(f.met),
+		flock.WithSent(func(_ uint16, size int) { fd.sess.flockSent(size) }),
 		flock.WithWorkers(min(max(64, 8*runtime.NumCPU()), s.opts.maxCalls)),
 		flock.WithInline(func(_ uint16, req []byte) bool { return s.neverBlocks(req) }),
 		flock.WithMaxMessage(fastpath.FlockMaxMessage), flock.WithRingSize(fastpath.FlockRing),
@@ -78,8 +81,9 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	ctx, cancel := context.WithCancel(context.Background())
 	// The pseudo-connection never finishes by itself (readDone stays
 	// false); the server's Close cancels its context.
-	fd := &flockDev{srv: fs, dev: d}
+	fd.srv = fs
 	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, calls: map[int32]*callCtx{}, held: map[uint64]*[]byte{}}
+	s.budget.markFastPath(fd.conn) // FLOCK is the fast path's, as lanes are
 	// The FLOCK session replies by FLOCK, never by its own protocol; its
 	// side is the default table's, for the buffers it would size.
 	t := serverTable(hints.Set{}, 0, transport.Transports[tr].Hint)
@@ -111,9 +115,12 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 // slot is free: waiting for one would stall the dispatcher. Anything it
 // cannot read goes to a worker, which answers the error.
 func (s *Server) neverBlocks(req []byte) bool {
-	if s.slots.full() {
-		return false
-	}
+	return !s.slots.full() && s.hintedNeverBlocks(req)
+}
+
+// hintedNeverBlocks reports whether a request frame calls a two-way
+// function whose server hints say never_blocks.
+func (s *Server) hintedNeverBlocks(req []byte) bool {
 	h, err := wire.DecodeHeader(req, s.opts.limits.MaxMessageSize)
 	if err != nil || h.Kind != wire.KindCall {
 		return false

@@ -3,7 +3,7 @@
 package server
 
 import (
-	"fmt"
+	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
@@ -39,12 +39,21 @@ import (
 //     itself holds the room.
 //   - A reply larger than the share is refused (encodeReply), as on TCP.
 //   - The fast path's connections together hold at most a quarter of
-//     the budget (fastPathShare, budget.go), so lanes cannot take the
-//     room TCP clients wait for.
+//     the budget (WithFastPathShare, budget.go), so lanes cannot take
+//     the room TCP clients wait for.
 //
 // A FLOCK call's request lives on the heap (callPooled): ReserveReply
 // charges it as a TCP call's, within the session's share and maximum,
-// until the call ends (its reply is then in FLOCK's own storage).
+// until the call ends. Every reply of laneChargeMin bytes or more FLOCK
+// is handed (callFLOCK) is then charged by its size (admitFlockReply)
+// until FLOCK posted it (flockSent, by the same rule): a client that
+// does not take its replies holds them in FLOCK's queues.
+// FLOCK's calls run beside each other, so one whose reply does not fit
+// waits for others to be posted, at most WithWriteTimeout; then the call
+// gets an exception instead (errReplyWait's text), as closing the
+// session's pseudo-connection would fail every client's FLOCK calls. A
+// never_blocks function's call may run on FLOCK's dispatcher, which must
+// not wait: its reply is refused at once (ReplyRoomError's text).
 
 // batch runs the calls of an RF-RPC batch one after the other and
 // answers with their replies in one frame, in order; a oneway call's place
@@ -70,7 +79,7 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 	defer func() { ls.inBatch = false }()
 	for i, f := range frames {
 		rest := len(frames) - 1 - i
-		ls.batchLim = fit.room(out, rest)
+		ls.batchLim, ls.batchLen = fit.room(out, rest), len(out)
 		rep, _ := ls.call(f)
 		if rep == nil {
 			var empty [wire.HeaderSize]byte
@@ -87,6 +96,53 @@ func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
 	}
 	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
 	return out, l.side.Protocol(len(out))
+}
+
+// admitFlockReply charges out, the reply frame FLOCK is handed for
+// request req, waiting while it does not fit (see above). It returns
+// the reply to send: out, or an exception in its place.
+func (ls *laneSession) admitFlockReply(req, out []byte) []byte {
+	c := ls.c
+	b := &c.s.budget
+	n := int64(len(out))
+	if b.total <= 0 || n < laneChargeMin { // small ones are not charged, as on lanes
+		return out
+	}
+	var timer <-chan time.Time
+	msg := errReplyWait.Error()
+	for {
+		b.mu.Lock()
+		if b.fits(c, n) || c.memHeld == 0 && b.used+n <= b.total {
+			b.take(c, n)
+			b.mu.Unlock()
+			return out
+		}
+		if c.s.hintedNeverBlocks(req) {
+			free := max(b.roomLocked(c), 0)
+			b.mu.Unlock()
+			msg = (&ReplyRoomError{Size: n - wire.HeaderSize, Limit: free}).Error()
+			break
+		}
+		if err := b.wait(c, &timer, c.s.opts.writeTimeout); err != nil {
+			break
+		}
+	}
+	c.s.met.rejected.WithLabelValues("memory_budget").Inc()
+	h, _ := wire.DecodeHeader(out, len(out)) // the server's own frame
+	codec := wire.GetCodec()
+	defer wire.PutCodec(codec)
+	exc := proto.NewApplicationException(proto.ExcInternalError, msg)
+	rep, _ := codec.AppendMessage(out[:wire.HeaderSize], h.Protocol(), "", proto.Exception, h.Seqid, exc)
+	sealReplyRefs(rep, nil, h.Protocol(), h.Seqid, proto.Exception, 0)
+	return rep
+}
+
+// flockSent gives back what a FLOCK reply of size bytes held once FLOCK
+// posted it (or dropped it with its peer): what admitFlockReply charged.
+func (ls *laneSession) flockSent(size int) {
+	if size >= laneChargeMin && ls.c.s.budget.total > 0 {
+		ls.c.s.budget.release(ls.c, int64(size))
+	}
 }
 
 // laneChargeMin is the single reply size from which a lane charges it.
@@ -219,13 +275,7 @@ func (ls *laneSession) releaseRoom() {
 // refuseShare is the exception frame for call frame f of a batch whose
 // reply of size bytes does not fit the connection's memory share.
 func (f *batchFit) refuseShare(ls *laneSession, call []byte, size int) []byte {
-	b := &ls.c.s.budget
-	b.mu.Lock()
-	free := max(b.roomLocked(ls.c), 0)
-	b.mu.Unlock()
-	return f.refuse(ls, call, fmt.Sprintf(
-		"hatrpc: reply of %d bytes does not fit in the batch's reply: %d bytes of the connection's memory share are free (WithMemoryBudget)",
-		size, free))
+	return f.refuse(ls, call, batchNoShare(size, ls.c))
 }
 
 // refuse is an exception frame saying msg, in place of the reply to call

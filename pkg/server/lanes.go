@@ -92,10 +92,12 @@ type laneSession struct {
 
 	stream laneStream // the stream the lane carries, if any (stream_lane.go)
 
-	// room is what the lane's replies hold of the memory budget, and
-	// batchLim the reply limit of a batch's call in hand (lanereply.go).
+	// room is what the lane's replies hold of the memory budget,
+	// batchLim the reply limit of a batch's call in hand and batchLen its
+	// frame's length so far (lanereply.go).
 	room     laneRoom
 	batchLim int
+	batchLen int
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -364,7 +366,7 @@ func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 func (ls *laneSession) callFLOCK(req, dst []byte) []byte {
 	ls.l.in.Add(float64(len(req)))
 	out, _ := ls.callFrame(req, dst)
-	return out
+	return ls.admitFlockReply(req, out)
 }
 
 // callFrame runs one request frame; dst is where the FLOCK session's reply
@@ -726,12 +728,10 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 	if len(md) > 0 {
 		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
 	}
-	b, typ := appendReply(codec, head, to, typ, body)
-	switch size, limit := len(b)-wire.HeaderSize, ls.maxReplyBody(); {
-	case size > limit:
-		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], to, size, limit), proto.Exception, 0
-	case ls.c.overShare(size):
-		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, ls.c.replyOverShare(size)), proto.Exception, 0
+	pre, room := len(head)-wire.HeaderSize, ls.replyRoom() // the header block counts
+	b, typ, size := appendReply(codec, head, to, typ, body, room-pre)
+	if exc := ls.refusal(pre+size, room); exc != nil {
+		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, exc), proto.Exception, 0
 	}
 	sealReplyRefs(b, nil, to.proto, to.seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -41,6 +43,7 @@ type options struct {
 
 	// Request memory (budget.go).
 	memBudget, memPerConn int64
+	fastShare             float64        // WithFastPathShare
 	containerLimits       map[string]int // method ("Service:method" or "method") -> max elements
 
 	laneLimits LaneLimits // lanebudget.go
@@ -67,6 +70,7 @@ func defaultOptions() options {
 		minReadRate:      DefaultMinReadRate,
 
 		memBudget:  DefaultMemoryBudget,
+		fastShare:  DefaultFastPathShare,
 		memPerConn: DefaultMemoryPerConn,
 	}
 }
@@ -120,7 +124,8 @@ func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 // once it holds its share, and a reply larger than the share is refused
 // with an exception (see replygate.go); a lane's replies and batches are
 // charged to its connection the same way, and the fast path's
-// connections together hold at most a quarter of total (budget.go). A call
+// connections together hold at most a share of total, by default a
+// quarter (WithFastPathShare). A call
 // reserves what its method's earlier replies took; a handler whose reply
 // may be far larger reserves as it builds it (ReserveReply). total 0
 // turns the budget off.
@@ -135,6 +140,37 @@ func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 // limit is the whole process's.
 func WithMemoryBudget(total, perConn int64) Option {
 	return func(o *options) { o.memBudget, o.memPerConn = total, perConn }
+}
+
+// WithFastPathShare sets the share of WithMemoryBudget's total that the
+// fast path's connections (dedicated lanes, FLOCK sessions) may hold
+// together, a fraction in (0, 1] (default DefaultFastPathShare, a
+// quarter): the rest stays for TCP clients, whose calls never wait for
+// the fast path's replies and batches. A connection of the fast path
+// may hold no more than this share (nor than perConn), so a lane's
+// reply or batch larger than it is refused. A server whose clients are
+// mostly on the fast path may give it more; 1 lets it take the whole
+// budget. A value outside (0, 1] fails Serve with an error matching
+// ErrBadOption.
+func WithFastPathShare(share float64) Option {
+	return func(o *options) { o.fastShare = share }
+}
+
+// DefaultFastPathShare is the fast path's share of the memory budget
+// without WithFastPathShare (budget.go says why a quarter).
+const DefaultFastPathShare = 0.25
+
+// ErrBadOption matches (errors.Is) the error of Serve with an option
+// value out of its range.
+var ErrBadOption = errors.New("server: bad option")
+
+// checkFastPathShare refuses a WithFastPathShare outside (0, 1] (NaN
+// included).
+func (o *options) checkFastPathShare() error {
+	if !(o.fastShare > 0 && o.fastShare <= 1) {
+		return fmt.Errorf("%w: WithFastPathShare(%v): the share must be more than 0 and at most 1", ErrBadOption, o.fastShare)
+	}
+	return nil
 }
 
 // WithContainerLimit makes decoding the arguments of method ("Service:name"

@@ -78,13 +78,12 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		// Large binary values (an echoed payload, a blob read from
 		// storage) go out from the handler's slices with one vectored
 		// write instead of being copied into the frame.
+		limit, pre := c.s.opts.limits.MaxMessageSize, len(b)-start // the header block counts
 		var refs []proto.Ref
-		b, refs, typ = appendReplyRefs(codec, b, to, typ, body)
-		switch size := len(b) + proto.RefsLen(refs) - start; {
-		case size > c.s.opts.limits.MaxMessageSize:
-			b, refs, typ, hflag = c.s.refuseReply(codec, b[:start], to, size), nil, proto.Exception, 0
-		case c.overShare(size):
-			b, refs, typ, hflag = appendRefused(codec, b[:start], to, c.replyOverShare(size)), nil, proto.Exception, 0
+		var size int
+		b, refs, typ, size = appendReplyRefs(codec, b, to, typ, body, c.replyRoom(limit)-pre)
+		if exc := c.refusal(pre+size, limit); exc != nil {
+			b, refs, typ, hflag = appendRefused(codec, b[:start], to, exc), nil, proto.Exception, 0
 		}
 		if hint != nil {
 			hint.Note(len(b))
@@ -102,12 +101,11 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		wire.PutBuf(bp)
 		return n - start
 	}
-	b, typ = appendReply(codec, b, to, typ, body)
-	switch size := len(b) - start; {
-	case size > c.s.opts.limits.MaxMessageSize:
-		b, typ = c.s.refuseReply(codec, b[:start], to, size), proto.Exception
-	case c.overShare(size):
-		b, typ = appendRefused(codec, b[:start], to, c.replyOverShare(size)), proto.Exception
+	limit := c.s.opts.limits.MaxMessageSize
+	var size int
+	b, typ, size = appendReply(codec, b, to, typ, body, c.replyRoom(limit))
+	if exc := c.refusal(size, limit); exc != nil {
+		b, typ = appendRefused(codec, b[:start], to, exc), proto.Exception
 	}
 	if hint != nil {
 		hint.Note(len(b))
@@ -169,31 +167,62 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 	}
 }
 
-// appendReply appends the reply message to b, or, when the result does not
-// encode (e.g. a required field left unset), an INTERNAL_ERROR exception in
-// its place; it returns the message type it wrote.
-func appendReply(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct) ([]byte, proto.MessageType) {
+// Replies that cannot be sent.
+//
+// A reply larger than its route's message limit, or than its
+// connection's share of the memory budget, can never be sent: the call
+// gets an INTERNAL_ERROR exception naming the size and the limit in its
+// place (the client would refuse an oversized frame with a message that
+// names neither the call nor the cause). Such a reply is not built: the
+// encoder keeps at most the room the reply can have (replyRoom: the
+// limit, or the share if smaller; a lane's batch, what its frame and the
+// free share leave) and only counts the rest (wire.Codec.SetLimit), so a
+// handler's result of 1 GB against a 64 MiB limit costs a buffer of
+// about 64 MiB, not 1 GB (issue 43, D2). refusal decides, for every
+// route (TCP, HTTP, lanes, batches, FLOCK), from the size the encoder
+// counted.
+
+// replyRoom is the most a reply's message may take on c when the route's
+// message limit is limit: that, or c's share of the memory budget if
+// smaller. A reply within it may still wait for room (admitReply).
+func (c *conn) replyRoom(limit int) int {
+	if b := &c.s.budget; b.total > 0 {
+		return int(min(int64(limit), b.shareOf(c)))
+	}
+	return limit
+}
+
+// refusal is the exception a call gets in place of its reply of size
+// bytes when the route's message limit is limit, or nil when the reply
+// may be sent.
+func (c *conn) refusal(size, limit int) *proto.ApplicationException {
+	switch {
+	case size > limit:
+		c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+		return replyTooLarge(size, limit)
+	case c.overShare(size):
+		return c.replyOverShare(size)
+	}
+	return nil
+}
+
+// appendReply appends the reply message to b, keeping at most room bytes
+// of it (nothing when it is larger: see above), or, when the result does
+// not encode (e.g. a required field left unset), an INTERNAL_ERROR
+// exception in its place; it returns the message type it wrote and the
+// message's size, counted whole even where it was not kept.
+func appendReply(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, proto.MessageType, int) {
 	start := len(b)
+	codec.SetLimit(max(room, 1))
 	out, err := codec.AppendMessage(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
-		return out, typ
+		return out, typ, len(out) - start
 	}
-	return appendEncodeFailed(codec, out[:start], to, err), proto.Exception
-}
-
-// refuseReply appends, in place of a reply of size bytes that exceeds
-// the message limit, an INTERNAL_ERROR exception naming the size and the
-// limit: the client would refuse the oversized frame with a message that
-// names neither the call nor the cause.
-func (s *Server) refuseReply(codec *wire.Codec, b []byte, to *replyTo, size int) []byte {
-	return s.refuseReplyLimit(codec, b, to, size, s.opts.limits.MaxMessageSize)
-}
-
-// refuseReplyLimit is refuseReply against limit (a lane's may be lower).
-func (s *Server) refuseReplyLimit(codec *wire.Codec, b []byte, to *replyTo, size, limit int) []byte {
-	s.met.rejected.WithLabelValues("reply_too_large").Inc()
-	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid, replyTooLarge(size, limit))
-	return out
+	if tl, ok := err.(*proto.TooLargeError); ok {
+		return out[:start], typ, tl.Size
+	}
+	out = appendEncodeFailed(codec, out[:start], to, err)
+	return out, proto.Exception, len(out) - start
 }
 
 // replyTooLarge is the exception a call whose reply of size bytes exceeds
@@ -219,14 +248,19 @@ func appendEncodeFailed(codec *wire.Codec, b []byte, to *replyTo, err error) []b
 }
 
 // appendReplyRefs is appendReply leaving large binary values out of b, as
-// wire.Codec.AppendMessageRefs.
-func appendReplyRefs(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct) ([]byte, []proto.Ref, proto.MessageType) {
+// wire.Codec.AppendMessageRefs; the size counts them.
+func appendReplyRefs(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, []proto.Ref, proto.MessageType, int) {
 	start := len(b)
+	codec.SetLimit(max(room, 1))
 	out, refs, err := codec.AppendMessageRefs(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
-		return out, refs, typ
+		return out, refs, typ, len(out) + proto.RefsLen(refs) - start
 	}
-	return appendEncodeFailed(codec, out[:start], to, err), nil, proto.Exception
+	if tl, ok := err.(*proto.TooLargeError); ok {
+		return out[:start], nil, typ, tl.Size
+	}
+	out = appendEncodeFailed(codec, out[:start], to, err)
+	return out, nil, proto.Exception, len(out) - start
 }
 
 // sealReplyRefs is sealReply for a frame continued by refs.

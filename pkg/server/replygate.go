@@ -10,11 +10,13 @@ package server
 // it is written, and a connection never holds more than its share:
 //
 //   - Before the reader hands on a call, it reserves the reply the
-//     method is expected to send (twice its largest so far: the
-//     handler's result and the reply encoded from it are alive
-//     together), added to what the request holds (the call's mem). A
-//     connection over its share stops being read, so its later calls
-//     wait (TCP pushes back on the client); other connections go on.
+//     method is expected to send (twice its estimate: its largest
+//     reply so far, decaying over the smaller ones after it, see
+//     wire.SizeHint; the handler's result and the reply encoded from
+//     it are alive together), added to what the request holds (the
+//     call's mem). A connection over its share stops being read, so
+//     its later calls wait (TCP pushes back on the client); other
+//     connections go on.
 //   - Once built, the reply is admitted by its size, in exchange for
 //     what its call held. One that does not fit waits, unsent and
 //     holding nothing of the budget (so replies waiting cannot hold the
@@ -43,8 +45,9 @@ package server
 // building a reply; the next cold call starts then. So what the server
 // holds beyond the budget is at most the replies built and waiting for
 // admission: coldMax cold ones per method and lease, or ones larger than
-// their method's estimate (its largest reply so far). Those stop their
-// reader until they are admitted, but the handlers that build them run
+// their method's estimate. Those stop their reader until they are
+// admitted (and are not built past the share: reply.go), but the
+// handlers that build them run
 // uncharged: after one Scan(1), 64 connections each sending one
 // Scan(10,000) grew hatkv by +0.4-0.5 GB. A handler whose reply may be
 // far larger than its method's earlier ones reserves as it builds
@@ -59,8 +62,8 @@ package server
 // A dedicated lane's replies and batches are charged by lanereply.go
 // (admitReply for a single reply), to the lane connection's share, the
 // fast path's connections holding at most a quarter of the budget
-// together (fastPathShare); a FLOCK call's reservation (ReserveReply) is
-// held until its call ends.
+// together (WithFastPathShare); a FLOCK call's reservation (ReserveReply)
+// is held until its call ends, its reply until FLOCK posted it.
 
 import (
 	"errors"
@@ -261,7 +264,7 @@ func (c *conn) overShare(size int) bool {
 // shareOf is the most c may ever hold of the budget.
 func (b *budget) shareOf(c *conn) int64 {
 	if c.fastPath.Load() {
-		return min(b.perConn, b.total/fastPathShare)
+		return min(b.perConn, b.fastMax)
 	}
 	return min(b.perConn, b.total)
 }

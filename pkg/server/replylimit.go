@@ -20,6 +20,61 @@ func (ls *laneSession) maxReplyBody() int {
 	return limit
 }
 
+// replyRoom is the most the reply body of the lane's call in hand may
+// take (reply.go): the lane's maximum or the connection's share, and in
+// a batch what the batch's frame has left, within the lane's maximum
+// (batchLim) and the share's free room (batch replies do not wait for
+// room: the batch holds what it has).
+func (ls *laneSession) replyRoom() int {
+	c := ls.c
+	room := c.replyRoom(ls.maxReplyBody())
+	if !ls.inBatch {
+		return room
+	}
+	room = min(room, ls.batchLim)
+	if b := &c.s.budget; b.total > 0 {
+		rm := &ls.room
+		b.mu.Lock()
+		free := b.roomLocked(c) + rm.held + rm.rq.mem - int64(ls.batchLen) - wire.HeaderSize
+		b.mu.Unlock()
+		room = int(max(min(int64(room), free), 0))
+	}
+	return room
+}
+
+// refusal is conn.refusal for the lane's call in hand, whose reply body
+// of size bytes had room bytes (replyRoom): in a batch, a reply within
+// the lane's maximum and the share that does not fit what the batch has
+// left gets an exception saying which room it lacks.
+func (ls *laneSession) refusal(size, room int) *proto.ApplicationException {
+	if exc := ls.c.refusal(size, ls.maxReplyBody()); exc != nil || !ls.inBatch || size <= room {
+		return exc
+	}
+	ls.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+	if size > ls.batchLim {
+		return proto.NewApplicationException(proto.ExcInternalError, batchNoRoom(size, ls.batchLim, ls.maxReplyBody()))
+	}
+	return proto.NewApplicationException(proto.ExcInternalError, batchNoShare(size, ls.c))
+}
+
+// batchNoRoom says that a batch call's reply of size bytes does not fit
+// the left bytes the batch's frame has left of the lane's maximum max.
+func batchNoRoom(size, left, max int) string {
+	return fmt.Sprintf("hatrpc: reply of %d bytes does not fit in the batch's reply: %d bytes left of the lane's message limit of %d bytes",
+		size, left, max)
+}
+
+// batchNoShare says that a batch call's reply of size bytes does not fit
+// the free room of c's memory share.
+func batchNoShare(size int, c *conn) string {
+	b := &c.s.budget
+	b.mu.Lock()
+	free := max(b.roomLocked(c), 0)
+	b.mu.Unlock()
+	return fmt.Sprintf("hatrpc: reply of %d bytes does not fit in the batch's reply: %d bytes of the connection's memory share are free (WithMemoryBudget)",
+		size, free)
+}
+
 // A dedicated lane's batch reply is one frame, so it must fit the lane's
 // maximum: 200 Scans in one batch made a 6 GB reply the engine could not
 // send, and the client waited for its own timeout. batchFit keeps the
@@ -59,7 +114,5 @@ func (f *batchFit) admit(ls *laneSession, out, rep, call []byte, rest int) []byt
 	if len(rep) <= room {
 		return rep
 	}
-	return f.refuse(ls, call, fmt.Sprintf(
-		"hatrpc: reply of %d bytes does not fit in the batch's reply: %d bytes left of the lane's message limit of %d bytes",
-		len(rep)-wire.HeaderSize, max(room-wire.HeaderSize, 0), f.max-wire.HeaderSize))
+	return f.refuse(ls, call, batchNoRoom(len(rep)-wire.HeaderSize, max(room-wire.HeaderSize, 0), f.max-wire.HeaderSize))
 }

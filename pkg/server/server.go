@@ -148,7 +148,7 @@ func New(opts ...Option) *Server {
 	s.laneBudget.init(o.laneLimits)
 	s.pool.init()
 	s.pool.onRetire = s.budget.giveBack
-	s.budget.init(o.memBudget, o.memPerConn)
+	s.budget.init(o.memBudget, o.memPerConn, o.fastShare)
 	s.coldLease = coldLease
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "hatrpc", Subsystem: "server", Name: "request_memory_bytes",
@@ -269,6 +269,10 @@ func (s *Server) ListenAndServe(addr string) error {
 // a non-nil error, ErrServerClosed after a shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if err := checkBuilt(s.opts.rdma); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := s.opts.checkFastPathShare(); err != nil {
 		ln.Close()
 		return err
 	}

@@ -352,6 +352,32 @@ func TestSizeHint(t *testing.T) {
 	assert.Equal(t, int32(1<<30), h.n.Load(), "sizes saturate instead of wrapping")
 }
 
+// Max follows a larger message at once and decays towards smaller ones:
+// an eighth of the way per message, reaching a steady size exactly.
+func TestSizeHintMaxDecays(t *testing.T) {
+	var h SizeHint
+	assert.Zero(t, h.Max())
+	h.Note(1000)
+	assert.Equal(t, 1000, h.Max())
+	h.Note(400_000)
+	assert.Equal(t, 400_000, h.Max(), "a larger message raises it at once")
+	h.Note(1000)
+	assert.Equal(t, 400_000-(399_000+7)/8, h.Max(), "an eighth of the way down")
+	prev := h.Max()
+	for i := range 40 {
+		h.Note(1000)
+		require.Less(t, h.Max(), prev, "note %d", i)
+		prev = h.Max()
+	}
+	assert.Less(t, h.Max(), 3000, "40 small messages later, the large one weighs less than 2 KB")
+	for range 100 {
+		h.Note(1000)
+	}
+	assert.Equal(t, 1000, h.Max(), "a steady size is reached exactly")
+	h.Note(1500)
+	assert.Equal(t, 1500, h.Max())
+}
+
 func TestReleaseCopiedGoesBackToThePool(t *testing.T) {
 	bp := GetBufSize(largeMin)
 	data := unsafe.SliceData((*bp)[:1])

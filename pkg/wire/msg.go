@@ -81,6 +81,8 @@ type Codec struct {
 
 	refs []proto.Ref // AppendMessageRefs' result, reused
 
+	limit int // SetLimit's, for the next message
+
 	js *proto.JSONCodec // made on first use: JSON connections only
 }
 
@@ -105,26 +107,46 @@ func PutCodec(c *Codec) {
 	if c.js != nil {
 		c.js.Release()
 	}
+	c.limit = 0
 	codecPool.Put(c)
 }
 
+// SetLimit bounds the next AppendMessage or AppendMessageRefs: a message
+// (refs included) that would take more than n bytes is not kept past
+// about n bytes of buffer (proto's writers count the rest, enclimit.go),
+// and the call returns dst's bytes (in a buffer that may have grown) and
+// a *proto.TooLargeError with its whole size. n <= 0: no limit. JSON is not bounded (it is transcoded
+// from a binary encoding whose size differs): its messages are checked
+// once built.
+func (c *Codec) SetLimit(n int) { c.limit = n }
+
 // AppendMessage appends a whole message (header and body struct) to dst.
 func (c *Codec) AppendMessage(dst []byte, p proto.Protocol, name string, typ proto.MessageType, seqid int32, body proto.Struct) ([]byte, error) {
+	limit := c.limit
+	c.limit = 0
 	switch p {
 	case proto.JSON:
 		return c.json().AppendMessage(dst, name, typ, seqid, body)
 	case proto.Compact:
 		c.cw.Reset(dst)
+		c.cw.SetLimit(limit)
 		c.cw.WriteMessageBegin(name, typ, seqid)
 		err := body.EncodeCompact(c.cw)
 		out := c.cw.Bytes()
+		if c.cw.Over() {
+			out, err = out[:len(dst)], &proto.TooLargeError{Size: c.cw.Size(), Limit: limit}
+		}
 		c.cw.Reset(nil)
 		return out, err
 	}
 	c.bw.Reset(dst)
+	c.bw.SetLimit(limit)
 	c.bw.WriteMessageBegin(name, typ, seqid)
 	err := body.EncodeBinary(c.bw)
 	out := c.bw.Bytes()
+	if c.bw.Over() {
+		out, err = out[:len(dst)], &proto.TooLargeError{Size: c.bw.Size(), Limit: limit}
+	}
 	c.bw.Reset(nil)
 	return out, err
 }

@@ -1,0 +1,136 @@
+package proto
+
+import (
+	"fmt"
+	"math"
+)
+
+// Encoding limits.
+//
+// A server builds a reply by encoding its handler's result into a buffer
+// that grows as needed; a result far larger than the message limit (a
+// Scan of 1 GB against a 64 MiB limit) made a buffer of its size, only
+// for the reply to be refused afterwards (issue 43, D2). A writer with a
+// limit (SetLimit) keeps at most that many bytes: once the message would
+// pass it, what it wrote is dropped and what follows only counted, so the
+// buffer stays about the limit's size while Size still reports what the
+// whole message takes (the refusal names it). A string or binary value
+// is copied only as far as the room goes, a run of list elements is
+// checked before it is copied, and the buffer is checked at the end of
+// each struct; in between a writer adds a struct's fixed-size fields,
+// list and map headers, the length prefixes of values it no longer
+// copies, or the scalar elements of a list written one by one (enums,
+// typedefs), whose encoding is no larger than what the result holds for
+// them. The checks cost the writers a compare (fit, check); past, the
+// rare path, is a call.
+
+// encLimit is a writer's limit state (BinaryWriter, CompactWriter), set
+// by NewBinaryWriter, NewCompactWriter and Reset: a writer that was
+// neither made by them nor Reset has a limit of 0.
+type encLimit struct {
+	lim      int // the most the buffer's length may reach; math.MaxInt without a limit
+	base     int // the buffer's length at Reset: what came before is the caller's
+	refBytes int // bytes of the values left out as refs (they count towards the limit)
+	dropped  int // once over: the bytes counted since base, not kept
+	skipped  int // bytes of values not copied for want of room (fit), counted
+	over     bool
+}
+
+func (l *encLimit) reset(base int) { *l = encLimit{lim: math.MaxInt, base: base} }
+
+// setLimit lets the message since Reset take n bytes at most (refs
+// included); n <= 0 removes the limit.
+func (l *encLimit) setLimit(n int) {
+	if n <= 0 {
+		l.lim = math.MaxInt
+		return
+	}
+	l.lim = l.base + n - l.refBytes
+}
+
+// past reports whether n more bytes pass the limit; then what the buffer
+// holds since base is counted and dropped (and from then on everything
+// written is), and the caller writes nothing. Writers call it when a
+// cheap check saw the limit passed (n may be the exact size the check
+// over-estimated). False when the bytes fit. It is kept out of line so
+// that the writers' methods stay small (a check costs them a compare).
+//
+//go:noinline
+func (l *encLimit) past(buf *[]byte, n int) bool {
+	if !l.over && len(*buf)+n <= l.lim {
+		return false
+	}
+	if !l.over {
+		l.over, l.dropped, l.lim = true, l.refBytes, l.base
+	}
+	l.dropped += len(*buf) - l.base + n
+	*buf = (*buf)[:l.base]
+	return true
+}
+
+// check drops what the buffer holds past the limit (after a header or a
+// struct's end was appended).
+func (l *encLimit) check(buf *[]byte) {
+	if len(*buf) > l.lim {
+		l.past(buf, 0)
+	}
+}
+
+// fit is how much of a value of n bytes to copy into a buffer of length
+// ln: all of it within the limit, else what the room has left; the rest
+// is counted (and the message is over the limit). No call and no
+// allocation, so the string and binary writers stay inlinable.
+func (l *encLimit) fit(ln, n int) int {
+	k := min(n, max(l.lim-ln, 0))
+	l.skipped += n - k
+	return k
+}
+
+// noteRef counts a value of n bytes left out of the buffer as a ref.
+func (l *encLimit) noteRef(n int) {
+	l.refBytes += n
+	l.lim -= n // math.MaxInt less n is no limit still
+}
+
+// size is the bytes written since Reset, refs included, kept or not.
+func (l *encLimit) size(buf []byte) int {
+	if l.over {
+		return l.dropped + len(buf) - l.base + l.skipped
+	}
+	return len(buf) - l.base + l.refBytes + l.skipped
+}
+
+// SetLimit makes the writer keep at most n bytes of what it writes from
+// now until the next Reset, refs included (see the top of enclimit.go);
+// n <= 0 removes the limit. Reset removes it too. Call it after Reset.
+func (w *BinaryWriter) SetLimit(n int) { w.setLimit(n) }
+
+// Over reports whether what was written since Reset passed the limit:
+// the buffer then holds nothing of it, and refs recorded are invalid.
+func (w *BinaryWriter) Over() bool { return w.over || w.skipped > 0 }
+
+// Size is the bytes written since Reset, refs included, whether kept or,
+// past the limit, only counted.
+func (w *BinaryWriter) Size() int { return w.size(w.buf) }
+
+// SetLimit is BinaryWriter.SetLimit.
+func (w *CompactWriter) SetLimit(n int) { w.setLimit(n) }
+
+// Over is BinaryWriter.Over.
+func (w *CompactWriter) Over() bool { return w.over || w.skipped > 0 }
+
+// Size is BinaryWriter.Size.
+func (w *CompactWriter) Size() int { return w.size(w.buf) }
+
+// TooLargeError is returned by an encoding whose message passed its
+// limit: Size is what the whole message takes, Limit the limit, in bytes.
+// It matches ErrSizeLimit (errors.Is).
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("proto: message of %d bytes exceeds the encoding limit of %d bytes", e.Size, e.Limit)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrSizeLimit }
