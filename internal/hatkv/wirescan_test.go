@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 )
@@ -87,6 +88,18 @@ func TestScanStreamWire(t *testing.T) {
 		{Fields: []string{"z", "a"}, Limit: 333},
 		{StartKey: "zz"},
 	}
+	// Where the server grants lanes (shm here, rdma in the Soft-RoCE
+	// VM), the wire stream takes the lane the generated one takes.
+	lanes := fastpath.Lanes(ts.client.Plan("HatKV:ScanStream").Transport)
+	lane0, _ := ts.client.conns[0].StreamRoutes()
+	defer func() {
+		lane1, tcp1 := ts.client.conns[0].StreamRoutes()
+		t.Logf("transport %v: streams on lanes %d, over TCP %d", ts.client.Plan("HatKV:ScanStream").Transport, lane1, tcp1)
+		if lanes {
+			// Each request streamed both ways, and the bad range's wire stream.
+			assert.Equal(t, lane0+uint64(2*len(reqs)+1), lane1, "streams that did not take lanes")
+		}
+	}()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, req := range reqs {
