@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -343,14 +344,19 @@ func (c *clientFlags) streamScan(cmd *cobra.Command, req *gen.ScanRequest) error
 		return err
 	}
 	defer cl.Close()
-	st, err := cl.ScanStream(ctx, req)
+	// Records in wire form (no map per record), printed from its bytes.
+	st, err := cl.ScanStreamWire(ctx, req)
 	if err != nil {
 		return c.hint(err)
 	}
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	var (
+		b      hatkv.WireBatch
+		fields []wireField
+	)
 	n := 0
 	for {
-		b, err := st.Recv()
+		err := st.Recv(&b)
 		if err == io.EOF {
 			break
 		}
@@ -360,7 +366,7 @@ func (c *clientFlags) streamScan(cmd *cobra.Command, req *gen.ScanRequest) error
 		}
 		for _, kr := range b.Records {
 			outf(w, "%s\n", kr.Key)
-			printRecord(w, "  ", kr.Record)
+			fields = printWire(w, "  ", kr, fields[:0])
 		}
 		n += len(b.Records)
 	}
@@ -413,6 +419,28 @@ func printRecord(w io.Writer, indent string, rec gen.Record) {
 		outf(w, "%s%s=%s\n", indent, name, printable(rec[name]))
 	}
 }
+
+// wireField is one field of a wire-form record, for printWire.
+type wireField struct{ name, val []byte }
+
+// printWire prints a wire-form record as printRecord prints its map:
+// fields sorted by name (a store's records are sorted already, a
+// decoding server's need not be). fields is scratch space, returned for
+// reuse.
+func printWire(w io.Writer, indent string, kr hatkv.WireRecord, fields []wireField) []wireField {
+	for n, v := range kr.All() {
+		fields = append(fields, wireField{n, v})
+	}
+	if !slices.IsSortedFunc(fields, cmpField) {
+		slices.SortFunc(fields, cmpField)
+	}
+	for _, f := range fields {
+		outf(w, "%s%s=%s\n", indent, f.name, printable(f.val))
+	}
+	return fields
+}
+
+func cmpField(a, b wireField) int { return bytes.Compare(a.name, b.name) }
 
 func printable(v []byte) string {
 	s := string(v)

@@ -25,19 +25,24 @@ type cpuSample struct {
 // server). CPU time is far less sensitive to other load on a shared
 // machine than calls/s, so it is what A/B comparisons lean on.
 func sampleCPU(serverPID int) cpuSample {
-	var s cpuSample
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	s := cpuSample{client: SelfCPU()}
 	if serverPID > 0 {
-		s.server, s.serverOK = procCPU(serverPID)
+		s.server, s.serverOK = ProcCPU(serverPID)
 	}
 	return s
 }
 
-// procCPU returns utime+stime of pid from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, bool) {
+// SelfCPU is this process's user+sys CPU time so far (rusage).
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ProcCPU returns utime+stime of pid from /proc/<pid>/stat (10 ms ticks).
+func ProcCPU(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false

@@ -399,6 +399,26 @@ func (r *BinaryReader) ReadString() (string, error) {
 	return r.strs.str(b), nil
 }
 
+// SplitsBinary reports whether the input is a JSON message's binary form
+// (JSONCodec), whose binary values are still base64 text: BytesFrom then
+// returns that form, not the binary protocol's bytes, and values must be
+// read one by one.
+func (r *BinaryReader) SplitsBinary() bool { return r.base64 }
+
+// BytesFrom returns the input from offset start (an earlier Pos) to the
+// current position: what was read since, as encoded. It is a sub-slice of
+// the input whatever Alias says, so a caller that keeps it copies it
+// unless the input outlives its use. A reader that keeps a value in its
+// encoded form (a store's record) reads or skips it and takes its bytes,
+// without building and encoding it again. nil when start is not an
+// offset at or before the current position.
+func (r *BinaryReader) BytesFrom(start int) []byte {
+	if start < 0 || start > r.pos {
+		return nil
+	}
+	return r.buf[start:r.pos:r.pos]
+}
+
 // checkText applies the string limit to a JSON string, which readLen
 // lets grow to a binary value's base64 length.
 func (r *BinaryReader) checkText(n int) error {
@@ -571,6 +591,13 @@ func (r *BinaryReader) Skip(t Type) error {
 		if err := r.enter(); err != nil {
 			return err
 		}
+		if k == STRING && v == STRING {
+			if err := r.skipStrings(2 * n); err != nil {
+				return err
+			}
+			r.depth--
+			return nil
+		}
 		for i := 0; i < n; i++ {
 			if err := r.Skip(k); err != nil {
 				return err
@@ -604,12 +631,47 @@ func (r *BinaryReader) skipElems(elem Type, n int) error {
 	if err := r.enter(); err != nil {
 		return err
 	}
+	if elem == STRING {
+		if err := r.skipStrings(n); err != nil {
+			return err
+		}
+		r.depth--
+		return nil
+	}
 	for i := 0; i < n; i++ {
 		if err := r.Skip(elem); err != nil {
 			return err
 		}
 	}
 	r.depth--
+	return nil
+}
+
+// skipStrings skips n length-prefixed values with readLen's checks, in
+// one loop: for the maps and lists of strings a reader skips whole (a
+// record's fields kept in wire form), where a call of Skip and of readLen
+// per value was most of the work. A value the loop does not take at once
+// (a bad length, or a JSON value's longer base64 text) goes through
+// readLen, so the outcome and any error are readLen's.
+func (r *BinaryReader) skipStrings(n int) error {
+	buf, limit, p := r.buf, r.lim.MaxStringLength, r.pos
+	for ; n > 0; n-- {
+		if len(buf)-p >= 4 {
+			l := int(int32(binary.BigEndian.Uint32(buf[p:])))
+			if l >= 0 && l <= limit && l <= len(buf)-p-4 {
+				p += 4 + l
+				continue
+			}
+		}
+		r.pos = p
+		l, err := r.readLen()
+		if err != nil {
+			return err
+		}
+		r.pos += l
+		p = r.pos
+	}
+	r.pos = p
 	return nil
 }
 

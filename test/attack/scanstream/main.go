@@ -1,6 +1,8 @@
 // Command scanstream measures issue 46's hatkv streamed scan against a
 // running `hatkv serve`: every record read once by paging with Scan
-// (10,000 a call) and once by ScanStream, records/s each, and the
+// (10,000 a call) and by ScanStream, records/s each, the CPU time both
+// processes used (user+sys: the client's rusage, the server's
+// /proc/PID/stat; robust to other load, where records/s is not) and the
 // server's RSS (VmRSS, and VmHWM: the peak since the measurement began)
 // before and after each. With -stall it opens a ScanStream and never
 // reads it, to show the server stopping at the window. It is a
@@ -8,10 +10,12 @@
 //
 //	hatkv serve --db DIR --listen 127.0.0.1:19090 --transport tcp --sync nosync --map-size 4GiB &
 //	go run ./test/attack/scanstream --load 1000000              # records of 10 × 100 B, once
-//	go run ./test/attack/scanstream --pid PID                   # paged, then streamed
+//	go run ./test/attack/scanstream --pid PID                   # paged, streamed, streamed in wire form
 //
-// The client is hatkv's own, over TCP; both ways decode every record
-// into its map, as any caller of the generated client does.
+// The client is hatkv's own, over TCP. Paged and stream decode every
+// record into its map, as any caller of the generated client does; wire
+// reads the same stream as hatkv.WireBatches (what `hatkv scan --all`
+// does), records in wire form.
 package main
 
 import (
@@ -22,9 +26,11 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hatrpc/hatrpc/internal/bench"
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
@@ -44,7 +50,7 @@ func run() error {
 	load := flag.Int("load", 0, "load this many records of 10 fields × -vsize bytes, then exit")
 	vsize := flag.Int("vsize", 100, "field size for -load")
 	stall := flag.Duration("stall", 0, "open a ScanStream, read nothing for this long, report the server's RSS")
-	only := flag.String("only", "", "paged or stream: run one way only (each in a fresh server compares them from the same start)")
+	only := flag.String("only", "", "paged, stream or wire: run one way only (each in a fresh server compares them from the same start)")
 	cpuprofile := flag.String("cpuprofile", "", "write the client's CPU profile of the scans to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -74,11 +80,12 @@ func run() error {
 	if *stall > 0 {
 		return stalled(ctx, kv, *pid, *stall)
 	}
-	for _, m := range []struct {
-		name string
-		scan func(context.Context, hatkv.KV) (int, error)
-	}{{"paged Scan(10,000)", paged}, {"ScanStream", streamed}} {
-		if *only != "" && !strings.Contains(strings.ToLower(m.name), *only) {
+	ways := []way{{"paged", "paged Scan(10,000)", paged}, {"stream", "ScanStream", streamed}, {"wire", "ScanStreamWire", streamedWire}}
+	if *only != "" && !slices.ContainsFunc(ways, func(w way) bool { return w.key == *only }) {
+		return fmt.Errorf("-only %q: want paged, stream or wire", *only)
+	}
+	for _, m := range ways {
+		if *only != "" && m.key != *only {
 			continue
 		}
 		if err := procstat.ResetPeak(*pid); err != nil {
@@ -89,9 +96,11 @@ func run() error {
 		peak := make(chan int64)
 		stop := make(chan struct{})
 		go func() { peak <- samplePeak(*pid, stop) }()
+		cpu0, srv0 := bench.SelfCPU(), serverCPU(*pid)
 		start := time.Now()
-		n, err := m.scan(ctx, kv)
+		n, err := m.scan(ctx, cl)
 		d := time.Since(start)
+		cpu1, srv1 := bench.SelfCPU(), serverCPU(*pid)
 		close(stop)
 		anonPeak := <-peak
 		if err != nil {
@@ -99,13 +108,29 @@ func run() error {
 		}
 		rss1, hwm := procstat.Status(*pid)
 		fmt.Printf("%-20s %9d records in %6.2f s: %9.0f records/s\n", m.name, n, d.Seconds(), float64(n)/d.Seconds())
+		perM := 1e6 / float64(max(n, 1))
+		fmt.Printf("%-20s CPU (user+sys) client %.2f s, server %.2f s: %.2f CPU-s per million records\n",
+			"", (cpu1 - cpu0).Seconds(), (srv1 - srv0).Seconds(), perM*(cpu1-cpu0+srv1-srv0).Seconds())
 		fmt.Printf("%-20s server VmRSS %d -> %d MiB, VmHWM %d MiB; RssAnon (heap, not the LMDB map) %d -> %d MiB, peak %d MiB (sampled every 20 ms)\n",
 			"", rss0>>10, rss1>>10, hwm>>10, anon0>>10, rssAnon(*pid)>>10, anonPeak>>10)
 	}
 	return nil
 }
 
-func paged(ctx context.Context, kv hatkv.KV) (int, error) {
+// way is one way of reading every record: -only's key, its name, the scan.
+type way struct {
+	key, name string
+	scan      func(context.Context, *hatkv.Client) (int, error)
+}
+
+// serverCPU is the server's CPU time so far (0 if unreadable).
+func serverCPU(pid int) time.Duration {
+	d, _ := bench.ProcCPU(pid)
+	return d
+}
+
+func paged(ctx context.Context, cl *hatkv.Client) (int, error) {
+	kv := cl.KV()
 	n, start := 0, ""
 	for {
 		page, err := kv.Scan(ctx, start, 10000, nil)
@@ -120,14 +145,33 @@ func paged(ctx context.Context, kv hatkv.KV) (int, error) {
 	}
 }
 
-func streamed(ctx context.Context, kv hatkv.KV) (int, error) {
-	st, err := kv.ScanStream(ctx, &gen.ScanRequest{})
+func streamed(ctx context.Context, cl *hatkv.Client) (int, error) {
+	st, err := cl.KV().ScanStream(ctx, &gen.ScanRequest{})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for {
 		b, err := st.Recv()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		n += len(b.Records)
+	}
+}
+
+func streamedWire(ctx context.Context, cl *hatkv.Client) (int, error) {
+	st, err := cl.ScanStreamWire(ctx, &gen.ScanRequest{})
+	if err != nil {
+		return 0, err
+	}
+	var b hatkv.WireBatch
+	n := 0
+	for {
+		err := st.Recv(&b)
 		if err == io.EOF {
 			return n, nil
 		}
