@@ -70,6 +70,12 @@ func TestCheck(t *testing.T) {
 			`testdata/badstream.thrift:6:13: streaming function S.c: argument "q" has type string, not a struct: the client's messages must be a struct`,
 			`testdata/badstream.thrift:7:30: oneway function S.d cannot stream: a stream has replies (streaming.mode="bidirectional")`,
 			`testdata/badstream.thrift:8:58: hint "idempotent" does not apply to streaming function S.e: a stream is never retried or hedged`,
+			`testdata/badstream.thrift:9:30: hint "stream_window" applies to streaming functions only: S.f is not one (declare it with streaming.mode)`,
+		}},
+		{"streaming window values", "testdata/badwindow.thrift", 1, []string{
+			`testdata/badwindow.thrift:5:74: bad value "100" for stream_window: must be at least 1KiB`,
+			`testdata/badwindow.thrift:6:74: bad value "2GiB" for stream_window: must be at most 1GiB`,
+			`testdata/badwindow.thrift:7:74: bad value "big" for stream_window: want a size like 512, 4KB, 4KiB, 1MB`,
 		}},
 		{"streams", "../../examples/stream/logs.thrift", 0, nil},
 		{"missing file", "testdata/nope.thrift", 1, []string{"nope.thrift"}},
@@ -227,15 +233,24 @@ func TestExplainStreams(t *testing.T) {
 		assert.Contains(t, out, "Logs."+fn+"\n  stream="+mode+"\n")
 	}
 	assert.Regexp(t, `(?m)^Logs\.count \(client\)\n  perf_goal`, out, "a unary function has no stream line")
+	// tail's c_hint stream_window: the client's side shows it, the
+	// server's (no s_hint) the connection's window, no line.
+	assert.Equal(t, 1, strings.Count(out, "stream_window=256KiB (2048 messages) per stream\n"), out)
+	assert.Contains(t, out, "stream_window=256KiB  ../../examples/stream/logs.thrift:49:104 (function c_hint)")
 
 	code, out, stderr = runHatgen("explain", file, "--cores", "2", "--json")
 	require.Equal(t, 0, code, stderr)
 	var sides []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &sides))
 	got := map[string]any{}
+	windows := map[string]any{}
 	for _, s := range sides {
 		got[s["function"].(string)+"/"+s["side"].(string)] = s["stream"]
+		if w, ok := s["table"].(map[string]any)["stream_window"]; ok {
+			windows[s["function"].(string)+"/"+s["side"].(string)] = w
+		}
 	}
+	assert.Equal(t, map[string]any{"tail/client": float64(256 << 10)}, windows)
 	assert.Equal(t, map[string]any{
 		"tail/client": "server", "tail/server": "server", "upload/client": "client", "upload/server": "client",
 		"chat/client": "bidirectional", "chat/server": "bidirectional", "count/client": nil, "count/server": nil,

@@ -44,7 +44,9 @@ service Logs {
   hint: perf_goal = throughput;
 
   // Server stream: the client sends one TailRequest, the server sends Lines.
-  Line tail(1: TailRequest req) throws (1: NoSuchSource missing) (streaming.mode = "server"),
+  // The client holds at most 256 KiB of Lines it has not read yet: the
+  // server's handler blocks in Send beyond that (stream_window).
+  Line tail(1: TailRequest req) throws (1: NoSuchSource missing) (streaming.mode = "server") [ c_hint: stream_window = 256KiB; ],
 
   // Client stream: the client sends Chunks, the server replies once.
   UploadSummary upload(1: Chunk chunk) throws (1: QuotaExceeded quota) (streaming.mode = "client") [ hint: payload_size = 64KiB; ]

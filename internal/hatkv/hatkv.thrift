@@ -135,10 +135,12 @@ service HatKV {
   /**
    * Up to count records with keys >= start_key, in key order; fewer when
    * the keys and records would pass the server's scan size limit
-   * (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
-   * ends before the record that would pass it (it holds at least one)
-   * and the reply header hatkv-scan-cut is set (on a call that sent
-   * headers), so the next Scan starts after its last key.
+   * (kvstore.Limits.MaxScanBytes, 32 MiB by default), or the room the
+   * reply has in the server's memory budget or message limit: the answer
+   * then ends before the record that would pass it (it holds at least
+   * one) and the reply header hatkv-scan-cut is set (on a call that sent
+   * headers; "1" for the size limit, "memory" or "message-limit"), so
+   * the next Scan starts after its last key.
    */
   list<KeyRecord> Scan(1: string start_key, 2: i32 count, 3: list<string> fields)
       throws (1: InvalidArgument bad)

@@ -8,6 +8,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 // Store is what the service needs from the storage engine; *kvstore.Store
@@ -98,12 +99,13 @@ const ScanCutHeader = "hatkv-scan-cut"
 
 // Scan implements hatkv.HatKVHandler.
 func (s *Service) Scan(ctx context.Context, startKey string, count int32, fields []string) ([]*hatkv.KeyRecord, error) {
-	kvs, cut, err := s.store.ScanCut(ctx, startKey, int(count), fields...)
+	rctx, room := scanRoom(ctx)
+	kvs, cut, err := s.store.ScanCut(rctx, startKey, int(count), fields...)
 	if err != nil {
 		return nil, mapError(err, startKey)
 	}
 	if cut {
-		markScanCut(ctx)
+		markScanCut(ctx, *room)
 	}
 	out := make([]*hatkv.KeyRecord, len(kvs))
 	for i, kv := range kvs {
@@ -198,7 +200,52 @@ func stripPrefix(s string) string {
 	return s
 }
 
-// markScanCut tells the client its Scan was cut (ScanCutHeader).
-func markScanCut(ctx context.Context) {
-	metadata.SetReply(ctx, ScanCutHeader, "1")
+// markScanCut tells the client its Scan was cut (ScanCutHeader): why is
+// "" when by the store's scan size limit (the header says "1"), else
+// what ended the reply's room in the RPC server (scanRoom).
+func markScanCut(ctx context.Context, why string) {
+	if why == "" {
+		why = "1"
+	}
+	metadata.SetReply(ctx, ScanCutHeader, why)
+}
+
+// Values of ScanCutHeader for a Scan cut where its reply's room in the
+// RPC server ended (server.ReserveReply): the connection's memory share
+// (a later Scan may get more) or the message limit.
+const (
+	ScanCutMemory       = "memory"
+	ScanCutMessageLimit = "message-limit"
+)
+
+// scanRoom returns ctx for a Scan whose answer reserves room for its
+// reply as it grows (server.ReserveReply), so that a Scan far larger
+// than the method's earlier replies is cut where the connection's
+// memory share or the message limit ends instead of being built
+// uncharged (issue 43: 64 Scans of 10,000 records after one of 1 grew a
+// server +399 MB over a 320 MiB budget), and what ended that room ("":
+// nothing) if it cut the Scan.
+func scanRoom(ctx context.Context) (context.Context, *string) {
+	why := new(string)
+	return kvstore.WithScanRoom(ctx, func(bytes, records int) bool {
+		err := server.ReserveReply(ctx, scanReplySize(bytes, records))
+		var re *server.ReplyRoomError
+		switch {
+		case err == nil:
+			*why = ""
+		case errors.As(err, &re) && re.MessageLimit:
+			*why = ScanCutMessageLimit
+		default:
+			*why = ScanCutMemory
+		}
+		return err == nil
+	}), why
+}
+
+// scanReplySize bounds the encoded Scan reply of records keys and
+// records taking bytes (as kvstore counts them): each KeyRecord adds
+// its field headers, the key's length and a stop (11 bytes in binary),
+// the message its header and the result struct.
+func scanReplySize(bytes, records int) int {
+	return bytes + 16*records + 64
 }

@@ -82,13 +82,14 @@ func wireService(ws WireStore, svc *Service) *server.Service {
 			})},
 		{Name: "Scan", NewArgs: func() proto.Struct { return hatkv.NewHatKVScanArgs() }, Hints: h.Function("Scan"),
 			Handle: handle(func(ctx context.Context, a *hatkv.HatKVScanArgs) (proto.Struct, error) {
-				kvs, cut, err := ws.ScanWire(ctx, a.StartKey, int(a.Count), a.Fields)
+				rctx, room := scanRoom(ctx)
+				kvs, cut, err := ws.ScanWire(rctx, a.StartKey, int(a.Count), a.Fields)
 				if err != nil {
 					res := hatkv.NewHatKVScanResult()
 					return declared(res, mapError(err, a.StartKey), &res.Bad)
 				}
 				if cut {
-					markScanCut(ctx)
+					markScanCut(ctx, *room)
 				}
 				return &wireResult{kind: wireScan, scan: kvs}, nil
 			})},

@@ -532,6 +532,10 @@ type session struct {
 	// read role is always held.
 	st      *streamcore.Conn
 	streams int
+	// fnWin: the server's own per-stream receive windows by function
+	// name (its stream_window hints), when it granted
+	// wire.CapStreamWindows; nil otherwise. Read-only after the hello.
+	fnWin map[string]wire.StreamWindows
 
 	// The read role (see reader.go): at most one goroutine reads at a time.
 	reading    bool

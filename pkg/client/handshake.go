@@ -20,7 +20,7 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	if caps == 0 {
 		caps = wire.CapFraming | s.c.laneOffer()
 	}
-	caps |= wire.CapHeaders | wire.CapStreams
+	caps |= wire.CapHeaders | wire.CapStreams | wire.CapStreamWindows
 	hello := wire.Hello{Version: wire.Version, Caps: caps,
 		MaxFrame: int32(min(s.c.o.limits.MaxMessageSize, 1<<31-1)),
 		Windows:  streamcore.WithDefaults(s.c.o.streams.windows)}
@@ -40,6 +40,12 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 		s.caps = rep.Caps
 		if rep.Caps&wire.CapStreams != 0 {
 			s.st = streamcore.NewConn(s.w.Write, releaseStreamMsg, rep.Windows, hello.Windows) // stream.go
+			if rep.Caps&wire.CapStreamWindows != 0 {
+				s.fnWin = make(map[string]wire.StreamWindows, len(rep.FnWindows))
+				for _, w := range rep.FnWindows {
+					s.fnWin[w.Function] = wire.StreamWindows{Messages: w.Messages, Bytes: w.Bytes}
+				}
+			}
 			// A batched stream frame's write failed: the session is broken.
 			s.w.OnAsyncError(s.fail)
 		}

@@ -37,10 +37,16 @@ func (c *Conn) laneOffer() uint64 { return transport.Offer(c.o.rdma) }
 
 // lanes is the Conn's set of lane pools.
 type lanes struct {
-	c      *Conn
-	mu     sync.Mutex
-	pools  map[poolKey]*lanePool
-	devs   map[hints.Transport]*fastpath.Device
+	c     *Conn
+	mu    sync.Mutex
+	pools map[poolKey]*lanePool
+	devs  map[hints.Transport]*fastpath.Device
+	// live counts the lanes not yet closed: close releases the devices
+	// only once none is left (a lane in use outlives close, and its
+	// endpoint's QP lives on the device), else the last lane's close
+	// does, from held.
+	live   int
+	held   map[hints.Transport]*fastpath.Device
 	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
 	// gen counts changes of off and closed: a cached route picked under
@@ -264,17 +270,27 @@ func (p *lanePool) openDedicated(ctx context.Context, reqSize int) (*clane, erro
 // lock), then one from the channel.
 func (p *lanePool) takeIdle() *clane {
 	for {
-		l := p.hot.Swap(nil)
+		l := p.takeAny()
 		if l == nil {
-			select {
-			case l = <-p.idle:
-			default:
-				return nil
-			}
+			return nil
 		}
 		if l = p.usable(l); l != nil {
 			return l
 		}
+	}
+}
+
+// takeAny takes an idle lane, the hot one first, whatever its state; nil
+// when there is none.
+func (p *lanePool) takeAny() *clane {
+	if l := p.hot.Swap(nil); l != nil {
+		return l
+	}
+	select {
+	case l := <-p.idle:
+		return l
+	default:
+		return nil
 	}
 }
 
@@ -298,13 +314,7 @@ func (p *lanePool) usable(l *clane) *clane {
 func (p *lanePool) reapIdle() {
 	var keep []*clane
 	for range cap(p.idle) + 1 {
-		l := p.hot.Swap(nil)
-		if l == nil {
-			select {
-			case l = <-p.idle:
-			default:
-			}
-		}
+		l := p.takeAny()
 		if l == nil {
 			break
 		}
@@ -435,6 +445,9 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 			go p.reapIdle()
 		}
 	})
+	p.ls.mu.Lock()
+	p.ls.live++
+	p.ls.mu.Unlock()
 	p.mu.Lock()
 	p.all[l] = struct{}{}
 	p.mu.Unlock()
@@ -483,6 +496,7 @@ func (l *clane) close() {
 		delete(p.all, l)
 		p.mu.Unlock()
 		<-p.tokens
+		p.ls.laneClosed()
 	})
 }
 

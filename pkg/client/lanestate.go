@@ -202,6 +202,28 @@ func (ls *lanes) close() {
 			l.link.Close()
 		}
 	}
+	ls.mu.Lock()
+	if ls.live > 0 {
+		ls.held, devs = devs, nil // the last lane's close releases them
+	}
+	ls.mu.Unlock()
+	release(devs)
+}
+
+// laneClosed counts a lane gone; after close, the last one releases the
+// devices close held for it.
+func (ls *lanes) laneClosed() {
+	ls.mu.Lock()
+	ls.live--
+	var devs map[hints.Transport]*fastpath.Device
+	if ls.live == 0 && ls.closed {
+		devs, ls.held = ls.held, nil
+	}
+	ls.mu.Unlock()
+	release(devs)
+}
+
+func release(devs map[hints.Transport]*fastpath.Device) {
 	for _, d := range devs {
 		d.Release()
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -40,6 +41,26 @@ func WithStreamWindow(messages, bytes, conn int) Option {
 }
 
 func clamp32(n int) int32 { return int32(min(max(n, 0), 1<<31-1)) }
+
+// StreamMeter is told the size of each message a stream sends or
+// receives: its data frame's payload, what the stream windows count and
+// the server's hatrpc_server_stream_message_bytes_total adds (a server
+// message's header block included). Calls come from the goroutine of
+// the SendMsg or RecvMsg that moved the message, once it returned nil.
+type StreamMeter interface {
+	SentMsg(bytes int64)
+	ReceivedMsg(bytes int64)
+}
+
+type meterKey struct{}
+
+// WithStreamMeter returns ctx carrying m: a stream NewStream opens with
+// it (under any interceptors) reports every message to m. Metering costs
+// a stream without a meter one nil check per message.
+// clientmetrics.StreamInterceptor counts bytes this way.
+func WithStreamMeter(ctx context.Context, m StreamMeter) context.Context {
+	return context.WithValue(ctx, meterKey{}, m)
+}
 
 // StreamOpener opens a stream; stream interceptors receive the next one.
 type StreamOpener func(ctx context.Context, m *Method, final proto.Struct) (Stream, error)
@@ -145,6 +166,13 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 
 // writeOpen encodes cs's open frame (its headers, and the call message
 // with no arguments that names the function) and hands it to write.
+//
+// With a server that grants wire.CapStreamWindows every open names the
+// stream's receive window on this side (FlagWindow), and the stream
+// counts by the windows of its function on both sides: its own
+// stream_window hint, and the server's as the hello listed it. writeOpen
+// is the one place both TCP and lane streams set them, before anything
+// of the stream is sent.
 func (c *Conn) writeOpen(ctx context.Context, cs *clientStream, timeout time.Duration, write func([]byte) error) error {
 	name := cs.m.Name
 	if c.o.multiplexed && cs.m.Service != "" {
@@ -155,8 +183,22 @@ func (c *Conn) writeOpen(ctx context.Context, cs *clientStream, timeout time.Dur
 	defer wire.PutBuf(bp)
 	b := (*bp)[:wire.HeaderSize]
 	var flags uint8
+	cs.meter, _ = ctx.Value(meterKey{}).(StreamMeter) // both routes open through here
+	if cs.s.caps&wire.CapStreamWindows != 0 {
+		var recv wire.StreamWindows
+		if cs.m.Hints != nil {
+			n, msgs := hints.StreamWindowOf(cs.m.Hints.Client) // as the plan's table shows it
+			recv = wire.StreamWindows{Messages: int32(msgs), Bytes: int32(n)}
+		}
+		cs.st.SetWindows(cs.s.fnWin[name], recv)
+		msgs, n := cs.st.RecvWindow()
+		b = wire.AppendOpenWindow(b, uint32(msgs), uint32(n))
+		flags |= wire.FlagWindow
+	}
 	if cs.s.carriesHeaders() {
-		b, flags = cs.s.appendRequestHead(ctx, b, cs.id)
+		var hf uint8
+		b, hf = cs.s.appendRequestHead(ctx, b, cs.id)
+		flags |= hf
 	}
 	b, err := codec.AppendMessage(b, cs.proto, name, proto.Call, cs.id, emptyStruct{})
 	wire.PutCodec(codec)
@@ -216,6 +258,7 @@ type clientStream struct {
 	s      *session
 	st     *streamcore.Stream
 	m      *Method
+	meter  StreamMeter // nil: none (WithStreamMeter)
 	final  proto.Struct
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -311,6 +354,9 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 		}
 		return nil
 	})
+	if err == nil && cs.meter != nil {
+		cs.meter.SentMsg(size)
+	}
 	if errors.Is(err, errEnded) {
 		// The server ended the stream: io.EOF, unless RecvMsg already
 		// found out how and it was an error (gRPC-Go's rule).
@@ -370,6 +416,8 @@ func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 		if err != nil {
 			err = fmt.Errorf("client: decode %s stream message: %w", cs.m.Name, err)
 			cs.reset(err)
+		} else if cs.meter != nil {
+			cs.meter.ReceivedMsg(m.Size)
 		}
 		return err
 	}

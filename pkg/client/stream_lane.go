@@ -187,8 +187,8 @@ type laneRunner struct {
 // (the windows' rule, streamcore.Stream.Send): only then is a poll sure
 // to be answered without credit from this side.
 func (r *laneRunner) serverMaySend() bool {
-	w := r.sc.Recv
-	return r.msgs < int64(w.Messages) && r.bytes < int64(w.Bytes) && r.conn < int64(w.Conn)
+	msgs, n := r.cs.st.RecvWindow() // the stream's: its stream_window hint, else the lane's
+	return r.msgs < int64(msgs) && r.bytes < int64(n) && r.conn < int64(r.sc.Recv.Conn)
 }
 
 // sent counts the credit of a request about to go, and reports whether

@@ -78,19 +78,9 @@ func (c *Client) Call(ctx context.Context, method string, args map[string]any) (
 // CallJSON is Call with the arguments as a JSON object and the result as
 // JSON ("null" for void and oneway functions).
 func (c *Client) CallJSON(ctx context.Context, method string, args []byte) ([]byte, error) {
-	var obj map[string]any
-	if len(args) > 0 {
-		v, err := parseJSON("args", args)
-		if err != nil {
-			return nil, err
-		}
-		switch x := v.(type) {
-		case nil:
-		case map[string]any:
-			obj = x
-		default:
-			return nil, &ValueError{Path: "args", Msg: "want object, got " + kind(v)}
-		}
+	obj, err := object("args", args)
+	if err != nil {
+		return nil, err
 	}
 	m, v, err := c.call(ctx, method, obj)
 	if err != nil {

@@ -375,6 +375,39 @@ var schema = []Key{
 			}
 			return str, err
 		}},
+	{Name: "stream_window", Type: TypeSize, Default: "auto",
+		Doc: "a streaming function's receive window per stream on this side, in bytes (the message count follows, one per 128 bytes, at least 16); the peer sends at most that much ahead of this side's reading; auto: the connection's window (WithStreamWindow, 1MiB by default)",
+		apply: func(s *Set, raw string) (string, error) {
+			if isWord(raw, "auto") {
+				s.StreamWindow = 0
+				return "auto", nil
+			}
+			return sizeIn(raw, MinStreamWindow, MaxStreamWindow, &s.StreamWindow)
+		}},
+}
+
+// Bounds of stream_window: below 1 KiB a window holds less than one
+// frame of most messages and every message waits for credit; past 1 GiB
+// it no longer bounds anything the way a window should, and a window
+// frame carries 32 bits.
+const (
+	MinStreamWindow = 1 << 10
+	MaxStreamWindow = 1 << 30
+)
+
+func sizeIn(raw string, lo, hi int, dst *int) (string, error) {
+	n, err := ParseSize(raw)
+	if err != nil {
+		return "", err
+	}
+	if n < lo {
+		return "", &RangeError{Value: raw, Msg: "must be at least " + FormatSize(lo)}
+	}
+	if n > hi {
+		return "", &RangeError{Value: raw, Msg: "must be at most " + FormatSize(hi)}
+	}
+	*dst = n
+	return FormatSize(n), nil
 }
 
 // isWord reports whether raw spells word. Keys whose default is a word

@@ -41,6 +41,7 @@ type Set struct {
 	Idempotent      bool          // client: the function may be sent again (pkg/cluster and client.Conn retries, hedges)
 	Retries         int           // client: attempts after the first when Idempotent; 0 = DefaultRetries, NoRetries = none
 	Hedge           time.Duration // client: a Conn's hedge delay when Idempotent; 0 = none
+	StreamWindow    int           // bytes: a streaming function's per-stream receive window on this side; 0 = the connection's
 	App             map[string]string
 }
 
@@ -206,6 +207,7 @@ func GoLiteral(s Set) string {
 		num("Retries", s.Retries)
 	}
 	dur("Hedge", s.Hedge)
+	num("StreamWindow", s.StreamWindow)
 	if len(s.App) > 0 {
 		keys := make([]string, 0, len(s.App))
 		for k := range s.App {

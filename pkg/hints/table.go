@@ -5,6 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+
 	"github.com/hatrpc/hatrpc/pkg/stream"
 )
 
@@ -212,6 +215,12 @@ type Table struct {
 	NUMA    NUMA          `json:"numa"`
 	Timeout time.Duration `json:"timeout"`
 
+	// StreamWindow, StreamWindowMessages: a stream's receive window on
+	// this side (stream_window), bytes and the message count derived
+	// from them; 0: the connection's (docs/design/streams.md).
+	StreamWindow         int `json:"stream_window,omitempty"`
+	StreamWindowMessages int `json:"stream_window_messages,omitempty"`
+
 	Adapts []Adapt `json:"adapts"`
 }
 
@@ -280,6 +289,9 @@ func TableFor(set Set, env Env) Table {
 		QPSharing: base.QPSharing, FlockMax: FlockMaxFrame,
 		Batching: base.Batching, NUMA: base.NUMA, Timeout: base.Timeout,
 	}
+	if env.Stream != stream.None {
+		t.StreamWindow, t.StreamWindowMessages = StreamWindowOf(set)
+	}
 	if !fast {
 		t.Rows = []Row{{Max: NoBound, Route: RouteTCP, Polling: base.Polling}}
 		t.Adapts = []Adapt{}
@@ -332,6 +344,18 @@ func TableFor(set Set, env Env) Table {
 	}
 	t.Adapts = adaptsOf(&t, share)
 	return t
+}
+
+// StreamWindowOf is the per-stream receive window set asks for, in
+// bytes and messages (0, 0: the connection's): the message count is
+// derived from the bytes as for a connection's window
+// (streamcore.WithDefaults), so both follow one rule.
+func StreamWindowOf(set Set) (bytes, messages int) {
+	if set.StreamWindow <= 0 {
+		return 0, 0
+	}
+	w := streamcore.WithDefaults(wire.StreamWindows{Bytes: int32(min(set.StreamWindow, MaxStreamWindow))})
+	return int(w.Bytes), int(w.Messages)
 }
 
 // LanesCarry reports whether lanes carry streams of mode m: every mode

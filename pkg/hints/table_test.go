@@ -184,3 +184,35 @@ func TestTableText(t *testing.T) {
 	assert.Equal(t, "flock", rows[0].(map[string]any)["route"])
 	assert.NotEmpty(t, back["adapts"])
 }
+
+// TestTableStreamWindow: a stream's table carries its stream_window, the
+// message count derived from the bytes as for a connection's window; a
+// unary function's table and an unhinted stream's carry none.
+func TestTableStreamWindow(t *testing.T) {
+	tests := []struct {
+		name        string
+		set         Set
+		mode        stream.Mode
+		bytes, msgs int
+		text        string
+	}{
+		{"256KiB server stream", Set{StreamWindow: 256 << 10}, stream.Server, 256 << 10, 2048, "stream_window=256KiB (2048 messages) per stream\n"},
+		{"1KiB: at least 16 messages", Set{StreamWindow: 1 << 10}, stream.Bidi, 1 << 10, 16, "stream_window=1KiB (16 messages) per stream\n"},
+		{"unhinted stream", Set{}, stream.Client, 0, 0, ""},
+		{"unary function", Set{StreamWindow: 64 << 10}, stream.None, 0, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, tr := range []Transport{TransportTCP, TransportSHM} {
+				tab := TableFor(tt.set, Env{Side: SideClient, Transport: tr, Cores: 2, Stream: tt.mode})
+				assert.Equal(t, tt.bytes, tab.StreamWindow)
+				assert.Equal(t, tt.msgs, tab.StreamWindowMessages)
+				if tt.text != "" {
+					assert.Contains(t, tab.String(), tt.text)
+				} else {
+					assert.NotContains(t, tab.String(), "stream_window")
+				}
+			}
+		})
+	}
+}

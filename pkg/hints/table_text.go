@@ -107,6 +107,7 @@ func (t Table) Write(w io.Writer, indent string) error {
 		return err
 	}
 	if !t.FastPath() {
+		writeStreamWindow(w, t, indent)
 		return nil
 	}
 	if !slices.Equal(t.Rows, t.Lane) {
@@ -139,8 +140,17 @@ func (t Table) Write(w io.Writer, indent string) error {
 		timeout = FormatDuration(t.Timeout)
 	}
 	fmt.Fprintf(w, " numa=%s timeout=%s\n", t.NUMA, timeout)
+	writeStreamWindow(w, t, indent)
 	for _, a := range t.Adapts {
 		fmt.Fprintf(w, "%sadapts %s: %s\n", indent, a.What, a.Trigger)
 	}
 	return nil
+}
+
+// writeStreamWindow prints a stream's hinted receive window (TCP and
+// lane tables alike).
+func writeStreamWindow(w io.Writer, t Table, indent string) {
+	if t.StreamWindow > 0 {
+		fmt.Fprintf(w, "%sstream_window=%s (%d messages) per stream\n", indent, FormatSize(t.StreamWindow), t.StreamWindowMessages)
+	}
 }

@@ -57,6 +57,16 @@ var unstreamable = map[string]bool{"idempotent": true, "hedge": true, "retries":
 // messages are structs and that its own hints apply to a stream.
 func (l *loader) checkStream(s *Service, f *Function) {
 	if f.Stream == stream.None {
+		// A window is a stream's; at the service level it concerns the
+		// service's streaming functions only.
+		for _, g := range f.Hints {
+			for _, e := range g.Entries {
+				if e.Key == "stream_window" {
+					l.diags.errorf(ErrStream, e.Pos, fmt.Sprintf("hint %q applies to streaming functions only: %s.%s is not one (declare it with %s)",
+						e.Key, s.Name, f.Name, stream.AnnotationKey))
+				}
+			}
+		}
 		return
 	}
 	where := "streaming function " + s.Name + "." + f.Name

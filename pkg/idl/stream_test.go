@@ -72,6 +72,11 @@ func TestStreamingErrorsExactText(t *testing.T) {
 			`main.thrift:5:58: hint "idempotent" does not apply to streaming function S.f: a stream is never retried or hedged`,
 			`main.thrift:5:75: hint "retries" does not apply to streaming function S.f: a stream is never retried or hedged`,
 		}},
+		{"window on a unary function", `service S {
+  Resp f(1: Req req) [ s_hint: stream_window = 64KiB; ]
+}`, []string{
+			`main.thrift:5:32: hint "stream_window" applies to streaming functions only: S.f is not one (declare it with streaming.mode)`,
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,14 +13,17 @@ import (
 // callCtx is the context of one HatRPC call. It replaces
 // context.WithDeadline/WithCancel on the hot path: the deadline timer and the
 // parent watch are only set up if the handler actually asks for Done, so a
-// handler that never blocks on its context costs 48 bytes (a lane's come
-// from a block, see ctxSlab), and ending its call takes no lock.
+// handler that never blocks on its context costs 56 bytes (they come from
+// blocks, see ctxSlab), and ending its call takes no lock.
 type callCtx struct {
 	parent context.Context      // the connection's context
 	dl     time.Duration        // the deadline, since epoch (monotonic); 0: none
 	sc     *metadata.ServerCall // the call's headers, if it has any
-	state  atomic.Uint32        // ctxLive, or how the call ended
-	w      atomic.Pointer[ctxWatch]
+	// rq is a TCP connection's call, for ReserveReply (replyroom.go);
+	// nil for a lane's or FLOCK's, whose request lives on a stack.
+	rq    *request
+	state atomic.Uint32 // ctxLive, or how the call ended
+	w     atomic.Pointer[ctxWatch]
 }
 
 // ctxWatch is what the first Done sets up: the channel and its watchers.
@@ -73,9 +76,9 @@ type ctxSlab struct {
 	i   int // the next one to hand out
 }
 
-// ctxSlabSize contexts of 48 bytes and the allocation header fill a
-// 1 KiB size class.
-const ctxSlabSize = 21
+// ctxSlabSize contexts of 56 bytes fill a 1 KiB size class (1,008
+// bytes; a shared block's counter fits in the rest).
+const ctxSlabSize = 18
 
 func (s *ctxSlab) next(parent context.Context, dl time.Duration) *callCtx {
 	if s.blk == nil || s.i == ctxSlabSize {
@@ -132,6 +135,9 @@ func (c *callCtx) Deadline() (time.Time, bool) {
 func (c *callCtx) Value(key any) any {
 	if c.sc != nil && metadata.IsServerCallKey(key) {
 		return c.sc
+	}
+	if _, ok := key.(replyRoomKey); ok && c.rq != nil {
+		return c
 	}
 	return c.parent.Value(key)
 }

@@ -106,7 +106,7 @@ func TestCallCtxEndRaces(t *testing.T) {
 // TestCtxSlab: contexts from a lane's blocks are never reused, so one a
 // handler kept reads as ended while later calls run.
 func TestCtxSlab(t *testing.T) {
-	require.EqualValues(t, 48, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 48-byte contexts")
+	require.EqualValues(t, 56, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 56-byte contexts")
 	var s ctxSlab
 	parent := context.Background()
 	first := s.next(parent, 0)

@@ -89,6 +89,7 @@ type conn struct {
 	chargeFn wire.Charge // c.charge, made once
 	charging int64       // reader-owned: budget charged for the message being read
 	rg       replyGate   // reply memory (replygate.go)
+	ctxs     ctxSlab     // reader-owned: its calls' contexts
 	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
 }
 
@@ -117,6 +118,7 @@ type request struct {
 	// borrow_args method's arguments may alias it as they alias buf.
 	lease bool
 	cold  *coldPlace // a cold call's place (replygate.go); nil: none
+	conn  *conn      // set for a call whose handler may ReserveReply (replyroom.go)
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
 	// execute leaves the handler's result and error in res and err and
@@ -501,12 +503,21 @@ func (c *conn) next() (*request, error) {
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
-	if r.hat || timeout > 0 {
+	// A call with a reply has its own context, through which its
+	// handler may reserve room for it (ReserveReply).
+	if r.hat || timeout > 0 || !r.oneway {
 		// Created (and registered for Cancel frames) by the reader, before
 		// the next frame is read, so a Cancel right behind its call is
 		// never missed; waiting for a slot counts against the deadline.
-		r.ctx = newCallCtx(c.ctx, timeout)
+		var dl time.Duration
+		if timeout > 0 {
+			dl = deadlineAt(time.Since(epoch), timeout)
+		}
+		r.ctx = c.ctxs.next(c.ctx, dl)
 		r.ctx.sc = sc
+		if !r.oneway {
+			r.ctx.rq, r.conn = r, c
+		}
 		if r.hat && !r.oneway {
 			c.mu.Lock()
 			c.calls[r.fseq] = r.ctx

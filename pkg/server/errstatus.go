@@ -36,6 +36,8 @@ func (c *conn) failReply(r *request, err error) *proto.ApplicationException {
 		c.s.log.Debug("hatrpc: handler status", "method", r.m.m.Name, "remote", c.remote, "request_id", requestID(r), "code", st.Code().String(), "err", st.Message())
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, ErrReplyRoom): // the peer's doing, not the handler's: not logged
+		return proto.NewApplicationException(proto.ExcInternalError, err.Error())
 	case errors.As(err, &pe): // logged with its stack where it was recovered
 		st = status.New(codes.Internal, err.Error())
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):

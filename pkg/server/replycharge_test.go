@@ -34,3 +34,25 @@ func TestReplyChargeAllocs(t *testing.T) {
 	}
 	require.Zero(t, s.budget.used)
 }
+
+// TestReserveReplyAllocs: a handler's ReserveReply that fits costs no
+// allocation (finding the call through its context included).
+func TestReserveReplyAllocs(t *testing.T) {
+	s := New(WithMemoryBudget(1<<20, 1<<20))
+	defer s.budget.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &conn{s: s, ctx: ctx}
+	r := &request{conn: c}
+	var slab ctxSlab
+	cc := slab.next(ctx, 0)
+	cc.rq = r
+	require.Zero(t, testing.AllocsPerRun(1000, func() {
+		if err := ReserveReply(cc, 1000); err != nil {
+			t.Fatal(err)
+		}
+		s.budget.release(c, r.mem)
+		r.mem = 0
+	}))
+	require.Zero(t, s.budget.used)
+}

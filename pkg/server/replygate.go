@@ -44,9 +44,11 @@ package server
 // holds beyond the budget is at most the replies built and waiting for
 // admission: coldMax cold ones per method and lease, or ones larger than
 // their method's estimate (its largest reply so far). Those stop their
-// reader until they are admitted, but calls whose replies outgrow the
-// estimate are not bounded: after one Scan(1), 64 connections each
-// sending one Scan(10,000) grew hatkv by +0.4-0.5 GB.
+// reader until they are admitted, but the handlers that build them run
+// uncharged: after one Scan(1), 64 connections each sending one
+// Scan(10,000) grew hatkv by +0.4-0.5 GB. A handler whose reply may be
+// far larger than its method's earlier ones reserves as it builds
+// (ReserveReply, replyroom.go) and cuts its answer where the room ends.
 //
 // Thrift over HTTP sends a request's replies in one response once all
 // its calls ended: they stay charged until that response is written

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +42,11 @@ type Server struct {
 	smet *streamMetrics
 
 	methods atomic.Pointer[map[string]*method]
-	regMu   sync.Mutex
-	svcs    map[string]*Service
+	// fnWindows: the streaming functions' own receive windows, for the
+	// hello reply (storeFnWindows)
+	fnWindows atomic.Pointer[[]wire.FnWindow]
+	regMu     sync.Mutex
+	svcs      map[string]*Service
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -103,6 +107,7 @@ type method struct {
 	lim     *proto.Limits                                     // decoder limits of its arguments (WithContainerLimit)
 	limiter Limiter                                           // rate limit (WithRateLimit); nil = none
 	calls   sync.Pool                                         // reset call values (callpool.go)
+	window  wire.StreamWindows                                // a stream's receive window (stream_window); zero: the connection's
 }
 
 // New creates a server; register services, then Serve.
@@ -199,6 +204,10 @@ func (s *Server) Register(svc *Service) {
 		rm.timeout = rm.set.Timeout
 		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.reqSize = reqSize
+		if m.Stream != stream.None {
+			b, msgs := hints.StreamWindowOf(rm.set) // what the plan's table shows (Server.Plan)
+			rm.window = wire.StreamWindows{Messages: int32(msgs), Bytes: int32(b)}
+		}
 		rm.lim = s.methodLimits(svc.Name, m.Name)
 		rm.limiter = s.methodLimiter(svc.Name, m.Name)
 		// Lane transports get their metric children on first use, so a
@@ -214,6 +223,21 @@ func (s *Server) Register(svc *Service) {
 		}
 	}
 	s.methods.Store(&next)
+	s.storeFnWindows(next)
+}
+
+// storeFnWindows lists the per-stream receive windows of the streaming
+// functions that have one, by every name an open may give them, for the
+// hello reply (grantStreams).
+func (s *Server) storeFnWindows(methods map[string]*method) {
+	var ws []wire.FnWindow
+	for name, m := range methods {
+		if m.window.Bytes > 0 {
+			ws = append(ws, wire.FnWindow{Function: name, Messages: m.window.Messages, Bytes: m.window.Bytes})
+		}
+	}
+	slices.SortFunc(ws, func(a, b wire.FnWindow) int { return strings.Compare(a.Function, b.Function) })
+	s.fnWindows.Store(&ws)
 }
 
 // methodLimits returns the decoder limits for the arguments of svc:name.

@@ -95,6 +95,14 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 	}
 	rep.Caps |= wire.CapStreams
 	rep.Windows = streamcore.WithDefaults(c.s.opts.streams.windows)
+	if h.Caps&wire.CapStreamWindows != 0 {
+		// The client's opens then carry its window for each stream, and
+		// it sends within the windows listed here.
+		rep.Caps |= wire.CapStreamWindows
+		if ws := c.s.fnWindows.Load(); ws != nil {
+			rep.FnWindows = *ws
+		}
+	}
 	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows)
 	c.w.OnAsyncError(c.checkWrite) // a batched stream frame's write failed
 	c.mu.Lock()
@@ -203,6 +211,10 @@ func (c *conn) resetStream(sw streamWriter, id int32, st *streamcore.Stream, typ
 
 // openStream starts the handler of the stream an open frame asks for.
 func (c *conn) openStream(h *wire.Header, payload []byte) error {
+	winMsgs, winBytes, payload, err := wire.OpenWindow(h, payload)
+	if err != nil {
+		return err
+	}
 	block, msg, err := wire.StreamBody(h, payload)
 	if err != nil {
 		return err
@@ -254,6 +266,11 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 			ss.stopTimer()
 		}
 		return nil // the connection failed meanwhile
+	}
+	if winBytes > 0 {
+		// A client that names its window knows ours (the hello reply's
+		// FnWindows): each side counts this stream by the other's.
+		ss.st.SetWindows(wire.StreamWindows{Messages: int32(winMsgs), Bytes: int32(winBytes)}, m.window)
 	}
 	c.begin()
 	go ss.run()

@@ -114,7 +114,7 @@ func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 	switch {
 	case h.Kind < KindCall || h.Kind > KindStreamJoin:
 		return h, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, h.Kind)
-	case h.Flags&^(FlagCompact|FlagHeaders) != 0 || b[6] != 0 || b[7] != 0:
+	case h.Flags&^(FlagCompact|FlagHeaders|FlagWindow) != 0 || h.Flags&FlagWindow != 0 && h.Kind != KindStreamOpen || b[6] != 0 || b[7] != 0:
 		return h, fmt.Errorf("%w: reserved bits set", ErrBadFrame)
 	case h.Length < HeaderSize-lenFieldSize:
 		return h, fmt.Errorf("%w: length %d shorter than header", ErrBadFrame, h.Length)

@@ -104,6 +104,54 @@ type HelloReply struct {
 	// Windows: how much stream data the server receives before it
 	// grants more (with CapStreams; zero: the defaults).
 	Windows StreamWindows
+	// FnWindows (field 10, with CapStreamWindows): the server's own
+	// per-stream receive windows for the functions whose stream_window
+	// hint sets one, by the name an open gives them.
+	FnWindows []FnWindow
+}
+
+// FnWindow is one function's per-stream receive window: 1: string
+// function ("Service:name" or the bare name), 2: i32 messages, 3: i32
+// bytes.
+type FnWindow struct {
+	Function        string
+	Messages, Bytes int32
+}
+
+// maxFnWindows bounds the windows a hello reply may list (hostile input).
+const maxFnWindows = 1 << 16
+
+func (f *FnWindow) encode(w fieldWriter) {
+	w.WriteStructBegin()
+	w.WriteFieldBegin(proto.STRING, 1)
+	w.WriteString(f.Function)
+	w.WriteFieldBegin(proto.I32, 2)
+	w.WriteI32(f.Messages)
+	w.WriteFieldBegin(proto.I32, 3)
+	w.WriteI32(f.Bytes)
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+}
+
+func (f *FnWindow) decode(r fieldReader) error {
+	err := readFields(r, func(t proto.Type, id int16) (bool, error) {
+		var err error
+		switch {
+		case id == 1 && t == proto.STRING:
+			f.Function, err = r.ReadString()
+		case id == 2 && t == proto.I32:
+			f.Messages, err = r.ReadI32()
+		case id == 3 && t == proto.I32:
+			f.Bytes, err = r.ReadI32()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err == nil && (f.Messages <= 0 || f.Bytes <= 0) {
+		err = fmt.Errorf("%w: stream window of %d messages, %d bytes for %q", proto.ErrInvalidData, f.Messages, f.Bytes, f.Function)
+	}
+	return err
 }
 
 // fieldWriter is the method set both writers share.
@@ -296,6 +344,13 @@ func (h *HelloReply) encode(w fieldWriter) error {
 		w.WriteString(h.Conflict)
 	}
 	h.Windows.encode(w)
+	if len(h.FnWindows) > 0 {
+		w.WriteFieldBegin(proto.LIST, 10)
+		w.WriteListBegin(proto.STRUCT, len(h.FnWindows))
+		for i := range h.FnWindows {
+			h.FnWindows[i].encode(w)
+		}
+	}
 	w.WriteFieldStop()
 	w.WriteStructEnd()
 	w.WriteFieldStop()
@@ -328,6 +383,24 @@ func (h *HelloReply) decode(r fieldReader) error {
 				h.ConflictFunction, err = r.ReadString()
 			case id == 6 && t == proto.STRING:
 				h.Conflict, err = r.ReadString()
+			case id == 10 && t == proto.LIST:
+				var et proto.Type
+				var n int
+				if et, n, err = r.ReadListBegin(); err != nil {
+					return true, err
+				}
+				if et != proto.STRUCT || n > maxFnWindows {
+					return true, fmt.Errorf("%w: hello reply stream windows: %d entries of type %v", proto.ErrInvalidData, n, et)
+				}
+				h.FnWindows = nil
+				if n > 0 {
+					h.FnWindows = make([]FnWindow, n)
+				}
+				for i := range h.FnWindows {
+					if err = h.FnWindows[i].decode(r); err != nil {
+						return true, err
+					}
+				}
 			default:
 				return h.Windows.decodeField(r, t, id)
 			}

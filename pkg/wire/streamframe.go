@@ -48,6 +48,39 @@ const JoinTokenSize = 16
 // bit, as CapHeaders.
 const CapStreams uint64 = 1 << 17
 
+// CapStreamWindows: with CapStreams, streams may have windows of their
+// own (a stream_window hint): the client's opens carry FlagWindow, and
+// the hello reply lists the server's per-function windows
+// (HelloReply.FnWindows). A peer without it keeps the hello's windows.
+const CapStreamWindows uint64 = 1 << 18
+
+// FlagWindow, on an open frame only (with CapStreamWindows): the payload
+// starts with the client's receive window for the stream, u32 messages
+// and u32 bytes (before any header block), in place of the hello's.
+const FlagWindow uint8 = 1 << 2
+
+// AppendOpenWindow appends the window an open with FlagWindow starts with.
+func AppendOpenWindow(b []byte, msgs, n uint32) []byte {
+	b = binary.BigEndian.AppendUint32(b, msgs)
+	return binary.BigEndian.AppendUint32(b, n)
+}
+
+// OpenWindow splits the window off an open's payload with FlagWindow
+// (msgs and n 0 without it): p is what follows.
+func OpenWindow(h *Header, p []byte) (msgs, n uint32, rest []byte, err error) {
+	if h.Flags&FlagWindow == 0 {
+		return 0, 0, p, nil
+	}
+	if len(p) < WindowPayloadSize {
+		return 0, 0, nil, fmt.Errorf("%w: open of %d payload bytes with a window", ErrBadFrame, len(p))
+	}
+	msgs, n = binary.BigEndian.Uint32(p), binary.BigEndian.Uint32(p[4:])
+	if msgs == 0 || n == 0 || msgs > 1<<31-1 || n > 1<<31-1 {
+		return 0, 0, nil, fmt.Errorf("%w: open with a window of %d messages, %d bytes", ErrBadFrame, msgs, n)
+	}
+	return msgs, n, p[WindowPayloadSize:], nil
+}
+
 // WindowPayloadSize is the payload of a window frame.
 const WindowPayloadSize = 8
 

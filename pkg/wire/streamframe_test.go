@@ -38,6 +38,36 @@ func TestStreamFrames(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+	// FlagWindow: on an open only, and a window of at least one message
+	// and one byte.
+	data := append(make([]byte, HeaderSize), 1)
+	SealFrame(data, KindStreamData, FlagWindow, 1, 0)
+	_, err := DecodeHeader(data, 1<<20)
+	require.EqualError(t, err, "wire: bad frame: proto: invalid data: reserved bits set")
+	for _, tt := range []struct {
+		payload []byte
+		err     string
+	}{
+		{append(AppendOpenWindow(nil, 512, 64<<10), 'x'), ""},
+		{AppendOpenWindow(nil, 0, 64<<10), "wire: bad frame: proto: invalid data: open with a window of 0 messages, 65536 bytes"},
+		{AppendOpenWindow(nil, 1, 1<<31), "wire: bad frame: proto: invalid data: open with a window of 1 messages, 2147483648 bytes"},
+		{[]byte{0, 0, 0, 1}, "wire: bad frame: proto: invalid data: open of 4 payload bytes with a window"},
+	} {
+		open := append(make([]byte, HeaderSize), tt.payload...)
+		SealFrame(open, KindStreamOpen, FlagWindow, 1, 0)
+		h, err := DecodeHeader(open, 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, CheckStreamHeader(&h))
+		msgs, n, rest, err := OpenWindow(&h, open[HeaderSize:])
+		if tt.err != "" {
+			require.EqualError(t, err, tt.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, [2]uint32{512, 64 << 10}, [2]uint32{msgs, n})
+		require.Equal(t, []byte("x"), rest)
+	}
+
 	msgs, n, err := ParseWindow(AppendWindowFrame(nil, 3, 4, 5)[HeaderSize:])
 	require.NoError(t, err)
 	require.Equal(t, [2]uint32{4, 5}, [2]uint32{msgs, n})
@@ -60,6 +90,11 @@ func FuzzStreamFrame(f *testing.F) {
 	end := make([]byte, HeaderSize)
 	SealFrame(end, KindStreamEnd, 0, 1, 0)
 	f.Add(end)
+	open := AppendOpenWindow(make([]byte, HeaderSize), 512, 64<<10)
+	open = AppendHeaderBlock(open, metadata.Pairs("k", "v"))
+	open = append(open, 0)
+	SealFrame(open, KindStreamOpen, FlagWindow|FlagHeaders, 1, 0)
+	f.Add(open)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		h, err := DecodeHeader(in, 1<<16)
 		if err != nil || !IsStreamKind(h.Kind) || CheckStreamHeader(&h) != nil || len(in) < HeaderSize+h.PayloadLen() {
@@ -84,6 +119,16 @@ func FuzzStreamFrame(f *testing.F) {
 				t.Fatalf("reset %x re-encoded as %x", in, out)
 			}
 		default:
+			if h.Kind == KindStreamOpen {
+				msgs, n, rest, err := OpenWindow(&h, p)
+				if err != nil {
+					return
+				}
+				if w := AppendOpenWindow(nil, msgs, n); h.Flags&FlagWindow != 0 && !bytes.Equal(w, p[:len(w)]) {
+					t.Fatalf("open window %x re-encoded as %x", p[:len(w)], w)
+				}
+				p = rest
+			}
 			block, rest, err := StreamBody(&h, p)
 			if err != nil {
 				return

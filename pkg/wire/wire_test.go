@@ -284,14 +284,26 @@ func TestHelloRoundTrip(t *testing.T) {
 			require.Equal(t, h, got)
 		}
 
-		rep := HelloReply{Version: 1, Caps: CapFraming, Transport: "tcp", MaxFrame: 7, ConflictFunction: "S:f", Conflict: "pinned"}
-		msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &rep)
+		for _, rep := range []HelloReply{
+			{Version: 1, Caps: CapFraming, Transport: "tcp", MaxFrame: 7, ConflictFunction: "S:f", Conflict: "pinned"},
+			{Version: 1, Caps: CapFraming | CapStreams | CapStreamWindows, Transport: "tcp", MaxFrame: 7,
+				Windows:   StreamWindows{Messages: 8192, Bytes: 1 << 20, Conn: 16 << 20},
+				FnWindows: []FnWindow{{Function: "S:tail", Messages: 512, Bytes: 64 << 10}, {Function: "tail", Messages: 512, Bytes: 64 << 10}}},
+		} {
+			msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &rep)
+			require.NoError(t, err)
+			mh, err := ParseMsgHeader(p, msg)
+			require.NoError(t, err)
+			var gotRep HelloReply
+			require.NoError(t, c.Decode(p, msg[mh.Body:], nil, &gotRep))
+			require.Equal(t, rep, gotRep)
+		}
+		bad := HelloReply{Version: 1, FnWindows: []FnWindow{{Function: "S:tail", Messages: 0, Bytes: 1024}}}
+		msg, err := c.AppendMessage(nil, p, HelloMethod, proto.Reply, 0, &bad)
 		require.NoError(t, err)
 		mh, err := ParseMsgHeader(p, msg)
 		require.NoError(t, err)
-		var gotRep HelloReply
-		require.NoError(t, c.Decode(p, msg[mh.Body:], nil, &gotRep))
-		require.Equal(t, rep, gotRep)
+		require.EqualError(t, c.Decode(p, msg[mh.Body:], nil, &HelloReply{}), `proto: invalid data: stream window of 0 messages, 1024 bytes for "S:tail"`)
 		var ae *proto.ApplicationException
 		require.True(t, errors.As((&HelloReply{}).decode(proto.NewBinaryReader([]byte{0}, nil)), &ae))
 		PutCodec(c)

@@ -294,23 +294,21 @@ func WriteTable(w io.Writer, ts []Timing, setups []Setup, queries []int) error {
 	for _, t := range ts {
 		byKey[fmt.Sprintf("%s/%d", t.Setup, t.Query)] = t
 	}
-	totals := make([]time.Duration, len(setups))
 	for _, q := range queries {
 		row := []string{fmt.Sprintf("Q%d", q)}
-		for i, su := range setups {
+		for _, su := range setups {
 			t := byKey[fmt.Sprintf("%s/%d", su, q)]
 			row = append(row, fmt.Sprintf("%.2f", ms(t.Best())), fmt.Sprintf("%.2f", ms(t.Median())))
 			if workers {
 				row = append(row, fmt.Sprintf("%.1f", float64(t.ExchangeBytes)/1024), fmt.Sprintf("%.1f", float64(t.ShuffledBytes)/1024),
 					fmt.Sprintf("%.0f", 100*t.ExchangeShare))
 			}
-			totals[i] += t.Median()
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	row := []string{"total (medians)"}
-	for i := range setups {
-		row = append(row, "", fmt.Sprintf("%.2f", ms(totals[i])))
+	for _, tot := range totals(ts, setups, queries, Timing.Median) {
+		row = append(row, "", fmt.Sprintf("%.2f", ms(tot)))
 		if workers {
 			row = append(row, "", "", "")
 		}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,23 +26,23 @@ import (
 // deps` makes, with impyla and PyHive.
 const venvPython = "../.venv/bin/python"
 
+// plainUser is the one user the tests' PLAIN servers take.
+func plainUser(_ context.Context, user, password string) bool {
+	return user == "tpch" && password == "s3cret"
+}
+
 // TestPythonClients runs clients/hs2_check.py: the 22 queries and a bad
-// statement through impyla and PyHive, each over its default NOSASL
-// binary socket and over Thrift over HTTP (which the HatRPC server detects
-// on the same port), against a server that also offers lanes to HatRPC
-// clients; then over SASL PLAIN.
+// statement through impyla and PyHive on one port that takes every kind
+// of client, told apart by their first bytes (also offering lanes to
+// HatRPC clients): their default NOSASL binary socket, Thrift over HTTP
+// (without credentials: NOSASL's form), SASL PLAIN; then PLAIN over HTTP
+// and wrong passwords (refused) there.
 func TestPythonClients(t *testing.T) {
-	_, err := os.Stat(venvPython)
-	require.NoError(t, err, "run `make -C tpch deps` first")
-	ref := filepath.Join(t.TempDir(), "reference.json")
-	f, err := os.Create(ref)
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(8*time.Minute))
 	defer cancel()
-	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
-	require.NoError(t, f.Close())
+	ref := writeReference(t, ctx)
 
-	srv, err := Serve(testDB, "127.0.0.1:0", hs2.Function, fastpathtest.Provider())
+	srv, err := ServeAuth(testDB, "127.0.0.1:0", hs2.Function, fastpathtest.Provider(), nil, Auth{NOSASL: true, PLAIN: plainUser})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
 	_, port, err := net.SplitHostPort(srv.Addr)
@@ -54,26 +55,77 @@ func TestPythonClients(t *testing.T) {
 		t.Run(c+"/http", func(t *testing.T) {
 			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--http")
 		})
+		t.Run(c+"/plain", func(t *testing.T) {
+			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "s3cret")
+			runCheck(t, ctx, "1 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "wrong",
+				"--expect-refused", `sasl: authentication failed for user "tpch"`)
+		})
+		t.Run(c+"/http/plain", func(t *testing.T) {
+			runCheck(t, ctx, "1 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--smoke", "--http", "--user", "tpch", "--password", "s3cret")
+			runCheck(t, ctx, "1 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--http", "--user", "tpch", "--password", "wrong",
+				"--expect-refused", refusedHTTP[c])
+		})
 	}
 	// impyla's metadata calls (PyHive and gohive expose none).
 	t.Run("impyla/metadata", func(t *testing.T) {
 		runCheck(t, ctx, "3 passed, 0 failed", "--client", "impyla", "--port", port, "--reference", ref, "--metadata")
 	})
-
-	// The same with SASL PLAIN: a user and password the server checks.
-	plain, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Function, nil, func(_ context.Context, user, password string) bool {
-		return user == "tpch" && password == "s3cret"
+	// HatRPC's own clients are NOSASL ones there, their results over lanes.
+	t.Run("hatrpc/lanes", func(t *testing.T) {
+		s, err := OpenHatRPC(ctx, srv.Addr, hs2.Function, fastpathtest.Provider())
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, s.Close(ctx)) }()
+		got, err := s.Query(ctx, testQueries[1])
+		require.NoError(t, err)
+		require.NoError(t, Compare(got, testAnswers[1]))
+		requireLanes(t, s, "TCLIService:FetchResults")
 	})
+}
+
+// refusedHTTP is what each client's error says of a 401: impyla raises
+// an HttpError with the status and body; PyHive fails to read the text
+// body as Thrift, and hs2_check.py adds its transport's status.
+var refusedHTTP = map[string]string{
+	"impyla": `HTTP code 401: Unauthorized`,
+	"pyhive": `(HTTP 401 Unauthorized: Basic realm="HiveServer2", charset="UTF-8")`,
+}
+
+// TestPythonClientsPLAINOnly: on a port that requires PLAIN, impyla and
+// PyHive authenticate over the binary socket and over HTTP; NOSASL
+// clients get an error that says so, HTTP ones without credentials 401.
+func TestPythonClientsPLAINOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(4*time.Minute))
+	defer cancel()
+	ref := writeReference(t, ctx)
+	srv, err := ServeAuth(testDB, "127.0.0.1:0", hs2.Function, "off", nil, Auth{PLAIN: plainUser})
 	require.NoError(t, err)
-	defer func() { assert.NoError(t, plain.Shutdown(ctx)) }()
-	_, port, err = net.SplitHostPort(plain.Addr)
+	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+	_, port, err := net.SplitHostPort(srv.Addr)
 	require.NoError(t, err)
 	for _, c := range []string{"impyla", "pyhive"} {
-		t.Run(c+"/plain", func(t *testing.T) {
-			runCheck(t, ctx, "23 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "s3cret")
-			runCheck(t, ctx, "1 passed, 0 failed", "--client", c, "--port", port, "--reference", ref, "--user", "tpch", "--password", "wrong", "--expect-refused")
+		t.Run(c, func(t *testing.T) {
+			args := []string{"--client", c, "--port", port, "--reference", ref}
+			runCheck(t, ctx, "1 passed, 0 failed", append(args, "--smoke", "--user", "tpch", "--password", "s3cret")...)
+			runCheck(t, ctx, "1 passed, 0 failed", append(args, "--smoke", "--http", "--user", "tpch", "--password", "s3cret")...)
+			runCheck(t, ctx, "1 passed, 0 failed", append(args, "--expect-refused", "NOSASL connections are refused")...)
+			runCheck(t, ctx, "1 passed, 0 failed", append(args, "--http", "--expect-refused", refusedHTTP[c])...)
+			runCheck(t, ctx, "1 passed, 0 failed", append(args, "--http", "--user", "tpch", "--password", "wrong", "--expect-refused", refusedHTTP[c])...)
 		})
 	}
+}
+
+// writeReference writes the queries and published answers for
+// hs2_check.py.
+func writeReference(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	_, err := os.Stat(venvPython)
+	require.NoError(t, err, "run `make -C tpch deps` first")
+	ref := filepath.Join(t.TempDir(), "reference.json")
+	f, err := os.Create(ref)
+	require.NoError(t, err)
+	require.NoError(t, WriteReference(ctx, f, testDB, testSF))
+	require.NoError(t, f.Close())
+	return ref
 }
 
 // runCheck runs clients/hs2_check.py with args and requires its last line.
@@ -155,41 +207,91 @@ func cellText(v any) string {
 	}
 }
 
-// TestGohivePLAIN: gohive's "NONE" authentication is SASL PLAIN with the
-// configured user and password; a wrong password is refused.
-func TestGohivePLAIN(t *testing.T) {
+// TestGohiveAuth: gohive against a port that takes every client and one
+// that requires PLAIN ("NONE" is SASL PLAIN with Username/Password over
+// the socket, Basic credentials over HTTP); wrong passwords and, where
+// PLAIN is required, NOSASL are refused with the server's reason. A
+// connection that sends nothing and one that sends garbage are open
+// meanwhile: neither holds the others, the garbage one is closed.
+func TestGohiveAuth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
-	var refused []string
-	srv, err := ServePLAIN(testDB, "127.0.0.1:0", hs2.Vanilla, nil, func(_ context.Context, user, password string) bool {
-		return user == "tpch" && password == "s3cret"
-	})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
-	host, port := hostPort(t, srv.Addr)
-
-	for _, tc := range []struct {
-		password string
-		ok       bool
-	}{{"s3cret", true}, {"wrong", false}} {
-		cfg := gohive.NewConnectConfiguration()
-		cfg.Username, cfg.Password = "tpch", tc.password
-		cfg.ConnectTimeout, cfg.SocketTimeout = hangMinute, hangMinute
-		conn, err := gohive.Connect(host, port, "NONE", cfg)
-		if !tc.ok {
-			require.Error(t, err, "password %q", tc.password)
-			refused = append(refused, err.Error())
-			continue
-		}
-		require.NoError(t, err)
-		cur := conn.Cursor()
-		for q := 1; q <= 22; q++ {
-			require.NoError(t, Compare(gohiveQuery(t, ctx, cur, testQueries[q]), testAnswers[q]), "Q%d", q)
-		}
-		cur.Close()
-		require.NoError(t, conn.Close())
+	const (
+		wrongSASL = `Bad SASL negotiation status: 3 (sasl: authentication failed for user "tpch")`
+		wrongHTTP = `HTTP Response code: 401`
+		nosasl    = `sasl: this server requires SASL PLAIN authentication (a user and password); NOSASL connections are refused`
+	)
+	modes := []struct {
+		name, transport, auth, password string
+		queries                         string // the port where the 22 queries run; the nation query elsewhere
+		errBoth, errPLAINOnly           string // empty: connects
+	}{
+		{"binary/NOSASL", "binary", "NOSASL", "", "", "", nosasl},
+		{"binary/PLAIN", "binary", "NONE", "s3cret", "nosasl,plain", "", ""},
+		{"binary/PLAIN wrong", "binary", "NONE", "wrong", "", wrongSASL, wrongSASL},
+		{"http/PLAIN", "http", "NONE", "s3cret", "plain", "", ""},
+		{"http/PLAIN wrong", "http", "NONE", "wrong", "", wrongHTTP, wrongHTTP},
 	}
-	require.Equal(t, []string{`Bad SASL negotiation status: 3 (sasl: authentication failed for user "tpch")`}, refused)
+	for _, port := range []struct {
+		name string
+		auth Auth
+	}{{"nosasl,plain", Auth{NOSASL: true, PLAIN: plainUser}}, {"plain", Auth{PLAIN: plainUser}}} {
+		t.Run(port.name, func(t *testing.T) {
+			srv, err := ServeAuth(testDB, "127.0.0.1:0", hs2.Vanilla, "off", nil, port.auth)
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, srv.Shutdown(ctx)) }()
+			host, portNum := hostPort(t, srv.Addr)
+
+			silent, err := net.Dial("tcp", srv.Addr)
+			require.NoError(t, err)
+			defer silent.Close()
+			garbage, err := net.Dial("tcp", srv.Addr)
+			require.NoError(t, err)
+			defer garbage.Close()
+			require.NoError(t, garbage.SetDeadline(time.Now().Add(hangMinute)))
+			_, err = garbage.Write([]byte("GARBAGE!\x00\x00\x00\x00"))
+			require.NoError(t, err)
+			n, err := garbage.Read(make([]byte, 64))
+			assert.Equal(t, 0, n)
+			assert.Error(t, err, "the garbage connection is closed")
+			assert.False(t, isTimeout(err), "closed, not timed out: %v", err)
+
+			for _, m := range modes {
+				t.Run(m.name, func(t *testing.T) {
+					cfg := gohive.NewConnectConfiguration()
+					cfg.ConnectTimeout, cfg.SocketTimeout, cfg.HttpTimeout = hangMinute, hangMinute, hangMinute
+					cfg.TransportMode, cfg.HTTPPath, cfg.Username, cfg.Password = m.transport, "cliservice", "tpch", m.password
+					conn, err := gohive.Connect(host, portNum, m.auth, cfg)
+					want := m.errBoth
+					if !port.auth.NOSASL {
+						want = m.errPLAINOnly
+					}
+					if want != "" {
+						require.Error(t, err)
+						require.ErrorContains(t, err, want)
+						return
+					}
+					require.NoError(t, err)
+					defer func() { assert.NoError(t, conn.Close()) }()
+					cur := conn.Cursor()
+					defer cur.Close()
+					if m.queries != port.name {
+						got := gohiveQuery(t, ctx, cur, "SELECT count(*) AS n, sum(n_regionkey) AS s FROM nation")
+						assert.Equal(t, [][]string{{"25", "50"}}, got.Rows)
+						return
+					}
+					for q := 1; q <= 22; q++ {
+						require.NoError(t, Compare(gohiveQuery(t, ctx, cur, testQueries[q]), testAnswers[q]), "Q%d", q)
+					}
+				})
+			}
+		})
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func hostPort(t *testing.T, addr string) (string, int) {

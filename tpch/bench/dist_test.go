@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -173,6 +174,13 @@ func TestDistributedBench(t *testing.T) {
 	assert.Contains(t, csv.String(), "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us,workers,exchange_bytes,shuffled_bytes,exchange_share\n")
 	require.NoError(t, WriteTable(&table, ts, setups, []int{2, 10, 20}))
 	assert.Contains(t, table.String(), "shuf KB")
+	var js bytes.Buffer
+	require.NoError(t, WriteJSON(&js, ts, setups, []int{2, 10, 20}))
+	var rep Report
+	require.NoError(t, json.Unmarshal(js.Bytes(), &rep))
+	require.Len(t, rep.Queries, 3)
+	assert.Equal(t, &ExchangeReport{Workers: 3, Bytes: ts[2].ExchangeBytes, ShuffledBytes: ts[2].ShuffledBytes, Share: ts[2].ExchangeShare},
+		rep.Queries[2].Exchange)
 }
 
 // slowPlan is a fragment that would run for hours on every worker.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -52,4 +53,25 @@ func TestRun(t *testing.T) {
 	require.Len(t, lines, 11)
 	assert.Equal(t, "config,transport,query,rows,socket_bytes,best_us,median_us,runs_us", lines[0])
 	assert.True(t, strings.HasPrefix(lines[1], "vanilla,tcp,6,1,"), lines[1])
+
+	var js bytes.Buffer
+	require.NoError(t, WriteJSON(&js, ts, setups, []int{6, 13}))
+	var rep Report
+	require.NoError(t, json.Unmarshal(js.Bytes(), &rep))
+	require.Len(t, rep.Setups, 5)
+	require.Len(t, rep.Queries, 10)
+	for i, su := range setups {
+		var med, best time.Duration
+		for _, tm := range ts {
+			if tm.Setup == su {
+				med, best = med+tm.Median(), best+tm.Best()
+			}
+		}
+		assert.Equal(t, SetupReport{Config: su.Config.String(), Transport: su.Transport,
+			TotalMedianUS: med.Microseconds(), TotalBestUS: best.Microseconds()}, rep.Setups[i])
+	}
+	q := rep.Queries[0]
+	assert.Equal(t, []any{"vanilla", "tcp", 6, 1, ts[0].SocketBytes, []int64{ts[0].Runs[0].Microseconds()}},
+		[]any{q.Config, q.Transport, q.Query, q.Rows, q.SocketBytes, q.RunsUS})
+	assert.Nil(t, q.Exchange, "no workers")
 }

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"net"
+	"net/http"
 
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/tpch/hs2"
@@ -17,6 +20,9 @@ type Server struct {
 	h    *hs2.Handler
 	done chan error
 	wait func() // the listener's goroutines, after Shutdown closed it
+
+	http     *http.Server  // Thrift over HTTP behind BasicAuth (ServeAuth with PLAIN)
+	httpDone chan struct{} // its Serve returned
 }
 
 // Serve starts a HiveServer2 of configuration cfg on addr (port 0: any
@@ -39,16 +45,66 @@ func ServeEngine(db *sql.DB, addr string, cfg hs2.Config, rdma string, hopts []h
 	return ServeWith(db, ln, cfg, rdma, hopts, opts...), nil
 }
 
-// ServePLAIN is Serve for clients that authenticate with SASL PLAIN
-// (Thrift's TSaslServerTransport), as auth allows; hopts are the
-// HiveServer2 handler's options.
-func ServePLAIN(db *sql.DB, addr string, cfg hs2.Config, hopts []hs2.Option, auth sasl.Authenticator, opts ...server.Option) (*Server, error) {
+// Auth says which clients a server takes on its one port.
+type Auth struct {
+	// NOSASL: clients without authentication (NOSASL binary sockets,
+	// Thrift over HTTP without credentials, HatRPC's own clients).
+	NOSASL bool
+	// PLAIN checks SASL PLAIN clients' and HTTP Basic credentials (nil:
+	// none are taken; the port is NOSASL's alone).
+	PLAIN sasl.Authenticator
+}
+
+// Check says whether a server can take the clients a allows with lanes of
+// rdma.
+func (a Auth) Check(rdma string) error {
+	if a.PLAIN == nil && !a.NOSASL {
+		return errors.New("auth: no client is taken (want NOSASL, PLAIN or both)")
+	}
+	if !a.NOSASL && rdma != "off" {
+		return fmt.Errorf("auth: PLAIN only with lanes (rdma %s): HatRPC's clients, the only ones using lanes, are NOSASL ones (take both, or rdma off)", rdma)
+	}
+	return nil
+}
+
+// ServeAuth is ServeWith on addr for the clients auth allows, each
+// connection's kind told from its first bytes (package sasl): SASL PLAIN
+// negotiations, NOSASL connections (refused with a Thrift exception if
+// !auth.NOSASL) and Thrift over HTTP (Basic credentials checked by
+// auth.PLAIN, required if !auth.NOSASL: 401 otherwise). rdma must be
+// "off" if NOSASL clients are refused: HatRPC's clients, the only ones
+// that use lanes, do not authenticate.
+func ServeAuth(db *sql.DB, addr string, cfg hs2.Config, rdma string, hopts []hs2.Option, auth Auth, opts ...server.Option) (*Server, error) {
+	if err := auth.Check(rdma); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	sl := sasl.Listen(ln, auth)
-	s := ServeWith(db, sl, cfg, "off", hopts, opts...)
+	if auth.PLAIN == nil {
+		return ServeWith(db, ln, cfg, rdma, hopts, opts...), nil
+	}
+	var lopts []sasl.Option
+	if auth.NOSASL {
+		lopts = append(lopts, sasl.WithNOSASL())
+	}
+	sl := sasl.Listen(ln, auth.PLAIN, lopts...)
+	s := ServeWith(db, sl, cfg, rdma, hopts, opts...)
+	// HTTP connections come to this server, not the HatRPC server's own
+	// detection, so that Basic credentials are checked before its
+	// handler; the limits are those the HatRPC server sets on its own
+	// port's HTTP connections (its defaults).
+	s.http = &http.Server{
+		Handler:           sasl.BasicAuth(s.srv.HTTPHandler(), auth.PLAIN, auth.NOSASL),
+		ReadHeaderTimeout: server.DefaultHandshakeTimeout,
+		IdleTimeout:       server.DefaultIdleTimeout,
+	}
+	s.httpDone = make(chan struct{})
+	go func() {
+		defer close(s.httpDone)
+		_ = s.http.Serve(sl.HTTP())
+	}()
 	s.wait = sl.Wait
 	return s, nil
 }
@@ -70,8 +126,17 @@ func ServeWith(db *sql.DB, ln net.Listener, cfg hs2.Config, rdma string, hopts [
 
 // Shutdown stops the server, its sessions and their cursors.
 func (s *Server) Shutdown(ctx context.Context) error {
+	var herr error
+	if s.http != nil {
+		// First: its requests finish on the HatRPC server still serving.
+		herr = s.http.Shutdown(ctx)
+	}
 	err := s.srv.Shutdown(ctx)
 	<-s.done
+	if s.http != nil {
+		<-s.httpDone
+		err = errors.Join(herr, err)
+	}
 	if s.wait != nil {
 		s.wait()
 	}

@@ -3,13 +3,17 @@ or PyHive, over their default NOSASL binary transport) and checks each
 answer against the published answers of DuckDB's tpch extension.
 
 Usage: hs2_check.py --client impyla|pyhive --host H --port P --reference FILE
-                   [--user U --password P [--expect-refused]]
+                   [--user U --password P] [--http] [--smoke]
+                   [--expect-refused TEXT]
 where FILE is `tpch reference --sf SF`'s JSON: the queries and the
 published answers of the DuckDB the server runs. With --user the client
 authenticates with SASL PLAIN (impyla auth_mechanism='PLAIN', PyHive
-auth='CUSTOM'); with --expect-refused the connection must fail. With
---http the client speaks Thrift over HTTP (impyla use_http_transport,
-PyHive over thrift's THttpClient) instead of the binary socket.
+auth='CUSTOM'). With --http the client speaks Thrift over HTTP (impyla
+use_http_transport, PyHive scheme='http'), with --user as HTTP Basic
+credentials (impyla auth_mechanism='PLAIN', PyHive auth='BASIC'),
+instead of the binary socket. With --smoke one query (the rows of
+nation) instead of the 22. With --expect-refused the connection or its
+first statement must fail with an error whose text contains TEXT.
 Prints one line per query and ends with "N passed, M failed"; exits 1 on
 any failure.
 """
@@ -64,12 +68,18 @@ def connect(client, host, port, user, password, http=False):
         if client == "impyla":
             from impala.dbapi import connect as impyla_connect
 
-            return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120,
-                                  use_http_transport=True, http_path="cliservice")
+            if user is None:
+                return impyla_connect(host=host, port=port, auth_mechanism="NOSASL", timeout=120,
+                                      use_http_transport=True, http_path="cliservice")
+            return impyla_connect(host=host, port=port, auth_mechanism="PLAIN", user=user, password=password,
+                                  timeout=120, use_http_transport=True, http_path="cliservice")
         from pyhive import hive
         from thrift.transport import THttpClient
 
-        return hive.connect(thrift_transport=THttpClient.THttpClient("http://%s:%d/cliservice" % (host, port)))
+        record_transports(THttpClient)
+        if user is None:
+            return hive.connect(thrift_transport=THttpClient.THttpClient("http://%s:%d/cliservice" % (host, port)))
+        return hive.connect(host=host, port=port, scheme="http", auth="BASIC", username=user, password=password)
     if client == "impyla":
         from impala.dbapi import connect as impyla_connect
 
@@ -83,6 +93,43 @@ def connect(client, host, port, user, password, http=False):
             return hive.connect(host=host, port=port, auth="NOSASL", username="tpch")
         return hive.connect(host=host, port=port, auth="CUSTOM", username=user, password=password)
     raise SystemExit("unknown client %r" % client)
+
+
+_transports = []
+
+
+def record_transports(module):
+    """Keeps the THttpClient PyHive makes inside connect(), whose HTTP
+    status is all that tells a refusal from a broken reply."""
+    base = module.THttpClient
+    if getattr(base, "_hs2_recorded", False):
+        return
+
+    class Recorded(base):
+        _hs2_recorded = True
+
+        def __init__(self, *args, **kwargs):
+            base.__init__(self, *args, **kwargs)
+            _transports.append(self)
+
+    module.THttpClient = Recorded
+
+
+def last_pyhive_transport():
+    return _transports[-1] if _transports else None
+
+
+def refusal(conn_error):
+    """The text of a refusal: PyHive over HTTP reads a 401's text body as
+    Thrift and fails on it, so the HTTP status its transport kept is added
+    (impyla raises an HttpError with the status and body itself)."""
+    text = "%s: %s" % (type(conn_error).__name__, conn_error)  # a Thrift exception's repr omits its message
+    if repr(conn_error) not in text:
+        text += " [%r]" % (conn_error,)
+    transport = getattr(conn_error, "_hs2_transport", None)
+    if transport is not None and getattr(transport, "code", None) not in (None, 200):
+        text += " (HTTP %d %s: %s)" % (transport.code, transport.message, transport.headers.get("WWW-Authenticate"))
+    return text
 
 
 def metadata(cur):
@@ -119,20 +166,45 @@ def main():
     ap.add_argument("--reference", required=True)
     ap.add_argument("--user")
     ap.add_argument("--password")
-    ap.add_argument("--expect-refused", action="store_true")
+    ap.add_argument("--expect-refused", metavar="TEXT",
+                    help="the connection or its first statement must fail with an error containing TEXT")
+    ap.add_argument("--smoke", action="store_true", help="one query (the rows of nation) instead of the 22")
     ap.add_argument("--http", action="store_true")
     ap.add_argument("--metadata", action="store_true",
                     help="check impyla's metadata calls (GetTables, GetColumns, GetFunctions) instead of the queries")
     a = ap.parse_args()
     queries, answers = published(a.reference)
-    if a.expect_refused:
+    if a.expect_refused is not None:
+        conn = None
         try:
-            connect(a.client, a.host, a.port, a.user, a.password).cursor().execute("SELECT 1")
+            conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)
+            conn.cursor().execute("SELECT 1")
         except Exception as e:  # each client raises its own class
-            print("refused: %r" % e)
+            if conn is None and a.client == "pyhive" and a.http:
+                e._hs2_transport = last_pyhive_transport()
+            text = refusal(e)
+            print("refused: %s" % text)
+            if a.expect_refused in text:
+                print("1 passed, 0 failed")
+                return 0
+            print("the refusal does not say %r" % a.expect_refused)
+            print("0 passed, 1 failed")
+            return 1
+        print("connected and ran a statement: not refused")
+        print("0 passed, 1 failed")
+        return 1
+    if a.smoke:
+        conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)
+        cur = conn.cursor()
+        cur.execute("SELECT count(*), sum(n_regionkey) FROM nation")
+        rows = [tuple(r) for r in cur.fetchall()]
+        cur.close()
+        conn.close()
+        if rows == [(25, 50)]:
+            print("nation ok")
             print("1 passed, 0 failed")
             return 0
-        print("connected with a wrong password")
+        print("nation FAILED: %r, want [(25, 50)]" % rows)
         print("0 passed, 1 failed")
         return 1
     conn = connect(a.client, a.host, a.port, a.user, a.password, a.http)

@@ -1,8 +1,11 @@
 // Package sasl is the server side of Thrift's SASL transport
 // (TSaslServerTransport) with the PLAIN mechanism, as HiveServer2 clients
 // speak it by default (PyHive auth='NONE'/'LDAP', impyla
-// auth_mechanism='PLAIN', gohive "NONE"): a listener that runs the
-// handshake on each connection and hands on those that authenticated.
+// auth_mechanism='PLAIN', gohive "NONE"), and of HiveServer2's PLAIN over
+// HTTP (Basic credentials on each request, BasicAuth): a listener that
+// tells each connection's kind from its first bytes (sniff.go), runs the
+// handshake on SASL ones and hands on those that authenticated, with
+// NOSASL ones too when WithNOSASL allows them, and HTTP ones on HTTP().
 // After the handshake PLAIN's frames are a 4-byte big-endian length and
 // the payload, which is Thrift's framed transport: the HatRPC server
 // behind the listener reads and answers them as such.
@@ -40,6 +43,9 @@ var (
 	ErrMechanism    = errors.New("sasl: unsupported mechanism")
 	ErrMalformed    = errors.New("sasl: malformed message")
 	ErrUnauthorized = errors.New("sasl: authentication failed")
+	// ErrNOSASL refuses a client that sent Thrift calls without a SASL
+	// negotiation to a listener that requires PLAIN.
+	ErrNOSASL = errors.New("sasl: this server requires SASL PLAIN authentication (a user and password); NOSASL connections are refused")
 )
 
 // Authenticator says whether user may connect with password.
@@ -51,30 +57,46 @@ type Option func(*Listener)
 // WithHandshakeTimeout bounds a connection's negotiation (default 10 s).
 func WithHandshakeTimeout(d time.Duration) Option { return func(l *Listener) { l.timeout = d } }
 
+// WithNOSASL also hands on connections that do not start a SASL
+// negotiation as they are: NOSASL clients (a Thrift message, framed or
+// not, first) and HatRPC's own. Without it PLAIN is required: such a
+// connection gets ErrNOSASL as a Thrift exception (sniff.go) and is
+// closed.
+func WithNOSASL() Option { return func(l *Listener) { l.nosasl = true } }
+
 // WithErrorLog receives each refused connection's error (default: none).
 func WithErrorLog(f func(remote net.Addr, err error)) Option {
 	return func(l *Listener) { l.onError = f }
 }
 
-// Listener accepts connections that completed a PLAIN negotiation.
+// Listener accepts connections that completed a PLAIN negotiation (and
+// NOSASL ones under WithNOSASL); HTTP connections go to HTTP().
 type Listener struct {
 	net.Listener
 	auth    Authenticator
 	timeout time.Duration
 	onError func(net.Addr, error)
+	nosasl  bool
 
 	ready  chan net.Conn
+	http   *httpListener
 	done   chan struct{}
 	once   sync.Once
 	wg     sync.WaitGroup
 	accErr error
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{} // connections not yet handed on: Close closes them
 }
 
 // Listen wraps ln: its Accept returns only connections whose client
-// authenticated with PLAIN as auth allows.
+// authenticated with PLAIN as auth allows (and NOSASL ones under
+// WithNOSASL). Connections that start with an HTTP request line are
+// handed on by HTTP(), which the caller must serve (with BasicAuth).
 func Listen(ln net.Listener, auth Authenticator, opts ...Option) *Listener {
 	l := &Listener{Listener: ln, auth: auth, timeout: 10 * time.Second,
-		ready: make(chan net.Conn), done: make(chan struct{})}
+		ready: make(chan net.Conn), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+	l.http = &httpListener{l: l, ch: make(chan net.Conn), done: make(chan struct{})}
 	for _, o := range opts {
 		o(l)
 	}
@@ -91,10 +113,17 @@ func (l *Listener) acceptLoop() {
 			_ = l.shut(err)
 			return
 		}
+		if !l.track(c) {
+			_ = c.Close()
+			continue
+		}
+		// A goroutine per connection: one that sends nothing holds only
+		// its own until the handshake timeout, never the others.
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			sc, err := l.handshake(c)
+			sc, isHTTP, err := l.admit(c)
+			l.untrack(c)
 			if err != nil {
 				if l.onError != nil {
 					l.onError(c.RemoteAddr(), err)
@@ -102,16 +131,39 @@ func (l *Listener) acceptLoop() {
 				_ = c.Close()
 				return
 			}
+			to, gone := l.ready, l.done
+			if isHTTP {
+				to, gone = l.http.ch, l.http.done // closed with l.done too
+			}
 			select {
-			case l.ready <- sc:
-			case <-l.done:
+			case to <- sc:
+			case <-gone:
 				_ = sc.Close()
 			}
 		}()
 	}
 }
 
-// Accept returns the next authenticated connection.
+// track records a connection being admitted; false once the listener is
+// closed.
+func (l *Listener) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil {
+		return false
+	}
+	l.pending[c] = struct{}{}
+	return true
+}
+
+func (l *Listener) untrack(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.pending, c)
+}
+
+// Accept returns the next connection: negotiated, or NOSASL under
+// WithNOSASL.
 func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ready:
@@ -124,8 +176,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close stops accepting; connections still negotiating are closed when
-// their handshake ends (within the handshake timeout).
+// Close stops accepting and closes the connections still negotiating
+// (their goroutines end at once, not at the handshake timeout).
 func (l *Listener) Close() error { return l.shut(nil) }
 
 // shut closes the listener once; acceptErr, set before done is closed, is
@@ -135,7 +187,14 @@ func (l *Listener) shut(acceptErr error) error {
 	l.once.Do(func() {
 		l.accErr = acceptErr
 		close(l.done)
+		_ = l.http.Close()
 		err = l.Listener.Close()
+		l.mu.Lock()
+		for c := range l.pending {
+			_ = c.Close()
+		}
+		l.pending = nil
+		l.mu.Unlock()
 	})
 	return err
 }
@@ -144,23 +203,44 @@ func (l *Listener) shut(acceptErr error) error {
 // Close).
 func (l *Listener) Wait() { l.wg.Wait() }
 
-func (l *Listener) handshake(c net.Conn) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	defer cancel()
+// admit tells the connection's kind from its first bytes (sniff.go) and
+// returns it ready for the server: negotiated for SASL (true: HTTP).
+// Everything before the hand-on happens within the handshake timeout.
+func (l *Listener) admit(c net.Conn) (net.Conn, bool, error) {
 	if err := c.SetDeadline(time.Now().Add(l.timeout)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	r := bufio.NewReader(c)
+	kind, err := sniff(r)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case kind == kindSASL:
+		if err := l.handshake(r, c); err != nil {
+			return nil, false, err
+		}
+	case kind == kindHTTP:
+	case l.nosasl:
+	default:
+		return nil, false, refuse(r, c)
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		return nil, false, err
+	}
+	return &conn{Conn: c, r: r}, kind == kindHTTP, nil
+}
+
+func (l *Listener) handshake(r *bufio.Reader, c net.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
 	if err := l.negotiate(ctx, r, c); err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			_ = writeMessage(c, statusBad, []byte(err.Error()))
 		}
-		return nil, err
+		return err
 	}
-	if err := c.SetDeadline(time.Time{}); err != nil {
-		return nil, err
-	}
-	return &conn{Conn: c, r: r}, nil
+	return nil
 }
 
 func (l *Listener) negotiate(ctx context.Context, r io.Reader, w io.Writer) error {

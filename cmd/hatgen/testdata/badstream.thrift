@@ -6,4 +6,5 @@ service S {
   Resp c(1: string q) (streaming.mode="client"),
   oneway void d(1: Req req) (streaming.mode="bidirectional"),
   Resp e(1: Req req) (streaming.mode="server") [ c_hint: idempotent = on; ]
+  Resp f(1: Req req) [ hint: stream_window = 64KiB; ]
 }

@@ -135,8 +135,9 @@ func (s *Store) Scan(ctx context.Context, startKey string, count int, fields ...
 
 // ScanCut is Scan also reporting whether it stopped before count records
 // because the next record would take the keys and records returned past
-// Limits.MaxScanBytes (the keys after the last one returned were not
-// looked at, whether or not there are any).
+// Limits.MaxScanBytes, or past the room ctx's ScanRoom gave (the keys
+// after the last one returned were not looked at, whether or not there
+// are any).
 func (s *Store) ScanCut(ctx context.Context, startKey string, count int, fields ...string) ([]KV, bool, error) {
 	if count < 1 || count > s.cfg.limits.MaxScanCount {
 		return nil, false, limitErr(ErrScanTooLong, "scan count", count, s.cfg.limits.MaxScanCount)
@@ -149,6 +150,7 @@ func (s *Store) ScanCut(ctx context.Context, startKey string, count int, fields 
 		out   []KV
 		cut   bool
 		bytes int
+		room  = roomOf(ctx)
 	)
 	err := s.read(ctx, func(txn *lmdb.Txn) error {
 		cur, err := txn.OpenCursor(s.data)
@@ -172,7 +174,7 @@ func (s *Store) ScanCut(ctx context.Context, startKey string, count int, fields 
 				}
 				return derr
 			}
-			if bytes += len(k) + wireSize(rec); bytes > s.cfg.limits.MaxScanBytes && len(out) > 0 {
+			if bytes += len(k) + wireSize(rec); (bytes > s.cfg.limits.MaxScanBytes || !room.fits(bytes, len(out)+1)) && len(out) > 0 {
 				cut = true
 				break
 			}

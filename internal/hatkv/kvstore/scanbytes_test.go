@@ -54,3 +54,55 @@ func TestScanCutBySize(t *testing.T) {
 		})
 	}
 }
+
+// A Scan run with a ScanRoom stops where the room it was given ends, as
+// at MaxScanBytes (at least one record), asking ahead in steps rather
+// than for every record (1,000 of them here); ScanCut and ScanWire
+// alike.
+func TestScanCutByRoom(t *testing.T) {
+	s := openTest(t)
+	ctx := testCtx(t)
+	const n, vsize = 2000, 990
+	for i := range n {
+		require.NoError(t, s.Put(ctx, fmt.Sprintf("k%04d", i), Record{"f": []byte(strings.Repeat("v", vsize))}))
+	}
+	rec := len("k0000") + wireSize(Record{"f": make([]byte, vsize)})
+	cases := []struct {
+		name  string
+		room  int // bytes the room grants
+		want  int // records returned
+		cut   bool
+		asked int // at most this many questions
+	}{
+		{"all fits", 4 << 20, n, false, 8},
+		{"cut", 1 << 20, 1 << 20 / rec, true, 24},
+		{"none fits", 0, 1, true, 10}, // at least one record
+		{"within the first step", 300 << 10, 300 << 10 / rec, true, 16},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, wire := range []bool{false, true} {
+				asked := 0
+				rctx := WithScanRoom(ctx, func(bytes, records int) bool {
+					asked++
+					require.Positive(t, records)
+					return bytes <= tc.room
+				})
+				var got int
+				var cut bool
+				if wire {
+					kvs, c, err := s.ScanWire(rctx, "", n, nil)
+					require.NoError(t, err)
+					got, cut = len(kvs), c
+				} else {
+					kvs, c, err := s.ScanCut(rctx, "", n)
+					require.NoError(t, err)
+					got, cut = len(kvs), c
+				}
+				assert.Equal(t, tc.want, got, "wire %v", wire)
+				assert.Equal(t, tc.cut, cut, "wire %v", wire)
+				assert.LessOrEqual(t, asked, tc.asked, "wire %v", wire)
+			}
+		})
+	}
+}

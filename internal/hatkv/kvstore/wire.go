@@ -118,6 +118,7 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 		buf  []byte
 		cut  bool
 		size int
+		room = roomOf(ctx)
 	)
 	err := s.read(ctx, func(txn *lmdb.Txn) error {
 		keys, ends, buf, cut, size = keys[:0], ends[:0], buf[:0], false, 0
@@ -142,7 +143,7 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 				}
 				return werr
 			}
-			if size += len(k) + len(buf) - start; size > s.cfg.limits.MaxScanBytes && len(keys) > 0 {
+			if size += len(k) + len(buf) - start; (size > s.cfg.limits.MaxScanBytes || !room.fits(size, len(keys)+1)) && len(keys) > 0 {
 				buf, cut = buf[:start], true
 				break
 			}

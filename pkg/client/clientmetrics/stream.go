@@ -18,9 +18,10 @@ import (
 //	hatrpc_client_streams_open{service,function}                  streams not yet ended
 //	hatrpc_client_streams_handled_total{service,function,outcome} streams ended, by outcome
 //	hatrpc_client_stream_messages_total{service,function,direction} messages, out (sent) or in
+//	hatrpc_client_stream_message_bytes_total{service,function,direction} their bytes (frame payloads)
 type streamSeries struct {
-	opened, handled, msgs *prometheus.CounterVec
-	open                  *prometheus.GaugeVec
+	opened, handled, msgs, bytes *prometheus.CounterVec
+	open                         *prometheus.GaugeVec
 }
 
 func newStreamSeries() streamSeries {
@@ -40,6 +41,10 @@ func newStreamSeries() streamSeries {
 			Namespace: "hatrpc", Subsystem: "client", Name: "stream_messages_total",
 			Help: "Stream messages, by direction: out (sent) or in (received).",
 		}, []string{"service", "function", "direction"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "hatrpc", Subsystem: "client", Name: "stream_message_bytes_total",
+			Help: "Stream message bytes (frame payloads, as the server's hatrpc_server_stream_message_bytes_total counts them), by direction: out (sent) or in (received).",
+		}, []string{"service", "function", "direction"}),
 	}
 }
 
@@ -48,6 +53,7 @@ func (s *streamSeries) describe(ch chan<- *prometheus.Desc) {
 	s.open.Describe(ch)
 	s.handled.Describe(ch)
 	s.msgs.Describe(ch)
+	s.bytes.Describe(ch)
 }
 
 func (s *streamSeries) collect(ch chan<- prometheus.Metric) {
@@ -55,16 +61,21 @@ func (s *streamSeries) collect(ch chan<- prometheus.Metric) {
 	s.open.Collect(ch)
 	s.handled.Collect(ch)
 	s.msgs.Collect(ch)
+	s.bytes.Collect(ch)
 }
 
 // StreamInterceptor returns the client stream interceptor that counts
-// streams and their messages: give it to client.WithStreamInterceptors.
+// streams, their messages and their bytes: give it to
+// client.WithStreamInterceptors.
 func (m *Metrics) StreamInterceptor() client.StreamInterceptor {
 	return func(ctx context.Context, meth *client.Method, final proto.Struct, next client.StreamOpener) (client.Stream, error) {
 		svc, fn := meth.Service, meth.Name
 		s := &m.streams
 		s.opened.WithLabelValues(svc, fn).Inc()
-		st, err := next(ctx, meth, final)
+		// Sizes are known only inside the stream: it reports them to the
+		// meter the context carries (client.WithStreamMeter).
+		b := &byteMeter{out: s.bytes.WithLabelValues(svc, fn, "out"), in: s.bytes.WithLabelValues(svc, fn, "in")}
+		st, err := next(client.WithStreamMeter(ctx, b), meth, final)
 		if err != nil {
 			o := Outcome(nil, err)
 			s.handled.WithLabelValues(svc, fn, o).Inc()
@@ -79,6 +90,12 @@ func (m *Metrics) StreamInterceptor() client.StreamInterceptor {
 		return ms, nil
 	}
 }
+
+// byteMeter adds a stream's message bytes to its function's counters.
+type byteMeter struct{ out, in prometheus.Counter }
+
+func (b *byteMeter) SentMsg(n int64)     { b.out.Add(float64(n)) }
+func (b *byteMeter) ReceivedMsg(n int64) { b.in.Add(float64(n)) }
 
 type meteredStream struct {
 	client.Stream

@@ -14,9 +14,11 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/client/clientmetrics"
+	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -32,6 +34,13 @@ func TestStreamMetrics(t *testing.T) {
 			var a wiretest.EchoArgs
 			if err := ss.RecvMsg(&a); err != nil {
 				return nil, err
+			}
+			if a.Msg != "" {
+				// A frame of its own, not a message: neither side
+				// counts it.
+				if err := ss.SendHeader(metadata.Pairs("k", a.Msg)); err != nil {
+					return nil, err
+				}
 			}
 			for range max(a.Mode, -a.Mode) {
 				if err := ss.SendMsg(&a); err != nil {
@@ -62,7 +71,7 @@ func TestStreamMetrics(t *testing.T) {
 	run := func(mode int32) {
 		st, err := conn.NewStream(ctx, meth, &wiretest.EchoResult{})
 		require.NoError(t, err)
-		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: mode}))
+		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: mode, Blob: make([]byte, 100*max(mode, -mode))}))
 		require.NoError(t, st.CloseSend())
 		for range max(mode, -mode) {
 			require.NoError(t, st.RecvMsg(&wiretest.EchoArgs{}))
@@ -85,4 +94,38 @@ func TestStreamMetrics(t *testing.T) {
 	}
 	assert.Equal(t, 2.0, value(t, reg, "hatrpc_client_stream_messages_total", map[string]string{"function": "count", "direction": "out"}))
 	assert.Equal(t, 5.0, value(t, reg, "hatrpc_client_stream_messages_total", map[string]string{"function": "count", "direction": "in"}))
+
+	// Bytes: each message's encoding, the size the server counts too.
+	size := func(a *wiretest.EchoArgs) float64 {
+		c := wire.GetCodec()
+		defer wire.PutCodec(c)
+		b, err := c.AppendStruct(nil, proto.Binary, a)
+		require.NoError(t, err)
+		return float64(len(b))
+	}
+	three, two := size(&wiretest.EchoArgs{Mode: 3, Blob: make([]byte, 300)}), size(&wiretest.EchoArgs{Mode: -2, Blob: make([]byte, 200)})
+	out, in := three+two, 3*three+2*two
+	bytes := func(reg *prometheus.Registry, side, dir string) float64 {
+		return value(t, reg, "hatrpc_"+side+"_stream_message_bytes_total", map[string]string{"service": "S", "function": "count", "direction": dir})
+	}
+	assert.Equal(t, out, bytes(reg, "client", "out"))
+	assert.Equal(t, in, bytes(reg, "client", "in"))
+	assert.Equal(t, out, bytes(srv.Registry(), "server", "in"))
+	assert.Equal(t, in, bytes(srv.Registry(), "server", "out"))
+
+	// Header metadata sent on its own (SendHeader) is no message.
+	st, err = conn.NewStream(ctx, meth, &wiretest.EchoResult{})
+	require.NoError(t, err)
+	hello := &wiretest.EchoArgs{Mode: 1, Msg: "v"}
+	require.NoError(t, st.SendMsg(hello))
+	require.NoError(t, st.CloseSend())
+	require.NoError(t, st.RecvMsg(&wiretest.EchoArgs{}))
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+	md, err := st.Header()
+	require.NoError(t, err)
+	require.Equal(t, "v", md["k"])
+	assert.Equal(t, out+size(hello), bytes(reg, "client", "out"))
+	assert.Equal(t, in+size(hello), bytes(reg, "client", "in"))
+	assert.Equal(t, bytes(reg, "client", "out"), bytes(srv.Registry(), "server", "in"))
+	assert.Equal(t, bytes(reg, "client", "in"), bytes(srv.Registry(), "server", "out"))
 }

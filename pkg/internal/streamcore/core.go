@@ -117,6 +117,9 @@ type Stream struct {
 	heldMsgs, heldBytes int64 // of those, consumed
 	recvErr             error // after the queue, Recv returns it
 	recvWake            chan struct{}
+	// The stream's windows: the connection's, unless a stream_window
+	// hint set its own (SetWindows).
+	sendWin, recvWin win
 	// Owner is the client's or the server's stream object.
 	Owner any
 	arena *[arenaSize]byte // small messages' bodies (copyOut), from arenaOff on free
@@ -128,6 +131,31 @@ type Stream struct {
 	gone     bool // out of c.streams: no more stream credit
 	finished bool
 	headers  bool // a header block came (once per stream)
+}
+
+// win is one stream's window: messages and bytes.
+type win struct{ msgs, bytes int32 }
+
+// SetWindows gives s windows of its own (a stream_window hint, this
+// side's or the peer's as the open or the hello told it): send bounds
+// what s sends, recv what it receives. Zero fields keep the
+// connection's. It is called before any data of s can be sent or filed.
+func (s *Stream) SetWindows(send, recv wire.StreamWindows) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if send.Bytes > 0 {
+		s.sendWin = win{send.Messages, send.Bytes}
+	}
+	if recv.Bytes > 0 {
+		s.recvWin = win{recv.Messages, recv.Bytes}
+	}
+}
+
+// RecvWindow is the receive window of s (messages, bytes).
+func (s *Stream) RecvWindow() (msgs, bytes int32) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.recvWin.msgs, s.recvWin.bytes
 }
 
 // Burst counts a message about to be sent and reports whether s sent one
@@ -147,7 +175,8 @@ func (c *Conn) Open(id int32, owner any) (*Stream, error) {
 	if _, ok := c.streams[id]; ok {
 		return nil, fmt.Errorf("%w: stream %d opened twice", wire.ErrBadFrame, id)
 	}
-	s := &Stream{c: c, ID: id, sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1), Owner: owner}
+	s := &Stream{c: c, ID: id, sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1), Owner: owner,
+		sendWin: win{c.Send.Messages, c.Send.Bytes}, recvWin: win{c.Recv.Messages, c.Recv.Bytes}}
 	c.streams[id] = s
 	return s, nil
 }
@@ -211,9 +240,9 @@ func (c *Conn) Data(id int32, m Msg, headerBlock bool) (*Stream, error) {
 		err = ErrAfterEnd
 	case headerBlock && s.headers:
 		err = fmt.Errorf("%w: a second header block", wire.ErrBadFrame)
-	case s.recvMsgs >= int64(c.Recv.Messages) || s.recvBytes >= int64(c.Recv.Bytes):
+	case s.recvMsgs >= int64(s.recvWin.msgs) || s.recvBytes >= int64(s.recvWin.bytes):
 		err = fmt.Errorf("%w: %d messages, %d bytes buffered of a window of %d messages, %d bytes (connection: %d of %d bytes)", ErrWindow,
-			s.recvMsgs, s.recvBytes, c.Recv.Messages, c.Recv.Bytes, c.buffered, c.Recv.Conn)
+			s.recvMsgs, s.recvBytes, s.recvWin.msgs, s.recvWin.bytes, c.buffered, c.Recv.Conn)
 	case c.recvConn >= int64(c.Recv.Conn):
 		err = fmt.Errorf("%w: the connection's window of %d bytes is full (%d bytes buffered, %d counting each message as at least %d bytes)", ErrWindow,
 			c.Recv.Conn, c.buffered, c.recvConn, MsgCost)
@@ -343,7 +372,7 @@ func (s *Stream) Send(ctx context.Context, size int64, write func() error) error
 			c.sendMu.Unlock()
 			return err
 		}
-		if s.sendMsgs < int64(c.Send.Messages) && s.sendBytes < int64(c.Send.Bytes) && c.sendConn < int64(c.Send.Conn) {
+		if s.sendMsgs < int64(s.sendWin.msgs) && s.sendBytes < int64(s.sendWin.bytes) && c.sendConn < int64(c.Send.Conn) {
 			s.sendMsgs++
 			s.sendBytes += size
 			c.sendConn += ConnCost(size)
@@ -392,7 +421,7 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 			if !s.gone {
 				s.heldMsgs++
 				s.heldBytes += m.Size
-				if s.heldMsgs >= max(1, int64(c.Recv.Messages)/2) || s.heldBytes >= int64(c.Recv.Bytes)/2 {
+				if s.heldMsgs >= max(1, int64(s.recvWin.msgs)/2) || s.heldBytes >= int64(s.recvWin.bytes)/2 {
 					msgs, n = s.heldMsgs, s.heldBytes
 					s.recvMsgs -= msgs
 					s.recvBytes -= n

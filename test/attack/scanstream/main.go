@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -43,7 +44,19 @@ func run() error {
 	vsize := flag.Int("vsize", 100, "field size for -load")
 	stall := flag.Duration("stall", 0, "open a ScanStream, read nothing for this long, report the server's RSS")
 	only := flag.String("only", "", "paged or stream: run one way only (each in a fresh server compares them from the same start)")
+	cpuprofile := flag.String("cpuprofile", "", "write the client's CPU profile of the scans to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	cl, err := hatkv.Dial(ctx, *addr, hatkv.WithClientTransport("tcp"))
 	if err != nil {

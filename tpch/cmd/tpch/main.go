@@ -24,10 +24,10 @@ import (
 )
 
 const usage = `usage:
-  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain --user U] [--idle-session-timeout 1h] [--workers A1,A2,... [--exchange-timeout 5m]]
+  tpch serve [--addr 127.0.0.1:10000] [--sf 0.01] [--config function] [--rdma off|shm|ibv|auto] [--auth nosasl|plain|nosasl,plain --user U] [--idle-session-timeout 1h] [--workers A1,A2,... [--exchange-timeout 5m]]
   tpch worker --index I --of N [--sf 0.01] [--config vanilla,service,function] [--addr A1,A2,A3] [--rdma off|shm|ibv|auto]
   tpch reference [--sf 0.01]   (the queries and published answers as JSON, for clients/hs2_check.py)
-  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--svg FILE]
+  tpch bench [--sf 0.01] [--queries 1-22] [--config vanilla,service,function] [--transport tcp,shm] [--reps 3] [--workers 0] [--csv FILE] [--json FILE] [--svg FILE]
 `
 
 func main() {
@@ -73,7 +73,7 @@ func serve(ctx context.Context, args []string) error {
 	sf := fs.Float64("sf", 0.01, "TPC-H scale factor")
 	cfgName := fs.String("config", "function", "vanilla, service or function")
 	rdma := fs.String("rdma", "off", "lanes for HatRPC clients: off, shm, ibv or auto")
-	auth := fs.String("auth", "nosasl", "nosasl, or plain: SASL PLAIN as --user with the password in $TPCH_HS2_PASSWORD")
+	authList := fs.String("auth", "nosasl", "the clients the port takes: nosasl, plain (SASL PLAIN, or HTTP Basic credentials, as --user with the password in $TPCH_HS2_PASSWORD), or both (nosasl,plain)")
 	user := fs.String("user", "tpch", "the user --auth plain accepts")
 	workers := fs.String("workers", "", "comma-separated exchange addresses of `tpch worker`s serving --config (worker i at the i-th); empty: run every query here")
 	idle := fs.Duration("idle-session-timeout", time.Hour, "close sessions no call has used for this long, with their operations (Hive's hive.server2.idle.session.timeout); 0: never")
@@ -86,17 +86,12 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	password := os.Getenv("TPCH_HS2_PASSWORD")
-	switch *auth {
-	case "nosasl":
-	case "plain":
-		if password == "" {
-			return errors.New("--auth plain: set the password in $TPCH_HS2_PASSWORD")
-		}
-		if *rdma != "off" {
-			return errors.New("--auth plain: SASL clients are plain Thrift clients: --rdma must be off")
-		}
-	default:
-		return fmt.Errorf("--auth %q: want nosasl or plain", *auth)
+	auth, err := parseAuth(*authList, *user, password)
+	if err != nil {
+		return err
+	}
+	if err := auth.Check(*rdma); err != nil {
+		return fmt.Errorf("--auth %s --rdma %s: %w", *authList, *rdma, err)
 	}
 	db, err := open(ctx, *sf)
 	if err != nil {
@@ -116,22 +111,36 @@ func serve(ctx context.Context, args []string) error {
 		defer coord.Close()
 		hopts = append(hopts, hs2.WithEngine(coord))
 	}
-	var srv *bench.Server
-	if *auth == "plain" {
-		srv, err = bench.ServePLAIN(db, *addr, cfg, hopts, func(_ context.Context, u, p string) bool {
-			return subtle.ConstantTimeCompare([]byte(u), []byte(*user)) == 1 && subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
-		})
-	} else {
-		srv, err = bench.ServeEngine(db, *addr, cfg, *rdma, hopts)
-	}
+	srv, err := bench.ServeAuth(db, *addr, cfg, *rdma, hopts, auth)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("hs2 listening on %s (config %s, rdma %s, auth %s)\n", srv.Addr, cfg, *rdma, *auth)
+	fmt.Printf("hs2 listening on %s (config %s, rdma %s, auth %s)\n", srv.Addr, cfg, *rdma, *authList)
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// parseAuth reads --auth: a comma-separated list of nosasl and plain.
+func parseAuth(list, user, password string) (bench.Auth, error) {
+	var a bench.Auth
+	for _, m := range strings.Split(list, ",") {
+		switch strings.TrimSpace(m) {
+		case "nosasl":
+			a.NOSASL = true
+		case "plain":
+			if password == "" {
+				return a, fmt.Errorf("--auth %s: set the password in $TPCH_HS2_PASSWORD", list)
+			}
+			a.PLAIN = func(_ context.Context, u, p string) bool {
+				return subtle.ConstantTimeCompare([]byte(u), []byte(user)) == 1 && subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
+			}
+		default:
+			return a, fmt.Errorf("--auth %q: want nosasl, plain or nosasl,plain", list)
+		}
+	}
+	return a, nil
 }
 
 func runBench(ctx context.Context, args []string) error {
@@ -143,6 +152,7 @@ func runBench(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "timed runs per query (after one untimed, checked run)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "per query")
 	csvPath := fs.String("csv", "", "also write the timings as CSV to this file")
+	jsonPath := fs.String("json", "", "also write the timings and each setup's totals as JSON to this file")
 	svgPath := fs.String("svg", "", "also draw the medians as an SVG bar chart (the paper's Fig. 17) in this file")
 	workers := fs.Int("workers", 0, "worker processes (0: every query runs whole in this process)")
 	if err := fs.Parse(args); err != nil {
@@ -205,6 +215,11 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *csvPath != "" {
 		if err := writeFile(*csvPath, func(w io.Writer) error { return bench.WriteCSV(w, ts) }); err != nil {
+			return err
+		}
+	}
+	if *jsonPath != "" {
+		if err := writeFile(*jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, ts, setups, queries) }); err != nil {
 			return err
 		}
 	}

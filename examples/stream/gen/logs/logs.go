@@ -2383,7 +2383,7 @@ var LogsHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput},
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
-		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput, StreamWindow: 262144}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
 		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Stream: stream.Client},
 		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Bidi},
 		{Name: "count", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},

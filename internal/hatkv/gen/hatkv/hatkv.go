@@ -5009,10 +5009,12 @@ type HatKVHandler interface {
 	MultiPut(ctx context.Context, records []*KeyRecord) (_err error)
 	// Up to count records with keys >= start_key, in key order; fewer when
 	// the keys and records would pass the server's scan size limit
-	// (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
-	// ends before the record that would pass it (it holds at least one)
-	// and the reply header hatkv-scan-cut is set (on a call that sent
-	// headers), so the next Scan starts after its last key.
+	// (kvstore.Limits.MaxScanBytes, 32 MiB by default), or the room the
+	// reply has in the server's memory budget or message limit: the answer
+	// then ends before the record that would pass it (it holds at least
+	// one) and the reply header hatkv-scan-cut is set (on a call that sent
+	// headers; "1" for the size limit, "memory" or "message-limit"), so
+	// the next Scan starts after its last key.
 	Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error)
 	// Streams every record of the range, without Scan's count limit, in
 	// batches of about 64 KiB of keys and records (at most 1,024 records),
@@ -5171,10 +5173,12 @@ func (_c *HatKVClient) MultiPut(ctx context.Context, records []*KeyRecord) (_err
 
 // Up to count records with keys >= start_key, in key order; fewer when
 // the keys and records would pass the server's scan size limit
-// (kvstore.Limits.MaxScanBytes, 32 MiB by default): the answer then
-// ends before the record that would pass it (it holds at least one)
-// and the reply header hatkv-scan-cut is set (on a call that sent
-// headers), so the next Scan starts after its last key.
+// (kvstore.Limits.MaxScanBytes, 32 MiB by default), or the room the
+// reply has in the server's memory budget or message limit: the answer
+// then ends before the record that would pass it (it holds at least
+// one) and the reply header hatkv-scan-cut is set (on a call that sent
+// headers; "1" for the size limit, "memory" or "message-limit"), so
+// the next Scan starts after its last key.
 func (_c *HatKVClient) Scan(ctx context.Context, start_key string, count int32, fields []string) (_r []*KeyRecord, _err error) {
 	_call := &struct {
 		args HatKVScanArgs

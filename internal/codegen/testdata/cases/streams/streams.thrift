@@ -14,8 +14,8 @@ service Streamer extends streambase.Clock {
   hint: perf_goal = throughput;
 
   /** Sends n replies for one request. */
-  Resp tail(1: Req req) (streaming.mode="server"),
-  Reply upload(1: Req chunk) throws (1: Oops oops, 2: TooMany many) (streaming.mode="client") [ hint: payload_size = 64KiB; ]
+  Resp tail(1: Req req) (streaming.mode="server") [ c_hint: stream_window = 256KiB; ],
+  Reply upload(1: Req chunk) throws (1: Oops oops, 2: TooMany many) (streaming.mode="client") [ hint: payload_size = 64KiB; s_hint: stream_window = 64KiB; ]
   Resp chat(1: Req msg) throws (1: Oops oops) (streaming.mode = "bidirectional"),
   Resp call(1: Req req) (streaming.mode="unary"),
   /** An argument named like the package generated code uses. */

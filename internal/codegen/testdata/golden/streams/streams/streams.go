@@ -2371,8 +2371,8 @@ var StreamerHints = hints.Service{
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
 		{Name: "ticks", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
-		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
-		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Stream: stream.Client},
+		{Name: "tail", Client: hints.Set{PerfGoal: hints.Throughput, StreamWindow: 262144}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "upload", Client: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536}, Server: hints.Set{PerfGoal: hints.Throughput, PayloadSize: 65536, StreamWindow: 65536}, Stream: stream.Client},
 		{Name: "chat", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Bidi},
 		{Name: "call", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 		{Name: "watch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},

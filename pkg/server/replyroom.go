@@ -1,0 +1,105 @@
+package server
+
+// Replies larger than their method's estimate.
+//
+// A call reserves the reply its method is expected to send (replygate.go),
+// learned from the method's earlier replies. A handler whose reply can
+// be far larger than that (a Scan of 10,000 records after one of 1)
+// builds it uncharged: after one Scan(1), 64 Thrift-over-HTTP Scans of
+// 10,000 records grew hatkv by +399 MB against a 320 MiB budget (issue
+// 43). The server cannot tell how large a reply will be before the
+// handler built it, and refusing it then is too late: the memory was
+// taken. So a handler that builds a large reply piece by piece reserves
+// as it goes (ReserveReply) and stops where the room ends: hatkv's Scan
+// then cuts its answer and says so. ReserveReply never waits: a handler
+// waiting for room would hold what it built so far, and replies queued
+// behind it may need the room; cutting the answer returns at once and
+// stalls no one.
+//
+// The call context carries its request (callCtx.rq) so that no map or
+// lock is needed to find it; lanes' calls (registered memory, bounded by
+// the lane's reply maximum, a larger reply refused when encoded) and
+// streams (bounded by their windows) have none: ReserveReply returns nil
+// for them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrReplyRoom is matched (errors.Is) by the errors ReserveReply returns.
+var ErrReplyRoom = errors.New("no room for the reply")
+
+// ReplyRoomError is what ReserveReply returns when a reply of Size bytes
+// cannot be held: Limit is the message limit (MessageLimit true) or the
+// free room of the connection's memory share, in bytes.
+type ReplyRoomError struct {
+	Size, Limit  int64
+	MessageLimit bool
+}
+
+func (e *ReplyRoomError) Error() string {
+	if e.MessageLimit {
+		return fmt.Sprintf("hatrpc: reply of %d bytes exceeds the message limit of %d bytes", e.Size, e.Limit)
+	}
+	return fmt.Sprintf("hatrpc: no room for a reply of %d bytes: %d bytes of the connection's memory share are free (WithMemoryBudget)", e.Size, e.Limit)
+}
+
+func (e *ReplyRoomError) Is(target error) bool { return target == ErrReplyRoom }
+
+// replyRoomKey finds the call's context through any context derived
+// from it.
+type replyRoomKey struct{}
+
+// ReserveReply tells the server that the reply of the call whose handler
+// ctx belongs to will take about n bytes (encoded), before the handler
+// builds it: the call's memory reservation grows to hold it, or, when n
+// exceeds the message limit or the room the connection's memory share
+// has left (WithMemoryBudget), a *ReplyRoomError (errors.Is ErrReplyRoom)
+// says so and nothing changes. A handler that builds a large reply piece
+// by piece calls it as it goes, with the size so far, and stops (cuts its
+// answer, or fails) where it gets an error. It never waits. Call it from
+// the handler, before it returns; called again, the larger size counts.
+// Without a budget it checks the message limit only. On a lane, in a
+// stream or with a context not of a call it returns nil (lanes and
+// streams bound their replies otherwise).
+func ReserveReply(ctx context.Context, n int) error {
+	cc, _ := ctx.Value(replyRoomKey{}).(*callCtx)
+	if cc == nil || n <= 0 {
+		return nil
+	}
+	if cc.state.Load() != ctxLive {
+		return ctx.Err()
+	}
+	r := cc.rq
+	c := r.conn
+	if limit := c.s.opts.limits.MaxMessageSize; n > limit {
+		c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+		return &ReplyRoomError{Size: int64(n), Limit: int64(limit), MessageLimit: true}
+	}
+	b := &c.s.budget
+	if b.total <= 0 {
+		return nil
+	}
+	// The handler's result and the reply encoded from it are alive
+	// together, as for the method's estimate (reserveReply); at most
+	// the whole share, which a reply of n may take on its own.
+	want := min(2*int64(n), b.perConn)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := want - r.mem
+	if d <= 0 && !c.overShare(n) {
+		return nil
+	}
+	// Replies waiting for admission come first (reserve); a reply over
+	// the share could never be sent.
+	if c.rg.waiting == 0 && b.fits(c, d) && !c.overShare(n) {
+		b.used += d
+		c.memHeld += d
+		r.mem += d
+		return nil
+	}
+	room := max(min(b.perConn-c.memHeld, b.total-b.used)+r.mem, 0) / 2
+	return &ReplyRoomError{Size: int64(n), Limit: room}
+}
