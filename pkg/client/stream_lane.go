@@ -90,6 +90,8 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 			p.put(up)
 			return nil, err
 		}
+		streamBlock(l)
+		streamBlock(up)
 	}
 	out := streamcore.NewOutbox()
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -120,6 +122,20 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	}
 	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
 	return cs, nil
+}
+
+// streamBlock makes the waits of a lane of a client or bidirectional
+// stream block at once, until put gives the lane back
+// (docs/design/streams.md, "Streams on lanes"): each of the stream's
+// messages is handed between goroutines (the caller's, the lanes'
+// runners, the server's lane goroutines and handler), and on a host of
+// few cores the threads spinning in C for the lanes' answers kept the
+// cores those goroutines needed: a 64 B ping-pong took 104-170 µs a round
+// trip spinning, 55 µs blocking (2 cores, client and server in one
+// process). The tuner's SetSpin still applies once the lane is back.
+func streamBlock(l *clane) {
+	l.blocked = true
+	l.ep.BlockWaits(true)
 }
 
 // errLanesBusy: every lane a stream may take is held.

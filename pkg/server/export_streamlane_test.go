@@ -12,3 +12,18 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 		return append([]byte(nil), out...)
 	}, close
 }
+
+// BlockedLaneWaits counts s's lanes whose waits block at once (lanes of
+// client and bidirectional streams, stream_lane.go).
+func BlockedLaneWaits(s *Server) int {
+	ms := &s.laneMeters
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	n := 0
+	for lm := range ms.live {
+		if lm.eng.blocked != nil && lm.eng.blocked() {
+			n++
+		}
+	}
+	return n
+}

@@ -293,7 +293,7 @@ func (ls *laneSession) serve() {
 	// frames went to is reset.
 	defer ls.unjoin(streamcore.ErrLaneGone)
 	defer ls.dropJoin()
-	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol})
+	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
 	if err != nil && c.ctx.Err() == nil {

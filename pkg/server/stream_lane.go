@@ -55,8 +55,11 @@ type laneJoin struct {
 	id    int32
 	token [wire.JoinTokenSize]byte
 
-	mu   sync.Mutex // held while a frame is filed, and to set done
+	mu   sync.Mutex // held while a frame is filed, and to set done and ep
 	done bool       // the first lane left the stream: frames are dropped
+	// ep: the second lane's endpoint, its waits blocked while the stream
+	// lasts (blockWaits); the first lane, leaving, unblocks them.
+	ep *rdma.RPCEndpoint
 }
 
 // streamCall runs one request of a lane carrying a stream; it returns
@@ -292,7 +295,22 @@ func (ls *laneSession) offerJoin(h *wire.Header, payload []byte) error {
 		return fmt.Errorf("%w: join token in use", wire.ErrBadFrame)
 	}
 	sl.join = j
+	ls.blockWaits(true)
 	return nil
+}
+
+// blockWaits makes the lane's waits for requests block at once while it
+// is one of a client or bidirectional stream's two lanes (on), or gives
+// it back the spin the tuner sets (off): each of such a stream's
+// messages is handed between the lanes' goroutines and the handler, and
+// on a host of few cores a thread spinning in C for the lane's next
+// request kept the core they needed (docs/design/streams.md, "Streams on
+// lanes"; the client's lanes do the same, pkg/client streamBlock). One
+// cgo crossing, at a change only.
+func (ls *laneSession) blockWaits(on bool) {
+	if ep := ls.l.ep; ep != nil {
+		ep.BlockWaits(on)
+	}
 }
 
 // dropJoin closes the way in of the stream this lane carries, if it has
@@ -305,9 +323,15 @@ func (ls *laneSession) dropJoin() {
 		return
 	}
 	ls.stream.join = nil
+	ls.blockWaits(false)
 	ls.c.s.laneJoins.CompareAndDelete(j.token, j) // never joined
 	j.mu.Lock()
 	j.done = true
+	if j.ep != nil {
+		// The stream is over: the second lane waits as any lane again,
+		// rather than from its next request.
+		j.ep.BlockWaits(false)
+	}
 	j.mu.Unlock()
 }
 
@@ -350,7 +374,14 @@ func (ls *laneSession) fileJoined(req []byte) error {
 			}
 			ls.unjoin(nil)
 			if v, ok := c.s.laneJoins.LoadAndDelete([wire.JoinTokenSize]byte(req[off+wire.HeaderSize : end])); ok {
-				ls.joined = v.(*laneJoin)
+				j := v.(*laneJoin)
+				ls.joined = j
+				j.mu.Lock()
+				if !j.done && ls.l.ep != nil {
+					j.ep = ls.l.ep
+					j.ep.BlockWaits(true)
+				}
+				j.mu.Unlock()
 			} else {
 				// The stream ended before its second lane came (its
 				// handler returned at once, say): what the lane carries
@@ -414,6 +445,7 @@ func (ls *laneSession) unjoin(err error) {
 		return
 	}
 	ls.joined = nil
+	ls.blockWaits(false)
 	if err == nil {
 		return
 	}

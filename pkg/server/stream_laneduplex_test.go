@@ -500,3 +500,43 @@ func TestBidiStreamNeedsTwoLanes(t *testing.T) {
 	lane, _ = c.StreamRoutes()
 	require.Equal(t, uint64(1), lane)
 }
+
+// The server's lanes of a client or bidirectional stream block in their
+// waits while the stream lasts (a spinning thread kept the cores the
+// stream's goroutines needed), and wait as any lane again once it ended:
+// the second lane as the first leaves the stream, before the client has
+// the end (pkg/client TestDuplexStreamLanesBlockWaits: the client's).
+func TestDuplexStreamLanesBlockWaits(t *testing.T) {
+	s, _, addr := duplexStreams(t)
+	c := dial(t, addr)
+	tests := []struct {
+		name string
+		mode stream.Mode
+		fn   string
+	}{{"bidi", stream.Bidi, "echo"}, {"client", stream.Client, "sum"}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := c.NewStream(tctx(t), sMethod(tc.fn, tc.mode), &wiretest.EchoResult{})
+			require.NoError(t, err)
+			var a wiretest.EchoArgs
+			if tc.mode == stream.Bidi {
+				// The first message may go with the open on the first lane;
+				// the second, sent once the first lane's first exchange is
+				// over, goes on the second lane (joining with it): its echo
+				// came, so both lanes carry the stream.
+				for _, msg := range []string{"x", "y"} {
+					require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: msg}))
+					require.NoError(t, st.RecvMsg(&a))
+					require.Equal(t, msg, a.Msg)
+				}
+				require.Equal(t, 2, server.BlockedLaneWaits(s))
+			} else {
+				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "x"}))
+			}
+			require.NoError(t, st.CloseSend())
+			require.Equal(t, io.EOF, st.RecvMsg(&a))
+			require.Zero(t, server.BlockedLaneWaits(s))
+		})
+	}
+	requireOnLanes(t, s, c, "S", "sum", 1)
+}
