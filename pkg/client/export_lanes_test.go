@@ -41,8 +41,8 @@ func (t *TestLane) Shortcut(resp []byte) bool {
 
 func (t *TestLane) SetMaxMessage(n int) { t.l.p.ls.c.o.limits.MaxMessageSize = n }
 
-// BlockedLaneWaits counts c's lanes whose waits block at once (lanes of
-// client and bidirectional streams, stream_lane.go).
+// BlockedLaneWaits counts c's lanes whose waits block at once (first
+// lanes of client and bidirectional streams, stream_lane.go).
 func BlockedLaneWaits(c *Conn) int {
 	ls := &c.lanes
 	ls.mu.Lock()

@@ -109,7 +109,7 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
-	// blocked: the lane carries a client or bidirectional stream, its
+	// blocked: the lane is a client or bidirectional stream's first, its
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
 	blocked bool

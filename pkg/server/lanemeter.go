@@ -30,8 +30,8 @@ type laneMeter struct {
 type laneEngine struct {
 	m    *method                  // the lane's function
 	sent func() [numEngine]uint64 // rdma.RPCEndpoint.SentByProtocol: never waits for an exchange
-	// blocked: rdma.RPCEndpoint.WaitsBlocked (the lane is one of a
-	// client or bidirectional stream's, stream_lane.go); tests read it.
+	// blocked: rdma.RPCEndpoint.WaitsBlocked (the lane is a client or
+	// bidirectional stream's second, stream_lane.go); tests read it.
 	blocked func() bool
 }
 

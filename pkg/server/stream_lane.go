@@ -295,18 +295,19 @@ func (ls *laneSession) offerJoin(h *wire.Header, payload []byte) error {
 		return fmt.Errorf("%w: join token in use", wire.ErrBadFrame)
 	}
 	sl.join = j
-	ls.blockWaits(true)
 	return nil
 }
 
 // blockWaits makes the lane's waits for requests block at once while it
-// is one of a client or bidirectional stream's two lanes (on), or gives
-// it back the spin the tuner sets (off): each of such a stream's
-// messages is handed between the lanes' goroutines and the handler, and
-// on a host of few cores a thread spinning in C for the lane's next
-// request kept the core they needed (docs/design/streams.md, "Streams on
-// lanes"; the client's lanes do the same, pkg/client streamBlock). One
-// cgo crossing, at a change only.
+// is the second lane of a client or bidirectional stream (on), or gives
+// it back the spin the tuner sets (off). Its next request is the
+// client's next frame, which may wait on this side's handler: each of
+// such a stream's messages is handed between the lanes' goroutines and
+// the handler, and on a host of few cores a thread spinning in C for it
+// kept the core they needed (docs/design/streams.md, "Streams on lanes";
+// the client's first lane does the same, pkg/client streamBlock). The
+// first lane keeps its spin: its next request, a poll, is sent as soon
+// as its reply is in. One cgo crossing, at a change only.
 func (ls *laneSession) blockWaits(on bool) {
 	if ep := ls.l.ep; ep != nil {
 		ep.BlockWaits(on)
@@ -323,7 +324,6 @@ func (ls *laneSession) dropJoin() {
 		return
 	}
 	ls.stream.join = nil
-	ls.blockWaits(false)
 	ls.c.s.laneJoins.CompareAndDelete(j.token, j) // never joined
 	j.mu.Lock()
 	j.done = true
@@ -379,7 +379,7 @@ func (ls *laneSession) fileJoined(req []byte) error {
 				j.mu.Lock()
 				if !j.done && ls.l.ep != nil {
 					j.ep = ls.l.ep
-					j.ep.BlockWaits(true)
+					ls.blockWaits(true)
 				}
 				j.mu.Unlock()
 			} else {
