@@ -6,6 +6,11 @@
 //	go run ./cmd/atb-tcp
 //	go run ./cmd/atb-tcp -sizes 64 -callers 64 -dur 5s
 //
+// Old build against new in one run: -baseline names an older atb-tcp
+// binary, and a system named X@base is that binary's X:
+//
+//	atb-tcp -baseline /tmp/atb-tcp-old -systems hatrpc,hatrpc@base
+//
 // With -stream-sizes it runs the stream systems instead (issue 46's
 // goals: internal/bench/stream.go), one stream per system and size:
 //
@@ -54,6 +59,7 @@ func run() error {
 		placements = flag.String("placements", "unpinned,same-cpu,split-cpu", "latency placements")
 		cpus       = flag.String("cpus", "0,1", "the two CPUs used for pinning")
 		timeout    = flag.Duration("timeout", 30*time.Minute, "overall limit")
+		baseline   = flag.String("baseline", "", "another atb-tcp binary (an older build): a system named X"+bench.BaselineSuffix+" is its X, measured in the same run")
 
 		streamSizes = flag.String("stream-sizes", "", "stream mode: message sizes, e.g. 64,4KiB,64KiB (-systems default: "+strings.Join(defaultStreamSystems, ",")+")")
 		bytes       = flag.String("bytes", "1GiB", "stream mode: payload bytes per point")
@@ -86,6 +92,9 @@ func run() error {
 		return fmt.Errorf("unknown -role %q", *role)
 	}
 
+	if err := bench.SetBaseline(*baseline); err != nil {
+		return fmt.Errorf("-baseline: %w", err)
+	}
 	if *streamSizes != "" {
 		explicit := false
 		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "systems" })

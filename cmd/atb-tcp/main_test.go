@@ -95,6 +95,27 @@ func TestRunnerEndToEnd(t *testing.T) {
 	}
 }
 
+// TestRunnerBaseline runs a system of another build (the runner is its
+// own baseline here) beside this build's in one run: both get a row.
+func TestRunnerBaseline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := buildRunner(t, ctx)
+	cmd := exec.CommandContext(ctx, bin, "-systems", "hatrpc,hatrpc@base", "-baseline", bin,
+		"-sizes", "64", "-callers", "2", "-calls", "100", "-warmup", "10",
+		"-dur", "100ms", "-reps", "1", "-placements", "unpinned")
+	stdout, err := cmd.Output()
+	require.NoError(t, err)
+	table := string(stdout)
+	t.Log("\n" + table)
+	assert.Contains(t, table, "hatrpc p50")
+	assert.Contains(t, table, "hatrpc@base p50")
+
+	out, err := exec.CommandContext(ctx, bin, "-systems", "hatrpc", "-baseline", "/nonexistent/atb-tcp").CombinedOutput()
+	require.Error(t, err)
+	assert.Equal(t, "atb-tcp: -baseline: stat /nonexistent/atb-tcp: no such file or directory\n", string(out))
+}
+
 // TestStreamRunEndToEnd runs stream mode with every stream system that
 // needs nothing installed (grpc-stream needs the module cache: `make
 // bench-stream`) and checks every point has a number and the goals the

@@ -141,4 +141,7 @@ func TestCloseWhileBorrowedOnLane(t *testing.T) {
 		return nil
 	}))
 	require.ErrorIs(t, c.Call(ctx, m, args, &mix.MixPingResult{}), client.ErrConnClosed)
+	// Nor does a lane opening after Close take a device: nothing would
+	// release it.
+	require.ErrorIs(t, c.LaneDevice(fastpathtest.HintTransport()), client.ErrConnClosed)
 }

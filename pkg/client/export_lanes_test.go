@@ -5,6 +5,7 @@ package client
 import (
 	"context"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -62,4 +63,11 @@ func BlockedLaneWaits(c *Conn) int {
 		p.mu.Unlock()
 	}
 	return n
+}
+
+// LaneDevice opens (or finds) the Conn's shared device for tr as a new
+// lane would.
+func (c *Conn) LaneDevice(tr hints.Transport) error {
+	_, err := c.lanes.device(tr)
+	return err
 }

@@ -387,7 +387,10 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	dctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
 	defer cancel()
 	d, err := p.ls.device(p.tr)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrConnClosed):
+		return nil, err // not the fast path's failure: no fallback
+	case err != nil:
 		return nil, c.setupFailed("lane", p.tr, err)
 	}
 	// Sizes for both sides' buffers: declared, or the largest seen (with

@@ -88,6 +88,11 @@ func (ls *lanes) routeStats() RouteStats {
 func (ls *lanes) device(tr hints.Transport) (*fastpath.Device, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if ls.closed {
+		// close released (or handed to the last lane) the devices: one
+		// opened now would be released by no one.
+		return nil, ErrConnClosed
+	}
 	if d := ls.devs[tr]; d != nil {
 		return d, nil
 	}

@@ -104,6 +104,40 @@ func TestMemoryBudgetBusy(t *testing.T) {
 	}
 }
 
+// A large request following a large one on its connection is charged
+// before its payload is read, refused busy, its payload skipped, and the
+// connection serves the next call.
+//
+// The budget leaves room for the 64 KiB calls' replies too: a connection
+// whose last reply was large has the next one's memory reserved alike.
+func TestMemoryBudgetBusyAfterLargeFrame(t *testing.T) {
+	s, e, addr := start(t, server.WithMemoryBudget(400<<10, 400<<10), server.WithBusyTimeout(20*time.Millisecond))
+	release := holdBudget(t, s, e, addr, 200<<10)
+	defer release()
+	b := dial(t, addr, client.WithConns(1))
+	got, err := echo(tctx(t), b, &wiretest.EchoArgs{Msg: "fits", Blob: make([]byte, 64<<10)})
+	require.NoError(t, err, "64 KiB fits beside the 200 KiB held")
+	mfs, err := s.Registry().Gather()
+	require.NoError(t, err)
+	require.Zero(t, metricValue(mfs, "hatrpc_server_rejected_total", map[string]string{"reason": "memory_budget"}))
+	require.Len(t, got, 4+64<<10)
+	_, err = echo(tctx(t), b, &wiretest.EchoArgs{Msg: "b", Blob: make([]byte, 210<<10)})
+	var ae *proto.ApplicationException
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, proto.ExcInternalError, ae.Type)
+	require.Equal(t, "server busy: request memory budget exhausted", ae.Message)
+	mfs, err = s.Registry().Gather()
+	require.NoError(t, err)
+	require.Equal(t, float64(1), metricValue(mfs, "hatrpc_server_rejected_total", map[string]string{"reason": "memory_budget"}))
+	require.LessOrEqual(t, gauge(t, s, "hatrpc_server_request_memory_bytes"), float64(400<<10))
+	got, err = echo(tctx(t), b, &wiretest.EchoArgs{Msg: "small"})
+	require.NoError(t, err, "the connection serves small calls")
+	require.Equal(t, "small", got)
+	got, err = echo(tctx(t), b, &wiretest.EchoArgs{Msg: "again", Blob: make([]byte, 64<<10)})
+	require.NoError(t, err, "and large ones that fit")
+	require.Len(t, got, 5+64<<10)
+}
+
 // A request larger than the budget could never be served: it is refused
 // like an oversized message, and the server serves others.
 func TestMemoryBudgetTooLarge(t *testing.T) {

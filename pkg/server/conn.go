@@ -43,6 +43,7 @@ type conn struct {
 	thCur   *thCall // THeader: the message just read (see theader.go)
 	turnIn  uint64  // next plain call's turn to run (order.go)
 	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
+	grown   bool    // br is the big read buffer (readbuf.go)
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -130,10 +131,6 @@ type request struct {
 	err   error
 }
 
-// readBufSize holds a few hundred pipelined small calls per read syscall
-// while keeping an idle connection's footprint small.
-const readBufSize = 16 << 10
-
 var reqPool = sync.Pool{New: func() any { return new(request) }}
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -199,6 +196,7 @@ func (c *conn) serve() {
 		if c.holding.Load() && !c.nextBuffered() {
 			c.unhold() // about to wait for the client: send what is held
 		}
+		c.growRead()
 		r, err := c.next()
 		if err == errAttached {
 			c.unhold()

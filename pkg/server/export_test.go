@@ -122,3 +122,20 @@ func BudgetUsed(s *Server) int64 {
 // SetColdLease sets how long a cold call holds its place (replygate.go);
 // call it before s serves.
 func SetColdLease(s *Server, d time.Duration) { s.coldLease = d }
+
+// ReadBufGrown counts the connections whose read buffer grew (readbuf.go).
+func ReadBufGrown(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.conns {
+		c.mu.Lock() // grown is the reader's; the lock orders the read after the burst's replies
+		if c.grown {
+			n++
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
+const BigReadBufSize = bigReadBufSize

@@ -142,3 +142,21 @@ func BenchmarkMultiPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanStreamWire streams the whole store as a streamed scan's
+// server reads it (batches of wire forms); one op is one record.
+func BenchmarkScanStreamWire(b *testing.B) {
+	s := benchStore(b, SyncNoSync, CommitImmediate)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		err := s.ScanStreamWire(ctx, ScanRange{Limit: int64(min(b.N-done, benchRecords))}, func(kvs []WireKV) error {
+			done += len(kvs)
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -165,7 +165,8 @@ func (s *Store) ScanCut(ctx context.Context, startKey string, count int, fields 
 			k, v, err = cur.Get(keyBytes(startKey), lmdb.SetRange)
 		}
 		out, cut, bytes = make([]KV, 0, min(count, 128)), false, 0
-		for ; err == nil && len(out) < count; k, v, err = cur.Get(nil, lmdb.Next) {
+		sc := cur.Scanner(count)
+		for ; err == nil && len(out) < count; k, v, err = sc.Next() {
 			rec, derr := DecodeRecord(v, fields...)
 			if derr != nil {
 				var re *RecordError

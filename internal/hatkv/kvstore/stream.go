@@ -146,8 +146,13 @@ func (s *Store) scanStream(ctx context.Context, r ScanRange, add func(k, v []byt
 			default:
 				k, v, err = cur.Get(keyBytes(r.Start), lmdb.SetRange)
 			}
+			ahead := per
+			if r.Limit > 0 {
+				ahead = int(min(int64(ahead), r.Limit-sent))
+			}
+			sc := cur.Scanner(ahead)
 			size := 0
-			for ; err == nil; k, v, err = cur.Get(nil, lmdb.Next) {
+			for ; err == nil; k, v, err = sc.Next() {
 				if (r.End != "" && string(k) >= r.End) || (r.Limit > 0 && sent+int64(n) >= r.Limit) {
 					done = true
 					return nil

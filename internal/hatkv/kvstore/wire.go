@@ -133,7 +133,8 @@ func (s *Store) ScanWire(ctx context.Context, startKey string, count int, fields
 		} else {
 			k, v, err = cur.Get(keyBytes(startKey), lmdb.SetRange)
 		}
-		for ; err == nil && len(keys) < count; k, v, err = cur.Get(nil, lmdb.Next) {
+		sc := cur.Scanner(count)
+		for ; err == nil && len(keys) < count; k, v, err = sc.Next() {
 			start := len(buf)
 			var werr error
 			if buf, werr = AppendWire(buf, v, fields); werr != nil {

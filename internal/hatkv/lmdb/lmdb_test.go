@@ -521,3 +521,79 @@ func TestWriteMapReservesMap(t *testing.T) {
 		})
 	}
 }
+
+// A Scanner returns what Get(Next) returns, whatever its run length, and
+// nothing once its transaction is over.
+func TestScanner(t *testing.T) {
+	env := openTest(t)
+	dbi := openDBI(t, env, "scanner")
+	ctx := testCtx(t)
+	var want []string
+	require.NoError(t, env.Update(ctx, func(txn *Txn) error {
+		for i := 0; i < 150; i++ {
+			k := fmt.Appendf(nil, "k%03d", i)
+			want = append(want, string(k))
+			if err := txn.Put(dbi, k, fmt.Appendf(nil, "v%d", i), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	tests := []struct {
+		name  string
+		start string // "": from the first key
+		ahead int
+		want  []string
+	}{
+		{"one a run", "", 1, want},
+		{"runs of 7", "", 7, want},
+		{"runs of ScanAhead", "", ScanAhead, want},
+		{"ahead clamped above", "", 10 * ScanAhead, want},
+		{"ahead clamped below", "", 0, want},
+		{"from the middle", "k100", 64, want[100:]},
+		{"from the last", "k149", 3, want[149:]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			var sc *Scanner
+			require.NoError(t, env.View(ctx, func(txn *Txn) error {
+				cur, err := txn.OpenCursor(dbi)
+				require.NoError(t, err)
+				var k, v []byte
+				if tc.start == "" {
+					k, v, err = cur.Get(nil, First)
+				} else {
+					k, v, err = cur.Get([]byte(tc.start), SetRange)
+				}
+				sc = cur.Scanner(tc.ahead)
+				for ; err == nil; k, v, err = sc.Next() {
+					require.Equal(t, fmt.Sprintf("v%d", atoi(t, string(k[1:]))), string(v))
+					got = append(got, string(k))
+				}
+				require.ErrorIs(t, err, ErrNotFound)
+				_, _, err = sc.Next()
+				require.ErrorIs(t, err, ErrNotFound, "the end stays the end")
+				return nil
+			}))
+			assert.Equal(t, tc.want, got)
+			_, _, err := sc.Next()
+			require.ErrorIs(t, err, ErrTxnDone)
+		})
+	}
+	// Entries fetched ahead are not handed out after the transaction.
+	var sc *Scanner
+	require.NoError(t, env.View(ctx, func(txn *Txn) error {
+		cur, err := txn.OpenCursor(dbi)
+		require.NoError(t, err)
+		_, _, err = cur.Get(nil, First)
+		require.NoError(t, err)
+		sc = cur.Scanner(ScanAhead)
+		k, _, err := sc.Next()
+		require.NoError(t, err)
+		require.Equal(t, "k001", string(k))
+		return nil
+	}))
+	_, _, err := sc.Next()
+	require.ErrorIs(t, err, ErrTxnDone)
+}
