@@ -17,6 +17,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/bench"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestRunnerEndToEnd builds the runner and runs a tiny sweep (separate
 // server and client processes) and checks every output file.
 func TestRunnerEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard: the build alone takes minutes under emulation
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Minute)) // a hang guard: the build alone takes minutes under emulation
 	defer cancel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "atb")

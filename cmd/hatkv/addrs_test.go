@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ import (
 // against all three, and prints the usual tables.
 func TestBenchAddrsThreeServers(t *testing.T) {
 	addrs := []string{serveInProcess(t), serveInProcess(t), serveInProcess(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(180*time.Second))
 	defer cancel()
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	// 12,000 keys keep the sampling noise (1.4 % per server) well inside
@@ -62,7 +63,7 @@ func TestBenchAddrsThreeServers(t *testing.T) {
 // TestCLIAddrs: put, get, scan and stats over --addrs act as one store.
 func TestCLIAddrs(t *testing.T) {
 	addrs := strings.Join([]string{serveInProcess(t), serveInProcess(t), serveInProcess(t)}, ",")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 		out, err := runCmd(ctx, nil, "put", k, "v="+k, "--addrs", addrs)

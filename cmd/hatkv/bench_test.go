@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // allOps mixes every YCSB operation plus the HatRPC multi operations.
@@ -41,7 +42,7 @@ var opRows = []string{"READ", "UPDATE", "INSERT", "SCAN", "READ-MODIFY-WRITE", "
 
 func TestBenchSmoke(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	dir := t.TempDir()
 	wl := filepath.Join(dir, "allops")
@@ -85,7 +86,7 @@ func TestBenchSmoke(t *testing.T) {
 
 func TestBenchDurationAndBuiltins(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	out, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb_hatkv", "-p", "recordcount=50",
 		"--phase", "both", "--threads", "2", "--duration", "300ms", "--progress", "on")
@@ -105,7 +106,7 @@ func TestBenchDurationAndBuiltins(t *testing.T) {
 }
 
 func TestBenchRejects(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	tests := []struct {
 		name string
@@ -136,7 +137,7 @@ func TestBenchRejects(t *testing.T) {
 // (issue 20: it used to write nothing and exit 1).
 func TestBenchInterrupted(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadc", "-p", "recordcount=20", "--phase", "load")
 	require.NoError(t, err)
@@ -258,7 +259,7 @@ func assertOnlyFiles(t *testing.T, dir string, want ...string) {
 // plotted.
 func TestBenchInterruptedBetweenPhases(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	ictx, interrupt := context.WithCancel(ctx)
 	defer interrupt()

@@ -18,11 +18,12 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestCLI(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	a := []string{"--addr", addr}
 
@@ -79,7 +80,7 @@ func TestCLI(t *testing.T) {
 
 func TestServeDebugAddr(t *testing.T) {
 	addr, out := serveInProcessOutput(t, "--debug-addr", "127.0.0.1:0")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	_, err := runCmd(ctx, nil, "put", "k", "f=v", "--addr", addr)
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func TestServeDebugAddr(t *testing.T) {
 }
 
 func TestServeRefusals(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
@@ -132,7 +133,7 @@ func TestServeRDMAWithoutNICSHMOnly(t *testing.T) {
 	if fastpathtest.Provider() != "shm" {
 		t.Skip("provider-specific: this host has an RDMA device")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	_, err := runCmd(ctx, nil, "serve", "--listen", "127.0.0.1:0", "--db", t.TempDir(), "--transport", "rdma")
 	require.Error(t, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func emulAddr(t *testing.T, out *syncBuffer) string {
 			addr = m[1]
 		}
 		return m != nil
-	}, 30*time.Second, 10*time.Millisecond, "no emulation address in:\n%s", out)
+	}, testenv.HangGuard(30*time.Second), 10*time.Millisecond, "no emulation address in:\n%s", out)
 	return addr
 }
 
@@ -51,7 +52,7 @@ func benchEmulation(t *testing.T, ctx context.Context, addr, kind string, extra 
 func TestBenchEmulate(t *testing.T) {
 	_, out := serveInProcessOutput(t, "--emul-listen", "127.0.0.1:0")
 	addr := emulAddr(t, out)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	for _, kind := range []string{"argrpc", "herd", "pilaf", "rfp"} {
 		got := benchEmulation(t, ctx, addr, kind, "--emul-polling", "event")
@@ -90,7 +91,7 @@ func TestBenchEmulateCrossProcess(t *testing.T) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
-		case <-time.After(20 * time.Second):
+		case <-time.After(testenv.HangGuard(20 * time.Second)):
 			t.Error("serve child did not stop on SIGINT")
 		}
 		_ = stdin.Close()
@@ -98,7 +99,7 @@ func TestBenchEmulateCrossProcess(t *testing.T) {
 		assert.Contains(t, out.String(), "hatkv: stopped")
 	})
 	addr := emulAddr(t, out)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	for _, kind := range []string{"argrpc", "herd", "pilaf", "rfp"} {
 		benchEmulation(t, ctx, addr, kind)
@@ -112,7 +113,7 @@ func TestBenchEmulateCrossProcess(t *testing.T) {
 func TestBenchEmulateInterrupted(t *testing.T) {
 	_, out := serveInProcessOutput(t, "--emul-listen", "127.0.0.1:0")
 	addr := emulAddr(t, out)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	dir := t.TempDir()
 	csvPath, jsonPath := filepath.Join(dir, "r.csv"), filepath.Join(dir, "r.json")

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -26,7 +27,7 @@ func TestFB303Python(t *testing.T) {
 	testutil.RequireTool(t, "thrift")
 	testutil.RequireTool(t, testutil.Python)
 	gen := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "thrift", "--gen", "py", "-out", gen,
 		filepath.Join("..", "..", "pkg", "fb303", "fb303.thrift")).CombinedOutput()
@@ -78,7 +79,7 @@ func TestFB303Python(t *testing.T) {
 // counters, read through fb303, confirm.
 func TestFB303Lane(t *testing.T) {
 	addr := serveInProcess(t, "--transport", fastpathtest.Transport())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 	conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()), client.WithHints(&fb303.FacebookServiceHints))
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +46,7 @@ func TestClientsKilledMidCall(t *testing.T) {
 	// Hang guards, not speed bounds: ten client processes starting at
 	// once under emulation (the ibv suite) take well over a minute to
 	// all attach on a loaded host.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
 	_, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb", "-p", "recordcount=100", "--phase", "load")
@@ -73,7 +74,7 @@ func TestClientsKilledMidCall(t *testing.T) {
 	// minutes of retries.
 	if !assert.Eventually(t, func() bool {
 		return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == clients
-	}, 3*time.Minute, 20*time.Millisecond, "clients did not attach") {
+	}, testenv.HangGuard(3*time.Minute), 20*time.Millisecond, "clients did not attach") {
 		dumpAttach(t, ctx, metrics, out, outs, procs)
 		t.FailNow()
 	}
@@ -88,11 +89,11 @@ func TestClientsKilledMidCall(t *testing.T) {
 		return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == 0 &&
 			scrape(t, ctx, metrics, "hatrpc_server_lanes") == 0 &&
 			scrape(t, ctx, metrics, "hatrpc_server_connections") == 0
-	}, 30*time.Second, 20*time.Millisecond, "the server still holds what killed clients had")
+	}, testenv.HangGuard(30*time.Second), 20*time.Millisecond, "the server still holds what killed clients had")
 	o, err := runCmd(ctx, nil, "put", "after", "f=v", "--addr", addr, "--transport", transportOfServer(out.String()))
 	require.NoError(t, err, o)
 	require.Eventually(t, func() bool { return scrape(t, ctx, metrics, "hatrpc_server_flock_peers") == 0 },
-		30*time.Second, 20*time.Millisecond, "the CLI's handle did not leave with it")
+		testenv.HangGuard(30*time.Second), 20*time.Millisecond, "the CLI's handle did not leave with it")
 }
 
 // dumpAttach logs what a failed attach leaves to look at: the server's
@@ -125,7 +126,7 @@ func dumpAttach(t *testing.T, ctx context.Context, metrics string, server *syncB
 		go func() { _ = p.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testenv.HangGuard(30 * time.Second)):
 		}
 		t.Logf("client %d:\n%s", i, clients[i].String())
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -102,11 +103,11 @@ func serveInProcessOutput(t *testing.T, extra ...string) (string, *syncBuffer) {
 		case err := <-done:
 			require.NoError(t, err)
 			require.Contains(t, out.String(), "hatkv: stopped")
-		case <-time.After(30 * time.Second):
+		case <-time.After(testenv.HangGuard(30 * time.Second)):
 			t.Error("serve did not stop")
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testenv.HangGuard(30 * time.Second))
 	for time.Now().Before(deadline) {
 		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
 			return m[1], &out

@@ -70,7 +70,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	ready := time.After(5 * time.Minute) // make deps and go build first
+	ready := time.After(testenv.HangGuard(5 * time.Minute)) // make deps and go build first
 	for listening := false; !listening; {
 		select {
 		case l, ok := <-lines:
@@ -86,7 +86,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 	var werr error
 	select {
 	case werr = <-exited:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(testenv.HangGuard(2 * time.Minute)):
 		t.Fatalf("make run did not end after Ctrl-C:\n%s", out.String())
 	}
 	for done := false; !done; {
@@ -97,7 +97,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 				break
 			}
 			out.WriteString(l + "\n")
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			done = true
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +44,7 @@ func TestOtherUIDClient(t *testing.T) {
 	addr, out := serveInProcessOutput(t, "--transport", "shm", "--debug-addr", "127.0.0.1:0")
 	m := regexp.MustCompile(`debug: (http://\S+)/metrics`).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,7 +66,7 @@ func startServeProcessOn(t *testing.T, db, listen string) *proc {
 		return p
 	case <-p.exited:
 		t.Fatalf("serve exited before listening:\n%s", p.output.String())
-	case <-time.After(60 * time.Second):
+	case <-time.After(testenv.HangGuard(60 * time.Second)):
 		t.Fatalf("serve did not start:\n%s", p.output.String())
 	}
 	return nil
@@ -76,7 +77,7 @@ func (p *proc) wait(t *testing.T) error {
 	t.Helper()
 	select {
 	case <-p.exited:
-	case <-time.After(60 * time.Second):
+	case <-time.After(testenv.HangGuard(60 * time.Second)):
 		t.Fatal("server process did not exit")
 	}
 	return p.cmd.Wait()
@@ -94,7 +95,7 @@ func TestServeProcessLifecycle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 			defer cancel()
 			db := t.TempDir()
 			p := startServeProcess(t, db)
@@ -127,7 +128,7 @@ func TestServeProcessLifecycle(t *testing.T) {
 // unix:PATH, a server killed leaves the file, which the next one takes
 // over, and a graceful stop removes it.
 func TestServeUnixSocket(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	db, sock := t.TempDir(), filepath.Join(t.TempDir(), "hatkv.sock")
 	p := startServeProcessOn(t, db, "unix:"+sock)
@@ -169,7 +170,7 @@ func TestBenchProcessSIGINT(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testenv.HangGuard(60 * time.Second))
 	for !strings.Contains(out.String(), "== load phase ==") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -178,7 +179,7 @@ func TestBenchProcessSIGINT(t *testing.T) {
 	select {
 	case err := <-exited:
 		require.NoError(t, err, "exit status 0 after SIGINT:\n%s", out.String())
-	case <-time.After(60 * time.Second):
+	case <-time.After(testenv.HangGuard(60 * time.Second)):
 		_ = cmd.Process.Kill()
 		t.Fatalf("bench did not stop on SIGINT:\n%s", out.String())
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -145,7 +146,7 @@ func TestServerProcClosed(t *testing.T) {
 		{"dumpable", []string{"--dumpable"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 			defer cancel()
 			args := append([]string{"serve", "--db", filepath.Join(dir, tc.name), "--listen", "127.0.0.1:0",
 				"--sync", "nosync", "--verify", "meta", "--transport", "shm"}, tc.flags...)
@@ -158,7 +159,7 @@ func TestServerProcClosed(t *testing.T) {
 					addr = m[1]
 				}
 				return m != nil
-			}, time.Minute, 10*time.Millisecond, "serve: %s", out)
+			}, testenv.HangGuard(time.Minute), 10*time.Millisecond, "serve: %s", out)
 			// A shm client of the same user opens the server's segments
 			// (and so the server its device): through /proc/<pid>/fd with
 			// --dumpable, through the server's fd broker without.

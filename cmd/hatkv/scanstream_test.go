@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +46,7 @@ func TestScanClientKilledMidStream(t *testing.T) {
 	m := regexp.MustCompile(`debug: (http://\S+)/metrics`).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
 	metrics := m[1] + "/metrics"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(3*time.Minute))
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
 	o, err := runCmd(ctx, nil, "bench", "--addr", addr, "-P", "workloadb", "-p", "recordcount=5000", "--phase", "load", "--progress", "off")
@@ -73,7 +74,7 @@ func TestScanClientKilledMidStream(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return scrapeSum(t, ctx, metrics, "hatrpc_server_streams_open") == 0 &&
 			scrapeSum(t, ctx, metrics, "hatrpc_server_connections") == 0
-	}, time.Minute, 20*time.Millisecond, "the server still holds the killed client's stream")
+	}, testenv.HangGuard(time.Minute), 20*time.Millisecond, "the server still holds the killed client's stream")
 	o, err = runCmd(ctx, nil, "put", "after", "f=v", "--addr", addr)
 	require.NoError(t, err, o)
 	o, err = runCmd(ctx, nil, "check", "--db", dir)

@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/internal/hatkv/testcert"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestBenchOverTLSWithToken is issue 18's "TLS between hatkv bench and
@@ -22,7 +23,7 @@ func TestBenchOverTLSWithToken(t *testing.T) {
 	certs := testcert.Write(t, t.TempDir(), "hatkv")
 	addr, out := serveInProcessOutput(t, "--tls-cert", certs.Cert, "--tls-key", certs.Key, "--token", "s3cret")
 	assert.Contains(t, out.String(), ", TLS + token, listening on ")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(90*time.Second))
 	defer cancel()
 	secure := []string{"--addr", addr, "--tls-ca", certs.CA, "--token", "s3cret"}
 
@@ -79,7 +80,7 @@ func TestTLSWithTokenOverUnixSocket(t *testing.T) {
 	addr, out := serveInProcessOutput(t, "--listen", sock, "--tls-cert", certs.Cert, "--tls-key", certs.Key, "--token", "s3cret")
 	require.Equal(t, sock, addr)
 	assert.NotContains(t, out.String(), "listening beyond loopback", "a unix socket is not exposed")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(90*time.Second))
 	defer cancel()
 	secure := []string{"--addr", addr, "--tls-ca", certs.CA, "--token", "s3cret"}
 	res, err := runCmd(ctx, nil, append([]string{"put", "user1", "field0=u"}, secure...)...)
@@ -91,7 +92,7 @@ func TestTLSWithTokenOverUnixSocket(t *testing.T) {
 
 func TestServeSecurityFlags(t *testing.T) {
 	certs := testcert.Write(t, t.TempDir(), "hatkv")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	tests := []struct {
 		name string
@@ -113,7 +114,7 @@ func TestServeSecurityFlags(t *testing.T) {
 }
 
 func TestVersionCompletionAndMissingField(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	out, err := runCmd(ctx, nil, "--version")
 	require.NoError(t, err)
@@ -139,7 +140,7 @@ func TestVersionCompletionAndMissingField(t *testing.T) {
 // child: LMDB allows one environment handle per process) is verified and
 // servable; check reports damage, serve refuses it, neither crashes.
 func TestCheckAndBackupCommands(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	db := t.TempDir()
 	p := startServeProcess(t, db)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestStatusLine(t *testing.T) {
@@ -42,7 +43,7 @@ var (
 // report. Standard output keeps the report alone.
 func TestBenchStatusLines(t *testing.T) {
 	addr := serveInProcess(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second))
 	defer cancel()
 	dir := t.TempDir()
 	wl, jsonPath := filepath.Join(dir, "allops"), filepath.Join(dir, "r.json")

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,7 +40,7 @@ func hatrpc(t *testing.T, args ...string) (int, string, string) {
 // startHatKV serves a fresh store (with its fb303 service) on loopback.
 func startHatKV(t *testing.T, opts ...hatkv.Option) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 	all := append([]hatkv.Option{hatkv.WithLogger(quietLogs), hatkv.WithSetting("sync", "nosync"), hatkv.WithSetting("mapsize", "64MiB")}, opts...)
 	srv, err := hatkv.Open(ctx, t.TempDir(), all...)
@@ -49,7 +50,7 @@ func startHatKV(t *testing.T, opts ...hatkv.Option) string {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 		defer cancel()
 		require.NoError(t, srv.Shutdown(sctx))
 		require.NoError(t, <-done)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -30,7 +31,7 @@ func build(t *testing.T, ctx context.Context, dir, pkg string) string {
 // tells a newcomer to run them, starts the server, runs the client against
 // it and stops the server with SIGTERM.
 func TestServerAndClient(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(3*time.Minute))
 	defer cancel()
 	dir := t.TempDir()
 	serverBin := build(t, ctx, dir, "github.com/hatrpc/hatrpc/examples/echo/server")

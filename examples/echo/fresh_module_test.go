@@ -61,7 +61,7 @@ func readmeSteps(t *testing.T, root string) [][]string {
 // the README's commands run exactly as written, in the default
 // -mod=readonly mode, and one call is made between server and client.
 func TestFreshModule(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	root := testenv.RepoRoot(t)
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,7 @@ func buildEnv(t *testing.T, ctx context.Context, dir, pkg string, env ...string)
 // static binary: no libibverbs, no libc) and for macOS, and the cgo-free
 // pair talks over TCP; asking it for shm fails with the typed error's text.
 func TestPureGoBuild(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	const (
 		srvPkg = "github.com/hatrpc/hatrpc/examples/echo/server"
@@ -124,7 +125,7 @@ func startServer(t *testing.T, ctx context.Context, bin, lanes string) (string, 
 // with or without cgo: the FLOCK handle's metrics (pkg/flock) are plain
 // atomics, exported by pkg/flock/flockmetrics, which only the server links.
 func TestClientOnlyDeps(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	const mod = "github.com/hatrpc/hatrpc/"
 	deps := func(cgo, pkg string) map[string][]string {

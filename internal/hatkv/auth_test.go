@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/testcert"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // serveAuth serves a fresh store with the given options (TLS, token) and
@@ -31,7 +32,7 @@ func serveAuth(t *testing.T, opts ...Option) (string, *prometheus.Registry) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 		defer cancel()
 		require.NoError(t, srv.Shutdown(sctx))
 		require.NoError(t, <-done)
@@ -132,7 +133,7 @@ func TestTLSAndToken(t *testing.T) {
 			if tc.refusedAs != "" {
 				// The refusal is counted once the server's handshake
 				// goroutine has finished; it is bounded by AuthTimeout.
-				deadline := time.Now().Add(AuthTimeout + 5*time.Second)
+				deadline := time.Now().Add(AuthTimeout + testenv.HangGuard(5*time.Second))
 				for refusedCount(t, reg, tc.refusedAs) < 1 && time.Now().Before(deadline) {
 					time.Sleep(10 * time.Millisecond)
 				}
@@ -198,7 +199,7 @@ func TestAuthListenerPerIPCap(t *testing.T) {
 		defer al.mu.Unlock()
 		return al.perIP["127.0.0.1"]
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.HangGuard(10 * time.Second))
 	for pending() < maxPendingAuthPerIP && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -209,10 +210,10 @@ func TestAuthListenerPerIPCap(t *testing.T) {
 	select {
 	case kind := <-refused:
 		assert.Equal(t, "overload", kind)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("the connection over the cap was not refused")
 	}
-	require.NoError(t, extra.SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, extra.SetReadDeadline(time.Now().Add(testenv.HangGuard(10*time.Second))))
 	_, err = extra.Read(make([]byte, 1))
 	require.Error(t, err, "closed by the server")
 
@@ -222,7 +223,7 @@ func TestAuthListenerPerIPCap(t *testing.T) {
 	idle = nil
 	// The listener releases their places as it sees each close: a client
 	// dialing before that would still meet the cap.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(testenv.HangGuard(10 * time.Second))
 	for pending() > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -241,7 +242,7 @@ func TestAuthListenerPerIPCap(t *testing.T) {
 	select {
 	case sc := <-accepted:
 		sc.Close()
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("the token client was not accepted")
 	}
 }

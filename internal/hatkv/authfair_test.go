@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
@@ -21,7 +22,7 @@ import (
 // src (the handshake is never started, as an attacker holding places).
 func dialFrom(t *testing.T, addr, src string, n int) []net.Conn {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 20 * time.Second}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: testenv.HangGuard(20 * time.Second)}
 	out := make([]net.Conn, 0, n)
 	for range n {
 		c, err := d.Dial("tcp", addr)
@@ -66,7 +67,7 @@ func TestAuthListenerFairShares(t *testing.T) {
 			}
 			want := min(tc.addrs*tc.each, maxPendingAuth)
 			require.Eventually(t, func() bool { return al.pendingCount() == want && len(held) == tc.addrs*tc.each },
-				60*time.Second, 5*time.Millisecond)
+				testenv.HangGuard(60*time.Second), 5*time.Millisecond)
 			accepted := make(chan net.Conn, 1)
 			go func() {
 				if c, err := al.Accept(); err == nil {
@@ -105,11 +106,11 @@ func TestAuthListenerTokenBackoff(t *testing.T) {
 	}, time.Hour)
 	defer al.Close()
 	guess := func(src string) byte {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 20 * time.Second}
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: testenv.HangGuard(20 * time.Second)}
 		c, err := d.Dial("tcp", al.Addr().String())
 		require.NoError(t, err)
 		defer c.Close()
-		require.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
+		require.NoError(t, c.SetDeadline(time.Now().Add(testenv.HangGuard(30*time.Second))))
 		tok := []byte("wrong")
 		pre := append([]byte(tokenMagic), 0, 0)
 		binary.BigEndian.PutUint16(pre[len(tokenMagic):], uint16(len(tok)))
@@ -144,7 +145,7 @@ func TestAuthListenerTokenBackoff(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	c, err := authDialer(nil, "s3cret")(ctx, al.Addr().String())
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // benchRecords is the table size the YCSB benchmarks load once.
@@ -37,7 +38,7 @@ func benchWorkload(b *testing.B, name string, ops int) *ycsb.Workload {
 // tmpfs. Reported: ops/s (a multi-operation counts once) and, per
 // operation, the average and p99 latency in microseconds.
 func BenchmarkYCSB(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Minute))
 	defer cancel()
 	for _, level := range []string{"function", "service"} {
 		var sopts []Option

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestClientCallsWithIdleGaps: callers that pause between calls (as YCSB
@@ -63,7 +64,7 @@ func TestClientCallsWithIdleGaps(t *testing.T) {
 							time.Sleep(time.Duration(r.IntN(2500)) * time.Microsecond)
 						}
 						k := fmt.Sprintf("g%d-%d", g, i)
-						cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+						cctx, cancel := context.WithTimeout(ctx, testenv.HangGuard(2*time.Second))
 						err := kv().Put(cctx, k, hatkv.Record{"v": []byte(k)})
 						var got hatkv.Record
 						if err == nil {

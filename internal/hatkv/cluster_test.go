@@ -15,6 +15,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/internal/hatkv/ycsb"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestRingErrors(t *testing.T) {
@@ -312,14 +313,14 @@ func TestClusterServerDown(t *testing.T) {
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		require.NoError(t, cl.Close()) // before the server's shutdown waits for its connections
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 		defer cancel()
 		require.NoError(t, srv.Shutdown(sctx))
 		require.NoError(t, <-done)
 	})
 	require.Eventually(t, func() bool {
 		return cl.Put(ctx, deadKeys[0], hatkv.Record{"f": []byte("back")}) == nil
-	}, 30*time.Second, 50*time.Millisecond)
+	}, testenv.HangGuard(30*time.Second), 50*time.Millisecond)
 	rec, err := cl.Get(ctx, deadKeys[0], nil)
 	require.NoError(t, err)
 	require.Equal(t, []byte("back"), rec["f"])

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // The durability test re-executes the test binary as a HatKV server
@@ -122,7 +123,7 @@ func startChild(t *testing.T, dir, commit string) *child {
 	case a, ok := <-addr:
 		require.True(t, ok, "server child exited before listening")
 		return &child{cmd: cmd, addr: a, exited: exited}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.HangGuard(30 * time.Second)):
 		t.Fatal("server child did not start in time")
 		return nil
 	}
@@ -174,7 +175,7 @@ func TestDurabilityKill9(t *testing.T) {
 					}
 				}()
 			}
-			deadline := time.Now().Add(20 * time.Second)
+			deadline := time.Now().Add(testenv.HangGuard(20 * time.Second))
 			for {
 				mu.Lock()
 				n := len(acked)

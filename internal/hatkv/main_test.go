@@ -35,9 +35,10 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // closeWithin closes c, failing the test instead of hanging when the
-// client cannot close.
+// client cannot close; d is a hang guard, scaled (testenv.HangGuard).
 func closeWithin(t testing.TB, c *Client, d time.Duration) {
 	t.Helper()
+	d = testenv.HangGuard(d)
 	done := make(chan error, 1)
 	go func() { done <- c.Close() }()
 	select {
@@ -76,7 +77,7 @@ func startServer(t testing.TB, dir string, opts ...Option) *testServer {
 	ts := &testServer{srv: srv, addr: ln.Addr().String(), client: c, kv: c.KV()}
 	t.Cleanup(func() {
 		closeWithin(t, c, 10*time.Second)
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 		defer cancel()
 		require.NoError(t, srv.Shutdown(sctx))
 		require.NoError(t, <-done)

@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func scanKey(i int) string { return fmt.Sprintf("k%08d", i) }
@@ -214,7 +215,7 @@ func TestScanStreamSlowReader(t *testing.T) {
 	t.Cleanup(func() { closeWithin(t, slow, 10*time.Second) })
 	st, err := slow.KV().ScanStream(ctx, &hatkv.ScanRequest{BatchRecords: 10})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return streamMessagesOut(t, ts) == streamWindow }, 30*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return streamMessagesOut(t, ts) == streamWindow }, testenv.HangGuard(30*time.Second), time.Millisecond)
 	require.Equal(t, 0, ts.srv.store.ReadTxns(), "a blocked stream holds a read transaction")
 	require.NoError(t, ts.kv.Put(ctx, "a-new-key", hatkv.Record{"f": []byte("v")}))
 	rep, err := kvstore.Check(ctx, ts.srv.store.Path())
@@ -283,7 +284,7 @@ func TestScanStreamClientGoes(t *testing.T) {
 					}
 				}
 				return true
-			}, 30*time.Second, time.Millisecond, "the server's stream handler did not end")
+			}, testenv.HangGuard(30*time.Second), time.Millisecond, "the server's stream handler did not end")
 			require.Less(t, streamMessagesOut(t, ts), float64(500), "the server streamed on after the client went")
 			require.Equal(t, 0, ts.srv.store.ReadTxns())
 			wctx := testCtx(t, 30*time.Second)

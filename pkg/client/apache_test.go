@@ -10,6 +10,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -55,7 +56,7 @@ func TestHandshakeFallbackToApache(t *testing.T) {
 			select {
 			case got := <-proc.Fired:
 				require.Equal(t, "fired", got)
-			case <-time.After(5 * time.Second):
+			case <-time.After(testenv.HangGuard(5 * time.Second)):
 				t.Fatal("oneway not delivered")
 			}
 			err = c.Call(tctx(t), &client.Method{Name: "missing"}, &wiretest.EchoArgs{}, &wiretest.EchoResult{})

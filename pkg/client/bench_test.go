@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkEcho(b *testing.B) {
 // benchSeq runs calls one after another and reports latency percentiles,
 // which survive a noisy machine better than the mean.
 func benchSeq(b *testing.B, call func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	lat := make([]time.Duration, 0, 1<<16)
 	b.ReportAllocs()
@@ -100,7 +101,7 @@ func benchSeq(b *testing.B, call func(context.Context) error) {
 
 // benchPar runs b.N calls spread over 64 goroutines.
 func benchPar(b *testing.B, call func(ctx context.Context, id int) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	const callers = 64
 	var next atomic.Int64

@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // binEcho is test/lanes' Mix service whose ping echoes a binary payload;
@@ -118,7 +119,7 @@ func TestCallBorrowedRoutes(t *testing.T) {
 // fail as on a closed Conn.
 func TestCloseWhileBorrowedOnLane(t *testing.T) {
 	addr := serveBinEcho(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, client.WithLogger(quiet), client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -63,7 +64,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 			require.ErrorIs(t, err, client.ErrConnClosed)
 			var ce *client.ConnError
 			require.ErrorAs(t, err, &ce)
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Fatal("in-flight call hangs after the server died")
 		}
 	}
@@ -182,7 +183,7 @@ func TestDialErrors(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Second))
 	defer cancel()
 	_, err = client.Dial(ctx, addr)
 	require.ErrorIs(t, err, client.ErrConnClosed)
@@ -219,7 +220,7 @@ func TestReconnectAfterGracefulShutdown(t *testing.T) {
 	c := dial(t, ts.addr)
 	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "one"})
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	require.NoError(t, ts.srv.Shutdown(ctx))
 	ts.stop()
@@ -281,14 +282,14 @@ func TestSlowReconnectDoesNotBlockOthers(t *testing.T) {
 	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "up"})
 	require.NoError(t, err)
 	ts.stop()
-	require.Eventually(t, func() bool { return !c.Upgraded() }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !c.Upgraded() }, testenv.HangGuard(5*time.Second), 10*time.Millisecond)
 
 	slow := make(chan error, 1)
 	go func() {
 		_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "dials"})
 		slow <- err
 	}()
-	require.Eventually(t, func() bool { return dials.Load() >= 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return dials.Load() >= 2 }, testenv.HangGuard(5*time.Second), 5*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()

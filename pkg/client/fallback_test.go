@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestFastPathErrAtConnectionLimit: a server at its connection limit hangs
@@ -21,7 +22,7 @@ func TestFastPathErrAtConnectionLimit(t *testing.T) {
 	ts := serve(t, "", server.WithMaxConns(1), server.WithRDMA("auto"))
 	first := dial(t, ts.addr)
 	require.NoError(t, first.FastPathErr())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	second, err := client.Dial(ctx, ts.addr)
 	require.NoError(t, err) // the server accepts, then closes: Dial retries as plain Thrift

@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -53,7 +54,7 @@ func TestHintTimeoutUnderCallerDeadline(t *testing.T) {
 			case left := <-ts.echo.Deadlines:
 				require.LessOrEqual(t, left, hint, "the handler got the hint's deadline, not the caller's %v", long)
 				require.Greater(t, left, time.Duration(0))
-			case <-time.After(time.Minute):
+			case <-time.After(testenv.HangGuard(time.Minute)):
 				t.Fatal("the handler saw no deadline")
 			}
 			if tc.route != "" {
@@ -70,7 +71,7 @@ func TestHintTimeoutUnderCallerDeadline(t *testing.T) {
 			case err := <-done:
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.NoError(t, ctx.Err(), "the caller's deadline has not passed")
-			case <-time.After(2 * time.Minute):
+			case <-time.After(testenv.HangGuard(2 * time.Minute)):
 				t.Fatal("the call outlived its timeout hint")
 			}
 		})

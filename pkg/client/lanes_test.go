@@ -22,6 +22,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -136,7 +137,7 @@ func TestLanesServerFeatures(t *testing.T) {
 	case d := <-ts.echo.Deadlines:
 		require.Greater(t, d, time.Duration(0))
 		require.LessOrEqual(t, d, 200*time.Millisecond)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("handler saw no deadline")
 	}
 	// The timed-out lane was replaced: later calls work.
@@ -149,7 +150,7 @@ func TestLanesServerFeatures(t *testing.T) {
 	select {
 	case msg := <-ts.echo.Fired:
 		require.Equal(t, "fired", msg)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("oneway not delivered")
 	}
 
@@ -250,13 +251,13 @@ func TestLanesShutdownGraceful(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	require.NoError(t, ts.srv.Shutdown(sctx))
 	select {
 	case err := <-done:
 		require.NoError(t, err, "the in-flight call finishes during a graceful shutdown")
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("in-flight call hung")
 	}
 	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
@@ -275,7 +276,7 @@ func serveWith(t *testing.T, s *server.Server) string {
 		s.Close()
 		select {
 		case <-served:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})
@@ -301,7 +302,7 @@ func TestLanesNUMAOneNode(t *testing.T) {
 	if len(fastpathNodes()) <= 1 {
 		require.Eventually(t, func() bool {
 			return strings.Contains(buf.String(), "numa=0 ignored: this machine has 1 NUMA node(s)")
-		}, 5*time.Second, 10*time.Millisecond, "log: %s", buf.String())
+		}, testenv.HangGuard(5*time.Second), 10*time.Millisecond, "log: %s", buf.String())
 	}
 }
 
@@ -376,5 +377,5 @@ func TestLanesAdaptivePollingMetrics(t *testing.T) {
 		var res wiretest.EchoResult
 		require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: "adaptive"}, &res))
 		return decisions() > before
-	}, 5*time.Second, time.Millisecond, "the tuner decided nothing while an adaptive lane was open")
+	}, testenv.HangGuard(5*time.Second), time.Millisecond, "the tuner decided nothing while an adaptive lane was open")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -65,7 +66,7 @@ func (ts *testServer) stop() {
 		ts.srv.Close()
 		select {
 		case <-ts.served:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			panic("Serve did not return")
 		}
 	})
@@ -73,7 +74,7 @@ func (ts *testServer) stop() {
 
 func dial(t testing.TB, addr string, opts ...client.Option) *client.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, opts...)
 	require.NoError(t, err)
@@ -95,8 +96,10 @@ func echo(ctx context.Context, c *client.Conn, args *wiretest.EchoArgs) (string,
 	return *res.Success, nil
 }
 
+// tctx is a test's hang guard, scaled in the emulated guest
+// (testenv.HangGuard).
 func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -124,7 +125,7 @@ func TestLaneBatchReplyBounded(t *testing.T) {
 // Apache client gets the exception in place of the oversized reply.
 func TestReplyOverLimitRefusedPlain(t *testing.T) {
 	ts := serve(t, "", server.WithLimits(replyLimits))
-	conf := &thrift.TConfiguration{ConnectTimeout: 5 * time.Second, SocketTimeout: 10 * time.Second}
+	conf := &thrift.TConfiguration{ConnectTimeout: testenv.HangGuard(5 * time.Second), SocketTimeout: testenv.HangGuard(10 * time.Second)}
 	plain := func(framed bool) func() (thrift.TClient, func(), error) {
 		return func() (thrift.TClient, func(), error) {
 			sock := thrift.NewTSocketConf(ts.addr, conf)

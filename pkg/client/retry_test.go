@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/status"
 	"github.com/hatrpc/hatrpc/pkg/status/codes"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -225,7 +226,7 @@ func TestRetryNotPastDeadline(t *testing.T) {
 	var ev events
 	c := dial(t, ts.addr, client.WithRetryObserver(ev.observe),
 		client.WithRetryBackoff(client.Backoff{Initial: time.Hour, Max: time.Hour, Multiplier: 1}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	err := callEcho(ctx, c, idemEcho)
 	require.Equal(t, codes.Unavailable, status.Code(err))
@@ -289,7 +290,7 @@ func TestHedgeThrottled(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- callEcho(ctx, c, idemEcho) }()
 	recv(t, f.arrived)
-	require.Eventually(t, func() bool { return ev.count(client.Throttled) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return ev.count(client.Throttled) == 1 }, testenv.HangGuard(10*time.Second), time.Millisecond)
 	cancel()
 	require.ErrorIs(t, recv(t, done), context.Canceled)
 	assert.Equal(t, int64(1), f.calls.Load())

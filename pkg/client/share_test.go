@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -163,7 +164,8 @@ func collect(ctx context.Context, t *testing.T, errs <-chan error, n int) {
 }
 
 // How long the tests wait for held calls to arrive, and how often they look.
-const (
-	waitFor   = 10 * time.Second
+// waitFor is a hang guard, so it scales (testenv.HangGuard).
+var (
+	waitFor   = testenv.HangGuard(10 * time.Second)
 	pollEvery = time.Millisecond
 )

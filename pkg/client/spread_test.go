@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -95,7 +96,7 @@ func TestConnsSpreadLargeCalls(t *testing.T) {
 			}
 			// A hang guard, not a speed bound: 6,400 calls of 1 ms each
 			// on a loaded 2-core host take well over tctx's 10 s.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 			defer cancel()
 			burst(t, ctx, c, workers, rounds, tt.msg, done)
 			n := c.Conns()
@@ -146,7 +147,7 @@ func TestConnsCloseWhileSpreading(t *testing.T) {
 	// goroutine or connection (goleak in TestMain checks).
 	ts := serve(t, "")
 	for range 5 {
-		ctx, cancel := context.WithTimeout(tctx(t), 5*time.Second)
+		ctx, cancel := context.WithTimeout(tctx(t), testenv.HangGuard(5*time.Second))
 		c, err := client.Dial(ctx, ts.addr)
 		require.NoError(t, err)
 		large := strings.Repeat("c", 128<<10)
@@ -208,12 +209,12 @@ func TestConnsCloseDuringUnansweredExtraHandshake(t *testing.T) {
 		}
 		return d.DialContext(ctx, "tcp", addr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, ts.addr, client.WithDialer(dialer), client.WithHandshakeTimeout(time.Minute))
 	require.NoError(t, err)
 	burst(t, tctx(t), c, 16, 500, strings.Repeat("h", 128<<10), func() bool { return dials.Load() > 1 })
-	require.Eventually(t, func() bool { return len(accepted) > 0 }, 5*time.Second, time.Millisecond, "no extra dial started")
+	require.Eventually(t, func() bool { return len(accepted) > 0 }, testenv.HangGuard(5*time.Second), time.Millisecond, "no extra dial started")
 	start := time.Now()
 	require.NoError(t, c.Close())
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the handshake timeout")
@@ -395,7 +396,7 @@ func TestRetiredExtraFinishesItsCalls(t *testing.T) {
 	// then a call may still go out on an extra), the next call dials it
 	// again and retires the extras.
 	require.NoError(t, spread[0].Close())
-	require.Eventually(t, func() bool { return client.FirstDown(c) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return client.FirstDown(c) }, testenv.HangGuard(10*time.Second), time.Millisecond)
 	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
 	require.NoError(t, err)
 	assert.Equal(t, "after", got)

@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/status"
 	"github.com/hatrpc/hatrpc/pkg/status/codes"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -166,7 +167,7 @@ func serverCounter(t *testing.T, ts *testServer, name string, want map[string]st
 // and details as info headers.
 func TestStatusErrorApacheClient(t *testing.T) {
 	ts, _ := statusServer(t, false)
-	conf := &thrift.TConfiguration{ConnectTimeout: 5 * time.Second, SocketTimeout: 10 * time.Second}
+	conf := &thrift.TConfiguration{ConnectTimeout: testenv.HangGuard(5 * time.Second), SocketTimeout: testenv.HangGuard(10 * time.Second)}
 	sock := thrift.NewTSocketConf(ts.addr, conf)
 	require.NoError(t, sock.Open())
 	defer sock.Close()

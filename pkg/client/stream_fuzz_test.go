@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -46,7 +47,7 @@ func FuzzClientStreamFrames(f *testing.F) {
 			defer close(served)
 			fakeStreamServer(ln, in)
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 		defer cancel()
 		c, err := client.Dial(ctx, ln.Addr().String(), client.WithConns(1))
 		if err != nil {
@@ -88,7 +89,7 @@ func fakeStreamServer(ln net.Listener, out []byte) {
 		return
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = nc.SetDeadline(time.Now().Add(testenv.HangGuard(10 * time.Second)))
 	br := bufio.NewReader(nc)
 	msg, err := wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
 	if err != nil {

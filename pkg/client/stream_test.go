@@ -10,6 +10,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -38,7 +39,7 @@ func TestStreamNeedsHatRPCPeer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := tt.addr(t)
 			c := dial(t, addr, tt.opts...)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 			defer cancel()
 			st, err := c.NewStream(ctx, m, &wiretest.EchoResult{})
 			require.Nil(t, st)

@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -41,7 +42,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("timed out")
 	}
 	panic("unreachable")
@@ -230,10 +231,10 @@ func TestTHeaderBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := serve(t, "", tc.opts...)
-			nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+			nc, err := net.DialTimeout("tcp", ts.addr, testenv.HangGuard(5*time.Second))
 			require.NoError(t, err)
 			defer nc.Close()
-			require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+			require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(10*time.Second))))
 			_, err = nc.Write(tc.in)
 			require.NoError(t, err)
 			buf := make([]byte, 4096)

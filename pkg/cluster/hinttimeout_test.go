@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestTimeoutHintUnderCallerDeadline: slow's 200 ms timeout hint bounds
@@ -34,7 +35,7 @@ func TestTimeoutHintUnderCallerDeadline(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, 1, ce.Attempts, "the hint's 200 ms, not the caller's 10 min, left no time to retry")
 		assert.Equal(t, int64(1), h.slows.Load())
-	case <-time.After(2 * time.Minute):
+	case <-time.After(testenv.HangGuard(2 * time.Minute)):
 		t.Fatal("the call outlived its timeout hint")
 	}
 }

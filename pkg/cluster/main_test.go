@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/status"
 	"github.com/hatrpc/hatrpc/pkg/status/codes"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -147,13 +148,16 @@ func (ts *testServer) kill() {
 	s.Close()
 	select {
 	case <-served:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		panic("Serve did not return")
 	}
 }
 
+// tctx is a test's hang guard, scaled in the emulated guest
+// (testenv.HangGuard); a test that expects its deadline to pass builds its
+// own context.
 func tctx(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(d))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // fakeDNS answers from tables; nothing touches the network.
@@ -128,7 +129,7 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	defer cl.Close()
 	both := normalize([]string{a.addr, b.addr})
 	set(both, false)
-	require.Eventually(t, serversAre(cl, both...), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, both...), testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 	get := func() {
 		t.Helper()
 		for range 10 {
@@ -143,7 +144,7 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	assert.Equal(t, int64(10), hb.gets.Load())
 
 	set([]string{a.addr}, false)
-	require.Eventually(t, serversAre(cl, a.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, a.addr), testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 	before := ha.gets.Load()
 	get()
 	assert.Equal(t, int64(10), hb.gets.Load(), "the dropped server gets nothing more")
@@ -153,18 +154,18 @@ func TestRefreshFollowsResolver(t *testing.T) {
 	b.kill()
 	withDead := normalize([]string{a.addr, b.addr})
 	set(withDead, false)
-	require.Eventually(t, func() bool { return len(cl.Servers()) == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return len(cl.Servers()) == 2 }, testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 	eb := cl.endpointFor(b.addr)
 	require.NotNil(t, eb)
 	require.Eventually(t, func() bool {
 		st := statusOf(cl, b.addr)
 		return !st.Up && errors.Is(st.Err, client.ErrConnClosed)
-	}, 10*time.Second, 5*time.Millisecond, "a failed probe")
+	}, testenv.HangGuard(10*time.Second), 5*time.Millisecond, "a failed probe")
 	set([]string{a.addr}, false)
 	require.Eventually(t, func() bool {
 		eb.mu.Lock()
 		defer eb.mu.Unlock()
 		return !eb.probing
-	}, 10*time.Second, 5*time.Millisecond, "the prober of a dropped server stops")
+	}, testenv.HangGuard(10*time.Second), 5*time.Millisecond, "the prober of a dropped server stops")
 	get()
 }

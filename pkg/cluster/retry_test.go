@@ -43,12 +43,12 @@ func TestRetries(t *testing.T) {
 		text     string // %s: the last attempt's server; checked exactly
 	}{
 		{"idempotent: 1 + retries = 3 attempts, then exhausted",
-			[]Option{WithAttemptTimeout(20 * time.Millisecond)}, 10 * time.Second, 4, ErrRetriesExhausted,
+			[]Option{WithAttemptTimeout(20 * time.Millisecond)}, testenv.HangGuard(10 * time.Second), 4, ErrRetriesExhausted,
 			"cluster: Store.get failed 4 times, last on %s: context deadline exceeded"},
 		{"retries stop before a deadline the next pause would pass",
 			[]Option{WithAttemptTimeout(20 * time.Millisecond),
 				WithRetryBackoff(Backoff{Initial: time.Hour, Max: time.Hour, Multiplier: 2})},
-			10 * time.Second, 1, context.DeadlineExceeded,
+			testenv.HangGuard(10 * time.Second), 1, context.DeadlineExceeded,
 			"cluster: Store.get failed on %s, and its deadline leaves no time for another attempt (1 made): context deadline exceeded"},
 	}
 	for _, tt := range tests {

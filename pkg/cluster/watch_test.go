@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,20 +54,20 @@ func TestWatcherPushes(t *testing.T) {
 		t.Helper()
 		select {
 		case w.push <- l:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatal("Watch is not running")
 		}
 	}
 	send([]string{b.addr, a.addr})
-	require.Eventually(t, serversAre(cl, a.addr, b.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, a.addr, b.addr), testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 	send(nil)
 	send([]string{a.addr, b.addr}) // Watch took the empty list: nothing changed
 	require.True(t, serversAre(cl, a.addr, b.addr)())
 	send([]string{b.addr})
-	require.Eventually(t, serversAre(cl, b.addr), 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, serversAre(cl, b.addr), testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 	require.Equal(t, int64(1), w.resolves.Load(), "a Watcher is not polled")
 
 	close(w.quit)
-	require.Eventually(t, serversAre(cl, a.addr), 10*time.Second, 5*time.Millisecond, "polling Resolve after Watch gave up")
+	require.Eventually(t, serversAre(cl, a.addr), testenv.HangGuard(10*time.Second), 5*time.Millisecond, "polling Resolve after Watch gave up")
 	require.Greater(t, w.resolves.Load(), int64(1))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -281,7 +282,7 @@ func TestTunerLifecycle(t *testing.T) {
 	require.Eventually(t, func() bool {
 		s := Polling()
 		return s.Decisions[DecideSpin]+s.Decisions[DecideShort]+s.Decisions[DecideBlock] > 0
-	}, 5*time.Second, tunePeriod)
+	}, testenv.HangGuard(5*time.Second), tunePeriod)
 	require.Equal(t, 2, Polling().Adaptive)
 	ua()
 	ua() // twice is harmless
@@ -298,13 +299,13 @@ func TestLink(t *testing.T) {
 	go func() { _ = peer.SendGoAway() }()
 	select {
 	case <-goaway:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("go-away not seen")
 	}
 	require.NoError(t, b.Close())
 	select {
 	case <-dead:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("peer close not seen")
 	}
 	l.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestTwoDevicesIBVOnly runs in the Soft-RoCE guest with two rxe devices
@@ -87,7 +88,7 @@ func vmTable(t *testing.T, env, needs, addrCol string) (context.Context, [][2]st
 	if os.Getenv(rdma.EnvProvider) != rdma.ProviderIBV || v == "" {
 		t.Skip("IBVOnly: needs ibv with " + needs)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	t.Cleanup(cancel)
 	t.Logf("%-8s %-10s %-6s %-4s %-5s %-8s %s", "side", addrCol, "device", "port", "gid", "type", "gid value")
 	var pairs [][2]string

@@ -17,9 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
-const testTimeout = 20 * time.Second
+var testTimeout = testenv.HangGuard(20 * time.Second)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 

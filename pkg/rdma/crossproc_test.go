@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,7 +33,7 @@ func runPeer(role string) int {
 }
 
 func peerMain(role string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	conn, err := net.Dial("tcp", os.Getenv(envPeerAddr))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -276,7 +277,7 @@ func rfpSlowServer(t *testing.T, cli *RPCEndpoint, r int, start *rfpCallStart) {
 		time.Sleep(2 * time.Duration(r) * time.Duration(start.stats.FetchNS))
 		return
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(testenv.HangGuard(time.Minute))
 	for {
 		c, err := cli.Counters()
 		if err != nil || c.Posted[OpRDMARead]-start.reads >= uint64(r)+2 {
@@ -541,7 +542,7 @@ func TestSelectiveSignaling(t *testing.T) {
 				require.Eventually(t, func() bool {
 					got = counters(t, side.ep).Completions - side.base
 					return got >= want
-				}, 30*time.Second, time.Millisecond, "%s completions", side.name)
+				}, testenv.HangGuard(30*time.Second), time.Millisecond, "%s completions", side.name)
 				require.Equal(t, want, got, side.name)
 			}
 			require.Zero(t, counters(t, cli).Errors-c0.Errors)

@@ -55,6 +55,7 @@ type budget struct {
 
 	mu       sync.Mutex
 	used     int64
+	fastPath int64         // what connections of the fast path hold of used (fastPathShare)
 	changed  chan struct{} // closed and replaced when memory is released, if anyone waits
 	waiters  int           // goroutines waiting on changed
 	released int64         // bytes released since the last give-back
@@ -98,8 +99,7 @@ func (b *budget) acquire(c *conn, n int64, wait time.Duration) error {
 	for {
 		b.mu.Lock()
 		if b.fits(c, n) {
-			b.used += n
-			c.memHeld += n
+			b.take(c, n)
 			if n <= giveBackMin || b.sinceGC < b.total/8 {
 				b.mu.Unlock()
 				return nil
@@ -153,7 +153,48 @@ func (b *budget) wait(c *conn, timer *<-chan time.Time, d time.Duration) error {
 // fits reports whether n more bytes fit c's share and the budget; b.mu
 // is held.
 func (b *budget) fits(c *conn, n int64) bool {
-	return !b.gcing && b.used+n <= b.total && c.memHeld+n <= b.perConn
+	return !b.gcing && b.used+n <= b.total && c.memHeld+n <= b.perConn &&
+		(!c.fastPath.Load() || b.fastPath+n <= b.total/fastPathShare)
+}
+
+// roomLocked is what c may take of the budget now; b.mu is held.
+func (b *budget) roomLocked(c *conn) int64 {
+	room := min(b.perConn-c.memHeld, b.total-b.used)
+	if c.fastPath.Load() {
+		room = min(room, b.total/fastPathShare-b.fastPath)
+	}
+	return room
+}
+
+// take charges n bytes to c (n < 0: gives them back without waking
+// anyone); b.mu is held.
+func (b *budget) take(c *conn, n int64) {
+	b.used += n
+	c.memHeld += n
+	if c.fastPath.Load() {
+		b.fastPath += n
+	}
+}
+
+// The connections of the fast path (lanes, FLOCK sessions) together hold
+// at most 1/fastPathShare of the budget: 200 Scans batched on 7 lanes
+// held all of it (each lane's batch up to its 64 MiB share), and a TCP
+// client's Get waited 10 s for room. The rest stays for TCP clients, and
+// a fast-path reply never waits for TCP's. A half still let the heap grow
+// past the budget and its headroom (+345 MB of RssAnon: the garbage the
+// batches leave is the heap's, which the collector lets grow to twice
+// what is live); a quarter is 64 MiB of the default budget, a lane's
+// largest reply.
+const fastPathShare = 4
+
+// markFastPath counts what c holds, and will hold, as the fast path's
+// (its connection became a lane or FLOCK session).
+func (b *budget) markFastPath(c *conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !c.fastPath.Swap(true) {
+		b.fastPath += c.memHeld
+	}
 }
 
 // wakeLocked wakes the goroutines waiting for memory, if any (closing
@@ -187,6 +228,9 @@ func (b *budget) freeLocked(c *conn, n int64) bool {
 	}
 	b.used -= n
 	c.memHeld -= n
+	if c.fastPath.Load() {
+		b.fastPath -= n
+	}
 	if n > giveBackMin {
 		b.released += n // smaller requests come from and go back to the buffer pool
 		b.sinceGC += n

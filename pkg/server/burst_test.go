@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"bufio"
-	"net"
 	"testing"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -21,38 +20,19 @@ import (
 // the machine's load.
 func TestBurstWithSlowCallDoesNotHoldQuickReplies(t *testing.T) {
 	_, _, addr := start(t)
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	nc, br := rawHat(t, addr)
 	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
-	br := bufio.NewReader(nc)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(10*time.Second))))
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 
-	hello := &wire.Hello{Version: wire.Version, Caps: wire.CapFraming, MaxFrame: 1 << 20}
-	msg, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0, hello)
-	require.NoError(t, err)
-	_, err = nc.Write(msg)
-	require.NoError(t, err)
-	rep, err := wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
-	require.NoError(t, err)
-	mh, err := wire.ParseMsgHeader(proto.Binary, rep)
-	require.NoError(t, err)
-	require.Equal(t, proto.Reply, mh.Type)
-
 	var burst []byte
-	frame := func(seq int32, args *wiretest.EchoArgs) {
-		start := len(burst)
-		burst = append(burst, make([]byte, wire.HeaderSize)...)
-		burst, err = codec.AppendMessage(burst, proto.Binary, "echo", proto.Call, seq, args)
-		require.NoError(t, err)
-		wire.SealFrame(burst[start:], wire.KindCall, 0, seq, 0)
-	}
+	frame := func(seq int32, args *wiretest.EchoArgs) { burst = appendEchoCall(t, codec, burst, seq, args) }
 	for seq := int32(1); seq <= 5; seq++ {
 		frame(seq, &wiretest.EchoArgs{Msg: "quick"})
 	}
 	frame(6, &wiretest.EchoArgs{Msg: "slow", Mode: wiretest.ModeWaitCtx})
-	_, err = nc.Write(burst) // one write: the server reads the burst at once
+	_, err := nc.Write(burst) // one write: the server reads the burst at once
 	require.NoError(t, err)
 	for range 5 {
 		h, _, err := wire.ReadFrame(br, nil, 1<<20)
@@ -67,4 +47,16 @@ func TestBurstWithSlowCallDoesNotHoldQuickReplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(6), h.Seqid)
 	require.Equal(t, wire.KindException, h.Kind, "the cancelled call fails")
+}
+
+// appendEchoCall appends a framed echo call of seq to b, for tests that
+// control how frames arrive (rawHat).
+func appendEchoCall(t *testing.T, codec *wire.Codec, b []byte, seq int32, args *wiretest.EchoArgs) []byte {
+	t.Helper()
+	start := len(b)
+	b = append(b, make([]byte, wire.HeaderSize)...)
+	b, err := codec.AppendMessage(b, proto.Binary, "echo", proto.Call, seq, args)
+	require.NoError(t, err)
+	wire.SealFrame(b[start:], wire.KindCall, 0, seq, 0)
+	return b
 }

@@ -19,8 +19,9 @@ type callCtx struct {
 	parent context.Context      // the connection's context
 	dl     time.Duration        // the deadline, since epoch (monotonic); 0: none
 	sc     *metadata.ServerCall // the call's headers, if it has any
-	// rq is a TCP connection's call, for ReserveReply (replyroom.go);
-	// nil for a lane's or FLOCK's, whose request lives on a stack.
+	// rq is the call as ReserveReply sees it (replyroom.go): a TCP
+	// connection's or FLOCK's request, or a dedicated lane's room
+	// (lanereply.go: its request lives on a stack); nil for streams.
 	rq    *request
 	state atomic.Uint32 // ctxLive, or how the call ended
 	w     atomic.Pointer[ctxWatch]

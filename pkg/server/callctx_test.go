@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +47,7 @@ func TestCallCtx(t *testing.T) {
 			if tc.useDone {
 				select {
 				case <-done:
-				case <-time.After(5 * time.Second):
+				case <-time.After(testenv.HangGuard(5 * time.Second)):
 					t.Fatal("Done not closed")
 				}
 			}
@@ -62,7 +63,7 @@ func TestCallCtx(t *testing.T) {
 			defer dcancel()
 			select {
 			case <-d.Done():
-			case <-time.After(5 * time.Second):
+			case <-time.After(testenv.HangGuard(5 * time.Second)):
 				t.Fatal("derived context not cancelled")
 			}
 		})
@@ -95,7 +96,7 @@ func TestCallCtxEndRaces(t *testing.T) {
 		}
 		select {
 		case <-<-got:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Fatalf("round %d: Done not closed after the call ended", i)
 		}
 		require.Error(t, c.Err())

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/status"
 	"github.com/hatrpc/hatrpc/pkg/status/codes"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -139,7 +140,7 @@ func TestDeadlinePropagationAndCancel(t *testing.T) {
 	case d := <-e.Deadlines:
 		require.Greater(t, d, time.Second)
 		require.LessOrEqual(t, d, 2*time.Second)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("handler saw no deadline")
 	}
 
@@ -153,7 +154,7 @@ func TestDeadlinePropagationAndCancel(t *testing.T) {
 	select {
 	case got := <-e.Cancelled:
 		require.Equal(t, "timeout", got)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("handler context not cancelled by deadline")
 	}
 
@@ -168,7 +169,7 @@ func TestDeadlinePropagationAndCancel(t *testing.T) {
 	select {
 	case got := <-e.Cancelled:
 		require.Equal(t, "cancel", got)
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.HangGuard(5 * time.Second)):
 		t.Fatal("handler context not cancelled by Cancel frame")
 	}
 	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "still fine"})
@@ -195,13 +196,13 @@ func TestClientGoneCancelsHandler(t *testing.T) {
 			select {
 			case err := <-done:
 				require.ErrorIs(t, err, client.ErrConnClosed)
-			case <-time.After(5 * time.Second):
+			case <-time.After(testenv.HangGuard(5 * time.Second)):
 				t.Fatal("call did not fail on Close")
 			}
 			select {
 			case got := <-e.Cancelled:
 				require.Equal(t, "gone", got)
-			case <-time.After(5 * time.Second):
+			case <-time.After(testenv.HangGuard(5 * time.Second)):
 				t.Fatal("handler context not cancelled when the client went away")
 			}
 		})
@@ -216,7 +217,7 @@ func TestOneway(t *testing.T) {
 		select {
 		case got := <-e.Fired:
 			require.Equal(t, "one", got)
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Fatal("oneway not delivered")
 		}
 		// A regular call after the oneway gets its own reply, not a stray one.
@@ -274,7 +275,7 @@ func TestBackpressure(t *testing.T) {
 		c1 := dial(t, addr)
 		_, err := echo(tctx(t), c1, &wiretest.EchoArgs{Msg: "first"})
 		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 		defer cancel()
 		c2, err := client.Dial(ctx, addr)
 		if err == nil {

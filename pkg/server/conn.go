@@ -92,6 +92,7 @@ type conn struct {
 	rg       replyGate   // reply memory (replygate.go)
 	ctxs     ctxSlab     // reader-owned: its calls' contexts
 	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
+	fastPath atomic.Bool // it became a lane or FLOCK session: its memory counts in budget.fastPath
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -120,6 +121,10 @@ type request struct {
 	lease bool
 	cold  *coldPlace // a cold call's place (replygate.go); nil: none
 	conn  *conn      // set for a call whose handler may ReserveReply (replyroom.go)
+	// replyMax is ReserveReply's message limit when lower than the
+	// server's: a lane's maximum, or what its batch's frame has left
+	// (lanereply.go); 0: the server's.
+	replyMax int
 	// meter: a dedicated lane's, which counts the call (frame: its
 	// request frame's bytes) instead of the method's metric children;
 	// execute leaves the handler's result and error in res and err and

@@ -78,6 +78,7 @@ func laneCaller(s *Server, viaFLOCK, forget bool) (call func(req []byte) []byte,
 func testLane(s *Server, viaFLOCK bool) (*laneSession, func()) {
 	a, b := net.Pipe()
 	c := newConn(s, a)
+	s.budget.markFastPath(c) // as serve does
 	l := &lane{fn: "echo", tr: trOf(hints.TransportSHM), stop: make(chan struct{}), viaFLOCK: viaFLOCK,
 		in:  s.met.bytesIn.WithLabelValues(transportNames[trOf(hints.TransportSHM)]),
 		out: s.met.bytesOut.WithLabelValues(transportNames[trOf(hints.TransportSHM)])}

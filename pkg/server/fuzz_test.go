@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -80,12 +81,12 @@ func FuzzServe(f *testing.F) {
 			addr = ln.Addr().String()
 			go srv().Serve(ln)
 		})
-		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = nc.SetDeadline(time.Now().Add(testenv.HangGuard(5 * time.Second)))
 		if _, err := nc.Write(in); err != nil {
 			return // the server may close on garbage before reading it all
 		}

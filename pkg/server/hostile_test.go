@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -46,7 +47,7 @@ func TestHostileInputClosed(t *testing.T) {
 			continue
 		}
 		t.Run(h.Name, func(t *testing.T) {
-			res, err := wiretest.SendHostile(addr, h, 2*time.Minute)
+			res, err := wiretest.SendHostile(addr, h, testenv.HangGuard(2*time.Minute))
 			require.NoError(t, err)
 			require.True(t, res.Closed, "the server left the connection open: %v", res.Err)
 			if w.client == "" {
@@ -79,10 +80,10 @@ func TestHostileDeepJSONInFrame(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, deep.Head)
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(10*time.Second))
 	require.NoError(t, err)
 	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(2*time.Minute)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(2*time.Minute))))
 	br := bufio.NewReader(nc)
 	f := wire.Format{Proto: proto.JSON, Framed: true}
 	_, err = nc.Write(deep.Head)

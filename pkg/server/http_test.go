@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -92,7 +93,7 @@ func recvT[T any](t *testing.T, ch <-chan T) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(time.Minute):
+	case <-time.After(testenv.HangGuard(time.Minute)):
 		t.Fatal("timed out")
 	}
 	panic("unreachable")
@@ -267,7 +268,7 @@ func TestHTTPPortStillThrift(t *testing.T) {
 	defer nc.Close()
 	_, err = nc.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))
 	require.NoError(t, err)
-	require.NoError(t, nc.SetReadDeadline(time.Now().Add(time.Minute)))
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
 	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -291,7 +292,7 @@ func TestHTTPBodyEndKeepsCalls(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, proto.Reply, mh.Type)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx)) // the port's keep-alive connection is closed
 }
@@ -343,7 +344,7 @@ func TestHTTPApacheTHeader(t *testing.T) {
 	}))
 	for _, url := range []string{mountHTTP(t, s), "http://" + addr + "/"} {
 		for _, pid := range []thrift.THeaderProtocolID{thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
-			tr, err := thrift.NewTHttpClientWithOptions(url, thrift.THttpClientOptions{Client: &http.Client{Timeout: time.Minute}})
+			tr, err := thrift.NewTHttpClientWithOptions(url, thrift.THttpClientOptions{Client: &http.Client{Timeout: testenv.HangGuard(time.Minute)}})
 			require.NoError(t, err)
 			p := thrift.NewTHeaderProtocolConf(tr, &thrift.TConfiguration{THeaderProtocolID: &pid})
 			cl := thrift.NewTStandardClient(p, p)

@@ -123,7 +123,7 @@ func TestHTTPResponsesCharged(t *testing.T) {
 	require.Eventually(t, func() bool {
 		require.LessOrEqual(t, server.BudgetUsed(s), int64(total))
 		return writing.Load() >= 2 && server.BudgetUsed(s) >= int64(writing.Load())*size
-	}, time.Minute, time.Millisecond, "unread responses are charged")
+	}, eventually, time.Millisecond, "unread responses are charged")
 	for range 200 {
 		require.LessOrEqual(t, server.BudgetUsed(s), int64(total), "the budget holds more than it has")
 		require.Less(t, writing.Load(), int32(clients), "more unread responses than the budget holds")
@@ -138,7 +138,7 @@ func TestHTTPResponsesCharged(t *testing.T) {
 		decodeReply(t, w.body.Bytes(), &res)
 		require.Len(t, *res.Success, size)
 	}
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 }
 
 // A response whose client never reads is written within the write
@@ -204,14 +204,14 @@ func TestHTTPRepliesOverShare(t *testing.T) {
 	resp, body := post(t, mountHTTP(t, s), bytes.NewReader(bigCalls(t, 6)))
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	require.Equal(t, "hatrpc: replies larger than the connection's memory share (WithMemoryBudget)", strings.TrimSpace(string(body)))
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 
 	// Two fit (with the calls' reservations, twice a reply each, while
 	// they run): answered, and the connection's memory given back.
 	resp, body = post(t, mountHTTP(t, s), bytes.NewReader(bigCalls(t, 2)))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Greater(t, len(body), 2*300<<10)
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 }
 
 func waitGroup(t *testing.T, wg *sync.WaitGroup) {

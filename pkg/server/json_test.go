@@ -12,6 +12,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -53,10 +54,10 @@ func TestJSONBadInputAnswered(t *testing.T) {
 // jsonConn is a raw connection to a fresh server.
 func jsonConn(t *testing.T) (net.Conn, *bufio.Reader) {
 	_, _, addr := start(t)
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(10*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { nc.Close() })
-	require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
 	return nc, bufio.NewReader(nc)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -138,7 +139,7 @@ func TestLaneBorrowedArgs(t *testing.T) {
 					require.False(t, within(got, e.frame), "a oneway handler's argument is not in the lease")
 					clear(e.frame)
 					require.Equal(t, p, got)
-				case <-time.After(10 * time.Second):
+				case <-time.After(testenv.HangGuard(10 * time.Second)):
 					t.Fatal("the oneway handler did not run")
 				}
 			})
@@ -164,7 +165,7 @@ func TestLaneBorrowedArgsLive(t *testing.T) {
 			Server: hints.Set{PayloadSize: 64, BorrowArgs: true, NeverBlocks: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 			defer cancel()
 			s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
 			e := &borrowEcho{notes: make(chan []byte, 1)}

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -216,7 +217,7 @@ func TestLaneCallBusy(t *testing.T) {
 		h, err := wire.DecodeHeader(out, 1<<20)
 		require.NoError(t, err)
 		require.Equal(t, wire.KindReply, h.Kind)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("the holding call did not end")
 	}
 	out = other(laneRequest(t, "quick", "x", 4, 0)) // a slot is free again

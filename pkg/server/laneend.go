@@ -28,9 +28,13 @@ type laneEnd struct {
 // given back, the meter files its latency (from arrival until now: the
 // reply is handed to the engine, or on its way), its outcome and its
 // reply, and its call value is reset for the next call of the method,
-// holding no reference till then. ServeCalls runs it once per reply
+// holding no reference till then; what the reply held of the memory
+// budget is given back. ServeCalls runs it once per reply
 // (rdma.AfterReply).
 func (ls *laneSession) afterReply() {
+	if !ls.inBatch && ls.room.held|ls.room.rq.mem != 0 {
+		ls.releaseRoom() // the reply is sent (a batch's calls' with the batch)
+	}
 	e := &ls.end
 	m := e.m
 	if m == nil {

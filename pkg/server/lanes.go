@@ -93,6 +93,11 @@ type laneSession struct {
 
 	stream laneStream // the stream the lane carries, if any (stream_lane.go)
 	joined *laneJoin  // the stream whose client's frames the lane carries, if any (stream_lane.go)
+
+	// room is what the lane's replies hold of the memory budget, and
+	// batchLim the reply limit of a batch's call in hand (lanereply.go).
+	room     laneRoom
+	batchLim int
 }
 
 // nextCall is a call value (Method.NewCall) a lane reset once its call's
@@ -221,6 +226,7 @@ func (ls *laneSession) serve() {
 	c, l := ls.c, ls.l
 	defer c.readFailed(io.EOF)
 	defer l.grant.release()
+	c.s.budget.markFastPath(c)
 	// The lane is uncounted only once its endpoint is closed (deferred
 	// before it, so run after): a lanes gauge at 0 means its buffers are
 	// freed and zeroed, not about to be.
@@ -295,6 +301,7 @@ func (ls *laneSession) serve() {
 	defer ls.dropJoin()
 	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
+	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
@@ -474,9 +481,17 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 		r.meter, r.frame = l.meter, len(req)
 		ls.metered = true
 	}
+	lim := ls.batchLim
+	if !ls.inBatch {
+		lim = ls.maxReplyBody()
+	}
+	ls.openRoom(r.ctx, lim)
 	st, typ, body := c.execute(r, codec)
 	md, call := replyMD(r), r.call
 	out, pr := ls.encodeReply(&r.replyTo, typ, body, codec, m.set.PayloadSize, md)
+	if !ls.inBatch {
+		ls.admitLaneReply(len(out)) // a batch charges its frame (batch)
+	}
 	if codec == ls.codec && ls.buf == nil {
 		// The codec still points at the reply's buffer, which the
 		// session let go as too large: a fresh codec lets it go too (it
@@ -626,6 +641,9 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	c.takeCall(r)
+	// Its handler may reserve its reply (ReserveReply) within the
+	// session's share and maximum, held until the call ends.
+	r.ctx.rq, r.conn, r.replyMax = r, c, ls.maxReplyBody()
 	m := r.m
 	st, typ, body := c.execute(r, codec)
 	md, call := replyMD(r), r.call
@@ -677,42 +695,6 @@ func (s *Server) laneReplied(m *method, pr rdma.Protocol) {
 	(*ctr).Inc()
 }
 
-// batch runs the calls of an RF-RPC batch one after the other and
-// answers with their replies in one frame, in order; a oneway call's place
-// holds an empty reply.
-func (ls *laneSession) batch(req []byte) ([]byte, rdma.Protocol) {
-	c, l := ls.c, ls.l
-	lim := &c.s.opts.limits
-	h, err := wire.DecodeHeader(req, lim.MaxMessageSize)
-	var frames [][]byte
-	if err == nil {
-		frames, err = wire.SplitFrames(req[wire.HeaderSize:], lim.MaxMessageSize)
-	}
-	if err != nil {
-		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception,
-			proto.NewApplicationException(proto.ExcProtocolError, "batch: "+err.Error()), nil, 0, nil)
-	}
-	fit := ls.newBatchFit(len(frames))
-	if fit == nil {
-		return ls.reply(&replyTo{proto: h.Protocol(), seqid: h.Seqid}, proto.Exception, batchTooMany(ls, len(frames)), nil, 0, nil)
-	}
-	out := make([]byte, wire.HeaderSize, min(64<<10, fit.max))
-	ls.inBatch = true
-	defer func() { ls.inBatch = false }()
-	for i, f := range frames {
-		rep, _ := ls.call(f)
-		if rep == nil {
-			var empty [wire.HeaderSize]byte
-			wire.SealFrame(empty[:], wire.KindReply, 0, 0, 0)
-			rep = empty[:]
-		}
-		rep = fit.admit(ls, out, rep, f, len(frames)-1-i)
-		out = append(out, rep...) // rep lives in ls.buf, reused by the next call
-	}
-	wire.SealFrame(out, wire.KindBatch, 0, h.Seqid, 0)
-	return out, l.side.Protocol(len(out))
-}
-
 // reply encodes one reply frame to to into the lane's reply buffer (a
 // FLOCK call's: into to.dst, see callFLOCK), with the handler's reply
 // headers md if any; hint is the method's declared reply size.
@@ -758,8 +740,11 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
 	}
 	b, typ := appendReply(codec, head, to, typ, body)
-	if limit := ls.maxReplyBody(); len(b)-wire.HeaderSize > limit {
-		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], to, len(b)-wire.HeaderSize, limit), proto.Exception, 0
+	switch size, limit := len(b)-wire.HeaderSize, ls.maxReplyBody(); {
+	case size > limit:
+		b, typ, hflag = ls.c.s.refuseReplyLimit(codec, buf[:wire.HeaderSize], to, size, limit), proto.Exception, 0
+	case ls.c.overShare(size):
+		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, ls.c.replyOverShare(size)), proto.Exception, 0
 	}
 	sealReplyRefs(b, nil, to.proto, to.seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.

@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -38,7 +39,7 @@ func TestLaneSessionEndsWithItsConnection(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, addr := start(t, server.WithRDMA(fastpathtest.Provider()))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 			defer cancel()
 			c, err := client.Dial(ctx, addr)
 			require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -64,7 +65,7 @@ func (g *slotGate) waitEntered(t *testing.T) {
 	t.Helper()
 	select {
 	case <-g.entered:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("the holding call did not start")
 	}
 }
@@ -89,7 +90,7 @@ func TestLaneCallWaitsForSlot(t *testing.T) {
 			h, err := wire.DecodeHeader(out, 1<<20)
 			require.NoError(t, err)
 			require.Equal(t, wire.KindReply, h.Kind, "call %d", i)
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatalf("call %d did not end", i)
 		}
 	}
@@ -113,7 +114,7 @@ func TestLaneShutdownWaitsForCall(t *testing.T) {
 	s := server.New(server.WithLogger(quiet), server.WithRDMA(fastpathtest.Provider()))
 	s.Register(g.service())
 	addr := serveOn(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr)
 	require.NoError(t, err)
@@ -145,7 +146,7 @@ func TestLaneShutdownWaitsForCall(t *testing.T) {
 
 	shut := make(chan error, 1)
 	go func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sctx, scancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 		defer scancel()
 		shut <- s.Shutdown(sctx)
 	}()
@@ -158,13 +159,13 @@ func TestLaneShutdownWaitsForCall(t *testing.T) {
 	select {
 	case err := <-held:
 		require.NoError(t, err, "the lane call under way must complete during a graceful shutdown")
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.HangGuard(20 * time.Second)):
 		t.Fatal("the lane call did not end")
 	}
 	select {
 	case err := <-shut:
 		require.NoError(t, err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.HangGuard(20 * time.Second)):
 		t.Fatal("Shutdown did not return after the lane call ended")
 	}
 	lanes, peers, bytes, pending := server.FastPathInUse(s)

@@ -24,6 +24,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -40,7 +41,7 @@ func TestShutdownGracefulVsClose(t *testing.T) {
 			slow <- err
 		}()
 		waitInFlight(t, s, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 		defer cancel()
 		require.NoError(t, s.Shutdown(ctx))
 		require.NoError(t, <-slow, "in-flight call must complete during graceful shutdown")
@@ -50,7 +51,7 @@ func TestShutdownGracefulVsClose(t *testing.T) {
 		require.Equal(t, 0.0, metricValue(mfs, "hatrpc_server_errors_total", nil))
 		require.Equal(t, 0.0, metricValue(mfs, "hatrpc_server_connections", nil))
 		// New connections are refused once shut down.
-		_, err = net.DialTimeout("tcp", addr, time.Second)
+		_, err = net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 		require.Error(t, err)
 		_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "late"})
 		require.ErrorIs(t, err, client.ErrConnClosed)
@@ -110,10 +111,10 @@ func TestBadInputClosesConnOnly(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			nc, err := net.DialTimeout("tcp", addr, time.Second)
+			nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 			require.NoError(t, err)
 			defer nc.Close()
-			require.NoError(t, nc.SetDeadline(time.Now().Add(5*time.Second)))
+			require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 			_, err = nc.Write(tc.payload)
 			require.NoError(t, err)
 			got, err := io.ReadAll(nc) // returns once the server closes
@@ -222,7 +223,7 @@ func TestApacheClient(t *testing.T) {
 	_, e, addr := start(t)
 	for _, framed := range []bool{false, true} {
 		for _, compact := range []bool{false, true} {
-			conf := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+			conf := &thrift.TConfiguration{ConnectTimeout: testenv.HangGuard(time.Second), SocketTimeout: testenv.HangGuard(5 * time.Second)}
 			var tr thrift.TTransport = thrift.NewTSocketConf(addr, conf)
 			if framed {
 				tr = thrift.NewTFramedTransportConf(tr, conf)
@@ -247,7 +248,7 @@ func TestApacheClient(t *testing.T) {
 			select {
 			case got := <-e.Fired:
 				require.Equal(t, "oneway", got)
-			case <-time.After(5 * time.Second):
+			case <-time.After(testenv.HangGuard(5 * time.Second)):
 				t.Fatal("Apache oneway not delivered")
 			}
 			var res wiretest.ApacheEchoResult
@@ -262,9 +263,9 @@ func TestApacheClient(t *testing.T) {
 
 // rawHat performs the handshake by hand and returns the upgraded socket.
 func rawHat(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 	require.NoError(t, err)
-	require.NoError(t, nc.SetDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 	c := wire.GetCodec()
 	defer wire.PutCodec(c)
 	hello, err := c.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0,
@@ -331,20 +332,20 @@ func TestHatRawFrames(t *testing.T) {
 // the write timeout instead of pinning server memory and goroutines.
 func TestWriteTimeoutDropsNonReadingClient(t *testing.T) {
 	s, _, addr := start(t, server.WithWriteTimeout(200*time.Millisecond))
-	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 	require.NoError(t, err)
 	defer nc.Close()
 	c := wire.GetCodec()
 	msg, err := c.AppendMessage(nil, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "x", Blob: make([]byte, 1<<20)})
 	wire.PutCodec(c)
 	require.NoError(t, err)
-	require.NoError(t, nc.SetWriteDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, nc.SetWriteDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 	for range 40 { // ~40 MiB of replies, far beyond the socket buffers
 		if _, err := nc.Write(msg); err != nil {
 			break // the server already gave up on us
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.HangGuard(10 * time.Second))
 	for {
 		mfs, err := s.Registry().Gather()
 		require.NoError(t, err)

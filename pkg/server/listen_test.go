@@ -14,6 +14,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -37,7 +38,7 @@ func TestUnixSocket(t *testing.T) {
 			go func() { served <- s.ListenAndServe(tc.addr) }()
 			var c *client.Conn
 			require.Eventually(t, func() bool {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 				defer cancel()
 				var err error
 				c, err = client.Dial(ctx, tc.addr, client.WithRDMA("off"))
@@ -61,7 +62,7 @@ func TestUnixSocket(t *testing.T) {
 				require.Equal(t, server.UnixSocketMode, fi.Mode().Perm())
 				require.NotZero(t, fi.Mode()&os.ModeSocket)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 			defer cancel()
 			require.NoError(t, s.Shutdown(ctx))
 			require.ErrorIs(t, <-served, server.ErrServerClosed)

@@ -43,7 +43,7 @@ func serveOn(t testing.TB, s *server.Server) string {
 		select {
 		case err := <-served:
 			require.ErrorIs(t, err, server.ErrServerClosed)
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatal("Serve did not return")
 		}
 	})
@@ -52,7 +52,7 @@ func serveOn(t testing.TB, s *server.Server) string {
 
 func dial(t testing.TB, addr string, opts ...client.Option) *client.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, opts...)
 	require.NoError(t, err)
@@ -83,5 +83,6 @@ func tctx(t testing.TB) context.Context {
 }
 
 // eventually bounds require.Eventually waits: a guard against hangs, not an
-// assertion on speed, so it holds under emulation (test/rxe) and load.
-const eventually = time.Minute
+// assertion on speed, so it scales with the environment (testenv.HangGuard)
+// and holds under emulation (test/rxe) and load.
+var eventually = testenv.HangGuard(time.Minute)

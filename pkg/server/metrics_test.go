@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -89,7 +90,7 @@ func waitInFlight(t *testing.T, s *server.Server, n float64) {
 	require.Eventually(t, func() bool {
 		mfs, err := s.Registry().Gather()
 		return err == nil && metricValue(mfs, "hatrpc_server_in_flight", nil) == n
-	}, 10*time.Second, 2*time.Millisecond, "expected %v calls in flight", n)
+	}, testenv.HangGuard(10*time.Second), 2*time.Millisecond, "expected %v calls in flight", n)
 }
 
 // The server's own registry carries the Go runtime and process series; a

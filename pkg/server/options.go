@@ -118,9 +118,12 @@ func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 // written (a call reserves its expected reply before it runs), so a
 // connection whose client does not read its replies stops being read
 // once it holds its share, and a reply larger than the share is refused
-// with an exception (see replygate.go). A call reserves what its
-// method's earlier replies took; a handler whose reply may be far larger
-// reserves as it builds it (ReserveReply). total 0 turns the budget off.
+// with an exception (see replygate.go); a lane's replies and batches are
+// charged to its connection the same way, and the fast path's
+// connections together hold at most a quarter of total (budget.go). A call
+// reserves what its method's earlier replies took; a handler whose reply
+// may be far larger reserves as it builds it (ReserveReply). total 0
+// turns the budget off.
 //
 // The budget counts the buffers the server holds; the garbage they leave
 // is the Go heap's, on top of it (with GOGC=100 the heap may grow to

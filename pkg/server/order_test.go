@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -39,7 +40,7 @@ func TestPlainConnectionOrder(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			c := dial(t, addr, append([]client.Option{client.WithoutUpgrade()}, st.opts...)...)
 			require.False(t, c.Upgraded())
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 			defer cancel()
 			for round := range 1000 {
 				sum, err := testutil.PokeRound(ctx, c, 5, 6)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,12 +72,12 @@ func TestPoolRetiresBurstBeyondKeep(t *testing.T) {
 	wg.Wait()
 	select {
 	case <-gave:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
 		t.Fatal("the burst's workers were not retired")
 	}
 	require.Eventually(t, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return len(p.idle) == poolKeep
-	}, 10*time.Second, time.Millisecond, "poolKeep workers stay for poolIdle")
+	}, testenv.HangGuard(10*time.Second), time.Millisecond, "poolKeep workers stay for poolIdle")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -45,7 +46,7 @@ func TestWithRDMABadName(t *testing.T) {
 	assert.EqualError(t, err, `server: WithRDMA("verbs"): unknown rdma provider "verbs" (want off, auto, ibv or shm)`)
 	require.NoError(t, s.Close())
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	_, err = client.Dial(ctx, "127.0.0.1:1", client.WithRDMA("verbs"))
 	require.ErrorIs(t, err, client.ErrBadProvider)

@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestWithRDMADeviceWrong: a device override the host lacks fails Serve
@@ -38,7 +39,7 @@ func TestWithRDMADeviceWrong(t *testing.T) {
 	assert.EqualError(t, err, `server: fastpath: bad rdma override: gid "v9": want auto, v2 or a GID index`)
 	require.NoError(t, s.Close())
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	_, err = client.Dial(ctx, "127.0.0.1:1", client.WithRDMA("ibv"), client.WithRDMADevice("mlx5_9"))
 	require.ErrorIs(t, err, fastpath.ErrNoRDMAChoice)

@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -23,21 +22,11 @@ import (
 // across the swap and after it.
 func TestDeepBurstGrowsReadBufferKeepingBytes(t *testing.T) {
 	s, _, addr := start(t)
-	nc, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
+	nc, br := rawHat(t, addr)
 	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(20*time.Second)))
-	br := bufio.NewReader(nc)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(20*time.Second))))
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-
-	hello := &wire.Hello{Version: wire.Version, Caps: wire.CapFraming, MaxFrame: 1 << 20}
-	msg, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0, hello)
-	require.NoError(t, err)
-	_, err = nc.Write(msg)
-	require.NoError(t, err)
-	_, err = wire.ReadMessage(br, wire.Format{Proto: proto.Binary}, nil, nil)
-	require.NoError(t, err)
 
 	payload := func(seq int32) string {
 		return fmt.Sprintf("%06d", seq) + strings.Repeat(string(rune('a'+seq%26)), 4<<10)
@@ -49,11 +38,7 @@ func TestDeepBurstGrowsReadBufferKeepingBytes(t *testing.T) {
 		first := seq + 1
 		for range perBurst {
 			seq++
-			start := len(b)
-			b = append(b, make([]byte, wire.HeaderSize)...)
-			b, err = codec.AppendMessage(b, proto.Binary, "echo", proto.Call, seq, &wiretest.EchoArgs{Msg: payload(seq)})
-			require.NoError(t, err)
-			wire.SealFrame(b[start:], wire.KindCall, 0, seq, 0)
+			b = appendEchoCall(t, codec, b, seq, &wiretest.EchoArgs{Msg: payload(seq)})
 		}
 		// Written by another goroutine: the server's replies to the
 		// first calls must be read while the rest is still written.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -41,7 +42,7 @@ func (f *fakeRegistrar) Deregister(ctx context.Context) error {
 	defer f.mu.Unlock()
 	f.deregistered++
 	if len(f.registered) > 0 {
-		c, err := net.DialTimeout("tcp", f.registered[0], 5*time.Second)
+		c, err := net.DialTimeout("tcp", f.registered[0], testenv.HangGuard(5*time.Second))
 		if err == nil {
 			c.Close()
 		}
@@ -70,7 +71,7 @@ func TestRegistrar(t *testing.T) {
 		select {
 		case err := <-served:
 			return err
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatal("Serve did not return")
 			return nil
 		}
@@ -78,7 +79,7 @@ func TestRegistrar(t *testing.T) {
 	t.Run("shutdown withdraws first", func(t *testing.T) {
 		f := &fakeRegistrar{}
 		s, ln, served := serve(t, f)
-		require.Eventually(t, func() bool { a, _, _, _ := f.state(); return len(a) == 1 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { a, _, _, _ := f.state(); return len(a) == 1 }, testenv.HangGuard(10*time.Second), time.Millisecond)
 		addrs, regCtx, _, _ := f.state()
 		require.Equal(t, []string{ln.Addr().String()}, addrs)
 		_, err := echo(tctx(t), dial(t, addrs[0]), &wiretest.EchoArgs{Msg: "hi"})
@@ -94,7 +95,7 @@ func TestRegistrar(t *testing.T) {
 	t.Run("close withdraws", func(t *testing.T) {
 		f := &fakeRegistrar{}
 		s, _, served := serve(t, f)
-		require.Eventually(t, func() bool { a, _, _, _ := f.state(); return len(a) == 1 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { a, _, _, _ := f.state(); return len(a) == 1 }, testenv.HangGuard(10*time.Second), time.Millisecond)
 		require.NoError(t, s.Close())
 		require.ErrorIs(t, returned(t, served), server.ErrServerClosed)
 		_, _, deregs, _ := f.state()

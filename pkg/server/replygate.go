@@ -56,10 +56,11 @@ package server
 // replies left, and replies outgrowing the share fail the request with
 // a 500 instead of waiting for room that cannot come (http.go).
 //
-// A lane's or FLOCK handle's replies are not charged here: each is
-// encoded into the lane's buffer or FLOCK's slot (registered memory
-// counted by the lane budget, lanebudget.go), one call at a time per
-// lane, and bounded by the lane's reply maximum.
+// A dedicated lane's replies and batches are charged by lanereply.go
+// (admitReply for a single reply), to the lane connection's share, the
+// fast path's connections holding at most a quarter of the budget
+// together (fastPathShare); a FLOCK call's reservation (ReserveReply) is
+// held until its call ends.
 
 import (
 	"errors"
@@ -134,8 +135,7 @@ func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) erro
 		n = max(min(n, b.perConn-c.memHeld), 0)
 	}
 	if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
-		b.used += n
-		c.memHeld += n
+		b.take(c, n)
 		*held += n
 		b.mu.Unlock()
 		return nil
@@ -157,8 +157,7 @@ func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) erro
 			n = max(min(n, b.perConn-c.memHeld), 0)
 		}
 		if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
-			b.used += n
-			c.memHeld += n
+			b.take(c, n)
 			*held = n
 			b.mu.Unlock()
 			return nil
@@ -191,8 +190,7 @@ func (c *conn) admitReply(to *replyTo, n int64) bool {
 		// The request was decoded (its buffer is back in the pool, or
 		// sent by reference within the n bytes) and the reservation is
 		// spent: the reply's bytes are what the call holds now.
-		b.used += d
-		c.memHeld += d
+		b.take(c, d)
 		to.mem = 0
 		if ordered {
 			c.rg.admitNext++
@@ -219,8 +217,7 @@ func (c *conn) admitReply(to *replyTo, n int64) bool {
 		// else.
 		room := b.fits(c, n) || c.memHeld == 0 && n > b.perConn && b.used+n <= b.total
 		if room && (!ordered || to.order == c.rg.admitNext) {
-			b.used += n
-			c.memHeld += n
+			b.take(c, n)
 			c.rg.waiting--
 			if ordered {
 				c.rg.admitNext++
@@ -258,7 +255,15 @@ func (c *conn) admitReply(to *replyTo, n int64) bool {
 // share of the memory budget.
 func (c *conn) overShare(size int) bool {
 	b := &c.s.budget
-	return b.total > 0 && int64(size) > min(b.perConn, b.total)
+	return b.total > 0 && int64(size) > b.shareOf(c)
+}
+
+// shareOf is the most c may ever hold of the budget.
+func (b *budget) shareOf(c *conn) int64 {
+	if c.fastPath.Load() {
+		return min(b.perConn, b.total/fastPathShare)
+	}
+	return min(b.perConn, b.total)
 }
 
 // replyOverShare is the exception a call whose reply of size bytes
@@ -267,7 +272,7 @@ func (c *conn) replyOverShare(size int) *proto.ApplicationException {
 	c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
 	return proto.NewApplicationException(proto.ExcInternalError,
 		fmt.Sprintf("hatrpc: reply of %d bytes exceeds the connection's memory share of %d bytes (WithMemoryBudget)",
-			size, min(c.s.budget.perConn, c.s.budget.total)))
+			size, c.s.budget.shareOf(c)))
 }
 
 // coldPlace is a cold call's place among its method's coldMax: given

@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -35,13 +36,13 @@ func TestUnreadRepliesBounded(t *testing.T) {
 	}
 
 	// The attacker: plain framed Thrift, 200 calls written, none read.
-	d := net.Dialer{Timeout: 5 * time.Second}
+	d := net.Dialer{Timeout: testenv.HangGuard(5 * time.Second)}
 	nc, err := d.Dial("tcp", addr)
 	require.NoError(t, err)
-	conf := &thrift.TConfiguration{SocketTimeout: 10 * time.Second}
+	conf := &thrift.TConfiguration{SocketTimeout: testenv.HangGuard(10 * time.Second)}
 	tr := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(nc, conf), conf)
 	p := thrift.NewTBinaryProtocolConf(tr, conf)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	const calls = 200
 	for i := range calls {
@@ -92,7 +93,7 @@ func TestUnreadRepliesBounded(t *testing.T) {
 
 	// Closing the attacker gives everything back.
 	require.NoError(t, nc.Close())
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, testenv.HangGuard(30*time.Second), 10*time.Millisecond)
 }
 
 // startedCalls is the server's echo calls started so far.
@@ -150,7 +151,7 @@ func coldRepliesBounded(t *testing.T, conns int, bound int64) {
 	s.Register(svc)
 	server.SetColdLease(s, time.Hour)
 	addr := serveOn(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	cs := make([]*client.Conn, conns)
 	for i := range cs {
@@ -173,7 +174,7 @@ func coldRepliesBounded(t *testing.T, conns int, bound int64) {
 			errs <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return entered.Load() >= 4 }, time.Minute, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return entered.Load() >= 4 }, eventually, 5*time.Millisecond)
 	// Nothing more starts while the four run (a broken gate would let
 	// the other 20 in; waiting longer on a slow machine only makes that
 	// likelier to show).
@@ -194,7 +195,7 @@ func coldRepliesBounded(t *testing.T, conns int, bound int64) {
 			t.Fatal("calls did not end")
 		}
 	}
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, 10*time.Millisecond)
 }
 
 // A method whose calls wait (a long poll) sends no reply for as long as
@@ -226,7 +227,7 @@ func TestColdLongCallsProceed(t *testing.T) {
 	s.Register(svc)
 	server.SetColdLease(s, 10*time.Millisecond)
 	addr := serveOn(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	shared, err := client.Dial(ctx, addr)
 	require.NoError(t, err)
@@ -247,7 +248,7 @@ func TestColdLongCallsProceed(t *testing.T) {
 			errs <- c.Call(ctx, m, &wiretest.EchoArgs{Msg: "x"}, &res)
 		}()
 	}
-	require.Eventually(t, func() bool { return entered.Load() == callers }, time.Minute, time.Millisecond,
+	require.Eventually(t, func() bool { return entered.Load() == callers }, eventually, time.Millisecond,
 		"long calls of a method of unknown reply size wait for each other")
 	assert.Zero(t, ended.Load(), "a call ended before all started")
 	close(release)

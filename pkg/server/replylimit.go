@@ -59,14 +59,7 @@ func (f *batchFit) admit(ls *laneSession, out, rep, call []byte, rest int) []byt
 	if len(rep) <= room {
 		return rep
 	}
-	h, _ := wire.DecodeHeader(call, ls.c.s.opts.limits.MaxMessageSize)
-	codec := wire.GetCodec()
-	defer wire.PutCodec(codec)
-	ls.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
-	exc := proto.NewApplicationException(proto.ExcInternalError, fmt.Sprintf(
+	return f.refuse(ls, call, fmt.Sprintf(
 		"hatrpc: reply of %d bytes does not fit in the batch's reply: %d bytes left of the lane's message limit of %d bytes",
 		len(rep)-wire.HeaderSize, max(room-wire.HeaderSize, 0), f.max-wire.HeaderSize))
-	b, _ := codec.AppendMessage(make([]byte, wire.HeaderSize, batchExcMax), h.Protocol(), "", proto.Exception, h.Seqid, exc)
-	sealReplyRefs(b, nil, h.Protocol(), h.Seqid, proto.Exception, 0)
-	return b
 }

@@ -17,9 +17,10 @@ package server
 // stalls no one.
 //
 // The call context carries its request (callCtx.rq) so that no map or
-// lock is needed to find it; lanes' calls (registered memory, bounded by
-// the lane's reply maximum, a larger reply refused when encoded) and
-// streams (bounded by their windows) have none: ReserveReply returns nil
+// lock is needed to find it (a FLOCK call's too); a dedicated lane's
+// call carries the lane's room instead (lanereply.go), whose limit is the
+// lane's reply maximum, or in a batch what the batch's frame has left.
+// Streams (bounded by their windows) have none: ReserveReply returns nil
 // for them.
 
 import (
@@ -55,15 +56,16 @@ type replyRoomKey struct{}
 // ReserveReply tells the server that the reply of the call whose handler
 // ctx belongs to will take about n bytes (encoded), before the handler
 // builds it: the call's memory reservation grows to hold it, or, when n
-// exceeds the message limit or the room the connection's memory share
-// has left (WithMemoryBudget), a *ReplyRoomError (errors.Is ErrReplyRoom)
+// exceeds the message limit (on a lane, its reply maximum; in a lane's
+// batch, what the batch's reply has left) or the room the connection's
+// memory share has left (WithMemoryBudget), a *ReplyRoomError (errors.Is ErrReplyRoom)
 // says so and nothing changes. A handler that builds a large reply piece
 // by piece calls it as it goes, with the size so far, and stops (cuts its
 // answer, or fails) where it gets an error. It never waits. Call it from
 // the handler, before it returns; called again, the larger size counts.
-// Without a budget it checks the message limit only. On a lane, in a
-// stream or with a context not of a call it returns nil (lanes and
-// streams bound their replies otherwise).
+// Without a budget it checks the message limit only. In a stream or
+// with a context not of a call it returns nil (streams' windows bound
+// their replies).
 func ReserveReply(ctx context.Context, n int) error {
 	cc, _ := ctx.Value(replyRoomKey{}).(*callCtx)
 	if cc == nil || n <= 0 {
@@ -74,7 +76,11 @@ func ReserveReply(ctx context.Context, n int) error {
 	}
 	r := cc.rq
 	c := r.conn
-	if limit := c.s.opts.limits.MaxMessageSize; n > limit {
+	limit := c.s.opts.limits.MaxMessageSize
+	if r.replyMax > 0 {
+		limit = r.replyMax
+	}
+	if n > limit {
 		c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
 		return &ReplyRoomError{Size: int64(n), Limit: int64(limit), MessageLimit: true}
 	}
@@ -95,11 +101,10 @@ func ReserveReply(ctx context.Context, n int) error {
 	// Replies waiting for admission come first (reserve); a reply over
 	// the share could never be sent.
 	if c.rg.waiting == 0 && b.fits(c, d) && !c.overShare(n) {
-		b.used += d
-		c.memHeld += d
+		b.take(c, d)
 		r.mem += d
 		return nil
 	}
-	room := max(min(b.perConn-c.memHeld, b.total-b.used)+r.mem, 0) / 2
+	room := max(b.roomLocked(c)+r.mem, 0) / 2
 	return &ReplyRoomError{Size: int64(n), Limit: room}
 }

@@ -34,7 +34,13 @@ const growChunk = 64 << 10
 func growServer(t *testing.T, built *atomic.Int64, opts ...server.Option) (*server.Server, string) {
 	t.Helper()
 	s := server.New(append([]server.Option{server.WithLogger(quiet)}, opts...)...)
-	s.Register(&server.Service{Name: "Grow", Methods: []server.Method{{
+	s.Register(growService(built))
+	return s, serveOn(t, s)
+}
+
+// growService is growServer's service.
+func growService(built *atomic.Int64) *server.Service {
+	return &server.Service{Name: "Grow", Methods: []server.Method{{
 		Name: "grow", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
 		Handle: func(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 			msg := a.(*wiretest.EchoArgs).Msg
@@ -63,8 +69,7 @@ func growServer(t *testing.T, built *atomic.Int64, opts ...server.Option) (*serv
 			s := string(b)
 			return &wiretest.EchoResult{Success: &s}, nil
 		},
-	}}})
-	return s, serveOn(t, s)
+	}}}
 }
 
 // msgLimit is the default limits with the message limit n.
@@ -115,7 +120,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 	// budget.
 	require.Eventually(t, func() bool {
 		return writing.Load() >= 1
-	}, time.Minute, time.Millisecond, "unread responses held")
+	}, eventually, time.Millisecond, "unread responses held")
 	for range 200 {
 		require.LessOrEqual(t, built.Load(), int64(total), "replies built beyond the budget")
 		require.LessOrEqual(t, server.BudgetUsed(s), int64(total))
@@ -133,7 +138,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 		got += int64(len(*res.Success))
 	}
 	assert.Equal(t, built.Load(), got, "each reply is what its handler built")
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 }
 
 // ReserveReply's answers, on a HatRPC connection: a reply within the
@@ -142,26 +147,7 @@ func TestRepliesOverEstimateBounded(t *testing.T) {
 // limit counts, and a reply reserved whole over it is refused before it
 // is built, the call getting an exception saying so.
 func TestReserveReply(t *testing.T) {
-	const share, limit = 1 << 20, 1 << 20
-	cases := []struct {
-		name    string
-		opts    []server.Option
-		size    string
-		wantLen int
-		wantErr string
-	}{
-		{"within the share", []server.Option{server.WithMemoryBudget(4*share, share)}, "102400", 100 << 10, ""},
-		// A reply up to the share is reserved the whole share when the
-		// connection holds nothing else; 960 KiB + 64 KiB + 64 passes it.
-		{"cut at the share", []server.Option{server.WithMemoryBudget(4*share, share)}, strconv.Itoa(2 * share), share - growChunk, ""},
-		{"cut at the message limit", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			strconv.Itoa(2 * limit), limit - growChunk, ""},
-		{"whole over the message limit", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(limit))},
-			"!" + strconv.Itoa(2*limit), 0, "hatrpc: reply of 2097216 bytes exceeds the message limit of 1048576 bytes"},
-		{"whole over the share", []server.Option{server.WithMemoryBudget(4*share, share)},
-			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
-	}
-	for _, tc := range cases {
+	for _, tc := range reserveCases("message limit") {
 		t.Run(tc.name, func(t *testing.T) {
 			var built atomic.Int64
 			s, addr := growServer(t, &built, tc.opts...)
@@ -179,7 +165,7 @@ func TestReserveReply(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Len(t, *res.Success, tc.wantLen)
-			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, time.Millisecond)
+			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
 		})
 	}
 }
@@ -203,4 +189,34 @@ func TestReserveReplyErrors(t *testing.T) {
 	}
 	// Not a call's context: nothing to reserve.
 	require.NoError(t, server.ReserveReply(context.Background(), 1<<40))
+}
+
+// reserveCase is a case of TestReserveReply and TestReserveReplyOnLane:
+// a Grow call of size bytes (a leading '!' reserves the reply whole
+// first) on a server with opts.
+type reserveCase struct {
+	name    string
+	opts    []server.Option
+	size    string
+	wantLen int
+	wantErr string
+}
+
+// reserveCases are those cases; limit names the reply limit that is not
+// the share ("message limit" on TCP, "lane's maximum" on a lane: both
+// the message limit, the lane's sized to it).
+func reserveCases(limit string) []reserveCase {
+	const share, max = 1 << 20, 1 << 20
+	return []reserveCase{
+		{"within the share", []server.Option{server.WithMemoryBudget(4*share, share)}, "102400", 100 << 10, ""},
+		// A reply up to the share is reserved the whole share when the
+		// connection holds nothing else; 960 KiB + 64 KiB + 64 passes it.
+		{"cut at the share", []server.Option{server.WithMemoryBudget(4*share, share)}, strconv.Itoa(2 * share), share - growChunk, ""},
+		{"cut at the " + limit, []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(max))},
+			strconv.Itoa(2 * max), max - growChunk, ""},
+		{"whole over the " + limit, []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(max))},
+			"!" + strconv.Itoa(2*max), 0, "hatrpc: reply of 2097216 bytes exceeds the message limit of 1048576 bytes"},
+		{"whole over the share", []server.Option{server.WithMemoryBudget(4*share, share)},
+			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -27,7 +28,7 @@ import (
 // 121 calls read, a stall the server cannot see (2 runs in 3 here).
 func unreadCalls(t *testing.T, nc net.Conn, calls []byte) (closeConn func()) {
 	t.Helper()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(2*time.Minute)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(2*time.Minute))))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -112,7 +113,7 @@ func TestColdUnreadRepliesHeldToShare(t *testing.T) {
 	}{
 		{"hatrpc", hatCalls, func(t *testing.T, addr string) net.Conn { nc, _ := rawHat(t, addr); return nc }, true},
 		{"plain-framed", framedCalls, func(t *testing.T, addr string) net.Conn {
-			nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(5*time.Second))
 			require.NoError(t, err)
 			return nc
 		}, false},
@@ -142,7 +143,7 @@ func TestColdUnreadRepliesHeldToShare(t *testing.T) {
 			closeConn := unreadCalls(t, tc.dial(t, addr), tc.calls(t, calls, "big", &wiretest.EchoArgs{Msg: "x"}))
 			defer closeConn()
 			if tc.gate {
-				require.Eventually(t, func() bool { return started.Load() >= 4 }, time.Minute, time.Millisecond)
+				require.Eventually(t, func() bool { return started.Load() >= 4 }, eventually, time.Millisecond)
 				close(release) // the four cold replies are built at once
 			}
 			// The replies the kernel cannot take are held at the share:
@@ -153,7 +154,7 @@ func TestColdUnreadRepliesHeldToShare(t *testing.T) {
 				peak = max(peak, used)
 				require.LessOrEqual(t, used, int64(perConn), "the budget holds more than one connection's share")
 				return used >= int64(len(reply))
-			}, time.Minute, time.Millisecond, "an unread reply is charged")
+			}, eventually, time.Millisecond, "an unread reply is charged")
 			// ... and for as long as the client does not read, no more
 			// than the share is, and the reader stays stopped.
 			for range 200 {
@@ -166,7 +167,7 @@ func TestColdUnreadRepliesHeldToShare(t *testing.T) {
 			require.Less(t, started.Load(), int32(calls), "the unread connection stopped being read")
 
 			closeConn()
-			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, 10*time.Millisecond)
 		})
 	}
 }
@@ -189,7 +190,7 @@ func TestSmallUnreadRepliesHeldToShare(t *testing.T) {
 		peak = max(peak, used)
 		require.LessOrEqual(t, used, int64(perConn), "the budget holds more than one connection's share")
 		return used >= perConn/2
-	}, time.Minute, time.Millisecond, "unread small replies are charged")
+	}, eventually, time.Millisecond, "unread small replies are charged")
 	for range 200 {
 		used := server.BudgetUsed(s)
 		peak = max(peak, used)
@@ -201,7 +202,7 @@ func TestSmallUnreadRepliesHeldToShare(t *testing.T) {
 	require.Less(t, started, float64(calls), "the unread connection stopped being read")
 
 	closeConn()
-	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, time.Minute, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, 10*time.Millisecond)
 }
 
 // A reply larger than the connection's share could never be admitted:
@@ -212,7 +213,7 @@ func TestReplyOverShareRefused(t *testing.T) {
 	_, _, addr := start(t, server.WithMemoryBudget(4*perConn, perConn))
 	big := &wiretest.EchoArgs{Msg: strings.Repeat("b", 2000), Mode: wiretest.ModeRepeat} // a 2 MB reply
 	want := `^hatrpc: reply of 20[0-9]{5} bytes exceeds the connection's memory share of 1048576 bytes \(WithMemoryBudget\)$`
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 
 	t.Run("hatrpc", func(t *testing.T) {
@@ -227,10 +228,10 @@ func TestReplyOverShareRefused(t *testing.T) {
 		require.Equal(t, "after", *res.Success)
 	})
 	t.Run("plain-framed", func(t *testing.T) {
-		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(5*time.Second))
 		require.NoError(t, err)
 		defer nc.Close()
-		require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
+		require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
 		_, err = nc.Write(framedCalls(t, 1, "echo", big))
 		require.NoError(t, err)
 		msg, err := wire.ReadMessage(bufio.NewReader(nc), wire.Format{Proto: proto.Binary, Framed: true}, nil, nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +43,7 @@ func TestSlotSem(t *testing.T) {
 		for range n {
 			go func() { got <- s.acquire(nil, nil) }()
 		}
-		require.Eventually(t, func() bool { return s.waiters.Load() == n }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.waiters.Load() == n }, testenv.HangGuard(10*time.Second), time.Millisecond)
 		// While anyone waits, a newcomer does not jump the queue.
 		require.False(t, s.tryAcquire())
 		for range n { // back to back: tokens fold, wake-ups are handed on
@@ -52,7 +53,7 @@ func TestSlotSem(t *testing.T) {
 			select {
 			case ok := <-got:
 				require.True(t, ok)
-			case <-time.After(10 * time.Second):
+			case <-time.After(testenv.HangGuard(10 * time.Second)):
 				t.Fatal("a waiter was not woken although a slot was free")
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // FuzzServeStreams feeds arbitrary frames to a connection that negotiated
@@ -59,12 +60,12 @@ func FuzzServeStreams(f *testing.F) {
 				}
 			}()
 		})
-		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		_ = nc.SetDeadline(time.Now().Add(testenv.HangGuard(5 * time.Second)))
 		if _, err := nc.Write(append(append([]byte(nil), hello...), in...)); err != nil {
 			return
 		}

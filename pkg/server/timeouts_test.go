@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -72,7 +73,7 @@ func waitClosed(t *testing.T, s *server.Server) {
 // readsEOF asserts the server closed nc.
 func readsEOF(t *testing.T, nc net.Conn) {
 	t.Helper()
-	require.NoError(t, nc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, nc.SetReadDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 	_, err := io.ReadAll(nc)
 	require.NoError(t, err, "the server closes the connection (EOF), not the test's deadline")
 }
@@ -114,7 +115,7 @@ func rawHello(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(10*time.Second))))
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	hello, err := codec.AppendMessage(nil, proto.Binary, wire.HelloMethod, proto.Call, 0,
@@ -179,7 +180,7 @@ func TestSlowFrameClosed(t *testing.T) {
 func TestIdleHatRPCClientRedials(t *testing.T) {
 	const idle = time.Minute
 	s, addr := startSwept(t, server.WithIdleTimeout(idle))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	cl, err := client.Dial(ctx, addr, client.WithConns(1))
 	require.NoError(t, err)
@@ -212,7 +213,7 @@ func TestIdleHatRPCClientRedials(t *testing.T) {
 func TestIdleSparesRunningCalls(t *testing.T) {
 	const idle = time.Minute
 	s, addr := startSwept(t, server.WithIdleTimeout(idle))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	cl, err := client.Dial(ctx, addr, client.WithConns(1))
 	require.NoError(t, err)
@@ -235,7 +236,7 @@ func TestIdleSparesRunningCalls(t *testing.T) {
 func TestIdlePlainConnClosed(t *testing.T) {
 	const idle = time.Minute
 	s, addr := startSwept(t, server.WithIdleTimeout(idle))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	cl, err := client.Dial(ctx, addr, client.WithoutUpgrade())
 	require.NoError(t, err)
@@ -292,7 +293,7 @@ func TestApacheClientAfterIdleClose(t *testing.T) {
 			s, addr := startSwept(t, server.WithHandshakeTimeout(limit), server.WithIdleTimeout(limit))
 			now := t0 + time.Duration(i+1)*time.Hour
 			server.Sweep(s, now)
-			conf := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+			conf := &thrift.TConfiguration{ConnectTimeout: testenv.HangGuard(time.Second), SocketTimeout: testenv.HangGuard(5 * time.Second)}
 			tr := thrift.NewTFramedTransportConf(thrift.NewTSocketConf(addr, conf), conf)
 			require.NoError(t, tr.Open())
 			defer tr.Close()

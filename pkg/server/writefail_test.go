@@ -15,6 +15,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // noArgs is an empty argument struct.
@@ -54,7 +55,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 	wire.PutCodec(codec)
 	wrote := make(chan error, 1)
 	go func() {
-		_ = cli.SetWriteDeadline(time.Now().Add(time.Minute))
+		_ = cli.SetWriteDeadline(time.Now().Add(testenv.HangGuard(time.Minute)))
 		_, err := cli.Write(out)
 		wrote <- err
 	}()
@@ -74,7 +75,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 	assert.ErrorIs(t, err, net.ErrClosed)
 
 	// The replies the connection was owed are given back to the OS.
-	require.Eventually(t, func() bool { return s.budget.gives.Load() > 0 }, time.Minute, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.budget.gives.Load() > 0 }, testenv.HangGuard(time.Minute), 5*time.Millisecond)
 	s.budget.stop()
 }
 
@@ -94,7 +95,7 @@ func TestGiveBackAgainAfterWriteFailure(t *testing.T) {
 	require.NoError(t, s.budget.acquire(owed, 100, 0)) // a small reply still held
 
 	c.checkWrite(errors.New("write: connection reset by peer"))
-	require.Eventually(t, func() bool { return s.budget.gives.Load() == 1 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return s.budget.gives.Load() == 1 }, testenv.HangGuard(time.Minute), time.Millisecond)
 	s.budget.release(owed, 100) // the budget empties: once more
-	require.Eventually(t, func() bool { return s.budget.gives.Load() == 2 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return s.budget.gives.Load() == 2 }, testenv.HangGuard(time.Minute), time.Millisecond)
 }

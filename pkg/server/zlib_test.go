@@ -16,6 +16,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -41,10 +42,10 @@ func TestZlibBombClosed(t *testing.T) {
 		"corrupt":  append([]byte{0x78, 0x9c}, bytes.Repeat([]byte{0xff}, 256)...),
 	} {
 		t.Run(name, func(t *testing.T) {
-			nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			nc, err := net.DialTimeout("tcp", addr, testenv.HangGuard(5*time.Second))
 			require.NoError(t, err)
 			defer nc.Close()
-			require.NoError(t, nc.SetDeadline(time.Now().Add(time.Minute)))
+			require.NoError(t, nc.SetDeadline(time.Now().Add(testenv.HangGuard(time.Minute))))
 			_, _ = nc.Write(in)
 			// Returns once the server closed: at the end of the stream,
 			// or with a reset when the close found input unread.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +15,7 @@ import (
 // TestClientDeps: a client that traces (pkg/tracing) links no server code
 // and no Prometheus; the server interceptor (tracingserver) does.
 func TestClientDeps(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	const mod = "github.com/hatrpc/hatrpc/"
 	deps := func(pkg string) []string {

@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/tracing"
 	"github.com/hatrpc/hatrpc/pkg/tracing/tracingserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -56,12 +57,12 @@ func TestStreamTrace(t *testing.T) {
 		s.Close()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, ln.Addr().String(), client.WithStreamInterceptors(tracing.ClientStream(tracing.WithTracerProvider(tp))))
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestStreamTrace(t *testing.T) {
 		require.NoError(t, st.RecvMsg(&wiretest.EchoArgs{}))
 	}
 	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
-	require.Eventually(t, func() bool { return len(exp.GetSpans()) == 2 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return len(exp.GetSpans()) == 2 }, testenv.HangGuard(time.Minute), time.Millisecond)
 
 	byKind := map[trace.SpanKind]tracetest.SpanStub{}
 	for _, sp := range exp.GetSpans() {

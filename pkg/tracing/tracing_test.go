@@ -22,6 +22,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/tracing"
 	"github.com/hatrpc/hatrpc/pkg/tracing/tracingserver"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -47,7 +48,7 @@ func serve(t *testing.T, tp trace.TracerProvider, ids chan<- string, opts ...ser
 		s.Close()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.HangGuard(5 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})
@@ -78,7 +79,7 @@ func TestLinkedTrace(t *testing.T) {
 			ids := make(chan string, 4)
 			addr := serve(t, tp, ids, tc.srvOpts...)
 
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 			defer cancel()
 			c, err := client.Dial(ctx, addr, append(tc.opts, client.WithInterceptors(tracing.Client(tracing.WithTracerProvider(tp))))...)
 			require.NoError(t, err)
@@ -93,7 +94,7 @@ func TestLinkedTrace(t *testing.T) {
 			var rid string
 			select {
 			case rid = <-ids:
-			case <-time.After(10 * time.Second):
+			case <-time.After(testenv.HangGuard(10 * time.Second)):
 				t.Fatal("handler not reached")
 			}
 			require.NoError(t, c.Close())
@@ -133,7 +134,7 @@ func TestServerSpanWithoutParent(t *testing.T) {
 	defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
 	ids := make(chan string, 4)
 	addr := serve(t, tp, ids)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, client.WithRDMA("off"))
 	require.NoError(t, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -178,7 +179,7 @@ func TestDesignSpace(t *testing.T) {
 	for _, fn := range fns {
 		start := time.Now()
 		func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 			defer cancel()
 			conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 			require.NoError(t, err)
@@ -242,7 +243,7 @@ func call(t *testing.T, ctx context.Context, conn *client.Conn, srv *server.Serv
 	require.True(t, pad >= 0 && replyLen >= 0, "%d B is below a call's frame", n)
 	r0, c0, s0 := conn.RouteStats(), laneSent(conn, name), serverCounts(t, srv, fn.Name)
 	var res wiretest.EchoResult
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, testenv.HangGuard(30*time.Second))
 	defer cancel()
 	require.NoError(t, conn.Call(cctx, m, &wiretest.EchoArgs{Msg: strings.Repeat("q", pad), Mode: int32(replyLen + 1)}, &res))
 	require.NotNil(t, res.Success)
@@ -264,7 +265,7 @@ func call(t *testing.T, ctx context.Context, conn *client.Conn, srv *server.Serv
 	// A side counts its reply once it is sent, which the client's answer
 	// may beat by a moment.
 	var s1 map[string]float64
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(testenv.HangGuard(time.Minute)); ; time.Sleep(time.Millisecond) {
 		s1 = serverCounts(t, srv, fn.Name)
 		if s1["calls"]-s0["calls"] == 1 && s1["engine"]+s1["flock"]+s1["tcp"]-s0["engine"]-s0["flock"]-s0["tcp"] == 1 &&
 			(got.route != routeLane || s1["out"]-s0["out"] >= float64(frame)) {
@@ -420,7 +421,7 @@ func startServer(t *testing.T, fns []hints.Function) (*server.Server, string) {
 		select {
 		case err := <-served:
 			require.ErrorIs(t, err, server.ErrServerClosed)
-		case <-time.After(30 * time.Second):
+		case <-time.After(testenv.HangGuard(30 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})

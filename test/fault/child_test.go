@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -36,7 +37,7 @@ func childIdle(ctx context.Context, out io.Writer, in io.Reader) error {
 	}
 	addr := os.Getenv(envAddr)
 	conns := make([]net.Conn, 0, n)
-	d := net.Dialer{Timeout: 10 * time.Second}
+	d := net.Dialer{Timeout: testenv.HangGuard(10 * time.Second)}
 	for len(conns) < n {
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -157,7 +158,7 @@ func TestHostileServer(t *testing.T) {
 			addr := hostileServer(t, tt.script)
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 			defer cancel()
 			c, err := client.Dial(ctx, addr, tt.opts...)
 			require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestHostileServer(t *testing.T) {
 
 	t.Run("silent server during handshake", func(t *testing.T) {
 		addr := hostileServer(t, silent)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
 		defer cancel()
 		start := time.Now()
 		c, err := client.Dial(ctx, addr, client.WithHandshakeTimeout(300*time.Millisecond))

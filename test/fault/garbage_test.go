@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -139,7 +140,7 @@ func handshake(t *testing.T, c net.Conn, br *bufio.Reader) {
 	require.NoError(t, err)
 	_, err = c.Write(msg)
 	require.NoError(t, err)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 	var n [4]byte
 	_, err = io.ReadFull(br, n[:])
 	require.NoError(t, err)
@@ -164,9 +165,9 @@ func sendGarbage(t *testing.T, addr string, data []byte, want outcome) (closed b
 		data = rest
 	}
 	// The server may close while we are still writing; that is fine.
-	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetWriteDeadline(time.Now().Add(testenv.HangGuard(5 * time.Second)))
 	_, _ = c.Write(data)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(testenv.HangGuard(5*time.Second))))
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := br.Read(buf)

@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -80,7 +81,7 @@ func TestLaneClientKilledMidCall(t *testing.T) {
 	child.Kill(t)
 	_ = child.WaitExit(t, 10*time.Second)
 
-	require.Eventually(t, func() bool { return h.Active() == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return h.Active() == 0 }, testenv.HangGuard(10*time.Second), 10*time.Millisecond,
 		"the handler of a dead lane client is still running")
 	assert.Equal(t, 1, h.Cancelled())
 	n := srv.WaitConns(t, func(n int) bool { return n <= 1 }, 10*time.Second)
@@ -94,7 +95,7 @@ func TestLaneClientKilledMidCall(t *testing.T) {
 // reconnect and run on new lanes.
 func TestLaneServerKilledMidCall(t *testing.T) {
 	addr, child, c := laneServerChild(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	var err error
 	require.Equal(t, fastpathtest.Transport(), c.Plan("Interop:sleep").Transport.String())
@@ -114,7 +115,7 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 	case err := <-errc:
 		require.ErrorIs(t, err, client.ErrConnClosed)
 		t.Logf("call failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), err)
-	case <-time.After(15 * time.Second):
+	case <-time.After(testenv.HangGuard(15 * time.Second)):
 		t.Fatal("a call on a lane to a killed server hangs")
 	}
 
@@ -122,7 +123,7 @@ func TestLaneServerKilledMidCall(t *testing.T) {
 	child2.Expect(t, "SERVING", 30*time.Second)
 	// The first call once the new server serves succeeds: nothing of the
 	// dead server's (session, lanes) is handed to it.
-	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	cctx, ccancel := context.WithTimeout(ctx, testenv.HangGuard(20*time.Second))
 	_, err = testutil.HatSleep(cctx, c, 1)
 	ccancel()
 	require.NoError(t, err, "the first call after the server came back")
@@ -197,7 +198,7 @@ func TestFlockTwoProcesses(t *testing.T) {
 // a caller, and the call does not go over TCP instead.
 func TestLaneServerRestartedBetweenCalls(t *testing.T) {
 	addr, child, c := laneServerChild(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	var err error
 	for range 3 {
@@ -209,13 +210,13 @@ func TestLaneServerRestartedBetweenCalls(t *testing.T) {
 
 	child.Kill(t)
 	_ = child.WaitExit(t, 10*time.Second)
-	require.Eventually(t, func() bool { return openLanes(c) == 0 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return openLanes(c) == 0 }, testenv.HangGuard(10*time.Second), 5*time.Millisecond,
 		"the idle lanes to the dead server are still open")
 	child2 := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
 	child2.Expect(t, "SERVING", 30*time.Second)
 
 	for i := range 3 {
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, testenv.HangGuard(20*time.Second))
 		_, err = testutil.HatSleep(cctx, c, 1)
 		ccancel()
 		require.NoError(t, err, "call %d after the server came back", i)
@@ -242,7 +243,7 @@ func openLanes(c *client.Conn) int {
 // the new one.
 func TestFlockServerRestartedBetweenCalls(t *testing.T) {
 	addr, child, c := laneServerChild(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	for range 3 {
 		require.NoError(t, c.Call(ctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{}))
@@ -255,7 +256,7 @@ func TestFlockServerRestartedBetweenCalls(t *testing.T) {
 	child2.Expect(t, "SERVING", 30*time.Second)
 
 	for i := range 3 {
-		cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, testenv.HangGuard(20*time.Second))
 		err := c.Call(cctx, flockPing, &testutil.EmptyStruct{}, &testutil.EmptyStruct{})
 		ccancel()
 		require.NoError(t, err, "call %d after the server came back", i)
@@ -276,7 +277,7 @@ func laneServerChild(t *testing.T) (string, *testutil.Child, *client.Conn) {
 	require.NoError(t, ln.Close())
 	child := testutil.StartChild(t, "lane-server", envAddr+"="+addr)
 	child.Expect(t, "SERVING", 30*time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)

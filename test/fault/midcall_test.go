@@ -11,6 +11,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -44,7 +45,7 @@ func TestClientKilledMidCall(t *testing.T) {
 
 			// The server reads every connection even while a call runs, so
 			// the peer's disappearance cancels the call promptly.
-			require.Eventually(t, func() bool { return h.Active() == 0 }, 10*time.Second, 10*time.Millisecond,
+			require.Eventually(t, func() bool { return h.Active() == 0 }, testenv.HangGuard(10*time.Second), 10*time.Millisecond,
 				"the handler of a dead client is still running")
 			assert.Equal(t, 1, h.Cancelled())
 			assert.Equal(t, 0, h.Finished())
@@ -78,7 +79,7 @@ func TestServerStoppedMidCall(t *testing.T) {
 				d   time.Duration
 			}
 			results := make(chan result, len(testutil.Stacks)+3)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 			defer cancel()
 			for _, st := range testutil.Stacks {
 				c := testutil.DialApache(t, srv.Addr, st)
@@ -110,7 +111,7 @@ func TestServerStoppedMidCall(t *testing.T) {
 				case r := <-results:
 					assert.Error(t, r.err, "%s: a call to a stopped server succeeded", r.who)
 					t.Logf("%s: error after %v: %v", r.who, r.d.Round(time.Millisecond), r.err)
-				case <-time.After(10 * time.Second):
+				case <-time.After(testenv.HangGuard(10 * time.Second)):
 					require.FailNow(t, "a caller hangs after the server stopped")
 				}
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // The attacker child: a client of the server at envAttackAddr that looks
@@ -49,7 +50,7 @@ type scan struct {
 // /proc/self/maps lists them), every memfd in /proc/self/fd, and /dev/shm.
 func runAttacker() int {
 	victim := []byte(os.Getenv(envAttackMarker))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -228,7 +229,7 @@ func fileContains(f *os.File, marker []byte) (bool, int64) {
 // returns what it found.
 func attack(t *testing.T, addr string, victim []byte) scan {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envAttackAddr+"="+addr, envAttackMarker+"="+string(victim))
@@ -257,7 +258,7 @@ func attack(t *testing.T, addr string, victim []byte) scan {
 // has gone.
 func TestOtherClientFindsNothing(t *testing.T) {
 	srv, addr := mixServer(t, true)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
 	defer cancel()
 	var raw [16]byte
 	_, err := rand.Read(raw[:])
@@ -293,6 +294,6 @@ func TestOtherClientFindsNothing(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.Eventually(t, func() bool {
 		return serverMetric(t, srv, "hatrpc_server_flock_peers") == 0 && serverMetric(t, srv, "hatrpc_server_lanes") == 0
-	}, time.Minute, 5*time.Millisecond)
+	}, testenv.HangGuard(time.Minute), 5*time.Millisecond)
 	check("victim gone")
 }

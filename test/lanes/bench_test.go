@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // BenchmarkMix is the HatRPC mix benchmark: half the callers call ping (a
@@ -64,7 +65,7 @@ func benchMix(b *testing.B, lanes string, svcLevel bool, callers int) {
 		srv.Close()
 		<-done
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Minute))
 	defer cancel()
 	conn, err := client.Dial(ctx, ln.Addr().String(), copts...)
 	require.NoError(b, err)

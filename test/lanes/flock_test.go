@@ -19,6 +19,7 @@ import (
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 type shared struct {
@@ -54,7 +55,7 @@ func startShared(t *testing.T) (*server.Server, *shared, string) {
 		srv.Close()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})
@@ -65,7 +66,7 @@ func startShared(t *testing.T) (*server.Server, *shared, string) {
 // process go through one FLOCK handle; every response reaches its caller.
 func TestFlockSharesQPs(t *testing.T) {
 	_, h, addr := startShared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	const conns, callers, calls = 4, 64, 100
 	cs := make([]*client.Conn, conns)
@@ -116,7 +117,7 @@ func TestFlockSharesQPs(t *testing.T) {
 // server closes, and do not hang.
 func TestFlockServerGone(t *testing.T) {
 	srv, h, addr := startShared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)
@@ -134,7 +135,7 @@ func TestFlockServerGone(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		select {
 		case <-h.slowStarted:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatal("slow calls did not start")
 		}
 	}
@@ -143,7 +144,7 @@ func TestFlockServerGone(t *testing.T) {
 		select {
 		case err := <-errc:
 			require.Error(t, err)
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Fatal("a call through FLOCK hangs after the server closed")
 		}
 	}

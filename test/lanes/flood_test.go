@@ -17,6 +17,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // attachRaw sends an attach hello as a hostile client would and returns
@@ -66,7 +67,7 @@ func TestPendingSetupExpires(t *testing.T) {
 		nc, ok := attachRaw(t, addr, tr, "Mix:crunch", 1<<10)
 		nc.Close()
 		return ok
-	}, 30*time.Second, 20*time.Millisecond, "the stalled setup kept its pending slot")
+	}, testenv.HangGuard(30*time.Second), 20*time.Millisecond, "the stalled setup kept its pending slot")
 }
 
 // TestAttachFlood: one client floods the server with lane attaches it
@@ -83,7 +84,7 @@ func TestAttachFlood(t *testing.T) {
 	lim.Pending = 32 // what the flood meets before the buffers' budget
 	srv, addr := mixServer(t, true, server.WithLaneLimits(lim))
 	_, tr := insisted(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 
 	var flood []net.Conn
@@ -138,7 +139,7 @@ func TestAttachFlood(t *testing.T) {
 	// The budget comes back: a fresh client gets the fast path again.
 	fastBefore := serverMetric(t, srv, "hatrpc_server_calls_total", "shm", "rdma")
 	require.Eventually(t, func() bool { return serverMetric(t, srv, "hatrpc_server_connections") == 0 },
-		20*time.Second, 5*time.Millisecond)
+		testenv.HangGuard(20*time.Second), 5*time.Millisecond)
 	c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
 	require.NoError(t, err)
 	defer c.Close()

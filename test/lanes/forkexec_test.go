@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
 	"github.com/hatrpc/hatrpc/test/fdcheck"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestForkExecWhileServingLanes: a server with per-function lanes and a
@@ -26,7 +27,7 @@ func TestForkExecWhileServingLanes(t *testing.T) {
 	require.NoError(t, err)
 	_, _, addr := start(t)
 	_, sh, saddr := startShared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(3*time.Minute))
 	defer cancel()
 	c, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()))
 	require.NoError(t, err)

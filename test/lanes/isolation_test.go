@@ -18,6 +18,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // sharedSegments opens this process's shared-memory segments (the shm
@@ -81,7 +82,7 @@ func findIn(t *testing.T, f *os.File, marker []byte) bool {
 // shared segment; the test checks the shm provider's.)
 func TestNoPayloadLeftInSharedSegment(t *testing.T) {
 	srv, addr := mixServer(t, true)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	var raw [16]byte
 	_, err := rand.Read(raw[:])
@@ -109,7 +110,7 @@ func TestNoPayloadLeftInSharedSegment(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.Eventually(t, func() bool {
 		return serverMetric(t, srv, "hatrpc_server_flock_peers") == 0 && serverMetric(t, srv, "hatrpc_server_lanes") == 0
-	}, 20*time.Second, 5*time.Millisecond)
+	}, testenv.HangGuard(20*time.Second), 5*time.Millisecond)
 	for _, f := range segs {
 		assert.False(t, findIn(t, f, marker), "a departed client's payload is still in %s", f.Name())
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hatrpc/hatrpc/test/fdcheck"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -80,7 +81,7 @@ func start(t *testing.T) (*server.Server, *handler, string) {
 		require.NoError(t, srv.Close())
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})
@@ -115,7 +116,7 @@ func replies(t *testing.T, srv *server.Server) map[string]float64 {
 // TCP-pinned function stayed on TCP.
 func TestMixPlannedProtocols(t *testing.T) {
 	srv, h, addr := start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	conn, err := client.Dial(ctx, addr, client.WithRDMA(fastpathtest.Provider()), client.WithHints(&mix.MixHints))
 	require.NoError(t, err)
@@ -168,7 +169,7 @@ func TestMixPlannedProtocols(t *testing.T) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return len(h.notes) == 1
-	}, 10*time.Second, 5*time.Millisecond)
+	}, testenv.HangGuard(10*time.Second), 5*time.Millisecond)
 
 	// Client side: requests by the planned protocols, each function on
 	// lanes of its own (note: oneway, on a lane too).
@@ -195,7 +196,7 @@ func TestMixPlannedProtocols(t *testing.T) {
 	// are small, so Direct-WriteIMM as well. A lane counts a reply once
 	// it is out, maybe just after its client has it (rdma.AfterReply).
 	wantReplies := map[string]float64{"ping/direct_write_imm": pings, "crunch/direct_write_imm": crunches}
-	assert.Eventually(t, func() bool { return maps.Equal(wantReplies, replies(t, srv)) }, time.Minute, time.Millisecond)
+	assert.Eventually(t, func() bool { return maps.Equal(wantReplies, replies(t, srv)) }, testenv.HangGuard(time.Minute), time.Millisecond)
 	require.Equal(t, wantReplies, replies(t, srv))
 	h.mu.Lock()
 	require.Equal(t, map[string]string{"ping": fastpathtest.Transport(), "crunch": fastpathtest.Transport(), "status": "tcp", "note": fastpathtest.Transport()}, h.infos)
@@ -221,7 +222,7 @@ func TestServiceLevelHintsOnly(t *testing.T) {
 		require.NoError(t, srv.Close())
 		<-done
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	conn, err := client.Dial(ctx, ln.Addr().String(), client.WithRDMA(fastpathtest.Provider()), client.WithHints(&mix.MixHints),
 		client.WithServiceLevelHints())

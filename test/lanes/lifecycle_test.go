@@ -21,6 +21,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // fastProvider is the provider these tests run the fast path on: "auto"
@@ -77,7 +78,7 @@ func TestPeersComeAndGo(t *testing.T) {
 		cycles = n // the 10,000-connection run
 	}
 	// A hang guard: a cycle takes ~10 ms on shm, ~100 ms on emulated rxe.
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second+time.Duration(cycles)*200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(120*time.Second+time.Duration(cycles)*200*time.Millisecond))
 	defer cancel()
 	cycle := func() {
 		c, err := client.Dial(ctx, addr, client.WithRDMA(fastProvider))
@@ -96,7 +97,7 @@ func TestPeersComeAndGo(t *testing.T) {
 			serverMetric(t, srv, "hatrpc_server_connections") == 0
 	}
 	cycle() // the first one creates the FLOCK server and device
-	require.Eventually(t, settled, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, settled, testenv.HangGuard(20*time.Second), 5*time.Millisecond)
 	base, _ := goroutines()
 	debug.FreeOSMemory() // resident memory counts what the Go heap uses, not what it kept
 	baseRes := resources(t)
@@ -110,13 +111,13 @@ func TestPeersComeAndGo(t *testing.T) {
 		cycle()
 	}
 	t.Logf("%d cycles in %v", cycles, time.Since(start))
-	require.Eventually(t, settled, 20*time.Second, 5*time.Millisecond, "server still holds peers")
+	require.Eventually(t, settled, testenv.HangGuard(20*time.Second), 5*time.Millisecond, "server still holds peers")
 	// Every segment (shm: one per PD, so per lane and per FLOCK peer on
 	// both sides) is gone, and with it its fd and its memory; what stays
 	// is the devices' segments as before.
 	var res procResources
 	debug.FreeOSMemory()
-	for end := time.Now().Add(20 * time.Second); ; {
+	for end := time.Now().Add(testenv.HangGuard(20 * time.Second)); ; {
 		if res = resources(t); res.fds <= baseRes.fds && res.memfds <= baseRes.memfds || time.Now().After(end) {
 			break
 		}
@@ -150,7 +151,7 @@ func TestPeersComeAndGo(t *testing.T) {
 	// kept for a while to serve the next connections (poolIdle): they are
 	// bounded by the connections open at once, not by the peers served.
 	now, idle := goroutines()
-	for end := time.Now().Add(10 * time.Second); now > base && time.Now().Before(end); now, idle = goroutines() {
+	for end := time.Now().Add(testenv.HangGuard(10 * time.Second)); now > base && time.Now().Before(end); now, idle = goroutines() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !assert.LessOrEqual(t, now, base, "goroutines") {
@@ -300,7 +301,7 @@ func insisted(t *testing.T) (provider, transport string) {
 // an error naming the refusal.
 func TestFallbackWhenRefused(t *testing.T) {
 	srv, addr := mixServer(t, false, server.WithLaneLimits(server.LaneLimits{Bytes: 1}))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(30*time.Second))
 	defer cancel()
 	provider, tr := insisted(t)
 	const refusal = "hatrpc: server: fast-path budget exhausted: lanes hold 0 MiB of registered memory"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix/mixserver"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // mixServer serves the Mix service (and Shared, whose functions go by
@@ -33,7 +34,7 @@ func mixServer(t *testing.T, withShared bool, opts ...server.Option) (*server.Se
 		require.NoError(t, srv.Close())
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.HangGuard(10 * time.Second)):
 			t.Error("Serve did not return")
 		}
 	})

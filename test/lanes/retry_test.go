@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/lanes/gen/mix"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestFastPathRetriedAfterFallback: a budget refusal is transient. An auto
@@ -20,7 +21,7 @@ import (
 // back, and counted, once.
 func TestFastPathRetriedAfterFallback(t *testing.T) {
 	srv, addr := mixServer(t, false, server.WithLaneLimits(server.LaneLimits{Lanes: 1}))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(60*time.Second))
 	defer cancel()
 	ping := func(c *client.Conn) {
 		t.Helper()
@@ -62,13 +63,13 @@ func TestFastPathRetriedAfterFallback(t *testing.T) {
 
 	require.NoError(t, holder.Close())
 	require.Eventually(t, func() bool { return serverMetric(t, srv, "hatrpc_server_lanes") == 0 },
-		time.Minute, time.Millisecond, "the server did not release the first client's lane")
+		testenv.HangGuard(time.Minute), time.Millisecond, "the server did not release the first client's lane")
 	// Every call succeeds; within a bounded number of them (the backoff is
 	// at most 20 ms) the client is back on a lane.
 	require.Eventually(t, func() bool {
 		ping(c)
 		return lanes(c) == 1
-	}, time.Minute, time.Millisecond, "the client never re-tried the fast path")
+	}, testenv.HangGuard(time.Minute), time.Millisecond, "the client never re-tried the fast path")
 	require.NoError(t, c.FastPathErr())
 	assert.Equal(t, before+1, client.FastPathFallbacks(), "one fallback counted per Conn")
 	fast := serverMetric(t, srv, "hatrpc_server_calls_total") - serverMetric(t, srv, "hatrpc_server_calls_total", "tcp")

@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // SleepHandler implements the ping and sleep methods of the Interop
@@ -60,9 +61,11 @@ func (h *SleepHandler) sleep(ctx context.Context, args proto.Struct) (proto.Stru
 	}
 }
 
-// WaitStarted waits for the next sleep call to begin.
+// WaitStarted waits for the next sleep call to begin; timeout is a hang
+// guard, scaled (testenv.HangGuard).
 func (h *SleepHandler) WaitStarted(t testing.TB, timeout time.Duration) int32 {
 	t.Helper()
+	timeout = testenv.HangGuard(timeout)
 	select {
 	case ms := <-h.Started:
 		return ms
@@ -111,7 +114,7 @@ func (r *Running) Stop(t testing.TB, graceful bool, timeout time.Duration) error
 		select {
 		case err := <-r.served:
 			require.True(t, errors.Is(err, server.ErrServerClosed), "Serve returned %v", err)
-		case <-time.After(timeout + 5*time.Second):
+		case <-time.After(timeout + testenv.HangGuard(5*time.Second)):
 			require.FailNow(t, "timeout", "Serve did not return after stop")
 		}
 	})
@@ -152,7 +155,7 @@ func StartServerWith(t testing.TB, register func(*server.Server), opts ...server
 // DialRaw opens a bare TCP connection for byte-level tests.
 func DialRaw(t testing.TB, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, testenv.HangGuard(5*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -173,10 +176,11 @@ func (r *Running) Conns(t testing.TB) int {
 }
 
 // WaitConns polls the connection gauge until cond holds or timeout passes
-// and returns the last value.
+// and returns the last value. timeout is a hang guard, scaled
+// (testenv.HangGuard); the caller asserts on the value.
 func (r *Running) WaitConns(t testing.TB, cond func(n int) bool, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testenv.HangGuard(timeout))
 	for {
 		n := r.Conns(t)
 		if cond(n) || time.Now().After(deadline) {

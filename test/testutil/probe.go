@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +37,7 @@ func StartProber(t testing.TB, addr string, interval time.Duration) *Prober {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			callCtx, cancelCall := context.WithTimeout(ctx, 5*time.Second)
+			callCtx, cancelCall := context.WithTimeout(ctx, testenv.HangGuard(5*time.Second)) // a hang guard: the probe asserts health, not speed
 			err := c.Ping(callCtx)
 			cancelCall()
 			if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,9 +70,11 @@ func (c *Child) Done() <-chan error {
 }
 
 // Expect waits for the next stdout line and checks its prefix; it returns
-// the rest of the line.
+// the rest of the line. timeout guards against a hang only, so it is scaled
+// (testenv.HangGuard).
 func (c *Child) Expect(t testing.TB, prefix string, timeout time.Duration) string {
 	t.Helper()
+	timeout = testenv.HangGuard(timeout)
 	select {
 	case line, ok := <-c.lines:
 		require.True(t, ok, "child exited while waiting for %q", prefix)
@@ -94,9 +97,11 @@ func (c *Child) Kill(t testing.TB) {
 // CloseStdin tells a well-behaved child to finish.
 func (c *Child) CloseStdin() error { return c.stdin.Close() }
 
-// WaitExit waits for the child's exit.
+// WaitExit waits for the child's exit; timeout is a hang guard, scaled
+// (testenv.HangGuard).
 func (c *Child) WaitExit(t testing.TB, timeout time.Duration) error {
 	t.Helper()
+	timeout = testenv.HangGuard(timeout)
 	select {
 	case err := <-c.waited:
 		c.waited <- err // keep Done usable for the cleanup
@@ -119,7 +124,7 @@ func ChildMain(roles map[string]func(ctx context.Context, out io.Writer, in io.R
 		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Minute))
 	defer cancel()
 	if err := f(ctx, os.Stdout, os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "child %s: %v\n", role, err)
@@ -166,9 +171,10 @@ func Snapshot() MemSnapshot {
 }
 
 // WaitSettled polls until the goroutine count is at most max or timeout
-// passes, and returns the last snapshot.
+// passes, and returns the last snapshot. timeout is a hang guard, scaled
+// (testenv.HangGuard); the caller asserts on the snapshot.
 func WaitSettled(maxGoroutines int, timeout time.Duration) MemSnapshot {
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testenv.HangGuard(timeout))
 	for {
 		s := Snapshot()
 		if s.Goroutines <= maxGoroutines || time.Now().After(deadline) {

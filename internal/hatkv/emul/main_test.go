@@ -14,15 +14,18 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const testTimeout = 30 * time.Second
 
+// testCtx is a test's hang guard, scaled in the emulated guest
+// (testenv.HangGuard).
 func testCtx(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(d))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // versioned is a record whose every field carries the same version, so a
@@ -218,7 +219,7 @@ func TestServerCloseWithClients(t *testing.T) {
 			select {
 			case err := <-closed:
 				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
+			case <-time.After(testenv.HangGuard(10 * time.Second)):
 				t.Fatal("server Close hung with clients attached")
 			}
 			wg.Wait()
@@ -237,7 +238,7 @@ func TestServerCloseWithClients(t *testing.T) {
 				require.Eventually(t, func() bool {
 					_, err := c.Read(ctx, "k", nil)
 					return errors.Is(err, ErrPeerGone)
-				}, 5*time.Second, time.Millisecond, "idle %v client", c.Kind())
+				}, testenv.HangGuard(5*time.Second), time.Millisecond, "idle %v client", c.Kind())
 			}
 			a, b := net.Pipe()
 			defer a.Close()

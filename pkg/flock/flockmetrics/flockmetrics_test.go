@@ -15,6 +15,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/flock"
 	"github.com/hatrpc/hatrpc/pkg/flock/flockmetrics"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -47,7 +48,7 @@ var want = map[string]family{
 // flock_* series with its type, help and labels, and the values are the
 // snapshot's.
 func TestCollector(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(20*time.Second))
 	defer cancel()
 	d, err := rdma.Open(rdma.WithShmSize(1 << 28))
 	require.NoError(t, err)
@@ -85,7 +86,7 @@ func TestCollector(t *testing.T) {
 	// The server counts a reply after posting it, so its count may trail
 	// the client's answer.
 	require.Eventually(t, func() bool { return m.Snapshot().Sides["server"].Entries == calls },
-		20*time.Second, time.Millisecond)
+		testenv.HangGuard(20*time.Second), time.Millisecond)
 
 	fams, err := reg.Gather()
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
-	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
+	"github.com/hatrpc/hatrpc/test/attack/internal/records"
 )
 
 func main() {
@@ -110,22 +110,12 @@ const bigPrefix = "zbig"
 // the 64 MiB limit), or replyflood's (user, 100 B) the legitimate client
 // reads, for a server that requires a token.
 func load(ctx context.Context, kv hatkv.KV, prefix string, vsize int) error {
-	val := []byte(strings.Repeat("w", vsize))
-	for i := 0; i < 10000; i += 100 {
-		var b []*gen.KeyRecord
-		for j := i; j < i+100; j++ {
-			r := gen.Record{}
-			for f := range 10 {
-				r[fmt.Sprintf("field%d", f)] = val
-			}
-			b = append(b, &gen.KeyRecord{Key: fmt.Sprintf("%s%06d", prefix, j), Record: r})
-		}
-		if err := kv.MultiPut(ctx, b); err != nil {
-			return err
-		}
+	err := records.Load(ctx, kv, records.Spec{N: 10000, Batch: 100, VSize: vsize, Fill: 'w',
+		Key: func(i int) string { return fmt.Sprintf("%s%06d", prefix, i) }})
+	if err == nil {
+		fmt.Printf("loaded 10,000 records of 10 × %d B under %s\n", vsize, prefix)
 	}
-	fmt.Printf("loaded 10,000 records of 10 × %d B under %s\n", vsize, prefix)
-	return nil
+	return err
 }
 
 // parseSize reads 123, 60KiB or 32MiB.

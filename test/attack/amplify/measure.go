@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
+	"github.com/hatrpc/hatrpc/test/attack/internal/legit"
 	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
 )
 
@@ -54,34 +54,7 @@ func measure(ctx context.Context, c config, kv hatkv.KV, a attack) error {
 		cs.closeAll()
 		return err
 	}
-	var (
-		mu   sync.Mutex
-		lat  []time.Duration
-		errs int
-	)
-	legitStop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-legitStop:
-				return
-			default:
-			}
-			t0 := time.Now()
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := get(cctx, c, kv, fmt.Sprintf("user%06d", i%10000))
-			cancel()
-			mu.Lock()
-			lat = append(lat, time.Since(t0))
-			if err != nil {
-				if errs++; errs < 3 {
-					fmt.Println("legitimate client's error:", err)
-				}
-			}
-			mu.Unlock()
-		}
-	}()
+	lc := legit.Start(ctx, func(ctx context.Context, key string) error { return get(ctx, c, kv, key) })
 	peakRSS, peakG := baseRSS, baseG
 	for end := time.Now().Add(c.dur); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		peakRSS, peakG = max(peakRSS, procstat.RSS(c.pid)), max(peakG, procstat.Goroutines(c.debug))
@@ -96,20 +69,11 @@ func measure(ctx context.Context, c config, kv hatkv.KV, a attack) error {
 		afterRSS, afterG = procstat.RSS(c.pid), procstat.Goroutines(c.debug)
 		fmt.Printf("  %4.1fs after close: RSS %d MB, goroutines %d\n", time.Since(t0).Seconds(), afterRSS, afterG)
 	}
-	close(legitStop)
-	<-done
-	slices.Sort(lat)
-	var p99 time.Duration
-	if len(lat) > 0 {
-		p99 = lat[len(lat)*99/100]
-	}
+	st := lc.Stop()
 	fmt.Printf("mode=%s calls=%d conns=%d block=%d pairs=%s dur=%v\n", c.mode, c.calls, cs.n, c.block, c.pairs, c.dur)
 	fmt.Printf("RSS MB: base %d, peak %d (+%d), %v after close %d\n", baseRSS, peakRSS, peakRSS-baseRSS, c.after, afterRSS)
 	fmt.Printf("goroutines: base %d, peak %d, after %d\n", baseG, peakG, afterG)
-	fmt.Printf("legitimate Gets %d, errors %d, p99 %v\n", len(lat), errs, p99)
-	if len(lat) > 0 {
-		fmt.Printf("legitimate max %v\n", lat[len(lat)-1])
-	}
+	st.Print()
 	return nil
 }
 

@@ -21,9 +21,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv"
@@ -31,7 +28,9 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/fb303/gen/fb303"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/attack/internal/legit"
 	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
+	"github.com/hatrpc/hatrpc/test/attack/internal/records"
 )
 
 func main() {
@@ -89,22 +88,12 @@ func run() error {
 }
 
 func loadRecords(ctx context.Context, kv hatkv.KV, vsize int) error {
-	val := []byte(strings.Repeat("v", vsize))
-	for i := 0; i < 10000; i += 100 {
-		var b []*gen.KeyRecord
-		for j := i; j < i+100; j++ {
-			r := gen.Record{}
-			for f := range 10 {
-				r[fmt.Sprintf("field%d", f)] = val
-			}
-			b = append(b, &gen.KeyRecord{Key: fmt.Sprintf("user%06d", j), Record: r})
-		}
-		if err := kv.MultiPut(ctx, b); err != nil {
-			return err
-		}
+	err := records.Load(ctx, kv, records.Spec{N: 10000, Batch: 100, VSize: vsize, Fill: 'v',
+		Key: func(i int) string { return fmt.Sprintf("user%06d", i) }})
+	if err == nil {
+		fmt.Println("loaded 10,000 records")
 	}
-	fmt.Println("loaded 10,000 records")
-	return nil
+	return err
 }
 
 // frame appends one framed binary call.
@@ -193,34 +182,10 @@ func attack(ctx context.Context, c config, kv hatkv.KV) error {
 		return fmt.Errorf("-mode %q: scan, counters or http", c.mode)
 	}
 
-	var (
-		mu   sync.Mutex
-		lat  []time.Duration
-		errs int
-	)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			t0 := time.Now()
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, err := kv.Get(cctx, fmt.Sprintf("user%06d", i%10000), nil)
-			cancel()
-			mu.Lock()
-			lat = append(lat, time.Since(t0))
-			if err != nil {
-				if errs++; errs < 3 {
-					fmt.Println("legitimate client's error:", err)
-				}
-			}
-			mu.Unlock()
-		}
-	}()
+	lc := legit.Start(ctx, func(ctx context.Context, key string) error {
+		_, err := kv.Get(ctx, key, nil)
+		return err
+	})
 	peakRSS, peakG := baseRSS, baseG
 	for end := time.Now().Add(c.dur); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		peakRSS, peakG = max(peakRSS, procstat.RSS(c.pid)), max(peakG, procstat.Goroutines(c.debug))
@@ -233,16 +198,10 @@ func attack(ctx context.Context, c config, kv hatkv.KV) error {
 		afterRSS, afterG = procstat.RSS(c.pid), procstat.Goroutines(c.debug)
 		fmt.Printf("  %4.1fs after close: RSS %d MB, goroutines %d\n", time.Since(t0).Seconds(), afterRSS, afterG)
 	}
-	close(stop)
-	<-done
-	slices.Sort(lat)
-	var p99 time.Duration
-	if len(lat) > 0 {
-		p99 = lat[len(lat)*99/100]
-	}
+	st := lc.Stop()
 	fmt.Printf("mode=%s calls=%d count=%d conns=%d dur=%v\n", c.mode, c.calls, c.count, len(conns), c.dur)
 	fmt.Printf("RSS MB: base %d, peak %d (+%d), %v after close %d\n", baseRSS, peakRSS, peakRSS-baseRSS, c.after, afterRSS)
 	fmt.Printf("goroutines: base %d, peak %d, after %d\n", baseG, peakG, afterG)
-	fmt.Printf("legitimate Gets %d, errors %d, p99 %v\n", len(lat), errs, p99)
+	st.Print()
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/hatrpc/hatrpc/internal/hatkv"
 	gen "github.com/hatrpc/hatrpc/internal/hatkv/gen/hatkv"
 	"github.com/hatrpc/hatrpc/test/attack/internal/procstat"
+	"github.com/hatrpc/hatrpc/test/attack/internal/records"
 )
 
 func main() {
@@ -154,22 +155,12 @@ func stalled(ctx context.Context, kv hatkv.KV, pid int, d time.Duration) error {
 }
 
 func loadRecords(ctx context.Context, kv hatkv.KV, n, vsize int) error {
-	val := []byte(strings.Repeat("v", vsize))
-	for i := 0; i < n; i += 1000 {
-		var b []*gen.KeyRecord
-		for j := i; j < min(n, i+1000); j++ {
-			r := gen.Record{}
-			for f := range 10 {
-				r[fmt.Sprintf("field%d", f)] = val
-			}
-			b = append(b, &gen.KeyRecord{Key: fmt.Sprintf("user%08d", j), Record: r})
-		}
-		if err := kv.MultiPut(ctx, b); err != nil {
-			return err
-		}
+	err := records.Load(ctx, kv, records.Spec{N: n, Batch: 1000, VSize: vsize, Fill: 'v',
+		Key: func(i int) string { return fmt.Sprintf("user%08d", i) }})
+	if err == nil {
+		fmt.Printf("loaded %d records\n", n)
 	}
-	fmt.Printf("loaded %d records\n", n)
-	return nil
+	return err
 }
 
 // rssAnon is pid's anonymous resident memory in KiB (Go heap, stacks,
