@@ -90,7 +90,8 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 			p.put(up)
 			return nil, err
 		}
-		streamBlock(l) // its polls wait on the server's handler
+		streamBlock(l)  // its polls wait on the server's handler
+		streamBlock(up) // its frames on the server's lane goroutine
 	}
 	out := streamcore.NewOutbox()
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -123,19 +124,19 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	return cs, nil
 }
 
-// streamBlock makes the waits of the first lane of a client or
-// bidirectional stream block at once, until put gives the lane back
-// (docs/design/streams.md, "Streams on lanes"). Its polls wait for the
-// server's handler to send, which waits for this side's caller: each of
-// the stream's messages is handed between goroutines (the caller's, the
-// lanes' runners, the server's lane goroutines and handler), and on a
-// host of few cores a thread spinning in C for such an answer kept the
-// core those goroutines needed (a 64 B ping-pong took 95-170 µs a round
-// trip spinning, 50-55 µs blocking: 2 cores, client and server in one
-// process). The second lane's exchanges are answered at once (the
-// server files the frames and replies): they keep the tuner's spin,
-// which saves them a sleep and a wake-up each. The tuner's SetSpin
-// applies again once the lane is back.
+// streamBlock makes a lane of a client or bidirectional stream park its
+// waits for replies in Go's netpoller until put gives the lane back
+// (rdma.RPCEndpoint.BlockWaits; docs/design/streams.md, "Streams on
+// lanes"). Both lanes' replies wait on goroutines: the first lane's
+// polls on the server's handler, the second's frames on the server's
+// lane goroutine. Each of the stream's messages is handed between
+// goroutines (the caller's, the lanes' runners, the server's lane
+// goroutines and handler), and on a host of few cores a thread spinning
+// in C for such an answer kept the core those goroutines needed, and one
+// blocked in C its thread: a 64 B ping-pong took 95-170 µs a round trip
+// spinning, 50-55 µs blocking in C, about TCP's 30 µs parked (2 cores,
+// client and server in one process). The tuner's SetSpin applies again
+// once the lane is back.
 func streamBlock(l *clane) {
 	l.blocked = true
 	l.ep.BlockWaits(true)

@@ -62,11 +62,12 @@ func TestStreamBesideLanes(t *testing.T) {
 	require.Equal(t, 3.0, serverCounter(t, ts, "hatrpc_server_stream_messages_total", map[string]string{"function": "echo", "direction": "in"}))
 }
 
-// The first lane of a bidirectional stream, whose polls wait on the
-// server's handler, blocks in its waits while the stream lasts (a thread
-// spinning for such an answer kept the cores the stream's goroutines
-// needed) and gets its spin back, by put, before RecvMsg sees the end;
-// the second, answered at once, keeps its spin.
+// Both lanes of a bidirectional stream, whose answers wait on the
+// server's goroutines (the first lane's polls on its handler, the
+// second's frames on its lane goroutine), park their waits while the
+// stream lasts (a thread spinning or blocked in C for such an answer kept
+// the cores or threads the stream's goroutines needed) and get their
+// spin back, by put, before RecvMsg sees the end.
 func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 	ts := laneServer(t)
 	echoStreams(ts)
@@ -75,7 +76,7 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 	for i := range 2 { // the second stream takes the lanes the first gave back
 		st, err := c.NewStream(tctx(t), m, &wiretest.EchoResult{})
 		require.NoError(t, err)
-		require.Equal(t, 1, client.BlockedLaneWaits(c), "stream %d", i)
+		require.Equal(t, 2, client.BlockedLaneWaits(c), "stream %d", i)
 		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "x"}))
 		var a wiretest.EchoArgs
 		require.NoError(t, st.RecvMsg(&a))

@@ -27,3 +27,21 @@ func BlockedLaneWaits(s *Server) int {
 	}
 	return n
 }
+
+// ParkedLaneWaits sums the waits the live lanes parked in Go so far
+// (rdma.RPCEndpoint.ParkedWaits), and counts the lanes holding a parker
+// now (Parking).
+func ParkedLaneWaits(s *Server) (waits uint64, parking int) {
+	ms := &s.laneMeters
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for lm := range ms.live {
+		if lm.eng.parked != nil {
+			waits += lm.eng.parked()
+		}
+		if lm.eng.parking != nil && lm.eng.parking() {
+			parking++
+		}
+	}
+	return waits, parking
+}

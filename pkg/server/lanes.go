@@ -299,7 +299,8 @@ func (ls *laneSession) serve() {
 	// frames went to is reset.
 	defer ls.unjoin(streamcore.ErrLaneGone)
 	defer ls.dropJoin()
-	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked})
+	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked,
+		parked: ep.ParkedWaits, parking: ep.Parking})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))

@@ -295,19 +295,21 @@ func (ls *laneSession) offerJoin(h *wire.Header, payload []byte) error {
 		return fmt.Errorf("%w: join token in use", wire.ErrBadFrame)
 	}
 	sl.join = j
+	ls.blockWaits(true) // its next request, a poll, waits on the client's runner
 	return nil
 }
 
-// blockWaits makes the lane's waits for requests block at once while it
-// is the second lane of a client or bidirectional stream (on), or gives
-// it back the spin the tuner sets (off). Its next request is the
-// client's next frame, which may wait on this side's handler: each of
-// such a stream's messages is handed between the lanes' goroutines and
-// the handler, and on a host of few cores a thread spinning in C for it
-// kept the core they needed (docs/design/streams.md, "Streams on lanes";
-// the client's first lane does the same, pkg/client streamBlock). The
-// first lane keeps its spin: its next request, a poll, is sent as soon
-// as its reply is in. One cgo crossing, at a change only.
+// blockWaits makes the lane park its waits for requests in Go's
+// netpoller while it carries a client or bidirectional stream (on), or
+// gives it back the tuner's spin (off). The first lane's next request is
+// a poll, sent once the client's runner took the last reply in; the
+// second lane's is the client's next frame, which may wait on this
+// side's handler: each of such a stream's messages is handed between the
+// lanes' goroutines and the handler, and on a host of few cores a thread
+// spinning in C for it kept the core they needed, one blocked in C its
+// thread (docs/design/streams.md, "Streams on lanes"; the client's lanes
+// do the same, pkg/client streamBlock). A cgo crossing at most, at a
+// change only.
 func (ls *laneSession) blockWaits(on bool) {
 	if ep := ls.l.ep; ep != nil {
 		ep.BlockWaits(on)
@@ -324,6 +326,7 @@ func (ls *laneSession) dropJoin() {
 		return
 	}
 	ls.stream.join = nil
+	ls.blockWaits(false)
 	ls.c.s.laneJoins.CompareAndDelete(j.token, j) // never joined
 	j.mu.Lock()
 	j.done = true

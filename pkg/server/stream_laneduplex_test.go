@@ -531,12 +531,13 @@ func TestBidiStreamNeedsTwoLanes(t *testing.T) {
 	require.Equal(t, uint64(1), lane)
 }
 
-// The server's second lane of a client or bidirectional stream blocks in
-// its waits while the stream lasts (its next request may wait on the
-// handler; a thread spinning for it kept the cores the stream's
-// goroutines needed), the first keeps its spin, and the second waits as
-// any lane again as the first leaves the stream, before the client has
-// the end (pkg/client TestDuplexStreamLanesBlockWaits: the client's).
+// Both server lanes of a client or bidirectional stream park their waits
+// while the stream lasts (the first's next request, a poll, waits on the
+// client's runner; the second's, the caller's next frame, may wait on the
+// handler: a thread spinning or blocked in C for them kept the cores or
+// threads the stream's goroutines needed), and wait as any lane again as
+// the first leaves the stream, before the client has the end (pkg/client
+// TestDuplexStreamLanesBlockWaits: the client's).
 func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 	s, _, addr := duplexStreams(t)
 	c := dial(t, addr)
@@ -560,7 +561,7 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 					require.NoError(t, st.RecvMsg(&a))
 					require.Equal(t, msg, a.Msg)
 				}
-				require.Equal(t, 1, server.BlockedLaneWaits(s))
+				require.Equal(t, 2, server.BlockedLaneWaits(s))
 			} else {
 				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "x"}))
 			}
