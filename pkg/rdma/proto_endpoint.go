@@ -641,8 +641,8 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 
 // InExchange reports whether an exchange (a call, or a server's wait for
 // a request) runs in C now: what the adaptive poller counts as a lane
-// waiting (fastpath.CountWaits). Safe from any goroutine; false once
-// closed.
+// waiting (fastpath.CountWaits). A wait parked in Go (BlockWaits) is not
+// in C: it holds no thread. Safe from any goroutine; false once closed.
 func (e *RPCEndpoint) InExchange() bool {
 	e.cmu.RLock()
 	defer e.cmu.RUnlock()

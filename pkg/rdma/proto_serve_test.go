@@ -128,9 +128,10 @@ func TestServeCallsAfterFailedReply(t *testing.T) {
 	}
 }
 
-// TestBlockWaits: BlockWaits holds an event endpoint's spin at 0 whatever
-// SetSpin asks meanwhile, and BlockWaits(false) restores the spin asked
-// for last; a busy endpoint polls whatever it is told.
+// TestBlockWaits: BlockWaits makes an event endpoint's long waits park
+// (its goroutine no longer spins in C) whatever SetSpin asks meanwhile,
+// and BlockWaits(false) restores the spinning of the spin asked for last;
+// a busy endpoint polls whatever it is told, and never parks.
 func TestBlockWaits(t *testing.T) {
 	type step struct {
 		op      string // "spin", "block", "unblock"
@@ -166,6 +167,7 @@ func TestBlockWaits(t *testing.T) {
 				}
 				require.Equal(t, s.spins, e.spins.Load(), "step %d (%s)", i, s.op)
 				require.Equal(t, s.blocked, e.WaitsBlocked(), "step %d (%s)", i, s.op)
+				require.Equal(t, s.blocked && tc.poll == PollEvent, e.park.Load(), "step %d (%s)", i, s.op)
 			}
 			require.Equal(t, tc.last, e.spin)
 		})

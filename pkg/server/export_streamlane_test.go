@@ -13,8 +13,8 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	}, close
 }
 
-// BlockedLaneWaits counts s's lanes whose waits block at once (second
-// lanes of client and bidirectional streams, stream_lane.go).
+// BlockedLaneWaits counts s's lanes whose waits park (the lanes of client
+// and bidirectional streams, stream_lane.go).
 func BlockedLaneWaits(s *Server) int {
 	ms := &s.laneMeters
 	ms.mu.Lock()
