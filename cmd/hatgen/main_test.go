@@ -256,8 +256,9 @@ func TestExplainStreams(t *testing.T) {
 		"chat/client": "bidirectional", "chat/server": "bidirectional", "count/client": nil, "count/server": nil,
 	}, got)
 
-	// Where the fast path is granted a server stream takes a lane (never
-	// FLOCK); client and bidirectional streams stay on TCP.
+	// Where the fast path is granted every stream takes lanes (never
+	// FLOCK): one for a server stream, two for a client or bidirectional
+	// one.
 	code, out, stderr = runHatgen("explain", file, "--cores", "2", "--provider", "shm", "--json")
 	require.Equal(t, 0, code, stderr)
 	sides = nil
@@ -268,8 +269,8 @@ func TestExplainStreams(t *testing.T) {
 		routes[s["function"].(string)+"/"+s["side"].(string)] = fmt.Sprint(tab["transport"], " ", tab["rows"].([]any)[0].(map[string]any)["route"])
 	}
 	assert.Equal(t, map[string]any{
-		"tail/client": "shm lane", "tail/server": "shm lane", "upload/client": "tcp tcp", "upload/server": "tcp tcp",
-		"chat/client": "tcp tcp", "chat/server": "tcp tcp", "count/client": "shm lane", "count/server": "shm lane",
+		"tail/client": "shm lane", "tail/server": "shm lane", "upload/client": "shm lane", "upload/server": "shm lane",
+		"chat/client": "shm lane", "chat/server": "shm lane", "count/client": "shm lane", "count/server": "shm lane",
 	}, routes)
 }
 

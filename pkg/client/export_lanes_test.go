@@ -42,6 +42,29 @@ func (t *TestLane) Shortcut(resp []byte) bool {
 
 func (t *TestLane) SetMaxMessage(n int) { t.l.p.ls.c.o.limits.MaxMessageSize = n }
 
+// BlockedLaneWaits counts c's lanes whose waits block at once (first
+// lanes of client and bidirectional streams, stream_lane.go).
+func BlockedLaneWaits(c *Conn) int {
+	ls := &c.lanes
+	ls.mu.Lock()
+	pools := make([]*lanePool, 0, len(ls.pools))
+	for _, p := range ls.pools {
+		pools = append(pools, p)
+	}
+	ls.mu.Unlock()
+	n := 0
+	for _, p := range pools {
+		p.mu.Lock()
+		for l := range p.all {
+			if l.ep.WaitsBlocked() {
+				n++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return n
+}
+
 // LaneDevice opens (or finds) the Conn's shared device for tr as a new
 // lane would.
 func (c *Conn) LaneDevice(tr hints.Transport) error {

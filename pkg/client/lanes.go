@@ -109,6 +109,10 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
+	// blocked: the lane is a client or bidirectional stream's first, its
+	// waits block at once (streamBlock); put restores its spin. Read and
+	// written by the lane's holder only.
+	blocked bool
 	// head is the head of the lane's last plain reply: the frame header
 	// after its length, and the Thrift message header (see replyBody).
 	head []byte
@@ -360,6 +364,10 @@ func (p *lanePool) put(l *clane) {
 	if l.broken.Load() || l.goaway.Load() {
 		l.close()
 		return
+	}
+	if l.blocked {
+		l.blocked = false
+		l.ep.BlockWaits(false) // a call's spin again, the tuner's
 	}
 	if p.waiters.Load() == 0 && p.hot.CompareAndSwap(nil, l) {
 		if p.waiters.Load() == 0 {

@@ -19,7 +19,7 @@ import (
 
 // Streams (docs/design/streams.md) ride the Conn's first TCP connection
 // when its server granted wire.CapStreams, next to its calls, except a
-// server stream the plan puts on a lane (stream_lane.go). While a stream is open some goroutine always holds the
+// stream the plan puts on lanes (stream_lane.go, stream_duplex.go). While a stream is open some goroutine always holds the
 // connection's read role (reader.go), so stream frames are filed with
 // their streams whether or not a call waits.
 

@@ -4,6 +4,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -16,10 +18,11 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-// A stream the plan puts on a lane (hints.LanesCarry: server streams,
-// where the session granted shm or rdma) holds one lane of its
-// function's pool for its life (docs/design/streams.md, "Streams on
-// lanes"). The lane carries the TCP stream frames: a goroutine of the
+// A stream the plan puts on lanes (hints.LanesCarry: where the session
+// granted shm or rdma) holds lanes of its function's pool for its life
+// (docs/design/streams.md, "Streams on lanes"): a server stream one, a
+// client or bidirectional stream two (stream_duplex.go). A server
+// stream's lane carries the TCP stream frames: a goroutine of the
 // stream's (laneRunner) sends what the stream queued (open, its message,
 // end, credit, reset) as one request, or, with nothing queued while the
 // server may send, an empty credit frame the server holds until it has
@@ -68,23 +71,27 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	case err != nil:
 		return nil, err
 	}
-	l := p.tryIdle()
+	l, err := p.streamLane(ctx)
 	if l == nil {
-		// Every lane busy: this stream goes over TCP rather than wait for
-		// one, since the streams holding them may wait on this caller.
-		select {
-		case p.tokens <- struct{}{}:
-			if l, err = p.open(ctx, 0); err != nil {
-				<-p.tokens
-				if err == errNoLane {
-					return nil, nil
-				}
-				return nil, err
-			}
-		default:
-			c.lanes.streamRoutes.tcp.Add(1)
-			return nil, nil
+		return nil, c.lanesBusy(err)
+	}
+	// A client or bidirectional stream takes a second lane for its
+	// client's frames (stream_duplex.go): with one lane, a message could
+	// wait behind a poll the server holds for a frame that waits on it.
+	var up *clane
+	var token [wire.JoinTokenSize]byte
+	if m.Stream.ClientSends() {
+		if up, err = p.streamLane(ctx); up == nil {
+			p.put(l)
+			return nil, c.lanesBusy(err)
 		}
+		if _, err := rand.Read(token[:]); err != nil {
+			p.put(l)
+			p.put(up)
+			return nil, err
+		}
+		streamBlock(l)  // its polls wait on the server's handler
+		streamBlock(up) // its frames on the server's lane goroutine
 	}
 	out := streamcore.NewOutbox()
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -93,16 +100,84 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	// Receive windows: what the lane's hello granted.
 	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, c.laneWindows())
 	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail
-	if err = c.writeOpen(ctx, cs, timeout, out.Write); err != nil {
+	if err = c.writeOpen(ctx, cs, timeout, out.Write); err == nil && up != nil {
+		// The join token goes with the open, on the first lane.
+		err = out.Write(wire.AppendJoinFrame(nil, cs.id, token[:]))
+	}
+	if err != nil {
 		p.put(l)
+		if up != nil {
+			p.put(up)
+		}
 		cancel(err)
 		return nil, err
 	}
 	c.lanes.streamRoutes.lane.Add(1)
 	r := &laneRunner{p: p, l: l, cs: cs, sc: sc, out: out}
-	go r.run()
+	if up != nil {
+		r.up = &upRunner{r: r, l: up, token: token, done: make(chan struct{}), exited: make(chan struct{})}
+		go r.runDuplex()
+	} else {
+		go r.run()
+	}
 	cs.stop = context.AfterFunc(sctx, func() { cs.end(context.Cause(sctx)) })
 	return cs, nil
+}
+
+// streamBlock makes a lane of a client or bidirectional stream park its
+// waits for replies in Go's netpoller until put gives the lane back
+// (rdma.RPCEndpoint.BlockWaits; docs/design/streams.md, "Streams on
+// lanes"). Both lanes' replies wait on goroutines: the first lane's
+// polls on the server's handler, the second's frames on the server's
+// lane goroutine. Each of the stream's messages is handed between
+// goroutines (the caller's, the lanes' runners, the server's lane
+// goroutines and handler), and on a host of few cores a thread spinning
+// in C for such an answer kept the core those goroutines needed, and one
+// blocked in C its thread: a 64 B ping-pong took 95-170 µs a round trip
+// spinning, 50-55 µs blocking in C, about TCP's 30 µs parked (2 cores,
+// client and server in one process). The tuner's SetSpin applies again
+// once the lane is back.
+func streamBlock(l *clane) {
+	l.blocked = true
+	l.ep.BlockWaits(true)
+}
+
+// errLanesBusy: every lane a stream may take is held.
+var errLanesBusy = errors.New("client: every lane of the function is busy")
+
+// lanesBusy is laneStream's answer when it found no lane: nil (the
+// stream goes on the session's TCP connection), counted when the lanes
+// were busy; or the error that kept a lane from opening.
+func (c *Conn) lanesBusy(err error) error {
+	if err == errLanesBusy {
+		c.lanes.streamRoutes.tcp.Add(1)
+		return nil
+	}
+	return err
+}
+
+// streamLane takes a lane of p for a stream: an idle one, or a new one
+// while p may open more. When every lane is busy (errLanesBusy) the
+// stream goes over TCP rather than wait for one, since the streams
+// holding them may wait on this caller; nil and nil: no lane at all.
+func (p *lanePool) streamLane(ctx context.Context) (*clane, error) {
+	if l := p.tryIdle(); l != nil {
+		return l, nil
+	}
+	select {
+	case p.tokens <- struct{}{}:
+		l, err := p.open(ctx, 0)
+		if err != nil {
+			<-p.tokens
+			if err == errNoLane {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return l, nil
+	default:
+		return nil, errLanesBusy
+	}
 }
 
 // laneRunner drives the exchanges of one stream on its lane.
@@ -123,6 +198,9 @@ type laneRunner struct {
 	// waits for that very message, queued behind the poll: the stream
 	// stalled (1 run in 75 of TestServerStreamOnLaneClientKilled).
 	spoke bool
+	// up: the second lane of a client or bidirectional stream, which
+	// carries this side's frames (stream_duplex.go); nil: one lane.
+	up *upRunner
 }
 
 // serverMaySend reports whether the server may send a data message now

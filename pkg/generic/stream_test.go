@@ -165,14 +165,17 @@ func TestGenericStreams(t *testing.T) {
 				defer conn.Close()
 				checkGenericClient(ctx, t, generic.NewClient(svc, conn))
 				checkGeneratedClient(ctx, t, logs.NewLogsClient(conn))
-				// The tail streams (server streams, planned on lanes
-				// when there are any) took one; the others stay on TCP.
-				lane, _ := conn.StreamRoutes()
+				// Every stream is planned on lanes when there are any:
+				// the 4 tail streams (server streams, a lane each), the
+				// 3 uploads and the 2 chats (client and bidirectional,
+				// two lanes each); none found its lanes busy.
+				lane, tcp := conn.StreamRoutes()
 				if rdma == "" {
 					assert.Zero(t, lane)
 				} else {
-					assert.Equal(t, uint64(4), lane, "tail streams on a lane")
+					assert.Equal(t, uint64(9), lane, "streams on lanes")
 				}
+				assert.Zero(t, tcp)
 			})
 		}
 	}

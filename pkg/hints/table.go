@@ -128,11 +128,10 @@ type Env struct {
 	// (internal/bench), not a lane, whose server is event-capable. Only
 	// then do tiny shm messages go by RFP (see ShmTinyMessage).
 	PeerPollsMemory bool
-	// Stream: the function is a stream. Server streams take a lane of
-	// their own where the transport granted lanes (LanesCarry); client
-	// and bidirectional streams travel on the connection's HatRPC TCP
-	// framing, so their table is TCP's whatever transport was granted.
-	// FLOCK and batching carry no stream (docs/design/streams.md).
+	// Stream: the function is a stream. Streams take lanes of their own
+	// where the transport granted lanes (LanesCarry: one for a server
+	// stream, two for a client or bidirectional one). FLOCK and batching
+	// carry no stream (docs/design/streams.md).
 	Stream stream.Mode
 }
 
@@ -359,13 +358,13 @@ func StreamWindowOf(set Set) (bytes, messages int) {
 	return int(w.Bytes), int(w.Messages)
 }
 
-// LanesCarry reports whether lanes carry streams of mode m. A lane is
-// one exchange at a time started by the client, and the server holds a
-// client's poll until it has frames to send: that suits a server stream,
-// whose client sends only credit once it opened, but a client that holds
-// a poll could not send its own messages until the server answered
-// (docs/design/streams.md).
-func LanesCarry(m stream.Mode) bool { return m == stream.Server }
+// LanesCarry reports whether lanes carry streams of mode m: every mode
+// (docs/design/streams.md, "Streams on lanes"). A server stream holds
+// one lane; a client or bidirectional stream two, since a client holding
+// a poll on a lane could not send its own messages on it until the
+// server answered: the second carries them. A stream goes over TCP only
+// where no lane was granted, its hints pin TCP, or every lane is busy.
+func LanesCarry(m stream.Mode) bool { return m != stream.None }
 
 // appendRow appends r, merged into the last row when they differ only in
 // their range.

@@ -305,7 +305,11 @@ int hrp_progress(hr_ep *ep)
 		 * within the spin costs no wakeup. The phase starts at the first
 		 * clock read after a completion (at most EP_SPIN_CLOCK_EVERY
 		 * polls late) and ends at the first read past it. */
-		uint64_t spin = ep->wait_nospin ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
+		/* A wait that may park parks at once: the runtime parks it
+		 * because what it waits for needs this process's goroutines
+		 * (hr_ep_set_park). */
+		int parks = ep->park_here && atomic_load_explicit(&ep->park, memory_order_relaxed);
+		uint64_t spin = ep->wait_nospin || parks ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
 			uint32_t k = ++ep->empty_polls;
 			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
@@ -333,7 +337,7 @@ int hrp_progress(hr_ep *ep)
 		/* A completion may have landed between the poll and the arm. */
 		n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
 		if (n == 0) {
-			int slice = EP_EVENT_SLICE_MS;
+			int slice = ep->event_slice_ms;
 			if (ep->deadline != UINT64_MAX) {
 				uint64_t now = hr_now_ns();
 				uint64_t dl = hrp_deadline(ep, now);
@@ -344,6 +348,12 @@ int hrp_progress(hr_ep *ep)
 			hr_cq *ev = NULL;
 			ep->slept = 1;
 			ep->wait_slept = 1;
+			/* Armed and re-polled: the runtime may wait for the fd
+			 * now, with no completion lost (hr_ep_set_park). */
+			if (parks && slice > 0) {
+				ep->park_ms = slice;
+				return -HR_EP_PARKED;
+			}
 			st = hr_get_cq_event(ep->ch, slice, &ev);
 			if (st == HR_ETIMEDOUT)
 				return 0;
@@ -451,6 +461,7 @@ int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out)
 	ep->dev = dev;
 	ep->pd = pd;
 	ep->cfg = *cfg;
+	ep->event_slice_ms = EP_EVENT_SLICE_MS;
 	ep->sq_cap = cfg->max_send_wr;
 	ep->slot_stride = (HR_MSG_HDR + cfg->slot_size + 63u) & ~63u;
 	atomic_store(&ep->cancel_gen, UINT32_MAX);
@@ -544,6 +555,22 @@ void hr_ep_cancel(hr_ep *ep, uint32_t gen) { atomic_store(&ep->cancel_gen, gen);
 void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
 const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }
+void hr_ep_set_event_slice(hr_ep *ep, int ms) { ep->event_slice_ms = ms > 0 ? ms : EP_EVENT_SLICE_MS; }
+void hr_ep_set_park(hr_ep *ep, int on) { atomic_store_explicit(&ep->park, on != 0, memory_order_relaxed); }
+int hr_ep_fd(hr_ep *ep) { return ep->cfg.event && ep->ch ? hr_chan_fd(ep->ch) : -1; }
+const int32_t *hr_ep_park_ms(hr_ep *ep) { return &ep->park_ms; }
+
+/* Takes in the events of the CQ a parked exchange armed, as a sleep on the
+ * channel would have (get, then ack: ibv's destroy waits for every event
+ * got to be acked), so the fd the runtime waits on reads empty again. Not
+ * blocking; bounded, as nothing but this CQ is on the channel. */
+void hrp_unpark(hr_ep *ep)
+{
+	ep->parked = EP_PARK_NONE;
+	hr_cq *ev = NULL;
+	for (int i = 0; i < 16 && hr_get_cq_event(ep->ch, 0, &ev) == HR_OK; i++)
+		hr_ack_cq_events(ev, 1);
+}
 
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 {

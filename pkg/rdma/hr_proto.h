@@ -143,6 +143,29 @@ void hr_ep_abort(hr_ep *ep);
 /* Event mode: poll for ns before arming the CQ and blocking (0: block at
  * once). The adaptive poller moves this with the CPU load; any thread. */
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns);
+/* Parking (event mode): with park on, a long wait that would sleep on the
+ * completion channel (a call's wait for its reply, a server's wait for its
+ * next request, before any of the message has arrived) returns
+ * HR_EP_PARKED instead, its CQ armed and re-polled (no completion missed
+ * between the poll and the arm), so the runtime waits for the channel's fd
+ * (hr_ep_fd) to turn readable without holding a thread, then calls
+ * hr_ep_call_resume or hr_ep_recv_resume, which take the event in (get and
+ * ack, as ibv asks) and go on with the same exchange: same gen, deadline
+ * and spin state. *hr_ep_park_ms is how long the runtime may wait before
+ * it resumes anyway (the wait's slice: cancel, abort and deadline are
+ * looked at on resuming). Any thread sets park; it takes effect at the
+ * next wait. A parked call must be resumed (it fails there if cancelled);
+ * a parked receive may also be left, its endpoint intact. */
+#define HR_EP_PARKED 1000
+void hr_ep_set_park(hr_ep *ep, int on);
+/* The completion channel's fd; -1 for a busy-polling endpoint. */
+int hr_ep_fd(hr_ep *ep);
+const int32_t *hr_ep_park_ms(hr_ep *ep);
+int hr_ep_call_resume(hr_ep *ep, void **resp, uint64_t *resp_len);
+int hr_ep_recv_resume(hr_ep *ep, void **req, uint64_t *len);
+/* Test hook: the longest slice of an event wait, in C or parked (ms; <= 0:
+ * the default, 50 ms), so a test can tell a wake-up from a slice's end. */
+void hr_ep_set_event_slice(hr_ep *ep, int ms);
 /* Where the endpoint keeps when the pending request was taken in
  * (CLOCK_MONOTONIC ns, set by hr_ep_recv and hr_ep_reply_recv): valid for
  * the endpoint's life, read by its server between exchanges, so a runtime

@@ -121,6 +121,17 @@ struct hr_ep {
 	int wait_spun;        /* this wait spun: its outcome counts */
 	int wait_slept;       /* this wait slept on the channel */
 	int broken;
+	/* Parking (hr_ep_set_park): park is the runtime's switch; park_here
+	 * marks the stretch of a wait that may park (before anything of the
+	 * message was taken); parked the exchange it left (EP_PARK_*), its CQ
+	 * armed and an event maybe pending; park_ms the slice the runtime may
+	 * wait; park_proto a parked call's protocol, for its end. */
+	_Atomic uint32_t park;
+	int park_here;
+	int parked;
+	int32_t park_ms;
+	int event_slice_ms; /* a sleep's (or park's) longest slice: EP_EVENT_SLICE_MS */
+	uint32_t park_proto;
 
 	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */
 	uint32_t rfp_over; /* consecutive calls over R */
@@ -169,12 +180,16 @@ static inline void hrp_count_sent(hr_ep *ep, uint32_t p)
 	__atomic_store_n(&ep->st.sent[p], ep->st.sent[p] + 1, __ATOMIC_RELAXED);
 }
 
+/* hr_ep.parked: which exchange parked. */
+enum { EP_PARK_NONE = 0, EP_PARK_CALL = 1, EP_PARK_RECV = 2 };
+
 /* hr_proto.c */
 int hrp_fail(hr_ep *ep, int st);
 int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep);
 int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n);
 int hrp_repost(hr_ep *ep, uint32_t slot);
 int hrp_progress(hr_ep *ep);
+void hrp_unpark(hr_ep *ep);
 int hrp_check(hr_ep *ep);
 int hrp_check_flags(hr_ep *ep);
 uint64_t hrp_deadline(hr_ep *ep, uint64_t now);

@@ -337,16 +337,22 @@ int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *h, uint8_
 	uint8_t *p;
 	uint32_t bl;
 	int mem, st;
+	/* Until a message is taken the wait may park (hr_ep_set_park): a
+	 * resume starts it over, nothing of this message being in hand. */
+	ep->park_here = 1;
 	for (;;) {
 		st = next_msg(ep, listen_mem, h, &p, &bl, &mem);
-		if (st != HR_OK)
+		if (st != HR_OK) {
+			ep->park_here = 0;
 			return st;
+		}
 		if (h->type == HRM_FIN && (h->flags & HRM_F_RELEASE)) {
 			ep->tx_busy = 0;
 			continue;
 		}
 		break;
 	}
+	ep->park_here = 0;
 	if (ep->deadline_started) {
 		ep->deadline = ep->deadline_started;
 		ep->deadline_started = 0;

@@ -21,6 +21,14 @@ static int begin(hr_ep *ep, int timeout_ms, uint32_t gen)
 {
 	if (ep->broken || !ep->have_peer)
 		return HR_ESTATE;
+	if (ep->parked) {
+		/* A parked call left unresumed has its reply on the way: no
+		 * other exchange can run on this endpoint any more. A parked
+		 * receive had nothing in hand. */
+		if (ep->parked == EP_PARK_CALL)
+			return hrp_fail(ep, HR_ESTATE);
+		hrp_unpark(ep);
+	}
 	ep->gen = gen;
 	ep->deadline = deadline_of(timeout_ms);
 	ep->deadline_started = 0;
@@ -132,6 +140,41 @@ static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
 	return HR_OK;
 }
 
+static int call_done(hr_ep *ep)
+{
+	hrp_wait_end(ep);
+	ep->st.calls++;
+	return HR_OK;
+}
+
+/* A sent call's wait for its reply (not fetched): from the send, or from a
+ * resume after it parked. */
+static int call_wait(hr_ep *ep, uint32_t proto, void **resp, uint64_t *resp_len)
+{
+	hr_msg h;
+	uint8_t *p = NULL;
+	int st = hrp_recv_msg(ep, 0, ep->seq, &h, &p, resp_len);
+	if (st == HR_EP_PARKED) {
+		ep->parked = EP_PARK_CALL;
+		ep->park_proto = proto;
+		return st;
+	}
+	if (st != HR_OK)
+		return hrp_fail(ep, st);
+	*resp = p;
+	if (proto == HR_PROTO_RFP) {
+		/* Server-reply: go back to fetching once the server's time
+		 * fits in R fetches again. */
+		ep->st.rfp_reply_calls++;
+		ep->st.last_server_ns = h.server_ns;
+		if (!ep->cfg.rfp_stay_reply && h.server_ns <= (uint64_t)ep->cfg.rfp_retries * ep->st.fetch_ns) {
+			ep->rfp_mode = RFP_FETCH;
+			ep->st.rfp_to_fetch++;
+		}
+	}
+	return call_done(ep);
+}
+
 int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int timeout_ms, uint32_t gen,
 	       void **resp, uint64_t *resp_len)
 {
@@ -159,26 +202,46 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 		return hrp_fail(ep, st);
 	if (fetch) {
 		st = rfp_fetch(ep, resp, resp_len);
-	} else {
-		hr_msg h;
-		uint8_t *p;
-		st = hrp_recv_msg(ep, 0, ep->seq, &h, &p, resp_len);
-		*resp = p;
-		if (st == HR_OK && proto == HR_PROTO_RFP) {
-			/* Server-reply: go back to fetching once the server's time
-			 * fits in R fetches again. */
-			ep->st.rfp_reply_calls++;
-			ep->st.last_server_ns = h.server_ns;
-			if (!ep->cfg.rfp_stay_reply && h.server_ns <= (uint64_t)ep->cfg.rfp_retries * ep->st.fetch_ns) {
-				ep->rfp_mode = RFP_FETCH;
-				ep->st.rfp_to_fetch++;
-			}
-		}
+		if (st != HR_OK)
+			return hrp_fail(ep, st);
+		return call_done(ep);
 	}
+	return call_wait(ep, proto, resp, resp_len);
+}
+
+int hr_ep_call_resume(hr_ep *ep, void **resp, uint64_t *resp_len)
+{
+	if (!resp || !resp_len)
+		return HR_EINVAL;
+	if (ep->parked != EP_PARK_CALL)
+		return HR_ESTATE;
+	hrp_unpark(ep);
+	/* The call's gen, deadline and spin state are as it left them. */
+	int st = hrp_check(ep);
 	if (st != HR_OK)
 		return hrp_fail(ep, st);
+	return call_wait(ep, ep->park_proto, resp, resp_len);
+}
+
+/* A server's wait for its next request: from hr_ep_recv, or from a resume
+ * after it parked. */
+static int recv_wait(hr_ep *ep, void **req, uint64_t *len)
+{
+	hr_msg h;
+	uint8_t *p;
+	/* A busy-polling server also watches its pre-known buffer for RFP
+	 * requests, which arrive without any completion. */
+	int st = hrp_recv_msg(ep, !ep->cfg.event, ep->seq + 1, &h, &p, len);
+	if (st == HR_EP_PARKED)
+		ep->parked = EP_PARK_RECV;
+	if (st != HR_OK)
+		return st;
 	hrp_wait_end(ep);
-	ep->st.calls++;
+	*req = p;
+	ep->pending = 1;
+	ep->pend_flags = h.flags;
+	ep->pend_rfp = h.proto == HR_PROTO_RFP;
+	ep->t_req = hr_now_ns();
 	return HR_OK;
 }
 
@@ -196,21 +259,23 @@ int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req,
 		ep->deadline_started = ep->deadline;
 		ep->deadline = idle;
 	}
-	hr_msg h;
-	uint8_t *p;
-	/* A busy-polling server also watches its pre-known buffer for RFP
-	 * requests, which arrive without any completion. */
 	hrp_wait_begin(ep);
-	st = hrp_recv_msg(ep, !ep->cfg.event, ep->seq + 1, &h, &p, len);
+	return recv_wait(ep, req, len);
+}
+
+int hr_ep_recv_resume(hr_ep *ep, void **req, uint64_t *len)
+{
+	if (!req || !len)
+		return HR_EINVAL;
+	if (ep->parked != EP_PARK_RECV)
+		return HR_ESTATE;
+	hrp_unpark(ep);
+	/* Nothing of a request is in hand: a timeout (the idle slice's) or
+	 * a cancel leaves the endpoint intact, as in hr_ep_recv. */
+	int st = hrp_check(ep);
 	if (st != HR_OK)
 		return st;
-	hrp_wait_end(ep);
-	*req = p;
-	ep->pending = 1;
-	ep->pend_flags = h.flags;
-	ep->pend_rfp = h.proto == HR_PROTO_RFP;
-	ep->t_req = hr_now_ns();
-	return HR_OK;
+	return recv_wait(ep, req, len);
 }
 
 /* RFP: leave the response in the response buffer (or, too large, in the

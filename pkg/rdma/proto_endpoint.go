@@ -1,60 +1,7 @@
 package rdma
 
 /*
-#include <stdlib.h>
-#include "hr_proto.h"
-
-// An exchange's out-parameters, in C memory: Go locals passed to C by
-// pointer escape to the heap (allocations per call), and Go memory
-// holding pointers may not be handed to C at all.
-// in_c is set while an exchange runs in C: the adaptive poller counts the
-// lanes waiting from it every tick (RPCEndpoint.InExchange), which costs
-// the exchange two plain stores instead of two locked updates of a shared
-// count in Go.
-typedef struct { void *rp; uint64_t rl; int replied; uint32_t in_c; } hr_ep_out;
-
-static void hrgo_in_c(hr_ep_out *o, uint32_t v) { __atomic_store_n(&o->in_c, v, __ATOMIC_RELAXED); }
-
-// The per-message crossings take the endpoint, the message and the
-// out-parameters as integers: cgo checks every pointer argument (is it Go
-// memory, and does what it points at hold Go pointers?), and those checks
-// were ~70 ns of each crossing here, two crossings a lane call (see
-// RPCEndpoint.hold). The endpoint is C memory, but cgo cannot know that:
-// its check was still one call of runtime.cgoCheckPointer a crossing.
-static int hrgo_call(uintptr_t ep, uint32_t proto, uintptr_t req, uint64_t len, int timeout_ms, uint32_t gen,
-		     uintptr_t out)
-{
-	hr_ep_out *o = (hr_ep_out *)out;
-	hrgo_in_c(o, 1);
-	int st = hr_ep_call((hr_ep *)ep, proto, (const void *)req, len, timeout_ms, gen, &o->rp, &o->rl);
-	hrgo_in_c(o, 0);
-	return st;
-}
-
-static int hrgo_reply_recv(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_t len, int idle_ms, int timeout_ms,
-			   uint32_t gen, uintptr_t out)
-{
-	hr_ep_out *o = (hr_ep_out *)out;
-	hrgo_in_c(o, 1);
-	int st = hr_ep_reply_recv((hr_ep *)ep, proto, (const void *)resp, len, idle_ms, timeout_ms, gen,
-				  &o->replied, &o->rp, &o->rl);
-	hrgo_in_c(o, 0);
-	return st;
-}
-
-static int hrgo_reply(uintptr_t ep, uint32_t proto, uintptr_t resp, uint64_t len, int timeout_ms, uint32_t gen)
-{
-	return hr_ep_reply((hr_ep *)ep, proto, (const void *)resp, len, timeout_ms, gen);
-}
-
-static int hrgo_recv(uintptr_t ep, int idle_ms, int timeout_ms, uint32_t gen, uintptr_t out)
-{
-	hr_ep_out *o = (hr_ep_out *)out;
-	hrgo_in_c(o, 1);
-	int st = hr_ep_recv((hr_ep *)ep, idle_ms, timeout_ms, gen, &o->rp, &o->rl);
-	hrgo_in_c(o, 0);
-	return st;
-}
+#include "hr_goglue.h"
 */
 import "C"
 
@@ -245,6 +192,20 @@ type RPCEndpoint struct {
 	// yieldSometimes); a pure event endpoint blocks in the kernel instead.
 	busy  bool
 	spins atomic.Bool
+	// spinMu orders SetSpin and BlockWaits: spin is the spin SetSpin
+	// asked for last, blocked whether BlockWaits holds it at 0.
+	spinMu  sync.Mutex
+	spin    time.Duration
+	blocked bool
+
+	// Parking (proto_park.go): park is what BlockWaits asks for, pk the
+	// parker while waits park, cpark the engine's switch as last set
+	// (guarded by mu), parkMs the engine's slice for a parked wait.
+	park   atomic.Bool
+	pk     atomic.Pointer[parker]
+	cpark  bool
+	parkMs *C.int32_t
+	parks  atomic.Uint64 // waits parked (ParkedWaits)
 
 	arrival *C.uint64_t // when the request in hand was taken in (hr_ep_arrival)
 
@@ -282,7 +243,8 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 		return nil, &Error{Op: "create endpoint", Status: StatusNoMem}
 	}
 	e := &RPCEndpoint{pd: pd, p: p, out: out, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider},
-		now: time.Now, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p)}
+		now: time.Now, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p), spin: max(cfg.SpinTime, 0),
+		parkMs: C.hr_ep_park_ms(p)}
 	e.spins.Store(e.busy || cfg.SpinTime > 0)
 	return e, nil
 }
@@ -295,18 +257,7 @@ func (e *RPCEndpoint) Abort() {
 	defer e.cmu.RUnlock()
 	if !e.closed {
 		C.hr_ep_abort(e.p)
-	}
-}
-
-// SetSpin sets how long an event-polling endpoint spins before it blocks
-// (0: block at once); it takes effect at the next wait. Safe from any
-// goroutine; one cgo crossing, so callers change it only on a decision.
-func (e *RPCEndpoint) SetSpin(d time.Duration) {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	if !e.closed {
-		C.hr_ep_set_spin(e.p, C.uint64_t(max(d, 0)))
-		e.spins.Store(e.busy || d > 0)
+		e.wakeParked()
 	}
 }
 
@@ -464,6 +415,7 @@ func (e *RPCEndpoint) cancel(gen uint32) {
 	defer e.cmu.RUnlock()
 	if !e.closed {
 		C.hr_ep_cancel(e.p, C.uint32_t(gen))
+		e.wakeParked()
 	}
 }
 
@@ -555,9 +507,14 @@ func (e *RPCEndpoint) call(ctx context.Context, proto Protocol, req []byte, ms i
 	p, n := ptrLen(req)
 	e.hold = p
 	st := e.runMs(ctx, ms, func(ms C.int, gen C.uint32_t) C.int {
+		if pk := e.parking(); pk != nil {
+			pk.kind, pk.proto, pk.n, pk.ms, pk.gen = parkCall, C.uint32_t(proto), n, ms, gen
+			return pk.exchange()
+		}
 		return C.hrgo_call(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen, e.outAddr())
 	})
 	e.hold = nil
+	e.parkDone()
 	rp, rl := e.out.rp, e.out.rl
 	if err := e.err(ctx, "call", proto, st); err != nil {
 		return nil, err
@@ -594,8 +551,13 @@ func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		if pk := e.parking(); pk != nil {
+			pk.kind, pk.idle, pk.ms, pk.gen = parkRecv, C.int(recvSlice/time.Millisecond), ms, gen
+			return pk.exchange()
+		}
 		return C.hrgo_recv(e.epAddr(), C.int(recvSlice/time.Millisecond), ms, gen, e.outAddr())
 	})
+	e.parkDone()
 	rp, rl := e.out.rp, e.out.rl
 	if st == C.HR_ETIMEDOUT && C.hr_ep_broken(e.p) == 0 && ctx.Err() == nil {
 		return nil, true, nil
@@ -651,10 +613,16 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 	e.hold = p
 	e.out.replied = 0
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
+		if pk := e.parking(); pk != nil {
+			pk.kind, pk.proto, pk.n, pk.idle, pk.ms, pk.gen = parkReplyRecv, C.uint32_t(proto), n,
+				C.int(recvSlice/time.Millisecond), ms, gen
+			return pk.exchange()
+		}
 		return C.hrgo_reply_recv(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n,
 			C.int(recvSlice/time.Millisecond), ms, gen, e.outAddr())
 	})
 	e.hold = nil
+	e.parkDone()
 	rp, rl, replied := e.out.rp, e.out.rl, e.out.replied
 	if replied == 0 {
 		return nil, false, e.err(ctx, "reply", proto, st)
@@ -673,8 +641,8 @@ func (e *RPCEndpoint) replyRecv(ctx context.Context, proto Protocol, resp []byte
 
 // InExchange reports whether an exchange (a call, or a server's wait for
 // a request) runs in C now: what the adaptive poller counts as a lane
-// waiting (fastpath.CountWaits). Safe from any goroutine; false once
-// closed.
+// waiting (fastpath.CountWaits). A wait parked in Go (BlockWaits) is not
+// in C: it holds no thread. Safe from any goroutine; false once closed.
 func (e *RPCEndpoint) InExchange() bool {
 	e.cmu.RLock()
 	defer e.cmu.RUnlock()
@@ -752,6 +720,7 @@ func (e *RPCEndpoint) Close() error {
 	}
 	e.closed = true
 	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&e.sentAtClose[0])))
+	e.closeParker()
 	C.hr_ep_destroy(e.p)
 	C.free(unsafe.Pointer(e.out))
 	e.cmu.Unlock()

@@ -23,15 +23,22 @@ func TestServeCallsAfterReply(t *testing.T) {
 		poll   Polling
 		spin   time.Duration
 		splits bool
+		block  bool // BlockWaits(true) after the spin is set
 	}{
-		{"busy", PollBusy, 0, true},
-		{"event spinning", PollEvent, time.Millisecond, true},
-		{"event sleeping", PollEvent, 0, false},
+		{"busy", PollBusy, 0, true, false},
+		{"event spinning", PollEvent, time.Millisecond, true, false},
+		{"event sleeping", PollEvent, 0, false, false},
+		// A spin set, waits blocked (a lane carrying a client stream):
+		// the endpoint sleeps, as one without a spin.
+		{"event spinning, waits blocked", PollEvent, time.Millisecond, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testEPConfig(tc.poll)
 			cli, srv := newRPCPair(t, cfg, cfg, false)
 			srv.SetSpin(tc.spin)
+			if tc.block {
+				srv.BlockWaits(true)
+			}
 			const n = 20
 			var (
 				replied atomic.Int32
@@ -117,6 +124,52 @@ func TestServeCallsAfterFailedReply(t *testing.T) {
 				t.Fatal("ServeCalls did not return")
 			}
 			require.Equal(t, int32(1), afters.Load())
+		})
+	}
+}
+
+// TestBlockWaits: BlockWaits makes an event endpoint's long waits park
+// (its goroutine no longer spins in C) whatever SetSpin asks meanwhile,
+// and BlockWaits(false) restores the spinning of the spin asked for last;
+// a busy endpoint polls whatever it is told, and never parks.
+func TestBlockWaits(t *testing.T) {
+	type step struct {
+		op      string // "spin", "block", "unblock"
+		spin    time.Duration
+		spins   bool // the endpoint spins after the step
+		blocked bool // WaitsBlocked after the step
+	}
+	for _, tc := range []struct {
+		name  string
+		poll  Polling
+		steps []step
+		last  time.Duration // the spin SetSpin asked for last
+	}{
+		{"block, spin set meanwhile, unblock", PollEvent, []step{
+			{"spin", time.Millisecond, true, false}, {"block", 0, false, true},
+			{"spin", 2 * time.Millisecond, false, true}, {"block", 0, false, true},
+			{"unblock", 0, true, false}, {"unblock", 0, true, false}}, 2 * time.Millisecond},
+		{"spin cleared meanwhile", PollEvent, []step{
+			{"spin", time.Millisecond, true, false}, {"block", 0, false, true},
+			{"spin", 0, false, true}, {"unblock", 0, false, false}}, 0},
+		{"busy", PollBusy, []step{{"block", 0, true, true}, {"unblock", 0, true, false}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEndpoint(t, newPD(t, openTest(t)), testEPConfig(tc.poll))
+			for i, s := range tc.steps {
+				switch s.op {
+				case "spin":
+					e.SetSpin(s.spin)
+				case "block":
+					e.BlockWaits(true)
+				case "unblock":
+					e.BlockWaits(false)
+				}
+				require.Equal(t, s.spins, e.spins.Load(), "step %d (%s)", i, s.op)
+				require.Equal(t, s.blocked, e.WaitsBlocked(), "step %d (%s)", i, s.op)
+				require.Equal(t, s.blocked && tc.poll == PollEvent, e.park.Load(), "step %d (%s)", i, s.op)
+			}
+			require.Equal(t, tc.last, e.spin)
 		})
 	}
 }

@@ -363,7 +363,7 @@ func (c *conn) overBudget(err error, h *wire.Header) bool {
 		}
 		if h.Kind == wire.KindStreamData && c.st != nil { // a stream cannot lose a message: it is reset
 			c.st.Discarded(int64(h.PayloadLen()))
-			c.resetStream(h.Seqid, c.st.Get(h.Seqid), proto.ExcInternalError, errBudgetWait)
+			c.resetStream(c.sw, h.Seqid, c.st.Get(h.Seqid), proto.ExcInternalError, errBudgetWait)
 		}
 		return true
 	}

@@ -12,3 +12,36 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 		return append([]byte(nil), out...)
 	}, close
 }
+
+// BlockedLaneWaits counts s's lanes whose waits park (the lanes of client
+// and bidirectional streams, stream_lane.go).
+func BlockedLaneWaits(s *Server) int {
+	ms := &s.laneMeters
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	n := 0
+	for lm := range ms.live {
+		if lm.eng.blocked != nil && lm.eng.blocked() {
+			n++
+		}
+	}
+	return n
+}
+
+// ParkedLaneWaits sums the waits the live lanes parked in Go so far
+// (rdma.RPCEndpoint.ParkedWaits), and counts the lanes holding a parker
+// now (Parking).
+func ParkedLaneWaits(s *Server) (waits uint64, parking int) {
+	ms := &s.laneMeters
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for lm := range ms.live {
+		if lm.eng.parked != nil {
+			waits += lm.eng.parked()
+		}
+		if lm.eng.parking != nil && lm.eng.parking() {
+			parking++
+		}
+	}
+	return waits, parking
+}

@@ -30,6 +30,13 @@ type laneMeter struct {
 type laneEngine struct {
 	m    *method                  // the lane's function
 	sent func() [numEngine]uint64 // rdma.RPCEndpoint.SentByProtocol: never waits for an exchange
+	// blocked: rdma.RPCEndpoint.WaitsBlocked (the lane carries a client
+	// or bidirectional stream, stream_lane.go); parked and
+	// parking: rdma.RPCEndpoint.ParkedWaits and Parking (its waits park
+	// in Go then); tests read them.
+	blocked func() bool
+	parked  func() uint64
+	parking func() bool
 }
 
 // laneCells are one method's counts on one lane (or, in laneMeters, the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -91,6 +92,7 @@ type laneSession struct {
 	flockCtxs sharedSlab // the FLOCK session's call contexts (its calls run concurrently)
 
 	stream laneStream // the stream the lane carries, if any (stream_lane.go)
+	joined *laneJoin  // the stream whose client's frames the lane carries, if any (stream_lane.go)
 
 	// room is what the lane's replies hold of the memory budget,
 	// batchLim the reply limit of a batch's call in hand and batchLen its
@@ -294,7 +296,13 @@ func (ls *laneSession) serve() {
 	})
 	defer l.link.Close()
 	uncount = ls.run()
-	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol})
+	// After ServeCalls (no request runs then): a client gone mid-stream
+	// leaves no way into its stream, and the stream this lane's client
+	// frames went to is reset.
+	defer ls.unjoin(streamcore.ErrLaneGone)
+	defer ls.dropJoin()
+	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked,
+		parked: ep.ParkedWaits, parking: ep.Parking})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
@@ -342,6 +350,12 @@ func (ls *laneSession) stop() {
 // until the reply is sent: everything kept is copied out by the decoder.
 func (ls *laneSession) call(req []byte) ([]byte, rdma.Protocol) {
 	l := ls.l
+	if ls.joined != nil || len(req) > 4 && wire.Kind(req[4]) == wire.KindStreamJoin {
+		if k := wire.Kind(req[4]); k == wire.KindStreamJoin || k >= wire.KindStreamData && k <= wire.KindStreamReset {
+			return ls.joinedCall(req)
+		}
+		ls.unjoin(nil) // its stream is over: the lane moves on
+	}
 	if ls.stream.out != nil || len(req) > 4 && wire.Kind(req[4]) == wire.KindStreamOpen {
 		return ls.streamCall(req)
 	}

@@ -79,6 +79,9 @@ type Server struct {
 	laneBudget     laneBudget // fast-path budgets (lanebudget.go)
 	laneMeters     laneMeters // dedicated lanes' call counts (lanemeter.go)
 	notes          sync.Map   // configuration notes already logged (once per server)
+	// laneJoins: the client and bidirectional streams on lanes whose
+	// second lane has not joined yet, by token (stream_lane.go).
+	laneJoins sync.Map
 
 	debugOnce sync.Once
 	debugSrv  *http.Server

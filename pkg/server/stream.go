@@ -124,69 +124,83 @@ func (c *conn) releaseStreamMsg(m *streamcore.Msg) {
 // with the memory charged for it). An error is the connection's: a
 // malformed frame closes it; a stream's violation resets only that stream.
 func (c *conn) streamFrame(h *wire.Header, bp *[]byte) error {
-	if c.st == nil {
-		wire.PutBuf(bp)
-		c.releaseCharge()
+	return c.fileStream(c.st, c.sw, h, bp, c.takeCharge())
+}
+
+// fileStream files one stream frame with sc, the streams whose frames
+// go to sw: the connection's, or those of a lane stream a second lane
+// joined (stream_lane.go). charge is what the frame holds of the memory
+// budget: a data message keeps it until consumed, any other frame gives
+// it back at once.
+func (c *conn) fileStream(sc *streamcore.Conn, sw streamWriter, h *wire.Header, bp *[]byte, charge int64) error {
+	if sc == nil {
+		c.dropFrame(bp, charge)
 		return fmt.Errorf("%w: stream frame of kind %d on a connection without streams", wire.ErrBadFrame, h.Kind)
 	}
 	if err := wire.CheckStreamHeader(h); err != nil {
-		wire.PutBuf(bp)
-		c.releaseCharge()
+		c.dropFrame(bp, charge)
 		return err
 	}
 	payload := (*bp)[wire.HeaderSize:]
 	if h.Kind == wire.KindStreamData {
 		if h.Flags&wire.FlagHeaders != 0 {
-			wire.PutBuf(bp)
-			c.releaseCharge()
+			c.dropFrame(bp, charge)
 			return fmt.Errorf("%w: header block on a client's stream data", wire.ErrBadFrame)
 		}
-		m := streamcore.Msg{Buf: bp, Body: payload, Size: int64(len(payload)), Charge: c.takeCharge()}
-		if st, err := c.st.Data(h.Seqid, m, false); err != nil {
-			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
+		m := streamcore.Msg{Buf: bp, Body: payload, Size: int64(len(payload)), Charge: charge}
+		if st, err := sc.Data(h.Seqid, m, false); err != nil {
+			c.resetStream(sw, h.Seqid, st, proto.ExcProtocolError, err)
 		}
 		return nil
 	}
 	defer wire.PutBuf(bp)
-	c.releaseCharge()
+	c.s.budget.release(c, charge)
 	switch h.Kind {
 	case wire.KindStreamOpen:
 		return c.openStream(h, payload)
 	case wire.KindStreamWindow:
 		msgs, n, _ := wire.ParseWindow(payload) // CheckStreamHeader checked its size
-		st, err := c.st.Window(h.Seqid, msgs, n)
+		st, err := sc.Window(h.Seqid, msgs, n)
 		if err != nil && h.Seqid == 0 {
 			return err
 		}
 		if err != nil {
-			c.resetStream(h.Seqid, st, proto.ExcProtocolError, err)
+			c.resetStream(sw, h.Seqid, st, proto.ExcProtocolError, err)
 		}
 	case wire.KindStreamEnd:
 		if len(payload) != 0 {
 			return fmt.Errorf("%w: client's stream end with %d payload bytes", wire.ErrBadFrame, len(payload))
 		}
-		if st := c.st.Get(h.Seqid); st != nil {
+		if st := sc.Get(h.Seqid); st != nil {
 			st.EndRecv(io.EOF)
 		}
 	case wire.KindStreamReset:
 		typ, text, _ := wire.ParseReset(payload)
-		if st := c.st.Get(h.Seqid); st != nil {
+		if st := sc.Get(h.Seqid); st != nil {
 			ss := st.Owner.(*serverStream)
 			err := streamcore.ResetError(typ, "client reset the stream: "+text)
 			ss.reset.Store(true)
 			st.Finish(err)
 			ss.cancel(err)
 		}
+	default:
+		return fmt.Errorf("%w: frame kind %d where a stream frame belongs", wire.ErrBadFrame, h.Kind)
 	}
 	return nil
 }
 
+// dropFrame gives back a frame's buffer and its charge.
+func (c *conn) dropFrame(bp *[]byte, charge int64) {
+	wire.PutBuf(bp)
+	c.s.budget.release(c, charge)
+}
+
 // resetStream resets stream id (st: the stream, nil when unknown) with
-// an exception of type typ: a violation of its rules, or a message the
-// memory budget refused.
-func (c *conn) resetStream(id int32, st *streamcore.Stream, typ int32, cause error) {
+// an exception of type typ, written to sw: a violation of its rules, or
+// a message the memory budget refused.
+func (c *conn) resetStream(sw streamWriter, id int32, st *streamcore.Stream, typ int32, cause error) {
 	c.s.log.Debug("hatrpc: stream reset", "remote", c.remote, "stream", id, "err", cause)
-	c.checkWrite(c.sw.WriteStream(wire.AppendResetFrame(nil, id, typ, cause.Error()), nil, false))
+	c.checkWrite(sw.WriteStream(wire.AppendResetFrame(nil, id, typ, cause.Error()), nil, false))
 	if st != nil {
 		ss := st.Owner.(*serverStream)
 		ss.reset.Store(true)

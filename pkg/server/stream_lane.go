@@ -3,7 +3,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
@@ -20,6 +22,16 @@ import (
 // a poll: its reply waits until the server has a frame to send, so a
 // stream costs no exchange while its handler has nothing to say. Once the stream's end
 // or a reset went either way the lane is free for the next stream.
+//
+// A client or bidirectional stream takes two lanes: its client's
+// messages must not wait behind a poll the server holds (the handler may
+// wait for them before it sends). The first lane's first request opens
+// the stream and names a join token (a join frame); from then on it
+// carries only polls, and every frame of the server's. The second lane's
+// first request joins the stream by its token, and its requests carry
+// the client's frames, filed with the first lane's stream state and
+// answered at once with an empty credit frame: nothing the server sends
+// goes that way, so the server's frames keep their order.
 
 // laneBatch bounds the frames one reply carries (at least one frame is
 // carried, whatever its size).
@@ -27,9 +39,27 @@ const laneBatch = 1 << 20
 
 // laneStream is the stream a lane carries.
 type laneStream struct {
-	out *streamcore.Outbox // the handler's frames, for the replies; nil: no stream
-	id  int32
-	buf []byte // the reply: valid until the next request
+	out  *streamcore.Outbox // the handler's frames, for the replies; nil: no stream
+	id   int32
+	buf  []byte    // the reply: valid until the next request
+	join *laneJoin // a client or bidirectional stream's way in for its second lane
+	// ended: the reply in hand ends the stream (its end or a reset)
+}
+
+// laneJoin is what a client or bidirectional stream's second lane files
+// the client's frames with: the first lane's stream state and outbox.
+type laneJoin struct {
+	c     *conn // the first lane's
+	st    *streamcore.Conn
+	out   *streamcore.Outbox
+	id    int32
+	token [wire.JoinTokenSize]byte
+
+	mu   sync.Mutex // held while a frame is filed, and to set done and ep
+	done bool       // the first lane left the stream: frames are dropped
+	// ep: the second lane's endpoint, its waits blocked while the stream
+	// lasts (blockWaits); the first lane, leaving, unblocks them.
+	ep *rdma.RPCEndpoint
 }
 
 // streamCall runs one request of a lane carrying a stream; it returns
@@ -68,17 +98,22 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// Whether the stream is still open is read before the take: a handler
 	// writes its end (or a reset its frame) before the stream is finished,
 	// so a stream over by now has every frame queued for this take. Read
-	// after, a handler ending in between would be taken for over with its
-	// end still queued, and the end dropped with the outbox (a server
-	// stream ending at once: the client's next poll was answered as a
-	// call, 'lane reply frame kind 3').
+	// after, a handler ending in between would be taken for over with
+	// its end still queued, and the end dropped with the outbox (a
+	// server stream ending at once on an empty range: hatkv's streamed
+	// scan failed with the client's next poll answered as a call).
 	live := c.st.Len() > 0
 	b := sl.out.TakeLease(min(laneBatch, fastpath.MaxMessage), ls.replyLease)
 	ended := reset || endsStream(b)
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
-		sl.buf = b
 		ended = ended || !live
+		if ended && !reset && sl.join != nil {
+			// The client's reset came by the second lane: this lane's
+			// client learns the stream is over from a reset of its own.
+			b = wire.AppendResetFrame(sl.buf[:0], sl.id, proto.ExcUnknown, "stream: reset by the client")
+		}
+		sl.buf = b
 	}
 	if ended {
 		ls.leaveStream()
@@ -120,6 +155,7 @@ func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
 // reset, which fails them anyway) have nowhere to go.
 func (ls *laneSession) leaveStream() {
 	c := ls.c
+	ls.dropJoin()
 	ls.stream.out.Close()
 	ls.stream.out = nil
 	c.mu.Lock()
@@ -144,10 +180,17 @@ func (ls *laneSession) fileStreamFrames(req []byte) (poll, reset bool, err error
 		switch {
 		case end > len(req):
 			return false, false, fmt.Errorf("%w: lane stream frame of %d bytes in %d", wire.ErrBadFrame, end-off, len(req)-off)
-		case h.Kind < wire.KindStreamOpen || h.Kind > wire.KindStreamReset:
+		case h.Kind < wire.KindStreamOpen || h.Kind > wire.KindStreamJoin:
 			return false, false, fmt.Errorf("%w: frame kind %d on a lane carrying a stream", wire.ErrBadFrame, h.Kind)
 		case h.Kind == wire.KindStreamOpen:
 			ls.stream.id = h.Seqid
+		case h.Kind == wire.KindStreamJoin:
+			if err := ls.offerJoin(&h, req[off+wire.HeaderSize:end]); err != nil {
+				return false, false, err
+			}
+			poll = false
+			off = end
+			continue
 		}
 		// Credit alone asks for nothing back, but an empty credit last
 		// asks to be held till there is (the client's poll, alone or
@@ -159,18 +202,60 @@ func (ls *laneSession) fileStreamFrames(req []byte) (poll, reset bool, err error
 			poll = false
 		}
 		reset = reset || h.Kind == wire.KindStreamReset
-		// The request is the engine's lease: what the stream keeps (its
-		// queued messages) is copied out, as a reader's frames are its own.
-		// Sized for the frame: a large message is not grown into from a
-		// small pooled buffer (fresh memory, faulted in, every message).
-		bp := wire.GetBufSize(end - off)
-		*bp = append((*bp)[:0], req[off:end]...)
-		if err := c.streamFrame(&h, bp); err != nil {
+		if err := fileLaneFrame(c, c.st, c.sw, &h, req[off:end]); err != nil {
 			return false, false, err
 		}
 		off = end
 	}
 	return poll, reset, nil
+}
+
+// fileLaneFrame files one frame of a lane's request (frame, a lease on
+// the engine's memory) with sc, whose frames go to sw, admitting it
+// first (laneCharge).
+func fileLaneFrame(c *conn, sc *streamcore.Conn, sw streamWriter, h *wire.Header, frame []byte) error {
+	charge, err := laneCharge(c, h, frame)
+	if err != nil {
+		refuseLaneFrame(c, sc, sw, h, err)
+		return nil
+	}
+	return fileLaneCharged(c, sc, sw, h, frame, charge)
+}
+
+// laneCharge admits a data frame of wire.ChargeMin bytes or more read
+// from a lane against c's share of the request memory budget, as a TCP
+// connection's reader admits it (smaller ones are bounded by the
+// windows); it returns the charge, which the message holds until the
+// handler consumes it.
+func laneCharge(c *conn, h *wire.Header, frame []byte) (int64, error) {
+	if h.Kind != wire.KindStreamData || len(frame) < wire.ChargeMin {
+		return 0, nil
+	}
+	if err := c.s.budget.acquire(c, int64(len(frame)), c.s.opts.busyTimeout); err != nil {
+		return 0, err
+	}
+	return int64(len(frame)), nil
+}
+
+// refuseLaneFrame resets the stream of a data frame the budget refused;
+// its connection credit goes back at once.
+func refuseLaneFrame(c *conn, sc *streamcore.Conn, sw streamWriter, h *wire.Header, err error) {
+	if err == errBudgetWait {
+		c.s.met.rejected.WithLabelValues("memory_budget").Inc()
+	}
+	sc.Discarded(int64(h.PayloadLen()))
+	c.resetStream(sw, h.Seqid, sc.Get(h.Seqid), proto.ExcInternalError, err)
+}
+
+// fileLaneCharged files a frame admitted with charge: what the stream
+// keeps (its queued messages) is copied out of the lease, as a reader's
+// frames are its own.
+func fileLaneCharged(c *conn, sc *streamcore.Conn, sw streamWriter, h *wire.Header, frame []byte, charge int64) error {
+	// Sized for the frame: a large message is not grown into from a small
+	// pooled buffer (fresh memory, faulted in, every message).
+	bp := wire.GetBufSize(len(frame))
+	*bp = append((*bp)[:0], frame...)
+	return c.fileStream(sc, sw, h, bp, charge)
 }
 
 func emptyCredit(payload []byte) bool {
@@ -192,4 +277,190 @@ func endsStream(b []byte) bool {
 		off += wire.HeaderSize + h.PayloadLen()
 	}
 	return false
+}
+
+// offerJoin files the join token of the stream this lane opens (a
+// client or bidirectional one): its second lane joins by it.
+func (ls *laneSession) offerJoin(h *wire.Header, payload []byte) error {
+	sl := &ls.stream
+	if err := wire.CheckStreamHeader(h); err != nil {
+		return err
+	}
+	if sl.join != nil || sl.out == nil || sl.id != h.Seqid {
+		return fmt.Errorf("%w: join frame for stream %d on a lane carrying stream %d", wire.ErrBadFrame, h.Seqid, sl.id)
+	}
+	j := &laneJoin{c: ls.c, st: ls.c.st, out: sl.out, id: h.Seqid}
+	copy(j.token[:], payload)
+	if _, dup := ls.c.s.laneJoins.LoadOrStore(j.token, j); dup {
+		return fmt.Errorf("%w: join token in use", wire.ErrBadFrame)
+	}
+	sl.join = j
+	ls.blockWaits(true) // its next request, a poll, waits on the client's runner
+	return nil
+}
+
+// blockWaits makes the lane park its waits for requests in Go's
+// netpoller while it carries a client or bidirectional stream (on), or
+// gives it back the tuner's spin (off). The first lane's next request is
+// a poll, sent once the client's runner took the last reply in; the
+// second lane's is the client's next frame, which may wait on this
+// side's handler: each of such a stream's messages is handed between the
+// lanes' goroutines and the handler, and on a host of few cores a thread
+// spinning in C for it kept the core they needed, one blocked in C its
+// thread (docs/design/streams.md, "Streams on lanes"; the client's lanes
+// do the same, pkg/client streamBlock). A cgo crossing at most, at a
+// change only.
+func (ls *laneSession) blockWaits(on bool) {
+	if ep := ls.l.ep; ep != nil {
+		ep.BlockWaits(on)
+	}
+}
+
+// dropJoin closes the way in of the stream this lane carries, if it has
+// one: its second lane's frames are dropped from now on. It runs when
+// the lane leaves the stream, and when the lane ends (a client killed
+// mid-stream: its second lane may still file for a moment).
+func (ls *laneSession) dropJoin() {
+	j := ls.stream.join
+	if j == nil {
+		return
+	}
+	ls.stream.join = nil
+	ls.blockWaits(false)
+	ls.c.s.laneJoins.CompareAndDelete(j.token, j) // never joined
+	j.mu.Lock()
+	j.done = true
+	if j.ep != nil {
+		// The stream is over: the second lane waits as any lane again,
+		// rather than from its next request.
+		j.ep.BlockWaits(false)
+	}
+	j.mu.Unlock()
+}
+
+// joinedCall runs a request of a lane that joined (or, its first frame a
+// join, joins) a client or bidirectional stream another lane carries:
+// the client's frames are filed with that stream and answered at once.
+func (ls *laneSession) joinedCall(req []byte) ([]byte, rdma.Protocol) {
+	c, l := ls.c, ls.l
+	l.in.Add(float64(len(req)))
+	if err := ls.fileJoined(req); err != nil {
+		c.s.log.Info("hatrpc: bad stream frame on a lane", "remote", c.remote, "function", l.fn, "err", err)
+		id := int32(1)
+		if j := ls.joined; j != nil {
+			id = j.id
+		}
+		ls.unjoin(err)
+		ls.stream.buf = wire.AppendResetFrame(ls.stream.buf[:0], id, proto.ExcProtocolError, err.Error())
+		ls.stop()
+		return ls.streamReply(ls.stream.buf)
+	}
+	ls.stream.buf = wire.AppendWindowFrame(ls.stream.buf[:0], ls.joined.id, 0, 0)
+	return ls.streamReply(ls.stream.buf)
+}
+
+// fileJoined files the frames of a joined lane's request.
+func (ls *laneSession) fileJoined(req []byte) error {
+	c := ls.c
+	for off := 0; off < len(req); {
+		h, err := wire.DecodeHeader(req[off:], c.s.opts.limits.MaxMessageSize)
+		if err != nil {
+			return err
+		}
+		end := off + wire.HeaderSize + h.PayloadLen()
+		switch {
+		case end > len(req):
+			return fmt.Errorf("%w: lane stream frame of %d bytes in %d", wire.ErrBadFrame, end-off, len(req)-off)
+		case h.Kind == wire.KindStreamJoin && off == 0:
+			if err := wire.CheckStreamHeader(&h); err != nil {
+				return err
+			}
+			ls.unjoin(nil)
+			if v, ok := c.s.laneJoins.LoadAndDelete([wire.JoinTokenSize]byte(req[off+wire.HeaderSize : end])); ok {
+				j := v.(*laneJoin)
+				ls.joined = j
+				j.mu.Lock()
+				if !j.done && ls.l.ep != nil {
+					j.ep = ls.l.ep
+					ls.blockWaits(true)
+				}
+				j.mu.Unlock()
+			} else {
+				// The stream ended before its second lane came (its
+				// handler returned at once, say): what the lane carries
+				// for it is dropped, as data after a TCP stream's end.
+				ls.joined = &laneJoin{id: h.Seqid, done: true}
+			}
+		case ls.joined == nil || h.Kind < wire.KindStreamData || h.Kind > wire.KindStreamReset:
+			return fmt.Errorf("%w: frame kind %d on a lane joined to a stream", wire.ErrBadFrame, h.Kind)
+		default:
+			if err := ls.joined.file(&h, req[off:end]); err != nil {
+				return err
+			}
+		}
+		off = end
+	}
+	if ls.joined == nil {
+		return fmt.Errorf("%w: empty request on a lane joined to no stream", wire.ErrBadFrame)
+	}
+	return nil
+}
+
+// file files one frame of the client's with the joined stream, unless
+// its first lane left it (the stream ended: the frame is a stray, as
+// data after a TCP stream's end).
+func (j *laneJoin) file(h *wire.Header, frame []byte) error {
+	j.mu.Lock()
+	done := j.done
+	j.mu.Unlock()
+	if done {
+		return nil
+	}
+	// Admitted before the lock: a wait for memory must not hold up the
+	// first lane leaving the stream.
+	charge, cerr := laneCharge(j.c, h, frame)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.done {
+		j.c.s.budget.release(j.c, charge)
+		return nil
+	}
+	var err error
+	if cerr != nil {
+		refuseLaneFrame(j.c, j.st, j.out, h, cerr)
+	} else {
+		err = fileLaneCharged(j.c, j.st, j.out, h, frame, charge)
+	}
+	if j.st.Get(j.id) == nil {
+		// Over with maybe nothing for the first lane to send (the
+		// client's reset): its held poll must look.
+		j.out.Kick()
+	}
+	return err
+}
+
+// unjoin takes a lane off the stream it joined: the stream ended, or the
+// lane moves on to another stream or call (nil err), or it failed: then
+// the stream is reset (the client's frames can no longer come).
+func (ls *laneSession) unjoin(err error) {
+	j := ls.joined
+	if j == nil {
+		return
+	}
+	ls.joined = nil
+	ls.blockWaits(false)
+	if err == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.done {
+		if st := j.st.Get(j.id); st != nil {
+			cause := err
+			if !errors.Is(err, streamcore.ErrLaneGone) {
+				cause = fmt.Errorf("%w: %w", streamcore.ErrLaneGone, err)
+			}
+			j.c.resetStream(j.out, j.id, st, proto.ExcInternalError, cause)
+		}
+	}
 }

@@ -161,3 +161,67 @@ func TestLaneStreamCreditPolls(t *testing.T) {
 	require.Equal(t, n, data)
 	require.Eventually(t, func() bool { n, _ := server.StreamState(s); return n == 0 }, eventually, 1e6)
 }
+
+func joinFrame(id int32, token string) []byte {
+	return wire.AppendJoinFrame(nil, id, []byte(token))
+}
+
+// Hand-made requests on the two lanes of a client stream: the first
+// opens it and offers a token, the second joins by it and carries the
+// client's frames, each answered at once with an empty credit frame;
+// the server's frames come on the first lane's polls. After the end the
+// second lane's frames are strays, dropped; a join of no stream joins
+// nothing; a malformed join, or an open on a joined lane, is a protocol
+// error.
+func TestLaneStreamJoin(t *testing.T) {
+	const token = "0123456789abcdef"
+	s, _, _ := startStreams(t)
+	first, done1 := server.StreamLaneCaller(s)
+	defer done1()
+	second, done2 := server.StreamLaneCaller(s)
+	defer done2()
+	emptyCredit := []laneFrame{{wire.KindStreamWindow, 1, make([]byte, wire.WindowPayloadSize)}}
+	for _, f := range laneFrames(t, first(cat(openFrame(t, 1, "sum"), joinFrame(1, token)))) {
+		require.Equal(t, wire.KindStreamWindow, f.kind, "nothing but credit before the handler has a message")
+	}
+	require.Equal(t, emptyCredit, laneFrames(t, second(cat(joinFrame(1, token), dataFrame(t, 1, "a"), dataFrame(t, 1, "b")))))
+	require.Equal(t, emptyCredit, laneFrames(t, second(endFrame(1))))
+	var end *laneFrame
+	for i := 0; end == nil; i++ {
+		require.Less(t, i, 100, "the stream never ended")
+		for _, f := range laneFrames(t, first(poll(1))) {
+			if f.kind == wire.KindStreamEnd {
+				end = &f
+			}
+		}
+	}
+	require.Contains(t, string(end.payload), "ab", "the reply joins the messages the second lane carried")
+	require.Equal(t, emptyCredit, laneFrames(t, second(dataFrame(t, 1, "late"))), "a stray after the end")
+	require.Eventually(t, func() bool { n, b := server.StreamState(s); return n == 0 && b == 0 }, eventually, 1e6)
+	// The first lane carries the next stream; a join of no stream drops
+	// what follows it.
+	countOnLane(t, first)
+	require.Equal(t, emptyCredit, laneFrames(t, second(cat(joinFrame(1, token), dataFrame(t, 1, "x")))))
+
+	bad := []struct {
+		name string
+		req  []byte
+		text string
+	}{
+		{"a short token", joinFrame(1, "short"), "wire: bad frame: proto: invalid data: join frame with 5 payload bytes, flags 0x0"},
+		{"an open on a joined lane", cat(joinFrame(1, token), openFrame(t, 1, "sum")), "wire: bad frame: proto: invalid data: frame kind 8 on a lane joined to a stream"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			call, done := server.StreamLaneCaller(s)
+			defer done()
+			fs := laneFrames(t, call(tt.req))
+			require.Len(t, fs, 1)
+			require.Equal(t, wire.KindStreamReset, fs[0].kind)
+			typ, text, err := wire.ParseReset(fs[0].payload)
+			require.NoError(t, err)
+			require.Equal(t, int32(proto.ExcProtocolError), typ)
+			require.Equal(t, tt.text, text)
+		})
+	}
+}

@@ -547,19 +547,27 @@ func TestStreamProtocols(t *testing.T) {
 	}
 }
 
-// A bidirectional (or client) stream's plan is TCP's whatever transport
-// the session was granted: the route the runtime takes (such streams
-// ride the connection) is the one Server.Plan, Conn.Plan and hatgen
-// explain show. Server streams on lanes: TestStreamPlanOnLanes.
-func TestStreamPlanIsTCP(t *testing.T) {
+// A bidirectional (or client) stream's plan follows the transport the
+// session was granted: TCP's on TCP, the lane's on shm and rdma (two
+// lanes carry it, stream_duplex.go); the route the runtime takes is the
+// one Server.Plan, Conn.Plan and hatgen explain show. On lanes:
+// TestStreamPlanOnLanes, TestClientBidiStreamsOnLanes.
+func TestStreamPlanFollowsGrant(t *testing.T) {
 	s, _, addr := startStreams(t)
 	fn := hints.Function{Name: "echo", Stream: stream.Bidi}
 	c := dial(t, addr, client.WithHints(&hints.Service{Name: "S", Functions: []hints.Function{fn}}))
+	tab := c.Plan("S:echo")
+	require.Equal(t, hints.TransportTCP, tab.Transport, "a session without lanes")
+	require.Equal(t, hints.RouteTCP, tab.Rows[0].Route)
 	for _, tr := range []hints.Transport{hints.TransportTCP, hints.TransportSHM, hints.TransportRDMA} {
-		for _, tab := range []hints.Table{s.Plan("S:echo", tr), c.Plan("S:echo")} {
-			require.Equal(t, hints.TransportTCP, tab.Transport, "granted %v", tr)
-			require.Len(t, tab.Rows, 1)
-			require.Equal(t, hints.RouteTCP, tab.Rows[0].Route)
+		tab := s.Plan("S:echo", tr)
+		require.Equal(t, tr, tab.Transport)
+		want := hints.RouteLane
+		if tr == hints.TransportTCP {
+			want = hints.RouteTCP
+		}
+		for _, r := range tab.Rows {
+			require.Equal(t, want, r.Route, "granted %v", tr)
 		}
 	}
 }

@@ -112,7 +112,7 @@ func DecodeHeader(b []byte, maxPayload int) (Header, error) {
 	h.Seqid = int32(binary.BigEndian.Uint32(b[8:]))
 	h.Timeout = time.Duration(binary.BigEndian.Uint64(b[12:]))
 	switch {
-	case h.Kind < KindCall || h.Kind > KindStreamReset:
+	case h.Kind < KindCall || h.Kind > KindStreamJoin:
 		return h, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, h.Kind)
 	case h.Flags&^(FlagCompact|FlagHeaders|FlagWindow) != 0 || h.Flags&FlagWindow != 0 && h.Kind != KindStreamOpen || b[6] != 0 || b[7] != 0:
 		return h, fmt.Errorf("%w: reserved bits set", ErrBadFrame)

@@ -32,7 +32,17 @@ const (
 	// KindStreamReset (either way) ends a stream at once: payload i32
 	// exception type + its message text.
 	KindStreamReset Kind = 12
+	// KindStreamJoin (client to server, lanes only) ties a second lane to
+	// a client or bidirectional stream another lane carries: payload the
+	// JoinTokenSize bytes of the token the client chose for the stream,
+	// sent once on each lane (docs/design/streams.md, "Streams on
+	// lanes"). A TCP connection never carries it.
+	KindStreamJoin Kind = 13
 )
+
+// JoinTokenSize is the size of a join frame's token: random, so only the
+// client that opened a stream can tie a lane to it.
+const JoinTokenSize = 16
 
 // CapStreams: the peer speaks HatRPC streams on this connection. A high
 // bit, as CapHeaders.
@@ -96,8 +106,20 @@ func CheckStreamHeader(h *Header) error {
 		return fmt.Errorf("%w: empty stream frame of kind %d", ErrBadFrame, h.Kind)
 	case h.Kind == KindStreamReset && (n < 4 || n > 4+MaxResetText || h.Flags != 0):
 		return fmt.Errorf("%w: reset frame with %d payload bytes, flags %#x", ErrBadFrame, n, h.Flags)
+	case h.Kind == KindStreamJoin && (n != JoinTokenSize || h.Flags != 0):
+		return fmt.Errorf("%w: join frame with %d payload bytes, flags %#x", ErrBadFrame, n, h.Flags)
 	}
 	return nil
+}
+
+// AppendJoinFrame appends a whole join frame for stream id with token
+// (JoinTokenSize bytes).
+func AppendJoinFrame(b []byte, id int32, token []byte) []byte {
+	start := len(b)
+	b = append(b, make([]byte, HeaderSize)...)
+	b = append(b, token...)
+	SealFrame(b[start:], KindStreamJoin, 0, id, 0)
+	return b
 }
 
 // AppendWindowFrame appends a whole window frame granting msgs messages

@@ -56,7 +56,7 @@ func TestHeaderRejects(t *testing.T) {
 	}{
 		{"short", func(b []byte) []byte { return b[:10] }, false},
 		{"kind0", func(b []byte) []byte { b[4] = 0; return b }, false},
-		{"kind13", func(b []byte) []byte { b[4] = byte(KindStreamReset) + 1; return b }, false}, // 8-12 are the stream kinds
+		{"kind14", func(b []byte) []byte { b[4] = byte(KindStreamJoin) + 1; return b }, false}, // 8-12 are the stream kinds, 13 a lane's join
 		{"flags", func(b []byte) []byte { b[5] = 0x80; return b }, false},
 		{"reserved", func(b []byte) []byte { b[7] = 1; return b }, false},
 		{"length-short", func(b []byte) []byte { b[0], b[1], b[2], b[3] = 0, 0, 0, 3; return b }, false},

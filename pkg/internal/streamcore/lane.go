@@ -82,6 +82,11 @@ func (o *Outbox) WriteVec(head []byte, refs []proto.Ref) error {
 	return nil
 }
 
+// Kick signals Wake without a write: the stream's state changed in a
+// way a taker waiting for frames must look at (it ended with nothing to
+// send).
+func (o *Outbox) Kick() { wake(o.wake) }
+
 // Wake is signalled after a write.
 func (o *Outbox) Wake() <-chan struct{} { return o.wake }
 

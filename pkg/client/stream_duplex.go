@@ -1,0 +1,198 @@
+//go:build cgo && linux
+
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
+	"github.com/hatrpc/hatrpc/pkg/wire"
+)
+
+// A client or bidirectional stream on lanes takes two lanes of its
+// function's pool (docs/design/streams.md, "Streams on lanes"). A lane is
+// one exchange at a time started by the client, and the server holds a
+// poll until it has a frame to send; on one lane a client message queued
+// behind a held poll would wait for a server frame that may wait for that
+// message (a bidirectional handler answering each message, a client
+// stream's handler reading to the end before it replies). So:
+//
+//   - the first lane (laneRunner.runDuplex) carries the open and the join
+//     token in its first request, and then only polls: every frame of the
+//     server's comes back on it, in the order the server wrote them;
+//   - the second lane (upRunner) joins the stream by the token and carries
+//     everything this side queues (messages, end, credit, a reset); the
+//     server files it with the stream and answers at once, with an empty
+//     credit frame.
+//
+// Neither waits on the other: a request on the second lane is never held,
+// and a poll on the first never keeps this side's frames back. The stream
+// ends when the server's end or a reset comes on the first lane; the
+// second lane's runner then finishes the exchange in hand (answered at
+// once) and both lanes go back to the pool before RecvMsg sees the end.
+
+// upRunner drives the second lane of a client or bidirectional stream.
+type upRunner struct {
+	r     *laneRunner
+	l     *clane
+	token [wire.JoinTokenSize]byte
+	// done is closed by the first lane's runner once the stream is over
+	// on its side (its lane back or closed); exited once this runner put
+	// its lane back.
+	done, exited chan struct{}
+	failed       atomic.Bool // the stream failed: the lane may be out of step, it is closed
+}
+
+// runDuplex drives the first lane of a client or bidirectional stream.
+func (r *laneRunner) runDuplex() {
+	cs, l := r.cs, r.l
+	started := false
+	var req []byte
+	for {
+		if err := cs.ctx.Err(); err != nil {
+			r.failDuplex(context.Cause(cs.ctx), started)
+			return
+		}
+		if started {
+			req = wire.AppendWindowFrame(req[:0], cs.id, 0, 0) // a poll
+		} else {
+			req = r.out.Take(req[:0], laneStreamBatch) // the open, the join token, what followed
+		}
+		pr := r.p.side.Protocol(len(req))
+		r.p.calls[pr%numProtocols].Add(1)
+		resp, err := l.ep.Call(cs.ctx, pr, req)
+		if err != nil {
+			r.failDuplex(callFailed(cs.ctx, "lane", err), started)
+			return
+		}
+		if n := int64(len(resp)); n > r.p.maxResp.Load() {
+			r.p.maxResp.Store(n)
+		}
+		if n := int64(len(req)); n > r.p.maxReq.Load() {
+			r.p.maxReq.Store(n)
+		}
+		last, err := r.file(resp)
+		if err != nil {
+			r.failDuplex(&ConnError{Op: "lane", Err: err}, started)
+			return
+		}
+		if last != nil {
+			// Over both ways, both lanes in step: both go back before
+			// RecvMsg can see the end (so a caller that opens its next
+			// stream then finds them idle).
+			r.out.Close()
+			r.stopUp(started)
+			r.p.put(l)
+			if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
+				r.end(&ConnError{Op: "lane", Err: err})
+			}
+			return
+		}
+		if !started {
+			// The server has the stream and its token: the second lane
+			// may join it.
+			started = true
+			go r.up.run()
+		}
+	}
+}
+
+// stopUp ends the second lane's runner and waits until it put its lane
+// back (one never started: its lane goes back untouched).
+func (r *laneRunner) stopUp(started bool) {
+	u := r.up
+	if !started {
+		if u.failed.Load() {
+			u.l.broken.Store(true)
+		}
+		r.p.put(u.l)
+		return
+	}
+	close(u.done)
+	<-u.exited
+}
+
+// failDuplex ends the stream with err and closes both lanes: either may
+// be out of step with its server, which, seeing them go, ends its side.
+func (r *laneRunner) failDuplex(err error, started bool) {
+	r.up.failed.Store(true)
+	r.end(err)
+	r.cs.cancel(err) // the second lane's exchange in hand ends too
+	r.stopUp(started)
+	r.l.broken.Store(true)
+	r.p.put(r.l)
+}
+
+// run sends what the stream queues on the second lane, the join frame
+// first.
+func (u *upRunner) run() {
+	defer close(u.exited)
+	r, cs, l := u.r, u.r.cs, u.l
+	req := wire.AppendJoinFrame(nil, cs.id, u.token[:])
+	for {
+		select {
+		case <-u.done:
+			if u.failed.Load() {
+				l.broken.Store(true)
+			}
+			r.p.put(l)
+			return
+		default:
+		}
+		req = r.out.Take(req, laneStreamBatch)
+		if len(req) == 0 {
+			select {
+			case <-r.out.Wake():
+			case <-u.done:
+			}
+			continue
+		}
+		pr := r.p.side.Protocol(len(req))
+		r.p.calls[pr%numProtocols].Add(1)
+		resp, err := l.ep.Call(cs.ctx, pr, req)
+		if err == nil {
+			err = upReply(resp, r.cs.s.c.o.limits.MaxMessageSize)
+		} else {
+			err = callFailed(cs.ctx, "lane", err)
+		}
+		if err != nil {
+			// The first lane's runner, its poll ended by the canceled
+			// context, closes done.
+			u.failed.Store(true)
+			r.end(err)
+			cs.cancel(err)
+			<-u.done
+			l.broken.Store(true)
+			r.p.put(l)
+			return
+		}
+		if n := int64(len(req)); n > r.p.maxReq.Load() {
+			r.p.maxReq.Store(n)
+		}
+		req = req[:0]
+	}
+}
+
+// upReply checks the server's answer on a second lane: an empty credit
+// frame, or a reset when the request broke the rules (the lane then
+// ends).
+func upReply(resp []byte, lim int) error {
+	h, err := wire.DecodeHeader(resp, lim)
+	if err != nil {
+		return &ConnError{Op: "lane", Err: err}
+	}
+	payload := resp[min(wire.HeaderSize, len(resp)):]
+	switch {
+	case wire.HeaderSize+h.PayloadLen() != len(resp):
+	case h.Kind == wire.KindStreamWindow:
+		return nil
+	case h.Kind == wire.KindStreamReset:
+		typ, text, perr := wire.ParseReset(payload)
+		if perr == nil {
+			return streamcore.ResetError(typ, text)
+		}
+	}
+	return &ConnError{Op: "lane", Err: fmt.Errorf("%w: answer of kind %d, %d bytes, on a stream's second lane", wire.ErrBadFrame, h.Kind, len(resp))}
+}
