@@ -115,6 +115,24 @@ func TestEndpointContextWatch(t *testing.T) {
 		require.NoError(t, err, "a new context is not cancelled, and the endpoint survived")
 		require.Equal(t, "fresh", string(got))
 	})
+	t.Run("a stale cancel does not undo a later one", func(t *testing.T) {
+		// A watch that read the exchange in hand just before the next one
+		// began cancels the old gen after the new one cancelled itself.
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		serve(t, srv, ProtoEager, func(req []byte) []byte { return req })
+		_, err := callT(t, cli, ProtoEager, []byte("first"))
+		require.NoError(t, err)
+		cli.mu.Lock()
+		next := cli.gen + 1
+		cli.mu.Unlock()
+		cli.cancel(next)     // the next exchange, cancelled
+		cli.cancel(next - 1) // the watch's late cancel of the last one
+		_, err = callT(t, cli, ProtoEager, []byte("cancelled"))
+		require.Error(t, err, "the later cancel stands")
+		got, err := callT(t, cli, ProtoEager, []byte("fresh"))
+		require.NoError(t, err)
+		require.Equal(t, "fresh", string(got))
+	})
 	t.Run("server context ends then close", func(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			cli, srv := pairClosingServer(t, cfg)

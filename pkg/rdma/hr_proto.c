@@ -551,7 +551,18 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 	return ep->tx.p + HR_MSG_HDR;
 }
 
-void hr_ep_cancel(hr_ep *ep, uint32_t gen) { atomic_store(&ep->cancel_gen, gen); }
+/* Only a later exchange's cancel replaces an earlier one's: a context
+ * watch that read the exchange in hand just before the next one began
+ * cancels the old gen after that one cancelled itself, and a plain store
+ * would un-cancel it (gens count up by one, wrapping past UINT32_MAX,
+ * which no exchange has: serial-number order). */
+void hr_ep_cancel(hr_ep *ep, uint32_t gen)
+{
+	uint32_t old = atomic_load(&ep->cancel_gen);
+	while (old == UINT32_MAX || (int32_t)(gen - old) > 0)
+		if (atomic_compare_exchange_weak(&ep->cancel_gen, &old, gen))
+			return;
+}
 void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
 const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }

@@ -21,6 +21,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -307,7 +308,10 @@ func TestClientBidiStreamFaultsOnLanes(t *testing.T) {
 	t.Run("a deadline expiring mid-stream", func(t *testing.T) {
 		s, sv, addr := duplexStreams(t)
 		c := dial(t, addr)
-		ctx, cancel := context.WithTimeout(tctx(t), 300*time.Millisecond)
+		// "hold" answers nothing until its context ends, so the deadline
+		// expires mid-stream however long it is: long enough for four
+		// lanes' setup on a loaded host or in the VM (300 ms was not).
+		ctx, cancel := context.WithTimeout(tctx(t), testenv.HangGuard(time.Second))
 		defer cancel()
 		st, err := c.NewStream(ctx, sMethod("hold", stream.Bidi), &wiretest.EchoResult{})
 		require.NoError(t, err)
