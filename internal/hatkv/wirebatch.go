@@ -166,6 +166,22 @@ var noRecord = emptyWireMap[:wireMapHeader:wireMapHeader]
 // buffer then stays with the batch's records), else copied into the
 // batch's buffer; of a JSON message, re-encoded entry by entry.
 func (b *WireBatch) DecodeBinary(r *proto.BinaryReader) error {
+	return decodeBatch(b, r, b.recordBinary)
+}
+
+// batchReader is what decodeBatch reads a ScanBatch with: the binary and
+// the compact protocols' readers.
+type batchReader interface {
+	ReadStructBegin() error
+	ReadFieldBegin() (proto.Type, int16, error)
+	Skip(proto.Type) error
+	ReadListBegin() (proto.Type, int, error)
+	ReadStructEnd() error
+}
+
+// decodeBatch reads a ScanBatch's fields with r and each KeyRecord of its
+// list with record.
+func decodeBatch[R batchReader](b *WireBatch, r R, record func(R) error) error {
 	b.reset()
 	if err := r.ReadStructBegin(); err != nil {
 		return err
@@ -193,7 +209,7 @@ func (b *WireBatch) DecodeBinary(r *proto.BinaryReader) error {
 		}
 		b.reset()
 		for range n {
-			if err := b.recordBinary(r); err != nil {
+			if err := record(r); err != nil {
 				return err
 			}
 		}
@@ -298,40 +314,7 @@ func (b *WireBatch) entries(begin func() (proto.Type, proto.Type, int, error), n
 // transcoded into the binary protocol's form, entry by entry, into the
 // batch's buffer.
 func (b *WireBatch) DecodeCompact(r *proto.CompactReader) error {
-	b.reset()
-	if err := r.ReadStructBegin(); err != nil {
-		return err
-	}
-	for {
-		t, id, err := r.ReadFieldBegin()
-		if err != nil {
-			return err
-		}
-		if t == proto.STOP {
-			break
-		}
-		if id != 1 || t != proto.LIST {
-			if err := r.Skip(t); err != nil {
-				return err
-			}
-			continue
-		}
-		et, n, err := r.ReadListBegin()
-		if err != nil {
-			return err
-		}
-		if n > 0 && et != proto.STRUCT {
-			return fmt.Errorf("%w: element type %v, want %v", proto.ErrBadType, et, proto.STRUCT)
-		}
-		b.reset()
-		for range n {
-			if err := b.recordCompact(r); err != nil {
-				return err
-			}
-		}
-	}
-	b.cut()
-	return r.ReadStructEnd()
+	return decodeBatch(b, r, b.recordCompact)
 }
 
 func (b *WireBatch) recordCompact(r *proto.CompactReader) error {
