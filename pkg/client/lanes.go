@@ -204,14 +204,26 @@ const (
 	getShareable                // a call FLOCK could carry: open a dedicated one or errShare
 )
 
+// growReq and growResp keep the largest request and response seen: new
+// lanes are sized for them.
+func (p *lanePool) growReq(n int) {
+	if int64(n) > p.maxReq.Load() {
+		p.maxReq.Store(int64(n))
+	}
+}
+
+func (p *lanePool) growResp(n int) {
+	if int64(n) > p.maxResp.Load() {
+		p.maxResp.Store(int64(n))
+	}
+}
+
 // get takes an idle lane, opens a new one while under the limit, or
 // waits. reqSize is the request at hand, which a new lane is sized for.
 // With getShareable (a call FLOCK could carry), it does not wait, nor
 // open more than the pool's dedicated lanes: errShare instead.
 func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, error) {
-	if int64(reqSize) > p.maxReq.Load() {
-		p.maxReq.Store(int64(reqSize))
-	}
+	p.growReq(reqSize)
 	if pe := p.conflict.Load(); pe != nil {
 		return nil, pe
 	}
@@ -619,8 +631,8 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 			}
 			return err
 		}
-	} else if int64(len(b)) > p.maxReq.Load() {
-		p.maxReq.Store(int64(len(b)))
+	} else {
+		p.growReq(len(b))
 	}
 	pr := p.side.Protocol(len(b))
 	p.calls[pr%numProtocols].Add(1)
@@ -636,9 +648,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	if req.oneway {
 		return nil
 	}
-	if int64(len(resp)) > p.maxResp.Load() {
-		p.maxResp.Store(int64(len(resp)))
-	}
+	p.growResp(len(resp))
 	// Decoding copies what it keeps, the response being the engine's
 	// lease, valid only until the lane's next call; a borrower reads it in
 	// place while the lane is still ours (put is deferred).

@@ -60,18 +60,10 @@ func (r *laneRunner) runDuplex() {
 		} else {
 			req = r.out.Take(req[:0], laneStreamBatch) // the open, the join token, what followed
 		}
-		pr := r.p.side.Protocol(len(req))
-		r.p.calls[pr%numProtocols].Add(1)
-		resp, err := l.ep.Call(cs.ctx, pr, req)
+		resp, err := r.exchange(cs.ctx, l, req)
 		if err != nil {
 			r.failDuplex(callFailed(cs.ctx, "lane", err), started)
 			return
-		}
-		if n := int64(len(resp)); n > r.p.maxResp.Load() {
-			r.p.maxResp.Store(n)
-		}
-		if n := int64(len(req)); n > r.p.maxReq.Load() {
-			r.p.maxReq.Store(n)
 		}
 		last, err := r.file(resp)
 		if err != nil {
@@ -168,9 +160,7 @@ func (u *upRunner) run() {
 			r.p.put(l)
 			return
 		}
-		if n := int64(len(req)); n > r.p.maxReq.Load() {
-			r.p.maxReq.Store(n)
-		}
+		r.p.growReq(len(req))
 		req = req[:0]
 	}
 }

@@ -277,19 +277,10 @@ func (r *laneRunner) run() {
 			// often with nothing, and take another exchange to poll.
 			req = wire.AppendWindowFrame(req, cs.id, 0, 0)
 		}
-		pr := r.p.side.Protocol(len(req))
-		r.p.calls[pr%numProtocols].Add(1)
-		resp, err := l.ep.Call(cs.ctx, pr, req)
+		resp, err := r.exchange(cs.ctx, l, req)
 		if err != nil {
 			r.fail(callFailed(cs.ctx, "lane", err), true)
 			return
-		}
-		// New lanes are sized for the largest exchanges seen, as calls'.
-		if n := int64(len(resp)); n > r.p.maxResp.Load() {
-			r.p.maxResp.Store(n)
-		}
-		if n := int64(len(req)); n > r.p.maxReq.Load() {
-			r.p.maxReq.Store(n)
 		}
 		last, err := r.file(resp)
 		if err != nil {
@@ -323,6 +314,19 @@ type lastFrame struct {
 // file files the server's frames in a reply (a lease on the lane's
 // memory: each is copied out) but for the stream's end or reset, which
 // it returns unfiled.
+// exchange is one of the stream's lane exchanges, counted by protocol;
+// new lanes are sized for the largest seen, as calls'.
+func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
+	pr := r.p.side.Protocol(len(req))
+	r.p.calls[pr%numProtocols].Add(1)
+	resp, err := l.ep.Call(ctx, pr, req)
+	if err == nil {
+		r.p.growReq(len(req))
+		r.p.growResp(len(resp))
+	}
+	return resp, err
+}
+
 func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 	lim := r.cs.s.c.o.limits.MaxMessageSize
 	var last *lastFrame
