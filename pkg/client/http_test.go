@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -141,19 +142,22 @@ func TestHTTPClientTLS(t *testing.T) {
 	hs.StartTLS()                                   // its certificate, for both servers
 	defer hs.Close()
 	cert := hs.TLS.Certificates[0]
-	ts := serve(t, "", server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	// A handshake under TCG on a loaded host took over the 10 s defaults:
+	// both sides' handshake limits here only guard against a hang.
+	guard := testenv.HangGuard(10 * time.Second)
+	ts := serve(t, "", server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}), server.WithHandshakeTimeout(guard))
 	hs.Config.Handler = ts.srv.HTTPHandler()
 	pool := x509.NewCertPool()
 	pool.AddCert(hs.Certificate())
 	_, port, err := net.SplitHostPort(ts.addr)
 	require.NoError(t, err)
 	for _, url := range []string{hs.URL, "https://127.0.0.1:" + port} {
-		c := dial(t, url, client.WithTLS(&tls.Config{RootCAs: pool}))
+		c := dial(t, url, client.WithTLS(&tls.Config{RootCAs: pool}), client.WithDialTimeout(guard))
 		got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "tls"})
 		require.NoError(t, err, url)
 		require.Equal(t, "tls", got)
 
-		c = dial(t, url) // the system roots do not know the test certificate
+		c = dial(t, url, client.WithDialTimeout(guard)) // the system roots do not know the test certificate
 		_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "tls"})
 		require.ErrorIs(t, err, client.ErrConnClosed)
 		var ue x509.UnknownAuthorityError

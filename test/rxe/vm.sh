@@ -16,6 +16,10 @@
 #   -e NAME=VALUE  environment for CMD (repeatable); HATRPC_PROVIDER=ibv is set
 #   --share D      writable host directory seen at the same path in the guest
 #   --timeout S    kill the VM after S seconds (default 1800); status 124
+#   --idle S       kill the VM when its console has printed nothing for S
+#                  seconds (default 0: off); status 124. A hang guard that
+#                  assumes no speed: a loaded host makes the run longer,
+#                  not silent, as long as the command prints its progress
 #   --mem MB       guest memory (default 3072), --smp N (default 2)
 #   --ip A         address of the rxe netdev (default 10.0.0.1/24)
 #   --net SPEC     QEMU -netdev SPEC for a virtio-net link to another guest
@@ -88,7 +92,7 @@ build() {
 }
 
 run() {
-	local wd=$PWD share="" timeout=1800 mem=3072 smp=2 ip=10.0.0.1/24 net="" net2="" name=rxe keeplog=""
+	local wd=$PWD share="" timeout=1800 idle=0 mem=3072 smp=2 ip=10.0.0.1/24 net="" net2="" name=rxe keeplog=""
 	local envs=("HATRPC_PROVIDER=ibv")
 	while (($#)); do
 		case $1 in
@@ -96,6 +100,7 @@ run() {
 		-e) envs+=("$2"); shift 2 ;;
 		--share) share=$2; shift 2 ;;
 		--timeout) timeout=$2; shift 2 ;;
+		--idle) idle=$2; shift 2 ;;
 		--mem) mem=$2; shift 2 ;;
 		--smp) smp=$2; shift 2 ;;
 		--ip) ip=$2; shift 2 ;;
@@ -158,14 +163,36 @@ run() {
 	else
 		args+=(-nic none)
 	fi
-	local t0=$SECONDS rc
+	local t0=$SECONDS rc watchdog=""
+	: >"$job/console"
+	if ((idle > 0)); then
+		# The console file's mtime is the guest's last line; qemu is found
+		# by its job directory, which no other VM shares.
+		(
+			while sleep 15; do
+				if (($(date +%s) - $(stat -c %Y "$job/console") > idle)); then
+					: >"$job/idled"
+					pkill -TERM -f -- "path=$job,mount_tag=job" || true
+					exit 0
+				fi
+			done
+		) &
+		watchdog=$!
+	fi
 	set +e
 	# setsid + timeout: the VM never outlives its budget or this script.
 	timeout -k 10 "$timeout" qemu-system-x86_64 "${args[@]}" </dev/null 2>"$job/qemu.err" |
-		stdbuf -oL tr -d '\r' | tee ${keeplog:+"$keeplog"} | sed -u -n '/^@@HATRPC-RXE-BEGIN@@$/,/^@@HATRPC-RXE-END/{/^@@HATRPC-RXE/d;p}'
+		stdbuf -oL tr -d '\r' | tee -a "$job/console" ${keeplog:+"$keeplog"} | sed -u -n '/^@@HATRPC-RXE-BEGIN@@$/,/^@@HATRPC-RXE-END/{/^@@HATRPC-RXE/d;p}'
 	rc=${PIPESTATUS[0]}
 	set -e
-	if ((rc == 124)); then
+	if [[ -n $watchdog ]]; then
+		kill "$watchdog" 2>/dev/null || true
+		wait "$watchdog" 2>/dev/null || true
+	fi
+	if [[ -f $job/idled ]]; then
+		rc=124
+		echo "rxe[$name]: no console output for ${idle}s: killed" >&2
+	elif ((rc == 124)); then
 		echo "rxe[$name]: timed out after ${timeout}s" >&2
 	elif [[ -f $job/rc ]]; then
 		rc=$(cat "$job/rc")
