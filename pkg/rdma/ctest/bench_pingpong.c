@@ -351,6 +351,38 @@ static double sendrecv(uint32_t size, uint32_t flags, double *runs)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? median(runs, RUNS) : -1;
 }
 
+/* The provider's own work per message, with no other core involved: two
+ * connected QPs in this thread, each message a SEND from one, polled and
+ * its receive posted again on the other (read when BENCH_READ), as the
+ * ping-pong's one way. Mean ns a message, median of RUNS. */
+static double sendrecv_local(uint32_t size, uint32_t flags, double *runs)
+{
+	struct ep a, b;
+	uint32_t bad;
+	if (ep_open(&a, prov, 1 << 20, 7, 0) || ep_open(&b, prov, 1 << 20, 7, 0))
+		return -1;
+	for (int i = 0; i < 32; i++) {
+		hr_recv_wr r = mk_recv((uint64_t)i, &b, (size_t)i * 4096, 4096);
+		hr_post_recv(b.qp, &r, 1, &bad);
+	}
+	if (ep_connect(&a, &b))
+		return -1;
+	long k = 0;
+	for (int r = 0; r < RUNS; r++) {
+		uint64_t t0 = 0;
+		for (int j = 0; j < ITERS + WARM; j++, k++) {
+			if (j == WARM)
+				t0 = hr_now_ns();
+			if (send_k(&a, k, size, flags) || recv_next(&b, NULL, flags) || drain_k(&a, k))
+				return -1;
+		}
+		runs[r] = (double)(hr_now_ns() - t0) / ITERS;
+	}
+	ep_close(&a);
+	ep_close(&b);
+	return median(runs, RUNS);
+}
+
 /* Host phases: windows of PH_W raw cache-line round trips and PH_W 64 B
  * SEND/RECV round trips alternate between the same two pinned processes,
  * so each pair of windows sees one placement of the two CPUs. On a VM the
@@ -506,6 +538,9 @@ int main(int argc, char **argv)
 	m = sendrecv(128, BENCH_READ, runs);
 	snprintf(what, sizeof what, "%s SEND/RECV 128 B read", prov);
 	report(what, m, runs);
+	m = sendrecv_local(64, BENCH_READ, runs);
+	snprintf(what, sizeof what, "%s 64 B read, one thread", prov);
+	printf("%-28s one way mean %4.0f ns (median of runs)\n", what, m);
 	m = sendrecv(64, HR_SEND_INLINE, runs);
 	snprintf(what, sizeof what, "%s SEND/RECV 64 B inline", prov);
 	report(what, m, runs);
