@@ -1,7 +1,9 @@
 /* Two-process busy-poll ping-pong: the raw shared-memory cache-line floor
- * next to 64 B SEND/RECV over the provider HATRPC_PROVIDER names (shm by
- * default, or ibv), measured the same way (fork, one process per core when
- * possible, median of several runs). `bench_pingpong phases [windows]`
+ * (one line, and a three-line message read two ways) next to 64 B SEND/RECV
+ * over the provider HATRPC_PROVIDER names (shm by default, or ibv),
+ * measured the same way (fork, one process per core when possible, median
+ * of several runs), with and without the receiver reading the payload, and
+ * the provider's own work per message in one thread. `bench_pingpong phases [windows]`
  * alternates the two instead, to show whether the host is in a slow phase
  * (see phases()). */
 #define _GNU_SOURCE
