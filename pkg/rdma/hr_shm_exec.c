@@ -140,20 +140,19 @@ static int icq_reserve(struct shm_qp *qp, struct shm_qp_sh *tsh, int st, uint64_
 	struct shm_icq_sh *ic = (struct shm_icq_sh *)(qp->rbase + qp->t_cq_off);
 	uint32_t cap = qp->t_ccap;
 	uint64_t *hc = &qp->rcq_head_cache;
+	/* One producer: the QP connected to the target, executing under its
+	 * lock (posting thread or service thread), so no locked instruction:
+	 * a CAS here stood on every message's path before the copy. */
 	uint64_t t = atomic_load_explicit(&ic->tail, memory_order_relaxed);
-	for (;;) {
-		if (t - *hc >= cap)
-			*hc = atomic_load_explicit(&ic->head, memory_order_acquire);
-		if (t - *hc >= cap) {
-			/* More completions than receives posted: not an honest
-			 * target; it fails, as on a CQ overrun. */
-			target_error(qp, tsh);
-			return -1;
-		}
-		if (atomic_compare_exchange_weak_explicit(&ic->tail, &t, t + 1, memory_order_acq_rel,
-							  memory_order_relaxed))
-			break;
+	if (t - *hc >= cap)
+		*hc = atomic_load_explicit(&ic->head, memory_order_acquire);
+	if (t - *hc >= cap) {
+		/* More completions than receives posted: not an honest
+		 * target; it fails, as on a CQ overrun. */
+		target_error(qp, tsh);
+		return -1;
 	}
+	atomic_store_explicit(&ic->tail, t + 1, memory_order_relaxed);
 	*slot = t;
 	return 0;
 }
@@ -481,5 +480,9 @@ void shm_qp_progress(struct shm_qp *qp)
 		if (e->wr.flags & HR_SEND_SIGNALED)
 			send_cqe(qp, e, idx, HR_OK, r.len);
 	}
-	atomic_store(&qp->pending, 0);
+	/* Set only under qp->lock (held here); the service thread reads it
+	 * as a hint. Stored only when set: a seq_cst store is an XCHG, a
+	 * locked instruction on every post. */
+	if (atomic_load_explicit(&qp->pending, memory_order_relaxed))
+		atomic_store_explicit(&qp->pending, 0, memory_order_release);
 }

@@ -1,7 +1,9 @@
 /* Two-process busy-poll ping-pong: the raw shared-memory cache-line floor
- * next to 64 B SEND/RECV over the provider HATRPC_PROVIDER names (shm by
- * default, or ibv), measured the same way (fork, one process per core when
- * possible, median of several runs). `bench_pingpong phases [windows]`
+ * (one line, and a three-line message read two ways) next to 64 B SEND/RECV
+ * over the provider HATRPC_PROVIDER names (shm by default, or ibv),
+ * measured the same way (fork, one process per core when possible, median
+ * of several runs), with and without the receiver reading the payload, and
+ * the provider's own work per message in one thread. `bench_pingpong phases [windows]`
  * alternates the two instead, to show whether the host is in a slow phase
  * (see phases()). */
 #define _GNU_SOURCE
@@ -98,6 +100,92 @@ static double raw_floor(double *runs)
 	return median(runs, RUNS);
 }
 
+/* A message of three lines, as the shm provider moves one of 64 B with the
+ * engine's header (two payload lines and the inbound entry): the flag in
+ * line 0 is stored last. The receiver either reads the payload only after
+ * it saw the flag (each of its misses after the flag's, as a completion
+ * then its buffer) or polls all three lines together (the misses overlap,
+ * as when the payload travels in the entry the receiver polls). */
+struct mline {
+	_Alignas(64) _Atomic uint64_t w[8];
+};
+
+struct msg3 {
+	struct mline l[3];
+};
+
+struct raw3 {
+	struct msg3 ping, pong;
+};
+
+static volatile uint64_t sink;
+
+static void msg_put(struct msg3 *m, uint64_t i)
+{
+	for (int k = 1; k < 3; k++)
+		for (int w = 0; w < 8; w++)
+			atomic_store_explicit(&m->l[k].w[w], i + (uint64_t)w, memory_order_relaxed);
+	atomic_store_explicit(&m->l[0].w[0], i, memory_order_release);
+}
+
+static void msg_wait(struct msg3 *m, uint64_t i, int together)
+{
+	uint64_t s = 0;
+	if (together) {
+		/* Loads after the flag's in program order: what they return is
+		 * at least as new as the flag (x86 does not reorder loads). */
+		for (;;) {
+			uint64_t f = atomic_load_explicit(&m->l[0].w[0], memory_order_acquire);
+			s = atomic_load_explicit(&m->l[1].w[7], memory_order_relaxed) +
+			    atomic_load_explicit(&m->l[2].w[7], memory_order_relaxed);
+			if (f == i)
+				break;
+		}
+	} else {
+		while (atomic_load_explicit(&m->l[0].w[0], memory_order_acquire) != i)
+			;
+	}
+	for (int k = 1; k < 3; k++)
+		for (int w = 0; w < 8; w++)
+			s += atomic_load_explicit(&m->l[k].w[w], memory_order_relaxed);
+	sink = s;
+}
+
+static double raw3_floor(int together, double *runs)
+{
+	struct raw3 *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (l == MAP_FAILED)
+		return -1;
+	long total = (long)RUNS * (ITERS + WARM);
+	pid_t pid = fork();
+	if (pid == 0) {
+		pin(1);
+		for (long j = 1; j <= total; j++) {
+			msg_wait(&l->ping, (uint64_t)j, together);
+			msg_put(&l->pong, (uint64_t)j);
+		}
+		_exit(0);
+	}
+	pin(0);
+	uint64_t i = 0;
+	for (int r = 0; r < RUNS; r++) {
+		uint64_t t0 = 0;
+		for (int j = 0; j < ITERS + WARM; j++) {
+			if (j == WARM)
+				t0 = hr_now_ns();
+			uint64_t s0 = hr_now_ns();
+			msg_put(&l->ping, ++i);
+			msg_wait(&l->pong, i, together);
+			if (j >= WARM)
+				samples[nsamples++] = (double)(hr_now_ns() - s0);
+		}
+		runs[r] = (double)(hr_now_ns() - t0) / ITERS;
+	}
+	waitpid(pid, NULL, 0);
+	munmap(l, 4096);
+	return median(runs, RUNS);
+}
+
 /* One side of a SEND/RECV pair: an endpoint with 32 receives posted,
  * connected to the other process through the pipes (rfd, wfd). The child
  * sends its attributes first and a go byte once connected. */
@@ -128,29 +216,44 @@ static int pair_open(struct ep *e, int child, int rfd, int wfd)
 	return 0;
 }
 
+/* A flag of the bench's own, never posted: the receiver reads each
+ * message's bytes (as the engine does) before answering. */
+#define BENCH_READ (1u << 31)
+
 /* Message k's send: signalled one in 16, so the send queue drains without a
  * poll per message. */
 static int send_k(struct ep *e, long k, uint32_t size, uint32_t flags)
 {
 	uint32_t bad;
+	flags &= ~BENCH_READ;
 	hr_send_wr s = mk_send((uint64_t)k, HR_OP_SEND, flags | ((k & 15) == 15 ? HR_SEND_SIGNALED : 0), e,
 			       200 * 1024, size);
 	return hr_post_send(e->qp, &s, 1, &bad) ? 7 : 0;
 }
 
-/* Waits for the next message (its arrival time in *at, when asked) and
- * posts its receive again. */
-static int recv_next(struct ep *e, uint64_t *at)
+/* Waits for the next message (its arrival time in *at, when asked; its
+ * bytes read first with BENCH_READ) and posts its receive again. */
+static int recv_next(struct ep *e, uint64_t *at, uint32_t flags)
 {
 	uint32_t bad;
 	hr_wc wc[1];
 	int n;
 	while ((n = hr_poll_cq(e->rcq, 1, wc)) == 0)
 		;
-	if (at)
-		*at = hr_now_ns();
 	if (n < 0 || wc[0].status)
 		return 6;
+	if (flags & BENCH_READ) {
+		const uint8_t *p = e->buf + (size_t)wc[0].wr_id * 4096;
+		uint64_t s = 0;
+		for (uint32_t i = 0; i < wc[0].byte_len; i += 8) {
+			uint64_t w;
+			memcpy(&w, p + i, sizeof w);
+			s += w;
+		}
+		sink = s;
+	}
+	if (at)
+		*at = hr_now_ns();
 	hr_recv_wr r = mk_recv(wc[0].wr_id, e, (size_t)wc[0].wr_id * 4096, 4096);
 	hr_post_recv(e->qp, &r, 1, &bad);
 	return 0;
@@ -166,7 +269,7 @@ static int drain_k(struct ep *e, long k)
 static int echo_n(struct ep *e, long *k, long n, uint32_t size, uint32_t flags)
 {
 	for (long end = *k + n; *k < end; (*k)++) {
-		int st = recv_next(e, NULL);
+		int st = recv_next(e, NULL, flags);
 		if (!st)
 			st = send_k(e, *k, size, flags);
 		if (!st)
@@ -183,7 +286,7 @@ static int ping_one(struct ep *e, long k, uint32_t size, uint32_t flags, double 
 	uint64_t s0 = hr_now_ns(), at = s0;
 	int st = send_k(e, k, size, flags);
 	if (!st)
-		st = recv_next(e, &at);
+		st = recv_next(e, &at, flags);
 	*ns = (double)(at - s0);
 	return st ? st : drain_k(e, k);
 }
@@ -248,6 +351,38 @@ static double sendrecv(uint32_t size, uint32_t flags, double *runs)
 	waitpid(pid, &st, 0);
 	ep_close(&a);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? median(runs, RUNS) : -1;
+}
+
+/* The provider's own work per message, with no other core involved: two
+ * connected QPs in this thread, each message a SEND from one, polled and
+ * its receive posted again on the other (read when BENCH_READ), as the
+ * ping-pong's one way. Mean ns a message, median of RUNS. */
+static double sendrecv_local(uint32_t size, uint32_t flags, double *runs)
+{
+	struct ep a, b;
+	uint32_t bad;
+	if (ep_open(&a, prov, 1 << 20, 7, 0) || ep_open(&b, prov, 1 << 20, 7, 0))
+		return -1;
+	for (int i = 0; i < 32; i++) {
+		hr_recv_wr r = mk_recv((uint64_t)i, &b, (size_t)i * 4096, 4096);
+		hr_post_recv(b.qp, &r, 1, &bad);
+	}
+	if (ep_connect(&a, &b))
+		return -1;
+	long k = 0;
+	for (int r = 0; r < RUNS; r++) {
+		uint64_t t0 = 0;
+		for (int j = 0; j < ITERS + WARM; j++, k++) {
+			if (j == WARM)
+				t0 = hr_now_ns();
+			if (send_k(&a, k, size, flags) || recv_next(&b, NULL, flags) || drain_k(&a, k))
+				return -1;
+		}
+		runs[r] = (double)(hr_now_ns() - t0) / ITERS;
+	}
+	ep_close(&a);
+	ep_close(&b);
+	return median(runs, RUNS);
 }
 
 /* Host phases: windows of PH_W raw cache-line round trips and PH_W 64 B
@@ -390,11 +525,30 @@ int main(int argc, char **argv)
 	}
 	double runs[RUNS];
 	char what[64];
+	if (argc > 1 && strcmp(argv[1], "local") == 0) {
+		/* Only the one-thread loop: something to profile (perf record). */
+		double m = sendrecv_local(64, BENCH_READ, runs);
+		printf("%s 64 B read, one thread: one way mean %.0f ns (median of runs)\n", prov, m);
+		return m < 0;
+	}
 	double m = raw_floor(runs);
 	report("raw cache-line ping-pong", m, runs);
+	m = raw3_floor(0, runs);
+	report("raw 3 lines, payload after", m, runs);
+	m = raw3_floor(1, runs);
+	report("raw 3 lines, polled together", m, runs);
 	m = sendrecv(64, 0, runs);
 	snprintf(what, sizeof what, "%s SEND/RECV 64 B", prov);
 	report(what, m, runs);
+	m = sendrecv(64, BENCH_READ, runs);
+	snprintf(what, sizeof what, "%s SEND/RECV 64 B read", prov);
+	report(what, m, runs);
+	m = sendrecv(128, BENCH_READ, runs);
+	snprintf(what, sizeof what, "%s SEND/RECV 128 B read", prov);
+	report(what, m, runs);
+	m = sendrecv_local(64, BENCH_READ, runs);
+	snprintf(what, sizeof what, "%s 64 B read, one thread", prov);
+	printf("%-28s one way mean %4.0f ns (median of runs)\n", what, m);
 	m = sendrecv(64, HR_SEND_INLINE, runs);
 	snprintf(what, sizeof what, "%s SEND/RECV 64 B inline", prov);
 	report(what, m, runs);
