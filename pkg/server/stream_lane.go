@@ -75,6 +75,7 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		c.st, c.sw = st, sl.out
 		c.mu.Unlock()
 	}
+	limit := min(laneBatch, fastpath.MaxMessage)
 	poll, reset, err := ls.fileStreamFrames(req)
 	if err != nil {
 		// As a malformed frame closes a connection, it ends the lane: its
@@ -88,6 +89,12 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	}
 	// A poll waits for a frame to send while the stream is open; the
 	// lane's end (the client gone, the server closing) ends the wait.
+	// Meanwhile the outbox holds the reply's registered memory, so the
+	// handler's next frames are written straight into it (Outbox.Lend).
+	lent := false
+	if poll && sl.out.Len() == 0 && c.st.Len() > 0 {
+		lent = ls.lendReply(limit)
+	}
 	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
 		select {
 		case <-sl.out.Wake():
@@ -103,7 +110,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// server stream ending at once on an empty range: hatkv's streamed
 	// scan failed with the client's next poll answered as a call).
 	live := c.st.Len() > 0
-	b := sl.out.TakeLease(min(laneBatch, fastpath.MaxMessage), ls.replyLease)
+	var b []byte
+	if lent {
+		b = sl.out.Reclaim()
+	}
+	if len(b) == 0 {
+		b = sl.out.TakeLease(limit, ls.replyLease)
+	}
 	ended := reset || endsStream(b)
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
@@ -143,6 +156,20 @@ func (ls *laneSession) replyLease(n int) []byte {
 	b := sl.buf[:n]
 	sl.buf = nil // not a huge one forever
 	return b
+}
+
+// lendReply lends the stream's outbox the engine's registered buffer for
+// the pending request's reply, limit bytes, while a poll waits for the
+// handler's frames: written into it, they need no copy from the outbox
+// into the lease (the four copies of a lane stream's message become
+// three). Not through FLOCK, which sends replies from its own ring.
+func (ls *laneSession) lendReply(limit int) bool {
+	ep := ls.l.ep
+	if ep == nil || ls.l.viaFLOCK {
+		return false
+	}
+	lease := ep.ReplyBuffer(limit)
+	return len(lease) >= limit && ls.stream.out.Lend(lease[:limit])
 }
 
 func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
