@@ -13,6 +13,10 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	}, close
 }
 
+// LentStreamReplies counts s's stream lane replies written straight into
+// the reply's memory (Outbox.Lend).
+func LentStreamReplies(s *Server) uint64 { return s.lentReplies.Load() }
+
 // BlockedLaneWaits counts s's lanes whose waits park (the lanes of client
 // and bidirectional streams, stream_lane.go).
 func BlockedLaneWaits(s *Server) int {

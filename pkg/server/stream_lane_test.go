@@ -46,6 +46,9 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 	return s, sv, addr
 }
 
+// laneBatchBytes is the server's laneBatch: a reply's frames at most.
+const laneBatchBytes = 1 << 20
+
 func lWait() *client.Method { return &client.Method{Service: "L", Name: "wait", Stream: stream.Server} }
 
 func serverMetric(t *testing.T, s *server.Server, name string, labels map[string]string) float64 {
@@ -86,6 +89,11 @@ func TestServerStreamOnLane(t *testing.T) {
 	}{
 		{"clean", 5, 0, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
 		{"large values", 6, 300 << 10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
+		// Many replies of frames written straight into the lane's reply
+		// memory while a poll waits (Outbox.Lend), in order.
+		{"bulk", 64, 64 << 10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
+		// Values larger than a reply's lease (laneBatch) go by the queue.
+		{"past the lease", 3, laneBatchBytes + 512<<10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
 		{"declared exception", -3, 10, func(t *testing.T, final *wiretest.EchoResult, err error) {
 			require.Equal(t, io.EOF, err)
 			require.NotNil(t, final.Err)
@@ -99,6 +107,12 @@ func TestServerStreamOnLane(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			lent := server.LentStreamReplies(s)
+			defer func() {
+				if tt.name == "bulk" {
+					require.Greater(t, server.LentStreamReplies(s), lent, "no reply written in place")
+				}
+			}()
 			ctx := metadata.NewOutgoingContext(tctx(t), metadata.Pairs("who", tt.name))
 			var final wiretest.EchoResult
 			st, err := c.NewStream(ctx, sMethod("count", stream.Server), &final)
