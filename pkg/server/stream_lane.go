@@ -39,9 +39,9 @@ const laneBatch = 1 << 20
 
 // laneStream is the stream a lane carries.
 type laneStream struct {
-	out  *streamcore.Outbox // the handler's frames, for the replies; nil: no stream
-	id   int32
-	buf  []byte    // the reply: valid until the next request
+	out *streamcore.Outbox // the handler's frames, for the replies; nil: no stream
+	id  int32
+	buf []byte // the reply: valid until the next request
 	// last is the size of the last reply of frames: a poll lends the
 	// outbox the reply's memory only after one of leaseMin or more (a
 	// stream of small messages keeps copying them, cheaper than the
