@@ -85,6 +85,8 @@ type Server struct {
 	// lentReplies counts the stream lane replies whose frames were
 	// written straight into the reply's memory (stream_lane.go, lendReply).
 	lentReplies atomic.Uint64
+	// lentPolls counts the held polls that lent their reply memory.
+	lentPolls atomic.Uint64
 
 	debugOnce sync.Once
 	debugSrv  *http.Server

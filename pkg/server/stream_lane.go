@@ -98,7 +98,9 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// handler's next frames are written straight into it (Outbox.Lend).
 	lent := false
 	if poll && sl.last >= leaseMin && sl.out.Len() == 0 && c.st.Len() > 0 {
-		lent = ls.lendReply(limit)
+		if lent = ls.lendReply(limit); lent {
+			c.s.lentPolls.Add(1)
+		}
 	}
 	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
 		select {
