@@ -13,6 +13,14 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 	}, close
 }
 
+// LentStreamReplies counts s's stream lane replies written straight into
+// the reply's memory (Outbox.Lend).
+func LentStreamReplies(s *Server) uint64 { return s.lentReplies.Load() }
+
+// LentStreamPolls counts s's held stream lane polls that lent the reply's
+// memory to the outbox.
+func LentStreamPolls(s *Server) uint64 { return s.lentPolls.Load() }
+
 // BlockedLaneWaits counts s's lanes whose waits park (the lanes of client
 // and bidirectional streams, stream_lane.go).
 func BlockedLaneWaits(s *Server) int {

@@ -82,6 +82,11 @@ type Server struct {
 	// laneJoins: the client and bidirectional streams on lanes whose
 	// second lane has not joined yet, by token (stream_lane.go).
 	laneJoins sync.Map
+	// lentReplies counts the stream lane replies whose frames were
+	// written straight into the reply's memory (stream_lane.go, lendReply).
+	lentReplies atomic.Uint64
+	// lentPolls counts the held polls that lent their reply memory.
+	lentPolls atomic.Uint64
 
 	debugOnce sync.Once
 	debugSrv  *http.Server

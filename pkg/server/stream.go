@@ -379,7 +379,12 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
 	bp := ss.hint.Buf()
-	defer wire.PutBuf(bp)
+	owned := false // given to the connection's writer, which returns it
+	defer func() {
+		if !owned {
+			wire.PutBuf(bp)
+		}
+	}()
 	b := (*bp)[:wire.HeaderSize]
 	flags := compactFlag(ss.proto)
 	ss.mu.Lock()
@@ -405,7 +410,15 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
 	burst := ss.st.Burst()
 	err = ss.st.Send(ss.ctx, size, func() error {
-		err := ss.w.WriteStream(b, refs, burst)
+		var err error
+		if ow, ok := ss.w.(ownedWriter); ok && len(refs) == 0 {
+			// The frame is queued in its buffer, not copied into the
+			// writer's chunks: the message is encoded once.
+			owned = true
+			err = ow.WriteStreamOwned(bp, burst)
+		} else {
+			err = ss.w.WriteStream(b, refs, burst)
+		}
 		ss.c.checkWrite(err)
 		return err
 	})

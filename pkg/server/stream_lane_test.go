@@ -42,9 +42,33 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 			<-ctx.Done()
 			sv.ended <- ctx.Err()
 			return nil, ctx.Err()
+		}}, {Name: "paced", Stream: stream.Server,
+		// paced: Mode messages of the request's Blob, each after the
+		// first sent once sv.pace says so.
+		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+			var a wiretest.EchoArgs
+			if err := ss.RecvMsg(&a); err != nil {
+				return nil, err
+			}
+			for i := range int(a.Mode) {
+				if i > 0 {
+					select {
+					case <-sv.pace:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				if err := ss.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: a.Blob}); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
 		}}}})
 	return s, sv, addr
 }
+
+// laneBatchBytes is the server's laneBatch: a reply's frames at most.
+const laneBatchBytes = 1 << 20
 
 func lWait() *client.Method { return &client.Method{Service: "L", Name: "wait", Stream: stream.Server} }
 
@@ -86,6 +110,12 @@ func TestServerStreamOnLane(t *testing.T) {
 	}{
 		{"clean", 5, 0, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
 		{"large values", 6, 300 << 10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
+		// Many large replies in order (written into the lane's reply
+		// memory or queued, as the scheduling falls:
+		// TestServerStreamWritesInPlace pins the first).
+		{"bulk", 64, 64 << 10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
+		// Values larger than a reply's lease (laneBatch) go by the queue.
+		{"past the lease", 3, laneBatchBytes + 512<<10, func(t *testing.T, _ *wiretest.EchoResult, err error) { require.Equal(t, io.EOF, err) }},
 		{"declared exception", -3, 10, func(t *testing.T, final *wiretest.EchoResult, err error) {
 			require.Equal(t, io.EOF, err)
 			require.NotNil(t, final.Err)
@@ -157,6 +187,39 @@ func TestStreamPlanOnLanes(t *testing.T) {
 
 // A consumer that stops reading bounds the server at the client's window
 // on a lane as on TCP: the client polls only while the server may send.
+// A message the handler writes while the lane holds a poll after a large
+// reply goes straight into the lane's reply memory (Outbox.Lend): the
+// handler writes each next message only once that poll is held, so every
+// one of them is written in place, on either provider.
+func TestServerStreamWritesInPlace(t *testing.T) {
+	s, sv, addr := laneStreams(t)
+	c := dial(t, addr)
+	const n, blob = 4, 64 << 10
+	var final wiretest.EchoResult
+	st, err := c.NewStream(tctx(t), &client.Method{Service: "L", Name: "paced", Stream: stream.Server}, &final)
+	require.NoError(t, err)
+	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, blob)}))
+	require.NoError(t, st.CloseSend())
+	polls, lent := server.LentStreamPolls(s), server.LentStreamReplies(s)
+	for i := range n {
+		if i > 0 {
+			require.Eventually(t, func() bool { return server.LentStreamPolls(s) == polls+uint64(i) }, eventually, time.Millisecond,
+				"the poll after message %d lends the reply memory", i-1)
+			select {
+			case sv.pace <- struct{}{}:
+			case <-time.After(eventually):
+				t.Fatal("the handler did not take its pace")
+			}
+		}
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a))
+		require.Equal(t, strconv.Itoa(i), a.Msg)
+		require.Len(t, a.Blob, blob)
+		require.Equal(t, lent+uint64(i), server.LentStreamReplies(s), "message %d written in place", i)
+	}
+	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+}
+
 func TestServerStreamOnLaneSlowConsumer(t *testing.T) {
 	const window, blob, total = 5, 8 << 10, 40
 	s, _, addr := laneStreams(t)

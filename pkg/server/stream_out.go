@@ -11,6 +11,14 @@ type streamWriter interface {
 	WriteStream(head []byte, refs []proto.Ref, burst bool) error
 }
 
+// ownedWriter is a streamWriter that can take the buffer a frame was
+// encoded in and queue the frame there (wire.Writer.WriteStreamOwned): a
+// connection's writer, not a lane's outbox, whose exchanges copy what
+// they carry anyway.
+type ownedWriter interface {
+	WriteStreamOwned(bp *[]byte, burst bool) error
+}
+
 // countTCP counts n bytes of the stream's frames sent over TCP; a lane
 // counts what its replies carry itself.
 func (ss *serverStream) countTCP(n int64) {

@@ -29,10 +29,11 @@ type streamSvc struct {
 	ended   chan error    // each blocking handler's end: its context's error
 	release chan struct{} // "hold" handlers start reading once closed
 	seen    atomic.Int64  // messages the "hold" handlers read
+	pace    chan struct{} // "L:paced" sends its next message on each
 }
 
 func newStreamSvc() *streamSvc {
-	return &streamSvc{ended: make(chan error, 1<<15), release: make(chan struct{})}
+	return &streamSvc{ended: make(chan error, 1<<15), release: make(chan struct{}), pace: make(chan struct{})}
 }
 
 func sMethod(name string, mode stream.Mode) *client.Method {

@@ -68,6 +68,53 @@ func (w *Writer) WriteStream(head []byte, refs []proto.Ref, burst bool) error {
 	return nil
 }
 
+// WriteStreamOwned is WriteStream of the frame *bp, a buffer of the
+// pool (GetBuf, GetBufSize) that the Writer now owns and returns to the
+// pool once the frame is written: a frame that must be queued is queued
+// in that buffer rather than copied into a chunk, so a sender encodes
+// each message once (a 4 KiB message was encoded into its buffer and
+// copied again into a chunk). Small frames, and buffers much larger than
+// their frame (which would pin memory while queued), are copied as by
+// WriteStream. The caller must not use *bp afterwards.
+func (w *Writer) WriteStreamOwned(bp *[]byte, burst bool) error {
+	head := *bp
+	if len(head) < ownMin || cap(head) > 2*len(head) || len(head) >= bigFrame {
+		err := w.WriteStream(head, nil, burst)
+		PutBuf(bp)
+		return err
+	}
+	w.mu.Lock()
+	if w.err == nil && !w.writing && !burst {
+		err := w.writeLocked(head) // unlocks; written, or copied into pending
+		PutBuf(bp)
+		return err
+	}
+	for w.writing && w.err == nil && w.postLen >= maxPending {
+		w.idle.Wait()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		PutBuf(bp)
+		return err
+	}
+	w.postIn += uint64(len(head))
+	w.postLen += len(head)
+	w.posted = append(w.posted, head)
+	w.postOwn = append(w.postOwn, bp)
+	if !w.writing {
+		w.writing = true
+		go w.flushPosted()
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+// ownMin is the frame size from which WriteStreamOwned queues the
+// sender's buffer instead of copying it: below it a chunk holds many
+// frames, and one writev piece per frame would cost more than the copy.
+const ownMin = 2 << 10
+
 // OnAsyncError sets f to be told when a frame WriteStream queued could
 // not be written (its sender may have returned already). Set it before
 // the first WriteStream.
@@ -101,8 +148,10 @@ func (w *Writer) post(b []byte) {
 	w.postLen += len(b)
 	for len(b) > 0 {
 		n := len(w.posted)
-		if n == 0 || len(w.posted[n-1]) == cap(w.posted[n-1]) {
+		if n == 0 || w.postOwn[n-1] != nil || len(w.posted[n-1]) == cap(w.posted[n-1]) {
+			// A sender's own buffer (WriteStreamOwned) is never appended to.
 			w.posted = append(w.posted, getLarge(postChunk))
+			w.postOwn = append(w.postOwn, nil)
 			n++
 		}
 		c := w.posted[n-1]
@@ -122,9 +171,13 @@ func (w *Writer) takePosted(max int) net.Buffers {
 		k++
 	}
 	take := append(w.postTake[:0], w.posted[:k]...)
+	w.ownTake = append(w.ownTake[:0], w.postOwn[:k]...)
 	n := copy(w.posted, w.posted[k:])
 	clear(w.posted[n:])
 	w.posted = w.posted[:n]
+	copy(w.postOwn, w.postOwn[k:])
+	clear(w.postOwn[n:])
+	w.postOwn = w.postOwn[:n]
 	w.postLen -= total
 	return take
 }

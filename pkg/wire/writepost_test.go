@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -317,4 +318,110 @@ func TestWriteStreamChunks(t *testing.T) {
 	require.Zero(t, w.postLen)
 	require.Empty(t, w.posted)
 	require.Equal(t, w.postIn, w.postOut)
+}
+
+// ownedFrame is streamFrame in a buffer of capacity c (at least its size).
+func ownedFrame(id int32, n, c int, b byte) *[]byte {
+	f := append(make([]byte, 0, max(c, HeaderSize+n)), streamFrame(id, n, b)...)
+	return &f
+}
+
+// TestWriteStreamOwned: frames given with their buffers, posted while a
+// write is stuck among frames given by WriteStream, come out whole and in
+// order; those of ownMin bytes or more in a buffer at most twice their
+// size are queued in that buffer (never appended to), the others copied
+// into chunks; the queue is empty afterwards. An idle connection's frame
+// is written by its sender; after a failed write the error comes back.
+func TestWriteStreamOwned(t *testing.T) {
+	tests := []struct {
+		name  string
+		n, c  int // payload, buffer capacity
+		inBuf bool
+	}{
+		{"4 KiB in a pooled buffer", 4 << 10, 8 << 10, true},
+		{"exactly ownMin", ownMin - HeaderSize, ownMin, true},
+		{"small: copied", 100, 4096, false},
+		{"buffer too large for it: copied", 4 << 10, 64 << 10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := waitCtx(t)
+			g := newGateConn()
+			g.shutGate()
+			w := NewWriter(g, nil)
+			var want []byte
+			for i := range 12 {
+				if i%3 == 1 {
+					f := streamFrame(1, 70, byte(i))
+					want = append(want, f...)
+					require.NoError(t, w.WriteStream(f, nil, true))
+				} else {
+					bp := ownedFrame(1, tt.n, tt.c, byte(i))
+					want = append(want, *bp...)
+					data := unsafe.SliceData(*bp)
+					require.NoError(t, w.WriteStreamOwned(bp, true))
+					if i > 0 {
+						w.mu.Lock()
+						last := w.posted[len(w.posted)-1]
+						inBuf := unsafe.SliceData(last) == data
+						w.mu.Unlock()
+						require.Equal(t, tt.inBuf, inBuf, "frame %d queued in its own buffer", i)
+					}
+				}
+				if i == 0 {
+					// Posted (burst): the writer's goroutine is stuck in
+					// its write, everything from now on queues.
+					recv(t, ctx, g.entered)
+				}
+			}
+			g.openGate()
+			idle(t, w)
+			_, got := g.snapshot()
+			require.Equal(t, want, got, "every frame, whole and in order")
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			require.Zero(t, w.postLen)
+			require.Empty(t, w.posted)
+			require.Empty(t, w.postOwn)
+			require.Equal(t, w.postIn, w.postOut)
+		})
+	}
+	t.Run("idle: written by the sender", func(t *testing.T) {
+		g := newGateConn()
+		w := NewWriter(g, nil)
+		bp := ownedFrame(1, 4<<10, 8<<10, 9)
+		f := append([]byte(nil), *bp...)
+		require.NoError(t, w.WriteStreamOwned(bp, false))
+		n, got := g.snapshot()
+		require.Equal(t, 1, n)
+		require.Equal(t, f, got)
+	})
+	t.Run("after a failed write", func(t *testing.T) {
+		ctx := waitCtx(t)
+		g := newGateConn()
+		g.shutGate()
+		w := NewWriter(g, nil)
+		boom := errors.New("connection reset")
+		failed := make(chan error, 1)
+		w.OnAsyncError(func(err error) { failed <- err })
+		require.NoError(t, w.WriteStreamOwned(ownedFrame(1, 4<<10, 8<<10, 1), true))
+		recv(t, ctx, g.entered)
+		require.NoError(t, w.WriteStreamOwned(ownedFrame(1, 4<<10, 8<<10, 2), true), "queued behind the stuck write")
+		g.mu.Lock()
+		g.fail = boom
+		g.mu.Unlock()
+		g.openGate()
+		select {
+		case err := <-failed:
+			require.ErrorIs(t, err, boom)
+		case <-ctx.Done():
+			t.Fatal("timed out")
+		}
+		require.ErrorIs(t, w.WriteStreamOwned(ownedFrame(1, 4<<10, 8<<10, 3), true), boom)
+		require.ErrorIs(t, w.WriteStreamOwned(ownedFrame(1, 4<<10, 8<<10, 3), false), boom)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		require.Empty(t, w.posted)
+		require.Empty(t, w.postOwn)
+	})
 }

@@ -41,8 +41,10 @@ type Writer struct {
 	// count the bytes ever queued and written; postTake is the writing
 	// goroutine's scratch list of the chunks it took.
 	posted     [][]byte
+	postOwn    []*[]byte // aligned with posted: a sender's own buffer (WriteStreamOwned), nil for a chunk
 	postLen    int
 	postTake   net.Buffers
+	ownTake    []*[]byte // postOwn of the chunks in postTake
 	postIn     uint64
 	postOut    uint64
 	iov        net.Buffers // the writing goroutine's scratch vector
@@ -187,7 +189,7 @@ func (w *Writer) finishLocked(err error, queued bool) error {
 		w.pending = nil
 		clear(w.vec)
 		w.vec = nil
-		w.posted, w.postLen = nil, 0
+		w.posted, w.postOwn, w.postLen = nil, nil, 0
 	}
 	// Contention comes in bursts: keep yielding for a few rounds after the
 	// last one that batched anything, then go back to writing directly.
@@ -281,9 +283,14 @@ func (w *Writer) flushPendingLocked() error {
 		} else {
 			w.spare = nil
 		}
-		for _, c := range post {
-			putLarge(c[:0])
+		for i, c := range post {
+			if own := w.ownTake[i]; own != nil {
+				PutBuf(own)
+			} else {
+				putLarge(c[:0])
+			}
 		}
+		clear(w.ownTake)
 		clear(post)
 		w.postTake = post[:0]
 		clear(vec) // the frames belong to their callers again

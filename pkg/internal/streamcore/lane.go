@@ -25,12 +25,23 @@ var ErrLaneGone = errors.New("stream: the lane carrying the stream is gone")
 // the rest of the queue, and the buffer is kept for the next burst (up to
 // outboxKeep), so a bulk stream neither copies what it queued twice nor
 // allocates (and faults in) a fresh buffer per exchange.
+//
+// A taker waiting for frames may lend the outbox the memory its reply
+// will be sent from (Lend: a lane's registered buffer, while a poll is
+// held): frames written while nothing else is queued and the lease has
+// room are copied straight into it, and Reclaim hands them back as the
+// reply, so a message the handler sends to a waiting client is copied
+// once by the writer instead of into the queue and again into the lease.
 type Outbox struct {
 	mu     sync.Mutex
 	buf    []byte
 	off    int // buf[off:] is queued
 	wake   chan struct{}
 	closed bool
+	// lease[:leased] holds frames written into the lent memory (all of
+	// them queued before buf's: frames go there only while buf is empty).
+	lease  []byte
+	leased int
 }
 
 // outboxKeep bounds the buffer an empty outbox keeps: a window's burst
@@ -64,22 +75,36 @@ func (o *Outbox) WriteVec(head []byte, refs []proto.Ref) error {
 		o.mu.Unlock()
 		return ErrLaneGone
 	}
+	if o.lease != nil && o.off == len(o.buf) && o.leased+n <= len(o.lease) {
+		// Straight into the lent reply memory: nothing is queued before it.
+		o.leased += len(appendVec(o.lease[o.leased:o.leased], head, refs))
+		o.mu.Unlock()
+		wake(o.wake)
+		return nil
+	}
 	if o.off > 0 && len(o.buf)+n > cap(o.buf) {
 		// Room at the front, taken already: move the queue there rather
 		// than grow.
 		o.buf = o.buf[:copy(o.buf, o.buf[o.off:])]
 		o.off = 0
 	}
-	prev := 0
-	for _, r := range refs {
-		o.buf = append(o.buf, head[prev:r.Off]...)
-		o.buf = append(o.buf, r.Data...)
-		prev = r.Off
-	}
-	o.buf = append(o.buf, head[prev:]...)
+	o.buf = appendVec(o.buf, head, refs)
 	o.mu.Unlock()
 	wake(o.wake)
 	return nil
+}
+
+// appendVec appends head with the values of refs inserted to dst (in
+// place when dst has room for them: a lease is only written when the
+// frame fits).
+func appendVec(dst, head []byte, refs []proto.Ref) []byte {
+	prev := 0
+	for _, r := range refs {
+		dst = append(dst, head[prev:r.Off]...)
+		dst = append(dst, r.Data...)
+		prev = r.Off
+	}
+	return append(dst, head[prev:]...)
 }
 
 // Kick signals Wake without a write: the stream's state changed in a
@@ -94,7 +119,36 @@ func (o *Outbox) Wake() <-chan struct{} { return o.wake }
 func (o *Outbox) Len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.buf) - o.off
+	return len(o.buf) - o.off + o.leased
+}
+
+// Lend offers the outbox lease, the memory the caller's next reply will
+// be sent from, for frames written until Reclaim: only when nothing is
+// queued (the frames keep their order) and the outbox is open. It
+// reports whether the outbox took it. The caller must not touch lease
+// until Reclaim.
+func (o *Outbox) Lend(lease []byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.lease != nil || o.off != len(o.buf) || len(lease) == 0 {
+		return false
+	}
+	o.lease, o.leased = lease, 0
+	return true
+}
+
+// Reclaim takes the lease back, with the frames written into it: nil when
+// none was, or none is lent. Frames that did not fit in it stay queued
+// for the next take.
+func (o *Outbox) Reclaim() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.lease[:o.leased]
+	o.lease, o.leased = nil, 0
+	if len(b) == 0 || o.closed {
+		return nil
+	}
+	return b
 }
 
 // Take appends to dst the queued frames, whole, as many as fit in limit
@@ -114,7 +168,7 @@ func (o *Outbox) Take(dst []byte, limit int) []byte {
 // copy. lease is called without the outbox locked (writers go on
 // meanwhile: they only append). A lease shorter than n (nil: none) takes
 // them into a fresh buffer instead. It returns the frames taken, nil for
-// none.
+// none. Not while a lease is lent (Lend): Reclaim first.
 func (o *Outbox) TakeLease(limit int, lease func(n int) []byte) []byte {
 	o.mu.Lock()
 	q := o.buf[o.off:]
@@ -165,6 +219,7 @@ func (o *Outbox) Close() {
 	o.mu.Lock()
 	o.closed = true
 	o.buf, o.off = nil, 0
+	o.lease, o.leased = nil, 0
 	o.mu.Unlock()
 	wake(o.wake)
 }

@@ -116,3 +116,84 @@ func cat(bs ...[]byte) []byte {
 	}
 	return out
 }
+
+// A lease lent to an empty outbox receives the frames written while they
+// fit, in place and in order (refs' values inserted); a frame that does
+// not fit, and every one after it, is queued instead, for the next take.
+// Lend refuses while frames are queued, while a lease is lent, and once
+// closed; Reclaim of an unused lease is nil.
+func TestOutboxLend(t *testing.T) {
+	a, b, c := dataFrame(1, 100, 'a'), dataFrame(1, 200, 'b'), dataFrame(1, 5000, 'c')
+	vec := dataFrame(2, 12, 'z')
+	head := cat(vec[:wire.HeaderSize+4], vec[wire.HeaderSize+8:])
+	refs := []proto.Ref{{Off: wire.HeaderSize + 4, Data: vec[wire.HeaderSize+4 : wire.HeaderSize+8]}}
+	tests := []struct {
+		name     string
+		leaseLen int
+		writes   [][]byte
+		lent     []byte // Reclaim's frames
+		queued   []byte // the take's after it
+	}{
+		{"all fit", 1 << 20, [][]byte{a, b, c}, cat(a, b, c), nil},
+		{"exactly full", len(a) + len(b), [][]byte{a, b}, cat(a, b), nil},
+		{"the first past the room and the rest queued", len(a) + len(b) + 10, [][]byte{a, b, c, a}, cat(a, b), cat(c, a)},
+		{"none fits", 10, [][]byte{a, b}, nil, cat(a, b)},
+		{"nothing written", 1 << 10, nil, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOutbox()
+			lease := make([]byte, tt.leaseLen)
+			require.True(t, o.Lend(lease))
+			require.False(t, o.Lend(make([]byte, 10)), "one lease at a time")
+			for _, f := range tt.writes {
+				require.NoError(t, o.Write(f))
+			}
+			require.Equal(t, len(tt.lent)+len(tt.queued), o.Len())
+			got := o.Reclaim()
+			if tt.lent == nil {
+				require.Nil(t, got)
+			} else {
+				require.Equal(t, tt.lent, got)
+				require.Same(t, &lease[0], &got[0], "written in the lease")
+			}
+			require.Equal(t, len(tt.queued), o.Len())
+			require.Equal(t, tt.queued, o.Take(nil, 1<<20))
+			require.Nil(t, o.Reclaim(), "lent no more")
+		})
+	}
+
+	t.Run("refs inserted", func(t *testing.T) {
+		o := NewOutbox()
+		require.True(t, o.Lend(make([]byte, 1<<10)))
+		require.NoError(t, o.WriteStream(head, refs, true))
+		require.Equal(t, vec, o.Reclaim())
+	})
+	t.Run("wakes a waiting taker", func(t *testing.T) {
+		o := NewOutbox()
+		require.True(t, o.Lend(make([]byte, 1<<10)))
+		require.NoError(t, o.Write(a))
+		select {
+		case <-o.Wake():
+		default:
+			t.Fatal("no wake after a write into the lease")
+		}
+	})
+	t.Run("refused with frames queued", func(t *testing.T) {
+		o := NewOutbox()
+		require.NoError(t, o.Write(a))
+		require.False(t, o.Lend(make([]byte, 1<<10)))
+		require.Equal(t, a, o.Take(nil, 1<<20))
+		require.True(t, o.Lend(make([]byte, 1<<10)), "empty again")
+	})
+	t.Run("closed", func(t *testing.T) {
+		o := NewOutbox()
+		require.True(t, o.Lend(make([]byte, 1<<10)))
+		require.NoError(t, o.Write(a))
+		o.Close()
+		require.Nil(t, o.Reclaim(), "dropped with the queue")
+		require.Zero(t, o.Len())
+		require.False(t, o.Lend(make([]byte, 1<<10)))
+		require.ErrorIs(t, o.Write(a), ErrLaneGone)
+	})
+}
