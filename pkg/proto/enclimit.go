@@ -124,12 +124,19 @@ func (w *CompactWriter) Size() int { return w.size(w.buf) }
 
 // TooLargeError is returned by an encoding whose message passed its
 // limit: Size is what the whole message takes, Limit the limit, in bytes.
-// It matches ErrSizeLimit (errors.Is).
+// With More, Size is only a lower bound, the message takes more than
+// Size bytes: a JSON message stops being transcoded at its limit
+// (JSONCodec.SetLimit), as its size past it would take reading every
+// string for escapes. It matches ErrSizeLimit (errors.Is).
 type TooLargeError struct {
 	Size, Limit int
+	More        bool
 }
 
 func (e *TooLargeError) Error() string {
+	if e.More {
+		return fmt.Sprintf("proto: message of more than %d bytes exceeds the encoding limit of %d bytes", e.Size, e.Limit)
+	}
 	return fmt.Sprintf("proto: message of %d bytes exceeds the encoding limit of %d bytes", e.Size, e.Limit)
 }
 

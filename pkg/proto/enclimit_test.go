@@ -189,6 +189,9 @@ func TestTooLargeError(t *testing.T) {
 	err := error(&proto.TooLargeError{Size: 2048, Limit: 1024})
 	require.True(t, errors.Is(err, proto.ErrSizeLimit))
 	require.EqualError(t, err, "proto: message of 2048 bytes exceeds the encoding limit of 1024 bytes")
+	err = &proto.TooLargeError{Size: 1024, Limit: 1024, More: true}
+	require.True(t, errors.Is(err, proto.ErrSizeLimit))
+	require.EqualError(t, err, "proto: message of more than 1024 bytes exceeds the encoding limit of 1024 bytes")
 }
 
 // A writer Reset, or made by its New function, has no limit.
