@@ -86,6 +86,18 @@ var limShapes = []struct {
 			w.WriteBinary(make([]byte, 20000))
 		}
 	}},
+	// Large binaries in structs: with refs, those after the first
+	// struct's end come after the writer passed the limit, and count.
+	{"binary-structs", func(w limWriter) {
+		w.WriteListBegin(proto.STRUCT, 4)
+		for range 4 {
+			w.WriteStructBegin()
+			w.WriteFieldBegin(proto.STRING, 1)
+			w.WriteBinary(make([]byte, 20000))
+			w.WriteFieldStop()
+			w.WriteStructEnd()
+		}
+	}},
 }
 
 // writeLim writes shape as the body of a struct into a writer that was
