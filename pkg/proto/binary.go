@@ -123,8 +123,7 @@ func (w *BinaryWriter) WriteBinary(v []byte) {
 	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
 	if w.refs != nil && len(v) >= w.refMin {
 		w.buf = b
-		*w.refs = append(*w.refs, Ref{Off: len(b), Data: v})
-		w.noteRef(len(v))
+		w.noteRef(w.refs, len(b), v)
 		return
 	}
 	w.buf = append(b, v[:w.fit(len(b), len(v))]...)

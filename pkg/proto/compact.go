@@ -204,8 +204,7 @@ func (w *CompactWriter) WriteString(v string) {
 func (w *CompactWriter) WriteBinary(v []byte) {
 	w.buf = appendLen(w.buf, len(v))
 	if w.refs != nil && len(v) >= w.refMin {
-		*w.refs = append(*w.refs, Ref{Off: len(w.buf), Data: v})
-		w.noteRef(len(v))
+		w.noteRef(w.refs, len(w.buf), v)
 		return
 	}
 	w.buf = append(w.buf, v[:w.fit(len(w.buf), len(v))]...)

@@ -31,7 +31,7 @@ type encLimit struct {
 	lim      int // the most the buffer's length may reach; math.MaxInt without a limit
 	base     int // the buffer's length at Reset: what came before is the caller's
 	refBytes int // bytes of the values left out as refs (they count towards the limit)
-	dropped  int // once over: the bytes counted since base, not kept
+	dropped  int // once over: the buffer's bytes counted since base, not kept
 	skipped  int // bytes of values not copied for want of room (fit), counted
 	over     bool
 }
@@ -61,7 +61,7 @@ func (l *encLimit) past(buf *[]byte, n int) bool {
 		return false
 	}
 	if !l.over {
-		l.over, l.dropped, l.lim = true, l.refBytes, l.base
+		l.over, l.lim = true, l.base
 	}
 	l.dropped += len(*buf) - l.base + n
 	*buf = (*buf)[:l.base]
@@ -86,18 +86,23 @@ func (l *encLimit) fit(ln, n int) int {
 	return k
 }
 
-// noteRef counts a value of n bytes left out of the buffer as a ref.
-func (l *encLimit) noteRef(n int) {
-	l.refBytes += n
-	l.lim -= n // math.MaxInt less n is no limit still
+// noteRef records v, left out of the buffer at off, in refs and counts
+// it; past the limit it is only counted (refs are invalid then, and a
+// JSON writer, which leaves every binary value out, would otherwise keep
+// a Ref for each value of the result). Counted after the limit was passed
+// too: large binaries written then (in the structs after the one whose
+// end passed it) were missing from the size a refusal named.
+func (l *encLimit) noteRef(refs *[]Ref, off int, v []byte) {
+	if !l.over {
+		*refs = append(*refs, Ref{Off: off, Data: v})
+	}
+	l.refBytes += len(v)
+	l.lim -= len(v) // math.MaxInt less n is no limit still
 }
 
 // size is the bytes written since Reset, refs included, kept or not.
 func (l *encLimit) size(buf []byte) int {
-	if l.over {
-		return l.dropped + len(buf) - l.base + l.skipped
-	}
-	return len(buf) - l.base + l.refBytes + l.skipped
+	return l.dropped + len(buf) - l.base + l.refBytes + l.skipped
 }
 
 // SetLimit makes the writer keep at most n bytes of what it writes from
@@ -124,12 +129,19 @@ func (w *CompactWriter) Size() int { return w.size(w.buf) }
 
 // TooLargeError is returned by an encoding whose message passed its
 // limit: Size is what the whole message takes, Limit the limit, in bytes.
-// It matches ErrSizeLimit (errors.Is).
+// With More, Size is only a lower bound, the message takes more than
+// Size bytes: a JSON message stops being transcoded at its limit
+// (JSONCodec.SetLimit), as its size past it would take reading every
+// string for escapes. It matches ErrSizeLimit (errors.Is).
 type TooLargeError struct {
 	Size, Limit int
+	More        bool
 }
 
 func (e *TooLargeError) Error() string {
+	if e.More {
+		return fmt.Sprintf("proto: message of more than %d bytes exceeds the encoding limit of %d bytes", e.Size, e.Limit)
+	}
 	return fmt.Sprintf("proto: message of %d bytes exceeds the encoding limit of %d bytes", e.Size, e.Limit)
 }
 

@@ -86,6 +86,18 @@ var limShapes = []struct {
 			w.WriteBinary(make([]byte, 20000))
 		}
 	}},
+	// Large binaries in structs: with refs, those after the first
+	// struct's end come after the writer passed the limit, and count.
+	{"binary-structs", func(w limWriter) {
+		w.WriteListBegin(proto.STRUCT, 4)
+		for range 4 {
+			w.WriteStructBegin()
+			w.WriteFieldBegin(proto.STRING, 1)
+			w.WriteBinary(make([]byte, 20000))
+			w.WriteFieldStop()
+			w.WriteStructEnd()
+		}
+	}},
 }
 
 // writeLim writes shape as the body of a struct into a writer that was
@@ -189,6 +201,9 @@ func TestTooLargeError(t *testing.T) {
 	err := error(&proto.TooLargeError{Size: 2048, Limit: 1024})
 	require.True(t, errors.Is(err, proto.ErrSizeLimit))
 	require.EqualError(t, err, "proto: message of 2048 bytes exceeds the encoding limit of 1024 bytes")
+	err = &proto.TooLargeError{Size: 1024, Limit: 1024, More: true}
+	require.True(t, errors.Is(err, proto.ErrSizeLimit))
+	require.EqualError(t, err, "proto: message of more than 1024 bytes exceeds the encoding limit of 1024 bytes")
 }
 
 // A writer Reset, or made by its New function, has no limit.

@@ -1,10 +1,12 @@
 package proto
 
+import "math"
+
 // Test access to the transcoders (every string as text one way, base64
 // kept as text the other) and the string quoting.
 
 func BinaryToJSON(bin []byte, message bool, lim *Limits) ([]byte, error) {
-	x := b2j{src: bin, lim: limitsOrDefault(lim)}
+	x := b2j{src: bin, lim: limitsOrDefault(lim), max: math.MaxInt}
 	var err error
 	if message {
 		err = x.message()

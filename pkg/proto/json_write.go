@@ -3,6 +3,7 @@ package proto
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -21,7 +22,12 @@ type b2j struct {
 	out   []byte
 	depth int
 	lim   *Limits
+	max   int // the most out's length may reach (JSONCodec.SetLimit)
 }
+
+// errJSONOver stops a transcoding whose output passed its max: what
+// follows is not read (finishWrite reports a *TooLargeError).
+var errJSONOver = errors.New("proto: JSON over its limit")
 
 func (x *b2j) fail(sentinel error, detail string) error { return decodeErr(sentinel, x.pos, detail) }
 
@@ -170,14 +176,21 @@ func (x *b2j) str() error {
 	}
 	if x.ri < len(x.refs) && x.refs[x.ri].Off == x.pos {
 		// A binary value the writer left out of the buffer.
-		x.out = appendBase64(x.out, x.refs[x.ri].Data)
+		v := x.refs[x.ri].Data
+		if len(x.out)+base64.StdEncoding.EncodedLen(len(v))+2 > x.max {
+			return errJSONOver
+		}
+		x.out = appendBase64(x.out, v)
 		x.ri++
 		return nil
 	}
 	if err := x.need(int(n)); err != nil {
 		return err
 	}
-	x.out = appendJSONString(x.out, x.src[x.pos:x.pos+int(n)])
+	var ok bool
+	if x.out, ok = appendJSONStringMax(x.out, x.src[x.pos:x.pos+int(n)], x.max); !ok {
+		return errJSONOver
+	}
 	x.pos += int(n)
 	return nil
 }
@@ -202,6 +215,9 @@ func (x *b2j) structure() error {
 		}
 		id := int16(binary.BigEndian.Uint16(x.src[x.pos:]))
 		x.pos += 2
+		if len(x.out) > x.max {
+			return errJSONOver
+		}
 		if !first {
 			x.out = append(x.out, ',')
 		}
@@ -269,6 +285,9 @@ func (x *b2j) container(isMap bool) error {
 		x.out = append(x.out, ",{"...)
 	}
 	for i := range n {
+		if len(x.out) > x.max {
+			return errJSONOver
+		}
 		if i > 0 || !isMap {
 			x.out = append(x.out, ',')
 		}
@@ -340,6 +359,17 @@ func appendBase64(b, v []byte) []byte {
 // characters as \b \f \n \r \t or \u00XX, U+2028 and U+2029 escaped, each
 // byte of invalid UTF-8 replaced by \ufffd.
 func appendJSONString(b, s []byte) []byte {
+	b, _ = appendJSONStringMax(b, s, math.MaxInt)
+	return b
+}
+
+// appendJSONStringMax is appendJSONString that stops (false) where b's
+// length would pass max: a string takes at least its bytes and quotes,
+// and only escapes (the rare path, where it is checked) take more.
+func appendJSONStringMax(b, s []byte, max int) ([]byte, bool) {
+	if len(b) > max-len(s)-2 {
+		return b, false
+	}
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -367,6 +397,9 @@ func appendJSONString(b, s []byte) []byte {
 			}
 			i++
 			start = i
+			if len(b) > max-(len(s)-i)-1 { // the rest and the closing quote
+				return b, false
+			}
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
@@ -375,6 +408,9 @@ func appendJSONString(b, s []byte) []byte {
 			b = append(b, `\ufffd`...)
 			i++
 			start = i
+			if len(b) > max-(len(s)-i)-1 { // the rest and the closing quote
+				return b, false
+			}
 			continue
 		}
 		if r == '\u2028' || r == '\u2029' {
@@ -382,10 +418,13 @@ func appendJSONString(b, s []byte) []byte {
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size
 			start = i
+			if len(b) > max-(len(s)-i)-1 { // the rest and the closing quote
+				return b, false
+			}
 			continue
 		}
 		i += size
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), true
 }

@@ -17,11 +17,12 @@ import (
 // UnsafeStrings do not apply). The zero value is ready to use; it keeps its
 // buffers between uses, so keep one per goroutine.
 type JSONCodec struct {
-	w    BinaryWriter
-	r    BinaryReader
-	bin  []byte // the binary form, either way
-	refs []Ref
-	end  int // JSON bytes the last Begin read
+	w     BinaryWriter
+	r     BinaryReader
+	bin   []byte // the binary form, either way
+	refs  []Ref
+	end   int // JSON bytes the last Begin read
+	limit int // SetLimit's, for the next encoding
 }
 
 // jsonKeep bounds the binary buffer a JSONCodec keeps between uses.
@@ -45,51 +46,126 @@ func (c *JSONCodec) Release() {
 	if cap(c.bin) > jsonKeep {
 		c.bin = nil
 	}
+	c.limit = 0
 }
 
-func (c *JSONCodec) startWrite() *BinaryWriter {
-	c.w.Reset(c.scratch())
+// Bounded JSON encodings.
+//
+// A JSON message is built twice over: the Struct writes its binary
+// form, which is transcoded. With a limit (SetLimit, the server's room
+// for a reply) neither form is built past what the limit needs (issue
+// 43): the transcoder stops once the JSON passes the limit (the error
+// then says "more than" the limit: the exact size past it would take
+// reading every string for its escapes), and the binary form is itself
+// bounded, as binary replies are (enclimit.go). A JSON encoding takes at
+// least a quarter of its binary form's bytes (an i64 list element, 8
+// bytes, is at least ",0"; everything else takes more), so the binary
+// form is first written with the limit as its own: within it, it is
+// transcoded; past four times the limit the JSON cannot fit and nothing
+// more is built; between the two (lists of numbers, JSON smaller than
+// binary) the binary form, whose exact size the first pass counted, is
+// written again into a buffer of that size and transcoded.
+
+// jsonBinaryRatio bounds a binary form's size over its JSON's (above).
+const jsonBinaryRatio = 4
+
+// SetLimit bounds the next AppendMessage or AppendStruct to n bytes of
+// JSON (n <= 0: no limit): past them the call returns dst unchanged and
+// a *TooLargeError with More set, having built at most about n bytes of
+// JSON and jsonBinaryRatio*n of binary form (above).
+func (c *JSONCodec) SetLimit(n int) { c.limit = n }
+
+func (c *JSONCodec) startWrite(limit, size int) *BinaryWriter {
+	buf := c.scratch()
+	if size > cap(buf) {
+		buf = make([]byte, 0, size)
+	}
+	c.w.Reset(buf)
+	c.w.SetLimit(limit)
 	c.w.SetRefs(&c.refs, 1)
 	c.w.json = true
 	return &c.w
 }
 
-// finishWrite transcodes what the Struct wrote; message: it began with a
-// message header.
-func (c *JSONCodec) finishWrite(dst []byte, err error, message bool) ([]byte, error) {
-	bin := c.w.Bytes()
-	c.w = BinaryWriter{}
-	c.bin = bin[:0]
-	if err == nil {
-		x := b2j{src: bin, refs: c.refs, out: dst, lim: &encodeLimits}
-		if message {
-			err = x.message()
-		} else {
-			err = x.value(STRUCT, false)
+// jsonHead is the message header an encoding begins with, if message.
+type jsonHead struct {
+	message bool
+	name    string
+	typ     MessageType
+	seqid   int32
+}
+
+// encode writes body (after h's message header) and transcodes it to JSON
+// appended to dst, within SetLimit's limit.
+func (c *JSONCodec) encode(dst []byte, body Struct, h *jsonHead) ([]byte, error) {
+	limit := c.limit
+	c.limit = 0
+	binLimit, size := limit, 0
+	for {
+		w := c.startWrite(binLimit, size)
+		if h.message {
+			w.WriteMessageBegin(h.name, h.typ, h.seqid)
 		}
-		if err == nil && (x.pos != len(bin) || x.ri != len(c.refs)) {
-			err = decodeErr(ErrInvalidData, x.pos, "bytes after the struct")
+		err := body.EncodeBinary(w)
+		if err != nil || !w.Over() {
+			return c.finishWrite(dst, err, h.message, limit)
 		}
-		if err == nil {
-			dst = x.out
+		size = w.Size()
+		c.endWrite()
+		if binLimit > limit || size > jsonBinaryRatio*limit {
+			// Over four times the limit, or (a result that changed
+			// between the passes) over its own size.
+			return dst, &TooLargeError{Size: limit, Limit: limit, More: true}
 		}
+		binLimit = size
 	}
+}
+
+// endWrite keeps the writer's buffer for the next use and forgets the
+// values it referred to.
+func (c *JSONCodec) endWrite() {
+	c.bin = c.w.Bytes()[:0]
+	c.w = BinaryWriter{}
 	clear(c.refs) // the values are the caller's
 	c.refs = c.refs[:0]
-	return dst, err
+}
+
+// finishWrite transcodes what the Struct wrote, within limit bytes
+// (none if <= 0); message: it began with a message header.
+func (c *JSONCodec) finishWrite(dst []byte, err error, message bool, limit int) ([]byte, error) {
+	defer c.endWrite()
+	if err != nil {
+		return dst, err
+	}
+	bin := c.w.Bytes()
+	x := b2j{src: bin, refs: c.refs, out: dst, lim: &encodeLimits, max: math.MaxInt}
+	if limit > 0 {
+		x.max = len(dst) + limit
+	}
+	if message {
+		err = x.message()
+	} else {
+		err = x.value(STRUCT, false)
+	}
+	switch {
+	case err == errJSONOver || err == nil && len(x.out) > x.max:
+		return dst, &TooLargeError{Size: limit, Limit: limit, More: true}
+	case err != nil:
+		return dst, err
+	case x.pos != len(bin) || x.ri != len(c.refs):
+		return dst, decodeErr(ErrInvalidData, x.pos, "bytes after the struct")
+	}
+	return x.out, nil
 }
 
 // AppendMessage appends one message, header and body, in TJSONProtocol.
 func (c *JSONCodec) AppendMessage(dst []byte, name string, typ MessageType, seqid int32, body Struct) ([]byte, error) {
-	w := c.startWrite()
-	w.WriteMessageBegin(name, typ, seqid)
-	return c.finishWrite(dst, body.EncodeBinary(w), true)
+	return c.encode(dst, body, &jsonHead{true, name, typ, seqid})
 }
 
 // AppendStruct appends a bare struct in TJSONProtocol.
 func (c *JSONCodec) AppendStruct(dst []byte, s Struct) ([]byte, error) {
-	w := c.startWrite()
-	return c.finishWrite(dst, s.EncodeBinary(w), false)
+	return c.encode(dst, s, &jsonHead{})
 }
 
 func (c *JSONCodec) startRead(lim *Limits) {

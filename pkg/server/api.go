@@ -3,6 +3,20 @@
 // per connection) and HatRPC clients that upgraded through the capability
 // handshake to the multiplexed HatRPC framing (see docs/design/wire.md),
 // and Thrift over HTTP: POSTs on the same port, or HTTPHandler in a mux.
+//
+// # A reply's room
+//
+// A reply may take at most its room: the message limit (WithLimits; on a
+// lane, what the lane carries; in a lane's batch, what the batch has
+// left) and, with a memory budget (WithMemoryBudget), what the
+// connection's share has free. The server bounds what it builds itself:
+// a reply past its room is not encoded past it (binary and compact count
+// the rest without copying it, JSON stops at it), and the call gets an
+// INTERNAL_ERROR exception naming the sizes instead. It cannot bound
+// what a handler allocates before it returns: a handler whose result may
+// be large asks ReplyRoom how much fits, reserves as it builds
+// (ReserveReply, which never waits) and cuts its answer, saying so,
+// where the room ends, as hatkv's Scan does.
 package server
 
 import (

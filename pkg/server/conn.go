@@ -201,6 +201,10 @@ func (c *conn) serve() {
 		if c.holding.Load() && !c.nextBuffered() {
 			c.unhold() // about to wait for the client: send what is held
 		}
+		if !c.hat && c.turnIn-c.turn.ran.Load() >= plainAhead {
+			c.unhold() // the calls ahead's replies go out while it waits
+			c.turn.awaitAhead(&c.mu, c.turnIn)
+		}
 		c.growRead()
 		r, err := c.next()
 		if err == errAttached {

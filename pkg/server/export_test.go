@@ -150,3 +150,6 @@ func ReplyEstimate(s *Server, name string) int {
 	}
 	return m.repHint.Max()
 }
+
+// PlainAhead is how many calls a plain connection reads ahead (order.go).
+const PlainAhead = plainAhead

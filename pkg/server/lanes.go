@@ -743,7 +743,8 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 		head, hflag = wire.AppendHeaderBlock(head, md), wire.FlagHeaders
 	}
 	pre, room := len(head)-wire.HeaderSize, ls.replyRoom() // the header block counts
-	b, typ, size := appendReply(codec, head, to, typ, body, room-pre)
+	// A lane's reply is binary or compact: its size is counted whole.
+	b, typ, size, _ := appendReply(codec, head, to, typ, body, room-pre)
 	if exc := ls.refusal(pre+size, room); exc != nil {
 		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, exc), proto.Exception, 0
 	}

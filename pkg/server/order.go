@@ -22,6 +22,36 @@ type turns struct {
 	cond    *sync.Cond    // on the conn's mutex, made by the first waiter
 }
 
+// plainAhead bounds the calls a plain connection's reader reads ahead of
+// the one running: they only wait their turn, each holding a goroutine,
+// a slot of WithMaxConcurrentCalls and its request's memory. Unbounded,
+// a flood of oneway calls (issue 43, D5: fb303 shutdown/reinitialize on
+// 8 connections) filled the server's 4,096 slots with waiting
+// goroutines, each turn waking them all, and the server was still
+// working through them 10 s after the flood. At plainAhead the reader
+// stops reading (the client's writes then wait on TCP's window) until
+// the call running ends; a pipelining client still has 32 calls read
+// and decoded ahead, and a vanishing client is seen once those ran.
+const plainAhead = 32
+
+// awaitAhead blocks while plainAhead or more calls numbered before next
+// have not run (the reader calls it before reading the next call).
+func (t *turns) awaitAhead(mu *sync.Mutex, next uint64) {
+	if next-t.ran.Load() < plainAhead {
+		return
+	}
+	mu.Lock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(mu)
+	}
+	t.waiting.Add(1)
+	for next-t.ran.Load() >= plainAhead {
+		t.cond.Wait()
+	}
+	t.waiting.Add(-1)
+	mu.Unlock()
+}
+
 // takeTurn numbers a plain call in the order it was read (the reader
 // calls it, holding the read role).
 func (c *conn) takeTurn(r *request) {

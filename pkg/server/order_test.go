@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +107,80 @@ func TestPlainConnectionWaitsForOneway(t *testing.T) {
 	res := testutil.I32Struct{ID: 0}
 	require.NoError(t, hc.Call(tctx(t), testutil.PokesMethod, new(testutil.EmptyStruct), &res))
 	close(gate)
+}
+
+// A plain connection's reader reads at most PlainAhead calls ahead of
+// the one running: a flood of oneway calls behind a call that blocks
+// (issue 43, D5: fb303 shutdown/reinitialize) holds PlainAhead calls,
+// goroutines and slots, not one per call sent (before: every call the
+// server could read, up to its 4,096 slots); once the blocked call ends,
+// every call runs, in the order sent, and the connection holds nothing.
+func TestPlainReadAheadBounded(t *testing.T) {
+	const calls = 1000
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open) // a failed assertion must not leave the handler blocked
+	var started atomic.Int32
+	var mu sync.Mutex
+	var ran []int32
+	hold := func(ctx context.Context, info *server.CallInfo, args proto.Struct, next server.Handler) (proto.Struct, error) {
+		if a, ok := args.(*testutil.I32Struct); ok {
+			if a.V == -1 {
+				started.Add(1)
+				<-gate
+			}
+			mu.Lock()
+			ran = append(ran, a.V)
+			mu.Unlock()
+		}
+		return next(ctx, args)
+	}
+	s := server.New(server.WithLogger(quiet), server.WithInterceptors(hold))
+	s.Register(new(testutil.Pokes).Service())
+	addr := serveOn(t, s)
+	c := dial(t, addr, client.WithoutUpgrade(), client.WithFramed())
+	require.False(t, c.Upgraded())
+	base := runtime.NumGoroutine()
+
+	sent := make(chan error, 1)
+	go func() {
+		for i := -1; i < calls; i++ {
+			if err := c.Call(tctx(t), testutil.PokeMethod, &testutil.I32Struct{ID: 1, V: int32(i), Set: true}, nil); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	require.Eventually(t, func() bool { return started.Load() == 1 }, eventually, time.Millisecond)
+	inflight := func() int {
+		n := 0
+		for _, cs := range server.Conns(s) {
+			n += cs.Inflight
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return inflight() == server.PlainAhead }, eventually, time.Millisecond,
+		"the reader reads PlainAhead calls ahead")
+	require.Never(t, func() bool { return inflight() > server.PlainAhead }, 100*time.Millisecond, time.Millisecond)
+	require.LessOrEqual(t, runtime.NumGoroutine()-base, server.PlainAhead+8, "a goroutine per call read ahead, no more")
+
+	open()
+	select {
+	case err := <-sent:
+		require.NoError(t, err)
+	case <-time.After(eventually):
+		t.Fatal("the client could not send its calls")
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran) == calls+1
+	}, eventually, time.Millisecond)
+	mu.Lock()
+	for i, v := range ran {
+		require.Equal(t, int32(i-1), v, "calls run in the order sent")
+	}
+	mu.Unlock()
+	require.Eventually(t, func() bool { return inflight() == 0 }, eventually, time.Millisecond)
 }

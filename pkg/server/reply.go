@@ -81,8 +81,9 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		limit, pre := c.s.opts.limits.MaxMessageSize, len(b)-start // the header block counts
 		var refs []proto.Ref
 		var size int
-		b, refs, typ, size = appendReplyRefs(codec, b, to, typ, body, c.replyRoom(limit)-pre)
-		if exc := c.refusal(pre+size, limit); exc != nil {
+		var more bool
+		b, refs, typ, size, more = appendReplyRefs(codec, b, to, typ, body, c.replyRoom(limit)-pre)
+		if exc := c.refusal(pre+size, limit, more); exc != nil {
 			b, refs, typ, hflag = appendRefused(codec, b[:start], to, exc), nil, proto.Exception, 0
 		}
 		if hint != nil {
@@ -103,8 +104,9 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 	}
 	limit := c.s.opts.limits.MaxMessageSize
 	var size int
-	b, typ, size = appendReply(codec, b, to, typ, body, c.replyRoom(limit))
-	if exc := c.refusal(size, limit); exc != nil {
+	var more bool
+	b, typ, size, more = appendReply(codec, b, to, typ, body, c.replyRoom(limit))
+	if exc := c.refusal(size, limit, more); exc != nil {
 		b, typ = appendRefused(codec, b[:start], to, exc), proto.Exception
 	}
 	if hint != nil {
@@ -178,9 +180,16 @@ func (c *conn) deliver(order uint64, bp *[]byte) {
 // limit, or the share if smaller; a lane's batch, what its frame and the
 // free share leave) and only counts the rest (wire.Codec.SetLimit), so a
 // handler's result of 1 GB against a 64 MiB limit costs a buffer of
-// about 64 MiB, not 1 GB (issue 43, D2). refusal decides, for every
-// route (TCP, HTTP, lanes, batches, FLOCK), from the size the encoder
-// counted.
+// about 64 MiB, not 1 GB (issue 43, D2). A JSON reply (a plain Thrift
+// connection's TJSONProtocol) is bounded the same way, but its size past
+// the room is not counted (proto.JSONCodec.SetLimit): its exception says
+// "reply of more than N bytes", N the room. Binary and compact sizes are
+// counted whole: past the room the encoder adds up lengths (a string or
+// binary value by its length, a bulk list by its count) without reading
+// or copying the values, so the count costs a call per value the
+// handler's result holds, not a pass over its bytes. refusal decides, for
+// every route (TCP, HTTP, lanes, batches, FLOCK), from the size the
+// encoder counted.
 
 // replyRoom is the most a reply's message may take on c when the route's
 // message limit is limit: that, or c's share of the memory budget if
@@ -193,43 +202,53 @@ func (c *conn) replyRoom(limit int) int {
 }
 
 // refusal is the exception a call gets in place of its reply of size
-// bytes when the route's message limit is limit, or nil when the reply
-// may be sent.
-func (c *conn) refusal(size, limit int) *proto.ApplicationException {
+// bytes (more: of more than size bytes, size its room) when the route's
+// message limit is limit, or nil when the reply may be sent.
+func (c *conn) refusal(size, limit int, more bool) *proto.ApplicationException {
 	switch {
-	case size > limit:
+	case size > limit || more && size >= limit:
 		c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
-		return replyTooLarge(size, limit)
-	case c.overShare(size):
-		return c.replyOverShare(size)
+		return replyTooLarge(size, limit, more)
+	case more || c.overShare(size):
+		// more within the limit: the room was the share.
+		return c.replyOverShare(size, more)
 	}
 	return nil
+}
+
+// sizeText is "N bytes", or with more "more than N bytes".
+func sizeText(size int, more bool) string {
+	if more {
+		return fmt.Sprintf("more than %d bytes", size)
+	}
+	return fmt.Sprintf("%d bytes", size)
 }
 
 // appendReply appends the reply message to b, keeping at most room bytes
 // of it (nothing when it is larger: see above), or, when the result does
 // not encode (e.g. a required field left unset), an INTERNAL_ERROR
 // exception in its place; it returns the message type it wrote and the
-// message's size, counted whole even where it was not kept.
-func appendReply(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, proto.MessageType, int) {
+// message's size, counted whole even where it was not kept (more: a
+// JSON reply past its room, of more than size bytes).
+func appendReply(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, proto.MessageType, int, bool) {
 	start := len(b)
 	codec.SetLimit(max(room, 1))
 	out, err := codec.AppendMessage(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
-		return out, typ, len(out) - start
+		return out, typ, len(out) - start, false
 	}
 	if tl, ok := err.(*proto.TooLargeError); ok {
-		return out[:start], typ, tl.Size
+		return out[:start], typ, tl.Size, tl.More
 	}
 	out = appendEncodeFailed(codec, out[:start], to, err)
-	return out, proto.Exception, len(out) - start
+	return out, proto.Exception, len(out) - start, false
 }
 
-// replyTooLarge is the exception a call whose reply of size bytes exceeds
-// limit gets.
-func replyTooLarge(size, limit int) *proto.ApplicationException {
+// replyTooLarge is the exception a call whose reply of size bytes (more:
+// of more than size) exceeds limit gets.
+func replyTooLarge(size, limit int, more bool) *proto.ApplicationException {
 	return proto.NewApplicationException(proto.ExcInternalError,
-		fmt.Sprintf("hatrpc: reply of %d bytes exceeds the message limit of %d bytes", size, limit))
+		fmt.Sprintf("hatrpc: reply of %s exceeds the message limit of %d bytes", sizeText(size, more), limit))
 }
 
 // appendRefused appends exc, which a call gets in place of a reply that
@@ -249,18 +268,18 @@ func appendEncodeFailed(codec *wire.Codec, b []byte, to *replyTo, err error) []b
 
 // appendReplyRefs is appendReply leaving large binary values out of b, as
 // wire.Codec.AppendMessageRefs; the size counts them.
-func appendReplyRefs(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, []proto.Ref, proto.MessageType, int) {
+func appendReplyRefs(codec *wire.Codec, b []byte, to *replyTo, typ proto.MessageType, body proto.Struct, room int) ([]byte, []proto.Ref, proto.MessageType, int, bool) {
 	start := len(b)
 	codec.SetLimit(max(room, 1))
 	out, refs, err := codec.AppendMessageRefs(b, to.proto, to.name, typ, to.seqid, body)
 	if err == nil {
-		return out, refs, typ, len(out) + proto.RefsLen(refs) - start
+		return out, refs, typ, len(out) + proto.RefsLen(refs) - start, false
 	}
 	if tl, ok := err.(*proto.TooLargeError); ok {
-		return out[:start], nil, typ, tl.Size
+		return out[:start], nil, typ, tl.Size, tl.More
 	}
 	out = appendEncodeFailed(codec, out[:start], to, err)
-	return out, nil, proto.Exception, len(out) - start
+	return out, nil, proto.Exception, len(out) - start, false
 }
 
 // sealReplyRefs is sealReply for a frame continued by refs.

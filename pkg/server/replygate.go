@@ -270,12 +270,12 @@ func (b *budget) shareOf(c *conn) int64 {
 }
 
 // replyOverShare is the exception a call whose reply of size bytes
-// exceeds the connection's share gets.
-func (c *conn) replyOverShare(size int) *proto.ApplicationException {
+// (more: of more than size) exceeds the connection's share gets.
+func (c *conn) replyOverShare(size int, more bool) *proto.ApplicationException {
 	c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
 	return proto.NewApplicationException(proto.ExcInternalError,
-		fmt.Sprintf("hatrpc: reply of %d bytes exceeds the connection's memory share of %d bytes (WithMemoryBudget)",
-			size, c.s.budget.shareOf(c)))
+		fmt.Sprintf("hatrpc: reply of %s exceeds the connection's memory share of %d bytes (WithMemoryBudget)",
+			sizeText(size, more), c.s.budget.shareOf(c)))
 }
 
 // coldPlace is a cold call's place among its method's coldMax: given

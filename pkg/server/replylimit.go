@@ -47,7 +47,7 @@ func (ls *laneSession) replyRoom() int {
 // the lane's maximum and the share that does not fit what the batch has
 // left gets an exception saying which room it lacks.
 func (ls *laneSession) refusal(size, room int) *proto.ApplicationException {
-	if exc := ls.c.refusal(size, ls.maxReplyBody()); exc != nil || !ls.inBatch || size <= room {
+	if exc := ls.c.refusal(size, ls.maxReplyBody(), false); exc != nil || !ls.inBatch || size <= room {
 		return exc
 	}
 	ls.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()

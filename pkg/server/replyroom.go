@@ -76,10 +76,7 @@ func ReserveReply(ctx context.Context, n int) error {
 	}
 	r := cc.rq
 	c := r.conn
-	limit := c.s.opts.limits.MaxMessageSize
-	if r.replyMax > 0 {
-		limit = r.replyMax
-	}
+	limit := r.replyLimit()
 	if n > limit {
 		c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
 		return &ReplyRoomError{Size: int64(n), Limit: int64(limit), MessageLimit: true}
@@ -107,4 +104,53 @@ func ReserveReply(ctx context.Context, n int) error {
 	}
 	room := max(b.roomLocked(c)+r.mem, 0) / 2
 	return &ReplyRoomError{Size: int64(n), Limit: room}
+}
+
+// replyLimit is the message limit of r's reply: the server's, or on a
+// lane its reply maximum, in a lane's batch what the batch has left.
+func (r *request) replyLimit() int {
+	if r.replyMax > 0 {
+		return r.replyMax
+	}
+	return r.conn.s.opts.limits.MaxMessageSize
+}
+
+// ReplyRoom is the most the reply of the call whose handler ctx belongs
+// to may take now, in bytes of its encoding: the largest n ReserveReply
+// would grant at this moment (the message limit, on a lane its reply
+// maximum, in a lane's batch what the batch has left, and with a memory
+// budget what the connection's share has free). It reserves nothing:
+// other calls may take the room meanwhile, so a handler sizing its
+// answer with it still reserves what it builds (ReserveReply). ok is
+// false outside a call (a stream's windows bound its messages, and a
+// context not of a call has no reply).
+func ReplyRoom(ctx context.Context) (n int, ok bool) {
+	cc, _ := ctx.Value(replyRoomKey{}).(*callCtx)
+	if cc == nil {
+		return 0, false
+	}
+	if cc.state.Load() != ctxLive {
+		return 0, true
+	}
+	r := cc.rq
+	c := r.conn
+	room := int64(r.replyLimit())
+	b := &c.s.budget
+	if b.total <= 0 {
+		return int(room), true
+	}
+	// ReserveReply grants n when min(2n, perConn) fits in what the call
+	// holds and the room the connection may still take (none while
+	// replies wait for admission or the budget is being given back).
+	b.mu.Lock()
+	free := r.mem
+	if c.rg.waiting == 0 && !b.gcing {
+		free += max(b.roomLocked(c), 0)
+	}
+	b.mu.Unlock()
+	room = min(room, b.shareOf(c))
+	if free < b.perConn {
+		room = min(room, free/2)
+	}
+	return int(room), true
 }

@@ -220,3 +220,43 @@ func reserveCases(limit string) []reserveCase {
 			"!" + strconv.Itoa(share), 0, "hatrpc: no room for a reply of 1048640 bytes: 524288 bytes of the connection's memory share are free (WithMemoryBudget)"},
 	}
 }
+
+// ReplyRoom tells a handler the largest reply ReserveReply would grant
+// now, without reserving it: ReserveReply of that much succeeds, one
+// byte more is refused. Without a budget it is the message limit; with
+// one, the connection's share when the connection holds nothing else.
+// Outside a call there is no room to tell.
+func TestReplyRoom(t *testing.T) {
+	roomService := &server.Service{Name: "Room", Methods: []server.Method{{
+		Name: "room", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
+		Handle: func(ctx context.Context, _ proto.Struct) (proto.Struct, error) {
+			n, ok := server.ReplyRoom(ctx)
+			over := server.ReserveReply(ctx, n+1) // refused: changes nothing
+			at := server.ReserveReply(ctx, n)
+			s := strconv.Itoa(n) + " " + strconv.FormatBool(ok) + " " +
+				strconv.FormatBool(errors.Is(over, server.ErrReplyRoom)) + " " + strconv.FormatBool(at == nil)
+			return &wiretest.EchoResult{Success: &s}, nil
+		},
+	}}}
+	for _, tc := range []struct {
+		name string
+		opts []server.Option
+		want int
+	}{
+		{"message limit", []server.Option{server.WithMemoryBudget(0, 0), server.WithLimits(msgLimit(1 << 20))}, 1 << 20},
+		{"share", []server.Option{server.WithMemoryBudget(4<<20, 1<<20)}, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := server.New(append([]server.Option{server.WithLogger(quiet)}, tc.opts...)...)
+			s.Register(roomService)
+			c := dial(t, serveOn(t, s))
+			var res wiretest.EchoResult
+			require.NoError(t, c.Call(tctx(t), &client.Method{Service: "Room", Name: "room"}, new(wiretest.EchoArgs), &res))
+			require.Equal(t, strconv.Itoa(tc.want)+" true true true", *res.Success)
+			require.Eventually(t, func() bool { return server.BudgetUsed(s) == 0 }, eventually, time.Millisecond)
+		})
+	}
+	n, ok := server.ReplyRoom(context.Background())
+	require.False(t, ok)
+	require.Zero(t, n)
+}

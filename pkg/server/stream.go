@@ -535,7 +535,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	if size := len(b) - start; size > ss.c.s.opts.limits.MaxMessageSize {
 		b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid,
-			replyTooLarge(size, ss.c.s.opts.limits.MaxMessageSize))
+			replyTooLarge(size, ss.c.s.opts.limits.MaxMessageSize, false))
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)

@@ -115,9 +115,9 @@ func PutCodec(c *Codec) {
 // (refs included) that would take more than n bytes is not kept past
 // about n bytes of buffer (proto's writers count the rest, enclimit.go),
 // and the call returns dst's bytes (in a buffer that may have grown) and
-// a *proto.TooLargeError with its whole size. n <= 0: no limit. JSON is not bounded (it is transcoded
-// from a binary encoding whose size differs): its messages are checked
-// once built.
+// a *proto.TooLargeError with its whole size. n <= 0: no limit. JSON
+// is bounded too (proto.JSONCodec.SetLimit), but past the limit its
+// error's size is a lower bound (More): the limit.
 func (c *Codec) SetLimit(n int) { c.limit = n }
 
 // AppendMessage appends a whole message (header and body struct) to dst.
@@ -126,7 +126,9 @@ func (c *Codec) AppendMessage(dst []byte, p proto.Protocol, name string, typ pro
 	c.limit = 0
 	switch p {
 	case proto.JSON:
-		return c.json().AppendMessage(dst, name, typ, seqid, body)
+		js := c.json()
+		js.SetLimit(limit)
+		return js.AppendMessage(dst, name, typ, seqid, body)
 	case proto.Compact:
 		c.cw.Reset(dst)
 		c.cw.SetLimit(limit)

@@ -112,6 +112,7 @@ for c in "${cases[@]}"; do
 	done) >"$samples" &
 	sampler=$!
 	out=$($cmd 2>&1) || { echo "table.sh: $name failed: $out" >&2; kill "$sampler"; exit 1; }
+	[[ -n ${RAW_OUT:-} ]] && mkdir -p "$RAW_OUT" && printf '%s\n' "$out" >"$RAW_OUT/${name// /_}.txt"
 	kill "$sampler"
 	wait "$sampler" 2>/dev/null || true
 	anon1=$(status "$p" RssAnon)
