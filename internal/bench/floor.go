@@ -120,10 +120,10 @@ type floorServer struct {
 // caller is attached and otherwise sleeps in futex(2) on the mapping's bell
 // until a caller attaches or Stop rings: an idle floor server must cost
 // the sweep's other systems nothing. It napped a millisecond at a time
-// once, and its thread's ~2,700 wake-ups a second (each nap a timer and a
-// hand-off to the locked thread) landed on the CPUs where the other
-// systems' pollers spin: the engine's and the lanes' 64 B p99.9 in the
-// sweep was those wake-ups (docs/performance/history.md, "The tail traced").
+// once: 2,000-3,700 wake-ups a second of its threads (each nap a timer and
+// a hand-off to the locked thread) while the other systems measured, on
+// the CPUs where their pollers spin (docs/performance/history.md, "The
+// tail traced").
 func (Floor) Serve(ctx context.Context, _ string) (Server, error) {
 	var rnd [8]byte
 	if _, err := unix.Getrandom(rnd[:], 0); err != nil {
