@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +46,7 @@ const (
 	floorReqSeq   = 64  // the caller's sequence number, its length at +8
 	floorRepSeq   = 128 // the server's answer to that sequence number
 	floorStop     = 192 // the server is going
+	floorBell     = 256 // 32 bits: bumped (and woken) on attach and stop
 	floorReq      = 4096
 	floorRep      = floorReq + floorMax
 	floorSize     = floorRep + floorMax
@@ -59,6 +59,31 @@ type floorMap []byte
 
 func (m floorMap) word(off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&m[off]))
+}
+
+func (m floorMap) bell() *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&m[floorBell]))
+}
+
+// futex(2) operations on the shared mapping's bell (not the _PRIVATE
+// ones: the waker is another process).
+const (
+	futexWait = 0
+	futexWake = 1
+)
+
+// ring bumps the bell and wakes a server asleep on it.
+func (m floorMap) ring() {
+	b := m.bell()
+	b.Add(1)
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(b)), futexWake, 1, 0, 0, 0)
+}
+
+// sleep blocks until the bell moves on from rung (at once if it has), or a
+// signal interrupts the wait: the caller looks again either way.
+func (m floorMap) sleep(rung uint32) {
+	b := m.bell()
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(b)), futexWait, uintptr(rung), 0, 0, 0)
 }
 
 func mapFloor(path string, create bool) (floorMap, error) {
@@ -92,8 +117,13 @@ type floorServer struct {
 
 // Serve maps a new file in /dev/shm (addr is ignored: the file's path is
 // the address) and answers on a thread of its own, which spins while a
-// caller is attached and naps a millisecond at a time otherwise, so an
-// idle floor server costs the sweep's other systems nothing.
+// caller is attached and otherwise sleeps in futex(2) on the mapping's bell
+// until a caller attaches or Stop rings: an idle floor server must cost
+// the sweep's other systems nothing. It napped a millisecond at a time
+// once: 2,000-3,700 wake-ups a second of its threads (each nap a timer and
+// a hand-off to the locked thread) while the other systems measured, on
+// the CPUs where their pollers spin (docs/performance/history.md, "The
+// tail traced").
 func (Floor) Serve(ctx context.Context, _ string) (Server, error) {
 	var rnd [8]byte
 	if _, err := unix.Getrandom(rnd[:], 0); err != nil {
@@ -118,6 +148,7 @@ func (s *floorServer) loop() {
 	stop, attached := s.m.word(floorStop), s.m.word(floorAttached)
 	req, rep := s.m.word(floorReqSeq), s.m.word(floorRepSeq)
 	last := rep.Load()
+	bell := s.m.bell()
 	for n := 0; ; n++ {
 		if seq := req.Load(); seq != last {
 			size := int(s.m.word(floorReqSeq + 8).Load())
@@ -132,8 +163,10 @@ func (s *floorServer) loop() {
 		if stop.Load() != 0 {
 			return
 		}
-		if attached.Load() == 0 {
-			time.Sleep(time.Millisecond)
+		// The bell is read before the words it guards: an attach or a
+		// stop after these loads moves it, and the sleep returns at once.
+		if rung := bell.Load(); attached.Load() == 0 && stop.Load() == 0 {
+			s.m.sleep(rung)
 		}
 	}
 }
@@ -144,6 +177,7 @@ func (s *floorServer) Stop(ctx context.Context) error {
 	var err error
 	s.once.Do(func() {
 		s.m.word(floorStop).Store(1)
+		s.m.ring()
 		select {
 		case <-s.done:
 		case <-ctx.Done():
@@ -174,6 +208,7 @@ func (Floor) Callers(_ context.Context, addr string, n int) ([]Caller, error) {
 		_ = unix.Munmap(m)
 		return nil, fmt.Errorf("bench: %s at %s has a caller already", FloorName, addr)
 	}
+	m.ring()
 	return []Caller{&floorCaller{m: m, seq: m.word(floorRepSeq).Load(), out: make([]byte, floorMax)}}, nil
 }
 

@@ -3,10 +3,14 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -88,4 +92,71 @@ func TestFloorDescribed(t *testing.T) {
 	assert.True(t, LatencyOnly(FloorName))
 	assert.Equal(t, "memory", providerOf(FloorName))
 	assert.Contains(t, systemLabel(FloorName, 64, 1), "floor-shm (two processes' busy-poll echo")
+}
+
+// An idle floor server sleeps in futex(2) on its bell, with no wake-ups
+// of its own (its napping thread once woke ~2,700 times a second on the
+// CPUs where the sweep's other systems spin), and an attach or a Stop
+// wakes it.
+func TestFloorIdleSleeps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
+	defer cancel()
+	for _, wake := range []string{"attach", "stop"} {
+		t.Run(wake, func(t *testing.T) {
+			srv, err := Floor{}.Serve(ctx, "")
+			require.NoError(t, err)
+			s := srv.(*floorServer)
+			defer func() { assert.NoError(t, srv.Stop(ctx)) }()
+
+			tid := floorSleeper(ctx, t, s.m)
+			before := voluntarySwitches(t, tid)
+			time.Sleep(100 * time.Millisecond) // 100 naps' worth
+			assert.Equal(t, before, voluntarySwitches(t, tid), "the idle server's thread woke")
+
+			if wake == "stop" {
+				require.NoError(t, srv.Stop(ctx))
+				assert.NoFileExists(t, srv.Addr())
+				return
+			}
+			callers, err := Floor{}.Callers(ctx, srv.Addr(), 1)
+			require.NoError(t, err)
+			got, err := callers[0].Echo(ctx, []byte("awake"))
+			require.NoError(t, err)
+			assert.Equal(t, "awake", string(got))
+			require.NoError(t, callers[0].Close())
+		})
+	}
+}
+
+// floorSleeper waits (until ctx ends) for a thread of this process to
+// block in futex(2) on m's bell and returns its id.
+func floorSleeper(ctx context.Context, t *testing.T, m floorMap) string {
+	t.Helper()
+	bell := fmt.Sprintf("202 0x%x ", uintptr(unsafe.Pointer(m.bell())))
+	for ctx.Err() == nil {
+		tasks, err := os.ReadDir("/proc/self/task")
+		require.NoError(t, err)
+		for _, task := range tasks {
+			sc, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+			if err == nil && strings.HasPrefix(string(sc), bell) {
+				return task.Name()
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.FailNow(t, "no thread sleeps on the floor's bell")
+	return ""
+}
+
+func voluntarySwitches(t *testing.T, tid string) string {
+	t.Helper()
+	st, err := os.ReadFile("/proc/self/task/" + tid + "/status")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(l, "voluntary_ctxt_switches:") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "voluntary_ctxt_switches:"))
+		}
+	}
+	require.FailNow(t, "no voluntary_ctxt_switches in /proc/self/task/"+tid+"/status")
+	return ""
 }

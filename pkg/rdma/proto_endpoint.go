@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -383,10 +382,24 @@ func (e *RPCEndpoint) yieldSometimes() {
 	}
 	if !e.yielded.IsZero() {
 		e.yields++
-		runtime.Gosched()
+		goyield()
 	}
 	e.yielded = now
 }
+
+// goyield is runtime.Gosched without its wake-up: the goroutine goes to its
+// own P's run queue, not the global one, and no idle thread is woken to
+// look for work, so the same thread picks it up again at once with a new
+// scheduler tick (all the yield is for). runtime.Gosched wakes an idle
+// thread (wakep) on every call; on a host whose CPUs both spin (a poller
+// on each side) that thread's run took a poller's CPU for ~6-35 µs, every
+// 2 ms on each side: with perf on 64 B echoes, one futex wake-up per yield
+// on each side, and the largest share of the calls over 5x p50 that the
+// trace could explain (history.md, "The tail traced"). A goroutine locked
+// to its thread still hands its P to another thread and back on any yield.
+//
+//go:linkname goyield runtime.goyield
+func goyield()
 
 // watch moves the context watch to ctx, whose Done channel is done (e.mu
 // held). A callback of the old watch that is still running finds itself
