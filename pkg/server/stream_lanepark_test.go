@@ -70,7 +70,9 @@ func TestDuplexStreamLanesPark(t *testing.T) {
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(4), lane)
 	require.Zero(t, tcp)
+	// At most as before: what an earlier test left may end meanwhile; a
+	// leak of the streams' stays above.
 	settled("fds and goroutines as before the streams", func() bool {
-		return fds() == baseFDs && runtime.NumGoroutine() == baseGs
+		return fds() <= baseFDs && runtime.NumGoroutine() <= baseGs
 	})
 }
