@@ -51,6 +51,14 @@ func (w *Writer) WriteStream(head []byte, refs []proto.Ref, burst bool) error {
 	if !w.writing && !burst {
 		return w.writeLocked(head) // nothing posted is waiting when idle
 	}
+	return w.queueLocked(head, nil)
+}
+
+// queueLocked waits for room in the queue, queues head (copied into
+// chunks, or with own, WriteStreamOwned's buffer, as it is) and starts
+// the Writer's goroutine if it is not running (w.mu held; unlocks). On
+// an error nothing is queued.
+func (w *Writer) queueLocked(head []byte, own *[]byte) error {
 	for w.writing && w.err == nil && w.postLen >= maxPending {
 		w.idle.Wait()
 	}
@@ -59,7 +67,14 @@ func (w *Writer) WriteStream(head []byte, refs []proto.Ref, burst bool) error {
 		w.mu.Unlock()
 		return err
 	}
-	w.post(head)
+	if own == nil {
+		w.post(head)
+	} else {
+		w.postIn += uint64(len(head))
+		w.postLen += len(head)
+		w.posted = append(w.posted, head)
+		w.postOwn = append(w.postOwn, own)
+	}
 	if !w.writing {
 		w.writing = true
 		go w.flushPosted()
@@ -89,25 +104,11 @@ func (w *Writer) WriteStreamOwned(bp *[]byte, burst bool) error {
 		PutBuf(bp)
 		return err
 	}
-	for w.writing && w.err == nil && w.postLen >= maxPending {
-		w.idle.Wait()
+	err := w.queueLocked(head, bp)
+	if err != nil {
+		PutBuf(bp) // not queued
 	}
-	if w.err != nil {
-		err := w.err
-		w.mu.Unlock()
-		PutBuf(bp)
-		return err
-	}
-	w.postIn += uint64(len(head))
-	w.postLen += len(head)
-	w.posted = append(w.posted, head)
-	w.postOwn = append(w.postOwn, bp)
-	if !w.writing {
-		w.writing = true
-		go w.flushPosted()
-	}
-	w.mu.Unlock()
-	return nil
+	return err
 }
 
 // ownMin is the frame size from which WriteStreamOwned queues the
