@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -265,7 +265,8 @@ func TestParkedWaitWakes(t *testing.T) {
 func TestParkNoLeaks(t *testing.T) {
 	cli, srv := parkPair(t, false, false, false)
 	parkServe(t, srv, ProtoEager, func(req []byte) []byte { return req })
-	fds, gs := openFDs(t), runtime.NumGoroutine()
+	before, err := testenv.Snapshot()
+	require.NoError(t, err)
 	for round := range 5 {
 		cli.BlockWaits(true)
 		srv.BlockWaits(true)
@@ -277,13 +278,11 @@ func TestParkNoLeaks(t *testing.T) {
 		cancel()
 		cli.BlockWaits(false)
 		srv.BlockWaits(false)
+		// No goroutine or fd the rounds started outlives them (parkers
+		// end once their waits may no longer park).
 		deadline := time.Now().Add(testTimeout)
-		// At most the baseline: a goroutine or fd an earlier test left
-		// may end meanwhile (a run saw 3 goroutines against 4), a leak
-		// of this one's stays above it.
-		for openFDs(t) > fds || runtime.NumGoroutine() > gs {
-			require.True(t, time.Now().Before(deadline), "round %d: fds %d (was %d), goroutines %d (was %d)",
-				round, openFDs(t), fds, runtime.NumGoroutine(), gs)
+		for err := before.New(); err != nil; err = before.New() {
+			require.True(t, time.Now().Before(deadline), "round %d: %v", round, err)
 			time.Sleep(time.Millisecond)
 		}
 	}

@@ -4,8 +4,6 @@ package server_test
 
 import (
 	"io"
-	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -39,11 +38,6 @@ func TestDuplexStreamLanesPark(t *testing.T) {
 		require.NoError(t, st.CloseSend())
 		require.Equal(t, io.EOF, st.RecvMsg(&a))
 	}
-	fds := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		require.NoError(t, err)
-		return len(ents)
-	}
 	settled := func(what string, want func() bool) {
 		deadline := time.Now().Add(eventually)
 		for !want() {
@@ -60,7 +54,8 @@ func TestDuplexStreamLanesPark(t *testing.T) {
 	// idle slice after the stream).
 	settled("lanes unparked after the first stream", unparked)
 	parked, _ := server.ParkedLaneWaits(s)
-	baseFDs, baseGs := fds(), runtime.NumGoroutine()
+	before, err := testenv.Snapshot()
+	require.NoError(t, err)
 	for range 3 {
 		pingPong(50)
 	}
@@ -70,9 +65,10 @@ func TestDuplexStreamLanesPark(t *testing.T) {
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(4), lane)
 	require.Zero(t, tcp)
-	// At most as before: what an earlier test left may end meanwhile; a
-	// leak of the streams' stays above.
-	settled("fds and goroutines as before the streams", func() bool {
-		return fds() <= baseFDs && runtime.NumGoroutine() <= baseGs
-	})
+	// No goroutine or fd the streams started outlives them.
+	deadline := time.Now().Add(eventually)
+	for err := before.New(); err != nil; err = before.New() {
+		require.True(t, time.Now().Before(deadline), "%v", err)
+		time.Sleep(time.Millisecond)
+	}
 }
