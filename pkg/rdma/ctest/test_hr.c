@@ -19,6 +19,7 @@
 static const char *prov = "shm";
 
 void test_shm_attack(void); /* test_shm_attack.c */
+void test_shm_window(void); /* test_shm_window.c */
 void test_fork_safe(const char *prov); /* test_fork_safe.c */
 void test_default_ops(void); /* test_ops.c */
 
@@ -426,8 +427,10 @@ int main(void)
 		test_fork(0);
 		test_fork(1);
 		test_fork_safe(prov);
-		if (strcmp(prov, "shm") == 0)
+		if (strcmp(prov, "shm") == 0) {
 			test_shm_attack();
+			test_shm_window();
+		}
 	} else {
 		/* Only the ibv provider without hardware gets here. */
 		CHECK_ST(st, HR_ENODEV);
