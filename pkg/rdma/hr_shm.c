@@ -133,7 +133,7 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 	pthread_mutex_lock(&d->lock);
 	int idx = -1;
 	for (int i = 1; i < SHM_MAX_MR; i++) {
-		if (atomic_load(&sg->hdr->mr[i].key) == 0 && atomic_load(&sg->hdr->mr_busy[i].n) == 0) {
+		if (atomic_load(&sg->hdr->mr[i].key) == 0) {
 			idx = i;
 			break;
 		}
@@ -168,24 +168,66 @@ static int shm_reg_mr(hr_pd *p, void *addr, size_t len, uint32_t access, hr_mr *
 	return HR_OK;
 }
 
+/* Is the access that held slot i's window open when the key was cleared
+ * (value v) possibly still going on? Not once the window moved, nor once
+ * the slot's QP is gone (its destroy waited the window out or gave it up)
+ * or belongs to another PD now, nor once its peer is dead. Under d->lock,
+ * which keeps the QP and its peer. */
+static int window_held(struct shm_dev *d, struct shm_pd *pd, uint32_t i, uint32_t v)
+{
+	if (atomic_load_explicit(&pd->seg.hdr->qp[i].inflight, memory_order_acquire) != v)
+		return 0;
+	struct shm_qp *qp = atomic_load(&d->qps[i]);
+	if (!qp || qp->pdp != pd)
+		return 0;
+	struct shm_peer *p = atomic_load(&qp->peer);
+	return !(p && atomic_load(&p->dead));
+}
+
 static int shm_dereg_mr(hr_mr *pm)
 {
 	struct shm_mr *m = (struct shm_mr *)pm;
-	struct shm_mr_ent *e = &m->pd->seg.hdr->mr[m->idx];
-	_Atomic uint32_t *busy = &m->pd->seg.hdr->mr_busy[m->idx].n;
-	atomic_store(&e->key, 0);
-	/* Pairs with the initiator's inflight++ then key check: once we see no
-	 * access in flight, none can start. */
+	struct shm_pd *pd = m->pd;
+	struct shm_dev *d = pd->dev;
+	struct shm_hdr *h = pd->seg.hdr;
+	atomic_store(&h->mr[m->idx].key, 0);
+	/* A peer reaches the MR only inside the in-flight window of one of the
+	 * PD's QPs, opened by a locked increment before it checks the key:
+	 * once the key is clear (a full barrier), a window opened later sees
+	 * it, and one open now is waited out, until it moves. Windows are
+	 * nearly always shut: the scan of the table is the common cost. */
+	uint32_t open_v[SHM_MAX_QP];
+	uint16_t open_i[SHM_MAX_QP];
+	uint32_t n = 0;
+	for (uint32_t i = 1; i < SHM_MAX_QP; i++) {
+		uint32_t v = atomic_load(&h->qp[i].inflight);
+		if (shm_inflight_open(v)) {
+			open_i[n] = (uint16_t)i;
+			open_v[n++] = v;
+		}
+	}
 	uint64_t deadline = hr_now_ns() + SHM_DRAIN_WAIT_NS;
 	int st = HR_OK;
-	while (atomic_load(busy) != 0) {
+	while (n) {
+		pthread_mutex_lock(&d->lock);
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < n; j++) {
+			if (window_held(d, pd, open_i[j], open_v[j])) {
+				open_i[k] = open_i[j];
+				open_v[k++] = open_v[j];
+			}
+		}
+		pthread_mutex_unlock(&d->lock);
+		n = k;
+		if (!n)
+			break;
 		if (hr_now_ns() > deadline) {
 			st = HR_EIO;
 			break;
 		}
 		sched_yield();
 	}
-	atomic_fetch_sub(&m->pd->refs, 1);
+	atomic_fetch_sub(&pd->refs, 1);
 	free(m);
 	return st;
 }

@@ -15,38 +15,34 @@
 struct region {
 	uint8_t *p;
 	uint32_t len;
-	_Atomic uint32_t *busy; /* NULL for local regions */
 };
 
-/* Remote access: pin the MR against deregistration while we copy. */
-static int mr_acquire(uint8_t *base, uint64_t size, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
-		      uint32_t need, struct region *r)
+/* Remote access. No pin on the MR: the access runs inside the target QP's
+ * in-flight window (exec_wr), which deregistration waits out
+ * (shm_dereg_mr) — a pin was two more locked instructions per message, the
+ * second waiting for the copy's stores to drain. */
+static int mr_check_remote(uint8_t *base, uint64_t size, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
+			   uint32_t need, struct region *r)
 {
 	struct shm_hdr *h = (struct shm_hdr *)base;
 	struct shm_mr_ent *e = &h->mr[key & (SHM_MAX_MR - 1)];
-	_Atomic uint32_t *busy = &h->mr_busy[key & (SHM_MAX_MR - 1)].n;
-	atomic_fetch_add(busy, 1);
-	if (key == 0 || atomic_load(&e->key) != key)
-		goto bad;
+	if (key == 0 || atomic_load_explicit(&e->key, memory_order_acquire) != key)
+		return -1;
 	uint64_t va = e->va, off = e->off, el = e->len;
 	/* As on a NIC, a key reaches only MRs of the PD of the QP (or SRQ)
 	 * it arrives on: another connection's memory answers REMOTE_ACCESS. */
 	if (e->pd != pd || (e->access & need) != need || addr < va || len > el || addr - va > el - len)
-		goto bad;
+		return -1;
 	/* A corrupt peer table must not make us write outside the mapping. */
 	if (off > size || el > size - off)
-		goto bad;
+		return -1;
 	r->p = base + off + (addr - va);
 	r->len = (uint32_t)len;
-	r->busy = busy;
 	return 0;
-bad:
-	atomic_fetch_sub(busy, 1);
-	return -1;
 }
 
 /* Local access: deregistering memory that our own outstanding work still
- * uses is the application's error (as with a NIC), so no pin is taken. */
+ * uses is the application's error (as with a NIC). */
 static int mr_check_local(struct shm_seg *d, uint32_t pd, uint32_t key, uint64_t addr, uint64_t len,
 			  uint32_t need, struct region *r)
 {
@@ -58,15 +54,7 @@ static int mr_check_local(struct shm_seg *d, uint32_t pd, uint32_t key, uint64_t
 		return -1;
 	r->p = d->base + e->off + (addr - va);
 	r->len = (uint32_t)len;
-	r->busy = NULL;
 	return 0;
-}
-
-static void regions_release(struct region *r, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (r[i].busy)
-			atomic_fetch_sub(r[i].busy, 1);
 }
 
 /* Copy src regions into dst regions; returns bytes copied. */
@@ -125,7 +113,7 @@ static void target_error(struct shm_qp *qp, struct shm_qp_sh *tsh)
 }
 
 /* Deliver a receive completion on the target, into its QP's inbound ring
- * (the target's QP inflight is held by the caller, so the ring stays
+ * (the caller holds the target QP's in-flight window, so the ring stays
  * valid). The target's poll takes wr_id and the QP number from its own
  * records; we name the receive consumed (rslot). In two steps, so a
  * successful one reserves its entry before the payload is copied: no
@@ -241,7 +229,14 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		res.st = HR_ERETRY_EXC;
 		return res;
 	}
-	atomic_fetch_add(&tent->inflight, 1);
+	/* Opened by a locked increment, so it is seen before any key or
+	 * state of the target is read (dereg and destroy clear theirs first,
+	 * then look at the window: one side always sees the other). Closed
+	 * by a plain release store, ordered after the copy and the completion
+	 * without waiting for their stores to drain as a locked instruction
+	 * would: we are the window's only writer (the QP connected to the
+	 * target, under its lock). */
+	uint32_t win = atomic_fetch_add(&tent->inflight, 1) + 1;
 	uint64_t tsh_off = tent->off;
 	struct shm_qp_sh *tsh = (struct shm_qp_sh *)(qp->rbase + tsh_off);
 	uint32_t ts;
@@ -270,7 +265,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		if (wr->flags & HR_SEND_INLINE) {
 			src[0].p = inl;
 			src[0].len = e->inl_len;
-			src[0].busy = NULL;
 			nsrc = e->inl_len ? 1 : 0;
 		} else {
 			if (local_regions(qp, wr, 0, src)) {
@@ -298,9 +292,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		for (int i = 0; i < nd; i++) {
 			/* Receive lkeys are checked against the receiving QP's PD,
 			 * also for an SRQ's WQEs (as rxe's responder does). */
-			if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
+			if (mr_check_remote(qp->rbase, qp->rsize, tsh->pd, w.sg[i].lkey, w.sg[i].addr, w.sg[i].length,
 				       HR_ACCESS_LOCAL_WRITE, &dst[i])) {
-				regions_release(dst, i);
 				ok = 0;
 				break;
 			}
@@ -314,7 +307,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		if (total > cap) {
-			regions_release(dst, nd);
 			/* in error before its error completion shows */
 			target_error(qp, tsh);
 			target_recv_cqe(qp, tsh, rslot, HR_ELOCAL_LEN);
@@ -331,16 +323,13 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		if (have)
 			icq_publish(qp, ct, rslot, HR_OK, HR_WC_RECV, (uint32_t)total, wr->imm, with_imm,
 				    (wr->flags & HR_SEND_SOLICITED) != 0);
-		/* Unpinned after the completion is out: the pin's locked
-		 * decrement would otherwise wait for the copy's stores. */
-		regions_release(dst, nd);
 		rq_prefetch_next(qp, rslot);
 		res.len = (uint32_t)total;
 		break;
 	}
 	case HR_OP_RDMA_WRITE:
 	case HR_OP_RDMA_WRITE_WITH_IMM: {
-		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
+		if (mr_check_remote(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_WRITE, &rr)) {
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
@@ -350,7 +339,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		if (with_imm) {
 			struct shm_rq_sh *rq = (struct shm_rq_sh *)(qp->rbase + qp->t_rq_off);
 			if (shm_rq_pop(rq, qp->t_rcap, &w, &rslot) != 0) {
-				regions_release(&rr, 1);
 				res.st = SHM_RNR_PENDING;
 				break;
 			}
@@ -362,7 +350,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		if (have)
 			icq_publish(qp, ct, rslot, HR_OK, HR_WC_RECV_RDMA_WITH_IMM, (uint32_t)total, wr->imm, 1,
 				    (wr->flags & HR_SEND_SOLICITED) != 0);
-		regions_release(&rr, 1); /* after the completion: see the SEND case */
 		if (with_imm)
 			rq_prefetch_next(qp, rslot);
 		res.len = (uint32_t)total;
@@ -375,14 +362,11 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		}
 		for (uint32_t i = 0; i < wr->num_sge; i++)
 			total += dst[i].len;
-		if (mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
-			regions_release(dst, (int)wr->num_sge);
+		if (mr_check_remote(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, total, HR_ACCESS_REMOTE_READ, &rr)) {
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
 		sg_copy(dst, (int)wr->num_sge, &rr, 1);
-		regions_release(&rr, 1);
-		regions_release(dst, (int)wr->num_sge);
 		cnt_add(&tsh->inbound[op], 1);
 		res.len = (uint32_t)total;
 		break;
@@ -394,8 +378,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			break;
 		}
 		if ((wr->remote_addr & 7) ||
-		    mr_acquire(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
-			regions_release(dst, 1);
+		    mr_check_remote(qp->rbase, qp->rsize, tsh->pd, wr->rkey, wr->remote_addr, 8, HR_ACCESS_REMOTE_ATOMIC, &rr)) {
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
@@ -408,8 +391,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			atomic_compare_exchange_strong(t, &old, wr->swap);
 		}
 		memcpy(dst[0].p, &old, 8);
-		regions_release(&rr, 1);
-		regions_release(dst, 1);
 		cnt_add(&tsh->inbound[op], 1);
 		res.len = 8;
 		break;
@@ -417,10 +398,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 	default:
 		res.st = HR_EINVAL;
 	}
-	if (nsrc && !(wr->flags & HR_SEND_INLINE))
-		regions_release(src, nsrc);
 out:
-	atomic_fetch_sub(&tent->inflight, 1);
+	atomic_store_explicit(&tent->inflight, win + 1, memory_order_release);
 	return res;
 }
 

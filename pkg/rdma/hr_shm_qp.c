@@ -232,7 +232,7 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	qp->sh_off = shm_alloc(sg, qp->sh_bytes, CACHELINE);
 	int idx = -1;
 	for (int i = 1; qp->sh_off && i < SHM_MAX_QP; i++) {
-		if (!atomic_load(&d->qps[i]) && atomic_load(&sg->hdr->qp[i].inflight) == 0) {
+		if (!atomic_load(&d->qps[i]) && !shm_inflight_open(atomic_load(&sg->hdr->qp[i].inflight))) {
 			idx = i;
 			break;
 		}
@@ -301,12 +301,12 @@ int shm_destroy_qp(hr_qp *hq)
 	shm_cq_detach(qp->rcq, qp); /* its poll no longer reads our ring */
 	atomic_store(&qp->sh->state, HR_QPS_ERR);
 	atomic_store(&ent->qpn, 0);
-	/* An initiator inside one of our rings holds ent->inflight; wait it out
-	 * so the rings can be reused. If it never leaves (it died mid-copy),
-	 * leak the shared memory rather than hand it out again. */
+	/* An initiator inside one of our rings holds ent->inflight open; wait
+	 * it out so the rings can be reused. If it never leaves (it died
+	 * mid-copy), leak the shared memory rather than hand it out again. */
 	uint64_t deadline = hr_now_ns() + SHM_DRAIN_WAIT_NS;
 	int drained = 1;
-	while (atomic_load(&ent->inflight) != 0) {
+	while (shm_inflight_open(atomic_load(&ent->inflight))) {
 		if (hr_now_ns() > deadline) {
 			drained = 0;
 			break;

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x314d48535248ull /* "HRSHM1" */
-#define SHM_VERSION 3
+#define SHM_VERSION 4
 #define SHM_MAX_MR 4096
 #define SHM_MAX_QP 1024
 #define SHM_MAX_INLINE 256
@@ -44,18 +44,20 @@ struct shm_mr_ent {
 	uint64_t pad_[3];
 };
 
-/* Remote accesses in progress on one MR. Kept apart from the entry so the
- * owner's own key checks do not bounce the line the initiators write. */
-struct shm_mr_busy {
-	_Atomic uint32_t n;
-	uint8_t pad_[CACHELINE - 4];
-};
-
+/* inflight is the QP's in-flight window, a sequence written only by the
+ * initiator connected to the QP (under its QP lock, as the inbound ring's
+ * tail): odd while a work request executes against the QP. Every remote
+ * access (the QP's rings, and any MR through a key) happens inside it, so
+ * it is also what deregistering an MR waits on: a value that moved since
+ * the key was cleared means the access that might have seen the key is
+ * over (shm_dereg_mr). */
 struct shm_qp_ent {
 	_Atomic uint32_t qpn; /* 0 = free */
 	_Atomic uint32_t inflight;
 	uint64_t off;
 };
+
+static inline int shm_inflight_open(uint32_t v) { return v & 1; }
 
 struct shm_hdr {
 	uint64_t magic;
@@ -67,7 +69,6 @@ struct shm_hdr {
 	_Atomic uint32_t svc_word; /* futex: wakes the owner's service thread */
 	uint8_t pad_[CACHELINE - 40];
 	struct shm_mr_ent mr[SHM_MAX_MR];
-	struct shm_mr_busy mr_busy[SHM_MAX_MR];
 	struct shm_qp_ent qp[SHM_MAX_QP];
 };
 

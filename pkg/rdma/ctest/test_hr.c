@@ -19,6 +19,7 @@
 static const char *prov = "shm";
 
 void test_shm_attack(void); /* test_shm_attack.c */
+void test_shm_window(void); /* test_shm_window.c */
 void test_fork_safe(const char *prov); /* test_fork_safe.c */
 void test_default_ops(void); /* test_ops.c */
 
@@ -199,6 +200,49 @@ static void test_errors(void)
 	CHECK_ST(hr_post_send(b.qp, &bw, 1, &bad), HR_OK);
 	CHECK(wait_wc(b.scq, wc, 1, 5000) == 1);
 	CHECK_ST((int)wc[0].status, HR_ERETRY_EXC);
+	ep_close(&a);
+	ep_close(&b);
+}
+
+/* Inline data is the caller's at post time only, from memory no key
+ * names, in two SGEs: whether the SEND finds a receive posted or waits in
+ * the send queue for one (RNR), what arrives is what the buffers held when
+ * the post returned. */
+static void test_inline_paths(void)
+{
+	struct ep a, b;
+	hr_wc wc;
+	uint32_t bad;
+	CHECK_ST(ep_open(&a, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_open(&b, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_connect(&a, &b), HR_OK);
+	for (int round = 0; round < 2; round++) {
+		uint8_t d1[24], d2[40];
+		memset(d1, 0x10 + round, sizeof d1);
+		memset(d2, 0x20 + round, sizeof d2);
+		hr_recv_wr r = mk_recv((uint64_t)round, &b, 4096, 4096);
+		if (round == 0)
+			CHECK_ST(hr_post_recv(b.qp, &r, 1, &bad), HR_OK);
+		hr_send_wr s = {.wr_id = 10 + (uint64_t)round, .opcode = HR_OP_SEND,
+				.flags = HR_SEND_SIGNALED | HR_SEND_INLINE, .num_sge = 2};
+		s.sg[0] = (hr_sge){.addr = (uint64_t)(uintptr_t)d1, .length = sizeof d1};
+		s.sg[1] = (hr_sge){.addr = (uint64_t)(uintptr_t)d2, .length = sizeof d2};
+		CHECK_ST(hr_post_send(a.qp, &s, 1, &bad), HR_OK);
+		memset(d1, 0xee, sizeof d1);
+		memset(d2, 0xee, sizeof d2);
+		if (round == 1)
+			CHECK_ST(hr_post_recv(b.qp, &r, 1, &bad), HR_OK);
+		CHECK(wait_wc(a.scq, &wc, 1, 5000) == 1);
+		CHECK_ST((int)wc.status, HR_OK);
+		CHECK(wc.wr_id == 10 + (uint64_t)round);
+		CHECK(wait_wc(b.rcq, &wc, 1, 5000) == 1);
+		CHECK_ST((int)wc.status, HR_OK);
+		CHECK(wc.byte_len == sizeof d1 + sizeof d2);
+		int ok = 1;
+		for (size_t i = 0; i < sizeof d1 + sizeof d2; i++)
+			ok &= b.buf[4096 + i] == (i < sizeof d1 ? 0x10 : 0x20) + round;
+		CHECK(ok);
+	}
 	ep_close(&a);
 	ep_close(&b);
 }
@@ -422,12 +466,15 @@ int main(void)
 	if (st == HR_OK) {
 		test_opcodes();
 		test_errors();
+		test_inline_paths();
 		test_multi_producer();
 		test_fork(0);
 		test_fork(1);
 		test_fork_safe(prov);
-		if (strcmp(prov, "shm") == 0)
+		if (strcmp(prov, "shm") == 0) {
 			test_shm_attack();
+			test_shm_window();
+		}
 	} else {
 		/* Only the ibv provider without hardware gets here. */
 		CHECK_ST(st, HR_ENODEV);
