@@ -111,6 +111,8 @@ func (g *generator) genStreamIfaces(svc *idl.Service) {
 		} else {
 			g.e.p("// Recv returns the server's next message: io.EOF once the server ended")
 			g.e.p("// the stream cleanly, else the declared exception or error it ended with.")
+			g.e.p("// With the function's borrow_msgs hint on (c_hint), its binary values")
+			g.e.p("// are valid only until the next Recv: copy what must outlive it.")
 			g.e.p("Recv() (%s, error)", out)
 		}
 		if fn.Stream == stream.Bidi {
@@ -135,6 +137,8 @@ func (g *generator) genStreamIfaces(svc *idl.Service) {
 		}
 		if fn.Stream.ClientSends() {
 			g.e.p("// Recv returns the client's next message; io.EOF once it closed its side.")
+			g.e.p("// With the function's borrow_msgs hint on (s_hint), its binary values")
+			g.e.p("// are valid only until the next Recv or the handler's return.")
 			g.e.p("Recv() (%s, error)", in)
 		}
 		if fn.Stream == stream.Client {

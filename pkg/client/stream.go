@@ -26,7 +26,14 @@ import (
 type streamOptions struct {
 	windows      wire.StreamWindows
 	interceptors []StreamInterceptor
+	ownedMsgs    bool
 }
+
+// WithOwnedMsgs ignores the borrow_msgs hint: every message RecvMsg
+// decodes owns its binary values, as without the hint. For a caller
+// suspected of keeping a borrowed value past its next RecvMsg (which a
+// later message would then overwrite), and for comparisons.
+func WithOwnedMsgs() Option { return func(o *options) { o.streams.ownedMsgs = true } }
 
 // WithStreamWindow sets the receive windows the Conn grants servers for
 // streams: messages and bytes per stream, bytes per connection over all
@@ -184,6 +191,7 @@ func (c *Conn) writeOpen(ctx context.Context, cs *clientStream, timeout time.Dur
 	b := (*bp)[:wire.HeaderSize]
 	var flags uint8
 	cs.meter, _ = ctx.Value(meterKey{}).(StreamMeter) // both routes open through here
+	cs.borrow = cs.m.Hints != nil && cs.m.Hints.Client.BorrowMsgs && !cs.s.c.o.streams.ownedMsgs
 	if cs.s.caps&wire.CapStreamWindows != 0 {
 		var recv wire.StreamWindows
 		if cs.m.Hints != nil {
@@ -282,6 +290,12 @@ type clientStream struct {
 	// lane: the outbox of the lane carrying the stream (stream_lane.go);
 	// nil on the session's TCP connection.
 	lane *streamcore.Outbox
+	// borrow: the function's borrow_msgs hint (set by writeOpen); then
+	// held is the message whose buffer the caller's values of its last
+	// RecvMsg alias, given back by the next RecvMsg (RecvMsg's goroutine
+	// only).
+	borrow bool
+	held   streamcore.Msg
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -398,11 +412,18 @@ func (cs *clientStream) CloseSend() error {
 }
 
 func (cs *clientStream) RecvMsg(msg proto.Struct) error {
+	// borrow_msgs: the values RecvMsg gave last are the caller's no
+	// longer, so their frame's buffer goes back to the pool, warm, for a
+	// later frame (a fresh 64 KiB buffer per message cost more than the
+	// copy into it: page faults, zeroing, collections).
+	releaseStreamMsg(&cs.held)
 	m, err := cs.st.Recv(cs.ctx)
 	if err == nil {
-		// A large message's binary values keep its frame's buffer
-		// instead of being copied out of it (wire.AliasMin).
-		alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
+		// A borrowed message's binary values, and a large message's,
+		// keep its frame's buffer instead of being copied out of it
+		// (wire.AliasMin).
+		borrow := cs.borrow && m.Buf != nil
+		alias := borrow || (m.Buf != nil && len(m.Body) >= wire.AliasMin)
 		codec := wire.GetCodec()
 		if alias {
 			err = codec.DecodeAliased(cs.proto, m.Body, &cs.s.c.o.limits, msg)
@@ -410,7 +431,10 @@ func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 			err = codec.Decode(cs.proto, m.Body, &cs.s.c.o.limits, msg)
 		}
 		wire.PutCodec(codec)
-		if m.Buf != nil {
+		switch {
+		case borrow:
+			cs.held = m
+		case m.Buf != nil:
 			wire.Release(m.Buf, alias)
 		}
 		if err != nil {

@@ -57,11 +57,11 @@ var unstreamable = map[string]bool{"idempotent": true, "hedge": true, "retries":
 // messages are structs and that its own hints apply to a stream.
 func (l *loader) checkStream(s *Service, f *Function) {
 	if f.Stream == stream.None {
-		// A window is a stream's; at the service level it concerns the
-		// service's streaming functions only.
+		// A window and borrowed messages are a stream's; at the service
+		// level they concern the service's streaming functions only.
 		for _, g := range f.Hints {
 			for _, e := range g.Entries {
-				if e.Key == "stream_window" {
+				if e.Key == "stream_window" || e.Key == "borrow_msgs" {
 					l.diags.errorf(ErrStream, e.Pos, fmt.Sprintf("hint %q applies to streaming functions only: %s.%s is not one (declare it with %s)",
 						e.Key, s.Name, f.Name, stream.AnnotationKey))
 				}

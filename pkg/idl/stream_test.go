@@ -77,6 +77,11 @@ func TestStreamingErrorsExactText(t *testing.T) {
 }`, []string{
 			`main.thrift:5:32: hint "stream_window" applies to streaming functions only: S.f is not one (declare it with streaming.mode)`,
 		}},
+		{"borrowed messages on a unary function", `service S {
+  Resp f(1: Req req) [ c_hint: borrow_msgs = on; ]
+}`, []string{
+			`main.thrift:5:32: hint "borrow_msgs" applies to streaming functions only: S.f is not one (declare it with streaming.mode)`,
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

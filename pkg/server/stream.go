@@ -313,6 +313,11 @@ type serverStream struct {
 	// (~250 KiB of garbage per 64 KiB message, measured with hatkv's
 	// streamed scan)
 	hint wire.SizeHint
+	// held: with borrow_msgs, the message whose buffer the values of the
+	// handler's last RecvMsg alias, given back (with its memory charge)
+	// by its next RecvMsg or when it returns (the handler's goroutine
+	// only).
+	held streamcore.Msg
 
 	mu         sync.Mutex
 	header     metadata.MD
@@ -431,25 +436,36 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 }
 
 func (ss *serverStream) RecvMsg(msg proto.Struct) error {
+	// borrow_msgs: the values of the last RecvMsg are the handler's no
+	// longer; their frame's buffer goes back to the pool.
+	ss.c.releaseStreamMsg(&ss.held)
 	m, err := ss.st.Recv(ss.ctx)
 	if err != nil {
 		return err
 	}
 	ss.stats.inMsgs.Inc()
 	ss.stats.inBytes.Add(float64(m.Size))
-	// A large message's binary values keep its frame's buffer instead of
-	// being copied out of it (wire.AliasMin).
-	alias := m.Buf != nil && len(m.Body) >= wire.AliasMin
+	// A borrowed message's binary values, and a large message's, keep its
+	// frame's buffer instead of being copied out of it (wire.AliasMin).
+	borrow := ss.m.bmsgs && m.Buf != nil
+	alias := borrow || (m.Buf != nil && len(m.Body) >= wire.AliasMin)
 	codec := wire.GetCodec()
 	if alias {
 		err = codec.DecodeAliased(ss.proto, m.Body, ss.m.lim, msg)
-		wire.Adopt(m.Buf)
-		m.Buf = nil
 	} else {
 		err = codec.Decode(ss.proto, m.Body, ss.m.lim, msg)
 	}
 	wire.PutCodec(codec)
-	ss.c.releaseStreamMsg(&m)
+	switch {
+	case borrow:
+		ss.held = m
+	case alias:
+		wire.Adopt(m.Buf)
+		m.Buf = nil
+		fallthrough
+	default:
+		ss.c.releaseStreamMsg(&m)
+	}
 	if err != nil {
 		return proto.NewApplicationException(proto.ExcProtocolError, "decode "+ss.m.m.Name+" stream message: "+err.Error())
 	}
@@ -461,6 +477,7 @@ func (ss *serverStream) run() {
 	c := ss.c
 	defer c.end()
 	final, err := ss.invoke()
+	c.releaseStreamMsg(&ss.held) // the handler's borrowed values end with it
 	if !ss.reset.Load() && c.ctx.Err() == nil {
 		c.checkWrite(ss.writeEnd(final, err))
 	}

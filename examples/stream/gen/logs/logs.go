@@ -2404,6 +2404,8 @@ type LogsHandler interface {
 type LogsTailClient interface {
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Line, error)
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
@@ -2450,6 +2452,8 @@ type LogsUploadClient interface {
 // returns reaches the client as that exception, after the messages sent.
 type LogsUploadServer interface {
 	// Recv returns the client's next message; io.EOF once it closed its side.
+	// With the function's borrow_msgs hint on (s_hint), its binary values
+	// are valid only until the next Recv or the handler's return.
 	Recv() (*Chunk, error)
 	// SendAndClose sets the reply, sent as the stream's closing message when
 	// the handler returns nil; it may be called once.
@@ -2471,6 +2475,8 @@ type LogsChatClient interface {
 	Send(*ChatMessage) error
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*ChatMessage, error)
 	// CloseSend ends the client's side: the server's Recv returns io.EOF.
 	CloseSend() error
@@ -2489,6 +2495,8 @@ type LogsChatServer interface {
 	// Send sends one message; it blocks while the client's window is full.
 	Send(*ChatMessage) error
 	// Recv returns the client's next message; io.EOF once it closed its side.
+	// With the function's borrow_msgs hint on (s_hint), its binary values
+	// are valid only until the next Recv or the handler's return.
 	Recv() (*ChatMessage, error)
 	// SendHeader sends header metadata now (else with the first message).
 	SendHeader(metadata.MD) error

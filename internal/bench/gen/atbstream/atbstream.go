@@ -888,7 +888,7 @@ var StreamHints = hints.Service{
 	Client: hints.Set{PerfGoal: hints.Throughput},
 	Server: hints.Set{PerfGoal: hints.Throughput},
 	Functions: []hints.Function{
-		{Name: "pull", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
+		{Name: "pull", Client: hints.Set{PerfGoal: hints.Throughput, BorrowMsgs: true}, Server: hints.Set{PerfGoal: hints.Throughput}, Stream: stream.Server},
 		{Name: "fetch", Client: hints.Set{PerfGoal: hints.Throughput}, Server: hints.Set{PerfGoal: hints.Throughput}},
 	},
 }
@@ -905,6 +905,8 @@ type StreamHandler interface {
 type StreamPullClient interface {
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Chunk, error)
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)

@@ -5028,6 +5028,8 @@ type HatKVHandler interface {
 type HatKVScanStreamClient interface {
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*ScanBatch, error)
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)

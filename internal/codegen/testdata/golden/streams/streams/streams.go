@@ -2402,6 +2402,8 @@ type StreamerHandler interface {
 type StreamerTailClient interface {
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
@@ -2448,6 +2450,8 @@ type StreamerUploadClient interface {
 // returns reaches the client as that exception, after the messages sent.
 type StreamerUploadServer interface {
 	// Recv returns the client's next message; io.EOF once it closed its side.
+	// With the function's borrow_msgs hint on (s_hint), its binary values
+	// are valid only until the next Recv or the handler's return.
 	Recv() (*Req, error)
 	// SendAndClose sets the reply, sent as the stream's closing message when
 	// the handler returns nil; it may be called once.
@@ -2469,6 +2473,8 @@ type StreamerChatClient interface {
 	Send(*Req) error
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
 	// CloseSend ends the client's side: the server's Recv returns io.EOF.
 	CloseSend() error
@@ -2487,6 +2493,8 @@ type StreamerChatServer interface {
 	// Send sends one message; it blocks while the client's window is full.
 	Send(*Resp) error
 	// Recv returns the client's next message; io.EOF once it closed its side.
+	// With the function's borrow_msgs hint on (s_hint), its binary values
+	// are valid only until the next Recv or the handler's return.
 	Recv() (*Req, error)
 	// SendHeader sends header metadata now (else with the first message).
 	SendHeader(metadata.MD) error
@@ -2502,6 +2510,8 @@ type StreamerChatServer interface {
 type StreamerWatchClient interface {
 	// Recv returns the server's next message: io.EOF once the server ended
 	// the stream cleanly, else the declared exception or error it ended with.
+	// With the function's borrow_msgs hint on (c_hint), its binary values
+	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
