@@ -16,7 +16,7 @@ func TestLimitMemory(t *testing.T) {
 
 	restore := limitMemory()
 	assert.Equal(t, int64(serveMemoryLimit), debug.SetMemoryLimit(-1))
-	assert.Equal(t, int64(320<<20), int64(serveMemoryLimit), "the default budget and 64 MiB")
+	assert.Equal(t, int64(304<<20), int64(serveMemoryLimit), "the default budget and 48 MiB")
 	inner := limitMemory() // a second serve in the process: left as is
 	inner()
 	assert.Equal(t, int64(serveMemoryLimit), debug.SetMemoryLimit(-1))

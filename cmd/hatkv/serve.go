@@ -59,7 +59,7 @@ keep it on loopback.
 Memory: the server holds at most 256 MiB for its clients, 64 MiB for one
 connection (requests of 64 KiB or more and every reply, replies waiting for
 a reader included), and the Go runtime's soft memory limit is that and
-64 MiB (320 MiB) unless $GOMEMLIMIT sets another; the records live in LMDB's
+48 MiB (304 MiB) unless $GOMEMLIMIT sets another; the records live in LMDB's
 map, outside it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -59,7 +59,9 @@ func (w *BinaryWriter) SplitsBinary() bool { return w.json }
 // does by default.
 func (w *BinaryWriter) WriteMessageBegin(name string, typ MessageType, seqid int32) {
 	w.buf = binary.BigEndian.AppendUint32(w.buf, binaryVersion1|uint32(typ))
-	w.WriteString(name)
+	// Not WriteString: a header within the limit or not is checked at the
+	// body's end, and written inline it stays small enough to inline.
+	w.buf = append(binary.BigEndian.AppendUint32(w.buf, uint32(len(name))), name...)
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(seqid))
 }
 
@@ -87,35 +89,43 @@ func (w *BinaryWriter) WriteBool(v bool) {
 		b = 1
 	}
 	w.buf = append(w.buf, b)
+	w.drop(&w.buf)
 }
 
 // WriteI8 writes a byte.
-func (w *BinaryWriter) WriteI8(v int8) { w.buf = append(w.buf, byte(v)) }
+func (w *BinaryWriter) WriteI8(v int8) {
+	w.buf = append(w.buf, byte(v))
+	w.drop(&w.buf)
+}
 
 // WriteI16 writes a big-endian i16.
 func (w *BinaryWriter) WriteI16(v int16) {
 	w.buf = binary.BigEndian.AppendUint16(w.buf, uint16(v))
+	w.drop(&w.buf)
 }
 
 // WriteI32 writes a big-endian i32.
 func (w *BinaryWriter) WriteI32(v int32) {
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(v))
+	w.drop(&w.buf)
 }
 
 // WriteI64 writes a big-endian i64.
 func (w *BinaryWriter) WriteI64(v int64) {
 	w.buf = binary.BigEndian.AppendUint64(w.buf, uint64(v))
+	w.drop(&w.buf)
 }
 
 // WriteDouble writes an IEEE 754 double, big-endian.
 func (w *BinaryWriter) WriteDouble(v float64) {
 	w.buf = binary.BigEndian.AppendUint64(w.buf, math.Float64bits(v))
+	w.drop(&w.buf)
 }
 
 // WriteString writes a length-prefixed string.
 func (w *BinaryWriter) WriteString(v string) {
-	b := binary.BigEndian.AppendUint32(w.buf, uint32(len(v)))
-	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
+	b, k := w.fitPrefixed(binary.BigEndian.AppendUint32(w.buf, uint32(len(v))), len(v))
+	w.buf = append(b, v[:k]...)
 }
 
 // WriteBinary writes length-prefixed bytes.
@@ -124,18 +134,24 @@ func (w *BinaryWriter) WriteBinary(v []byte) {
 	if w.refs != nil && len(v) >= w.refMin {
 		w.buf = b
 		w.noteRef(w.refs, len(b), v)
+		w.drop(&w.buf)
 		return
 	}
 	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
+	w.drop(&w.buf)
 }
 
 // WriteUUID writes 16 raw bytes.
-func (w *BinaryWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
+func (w *BinaryWriter) WriteUUID(v [16]byte) {
+	w.buf = append(w.buf, v[:]...)
+	w.drop(&w.buf)
+}
 
 // WriteListBegin writes a list header.
 func (w *BinaryWriter) WriteListBegin(elem Type, n int) {
 	w.buf = append(w.buf, byte(elem))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
+	w.drop(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
@@ -145,6 +161,7 @@ func (w *BinaryWriter) WriteSetBegin(elem Type, n int) { w.WriteListBegin(elem, 
 func (w *BinaryWriter) WriteMapBegin(key, val Type, n int) {
 	w.buf = append(w.buf, byte(key), byte(val))
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(n))
+	w.drop(&w.buf)
 }
 
 // BinaryReader decodes the Thrift binary protocol from a byte slice with

@@ -175,10 +175,14 @@ func (w *CompactWriter) WriteBool(v bool) {
 		return
 	}
 	w.buf = append(w.buf, ct)
+	w.drop(&w.buf)
 }
 
 // WriteI8 writes a raw byte.
-func (w *CompactWriter) WriteI8(v int8) { w.buf = append(w.buf, byte(v)) }
+func (w *CompactWriter) WriteI8(v int8) {
+	w.buf = append(w.buf, byte(v))
+	w.drop(&w.buf)
+}
 
 // WriteI16 writes a zigzag varint.
 func (w *CompactWriter) WriteI16(v int16) { w.WriteI32(int32(v)) }
@@ -192,12 +196,14 @@ func (w *CompactWriter) WriteI64(v int64) { w.writeVarint(uint64(v<<1) ^ uint64(
 // WriteDouble writes a little-endian IEEE 754 double (compact's byte order).
 func (w *CompactWriter) WriteDouble(v float64) {
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(v))
+	w.drop(&w.buf)
 }
 
 // WriteString writes a varint length and the bytes.
 func (w *CompactWriter) WriteString(v string) {
 	b := appendLen(w.buf, len(v))
 	w.buf = append(b, v[:w.fit(len(b), len(v))]...)
+	w.drop(&w.buf)
 }
 
 // WriteBinary writes a varint length and the bytes.
@@ -205,9 +211,11 @@ func (w *CompactWriter) WriteBinary(v []byte) {
 	w.buf = appendLen(w.buf, len(v))
 	if w.refs != nil && len(v) >= w.refMin {
 		w.noteRef(w.refs, len(w.buf), v)
+		w.drop(&w.buf)
 		return
 	}
 	w.buf = append(w.buf, v[:w.fit(len(w.buf), len(v))]...)
+	w.drop(&w.buf)
 }
 
 // appendLen writes a length prefix; it stays small enough to inline so
@@ -220,7 +228,10 @@ func appendLen(b []byte, n int) []byte {
 }
 
 // WriteUUID writes 16 raw bytes.
-func (w *CompactWriter) WriteUUID(v [16]byte) { w.buf = append(w.buf, v[:]...) }
+func (w *CompactWriter) WriteUUID(v [16]byte) {
+	w.buf = append(w.buf, v[:]...)
+	w.drop(&w.buf)
+}
 
 // WriteListBegin writes a list header.
 func (w *CompactWriter) WriteListBegin(elem Type, n int) {

@@ -11,6 +11,7 @@ import (
 
 // writeVarint writes a varint with at most two stores.
 func (w *CompactWriter) writeVarint(u uint64) {
+	w.drop(&w.buf) // past the limit: counted, not kept (enclimit.go)
 	b := w.buf
 	n := len(b)
 	if cap(b)-n < binary.MaxVarintLen64 {
