@@ -117,7 +117,10 @@ struct hr_ep {
 	 * next request): see hrp_wait_begin. */
 	uint32_t spin_misses; /* consecutive waits that spun and slept anyway */
 	uint32_t spin_probe;  /* waits since the last that spun, while skipping */
+	uint32_t spin_probe_every; /* a probe every this many waits: 0 is EP_SPIN_PROBE */
 	int wait_nospin;      /* this wait blocks at once */
+	int wait_handoff;     /* this wait was answered while its spin had yielded the CPU */
+	int yielded_cpu;      /* the last progress step's yield handed the CPU to another thread */
 	int wait_spun;        /* this wait spun: its outcome counts */
 	int wait_slept;       /* this wait slept on the channel */
 	int broken;
@@ -143,28 +146,52 @@ struct hr_ep {
  * 10 us short spin) pays the spin and the wake-up both. After
  * EP_SPIN_MISSES such waits in a row the endpoint blocks at once, and
  * spins again on one wait in EP_SPIN_PROBE to see whether answers come
- * within the spin again; a wait answered without sleeping ends the
- * skipping. Per endpoint: a lane of large calls does not stop one of
- * small calls from spinning. Inline, a few plain loads and stores a wait:
- * every call passes here. Measured in docs/performance/history.md,
- * "Spins that never catch". */
+ * within the spin again; a wait that spun and was answered without
+ * sleeping ends the skipping (one that did not spin says nothing about
+ * spinning: a peer woken on this CPU may answer before the wait sleeps).
+ * Per endpoint: a lane of large calls does not stop one of small calls
+ * from spinning. Inline, a few plain loads and stores a wait: every call
+ * passes here. Measured in docs/performance/history.md, "Spins that
+ * never catch".
+ *
+ * A wait answered while its spin had yielded the CPU to another thread
+ * (the peer's, placed on this CPU: each side spun until its yield before
+ * the other could answer, 50-150 us calls when the placement lasts)
+ * blocks the next waits at once, and its probes back off (doubling to
+ * EP_SPIN_PROBE_MAX) while they are answered that way too: each is a
+ * call that spins until its first yield. A yield to another thread that
+ * did not bring the answer says nothing about the peer. "The lanes'
+ * tail: spinners on one CPU" in history.md. */
 #define EP_SPIN_MISSES 4
 #define EP_SPIN_PROBE 8
+#define EP_SPIN_PROBE_MAX 256
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {
 	ep->wait_slept = 0;
 	ep->wait_spun = 0;
-	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % EP_SPIN_PROBE != 0;
+	ep->wait_handoff = 0;
+	ep->yielded_cpu = 0;
+	uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % every != 0;
 	ep->st.spin_skips += (uint64_t)ep->wait_nospin;
 }
 
 static inline void hrp_wait_end(hr_ep *ep)
 {
-	if (!ep->wait_slept) {
-		if (ep->spin_misses) {
+	if (ep->wait_handoff) {
+		if (ep->spin_misses >= EP_SPIN_MISSES) {
+			/* A probe that handed off: probe less often. */
+			uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+			ep->spin_probe_every = every < EP_SPIN_PROBE_MAX ? every * 2 : every;
+		}
+		ep->spin_misses = EP_SPIN_MISSES;
+		ep->spin_probe = 0;
+	} else if (!ep->wait_slept) {
+		if (ep->spin_misses && ep->wait_spun) {
 			ep->spin_misses = 0;
 			ep->spin_probe = 0;
+			ep->spin_probe_every = 0;
 		}
 	} else if (ep->wait_spun && ep->spin_misses < EP_SPIN_MISSES) {
 		ep->spin_misses++;
