@@ -48,14 +48,6 @@ static int yield_handed_off(void)
 	return before >= 0 && thread_switches() != before;
 }
 
-/* An event-mode spin's first yield comes this long (ns) into it: a wait
- * this long is several times a short call's (64 B lanes ~1.5 us), and
- * when it lasts because the peer's thread waits for this CPU, the peer
- * gets it after this long, not after EP_SPIN_YIELD_NS (the lanes' 64 B
- * p99.9 sat at ~25 us: brief placements of both sides on one CPU). A
- * yield with nothing else to run costs a syscall. */
-#define EP_SPIN_FIRST_YIELD_NS 4000
-
 /* An event-mode spin reads the clock once every this many empty polls
  * (~1-2 µs here), to see whether its phase is over. Read on every poll,
  * the vDSO clock was half the loop (perf over a 64 B lane run: 49 % of
@@ -348,7 +340,7 @@ int hrp_progress(hr_ep *ep)
 			hrp_deadline(ep, now); /* fixes a call's, if still open */
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
-				ep->spin_yield = now + EP_SPIN_FIRST_YIELD_NS;
+				ep->spin_yield = now + EP_SPIN_YIELD_NS;
 				ep->wait_spun = 1;
 			}
 			if (now < ep->spin_until) {
