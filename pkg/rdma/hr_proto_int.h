@@ -120,6 +120,7 @@ struct hr_ep {
 	uint32_t spin_probe_every; /* a probe every this many waits: 0 is EP_SPIN_PROBE */
 	int wait_nospin;      /* this wait blocks at once */
 	uint32_t spin_handoff_row; /* consecutive waits that spun and were answered while yielded */
+	int skip_handoff;     /* the skipping began with handoffs, not misses */
 	int wait_handoff;     /* this wait was answered while its spin had yielded the CPU */
 	int yielded_cpu;      /* the last progress step's yield handed the CPU to another thread */
 	int wait_spun;        /* this wait spun: its outcome counts */
@@ -147,10 +148,8 @@ struct hr_ep {
  * 10 us short spin) pays the spin and the wake-up both. After
  * EP_SPIN_MISSES such waits in a row the endpoint blocks at once, and
  * spins again on one wait in EP_SPIN_PROBE to see whether answers come
- * within the spin again; a wait that spun and was answered without
- * sleeping ends the skipping (one that did not spin says nothing about
- * spinning: a peer woken on this CPU may answer before the wait sleeps).
- * Per endpoint: a lane of large calls does not stop one of small calls
+ * within the spin again; a wait answered without sleeping ends the
+ * skipping. Per endpoint: a lane of large calls does not stop one of small calls
  * from spinning. Inline, a few plain loads and stores a wait: every call
  * passes here. Measured in docs/performance/history.md, "Spins that
  * never catch".
@@ -192,15 +191,20 @@ static inline void hrp_wait_end(hr_ep *ep)
 		}
 		ep->spin_misses = EP_SPIN_MISSES;
 		ep->spin_probe = 0;
+		ep->skip_handoff = 1;
 	} else if (ep->wait_handoff) {
 		/* The first of a row: see EP_SPIN_HANDOFFS. */
 	} else if (!ep->wait_slept) {
 		if (ep->wait_spun)
 			ep->spin_handoff_row = 0;
-		if (ep->spin_misses && ep->wait_spun) {
+		/* A skipping wait answered at once ends skipping that began
+		 * with misses, not with handoffs: the peer it woke on this
+		 * CPU may have answered before it slept. */
+		if (ep->spin_misses && (ep->wait_spun || !ep->skip_handoff)) {
 			ep->spin_misses = 0;
 			ep->spin_probe = 0;
 			ep->spin_probe_every = 0;
+			ep->skip_handoff = 0;
 		}
 	} else if (ep->wait_spun && ep->spin_misses < EP_SPIN_MISSES) {
 		ep->spin_misses++;
