@@ -31,7 +31,8 @@
 
 /* The calling thread's context switches so far: a sched_yield that changes
  * it handed the CPU to another thread (the kernel counts a switch only when
- * another task ran). One syscall, at a spin's yield only (every 25 us). */
+ * another task ran). A syscall; read around a spin's yield only (every
+ * 25 us). */
 static long thread_switches(void)
 {
 	struct rusage ru;

@@ -149,10 +149,10 @@ struct hr_ep {
  * EP_SPIN_MISSES such waits in a row the endpoint blocks at once, and
  * spins again on one wait in EP_SPIN_PROBE to see whether answers come
  * within the spin again; a wait answered without sleeping ends the
- * skipping. Per endpoint: a lane of large calls does not stop one of small calls
- * from spinning. Inline, a few plain loads and stores a wait: every call
- * passes here. Measured in docs/performance/history.md, "Spins that
- * never catch".
+ * skipping. Per endpoint: a lane of large calls does not stop one of
+ * small calls from spinning. Inline, a few plain loads and stores a
+ * wait: every call passes here. Measured in docs/performance/history.md,
+ * "Spins that never catch".
  *
  * EP_SPIN_HANDOFFS waits in a row answered while their spin had yielded
  * the CPU to another thread (the peer's, placed on this CPU: each side
