@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* A spinning poller yields the CPU once every this many empty polls in a
  * row (~200 µs of spinning). When the host has more runnable threads than
@@ -27,6 +28,26 @@
  * happened, 2.3 µs otherwise; 68-76 µs with this yield). A wait this long
  * is no quick answer anyway. */
 #define EP_SPIN_YIELD_NS 25000
+
+/* The calling thread's context switches so far: a sched_yield that changes
+ * it handed the CPU to another thread (the kernel counts a switch only when
+ * another task ran). A syscall; read around a spin's yield only (every
+ * 25 us). */
+static long thread_switches(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return -1;
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* A spin's yield: whether it handed the CPU to another thread. */
+static int yield_handed_off(void)
+{
+	long before = thread_switches();
+	sched_yield();
+	return before >= 0 && thread_switches() != before;
+}
 
 /* An event-mode spin reads the clock once every this many empty polls
  * (~1-2 µs here), to see whether its phase is over. Read on every poll,
@@ -298,6 +319,8 @@ int hrp_progress(hr_ep *ep)
 {
 	hr_wc wc[HR_EP_POLL];
 	int n = hr_poll_cq(ep->cq, HR_EP_POLL, wc);
+	int handed = ep->yielded_cpu; /* the last step's yield handed the CPU over */
+	ep->yielded_cpu = 0;
 	ep->slept = 0;
 	if (n == 0 && ep->cfg.event) {
 		/* Adaptive polling: spin for spin_ns, as busy polling would, and
@@ -325,8 +348,11 @@ int hrp_progress(hr_ep *ep)
 				/* By time, not by polls: a poll's cost varies with
 				 * the provider and whether the clock is read. */
 				if (now >= ep->spin_yield) {
-					sched_yield();
 					ep->spin_yield = now + EP_SPIN_YIELD_NS;
+					if (yield_handed_off()) {
+						ep->yielded_cpu = 1;
+						ep->st.spin_handoffs++;
+					}
 				}
 				return 0;
 			}
@@ -366,6 +392,9 @@ int hrp_progress(hr_ep *ep)
 	if (n < 0)
 		return -hrp_fail(ep, -n);
 	if (n > 0) {
+		/* Answered while another thread had this CPU: see
+		 * hrp_wait_end. */
+		ep->wait_handoff |= handed;
 		ep->spin_until = 0;
 		ep->empty_polls = 0;
 	} else if (++ep->empty_polls % EP_YIELD_EVERY == 0) {

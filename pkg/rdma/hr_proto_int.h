@@ -117,7 +117,12 @@ struct hr_ep {
 	 * next request): see hrp_wait_begin. */
 	uint32_t spin_misses; /* consecutive waits that spun and slept anyway */
 	uint32_t spin_probe;  /* waits since the last that spun, while skipping */
+	uint32_t spin_probe_every; /* a probe every this many waits: 0 is EP_SPIN_PROBE */
 	int wait_nospin;      /* this wait blocks at once */
+	uint32_t spin_handoff_row; /* consecutive waits that spun and were answered while yielded */
+	int skip_handoff;     /* the skipping began with handoffs, not misses */
+	int wait_handoff;     /* this wait was answered while its spin had yielded the CPU */
+	int yielded_cpu;      /* the last progress step's yield handed the CPU to another thread */
 	int wait_spun;        /* this wait spun: its outcome counts */
 	int wait_slept;       /* this wait slept on the channel */
 	int broken;
@@ -145,26 +150,61 @@ struct hr_ep {
  * spins again on one wait in EP_SPIN_PROBE to see whether answers come
  * within the spin again; a wait answered without sleeping ends the
  * skipping. Per endpoint: a lane of large calls does not stop one of
- * small calls from spinning. Inline, a few plain loads and stores a wait:
- * every call passes here. Measured in docs/performance/history.md,
- * "Spins that never catch". */
+ * small calls from spinning. Inline, a few plain loads and stores a
+ * wait: every call passes here. Measured in docs/performance/history.md,
+ * "Spins that never catch".
+ *
+ * EP_SPIN_HANDOFFS waits in a row answered while their spin had yielded
+ * the CPU to another thread (the peer's, placed on this CPU: each side
+ * spun until its yield before the other could answer, 50-150 us calls
+ * while the placement lasts) block the next waits at once, and the
+ * probes back off (doubling to EP_SPIN_PROBE_MAX) while they are answered
+ * that way too: each is a call that spins until its first yield. One
+ * such wait alone is no placement: a thread of this process woken on
+ * this CPU, say, and blocking a quiet host's lane for 8 waits cost more
+ * slow calls (wake-ups of a halted vCPU) than it saved. A yield to
+ * another thread that did not bring the answer says nothing about the
+ * peer. history.md, "Spinners on one CPU". */
+#define EP_SPIN_HANDOFFS 2
 #define EP_SPIN_MISSES 4
 #define EP_SPIN_PROBE 8
+#define EP_SPIN_PROBE_MAX 256
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {
 	ep->wait_slept = 0;
 	ep->wait_spun = 0;
-	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % EP_SPIN_PROBE != 0;
+	ep->wait_handoff = 0;
+	ep->yielded_cpu = 0;
+	uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % every != 0;
 	ep->st.spin_skips += (uint64_t)ep->wait_nospin;
 }
 
 static inline void hrp_wait_end(hr_ep *ep)
 {
-	if (!ep->wait_slept) {
-		if (ep->spin_misses) {
+	if (ep->wait_handoff && ++ep->spin_handoff_row >= EP_SPIN_HANDOFFS) {
+		if (ep->spin_misses >= EP_SPIN_MISSES) {
+			/* A probe that handed off: probe less often. */
+			uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+			ep->spin_probe_every = every < EP_SPIN_PROBE_MAX ? every * 2 : every;
+		}
+		ep->spin_misses = EP_SPIN_MISSES;
+		ep->spin_probe = 0;
+		ep->skip_handoff = 1;
+	} else if (ep->wait_handoff) {
+		/* The first of a row: see EP_SPIN_HANDOFFS. */
+	} else if (!ep->wait_slept) {
+		if (ep->wait_spun)
+			ep->spin_handoff_row = 0;
+		/* A skipping wait answered at once ends skipping that began
+		 * with misses, not with handoffs: the peer it woke on this
+		 * CPU may have answered before it slept. */
+		if (ep->spin_misses && (ep->wait_spun || !ep->skip_handoff)) {
 			ep->spin_misses = 0;
 			ep->spin_probe = 0;
+			ep->spin_probe_every = 0;
+			ep->skip_handoff = 0;
 		}
 	} else if (ep->wait_spun && ep->spin_misses < EP_SPIN_MISSES) {
 		ep->spin_misses++;

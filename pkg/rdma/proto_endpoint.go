@@ -149,6 +149,10 @@ type EndpointStats struct {
 	// SpinSkips counts waits that blocked without the spin the tuner set:
 	// the endpoint's last spins all ended in a sleep anyway.
 	SpinSkips uint64
+	// SpinHandoffs counts spin yields that handed the CPU to another
+	// thread (the host had more runnable threads than CPUs); the waits
+	// after one block at once.
+	SpinHandoffs uint64
 	// SentByProtocol counts the messages this side sent (a client's
 	// requests, a server's replies) by the protocol they actually went by:
 	// hybrid as eager or write_rndv by size, a message too large for its
@@ -688,7 +692,7 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 		RFPFetches: uint64(s.rfp_fetches), RFPRetries: uint64(s.rfp_retries), RFPRestReads: uint64(s.rfp_rest_reads),
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
 		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
-		SpinSkips: uint64(s.spin_skips),
+		SpinSkips: uint64(s.spin_skips), SpinHandoffs: uint64(s.spin_handoffs),
 	}
 	for i := range st.SentByProtocol {
 		st.SentByProtocol[i] = uint64(s.sent[i])
