@@ -284,6 +284,30 @@ func TestSmallMessagesCopiedOut(t *testing.T) {
 	require.Equal(t, 1, *released)
 }
 
+// TestArenaGrowsWithTraffic: a stream that took one small message holds
+// a first arena of firstArenaCap bytes, not arenaSize (10,000 idle
+// streams held 8 KiB each a side); arenas double with traffic up to
+// arenaSize, so a busy stream still allocates once per arenaSize bytes.
+func TestArenaGrowsWithTraffic(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	var caps []int
+	for i := range 200 {
+		bp := wire.GetBuf()
+		*bp = append((*bp)[:0], bytes.Repeat([]byte{byte(i)}, 100)...)
+		_, err := c.Data(1, Msg{Buf: bp, Body: *bp, Size: 100}, false)
+		require.NoError(t, err)
+		m, err := s.Recv(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, bytes.Repeat([]byte{byte(i)}, 100), m.Body)
+		if n := cap(s.arena); len(caps) == 0 || caps[len(caps)-1] != n {
+			caps = append(caps, n)
+		}
+	}
+	require.Equal(t, []int{firstArenaCap, 1 << 10, 2 << 10, 4 << 10, arenaSize}, caps)
+}
+
 // TestQueueKeepsOrderWhileConsumed: a queue that never drains (two
 // messages in for each one read) keeps its order while its array is
 // compacted and grown.
