@@ -26,9 +26,15 @@ func TestGrowSpreadRechecksLimit(t *testing.T) {
 			extra := make([]*session, tc.extra)
 			c.spread.extra.Store(&extra)
 			c.growSpread(tc.limit)
-			started := c.spread.dialing.Load()
+			// Whether a dial started, by its done channel (set under c.mu
+			// as it starts), not by dialing: the dial to no address fails
+			// at once and may clear dialing before it is read.
+			c.mu.Lock()
+			done := c.spread.done
+			c.mu.Unlock()
+			started := done != nil
 			if started {
-				<-c.spread.done // the dial to no address fails at once
+				<-done
 			}
 			assert.Equal(t, tc.dial, started)
 		})
