@@ -544,18 +544,17 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	case herr != nil:
 		b, _ = codec.AppendMessage(b, ss.proto, ss.m.m.Name, proto.Exception, ss.seqid, ss.exception(herr))
 	case final != nil:
-		// Encoded within the message limit, as a unary reply (reply.go):
-		// a final past it is counted, not built, and refused.
+		// Encoded within the message limit as a unary reply is
+		// (appendReply): a final past it is counted, not built, and
+		// refused.
 		limit := ss.c.s.opts.limits.MaxMessageSize
-		codec.SetLimit(limit)
-		var err error
-		if b, err = codec.AppendMessage(b, ss.proto, ss.m.m.Name, proto.Reply, ss.seqid, final); err != nil {
-			exc := proto.NewApplicationException(proto.ExcInternalError, "encode result: "+err.Error())
-			if tl, ok := err.(*proto.TooLargeError); ok {
-				ss.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
-				exc = replyTooLarge(tl.Size, limit, tl.More)
-			}
-			b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid, exc)
+		to := replyTo{proto: ss.proto, name: ss.m.m.Name, seqid: ss.seqid}
+		var typ proto.MessageType
+		var size int
+		var more bool
+		if b, typ, size, more = appendReply(codec, b, &to, proto.Reply, final, limit); typ == proto.Reply && (size > limit || more) {
+			ss.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+			b = appendRefused(codec, b, &to, replyTooLarge(size, limit, more))
 		}
 	}
 	// An exception's message is the handler's: it may pass the limit too.
