@@ -280,11 +280,7 @@ func TestParkNoLeaks(t *testing.T) {
 		srv.BlockWaits(false)
 		// No goroutine or fd the rounds started outlives them (parkers
 		// end once their waits may no longer park).
-		deadline := time.Now().Add(testTimeout)
-		for err := before.New(); err != nil; err = before.New() {
-			require.True(t, time.Now().Before(deadline), "round %d: %v", round, err)
-			time.Sleep(time.Millisecond)
-		}
+		require.NoError(t, before.Settled(testTimeout), "round %d", round)
 	}
 	require.NotZero(t, cli.ParkedWaits()+srv.ParkedWaits())
 }

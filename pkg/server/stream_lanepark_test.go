@@ -66,9 +66,5 @@ func TestDuplexStreamLanesPark(t *testing.T) {
 	require.Equal(t, uint64(4), lane)
 	require.Zero(t, tcp)
 	// No goroutine or fd the streams started outlives them.
-	deadline := time.Now().Add(eventually)
-	for err := before.New(); err != nil; err = before.New() {
-		require.True(t, time.Now().Before(deadline), "%v", err)
-		time.Sleep(time.Millisecond)
-	}
+	require.NoError(t, before.Settled(eventually))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -27,9 +28,23 @@ func Snapshot() (Resources, error) {
 	return Resources{goroutines: goleak.IgnoreCurrent(), fds: fds}, err
 }
 
+// Settled polls New until it reports nothing or within has passed, and
+// returns its last answer: what ends asynchronously (a parker, a
+// handler's goroutine) has that long to go.
+func (r Resources) Settled(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := r.New()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // New returns an error naming every goroutine started and every fd opened
 // since the snapshot that still exists (nil when there is none). It
-// looks once; callers poll it under their hang guard.
+// looks once.
 func (r Resources) New() error {
 	fds, err := openFDs()
 	if err != nil {

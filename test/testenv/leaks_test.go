@@ -9,16 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// untilNone polls r.New under a hang guard until it reports nothing.
-func untilNone(t *testing.T, r Resources) {
-	t.Helper()
-	deadline := time.Now().Add(HangGuard(10 * time.Second))
-	for err := r.New(); err != nil; err = r.New() {
-		require.True(t, time.Now().Before(deadline), "%v", err)
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestResourcesNew(t *testing.T) {
 	// An older goroutine and fd that end after the snapshot are not a
 	// leak (a count would have hidden a new one behind them).
@@ -35,7 +25,7 @@ func TestResourcesNew(t *testing.T) {
 	close(oldStop)
 	<-oldDone
 	require.NoError(t, old.Close())
-	untilNone(t, before)
+	require.NoError(t, before.Settled(HangGuard(10*time.Second)))
 
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -51,5 +41,5 @@ func TestResourcesNew(t *testing.T) {
 	require.NoError(t, f.Close())
 	close(stop)
 	<-done
-	untilNone(t, before)
+	require.NoError(t, before.Settled(HangGuard(10*time.Second)))
 }
