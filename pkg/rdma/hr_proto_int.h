@@ -170,14 +170,20 @@ struct hr_ep {
 #define EP_SPIN_PROBE 8
 #define EP_SPIN_PROBE_MAX 256
 
+/* The probe period while skipping: spin_probe_every, 0 (a fresh or reset
+ * endpoint) being EP_SPIN_PROBE. */
+static inline uint32_t hrp_probe_every(const hr_ep *ep)
+{
+	return ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+}
+
 static inline void hrp_wait_begin(hr_ep *ep)
 {
 	ep->wait_slept = 0;
 	ep->wait_spun = 0;
 	ep->wait_handoff = 0;
 	ep->yielded_cpu = 0;
-	uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
-	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % every != 0;
+	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % hrp_probe_every(ep) != 0;
 	ep->st.spin_skips += (uint64_t)ep->wait_nospin;
 }
 
@@ -186,7 +192,7 @@ static inline void hrp_wait_end(hr_ep *ep)
 	if (ep->wait_handoff && ++ep->spin_handoff_row >= EP_SPIN_HANDOFFS) {
 		if (ep->spin_misses >= EP_SPIN_MISSES) {
 			/* A probe that handed off: probe less often. */
-			uint32_t every = ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
+			uint32_t every = hrp_probe_every(ep);
 			ep->spin_probe_every = every < EP_SPIN_PROBE_MAX ? every * 2 : every;
 		}
 		ep->spin_misses = EP_SPIN_MISSES;

@@ -150,8 +150,9 @@ type EndpointStats struct {
 	// the endpoint's last spins all ended in a sleep anyway.
 	SpinSkips uint64
 	// SpinHandoffs counts spin yields that handed the CPU to another
-	// thread (the host had more runnable threads than CPUs); the waits
-	// after one block at once.
+	// thread (the host had more runnable threads than CPUs); after two
+	// waits in a row answered while their yield had handed it over, the
+	// next waits block at once (hr_proto_int.h).
 	SpinHandoffs uint64
 	// SentByProtocol counts the messages this side sent (a client's
 	// requests, a server's replies) by the protocol they actually went by:
