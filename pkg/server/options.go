@@ -137,8 +137,8 @@ func WithMinReadRate(grace time.Duration, bytesPerSec int) Option {
 // (debug.SetMemoryLimit or GOMEMLIMIT), as hatkv serve does (budget +
 // 48 MiB, for a process bound of budget + 64 MiB: C allocations and the
 // limit's overshoot are outside it): 64 Thrift-over-HTTP Scans of 11 MB
-// replies grew hatkv by +318 MB with budget + 64 MiB and +1.3 GB without. The server does not set it: the
-// limit is the whole process's.
+// replies grew hatkv by +318 MB with budget + 64 MiB and +1.3 GB
+// without. The server does not set it: the limit is the whole process's.
 func WithMemoryBudget(total, perConn int64) Option {
 	return func(o *options) { o.memBudget, o.memPerConn = total, perConn }
 }
