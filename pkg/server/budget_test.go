@@ -21,7 +21,10 @@ func gauge(t *testing.T, s *server.Server, name string) float64 {
 }
 
 // holdBudget runs a call that keeps size bytes of request memory until
-// the returned function is called.
+// the returned function is called. It returns once the call's handler
+// runs: its reply's reservation is made before that, and made later (on
+// a loaded machine, after the test's next call told the method's reply
+// size) it would hold that estimate too (CI, 2026-12-04).
 func holdBudget(t *testing.T, s *server.Server, e *wiretest.Echo, addr string, size int) func() {
 	t.Helper()
 	a := dial(t, addr, client.WithConns(1))
@@ -33,6 +36,12 @@ func holdBudget(t *testing.T, s *server.Server, e *wiretest.Echo, addr string, s
 	}()
 	require.Eventually(t, func() bool { return gauge(t, s, "hatrpc_server_request_memory_bytes") >= float64(size) },
 		eventually, time.Millisecond)
+	select {
+	case msg := <-e.Waiting:
+		require.Equal(t, "hold", msg)
+	case <-tctx(t).Done():
+		t.Fatal("the holding call's handler did not start")
+	}
 	return func() {
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)

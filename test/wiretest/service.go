@@ -15,6 +15,7 @@ import (
 // what handlers saw.
 type Echo struct {
 	Fired     chan string        // oneway "fire" deliveries
+	Waiting   chan string        // ModeWaitCtx handlers that started (and now wait)
 	Cancelled chan string        // ModeWaitCtx handlers whose context ended
 	Deadlines chan time.Duration // remaining deadline seen by "echo" calls, if any
 }
@@ -23,6 +24,7 @@ type Echo struct {
 func NewEcho() *Echo {
 	return &Echo{
 		Fired:     make(chan string, 1024),
+		Waiting:   make(chan string, 1024),
 		Cancelled: make(chan string, 1024),
 		Deadlines: make(chan time.Duration, 1024),
 	}
@@ -78,6 +80,10 @@ func (e *Echo) echo(ctx context.Context, a proto.Struct) (proto.Struct, error) {
 	case ModeAppExc:
 		return nil, proto.NewApplicationException(proto.ExcUnknown, "custom: "+args.Msg)
 	case ModeWaitCtx:
+		select {
+		case e.Waiting <- args.Msg:
+		default:
+		}
 		<-ctx.Done()
 		e.Cancelled <- args.Msg
 		return nil, ctx.Err()
