@@ -23,22 +23,14 @@ import (
 // A stream's data message past the message limit is not built, as a
 // unary reply is not: SendMsg, the server's or the client's, on TCP and
 // on a lane, encodes it within the limit and only counts the rest, so 32
-// times the limit of 1 KiB strings, i64s or i32-to-double entries costs
-// about the limit (the message was built whole before, then refused:
+// times the limit of 1 KiB strings, i64s, enums or i32-to-double entries
+// (shapes) costs about the limit (the message was built whole before, then refused:
 // 32 MiB of i64s allocated about 200 MB). SendMsg returns a
 // *stream.TooLargeError naming the message's exact size and the limit;
 // nothing of the message was sent, no credit taken, so the stream goes
 // on (the next message and the end arrive) and so does its connection.
 func TestStreamMsgNotBuiltPastLimit(t *testing.T) {
 	const boundFactor = 8
-	shapes := []struct {
-		name string
-		each int // bytes a value takes in binary, about
-	}{
-		{"strings", 1 << 10},
-		{"i64-list", 8},
-		{"map-i32-double", 12},
-	}
 	routes := []struct {
 		name  string
 		lanes bool
@@ -141,15 +133,6 @@ func shapeRoundTrip(t *testing.T, st client.Stream, shape string, n int) int {
 	var res scalarResult
 	require.NoError(t, st.RecvMsg(&res))
 	return res.n
-}
-
-// shapeMsg is n values of shape: 1 KiB strings (bigResult) or scalars
-// (scalarResult); either decodes as a scalarResult, its count.
-func shapeMsg(shape string, n int) proto.Struct {
-	if shape == "strings" {
-		return &bigResult{items: bigItems[:min(n, len(bigItems))]}
-	}
-	return &scalarResult{shape: shape, n: n}
 }
 
 // shapeSizes is the data message's size for n values of shape, in
