@@ -54,7 +54,7 @@ func TestStreamMsgNotBuiltPastLimit(t *testing.T) {
 				m := &client.Method{Service: "Shapes", Name: "shapes", Stream: stream.Bidi}
 				for i, sh := range shapes {
 					t.Run(sh.name, func(t *testing.T) {
-						ctx := tctx(t)
+						ctx := countCtx(t)
 						st, err := c.NewStream(ctx, m, &wiretest.EchoResult{})
 						require.NoError(t, err)
 						require.Equal(t, 10, shapeRoundTrip(t, st, sh.name, 10)) // warm the route up
