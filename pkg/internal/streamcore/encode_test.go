@@ -108,3 +108,31 @@ func (m *testMsg) EncodeBinary(w *proto.BinaryWriter) error   { return m.enc(w) 
 func (m *testMsg) EncodeCompact(w *proto.CompactWriter) error { return m.enc(w) }
 func (m *testMsg) DecodeBinary(r *proto.BinaryReader) error   { return r.Skip(proto.STRUCT) }
 func (m *testMsg) DecodeCompact(r *proto.CompactReader) error { return r.Skip(proto.STRUCT) }
+
+// BenchmarkAppendMsg is what encoding within the limit costs a small
+// message: AppendMsg against the codec's unlimited AppendStructRefs, the
+// path SendMsg took before.
+func BenchmarkAppendMsg(b *testing.B) {
+	msg := &testMsg{s: strings.Repeat("m", 64)}
+	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
+		buf := make([]byte, wire.HeaderSize, 4096)
+		b.Run(fmt.Sprint(p, "/unlimited"), func(b *testing.B) {
+			codec := wire.GetCodec()
+			defer wire.PutCodec(codec)
+			for b.Loop() {
+				if _, _, err := codec.AppendStructRefs(buf, p, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprint(p, "/limit"), func(b *testing.B) {
+			codec := wire.GetCodec()
+			defer wire.PutCodec(codec)
+			for b.Loop() {
+				if _, _, _, err := AppendMsg(codec, buf, p, msg, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
