@@ -46,7 +46,9 @@ type Stream interface {
 	Trailer() metadata.MD
 	// SendMsg sends one message; it blocks while the peer's window is
 	// full. After the stream ended it returns the stream's error (io.EOF
-	// when the server ended it cleanly: RecvMsg says how).
+	// when the server ended it cleanly: RecvMsg says how). A message past
+	// the message limit (WithLimits) is not sent: *stream.TooLargeError,
+	// and the stream goes on.
 	SendMsg(msg proto.Struct) error
 	// RecvMsg decodes the next message into msg; io.EOF once the server
 	// ended the stream cleanly (final decoded), else the stream's error.

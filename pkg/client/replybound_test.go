@@ -4,7 +4,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -27,31 +26,34 @@ import (
 
 // A reply that cannot be sent is not built: the server's encoder keeps
 // at most the room the reply can have (the message limit, the
-// connection's share) and only counts the rest. A handler answering
-// 12-32 times its room costs the server about the room, not the reply:
-// the memory allocated during the call (runtime.MemStats.TotalAlloc, the
-// handler's result being built beforehand) stays under boundFactor ×
-// the room (a buffer grown to a size by appending allocates about five
-// times it on the way, 1.25 times at each step), where building the
-// reply took about five times the whole reply. The call gets the
-// exception naming the reply's exact size (a JSON reply's: "more than"
-// the room, its size past the room not counted, proto.JSONCodec), and
-// the connection serves the next call.
+// connection's share) and only counts the rest. A handler answering 12-32
+// times its room costs the server about the room, not the reply: the
+// memory allocated during the call (runtime.MemStats.TotalAlloc, the
+// handler's result being built beforehand or computed as it is written)
+// stays under boundFactor × the room (a buffer grown to a size by
+// appending allocates about five times it on the way), where building
+// the reply took about five times the whole reply (32 MiB of strings or
+// of i64s: 201 MB). The results are 1 KiB strings and values written one
+// by one, as generated code writes lists of enums and typedefs and every
+// map (i64s, enums, i32-to-double entries), whose writers each drop what
+// passed the room. The call gets the exception naming the reply's exact
+// size (a JSON reply's: "more than" the room, its size past the room not
+// counted, proto.JSONCodec), and the connection serves the next call.
 func TestReplyNotBuiltPastRoom(t *testing.T) {
 	const boundFactor = 8
 	limits := []struct {
-		name  string
-		opts  []server.Option
-		room  int
-		items int // 1 KiB strings in the reply
-		text  string
+		name   string
+		opts   []server.Option
+		room   int
+		factor int // the reply is factor times the room
+		text   string
 	}{
-		{"message-limit", []server.Option{server.WithLimits(replyLimits)}, replyLimit, 32 << 10,
+		{"message-limit", []server.Option{server.WithLimits(replyLimits)}, replyLimit, 32,
 			fmt.Sprintf("exceeds the message limit of %d bytes", replyLimit)},
 		{"memory-share", []server.Option{
 			server.WithLimits(proto.Limits{MaxMessageSize: 16 << 20, MaxDepth: 16, MaxStringLength: 4 << 20, MaxContainerSize: 1 << 16}),
 			server.WithMemoryBudget(1<<20, 0), server.WithFastPathShare(1),
-		}, 1 << 20, 12 << 10,
+		}, 1 << 20, 12, // within the message limit
 			"exceeds the connection's memory share of 1048576 bytes (WithMemoryBudget)"},
 	}
 	routes := []struct {
@@ -77,60 +79,76 @@ func TestReplyNotBuiltPastRoom(t *testing.T) {
 				} else {
 					ts = serve(t, "", lc.opts...)
 				}
-				ts.srv.Register(bigService())
+				ts.srv.Register(shapeService())
 				var copts []client.Option
 				if rc.json {
 					copts = append(copts, client.WithProtocol(proto.JSON))
 				}
 				c := dial(t, ts.addr, copts...)
 				m := &client.Method{Service: "Big", Name: "big", Hints: &hints.Function{Name: "big", Client: rc.set}}
-				// Warm up the route (lane attach, buffers), then measure.
-				require.Equal(t, 10, bigCall(t, c, m, 10))
-				sizes := bigSizes(lc.items)
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				errs := make([]error, rc.calls)
-				var wg sync.WaitGroup
-				for i := range rc.calls {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						var res bigResult
-						errs[i] = c.Call(tctx(t), m, &wiretest.EchoArgs{DelayNs: int64(lc.items)}, &res)
-					}()
+				for _, sh := range shapes {
+					t.Run(sh.name, func(t *testing.T) {
+						// Warm up the route (lane attach, buffers), then measure.
+						require.Equal(t, 10, shapeCall(t, c, m, sh.name, 10))
+						items := lc.factor * lc.room / sh.each
+						sizes := replySizes(sh.name, items)
+						var before, after runtime.MemStats
+						runtime.GC()
+						runtime.ReadMemStats(&before)
+						errs := make([]error, rc.calls)
+						var wg sync.WaitGroup
+						for i := range rc.calls {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								var res scalarResult
+								errs[i] = c.Call(countCtx(t), m, &wiretest.EchoArgs{Msg: sh.name, DelayNs: int64(items)}, &res)
+							}()
+						}
+						wg.Wait()
+						runtime.ReadMemStats(&after)
+						alloc := after.TotalAlloc - before.TotalAlloc
+						t.Logf("reply of %d bytes, room %d: %d bytes allocated during %d call(s)", sizes[0], lc.room, alloc, rc.calls)
+						require.Less(t, alloc, uint64(boundFactor*lc.room*rc.calls))
+						more := ""
+						if rc.json {
+							more = "more than "
+						}
+						want := regexp.MustCompile(`^hatrpc: reply of ` + more + `([0-9]+) bytes ` + regexp.QuoteMeta(lc.text) + `$`)
+						for _, err := range errs {
+							var ae *proto.ApplicationException
+							require.ErrorAs(t, err, &ae)
+							require.Equal(t, proto.ExcInternalError, ae.Type)
+							got := want.FindStringSubmatch(ae.Message)
+							require.NotNil(t, got, ae.Message)
+							n, _ := strconv.Atoi(got[1])
+							if rc.json {
+								require.Equal(t, lc.room, n, "a JSON reply past its room: more than the room")
+							} else {
+								require.Contains(t, sizes, n, "the reply's exact size")
+							}
+						}
+						// The connection goes on, and its 100 KB reply, charged
+						// to the budget (on FLOCK until FLOCK posted it), is
+						// given back.
+						n := 100 << 10 / sh.each
+						require.Equal(t, n, shapeCall(t, c, m, sh.name, n))
+						require.Eventually(t, func() bool { return budgetInUse(t, ts) == 0 },
+							testenv.HangGuard(5*time.Second), time.Millisecond)
+					})
 				}
-				wg.Wait()
-				runtime.ReadMemStats(&after)
-				alloc := after.TotalAlloc - before.TotalAlloc
-				t.Logf("reply of %d bytes, room %d: %d bytes allocated during %d call(s)", sizes[0], lc.room, alloc, rc.calls)
-				require.Less(t, alloc, uint64(boundFactor*lc.room*rc.calls))
-				more := ""
-				if rc.json {
-					more = "more than "
-				}
-				want := regexp.MustCompile(`^hatrpc: reply of ` + more + `([0-9]+) bytes ` + regexp.QuoteMeta(lc.text) + `$`)
-				for _, err := range errs {
-					var ae *proto.ApplicationException
-					require.ErrorAs(t, err, &ae)
-					require.Equal(t, proto.ExcInternalError, ae.Type)
-					got := want.FindStringSubmatch(ae.Message)
-					require.NotNil(t, got, ae.Message)
-					n, _ := strconv.Atoi(got[1])
-					if rc.json {
-						require.Equal(t, lc.room, n, "a JSON reply past its room: more than the room")
-					} else {
-						require.Contains(t, sizes, n, "the reply's exact size")
-					}
-				}
-				// The connection goes on, and its 100 KB reply, charged to
-				// the budget (on FLOCK until FLOCK posted it), is given back.
-				require.Equal(t, 100, bigCall(t, c, m, 100))
-				require.Eventually(t, func() bool { return budgetInUse(t, ts) == 0 },
-					testenv.HangGuard(5*time.Second), time.Millisecond)
 			})
 		}
 	}
+}
+
+// countCtx guards a call or a stream that counts 12-32 MiB of values
+// past its room: seconds under the race detector on a loaded host (a
+// batch counts four at once), more than tctx's guard allows.
+func countCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(time.Minute))
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // budgetInUse is the server's hatrpc_server_request_memory_bytes.
@@ -147,6 +165,19 @@ func budgetInUse(t *testing.T, ts *testServer) float64 {
 	return 0
 }
 
+// shapes are the results TestReplyNotBuiltPastRoom and
+// TestStreamMsgNotBuiltPastLimit send: 1 KiB strings (bigResult), and
+// values written one by one (scalarResult).
+var shapes = []struct {
+	name string
+	each int // bytes a value takes in binary, about
+}{
+	{"strings", 1 << 10},
+	{"i64-list", 8},
+	{"enum-list", 4},
+	{"map-i32-double", 12},
+}
+
 // bigItems backs every bigResult: one 1 KiB string, so a handler's
 // result costs only its slice of headers, built before the call.
 var bigItems = func() []string {
@@ -158,27 +189,36 @@ var bigItems = func() []string {
 	return v
 }()
 
-// bigService answers big(DelayNs: n) with n strings of 1 KiB, written
-// one by one (lists of structs and strings grow a reply that way).
-func bigService() *server.Service {
+// shapeMsg is n values of shape: 1 KiB strings (bigResult, at most
+// len(bigItems)) or scalars computed as they are written (scalarResult);
+// either decodes as a scalarResult, its count.
+func shapeMsg(shape string, n int) proto.Struct {
+	if shape == "strings" {
+		return &bigResult{items: bigItems[:min(n, len(bigItems))]}
+	}
+	return &scalarResult{shape: shape, n: n}
+}
+
+// shapeService answers big(Msg: shape, DelayNs: n) with n values of the
+// shape (shapeMsg).
+func shapeService() *server.Service {
 	return &server.Service{Name: "Big", Methods: []server.Method{
 		{Name: "big", NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
 			Handle: func(_ context.Context, a proto.Struct) (proto.Struct, error) {
-				n := int(a.(*wiretest.EchoArgs).DelayNs)
-				if n > len(bigItems) {
-					return nil, errors.New("too many items")
-				}
-				return &bigResult{items: bigItems[:n]}, nil
+				args := a.(*wiretest.EchoArgs)
+				return shapeMsg(args.Msg, int(args.DelayNs)), nil
 			}},
 	}}
 }
 
-// bigSizes is the reply message's size for n items, as each route's
-// name and protocol would make it (encoded whole, once per n).
-func bigSizes(n int) []int {
-	bigSizesMu.Lock()
-	defer bigSizesMu.Unlock()
-	if s, ok := bigSizesOf[n]; ok {
+// replySizes is the reply message's size for n values of shape, as each
+// route's name and protocol would make it (encoded whole, once per shape
+// and n).
+func replySizes(shape string, n int) []int {
+	replySizesMu.Lock()
+	defer replySizesMu.Unlock()
+	key := fmt.Sprint(shape, n)
+	if s, ok := replySizesOf[key]; ok {
 		return s
 	}
 	codec := wire.GetCodec()
@@ -186,33 +226,33 @@ func bigSizes(n int) []int {
 	var sizes []int
 	for _, p := range []proto.Protocol{proto.Binary, proto.Compact} {
 		for _, name := range []string{"big", "Big:big"} {
-			b, err := codec.AppendMessage(nil, p, name, proto.Reply, 1, &bigResult{items: bigItems[:n]})
+			b, err := codec.AppendMessage(nil, p, name, proto.Reply, 1, shapeMsg(shape, n))
 			if err != nil {
 				panic(err)
 			}
 			sizes = append(sizes, len(b))
 		}
 	}
-	bigSizesOf[n] = sizes
+	replySizesOf[key] = sizes
 	return sizes
 }
 
 var (
-	bigSizesMu sync.Mutex
-	bigSizesOf = map[int][]int{}
+	replySizesMu sync.Mutex
+	replySizesOf = map[string][]int{}
 )
 
-func bigCall(t *testing.T, c *client.Conn, m *client.Method, n int) int {
+func shapeCall(t *testing.T, c *client.Conn, m *client.Method, shape string, n int) int {
 	t.Helper()
-	var res bigResult
-	require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{DelayNs: int64(n)}, &res))
+	var res scalarResult
+	require.NoError(t, c.Call(tctx(t), m, &wiretest.EchoArgs{Msg: shape, DelayNs: int64(n)}, &res))
 	return res.n
 }
 
-// bigResult: 0: list<string> success (decoded as its count).
+// bigResult: 0: list<string> success, encoded only (a scalarResult
+// decodes it).
 type bigResult struct {
 	items []string
-	n     int
 }
 
 type bigWriter interface {
@@ -236,16 +276,72 @@ func (r *bigResult) enc(w bigWriter) error {
 	return nil
 }
 
-type bigReader interface {
+func (r *bigResult) EncodeBinary(w *proto.BinaryWriter) error   { return r.enc(w) }
+func (r *bigResult) EncodeCompact(w *proto.CompactWriter) error { return r.enc(w) }
+func (r *bigResult) DecodeBinary(rd *proto.BinaryReader) error  { return rd.Skip(proto.STRUCT) }
+func (r *bigResult) DecodeCompact(rd *proto.CompactReader) error {
+	return rd.Skip(proto.STRUCT)
+}
+
+// scalarResult: 0: list<i64>, list<enum> or map<i32, double> success,
+// decoded as its count (of any list or map: a bigResult's strings too).
+type scalarResult struct {
+	shape string
+	n     int
+}
+
+type scalarWriter interface {
+	WriteStructBegin()
+	WriteStructEnd()
+	WriteFieldBegin(t proto.Type, id int16)
+	WriteFieldStop()
+	WriteListBegin(elem proto.Type, n int)
+	WriteMapBegin(key, val proto.Type, n int)
+	WriteI32(v int32)
+	WriteI64(v int64)
+	WriteDouble(v float64)
+}
+
+func (r *scalarResult) enc(w scalarWriter) error {
+	w.WriteStructBegin()
+	switch r.shape {
+	case "i64-list":
+		w.WriteFieldBegin(proto.LIST, 0)
+		w.WriteListBegin(proto.I64, r.n)
+		for i := range r.n {
+			w.WriteI64(int64(i) << 33)
+		}
+	case "enum-list":
+		w.WriteFieldBegin(proto.LIST, 0)
+		w.WriteListBegin(proto.I32, r.n)
+		for i := range r.n {
+			w.WriteI32(int32(i%5) + 1<<20)
+		}
+	case "map-i32-double":
+		w.WriteFieldBegin(proto.MAP, 0)
+		w.WriteMapBegin(proto.I32, proto.DOUBLE, r.n)
+		for i := range r.n {
+			w.WriteI32(int32(i))
+			w.WriteDouble(float64(i) / 7)
+		}
+	default:
+		return fmt.Errorf("no shape %q", r.shape)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+type scalarReader interface {
 	ReadStructBegin() error
 	ReadStructEnd() error
 	ReadFieldBegin() (proto.Type, int16, error)
 	ReadListBegin() (proto.Type, int, error)
-	ReadString() (string, error)
+	ReadMapBegin() (proto.Type, proto.Type, int, error)
 	Skip(t proto.Type) error
 }
 
-func (r *bigResult) dec(rd bigReader) error {
+func (r *scalarResult) dec(rd scalarReader) error {
 	if err := rd.ReadStructBegin(); err != nil {
 		return err
 	}
@@ -257,26 +353,37 @@ func (r *bigResult) dec(rd bigReader) error {
 		if t == proto.STOP {
 			return rd.ReadStructEnd()
 		}
-		if id != 0 || t != proto.LIST {
+		if id != 0 || (t != proto.LIST && t != proto.MAP) {
 			if err := rd.Skip(t); err != nil {
 				return err
 			}
 			continue
 		}
-		_, n, err := rd.ReadListBegin()
-		if err != nil {
-			return err
-		}
-		for range n {
-			if _, err := rd.ReadString(); err != nil {
+		var types []proto.Type
+		if t == proto.LIST {
+			et, n, err := rd.ReadListBegin()
+			if err != nil {
 				return err
 			}
+			r.n, types = n, []proto.Type{et}
+		} else {
+			kt, vt, n, err := rd.ReadMapBegin()
+			if err != nil {
+				return err
+			}
+			r.n, types = n, []proto.Type{kt, vt}
 		}
-		r.n = n
+		for range r.n {
+			for _, et := range types {
+				if err := rd.Skip(et); err != nil {
+					return err
+				}
+			}
+		}
 	}
 }
 
-func (r *bigResult) EncodeBinary(w *proto.BinaryWriter) error    { return r.enc(w) }
-func (r *bigResult) EncodeCompact(w *proto.CompactWriter) error  { return r.enc(w) }
-func (r *bigResult) DecodeBinary(rd *proto.BinaryReader) error   { return r.dec(rd) }
-func (r *bigResult) DecodeCompact(rd *proto.CompactReader) error { return r.dec(rd) }
+func (r *scalarResult) EncodeBinary(w *proto.BinaryWriter) error    { return r.enc(w) }
+func (r *scalarResult) EncodeCompact(w *proto.CompactWriter) error  { return r.enc(w) }
+func (r *scalarResult) DecodeBinary(rd *proto.BinaryReader) error   { return r.dec(rd) }
+func (r *scalarResult) DecodeCompact(rd *proto.CompactReader) error { return r.dec(rd) }

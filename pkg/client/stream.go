@@ -346,15 +346,16 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
-	// Large binary values go out from the caller's slices (writev).
-	b, refs, err := codec.AppendStructRefs((*bp)[:wire.HeaderSize], cs.proto, msg)
+	// Large binary values go out from the caller's slices (writev). A
+	// message past the limit is not built: *stream.TooLargeError, and
+	// the stream goes on.
+	b, refs, size, err := streamcore.AppendMsg(codec, (*bp)[:wire.HeaderSize], cs.proto, msg, cs.s.c.o.limits.MaxMessageSize)
 	*bp = b
 	if err != nil {
+		if _, ok := err.(*stream.TooLargeError); ok {
+			return err
+		}
 		return fmt.Errorf("client: encode stream message: %w", err)
-	}
-	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
-	if size > int64(cs.s.c.o.limits.MaxMessageSize) {
-		return fmt.Errorf("client: stream message of %d bytes exceeds the message limit of %d bytes", size, cs.s.c.o.limits.MaxMessageSize)
 	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, compactFlag(cs.proto), cs.id, 0)
 	burst := cs.st.Burst()

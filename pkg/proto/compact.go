@@ -233,26 +233,34 @@ func (w *CompactWriter) WriteUUID(v [16]byte) {
 	w.drop(&w.buf)
 }
 
-// WriteListBegin writes a list header.
+// WriteListBegin writes a list header. Past the limit it is dropped at
+// once, as the binary writer's is: an empty list has no value to drop
+// it, and a list of empty lists kept every header until the struct's end
+// (32 MiB of them against a 1 MiB room allocated 201 MB). The drop costs
+// the method its inlining (cost 96 of 80): 1-2 ns per header
+// (BenchmarkWriteOneByOne's small-lists and small-maps).
 func (w *CompactWriter) WriteListBegin(elem Type, n int) {
 	ct := toCompact[elem&31]
 	if n <= 14 {
 		w.buf = append(w.buf, byte(n)<<4|ct)
-		return
+	} else {
+		w.buf = binary.AppendUvarint(append(w.buf, 0xf0|ct), uint64(uint32(n)))
 	}
-	w.buf = binary.AppendUvarint(append(w.buf, 0xf0|ct), uint64(uint32(n)))
+	w.drop(&w.buf)
 }
 
 // WriteSetBegin writes a set header (same layout as a list).
 func (w *CompactWriter) WriteSetBegin(elem Type, n int) { w.WriteListBegin(elem, n) }
 
 // WriteMapBegin writes a map header; an empty map is the single byte 0.
+// Past the limit it is dropped at once (WriteListBegin).
 func (w *CompactWriter) WriteMapBegin(key, val Type, n int) {
 	if n == 0 {
 		w.buf = append(w.buf, 0)
-		return
+	} else {
+		w.buf = append(binary.AppendUvarint(w.buf, uint64(uint32(n))), toCompact[key&31]<<4|toCompact[val&31])
 	}
-	w.buf = append(binary.AppendUvarint(w.buf, uint64(uint32(n))), toCompact[key&31]<<4|toCompact[val&31])
+	w.drop(&w.buf)
 }
 
 // CompactReader decodes the Thrift compact protocol from a byte slice with

@@ -18,11 +18,10 @@ import (
 // is copied only as far as the room goes (past it, the binary writer's
 // length prefix is not kept either), a run of list elements is checked
 // before it is copied, a scalar written one by one (an enum list, a map's
-// entries) and a binary container header are dropped once they passed
-// it, and the buffer is checked at the end of each struct; in between a
-// writer adds only a struct's fixed-size fields (and the compact
-// writer's container headers, until the next value). The checks cost the writers a compare (fit, drop,
-// check); past, the rare path, is a call.
+// entries) and a container header are dropped once they passed it, and
+// the buffer is checked at the end of each struct; in between a writer
+// adds only a struct's fixed-size fields. The checks cost the writers a
+// compare (fit, drop, check); past, the rare path, is a call.
 
 // encLimit is a writer's limit state (BinaryWriter, CompactWriter), set
 // by NewBinaryWriter, NewCompactWriter and Reset: a writer that was

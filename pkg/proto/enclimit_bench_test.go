@@ -65,6 +65,38 @@ func BenchmarkWriteOneByOne(b *testing.B) {
 				w.WriteBool(i&1 == 0)
 			}
 		}},
+		// Container headers: a list of 1,000 lists of two i32s and one
+		// of 1,000 maps of one entry (the compact headers' drop).
+		{"small-lists", func(w *proto.BinaryWriter) {
+			w.WriteListBegin(proto.LIST, items)
+			for i := range items {
+				w.WriteListBegin(proto.I32, 2)
+				w.WriteI32(int32(i))
+				w.WriteI32(int32(i))
+			}
+		}, func(w *proto.CompactWriter) {
+			w.WriteListBegin(proto.LIST, items)
+			for i := range items {
+				w.WriteListBegin(proto.I32, 2)
+				w.WriteI32(int32(i))
+				w.WriteI32(int32(i))
+			}
+		}},
+		{"small-maps", func(w *proto.BinaryWriter) {
+			w.WriteListBegin(proto.MAP, items)
+			for i := range items {
+				w.WriteMapBegin(proto.I32, proto.I32, 1)
+				w.WriteI32(int32(i))
+				w.WriteI32(int32(i))
+			}
+		}, func(w *proto.CompactWriter) {
+			w.WriteListBegin(proto.MAP, items)
+			for i := range items {
+				w.WriteMapBegin(proto.I32, proto.I32, 1)
+				w.WriteI32(int32(i))
+				w.WriteI32(int32(i))
+			}
+		}},
 		{"strings16", func(w *proto.BinaryWriter) {
 			w.WriteListBegin(proto.STRING, items)
 			for range items {

@@ -79,7 +79,9 @@ type ServerStream interface {
 	SendHeader(md metadata.MD) error
 	// SetTrailer adds metadata sent with the closing message.
 	SetTrailer(md metadata.MD)
-	// SendMsg sends one message; it blocks while the client's window is full.
+	// SendMsg sends one message; it blocks while the client's window is
+	// full. A message past the message limit (WithLimits) is not sent:
+	// *stream.TooLargeError, and the stream goes on.
 	SendMsg(msg proto.Struct) error
 	// RecvMsg decodes the client's next message into msg; io.EOF once the
 	// client closed its side.

@@ -14,6 +14,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -401,17 +402,18 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 		}
 	}
 	ss.mu.Unlock()
-	// Large binary values go out from the handler's slices (writev).
-	b, refs, err := codec.AppendStructRefs(b, ss.proto, msg)
+	// Large binary values go out from the handler's slices (writev). A
+	// message past the limit (its header block counting) is not built:
+	// *stream.TooLargeError, and the stream goes on.
+	b, refs, size, err := streamcore.AppendMsg(codec, b, ss.proto, msg, ss.c.s.opts.limits.MaxMessageSize)
 	*bp = b
 	if err != nil {
+		if _, ok := err.(*stream.TooLargeError); ok {
+			return err
+		}
 		return fmt.Errorf("server: encode stream message: %w", err)
 	}
 	ss.hint.Note(len(b))
-	size := int64(len(b) + proto.RefsLen(refs) - wire.HeaderSize)
-	if size > int64(ss.c.s.opts.limits.MaxMessageSize) {
-		return fmt.Errorf("server: stream message of %d bytes exceeds the message limit of %d bytes", size, ss.c.s.opts.limits.MaxMessageSize)
-	}
 	wire.SealFrameRefs(b, refs, wire.KindStreamData, flags, ss.id, 0)
 	burst := ss.st.Burst()
 	err = ss.st.Send(ss.ctx, size, func() error {

@@ -8,6 +8,8 @@ package stream
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
 // Mode is how a function streams, from its IDL annotation
@@ -64,3 +66,20 @@ func (m Mode) ServerSends() bool { return m == Server || m == Bidi }
 // whose peer did not negotiate HatRPC streams (a plain Apache Thrift
 // server, a THeader or HTTP connection).
 var ErrNeedsHatRPCPeer = errors.New("stream: streaming needs a HatRPC peer")
+
+// TooLargeError is what SendMsg returns, on either side, for a message
+// whose encoding would take Size bytes (its frame's payload: on the
+// server a header block going with it counts) against a message limit of
+// Limit bytes (proto.Limits.MaxMessageSize). The message is not built
+// past the limit (its encoding stops there and only counts the rest) and
+// nothing of it is sent, so the stream and its connection go on: a
+// smaller message may follow. It matches proto.ErrSizeLimit (errors.Is).
+type TooLargeError struct {
+	Size, Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("stream: message of %d bytes exceeds the message limit of %d bytes", e.Size, e.Limit)
+}
+
+func (e *TooLargeError) Unwrap() error { return proto.ErrSizeLimit }

@@ -111,13 +111,13 @@ func PutCodec(c *Codec) {
 	codecPool.Put(c)
 }
 
-// SetLimit bounds the next AppendMessage or AppendMessageRefs: a message
-// (refs included) that would take more than n bytes is not kept past
-// about n bytes of buffer (proto's writers count the rest, enclimit.go),
-// and the call returns dst's bytes (in a buffer that may have grown) and
-// a *proto.TooLargeError with its whole size. n <= 0: no limit. JSON
-// is bounded too (proto.JSONCodec.SetLimit), but past the limit its
-// error's size is a lower bound (More): the limit.
+// SetLimit bounds the next AppendMessage, AppendMessageRefs, AppendStruct
+// or AppendStructRefs: a message (refs included) that would take more
+// than n bytes is not kept past about n bytes of buffer (proto's writers
+// count the rest, enclimit.go), and the call returns dst's bytes (in a
+// buffer that may have grown) and a *proto.TooLargeError with its whole
+// size. n <= 0: no limit. JSON is bounded too (proto.JSONCodec.SetLimit),
+// but past the limit its error's size is a lower bound (More): the limit.
 func (c *Codec) SetLimit(n int) { c.limit = n }
 
 // AppendMessage appends a whole message (header and body struct) to dst.

@@ -201,19 +201,30 @@ func (c *Codec) AppendStructRefs(dst []byte, p proto.Protocol, body proto.Struct
 }
 
 // AppendStruct appends body encoded in p without a message header: a
-// stream data frame's payload.
+// stream data frame's payload. A limit (SetLimit) bounds it as it bounds
+// AppendMessage: past it, dst's bytes and a *proto.TooLargeError.
 func (c *Codec) AppendStruct(dst []byte, p proto.Protocol, body proto.Struct) ([]byte, error) {
+	limit := c.limit
+	c.limit = 0
 	switch p {
 	case proto.Compact:
 		c.cw.Reset(dst)
+		c.cw.SetLimit(limit)
 		err := body.EncodeCompact(c.cw)
 		out := c.cw.Bytes()
+		if c.cw.Over() {
+			out, err = out[:len(dst)], &proto.TooLargeError{Size: c.cw.Size(), Limit: limit}
+		}
 		c.cw.Reset(nil)
 		return out, err
 	case proto.Binary:
 		c.bw.Reset(dst)
+		c.bw.SetLimit(limit)
 		err := body.EncodeBinary(c.bw)
 		out := c.bw.Bytes()
+		if c.bw.Over() {
+			out, err = out[:len(dst)], &proto.TooLargeError{Size: c.bw.Size(), Limit: limit}
+		}
 		c.bw.Reset(nil)
 		return out, err
 	}
