@@ -74,6 +74,19 @@ type meter struct {
 
 func (m *meter) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
+	m.count(n)
+	return n, err
+}
+
+// ReadAhead is Read by wire.ReadAhead: the bytes it takes beyond p are
+// counted when a Read returns them.
+func (m *meter) ReadAhead(p []byte) (int, error) {
+	n, err := wire.ReadAhead(m.r, p)
+	m.count(n)
+	return n, err
+}
+
+func (m *meter) count(n int) {
 	if n > 0 {
 		c := m.c
 		c.lastIn.Store(c.s.clock.Load())
@@ -82,7 +95,6 @@ func (m *meter) Read(p []byte) (int, error) {
 			c.enter(phFrame, in-int64(n))
 		}
 	}
-	return n, err
 }
 
 // enter records that the connection's reader entered phase ph now; base

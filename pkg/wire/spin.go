@@ -56,6 +56,11 @@ type SpinReader struct {
 	misses int    // polls in a row that timed out
 	pause  int    // armed reads left that do not poll
 	onMiss func() // tests: runs when a poll times out, before the read parks
+
+	// Bytes a ReadAhead took from the socket beyond its buffer: the
+	// start of the next frame, ahead[aheadOff:aheadOff+aheadLen].
+	ahead              [HeaderSize]byte
+	aheadOff, aheadLen int
 }
 
 // NewSpinReader returns a SpinReader over nc, or nil if nc is not a plain
@@ -88,6 +93,9 @@ func (r *SpinReader) Arm() {
 }
 
 func (r *SpinReader) Read(p []byte) (int, error) {
+	if n := r.readAheadBuffered(p); n > 0 {
+		return n, nil
+	}
 	if !r.armed || len(p) == 0 {
 		return r.nc.Read(p)
 	}

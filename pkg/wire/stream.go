@@ -300,7 +300,7 @@ func ReadFrameCharged(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload in
 	}
 	out, err := readFull(br, buf, k)
 	if err == nil && k < n {
-		out, err = readFull(raw, out, n-k)
+		out, err = readFullAhead(raw, out, n-k)
 	}
 	return h, out, err
 }
