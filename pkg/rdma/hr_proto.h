@@ -29,6 +29,11 @@ enum hr_proto {
 	HR_PROTO_COUNT
 };
 
+/* What the message headers mean, exchanged at bootstrap (proto_endpoint.go's
+ * descMagic): endpoints of different versions refuse each other. 2: only
+ * memory-polled messages carry sums (hr_proto_int.h, hr_msg). */
+#define HR_EP_WIRE_VERSION 2
+
 /* Bytes in front of every message in a slot, in the pre-known buffer and in
  * the RFP response buffer; memory-polled messages add an 8-byte tail canary. */
 #define HR_MSG_HDR 64

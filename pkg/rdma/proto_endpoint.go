@@ -266,8 +266,26 @@ func (e *RPCEndpoint) Abort() {
 }
 
 // descMagic marks the third bootstrap buffer entry, which carries the
-// endpoint's parameters rather than a region.
-const descMagic = 0x4852_4550_0001 // "HREP" v1
+// endpoint's parameters rather than a region: "HREP" and, in the low 16
+// bits, the engine's wire version (HR_EP_WIRE_VERSION), which both sides
+// must share: a message one version sends unchecked the other may reject.
+const (
+	descMagicHREP = 0x4852_4550_0000
+	descMagic     = descMagicHREP | C.HR_EP_WIRE_VERSION
+)
+
+// checkDescMagic says whether a peer's third bootstrap entry is an RPC
+// endpoint's parameters and of this side's wire version.
+func checkDescMagic(m uint64) error {
+	if m&^0xffff != descMagicHREP {
+		return fmt.Errorf("%w: peer is not an RPC endpoint", ErrBadBootstrap)
+	}
+	if m != descMagic {
+		return fmt.Errorf("%w: peer's engine wire version %d, this side's %d", ErrBootstrapVersion,
+			m&0xffff, descMagic&0xffff)
+	}
+	return nil
+}
 
 // Bootstrap exchanges endpoints with the peer over conn (buffers: the
 // pre-known buffer, the RFP response buffer, the parameters) and connects.
@@ -289,8 +307,11 @@ func (e *RPCEndpoint) Bootstrap(ctx context.Context, conn net.Conn) error {
 		return err
 	}
 	b := peer.Buffers
-	if len(b) != 3 || b[2].Len != descMagic || b[0].Len > 1<<32-1 || b[1].Len > 1<<32-1 {
+	if len(b) != 3 || b[0].Len > 1<<32-1 || b[1].Len > 1<<32-1 {
 		return fmt.Errorf("%w: peer is not an RPC endpoint", ErrBadBootstrap)
+	}
+	if err := checkDescMagic(b[2].Len); err != nil {
+		return err
 	}
 	pd := C.hr_ep_desc{
 		direct_addr: C.uint64_t(b[0].Addr), direct_rkey: C.uint32_t(b[0].RKey), direct_len: C.uint32_t(b[0].Len),
