@@ -179,7 +179,13 @@ int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
 		keep = r->cap;
 	if (keep)
 		memcpy(n.p, r->p, keep);
-	if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
+	if (r == &ep->tx && ep->tx_old.p && ep->sq_posted == ep->tx_old_at) {
+		/* Nothing was posted since r replaced tx_old, so no WR gathers
+		 * from r; and no completion would come to retire tx_old before
+		 * the next post (a lease, then a larger one, between two
+		 * exchanges: the wait below never ended). */
+		region_free(ep, r);
+	} else if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
 		/* Unsignaled WRs may still gather from the old staging buffer:
 		 * keep it registered until a completion retires them, and make
 		 * the next WR signaled so that one comes. */
