@@ -587,6 +587,23 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 	return ep->tx.p + HR_MSG_HDR;
 }
 
+/* hr_ep_tx without growing (hrp_region_ensure keeps a buffer whose cap
+ * holds the need) and hr_ep_reply_buf's choice, as data. */
+void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *v)
+{
+	memset(v, 0, sizeof *v);
+	if (ep->tx.p) {
+		v->tx = ep->tx.p + HR_MSG_HDR;
+		if (!ep->tx_busy && ep->tx.cap >= HR_MSG_HDR + HR_MSG_TAIL)
+			v->tx_room = ep->tx.cap - HR_MSG_HDR - HR_MSG_TAIL;
+	}
+	v->pending = (uint32_t)ep->pending;
+	if (ep->pending && (ep->pend_flags & HRM_F_FETCH)) {
+		v->resp = ep->resp.p + HR_MSG_HDR;
+		v->resp_room = ep->cfg.resp_size;
+	}
+}
+
 /* Only a later exchange's cancel replaces an earlier one's: a context
  * watch that read the exchange in hand just before the next one began
  * cancels the old gen after that one cancelled itself, and a plain store

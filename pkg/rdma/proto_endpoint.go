@@ -246,6 +246,7 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 		C.hr_ep_destroy(p)
 		return nil, &Error{Op: "create endpoint", Status: StatusNoMem}
 	}
+	C.hr_ep_leases(p, &out.lv)
 	e := &RPCEndpoint{pd: pd, p: p, out: out, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider},
 		now: time.Now, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p), spin: max(cfg.SpinTime, 0),
 		parkMs: C.hr_ep_park_ms(p)}
@@ -496,18 +497,6 @@ func (e *RPCEndpoint) outAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.
 // as an integer: no cgo pointer check).
 func (e *RPCEndpoint) epAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(e.p))) }
 
-// RequestBuffer is a lease on the send staging buffer for n bytes: a
-// request written there is sent without a copy. Valid until the next call.
-func (e *RPCEndpoint) RequestBuffer(n int) []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := C.hr_ep_tx(e.p, C.uint64_t(n))
-	if p == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // Call sends req by proto and returns the response: a lease on the
 // endpoint's registered memory, valid until the next Call or Close.
 // A failed or interrupted call breaks the endpoint (its QP goes to error).
@@ -610,18 +599,6 @@ func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
 	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
 }
 
-// ReplyBuffer is a lease to build the pending request's response in (n
-// bytes) so Reply sends it without a copy; nil if none fits.
-func (e *RPCEndpoint) ReplyBuffer(n int) []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := C.hr_ep_reply_buf(e.p, C.uint64_t(n))
-	if p == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // Reply answers the pending request by proto. ProtoRFP leaves the response
 // for the client to fetch (the client decides: a client in server-reply
 // mode gets it by Hybrid).
@@ -634,7 +611,7 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 	p, n := ptrLen(resp)
 	e.hold = p
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen)
+		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen, e.outAddr())
 	})
 	e.hold = nil
 	return e.err(ctx, "reply", proto, st)
