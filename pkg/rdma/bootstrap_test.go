@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -73,6 +74,34 @@ func TestDecodeEndpointErrors(t *testing.T) {
 		})
 	}
 	require.True(t, errors.Is(ErrBootstrapVersion, ErrBadBootstrap))
+}
+
+// An RPC endpoint's parameters name the engine's wire version: a peer of
+// another version is refused at bootstrap, before it could misread a message.
+func TestCheckDescMagic(t *testing.T) {
+	tests := []struct {
+		name  string
+		magic uint64
+		want  error // nil: accepted
+		text  string
+	}{
+		{"this-version", descMagic, nil, ""},
+		{"version-1", descMagicHREP | 1, ErrBootstrapVersion,
+			fmt.Sprintf("rdma: bad bootstrap message: unsupported version: peer's engine wire version 1, this side's %d", descMagic&0xffff)},
+		{"not-an-endpoint", 0x1234, ErrBadBootstrap, "rdma: bad bootstrap message: peer is not an RPC endpoint"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDescMagic(tc.magic)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.want)
+			require.EqualError(t, err, tc.text)
+		})
+	}
+	require.NotErrorIs(t, checkDescMagic(0x1234), ErrBootstrapVersion)
 }
 
 func TestExchangeEndpoints(t *testing.T) {

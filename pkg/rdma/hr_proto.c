@@ -95,10 +95,11 @@ uint64_t hrp_sum(const void *p, uint64_t n, uint64_t seed)
 	return mix64(h);
 }
 
-uint64_t hrp_msg_sum(const hr_msg *m, uint64_t psum)
+/* Never 0, so an unsummed header (sum 0) never passes for a polled one. */
+uint64_t hrp_msg_sum(const hr_msg *m)
 {
 	hr_msg c = *m;
-	c.sum = psum;
+	c.sum = 0;
 	return hrp_sum(&c, sizeof c, 0x48525043ull) | 1;
 }
 
@@ -178,7 +179,13 @@ int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
 		keep = r->cap;
 	if (keep)
 		memcpy(n.p, r->p, keep);
-	if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
+	if (r == &ep->tx && ep->tx_old.p && ep->sq_posted == ep->tx_old_at) {
+		/* Nothing was posted since r replaced tx_old, so no WR gathers
+		 * from r; and no completion would come to retire tx_old before
+		 * the next post (a lease, then a larger one, between two
+		 * exchanges: the wait below never ended). */
+		region_free(ep, r);
+	} else if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
 		/* Unsignaled WRs may still gather from the old staging buffer:
 		 * keep it registered until a completion retires them, and make
 		 * the next WR signaled so that one comes. */
@@ -578,6 +585,23 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 	if (ep->tx_busy || hrp_region_ensure(ep, &ep->tx, HR_MSG_HDR + n + HR_MSG_TAIL, 0) != HR_OK)
 		return NULL;
 	return ep->tx.p + HR_MSG_HDR;
+}
+
+/* hr_ep_tx without growing (hrp_region_ensure keeps a buffer whose cap
+ * holds the need) and hr_ep_reply_buf's choice, as data. */
+void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *v)
+{
+	memset(v, 0, sizeof *v);
+	if (ep->tx.p) {
+		v->tx = ep->tx.p + HR_MSG_HDR;
+		if (!ep->tx_busy && ep->tx.cap >= HR_MSG_HDR + HR_MSG_TAIL)
+			v->tx_room = ep->tx.cap - HR_MSG_HDR - HR_MSG_TAIL;
+	}
+	v->pending = (uint32_t)ep->pending;
+	if (ep->pending && (ep->pend_flags & HRM_F_FETCH)) {
+		v->resp = ep->resp.p + HR_MSG_HDR;
+		v->resp_room = ep->cfg.resp_size;
+	}
 }
 
 /* Only a later exchange's cancel replaces an earlier one's: a context

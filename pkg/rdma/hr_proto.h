@@ -29,6 +29,11 @@ enum hr_proto {
 	HR_PROTO_COUNT
 };
 
+/* What the message headers mean, exchanged at bootstrap (proto_endpoint.go's
+ * descMagic): endpoints of different versions refuse each other. 2: only
+ * memory-polled messages carry sums (hr_proto_int.h, hr_msg). */
+#define HR_EP_WIRE_VERSION 2
+
 /* Bytes in front of every message in a slot, in the pre-known buffer and in
  * the RFP response buffer; memory-polled messages add an 8-byte tail canary. */
 #define HR_MSG_HDR 64
@@ -107,6 +112,20 @@ int hr_ep_set_peer(hr_ep *ep, const hr_ep_desc *peer);
 /* A lease on the send staging buffer for n payload bytes; passing it back as
  * a call's or reply's payload avoids the copy. NULL if n is too large. */
 void *hr_ep_tx(hr_ep *ep, uint64_t n);
+
+/* The leases hr_ep_tx and hr_ep_reply_buf would give now without growing
+ * any buffer: a runtime that keeps this, refreshed after each exchange and
+ * each of those calls (the only times it changes), hands out leases that
+ * fit without a crossing per message. */
+typedef struct hr_ep_lease_view {
+	void *tx;           /* hr_ep_tx's lease (NULL before the buffer exists) */
+	uint64_t tx_room;   /* hr_ep_tx(n) is tx for n <= tx_room; 0 while the peer holds the buffer */
+	void *resp;         /* hr_ep_reply_buf's lease when the pending request's client fetches */
+	uint64_t resp_room; /* hr_ep_reply_buf(n) is resp for n <= resp_room, else hr_ep_tx(n) */
+	uint32_t pending;   /* a request awaits its reply: hr_ep_reply_buf is NULL without one */
+	uint32_t pad_;
+} hr_ep_lease_view;
+void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *out);
 
 /* Client: sends req by proto, waits for the response. *resp points into the
  * endpoint's memory until the next call. gen identifies the call for

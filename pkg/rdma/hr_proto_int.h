@@ -7,6 +7,7 @@
 #include "hr_proto.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 /* Message types (hr_msg.type). */
 enum {
@@ -25,20 +26,28 @@ enum {
 	HRM_F_RELEASE = 2  /* FIN: Read-RNDV source may be reused */
 };
 
-/* The header in front of every message. sum covers the other fields (and,
- * for memory-polled messages, the payload), so a reader racing the writer
- * never accepts a torn header. */
+/* The header in front of every message. On a memory-polled message (an RFP
+ * request to a busy-polling server, an RFP response left for fetching:
+ * found by reading memory while a WRITE or the server's copy may still be
+ * filling it) sum covers the other fields and canary the payload, so a
+ * reader racing the writer never accepts a torn message. Every other
+ * message is taken only after a completion that proves it landed whole (a
+ * SEND's receive completion; a WRITE_WITH_IMM's; a WRITE followed by a
+ * SEND on the same RC QP, placed before that SEND completes: IB ordering,
+ * ibv_post_send(3)), so its sender leaves sum and canary 0 and its receiver
+ * checks neither: computing and checking it was ~25 ns a message each side
+ * (HR_EP_WIRE_VERSION 2). */
 typedef struct hr_msg {
 	uint32_t type;
 	uint32_t flags;
 	uint64_t len;
 	uint64_t seq;
-	uint64_t canary; /* memory-polled: payload sum seeded by seq, also the tail */
+	uint64_t canary; /* memory-polled: payload sum seeded by seq, also the tail; else 0 */
 	uint64_t addr;
 	uint32_t rkey;
 	uint32_t proto;
 	uint64_t server_ns; /* response: time the server spent on the request */
-	uint64_t sum;
+	uint64_t sum;       /* memory-polled: hrp_msg_sum, never 0; else 0 */
 } hr_msg;
 
 _Static_assert(sizeof(hr_msg) <= HR_MSG_HDR, "header too large");
@@ -243,7 +252,18 @@ int hrp_wait_read(hr_ep *ep, uint64_t wr_id);
 uint8_t *hrp_ctl(hr_ep *ep);
 uint8_t *hrp_slot(hr_ep *ep, uint32_t slot);
 uint64_t hrp_sum(const void *p, uint64_t n, uint64_t seed);
-uint64_t hrp_msg_sum(const hr_msg *m, uint64_t psum);
+uint64_t hrp_msg_sum(const hr_msg *m);
+
+/* A memory-polled message's payload p (h->len bytes, the tail after it) is
+ * whole: the canary is the payload's sum seeded by seq, so a matching tail
+ * and sum mean the WRITE (or copy) has fully landed, whatever order it was
+ * done in. h's own sum must have matched first. */
+static inline int hrp_payload_ok(const hr_msg *h, const uint8_t *p)
+{
+	uint64_t tail;
+	memcpy(&tail, p + h->len, sizeof tail);
+	return tail == h->canary && hrp_sum(p, h->len, h->seq) == h->canary;
+}
 
 /* hr_proto_msg.c */
 int hrp_send_msg(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_t flags, uint64_t server_ns);

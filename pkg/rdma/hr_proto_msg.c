@@ -23,7 +23,6 @@ static void hdr_init(hr_ep *ep, hr_msg *h, uint32_t type, uint32_t flags, uint64
 static int post_ctl_wr(hr_ep *ep, hr_msg *m, hr_send_wr *wr)
 {
 	uint8_t *p = hrp_ctl(ep);
-	m->sum = hrp_msg_sum(m, 0);
 	memcpy(p, m, sizeof *m);
 	memset(wr, 0, sizeof *wr);
 	wr->opcode = HR_OP_SEND;
@@ -77,14 +76,12 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 				uint8_t *s = hrp_slot(ep, a.slot);
 				memcpy(h, s, sizeof *h);
 				*payload = s + HR_MSG_HDR;
-				if (a.byte_len < HR_MSG_HDR || h->sum != hrp_msg_sum(h, 0) ||
-				    (h->type == HRM_DATA && h->len > a.byte_len - HR_MSG_HDR))
+				if (a.byte_len < HR_MSG_HDR || (h->type == HRM_DATA && h->len > a.byte_len - HR_MSG_HDR))
 					return hrp_fail(ep, HR_EIO);
 			} else {
 				memcpy(h, ep->direct.p, sizeof *h);
 				*payload = ep->direct.p + HR_MSG_HDR;
-				if (h->type != HRM_DATA || h->len != a.imm || h->len > ep->cfg.direct_size ||
-				    h->sum != hrp_msg_sum(h, 0))
+				if (h->type != HRM_DATA || h->len != a.imm || h->len > ep->cfg.direct_size)
 					return hrp_fail(ep, HR_EIO);
 			}
 			/* Re-posted at the next call (above): the payload stays
@@ -99,20 +96,16 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 			if (seq == ep->seq + 1) {
 				memcpy(h, d, sizeof *h);
 				uint8_t *p = ep->direct.p + HR_MSG_HDR;
-				uint64_t tail;
+				/* No completion says this WRITE has landed: only its
+				 * sums do (a Direct-WriteIMM message seen here before
+				 * its completion is left to the completion). */
 				if (h->type == HRM_DATA && h->proto == HR_PROTO_RFP && h->seq == seq &&
-				    h->len <= ep->cfg.direct_size && h->sum == hrp_msg_sum(h, 0)) {
-					memcpy(&tail, p + h->len, sizeof tail);
-					/* The canary is the payload's sum seeded by seq: a
-					 * matching tail and sum mean the WRITE has fully
-					 * landed, whatever order it was copied in. */
-					if (tail == h->canary && hrp_sum(p, h->len, h->seq) == h->canary) {
-						ep->empty_polls = 0;
-						*payload = p;
-						*mem = 1;
-						*byte_len = 0;
-						return HR_OK;
-					}
+				    h->len <= ep->cfg.direct_size && h->sum == hrp_msg_sum(h) && hrp_payload_ok(h, p)) {
+					ep->empty_polls = 0;
+					*payload = p;
+					*mem = 1;
+					*byte_len = 0;
+					return HR_OK;
 				}
 			}
 		}
@@ -230,7 +223,6 @@ static int send_eager(hr_ep *ep, const void *p, uint64_t len, uint32_t flags, ui
 		return st;
 	hr_msg *h = (hr_msg *)(void *)ep->tx.p;
 	hdr_init(ep, h, HRM_DATA, flags, len, HR_PROTO_EAGER, server_ns);
-	h->sum = hrp_msg_sum(h, 0);
 	hr_send_wr wr;
 	memset(&wr, 0, sizeof wr);
 	wr.opcode = HR_OP_SEND;
@@ -238,25 +230,27 @@ static int send_eager(hr_ep *ep, const void *p, uint64_t len, uint32_t flags, ui
 	return hrp_post(ep, &wr, 1);
 }
 
-/* The Direct-* family and RFP requests: [header|payload|tail] WRITTEN into
- * the peer's pre-known buffer, announced by SEND, by the immediate, or (RFP
- * to a busy-polling server) by nothing at all: the canary. */
+/* The Direct-* family and RFP requests: [header|payload] WRITTEN into the
+ * peer's pre-known buffer, announced by SEND, by the immediate, or (RFP to a
+ * busy-polling server) by nothing at all: then the header's sum and the
+ * payload's canary, also written as a tail after it, tell it has landed. */
 static int send_direct(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_t flags,
 		       uint64_t server_ns)
 {
-	int st = hrp_stage(ep, p, len, HR_MSG_TAIL);
+	int polled = proto == HR_PROTO_RFP && !ep->peer.event;
+	int st = hrp_stage(ep, p, len, polled ? HR_MSG_TAIL : 0);
 	if (st != HR_OK)
 		return st;
 	uint8_t *pay = ep->tx.p + HR_MSG_HDR;
 	hr_msg *h = (hr_msg *)(void *)ep->tx.p;
 	hdr_init(ep, h, HRM_DATA, flags, len, proto, server_ns);
 	uint64_t total = HR_MSG_HDR + len;
-	if (proto == HR_PROTO_RFP) {
+	if (polled) {
 		h->canary = hrp_sum(pay, len, ep->seq);
 		memcpy(pay + len, &h->canary, HR_MSG_TAIL);
 		total += HR_MSG_TAIL;
+		h->sum = hrp_msg_sum(h);
 	}
-	h->sum = hrp_msg_sum(h, 0);
 	hr_send_wr wr[2];
 	memset(wr, 0, sizeof wr);
 	wr[0].opcode = HR_OP_RDMA_WRITE;
@@ -369,8 +363,8 @@ int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *h, uint8_
 	case HRM_NOTE: {
 		hr_msg d;
 		memcpy(&d, ep->direct.p, sizeof d);
-		if (d.type != HRM_DATA || d.seq != h->seq || d.len != h->len || d.len > ep->cfg.direct_size ||
-		    d.sum != hrp_msg_sum(&d, 0))
+		/* The WRITE went before this SEND on the QP: it has landed. */
+		if (d.type != HRM_DATA || d.seq != h->seq || d.len != h->len || d.len > ep->cfg.direct_size)
 			return hrp_fail(ep, HR_EIO);
 		*payload = ep->direct.p + HR_MSG_HDR;
 		*len = h->len;

@@ -84,7 +84,7 @@ static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
 		ep->st.fetch_ns = ep->st.fetch_ns ? (ep->st.fetch_ns * 7 + ns) / 8 : ns;
 		hr_msg h;
 		memcpy(&h, ep->rx.p, sizeof h);
-		int ok = h.type == HRM_RESP && h.seq == ep->seq && h.sum == hrp_msg_sum(&h, 0) &&
+		int ok = h.type == HRM_RESP && h.seq == ep->seq && h.sum == hrp_msg_sum(&h) &&
 			 h.len <= ep->cfg.max_msg;
 		if (ok && h.addr == 0) {
 			uint64_t total = HR_MSG_HDR + h.len + HR_MSG_TAIL;
@@ -99,12 +99,9 @@ static int rfp_fetch(hr_ep *ep, void **resp, uint64_t *resp_len)
 					return st;
 				ep->st.rfp_rest_reads++;
 			}
-			uint8_t *p = ep->rx.p + HR_MSG_HDR;
-			uint64_t tail;
-			memcpy(&tail, p + h.len, sizeof tail);
 			/* A READ racing the server's local copy may be torn: only
 			 * a matching canary and payload sum make it a response. */
-			ok = tail == h.canary && hrp_sum(p, h.len, h.seq) == h.canary;
+			ok = hrp_payload_ok(&h, ep->rx.p + HR_MSG_HDR);
 		} else if (ok) {
 			/* Too large for the response buffer: the header points into
 			 * the server's pool, filled before the header was. */
@@ -303,7 +300,7 @@ static int rfp_publish(hr_ep *ep, const void *resp, uint64_t len, uint64_t serve
 	h.seq = ep->seq;
 	h.proto = HR_PROTO_RFP;
 	h.server_ns = server_ns;
-	h.sum = hrp_msg_sum(&h, 0);
+	h.sum = hrp_msg_sum(&h);
 	/* sum is the last field and is stored with release: a fetch that sees
 	 * it sees the payload and the rest of the header (or fails the sum). */
 	_Static_assert(offsetof(hr_msg, sum) + sizeof h.sum == sizeof h, "sum must be last");

@@ -246,6 +246,7 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 		C.hr_ep_destroy(p)
 		return nil, &Error{Op: "create endpoint", Status: StatusNoMem}
 	}
+	C.hr_ep_leases(p, &out.lv)
 	e := &RPCEndpoint{pd: pd, p: p, out: out, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider},
 		now: time.Now, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p), spin: max(cfg.SpinTime, 0),
 		parkMs: C.hr_ep_park_ms(p)}
@@ -266,8 +267,26 @@ func (e *RPCEndpoint) Abort() {
 }
 
 // descMagic marks the third bootstrap buffer entry, which carries the
-// endpoint's parameters rather than a region.
-const descMagic = 0x4852_4550_0001 // "HREP" v1
+// endpoint's parameters rather than a region: "HREP" and, in the low 16
+// bits, the engine's wire version (HR_EP_WIRE_VERSION), which both sides
+// must share: a message one version sends unchecked the other may reject.
+const (
+	descMagicHREP = 0x4852_4550_0000
+	descMagic     = descMagicHREP | C.HR_EP_WIRE_VERSION
+)
+
+// checkDescMagic says whether a peer's third bootstrap entry is an RPC
+// endpoint's parameters and of this side's wire version.
+func checkDescMagic(m uint64) error {
+	if m&^0xffff != descMagicHREP {
+		return fmt.Errorf("%w: peer is not an RPC endpoint", ErrBadBootstrap)
+	}
+	if m != descMagic {
+		return fmt.Errorf("%w: peer's engine wire version %d, this side's %d", ErrBootstrapVersion,
+			m&0xffff, descMagic&0xffff)
+	}
+	return nil
+}
 
 // Bootstrap exchanges endpoints with the peer over conn (buffers: the
 // pre-known buffer, the RFP response buffer, the parameters) and connects.
@@ -289,8 +308,11 @@ func (e *RPCEndpoint) Bootstrap(ctx context.Context, conn net.Conn) error {
 		return err
 	}
 	b := peer.Buffers
-	if len(b) != 3 || b[2].Len != descMagic || b[0].Len > 1<<32-1 || b[1].Len > 1<<32-1 {
+	if len(b) != 3 || b[0].Len > 1<<32-1 || b[1].Len > 1<<32-1 {
 		return fmt.Errorf("%w: peer is not an RPC endpoint", ErrBadBootstrap)
+	}
+	if err := checkDescMagic(b[2].Len); err != nil {
+		return err
 	}
 	pd := C.hr_ep_desc{
 		direct_addr: C.uint64_t(b[0].Addr), direct_rkey: C.uint32_t(b[0].RKey), direct_len: C.uint32_t(b[0].Len),
@@ -475,18 +497,6 @@ func (e *RPCEndpoint) outAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.
 // as an integer: no cgo pointer check).
 func (e *RPCEndpoint) epAddr() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(e.p))) }
 
-// RequestBuffer is a lease on the send staging buffer for n bytes: a
-// request written there is sent without a copy. Valid until the next call.
-func (e *RPCEndpoint) RequestBuffer(n int) []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := C.hr_ep_tx(e.p, C.uint64_t(n))
-	if p == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // Call sends req by proto and returns the response: a lease on the
 // endpoint's registered memory, valid until the next Call or Close.
 // A failed or interrupted call breaks the endpoint (its QP goes to error).
@@ -589,18 +599,6 @@ func (e *RPCEndpoint) recvSlice(ctx context.Context) ([]byte, bool, error) {
 	return unsafe.Slice((*byte)(rp), int(rl)), false, nil
 }
 
-// ReplyBuffer is a lease to build the pending request's response in (n
-// bytes) so Reply sends it without a copy; nil if none fits.
-func (e *RPCEndpoint) ReplyBuffer(n int) []byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p := C.hr_ep_reply_buf(e.p, C.uint64_t(n))
-	if p == nil || n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), n)
-}
-
 // Reply answers the pending request by proto. ProtoRFP leaves the response
 // for the client to fetch (the client decides: a client in server-reply
 // mode gets it by Hybrid).
@@ -613,7 +611,7 @@ func (e *RPCEndpoint) Reply(ctx context.Context, proto Protocol, resp []byte) er
 	p, n := ptrLen(resp)
 	e.hold = p
 	st := e.run(ctx, 0, func(ms C.int, gen C.uint32_t) C.int {
-		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen)
+		return C.hrgo_reply(e.epAddr(), C.uint32_t(proto), C.uintptr_t(uintptr(e.hold)), n, ms, gen, e.outAddr())
 	})
 	e.hold = nil
 	return e.err(ctx, "reply", proto, st)

@@ -3,10 +3,11 @@
  * checked, the RFP server-reply switch, and timeouts. Run by proto.mk (also
  * under ASan+UBSan). */
 #define _GNU_SOURCE
-#include "../hr_proto.h"
+#include "../hr_proto_int.h" /* hr_msg and the sums, for the torn-message tests */
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -370,6 +371,196 @@ static void test_bad_config(void)
 	CHECK(st == HR_OK && bad == HR_EINVAL && ep == NULL);
 }
 
+/* ---- torn and corrupted memory-polled messages: the sums that stayed
+ * (hr_msg) must still refuse every message that has not fully landed. ---- */
+
+#define TORN_N 200 /* payload: past F = 256 with header and tail, so a fetch reads twice */
+
+/* A whole memory-polled message of type, seq and flags into m (header,
+ * TORN_N payload bytes, tail); returns its length. */
+static uint64_t torn_msg(uint8_t *m, uint32_t type, uint64_t seq, uint32_t flags, uint8_t seed)
+{
+	hr_msg h;
+	memset(&h, 0, sizeof h);
+	h.type = type;
+	h.flags = flags;
+	h.len = TORN_N;
+	h.seq = seq;
+	h.proto = HR_PROTO_RFP;
+	fill(m + HR_MSG_HDR, TORN_N, seed);
+	h.canary = hrp_sum(m + HR_MSG_HDR, TORN_N, seq);
+	memcpy(m + HR_MSG_HDR + TORN_N, &h.canary, HR_MSG_TAIL);
+	h.sum = hrp_msg_sum(&h);
+	memcpy(m, &h, sizeof h);
+	return HR_MSG_HDR + TORN_N + HR_MSG_TAIL;
+}
+
+/* A busy-polling server finds RFP requests by reading its pre-known buffer
+ * with no completion: a request whose WRITE has landed only in part, in
+ * any byte order, or whose bytes differ from what was summed, is not taken
+ * (its receive just idles, the endpoint intact); the whole one is. */
+static void test_torn_rfp_request(void)
+{
+	struct pair pr;
+	CHECK_ST(connect_pair(&pr, 0, 0, 5));
+	hr_ep_desc ds;
+	hr_ep_local(pr.srv, &ds);
+	uint8_t *dbuf = (uint8_t *)(uintptr_t)ds.direct_addr;
+	uint8_t m[HR_MSG_HDR + TORN_N + HR_MSG_TAIL], stale[sizeof m];
+	uint64_t total = torn_msg(m, HRM_DATA, 1, HRM_F_FETCH, 5);
+	/* What the buffer held before differs in every byte, so a part not
+	 * yet landed is a part that is wrong. */
+	for (uint64_t k = 0; k < total; k++)
+		stale[k] = (uint8_t)(m[k] ^ 0x5a);
+	void *req;
+	uint64_t len;
+	int taken = 0, st;
+	char what[96];
+	/* Landed in part: a prefix, a suffix, every 8-byte word but one. */
+	for (uint64_t k = 0; k < total && !taken; k += 4) {
+		for (int form = 0; form < 3 && !taken; form++) {
+			memcpy(dbuf, stale, total);
+			if (form == 0) {
+				memcpy(dbuf, m, k);
+				snprintf(what, sizeof what, "first %llu bytes", (unsigned long long)k);
+			} else if (form == 1) {
+				memcpy(dbuf + k, m + k, total - k);
+				if (k == 0)
+					continue; /* the whole message */
+				snprintf(what, sizeof what, "from byte %llu on", (unsigned long long)k);
+			} else {
+				if (k % 8 != 0)
+					continue;
+				memcpy(dbuf, m, total);
+				memcpy(dbuf + k, stale + k, 8);
+				snprintf(what, sizeof what, "all but bytes %llu-%llu", (unsigned long long)k,
+					 (unsigned long long)k + 7);
+			}
+			st = hr_ep_recv(pr.srv, 1, -1, 1, &req, &len);
+			taken = st == HR_OK;
+		}
+	}
+	/* Corrupted whole: every byte of the header and tail, every 16th of
+	 * the payload, one bit flipped. */
+	for (uint64_t k = 0; k < total && !taken; k++) {
+		if (k >= HR_MSG_HDR && k < HR_MSG_HDR + TORN_N && k % 16 != 0)
+			continue;
+		memcpy(dbuf, m, total);
+		dbuf[k] ^= 0x10;
+		snprintf(what, sizeof what, "byte %llu flipped", (unsigned long long)k);
+		st = hr_ep_recv(pr.srv, 1, -1, 1, &req, &len);
+		taken = st == HR_OK;
+	}
+	if (taken)
+		fprintf(stderr, "torn RFP request taken: %s\n", what);
+	int broken = hr_ep_broken(pr.srv);
+	memcpy(dbuf, m, total);
+	st = hr_ep_recv(pr.srv, 10000, -1, 1, &req, &len);
+	int same = st == HR_OK && len == TORN_N && memcmp(req, m + HR_MSG_HDR, TORN_N) == 0;
+	close_pair(&pr, 0);
+	CHECK(!taken && broken == HR_OK);
+	CHECK_ST(st);
+	CHECK(same);
+}
+
+struct fetcher {
+	struct pair *pr;
+	uint8_t req[16];
+	void *resp;
+	uint64_t rl;
+	int st;
+	atomic_int done;
+};
+
+static void *fetch_call(void *arg)
+{
+	struct fetcher *f = arg;
+	f->st = hr_ep_call(f->pr->cli, HR_PROTO_RFP, f->req, sizeof f->req, 60000, 1, &f->resp, &f->rl);
+	atomic_store(&f->done, 1);
+	return NULL;
+}
+
+/* Whether the fetching call is still going after two more fetch READs than
+ * when asked: one of them started after the caller's last store, so it saw
+ * the response as it now is (a READ racing a store may see either). */
+static int still_fetching(struct fetcher *f)
+{
+	hr_ep_stats s;
+	hr_ep_stats_get(f->pr->cli, &s);
+	uint64_t want = s.rfp_fetches + 2, deadline = hr_now_ns() + 60000000000ull;
+	while (!atomic_load(&f->done) && hr_now_ns() < deadline) {
+		hr_ep_stats_get(f->pr->cli, &s);
+		if (s.rfp_fetches >= want)
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+/* An RFP client READs the server's response buffer while the server may
+ * still be copying into it: a response whose payload or tail is not all
+ * there yet, or whose header is not (its sum last), is fetched again, and
+ * the whole one is taken. The server here is this thread, publishing by
+ * hand, each stage adding bytes (a READ racing a stage sees bytes of it or
+ * of the one before, never a whole response early). */
+static void test_torn_rfp_response(void)
+{
+	struct pair pr;
+	CHECK_ST(connect_pair(&pr, 0, 0, 1u << 20));
+	hr_ep_desc ds;
+	hr_ep_local(pr.srv, &ds);
+	uint8_t *rbuf = (uint8_t *)(uintptr_t)ds.resp_addr;
+	uint8_t m[HR_MSG_HDR + TORN_N + HR_MSG_TAIL];
+	int ok = 1;
+	for (uint64_t seq = 1; seq <= 2 && ok; seq++) {
+		uint64_t total = torn_msg(m, HRM_RESP, seq, 0, (uint8_t)(3 * seq));
+		memset(rbuf, 0xee, total);
+		atomic_thread_fence(memory_order_seq_cst);
+		struct fetcher f = {.pr = &pr};
+		if (pthread_create(&pr.th, NULL, fetch_call, &f) != 0) {
+			ok = 0;
+			break;
+		}
+		ok = still_fetching(&f);
+		if (seq == 1) {
+			/* The header first, then the payload 8 bytes at a time,
+			 * then the tail. */
+			memcpy(rbuf, m, HR_MSG_HDR);
+			for (uint64_t k = HR_MSG_HDR; ok && k < total; k += 8) {
+				atomic_thread_fence(memory_order_seq_cst);
+				ok = still_fetching(&f);
+				memcpy(rbuf + k, m + k, 8);
+			}
+		} else {
+			/* Payload and tail first, then the header without its
+			 * sum and with a field that differs from the summed
+			 * one, then the sum, then that field. */
+			hr_msg h;
+			memcpy(&h, m, sizeof h);
+			h.server_ns = 77;
+			memcpy(rbuf + HR_MSG_HDR, m + HR_MSG_HDR, total - HR_MSG_HDR);
+			memcpy(rbuf, &h, offsetof(hr_msg, sum));
+			atomic_thread_fence(memory_order_seq_cst);
+			ok = ok && still_fetching(&f);
+			memcpy(rbuf + offsetof(hr_msg, sum), &h.sum, sizeof h.sum);
+			atomic_thread_fence(memory_order_seq_cst);
+			ok = ok && still_fetching(&f);
+			memcpy(rbuf + offsetof(hr_msg, server_ns), m + offsetof(hr_msg, server_ns), sizeof h.server_ns);
+		}
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!ok)
+			fprintf(stderr, "torn RFP response %llu fetched before it was whole\n", (unsigned long long)seq);
+		pthread_join(pr.th, NULL);
+		int same = f.st == HR_OK && f.rl == TORN_N && memcmp(f.resp, m + HR_MSG_HDR, TORN_N) == 0;
+		if (!same)
+			fprintf(stderr, "torn RFP response %llu: %s len %llu\n", (unsigned long long)seq,
+				hr_status_str(f.st), (unsigned long long)f.rl);
+		ok = ok && same;
+	}
+	close_pair(&pr, 0);
+	CHECK(ok);
+}
+
 /* ---- two processes: the server endpoint lives in a forked child with its
  * own shm device; descriptors travel over a socketpair. ---- */
 
@@ -515,6 +706,8 @@ int main(void)
 	test_spin_skip();
 	test_spin_handoff();
 	test_bad_config();
+	test_torn_rfp_request();
+	test_torn_rfp_response();
 	test_cross_process(0);
 	test_cross_process(1);
 	if (failures) {

@@ -1,0 +1,173 @@
+package rdma
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sameLease: both nil, or the same bytes of the same buffer.
+func sameLease(a, b []byte) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// The leases RequestBuffer and ReplyBuffer hand out without a crossing are
+// the ones C gives for the same size at that moment, through every change
+// of the buffers: growth (a larger lease, a larger message staged), the
+// response buffer of a fetching client's request, no request pending.
+func TestLeasesMatchCrossing(t *testing.T) {
+	sizes := []int{0, 1, 100, 4 << 10, 64 << 10, 64<<10 + 1, 300 << 10, 1 << 20}
+	for _, proto := range []Protocol{ProtoEager, ProtoRFP, ProtoReadRNDV, ProtoWriteRNDV, ProtoDirectWriteIMM} {
+		t.Run(proto.String(), func(t *testing.T) {
+			cfg := testEPConfig(PollBusy)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			var mu sync.Mutex
+			var bad []string
+			check := func(side string, n int, fast, slow []byte) {
+				if !sameLease(fast, slow) {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("%s %d: %p/%d, C %p/%d", side, n,
+						unsafe.SliceData(fast), len(fast), unsafe.SliceData(slow), len(slow)))
+					mu.Unlock()
+				}
+			}
+			serve(t, srv, proto, func(req []byte) []byte {
+				for _, n := range sizes {
+					check("reply", n, srv.ReplyBuffer(n), srv.replyBufferCrossing(n))
+				}
+				out := srv.ReplyBuffer(len(req))
+				for i := range req {
+					out[i] = ^req[i]
+				}
+				return out
+			})
+			for _, n := range []int{1, 100, 20 << 10, 500 << 10, 100} {
+				for _, m := range sizes {
+					check("request", m, cli.RequestBuffer(m), cli.requestBufferCrossing(m))
+				}
+				req := cli.RequestBuffer(n)
+				require.Len(t, req, n)
+				fill(req, byte(n))
+				want := make([]byte, n)
+				for i := range req {
+					want[i] = ^req[i]
+				}
+				got, err := callT(t, cli, proto, req)
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			require.Empty(t, bad)
+		})
+	}
+}
+
+// A server's staging buffer is the Read-RNDV source of its reply until the
+// client releases it: no lease of it meanwhile, crossing or not; the next
+// request brings the release. Without a request in hand there is no reply
+// lease, and a closed endpoint lends nothing.
+func TestLeasesWhileLentAndClosed(t *testing.T) {
+	cfg := testEPConfig(PollBusy)
+	cli, srv := newRPCPair(t, cfg, cfg, false)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	type result struct {
+		resp []byte
+		err  error
+	}
+	calls := make(chan result, 2)
+	call := func() {
+		resp, err := cli.Call(ctx, ProtoReadRNDV, make([]byte, 10))
+		calls <- result{append([]byte(nil), resp...), err}
+	}
+	go call()
+	_, err := srv.Recv(ctx)
+	require.NoError(t, err)
+	require.NoError(t, srv.Reply(ctx, ProtoReadRNDV, make([]byte, 20)))
+	require.Nil(t, srv.RequestBuffer(10))
+	require.Nil(t, srv.requestBufferCrossing(10))
+	require.Nil(t, srv.ReplyBuffer(10), "no request pending")
+	r := <-calls
+	require.NoError(t, r.err)
+	require.Len(t, r.resp, 20)
+	go call()
+	_, err = srv.Recv(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, srv.RequestBuffer(10), "released with the next request")
+	require.True(t, sameLease(srv.RequestBuffer(10), srv.requestBufferCrossing(10)))
+	require.NoError(t, srv.Reply(ctx, ProtoEager, make([]byte, 20)))
+	r = <-calls
+	require.NoError(t, r.err)
+
+	e, err := NewRPCEndpoint(newPD(t, openTest(t)), cfg)
+	require.NoError(t, err)
+	require.NotNil(t, e.RequestBuffer(10))
+	require.NoError(t, e.Close())
+	require.Nil(t, e.RequestBuffer(10))
+	require.Nil(t, e.ReplyBuffer(10))
+}
+
+// Two leases, each larger than the staging buffer, between two exchanges
+// while an unsignaled send is outstanding: the first keeps the old buffer
+// until a completion retires that send, and the second must not wait for
+// that completion, which no post is coming to bring (a server's handler
+// hung there for good; a client's lease failed once its last call's
+// context ended).
+func TestStagingGrowsTwiceBetweenExchanges(t *testing.T) {
+	cfg := testEPConfig(PollBusy)
+	cli, srv := newRPCPair(t, cfg, cfg, false)
+	twice := func(lease func(int) []byte) []byte {
+		_ = lease(300 << 10)
+		return lease(1 << 20)
+	}
+	serve(t, srv, ProtoEager, func(req []byte) []byte {
+		if len(req) != 1 {
+			return req
+		}
+		out := twice(srv.ReplyBuffer) // after an unsignaled reply (SignalInterval 8)
+		fill(out, 5)
+		return out
+	})
+	for _, side := range []string{"client", "server"} {
+		_, err := callT(t, cli, ProtoEager, make([]byte, 10)) // one unsignaled SEND each way
+		require.NoError(t, err, side)
+		want := make([]byte, 1<<20)
+		fill(want, 5)
+		req := []byte{1}
+		if side == "client" {
+			req = twice(cli.RequestBuffer)
+			require.Len(t, req, 1<<20)
+			copy(req, want)
+		}
+		got, err := callT(t, cli, ProtoEager, req) // too large for a slot: Write-RNDV
+		require.NoError(t, err, side)
+		require.Equal(t, want, got, side)
+	}
+}
+
+// BenchmarkRequestBuffer is a lease from the view against one from C: the
+// crossing a lease cost on every message of a caller building it in place.
+//
+//	go test ./pkg/rdma -run '^$' -bench RequestBuffer
+func BenchmarkRequestBuffer(b *testing.B) {
+	cfg := testEPConfig(PollBusy)
+	cli, _ := newRPCPair(b, cfg, cfg, false)
+	for _, bc := range []struct {
+		name  string
+		lease func(int) []byte
+	}{{"view", cli.RequestBuffer}, {"crossing", cli.requestBufferCrossing}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = bc.lease(64)
+			}
+		})
+	}
+}
