@@ -253,8 +253,9 @@ func hatPull(ctx context.Context, c *atbstream.StreamClient, want []byte, count 
 		return StreamResult{}, err
 	}
 	var res StreamResult
+	m := new(atbstream.Chunk) // every message read into it: none allocated per message
 	for {
-		m, err := st.Recv()
+		err := st.RecvInto(m)
 		if err == io.EOF {
 			break
 		}

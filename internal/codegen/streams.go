@@ -114,6 +114,10 @@ func (g *generator) genStreamIfaces(svc *idl.Service) {
 			g.e.p("// With the function's borrow_msgs hint on (c_hint), its binary values")
 			g.e.p("// are valid only until the next Recv: copy what must outlive it.")
 			g.e.p("Recv() (%s, error)", out)
+			g.e.p("// RecvInto is Recv into m, reset first, instead of a new message (a")
+			g.e.p("// loop reading into one message allocates none per message, as")
+			g.e.p("// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.")
+			g.e.p("RecvInto(m %s) error", out)
 		}
 		if fn.Stream == stream.Bidi {
 			g.e.p("// CloseSend ends the client's side: the server's Recv returns io.EOF.")
@@ -140,6 +144,9 @@ func (g *generator) genStreamIfaces(svc *idl.Service) {
 			g.e.p("// With the function's borrow_msgs hint on (s_hint), its binary values")
 			g.e.p("// are valid only until the next Recv or the handler's return.")
 			g.e.p("Recv() (%s, error)", in)
+			g.e.p("// RecvInto is Recv into m, reset first, instead of a new message (a")
+			g.e.p("// loop reading into one message allocates none per message).")
+			g.e.p("RecvInto(m %s) error", in)
 		}
 		if fn.Stream == stream.Client {
 			g.e.p("// SendAndClose sets the reply, sent as the stream's closing message when")
@@ -203,6 +210,11 @@ func (g *generator) genStreamClient(svc *idl.Service, methods string, i int, fn 
 		g.e.p("return nil, %s", end("_err"))
 		g.e.p("}")
 		g.e.p("return _m, nil")
+		g.e.p("}")
+		g.e.p("")
+		g.e.p("func (_x *%s) RecvInto(_m %s) error {", impl, out)
+		g.e.p("*_m = *%s", newOut)
+		g.e.p("return %s", end("_x.RecvMsg(_m)"))
 		g.e.p("}")
 		g.e.p("")
 	}

@@ -39,6 +39,11 @@ func (g *generator) genStreamServerType(svc *idl.Service, fn *idl.Function, resu
 		g.e.p("return _m, nil")
 		g.e.p("}")
 		g.e.p("")
+		g.e.p("func (_x *%s) RecvInto(_m %s) error {", impl, in)
+		g.e.p("*_m = *%s", newIn)
+		g.e.p("return _x.RecvMsg(_m)")
+		g.e.p("}")
+		g.e.p("")
 	}
 	if fn.Stream == stream.Client {
 		g.e.p("func (_x *%s) SendAndClose(_m %s) error {", impl, out)

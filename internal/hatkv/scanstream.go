@@ -80,15 +80,27 @@ func (p *mergePart) fill() error {
 
 // Recv returns the next records in key order; io.EOF after the last.
 func (m *mergedScan) Recv() (*hatkv.ScanBatch, error) {
-	if m.err != nil {
-		return nil, m.err
+	out := hatkv.NewScanBatch()
+	if err := m.RecvInto(out); err != nil {
+		return nil, err
 	}
-	out := &hatkv.ScanBatch{}
+	return out, nil
+}
+
+// RecvInto is Recv into out, whose record slice it reuses.
+func (m *mergedScan) RecvInto(out *hatkv.ScanBatch) error {
+	recs := out.Records[:0]
+	clear(out.Records)
+	*out = *hatkv.NewScanBatch()
+	out.Records = recs
+	if m.err != nil {
+		return m.err
+	}
 	for len(out.Records) < m.batch && (m.limit == 0 || m.sent < m.limit) {
 		var lo *mergePart
 		for i, p := range m.parts {
 			if err := p.fill(); err != nil {
-				return nil, m.end(fmt.Errorf("hatkv: scan stream on %s: %w", m.addrs[i], err))
+				return m.end(fmt.Errorf("hatkv: scan stream on %s: %w", m.addrs[i], err))
 			}
 			if len(p.recs) > 0 && (lo == nil || p.recs[0].Key < lo.recs[0].Key) {
 				lo = p
@@ -103,9 +115,9 @@ func (m *mergedScan) Recv() (*hatkv.ScanBatch, error) {
 		m.sent++
 	}
 	if len(out.Records) == 0 {
-		return nil, m.end(io.EOF)
+		return m.end(io.EOF)
 	}
-	return out, nil
+	return nil
 }
 
 // end records how the stream ended and releases the servers' streams

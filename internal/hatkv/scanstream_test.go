@@ -86,6 +86,28 @@ func streamAll(t testing.TB, kv KV, req *hatkv.ScanRequest) ([]*hatkv.KeyRecord,
 	}
 }
 
+// streamInto is streamAll reading every message into one batch
+// (RecvInto); it returns the records' keys.
+func streamInto(t testing.TB, kv KV, req *hatkv.ScanRequest) ([]string, error) {
+	t.Helper()
+	st, err := kv.ScanStream(testCtx(t, 2*time.Minute), req)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	b := &hatkv.ScanBatch{Records: []*hatkv.KeyRecord{{Key: "stale"}}}
+	for {
+		if err := st.RecvInto(b); err == io.EOF {
+			return keys, nil
+		} else if err != nil {
+			return keys, err
+		}
+		for _, r := range b.Records {
+			keys = append(keys, r.Key)
+		}
+	}
+}
+
 // TestScanStreamMatchesScan: a streamed scan returns exactly what paging
 // with Scan returns, cut into the batches asked for.
 func TestScanStreamMatchesScan(t *testing.T) {
@@ -329,6 +351,9 @@ func TestClusterScanStream(t *testing.T) {
 			for _, b := range batches {
 				require.LessOrEqual(t, b, max(int(tt.req.BatchRecords), mergedBatch))
 			}
+			keys, err = streamInto(t, cl, tt.req)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, keys, "read into one batch")
 		})
 	}
 }

@@ -71,3 +71,25 @@ func (c *Conn) LaneDevice(tr hints.Transport) error {
 	_, err := c.lanes.device(tr)
 	return err
 }
+
+// LentStreamMsgs counts the stream messages c's lanes lent in place
+// (borrowed ones, read in the lane's reply) instead of copying them out.
+func LentStreamMsgs(c *Conn) uint64 { return c.lanes.streamRoutes.lent.Load() }
+
+// LanesOpen counts c's lanes, busy or idle.
+func LanesOpen(c *Conn) int {
+	ls := &c.lanes
+	ls.mu.Lock()
+	pools := make([]*lanePool, 0, len(ls.pools))
+	for _, p := range ls.pools {
+		pools = append(pools, p)
+	}
+	ls.mu.Unlock()
+	n := 0
+	for _, p := range pools {
+		p.mu.Lock()
+		n += len(p.all)
+		p.mu.Unlock()
+	}
+	return n
+}

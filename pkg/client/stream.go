@@ -423,7 +423,7 @@ func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 		// A borrowed message's binary values, and a large message's,
 		// keep its frame's buffer instead of being copied out of it
 		// (wire.AliasMin).
-		borrow := cs.borrow && m.Buf != nil
+		borrow := cs.borrow && (m.Buf != nil || m.Loan != nil)
 		alias := borrow || (m.Buf != nil && len(m.Body) >= wire.AliasMin)
 		codec := wire.GetCodec()
 		if alias {
@@ -551,35 +551,7 @@ func fileStreamFrame(sc *streamcore.Conn, h *wire.Header, bp *[]byte) error {
 	}
 	payload := (*bp)[wire.HeaderSize:]
 	if h.Kind == wire.KindStreamData {
-		block, body, err := wire.StreamBody(h, payload)
-		if err != nil {
-			wire.PutBuf(bp)
-			return err
-		}
-		var md metadata.MD
-		if block != nil {
-			if md, err = wire.ParseKV(block); err != nil {
-				wire.PutBuf(bp)
-				return err
-			}
-		}
-		var st *streamcore.Stream
-		if len(body) == 0 { // headers only
-			wire.PutBuf(bp)
-			st, err = sc.NoteHeaders(h.Seqid)
-		} else {
-			st, err = sc.Data(h.Seqid, streamcore.Msg{Buf: bp, Body: body, Size: int64(len(payload))}, block != nil)
-		}
-		if st != nil {
-			cs := st.Owner.(*clientStream)
-			if err == nil {
-				cs.gotHeader(md)
-			} else {
-				cs.reset(fmt.Errorf("client: server broke the stream's rules: %w", err))
-			}
-		}
-		// Frames for a stream this side ended are strays: dropped.
-		return nil
+		return fileData(sc, h, payload, streamcore.Msg{Buf: bp})
 	}
 	defer wire.PutBuf(bp)
 	switch h.Kind {
@@ -632,6 +604,42 @@ func fileStreamFrame(sc *streamcore.Conn, h *wire.Header, bp *[]byte) error {
 	return nil
 }
 
+// fileData files the payload of a data frame whose header was checked;
+// m holds what its body lies in (a pooled buffer, or a loan of a lane's
+// reply), given back when the message is not queued.
+func fileData(sc *streamcore.Conn, h *wire.Header, payload []byte, m streamcore.Msg) error {
+	block, body, err := wire.StreamBody(h, payload)
+	if err != nil {
+		releaseStreamMsg(&m)
+		return err
+	}
+	var md metadata.MD
+	if block != nil {
+		if md, err = wire.ParseKV(block); err != nil {
+			releaseStreamMsg(&m)
+			return err
+		}
+	}
+	var st *streamcore.Stream
+	if len(body) == 0 { // headers only
+		releaseStreamMsg(&m)
+		st, err = sc.NoteHeaders(h.Seqid)
+	} else {
+		m.Body, m.Size = body, int64(len(payload))
+		st, err = sc.Data(h.Seqid, m, block != nil)
+	}
+	if st != nil {
+		cs := st.Owner.(*clientStream)
+		if err == nil {
+			cs.gotHeader(md)
+		} else {
+			cs.reset(fmt.Errorf("client: server broke the stream's rules: %w", err))
+		}
+	}
+	// Frames for a stream this side ended are strays: dropped.
+	return nil
+}
+
 // failStreams ends the streams of a session that failed.
 func (s *session) failStreams(err error) {
 	if s.st == nil {
@@ -648,6 +656,9 @@ func (s *session) failStreams(err error) {
 func releaseStreamMsg(m *streamcore.Msg) {
 	if m.Buf != nil {
 		wire.PutBuf(m.Buf)
+	}
+	if m.Loan != nil {
+		m.Loan.Return()
 	}
 	*m = streamcore.Msg{}
 }

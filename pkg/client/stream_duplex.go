@@ -65,7 +65,7 @@ func (r *laneRunner) runDuplex() {
 			r.failDuplex(callFailed(cs.ctx, "lane", err), started)
 			return
 		}
-		last, err := r.file(resp)
+		last, err := r.file(resp, false)
 		if err != nil {
 			r.failDuplex(&ConnError{Op: "lane", Err: err}, started)
 			return

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,9 @@ func (c *Conn) laneWindows() wire.StreamWindows {
 
 // streamRoutes counts the streams the plan gave a lane: on one, and over
 // TCP because every lane of the function was busy.
-type streamRoutes struct{ lane, tcp atomic.Uint64 }
+// lent counts the messages of streams on lanes read in place in a
+// lane's reply (laneRunner.loan).
+type streamRoutes struct{ lane, tcp, lent atomic.Uint64 }
 
 // laneStream opens m's stream on a lane when the plan has one for it;
 // nil and nil: it goes on the session's TCP connection.
@@ -114,6 +117,14 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	}
 	c.lanes.streamRoutes.lane.Add(1)
 	r := &laneRunner{p: p, l: l, cs: cs, sc: sc, out: out}
+	if cs.borrow && up == nil {
+		// Its large messages are read in place in the lane's replies.
+		r.loan = streamcore.NewLoan()
+		// A caller that drops the stream holding its last message (it
+		// canceled it and returned) will never give that message back:
+		// the lane then closes once the stream is unreachable.
+		runtime.AddCleanup(cs, (*streamcore.Loan).Abandon, r.loan)
+	}
 	if up != nil {
 		r.up = &upRunner{r: r, l: up, token: token, done: make(chan struct{}), exited: make(chan struct{})}
 		go r.runDuplex()
@@ -201,6 +212,15 @@ type laneRunner struct {
 	// up: the second lane of a client or bidirectional stream, which
 	// carries this side's frames (stream_duplex.go); nil: one lane.
 	up *upRunner
+	// loan: a server stream's borrowed messages (borrow_msgs) of
+	// wire.AliasMin or more are filed as slices of the lane's reply, not
+	// copied out of it (a 64 KiB stream's runner spent a quarter of its
+	// time copying, on the exchanges' critical path); the next exchange
+	// waits until the caller gave them all back (nil: every message is
+	// copied). Not for a client or bidirectional stream: its caller may
+	// hold a message while SendMsg waits for credit that only the next
+	// exchange brings.
+	loan *streamcore.Loan
 }
 
 // serverMaySend reports whether the server may send a data message now
@@ -258,6 +278,15 @@ func (r *laneRunner) run() {
 			r.fail(context.Cause(cs.ctx), true)
 			return
 		}
+		if r.loan != nil && r.loan.Out() > 0 {
+			// The last reply is still read in place: the next exchange
+			// would overwrite it.
+			select {
+			case <-r.loan.Wake():
+			case <-cs.ctx.Done():
+			}
+			continue
+		}
 		req = r.out.Take(req[:0], laneStreamBatch)
 		if len(req) == 0 && (!r.spoke || !r.serverMaySend() || cs.peerDone.Load()) {
 			// Nothing the server could send before it has our message
@@ -282,7 +311,7 @@ func (r *laneRunner) run() {
 			r.fail(callFailed(cs.ctx, "lane", err), true)
 			return
 		}
-		last, err := r.file(resp)
+		last, err := r.file(resp, r.loan != nil && !reset)
 		if err != nil {
 			r.fail(&ConnError{Op: "lane", Err: err}, true)
 			return
@@ -311,9 +340,6 @@ type lastFrame struct {
 	bp *[]byte
 }
 
-// file files the server's frames in a reply (a lease on the lane's
-// memory: each is copied out) but for the stream's end or reset, which
-// it returns unfiled.
 // exchange is one of the stream's lane exchanges, counted by protocol;
 // new lanes are sized for the largest seen, as calls'.
 func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
@@ -327,8 +353,14 @@ func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte
 	return resp, err
 }
 
-func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
+// file files the server's frames in a reply (a lease on the lane's
+// memory: each is copied out) but for the stream's end or reset, which
+// it returns unfiled. With lend, large data frames are lent (r.loan)
+// instead of copied, unless the reply ends the stream: the lane then goes
+// back to its pool at once, for another stream or call to overwrite.
+func (r *laneRunner) file(resp []byte, lend bool) (*lastFrame, error) {
 	lim := r.cs.s.c.o.limits.MaxMessageSize
+	lend = lend && !endsStream(resp, r.cs.id)
 	var last *lastFrame
 	for off := 0; off < len(resp); {
 		h, err := wire.DecodeHeader(resp[off:], lim)
@@ -354,6 +386,18 @@ func (r *laneRunner) file(resp []byte) (*lastFrame, error) {
 				r.conn += int64(h.PayloadLen())
 			}
 		}
+		if lend && h.Kind == wire.KindStreamData && end-off >= wire.AliasMin {
+			if err := wire.CheckStreamHeader(&h); err != nil {
+				return nil, err
+			}
+			r.loan.Lend()
+			r.cs.s.c.lanes.streamRoutes.lent.Add(1)
+			if err := fileData(r.sc, &h, resp[off+wire.HeaderSize:end], streamcore.Msg{Loan: r.loan}); err != nil {
+				return nil, err
+			}
+			off = end
+			continue
+		}
 		// Sized for the frame: a large message is not grown into from a
 		// small pooled buffer (fresh memory, faulted in, every message).
 		bp := wire.GetBufSize(end - off)
@@ -375,7 +419,34 @@ func (r *laneRunner) fail(err error, broken bool) {
 	if broken {
 		r.l.broken.Store(true)
 	}
-	r.p.put(r.l)
+	if r.loan == nil {
+		r.p.put(r.l)
+		return
+	}
+	// Not closed (its memory unmapped) under a message its caller may
+	// still read: its link goes now, so the server ends its side, and the
+	// rest once the caller gave the message back.
+	p, l := r.p, r.l
+	if broken && r.loan.Out() > 0 {
+		l.link.Close()
+	}
+	r.loan.Finally(func() { p.put(l) })
+}
+
+// endsStream reports whether the server's frames b hold stream id's end
+// or reset.
+func endsStream(b []byte, id int32) bool {
+	for off := 0; off+wire.HeaderSize <= len(b); {
+		h, err := wire.DecodeHeader(b[off:], len(b))
+		if err != nil {
+			return false
+		}
+		if (h.Kind == wire.KindStreamEnd || h.Kind == wire.KindStreamReset) && h.Seqid == id {
+			return true
+		}
+		off += wire.HeaderSize + h.PayloadLen()
+	}
+	return false
 }
 
 // end ends the stream with err, unless it ended already.

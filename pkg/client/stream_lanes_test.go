@@ -3,10 +3,14 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -88,4 +93,146 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(2), lane)
 	require.Zero(t, tcp)
+}
+
+// blobStreams registers S.blobs, a server stream of Mode messages of
+// 64 KiB (message i's blob all byte(i+1)), then a clean end; ended gets
+// each handler's outcome.
+func blobStreams(ts *testServer) (ended chan error) {
+	ended = make(chan error, 4)
+	ts.srv.Register(&server.Service{Name: "S", Methods: []server.Method{{
+		Name: "blobs", Stream: stream.Server,
+		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+			var a wiretest.EchoArgs
+			err := ss.RecvMsg(&a)
+			for i := 0; err == nil && i < int(a.Mode); i++ {
+				err = ss.SendMsg(&wiretest.EchoArgs{Blob: bytes.Repeat([]byte{byte(i + 1)}, 64<<10)})
+			}
+			ended <- err
+			return nil, err
+		},
+	}}})
+	return ended
+}
+
+func blobMethod(borrow bool) *client.Method {
+	m := &client.Method{Service: "S", Name: "blobs", Stream: stream.Server}
+	if borrow {
+		m.Hints = &hints.Function{Name: "blobs", Client: hints.Set{BorrowMsgs: true}}
+	}
+	return m
+}
+
+// checkBlob says how a received message i of S.blobs differs.
+func checkBlob(a *wiretest.EchoArgs, i int) error {
+	if len(a.Blob) != 64<<10 {
+		return fmt.Errorf("message %d: %d bytes", i, len(a.Blob))
+	}
+	for k, c := range a.Blob {
+		if c != byte(i+1) {
+			return fmt.Errorf("message %d: byte %d is %d, want %d", i, k, c, byte(i+1))
+		}
+	}
+	return nil
+}
+
+// A server stream's borrowed large messages are read in place in the
+// lane's reply, each right until the next RecvMsg (the lane's next
+// exchange waits for it), and the lane is back for the next stream once
+// it ended; owned ones are copied out.
+func TestServerStreamBorrowedInPlace(t *testing.T) {
+	// n: six windows (the default 1 MiB: windowMsgs messages of 64 KiB).
+	const n, windowMsgs = 100, 16
+	tests := []struct {
+		name   string
+		borrow bool
+		copts  []client.Option
+	}{
+		{"borrowed", true, nil},
+		{"owned", false, nil},
+		{"hint ignored", true, []client.Option{client.WithOwnedMsgs()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := laneServer(t)
+			blobStreams(ts)
+			c := dial(t, ts.addr, append([]client.Option{client.WithMultiplexed()}, tt.copts...)...)
+			for round := range 2 { // the second stream takes the lane the first gave back
+				before := client.LentStreamMsgs(c)
+				st, err := c.NewStream(tctx(t), blobMethod(tt.borrow), &wiretest.EchoResult{})
+				require.NoError(t, err)
+				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n}))
+				require.NoError(t, st.CloseSend())
+				var prev *wiretest.EchoArgs
+				for i := 0; ; i++ {
+					if prev != nil {
+						require.NoError(t, checkBlob(prev, i-1), "before the next RecvMsg")
+					}
+					a := new(wiretest.EchoArgs)
+					if err := st.RecvMsg(a); err == io.EOF {
+						require.Equal(t, n, i)
+						break
+					} else {
+						require.NoError(t, err)
+					}
+					require.NoError(t, checkBlob(a, i))
+					prev = a
+				}
+				// All but those of the reply that ends the stream (at most a
+				// window's: the lane is back at once, for others to overwrite).
+				lent := client.LentStreamMsgs(c) - before
+				if tt.borrow && tt.copts == nil {
+					require.GreaterOrEqual(t, lent, uint64(n-windowMsgs), "round %d", round)
+					require.LessOrEqual(t, lent, uint64(n), "round %d", round)
+				} else {
+					require.Zero(t, lent, "round %d", round)
+				}
+				require.Equal(t, 1, client.LanesOpen(c), "round %d", round)
+			}
+			lane, tcp := c.StreamRoutes()
+			require.Equal(t, uint64(2), lane)
+			require.Zero(t, tcp)
+		})
+	}
+}
+
+// A borrowed stream canceled while its caller holds a message lent in
+// place: the server's handler ends at once, but the lane's memory, which
+// the message is read from, stays mapped and untouched until the caller
+// gives the message back, by its next RecvMsg or, dropping the stream,
+// once the stream is unreachable.
+func TestServerStreamBorrowedCanceled(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "next RecvMsg", true: "stream dropped"}[drop], func(t *testing.T) {
+			ts := laneServer(t)
+			ended := blobStreams(ts)
+			c := dial(t, ts.addr, client.WithMultiplexed())
+			ctx, cancel := context.WithCancel(tctx(t))
+			defer cancel()
+			st, err := c.NewStream(ctx, blobMethod(true), &wiretest.EchoResult{})
+			require.NoError(t, err)
+			require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: 1000}))
+			require.NoError(t, st.CloseSend())
+			a := new(wiretest.EchoArgs)
+			require.NoError(t, st.RecvMsg(a))
+			require.NoError(t, checkBlob(a, 0))
+			require.NotZero(t, client.LentStreamMsgs(c), "read in place")
+			cancel()
+			select {
+			case err := <-ended:
+				require.Error(t, err)
+			case <-tctx(t).Done():
+				t.Fatal("the handler did not end")
+			}
+			require.NoError(t, checkBlob(a, 0), "the lane's memory, after the stream's end")
+			require.Equal(t, 1, client.LanesOpen(c), "kept while the message is out")
+			if drop {
+				st = nil
+				require.Eventually(t, func() bool { runtime.GC(); return client.LanesOpen(c) == 0 }, testenv.HangGuard(10*time.Second), time.Millisecond)
+				return
+			}
+			require.ErrorIs(t, st.RecvMsg(new(wiretest.EchoArgs)), context.Canceled)
+			require.Eventually(t, func() bool { return client.LanesOpen(c) == 0 }, testenv.HangGuard(10*time.Second), time.Millisecond)
+		})
+	}
 }

@@ -89,8 +89,9 @@ func (streamer) Upload(s streams.StreamerUploadServer) error {
 }
 
 func (streamer) Chat(s streams.StreamerChatServer) error {
+	m := new(streams.Req) // every message read into it (Upload reads by Recv)
 	for i := int32(0); ; i++ {
-		m, err := s.Recv()
+		err := s.RecvInto(m)
 		if err == io.EOF {
 			return nil
 		}
@@ -145,6 +146,7 @@ func streamSuite(t *testing.T, newClient streamClientFunc) {
 		{"ClientStream", testClientStream},
 		{"BidiStream", testBidiStream},
 		{"BidiStreamDeclaredException", testBidiStreamDeclaredException},
+		{"RecvInto", testRecvInto},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newClient) })
 	}
@@ -342,6 +344,31 @@ func testBidiStreamDeclaredException(t *testing.T, newStreamClient streamClientF
 	require.ErrorAs(t, err, &e, "the exception arrives after the stream's messages, from Recv")
 	assert.Equal(t, "bye", e.Why)
 	assert.Equal(t, io.EOF, s.Send(&streams.Req{Q: "late"}), "Send after the end")
+}
+
+// RecvInto reads each message into the one given, reset first (a field
+// the message lacks is not the last message's), and ends as Recv does:
+// io.EOF, or the declared exception the server ended with.
+func testRecvInto(t *testing.T, newStreamClient streamClientFunc) {
+	c := newStreamClient(t, streamer{})
+	seq := int32(7)
+	m := &streams.Resp{A: "stale", Seq: &seq}
+	w, err := c.Watch(testCtx(t), &streams.Req{Q: "w"})
+	require.NoError(t, err)
+	require.NoError(t, w.RecvInto(m))
+	assert.Equal(t, &streams.Resp{A: "watched w"}, m, "no seq: the stale one is gone")
+	assert.Equal(t, io.EOF, w.RecvInto(m))
+
+	s, err := c.Chat(testCtx(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&streams.Req{Q: "hi"}))
+	require.NoError(t, s.RecvInto(m))
+	assert.Equal(t, "re: hi", m.A)
+	assert.Equal(t, int32(0), m.GetSeq())
+	require.NoError(t, s.Send(&streams.Req{Q: "bye"}))
+	var e *streams.Oops
+	require.ErrorAs(t, s.RecvInto(m), &e)
+	assert.Equal(t, "bye", e.Why)
 }
 
 // unaryOnly is a Caller that opens no streams (an HTTP client, a test fake).

@@ -55,7 +55,10 @@ func WithDefaults(w wire.StreamWindows) wire.StreamWindows {
 
 // Msg is one received data message.
 type Msg struct {
-	Buf    *[]byte // pooled buffer Body lies in; nil when Body is its own
+	Buf *[]byte // pooled buffer Body lies in; nil when Body is its own
+	// Loan: Body lies in a lane's reply, lent (Loan.Return gives it
+	// back); Buf is nil then.
+	Loan   *Loan
 	Body   []byte
 	Size   int64 // what it counts against the windows: the frame's payload
 	Charge int64 // server memory budget it holds

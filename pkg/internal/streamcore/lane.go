@@ -223,3 +223,81 @@ func (o *Outbox) Close() {
 	o.mu.Unlock()
 	wake(o.wake)
 }
+
+// Loan counts the received messages of a lane stream that are read in
+// place in the lane's reply (the engine's registered memory) instead of
+// being copied out of it: with borrow_msgs a server stream's client
+// decodes each large message there, and its binary values alias that
+// memory until the caller's next RecvMsg. The reply is valid only until
+// the lane's next exchange, and closing the lane unmaps it, so the lane's
+// runner starts no exchange while any is out (Wake), and a lane given up
+// meanwhile (the stream canceled) is closed only once all are back
+// (Finally): a caller still reading its last message reads mapped memory.
+type Loan struct {
+	mu   sync.Mutex
+	out  int
+	then func()
+	wake chan struct{}
+}
+
+// NewLoan returns a loan with nothing out.
+func NewLoan() *Loan { return &Loan{wake: make(chan struct{}, 1)} }
+
+// Lend counts one message more out; call it before the message can be
+// received.
+func (l *Loan) Lend() {
+	l.mu.Lock()
+	l.out++
+	l.mu.Unlock()
+}
+
+// Return counts one message back; the last one back signals Wake and
+// runs what Finally left.
+func (l *Loan) Return() { l.back(1) }
+
+// Abandon counts every message back: their receiver is gone (its
+// stream unreachable), so nothing can read them any more.
+func (l *Loan) Abandon() { l.back(-1) }
+
+func (l *Loan) back(n int) {
+	l.mu.Lock()
+	if n < 0 || n > l.out {
+		n = l.out
+	}
+	l.out -= n
+	zero := l.out == 0
+	var f func()
+	if zero {
+		f, l.then = l.then, nil
+	}
+	l.mu.Unlock()
+	if zero {
+		wake(l.wake)
+	}
+	if f != nil {
+		f()
+	}
+}
+
+// Out is the messages out.
+func (l *Loan) Out() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out
+}
+
+// Wake is signalled when the last message out comes back.
+func (l *Loan) Wake() <-chan struct{} { return l.wake }
+
+// Finally runs f once no message is out: now, or when the last comes
+// back (on that goroutine).
+func (l *Loan) Finally(f func()) {
+	l.mu.Lock()
+	if l.out > 0 {
+		l.then = f
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	f()
+}

@@ -197,3 +197,49 @@ func TestOutboxLend(t *testing.T) {
 		require.ErrorIs(t, o.Write(a), ErrLaneGone)
 	})
 }
+
+// A loan wakes its taker and runs what Finally left only once every
+// message lent is back: returned one by one, or abandoned at once.
+func TestLoan(t *testing.T) {
+	tests := []struct {
+		name    string
+		lent    int
+		back    func(*Loan)
+		finally bool // Finally before the messages come back
+	}{
+		{"nothing out runs at once", 0, func(*Loan) {}, true},
+		{"returned", 3, func(l *Loan) { l.Return(); l.Return(); l.Return() }, true},
+		{"abandoned", 3, func(l *Loan) { l.Return(); l.Abandon() }, true},
+		{"wakes without finally", 2, func(l *Loan) { l.Return(); l.Return() }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLoan()
+			for range tt.lent {
+				l.Lend()
+			}
+			require.Equal(t, tt.lent, l.Out())
+			ran := 0
+			if tt.finally {
+				l.Finally(func() { ran++ })
+				if tt.lent > 0 {
+					require.Zero(t, ran, "ran with messages out")
+				}
+			}
+			tt.back(l)
+			require.Zero(t, l.Out())
+			if tt.finally {
+				require.Equal(t, 1, ran)
+			}
+			if tt.lent > 0 {
+				select {
+				case <-l.Wake():
+				default:
+					t.Fatal("no wake once all came back")
+				}
+			}
+			l.Abandon() // nothing out: no second run
+			require.LessOrEqual(t, ran, 1)
+		})
+	}
+}

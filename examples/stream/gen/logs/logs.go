@@ -2407,6 +2407,10 @@ type LogsTailClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Line, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Line) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -2455,6 +2459,9 @@ type LogsUploadServer interface {
 	// With the function's borrow_msgs hint on (s_hint), its binary values
 	// are valid only until the next Recv or the handler's return.
 	Recv() (*Chunk, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message).
+	RecvInto(m *Chunk) error
 	// SendAndClose sets the reply, sent as the stream's closing message when
 	// the handler returns nil; it may be called once.
 	SendAndClose(*UploadSummary) error
@@ -2478,6 +2485,10 @@ type LogsChatClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*ChatMessage, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *ChatMessage) error
 	// CloseSend ends the client's side: the server's Recv returns io.EOF.
 	CloseSend() error
 	// Header waits for the server's header metadata.
@@ -2498,6 +2509,9 @@ type LogsChatServer interface {
 	// With the function's borrow_msgs hint on (s_hint), its binary values
 	// are valid only until the next Recv or the handler's return.
 	Recv() (*ChatMessage, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message).
+	RecvInto(m *ChatMessage) error
 	// SendHeader sends header metadata now (else with the first message).
 	SendHeader(metadata.MD) error
 	// SetTrailer adds metadata sent when the stream ends.
@@ -2546,6 +2560,11 @@ func (_x *streamLogsTailClient) Recv() (*Line, error) {
 		return nil, _x.end(_err)
 	}
 	return _m, nil
+}
+
+func (_x *streamLogsTailClient) RecvInto(_m *Line) error {
+	*_m = *NewLine()
+	return _x.end(_x.RecvMsg(_m))
 }
 
 // Tail opens a stream (streaming.mode="server"); canceling ctx ends it.
@@ -2633,6 +2652,11 @@ func (_x *streamLogsChatClient) Recv() (*ChatMessage, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamLogsChatClient) RecvInto(_m *ChatMessage) error {
+	*_m = *NewChatMessage()
+	return _x.RecvMsg(_m)
 }
 
 // Chat opens a stream (streaming.mode="bidirectional"); canceling ctx ends it.

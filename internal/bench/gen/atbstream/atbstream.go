@@ -908,6 +908,10 @@ type StreamPullClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Chunk, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Chunk) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -956,6 +960,11 @@ func (_x *streamStreamPullClient) Recv() (*Chunk, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamStreamPullClient) RecvInto(_m *Chunk) error {
+	*_m = *NewChunk()
+	return _x.RecvMsg(_m)
 }
 
 // Pull opens a stream (streaming.mode="server"); canceling ctx ends it.

@@ -5031,6 +5031,10 @@ type HatKVScanStreamClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*ScanBatch, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *ScanBatch) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -5223,6 +5227,11 @@ func (_x *streamHatKVScanStreamClient) Recv() (*ScanBatch, error) {
 		return nil, _x.end(_err)
 	}
 	return _m, nil
+}
+
+func (_x *streamHatKVScanStreamClient) RecvInto(_m *ScanBatch) error {
+	*_m = *NewScanBatch()
+	return _x.end(_x.RecvMsg(_m))
 }
 
 // Streams every record of the range, without Scan's count limit, in

@@ -41,6 +41,11 @@ func (_x *streamLogsUploadServer) Recv() (*logs.Chunk, error) {
 	return _m, nil
 }
 
+func (_x *streamLogsUploadServer) RecvInto(_m *logs.Chunk) error {
+	*_m = *logs.NewChunk()
+	return _x.RecvMsg(_m)
+}
+
 func (_x *streamLogsUploadServer) SendAndClose(_m *logs.UploadSummary) error {
 	if _x.sent {
 		return errors.New("Logs.upload: SendAndClose called twice")
@@ -65,6 +70,11 @@ func (_x *streamLogsChatServer) Recv() (*logs.ChatMessage, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamLogsChatServer) RecvInto(_m *logs.ChatMessage) error {
+	*_m = *logs.NewChatMessage()
+	return _x.RecvMsg(_m)
 }
 
 // RegisterLogs registers h as service "Logs" on s.

@@ -2405,6 +2405,10 @@ type StreamerTailClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Resp) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -2453,6 +2457,9 @@ type StreamerUploadServer interface {
 	// With the function's borrow_msgs hint on (s_hint), its binary values
 	// are valid only until the next Recv or the handler's return.
 	Recv() (*Req, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message).
+	RecvInto(m *Req) error
 	// SendAndClose sets the reply, sent as the stream's closing message when
 	// the handler returns nil; it may be called once.
 	SendAndClose(*Reply) error
@@ -2476,6 +2483,10 @@ type StreamerChatClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Resp) error
 	// CloseSend ends the client's side: the server's Recv returns io.EOF.
 	CloseSend() error
 	// Header waits for the server's header metadata.
@@ -2496,6 +2507,9 @@ type StreamerChatServer interface {
 	// With the function's borrow_msgs hint on (s_hint), its binary values
 	// are valid only until the next Recv or the handler's return.
 	Recv() (*Req, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message).
+	RecvInto(m *Req) error
 	// SendHeader sends header metadata now (else with the first message).
 	SendHeader(metadata.MD) error
 	// SetTrailer adds metadata sent when the stream ends.
@@ -2513,6 +2527,10 @@ type StreamerWatchClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Resp, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Resp) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -2568,6 +2586,11 @@ func (_x *streamStreamerTicksClient) Recv() (*base.Tick, error) {
 	return _m, nil
 }
 
+func (_x *streamStreamerTicksClient) RecvInto(_m *base.Tick) error {
+	*_m = *base.NewTick()
+	return _x.RecvMsg(_m)
+}
+
 // Ticks until the client cancels.
 //
 // Ticks opens a stream (streaming.mode="server"); canceling ctx ends it.
@@ -2606,6 +2629,11 @@ func (_x *streamStreamerTailClient) Recv() (*Resp, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamStreamerTailClient) RecvInto(_m *Resp) error {
+	*_m = *NewResp()
+	return _x.RecvMsg(_m)
 }
 
 // Sends n replies for one request.
@@ -2712,6 +2740,11 @@ func (_x *streamStreamerChatClient) Recv() (*Resp, error) {
 	return _m, nil
 }
 
+func (_x *streamStreamerChatClient) RecvInto(_m *Resp) error {
+	*_m = *NewResp()
+	return _x.end(_x.RecvMsg(_m))
+}
+
 // Chat opens a stream (streaming.mode="bidirectional"); canceling ctx ends it.
 // The Caller must be a client.Streamer (a *client.Conn): any other fails
 // with an error matching stream.ErrNeedsHatRPCPeer.
@@ -2756,6 +2789,11 @@ func (_x *streamStreamerWatchClient) Recv() (*Resp, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamStreamerWatchClient) RecvInto(_m *Resp) error {
+	*_m = *NewResp()
+	return _x.RecvMsg(_m)
 }
 
 // An argument named like the package generated code uses.

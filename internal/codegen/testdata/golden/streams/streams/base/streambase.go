@@ -461,6 +461,10 @@ type ClockTicksClient interface {
 	// With the function's borrow_msgs hint on (c_hint), its binary values
 	// are valid only until the next Recv: copy what must outlive it.
 	Recv() (*Tick, error)
+	// RecvInto is Recv into m, reset first, instead of a new message (a
+	// loop reading into one message allocates none per message, as
+	// gRPC-Go's RecvMsg(m)); after an error m holds no valid message.
+	RecvInto(m *Tick) error
 	// Header waits for the server's header metadata.
 	Header() (metadata.MD, error)
 	// Trailer is the server's trailer metadata, complete once the stream ended.
@@ -508,6 +512,11 @@ func (_x *streamClockTicksClient) Recv() (*Tick, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamClockTicksClient) RecvInto(_m *Tick) error {
+	*_m = *NewTick()
+	return _x.RecvMsg(_m)
 }
 
 // Ticks until the client cancels.

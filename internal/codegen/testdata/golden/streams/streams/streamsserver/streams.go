@@ -52,6 +52,11 @@ func (_x *streamStreamerUploadServer) Recv() (*streams.Req, error) {
 	return _m, nil
 }
 
+func (_x *streamStreamerUploadServer) RecvInto(_m *streams.Req) error {
+	*_m = *streams.NewReq()
+	return _x.RecvMsg(_m)
+}
+
 func (_x *streamStreamerUploadServer) SendAndClose(_m *streams.Reply) error {
 	if _x.sent {
 		return errors.New("Streamer.upload: SendAndClose called twice")
@@ -76,6 +81,11 @@ func (_x *streamStreamerChatServer) Recv() (*streams.Req, error) {
 		return nil, _err
 	}
 	return _m, nil
+}
+
+func (_x *streamStreamerChatServer) RecvInto(_m *streams.Req) error {
+	*_m = *streams.NewReq()
+	return _x.RecvMsg(_m)
 }
 
 // streamStreamerWatchServer is the server's side of one Watch stream.
