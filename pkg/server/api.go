@@ -75,7 +75,9 @@ type ServerStream interface {
 	// or goes, or its deadline passes.
 	Context() context.Context
 	// SendHeader sends header metadata now (else it goes with the first
-	// message or the closing one).
+	// message or the closing one). A header block past the message limit
+	// is not sent: *stream.TooLargeError, and nothing changes (a smaller
+	// header may follow).
 	SendHeader(md metadata.MD) error
 	// SetTrailer adds metadata sent with the closing message.
 	SetTrailer(md metadata.MD)
