@@ -82,7 +82,8 @@ type ServerStream interface {
 	// SetTrailer adds metadata sent with the closing message.
 	SetTrailer(md metadata.MD)
 	// SendMsg sends one message; it blocks while the client's window is
-	// full. A message past the message limit (WithLimits) is not sent:
+	// full. A message past the message limit (WithLimits; on a lane no
+	// more than the lane carries, fastpath.MaxMessage) is not sent:
 	// *stream.TooLargeError, and the stream goes on.
 	SendMsg(msg proto.Struct) error
 	// RecvMsg decodes the client's next message into msg; io.EOF once the

@@ -249,7 +249,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	if c.fp != nil {
 		route = routeLane
 	}
-	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, limit: c.s.opts.limits.MaxMessageSize,
+	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, limit: c.streamLimit(),
 		stats: c.s.smet.begin(m.svc, m.m.Name, route)}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	ss.cancel = cancel
@@ -308,7 +308,7 @@ type serverStream struct {
 	stopTimer context.CancelFunc
 	proto     proto.Protocol
 	id, seqid int32
-	limit     int         // the largest frame payload it sends (the message limit)
+	limit     int         // the largest frame payload it sends (conn.streamLimit)
 	reset     atomic.Bool // reset by either side: no closing message
 	stats     *streamStats
 	// size of the last message sent: the next is encoded into a pooled
@@ -333,6 +333,16 @@ var _ ServerStream = (*serverStream)(nil)
 var errStreamDone = errors.New("server: the stream's handler returned")
 
 func (ss *serverStream) Context() context.Context { return ss.ctx }
+
+// streamLimit is the largest frame payload a stream of the connection
+// sends: the message limit, on a lane no more than the lane carries
+// (laneSession.maxReplyBody; a larger frame cannot be sent at all).
+func (c *conn) streamLimit() int {
+	if c.fp != nil {
+		return c.fp.maxReplyBody()
+	}
+	return c.s.opts.limits.MaxMessageSize
+}
 
 func (ss *serverStream) SendHeader(md metadata.MD) error {
 	ss.mu.Lock()
