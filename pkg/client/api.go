@@ -47,7 +47,8 @@ type Stream interface {
 	// SendMsg sends one message; it blocks while the peer's window is
 	// full. After the stream ended it returns the stream's error (io.EOF
 	// when the server ended it cleanly: RecvMsg says how). A message past
-	// the message limit (WithLimits) is not sent: *stream.TooLargeError,
+	// the message limit (WithLimits; on a lane no more than the lane
+	// carries, fastpath.MaxMessage) is not sent: *stream.TooLargeError,
 	// and the stream goes on.
 	SendMsg(msg proto.Struct) error
 	// RecvMsg decodes the next message into msg; io.EOF once the server

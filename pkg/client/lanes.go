@@ -206,6 +206,11 @@ const (
 
 // growReq and growResp keep the largest request and response seen: new
 // lanes are sized for them.
+// maxBody is the largest frame payload the pool's lanes carry (the plan
+// sized their engines: fastpath.PlanSide): a larger frame cannot be sent
+// at all, whatever the message limit (WithLimits) allows.
+func (p *lanePool) maxBody() int { return p.side.Config.MaxMessage - wire.HeaderSize }
+
 func (p *lanePool) growReq(n int) {
 	if int64(n) > p.maxReq.Load() {
 		p.maxReq.Store(int64(n))

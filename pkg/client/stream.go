@@ -290,6 +290,9 @@ type clientStream struct {
 	// lane: the outbox of the lane carrying the stream (stream_lane.go);
 	// nil on the session's TCP connection.
 	lane *streamcore.Outbox
+	// laneMax: on a lane, the largest frame payload its lanes carry
+	// (lanePool.maxBody); 0 on TCP.
+	laneMax int
 	// borrow: the function's borrow_msgs hint (set by writeOpen); then
 	// held is the message whose buffer the caller's values of its last
 	// RecvMsg alias, given back by the next RecvMsg (RecvMsg's goroutine
@@ -299,6 +302,15 @@ type clientStream struct {
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
+
+// limit is the largest data message the stream sends: the message
+// limit, on a lane no more than the lane carries.
+func (cs *clientStream) limit() int {
+	if cs.laneMax > 0 {
+		return min(cs.laneMax, cs.s.c.o.limits.MaxMessageSize)
+	}
+	return cs.s.c.o.limits.MaxMessageSize
+}
 
 func (cs *clientStream) Header() (metadata.MD, error) {
 	select {
@@ -349,7 +361,7 @@ func (cs *clientStream) SendMsg(msg proto.Struct) error {
 	// Large binary values go out from the caller's slices (writev). A
 	// message past the limit is not built: *stream.TooLargeError, and
 	// the stream goes on.
-	b, refs, size, err := streamcore.AppendMsg(codec, (*bp)[:wire.HeaderSize], cs.proto, msg, cs.s.c.o.limits.MaxMessageSize)
+	b, refs, size, err := streamcore.AppendMsg(codec, (*bp)[:wire.HeaderSize], cs.proto, msg, cs.limit())
 	*bp = b
 	if err != nil {
 		if _, ok := err.(*stream.TooLargeError); ok {

@@ -99,7 +99,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	out := streamcore.NewOutbox()
 	sctx, cancel := context.WithCancelCause(ctx)
 	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto,
-		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, id: 1} // one stream per lane
+		headerCh: make(chan struct{}), timed: timeout > 0, lane: out, laneMax: p.maxBody(), id: 1} // one stream per lane
 	// Receive windows: what the lane's hello granted.
 	sc := streamcore.NewConn(out.Write, releaseStreamMsg, s.st.Send, c.laneWindows())
 	cs.st, _ = sc.Open(cs.id, cs) // a fresh Conn: cannot fail

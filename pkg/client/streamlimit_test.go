@@ -29,6 +29,8 @@ import (
 // *stream.TooLargeError naming the message's exact size and the limit;
 // nothing of the message was sent, no credit taken, so the stream goes
 // on (the next message and the end arrive) and so does its connection.
+// The server counts each of its refusals (rejected_total, reason
+// stream_message_too_large).
 func TestStreamMsgNotBuiltPastLimit(t *testing.T) {
 	const boundFactor = 8
 	routes := []struct {
@@ -83,6 +85,12 @@ func TestStreamMsgNotBuiltPastLimit(t *testing.T) {
 						require.Contains(t, sizes, tl.Size, "the message's exact size")
 						require.Equal(t, replyLimit, tl.Limit)
 						require.EqualError(t, err, fmt.Sprintf("stream: message of %d bytes exceeds the message limit of %d bytes", tl.Size, replyLimit))
+						// The server counts its own refusals, one a shape.
+						refusals := 0.0
+						if sender == "server" {
+							refusals = float64(i + 1)
+						}
+						require.Equal(t, refusals, serverCounter(t, ts, "hatrpc_server_rejected_total", map[string]string{"reason": "stream_message_too_large"}))
 						// The stream goes on, to its end.
 						require.Equal(t, 1000, shapeRoundTrip(t, st, sh.name, 1000))
 						require.NoError(t, st.CloseSend())

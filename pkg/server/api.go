@@ -75,12 +75,15 @@ type ServerStream interface {
 	// or goes, or its deadline passes.
 	Context() context.Context
 	// SendHeader sends header metadata now (else it goes with the first
-	// message or the closing one).
+	// message or the closing one). A header block past the message limit
+	// is not sent: *stream.TooLargeError, and nothing changes (a smaller
+	// header may follow).
 	SendHeader(md metadata.MD) error
 	// SetTrailer adds metadata sent with the closing message.
 	SetTrailer(md metadata.MD)
 	// SendMsg sends one message; it blocks while the client's window is
-	// full. A message past the message limit (WithLimits) is not sent:
+	// full. A message past the message limit (WithLimits; on a lane no
+	// more than the lane carries, fastpath.MaxMessage) is not sent:
 	// *stream.TooLargeError, and the stream goes on.
 	SendMsg(msg proto.Struct) error
 	// RecvMsg decodes the client's next message into msg; io.EOF once the

@@ -36,6 +36,9 @@ type laneSession struct {
 	l *lane
 }
 
+// maxReplyBody is never asked: no stream is on a lane.
+func (ls *laneSession) maxReplyBody() int { return ls.c.s.opts.limits.MaxMessageSize }
+
 // engineProtocolName is never asked: no lane replies without lanes.
 func engineProtocolName(i int) string { return fmt.Sprint(i) }
 

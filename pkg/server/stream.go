@@ -249,7 +249,8 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 	if c.fp != nil {
 		route = routeLane
 	}
-	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, stats: c.s.smet.begin(m.svc, m.m.Name, route)}
+	ss := &serverStream{c: c, w: c.sw, m: m, proto: p, id: h.Seqid, seqid: mh.Seqid, limit: c.streamLimit(),
+		stats: c.s.smet.begin(m.svc, m.m.Name, route)}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	ss.cancel = cancel
 	if h.Timeout > 0 {
@@ -307,6 +308,7 @@ type serverStream struct {
 	stopTimer context.CancelFunc
 	proto     proto.Protocol
 	id, seqid int32
+	limit     int         // the largest frame payload it sends (conn.streamLimit)
 	reset     atomic.Bool // reset by either side: no closing message
 	stats     *streamStats
 	// size of the last message sent: the next is encoded into a pooled
@@ -332,19 +334,42 @@ var errStreamDone = errors.New("server: the stream's handler returned")
 
 func (ss *serverStream) Context() context.Context { return ss.ctx }
 
+// streamLimit is the largest frame payload a stream of the connection
+// sends: the message limit, on a lane no more than the lane carries
+// (laneSession.maxReplyBody; a larger frame cannot be sent at all).
+func (c *conn) streamLimit() int {
+	if c.fp != nil {
+		return c.fp.maxReplyBody()
+	}
+	return c.s.opts.limits.MaxMessageSize
+}
+
 func (ss *serverStream) SendHeader(md metadata.MD) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.headerSent {
 		return errors.New("server: stream headers already sent")
 	}
+	h := merge(maps.Clone(ss.header), md)
+	// A header frame is a data frame, held to the message limit (the
+	// peer takes a larger one for a broken connection): past it nothing
+	// is sent and nothing changes, so a smaller header may follow.
+	if n := wire.HeaderBlockSize(h); len(h) > 0 && n > ss.limit {
+		ss.c.s.met.rejected.WithLabelValues(streamTooLarge).Inc()
+		return &stream.TooLargeError{Size: n, Limit: ss.limit}
+	}
 	ss.headerSent = true
-	ss.header = merge(ss.header, md)
+	ss.header = h
 	return ss.writeHeaderLocked()
 }
 
+// streamTooLarge is the rejected_total reason of a stream data frame (a
+// message, a header block) refused for passing the message limit.
+const streamTooLarge = "stream_message_too_large"
+
 // writeHeaderLocked sends the header metadata in a frame of its own
-// (a data frame holding only a header block, not counted as a message).
+// (a data frame holding only a header block, not counted as a message),
+// within the limit (SendHeader).
 func (ss *serverStream) writeHeaderLocked() error {
 	if len(ss.header) == 0 {
 		return nil
@@ -405,10 +430,11 @@ func (ss *serverStream) SendMsg(msg proto.Struct) error {
 	// Large binary values go out from the handler's slices (writev). A
 	// message past the limit (its header block counting) is not built:
 	// *stream.TooLargeError, and the stream goes on.
-	b, refs, size, err := streamcore.AppendMsg(codec, b, ss.proto, msg, ss.c.s.opts.limits.MaxMessageSize)
+	b, refs, size, err := streamcore.AppendMsg(codec, b, ss.proto, msg, ss.limit)
 	*bp = b
 	if err != nil {
 		if _, ok := err.(*stream.TooLargeError); ok {
+			ss.c.s.met.rejected.WithLabelValues(streamTooLarge).Inc()
 			return err
 		}
 		return fmt.Errorf("server: encode stream message: %w", err)
@@ -549,7 +575,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 		// Encoded within the message limit as a unary reply is
 		// (appendReply): a final past it is counted, not built, and
 		// refused.
-		limit := ss.c.s.opts.limits.MaxMessageSize
+		limit := ss.limit
 		to := replyTo{proto: ss.proto, name: ss.m.m.Name, seqid: ss.seqid}
 		var typ proto.MessageType
 		var size int
@@ -560,9 +586,9 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 		}
 	}
 	// An exception's message is the handler's: it may pass the limit too.
-	if size := len(b) - start; size > ss.c.s.opts.limits.MaxMessageSize {
+	if size := len(b) - start; size > ss.limit {
 		b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid,
-			replyTooLarge(size, ss.c.s.opts.limits.MaxMessageSize, false))
+			replyTooLarge(size, ss.limit, false))
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)

@@ -366,6 +366,25 @@ func AppendHeaderBlock(dst []byte, md metadata.MD) []byte {
 	return dst
 }
 
+// HeaderBlockSize is the size of md's header block (AppendHeaderBlock),
+// counted without building it: a block is refused by its size before the
+// memory for it is taken.
+func HeaderBlockSize(md metadata.MD) int {
+	n := 4 + uvarintLen(uint64(len(md)))
+	for k, v := range md {
+		n += uvarintLen(uint64(len(k))) + len(k) + uvarintLen(uint64(len(v))) + len(v)
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
 // AppendHeaderBlockExtra is AppendHeaderBlock of md plus the pair k, v
 // (AppendKVExtra).
 func AppendHeaderBlockExtra(dst []byte, md metadata.MD, k, v string) []byte {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,6 +107,22 @@ func TestHeaderBlock(t *testing.T) {
 	for _, bad := range [][]byte{{0, 0}, {0, 0, 0, 9, 1}, {0, 0, 0, 2, 0x7f, 0}, {0, 0, 0, 3, 1, 5, 'a'}} {
 		_, _, err := ParseHeaderBlock(bad)
 		require.ErrorIs(t, err, proto.ErrInvalidData, "%x", bad)
+	}
+}
+
+// HeaderBlockSize counts what AppendHeaderBlock would write, to the byte,
+// across the lengths where a varint grows.
+func TestHeaderBlockSize(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	for _, md := range []metadata.MD{
+		nil,
+		{},
+		{"k": "v"},
+		{"": ""},
+		{long(127): long(128), "a": long(16383)},
+		{long(16384): "", "b": long(1 << 21)},
+	} {
+		require.Equal(t, len(AppendHeaderBlock(nil, md)), HeaderBlockSize(md), "%d pairs", len(md))
 	}
 }
 
