@@ -79,7 +79,11 @@ type ServerStream interface {
 	// is not sent: *stream.TooLargeError, and nothing changes (a smaller
 	// header may follow).
 	SendHeader(md metadata.MD) error
-	// SetTrailer adds metadata sent with the closing message.
+	// SetTrailer adds metadata sent with the closing message. The final
+	// gets the room the trailer leaves under the message limit; a
+	// trailer past the limit on its own is not sent, and the stream ends
+	// with an INTERNAL_ERROR exception naming its size in place of the
+	// final.
 	SetTrailer(md metadata.MD)
 	// SendMsg sends one message; it blocks while the client's window is
 	// full. A message past the message limit (WithLimits; on a lane no

@@ -561,39 +561,84 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	defer wire.PutCodec(codec)
 	bp := wire.GetBuf()
 	defer wire.PutBuf(bp)
+	to := replyTo{proto: ss.proto, name: ss.m.m.Name, seqid: ss.seqid}
+	// The end frame is a data frame, held to the limit with its trailer
+	// block (the peer takes a larger one for a broken connection, a lane
+	// cannot send it): the block is sized before it is built, and the
+	// message gets what the block leaves. A trailer past the limit on
+	// its own is dropped and the stream ends with the exception saying
+	// so, in place of the final or the handler's error, which the peer
+	// would otherwise take for a whole answer without its trailer.
+	limit, tsize := ss.limit, 0
+	var exc *proto.ApplicationException
+	if len(ss.trailer) > 0 {
+		if tsize = wire.HeaderBlockSize(ss.trailer); tsize > limit {
+			ss.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
+			exc = trailerTooLarge(tsize, limit)
+			tsize = 0
+		}
+	}
+	room := limit - tsize
 	b := (*bp)[:wire.HeaderSize]
 	flags := compactFlag(ss.proto)
-	if len(ss.trailer) > 0 {
+	if tsize > 0 {
 		b = wire.AppendHeaderBlock(b, ss.trailer)
 		flags |= wire.FlagHeaders
 	}
 	start := len(b)
+	var refused *proto.ApplicationException // in place of the message built
 	switch {
+	case exc != nil:
+		b = appendRefused(codec, b, &to, exc)
 	case herr != nil:
-		b, _ = codec.AppendMessage(b, ss.proto, ss.m.m.Name, proto.Exception, ss.seqid, ss.exception(herr))
+		b = appendRefused(codec, b, &to, ss.exception(herr))
 	case final != nil:
-		// Encoded within the message limit as a unary reply is
-		// (appendReply): a final past it is counted, not built, and
-		// refused.
-		limit := ss.limit
-		to := replyTo{proto: ss.proto, name: ss.m.m.Name, seqid: ss.seqid}
+		// Encoded within its room as a unary reply is (appendReply): a
+		// final past it is counted, not built, and refused.
 		var typ proto.MessageType
 		var size int
 		var more bool
-		if b, typ, size, more = appendReply(codec, b, &to, proto.Reply, final, limit); typ == proto.Reply && (size > limit || more) {
+		if b, typ, size, more = appendReply(codec, b, &to, proto.Reply, final, room); typ == proto.Reply && (size > room || more) {
 			ss.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
-			b = appendRefused(codec, b, &to, replyTooLarge(size, limit, more))
+			refused = endTooLarge(size, tsize, limit, more)
 		}
 	}
-	// An exception's message is the handler's: it may pass the limit too.
-	if size := len(b) - start; size > ss.limit {
-		b, _ = codec.AppendMessage(b[:start], ss.proto, ss.m.m.Name, proto.Exception, ss.seqid,
-			replyTooLarge(size, ss.limit, false))
+	// An exception's message is the handler's: it may pass the room too.
+	if size := len(b) - start; refused == nil && size > room {
+		refused = endTooLarge(size, tsize, limit, false)
+	}
+	if refused != nil {
+		b = appendRefused(codec, b[:start], &to, refused)
+		// The refusal itself may not fit beside a trailer that nearly
+		// fills the limit: then it goes without the trailer.
+		if tsize > 0 && len(b)-start > room {
+			b = appendRefused(codec, b[:wire.HeaderSize], &to, refused)
+			flags &^= wire.FlagHeaders
+		}
 	}
 	*bp = b
 	wire.SealFrame(b, wire.KindStreamEnd, flags, ss.id, 0)
 	ss.countTCP(int64(len(b)))
 	return ss.w.WriteStream(b, nil, false)
+}
+
+// endTooLarge is the exception a stream ends with in place of its final
+// (or the handler's exception) of size bytes (more: of more than size)
+// that, with a trailer block of tsize bytes (0: none), exceeds limit.
+func endTooLarge(size, tsize, limit int, more bool) *proto.ApplicationException {
+	if tsize == 0 {
+		return replyTooLarge(size, limit, more)
+	}
+	return proto.NewApplicationException(proto.ExcInternalError,
+		fmt.Sprintf("hatrpc: reply of %s with a trailer of %d bytes exceeds the message limit of %d bytes",
+			sizeText(size, more), tsize, limit))
+}
+
+// trailerTooLarge is the exception a stream ends with when its trailer
+// block of size bytes exceeds limit on its own.
+func trailerTooLarge(size, limit int) *proto.ApplicationException {
+	return proto.NewApplicationException(proto.ExcInternalError,
+		fmt.Sprintf("hatrpc: stream trailer of %d bytes exceeds the message limit of %d bytes", size, limit))
 }
 
 // exception maps a handler's error as a unary call's (wire.md §4).
