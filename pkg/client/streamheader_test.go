@@ -53,6 +53,10 @@ func TestStreamHeaderPastLimit(t *testing.T) {
 				Name: "head", Stream: stream.Server,
 				NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
 				HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+					// The request first (see TestStreamTrailerPastLimit).
+					if err := ss.RecvMsg(new(wiretest.EchoArgs)); err != nil {
+						return nil, err
+					}
 					refused <- ss.SendHeader(big)
 					if err := ss.SendHeader(small); err != nil {
 						return nil, err
