@@ -32,6 +32,24 @@ func laneServer(t *testing.T, opts ...server.Option) *testServer {
 	return serve(t, "", append([]server.Option{server.WithRDMA(fastpathtest.Provider())}, opts...)...)
 }
 
+// route is where a test's calls and streams go: TCP or a lane (shm
+// here, ibv in the VM suite).
+type route struct {
+	name  string
+	lanes bool
+}
+
+var tcpAndLane = []route{{"tcp", false}, {"lane", true}}
+
+// serve starts a test server whose calls and streams take the route.
+func (r route) serve(t *testing.T, opts ...server.Option) *testServer {
+	t.Helper()
+	if r.lanes {
+		return laneServer(t, opts...)
+	}
+	return serve(t, "", opts...)
+}
+
 // callsOn reads the server's call counter for echo on a transport.
 func callsOn(t *testing.T, ts *testServer, transport string) float64 {
 	t.Helper()

@@ -33,21 +33,9 @@ func TestStreamHeaderPastLimit(t *testing.T) {
 	big := metadata.MD{"big": strings.Repeat("h", 2*replyLimit)}
 	small := metadata.MD{"k": "v"}
 	size := len(wire.AppendHeaderBlock(nil, big))
-	for _, rc := range []struct {
-		name  string
-		lanes bool
-	}{
-		{"tcp", false},
-		{"lane", true},
-	} {
+	for _, rc := range tcpAndLane {
 		t.Run(rc.name, func(t *testing.T) {
-			opt := server.WithLimits(replyLimits)
-			var ts *testServer
-			if rc.lanes {
-				ts = laneServer(t, opt)
-			} else {
-				ts = serve(t, "", opt)
-			}
+			ts := rc.serve(t, server.WithLimits(replyLimits))
 			refused := make(chan error, 1)
 			ts.srv.Register(&server.Service{Name: "Head", Methods: []server.Method{{
 				Name: "head", Stream: stream.Server,

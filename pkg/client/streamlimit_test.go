@@ -33,23 +33,10 @@ import (
 // stream_message_too_large).
 func TestStreamMsgNotBuiltPastLimit(t *testing.T) {
 	const boundFactor = 8
-	routes := []struct {
-		name  string
-		lanes bool
-	}{
-		{"tcp", false},
-		{"lane", true},
-	}
-	for _, rc := range routes {
+	for _, rc := range tcpAndLane {
 		for _, sender := range []string{"server", "client"} {
 			t.Run(rc.name+"/"+sender, func(t *testing.T) {
-				opt := server.WithLimits(replyLimits)
-				var ts *testServer
-				if rc.lanes {
-					ts = laneServer(t, opt)
-				} else {
-					ts = serve(t, "", opt)
-				}
+				ts := rc.serve(t, server.WithLimits(replyLimits))
 				refused := make(chan error, 1)
 				ts.srv.Register(shapeStreams(refused))
 				c := dial(t, ts.addr, client.WithLimits(replyLimits))

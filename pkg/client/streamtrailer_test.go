@@ -86,22 +86,10 @@ func TestStreamTrailerPastLimit(t *testing.T) {
 		trailer: trailerOf(replyLimit - okSize),
 		got:     trailerOf(replyLimit - okSize),
 	}}
-	for _, rc := range []struct {
-		name  string
-		lanes bool
-	}{
-		{"tcp", false},
-		{"lane", true},
-	} {
+	for _, rc := range tcpAndLane {
 		for _, tc := range cases {
 			t.Run(rc.name+"/"+tc.name, func(t *testing.T) {
-				opt := server.WithLimits(replyLimits)
-				var ts *testServer
-				if rc.lanes {
-					ts = laneServer(t, opt)
-				} else {
-					ts = serve(t, "", opt)
-				}
+				ts := rc.serve(t, server.WithLimits(replyLimits))
 				ts.srv.Register(&server.Service{Name: "Trail", Methods: []server.Method{{
 					Name: name, Stream: stream.Server,
 					NewArgs: func() proto.Struct { return new(wiretest.EchoArgs) },
