@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -593,7 +594,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	switch {
 	case exc != nil:
-		b = appendRefused(codec, b, &to, exc)
+		b = appendRefused(codec, b, &to, exc, limit, true)
 	case body != nil:
 		// Encoded within its room as a unary reply is (appendReply): a
 		// final or an exception past it (the handler's text may be
@@ -606,11 +607,11 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 		}
 	}
 	if refused != nil {
-		b = appendRefused(codec, b[:start], &to, refused)
+		b = appendRefused(codec, b[:start], &to, refused, math.MaxInt, true)
 		// The refusal itself may not fit beside a trailer that nearly
 		// fills the limit: then it goes without the trailer.
-		if tsize > 0 && len(b)-start > room {
-			b = appendRefused(codec, b[:wire.HeaderSize], &to, refused)
+		if len(b)-start > room {
+			b = appendRefused(codec, b[:wire.HeaderSize], &to, refused, limit, true)
 			flags &^= wire.FlagHeaders
 		}
 	}
