@@ -107,7 +107,14 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 		}
 	}
 	if p.batch != nil {
-		return p.batchCall(ctx, b, req.oneway, result, req.use)
+		// The batcher copied b: with lanes off (a setup refused), the
+		// call goes over TCP with it, as an unbatched call does.
+		err := p.batchCall(ctx, b, req.oneway, result, req.use)
+		if err == errNoLane {
+			req.frame = b
+			return tcpRoute{c}.call(ctx, req, result)
+		}
+		return err
 	}
 	p.noteReq(len(b))
 	if l == nil {
