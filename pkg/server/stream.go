@@ -589,7 +589,7 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	start := len(b)
 	var refused *proto.ApplicationException // in place of the message built
 	typ, body := proto.Reply, final
-	if herr != nil {
+	if herr != nil && exc == nil {
 		typ, body = proto.Exception, ss.exception(herr)
 	}
 	switch {
