@@ -15,14 +15,15 @@ import (
 //
 // What must fit, and why 4 KiB does:
 //   - The exception a call gets in place of a reply that cannot be sent
-//     (server: reply.go): its text is at most about 170 bytes, and its
+//     (server: reply.go): its text is at most 164 bytes, and its
 //     message repeats the call's method name; it fits whole for names of up
 //     to about 3.8 KB, and a longer name leaves it less text (the call is
 //     still answered, the server's appendRefused). A lane's batch answers
 //     each call with at most 256 bytes (server: batchExcMax).
-//   - The hello: about 100 bytes, and about 30 more for each function the
-//     client plans (name and transport), so 4 KiB holds the plans of some
-//     hundred functions; a lane's attach adds under 200 bytes.
+//   - The hello: 95 bytes, and 35 more and the name for each function the
+//     client plans (with hints), so 4 KiB holds the plans of about 75
+//     functions of 16-byte names; a lane's attach hello is under 200 bytes
+//     and the hello reply under 100 (without stream windows).
 //   - Stream control frames: a window grant or a cancel is a header of 20
 //     bytes and a few fields; an open carries the method name and the
 //     caller's headers, a reset an exception text as above.
