@@ -109,6 +109,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if err := checkBuilt(o.rdma); err != nil {
 		return nil, err
 	}
+	if err := wire.CheckMessageLimit(o.limits.MaxMessageSize); err != nil {
+		return nil, fmt.Errorf("client: WithLimits: %w", err)
+	}
 	if err := checkRDMAChoice(&o); err != nil {
 		return nil, err
 	}

@@ -45,6 +45,12 @@ func (t *TestLane) SetMaxMessage(n int) { t.l.p.ls.c.o.limits.MaxMessageSize = n
 // BlockedLaneWaits counts c's lanes whose waits block at once (first
 // lanes of client and bidirectional streams, stream_lane.go).
 func BlockedLaneWaits(c *Conn) int {
+	return countLanes(c, func(l *clane) bool { return l.ep.WaitsBlocked() })
+}
+
+// countLanes counts c's lanes, busy or idle, for which count is true: the
+// pools are taken under the Conn's lock, each pool's lanes under its own.
+func countLanes(c *Conn, count func(*clane) bool) int {
 	ls := &c.lanes
 	ls.mu.Lock()
 	pools := make([]*lanePool, 0, len(ls.pools))
@@ -56,7 +62,7 @@ func BlockedLaneWaits(c *Conn) int {
 	for _, p := range pools {
 		p.mu.Lock()
 		for l := range p.all {
-			if l.ep.WaitsBlocked() {
+			if count(l) {
 				n++
 			}
 		}
@@ -77,19 +83,4 @@ func (c *Conn) LaneDevice(tr hints.Transport) error {
 func LentStreamMsgs(c *Conn) uint64 { return c.lanes.streamRoutes.lent.Load() }
 
 // LanesOpen counts c's lanes, busy or idle.
-func LanesOpen(c *Conn) int {
-	ls := &c.lanes
-	ls.mu.Lock()
-	pools := make([]*lanePool, 0, len(ls.pools))
-	for _, p := range ls.pools {
-		pools = append(pools, p)
-	}
-	ls.mu.Unlock()
-	n := 0
-	for _, p := range pools {
-		p.mu.Lock()
-		n += len(p.all)
-		p.mu.Unlock()
-	}
-	return n
-}
+func LanesOpen(c *Conn) int { return countLanes(c, func(*clane) bool { return true }) }

@@ -20,6 +20,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
@@ -184,15 +185,15 @@ func TestHTTPClientFailures(t *testing.T) {
 	require.ErrorIs(t, recv(t, done), client.ErrConnClosed)
 
 	lim := proto.DefaultLimits
-	lim.MaxMessageSize = 512
+	lim.MaxMessageSize = wire.MinMessageSize
 	ts = serve(t, "", server.WithLimits(lim))
 	c = dial(t, "http://"+ts.addr+"/")
-	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: strings.Repeat("x", 1024)})
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: strings.Repeat("x", 2*wire.MinMessageSize)})
 	require.ErrorIs(t, err, proto.ErrSizeLimit)
 	var he *client.HTTPError
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, http.StatusRequestEntityTooLarge, he.Status)
-	require.Equal(t, "client: http://"+ts.addr+"/ answered HTTP 413 Request Entity Too Large: hatrpc: request body larger than 516 bytes (the message size limit)", err.Error())
+	require.Equal(t, "client: http://"+ts.addr+"/ answered HTTP 413 Request Entity Too Large: hatrpc: request body larger than 4100 bytes (the message size limit)", err.Error())
 }
 
 // Options that make no sense over HTTP are refused at Dial.

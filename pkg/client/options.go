@@ -11,6 +11,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Option configures a Conn.
@@ -131,8 +132,15 @@ func WithZlib() Option {
 // Thrift even against a HatRPC server.
 func WithoutUpgrade() Option { return func(o *options) { o.noUpgrade = true } }
 
-// WithLimits sets decoder limits for replies.
+// WithLimits sets decoder limits for replies; MaxMessageSize bounds every
+// request and stream message too. A MaxMessageSize below
+// wire.MinMessageSize (4 KiB: the protocol's own frames must fit) fails
+// Dial with an error matching ErrMessageLimit.
 func WithLimits(l proto.Limits) Option { return func(o *options) { o.limits = l } }
+
+// ErrMessageLimit matches (errors.Is) the error of Dial with a message
+// limit below wire.MinMessageSize.
+var ErrMessageLimit = wire.ErrMessageLimit
 
 // WithHints registers generated hint tables so Plan can answer for methods
 // that have not been called yet.

@@ -64,10 +64,14 @@ func TestRouteFallbackEncodesOnce(t *testing.T) {
 		name    string
 		opts    []client.Option
 		headers bool
+		set     hints.Set
 	}{
-		{"binary", nil, false},
-		{"compact", []client.Option{client.WithCompact()}, false},
-		{"headers", nil, true},
+		{"binary", nil, false, hints.Set{}},
+		{"compact", []client.Option{client.WithCompact()}, false, hints.Set{}},
+		{"headers", nil, true, hints.Set{}},
+		// A batched function's calls went nowhere: the batch's lane
+		// failed them with "client: no lane".
+		{"batch", nil, false, hints.Set{Protocol: hints.ProtoRFP, Batch: 4, BatchTimeout: time.Millisecond}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +80,7 @@ func TestRouteFallbackEncodesOnce(t *testing.T) {
 				server.WithInterceptors(sn.interceptor()))
 			// A long backoff: every call here finds the fast path off.
 			c := dial(t, ts.addr, append(tc.opts, client.WithFastPathRetry(time.Hour, time.Hour))...)
-			m := methodWith(hints.Set{})
+			m := methodWith(tc.set)
 			for i, n := range []int{10, 5000, 200 << 10} {
 				var encodes atomic.Int32
 				args := &countingArgs{wiretest.EchoArgs{Msg: strings.Repeat("y", n)}, &encodes}

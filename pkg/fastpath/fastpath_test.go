@@ -361,3 +361,28 @@ func TestNUMA(t *testing.T) {
 		restore()
 	}
 }
+
+// A lane's buffers and slots never pass its largest message, which the
+// engine refuses (rdma: invalid argument): under a message limit below
+// the buffers' 64 KiB minimum every lane failed and its calls went over
+// TCP. Within the limit they are as planned.
+func TestPlanSideWithinMaxMessage(t *testing.T) {
+	sets := []hints.Set{{}, {Protocol: hints.ProtoHybrid, EagerThreshold: 64 << 10}, {PayloadSize: 1 << 20}}
+	for _, maxMsg := range []int{4<<10 + 20, 8<<10 + 20, 64<<10 + 20, 4 << 20} {
+		for _, set := range sets {
+			t.Run(fmt.Sprint(maxMsg, "/", set.EagerThreshold, "/", set.PayloadSize), func(t *testing.T) {
+				s := planSide(set, hints.TransportSHM, 0, maxMsg)
+				want := planSide(set, hints.TransportSHM, 0, 0).Config
+				cfg := s.Config
+				require.Equal(t, maxMsg, cfg.MaxMessage)
+				require.Equal(t, min(want.DirectSize, maxMsg), cfg.DirectSize)
+				require.Equal(t, min(want.RespSize, maxMsg), cfg.RespSize)
+				require.Equal(t, min(want.SlotSize, maxMsg), cfg.SlotSize)
+				require.Equal(t, min(want.EagerThreshold, maxMsg), cfg.EagerThreshold)
+				sized := s.Sized(1<<20, 1<<20).Config
+				require.Equal(t, min(hints.BufferFor(1<<20), maxMsg), sized.DirectSize)
+				require.Equal(t, min(hints.BufferFor(1<<20), maxMsg), sized.RespSize)
+			})
+		}
+	}
+}

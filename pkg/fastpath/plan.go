@@ -89,12 +89,17 @@ func PlanSide(t *hints.Table, maxMsg int) Side {
 		inline = -1
 	}
 	sig := t.SignalInterval
+	// No buffer or slot is larger than the largest message: the engine
+	// refuses such an endpoint, and under a message limit below the
+	// buffers' 64 KiB minimum every lane failed (create endpoint: invalid
+	// argument) and its calls went over TCP.
+	eager := min(t.EagerThreshold, maxMsg)
 	sd.Config = rdma.EndpointConfig{
-		SlotSize:        t.EagerThreshold,
+		SlotSize:        eager,
 		Slots:           16,
-		DirectSize:      t.DirectSize,
-		RespSize:        t.RespSize,
-		EagerThreshold:  t.EagerThreshold,
+		DirectSize:      min(t.DirectSize, maxMsg),
+		RespSize:        min(t.RespSize, maxMsg),
+		EagerThreshold:  eager,
 		InlineThreshold: inline,
 		SignalInterval:  sig,
 		MaxSendWR:       max(64, 2*sig),
@@ -111,10 +116,11 @@ func PlanSide(t *hints.Table, maxMsg int) Side {
 // Sized returns the side with its pre-known buffer grown to receive
 // messages of recv bytes and its RFP response buffer grown to publish
 // messages of publish bytes (both capped like the declared sizes): what the
-// client tells at attach about the sizes it declared or has seen.
+// client tells at attach about the sizes it declared or has seen. Neither
+// grows past the largest message (PlanSide).
 func (s Side) Sized(recv, publish int) Side {
-	s.Config.DirectSize = max(s.Config.DirectSize, bufferFor(recv))
-	s.Config.RespSize = max(s.Config.RespSize, bufferFor(publish))
+	s.Config.DirectSize = min(max(s.Config.DirectSize, bufferFor(recv)), s.Config.MaxMessage)
+	s.Config.RespSize = min(max(s.Config.RespSize, bufferFor(publish)), s.Config.MaxMessage)
 	return s
 }
 

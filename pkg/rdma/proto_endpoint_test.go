@@ -183,6 +183,23 @@ func TestRFPFetchOverheadMatchesHints(t *testing.T) {
 	}
 }
 
+// callInverted calls with a request of n bytes built in cli's request
+// buffer and checks the reply is the request inverted (the servers of the
+// lease tests answer so, in their reply buffers).
+func callInverted(t testing.TB, cli *RPCEndpoint, proto Protocol, n int) {
+	t.Helper()
+	req := cli.RequestBuffer(n)
+	require.Len(t, req, n)
+	fill(req, byte(n))
+	want := make([]byte, n)
+	for i := range req {
+		want[i] = ^req[i]
+	}
+	got, err := callT(t, cli, proto, req)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func callT(t testing.TB, e *RPCEndpoint, p Protocol, req []byte) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -325,16 +342,7 @@ func TestEndpointZeroCopyLeases(t *testing.T) {
 			}()
 			defer func() { cancel(); require.NoError(t, <-done) }()
 			for _, n := range []int{1, 100, 20 << 10, 200 << 10} {
-				req := cli.RequestBuffer(n)
-				require.Len(t, req, n)
-				fill(req, byte(n))
-				want := make([]byte, n)
-				for i := range req {
-					want[i] = ^req[i]
-				}
-				got, err := callT(t, cli, proto, req)
-				require.NoError(t, err)
-				require.Equal(t, want, got)
+				callInverted(t, cli, proto, n)
 			}
 		})
 	}

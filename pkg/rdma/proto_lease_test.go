@@ -52,16 +52,7 @@ func TestLeasesMatchCrossing(t *testing.T) {
 				for _, m := range sizes {
 					check("request", m, cli.RequestBuffer(m), cli.requestBufferCrossing(m))
 				}
-				req := cli.RequestBuffer(n)
-				require.Len(t, req, n)
-				fill(req, byte(n))
-				want := make([]byte, n)
-				for i := range req {
-					want[i] = ^req[i]
-				}
-				got, err := callT(t, cli, proto, req)
-				require.NoError(t, err)
-				require.Equal(t, want, got)
+				callInverted(t, cli, proto, n)
 			}
 			mu.Lock()
 			defer mu.Unlock()

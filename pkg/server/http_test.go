@@ -171,9 +171,9 @@ func TestHTTPManyMessages(t *testing.T) {
 // Everything but a well-formed POST gets a clear HTTP error.
 func TestHTTPErrors(t *testing.T) {
 	lim := proto.DefaultLimits
-	lim.MaxMessageSize = 1 << 10
+	lim.MaxMessageSize = wire.MinMessageSize
 	s, _, addr := start(t, server.WithLimits(lim))
-	big := message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: strings.Repeat("x", 2<<10)})
+	big := message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: strings.Repeat("x", 2*wire.MinMessageSize)})
 	for _, url := range []string{mountHTTP(t, s), "http://" + addr + "/"} {
 		cases := []struct {
 			name   string
@@ -189,10 +189,10 @@ func TestHTTPErrors(t *testing.T) {
 				return resp, b
 			}, http.StatusMethodNotAllowed, "hatrpc: Thrift over HTTP takes POST requests"},
 			{"too large", func() (*http.Response, []byte) { return post(t, url, bytes.NewReader(big)) },
-				http.StatusRequestEntityTooLarge, "hatrpc: request body larger than 1028 bytes (the message size limit)"},
+				http.StatusRequestEntityTooLarge, "hatrpc: request body larger than 4100 bytes (the message size limit)"},
 			{"too large chunked", func() (*http.Response, []byte) {
 				return post(t, url, io.MultiReader(bytes.NewReader(big), strings.NewReader(""))) // unknown length: chunked
-			}, http.StatusRequestEntityTooLarge, "hatrpc: request body larger than 1028 bytes (the message size limit)"},
+			}, http.StatusRequestEntityTooLarge, "hatrpc: request body larger than 4100 bytes (the message size limit)"},
 			{"garbage", func() (*http.Response, []byte) { return post(t, url, strings.NewReader("hello, world")) },
 				http.StatusBadRequest, "hatrpc: bad Thrift request: wire: not a thrift stream: proto: invalid data"},
 			{"empty", func() (*http.Response, []byte) { return post(t, url, http.NoBody) },
@@ -375,9 +375,9 @@ func ExampleServer_HTTPHandler() {
 // 500, not unbounded memory.
 func TestHTTPReplyLimit(t *testing.T) {
 	lim := proto.DefaultLimits
-	lim.MaxMessageSize = 1 << 10
+	lim.MaxMessageSize = wire.MinMessageSize
 	s := server.New(server.WithLogger(quiet), server.WithLimits(lim))
-	big, mid := strings.Repeat("r", 2<<10), strings.Repeat("m", 700)
+	big, mid := strings.Repeat("r", 2*wire.MinMessageSize), strings.Repeat("m", 2800)
 	result := func(v *string) server.Handler {
 		return func(context.Context, proto.Struct) (proto.Struct, error) {
 			return &wiretest.EchoResult{Success: v}, nil
@@ -398,7 +398,7 @@ func TestHTTPReplyLimit(t *testing.T) {
 	require.Equal(t, proto.Exception, typ)
 	var ae proto.ApplicationException
 	require.NoError(t, ae.DecodeBinary(r))
-	require.Regexp(t, `^hatrpc: reply of 20[0-9]{2} bytes exceeds the message limit of 1024 bytes$`, ae.Message)
+	require.Regexp(t, `^hatrpc: reply of 82[0-9]{2} bytes exceeds the message limit of 4096 bytes$`, ae.Message)
 
 	two := append(message(t, proto.Binary, "mid", proto.Call, 1, &wiretest.EchoArgs{}),
 		message(t, proto.Binary, "mid", proto.Call, 2, &wiretest.EchoArgs{})...)

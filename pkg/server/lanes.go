@@ -746,7 +746,7 @@ func (ls *laneSession) encodeReply(to *replyTo, typ proto.MessageType, body prot
 	// A lane's reply is binary or compact: its size is counted whole.
 	b, typ, size, _ := appendReply(codec, head, to, typ, body, room-pre)
 	if exc := ls.refusal(pre+size, room); exc != nil {
-		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, exc), proto.Exception, 0
+		b, typ, hflag = appendRefused(codec, buf[:wire.HeaderSize], to, exc, ls.maxReplyBody(), true), proto.Exception, 0
 	}
 	sealReplyRefs(b, nil, to.proto, to.seqid, typ, hflag)
 	// Keep a grown buffer for the next reply, but not a huge one forever.

@@ -133,10 +133,10 @@ func TestBadInputClosesConnOnly(t *testing.T) {
 }
 
 func TestHatFrameTooLarge(t *testing.T) {
-	_, _, addr := start(t, server.WithLimits(proto.Limits{MaxMessageSize: 1024, MaxDepth: 16, MaxStringLength: 1024, MaxContainerSize: 1024}))
+	_, _, addr := start(t, server.WithLimits(proto.Limits{MaxMessageSize: wire.MinMessageSize, MaxDepth: 16, MaxStringLength: 1024, MaxContainerSize: 1024}))
 	c := dial(t, addr)
 	require.True(t, c.Upgraded())
-	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 4096)})
+	_, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 2*wire.MinMessageSize)})
 	var ae *proto.ApplicationException
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, proto.ExcProtocolError, ae.Type)

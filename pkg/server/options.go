@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
 // Option configures a Server.
@@ -222,8 +223,20 @@ func WithInterceptors(ic ...Interceptor) Option {
 }
 
 // WithLimits sets the decoder limits (message size, depth, ...) applied to
-// every request.
+// every request; MaxMessageSize bounds every reply too. A MaxMessageSize
+// below wire.MinMessageSize (4 KiB: the protocol's own frames must fit)
+// fails Serve with an error matching ErrBadOption and
+// wire.ErrMessageLimit.
 func WithLimits(l proto.Limits) Option { return func(o *options) { o.limits = l } }
+
+// checkLimits refuses a message limit the protocol's own frames do not
+// fit in (wire.MinMessageSize).
+func (o *options) checkLimits() error {
+	if err := wire.CheckMessageLimit(o.limits.MaxMessageSize); err != nil {
+		return fmt.Errorf("%w: WithLimits: %w", ErrBadOption, err)
+	}
+	return nil
+}
 
 // WithoutUpgrade makes the server answer the HatRPC handshake with no
 // capabilities, so every connection stays plain Thrift.

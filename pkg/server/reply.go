@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/hatrpc/hatrpc/pkg/metadata"
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -84,7 +85,7 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		var more bool
 		b, refs, typ, size, more = appendReplyRefs(codec, b, to, typ, body, c.replyRoom(limit)-pre)
 		if exc := c.refusal(pre+size, limit, more); exc != nil {
-			b, refs, typ, hflag = appendRefused(codec, b[:start], to, exc), nil, proto.Exception, 0
+			b, refs, typ, hflag = appendRefused(codec, b[:start], to, exc, limit, true), nil, proto.Exception, 0
 		}
 		if hint != nil {
 			hint.Note(len(b))
@@ -107,7 +108,7 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 	var more bool
 	b, typ, size, more = appendReply(codec, b, to, typ, body, c.replyRoom(limit))
 	if exc := c.refusal(size, limit, more); exc != nil {
-		b, typ = appendRefused(codec, b[:start], to, exc), proto.Exception
+		b, typ = appendRefused(codec, b[:start], to, exc, limit, false), proto.Exception
 	}
 	if hint != nil {
 		hint.Note(len(b))
@@ -252,10 +253,51 @@ func replyTooLarge(size, limit int, more bool) *proto.ApplicationException {
 }
 
 // appendRefused appends exc, which a call gets in place of a reply that
-// cannot be sent.
-func appendRefused(codec *wire.Codec, b []byte, to *replyTo, exc *proto.ApplicationException) []byte {
+// cannot be sent, as a message of at most room bytes: the refusal must fit
+// the limit the reply did not. Its text is at most about 170 bytes and the
+// limit at least wire.MinMessageSize, but the message repeats the method
+// name, which may take the limit nearly whole (the request carried it):
+// then the text is cut to what is left, and where even that does not fit
+// and the peer dispatches on the frame (anon: a HatRPC frame, whose client
+// reads no name) the name is left out. A plain Thrift client checks the
+// name: its refusal keeps it, and a name that alone nearly fills the limit
+// (its request's arguments took a few bytes) may leave the refusal past it.
+func appendRefused(codec *wire.Codec, b []byte, to *replyTo, exc *proto.ApplicationException, room int, anon bool) []byte {
+	start := len(b)
 	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid, exc)
+	over := len(out) - start - room
+	if over <= 0 {
+		return out
+	}
+	cut := *exc
+	cut.Message = cutText(exc.Message, len(exc.Message)-over)
+	name := to.name
+	if cut.Message == "" && anon {
+		cut.Message, name = exc.Message, ""
+		over -= len(to.name)
+		if over > 0 {
+			cut.Message = cutText(exc.Message, len(exc.Message)-over)
+		}
+	}
+	if cut.Message == "" {
+		cut.Message = exc.Message[:1] // an empty one is sent as Apache's default text, which is longer
+	}
+	out, _ = codec.AppendMessage(out[:start], to.proto, name, proto.Exception, to.seqid, &cut)
 	return out
+}
+
+// cutText is s cut to at most n bytes, at a character's start.
+func cutText(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // appendEncodeFailed replaces a reply that could not be encoded with an

@@ -286,6 +286,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
+	if err := s.opts.checkLimits(); err != nil {
+		ln.Close()
+		return err
+	}
 	if err := s.checkRDMAChoice(ln.Addr()); err != nil {
 		ln.Close()
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -587,32 +588,30 @@ func (ss *serverStream) writeEnd(final proto.Struct, herr error) error {
 	}
 	start := len(b)
 	var refused *proto.ApplicationException // in place of the message built
+	typ, body := proto.Reply, final
+	if herr != nil && exc == nil {
+		typ, body = proto.Exception, ss.exception(herr)
+	}
 	switch {
 	case exc != nil:
-		b = appendRefused(codec, b, &to, exc)
-	case herr != nil:
-		b = appendRefused(codec, b, &to, ss.exception(herr))
-	case final != nil:
+		b = appendRefused(codec, b, &to, exc, limit, true)
+	case body != nil:
 		// Encoded within its room as a unary reply is (appendReply): a
-		// final past it is counted, not built, and refused.
-		var typ proto.MessageType
+		// final or an exception past it (the handler's text may be
+		// large) is counted, not built, and refused.
 		var size int
 		var more bool
-		if b, typ, size, more = appendReply(codec, b, &to, proto.Reply, final, room); typ == proto.Reply && (size > room || more) {
+		if b, _, size, more = appendReply(codec, b, &to, typ, body, room); size > room || more {
 			ss.c.s.met.rejected.WithLabelValues("reply_too_large").Inc()
 			refused = endTooLarge(size, tsize, limit, more)
 		}
 	}
-	// An exception's message is the handler's: it may pass the room too.
-	if size := len(b) - start; refused == nil && size > room {
-		refused = endTooLarge(size, tsize, limit, false)
-	}
 	if refused != nil {
-		b = appendRefused(codec, b[:start], &to, refused)
+		b = appendRefused(codec, b[:start], &to, refused, math.MaxInt, true)
 		// The refusal itself may not fit beside a trailer that nearly
 		// fills the limit: then it goes without the trailer.
-		if tsize > 0 && len(b)-start > room {
-			b = appendRefused(codec, b[:wire.HeaderSize], &to, refused)
+		if len(b)-start > room {
+			b = appendRefused(codec, b[:wire.HeaderSize], &to, refused, limit, true)
 			flags &^= wire.FlagHeaders
 		}
 	}

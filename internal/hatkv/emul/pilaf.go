@@ -124,6 +124,45 @@ func (p *pilafReader) read(ctx, life context.Context, loc int, rb rdma.RemoteBuf
 	}
 }
 
+// A GET retries at once a few times (a rewrite takes the server well
+// under a microsecond), then pauses, twice as long each time up to
+// retryPauseMax: a server preempted mid-rewrite holds the entry torn for
+// as long as its thread waits for a CPU, and 64 retries without a pause
+// took 25 µs, so on a loaded host a GET of a key being rewritten gave up
+// and asked by RPC (TestBenchEmulate, at load 8-17: "63 retries, 1
+// answered by RPC", the 64 READs of one GET all finding its entry torn).
+// With the pauses, 64 retries wait about 46 ms for the rewrite to end.
+const (
+	retrySpins    = 8
+	retryPauseMax = time.Millisecond
+)
+
+// retryPauseFor is how long a GET waits before its attempt-th retry.
+func retryPauseFor(attempt int) time.Duration {
+	if attempt <= retrySpins {
+		return 0
+	}
+	return min(time.Microsecond<<min(attempt-retrySpins-1, 20), retryPauseMax)
+}
+
+// retryPause waits retryPauseFor(attempt), or until ctx or life ends.
+func retryPause(ctx, life context.Context, attempt int) error {
+	d := retryPauseFor(attempt)
+	if d == 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-life.Done():
+		return ErrPeerGone
+	}
+}
+
 // get is a GET by three READs: the key's bucket, the entry a matching way
 // names, the value the entry names. ok is false when the index does not
 // hold the key (or keeps changing under the reader): the caller asks the
@@ -136,6 +175,9 @@ retry:
 	for attempt := 0; attempt < p.retries; attempt++ {
 		if attempt > 0 {
 			p.stats.Retries++
+			if err := retryPause(ctx, life, attempt); err != nil {
+				return nil, false, err
+			}
 		}
 		bk, err := p.read(ctx, life, plBucketOff, p.buckets, boff, bucketSize)
 		if err != nil {

@@ -346,3 +346,24 @@ func TestPilafRewriteStress(t *testing.T) {
 	t.Logf("%d republications; readers: %+v", <-done, total)
 	require.GreaterOrEqual(t, total.Gets, uint64(wantGets))
 }
+
+// A GET retries at once, then pauses between retries, doubling up to
+// retryPauseMax: 64 retries wait about 46 ms for a rewrite that a
+// preempted server left half done, where they took 25 µs without pauses.
+func TestPilafRetryPauses(t *testing.T) {
+	cases := []struct {
+		attempt int
+		want    time.Duration
+	}{
+		{1, 0}, {retrySpins, 0}, {retrySpins + 1, time.Microsecond}, {retrySpins + 2, 2 * time.Microsecond},
+		{retrySpins + 10, 512 * time.Microsecond}, {retrySpins + 11, time.Millisecond}, {63, time.Millisecond}, {1 << 20, time.Millisecond},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, retryPauseFor(tc.attempt), "attempt %d", tc.attempt)
+	}
+	var total time.Duration
+	for a := 1; a < 64; a++ {
+		total += retryPauseFor(a)
+	}
+	require.Equal(t, 46023*time.Microsecond, total)
+}
