@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/hatrpc/hatrpc/internal/netutil"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -125,12 +126,14 @@ func newAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slo
 
 func (l *AuthListener) acceptLoop() {
 	defer l.wg.Done()
+	var backoff netutil.Backoff
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
+			if netutil.AcceptRetryable(err) {
+				// Out of descriptors passes as connections close; the
+				// server behind keeps waiting on Accept meanwhile.
+				time.Sleep(backoff.Next())
 				continue
 			}
 			select {
@@ -139,6 +142,7 @@ func (l *AuthListener) acceptLoop() {
 			}
 			return
 		}
+		backoff.Reset()
 		ip := remoteIP(nc)
 		if l.backingOff(ip) {
 			l.refuse(nc, "token_backoff", "too many wrong tokens from "+ip)

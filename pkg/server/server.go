@@ -19,8 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hatrpc/hatrpc/internal/netutil"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
+	"github.com/hatrpc/hatrpc/pkg/internal/ratelog"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
@@ -321,22 +323,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.registration.register(ln); err != nil {
 		return err
 	}
-	var backoff time.Duration
+	var backoff netutil.Backoff
+	acceptLog := ratelog.New(s.log, ratelog.DefaultEvery)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.shutting.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if !netutil.AcceptRetryable(err) {
+				return err
 			}
-			return err
+			wait := backoff.Next()
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				acceptLog.Warn("hatrpc: accept failed; retrying", "err", err, "retry_in", wait)
+			}
+			time.Sleep(wait)
+			continue
 		}
-		backoff = 0
+		backoff.Reset()
 		s.accept(nc)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/hatrpc/hatrpc/internal/netutil"
 )
 
 // Status bytes of Thrift's SASL negotiation messages.
@@ -107,12 +109,19 @@ func Listen(ln net.Listener, auth Authenticator, opts ...Option) *Listener {
 
 func (l *Listener) acceptLoop() {
 	defer l.wg.Done()
+	var backoff netutil.Backoff
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
+			if netutil.AcceptRetryable(err) {
+				// Out of descriptors passes as connections close.
+				time.Sleep(backoff.Next())
+				continue
+			}
 			_ = l.shut(err)
 			return
 		}
+		backoff.Reset()
 		if !l.track(c) {
 			_ = c.Close()
 			continue

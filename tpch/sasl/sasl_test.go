@@ -13,6 +13,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,5 +350,49 @@ func TestHTTPClosed(t *testing.T) {
 		assert.Equal(t, want, got)
 		require.NoError(t, sc.Close())
 		require.NoError(t, c.Close())
+	}
+}
+
+// emfileListener fails its first n Accepts as a process out of
+// descriptors does, then accepts for real.
+type emfileListener struct {
+	net.Listener
+	n atomic.Int32
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if l.n.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestOutOfDescriptors: accepts failing for a moment (out of descriptors)
+// do not shut the listener; the first such error shut it before.
+func TestOutOfDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	fl := &emfileListener{Listener: ln}
+	fl.n.Store(3)
+	l := Listen(fl, allow, WithNOSASL())
+	defer func() { require.NoError(t, l.Close()); l.Wait() }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(call("OpenSession", 1))
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		sc, err := l.Accept()
+		if err == nil {
+			sc.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
+		t.Fatal("no connection accepted after the descriptors came back")
 	}
 }

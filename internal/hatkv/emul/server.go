@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
+	"github.com/hatrpc/hatrpc/internal/netutil"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
 )
 
@@ -448,14 +449,20 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var backoff netutil.Backoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
 			}
+			if netutil.AcceptRetryable(err) {
+				time.Sleep(backoff.Next())
+				continue
+			}
 			return err
 		}
+		backoff.Reset()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

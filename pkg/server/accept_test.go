@@ -1,0 +1,114 @@
+package server_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/hatrpc/hatrpc/test/wiretest"
+)
+
+// failingListener fails its first n Accepts with err, then accepts for real.
+type failingListener struct {
+	net.Listener
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if l.n > 0 {
+		l.n--
+		l.mu.Unlock()
+		return nil, l.err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+// syncBuffer is a log sink the server's goroutines may write concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func acceptErr(errno syscall.Errno) error {
+	return &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}
+}
+
+// TestAcceptErrorsPass: a process out of descriptors (a flood of
+// connections, other files) or a connection reset before it was taken
+// makes Accept fail for a moment; Serve waits and serves on, logging one
+// line, where it used to return and leave the port unserved for good.
+func TestAcceptErrorsPass(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ECONNABORTED} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			var logs syncBuffer
+			s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			s.Register(wiretest.NewEcho().Service())
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			served := make(chan error, 1)
+			go func() { served <- s.Serve(&failingListener{Listener: ln, n: 3, err: acceptErr(errno)}) }()
+
+			c := dial(t, ln.Addr().String())
+			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
+			require.NoError(t, err)
+			require.Equal(t, "after", got)
+			// Three failures within the 5+10+20 ms of back-off: one line.
+			require.Equal(t, 1, strings.Count(logs.String(), "hatrpc: accept failed; retrying"), logs.String())
+			require.Contains(t, logs.String(), errno.Error())
+
+			c.Close()
+			require.NoError(t, s.Close())
+			select {
+			case err := <-served:
+				require.ErrorIs(t, err, server.ErrServerClosed)
+			case <-time.After(testenv.HangGuard(10 * time.Second)):
+				t.Fatal("Serve did not return")
+			}
+		})
+	}
+}
+
+// TestAcceptErrorEndsServe: an error that does not pass (the listener
+// gone) still ends Serve with that error.
+func TestAcceptErrorEndsServe(t *testing.T) {
+	s := server.New(server.WithLogger(quiet))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := errors.New("listener gone")
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(&failingListener{Listener: ln, n: 1, err: gone}) }()
+	select {
+	case err := <-served:
+		require.ErrorIs(t, err, gone)
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
+		t.Fatal("Serve did not return")
+	}
+	require.NoError(t, s.Close())
+}
