@@ -244,3 +244,38 @@ func (c *callCtx) release() {
 		unwatch()
 	}
 }
+
+// cancelTable finds a HatRPC connection's calls by frame seqid for Cancel
+// frames. Only the reader adds, looks up and forgets, so it takes no lock:
+// an ended call is not taken out by whoever ends it (two locked map
+// updates a call, the reader's and the handler's) but left for the reader
+// to drop once the table has doubled since it last looked (and whenever
+// the connection goes idle), its contexts read as ended meanwhile (a
+// Cancel for one is a no-op: contexts are never reused, see ctxSlab).
+type cancelTable struct {
+	m      map[int32]*callCtx
+	pruned int // live entries the last prune left
+}
+
+// pruneMin is the table size below which it is pruned only when idle.
+const pruneMin = 32
+
+func (t *cancelTable) add(fseq int32, c *callCtx) {
+	if t.m == nil {
+		t.m = map[int32]*callCtx{}
+	}
+	if len(t.m) >= max(pruneMin, 2*t.pruned) {
+		t.prune()
+	}
+	t.m[fseq] = c
+}
+
+// prune forgets the calls that ended.
+func (t *cancelTable) prune() {
+	for k, c := range t.m {
+		if c.state.Load() != ctxLive {
+			delete(t.m, k)
+		}
+	}
+	t.pruned = len(t.m)
+}
