@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -432,7 +431,7 @@ func (c *conn) next() (*request, error) {
 				return nil, herr
 			}
 			// Decoded only if the handler looks (most never do).
-			sc = metadata.NewLazyServerCall(bytes.Clone(msg[4:n]), wire.ParseKV)
+			sc = metadata.NewLazyServerCallCopy(msg[4:n], wire.ParseKV)
 			msg = msg[n:]
 		}
 	} else {
