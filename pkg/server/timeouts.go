@@ -120,8 +120,8 @@ func (c *conn) atBoundary() {
 		c.enter(phFrame, c.inBytes.Load())
 	default:
 		c.enter(phIdle, 0)
-		if len(c.calls.m) > 0 {
-			c.calls.prune() // an idle connection keeps no ended call
+		if len(c.calls.m) > pruneIdle {
+			c.calls.prune() // an idle connection keeps few ended calls
 		}
 	}
 }
