@@ -16,6 +16,13 @@
 //
 //	go run ./cmd/atb-tcp -stream-sizes 64,4KiB,64KiB -bytes 1GiB
 //
+// With ATB_CPUPROFILE=<prefix> in the environment the server and client
+// processes each write a CPU profile, <prefix>.<role>.<pid>.prof, so the
+// two sides of a point are profiled apart (the in-process BenchmarkEcho
+// mixes them):
+//
+//	ATB_CPUPROFILE=/tmp/p atb-tcp -systems hatrpc -sizes 512 -callers 64 -reps 1
+//
 // The same binary is re-executed as `-role server` and `-role client`;
 // apache-cpp-* run Apache Thrift's C++ server and client instead, built on
 // first use (or by `make deps-bench`: `-role prepare`) from
@@ -29,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +80,13 @@ func run() error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
+	if *role == "server" || *role == "client" {
+		stop, err := profileRole(*role)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	switch *role {
 	case "server":
 		return bench.ServeUntilEOF(ctx, *system, *addr, os.Stdin, os.Stdout)
@@ -161,4 +176,25 @@ func runStreams(ctx context.Context, systems []string, sizes, bytes string, maxM
 		return err
 	}
 	return bench.WriteStreamReport(os.Stdout, d.Systems, rows, d.Bytes)
+}
+
+// profileRole starts the CPU profile ATB_CPUPROFILE asks for (see the
+// package comment); stop writes it.
+func profileRole(role string) (stop func(), err error) {
+	prefix := os.Getenv("ATB_CPUPROFILE")
+	if prefix == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%s.%d.prof", prefix, role, os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -564,6 +564,11 @@ type call struct {
 	signaled  bool // a send on done is outstanding
 	lead      bool // that send hands over the read role
 	cancelled bool // the caller's context ended while it held the read role
+	// watch: the session's kept context watch the waiting caller relies
+	// on instead of selecting on its context's Done (see await); woke:
+	// why that watch signalled it.
+	watch *ctxWatch
+	woke  uint8
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/pkg/client"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -61,4 +63,85 @@ func TestKeptContextWatchSharedDone(t *testing.T) {
 	_, err = echo(child, c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(2 * time.Second)})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, time.Since(t0), time.Second)
+}
+
+// Callers waiting for their replies while another caller of the same
+// context holds the read role rely on the kept watch instead of selecting
+// on the context: cancelling it must still end every one of them, with
+// callers of another context in the mix (one of which may take the read
+// role and the watch over; TestWatchWakesWaiters covers that hand-over
+// alone).
+func TestKeptContextWatchEndsWaiters(t *testing.T) {
+	cases := []struct {
+		name  string
+		other bool // a caller of another context may take the read role over first
+		n     int  // callers waiting
+		runs  int  // which waiting caller takes the role over varies
+	}{
+		{"watch fires", false, 8, 3},
+		{"watch replaced", true, 2, 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for range tc.runs {
+				ts := serve(t, "")
+				c := dial(t, ts.addr, client.WithConns(1))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "warm"}) // the kept watch is ctx's
+				require.NoError(t, err)
+				n := tc.n
+				slow := &wiretest.EchoArgs{Msg: "slow", Mode: wiretest.ModeWaitCtx}
+				errs := make(chan error, n)
+				lead := make(chan error, 1)
+				if tc.other {
+					// Its reply comes first and hands the read role on.
+					go func() {
+						_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "lead", DelayNs: int64(50 * time.Millisecond)})
+						lead <- err
+					}()
+				}
+				for range n {
+					go func() {
+						_, err := echo(ctx, c, slow)
+						errs <- err
+					}()
+				}
+				octx, ocancel := context.WithCancel(context.Background())
+				defer ocancel()
+				others := make(chan error, 1)
+				if tc.other {
+					go func() {
+						_, err := echo(octx, c, slow)
+						others <- err
+					}()
+					require.NoError(t, <-lead)
+				}
+				want := n
+				if tc.other {
+					want++
+				}
+				for range want { // every slow call reached its handler
+					select {
+					case <-ts.echo.Waiting:
+					case <-time.After(testenv.HangGuard(10 * time.Second)):
+						t.Fatal("slow calls did not arrive")
+					}
+				}
+				cancel()
+				for range n {
+					select {
+					case err := <-errs:
+						require.ErrorIs(t, err, context.Canceled)
+					case <-time.After(testenv.HangGuard(10 * time.Second)):
+						t.Fatal("a waiting caller outlived its context")
+					}
+				}
+				if tc.other {
+					ocancel()
+					require.ErrorIs(t, <-others, context.Canceled)
+				}
+			}
+		})
+	}
 }

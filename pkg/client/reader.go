@@ -53,24 +53,47 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 			continue
 		}
 		cl.waiting = true
+		// When the session's kept watch is on this caller's context (the
+		// callers of a Conn often share one), it wakes the caller should
+		// the context end, and the caller waits on its own channel alone:
+		// a select with the context's Done channel locks that channel,
+		// which every caller sharing the context contends for, twice.
+		done := ctx.Done()
+		watched := done == nil
+		if w := s.watch; !watched && w != nil && w.done == done && !w.fired {
+			cl.watch, watched = w, true
+		}
 		s.mu.Unlock()
-		select {
-		case <-cl.done:
-		case <-ctx.Done():
-			s.mu.Lock()
-			if !cl.signaled { // nothing is on its way: withdraw
-				cl.waiting = false
-				delete(s.pending, seq)
-				s.mu.Unlock()
-				s.abandon(cl, seq)
-				return ctx.Err()
-			}
-			s.mu.Unlock()
+		if watched {
 			<-cl.done
+		} else {
+			select {
+			case <-cl.done:
+			case <-done:
+				s.mu.Lock()
+				if !cl.signaled { // nothing is on its way: withdraw
+					cl.waiting = false
+					delete(s.pending, seq)
+					s.mu.Unlock()
+					s.abandon(cl, seq)
+					return ctx.Err()
+				}
+				s.mu.Unlock()
+				<-cl.done
+			}
 		}
 		s.mu.Lock()
-		lead := cl.lead
-		cl.waiting, cl.signaled, cl.lead = false, false, false
+		lead, woke := cl.lead, cl.woke
+		cl.waiting, cl.signaled, cl.lead, cl.watch, cl.woke = false, false, false, nil, wokeReply
+		switch woke {
+		case wokeCtx: // the watch withdrew it (fired)
+			s.mu.Unlock()
+			s.abandon(cl, seq)
+			return ctx.Err()
+		case wokeAgain: // the watch it relied on was replaced
+			s.mu.Unlock()
+			continue
+		}
 		if !lead {
 			s.mu.Unlock()
 			return nil
@@ -188,12 +211,46 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 // so the last registration is kept (until another context takes the read
 // role, the session fails or the connection idles) and reused.
 type ctxWatch struct {
-	s    *session
-	done <-chan struct{}
-	stop func() bool
+	s     *session
+	done  <-chan struct{}
+	stop  func() bool
+	fired bool // guarded by s.mu
 }
 
-func (w *ctxWatch) fire() { w.s.interrupt(w.done) }
+// fire runs once the context ended: it withdraws the callers that wait on
+// this watch (see await) and interrupts the read role's holder.
+func (w *ctxWatch) fire() {
+	s := w.s
+	s.mu.Lock()
+	w.fired = true
+	for seq, cl := range s.pending {
+		if cl.watch == w && cl.waiting && !cl.signaled {
+			delete(s.pending, seq)
+			cl.woke, cl.signaled = wokeCtx, true
+			cl.done <- struct{}{}
+		}
+	}
+	s.mu.Unlock()
+	s.interrupt(w.done)
+}
+
+// Why a waiting caller was woken (call.woke).
+const (
+	wokeReply uint8 = iota // its reply, the read role or the session's failure
+	wokeCtx                // its context ended: it was withdrawn (ctxWatch.fire)
+	wokeAgain              // the watch it relied on went: wait again
+)
+
+// unwatchLocked wakes the callers waiting on w, which is being replaced,
+// to wait again (on their context themselves); s.mu is held.
+func (s *session) unwatchLocked(w *ctxWatch) {
+	for _, cl := range s.pending {
+		if cl.watch == w && cl.waiting && !cl.signaled {
+			cl.woke, cl.signaled = wokeAgain, true
+			cl.done <- struct{}{}
+		}
+	}
+}
 
 // watchDone makes sure the end of ctx (whose Done channel is done)
 // interrupts the read role while a caller of ctx holds it. Contexts are
@@ -216,6 +273,8 @@ func (s *session) watchDone(ctx context.Context, done <-chan struct{}) {
 	old := s.watch
 	if s.err != nil {
 		old, w = w, nil // fail already dropped the watch
+	} else if old != nil {
+		s.unwatchLocked(old)
 	}
 	s.watch = w
 	s.mu.Unlock()
@@ -228,6 +287,9 @@ func (s *session) watchDone(ctx context.Context, done <-chan struct{}) {
 // caller to stop once s.mu is released.
 func (s *session) dropWatchLocked() *ctxWatch {
 	w := s.watch
+	if w != nil {
+		s.unwatchLocked(w)
+	}
 	s.watch = nil
 	return w
 }

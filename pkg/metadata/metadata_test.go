@@ -95,3 +95,37 @@ func TestValidHTTPHeader(t *testing.T) {
 		require.Equal(t, tc.ok, metadata.ValidHTTPHeader(tc.k, tc.v), "%q: %q", tc.k, tc.v)
 	}
 }
+
+// TestLazyServerCallCopy: the headers read back are the block's as it was
+// when the call began, small (kept in the call's own allocation) or large,
+// whatever the caller does to its buffer afterwards.
+func TestLazyServerCallCopy(t *testing.T) {
+	parse := func(b []byte) (metadata.MD, error) { return metadata.MD{"raw": string(b)}, nil }
+	cases := []struct {
+		name string
+		n    int
+	}{
+		{"empty", 0},
+		{"request id", 31},
+		{"inline limit", 64},
+		{"past inline", 65},
+		{"large", 4096},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := make([]byte, tc.n)
+			for i := range raw {
+				raw[i] = byte('a' + i%26)
+			}
+			want := string(raw)
+			sc := metadata.NewLazyServerCallCopy(raw, parse)
+			for i := range raw {
+				raw[i] = 'X' // the server reuses its read buffer
+			}
+			require.Equal(t, metadata.MD{"raw": want}, sc.Incoming())
+			require.Nil(t, sc.Reply())
+			sc.SetReply("k", "v")
+			require.Equal(t, metadata.MD{"k": "v"}, sc.Reply())
+		})
+	}
+}

@@ -164,3 +164,51 @@ func TestDeadlineSaturates(t *testing.T) {
 	default:
 	}
 }
+
+// TestCancelTable: a Cancel frame still finds every live call while ended
+// ones are left for the reader to drop, and the table stays within twice
+// what was live at the last prune (so a connection with a few calls in
+// flight never holds thousands of ended contexts).
+func TestCancelTable(t *testing.T) {
+	cases := []struct {
+		name  string
+		live  int // calls kept running
+		ended int // calls that end, after the live ones are added
+	}{
+		{"none live", 0, 1000},
+		{"few live", 3, 1000},
+		{"many live", 100, 1000},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				tab  cancelTable
+				slab ctxSlab
+				live []*callCtx
+			)
+			parent := context.Background()
+			for i := range tc.live {
+				c := slab.next(parent, 0)
+				tab.add(int32(i), c)
+				live = append(live, c)
+			}
+			for i := range tc.ended {
+				c := slab.next(parent, 0)
+				tab.add(int32(tc.live+i), c)
+				c.release() // ended by its handler, without the table
+				require.LessOrEqual(t, len(tab.m), max(pruneMin, 2*tc.live)+1)
+			}
+			for i, c := range live {
+				require.Same(t, c, tab.m[int32(i)], "live call %d", i)
+			}
+			tab.prune()
+			require.Len(t, tab.m, tc.live)
+			// A Cancel for an ended call that is still listed is a no-op.
+			c := slab.next(parent, 0)
+			tab.add(-1, c)
+			c.release()
+			tab.m[-1].cancel(context.Canceled)
+			require.ErrorIs(t, c.Err(), context.Canceled)
+		})
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +61,6 @@ type conn struct {
 	wrFailed  atomic.Bool // a write failed: no reply can reach the client
 
 	mu       sync.Mutex
-	calls    map[int32]*callCtx // HatRPC calls in flight, for Cancel frames
 	nextOut  uint64             // next plain reply to write (Thrift clients expect order)
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	th       map[uint64]*thCall // THeader requests by reply order
@@ -73,6 +71,7 @@ type conn struct {
 	// its workers do not all take this conn's mutex twice a call.
 	pseudo    bool
 	draining  bool
+	drainFlag atomic.Bool // draining, for the reader to look at without c.mu
 	readDone  bool
 	readEnded atomic.Bool // readDone, for end to look at without c.mu
 	finished  bool
@@ -91,6 +90,7 @@ type conn struct {
 	charging int64       // reader-owned: budget charged for the message being read
 	rg       replyGate   // reply memory (replygate.go)
 	ctxs     ctxSlab     // reader-owned: its calls' contexts
+	calls    cancelTable // reader-owned: HatRPC calls in flight, for Cancel frames
 	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
 	fastPath atomic.Bool // it became a lane or FLOCK session: its memory counts in budget.fastPath
 }
@@ -111,10 +111,17 @@ type request struct {
 	size    int                  // request message bytes
 	tr      uint8                // transport index into method.stats
 	sc      *metadata.ServerCall // the call's headers; nil when it sent none
-	at      time.Duration        // when it started (since epoch); 0: execute reads the clock
-	listed  bool                 // ctx is in c.calls, for Cancel frames
-	args    proto.Struct         // set: the arguments to decode into (with call), else execute makes them
-	call    any                  // NewCall's value for HandleCall; nil: Handle runs
+	// at: when it started (since epoch); 0: execute reads the clock. A
+	// TCP call's is the clock read that gave its deadline, as the frame
+	// was parsed, unless it then waited (for memory, a slot or its turn):
+	// the handler's latency excludes the wait.
+	at time.Duration
+	// end: when its handler returned (execute's clock read for the
+	// latency), so the inline caller times the call without a read of
+	// its own.
+	end  time.Duration
+	args proto.Struct // set: the arguments to decode into (with call), else execute makes them
+	call any          // NewCall's value for HandleCall; nil: Handle runs
 	// lease: body is a lane's lease (the engine's buffer, or FLOCK's ring
 	// slot or task copy), valid until the reply is encoded and sent: a
 	// borrow_args method's arguments may alias it as they alias buf.
@@ -147,7 +154,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s: s, nc: nc, ctx: ctx, cancel: cancel, w: w,
 		spin:   sr,
 		remote: nc.RemoteAddr().String(),
-		calls:  map[int32]*callCtx{},
 		held:   map[uint64]*[]byte{},
 	}
 	c.raw = &meter{c: c, r: sr.Reader(nc)}
@@ -234,6 +240,10 @@ func (c *conn) serve() {
 		if !c.hat {
 			c.takeTurn(r)
 		}
+		if r.at == 0 {
+			r.at = time.Since(epoch) // it waited: the handler's time starts now
+		}
+		at := r.at
 		more := c.br.Buffered() > 0
 		if r.size >= inlineMaxSize || more && c.hat && c.slow {
 			// More calls are here and calls are not quick, or this one
@@ -259,13 +269,11 @@ func (c *conn) serve() {
 		// Cancel frames and a vanishing client are still seen.
 		c.episode++
 		ep := c.episode
-		at := time.Since(epoch)
 		c.inlineAt.Store(int64(at))
 		c.inline.Store(ep)
 		c.armHandoff()
-		c.handle(r)
-		// Timed only in bursts: a lone call pays no clock read.
-		slow := more && time.Since(epoch)-at > quickCall
+		end := c.handle(r)
+		slow := more && end-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
 			c.unhold()
 			return // the timer moved the read role on
@@ -351,10 +359,7 @@ func (c *conn) timedHandoff() {
 // next reads one message. It returns (nil, nil) for messages it fully
 // handled itself: control frames, the handshake, unknown methods.
 func (c *conn) next() (*request, error) {
-	c.mu.Lock()
-	draining := c.draining
-	c.mu.Unlock()
-	if draining {
+	if c.drainFlag.Load() {
 		return nil, errDraining
 	}
 	if c.wrFailed.Load() {
@@ -426,7 +431,7 @@ func (c *conn) next() (*request, error) {
 				return nil, herr
 			}
 			// Decoded only if the handler looks (most never do).
-			sc = metadata.NewLazyServerCall(bytes.Clone(msg[4:n]), wire.ParseKV)
+			sc = metadata.NewLazyServerCallCopy(msg[4:n], wire.ParseKV)
 			msg = msg[n:]
 		}
 	} else {
@@ -510,6 +515,9 @@ func (c *conn) next() (*request, error) {
 	if ht := m.timeout; ht > 0 && (timeout == 0 || ht < timeout) {
 		timeout = ht
 	}
+	// One clock read a call gives both its deadline and, unless it waits
+	// before it runs, the start of its handler's time (r.at).
+	r.at = time.Since(epoch)
 	// A call with a reply has its own context, through which its
 	// handler may reserve room for it (ReserveReply).
 	if r.hat || timeout > 0 || !r.oneway {
@@ -518,7 +526,7 @@ func (c *conn) next() (*request, error) {
 		// never missed; waiting for a slot counts against the deadline.
 		var dl time.Duration
 		if timeout > 0 {
-			dl = deadlineAt(time.Since(epoch), timeout)
+			dl = deadlineAt(r.at, timeout)
 		}
 		r.ctx = c.ctxs.next(c.ctx, dl)
 		r.ctx.sc = sc
@@ -526,10 +534,7 @@ func (c *conn) next() (*request, error) {
 			r.ctx.rq, r.conn = r, c
 		}
 		if r.hat && !r.oneway {
-			c.mu.Lock()
-			c.calls[r.fseq] = r.ctx
-			c.mu.Unlock()
-			r.listed = true
+			c.calls.add(r.fseq, r.ctx)
 		}
 	}
 	return r, nil
@@ -557,6 +562,11 @@ func (c *conn) takeOrder(to *replyTo) {
 // acquire takes a call slot, blocking the reader (and so, through TCP, the
 // client) while the server is at its concurrency limit.
 func (c *conn) acquire(r *request) bool {
+	if c.s.slots.tryAcquire() {
+		c.begin()
+		return true
+	}
+	r.at = 0 // it may wait: the handler's time starts once it runs
 	if c.acquireLane() {
 		return true
 	}
@@ -576,17 +586,11 @@ func (c *conn) begin() {
 	c.inflight.Add(1)
 }
 
-// releaseCtx ends the call's own context and forgets it for Cancel frames.
+// releaseCtx ends the call's own context; the reader forgets it for
+// Cancel frames later (cancelTable).
 func (c *conn) releaseCtx(r *request) {
 	if r.ctx == nil {
 		return
-	}
-	if r.listed { // not a lane's call: lanes have no Cancel frames
-		c.mu.Lock()
-		if c.calls[r.fseq] == r.ctx {
-			delete(c.calls, r.fseq)
-		}
-		c.mu.Unlock()
 	}
 	r.ctx.release()
 	r.ctx = nil
@@ -610,11 +614,15 @@ func (c *conn) clearRequest(r *request) {
 	*r = request{}
 }
 
-// handle runs one call and writes its reply.
-func (c *conn) handle(r *request) {
+// handle runs one call and writes its reply. It returns when the
+// handler returned (since epoch).
+func (c *conn) handle(r *request) time.Duration {
 	codec := wire.GetCodec()
 	c.takeCall(r)
 	if r.ordered {
+		if c.turn.ran.Load() != r.turn {
+			r.at = 0 // it waits for its turn: its time starts after
+		}
 		c.turn.await(&c.mu, r.turn)
 	}
 	st, typ, body := c.execute(r, codec)
@@ -626,9 +634,11 @@ func (c *conn) handle(r *request) {
 	}
 	wire.PutCodec(codec)
 	c.putCall(r.m, r.call) // the reply is encoded
-	c.freeRequest(r)       // returns a buffer borrowed arguments used: the reply is out
+	end := r.end
+	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
 	c.s.slots.release()
 	c.end()
+	return end
 }
 
 // execute decodes the arguments, runs the handler through the interceptors
@@ -708,7 +718,8 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 	} else {
 		c.releaseCtx(r)
 		outcome := serverOutcome(res, err, r.oneway)
-		st.latency.Observe((time.Since(epoch) - start).Seconds())
+		r.end = time.Since(epoch)
+		st.latency.Observe((r.end - start).Seconds())
 		st.inflight.Dec()
 		st.outcome(outcome)
 	}
@@ -750,10 +761,7 @@ func (c *conn) fatalReply(to *replyTo, cause error) {
 }
 
 func (c *conn) cancelCall(seqid int32) {
-	c.mu.Lock()
-	cctx := c.calls[seqid]
-	c.mu.Unlock()
-	if cctx != nil {
+	if cctx := c.calls.m[seqid]; cctx != nil {
 		cctx.cancel(context.Canceled)
 	}
 }

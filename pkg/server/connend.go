@@ -49,6 +49,7 @@ func (c *conn) maybeFinish() {
 func (c *conn) drain() {
 	c.mu.Lock()
 	c.draining = true
+	c.drainFlag.Store(true)
 	fp := c.fp
 	c.mu.Unlock()
 	if fp != nil {

@@ -105,6 +105,7 @@ func (c *conn) reserveReply(r *request) bool {
 	est := 2 * int64(r.m.repHint.Max())
 	var owed int64 // request memory given back while waiting for a cold place
 	if est == 0 {
+		r.at = 0 // it may wait for a place: its time starts once it runs
 		var ok bool
 		if owed, ok = c.takeCold(r); !ok {
 			return false
@@ -116,6 +117,10 @@ func (c *conn) reserveReply(r *request) bool {
 	}
 	// The request's own memory counts towards the share already.
 	est = max(min(est, b.perConn-r.mem-owed), 0) + owed
+	if b.tryReserve(c, &r.mem, est) {
+		return true
+	}
+	r.at = 0 // it may wait: its time starts once it runs
 	if err := b.reserve(c, &r.mem, est, c.s.opts.busyTimeout); err != nil {
 		c.replyBusy(r, err)
 		return false
@@ -169,6 +174,24 @@ func (b *budget) reserve(c *conn, held *int64, n int64, wait time.Duration) erro
 			return err
 		}
 	}
+}
+
+// tryReserve is reserve when n fits at once: it reports false, holding
+// what it held, when reserve would wait.
+func (b *budget) tryReserve(c *conn, held *int64, n int64) bool {
+	http := c.overHTTP()
+	b.mu.Lock()
+	if http {
+		n = max(min(n, b.perConn-c.memHeld), 0) // see reserve
+	}
+	if c.rg.waiting == 0 && (n == 0 || b.fits(c, n)) {
+		b.take(c, n)
+		*held += n
+		b.mu.Unlock()
+		return true
+	}
+	b.mu.Unlock()
+	return false
 }
 
 // admitReply exchanges what the call answered by to holds (to.mem: its

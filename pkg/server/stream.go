@@ -260,7 +260,7 @@ func (c *conn) openStream(h *wire.Header, payload []byte) error {
 		ss.stopTimer = stop
 	}
 	if block != nil {
-		ctx = metadata.NewServerContext(ctx, metadata.NewLazyServerCall(append([]byte(nil), block...), wire.ParseKV))
+		ctx = metadata.NewServerContext(ctx, metadata.NewLazyServerCallCopy(block, wire.ParseKV))
 	}
 	ss.ctx = ctx
 	if ss.st, err = c.st.Open(h.Seqid, ss); err != nil {

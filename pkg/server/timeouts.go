@@ -110,12 +110,19 @@ func (c *conn) atBoundary() {
 	switch {
 	case !c.greeted:
 		// The handshake phase runs from accept to the first message.
+	case c.nextBuffered():
+		// The whole message is here: reading it cannot stall, so the
+		// reader stays busy (no phase stores, each a full barrier, for
+		// every call of a pipelined burst).
 	case c.br.Buffered() > 0 || c.overHTTP():
 		// An HTTP body is one request until its end: a pause between
 		// its messages is a slow read, not an idle connection.
 		c.enter(phFrame, c.inBytes.Load())
 	default:
 		c.enter(phIdle, 0)
+		if len(c.calls.m) > pruneIdle {
+			c.calls.prune() // an idle connection keeps few ended calls
+		}
 	}
 }
 
@@ -123,7 +130,9 @@ func (c *conn) atBoundary() {
 // server); the first one ends the handshake phase.
 func (c *conn) busy() {
 	c.greeted = true
-	c.phase.Store(phBusy)
+	if c.phase.Load() != phBusy {
+		c.phase.Store(phBusy)
+	}
 }
 
 // expire closes the connection for reason why: its reader wakes up with a
