@@ -47,6 +47,9 @@ type laneStream struct {
 	// stream of small messages keeps copying them, cheaper than the
 	// lease's cgo crossing, and its lane's buffer small)
 	last int
+	// next: the outbox holds, across the exchange sending the last reply,
+	// the engine's other staging buffer for the next reply (lendNext)
+	next bool
 	join *laneJoin // a client or bidirectional stream's way in for its second lane
 	// ended: the reply in hand ends the stream (its end or a reset)
 }
@@ -96,11 +99,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// lane's end (the client gone, the server closing) ends the wait.
 	// Meanwhile the outbox holds the reply's registered memory, so the
 	// handler's next frames are written straight into it (Outbox.Lend).
-	lent := false
-	if poll && sl.last >= leaseMin && sl.out.Len() == 0 && c.st.Len() > 0 {
-		if lent = ls.lendReply(limit); lent {
-			c.s.lentPolls.Add(1)
-		}
+	lent := sl.next
+	sl.next = false
+	if !lent && poll && sl.last >= leaseMin && sl.out.Len() == 0 && c.st.Len() > 0 {
+		lent = ls.lendReply(limit)
+	}
+	if lent && poll {
+		c.s.lentPolls.Add(1)
 	}
 	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
 		select {
@@ -127,6 +132,9 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		b = sl.out.TakeLease(limit, ls.replyLease)
 	}
 	ended := reset || endsStream(b)
+	if !ended && len(b) >= leaseMin {
+		ls.lendNext(b, limit)
+	}
 	sl.last = len(b)
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
@@ -168,6 +176,39 @@ func (ls *laneSession) replyLease(n int) []byte {
 	return b
 }
 
+// lendNext lends the stream's outbox, for the next reply, the engine's
+// staging buffer this reply b does not go from (rdma.NextReplyBuffer):
+// the handler's frames written while b goes out and the client takes it
+// in are written straight into registered memory, which the next reply
+// then goes from without a copy, and the fill of one reply overlaps the
+// send of the one before (two buffers: the lane's one reply buffer kept
+// them in turn, and a frame written meanwhile was copied into the outbox
+// and again into the next reply). Only after a reply of leaseMin or more
+// (a bulk stream: a stream of small messages keeps copying them and its
+// lane one small buffer). The lease stays lent past this exchange, to the
+// next request's streamCall, or to leaveStream or the lane's end
+// (reclaimNext), whichever comes first: never past the endpoint.
+func (ls *laneSession) lendNext(b []byte, limit int) {
+	ep := ls.l.ep
+	if ep == nil || ls.l.viaFLOCK {
+		return
+	}
+	if next := ep.NextReplyBuffer(b, limit); len(next) >= limit && ls.stream.out.Lend(next[:limit]) {
+		ls.stream.next = true
+		ls.c.s.nextLeases.Add(1)
+	}
+}
+
+// reclaimNext takes back the lease lendNext left with the outbox, before
+// the lane's endpoint (whose memory it is) closes: a handler still
+// writing then writes into the outbox's own buffer.
+func (ls *laneSession) reclaimNext() {
+	if sl := &ls.stream; sl.next && sl.out != nil {
+		sl.out.Reclaim()
+		sl.next = false
+	}
+}
+
 // lendReply lends the stream's outbox the engine's registered buffer for
 // the pending request's reply, limit bytes, while a poll waits for the
 // handler's frames: written into it, they need no copy from the outbox
@@ -197,7 +238,7 @@ func (ls *laneSession) leaveStream() {
 	c := ls.c
 	ls.dropJoin()
 	ls.stream.out.Close()
-	ls.stream.out = nil
+	ls.stream.out, ls.stream.next = nil, false
 	c.mu.Lock()
 	c.st, c.sw = nil, nil
 	c.mu.Unlock()
