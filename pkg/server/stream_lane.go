@@ -34,8 +34,14 @@ import (
 // goes that way, so the server's frames keep their order.
 
 // laneBatch bounds the frames one reply carries (at least one frame is
-// carried, whatever its size).
-const laneBatch = 1 << 20
+// carried, whatever its size), and the memory lent to the outbox: the
+// default 1 MiB window's messages with their frames' headers and the one
+// message beyond it a sender may have in flight (the overshoot rule), for
+// messages up to 256 KiB. At 1 MiB the lease held 15 frames of a 64 KiB
+// stream's 16 or 17: the rest were queued, and with frames queued the
+// next reply's lease was not lent (frames keep their order), so a third of
+// the replies were copied out of the outbox.
+const laneBatch = 1<<20 + 256<<10
 
 // laneStream is the stream a lane carries.
 type laneStream struct {
@@ -50,7 +56,9 @@ type laneStream struct {
 	// next: the outbox holds, across the exchange sending the last reply,
 	// the engine's other staging buffer for the next reply (lendNext)
 	next bool
-	join *laneJoin // a client or bidirectional stream's way in for its second lane
+	// lease: the memory last lent to the outbox (valid while lent)
+	lease []byte
+	join  *laneJoin // a client or bidirectional stream's way in for its second lane
 	// ended: the reply in hand ends the stream (its end or a reset)
 }
 
@@ -124,15 +132,32 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	live := c.st.Len() > 0
 	var b []byte
 	if lent {
-		if b = sl.out.Reclaim(); len(b) > 0 {
+		// The next reply's lease goes to the outbox as this one's frames
+		// come back, in one step: the handler, woken by the credit this
+		// request brought, writes on meanwhile.
+		next := ls.nextLease(sl.lease, limit)
+		if b, sl.next = sl.out.ReclaimLend(next); len(b) > 0 {
 			c.s.lentReplies.Add(1)
+		}
+		if sl.next {
+			sl.lease = next
+			c.s.nextLeases.Add(1)
 		}
 	}
 	if len(b) == 0 {
-		b = sl.out.TakeLease(limit, ls.replyLease)
+		b, sl.next = sl.out.TakeLeaseLend(limit, ls.replyLease, func(dst []byte) []byte {
+			if len(dst) < leaseMin {
+				return nil
+			}
+			sl.lease = ls.nextLease(dst, limit)
+			return sl.lease
+		})
+		if sl.next {
+			c.s.nextLeases.Add(1)
+		}
 	}
 	ended := reset || endsStream(b)
-	if !ended && len(b) >= leaseMin {
+	if !sl.next && !ended && len(b) >= leaseMin {
 		ls.lendNext(b, limit)
 	}
 	sl.last = len(b)
@@ -189,14 +214,23 @@ func (ls *laneSession) replyLease(n int) []byte {
 // next request's streamCall, or to leaveStream or the lane's end
 // (reclaimNext), whichever comes first: never past the endpoint.
 func (ls *laneSession) lendNext(b []byte, limit int) {
-	ep := ls.l.ep
-	if ep == nil || ls.l.viaFLOCK {
-		return
-	}
-	if next := ep.NextReplyBuffer(b, limit); len(next) >= limit && ls.stream.out.Lend(next[:limit]) {
-		ls.stream.next = true
+	if next := ls.nextLease(b, limit); next != nil && ls.stream.out.Lend(next) {
+		ls.stream.next, ls.stream.lease = true, next
 		ls.c.s.nextLeases.Add(1)
 	}
+}
+
+// nextLease is the engine's staging buffer reply does not go from, limit
+// bytes or fewer, at least leaseMin (nil: none).
+func (ls *laneSession) nextLease(reply []byte, limit int) []byte {
+	ep := ls.l.ep
+	if ep == nil || ls.l.viaFLOCK {
+		return nil
+	}
+	if next := ep.NextReplyBuffer(reply, limit); len(next) >= leaseMin {
+		return next
+	}
+	return nil
 }
 
 // reclaimNext takes back the lease lendNext left with the outbox, before
@@ -205,7 +239,7 @@ func (ls *laneSession) lendNext(b []byte, limit int) {
 func (ls *laneSession) reclaimNext() {
 	if sl := &ls.stream; sl.next && sl.out != nil {
 		sl.out.Reclaim()
-		sl.next = false
+		sl.next, sl.lease = false, nil
 	}
 }
 
@@ -223,7 +257,11 @@ func (ls *laneSession) lendReply(limit int) bool {
 		return false
 	}
 	lease := ep.ReplyBuffer(limit)
-	return len(lease) >= limit && ls.stream.out.Lend(lease[:limit])
+	if len(lease) < limit || !ls.stream.out.Lend(lease[:limit]) {
+		return false
+	}
+	ls.stream.lease = lease[:limit]
+	return true
 }
 
 func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
@@ -238,7 +276,7 @@ func (ls *laneSession) leaveStream() {
 	c := ls.c
 	ls.dropJoin()
 	ls.stream.out.Close()
-	ls.stream.out, ls.stream.next = nil, false
+	ls.stream.out, ls.stream.next, ls.stream.lease = nil, false, nil
 	c.mu.Lock()
 	c.st, c.sw = nil, nil
 	c.mu.Unlock()

@@ -68,7 +68,7 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 }
 
 // laneBatchBytes is the server's laneBatch: a reply's frames at most.
-const laneBatchBytes = 1 << 20
+const laneBatchBytes = 1<<20 + 256<<10
 
 func lWait() *client.Method { return &client.Method{Service: "L", Name: "wait", Stream: stream.Server} }
 
