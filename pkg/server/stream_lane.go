@@ -91,7 +91,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		c.st, c.sw = st, sl.out
 		c.mu.Unlock()
 	}
+	// Within what the lane's engines carry (the plan's, from the message
+	// limit): a reply of several frames past it would be refused and end
+	// the lane (one frame alone is held to it when it is written).
 	limit := min(laneBatch, fastpath.MaxMessage)
+	if m := l.side.Config.MaxMessage; m > 0 {
+		limit = min(limit, m)
+	}
 	poll, reset, err := ls.fileStreamFrames(req)
 	if err != nil {
 		// As a malformed frame closes a connection, it ends the lane: its

@@ -4,6 +4,9 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -82,4 +85,63 @@ func TestServerStreamNextLeaseClientGone(t *testing.T) {
 			require.Greater(t, server.NextStreamLeases(s), next, "the replies lent the next")
 		})
 	}
+}
+
+// A message past the limit, refused while the next reply's lease is lent
+// (a bulk stream: every reply lends it), leaves nothing in it and no
+// credit taken: the messages before and after it arrive whole and in
+// order, on the lane the stream keeps.
+func TestServerStreamNextLeaseMsgPastLimit(t *testing.T) {
+	const blob, limit, before, after = 64 << 10, 256 << 10, 24, 24
+	lim := proto.DefaultLimits
+	lim.MaxMessageSize = limit
+	s, _, addr := laneStreams(t, server.WithLimits(lim))
+	refused := make(chan error, 1)
+	s.Register(&server.Service{Name: "N", Methods: []server.Method{{Name: "mixed", Stream: stream.Server,
+		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+			var a wiretest.EchoArgs
+			if err := ss.RecvMsg(&a); err != nil {
+				return nil, err
+			}
+			for i := range before + after {
+				if i == before {
+					refused <- ss.SendMsg(&wiretest.EchoArgs{Msg: "big", Blob: make([]byte, 2*limit)})
+				}
+				if err := ss.SendMsg(&wiretest.EchoArgs{Msg: fmt.Sprint(i), Blob: a.Blob}); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil
+		}}}})
+	c := dial(t, addr)
+	next := server.NextStreamLeases(s)
+	st, err := c.NewStream(tctx(t), &client.Method{Service: "N", Name: "mixed", Stream: stream.Server}, &wiretest.EchoResult{})
+	require.NoError(t, err)
+	body := make([]byte, blob)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Blob: body}))
+	require.NoError(t, st.CloseSend())
+	for i := range before + after {
+		var a wiretest.EchoArgs
+		require.NoError(t, st.RecvMsg(&a), "message %d", i)
+		require.Equal(t, fmt.Sprint(i), a.Msg)
+		require.Equal(t, body, a.Blob, "message %d", i)
+		if i == before-1 {
+			select {
+			case err := <-refused:
+				var tl *stream.TooLargeError
+				require.True(t, errors.As(err, &tl), "%v", err)
+				require.ErrorIs(t, err, proto.ErrSizeLimit)
+			case <-time.After(eventually):
+				t.Fatal("the handler's SendMsg did not return")
+			}
+		}
+	}
+	require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
+	lane, tcp := c.StreamRoutes()
+	require.Equal(t, uint64(1), lane)
+	require.Zero(t, tcp)
+	require.Greater(t, server.NextStreamLeases(s), next, "the replies lent the next")
 }
