@@ -703,9 +703,7 @@ static void test_cross_process(uint32_t event)
 struct spare_srv {
 	struct pair *pr;
 	uint64_t n;
-	int calls;
-	int bad; /* the lease filled ahead changed while a reply went out */
-	int swapped; /* replies from the spare, found in place afterwards */
+	int calls, bad, swapped; /* bad: the lease filled ahead changed; swapped: replies sent in place */
 };
 
 static void *spare_server(void *arg)
@@ -716,16 +714,13 @@ static void *spare_server(void *arg)
 	for (int k = 0; k < ss->calls; k++) {
 		void *req;
 		uint64_t len;
-		int st = hr_ep_recv(srv, 10000, -1, 1, &req, &len);
-		if (st != HR_OK)
+		if (hr_ep_recv(srv, 10000, -1, 1, &req, &len) != HR_OK)
 			break;
-		uint8_t *out = next;
-		if (!out) {
-			out = hr_ep_reply_buf(srv, ss->n);
-			if (!out)
-				break;
+		uint8_t *out = next ? next : hr_ep_reply_buf(srv, ss->n);
+		if (!out)
+			break;
+		if (!next)
 			fill(out, ss->n, (uint8_t)k);
-		}
 		hr_ep_lease_view v;
 		hr_ep_leases(srv, &v);
 		int from_spare = v.spare && out == v.spare;
@@ -737,11 +732,8 @@ static void *spare_server(void *arg)
 		hr_ep_leases(srv, &v);
 		if (from_spare && v.tx == out && v.spare != out)
 			ss->swapped++;
-		for (uint64_t i = 0; next && i < ss->n; i++)
-			if (next[i] != (uint8_t)(k + 1 + i * 7)) {
-				ss->bad++;
-				break;
-			}
+		for (uint64_t i = 0; next && i < ss->n && !ss->bad; i++)
+			ss->bad += next[i] != (uint8_t)(k + 1 + i * 7);
 	}
 	return NULL;
 }
@@ -756,8 +748,8 @@ static void test_spare(uint32_t event)
 			struct spare_srv ss = {.pr = &pr, .n = sizes[i], .calls = 6};
 			CHECK_ST(connect_pair(&pr, event, event, 1u << 20));
 			atomic_store(&pr.proto, proto);
-			CHECK(pthread_create(&pr.th, NULL, spare_server, &ss) == 0);
-			int ok = 1;
+			int ok = pthread_create(&pr.th, NULL, spare_server, &ss) == 0;
+			CHECK(ok);
 			for (int k = 0; ok && k < ss.calls; k++) {
 				void *resp;
 				uint64_t rl;
@@ -777,11 +769,7 @@ static void test_spare(uint32_t event)
 			 * ahead, the spare by then: it swapped in each time. An
 			 * RFP reply that fits the response buffer is copied there
 			 * for fetching instead (never staged). */
-			int want = proto == HR_PROTO_RFP && ss.n <= cfg_of(0, 0).resp_size ? 0 : ss.calls - 1;
-			if (ss.swapped != want)
-				fprintf(stderr, "spare: proto %u event %u size %llu: %d swaps\n", proto, event,
-					(unsigned long long)ss.n, ss.swapped);
-			CHECK(ss.swapped == want);
+			CHECK(ss.swapped == (proto == HR_PROTO_RFP && ss.n <= cfg_of(0, 0).resp_size ? 0 : ss.calls - 1));
 		}
 	}
 }
