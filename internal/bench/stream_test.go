@@ -206,7 +206,7 @@ func TestStreamGoalsAndReport(t *testing.T) {
 // share it), for profiling (-cpuprofile) a stream's per-message costs;
 // cmd/atb-tcp -stream-sizes is the authoritative comparison.
 func BenchmarkStream(b *testing.B) {
-	for _, name := range []string{"hatrpc-stream", "raw-tcp-stream"} {
+	for _, name := range []string{"hatrpc-stream", "hatrpc-stream-lanes", "raw-tcp-stream"} {
 		for _, size := range []int{64, 4 << 10, 64 << 10} {
 			b.Run(fmt.Sprintf("%s/%s", name, SizeLabel(size)), func(b *testing.B) {
 				sys, addr := startSystem(b, name)
@@ -216,7 +216,11 @@ func BenchmarkStream(b *testing.B) {
 				b.SetBytes(int64(size))
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := SelfCPU()
 				res, err := s.measureStream(ctx, addr, StreamSpec{Size: size, Count: int64(b.N), Warmup: 100})
+				// CPU time, server and client together: less sensitive to
+				// other load than the speed (spinning waits count too).
+				b.ReportMetric(float64(SelfCPU()-cpu)/float64(b.N), "cpu-ns/op")
 				require.NoError(b, err)
 				require.Equal(b, int64(b.N), res.Messages)
 			})

@@ -72,6 +72,13 @@ static inline void *hrgo_tx(uintptr_t ep, uint64_t n, uintptr_t out)
 	return p;
 }
 
+static inline void *hrgo_tx_spare(uintptr_t ep, uint64_t n, uintptr_t out)
+{
+	void *p = hr_ep_tx_spare((hr_ep *)ep, n);
+	hr_ep_leases((hr_ep *)ep, &((hr_ep_out *)out)->lv);
+	return p;
+}
+
 static inline void *hrgo_reply_buf(uintptr_t ep, uint64_t n, uintptr_t out)
 {
 	void *p = hr_ep_reply_buf((hr_ep *)ep, n);

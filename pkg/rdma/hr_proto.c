@@ -125,6 +125,13 @@ static void region_free(hr_ep *ep, hr_region *r)
 	r->p = NULL;
 	r->mr = NULL;
 	r->cap = 0;
+	r->last_wr = 0;
+}
+
+int hrp_region_in(const hr_region *r, const void *p)
+{
+	const uint8_t *b = p;
+	return r->p && b >= r->p && b < r->p + r->cap;
 }
 
 /* Setup steps left before an injected failure (< 0: none). Tests use it to
@@ -179,16 +186,13 @@ int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
 		keep = r->cap;
 	if (keep)
 		memcpy(n.p, r->p, keep);
-	if (r == &ep->tx && ep->tx_old.p && ep->sq_posted == ep->tx_old_at) {
-		/* Nothing was posted since r replaced tx_old, so no WR gathers
-		 * from r; and no completion would come to retire tx_old before
-		 * the next post (a lease, then a larger one, between two
-		 * exchanges: the wait below never ended). */
-		region_free(ep, r);
-	} else if (r == &ep->tx && ep->sq_posted > ep->sq_done) {
+	if ((r == &ep->tx || r == &ep->tx2) && r->last_wr > ep->sq_done) {
 		/* Unsignaled WRs may still gather from the old staging buffer:
 		 * keep it registered until a completion retires them, and make
-		 * the next WR signaled so that one comes. */
+		 * the next WR signaled so that one comes. A buffer no WR fed
+		 * since the last retired one (a lease, then a larger one,
+		 * between two exchanges) is freed at once below: waiting for it
+		 * would wait for a completion no post will bring. */
 		while (ep->tx_old.p && ep->sq_done < ep->tx_old_at) {
 			int r2 = hrp_progress(ep);
 			if (r2 < 0 || (r2 == 0 && (st = hrp_check(ep)) != HR_OK)) {
@@ -198,7 +202,7 @@ int hrp_region_ensure(hr_ep *ep, hr_region *r, uint64_t need, uint64_t keep)
 		}
 		region_free(ep, &ep->tx_old);
 		ep->tx_old = *r;
-		ep->tx_old_at = ep->sq_posted;
+		ep->tx_old_at = r->last_wr;
 		ep->unsignaled = ep->cfg.signal_interval;
 	} else {
 		region_free(ep, r);
@@ -434,8 +438,14 @@ int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n)
 			ep->unsignaled = 0;
 		}
 		uint64_t len = 0;
-		for (uint32_t s = 0; s < wr[i].num_sge; s++)
+		for (uint32_t s = 0; s < wr[i].num_sge; s++) {
 			len += wr[i].sg[s].length;
+			const void *a = (const void *)(uintptr_t)wr[i].sg[s].addr;
+			if (hrp_region_in(&ep->tx, a))
+				ep->tx.last_wr = wr[i].wr_id;
+			else if (hrp_region_in(&ep->tx2, a))
+				ep->tx2.last_wr = wr[i].wr_id;
+		}
 		if (wr[i].opcode != HR_OP_RDMA_READ && ep->cfg.inline_threshold && len <= ep->cfg.inline_threshold)
 			wr[i].flags |= HR_SEND_INLINE;
 	}
@@ -472,6 +482,7 @@ static void ep_free(hr_ep *ep)
 	region_free(ep, &ep->resp);
 	region_free(ep, &ep->ctl);
 	region_free(ep, &ep->tx);
+	region_free(ep, &ep->tx2);
 	region_free(ep, &ep->tx_old);
 	region_free(ep, &ep->rx);
 	free(ep->arr);
@@ -587,6 +598,21 @@ void *hr_ep_tx(hr_ep *ep, uint64_t n)
 	return ep->tx.p + HR_MSG_HDR;
 }
 
+void *hr_ep_tx_spare(hr_ep *ep, uint64_t n)
+{
+	uint64_t need = HR_MSG_HDR + n + HR_MSG_TAIL;
+	if (n == 0 || n > ep->cfg.max_msg)
+		return NULL;
+	if (!ep->tx2.p) {
+		/* Sized once, as the first lease asks (64 KiB steps): it never
+		 * grows, so no exchange has to retire a spare the runtime holds. */
+		uint64_t cap = (need + 0xffffull) & ~0xffffull;
+		if (region_alloc(ep, &ep->tx2, cap, ep->tx.access) != HR_OK)
+			return NULL;
+	}
+	return need <= ep->tx2.cap ? ep->tx2.p + HR_MSG_HDR : NULL;
+}
+
 /* hr_ep_tx without growing (hrp_region_ensure keeps a buffer whose cap
  * holds the need) and hr_ep_reply_buf's choice, as data. */
 void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *v)
@@ -596,6 +622,10 @@ void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *v)
 		v->tx = ep->tx.p + HR_MSG_HDR;
 		if (!ep->tx_busy && ep->tx.cap >= HR_MSG_HDR + HR_MSG_TAIL)
 			v->tx_room = ep->tx.cap - HR_MSG_HDR - HR_MSG_TAIL;
+	}
+	if (ep->tx2.p) {
+		v->spare = ep->tx2.p + HR_MSG_HDR;
+		v->spare_room = ep->tx2.cap - HR_MSG_HDR - HR_MSG_TAIL;
 	}
 	v->pending = (uint32_t)ep->pending;
 	if (ep->pending && (ep->pend_flags & HRM_F_FETCH)) {

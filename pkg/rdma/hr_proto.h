@@ -113,6 +113,16 @@ int hr_ep_set_peer(hr_ep *ep, const hr_ep_desc *peer);
  * a call's or reply's payload avoids the copy. NULL if n is too large. */
 void *hr_ep_tx(hr_ep *ep, uint64_t n);
 
+/* A lease on the spare staging buffer for n payload bytes (allocated at the
+ * first call, sized for that n; NULL if n does not fit it). A message sent
+ * from it (a call's or reply's payload inside it) swaps it with the staging
+ * buffer, which becomes the spare: so the runtime fills the next message
+ * while this one goes out, and neither is copied. C never reads or writes
+ * the spare otherwise, so another thread may fill it while an exchange
+ * runs. The spare's last message has always landed (the peer answered it
+ * before the exchange after it began), so it may be overwritten at once. */
+void *hr_ep_tx_spare(hr_ep *ep, uint64_t n);
+
 /* The leases hr_ep_tx and hr_ep_reply_buf would give now without growing
  * any buffer: a runtime that keeps this, refreshed after each exchange and
  * each of those calls (the only times it changes), hands out leases that
@@ -124,6 +134,8 @@ typedef struct hr_ep_lease_view {
 	uint64_t resp_room; /* hr_ep_reply_buf(n) is resp for n <= resp_room, else hr_ep_tx(n) */
 	uint32_t pending;   /* a request awaits its reply: hr_ep_reply_buf is NULL without one */
 	uint32_t pad_;
+	void *spare;        /* hr_ep_tx_spare's lease (NULL before the spare exists) */
+	uint64_t spare_room;/* hr_ep_tx_spare(n) is spare for n <= spare_room */
 } hr_ep_lease_view;
 void hr_ep_leases(hr_ep *ep, hr_ep_lease_view *out);
 

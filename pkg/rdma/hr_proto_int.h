@@ -58,6 +58,10 @@ typedef struct hr_region {
 	uint64_t cap;
 	hr_mr *mr;
 	uint32_t access;
+	/* The staging buffers (tx, tx2): the id of the last WR gathering from
+	 * it (0: none), so a replaced one is freed at once when every WR it
+	 * fed is retired, kept as tx_old otherwise. */
+	uint64_t last_wr;
 } hr_region;
 
 /* A receive completion waiting to be interpreted. */
@@ -87,6 +91,12 @@ struct hr_ep {
 	hr_region ctl;    /* control messages, HR_EP_CTL_N x HDR */
 	hr_region tx;     /* staging: HDR + payload + tail; Read-RNDV source */
 	hr_region rx;     /* Write-RNDV target, READ destination */
+	/* The spare staging buffer (hr_ep_tx_spare; NULL until asked for):
+	 * the runtime fills it while a message goes from tx, and a send whose
+	 * payload lies in it swaps the two, so two messages in a row go out
+	 * without a copy and the fill of one overlaps the send of the other.
+	 * C never touches it otherwise. */
+	hr_region tx2;
 	hr_region tx_old; /* replaced staging, freed once its WRs are retired */
 	uint64_t tx_old_at;
 	uint32_t slot_stride;
@@ -269,5 +279,6 @@ static inline int hrp_payload_ok(const hr_msg *h, const uint8_t *p)
 int hrp_send_msg(hr_ep *ep, uint32_t proto, const void *p, uint64_t len, uint32_t flags, uint64_t server_ns);
 int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *hdr, uint8_t **payload, uint64_t *len);
 int hrp_stage(hr_ep *ep, const void *p, uint64_t len, uint64_t extra);
+int hrp_region_in(const hr_region *r, const void *p);
 
 #endif

@@ -156,9 +156,18 @@ int hrp_stage(hr_ep *ep, const void *p, uint64_t len, uint64_t extra)
 		if (st != HR_OK)
 			return st;
 	}
+	const uint8_t *b = p;
+	if (len && hrp_region_in(&ep->tx2, b)) {
+		/* Filled in the spare while the last message went from tx: it
+		 * goes from where it is, and tx, whose last message has landed
+		 * (the peer answered it: one exchange at a time), is the spare
+		 * the runtime fills next. */
+		hr_region t = ep->tx;
+		ep->tx = ep->tx2;
+		ep->tx2 = t;
+	}
 	/* A payload inside the staging buffer (a lease, or part of one) must
 	 * survive the buffer growing, and may overlap where it goes. */
-	const uint8_t *b = p;
 	int inside = len && b >= ep->tx.p && b < ep->tx.p + ep->tx.cap;
 	uint64_t off = inside ? (uint64_t)(b - ep->tx.p) : 0;
 	int st = hrp_region_ensure(ep, &ep->tx, HR_MSG_HDR + len + extra, inside ? off + len : 0);

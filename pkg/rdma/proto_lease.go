@@ -45,6 +45,55 @@ func (e *RPCEndpoint) ReplyBuffer(n int) []byte {
 	return lease(C.hrgo_reply_buf(e.epAddr(), C.uint64_t(n), e.outAddr()), n)
 }
 
+// NextReplyBuffer is a lease to build the reply after next in (n bytes, or
+// fewer: see below),
+// while reply (the pending request's, about to be sent by Reply or
+// ServeCalls) goes out: the engine keeps two staging buffers, and this is
+// the one reply does not go from, so another goroutine may fill it while
+// the exchange runs (C touches it only to send a reply whose payload lies
+// in it). A reply sent from it needs no copy, and the buffer the last
+// reply went from becomes the next lease in turn: a stream of replies is
+// filled and sent at once, neither copied. Valid until the reply whose
+// payload lies in it, a Reply of anything else that follows it (it may
+// then become the buffer that reply is staged in), or Close; nil when the
+// endpoint is closed or no request is pending. The spare is sized by the
+// first lease asked of it and never grows (no exchange has to retire a
+// buffer another goroutine may be filling), so a lease of it is shorter
+// than n when the staging buffer it swapped with was smaller: the
+// staging buffer grows when it is leased that way in turn.
+func (e *RPCEndpoint) NextReplyBuffer(reply []byte, n int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() || n <= 0 {
+		return nil
+	}
+	lv := &e.out.lv
+	if lv.pending == 0 {
+		return nil
+	}
+	if inLease(reply, lv.spare, lv.spare_room) {
+		// reply goes from the spare, which the engine swaps in: the
+		// staging buffer is the next spare.
+		if uint64(n) <= uint64(lv.tx_room) {
+			return unsafe.Slice((*byte)(lv.tx), n)
+		}
+		return lease(C.hrgo_tx(e.epAddr(), C.uint64_t(n), e.outAddr()), n)
+	}
+	if lv.spare != nil {
+		return unsafe.Slice((*byte)(lv.spare), min(uint64(n), uint64(lv.spare_room)))
+	}
+	return lease(C.hrgo_tx_spare(e.epAddr(), C.uint64_t(n), e.outAddr()), n)
+}
+
+// inLease reports whether b starts in the lease of room bytes at p.
+func inLease(b []byte, p unsafe.Pointer, room C.uint64_t) bool {
+	if len(b) == 0 || p == nil {
+		return false
+	}
+	a, start := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(p)
+	return a >= start && a < start+uintptr(room)
+}
+
 // replyBufferCrossing is ReplyBuffer always asking C (tests compare).
 func (e *RPCEndpoint) replyBufferCrossing(n int) []byte {
 	e.mu.Lock()

@@ -17,9 +17,13 @@ func StreamLaneCaller(s *Server) (call func(req []byte) []byte, close func()) {
 // the reply's memory (Outbox.Lend).
 func LentStreamReplies(s *Server) uint64 { return s.lentReplies.Load() }
 
-// LentStreamPolls counts s's held stream lane polls that lent the reply's
-// memory to the outbox.
+// LentStreamPolls counts s's held stream lane polls that found the reply's
+// memory lent to the outbox.
 func LentStreamPolls(s *Server) uint64 { return s.lentPolls.Load() }
+
+// NextStreamLeases counts s's stream lane replies whose exchange lent the
+// outbox the engine's other staging buffer for the next reply.
+func NextStreamLeases(s *Server) uint64 { return s.nextLeases.Load() }
 
 // BlockedLaneWaits counts s's lanes whose waits park (the lanes of client
 // and bidirectional streams, stream_lane.go).

@@ -87,8 +87,12 @@ type Server struct {
 	// lentReplies counts the stream lane replies whose frames were
 	// written straight into the reply's memory (stream_lane.go, lendReply).
 	lentReplies atomic.Uint64
-	// lentPolls counts the held polls that lent their reply memory.
+	// lentPolls counts the held polls that found their reply memory lent
+	// to the outbox.
 	lentPolls atomic.Uint64
+	// nextLeases counts the stream lane replies whose exchange lent the
+	// outbox the engine's other staging buffer for the next (lendNext).
+	nextLeases atomic.Uint64
 
 	debugOnce sync.Once
 	debugSrv  *http.Server

@@ -34,8 +34,14 @@ import (
 // goes that way, so the server's frames keep their order.
 
 // laneBatch bounds the frames one reply carries (at least one frame is
-// carried, whatever its size).
-const laneBatch = 1 << 20
+// carried, whatever its size), and the memory lent to the outbox: the
+// default 1 MiB window's messages with their frames' headers and the one
+// message beyond it a sender may have in flight (the overshoot rule), for
+// messages up to 256 KiB. At 1 MiB the lease held 15 frames of a 64 KiB
+// stream's 16 or 17: the rest were queued, and with frames queued the
+// next reply's lease was not lent (frames keep their order), so a third of
+// the replies were copied out of the outbox.
+const laneBatch = 1<<20 + 256<<10
 
 // laneStream is the stream a lane carries.
 type laneStream struct {
@@ -47,7 +53,12 @@ type laneStream struct {
 	// stream of small messages keeps copying them, cheaper than the
 	// lease's cgo crossing, and its lane's buffer small)
 	last int
-	join *laneJoin // a client or bidirectional stream's way in for its second lane
+	// next: the outbox holds, across the exchange sending the last reply,
+	// the engine's other staging buffer for the next reply (lendNext)
+	next bool
+	// lease: the memory last lent to the outbox (valid while lent)
+	lease []byte
+	join  *laneJoin // a client or bidirectional stream's way in for its second lane
 	// ended: the reply in hand ends the stream (its end or a reset)
 }
 
@@ -80,7 +91,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		c.st, c.sw = st, sl.out
 		c.mu.Unlock()
 	}
+	// Within what the lane's engines carry (the plan's, from the message
+	// limit): a reply of several frames past it would be refused and end
+	// the lane (one frame alone is held to it when it is written).
 	limit := min(laneBatch, fastpath.MaxMessage)
+	if m := l.side.Config.MaxMessage; m > 0 {
+		limit = min(limit, m)
+	}
 	poll, reset, err := ls.fileStreamFrames(req)
 	if err != nil {
 		// As a malformed frame closes a connection, it ends the lane: its
@@ -96,11 +113,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// lane's end (the client gone, the server closing) ends the wait.
 	// Meanwhile the outbox holds the reply's registered memory, so the
 	// handler's next frames are written straight into it (Outbox.Lend).
-	lent := false
-	if poll && sl.last >= leaseMin && sl.out.Len() == 0 && c.st.Len() > 0 {
-		if lent = ls.lendReply(limit); lent {
-			c.s.lentPolls.Add(1)
-		}
+	lent := sl.next
+	sl.next = false
+	if !lent && poll && sl.last >= leaseMin && sl.out.Len() == 0 && c.st.Len() > 0 {
+		lent = ls.lendReply(limit)
+	}
+	if lent && poll {
+		c.s.lentPolls.Add(1)
 	}
 	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
 		select {
@@ -119,14 +138,34 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	live := c.st.Len() > 0
 	var b []byte
 	if lent {
-		if b = sl.out.Reclaim(); len(b) > 0 {
+		// The next reply's lease goes to the outbox as this one's frames
+		// come back, in one step: the handler, woken by the credit this
+		// request brought, writes on meanwhile.
+		next := ls.nextLease(sl.lease, limit)
+		if b, sl.next = sl.out.ReclaimLend(next); len(b) > 0 {
 			c.s.lentReplies.Add(1)
+		}
+		if sl.next {
+			sl.lease = next
+			c.s.nextLeases.Add(1)
 		}
 	}
 	if len(b) == 0 {
-		b = sl.out.TakeLease(limit, ls.replyLease)
+		b, sl.next = sl.out.TakeLeaseLend(limit, ls.replyLease, func(dst []byte) []byte {
+			if len(dst) < leaseMin {
+				return nil
+			}
+			sl.lease = ls.nextLease(dst, limit)
+			return sl.lease
+		})
+		if sl.next {
+			c.s.nextLeases.Add(1)
+		}
 	}
 	ended := reset || endsStream(b)
+	if !sl.next && !ended && len(b) >= leaseMin {
+		ls.lendNext(b, limit)
+	}
 	sl.last = len(b)
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
@@ -168,6 +207,48 @@ func (ls *laneSession) replyLease(n int) []byte {
 	return b
 }
 
+// lendNext lends the stream's outbox, for the next reply, the engine's
+// staging buffer this reply b does not go from (rdma.NextReplyBuffer):
+// the handler's frames written while b goes out and the client takes it
+// in are written straight into registered memory, which the next reply
+// then goes from without a copy, and the fill of one reply overlaps the
+// send of the one before (two buffers: the lane's one reply buffer kept
+// them in turn, and a frame written meanwhile was copied into the outbox
+// and again into the next reply). Only after a reply of leaseMin or more
+// (a bulk stream: a stream of small messages keeps copying them and its
+// lane one small buffer). The lease stays lent past this exchange, to the
+// next request's streamCall, or to leaveStream or the lane's end
+// (reclaimNext), whichever comes first: never past the endpoint.
+func (ls *laneSession) lendNext(b []byte, limit int) {
+	if next := ls.nextLease(b, limit); next != nil && ls.stream.out.Lend(next) {
+		ls.stream.next, ls.stream.lease = true, next
+		ls.c.s.nextLeases.Add(1)
+	}
+}
+
+// nextLease is the engine's staging buffer reply does not go from, limit
+// bytes or fewer, at least leaseMin (nil: none).
+func (ls *laneSession) nextLease(reply []byte, limit int) []byte {
+	ep := ls.l.ep
+	if ep == nil || ls.l.viaFLOCK {
+		return nil
+	}
+	if next := ep.NextReplyBuffer(reply, limit); len(next) >= leaseMin {
+		return next
+	}
+	return nil
+}
+
+// reclaimNext takes back the lease lendNext left with the outbox, before
+// the lane's endpoint (whose memory it is) closes: a handler still
+// writing then writes into the outbox's own buffer.
+func (ls *laneSession) reclaimNext() {
+	if sl := &ls.stream; sl.next && sl.out != nil {
+		sl.out.Reclaim()
+		sl.next, sl.lease = false, nil
+	}
+}
+
 // lendReply lends the stream's outbox the engine's registered buffer for
 // the pending request's reply, limit bytes, while a poll waits for the
 // handler's frames: written into it, they need no copy from the outbox
@@ -182,7 +263,11 @@ func (ls *laneSession) lendReply(limit int) bool {
 		return false
 	}
 	lease := ep.ReplyBuffer(limit)
-	return len(lease) >= limit && ls.stream.out.Lend(lease[:limit])
+	if len(lease) < limit || !ls.stream.out.Lend(lease[:limit]) {
+		return false
+	}
+	ls.stream.lease = lease[:limit]
+	return true
 }
 
 func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
@@ -197,7 +282,7 @@ func (ls *laneSession) leaveStream() {
 	c := ls.c
 	ls.dropJoin()
 	ls.stream.out.Close()
-	ls.stream.out = nil
+	ls.stream.out, ls.stream.next, ls.stream.lease = nil, false, nil
 	c.mu.Lock()
 	c.st, c.sw = nil, nil
 	c.mu.Unlock()

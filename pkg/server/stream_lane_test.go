@@ -68,7 +68,7 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 }
 
 // laneBatchBytes is the server's laneBatch: a reply's frames at most.
-const laneBatchBytes = 1 << 20
+const laneBatchBytes = 1<<20 + 256<<10
 
 func lWait() *client.Method { return &client.Method{Service: "L", Name: "wait", Stream: stream.Server} }
 
@@ -185,12 +185,12 @@ func TestStreamPlanOnLanes(t *testing.T) {
 	}
 }
 
-// A consumer that stops reading bounds the server at the client's window
-// on a lane as on TCP: the client polls only while the server may send.
-// A message the handler writes while the lane holds a poll after a large
-// reply goes straight into the lane's reply memory (Outbox.Lend): the
-// handler writes each next message only once that poll is held, so every
-// one of them is written in place, on either provider.
+// A message the handler writes after a large reply goes straight into
+// registered memory: the exchange sending that reply lent the outbox the
+// engine's other staging buffer for the next (NextReplyBuffer), and the
+// next poll finds it lent. The handler writes each next message only once
+// that poll is held, so every one of them is written in place, on either
+// provider, and each reply but the stream's last lent the next one.
 func TestServerStreamWritesInPlace(t *testing.T) {
 	s, sv, addr := laneStreams(t)
 	c := dial(t, addr)
@@ -200,7 +200,7 @@ func TestServerStreamWritesInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, blob)}))
 	require.NoError(t, st.CloseSend())
-	polls, lent := server.LentStreamPolls(s), server.LentStreamReplies(s)
+	polls, lent, next := server.LentStreamPolls(s), server.LentStreamReplies(s), server.NextStreamLeases(s)
 	for i := range n {
 		if i > 0 {
 			require.Eventually(t, func() bool { return server.LentStreamPolls(s) == polls+uint64(i) }, eventually, time.Millisecond,
@@ -216,10 +216,15 @@ func TestServerStreamWritesInPlace(t *testing.T) {
 		require.Equal(t, strconv.Itoa(i), a.Msg)
 		require.Len(t, a.Blob, blob)
 		require.Equal(t, lent+uint64(i), server.LentStreamReplies(s), "message %d written in place", i)
+		if i < n-1 { // the last one's reply may hold the end too
+			require.Equal(t, next+uint64(i+1), server.NextStreamLeases(s), "message %d's reply lent the next", i)
+		}
 	}
 	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
 }
 
+// A consumer that stops reading bounds the server at the client's window
+// on a lane as on TCP: the client polls only while the server may send.
 func TestServerStreamOnLaneSlowConsumer(t *testing.T) {
 	const window, blob, total = 5, 8 << 10, 40
 	s, _, addr := laneStreams(t)

@@ -141,14 +141,29 @@ func (o *Outbox) Lend(lease []byte) bool {
 // none was, or none is lent. Frames that did not fit in it stay queued
 // for the next take.
 func (o *Outbox) Reclaim() []byte {
+	b, _ := o.ReclaimLend(nil)
+	return b
+}
+
+// ReclaimLend is Reclaim, and lends next in the same step when frames came
+// back and nothing is queued (as Lend would): a writer going on meanwhile
+// writes into next, not into the queue, where the frames it wrote between a
+// Reclaim and a Lend would have kept the next lease from being taken. Not
+// when no frame came back: the caller then takes the queue into memory of
+// its own, which next may be. It reports whether next is lent.
+func (o *Outbox) ReclaimLend(next []byte) ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	b := o.lease[:o.leased]
 	o.lease, o.leased = nil, 0
 	if len(b) == 0 || o.closed {
-		return nil
+		return nil, false
 	}
-	return b
+	if len(next) > 0 && o.off == len(o.buf) {
+		o.lease = next
+		return b, true
+	}
+	return b, false
 }
 
 // Take appends to dst the queued frames, whole, as many as fit in limit
@@ -170,6 +185,18 @@ func (o *Outbox) Take(dst []byte, limit int) []byte {
 // them into a fresh buffer instead. It returns the frames taken, nil for
 // none. Not while a lease is lent (Lend): Reclaim first.
 func (o *Outbox) TakeLease(limit int, lease func(n int) []byte) []byte {
+	b, _ := o.TakeLeaseLend(limit, lease, nil)
+	return b
+}
+
+// TakeLeaseLend is TakeLease, and lends the outbox next(dst) (nil: none),
+// dst the memory the frames were taken into, in the same step when the
+// take left nothing queued (as Lend would): a writer going on meanwhile
+// writes into the lease rather than the queue, where the frames it wrote
+// between a take and a Lend would have kept the lease from being taken,
+// and every reply after from being written in place. next is called
+// without the outbox locked. It reports whether the lease is lent.
+func (o *Outbox) TakeLeaseLend(limit int, lease func(n int) []byte, next func(dst []byte) []byte) ([]byte, bool) {
 	o.mu.Lock()
 	q := o.buf[o.off:]
 	n := 0
@@ -186,32 +213,40 @@ func (o *Outbox) TakeLease(limit int, lease func(n int) []byte) []byte {
 	}
 	o.mu.Unlock()
 	if n == 0 {
-		return nil
+		return nil, false
 	}
 	dst := lease(n)
 	if len(dst) < n {
 		dst = make([]byte, n)
 	}
 	dst = dst[:n]
+	var nl []byte
+	if next != nil {
+		nl = next(dst)
+	}
 	o.mu.Lock()
 	if o.closed {
 		// Closed meanwhile: what was queued is dropped, as by Close.
 		o.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	// Only this taker removes frames, so the first n queued bytes are the
 	// ones counted above, wherever a write moved them.
 	copy(dst, o.buf[o.off:o.off+n])
 	o.off += n
+	lent := false
 	if o.off == len(o.buf) {
 		o.off = 0
 		o.buf = o.buf[:0]
 		if cap(o.buf) > outboxKeep {
 			o.buf = nil
 		}
+		if len(nl) > 0 && o.lease == nil {
+			o.lease, o.leased, lent = nl, 0, true
+		}
 	}
 	o.mu.Unlock()
-	return dst
+	return dst, lent
 }
 
 // Close drops what is queued; later writes fail with ErrLaneGone.

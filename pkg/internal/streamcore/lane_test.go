@@ -198,6 +198,76 @@ func TestOutboxLend(t *testing.T) {
 	})
 }
 
+// The next reply's lease is lent in the step that hands this reply's
+// frames back (ReclaimLend) or takes them out of the queue
+// (TakeLeaseLend): frames written after it go into it. Not when frames
+// stay queued (they keep their order), when nothing came back to reclaim,
+// or when there is no next lease; a take leaves no lease lent then.
+func TestOutboxLendNext(t *testing.T) {
+	a, b, c := dataFrame(1, 100, 'a'), dataFrame(1, 200, 'b'), dataFrame(1, 300, 'c')
+	tests := []struct {
+		name     string
+		lease    int      // the lease lent first (0: none; the frames are queued)
+		writes   [][]byte // before the step
+		next     bool     // a next lease is offered
+		limit    int      // the take's
+		got      []byte   // the step's frames
+		lent     bool
+		queued   []byte // after the step, before the write of c
+		inLease2 []byte // c written after the step lands here, or queued
+	}{
+		{"reclaim: next lent", 1 << 10, [][]byte{a, b}, true, 0, cat(a, b), true, nil, c},
+		{"reclaim: frames queued past the lease", len(a), [][]byte{a, b}, true, 0, a, false, b, nil},
+		{"reclaim: nothing came back", 1 << 10, nil, true, 0, nil, false, nil, nil},
+		{"reclaim: no next lease", 1 << 10, [][]byte{a}, false, 0, a, false, nil, nil},
+		{"take: next lent", 0, [][]byte{a, b}, true, 1 << 10, cat(a, b), true, nil, c},
+		{"take: frames left queued", 0, [][]byte{a, b}, true, len(a), a, false, b, nil},
+		{"take: no next lease", 0, [][]byte{a}, false, 1 << 10, a, false, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOutbox()
+			if tt.lease > 0 {
+				require.True(t, o.Lend(make([]byte, tt.lease)))
+			}
+			for _, f := range tt.writes {
+				require.NoError(t, o.Write(f))
+			}
+			var next []byte
+			if tt.next {
+				next = make([]byte, 1<<10)
+			}
+			var got []byte
+			var lent bool
+			if tt.lease > 0 {
+				got, lent = o.ReclaimLend(next)
+			} else {
+				var into []byte
+				got, lent = o.TakeLeaseLend(tt.limit, func(n int) []byte { return make([]byte, n) }, func(dst []byte) []byte {
+					into = dst
+					return next
+				})
+				require.Equal(t, len(got), len(into), "next is asked with the take's memory")
+			}
+			if tt.got == nil {
+				require.Empty(t, got)
+			} else {
+				require.Equal(t, tt.got, got)
+			}
+			require.Equal(t, tt.lent, lent)
+			require.Equal(t, len(tt.queued), o.Len())
+			require.NoError(t, o.Write(c))
+			if tt.inLease2 != nil {
+				require.Equal(t, tt.inLease2, o.Reclaim())
+				require.Equal(t, tt.inLease2, next[:len(tt.inLease2)], "written in the next lease")
+				return
+			}
+			require.Nil(t, o.Reclaim(), "no lease lent")
+			require.Equal(t, cat(tt.queued, c), o.Take(nil, 1<<20))
+		})
+	}
+}
+
 // A loan wakes its taker and runs what Finally left only once every
 // message lent is back: returned one by one, or abandoned at once.
 func TestLoan(t *testing.T) {
