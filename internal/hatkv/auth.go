@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/hatrpc/hatrpc/internal/netutil"
+	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -126,11 +126,11 @@ func newAuthListener(ln net.Listener, tlsCfg *tls.Config, token string, log *slo
 
 func (l *AuthListener) acceptLoop() {
 	defer l.wg.Done()
-	var backoff netutil.Backoff
+	var backoff server.AcceptBackoff
 	for {
 		nc, err := l.ln.Accept()
 		if err != nil {
-			if netutil.AcceptRetryable(err) {
+			if server.AcceptRetryable(err) {
 				// Out of descriptors passes as connections close; the
 				// server behind keeps waiting on Accept meanwhile.
 				time.Sleep(backoff.Next())

@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hatrpc/hatrpc/internal/netutil"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/internal/ratelog"
@@ -327,7 +326,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.registration.register(ln); err != nil {
 		return err
 	}
-	var backoff netutil.Backoff
+	var backoff AcceptBackoff
 	acceptLog := ratelog.New(s.log, ratelog.DefaultEvery)
 	for {
 		nc, err := ln.Accept()
@@ -335,7 +334,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.shutting.Load() {
 				return ErrServerClosed
 			}
-			if !netutil.AcceptRetryable(err) {
+			if !AcceptRetryable(err) {
 				return err
 			}
 			wait := backoff.Next()

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hatrpc/hatrpc/internal/netutil"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 // Status bytes of Thrift's SASL negotiation messages.
@@ -109,11 +109,11 @@ func Listen(ln net.Listener, auth Authenticator, opts ...Option) *Listener {
 
 func (l *Listener) acceptLoop() {
 	defer l.wg.Done()
-	var backoff netutil.Backoff
+	var backoff server.AcceptBackoff
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
-			if netutil.AcceptRetryable(err) {
+			if server.AcceptRetryable(err) {
 				// Out of descriptors passes as connections close.
 				time.Sleep(backoff.Next())
 				continue

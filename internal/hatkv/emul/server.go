@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/hatrpc/hatrpc/internal/hatkv/kvstore"
-	"github.com/hatrpc/hatrpc/internal/netutil"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/pkg/server"
 )
 
 // Store is what the emulations need from the storage engine; it is the
@@ -449,14 +449,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var backoff netutil.Backoff
+	var backoff server.AcceptBackoff
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
 			}
-			if netutil.AcceptRetryable(err) {
+			if server.AcceptRetryable(err) {
 				time.Sleep(backoff.Next())
 				continue
 			}

@@ -1,4 +1,4 @@
-package netutil
+package server_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,13 +41,13 @@ func TestAcceptRetryable(t *testing.T) {
 		{"other", errors.New("listener gone"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, AcceptRetryable(tc.err))
+			require.Equal(t, tc.want, server.AcceptRetryable(tc.err))
 		})
 	}
 }
 
 func TestBackoff(t *testing.T) {
-	var b Backoff
+	var b server.AcceptBackoff
 	var got []time.Duration
 	for range 10 {
 		got = append(got, b.Next())
