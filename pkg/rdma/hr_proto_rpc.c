@@ -238,7 +238,11 @@ static int recv_wait(hr_ep *ep, void **req, uint64_t *len)
 	ep->pending = 1;
 	ep->pend_flags = h.flags;
 	ep->pend_rfp = h.proto == HR_PROTO_RFP;
-	ep->t_req = hr_now_ns();
+	/* The clock is read on the way to the handler only when someone
+	 * uses the time: an RFP reply's server time, or a runtime's call
+	 * start (hr_ep_time_arrivals). */
+	if (ep->pend_rfp || ep->time_arrivals)
+		ep->t_req = hr_now_ns();
 	return HR_OK;
 }
 

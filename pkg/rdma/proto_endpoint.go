@@ -668,9 +668,21 @@ func (e *RPCEndpoint) InExchange() bool {
 // Arrived is when the request in hand (the last one Recv returned or
 // ServeCalls handed to its handler) was taken in, on the engine's clock
 // (MonotonicNow, CLOCK_MONOTONIC): a server's start of the call without a
-// clock read of its own. Read it on the serving goroutine, before the
-// reply; 0 before the first request.
+// clock read of its own. It is kept for every request once ServeCalls
+// ran with TimeArrivals, else only for RFP requests. Read it on the
+// serving goroutine, before the reply; 0 before the first request timed.
 func (e *RPCEndpoint) Arrived() int64 { return int64(*e.arrival) }
+
+// timeArrivals turns on the arrival time of every request (TimeArrivals).
+func (e *RPCEndpoint) timeArrivals() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.isClosed() {
+		return &Error{Op: "serve", Status: StatusClosed}
+	}
+	C.hr_ep_time_arrivals(e.p, 1)
+	return nil
+}
 
 // MonotonicNow reads the engine's clock (CLOCK_MONOTONIC, ns): what
 // Arrived is measured on. One cgo crossing, for calibration, not per call.
