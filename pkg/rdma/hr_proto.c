@@ -342,14 +342,18 @@ int hrp_progress(hr_ep *ep)
 		uint64_t spin = ep->wait_nospin || parks ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
 			uint32_t k = ++ep->empty_polls;
-			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
+			/* The wait spins from its first empty poll; its first
+			 * clock read, which starts the spin phase, comes
+			 * EP_SPIN_CLOCK_EVERY polls later: a wait answered
+			 * sooner (a ping-pong's) reads no clock. */
+			ep->wait_spun = 1;
+			if (k % EP_SPIN_CLOCK_EVERY != 0)
 				return 0;
 			uint64_t now = hr_now_ns();
 			hrp_deadline(ep, now); /* fixes a call's, if still open */
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
-				ep->wait_spun = 1;
 			}
 			if (now < ep->spin_until) {
 				/* By time, not by polls: a poll's cost varies with

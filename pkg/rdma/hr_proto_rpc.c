@@ -255,10 +255,20 @@ int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req,
 	int st = begin(ep, timeout_ms, gen);
 	if (st != HR_OK)
 		return st;
-	uint64_t idle = deadline_of(idle_ms);
-	if (idle < ep->deadline) {
-		ep->deadline_started = ep->deadline;
-		ep->deadline = idle;
+	if (ep->deadline == UINT64_MAX && idle_ms >= 0) {
+		/* Only the idle slice bounds the wait: as a call's deadline, it
+		 * is fixed at the wait's first clock read, so a server whose
+		 * next request is there (or comes within the first polls) reads
+		 * no clock between its reply and that request. */
+		ep->deadline_started = UINT64_MAX;
+		ep->deadline = 0;
+		ep->deadline_ms = (uint64_t)idle_ms;
+	} else {
+		uint64_t idle = deadline_of(idle_ms);
+		if (idle < ep->deadline) {
+			ep->deadline_started = ep->deadline;
+			ep->deadline = idle;
+		}
 	}
 	hrp_wait_begin(ep);
 	return recv_wait(ep, req, len);
