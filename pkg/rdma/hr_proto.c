@@ -647,6 +647,12 @@ void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 	out->rfp_mode = ep->rfp_mode;
 }
 
+void hr_ep_asked_get(hr_ep *ep, uint64_t *out)
+{
+	for (int i = 0; i < HR_PROTO_COUNT; i++)
+		out[i] = __atomic_load_n(&ep->asked[i], __ATOMIC_RELAXED);
+}
+
 void hr_ep_sent_get(hr_ep *ep, uint64_t *out)
 {
 	for (int i = 0; i < HR_PROTO_COUNT; i++)

@@ -202,6 +202,11 @@ void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
  * endpoint exists, an exchange running or not: the one writer stores each
  * count whole, so a scrape never waits for an exchange. */
 void hr_ep_sent_get(hr_ep *ep, uint64_t *out);
+/* Copies the calls made, by the protocol each asked for (HR_PROTO_COUNT
+ * counters; the one sent by is in hr_ep_sent_get); safe from any thread
+ * as hr_ep_sent_get. The runtime's per-protocol request count, kept here
+ * by the call's one writer instead of by an atomic add in Go. */
+void hr_ep_asked_get(hr_ep *ep, uint64_t *out);
 /* HR_OK, or the status that broke the endpoint (its QP is then in error). */
 int hr_ep_broken(hr_ep *ep);
 

@@ -194,6 +194,9 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	ep->spin_until = 0;
 	hrp_wait_begin(ep);
 	ep->seq++;
+	/* One writer (this call): a relaxed store of the whole count, as
+	 * hrp_count_sent. */
+	__atomic_store_n(&ep->asked[proto], ep->asked[proto] + 1, __ATOMIC_RELAXED);
 	int fetch = proto == HR_PROTO_RFP && ep->rfp_mode == RFP_FETCH;
 	if ((st = hrp_send_msg(ep, proto, req, len, fetch ? HRM_F_FETCH : 0, 0)) != HR_OK)
 		return hrp_fail(ep, st);

@@ -213,7 +213,8 @@ type RPCEndpoint struct {
 
 	arrival *C.uint64_t // when the request in hand was taken in (hr_ep_arrival)
 
-	sentAtClose [NumProtocols]uint64 // SentByProtocol once closed (written under cmu)
+	sentAtClose  [NumProtocols]uint64 // SentByProtocol once closed (written under cmu)
+	callsAtClose [NumProtocols]uint64 // CallsByProtocol once closed (written under cmu)
 
 	// hold is the message of the exchange in C (guarded by mu). The
 	// exchange passes it to C as an integer, which cgo neither checks nor
@@ -733,6 +734,22 @@ func (e *RPCEndpoint) SentByProtocol() [NumProtocols]uint64 {
 	return out
 }
 
+// CallsByProtocol counts the calls made (Call, CallWithin), by the
+// protocol each asked for (SentByProtocol has the one it went by); read as
+// SentByProtocol, from any goroutine at any time, the final count after
+// Close. A caller that owns an endpoint counts its calls here without an
+// atomic add of its own.
+func (e *RPCEndpoint) CallsByProtocol() [NumProtocols]uint64 {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return e.callsAtClose
+	}
+	var out [NumProtocols]uint64
+	C.hr_ep_asked_get(e.p, (*C.uint64_t)(unsafe.Pointer(&out[0])))
+	return out
+}
+
 // Counters are the endpoint QP's verbs counters; safe while an exchange
 // runs (the provider keeps them under its own lock).
 func (e *RPCEndpoint) Counters() (Counters, error) {
@@ -756,6 +773,7 @@ func (e *RPCEndpoint) Close() error {
 	}
 	e.closed = true
 	C.hr_ep_sent_get(e.p, (*C.uint64_t)(unsafe.Pointer(&e.sentAtClose[0])))
+	C.hr_ep_asked_get(e.p, (*C.uint64_t)(unsafe.Pointer(&e.callsAtClose[0])))
 	e.closeParker()
 	C.hr_ep_destroy(e.p)
 	C.free(unsafe.Pointer(e.out))
