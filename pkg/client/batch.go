@@ -203,7 +203,9 @@ func (p *lanePool) callBatch(ctx context.Context, calls []*bcall) ([][]byte, err
 	}
 	wire.SealFrame(frame, wire.KindBatch, 0, 1, timeout)
 	pr := p.side.Protocol(len(frame))
-	p.calls[pr%numProtocols].Add(uint64(len(calls)))
+	if n := len(calls); n > 1 {
+		p.calls[pr%numProtocols].Add(uint64(n - 1)) // the endpoint counts the exchange
+	}
 	resp, err := l.ep.Call(ctx, pr, frame)
 	if err != nil {
 		l.broken.Store(true)

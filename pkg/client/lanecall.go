@@ -137,8 +137,7 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	} else {
 		p.growReq(len(b))
 	}
-	pr := p.side.Protocol(len(b))
-	p.calls[pr%numProtocols].Add(1)
+	pr := p.side.Protocol(len(b))                     // counted by the endpoint (requests)
 	resp, err := l.ep.CallWithin(ctx, pr, b, timeout) // the deadline read above: no second clock read
 	if err != nil {
 		// An interrupted exchange leaves the endpoint broken: the lane

@@ -78,22 +78,27 @@ type lanePool struct {
 	hot       atomic.Pointer[clane] // an idle lane outside idle: see put
 	waiters   atomic.Int32          // callers blocked in get
 	conflict  atomic.Pointer[fastpath.PlanError]
-	batch     *batcher                        // RF-RPC batching (batch hint), nil when off
-	share     bool                            // qp_sharing: calls go through the process's FLOCK handle
-	canShare  bool                            // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
-	dedicated int                             // lanes in use past which a canShare pool's callers go through FLOCK
-	calls     [numProtocols + 1]atomic.Uint64 // requests sent, by engine protocol; last: via FLOCK
-	maxReq    atomic.Int64                    // largest request seen: new lanes are sized for it
-	maxResp   atomic.Int64                    // largest response seen
+	batch     *batcher // RF-RPC batching (batch hint), nil when off
+	share     bool     // qp_sharing: calls go through the process's FLOCK handle
+	canShare  bool     // payloads fit FLOCK: with qp_sharing=auto, overflow goes there
+	dedicated int      // lanes in use past which a canShare pool's callers go through FLOCK
+	// calls counts requests the lanes' endpoints do not: a batch's calls
+	// past its one exchange, by engine protocol; last: via FLOCK. A lane's
+	// exchanges are counted by its endpoint (CallsByProtocol, in C): no
+	// atomic add a call (requests sums the two).
+	calls   [numProtocols + 1]atomic.Uint64
+	maxReq  atomic.Int64 // largest request seen: new lanes are sized for it
+	maxResp atomic.Int64 // largest response seen
 	// lastReq is the size of the last request: a sharing pool sends a
 	// caller past its dedicated lanes through FLOCK only if that fit (the
 	// request is encoded after the route is chosen), so a function of
 	// large calls does not encode each one twice.
 	lastReq atomic.Int64
 
-	mu   sync.Mutex
-	all  map[*clane]struct{}
-	sent [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
+	mu    sync.Mutex
+	all   map[*clane]struct{}
+	sent  [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
+	asked [numProtocols]uint64 // exchanges closed lanes made, by the protocol asked for
 }
 
 // clane is one lane of a client.
@@ -516,10 +521,11 @@ func (l *clane) close() {
 		_ = l.ep.Close()
 		_ = l.pd.Close()
 		p := l.p
-		final := l.ep.SentByProtocol()
+		final, asked := l.ep.SentByProtocol(), l.ep.CallsByProtocol()
 		p.mu.Lock()
 		for i, n := range final {
 			p.sent[i] += n
+			p.asked[i] += asked[i]
 		}
 		delete(p.all, l)
 		p.mu.Unlock()

@@ -25,14 +25,14 @@ func (c *Conn) LaneStats() []LaneStats {
 	out := make([]LaneStats, 0, len(pools))
 	for _, p := range pools {
 		st := LaneStats{Function: p.fn, Transport: p.tr.String(), Requests: map[string]uint64{}, Sent: map[string]uint64{}}
-		sent := p.sentByProtocol(&st.Lanes)
+		sent, req := p.sentByProtocol(&st.Lanes)
 		for i, n := range sent {
 			if n > 0 {
 				st.Sent[rdma.Protocol(i).String()] = n
 			}
 		}
-		for i := range p.calls {
-			if n := p.calls[i].Load(); n > 0 {
+		for i, n := range req {
+			if n > 0 {
 				name := "flock"
 				if i < numProtocols {
 					name = rdma.Protocol(i).String()
@@ -47,22 +47,43 @@ func (c *Conn) LaneStats() []LaneStats {
 }
 
 // sentByProtocol is what the pool's lanes sent, open and closed ones, by
-// the protocol the engine used; open is set to the lanes open. A closing
-// lane moves its final counts to p.sent and leaves p.all under p.mu, so
-// it is counted once. SentByProtocol does not wait for a call in C.
-func (p *lanePool) sentByProtocol(open *int) [numProtocols]uint64 {
-	var out [numProtocols]uint64
+// the protocol the engine used, and the pool's requests (requests); open
+// is set to the lanes open. A closing lane moves its final counts to
+// p.sent and p.asked and leaves p.all under p.mu, so it is counted once.
+// SentByProtocol and CallsByProtocol do not wait for a call in C.
+func (p *lanePool) sentByProtocol(open *int) (sent [numProtocols]uint64, req [numProtocols + 1]uint64) {
 	p.mu.Lock()
 	*open = len(p.all)
 	for l := range p.all {
 		for i, n := range l.ep.SentByProtocol() {
+			sent[i] += n
+		}
+	}
+	for i := range sent {
+		sent[i] += p.sent[i]
+	}
+	p.mu.Unlock()
+	return sent, p.requests()
+}
+
+// requests counts the pool's requests by engine protocol, the last slot
+// those via FLOCK: its lanes' exchanges (open and closed ones), plus the
+// calls a batch carried past its exchange.
+func (p *lanePool) requests() [numProtocols + 1]uint64 {
+	var out [numProtocols + 1]uint64
+	p.mu.Lock()
+	for l := range p.all {
+		for i, n := range l.ep.CallsByProtocol() {
 			out[i] += n
 		}
 	}
-	for i := range out {
-		out[i] += p.sent[i]
+	for i := range numProtocols {
+		out[i] += p.asked[i]
 	}
 	p.mu.Unlock()
+	for i := range p.calls {
+		out[i] += p.calls[i].Load()
+	}
 	return out
 }
 
@@ -70,14 +91,18 @@ func (p *lanePool) sentByProtocol(open *int) [numProtocols]uint64 {
 // through FLOCK.
 func (ls *lanes) routeStats() RouteStats {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	var r RouteStats
+	pools := make([]*lanePool, 0, len(ls.pools))
 	for _, p := range ls.pools {
-		for i := range p.calls {
+		pools = append(pools, p)
+	}
+	ls.mu.Unlock() // not held while a pool's mu is taken (requests)
+	var r RouteStats
+	for _, p := range pools {
+		for i, n := range p.requests() {
 			if i == flockSlot {
-				r.FLOCK += p.calls[i].Load()
+				r.FLOCK += n
 			} else {
-				r.Lane += p.calls[i].Load()
+				r.Lane += n
 			}
 		}
 	}

@@ -141,8 +141,7 @@ func (u *upRunner) run() {
 			}
 			continue
 		}
-		pr := r.p.side.Protocol(len(req))
-		r.p.calls[pr%numProtocols].Add(1)
+		pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
 		resp, err := l.ep.Call(cs.ctx, pr, req)
 		if err == nil {
 			err = upReply(resp, r.cs.s.c.o.limits.MaxMessageSize)

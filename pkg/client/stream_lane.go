@@ -343,8 +343,7 @@ type lastFrame struct {
 // exchange is one of the stream's lane exchanges, counted by protocol;
 // new lanes are sized for the largest seen, as calls'.
 func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
-	pr := r.p.side.Protocol(len(req))
-	r.p.calls[pr%numProtocols].Add(1)
+	pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
 	resp, err := l.ep.Call(ctx, pr, req)
 	if err == nil {
 		r.p.growReq(len(req))

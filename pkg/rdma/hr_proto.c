@@ -346,14 +346,18 @@ int hrp_progress(hr_ep *ep)
 		uint64_t spin = ep->wait_nospin || parks ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
 			uint32_t k = ++ep->empty_polls;
-			if (ep->spin_until && k % EP_SPIN_CLOCK_EVERY != 1)
+			/* The wait spins from its first empty poll; its first
+			 * clock read, which starts the spin phase, comes
+			 * EP_SPIN_CLOCK_EVERY polls later: a wait answered
+			 * sooner (a ping-pong's) reads no clock. */
+			ep->wait_spun = 1;
+			if (k % EP_SPIN_CLOCK_EVERY != 0)
 				return 0;
 			uint64_t now = hr_now_ns();
 			hrp_deadline(ep, now); /* fixes a call's, if still open */
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
-				ep->wait_spun = 1;
 			}
 			if (now < ep->spin_until) {
 				/* By time, not by polls: a poll's cost varies with
@@ -649,6 +653,7 @@ void hr_ep_cancel(hr_ep *ep, uint32_t gen)
 void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
 const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }
+void hr_ep_time_arrivals(hr_ep *ep, int on) { ep->time_arrivals = on != 0; }
 void hr_ep_set_event_slice(hr_ep *ep, int ms) { ep->event_slice_ms = ms > 0 ? ms : EP_EVENT_SLICE_MS; }
 void hr_ep_set_park(hr_ep *ep, int on) { atomic_store_explicit(&ep->park, on != 0, memory_order_relaxed); }
 int hr_ep_fd(hr_ep *ep) { return ep->cfg.event && ep->ch ? hr_chan_fd(ep->ch) : -1; }
@@ -670,6 +675,12 @@ void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out)
 {
 	*out = ep->st;
 	out->rfp_mode = ep->rfp_mode;
+}
+
+void hr_ep_asked_get(hr_ep *ep, uint64_t *out)
+{
+	for (int i = 0; i < HR_PROTO_COUNT; i++)
+		out[i] = __atomic_load_n(&ep->asked[i], __ATOMIC_RELAXED);
 }
 
 void hr_ep_sent_get(hr_ep *ep, uint64_t *out)

@@ -199,15 +199,26 @@ int hr_ep_recv_resume(hr_ep *ep, void **req, uint64_t *len);
  * the default, 50 ms), so a test can tell a wake-up from a slice's end. */
 void hr_ep_set_event_slice(hr_ep *ep, int ms);
 /* Where the endpoint keeps when the pending request was taken in
- * (CLOCK_MONOTONIC ns, set by hr_ep_recv and hr_ep_reply_recv): valid for
- * the endpoint's life, read by its server between exchanges, so a runtime
- * gets the arrival time without a crossing or a clock read of its own. */
+ * (CLOCK_MONOTONIC ns, set by hr_ep_recv and hr_ep_reply_recv once
+ * hr_ep_time_arrivals turned it on): valid for the endpoint's life, read
+ * by its server between exchanges, so a runtime gets the arrival time
+ * without a crossing or a clock read of its own. */
 const uint64_t *hr_ep_arrival(hr_ep *ep);
+/* Server: stamp each request's arrival (a clock read, ~25 ns on a VM, on
+ * the way from the request to its handler) for hr_ep_arrival. Off, only
+ * RFP requests are stamped (their reply carries the server's time). Set
+ * on the serving thread between exchanges. */
+void hr_ep_time_arrivals(hr_ep *ep, int on);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
 /* Copies st.sent (HR_PROTO_COUNT counters); safe from any thread while the
  * endpoint exists, an exchange running or not: the one writer stores each
  * count whole, so a scrape never waits for an exchange. */
 void hr_ep_sent_get(hr_ep *ep, uint64_t *out);
+/* Copies the calls made, by the protocol each asked for (HR_PROTO_COUNT
+ * counters; the one sent by is in hr_ep_sent_get); safe from any thread
+ * as hr_ep_sent_get. The runtime's per-protocol request count, kept here
+ * by the call's one writer instead of by an atomic add in Go. */
+void hr_ep_asked_get(hr_ep *ep, uint64_t *out);
 /* HR_OK, or the status that broke the endpoint (its QP is then in error). */
 int hr_ep_broken(hr_ep *ep);
 

@@ -120,7 +120,9 @@ struct hr_ep {
 	int pending;       /* server: request received, not yet answered */
 	uint32_t pend_flags;
 	int pend_rfp;      /* server: the pending request came by RFP */
-	uint64_t t_req;
+	int time_arrivals; /* server: stamp every request's arrival (hr_ep_time_arrivals) */
+	uint64_t t_req;    /* when the pending request was taken in: RFP ones, or all with time_arrivals */
+	uint64_t asked[HR_PROTO_COUNT]; /* client: calls made, by the protocol asked for (hr_ep_asked_get) */
 	uint64_t deadline; /* of the current operation; 0: deadline_ms from the next clock read */
 	uint64_t deadline_ms;
 	uint64_t deadline_started; /* server: once a request has started, if set */

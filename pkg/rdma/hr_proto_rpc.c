@@ -194,6 +194,9 @@ int hr_ep_call(hr_ep *ep, uint32_t proto, const void *req, uint64_t len, int tim
 	ep->spin_until = 0;
 	hrp_wait_begin(ep);
 	ep->seq++;
+	/* One writer (this call): a relaxed store of the whole count, as
+	 * hrp_count_sent. */
+	__atomic_store_n(&ep->asked[proto], ep->asked[proto] + 1, __ATOMIC_RELAXED);
 	int fetch = proto == HR_PROTO_RFP && ep->rfp_mode == RFP_FETCH;
 	if ((st = hrp_send_msg(ep, proto, req, len, fetch ? HRM_F_FETCH : 0, 0)) != HR_OK)
 		return hrp_fail(ep, st);
@@ -238,7 +241,11 @@ static int recv_wait(hr_ep *ep, void **req, uint64_t *len)
 	ep->pending = 1;
 	ep->pend_flags = h.flags;
 	ep->pend_rfp = h.proto == HR_PROTO_RFP;
-	ep->t_req = hr_now_ns();
+	/* The clock is read on the way to the handler only when someone
+	 * uses the time: an RFP reply's server time, or a runtime's call
+	 * start (hr_ep_time_arrivals). */
+	if (ep->pend_rfp || ep->time_arrivals)
+		ep->t_req = hr_now_ns();
 	return HR_OK;
 }
 
@@ -251,10 +258,20 @@ int hr_ep_recv(hr_ep *ep, int idle_ms, int timeout_ms, uint32_t gen, void **req,
 	int st = begin(ep, timeout_ms, gen);
 	if (st != HR_OK)
 		return st;
-	uint64_t idle = deadline_of(idle_ms);
-	if (idle < ep->deadline) {
-		ep->deadline_started = ep->deadline;
-		ep->deadline = idle;
+	if (ep->deadline == UINT64_MAX && idle_ms >= 0) {
+		/* Only the idle slice bounds the wait: as a call's deadline, it
+		 * is fixed at the wait's first clock read, so a server whose
+		 * next request is there (or comes within the first polls) reads
+		 * no clock between its reply and that request. */
+		ep->deadline_started = UINT64_MAX;
+		ep->deadline = 0;
+		ep->deadline_ms = (uint64_t)idle_ms;
+	} else {
+		uint64_t idle = deadline_of(idle_ms);
+		if (idle < ep->deadline) {
+			ep->deadline_started = ep->deadline;
+			ep->deadline = idle;
+		}
 	}
 	hrp_wait_begin(ep);
 	return recv_wait(ep, req, len);

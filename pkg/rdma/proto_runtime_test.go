@@ -146,7 +146,8 @@ func TestInExchange(t *testing.T) {
 // TestEndpointArrived: a server's Arrived is when the engine took the
 // request in, on MonotonicNow's clock: after the client started the call
 // and before the handler ran, and later for every later request. It is 0
-// before the first one.
+// before the first one. Without TimeArrivals only RFP requests are
+// stamped (TestEndpointArrivedUntimed).
 func TestEndpointArrived(t *testing.T) {
 	spin := testEPConfig(PollEvent)
 	spin.SpinTime = time.Millisecond
@@ -170,7 +171,7 @@ func TestEndpointArrived(t *testing.T) {
 			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
 				got <- seen{srv.Arrived(), MonotonicNow()}
 				return req, tc.proto
-			})
+			}, TimeArrivals())
 			var last int64
 			for i := 0; i < 20; i++ {
 				before := MonotonicNow()
@@ -189,6 +190,51 @@ func TestEndpointArrived(t *testing.T) {
 				require.LessOrEqual(t, s.arrived, s.entered, "call %d arrived after its handler ran", i)
 				require.Greater(t, s.arrived, last, "call %d", i)
 				last = s.arrived
+			}
+			stop()
+		})
+	}
+}
+
+// TestEndpointArrivedUntimed: ServeCalls without TimeArrivals reads no
+// clock for a request that does not need one: Arrived stays 0 for
+// Direct-WriteIMM and eager requests; an RFP request is still stamped
+// (its reply carries the server's time).
+func TestEndpointArrivedUntimed(t *testing.T) {
+	cases := []struct {
+		name    string
+		proto   Protocol
+		stamped bool
+	}{
+		{"direct_write_imm", ProtoDirectWriteIMM, false},
+		{"eager", ProtoEager, false},
+		{"rfp", ProtoRFP, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testEPConfig(PollEvent)
+			cli, srv := newRPCPair(t, cfg, cfg, false)
+			got := make(chan int64, 1)
+			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
+				got <- srv.Arrived()
+				return req, tc.proto
+			})
+			before := MonotonicNow()
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			resp, err := cli.Call(ctx, tc.proto, []byte{1, 2, 3})
+			cancel()
+			require.NoError(t, err)
+			require.Equal(t, []byte{1, 2, 3}, resp)
+			var arrived int64
+			select {
+			case arrived = <-got:
+			case <-time.After(testTimeout):
+				t.Fatal("handler did not report")
+			}
+			if tc.stamped {
+				require.GreaterOrEqual(t, arrived, before)
+			} else {
+				require.Zero(t, arrived, "no clock read for the request")
 			}
 			stop()
 		})

@@ -139,3 +139,28 @@ func TestSentByProtocolLockFree(t *testing.T) {
 	require.Equal(t, want, cli.SentByProtocol())
 	require.Equal(t, want, cli.Stats().SentByProtocol)
 }
+
+// TestCallsByProtocol: a client's calls are counted by the protocol each
+// asked for (hybrid as hybrid, a fallback as what was asked); the server
+// counts none.
+func TestCallsByProtocol(t *testing.T) {
+	cfg := testEPConfig(PollBusy)
+	cli, srv := newRPCPair(t, cfg, cfg, false)
+	cases := []struct {
+		p Protocol
+		n int
+	}{
+		{ProtoHybrid, cfg.EagerThreshold + 1},
+		{ProtoEager, cfg.SlotSize + 1},
+		{ProtoDirectWriteIMM, 64},
+		{ProtoDirectWriteIMM, cfg.DirectSize + 1},
+		{ProtoRFP, 64},
+	}
+	var want [NumProtocols]uint64
+	for _, tc := range cases {
+		exchange(t, cli, srv, tc.p, tc.n)
+		want[tc.p]++
+		require.Equal(t, want, cli.CallsByProtocol(), "%v %d B", tc.p, tc.n)
+	}
+	require.Equal(t, [NumProtocols]uint64{}, srv.CallsByProtocol(), "a server makes no calls")
+}

@@ -13,7 +13,16 @@ func (e *RPCEndpoint) Serve(ctx context.Context, proto Protocol, h func(req []by
 type ServeOption func(*serveConfig)
 
 type serveConfig struct {
-	after func()
+	after    func()
+	arrivals bool
+}
+
+// TimeArrivals makes Arrived valid for every request ServeCalls hands to
+// its handler. Without it the engine reads no clock on the way from a
+// request to its handler (~25 ns on a VM) unless the request came by RFP,
+// whose reply carries the server's time.
+func TimeArrivals() ServeOption {
+	return func(c *serveConfig) { c.arrivals = true }
 }
 
 // AfterReply runs after once per reply, for the work a server has left
@@ -41,6 +50,11 @@ func (e *RPCEndpoint) ServeCalls(ctx context.Context, stop <-chan struct{}, h fu
 	var cfg serveConfig
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.arrivals {
+		if err := e.timeArrivals(); err != nil {
+			return err
+		}
 	}
 	req, err := e.recvUntil(ctx, stop)
 	for err == nil && req != nil {

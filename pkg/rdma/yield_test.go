@@ -43,8 +43,8 @@ func TestEndpointYieldsToScheduler(t *testing.T) {
 				srv.SetSpin(tc.spin)
 			}
 			fake := func(e *RPCEndpoint) {
-				var at time.Time
-				e.now = func() time.Time { at = at.Add(tc.step); return at }
+				var at time.Duration
+				e.now = func() time.Duration { at += tc.step; return at }
 			}
 			fake(cli)
 			fake(srv)

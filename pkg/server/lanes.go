@@ -306,7 +306,7 @@ func (ls *laneSession) serve() {
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	defer ls.reclaimNext()               // before ep.Close: the lease is the endpoint's memory
-	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply))
+	err = ep.ServeCalls(c.ctx, l.stop, ls.call, rdma.AfterReply(ls.afterReply), rdma.TimeArrivals())
 	if err != nil && c.ctx.Err() == nil {
 		c.s.log.Info("hatrpc: lane closed", "remote", c.remote, "function", l.fn, "err", err)
 	}
