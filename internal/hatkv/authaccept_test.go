@@ -2,8 +2,6 @@ package hatkv
 
 import (
 	"net"
-	"os"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -11,25 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/hatrpc/hatrpc/test/testutil"
 )
-
-// emfileListener fails its first n Accepts as a process out of
-// descriptors does, then accepts for real.
-type emfileListener struct {
-	net.Listener
-	mu sync.Mutex
-	n  int
-}
-
-func (l *emfileListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n > 0 {
-		l.n--
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	}
-	return l.Listener.Accept()
-}
 
 // TestAuthListenerOutOfDescriptors: accepts failing for a moment (out of
 // descriptors) do not end the listener; it accepted nothing more after
@@ -37,7 +18,7 @@ func (l *emfileListener) Accept() (net.Conn, error) {
 func TestAuthListenerOutOfDescriptors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	al := NewAuthListener(&emfileListener{Listener: ln, n: 3}, nil, "", quietLogger(), nil)
+	al := NewAuthListener(&testutil.FailingListener{Listener: ln, N: 3, Err: testutil.AcceptErr(syscall.EMFILE)}, nil, "", quietLogger(), nil)
 	defer al.Close()
 	c, err := net.Dial("tcp", al.Addr().String())
 	require.NoError(t, err)

@@ -1,13 +1,10 @@
 package server_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,49 +13,9 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
-
-// failingListener fails its first n Accepts with err, then accepts for real.
-type failingListener struct {
-	net.Listener
-	mu  sync.Mutex
-	n   int
-	err error
-}
-
-func (l *failingListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	if l.n > 0 {
-		l.n--
-		l.mu.Unlock()
-		return nil, l.err
-	}
-	l.mu.Unlock()
-	return l.Listener.Accept()
-}
-
-// syncBuffer is a log sink the server's goroutines may write concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func acceptErr(errno syscall.Errno) error {
-	return &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}
-}
 
 // TestAcceptErrorsPass: a process out of descriptors (a flood of
 // connections, other files) or a connection reset before it was taken
@@ -67,13 +24,15 @@ func acceptErr(errno syscall.Errno) error {
 func TestAcceptErrorsPass(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ECONNABORTED} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			var logs syncBuffer
+			var logs testutil.LogBuffer
 			s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			s.Register(wiretest.NewEcho().Service())
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
 			served := make(chan error, 1)
-			go func() { served <- s.Serve(&failingListener{Listener: ln, n: 3, err: acceptErr(errno)}) }()
+			go func() {
+				served <- s.Serve(&testutil.FailingListener{Listener: ln, N: 3, Err: testutil.AcceptErr(errno)})
+			}()
 
 			c := dial(t, ln.Addr().String())
 			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
@@ -103,7 +62,7 @@ func TestAcceptErrorEndsServe(t *testing.T) {
 	require.NoError(t, err)
 	gone := errors.New("listener gone")
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(&failingListener{Listener: ln, n: 1, err: gone}) }()
+	go func() { served <- s.Serve(&testutil.FailingListener{Listener: ln, N: 1, Err: gone}) }()
 	select {
 	case err := <-served:
 		require.ErrorIs(t, err, gone)

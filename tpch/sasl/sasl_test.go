@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -353,28 +353,12 @@ func TestHTTPClosed(t *testing.T) {
 	}
 }
 
-// emfileListener fails its first n Accepts as a process out of
-// descriptors does, then accepts for real.
-type emfileListener struct {
-	net.Listener
-	n atomic.Int32
-}
-
-func (l *emfileListener) Accept() (net.Conn, error) {
-	if l.n.Add(-1) >= 0 {
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	}
-	return l.Listener.Accept()
-}
-
 // TestOutOfDescriptors: accepts failing for a moment (out of descriptors)
 // do not shut the listener; the first such error shut it before.
 func TestOutOfDescriptors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	fl := &emfileListener{Listener: ln}
-	fl.n.Store(3)
-	l := Listen(fl, allow, WithNOSASL())
+	l := Listen(&testutil.FailingListener{Listener: ln, N: 3, Err: testutil.AcceptErr(syscall.EMFILE)}, allow, WithNOSASL())
 	defer func() { require.NoError(t, l.Close()); l.Wait() }()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
