@@ -38,8 +38,11 @@ func TestAcceptErrorsPass(t *testing.T) {
 			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
 			require.NoError(t, err)
 			require.Equal(t, "after", got)
-			// Three failures within the 5+10+20 ms of back-off: one line.
-			require.Equal(t, 1, strings.Count(logs.String(), "hatrpc: accept failed; retrying"), logs.String())
+			// Logged, at most a line a failure (the limiter allows one a
+			// second; how many seconds 5+10+20 ms of sleeps take on a
+			// loaded host is not the test's to say).
+			lines := strings.Count(logs.String(), "hatrpc: accept failed; retrying")
+			require.True(t, lines >= 1 && lines <= 3, logs.String())
 			require.Contains(t, logs.String(), errno.Error())
 
 			c.Close()
