@@ -109,7 +109,10 @@ func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.
 	if bytes.HasPrefix(head, []byte("HTTP/")) {
 		return nil, nil, fail(nil) // before a framed read takes "HTTP" for a 1.2 GB frame
 	}
-	msg, err := wire.ReadMessage(br, format, b[:0], &c.o.limits)
+	// The reply may list more than fits a small message limit (the
+	// server's per-function stream windows): it has a bound of its own.
+	hl := wire.HelloLimits(&c.o.limits)
+	msg, err := wire.ReadMessage(br, format, b[:0], &hl)
 	*bp = msg
 	if err != nil {
 		return nil, nil, fail(err)
@@ -120,13 +123,13 @@ func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.
 	}
 	if mh.Type != proto.Reply {
 		var ae proto.ApplicationException
-		if mh.Type != proto.Exception || codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &ae) != nil {
+		if mh.Type != proto.Exception || codec.Decode(format.Proto, msg[mh.Body:], &hl, &ae) != nil {
 			ae = *proto.NewApplicationException(proto.ExcUnknown, "handshake answered with message type "+mh.Type.String())
 		}
 		return nil, &ae, nil
 	}
 	var rep wire.HelloReply
-	if err := codec.Decode(format.Proto, msg[mh.Body:], &c.o.limits, &rep); err != nil {
+	if err := codec.Decode(format.Proto, msg[mh.Body:], &hl, &rep); err != nil {
 		return nil, nil, fail(err)
 	}
 	return &rep, nil, nil

@@ -564,18 +564,30 @@ func (c *Conn) pickRoute(s *session, m *Method) (_ route, retryAt time.Time, _ e
 // rather than a later call.
 func (c *Conn) planChecks() []wire.Attach {
 	var out []wire.Attach
+	room := wire.MaxHelloSize - helloBase
 	for _, svc := range c.o.hints {
 		for i := range svc.Functions {
 			set := svc.Functions[i].Client
 			if c.o.svcLevel {
 				set = svc.Client
 			}
-			out = append(out, wire.Attach{Function: svc.Name + ":" + svc.Functions[i].Name,
-				ClientTransport: set.Transport.String(), ClientProtocol: set.Protocol.String()})
+			a := wire.Attach{Function: svc.Name + ":" + svc.Functions[i].Name,
+				ClientTransport: set.Transport.String(), ClientProtocol: set.Protocol.String()}
+			// A hello is read up to wire.MaxHelloSize whatever the
+			// server's limit; the plans past it are checked when their
+			// lanes are attached.
+			if room -= a.MaxEncodedSize(); room < 0 {
+				return out
+			}
+			out = append(out, a)
 		}
 	}
 	return out
 }
+
+// helloBase bounds a hello's size without its plans: 95 bytes and the
+// host id, with room to spare.
+const helloBase = 512
 
 // isBadPeer: the shm provider refused the peer's memory (another user's).
 func isBadPeer(err error) bool { return errors.Is(err, rdma.ErrBadPeer) }

@@ -369,7 +369,8 @@ func (c *conn) next() (*request, error) {
 		return nil, errWriteFailed
 	}
 	c.atBoundary()
-	if !c.started {
+	first := !c.started
+	if first {
 		if c.startsHTTP() {
 			return nil, c.serveHTTP() // http.go
 		}
@@ -435,7 +436,7 @@ func (c *conn) next() (*request, error) {
 			msg = msg[n:]
 		}
 	} else {
-		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, lim, c.chargeFn)
+		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, firstLimits(lim, first), c.chargeFn)
 		if err != nil {
 			c.releaseCharge()
 			if c.overBudget(err, nil) {
@@ -474,6 +475,9 @@ func (c *conn) next() (*request, error) {
 	mh, err := wire.ParseMsgHeader(p, msg)
 	if err == nil && mh.Type != proto.Call && mh.Type != proto.Oneway {
 		err = fmt.Errorf("%w: message type %v from client", proto.ErrInvalidData, mh.Type)
+	}
+	if err == nil && first {
+		err = c.checkFirst(p, &mh, len(msg)) // hello.go
 	}
 	if err != nil {
 		wire.PutBuf(bp)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
@@ -12,10 +14,11 @@ import (
 func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bool {
 	codec := wire.GetCodec()
 	defer wire.PutCodec(codec)
-	to := replyTo{proto: p, name: name, seqid: seqid}
+	to := replyTo{proto: p, name: name, seqid: seqid, hello: true}
 	c.takeOrder(&to)
 	var h wire.Hello
-	if err := codec.Decode(p, body, &c.s.opts.limits, &h); err != nil {
+	hl := wire.HelloLimits(&c.s.opts.limits)
+	if err := codec.Decode(p, body, &hl, &h); err != nil {
 		c.reply(&to, proto.Exception,
 			proto.NewApplicationException(proto.ExcProtocolError, "hello: "+err.Error()), codec)
 		return false
@@ -54,4 +57,29 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 		c.upgraded.Store(true)
 	}
 	return false
+}
+
+// firstLimits are the limits a connection's first message is read with:
+// it may be a hello, which has a bound of its own (wire.MaxHelloSize).
+func firstLimits(lim *proto.Limits, first bool) *proto.Limits {
+	if !first || lim.MaxMessageSize >= wire.MaxHelloSize {
+		return lim
+	}
+	hl := wire.HelloLimits(lim)
+	return &hl
+}
+
+// checkFirst refuses a first message that was read past the message limit
+// (firstLimits) and is not a hello, as the limit refuses any other.
+func (c *conn) checkFirst(p proto.Protocol, mh *wire.MsgHeader, size int) error {
+	if size <= c.s.opts.limits.MaxMessageSize || splitName(string(mh.Name)) == wire.HelloMethod {
+		return nil
+	}
+	// The error the read would have given at the limit.
+	err := fmt.Errorf("%w: message over %d bytes", wire.ErrFrameTooLarge, c.s.opts.limits.MaxMessageSize)
+	if c.format.Framed {
+		err = fmt.Errorf("%w: frame of %d bytes", wire.ErrFrameTooLarge, size)
+	}
+	c.fatalReply(&replyTo{proto: p, name: string(mh.Name), seqid: mh.Seqid}, err)
+	return err
 }

@@ -39,7 +39,9 @@ const ContentTypeThrift = "application/x-thrift"
 // serve a port for the handler to work. POST only (405 otherwise); a body
 // larger than the message size limit (WithLimits) gets 413, one that
 // arrives too slowly (WithMinReadRate, WithHandshakeTimeout) 408, bytes
-// that are no Thrift 400; after Close or Shutdown, 503. The time limits
+// that are no Thrift 400; after Close or Shutdown, 503; with a message
+// limit below the protocol's minimum (WithLimits: what Serve refuses with
+// ErrBadOption), 500 saying so, every request. The time limits
 // need a ResponseWriter that can set read deadlines
 // (http.ResponseController), as net/http's own can.
 func (s *Server) HTTPHandler() http.Handler { return httpHandler{s} }
@@ -48,6 +50,13 @@ type httpHandler struct{ s *Server }
 
 func (h httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	if err := s.opts.checkLimits(); err != nil {
+		// A handler has no error to return where it is mounted: it
+		// refuses every request, naming the option, and logs it once.
+		s.badHTTP.Do(func() { s.log.Error("hatrpc: HTTP handler refuses every request", "err", err) })
+		http.Error(w, "hatrpc: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "hatrpc: Thrift over HTTP takes POST requests", http.StatusMethodNotAllowed)

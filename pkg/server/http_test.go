@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/hatrpc/hatrpc/test/testutil"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -405,4 +407,23 @@ func TestHTTPReplyLimit(t *testing.T) {
 	resp, body = post(t, url, bytes.NewReader(two))
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	require.Equal(t, "hatrpc: replies larger than the message size limit", strings.TrimSpace(string(body)))
+}
+
+// A handler mounted without Serve gets no error for a message limit below
+// the protocol's minimum (Serve's ErrBadOption): it refuses every request
+// with 500 naming the option, and logs it once.
+func TestHTTPHandlerLimitFloor(t *testing.T) {
+	var logs testutil.LogBuffer
+	s := server.New(server.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		server.WithLimits(proto.Limits{MaxMessageSize: 64, MaxDepth: 16, MaxStringLength: 64, MaxContainerSize: 64}))
+	e := wiretest.NewEcho()
+	s.Register(e.Service())
+	url := mountHTTP(t, s)
+	want := "hatrpc: server: bad option: WithLimits: a message limit of 64 bytes is below the protocol's minimum of 4096 bytes (the hello, refusals and stream control frames must fit)\n"
+	for range 3 {
+		resp, body := post(t, url, bytes.NewReader(message(t, proto.Binary, "echo", proto.Call, 1, &wiretest.EchoArgs{Msg: "hi"})))
+		require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+		require.Equal(t, want, string(body))
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "hatrpc: HTTP handler refuses every request"), logs.String())
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -20,7 +21,10 @@ import (
 // by one or a copy (a struct copied whole is stored field by field and
 // read back 16 bytes at a time, each read waiting for the stores).
 type replyTo struct {
-	hat   bool
+	hat bool
+	// hello: the handshake's reply, bounded by wire.MaxHelloSize as its
+	// call is, not by a smaller message limit.
+	hello bool
 	proto proto.Protocol
 	seqid int32 // of the message header
 	fseq  int32 // of the HatRPC frame: replies and Cancel frames use it
@@ -104,6 +108,9 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		return n - start
 	}
 	limit := c.s.opts.limits.MaxMessageSize
+	if to.hello {
+		limit = max(limit, wire.MaxHelloSize)
+	}
 	var size int
 	var more bool
 	b, typ, size, more = appendReply(codec, b, to, typ, body, c.replyRoom(limit))
@@ -260,8 +267,9 @@ func replyTooLarge(size, limit int, more bool) *proto.ApplicationException {
 // then the text is cut to what is left, and where even that does not fit
 // and the peer dispatches on the frame (anon: a HatRPC frame, whose client
 // reads no name) the name is left out. A plain Thrift client checks the
-// name: its refusal keeps it, and a name that alone nearly fills the limit
-// (its request's arguments took a few bytes) may leave the refusal past it.
+// name, so its refusal keeps it and sheds the exception's fields instead:
+// the text, then the type (bareException). With neither it is no larger
+// than the request that named the method, so it fits.
 func appendRefused(codec *wire.Codec, b []byte, to *replyTo, exc *proto.ApplicationException, room int, anon bool) []byte {
 	start := len(b)
 	out, _ := codec.AppendMessage(b, to.proto, to.name, proto.Exception, to.seqid, exc)
@@ -279,11 +287,60 @@ func appendRefused(codec *wire.Codec, b []byte, to *replyTo, exc *proto.Applicat
 			cut.Message = cutText(exc.Message, len(exc.Message)-over)
 		}
 	}
-	if cut.Message == "" {
-		cut.Message = exc.Message[:1] // an empty one is sent as Apache's default text, which is longer
+	if cut.Message != "" || anon {
+		if cut.Message == "" {
+			cut.Message = exc.Message[:1] // an empty one is sent as Apache's default text, which is longer
+		}
+		out, _ = codec.AppendMessage(out[:start], to.proto, name, proto.Exception, to.seqid, &cut)
+		return out
 	}
-	out, _ = codec.AppendMessage(out[:start], to.proto, name, proto.Exception, to.seqid, &cut)
+	bare := bareException{typ: exc.Type, typed: true}
+	if out, _ = codec.AppendMessage(out[:start], to.proto, name, proto.Exception, to.seqid, &bare); len(out)-start <= room {
+		return out
+	}
+	bare.typed = false
+	out, _ = codec.AppendMessage(out[:start], to.proto, name, proto.Exception, to.seqid, &bare)
 	return out
+}
+
+// bareException is a TApplicationException of fewer fields than
+// proto.ApplicationException writes (which always has a text: an empty
+// one is sent as Apache's default): its type alone, or none, which a
+// reader takes for UNKNOWN with Apache's default text. It is only
+// written.
+type bareException struct {
+	typ   int32
+	typed bool
+}
+
+func (e *bareException) EncodeBinary(w *proto.BinaryWriter) error {
+	w.WriteStructBegin()
+	if e.typed {
+		w.WriteFieldBegin(proto.I32, 2)
+		w.WriteI32(e.typ)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (e *bareException) EncodeCompact(w *proto.CompactWriter) error {
+	w.WriteStructBegin()
+	if e.typed {
+		w.WriteFieldBegin(proto.I32, 2)
+		w.WriteI32(e.typ)
+	}
+	w.WriteFieldStop()
+	w.WriteStructEnd()
+	return nil
+}
+
+func (e *bareException) DecodeBinary(*proto.BinaryReader) error {
+	return errors.New("server: bareException is only written")
+}
+
+func (e *bareException) DecodeCompact(*proto.CompactReader) error {
+	return errors.New("server: bareException is only written")
 }
 
 // cutText is s cut to at most n bytes, at a character's start.

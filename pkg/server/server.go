@@ -48,6 +48,9 @@ type Server struct {
 	fnWindows atomic.Pointer[[]wire.FnWindow]
 	regMu     sync.Mutex
 	svcs      map[string]*Service
+	// badHTTP logs once that HTTPHandler refuses every request (its
+	// options are bad: no error can be returned where it is mounted).
+	badHTTP sync.Once
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

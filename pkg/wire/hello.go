@@ -222,6 +222,13 @@ func (a *Attach) encode(w fieldWriter) {
 	w.WriteStructEnd()
 }
 
+// MaxEncodedSize bounds a's size in a hello, binary or compact (compact
+// takes less): four strings of 7 bytes and their text, two i64 fields of
+// 11, a stop byte.
+func (a *Attach) MaxEncodedSize() int {
+	return 4*7 + 2*11 + 1 + len(a.Transport) + len(a.Function) + len(a.ClientTransport) + len(a.ClientProtocol)
+}
+
 // maxPlans bounds the plans a hello may carry (hostile input).
 const maxPlans = 4096
 
