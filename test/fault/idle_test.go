@@ -67,7 +67,7 @@ func TestIdleConnections(t *testing.T) {
 
 		// Accepts may lag behind the child's connects.
 		got := srv.WaitConns(t, func(c int) bool { return c >= base+n }, time.Minute)
-		require.GreaterOrEqual(t, got, base+n, "server accepted only %d of %d connections", got-base, n)
+		require.GreaterOrEqual(t, got, base+n, "server accepted only %d of %d connections (%s)", got-base, n, srv.Describe(t))
 		during := testutil.Snapshot()
 		perConn := float64(int64(during.HeapInuse)-int64(before.HeapInuse)) / float64(n)
 		t.Logf("%v: %d idle connections held: %v (%.1f KiB heap/conn)",
@@ -84,7 +84,7 @@ func TestIdleConnections(t *testing.T) {
 		child.Kill(t)
 		_ = child.WaitExit(t, 30*time.Second)
 		got = srv.WaitConns(t, func(c int) bool { return c <= base }, time.Minute)
-		require.LessOrEqual(t, got, base, "server still counts dropped connections")
+		require.LessOrEqual(t, got, base, "server still counts dropped connections (%s)", srv.Describe(t))
 	}
 
 	// The server keeps reader goroutines warm for its pool idle time (30s)
