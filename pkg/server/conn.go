@@ -436,7 +436,7 @@ func (c *conn) next() (*request, error) {
 			msg = msg[n:]
 		}
 	} else {
-		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, firstLimits(lim, first), c.chargeFn)
+		*bp, err = wire.ReadMessageCharged(c.br, c.format, *bp, c.firstLimits(lim, first), c.chargeFn)
 		if err != nil {
 			c.releaseCharge()
 			if c.overBudget(err, nil) {
@@ -476,7 +476,7 @@ func (c *conn) next() (*request, error) {
 	if err == nil && mh.Type != proto.Call && mh.Type != proto.Oneway {
 		err = fmt.Errorf("%w: message type %v from client", proto.ErrInvalidData, mh.Type)
 	}
-	if err == nil && first {
+	if err == nil && first && c.mayHello() {
 		err = c.checkFirst(p, &mh, len(msg)) // hello.go
 	}
 	if err != nil {

@@ -60,13 +60,22 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 }
 
 // firstLimits are the limits a connection's first message is read with:
-// it may be a hello, which has a bound of its own (wire.MaxHelloSize).
-func firstLimits(lim *proto.Limits, first bool) *proto.Limits {
-	if !first || lim.MaxMessageSize >= wire.MaxHelloSize {
+// where it may be a hello, which has a bound of its own
+// (wire.MaxHelloSize), those of a hello.
+func (c *conn) firstLimits(lim *proto.Limits, first bool) *proto.Limits {
+	if !first || !c.mayHello() {
 		return lim
 	}
 	hl := wire.HelloLimits(lim)
 	return &hl
+}
+
+// mayHello tells whether this connection's first message may be a hello
+// that upgrades it: binary or compact, framed or not; not THeader (whose
+// frame the limit bounds before its message is seen), zlib, HTTP or JSON,
+// which stay plain Thrift.
+func (c *conn) mayHello() bool {
+	return !c.format.Header && !c.zlib && !c.overHTTP() && c.format.Proto != proto.JSON
 }
 
 // checkFirst refuses a first message that was read past the message limit
