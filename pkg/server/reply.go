@@ -313,7 +313,14 @@ type bareException struct {
 	typed bool
 }
 
-func (e *bareException) EncodeBinary(w *proto.BinaryWriter) error {
+// encode writes the struct with w, a proto.BinaryWriter or CompactWriter.
+func (e *bareException) encode(w interface {
+	WriteStructBegin()
+	WriteFieldBegin(t proto.Type, id int16)
+	WriteI32(v int32)
+	WriteFieldStop()
+	WriteStructEnd()
+}) error {
 	w.WriteStructBegin()
 	if e.typed {
 		w.WriteFieldBegin(proto.I32, 2)
@@ -324,16 +331,8 @@ func (e *bareException) EncodeBinary(w *proto.BinaryWriter) error {
 	return nil
 }
 
-func (e *bareException) EncodeCompact(w *proto.CompactWriter) error {
-	w.WriteStructBegin()
-	if e.typed {
-		w.WriteFieldBegin(proto.I32, 2)
-		w.WriteI32(e.typ)
-	}
-	w.WriteFieldStop()
-	w.WriteStructEnd()
-	return nil
-}
+func (e *bareException) EncodeBinary(w *proto.BinaryWriter) error   { return e.encode(w) }
+func (e *bareException) EncodeCompact(w *proto.CompactWriter) error { return e.encode(w) }
 
 func (e *bareException) DecodeBinary(*proto.BinaryReader) error {
 	return errors.New("server: bareException is only written")
