@@ -137,9 +137,15 @@ func TestStreamSenderIsBatched(t *testing.T) {
 	require.Equal(t, n, fc.dataFrames)
 	// The first message written by the handler, the next by the writer's
 	// goroutine (held; it may have found more queued when it ran), and
-	// the rest in one write behind it: not one write per message.
+	// the rest in one round behind it: not one write per message. A
+	// round is one writev on a socket, but net.Buffers.WriteTo calls a
+	// conn that is not one (this) once per piece, and a round's data may
+	// be in two: the pending buffer (where a frame goes while the reader
+	// holds the writer, Writer.Hold) and a posted chunk. So the held
+	// round and the one after it count up to 2 each here: 1 + 2 + 2 (5
+	// was seen in the VM under stress-ng, where 3 was asserted before).
 	require.GreaterOrEqual(t, fc.dataWrites, 2)
-	require.LessOrEqual(t, fc.dataWrites, 3)
+	require.LessOrEqual(t, fc.dataWrites, 5)
 }
 
 // Large stream messages are decoded in place on both sides (their
