@@ -70,19 +70,20 @@ type Conn struct {
 	closed  bool
 	dialing chan struct{} // closed when the reconnect in progress ends
 
-	retry      retryState // retry.go
-	fns        sync.Map   // method name -> *hints.Function seen in calls
-	svcMethods sync.Map   // *Method -> *Method planned at service level (WithServiceLevelHints)
-	cores      int
-	lanes      lanes
-	flock      *sharedFlock                // this Conn's reference to the process's FLOCK handle
-	upgradeErr atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
-	spread     spreader                    // extra TCP connections, see spread.go
-	routes     routes                      // each method's route (route.go)
-	tcpSent    atomic.Uint64               // calls sent over TCP (RouteStats)
-	methods    methodCache                 // per *Method called with (route.go)
-	detected   atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
-	http       *httpTransport              // set for http:// and https:// addresses (http.go)
+	retry          retryState // retry.go
+	fns            sync.Map   // method name -> *hints.Function seen in calls
+	svcMethods     sync.Map   // *Method -> *Method planned at service level (WithServiceLevelHints)
+	cores          int
+	lanes          lanes
+	flock          *sharedFlock                // this Conn's reference to the process's FLOCK handle
+	upgradeErr     atomic.Pointer[error]       // why the last handshake fell back to plain Thrift (FastPathErr)
+	spread         spreader                    // extra TCP connections, see spread.go
+	routes         routes                      // each method's route (route.go)
+	tcpSent        atomic.Uint64               // calls sent over TCP (RouteStats)
+	methods        methodCache                 // per *Method called with (route.go)
+	detected       atomic.Pointer[wire.Format] // plain-Thrift stack found by probing (detect.go)
+	http           *httpTransport              // set for http:// and https:// addresses (http.go)
+	helloCutLogged atomic.Bool                 // planChecks said its hello could not hold every plan
 }
 
 // Dial connects to addr, runs the capability handshake and returns a Conn.

@@ -6,7 +6,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +82,10 @@ func TestHelloPastSmallLimit(t *testing.T) {
 			t.Logf("%d functions: their plans alone take %d bytes", len(table.Functions), size)
 			require.Greater(t, size, wire.MinMessageSize)
 
-			c, err := client.Dial(tctx(t), addr, client.WithLimits(smallLimits), client.WithHints(table))
+			var logs syncBuffer
+			c, err := client.Dial(tctx(t), addr, client.WithLimits(smallLimits), client.WithHints(table),
+				client.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			checkHelloCutLog(t, logs.String(), len(table.Functions), tc.functions >= 2000)
 			if tc.dialErr != "" {
 				require.ErrorIs(t, err, client.ErrPlanConflict)
 				require.EqualError(t, err, tc.dialErr)
@@ -100,6 +106,26 @@ func TestHelloPastSmallLimit(t *testing.T) {
 			require.Equal(t, 0.0, serverCounter(t, &testServer{srv: s}, "hatrpc_server_calls_total", map[string]string{"function": "echo", "transport": server.TransportThrift}))
 		})
 	}
+}
+
+// checkHelloCutLog: a Dial whose hello cannot hold every plan says so
+// once, naming how many it holds and the first left for its call.
+func checkHelloCutLog(t *testing.T, logs string, functions int, cut bool) {
+	t.Helper()
+	re := regexp.MustCompile(`msg="hatrpc: client: the handshake checks the plans of the first functions only; the others are checked at their first call on a lane" checked=(\d+) functions=(\d+) first_unchecked=(\S+) hello_bound_bytes=(\d+)`)
+	m := re.FindAllStringSubmatch(logs, -1)
+	if !cut {
+		require.Empty(t, m, logs)
+		return
+	}
+	require.Len(t, m, 1, logs)
+	checked, err := strconv.Atoi(m[0][1])
+	require.NoError(t, err)
+	require.Greater(t, checked, 0)
+	require.Less(t, checked, functions)
+	require.Equal(t, strconv.Itoa(functions), m[0][2])
+	require.Equal(t, fmt.Sprintf("Echo:function%08d", checked), m[0][3], "the first plan left out follows the last one sent")
+	require.Equal(t, strconv.Itoa(wire.MaxHelloSize), m[0][4])
 }
 
 // Only a hello may be past the limit as a connection's first message: any

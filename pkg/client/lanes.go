@@ -565,8 +565,10 @@ func (c *Conn) pickRoute(s *session, m *Method) (_ route, retryAt time.Time, _ e
 func (c *Conn) planChecks() []wire.Attach {
 	var out []wire.Attach
 	room := wire.MaxHelloSize - helloBase
+	total, first := 0, ""
 	for _, svc := range c.o.hints {
 		for i := range svc.Functions {
+			total++
 			set := svc.Functions[i].Client
 			if c.o.svcLevel {
 				set = svc.Client
@@ -576,11 +578,21 @@ func (c *Conn) planChecks() []wire.Attach {
 			// A hello is read up to wire.MaxHelloSize whatever the
 			// server's limit; the plans past it are checked when their
 			// lanes are attached.
-			if room -= a.MaxEncodedSize(); room < 0 {
-				return out
+			if first == "" {
+				if room -= a.MaxEncodedSize(); room >= 0 {
+					out = append(out, a)
+					continue
+				}
+				first = a.Function
 			}
-			out = append(out, a)
 		}
+	}
+	if first != "" && !c.helloCutLogged.Swap(true) {
+		// Said once a Conn: a plan conflict of the others then shows at
+		// their first call instead of at Dial, which would surprise a
+		// user who relies on Dial checking every plan.
+		c.log().Info("hatrpc: client: the handshake checks the plans of the first functions only; the others are checked at their first call on a lane",
+			"checked", len(out), "functions", total, "first_unchecked", first, "hello_bound_bytes", wire.MaxHelloSize)
 	}
 	return out
 }
