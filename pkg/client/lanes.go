@@ -46,6 +46,7 @@ type lanes struct {
 	// endpoint's QP lives on the device), else the last lane's close
 	// does, from held.
 	live   int
+	setups uint64 // lanes set up so far (tests: a lane reused is none)
 	held   map[hints.Transport]*fastpath.Device
 	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
@@ -114,6 +115,10 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
+	// streams numbers the streams opened on the lane, as the server
+	// does (the stream's Cancel names it: stream_lanecancel.go). The
+	// lane's holder's.
+	streams uint32
 	// blocked: the lane is a client or bidirectional stream's first, its
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
@@ -480,6 +485,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	})
 	p.ls.mu.Lock()
 	p.ls.live++
+	p.ls.setups++
 	p.ls.mu.Unlock()
 	p.mu.Lock()
 	p.all[l] = struct{}{}
