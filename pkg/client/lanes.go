@@ -96,6 +96,13 @@ type lanePool struct {
 	// large calls does not encode each one twice.
 	lastReq atomic.Int64
 
+	// draining counts the lanes canceled streams are giving back (their
+	// handshake under way), which a caller finding no idle lane waits for
+	// (waitDrained, stream_lanecancel.go); dch wakes it, under dmu.
+	draining atomic.Int32
+	dmu      sync.Mutex
+	dch      chan struct{}
+
 	mu    sync.Mutex
 	all   map[*clane]struct{}
 	sent  [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
@@ -244,6 +251,11 @@ func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, 
 	}
 	if l := p.takeIdle(); l != nil {
 		return l, nil
+	}
+	if p.draining.Load() > 0 {
+		if l := p.waitDrained(ctx); l != nil {
+			return l, nil
+		}
 	}
 	// A put that saw no waiter may have left its lane in hot just now:
 	// look again once counted (see put).

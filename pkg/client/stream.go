@@ -308,6 +308,11 @@ type clientStream struct {
 	// laneMax: on a lane, the largest frame payload its lanes carry
 	// (lanePool.maxBody); 0 on TCP.
 	laneMax int
+	// laneEnded: on lanes, tells the pool the stream's lanes are coming
+	// back once RecvMsg returned its end (laneRunner.startDrain), so the
+	// caller's next stream or call waits for them rather than set up new
+	// ones; nil on TCP.
+	laneEnded func()
 	// borrow: the function's borrow_msgs hint (set by writeOpen); then
 	// held is the message whose buffer the caller's values of its last
 	// RecvMsg alias, given back by the next RecvMsg (RecvMsg's goroutine
@@ -507,6 +512,9 @@ func (cs *clientStream) finishRecv(err error) error {
 	cs.mu.Unlock()
 	cs.end(err)
 	cs.cancel(err)
+	if cs.laneEnded != nil {
+		cs.laneEnded()
+	}
 	if cs.stop != nil {
 		cs.stop()
 	}

@@ -95,9 +95,7 @@ func (r *laneRunner) runDuplex() {
 			r.stopUp(started)
 			canceled, kept := r.finish(), !l.broken.Load()
 			r.p.put(l)
-			if canceled {
-				r.count(kept) // the server's answer to the Cancel, or an end that crossed it
-			}
+			r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
 			if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
 				r.end(&ConnError{Op: "lane", Err: err})
 			}
@@ -130,9 +128,7 @@ func (r *laneRunner) stopUp(started bool) {
 // failDuplex ends the stream with err and closes both lanes: either may
 // be out of step with its server, which, seeing them go, ends its side.
 func (r *laneRunner) failDuplex(err error, started bool) {
-	if r.cs.ctx.Err() != nil {
-		defer r.count(false) // canceled, and the handshake cut short
-	}
+	defer r.released(r.cs.ctx.Err() != nil, false) // canceled, and the handshake cut short
 	r.up.failed.Store(true)
 	r.end(err)
 	r.cs.cancel(err)

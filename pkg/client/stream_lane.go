@@ -130,6 +130,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		runtime.AddCleanup(cs, (*streamcore.Loan).Abandon, r.loan)
 	}
 	r.watchCancel(sctx)
+	cs.laneEnded = r.startDrain
 	if up != nil {
 		r.up = &upRunner{r: r, l: up, token: token, done: make(chan struct{}), exited: make(chan struct{})}
 		go r.runDuplex()
@@ -178,6 +179,9 @@ func (c *Conn) lanesBusy(err error) error {
 // holding them may wait on this caller; nil and nil: no lane at all.
 func (p *lanePool) streamLane(ctx context.Context) (*clane, error) {
 	if l := p.tryIdle(); l != nil {
+		return l, nil
+	}
+	if l := p.waitDrained(ctx); l != nil {
 		return l, nil
 	}
 	select {
@@ -346,9 +350,7 @@ func (r *laneRunner) run() {
 			r.out.Close()
 			canceled, kept := r.finish(), !l.broken.Load()
 			r.p.put(l)
-			if canceled {
-				r.count(kept) // the server's answer to the Cancel, or an end that crossed it
-			}
+			r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
 			if last != nil {
 				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
 					r.end(&ConnError{Op: "lane", Err: err}) // the lane is back in its pool already
@@ -440,9 +442,9 @@ func (r *laneRunner) file(resp []byte, lend bool) (*lastFrame, error) {
 // fail ends the stream with err (unless it ended already) and drops the
 // lane (broken: out of step with its server, which then ends its side).
 func (r *laneRunner) fail(err error, broken bool) {
-	if r.cs.ctx.Err() != nil && broken {
-		defer r.count(false) // canceled, and the handshake cut short
-	}
+	// Canceled, and the handshake cut short: counted once the lane is on
+	// its way out.
+	defer r.released(r.cs.ctx.Err() != nil && broken, false)
 	r.finish()
 	r.end(err)
 	if broken {

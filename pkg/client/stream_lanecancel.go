@@ -48,6 +48,9 @@ type laneCancel struct {
 	canceled, polling, done bool
 	seq                     uint32
 	bound                   *time.Timer
+	// draining: the lanes the stream holds that the pool counted as
+	// coming back (lanePool.draining), from the cancel on.
+	draining int32
 }
 
 // watchCancel makes the stream's context's end start the handshake.
@@ -71,10 +74,33 @@ func (r *laneRunner) onCancel() {
 		return
 	}
 	r.canceled = true
+	r.drainLocked()
 	if r.polling && !r.hang {
 		_ = r.l.link.SendCancel(r.seq) // a dead link: the lane is failing anyway
 	}
 	r.bound = time.AfterFunc(r.wait, r.xcancel)
+}
+
+// startDrain counts the stream's lanes as coming back to the pool, once
+// its context ended (or RecvMsg returned its end, which may come first):
+// the next stream or call of the function waits for them rather than
+// set up new ones (lanePool.waitDrained). Nothing once the runner gave
+// them back.
+func (r *laneRunner) startDrain() {
+	r.cmu.Lock()
+	r.drainLocked()
+	r.cmu.Unlock()
+}
+
+func (r *laneRunner) drainLocked() {
+	if r.done || r.draining > 0 {
+		return
+	}
+	r.draining = 1
+	if r.up != nil {
+		r.draining = 2
+	}
+	r.p.draining.Add(r.draining)
 }
 
 // opened numbers the stream on its first lane as its open goes (the
@@ -140,6 +166,7 @@ func (r *laneRunner) ack(cause error) bool {
 // drain ends a canceled stream's one lane: back to the pool once the
 // server acknowledged, closed when it did not within the bound.
 func (r *laneRunner) drain(cause error) {
+	r.startDrain()
 	r.end(cause)
 	if r.loan != nil && r.loan.Out() > 0 {
 		// The caller still reads a message in the lane's reply, which the
@@ -158,13 +185,14 @@ func (r *laneRunner) drain(cause error) {
 	}
 	kept = !r.l.broken.Load() // (the Conn closing marks it too)
 	r.p.put(r.l)
-	r.count(kept) // once the lane is back (tests wait for it)
+	r.released(true, kept)
 }
 
 // drainDuplex is drain for a client or bidirectional stream's two lanes:
 // the first carries the handshake; the second's exchange in hand is
 // answered at once (the server never holds it), within the same bound.
 func (r *laneRunner) drainDuplex(cause error, started bool) {
+	r.startDrain()
 	r.end(cause)
 	r.closeDuplex(!started || r.ack(cause), started)
 }
@@ -179,14 +207,69 @@ func (r *laneRunner) closeDuplex(kept, started bool) {
 	}
 	kept = !r.l.broken.Load() // (the Conn closing marks it too)
 	r.p.put(r.l)
-	r.count(kept)
+	r.released(true, kept)
 }
 
-// count counts a canceled stream's first lane kept or closed.
-func (r *laneRunner) count(kept bool) {
-	if kept {
+// released runs once the runner gave its lanes back (after finish): the
+// pool stops waiting for them, and, with count, the canceled stream's
+// first lane is counted kept or closed (after the put: tests wait for
+// the count to find the lane idle).
+func (r *laneRunner) released(count, kept bool) {
+	switch {
+	case !count:
+	case kept:
 		r.p.ls.streamRoutes.kept.Add(1)
-	} else {
+	default:
 		r.p.ls.streamRoutes.closed.Add(1)
 	}
+	if r.draining > 0 { // finish set done: startDrain no longer writes it
+		r.p.drained(r.draining)
+		r.draining = 0
+	}
+}
+
+// waitDrained takes a lane a canceled stream is giving back (its
+// handshake under way: one exchange, bounded by WithStreamCancelWait),
+// rather than let the caller set up a new one: a caller that cancels a
+// stream and opens the next at once would otherwise race the handshake
+// and pay for a lane (on ibv a QP) it did not need. nil: none is coming
+// back (or ctx ended).
+func (p *lanePool) waitDrained(ctx context.Context) *clane {
+	for p.draining.Load() > 0 {
+		ch := p.drainSignal()
+		if l := p.takeIdle(); l != nil {
+			return l
+		}
+		if p.draining.Load() == 0 {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return p.takeIdle()
+}
+
+// drainSignal is closed by the next drained.
+func (p *lanePool) drainSignal() <-chan struct{} {
+	p.dmu.Lock()
+	defer p.dmu.Unlock()
+	if p.dch == nil {
+		p.dch = make(chan struct{})
+	}
+	return p.dch
+}
+
+// drained counts n lanes of a canceled stream back (in the pool, or
+// closed) and wakes waitDrained.
+func (p *lanePool) drained(n int32) {
+	p.draining.Add(-n)
+	p.dmu.Lock()
+	if p.dch != nil {
+		close(p.dch)
+		p.dch = nil
+	}
+	p.dmu.Unlock()
 }
