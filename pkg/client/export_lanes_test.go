@@ -84,3 +84,22 @@ func LentStreamMsgs(c *Conn) uint64 { return c.lanes.streamRoutes.lent.Load() }
 
 // LanesOpen counts c's lanes, busy or idle.
 func LanesOpen(c *Conn) int { return countLanes(c, func(*clane) bool { return true }) }
+
+// LaneSetups counts the lanes c set up so far.
+func LaneSetups(c *Conn) uint64 {
+	c.lanes.mu.Lock()
+	defer c.lanes.mu.Unlock()
+	return c.lanes.setups
+}
+
+// LaneCancels counts c's canceled streams on lanes whose first lane went
+// back to the pool after the server's acknowledgement (kept) and those
+// whose lane was closed.
+func LaneCancels(c *Conn) (kept, closed uint64) {
+	return c.lanes.streamRoutes.kept.Load(), c.lanes.streamRoutes.closed.Load()
+}
+
+// HangStreamCancels makes a canceled stream on lanes act as if the server
+// never acknowledged it: no Cancel on the link, and polls the server
+// holds in place of the reset.
+func HangStreamCancels() Option { return func(o *options) { o.streams.hangCancels = true } }

@@ -46,6 +46,7 @@ type lanes struct {
 	// endpoint's QP lives on the device), else the last lane's close
 	// does, from held.
 	live   int
+	setups uint64 // lanes set up so far (tests: a lane reused is none)
 	held   map[hints.Transport]*fastpath.Device
 	off    error // set while lanes are unusable: calls go over TCP
 	closed bool
@@ -95,6 +96,13 @@ type lanePool struct {
 	// large calls does not encode each one twice.
 	lastReq atomic.Int64
 
+	// draining counts the lanes canceled streams are giving back (their
+	// handshake under way), which a caller finding no idle lane waits for
+	// (waitDrained, stream_lanecancel.go); dch wakes it, under dmu.
+	draining atomic.Int32
+	dmu      sync.Mutex
+	dch      chan struct{}
+
 	mu    sync.Mutex
 	all   map[*clane]struct{}
 	sent  [numProtocols]uint64 // messages closed lanes sent, by the protocol the engine used
@@ -114,6 +122,10 @@ type clane struct {
 	goaway atomic.Bool
 	broken atomic.Bool
 	once   sync.Once
+	// streams numbers the streams opened on the lane, as the server
+	// does (the stream's Cancel names it: stream_lanecancel.go). The
+	// lane's holder's.
+	streams uint32
 	// blocked: the lane is a client or bidirectional stream's first, its
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
@@ -239,6 +251,11 @@ func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, 
 	}
 	if l := p.takeIdle(); l != nil {
 		return l, nil
+	}
+	if p.draining.Load() > 0 {
+		if l := p.waitDrained(ctx); l != nil {
+			return l, nil
+		}
 	}
 	// A put that saw no waiter may have left its lane in hot just now:
 	// look again once counted (see put).
@@ -480,6 +497,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 	})
 	p.ls.mu.Lock()
 	p.ls.live++
+	p.ls.setups++
 	p.ls.mu.Unlock()
 	p.mu.Lock()
 	p.all[l] = struct{}{}

@@ -27,6 +27,8 @@ type streamOptions struct {
 	windows      wire.StreamWindows
 	interceptors []StreamInterceptor
 	ownedMsgs    bool
+	cancelWait   time.Duration // WithStreamCancelWait (stream_lanecancel.go)
+	hangCancels  bool          // tests: canceled lane streams act as if the server never answered
 }
 
 // WithOwnedMsgs ignores the borrow_msgs hint: every message RecvMsg
@@ -45,6 +47,19 @@ func WithStreamWindow(messages, bytes, conn int) Option {
 	return func(o *options) {
 		o.streams.windows = wire.StreamWindows{Messages: clamp32(messages), Bytes: clamp32(bytes), Conn: clamp32(conn)}
 	}
+}
+
+// DefaultStreamCancelWait bounds how long a canceled stream on lanes waits
+// for the server's acknowledgement before it closes its lanes.
+const DefaultStreamCancelWait = 2 * time.Second
+
+// WithStreamCancelWait sets how long a canceled stream on lanes waits for
+// the server's acknowledgement before it closes its lanes (0: the
+// default, DefaultStreamCancelWait). The caller does not wait: the stream
+// ends on its side at once, and the lanes go back to the pool once the
+// server answered.
+func WithStreamCancelWait(d time.Duration) Option {
+	return func(o *options) { o.streams.cancelWait = d }
 }
 
 func clamp32(n int) int32 { return int32(min(max(n, 0), 1<<31-1)) }
@@ -293,6 +308,11 @@ type clientStream struct {
 	// laneMax: on a lane, the largest frame payload its lanes carry
 	// (lanePool.maxBody); 0 on TCP.
 	laneMax int
+	// laneEnded: on lanes, tells the pool the stream's lanes are coming
+	// back once RecvMsg returned its end (laneRunner.startDrain), so the
+	// caller's next stream or call waits for them rather than set up new
+	// ones; nil on TCP.
+	laneEnded func()
 	// borrow: the function's borrow_msgs hint (set by writeOpen); then
 	// held is the message whose buffer the caller's values of its last
 	// RecvMsg alias, given back by the next RecvMsg (RecvMsg's goroutine
@@ -492,6 +512,9 @@ func (cs *clientStream) finishRecv(err error) error {
 	cs.mu.Unlock()
 	cs.end(err)
 	cs.cancel(err)
+	if cs.laneEnded != nil {
+		cs.laneEnded()
+	}
 	if cs.stop != nil {
 		cs.stop()
 	}

@@ -52,15 +52,32 @@ func (r *laneRunner) runDuplex() {
 	var req []byte
 	for {
 		if err := cs.ctx.Err(); err != nil {
-			r.failDuplex(context.Cause(cs.ctx), started)
+			// Both lanes go back once the server acknowledged
+			// (stream_lanecancel.go).
+			r.drainDuplex(context.Cause(cs.ctx), started)
 			return
 		}
 		if started {
+			if !r.startPoll() {
+				continue // canceled
+			}
 			req = wire.AppendWindowFrame(req[:0], cs.id, 0, 0) // a poll
 		} else {
 			req = r.out.Take(req[:0], laneStreamBatch) // the open, the join token, what followed
+			r.opened()
 		}
-		resp, err := r.exchange(cs.ctx, l, req)
+		resp, err := r.exchange(r.xctx, l, req)
+		if started {
+			r.stopPoll()
+		}
+		if err != nil && cs.ctx.Err() != nil {
+			// Canceled, and the poll not answered within the bound (or the
+			// lane failed): this lane goes, the second is in step unless
+			// its own exchange was cut short.
+			r.end(callFailed(cs.ctx, "lane", err))
+			r.closeDuplex(false, started)
+			return
+		}
 		if err != nil {
 			r.failDuplex(callFailed(cs.ctx, "lane", err), started)
 			return
@@ -76,7 +93,9 @@ func (r *laneRunner) runDuplex() {
 			// stream then finds them idle).
 			r.out.Close()
 			r.stopUp(started)
+			canceled, kept := r.finish(), !l.broken.Load()
 			r.p.put(l)
+			r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
 			if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
 				r.end(&ConnError{Op: "lane", Err: err})
 			}
@@ -109,10 +128,13 @@ func (r *laneRunner) stopUp(started bool) {
 // failDuplex ends the stream with err and closes both lanes: either may
 // be out of step with its server, which, seeing them go, ends its side.
 func (r *laneRunner) failDuplex(err error, started bool) {
+	defer r.released(r.cs.ctx.Err() != nil, false) // canceled, and the handshake cut short
 	r.up.failed.Store(true)
 	r.end(err)
-	r.cs.cancel(err) // the second lane's exchange in hand ends too
+	r.cs.cancel(err)
+	r.xcancel() // the second lane's exchange in hand ends too
 	r.stopUp(started)
+	r.finish()
 	r.l.broken.Store(true)
 	r.p.put(r.l)
 }
@@ -133,24 +155,39 @@ func (u *upRunner) run() {
 			return
 		default:
 		}
+		if cs.ctx.Err() != nil {
+			// Canceled: the first lane's runner tells the server, and
+			// closes done once it answered.
+			<-u.done
+			continue
+		}
 		req = r.out.Take(req, laneStreamBatch)
+		if cs.ctx.Err() != nil {
+			// Canceled while it took them (its reset among them, maybe):
+			// after a cancel only the first lane speaks, the handshake.
+			req = req[:0]
+			continue
+		}
 		if len(req) == 0 {
 			select {
 			case <-r.out.Wake():
 			case <-u.done:
+			case <-cs.ctx.Done():
 			}
 			continue
 		}
 		pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
-		resp, err := l.ep.Call(cs.ctx, pr, req)
+		// Under the runner's context, not the stream's: ended midway, an
+		// exchange breaks the lane (stream_lanecancel.go).
+		resp, err := l.ep.Call(r.xctx, pr, req)
 		if err == nil {
 			err = upReply(resp, r.cs.s.c.o.limits.MaxMessageSize)
 		} else {
 			err = callFailed(cs.ctx, "lane", err)
 		}
 		if err != nil {
-			// The first lane's runner, its poll ended by the canceled
-			// context, closes done.
+			// The first lane's runner, its poll answered by the cancel
+			// (or ended by the bound), closes done.
 			u.failed.Store(true)
 			r.end(err)
 			cs.cancel(err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,7 +48,10 @@ func (c *Conn) laneWindows() wire.StreamWindows {
 // TCP because every lane of the function was busy.
 // lent counts the messages of streams on lanes read in place in a
 // lane's reply (laneRunner.loan).
-type streamRoutes struct{ lane, tcp, lent atomic.Uint64 }
+// kept and closed count the canceled streams on lanes whose (first) lane
+// went back to the pool after the server's acknowledgement, and those
+// whose lane was closed (stream_lanecancel.go).
+type streamRoutes struct{ lane, tcp, lent, kept, closed atomic.Uint64 }
 
 // laneStream opens m's stream on a lane when the plan has one for it;
 // nil and nil: it goes on the session's TCP connection.
@@ -125,6 +129,8 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		// the lane then closes once the stream is unreachable.
 		runtime.AddCleanup(cs, (*streamcore.Loan).Abandon, r.loan)
 	}
+	r.watchCancel(sctx)
+	cs.laneEnded = r.startDrain
 	if up != nil {
 		r.up = &upRunner{r: r, l: up, token: token, done: make(chan struct{}), exited: make(chan struct{})}
 		go r.runDuplex()
@@ -175,6 +181,9 @@ func (p *lanePool) streamLane(ctx context.Context) (*clane, error) {
 	if l := p.tryIdle(); l != nil {
 		return l, nil
 	}
+	if l := p.waitDrained(ctx); l != nil {
+		return l, nil
+	}
 	select {
 	case p.tokens <- struct{}{}:
 		l, err := p.open(ctx, 0)
@@ -221,6 +230,9 @@ type laneRunner struct {
 	// hold a message while SendMsg waits for credit that only the next
 	// exchange brings.
 	loan *streamcore.Loan
+	// The cancel handshake (stream_lanecancel.go).
+	laneCancel
+	cmu sync.Mutex
 }
 
 // serverMaySend reports whether the server may send a data message now
@@ -272,10 +284,9 @@ func (r *laneRunner) run() {
 	var req []byte
 	for {
 		if err := cs.ctx.Err(); err != nil {
-			// The stream ended on this side: a reset it queued could not
-			// go without an exchange the context no longer allows, so the
-			// lane goes, and the server learns from its link.
-			r.fail(context.Cause(cs.ctx), true)
+			// The stream ended on this side: the lane goes back once the
+			// server acknowledged.
+			r.drain(context.Cause(cs.ctx))
 			return
 		}
 		if r.loan != nil && r.loan.Out() > 0 {
@@ -288,6 +299,9 @@ func (r *laneRunner) run() {
 			continue
 		}
 		req = r.out.Take(req[:0], laneStreamBatch)
+		if cs.ctx.Err() != nil {
+			continue // canceled as it took them: the handshake instead (drain)
+		}
 		if len(req) == 0 && (!r.spoke || !r.serverMaySend() || cs.peerDone.Load()) {
 			// Nothing the server could send before it has our message
 			// or our credit.
@@ -300,13 +314,25 @@ func (r *laneRunner) run() {
 		// Counted before the exchange: the server applies the credit
 		// before it answers, so its answer may hold data it allowed.
 		creditOnly, reset := r.sent(req)
-		if creditOnly && r.spoke && r.serverMaySend() && !cs.peerDone.Load() {
+		poll := creditOnly && r.spoke && r.serverMaySend() && !cs.peerDone.Load()
+		if poll {
 			// A poll (alone, or after the credit): the server holds it
 			// until it has frames, rather than answer the credit at once,
 			// often with nothing, and take another exchange to poll.
+			if !r.startPoll() {
+				continue // canceled: the credit is of no use any more
+			}
 			req = wire.AppendWindowFrame(req, cs.id, 0, 0)
 		}
-		resp, err := r.exchange(cs.ctx, l, req)
+		if r.seq == 0 {
+			r.opened()
+		}
+		// Not under the stream's context: an exchange ended midway
+		// breaks the lane (stream_lanecancel.go).
+		resp, err := r.exchange(r.xctx, l, req)
+		if poll {
+			r.stopPoll()
+		}
 		if err != nil {
 			r.fail(callFailed(cs.ctx, "lane", err), true)
 			return
@@ -322,7 +348,9 @@ func (r *laneRunner) run() {
 			// the end (so a caller that opens its next stream then finds
 			// the lane idle).
 			r.out.Close()
+			canceled, kept := r.finish(), !l.broken.Load()
 			r.p.put(l)
+			r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
 			if last != nil {
 				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
 					r.end(&ConnError{Op: "lane", Err: err}) // the lane is back in its pool already
@@ -414,6 +442,10 @@ func (r *laneRunner) file(resp []byte, lend bool) (*lastFrame, error) {
 // fail ends the stream with err (unless it ended already) and drops the
 // lane (broken: out of step with its server, which then ends its side).
 func (r *laneRunner) fail(err error, broken bool) {
+	// Canceled, and the handshake cut short: counted once the lane is on
+	// its way out.
+	defer r.released(r.cs.ctx.Err() != nil && broken, false)
+	r.finish()
 	r.end(err)
 	if broken {
 		r.l.broken.Store(true)

@@ -92,7 +92,14 @@ type laneSession struct {
 	flockCtxs sharedSlab // the FLOCK session's call contexts (its calls run concurrently)
 
 	stream laneStream // the stream the lane carries, if any (stream_lane.go)
-	joined *laneJoin  // the stream whose client's frames the lane carries, if any (stream_lane.go)
+	// streams numbers the streams opened on the lane (the lane's
+	// goroutine's); canceled is the number of the last one the client
+	// canceled by the link, and cancels wakes a poll held meanwhile
+	// (fastpath.Cancel).
+	streams  uint32
+	canceled atomic.Uint32
+	cancels  chan struct{}
+	joined   *laneJoin // the stream whose client's frames the lane carries, if any (stream_lane.go)
 
 	// room is what the lane's replies hold of the memory budget,
 	// batchLim the reply limit of a batch's call in hand and batchLen its
@@ -290,7 +297,8 @@ func (ls *laneSession) serve() {
 	l.ep = ep
 	ls.codec = wire.GetCodec()
 	defer func() { wire.PutCodec(ls.codec) }() // no call runs once ServeCalls returned (call may swap it)
-	l.link = fastpath.Watch(c.nc, nil, func() {
+	ls.cancels = make(chan struct{}, 1)
+	l.link = fastpath.WatchCancels(c.nc, nil, ls.noteCancel, func() {
 		c.cancel()
 		ep.Abort()
 	})

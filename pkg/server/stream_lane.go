@@ -86,6 +86,7 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	sl := &ls.stream
 	if sl.out == nil {
 		sl.out, sl.last = streamcore.NewOutbox(), 0
+		ls.streams++ // the client numbers its opens on the lane alike (Cancel)
 		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows))
 		c.mu.Lock()
 		c.st, c.sw = st, sl.out
@@ -121,12 +122,22 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	if lent && poll {
 		c.s.lentPolls.Add(1)
 	}
-	for poll && sl.out.Len() == 0 && c.st.Len() > 0 {
+	// A poll the client canceled the stream under (a Cancel on the link,
+	// which may come before the poll or while it is held) is answered at
+	// once, ending the stream: the client then takes the lane back.
+	canceled := poll && ls.cancelAsked()
+	for poll && !canceled && sl.out.Len() == 0 && c.st.Len() > 0 {
 		select {
 		case <-sl.out.Wake():
+		case <-ls.cancels:
+			canceled = ls.cancelAsked()
 		case <-c.ctx.Done():
 			poll = false
 		}
+	}
+	if canceled {
+		ls.cancelStream()
+		reset = true
 	}
 	// Whether the stream is still open is read before the take: a handler
 	// writes its end (or a reset its frame) before the stream is finished,
@@ -167,12 +178,18 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		ls.lendNext(b, limit)
 	}
 	sl.last = len(b)
+	if canceled && !endsStream(b) {
+		// The client learns the stream is over (the lane in step) from
+		// the reset; what the handler queued before is of no use to it.
+		b = nil
+	}
 	if len(b) == 0 {
 		b = wire.AppendWindowFrame(sl.buf[:0], sl.id, 0, 0) // an answer with nothing to say
 		ended = ended || !live
-		if ended && !reset && sl.join != nil {
-			// The client's reset came by the second lane: this lane's
-			// client learns the stream is over from a reset of its own.
+		if ended && (canceled || !reset && sl.join != nil) {
+			// The client's reset came by the second lane, or its cancel by
+			// the link: this lane's client learns the stream is over from
+			// a reset of its own.
 			b = wire.AppendResetFrame(sl.buf[:0], sl.id, proto.ExcUnknown, "stream: reset by the client")
 		}
 		sl.buf = b
@@ -181,6 +198,33 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		ls.leaveStream()
 	}
 	return ls.streamReply(b)
+}
+
+// cancelAsked reports whether the client canceled the stream the lane
+// carries by its link (fastpath.Cancel naming its number): a Cancel for
+// an earlier stream, late on the link, is none of this one's.
+func (ls *laneSession) cancelAsked() bool {
+	return ls.canceled.Load() == ls.streams
+}
+
+// noteCancel records a Cancel the lane's link read (on its watcher's
+// goroutine) and wakes a poll held meanwhile.
+func (ls *laneSession) noteCancel(stream uint32) {
+	ls.canceled.Store(stream)
+	select {
+	case ls.cancels <- struct{}{}:
+	default:
+	}
+}
+
+// cancelStream resets the lane's stream as the client's reset frame
+// would (its handler's context canceled, the same metrics): the client
+// canceled it while the server held its poll, so that frame could not
+// come on the lane.
+func (ls *laneSession) cancelStream() {
+	f := wire.AppendResetFrame(nil, ls.stream.id, proto.ExcUnknown, "canceled: the client canceled the stream")
+	h, _ := wire.DecodeHeader(f, len(f))
+	_ = fileLaneFrame(ls.c, ls.c.st, ls.c.sw, &h, f)
 }
 
 // replyLease is where a reply of n bytes of frames is taken to: the
