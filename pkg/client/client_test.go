@@ -208,7 +208,14 @@ func TestDialErrors(t *testing.T) {
 	t0 := time.Now()
 	_, err = client.Dial(ctx, ln.Addr().String(), client.WithHandshakeTimeout(100*time.Millisecond))
 	require.ErrorIs(t, err, client.ErrConnClosed)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a timeout is a deadline, as a call's is")
 	require.Less(t, time.Since(t0), 2*time.Second)
+	// The caller's deadline passing in the handshake: the same.
+	dctx, dcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = client.Dial(dctx, ln.Addr().String())
+	dcancel()
+	require.ErrorIs(t, err, client.ErrConnClosed)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	ln.Close()
 	for nc := range accepted {
 		nc.Close()

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
@@ -97,14 +100,14 @@ func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.
 	b = append(b, trailer...)
 	*bp = b
 	if _, err := nc.Write(b); err != nil {
-		return nil, nil, &ConnError{Op: "handshake", Err: err}
+		return nil, nil, &ConnError{Op: "handshake", Err: ctxCause(ctx, err)}
 	}
 	head := peekHead(br)
 	fail := func(err error) error {
 		if nt := notThrift(c.addr, head, err); nt != nil {
 			return nt
 		}
-		return &ConnError{Op: "handshake", Err: err}
+		return &ConnError{Op: "handshake", Err: ctxCause(ctx, err)}
 	}
 	if bytes.HasPrefix(head, []byte("HTTP/")) {
 		return nil, nil, fail(nil) // before a framed read takes "HTTP" for a 1.2 GB frame
@@ -133,4 +136,20 @@ func (c *Conn) helloExchangeTrailer(ctx context.Context, nc net.Conn, br *bufio.
 		return nil, nil, fail(err)
 	}
 	return &rep, nil, nil
+}
+
+// ctxCause is err, matching ctx's error too when ctx ended: the socket
+// deadline or the cancel set from ctx failed the read or write, and a
+// caller checks errors.Is(err, context.DeadlineExceeded) as it would for
+// any call (a stream whose deadline passed while its lane was set up got
+// a bare "i/o timeout").
+func ctxCause(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && cerr == nil && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+		cerr = context.DeadlineExceeded // the socket's deadline fired before ctx's timer
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
 }
