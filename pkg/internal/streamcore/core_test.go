@@ -68,6 +68,7 @@ func canceled() context.Context {
 }
 
 func TestSendWindows(t *testing.T) {
+	half := []ConnOption{BulkHalfWindow()}
 	tests := []struct {
 		name  string
 		win   wire.StreamWindows
@@ -79,11 +80,14 @@ func TestSendWindows(t *testing.T) {
 		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}, nil},
 		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}, nil},
 		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}, nil},
-		{"bulk messages: half the byte window", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkMsg, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg, BulkMsg}, []ConnOption{BulkHalfWindow()}},
-		{"bulk messages without BulkHalfWindow: the whole window", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkMsg, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg, BulkMsg, BulkMsg, BulkMsg}, nil},
-		{"bulk messages: one overshoots half the window", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkMsg, Conn: 1 << 30}, []int64{BulkMsg + 1, BulkMsg * 2, BulkMsg}, []ConnOption{BulkHalfWindow()}},
-		{"a small message after bulk ones: the whole window", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkMsg, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg, BulkMsg - 1, BulkMsg}, []ConnOption{BulkHalfWindow()}},
-		{"bulk message, 1-byte window: one at a time", wire.StreamWindows{Messages: 99, Bytes: 1, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg}, []ConnOption{BulkHalfWindow()}},
+		{"bulk messages: half the byte window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk messages without BulkHalfWindow: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, nil},
+		{"bulk messages: one overshoots half the window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight/2 + 1, BulkInFlight, BulkMsg}, half},
+		{"a small message after bulk ones: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg - 1, BulkMsg}, half},
+		{"bulk messages, a 4x window: half", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight, BulkInFlight, BulkMsg}, half},
+		{"bulk messages, a window of BulkInFlight: the whole window", wire.StreamWindows{Messages: 99, Bytes: BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkMsg}, half},
+		{"bulk messages, a window of 1.5 BulkInFlight: BulkInFlight", wire.StreamWindows{Messages: 99, Bytes: 3 * BulkInFlight / 2, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk message, 1-byte window: one at a time", wire.StreamWindows{Messages: 99, Bytes: 1, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg}, half},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,6 +388,8 @@ func TestBulkSenderNeverStalls(t *testing.T) {
 	}{
 		{"1 MiB window, 64 KiB messages", wire.StreamWindows{Bytes: 1 << 20}, 64 << 10},
 		{"window of 3 messages", wire.StreamWindows{Bytes: 3 * 40 << 10}, 40 << 10},
+		{"2 MiB window, 3 messages in half of it", wire.StreamWindows{Bytes: 2 << 20}, 360 << 10},
+		{"1.5 MiB window, 96 KiB messages", wire.StreamWindows{Bytes: 3 << 19}, 96 << 10},
 		{"window under one message", wire.StreamWindows{Bytes: 1000}, BulkMsg},
 		{"message count binds first", wire.StreamWindows{Messages: 3, Bytes: 1 << 20}, BulkMsg},
 		{"connection window binds first", wire.StreamWindows{Bytes: 1 << 20, Conn: 3 * BulkMsg}, BulkMsg},
