@@ -114,8 +114,8 @@ type ConnOption func(*Conn)
 
 // BulkHalfWindow makes the Conn's streams send bulk messages (BulkMsg
 // bytes or more) only while less than half their byte window, at least
-// BulkInFlight, is in flight (Send). For a TCP connection only: a lane's client polls while
-// it reckons the server may send by the windows' rule
+// BulkInFlight, is in flight (Send). For a TCP connection only: a lane's
+// client polls while it reckons the server may send by the windows' rule
 // (client.laneRunner.serverMaySend), and a server holding a poll under a
 // tighter rule than the client's would hold it for ever.
 func BulkHalfWindow() ConnOption { return func(c *Conn) { c.bulkHalf = true } }
@@ -440,7 +440,8 @@ const BulkMsg = 32 << 10
 // BulkInFlight is what a bulk sender needs in flight to keep the stream
 // going: a window up to it is used whole, since half of one would leave
 // a credit round trip between every message or two (64 KiB messages in
-// a 128 KiB window ran at 0.4-0.7x the whole window's rate with half).
+// a 128 KiB window ran at 801-850 MB/s with half of it, 1,218-2,391
+// with the whole).
 const BulkInFlight = 512 << 10
 
 // sendBound is the bytes in flight under which a message of size bytes
