@@ -8,10 +8,12 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/wire"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // frames records the control frames a Conn writes, decoded.
@@ -51,10 +53,10 @@ func (f *frames) take() []string {
 
 func fmtWindow(id int32, m, n uint32) string { return fmt.Sprintf("window %d %d %d", id, m, n) }
 
-func newTestConn(t *testing.T, win wire.StreamWindows) (*Conn, *frames, *int) {
+func newTestConn(t *testing.T, win wire.StreamWindows, opts ...ConnOption) (*Conn, *frames, *int) {
 	f := &frames{}
 	released := new(int)
-	c := NewConn(f.write, func(*Msg) { *released++ }, win, win)
+	c := NewConn(f.write, func(*Msg) { *released++ }, win, win, opts...)
 	t.Cleanup(func() { c.Fail(io.ErrClosedPipe) })
 	return c, f, released
 }
@@ -66,20 +68,30 @@ func canceled() context.Context {
 }
 
 func TestSendWindows(t *testing.T) {
+	half := []ConnOption{BulkHalfWindow()}
 	tests := []struct {
 		name  string
 		win   wire.StreamWindows
 		sizes []int64 // sent in a row: all but the last go, the last waits
+		opts  []ConnOption
 	}{
-		{"messages", wire.StreamWindows{Messages: 2, Bytes: 1000, Conn: 1000}, []int64{1, 1, 1}},
-		{"bytes, one message overshoots", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{60, 60, 1}},
-		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}},
-		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}},
-		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}},
+		{"messages", wire.StreamWindows{Messages: 2, Bytes: 1000, Conn: 1000}, []int64{1, 1, 1}, nil},
+		{"bytes, one message overshoots", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{60, 60, 1}, nil},
+		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}, nil},
+		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}, nil},
+		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}, nil},
+		{"bulk messages: half the byte window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk messages without BulkHalfWindow: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, nil},
+		{"bulk messages: one overshoots half the window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight/2 + 1, BulkInFlight, BulkMsg}, half},
+		{"a small message after bulk ones: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg - 1, BulkMsg}, half},
+		{"bulk messages, a 4x window: half", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight, BulkInFlight, BulkMsg}, half},
+		{"bulk messages, a window of BulkInFlight: the whole window", wire.StreamWindows{Messages: 99, Bytes: BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkMsg}, half},
+		{"bulk messages, a window of 1.5 BulkInFlight: BulkInFlight", wire.StreamWindows{Messages: 99, Bytes: 3 * BulkInFlight / 2, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk message, 1-byte window: one at a time", wire.StreamWindows{Messages: 99, Bytes: 1, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg}, half},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _, _ := newTestConn(t, tt.win)
+			c, _, _ := newTestConn(t, tt.win, tt.opts...)
 			s, err := c.Open(1, nil)
 			require.NoError(t, err)
 			wrote := 0
@@ -363,4 +375,75 @@ func TestConnWindowError(t *testing.T) {
 	}
 	_, err = c.Data(1, Msg{Body: []byte{1, 2}, Size: 2}, false)
 	require.EqualError(t, err, "stream: data past the window: the connection's window of 256 bytes is full (4 bytes buffered, 256 counting each message as at least 128 bytes)")
+}
+
+// TestBulkSenderNeverStalls runs a bulk sender against a receiver that
+// credits by its rule (half its window consumed), for window sizes where
+// half a window is not a whole number of messages: every message arrives.
+func TestBulkSenderNeverStalls(t *testing.T) {
+	tests := []struct {
+		name string
+		win  wire.StreamWindows
+		size int64
+	}{
+		{"1 MiB window, 64 KiB messages", wire.StreamWindows{Bytes: 1 << 20}, 64 << 10},
+		{"window of 3 messages", wire.StreamWindows{Bytes: 3 * 40 << 10}, 40 << 10},
+		{"2 MiB window, 3 messages in half of it", wire.StreamWindows{Bytes: 2 << 20}, 360 << 10},
+		{"1.5 MiB window, 96 KiB messages", wire.StreamWindows{Bytes: 3 << 19}, 96 << 10},
+		{"window under one message", wire.StreamWindows{Bytes: 1000}, BulkMsg},
+		{"message count binds first", wire.StreamWindows{Messages: 3, Bytes: 1 << 20}, BulkMsg},
+		{"connection window binds first", wire.StreamWindows{Bytes: 1 << 20, Conn: 3 * BulkMsg}, BulkMsg},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
+			defer cancel()
+			var send *Conn
+			// The receiver's credit goes straight to the sender.
+			recv := NewConn(func(b []byte) error {
+				for len(b) > 0 {
+					h, err := wire.DecodeHeader(b, 1<<20)
+					if err != nil {
+						return err
+					}
+					m, n, err := wire.ParseWindow(b[wire.HeaderSize : wire.HeaderSize+h.PayloadLen()])
+					if err != nil {
+						return err
+					}
+					if _, err := send.Window(h.Seqid, m, n); err != nil {
+						return err
+					}
+					b = b[wire.HeaderSize+h.PayloadLen():]
+				}
+				return nil
+			}, func(*Msg) {}, tt.win, tt.win)
+			send = NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkHalfWindow())
+			defer recv.Fail(io.ErrClosedPipe)
+			defer send.Fail(io.ErrClosedPipe)
+			rs, err := recv.Open(1, nil)
+			require.NoError(t, err)
+			ss, err := send.Open(1, nil)
+			require.NoError(t, err)
+			const count = 64
+			sent := make(chan error, 1)
+			go func() {
+				for range count {
+					err := ss.Send(ctx, tt.size, func() error {
+						_, err := recv.Data(1, Msg{Body: make([]byte, 1), Size: tt.size}, false)
+						return err
+					})
+					if err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
+			for i := range count {
+				_, err := rs.Recv(ctx)
+				require.NoError(t, err, "message %d", i)
+			}
+			require.NoError(t, <-sent)
+		})
+	}
 }
