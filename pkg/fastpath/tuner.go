@@ -33,20 +33,22 @@ func DecisionName(d int) string { return decisionNames[d] }
 // follow a load burst.
 const tunePeriod = 10 * time.Millisecond
 
-// tuneMaxPeriod bounds the tuner's period while its decision holds: each
-// tick that decides as the last doubles the period, up to this; a new
+// tuneMaxPeriod bounds the tuner's period while it decides DecideSpin
+// tick after tick: each such tick doubles the period, up to this; another
 // decision, or a lane registered or gone, brings it back to tunePeriod.
 // Each tick wakes a thread, and with the lanes' pollers spinning on every
 // core that thread runs by preempting one of them: a 64 B lane call at
 // the tick took 25-100 µs instead of 1.5, once every 10 ms in each
-// process, a third of the calls over 20 µs (docs/performance/history.md,
-// "The tuner's tick in the lanes' tail").
+// process (docs/performance/history.md, "The tuner's tick in the lanes'
+// tail"). Under the other decisions the pollers spin short or not at all,
+// a tick costs them little, and the tuner follows the load every
+// tunePeriod as before.
 const tuneMaxPeriod = 80 * time.Millisecond
 
-// nextPeriod is the period after a tick that decided changed (a new
-// decision) at period cur.
-func nextPeriod(cur time.Duration, changed bool) time.Duration {
-	if changed || cur < tunePeriod {
+// nextPeriod is the period after a tick, at period cur, that decided d,
+// changed when d is not the decision before it.
+func nextPeriod(cur time.Duration, d int, changed bool) time.Duration {
+	if changed || d != DecideSpin || cur < tunePeriod {
 		return tunePeriod
 	}
 	return min(2*cur, tuneMaxPeriod)
@@ -260,7 +262,7 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			d := Decide(waiting, cores, r, load)
 			t.counts[d].Add(1)
 			same := int(t.current.Swap(int32(d))) == d
-			period = nextPeriod(period, !same)
+			period = nextPeriod(period, d, !same)
 			t.period.Store(int64(period))
 			tk.Reset(period)
 			if same {
@@ -286,9 +288,9 @@ func cpuTime() time.Duration {
 }
 
 // PollingStats is what the tuner did: decisions taken per kind (one per
-// tick while adaptive lanes exist: every tunePeriod while they change, up
-// to tuneMaxPeriod apart while they hold), the decision in force, and the
-// lanes currently waiting in C.
+// tick while adaptive lanes exist: every tunePeriod, up to tuneMaxPeriod
+// apart while DecideSpin holds), the decision in force, and the lanes
+// currently waiting in C.
 type PollingStats struct {
 	Decisions [NumDecisions]uint64
 	Current   int

@@ -13,24 +13,27 @@ func TestNextPeriod(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cur     time.Duration
+		d       int
 		changed bool
 		want    time.Duration
 	}{
-		{"held: doubles", tunePeriod, false, 2 * tunePeriod},
-		{"held again: doubles", 4 * tunePeriod, false, 8 * tunePeriod},
-		{"held at the bound: stays", tuneMaxPeriod, false, tuneMaxPeriod},
-		{"held near the bound: capped", tuneMaxPeriod - time.Millisecond, false, tuneMaxPeriod},
-		{"changed: back to the start", tuneMaxPeriod, true, tunePeriod},
-		{"changed at the start: stays", tunePeriod, true, tunePeriod},
-		{"unset: the start", 0, false, tunePeriod},
+		{"spin held: doubles", tunePeriod, DecideSpin, false, 2 * tunePeriod},
+		{"spin held again: doubles", 4 * tunePeriod, DecideSpin, false, 8 * tunePeriod},
+		{"spin held at the bound: stays", tuneMaxPeriod, DecideSpin, false, tuneMaxPeriod},
+		{"spin held near the bound: capped", tuneMaxPeriod - time.Millisecond, DecideSpin, false, tuneMaxPeriod},
+		{"changed to spin: back to the start", tuneMaxPeriod, DecideSpin, true, tunePeriod},
+		{"short spin held: the start", 4 * tunePeriod, DecideShort, false, tunePeriod},
+		{"block held: the start", tunePeriod, DecideBlock, false, tunePeriod},
+		{"changed at the start: stays", tunePeriod, DecideBlock, true, tunePeriod},
+		{"unset: the start", 0, DecideSpin, false, tunePeriod},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, nextPeriod(tc.cur, tc.changed))
+			require.Equal(t, tc.want, nextPeriod(tc.cur, tc.d, tc.changed))
 		})
 	}
 }
 
-// TestTunerBacksOff: while its decision holds the tuner ticks less often
+// TestTunerBacksOff: while DecideSpin holds the tuner ticks less often
 // (each tick wakes a thread that preempts a spinning poller), and a lane
 // that comes cuts a backed-off period short, so the tuner sees it within
 // tunePeriod.
