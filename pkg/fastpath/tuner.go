@@ -28,9 +28,9 @@ var decisionNames = [NumDecisions]string{"spin", "short_spin", "block"}
 // DecisionName names a decision for metrics and logs.
 func DecisionName(d int) string { return decisionNames[d] }
 
-// tunePeriod is how often the tuner decides while its decisions change:
-// long enough to average the CPU load over many calls, short enough to
-// follow a load burst.
+// tunePeriod is how often the tuner decides (less often only while it
+// decides to spin: tuneMaxPeriod): long enough to average the CPU load
+// over many calls, short enough to follow a load burst.
 const tunePeriod = 10 * time.Millisecond
 
 // tuneMaxPeriod bounds the tuner's period while it decides DecideSpin
@@ -227,7 +227,7 @@ func runnableOf(s metrics.Sample) int {
 
 func (t *tuner) loop(stop, done chan struct{}) {
 	defer close(done)
-	period := time.Duration(tunePeriod)
+	period := tunePeriod
 	tk := time.NewTimer(period)
 	defer tk.Stop()
 	cores := runtime.NumCPU()
