@@ -28,22 +28,56 @@ var decisionNames = [NumDecisions]string{"spin", "short_spin", "block"}
 // DecisionName names a decision for metrics and logs.
 func DecisionName(d int) string { return decisionNames[d] }
 
-// tunePeriod is how often the tuner decides: long enough to average the
-// CPU load over many calls, short enough to follow a load burst.
+// tunePeriod is how often the tuner decides (less often only while it
+// decides to spin: tuneMaxPeriod): long enough to average the CPU load
+// over many calls, short enough to follow a load burst.
 const tunePeriod = 10 * time.Millisecond
+
+// tuneMaxPeriod bounds the tuner's period while it decides DecideSpin
+// tick after tick: each such tick doubles the period, up to this; another
+// decision, or a lane registered or gone, brings it back to tunePeriod.
+// Each tick wakes a thread, and with the lanes' pollers spinning on every
+// core that thread runs by preempting one of them: a 64 B lane call at
+// the tick took 25-100 µs instead of 1.5, once every 10 ms in each
+// process (docs/performance/history.md, "The tuner's tick in the lanes'
+// tail"). Under the other decisions the pollers spin short or not at all,
+// a tick costs them little, and the tuner follows the load every
+// tunePeriod as before.
+const tuneMaxPeriod = 80 * time.Millisecond
+
+// nextPeriod is the period after a tick, at period cur, that decided d,
+// changed when d is not the decision before it.
+func nextPeriod(cur time.Duration, d int, changed bool) time.Duration {
+	if changed || d != DecideSpin || cur < tunePeriod {
+		return tunePeriod
+	}
+	return min(2*cur, tuneMaxPeriod)
+}
 
 type tuner struct {
 	mu      sync.Mutex
 	eps     map[Spinner]bool // true: a busy-polling endpoint
 	stop    chan struct{}
 	done    chan struct{}
+	kick    chan struct{} // a lane came or went: back to tunePeriod
 	current atomic.Int32
+	period  atomic.Int64  // the loop's period now (tests)
+	resets  atomic.Uint64 // backed-off periods a kick cut short (tests)
 
 	waiters map[Waiter]struct{} // every lane, adaptive or not
 	counts  [NumDecisions]atomic.Uint64
 }
 
-var tune = tuner{eps: map[Spinner]bool{}, waiters: map[Waiter]struct{}{}}
+var tune = tuner{eps: map[Spinner]bool{}, waiters: map[Waiter]struct{}{}, kick: make(chan struct{}, 1)}
+
+// kicked tells the loop that the lanes changed, so that it decides again
+// within tunePeriod (any goroutine; never blocks).
+func (t *tuner) kicked() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
 
 // Waiter is a lane's endpoint as the tuner counts it: whether it is in a
 // wait in C now.
@@ -59,10 +93,12 @@ func CountWaits(w Waiter) (unregister func()) {
 	tune.mu.Lock()
 	tune.waiters[w] = struct{}{}
 	tune.mu.Unlock()
+	tune.kicked()
 	return func() {
 		tune.mu.Lock()
 		delete(tune.waiters, w)
 		tune.mu.Unlock()
+		tune.kicked()
 	}
 }
 
@@ -94,6 +130,7 @@ func register(s Spinner, busy bool) (unregister func()) {
 	if tune.stop == nil {
 		tune.stop, tune.done = make(chan struct{}), make(chan struct{})
 		tune.current.Store(DecideSpin)
+		tune.period.Store(int64(tunePeriod))
 		go tune.loop(tune.stop, tune.done)
 	}
 	// Set under mu: the loop sets every endpoint's spin under mu when the
@@ -101,6 +138,7 @@ func register(s Spinner, busy bool) (unregister func()) {
 	// newer decision's and stay stale until the next change.
 	s.SetSpin(spinFor(int(tune.current.Load()), busy))
 	tune.mu.Unlock()
+	tune.kicked()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -112,6 +150,7 @@ func register(s Spinner, busy bool) (unregister func()) {
 				tune.stop, tune.done = nil, nil
 			}
 			tune.mu.Unlock()
+			tune.kicked()
 			if stop != nil {
 				close(stop)
 				<-done
@@ -188,7 +227,8 @@ func runnableOf(s metrics.Sample) int {
 
 func (t *tuner) loop(stop, done chan struct{}) {
 	defer close(done)
-	tk := time.NewTicker(tunePeriod)
+	period := tunePeriod
+	tk := time.NewTimer(period)
 	defer tk.Stop()
 	cores := runtime.NumCPU()
 	runnable := []metrics.Sample{{Name: runnableMetric}}
@@ -197,6 +237,15 @@ func (t *tuner) loop(stop, done chan struct{}) {
 		select {
 		case <-stop:
 			return
+		case <-t.kick:
+			if period > tunePeriod {
+				// The next tick within tunePeriod, at the latest; the
+				// load is still averaged since the last one.
+				period = tunePeriod
+				t.period.Store(int64(period))
+				t.resets.Add(1)
+				tk.Reset(period)
+			}
 		case now := <-tk.C:
 			c := cpuTime()
 			wall := now.Sub(lastWall)
@@ -212,7 +261,11 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			r := runnableOf(runnable[0])
 			d := Decide(waiting, cores, r, load)
 			t.counts[d].Add(1)
-			if int(t.current.Swap(int32(d))) == d {
+			same := int(t.current.Swap(int32(d))) == d
+			period = nextPeriod(period, d, !same)
+			t.period.Store(int64(period))
+			tk.Reset(period)
+			if same {
 				continue
 			}
 			// One cgo crossing per endpoint, only when the decision changes.
@@ -235,7 +288,8 @@ func cpuTime() time.Duration {
 }
 
 // PollingStats is what the tuner did: decisions taken per kind (one per
-// period while adaptive lanes exist), the decision in force, and the lanes
+// tick while adaptive lanes exist: every tunePeriod, up to tuneMaxPeriod
+// apart while DecideSpin holds), the decision in force, and the lanes
 // currently waiting in C.
 type PollingStats struct {
 	Decisions [NumDecisions]uint64
