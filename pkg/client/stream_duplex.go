@@ -144,7 +144,10 @@ func (r *laneRunner) failDuplex(err error, started bool) {
 func (u *upRunner) run() {
 	defer close(u.exited)
 	r, cs, l := u.r, u.r.cs, u.l
-	req := wire.AppendJoinFrame(nil, cs.id, u.token[:])
+	// own is the runner's buffer (the join frame first); a request of
+	// leaseMin or more is taken into the lane's staging buffer instead.
+	own := wire.AppendJoinFrame(nil, cs.id, u.token[:])
+	var req []byte
 	for {
 		select {
 		case <-u.done:
@@ -161,11 +164,20 @@ func (u *upRunner) run() {
 			<-u.done
 			continue
 		}
-		req = r.out.Take(req, laneStreamBatch)
+		if len(own) == 0 && r.out.Len() >= leaseMin {
+			// Straight into the registered buffer the engine sends from
+			// (RequestBuffer), not staged again: one copy of each message
+			// fewer. Smaller batches are copied, which costs less than
+			// the lease's crossing.
+			req = r.out.TakeLease(laneStreamBatch, l.ep.RequestBuffer)
+		} else {
+			own = r.out.Take(own, laneStreamBatch)
+			req = own
+		}
 		if cs.ctx.Err() != nil {
 			// Canceled while it took them (its reset among them, maybe):
 			// after a cancel only the first lane speaks, the handshake.
-			req = req[:0]
+			own = own[:0]
 			continue
 		}
 		if len(req) == 0 {
@@ -197,7 +209,7 @@ func (u *upRunner) run() {
 			return
 		}
 		r.p.growReq(len(req))
-		req = req[:0]
+		own = own[:0]
 	}
 }
 
