@@ -180,6 +180,11 @@ func (r *laneRunner) drain(cause error) {
 	r.cmu.Unlock()
 	kept := !sent || r.ack(cause)
 	r.finish()
+	r.giveBack(kept)
+}
+
+// giveBack puts the first lane back in the pool, closed unless kept.
+func (r *laneRunner) giveBack(kept bool) {
 	if !kept {
 		r.l.broken.Store(true)
 	}
@@ -202,12 +207,7 @@ func (r *laneRunner) drainDuplex(cause error, started bool) {
 func (r *laneRunner) closeDuplex(kept, started bool) {
 	r.stopUp(started)
 	r.finish()
-	if !kept {
-		r.l.broken.Store(true)
-	}
-	kept = !r.l.broken.Load() // (the Conn closing marks it too)
-	r.p.put(r.l)
-	r.released(true, kept)
+	r.giveBack(kept)
 }
 
 // released runs once the runner gave its lanes back (after finish): the
