@@ -103,3 +103,8 @@ func LaneCancels(c *Conn) (kept, closed uint64) {
 // never acknowledged it: no Cancel on the link, and polls the server
 // holds in place of the reset.
 func HangStreamCancels() Option { return func(o *options) { o.streams.hangCancels = true } }
+
+// LateCancelWatch makes a lane stream's cancel watcher never run, as when
+// its goroutine has not been scheduled yet: only what the client does next
+// can start the cancel.
+func LateCancelWatch() Option { return func(o *options) { o.streams.lateWatch = true } }

@@ -102,6 +102,12 @@ type lanePool struct {
 	draining atomic.Int32
 	dmu      sync.Mutex
 	dch      chan struct{}
+	// live: the streams on the pool's lanes (track), for a caller finding
+	// no idle lane to start the cancel of one whose context ended before
+	// its watcher ran (cancelEnded); nlive is len(live).
+	smu   sync.Mutex
+	live  map[*laneRunner]struct{}
+	nlive atomic.Int32
 
 	mu    sync.Mutex
 	all   map[*clane]struct{}
@@ -252,6 +258,7 @@ func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, 
 	if l := p.takeIdle(); l != nil {
 		return l, nil
 	}
+	p.cancelEnded()
 	if p.draining.Load() > 0 {
 		if l := p.waitDrained(ctx); l != nil {
 			return l, nil

@@ -29,6 +29,7 @@ type streamOptions struct {
 	ownedMsgs    bool
 	cancelWait   time.Duration // WithStreamCancelWait (stream_lanecancel.go)
 	hangCancels  bool          // tests: canceled lane streams act as if the server never answered
+	lateWatch    bool          // tests: a lane stream's cancel watcher never runs (it had not yet)
 }
 
 // WithOwnedMsgs ignores the borrow_msgs hint: every message RecvMsg

@@ -130,6 +130,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		runtime.AddCleanup(cs, (*streamcore.Loan).Abandon, r.loan)
 	}
 	r.watchCancel(sctx)
+	p.track(r)
 	cs.laneEnded = r.startDrain
 	if up != nil {
 		r.up = &upRunner{r: r, l: up, token: token, done: make(chan struct{}), exited: make(chan struct{})}
@@ -181,6 +182,7 @@ func (p *lanePool) streamLane(ctx context.Context) (*clane, error) {
 	if l := p.tryIdle(); l != nil {
 		return l, nil
 	}
+	p.cancelEnded()
 	if l := p.waitDrained(ctx); l != nil {
 		return l, nil
 	}

@@ -62,6 +62,10 @@ func (r *laneRunner) watchCancel(ctx context.Context) {
 		r.wait = DefaultStreamCancelWait
 	}
 	r.hang = o.hangCancels
+	if o.lateWatch {
+		r.stop = func() bool { return true }
+		return
+	}
 	r.stop = context.AfterFunc(ctx, r.onCancel)
 }
 
@@ -70,7 +74,7 @@ func (r *laneRunner) watchCancel(ctx context.Context) {
 func (r *laneRunner) onCancel() {
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
-	if r.done {
+	if r.done || r.canceled { // once: the watcher, or cancelEnded before it
 		return
 	}
 	r.canceled = true
@@ -132,6 +136,7 @@ func (r *laneRunner) stopPoll() {
 // reports whether the stream was canceled.
 func (r *laneRunner) finish() (canceled bool) {
 	r.stop()
+	r.p.untrack(r)
 	r.cmu.Lock()
 	r.done = true
 	if r.bound != nil {
@@ -272,4 +277,44 @@ func (p *lanePool) drained(n int32) {
 		p.dch = nil
 	}
 	p.dmu.Unlock()
+}
+
+// track counts r among the pool's live streams (until finish).
+func (p *lanePool) track(r *laneRunner) {
+	p.smu.Lock()
+	if p.live == nil {
+		p.live = make(map[*laneRunner]struct{})
+	}
+	p.live[r] = struct{}{}
+	p.nlive.Store(int32(len(p.live)))
+	p.smu.Unlock()
+}
+
+func (p *lanePool) untrack(r *laneRunner) {
+	p.smu.Lock()
+	delete(p.live, r)
+	p.nlive.Store(int32(len(p.live)))
+	p.smu.Unlock()
+}
+
+// cancelEnded starts the cancel of each live stream whose context ended
+// but whose watcher (context.AfterFunc, on a goroutine of its own) has
+// not run yet, so that its lanes count as coming back: a caller that
+// cancels a stream and at once opens the next, before that goroutine
+// ran, would otherwise set up a new lane (on ibv a QP) it did not need.
+func (p *lanePool) cancelEnded() {
+	if p.nlive.Load() == 0 {
+		return
+	}
+	var ended []*laneRunner
+	p.smu.Lock()
+	for r := range p.live {
+		if r.cs.ctx.Err() != nil {
+			ended = append(ended, r)
+		}
+	}
+	p.smu.Unlock()
+	for _, r := range ended {
+		r.onCancel()
+	}
 }

@@ -319,8 +319,12 @@ func TestLaneStreamCancelKeepsLanes(t *testing.T) {
 			lanes := lanesOf(tt.mode)
 			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
 			require.Equal(t, lanes, client.LanesOpen(c))
-			kept, closed := client.LaneCancels(c)
-			require.Equal(t, [2]uint64{1, 0}, [2]uint64{kept, closed}, "kept, closed")
+			// Counted just after the lane went back: the next stream may
+			// have taken it from the pool first.
+			require.Eventually(t, func() bool {
+				kept, closed := client.LaneCancels(c)
+				return kept == 1 && closed == 0
+			}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed")
 			if tt.mode.ClientSends() {
 				require.NoError(t, <-sendAll(st, "new", n, tt.size))
 			}
@@ -346,6 +350,73 @@ func TestLaneStreamCancelKeepsLanes(t *testing.T) {
 			require.ErrorAs(t, err, &ae)
 			require.Equal(t, proto.ExcUnknownMethod, ae.Type)
 			require.Contains(t, ae.Message, "open it as a stream")
+			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
+			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+		})
+	}
+}
+
+// A caller that cancels a stream and opens the next at once, before the
+// cancel's watcher ran (LateCancelWatch: it never does), still gets the
+// canceled stream's lanes: finding none idle, the pool starts the cancel
+// of the streams whose context ended and waits for their lanes. Before, it
+// set up new ones (on ibv, QPs) while the old lanes went back idle.
+func TestLaneStreamCancelThenOpenAtOnce(t *testing.T) {
+	for _, mode := range []stream.Mode{stream.Server, stream.Client, stream.Bidi} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ts := laneServer(t)
+			sv := cancelStreams(ts)
+			c := dial(t, ts.addr, client.WithMultiplexed(), client.LateCancelWatch(),
+				client.WithStreamCancelWait(testenv.HangGuard(time.Minute)))
+			ctx, cancel := context.WithCancel(tctx(t))
+			defer cancel()
+			old, _ := openK(t, ctx, c, mode, "old", 0, 64)
+			var sent <-chan error
+			if mode.ClientSends() {
+				sent = sendAll(old, "old", 0, 64)
+				require.Eventually(t, func() bool { return sv.got.Load() >= 8 }, testenv.HangGuard(10*time.Second), time.Millisecond)
+			} else {
+				require.NoError(t, old.CloseSend())
+			}
+			if mode.ServerSends() {
+				recvTagged(t, old, "old", 3)
+			}
+			cancel()
+			// At once: no RecvMsg of the old stream first.
+			sv.got.Store(0)
+			const n = 3
+			st, _ := openK(t, tctx(t), c, mode, "new", n, 64)
+			lanes := lanesOf(mode)
+			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
+			if mode.ClientSends() {
+				require.NoError(t, <-sendAll(st, "new", n, 64))
+			}
+			require.NoError(t, st.CloseSend())
+			if mode.ServerSends() {
+				recvTagged(t, st, "new", n)
+			}
+			require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
+			// The two handlers' ends, in either order (the old one's reset
+			// may reach its handler after the new one finished).
+			ends := []error{awaitEnd(t, sv), awaitEnd(t, sv)}
+			if ends[0] == nil {
+				ends[0], ends[1] = ends[1], ends[0]
+			}
+			require.ErrorIs(t, ends[0], context.Canceled, "the old handler")
+			require.NoError(t, ends[1], "the new handler")
+			require.Zero(t, sv.stray.Load(), "no message of one stream reached another, or out of order")
+			var err error
+			for err == nil {
+				err = old.RecvMsg(&wiretest.EchoArgs{})
+			}
+			require.ErrorIs(t, err, context.Canceled)
+			if sent != nil {
+				require.Error(t, <-sent)
+			}
+			require.Eventually(t, func() bool {
+				kept, closed := client.LaneCancels(c)
+				return kept == 1 && closed == 0
+			}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed")
 			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
 			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
 		})
