@@ -2,6 +2,7 @@ package streamcore
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -310,6 +311,53 @@ func TestLoan(t *testing.T) {
 			}
 			l.Abandon() // nothing out: no second run
 			require.LessOrEqual(t, ran, 1)
+		})
+	}
+}
+
+// A writer that fills HandOff bytes of a lent lease yields its processor
+// once a lease, so the lane's goroutine its writes woke sends them while
+// it writes on (on one processor: without the yield the taker would first
+// run once the writer is done). Each lease lent anew yields again.
+func TestOutboxHandOff(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const size = 64 << 10
+	frame := dataFrame(1, size, 'x')
+	perLease := (HandOff + len(frame) - 1) / len(frame) // frames written when it yields
+	tests := []struct {
+		name  string
+		again func(o *Outbox, lease []byte) bool // lends the second lease
+	}{
+		{"reclaim and lend", func(o *Outbox, lease []byte) bool {
+			_, lent := o.ReclaimLend(lease)
+			return lent
+		}},
+		{"reclaim, then lend", func(o *Outbox, lease []byte) bool {
+			o.Reclaim()
+			return o.Lend(lease)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOutbox()
+			require.True(t, o.Lend(make([]byte, 2*HandOff)))
+			seen := make(chan int, 2)
+			go func() {
+				<-o.Wake()
+				seen <- o.Len()
+				if !tt.again(o, make([]byte, 2*HandOff)) {
+					seen <- -1
+					return
+				}
+				<-o.Wake()
+				seen <- o.Len()
+			}()
+			for range 2 * perLease {
+				require.NoError(t, o.Write(frame))
+			}
+			require.Equal(t, perLease*len(frame), <-seen, "the taker ran when the first lease held HandOff")
+			require.Equal(t, perLease*len(frame), <-seen, "and again for the second")
+			require.Equal(t, perLease*len(frame), len(o.Reclaim()))
 		})
 	}
 }
