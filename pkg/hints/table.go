@@ -376,10 +376,11 @@ func TableFor(set Set, env Env) Table {
 // for the server's clear-to-send before the data moves, one more
 // hand-off an exchange; a read rendezvous sends the request's address
 // and lets the server's engine (on ibv its NIC) pull the batch at once,
-// one control message fewer. Measured on shm (64 KiB client stream, 2
-// cores, docs/performance/history.md "Client-stream batches by the
-// plan"): 2.6 GB/s and 28-30 CPU-µs a message against 1.3-1.4 GB/s and
-// 43-47 µs by write_rndv.
+// one control message fewer. Measured (64 KiB client stream, 2 cores,
+// docs/performance/history.md "Client-stream batches by the plan"): on
+// shm 2.1-2.5 GB/s and 28-31 CPU-µs a message against 0.9-1.3 GB/s and
+// 41-46 µs by write_rndv; on ibv (Soft-RoCE in an emulated guest only)
+// faster in 5 of 6 alternated pairs, with half the context switches.
 const streamBatchProtocol = ProtoReadRNDV
 
 // streamBatchRows are a stream's second-lane rows (Table.StreamBatch):
