@@ -285,7 +285,7 @@ func TestExplainStreamBatch(t *testing.T) {
 		t.Run(prov, func(t *testing.T) {
 			code, out, stderr := runHatgen("explain", file, "--cores", "2", "--provider", prov)
 			require.Equal(t, 0, code, stderr)
-			assert.Equal(t, 2, strings.Count(out, "  stream batch rows (the second lane's requests: this side's frames, batched):\n"), out)
+			assert.Equal(t, 2, strings.Count(out, "  stream batch rows (the stream's requests: this side's frames, batched):\n"), out)
 			for _, fn := range []string{"upload", "chat"} {
 				i := strings.Index(out, "Logs."+fn+" (client)\n")
 				require.GreaterOrEqual(t, i, 0, fn)

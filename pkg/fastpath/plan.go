@@ -16,7 +16,7 @@ import (
 type Side struct {
 	lane rowSet // the table's lane rows
 	// batch: its stream batch rows (a client or bidirectional stream's
-	// second lane, StreamProtocol); the lane rows where it has none.
+	// requests, StreamProtocol); the lane rows where it has none.
 	batch     rowSet
 	Polling   hints.Polling
 	Config    rdma.EndpointConfig
@@ -40,9 +40,9 @@ type rowSet struct {
 // Protocol is the protocol of an n-byte message: its lane row's.
 func (s *Side) Protocol(n int) rdma.Protocol { return s.lane.protocol(n) }
 
-// StreamProtocol is the protocol of an n-byte request on a client or
-// bidirectional stream's second lane (a batch of this side's frames):
-// its stream batch row's (hints.Table.StreamBatch).
+// StreamProtocol is the protocol of an n-byte request of a stream on
+// lanes (a batch of this side's frames): its stream batch row's
+// (hints.Table.StreamBatch), the lane row's where the table has none.
 func (s *Side) StreamProtocol(n int) rdma.Protocol { return s.batch.protocol(n) }
 
 func (rs *rowSet) protocol(n int) rdma.Protocol {
@@ -91,9 +91,8 @@ const MaxMessage = 64<<20 + 4<<10
 
 // PlanSide builds a lane side from t, the function's table on a fast-path
 // transport: the lane rows (and a stream's batch rows) give the protocol
-// of each size (always a
-// concrete one: the engine's own hybrid switch is never asked), the
-// table-wide values the endpoint. Every endpoint is built in event mode and
+// of each size (always a concrete one: the engine's own hybrid switch is
+// never asked), the table-wide values the endpoint. Every endpoint is built in event mode and
 // spins per its polling hint, so the tuner can move it later and peers
 // always get a completion for RFP requests (see docs/design/lanes.md).
 //

@@ -101,7 +101,8 @@ func BufferFor(payload int) int {
 
 // MaxLaneRows is the most lane rows TableFor makes: it cuts at most at
 // the eager threshold, the inline threshold, the tiny RFP limit and the
-// FLOCK message.
+// FLOCK message. A stream's batch rows (no FLOCK cut) add one at the
+// server's buffer: as many at most.
 const MaxLaneRows = 5
 
 // NoBound is the open upper end of a table's last row.
@@ -240,8 +241,8 @@ func (t *Table) RowFor(n int) Row { return rowIn(t.Rows, n) }
 // LaneRowFor is what a lane sends an n-byte message by.
 func (t *Table) LaneRowFor(n int) Row { return rowIn(t.Lane, n) }
 
-// StreamBatchRowFor is what a stream's second lane sends an n-byte
-// request by: its StreamBatch row, the lane row where it has none.
+// StreamBatchRowFor is what a stream's lanes send an n-byte request by:
+// its StreamBatch row, the lane row where the table has none.
 func (t *Table) StreamBatchRowFor(n int) Row {
 	if t.StreamBatch == nil {
 		return t.LaneRowFor(n)
@@ -383,7 +384,7 @@ func TableFor(set Set, env Env) Table {
 // faster in 5 of 6 alternated pairs, with half the context switches.
 const streamBatchProtocol = ProtoReadRNDV
 
-// streamBatchRows are a stream's second-lane rows (Table.StreamBatch):
+// streamBatchRows are a stream's batch rows (Table.StreamBatch):
 // lane up to buf, the pre-known buffer the server receives the
 // function's requests into (BufferFor the client's declared payload, as
 // the server's table sizes it), then one row by streamBatchProtocol. A

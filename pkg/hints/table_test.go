@@ -251,6 +251,8 @@ func TestTableStreamBatch(t *testing.T) {
 			[]want{{64, ProtoDirectWriteIMM}, {8 << 10, ProtoReadRNDV}, {buf + 1, ProtoReadRNDV}}},
 		{"res_util keeps write_rndv up to the buffer", Set{PerfGoal: ResUtil}, env(TransportRDMA, SideClient, stream.Client),
 			[]want{{8 << 10, ProtoWriteRNDV}, {buf, ProtoWriteRNDV}, {buf + 1, ProtoReadRNDV}}},
+		{"every cut: still within MaxLaneRows", Set{}, Env{Side: SideClient, Transport: TransportSHM, Cores: 2, Stream: stream.Client, PeerPollsMemory: true},
+			[]want{{64, ProtoRFP}, {ShmTinyMessage + 1, ProtoDirectWriteIMM}, {buf, ProtoDirectWriteIMM}, {buf + 1, ProtoReadRNDV}}},
 		{"a protocol hint holds for batches", Set{Protocol: ProtoEager}, env(TransportSHM, SideClient, stream.Client),
 			[]want{{64, ProtoEager}, {690 << 10, ProtoEager}}},
 		{"hybrid too", Set{Protocol: ProtoHybrid}, env(TransportRDMA, SideClient, stream.Bidi),

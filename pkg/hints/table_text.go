@@ -116,7 +116,7 @@ func (t Table) Write(w io.Writer, indent string) error {
 		}
 	}
 	if t.StreamBatch != nil {
-		if err := writeRows(w, indent, "stream batch rows (the second lane's requests: this side's frames, batched):", t.StreamBatch); err != nil {
+		if err := writeRows(w, indent, "stream batch rows (the stream's requests: this side's frames, batched):", t.StreamBatch); err != nil {
 			return err
 		}
 	}
