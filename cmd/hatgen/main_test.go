@@ -274,6 +274,46 @@ func TestExplainStreams(t *testing.T) {
 	}, routes)
 }
 
+// TestExplainStreamBatch: the client table of a client or bidirectional
+// stream lists what its lanes' requests (batches of its frames) go by:
+// the lane rows up to the server's pre-known buffer (64 KiB, or the
+// declared payload plus 1 KiB), read_rndv past it, on shm and ibv, in
+// the text and in JSON; no other table has batch rows.
+func TestExplainStreamBatch(t *testing.T) {
+	const file = "../../examples/stream/logs.thrift"
+	for _, prov := range []string{"shm", "ibv"} {
+		t.Run(prov, func(t *testing.T) {
+			code, out, stderr := runHatgen("explain", file, "--cores", "2", "--provider", prov)
+			require.Equal(t, 0, code, stderr)
+			assert.Equal(t, 2, strings.Count(out, "  stream batch rows (the stream's requests: this side's frames, batched):\n"), out)
+			for _, fn := range []string{"upload", "chat"} {
+				i := strings.Index(out, "Logs."+fn+" (client)\n")
+				require.GreaterOrEqual(t, i, 0, fn)
+				side := out[i:]
+				side = side[:strings.Index(side, "\n\n")]
+				last := map[string]string{"upload": "66561", "chat": "65537"}[fn]
+				assert.Regexp(t, `(?m)^    0-128\s+lane\s+direct_write_imm\s+busy\s+yes$`, side, fn)
+				assert.Regexp(t, `(?m)^    `+last+`-\.\.\.\s+lane\s+read_rndv\s+busy\s+no$`, side, fn)
+			}
+
+			code, out, stderr = runHatgen("explain", file, "--cores", "2", "--provider", prov, "--json")
+			require.Equal(t, 0, code, stderr)
+			var sides []map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &sides))
+			got := map[string]string{}
+			for _, s := range sides {
+				rows, ok := s["table"].(map[string]any)["stream_batch"].([]any)
+				if !ok {
+					continue
+				}
+				last := rows[len(rows)-1].(map[string]any)
+				got[s["function"].(string)+"/"+s["side"].(string)] = fmt.Sprint(last["min"], " ", last["route"], " ", last["protocol"])
+			}
+			assert.Equal(t, map[string]string{"upload/client": "66561 lane read_rndv", "chat/client": "65537 lane read_rndv"}, got)
+		})
+	}
+}
+
 func TestExplainErrors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -318,13 +318,20 @@ func (c *Conn) prepare(m *Method) *Method {
 	if c.o.svcLevel && m.Hints != nil {
 		m = c.serviceLevel(m)
 	}
+	c.noteHints(m)
+	return m
+}
+
+// noteHints notes m's hints for Plan (the first seen for its name win):
+// a call's (prepare) or a stream's (newStream), so Plan shows a stream's
+// table, batch rows included, however its hints came.
+func (c *Conn) noteHints(m *Method) {
 	if m.Hints != nil {
 		if _, ok := c.fns.Load(m.Name); !ok {
 			c.fns.Store(m.Name, m.Hints)
 			c.fns.Store(m.Service+":"+m.Name, m.Hints)
 		}
 	}
-	return m
 }
 
 // tcpCalls counts the process's TCP calls in flight, over every Conn: a

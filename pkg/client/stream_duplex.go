@@ -188,7 +188,10 @@ func (u *upRunner) run() {
 			}
 			continue
 		}
-		pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
+		// The plan's batch row (hints.Table.StreamBatch): past the
+		// server's pre-known buffer a read rendezvous. Counted by the
+		// endpoint (requests).
+		pr := r.p.side.StreamProtocol(len(req))
 		// Under the runner's context, not the stream's: ended midway, an
 		// exchange breaks the lane (stream_lanecancel.go).
 		resp, err := l.ep.Call(r.xctx, pr, req)

@@ -371,9 +371,13 @@ type lastFrame struct {
 }
 
 // exchange is one of the stream's lane exchanges, counted by protocol;
-// new lanes are sized for the largest seen, as calls'.
+// new lanes are sized for the largest seen, as calls'. A request is a
+// batch of this side's frames (a client or bidirectional stream's first
+// one carries what was queued with the open): it goes by the plan's
+// batch row (hints.Table.StreamBatch; a server stream's table has none,
+// the lane row then).
 func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
-	pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
+	pr := r.p.side.StreamProtocol(len(req)) // counted by the endpoint (requests)
 	resp, err := l.ep.Call(ctx, pr, req)
 	if err == nil {
 		r.p.growReq(len(req))

@@ -14,11 +14,10 @@ import (
 // hints.Table: the protocol of the messages it sends (by size) and how its
 // endpoint is built.
 type Side struct {
-	// max[i] is the largest message of lane row i (the last is unbounded),
-	// proto[i] its protocol: a few compares per message, no lookup.
-	max       [maxLaneRows]int
-	proto     [maxLaneRows]rdma.Protocol
-	rows      int
+	lane rowSet // the table's lane rows
+	// batch: its stream batch rows (a client or bidirectional stream's
+	// requests, StreamProtocol); the lane rows where it has none.
+	batch     rowSet
 	Polling   hints.Polling
 	Config    rdma.EndpointConfig
 	QPSharing bool // the plan shares QPs among callers (FLOCK)
@@ -29,13 +28,47 @@ type Side struct {
 // (hints' TestTableRowsBounded holds it to hints.MaxLaneRows).
 const maxLaneRows = hints.MaxLaneRows
 
+// rowSet is a table's rows in arrays: max[i] is the largest message of
+// row i (the last is unbounded), proto[i] its protocol: a few compares
+// per message, no lookup.
+type rowSet struct {
+	max   [maxLaneRows]int
+	proto [maxLaneRows]rdma.Protocol
+	rows  int
+}
+
 // Protocol is the protocol of an n-byte message: its lane row's.
-func (s *Side) Protocol(n int) rdma.Protocol {
+func (s *Side) Protocol(n int) rdma.Protocol { return s.lane.protocol(n) }
+
+// StreamProtocol is the protocol of an n-byte request of a stream on
+// lanes (a batch of this side's frames): its stream batch row's
+// (hints.Table.StreamBatch), the lane row's where the table has none.
+func (s *Side) StreamProtocol(n int) rdma.Protocol { return s.batch.protocol(n) }
+
+func (rs *rowSet) protocol(n int) rdma.Protocol {
 	i := 0
-	for i < s.rows-1 && n > s.max[i] {
+	for i < rs.rows-1 && n > rs.max[i] {
 		i++
 	}
-	return s.proto[i]
+	return rs.proto[i]
+}
+
+// rowSetOf puts rows into arrays (hybrid, safe for any size, for none).
+func rowSetOf(rows []hints.Row) rowSet {
+	var rs rowSet
+	for _, r := range rows[:min(len(rows), maxLaneRows)] {
+		p := EngineProtocol(r.Protocol)
+		if rs.rows > 0 && rs.proto[rs.rows-1] == p {
+			rs.max[rs.rows-1] = r.Max // rows apart only by inlining: one compare less per message
+			continue
+		}
+		rs.max[rs.rows], rs.proto[rs.rows] = r.Max, p
+		rs.rows++
+	}
+	if rs.rows == 0 { // not a fast-path table: anything is safe by hybrid
+		rs.max[0], rs.proto[0], rs.rows = hints.NoBound, rdma.ProtoHybrid, 1
+	}
+	return rs
 }
 
 // Spin is the spin phase an endpoint of this side starts with: busy polls
@@ -57,9 +90,9 @@ func (s *Side) Spin() time.Duration {
 const MaxMessage = 64<<20 + 4<<10
 
 // PlanSide builds a lane side from t, the function's table on a fast-path
-// transport: the lane rows give the protocol of each size (always a
-// concrete one: the engine's own hybrid switch is never asked), the
-// table-wide values the endpoint. Every endpoint is built in event mode and
+// transport: the lane rows (and a stream's batch rows) give the protocol
+// of each size (always a concrete one: the engine's own hybrid switch is
+// never asked), the table-wide values the endpoint. Every endpoint is built in event mode and
 // spins per its polling hint, so the tuner can move it later and peers
 // always get a completion for RFP requests (see docs/design/lanes.md).
 //
@@ -68,18 +101,10 @@ const MaxMessage = 64<<20 + 4<<10
 // payload_size of the side that writes each: a planned message then never
 // falls back to rendezvous.
 func PlanSide(t *hints.Table, maxMsg int) Side {
-	sd := Side{Polling: t.Polling, QPSharing: t.QPSharing}
-	for _, r := range t.Lane[:min(len(t.Lane), maxLaneRows)] {
-		p := EngineProtocol(r.Protocol)
-		if sd.rows > 0 && sd.proto[sd.rows-1] == p {
-			sd.max[sd.rows-1] = r.Max // rows apart only by inlining: one compare less per message
-			continue
-		}
-		sd.max[sd.rows], sd.proto[sd.rows] = r.Max, p
-		sd.rows++
-	}
-	if sd.rows == 0 { // not a fast-path table: anything is safe by hybrid
-		sd.max[0], sd.proto[0], sd.rows = hints.NoBound, rdma.ProtoHybrid, 1
+	sd := Side{Polling: t.Polling, QPSharing: t.QPSharing, lane: rowSetOf(t.Lane)}
+	sd.batch = sd.lane
+	if t.StreamBatch != nil {
+		sd.batch = rowSetOf(t.StreamBatch)
 	}
 	if maxMsg <= 0 || maxMsg > MaxMessage {
 		maxMsg = MaxMessage

@@ -101,7 +101,8 @@ func BufferFor(payload int) int {
 
 // MaxLaneRows is the most lane rows TableFor makes: it cuts at most at
 // the eager threshold, the inline threshold, the tiny RFP limit and the
-// FLOCK message.
+// FLOCK message. A stream's batch rows (no FLOCK cut) add one at the
+// server's buffer: as many at most.
 const MaxLaneRows = 5
 
 // NoBound is the open upper end of a table's last row.
@@ -194,6 +195,16 @@ type Table struct {
 	// choose (a call can leave FLOCK for a lane: AdaptFlockToLane); nil
 	// on TCP.
 	Lane []Row `json:"lane,omitempty"`
+	// StreamBatch is what a client or bidirectional stream's lanes send
+	// their requests by, at every size: each is a batch of this side's
+	// frames (up to about 1 MiB: the second lane's requests, and the
+	// first lane's opening one, which carries what was queued with the
+	// open; its polls are tiny). The lane rows up to the server's
+	// pre-known buffer for the function's requests, past it
+	// streamBatchProtocol (see streamBatchRows). Client tables of such
+	// streams on a fast path only; nil elsewhere (a server stream's lane
+	// sends by the lane rows).
+	StreamBatch []Row `json:"stream_batch,omitempty"`
 
 	Polling         Polling `json:"polling"`
 	InlineThreshold int     `json:"inline_threshold"` // 0 = inlining off
@@ -229,6 +240,15 @@ func (t *Table) RowFor(n int) Row { return rowIn(t.Rows, n) }
 
 // LaneRowFor is what a lane sends an n-byte message by.
 func (t *Table) LaneRowFor(n int) Row { return rowIn(t.Lane, n) }
+
+// StreamBatchRowFor is what a stream's lanes send an n-byte request by:
+// its StreamBatch row, the lane row where the table has none.
+func (t *Table) StreamBatchRowFor(n int) Row {
+	if t.StreamBatch == nil {
+		return t.LaneRowFor(n)
+	}
+	return rowIn(t.StreamBatch, n)
+}
 
 func rowIn(rows []Row, n int) Row {
 	for _, r := range rows {
@@ -342,8 +362,51 @@ func TableFor(set Set, env Env) Table {
 		}
 		lo = hi + 1
 	}
+	if env.Side == SideClient && env.Stream.ClientSends() {
+		t.StreamBatch = streamBatchRows(t.Lane, t.RespSize, set.Protocol)
+	}
 	t.Adapts = adaptsOf(&t, share)
 	return t
+}
+
+// streamBatchProtocol is the protocol of a client or bidirectional
+// stream's batch past the server's pre-known buffer (where a lane row's
+// direct protocol would fall back to write_rndv anyway): read_rndv, on
+// every provider. The stream's lanes park their waits in Go's netpoller
+// (client streamBlock), and a write rendezvous makes the client wait
+// for the server's clear-to-send before the data moves, one more
+// hand-off an exchange; a read rendezvous sends the request's address
+// and lets the server's engine (on ibv its NIC) pull the batch at once,
+// one control message fewer. Measured (64 KiB client stream, 2 cores,
+// docs/performance/history.md "Client-stream batches by the plan"): on
+// shm 2.1-2.5 GB/s and 28-31 CPU-µs a message against 0.9-1.3 GB/s and
+// 41-46 µs by write_rndv; on ibv (Soft-RoCE in an emulated guest only)
+// faster in 5 of 6 alternated pairs, with half the context switches.
+const streamBatchProtocol = ProtoReadRNDV
+
+// streamBatchRows are a stream's batch rows (Table.StreamBatch):
+// lane up to buf, the pre-known buffer the server receives the
+// function's requests into (BufferFor the client's declared payload, as
+// the server's table sizes it), then one row by streamBatchProtocol. A
+// protocol hint is explicit: it holds for batches too (the lane rows).
+func streamBatchRows(lane []Row, buf int, hint Protocol) []Row {
+	if hint != ProtoAuto || len(lane) == 0 {
+		return slices.Clone(lane)
+	}
+	var out []Row
+	for _, r := range lane {
+		if r.Min > buf {
+			break
+		}
+		r.Max = min(r.Max, buf)
+		out = appendRow(out, r)
+	}
+	last := out[len(out)-1]
+	if last.Max == NoBound {
+		return out
+	}
+	return appendRow(out, Row{Min: last.Max + 1, Max: NoBound, Route: RouteLane,
+		Protocol: streamBatchProtocol, Polling: last.Polling})
 }
 
 // StreamWindowOf is the per-stream receive window set asks for, in

@@ -216,3 +216,74 @@ func TestTableStreamWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestTableStreamBatch: a client or bidirectional stream's second lane
+// sends its batches by the lane rows up to the server's pre-known buffer
+// for the function's requests, and by read_rndv past it, on shm and ibv
+// alike; an explicit protocol hint holds for batches too; no other table
+// has batch rows.
+func TestTableStreamBatch(t *testing.T) {
+	buf := BufferFor(0)
+	env := func(tr Transport, side Side, m stream.Mode) Env {
+		return Env{Side: side, Transport: tr, Cores: 2, Stream: m}
+	}
+	type want struct {
+		n     int
+		proto Protocol
+	}
+	cases := []struct {
+		name string
+		set  Set
+		env  Env
+		want []want // nil: no batch rows
+	}{
+		{"client stream on shm", Set{}, env(TransportSHM, SideClient, stream.Client),
+			[]want{{64, ProtoDirectWriteIMM}, {8 << 10, ProtoDirectWriteIMM}, {buf, ProtoDirectWriteIMM}, {buf + 1, ProtoReadRNDV}, {690 << 10, ProtoReadRNDV}}},
+		{"client stream on ibv", Set{}, env(TransportRDMA, SideClient, stream.Client),
+			[]want{{64, ProtoDirectWriteIMM}, {buf, ProtoDirectWriteIMM}, {buf + 1, ProtoReadRNDV}, {690 << 10, ProtoReadRNDV}}},
+		{"bidirectional stream on shm", Set{PerfGoal: Throughput}, env(TransportSHM, SideClient, stream.Bidi),
+			[]want{{64, ProtoDirectWriteIMM}, {buf, ProtoDirectWriteIMM}, {buf + 1, ProtoReadRNDV}}},
+		{"a declared payload moves the cut", Set{PayloadSize: 256 << 10}, env(TransportSHM, SideClient, stream.Client),
+			[]want{{256 << 10, ProtoDirectWriteIMM}, {BufferFor(256 << 10), ProtoDirectWriteIMM}, {BufferFor(256<<10) + 1, ProtoReadRNDV}}},
+		{"throughput over on ibv: rfp up to the buffer", Set{PerfGoal: Throughput, Concurrency: 8}, env(TransportRDMA, SideClient, stream.Client),
+			[]want{{64, ProtoDirectWriteIMM}, {8 << 10, ProtoRFP}, {buf, ProtoRFP}, {buf + 1, ProtoReadRNDV}}},
+		{"throughput over on shm: read_rndv past eager", Set{PerfGoal: Throughput, Concurrency: 8}, env(TransportSHM, SideClient, stream.Client),
+			[]want{{64, ProtoDirectWriteIMM}, {8 << 10, ProtoReadRNDV}, {buf + 1, ProtoReadRNDV}}},
+		{"res_util keeps write_rndv up to the buffer", Set{PerfGoal: ResUtil}, env(TransportRDMA, SideClient, stream.Client),
+			[]want{{8 << 10, ProtoWriteRNDV}, {buf, ProtoWriteRNDV}, {buf + 1, ProtoReadRNDV}}},
+		{"every cut: still within MaxLaneRows", Set{}, Env{Side: SideClient, Transport: TransportSHM, Cores: 2, Stream: stream.Client, PeerPollsMemory: true},
+			[]want{{64, ProtoRFP}, {ShmTinyMessage + 1, ProtoDirectWriteIMM}, {buf, ProtoDirectWriteIMM}, {buf + 1, ProtoReadRNDV}}},
+		{"a protocol hint holds for batches", Set{Protocol: ProtoEager}, env(TransportSHM, SideClient, stream.Client),
+			[]want{{64, ProtoEager}, {690 << 10, ProtoEager}}},
+		{"hybrid too", Set{Protocol: ProtoHybrid}, env(TransportRDMA, SideClient, stream.Bidi),
+			[]want{{64, ProtoEager}, {690 << 10, ProtoWriteRNDV}}},
+		{"the server's side has none", Set{}, env(TransportSHM, SideServer, stream.Client), nil},
+		{"a server stream has none", Set{}, env(TransportSHM, SideClient, stream.Server), nil},
+		{"a unary function has none", Set{}, env(TransportRDMA, SideClient, stream.None), nil},
+		{"tcp has none", Set{}, env(TransportTCP, SideClient, stream.Client), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := TableFor(tc.set, tc.env)
+			if tc.want == nil {
+				assert.Nil(t, tb.StreamBatch, "%s", tb)
+				assert.Equal(t, tb.LaneRowFor(690<<10), tb.StreamBatchRowFor(690<<10), "no batch rows: the lane's")
+				return
+			}
+			checkCovers(t, tb.StreamBatch)
+			assert.LessOrEqual(t, len(tb.StreamBatch), MaxLaneRows)
+			for _, w := range tc.want {
+				r := tb.StreamBatchRowFor(w.n)
+				assert.True(t, r.Contains(w.n))
+				assert.Equal(t, RouteLane, r.Route)
+				assert.Equal(t, w.proto, r.Protocol, "batch protocol at %d\n%s", w.n, tb)
+			}
+			// Up to the buffer a batch goes as any message of its size.
+			cut := BufferFor(tc.set.PayloadSize)
+			for _, n := range []int{0, 64, 200, 4 << 10, 4<<10 + 1, cut} {
+				l, b := tb.LaneRowFor(n), tb.StreamBatchRowFor(n)
+				assert.Equal(t, []any{l.Protocol, l.Polling, l.Inline}, []any{b.Protocol, b.Polling, b.Inline}, "at %d\n%s", n, tb)
+			}
+		})
+	}
+}

@@ -111,12 +111,12 @@ func (t Table) Write(w io.Writer, indent string) error {
 		return nil
 	}
 	if !slices.Equal(t.Rows, t.Lane) {
-		fmt.Fprintf(w, "%slane rows (a call that leaves FLOCK for a lane):\n", indent)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, r := range t.Lane {
-			fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\n", indent, r.FormatRange(), r.Route, r.protocolText(), r.Polling, yesNo(r.Inline))
+		if err := writeRows(w, indent, "lane rows (a call that leaves FLOCK for a lane):", t.Lane); err != nil {
+			return err
 		}
-		if err := tw.Flush(); err != nil {
+	}
+	if t.StreamBatch != nil {
+		if err := writeRows(w, indent, "stream batch rows (the stream's requests: this side's frames, batched):", t.StreamBatch); err != nil {
 			return err
 		}
 	}
@@ -145,6 +145,17 @@ func (t Table) Write(w io.Writer, indent string) error {
 		fmt.Fprintf(w, "%sadapts %s: %s\n", indent, a.What, a.Trigger)
 	}
 	return nil
+}
+
+// writeRows prints a titled block of extra rows, indented under the
+// table's own.
+func writeRows(w io.Writer, indent, title string, rows []Row) error {
+	fmt.Fprintf(w, "%s%s\n", indent, title)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s  %s\t%s\t%s\t%s\t%s\n", indent, r.FormatRange(), r.Route, r.protocolText(), r.Polling, yesNo(r.Inline))
+	}
+	return tw.Flush()
 }
 
 // writeStreamWindow prints a stream's hinted receive window (TCP and
