@@ -65,7 +65,10 @@ type conn struct {
 	held     map[uint64]*[]byte // plain replies finished ahead of their turn
 	th       map[uint64]*thCall // THeader requests by reply order
 	inflight atomic.Int64       // calls begun and not ended (c.mu not needed)
-	turn     turns              // plain calls run one at a time, in order (order.go)
+	// shard: which shard of the call metrics its calls and bytes count in
+	// (callmeter.go), so connections do not share those lines.
+	shard uint32
+	turn  turns // plain calls run one at a time, in order (order.go)
 	// pseudo: the FLOCK pseudo-connection, which never finishes (the
 	// server's Close ends its calls): only the server counts its calls, so
 	// its workers do not all take this conn's mutex twice a call.
@@ -155,6 +158,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		spin:   sr,
 		remote: nc.RemoteAddr().String(),
 		held:   map[uint64]*[]byte{},
+		shard:  s.connSeq.Add(1),
 	}
 	c.raw = &meter{c: c, r: sr.Reader(nc)}
 	c.br = bufio.NewReaderSize(c.raw, readBufSize)
@@ -409,7 +413,7 @@ func (c *conn) next() (*request, error) {
 			}
 			return nil, err
 		}
-		c.s.met.inTCP.Add(float64(len(b)))
+		c.s.met.io(c.shard).in[ioTCP].Add(uint64(len(b)))
 		switch h.Kind {
 		case wire.KindCancel:
 			wire.PutBuf(bp)
@@ -458,7 +462,7 @@ func (c *conn) next() (*request, error) {
 			return nil, err
 		}
 		msg, p = *bp, c.format.Proto
-		c.s.met.inThrift.Add(float64(len(msg)))
+		c.s.met.io(c.shard).in[ioThrift].Add(uint64(len(msg)))
 		if c.format.Header {
 			if msg, p, err = c.readTHeader(msg); err != nil {
 				wire.PutBuf(bp)
@@ -634,7 +638,7 @@ func (c *conn) handle(r *request) time.Duration {
 		c.turn.done(&c.mu)
 	}
 	if !r.oneway {
-		st.repBytes.Add(float64(c.replyHinted(&r.replyTo, typ, body, codec, &r.m.repHint, replyMD(r))))
+		st.cell(c.shard).repBytes.Add(uint64(c.replyHinted(&r.replyTo, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
 	wire.PutCodec(codec)
 	c.putCall(r.m, r.call) // the reply is encoded
@@ -650,12 +654,12 @@ func (c *conn) handle(r *request) time.Duration {
 // the transport. The request buffer is released once decoded.
 func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.MessageType, proto.Struct) {
 	st := c.s.statsFor(r.m, r.tr)
+	var cc *callCell
 	if r.meter != nil {
 		r.meter.begin(r.m, r.size, r.frame)
 	} else {
-		st.calls.Inc()
-		st.reqBytes.Add(float64(r.size))
-		st.inflight.Inc()
+		cc = st.cell(c.shard)
+		cc.begin(r.size)
 	}
 	start := r.at
 	if start == 0 {
@@ -723,9 +727,7 @@ func (c *conn) execute(r *request, codec *wire.Codec) (*methodStats, proto.Messa
 		c.releaseCtx(r)
 		outcome := serverOutcome(res, err, r.oneway)
 		r.end = time.Since(epoch)
-		st.latency.Observe((r.end - start).Seconds())
-		st.inflight.Dec()
-		st.outcome(outcome)
+		cc.end(st, r.end-start, outcome, outcome == proto.OutcomeOK)
 	}
 	if err != nil || res == nil {
 		return st, proto.Exception, c.failReply(r, err) // errstatus.go

@@ -82,8 +82,18 @@ func (s *Server) statsFor(m *method, tr uint8) *methodStats {
 	if st := p.Load(); st != nil {
 		return st
 	}
-	p.CompareAndSwap(nil, s.met.forMethod(m.svc, m.m.Name, transportNames[tr]))
+	if st := s.newStats(m, tr); p.CompareAndSwap(nil, st) {
+		s.met.track(st)
+	}
 	return p.Load()
+}
+
+// newStats makes m's metric children and call cells for transport tr,
+// to be tracked (scraped) once they are the method's.
+func (s *Server) newStats(m *method, tr uint8) *methodStats {
+	st := s.met.forMethod(m.svc, m.m.Name, transportNames[tr])
+	st.key = cellKey{m, tr}
+	return st
 }
 
 // errAttached ends the reader of a connection that became a lane.

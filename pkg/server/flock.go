@@ -82,7 +82,8 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	// The pseudo-connection never finishes by itself (readDone stays
 	// false); the server's Close cancels its context.
 	fd.srv = fs
-	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, held: map[uint64]*[]byte{}}
+	fd.conn = &conn{s: s, ctx: ctx, cancel: cancel, remote: "flock", pseudo: true, held: map[uint64]*[]byte{},
+		shard: s.connSeq.Add(1)}
 	s.budget.markFastPath(fd.conn) // FLOCK is the fast path's, as lanes are
 	// The FLOCK session replies by FLOCK, never by its own protocol; its
 	// side is the default table's, for the buffers it would size.

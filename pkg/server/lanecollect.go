@@ -10,7 +10,8 @@ import (
 )
 
 // laneFamily is a metric family whose children the dedicated lanes' meters
-// add to at scrape time (see laneMeter): each child the family has is
+// (see laneMeter) and the call shards (callmeter.go) add to at scrape
+// time: each child the family has is
 // emitted with the lanes' count for its labels added, and labels only the
 // lanes counted are emitted on their own. Registered in place of the
 // family's vector, so the metric's name, help and labels stay one.

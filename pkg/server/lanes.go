@@ -531,7 +531,7 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 		c.clearRequest(r)
 		c.s.slots.release()
 		l.out.Add(float64(len(out)))
-		st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+		st.cell(c.shard).repBytes.Add(uint64(len(out) - wire.HeaderSize))
 		c.s.laneReplied(m, pr)
 	}
 	if ls.inBatch {
@@ -664,7 +664,7 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	c.end()
 	out, pr := ls.reply(&sr.replyTo, typ, body, codec, m.set.PayloadSize, md) // sr's head is r's, and r is freed
 	c.putCall(m, call)                                                        // the reply is encoded
-	st.repBytes.Add(float64(len(out) - wire.HeaderSize))
+	st.cell(c.shard).repBytes.Add(uint64(len(out) - wire.HeaderSize))
 	counted := pr
 	if l.viaFLOCK {
 		counted = rdma.Protocol(replyFLOCK) // FLOCK sends it, not an engine protocol

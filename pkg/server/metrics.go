@@ -1,6 +1,9 @@
 package server
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
@@ -27,15 +30,22 @@ type metrics struct {
 	closedBy      *prometheus.CounterVec
 	closed        [numWhy]prometheus.Counter // closedBy's children, by close reason
 
-	inTCP, inThrift, outTCP, outThrift prometheus.Counter
+	// The shards the calls execute ends are counted in (callmeter.go).
+	shards  int
+	ioc     []ioCell
+	trackMu sync.Mutex
+	tracked []*methodStats
 }
 
 // newMetrics makes the server's metrics on reg; snap is what the
 // dedicated lanes' meters counted, which the families they count for add
-// at scrape time.
+// at scrape time, with the call shards (callmeter.go).
 func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 	lbl := []string{"service", "function", "transport"}
+	n := callShardCount()
 	m := &metrics{
+		shards: n,
+		ioc:    make([]ioCell, n),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "hatrpc", Subsystem: "server", Name: "calls_total", Help: "Calls handled.",
 		}, lbl),
@@ -96,7 +106,11 @@ func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 		m.closed[w] = m.closedBy.WithLabelValues(whyNames[w])
 	}
 	reg.MustRegister(m.errors, m.conns, m.lanes, m.flockPeers, m.rejected, m.closedBy)
-	reg.MustRegister(m.laneFamilies(snap)...)
+	reg.MustRegister(m.laneFamilies(func() *laneSnap {
+		s := snap()
+		m.addCalls(s)
+		return s
+	})...)
 	// The adaptive poller is process-wide (pkg/fastpath): its
 	// decisions so far and the lanes waiting in C now.
 	for d := 0; d < fastpath.NumDecisions; d++ {
@@ -110,8 +124,12 @@ func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 		Namespace: "hatrpc", Subsystem: "rdma", Name: "lanes_waiting",
 		Help: "Lanes of this process waiting in C for a message (the adaptive poller's input).",
 	}, func() float64 { return float64(fastpath.Polling().Waiting) }))
-	m.inTCP, m.inThrift = m.bytesIn.WithLabelValues("tcp"), m.bytesIn.WithLabelValues("thrift")
-	m.outTCP, m.outThrift = m.bytesOut.WithLabelValues("tcp"), m.bytesOut.WithLabelValues("thrift")
+	// The series of the transports every server serves exist from the
+	// start, at zero; the io shards add to them (callmeter.go).
+	for _, tr := range []uint8{trTCP, trThrift} {
+		m.bytesIn.WithLabelValues(transportNames[tr])
+		m.bytesOut.WithLabelValues(transportNames[tr])
+	}
 	return m
 }
 
@@ -119,12 +137,20 @@ func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 // histograms, server and client (pkg/client/clientmetrics): 5 µs, ×2.5
 // each, to 29 s, so a call held by a slow disk, a long deadline or the
 // default 30 s write timeout still lands in a bucket of its own.
-var DurationBuckets = prometheus.ExponentialBuckets(5e-6, 2.5, 18)
+var DurationBuckets = prometheus.ExponentialBuckets(5e-6, 2.5, numDurationBuckets)
+
+const numDurationBuckets = 18
 
 // methodStats are the metric children of one method on one transport,
 // resolved once at Register so the hot path does no label lookups (an
-// outcome other than ok is looked up when it happens).
+// outcome other than ok is looked up when it happens). The calls execute
+// ends are counted in cells, not in the children (callmeter.go); the
+// children make the series exist from registration, at zero, as before.
 type methodStats struct {
+	key   cellKey // the method and transport the cells count for; m nil: none
+	n     int     // shards
+	cells atomic.Pointer[[]callCell]
+
 	calls              prometheus.Counter
 	errors, handled    *prometheus.CounterVec // curried: outcome only
 	ok                 prometheus.Counter
@@ -135,6 +161,7 @@ type methodStats struct {
 
 func (m *metrics) forMethod(svc, fn, transport string) *methodStats {
 	return &methodStats{
+		n:        m.shards,
 		calls:    m.calls.WithLabelValues(svc, fn, transport),
 		reqBytes: m.reqBytes.WithLabelValues(svc, fn, transport),
 		repBytes: m.repBytes.WithLabelValues(svc, fn, transport),

@@ -101,7 +101,7 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 			wire.PutBuf(bp)
 			return 0
 		}
-		c.s.met.outTCP.Add(float64(n))
+		c.s.met.io(c.shard).out[ioTCP].Add(uint64(n))
 		c.checkWrite(c.w.WriteVec(b, refs))
 		c.s.budget.release(c, int64(n))
 		wire.PutBuf(bp)
@@ -133,7 +133,7 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		wire.PutBuf(bp)
 		return 0
 	}
-	c.s.met.outThrift.Add(float64(len(b)))
+	c.s.met.io(c.shard).out[ioThrift].Add(uint64(len(b)))
 	c.deliver(to.order, bp)
 	return n
 }

@@ -55,7 +55,8 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	connPeak  int // most connections since the last give-back (removeConn)
+	connPeak  int           // most connections since the last give-back (removeConn)
+	connSeq   atomic.Uint32 // numbers connections for their metric shard (callmeter.go)
 	shutting  atomic.Bool
 	closed    bool
 	connWG    sync.WaitGroup // one per open connection
@@ -229,7 +230,8 @@ func (s *Server) Register(svc *Service) {
 		// server shows only the transports it really serves.
 		for tr := range uint8(numTransports) {
 			if eagerStats(tr) {
-				rm.stats[tr] = s.met.forMethod(svc.Name, m.Name, transportNames[tr])
+				rm.stats[tr] = s.newStats(rm, tr)
+				s.met.track(rm.stats[tr])
 			}
 		}
 		next[svc.Name+":"+m.Name] = rm

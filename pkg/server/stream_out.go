@@ -23,6 +23,6 @@ type ownedWriter interface {
 // counts what its replies carry itself.
 func (ss *serverStream) countTCP(n int64) {
 	if ss.w == streamWriter(ss.c.w) {
-		ss.c.s.met.outTCP.Add(float64(n))
+		ss.c.s.met.io(ss.c.shard).out[ioTCP].Add(uint64(n))
 	}
 }
