@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/client"
@@ -70,23 +71,24 @@ func TestCallMetricsSumAcrossConns(t *testing.T) {
 				out["in_flight"] = metricValue(mfs, "hatrpc_server_in_flight", fn)
 				return out
 			}
-			// A lane files a call's end once its reply is out, maybe just
-			// after its client has it (rdma.AfterReply).
-			settled := func() map[string]float64 {
-				t.Helper()
-				var v map[string]float64
-				require.Eventually(t, func() bool {
-					v = scrape()
-					return v["in_flight"] == 0 && v["ok"] == v["hatrpc_server_calls_total"]
-				}, eventually, time.Millisecond)
-				return v
-			}
-			for _, c := range cs { // every connection's lanes or sessions in place
+			// A reply's bytes are counted once it is out, maybe just after
+			// its client has it, and a lane files a call's end then too
+			// (rdma.AfterReply): so wait for what is known. From zero, one
+			// call's counts are all there once each is above zero.
+			var one map[string]float64
+			require.NoError(t, call(tctx(t), cs[0]))
+			require.Eventually(t, func() bool {
+				one = scrape()
+				for _, k := range append(series, "ok") {
+					if one[k] == 0 {
+						return false
+					}
+				}
+				return one["in_flight"] == 0
+			}, eventually, time.Millisecond)
+			for _, c := range cs[1:] { // every connection's lanes or sessions in place
 				require.NoError(t, call(tctx(t), c))
 			}
-			before := settled()
-			require.NoError(t, call(tctx(t), cs[0]))
-			one := settled()
 			var wg sync.WaitGroup
 			errs := make(chan error, conns*callers)
 			for _, c := range cs {
@@ -108,15 +110,23 @@ func TestCallMetricsSumAcrossConns(t *testing.T) {
 			for err := range errs {
 				require.NoError(t, err)
 			}
-			after := settled()
+			const n = conns + conns*callers*each
+			var after map[string]float64
+			exact := func() bool {
+				after = scrape()
+				for _, k := range append(series, "ok") {
+					if after[k] != n*one[k] {
+						return false
+					}
+				}
+				return after["in_flight"] == 0
+			}
+			assert.Eventually(t, exact, eventually, time.Millisecond) // the loop below says what differs
+			for _, k := range append(series, "ok") {
+				require.Equal(t, n*one[k], after[k], "%s: %v a call", k, one[k])
+			}
 			if tc.went != nil {
 				tc.went(t, cs[1], callers*each+1)
-			}
-			const n = conns * callers * each
-			for _, k := range append(series, "ok") {
-				per := one[k] - before[k]
-				require.Positive(t, per, k)
-				require.Equal(t, one[k]+n*per, after[k], "%s: %v a call", k, per)
 			}
 		})
 	}
