@@ -110,8 +110,8 @@ func (m *metrics) track(st *methodStats) {
 
 // addCalls adds every tracked method's shards and the io shards to snap.
 // Each shard's ended calls (the histogram) are read before its calls, so a
-// scrape during calls never shows in_flight below zero: it may show calls
-// that began while the shard was read (at most the calls in progress).
+// scrape during calls never shows in_flight below zero; it may count as
+// in flight a call that began and ended while the shard was being read.
 func (m *metrics) addCalls(snap *laneSnap) {
 	m.trackMu.Lock()
 	tracked := m.tracked // append-only: the prefix stays valid
