@@ -138,7 +138,7 @@ func TestCallCellsExact(t *testing.T) {
 	}
 	var w dto.Metric
 	require.NoError(t, want.Write(&w))
-	got := cellFamily(t, mfs, "hatrpc_server_call_duration_seconds")
+	got := family(t, mfs, "hatrpc_server_call_duration_seconds")
 	require.Len(t, got.GetMetric(), 1)
 	h := got.GetMetric()[0].GetHistogram()
 	per := float64(conns * rounds)
@@ -163,7 +163,7 @@ func TestCallCellsInFlight(t *testing.T) {
 		t.Helper()
 		mfs, err := reg.Gather()
 		require.NoError(t, err)
-		return sumOf(cellFamily(t, mfs, name), nil)
+		return sumOf(family(t, mfs, name), nil)
 	}
 	for _, name := range []string{"hatrpc_server_calls_total", "hatrpc_server_in_flight", "hatrpc_server_call_duration_seconds"} {
 		require.Zero(t, value(name), name)
@@ -228,7 +228,8 @@ func BenchmarkCallMetrics(b *testing.B) {
 	})
 }
 
-func cellFamily(t *testing.T, mfs []*dto.MetricFamily, name string) *dto.MetricFamily {
+// family is the family called name in mfs.
+func family(t *testing.T, mfs []*dto.MetricFamily, name string) *dto.MetricFamily {
 	t.Helper()
 	for _, mf := range mfs {
 		if mf.GetName() == name {

@@ -97,14 +97,3 @@ func TestLaneMetersAddToChildren(t *testing.T) {
 	require.Equal(t, 7.0, value("hatrpc_server_handled_total", map[string]string{"outcome": "ok"}))
 	require.Equal(t, 5.0, value("hatrpc_server_call_duration_seconds", shm))
 }
-
-func family(t *testing.T, mfs []*dto.MetricFamily, name string) *dto.MetricFamily {
-	t.Helper()
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf
-		}
-	}
-	t.Fatalf("no family %s", name)
-	return nil
-}
