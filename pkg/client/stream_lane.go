@@ -68,7 +68,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		return nil, nil
 	}
 	set, respSize := c.laneSet(m.Hints)
-	if t := hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize, Stream: m.Stream}); !t.FastPath() {
+	if t := c.tableFor(set, respSize, tr, m.Stream); !t.FastPath() {
 		return nil, nil
 	}
 	p, _, err := c.lanes.pool(m, tr)
