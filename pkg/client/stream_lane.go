@@ -48,10 +48,12 @@ func (c *Conn) laneWindows() wire.StreamWindows {
 // TCP because every lane of the function was busy.
 // lent counts the messages of streams on lanes read in place in a
 // lane's reply (laneRunner.loan).
+// leased counts the second lanes' requests that went from the staging
+// memory SendMsg encoded their messages into (upRunner.nextLease).
 // kept and closed count the canceled streams on lanes whose (first) lane
 // went back to the pool after the server's acknowledgement, and those
 // whose lane was closed (stream_lanecancel.go).
-type streamRoutes struct{ lane, tcp, lent, kept, closed atomic.Uint64 }
+type streamRoutes struct{ lane, tcp, lent, leased, kept, closed atomic.Uint64 }
 
 // laneStream opens m's stream on a lane when the plan has one for it;
 // nil and nil: it goes on the session's TCP connection.
