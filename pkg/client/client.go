@@ -71,7 +71,8 @@ type Conn struct {
 	dialing chan struct{} // closed when the reconnect in progress ends
 
 	retry          retryState // retry.go
-	fns            sync.Map   // method name -> *hints.Function seen in calls
+	fns            sync.Map   // method name -> *hints.Function given with WithHints
+	planned        sync.Map   // method name -> *hints.Function its calls or streams ran by (noteHints)
 	svcMethods     sync.Map   // *Method -> *Method planned at service level (WithServiceLevelHints)
 	cores          int
 	lanes          lanes
@@ -192,22 +193,29 @@ func (c *Conn) Close() error {
 }
 
 // Plan returns the plan table the Conn runs method ("name" or
-// "Service:name") by, from the hint tables given with WithHints or seen in
-// calls: its rows give each message size's route (lane, FLOCK or TCP) and
-// engine protocol, and Transport is what the current session granted the
-// method (shm or rdma when the server granted that fast path, else TCP).
-// It is the same table hatgen explain prints for that transport.
+// "Service:name") by: once the method was called or opened, from the
+// hints (and stream mode) that call or stream ran by, else from the hint
+// tables given with WithHints. Its rows give each message size's route
+// (lane, FLOCK or TCP) and engine protocol, a client or bidirectional
+// stream's batch rows too, and Transport is what the current session
+// granted the method (shm or rdma when the server granted that fast
+// path, else TCP). It is the same table hatgen explain prints for that
+// transport.
 func (c *Conn) Plan(method string) hints.Table {
+	v, ok := c.planned.Load(method)
+	if !ok {
+		v, ok = c.fns.Load(method)
+	}
 	var fn *hints.Function
-	if v, ok := c.fns.Load(method); ok {
+	if ok {
 		fn = v.(*hints.Function)
 	}
-	set, respSize := c.laneSet(fn)
-	if fn != nil && fn.Stream != stream.None {
-		return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: c.transportFor(set.Transport), Cores: c.cores,
-			PeerPayload: respSize, Stream: fn.Stream})
+	var mode stream.Mode
+	if fn != nil {
+		mode = fn.Stream
 	}
-	return c.tableFor(set, respSize, c.transportFor(set.Transport))
+	set, respSize := c.laneSet(fn)
+	return c.tableFor(set, respSize, c.transportFor(set.Transport), mode)
 }
 
 // laneSet is the client hints a method's lanes plan with (the
@@ -223,10 +231,12 @@ func (c *Conn) laneSet(fn *hints.Function) (set hints.Set, respSize int) {
 	return set, respSize
 }
 
-// tableFor builds the client table of a method on transport tr: the one
-// place the client's route and protocol are decided.
-func (c *Conn) tableFor(set hints.Set, respSize int, tr hints.Transport) hints.Table {
-	return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize})
+// tableFor builds the client table of a method on transport tr (a
+// stream's by its mode: no FLOCK, batch rows for what the client sends):
+// the one place the client's route and protocol are decided, for calls,
+// streams and Plan alike.
+func (c *Conn) tableFor(set hints.Set, respSize int, tr hints.Transport, mode stream.Mode) hints.Table {
+	return hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize, Stream: mode})
 }
 
 // transportFor settles a requested transport against what the current
@@ -322,16 +332,26 @@ func (c *Conn) prepare(m *Method) *Method {
 	return m
 }
 
-// noteHints notes m's hints for Plan (the first seen for its name win):
-// a call's (prepare) or a stream's (newStream), so Plan shows a stream's
-// table, batch rows included, however its hints came.
+// noteHints notes what m's calls or streams run by, for Plan (the first
+// seen for its name wins): its hints as planned (prepare) and its stream
+// mode, which the runtime takes from m itself, so Plan shows a stream's
+// table, batch rows included, even for a stream without hints.
 func (c *Conn) noteHints(m *Method) {
-	if m.Hints != nil {
-		if _, ok := c.fns.Load(m.Name); !ok {
-			c.fns.Store(m.Name, m.Hints)
-			c.fns.Store(m.Service+":"+m.Name, m.Hints)
-		}
+	key := m.Service + ":" + m.Name
+	if _, ok := c.planned.Load(key); ok {
+		return
 	}
+	fn := m.Hints
+	if fn == nil || fn.Stream != m.Stream {
+		cp := hints.Function{Name: m.Name}
+		if fn != nil {
+			cp = *fn
+		}
+		cp.Stream = m.Stream
+		fn = &cp
+	}
+	c.planned.LoadOrStore(m.Name, fn)
+	c.planned.LoadOrStore(key, fn)
 }
 
 // tcpCalls counts the process's TCP calls in flight, over every Conn: a

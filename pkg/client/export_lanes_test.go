@@ -82,6 +82,10 @@ func (c *Conn) LaneDevice(tr hints.Transport) error {
 // (borrowed ones, read in the lane's reply) instead of copying them out.
 func LentStreamMsgs(c *Conn) uint64 { return c.lanes.streamRoutes.lent.Load() }
 
+// LeasedStreamRequests counts the second lanes' requests sent from the
+// staging memory SendMsg wrote into (upRunner.nextLease).
+func LeasedStreamRequests(c *Conn) uint64 { return c.lanes.streamRoutes.leased.Load() }
+
 // LanesOpen counts c's lanes, busy or idle.
 func LanesOpen(c *Conn) int { return countLanes(c, func(*clane) bool { return true }) }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
-	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -177,11 +176,8 @@ func (ls *lanes) pool(m *Method, tr hints.Transport) (*lanePool, time.Time, erro
 		return p, time.Time{}, nil
 	}
 	set, respSize := ls.c.laneSet(m.Hints)
-	t := ls.c.tableFor(set, respSize, tr)
-	if m.Stream != stream.None {
-		// A stream holds its lane: planned as one (no FLOCK, no batches).
-		t = hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: ls.c.cores, PeerPayload: respSize, Stream: m.Stream})
-	}
+	// A stream holds its lane: planned as one (no FLOCK, no batches).
+	t := ls.c.tableFor(set, respSize, tr, m.Stream)
 	n := ls.c.o.maxLanes
 	if n <= 0 {
 		n = max(t.Concurrency, defaultMaxLanes)

@@ -121,7 +121,7 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 	if m.Stream == stream.None {
 		return nil, fmt.Errorf("client: %s is not a streaming function: call it", m.Name)
 	}
-	c.noteHints(m)
+	m = c.prepare(m) // planned as a call is (WithServiceLevelHints too)
 	if c.http != nil {
 		return nil, fmt.Errorf("%w: %s is Thrift over HTTP", stream.ErrNeedsHatRPCPeer, c.addr)
 	}

@@ -145,12 +145,16 @@ func (u *upRunner) run() {
 	defer close(u.exited)
 	r, cs, l := u.r, u.r.cs, u.l
 	// own is the runner's buffer (the join frame first); a request of
-	// leaseMin or more is taken into the lane's staging buffer instead.
+	// leaseMin or more is taken into the lane's staging buffer instead,
+	// and the outbox is lent the engine's other staging buffer meanwhile
+	// (lent, in lease: see lendNext).
 	own := wire.AppendJoinFrame(nil, cs.id, u.token[:])
-	var req []byte
+	var req, lease []byte
+	lent, bulk := false, false // bulk: the last batch was leaseMin or more
 	for {
 		select {
 		case <-u.done:
+			r.out.Reclaim() // before the lane, whose memory it is, may close
 			if u.failed.Load() {
 				l.broken.Store(true)
 			}
@@ -164,13 +168,32 @@ func (u *upRunner) run() {
 			<-u.done
 			continue
 		}
-		if len(own) == 0 && r.out.Len() >= leaseMin {
+		req = nil
+		if lent {
+			// What SendMsg wrote into the lease meanwhile goes from there
+			// (the engine swaps the buffers), and the buffer the last
+			// request went from is lent for the next in the same step.
+			next := u.nextLease(lease)
+			var b []byte
+			if b, lent = r.out.ReclaimLend(next); lent {
+				lease = next
+			}
+			if req = b; len(b) > 0 {
+				r.p.ls.streamRoutes.leased.Add(1)
+			}
+		}
+		switch {
+		case len(req) > 0:
+		case len(own) == 0 && r.out.Len() >= leaseMin:
 			// Straight into the registered buffer the engine sends from
 			// (RequestBuffer), not staged again: one copy of each message
 			// fewer. Smaller batches are copied, which costs less than
 			// the lease's crossing.
-			req = r.out.TakeLease(laneStreamBatch, l.ep.RequestBuffer)
-		} else {
+			req, lent = r.out.TakeLeaseLend(laneStreamBatch, l.ep.RequestBuffer, func(dst []byte) []byte {
+				lease = u.nextLease(dst)
+				return lease
+			})
+		default:
 			own = r.out.Take(own, laneStreamBatch)
 			req = own
 		}
@@ -181,6 +204,15 @@ func (u *upRunner) run() {
 			continue
 		}
 		if len(req) == 0 {
+			if !lent && bulk {
+				// Waiting after a bulk batch: SendMsg's next messages go
+				// straight into the staging buffer the next request goes
+				// from (lendNext's rule on the server: a stream of small
+				// messages keeps copying them).
+				if next := u.nextLease(nil); next != nil && r.out.Lend(next) {
+					lent, lease = true, next
+				}
+			}
 			select {
 			case <-r.out.Wake():
 			case <-u.done:
@@ -206,6 +238,7 @@ func (u *upRunner) run() {
 			u.failed.Store(true)
 			r.end(err)
 			cs.cancel(err)
+			r.out.Reclaim()
 			<-u.done
 			l.broken.Store(true)
 			r.p.put(l)
@@ -213,7 +246,22 @@ func (u *upRunner) run() {
 		}
 		r.p.growReq(len(req))
 		own = own[:0]
+		bulk = len(req) >= leaseMin
 	}
+}
+
+// nextLease is the engine's staging buffer req does not go from
+// (rdma.NextRequestBuffer), laneStreamBatch bytes or fewer, at least
+// leaseMin (nil: none): lent to the outbox, SendMsg encodes the next
+// batch's messages there while req goes out, and the next request goes
+// from it without a copy. It stays lent until the runner takes it back
+// (Reclaim, ReclaimLend) or the outbox closes, always before the lane goes
+// back to the pool (or is closed), whose endpoint's memory it is.
+func (u *upRunner) nextLease(req []byte) []byte {
+	if next := u.l.ep.NextRequestBuffer(req, laneStreamBatch); len(next) >= leaseMin {
+		return next
+	}
+	return nil
 }
 
 // upReply checks the server's answer on a second lane: an empty credit

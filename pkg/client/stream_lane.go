@@ -48,10 +48,12 @@ func (c *Conn) laneWindows() wire.StreamWindows {
 // TCP because every lane of the function was busy.
 // lent counts the messages of streams on lanes read in place in a
 // lane's reply (laneRunner.loan).
+// leased counts the second lanes' requests that went from the staging
+// memory SendMsg encoded their messages into (upRunner.nextLease).
 // kept and closed count the canceled streams on lanes whose (first) lane
 // went back to the pool after the server's acknowledgement, and those
 // whose lane was closed (stream_lanecancel.go).
-type streamRoutes struct{ lane, tcp, lent, kept, closed atomic.Uint64 }
+type streamRoutes struct{ lane, tcp, lent, leased, kept, closed atomic.Uint64 }
 
 // laneStream opens m's stream on a lane when the plan has one for it;
 // nil and nil: it goes on the session's TCP connection.
@@ -68,7 +70,7 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		return nil, nil
 	}
 	set, respSize := c.laneSet(m.Hints)
-	if t := hints.TableFor(set, hints.Env{Side: hints.SideClient, Transport: tr, Cores: c.cores, PeerPayload: respSize, Stream: m.Stream}); !t.FastPath() {
+	if t := c.tableFor(set, respSize, tr, m.Stream); !t.FastPath() {
 		return nil, nil
 	}
 	p, _, err := c.lanes.pool(m, tr)

@@ -64,15 +64,37 @@ func (e *RPCEndpoint) ReplyBuffer(n int) []byte {
 func (e *RPCEndpoint) NextReplyBuffer(reply []byte, n int) []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.isClosed() || n <= 0 || e.out.lv.pending == 0 {
+		return nil
+	}
+	return e.nextBufferLocked(reply, n)
+}
+
+// NextRequestBuffer is NextReplyBuffer for a client: a lease to build the
+// request after next in (n bytes, or fewer) while req (the next Call's)
+// goes out, in the staging buffer req does not go from. The engine stages
+// requests as it does replies (a payload in the spare swaps it in), and
+// the spare's last request has landed once its Call returned (the server
+// answered it, a read rendezvous's source released before the answer),
+// so another goroutine may fill the lease while the Call runs. Valid
+// until the Call whose payload lies in it, a Call of anything else after
+// that (it may then be the buffer that request is staged in), or Close;
+// nil when the endpoint is closed.
+func (e *RPCEndpoint) NextRequestBuffer(req []byte, n int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.isClosed() || n <= 0 {
 		return nil
 	}
+	return e.nextBufferLocked(req, n)
+}
+
+// nextBufferLocked is the staging buffer msg does not go from, n bytes or
+// fewer (the spare never grows).
+func (e *RPCEndpoint) nextBufferLocked(msg []byte, n int) []byte {
 	lv := &e.out.lv
-	if lv.pending == 0 {
-		return nil
-	}
-	if inLease(reply, lv.spare, lv.spare_room) {
-		// reply goes from the spare, which the engine swaps in: the
+	if inLease(msg, lv.spare, lv.spare_room) {
+		// msg goes from the spare, which the engine swaps in: the
 		// staging buffer is the next spare.
 		if uint64(n) <= uint64(lv.tx_room) {
 			return unsafe.Slice((*byte)(lv.tx), n)

@@ -13,6 +13,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/pkg/internal/transport"
 	"github.com/hatrpc/hatrpc/pkg/rdma"
+	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) flockServer(d *fastpath.Device, tr uint8) (*flock.Server, error
 	s.budget.markFastPath(fd.conn) // FLOCK is the fast path's, as lanes are
 	// The FLOCK session replies by FLOCK, never by its own protocol; its
 	// side is the default table's, for the buffers it would size.
-	t := serverTable(hints.Set{}, 0, transport.Transports[tr].Hint)
+	t := serverTable(hints.Set{}, 0, transport.Transports[tr].Hint, stream.None)
 	fd.sess = &laneSession{c: fd.conn, l: &lane{fn: fastpath.FlockFunction, tr: tr, viaFLOCK: true,
 		side: fastpath.PlanSide(&t, s.opts.limits.MaxMessageSize+wire.HeaderSize),
 		in:   s.met.bytesIn.WithLabelValues(transportNames[tr]),

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,7 +165,7 @@ func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationE
 	set, reqSize := m.set, m.reqSize
 	// The reply plan for this lane's transport: on shm the planner adapts
 	// the design space (pkg/hints).
-	t := hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: want, Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: m.m.Stream})
+	t := serverTable(set, reqSize, want, m.m.Stream)
 	side := fastpath.PlanSide(&t, c.s.opts.limits.MaxMessageSize+wire.HeaderSize)
 	numa := set.NUMA
 	ct, err := hints.ParseTransport(a.ClientTransport)

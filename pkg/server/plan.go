@@ -15,20 +15,17 @@ import (
 func (s *Server) Plan(method string, tr hints.Transport) hints.Table {
 	var set hints.Set
 	var reqSize int
-	m := s.lookup([]byte(method))
-	if m != nil {
-		set, reqSize = m.set, m.reqSize
+	var mode stream.Mode
+	if m := s.lookup([]byte(method)); m != nil {
+		set, reqSize, mode = m.set, m.reqSize, m.m.Stream
 	}
-	if m != nil && m.m.Stream != stream.None {
-		return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: tr,
-			Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: m.m.Stream})
-	}
-	return serverTable(set, reqSize, tr)
+	return serverTable(set, reqSize, tr, mode)
 }
 
 // serverTable builds the server side's table of a function on transport
-// tr, sized for the client's declared requests: the one place the server's
-// reply protocol is decided.
-func serverTable(set hints.Set, reqSize int, tr hints.Transport) hints.Table {
-	return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: tr, Cores: runtime.NumCPU(), PeerPayload: reqSize})
+// tr, sized for the client's declared requests (a stream's by its mode):
+// the one place the server's reply protocol is decided, for its lanes and
+// Plan alike.
+func serverTable(set hints.Set, reqSize int, tr hints.Transport, mode stream.Mode) hints.Table {
+	return hints.TableFor(set, hints.Env{Side: hints.SideServer, Transport: tr, Cores: runtime.NumCPU(), PeerPayload: reqSize, Stream: mode})
 }
