@@ -148,6 +148,8 @@ func (u *upRunner) run() {
 	// leaseMin or more is taken into the lane's staging buffer instead.
 	own := wire.AppendJoinFrame(nil, cs.id, u.token[:])
 	var req []byte
+	joined := false // a request went: the join frame with it
+	reset := false  // the cancel's reset went (a server without the link's Cancel)
 	for {
 		select {
 		case <-u.done:
@@ -159,33 +161,26 @@ func (u *upRunner) run() {
 		default:
 		}
 		if cs.ctx.Err() != nil {
-			// Canceled: the first lane's runner tells the server, and
-			// closes done once it answered.
-			<-u.done
-			continue
-		}
-		if len(own) == 0 && r.out.Len() >= leaseMin {
-			// Straight into the registered buffer the engine sends from
-			// (RequestBuffer), not staged again: one copy of each message
-			// fewer. Smaller batches are copied, which costs less than
-			// the lease's crossing.
-			req = r.out.TakeLease(laneStreamBatch, l.ep.RequestBuffer)
-		} else {
-			own = r.out.Take(own, laneStreamBatch)
-			req = own
-		}
-		if cs.ctx.Err() != nil {
-			// Canceled while it took them (its reset among them, maybe):
-			// after a cancel only the first lane speaks, the handshake.
-			own = own[:0]
-			continue
-		}
-		if len(req) == 0 {
-			select {
-			case <-r.out.Wake():
-			case <-u.done:
-			case <-cs.ctx.Done():
+			if r.l.linkCancel || reset || r.hang {
+				// Canceled: the first lane's runner tells the server, and
+				// closes done once it answered.
+				<-u.done
+				continue
 			}
+			// A server without the link's Cancel learns of it from a
+			// reset here, answered at once; filed with the stream, it
+			// answers the first lane's held poll with a reset (the
+			// handshake: stream_lanecancel.go).
+			reset = true
+			own = own[:0]
+			if !joined {
+				// Canceled before the lane's first request: the join
+				// first, or the server takes the reset for a call.
+				own = wire.AppendJoinFrame(own, cs.id, u.token[:])
+			}
+			own = append(own, cancelReset(cs.id, context.Cause(cs.ctx))...)
+			req = own
+		} else if !u.take(&own, &req) {
 			continue
 		}
 		pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
@@ -209,8 +204,40 @@ func (u *upRunner) run() {
 			return
 		}
 		r.p.growReq(len(req))
-		own = own[:0]
+		own, joined = own[:0], true
 	}
+}
+
+// take takes what the stream queued into req (in own, the runner's
+// buffer, or in the lane's staging buffer); false: nothing to send now
+// (it waited, or the stream was canceled meanwhile): run looks again.
+func (u *upRunner) take(own, req *[]byte) bool {
+	r, cs, l := u.r, u.r.cs, u.l
+	if len(*own) == 0 && r.out.Len() >= leaseMin {
+		// Straight into the registered buffer the engine sends from
+		// (RequestBuffer), not staged again: one copy of each message
+		// fewer. Smaller batches are copied, which costs less than the
+		// lease's crossing.
+		*req = r.out.TakeLease(laneStreamBatch, l.ep.RequestBuffer)
+	} else {
+		*own = r.out.Take(*own, laneStreamBatch)
+		*req = *own
+	}
+	if cs.ctx.Err() != nil {
+		// Canceled while it took them (its reset among them, maybe):
+		// the cancel's way instead (run).
+		*own = (*own)[:0]
+		return false
+	}
+	if len(*req) == 0 {
+		select {
+		case <-r.out.Wake():
+		case <-u.done:
+		case <-cs.ctx.Done():
+		}
+		return false
+	}
+	return true
 }
 
 // upReply checks the server's answer on a second lane: an empty credit

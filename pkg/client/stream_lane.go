@@ -373,11 +373,15 @@ type lastFrame struct {
 // exchange is one of the stream's lane exchanges, counted by protocol;
 // new lanes are sized for the largest seen, as calls'.
 func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
-	pr := r.p.side.Protocol(len(req)) // counted by the endpoint (requests)
+	return r.p.streamExchange(ctx, l, req)
+}
+
+func (p *lanePool) streamExchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
+	pr := p.side.Protocol(len(req)) // counted by the endpoint (requests)
 	resp, err := l.ep.Call(ctx, pr, req)
 	if err == nil {
-		r.p.growReq(len(req))
-		r.p.growResp(len(resp))
+		p.growReq(len(req))
+		p.growResp(len(resp))
 	}
 	return resp, err
 }
