@@ -112,3 +112,34 @@ func HangStreamCancels() Option { return func(o *options) { o.streams.hangCancel
 // its goroutine has not been scheduled yet: only what the client does next
 // can start the cancel.
 func LateCancelWatch() Option { return func(o *options) { o.streams.lateWatch = true } }
+
+// WithoutLaneCancel makes the Conn's lanes offer no wire.CapLaneCancel in
+// their hellos: their server then grants it not, as a server of the
+// previous version, and takes a cancel on a lane's link for the client
+// gone (it closes the lane).
+func WithoutLaneCancel() Option { return func(o *options) { o.streams.noLinkCancel = true } }
+
+// StreamsPolling counts c's streams on lanes whose (first) lane has a
+// poll out, or about to go: a cancel then finds it held.
+func StreamsPolling(c *Conn) int {
+	ls := &c.lanes
+	ls.mu.Lock()
+	pools := make([]*lanePool, 0, len(ls.pools))
+	for _, p := range ls.pools {
+		pools = append(pools, p)
+	}
+	ls.mu.Unlock()
+	n := 0
+	for _, p := range pools {
+		p.smu.Lock()
+		for r := range p.live {
+			r.cmu.Lock()
+			if r.polling {
+				n++
+			}
+			r.cmu.Unlock()
+		}
+		p.smu.Unlock()
+	}
+	return n
+}

@@ -131,6 +131,10 @@ type clane struct {
 	// does (the stream's Cancel names it: stream_lanecancel.go). The
 	// lane's holder's.
 	streams uint32
+	// linkCancel: the server granted wire.CapLaneCancel, so a stream's
+	// cancel may go on the lane's link; a server without it closes the
+	// lane on one (stream_lanecancel.go). Read-only once open.
+	linkCancel bool
 	// blocked: the lane is a client or bidirectional stream's first, its
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
@@ -466,7 +470,7 @@ func (p *lanePool) open(ctx context.Context, reqSize int) (_ *clane, err error) 
 		p.ls.disable(fmt.Errorf("lane refused: %v", exc))
 		return nil, errNoLane
 	}
-	l := &clane{p: p, codec: wire.GetCodec(), buf: make([]byte, 0, 512)}
+	l := &clane{p: p, codec: wire.GetCodec(), buf: make([]byte, 0, 512), linkCancel: rep.Caps&wire.CapLaneCancel != 0}
 	if l.pd, err = d.AllocPD(); err != nil {
 		return nil, c.setupFailed("lane", p.tr, err)
 	}
@@ -520,6 +524,9 @@ func (c *Conn) attach(dctx context.Context, a *wire.Attach) (net.Conn, *bufio.Re
 	hello := wire.Hello{Version: wire.Version, Caps: wire.CapFraming | wire.CapAttach | c.laneOffer(),
 		MaxFrame: int32(min(c.o.limits.MaxMessageSize, 1<<31-1)), Host: fastpath.HostID(), Attach: a,
 		Windows: c.laneWindows()} // for a stream the lane carries (stream_lane.go)
+	if !c.o.streams.noLinkCancel {
+		hello.Caps |= wire.CapLaneCancel // a stream's cancel on the link (stream_lanecancel.go)
+	}
 	hctx, hcancel := context.WithTimeout(dctx, c.o.handshakeTimeout)
 	rep, exc, err := c.helloExchange(hctx, nc, br, wire.Format{Proto: c.o.proto, Framed: c.o.framed}, &hello)
 	hcancel()

@@ -30,6 +30,7 @@ type streamOptions struct {
 	cancelWait   time.Duration // WithStreamCancelWait (stream_lanecancel.go)
 	hangCancels  bool          // tests: canceled lane streams act as if the server never answered
 	lateWatch    bool          // tests: a lane stream's cancel watcher never runs (it had not yet)
+	noLinkCancel bool          // tests: lanes offer no wire.CapLaneCancel (a server of the previous version grants none)
 }
 
 // WithOwnedMsgs ignores the borrow_msgs hint: every message RecvMsg

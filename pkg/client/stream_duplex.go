@@ -43,6 +43,10 @@ type upRunner struct {
 	// its lane back.
 	done, exited chan struct{}
 	failed       atomic.Bool // the stream failed: the lane may be out of step, it is closed
+	// The runner's own (take): lease, the engine's staging buffer the
+	// outbox is lent while lent; bulk, the last batch was leaseMin or more.
+	lease      []byte
+	lent, bulk bool
 }
 
 // runDuplex drives the first lane of a client or bidirectional stream.
@@ -147,10 +151,11 @@ func (u *upRunner) run() {
 	// own is the runner's buffer (the join frame first); a request of
 	// leaseMin or more is taken into the lane's staging buffer instead,
 	// and the outbox is lent the engine's other staging buffer meanwhile
-	// (lent, in lease: see lendNext).
+	// (take).
 	own := wire.AppendJoinFrame(nil, cs.id, u.token[:])
-	var req, lease []byte
-	lent, bulk := false, false // bulk: the last batch was leaseMin or more
+	var req []byte
+	joined := false // a request went: the join frame with it
+	reset := false  // the cancel's reset went (a server without the link's Cancel)
 	for {
 		select {
 		case <-u.done:
@@ -163,61 +168,26 @@ func (u *upRunner) run() {
 		default:
 		}
 		if cs.ctx.Err() != nil {
-			// Canceled: the first lane's runner tells the server, and
-			// closes done once it answered.
-			<-u.done
-			continue
-		}
-		req = nil
-		if lent {
-			// What SendMsg wrote into the lease meanwhile goes from there
-			// (the engine swaps the buffers), and the buffer the last
-			// request went from is lent for the next in the same step.
-			next := u.nextLease(lease)
-			var b []byte
-			if b, lent = r.out.ReclaimLend(next); lent {
-				lease = next
+			if r.l.linkCancel || reset || r.hang {
+				// Canceled: the first lane's runner tells the server, and
+				// closes done once it answered.
+				<-u.done
+				continue
 			}
-			if req = b; len(b) > 0 {
-				r.p.ls.streamRoutes.leased.Add(1)
-			}
-		}
-		switch {
-		case len(req) > 0:
-		case len(own) == 0 && r.out.Len() >= leaseMin:
-			// Straight into the registered buffer the engine sends from
-			// (RequestBuffer), not staged again: one copy of each message
-			// fewer. Smaller batches are copied, which costs less than
-			// the lease's crossing.
-			req, lent = r.out.TakeLeaseLend(laneStreamBatch, l.ep.RequestBuffer, func(dst []byte) []byte {
-				lease = u.nextLease(dst)
-				return lease
-			})
-		default:
-			own = r.out.Take(own, laneStreamBatch)
-			req = own
-		}
-		if cs.ctx.Err() != nil {
-			// Canceled while it took them (its reset among them, maybe):
-			// after a cancel only the first lane speaks, the handshake.
+			// A server without the link's Cancel learns of it from a
+			// reset here, answered at once; filed with the stream, it
+			// answers the first lane's held poll with a reset (the
+			// handshake: stream_lanecancel.go).
+			reset = true
 			own = own[:0]
-			continue
-		}
-		if len(req) == 0 {
-			if !lent && bulk {
-				// Waiting after a bulk batch: SendMsg's next messages go
-				// straight into the staging buffer the next request goes
-				// from (lendNext's rule on the server: a stream of small
-				// messages keeps copying them).
-				if next := u.nextLease(nil); next != nil && r.out.Lend(next) {
-					lent, lease = true, next
-				}
+			if !joined {
+				// Canceled before the lane's first request: the join
+				// first, or the server takes the reset for a call.
+				own = wire.AppendJoinFrame(own, cs.id, u.token[:])
 			}
-			select {
-			case <-r.out.Wake():
-			case <-u.done:
-			case <-cs.ctx.Done():
-			}
+			own = append(own, cancelReset(cs.id, context.Cause(cs.ctx))...)
+			req = own
+		} else if !u.take(&own, &req) {
 			continue
 		}
 		// The plan's batch row (hints.Table.StreamBatch): past the
@@ -245,9 +215,70 @@ func (u *upRunner) run() {
 			return
 		}
 		r.p.growReq(len(req))
-		own = own[:0]
-		bulk = len(req) >= leaseMin
+		own, joined = own[:0], true
+		u.bulk = len(req) >= leaseMin
 	}
+}
+
+// take takes what the stream queued into req (in own, the runner's
+// buffer, in the lane's staging buffer, or where SendMsg wrote it: the
+// lease lent to the outbox); false: nothing to send now (it waited, or
+// the stream was canceled meanwhile): run looks again.
+func (u *upRunner) take(own, req *[]byte) bool {
+	r, cs, l := u.r, u.r.cs, u.l
+	*req = nil
+	if u.lent {
+		// What SendMsg wrote into the lease meanwhile goes from there
+		// (the engine swaps the buffers), and the buffer the last
+		// request went from is lent for the next in the same step.
+		next := u.nextLease(u.lease)
+		var b []byte
+		if b, u.lent = r.out.ReclaimLend(next); u.lent {
+			u.lease = next
+		}
+		if *req = b; len(b) > 0 {
+			r.p.ls.streamRoutes.leased.Add(1)
+		}
+	}
+	switch {
+	case len(*req) > 0:
+	case len(*own) == 0 && r.out.Len() >= leaseMin:
+		// Straight into the registered buffer the engine sends from
+		// (RequestBuffer), not staged again: one copy of each message
+		// fewer. Smaller batches are copied, which costs less than the
+		// lease's crossing.
+		*req, u.lent = r.out.TakeLeaseLend(laneStreamBatch, l.ep.RequestBuffer, func(dst []byte) []byte {
+			u.lease = u.nextLease(dst)
+			return u.lease
+		})
+	default:
+		*own = r.out.Take(*own, laneStreamBatch)
+		*req = *own
+	}
+	if cs.ctx.Err() != nil {
+		// Canceled while it took them (its reset among them, maybe):
+		// the cancel's way instead (run).
+		*own = (*own)[:0]
+		return false
+	}
+	if len(*req) == 0 {
+		if !u.lent && u.bulk {
+			// Waiting after a bulk batch: SendMsg's next messages go
+			// straight into the staging buffer the next request goes
+			// from (lendNext's rule on the server: a stream of small
+			// messages keeps copying them).
+			if next := u.nextLease(nil); next != nil && r.out.Lend(next) {
+				u.lent, u.lease = true, next
+			}
+		}
+		select {
+		case <-r.out.Wake():
+		case <-u.done:
+		case <-cs.ctx.Done():
+		}
+		return false
+	}
+	return true
 }
 
 // nextLease is the engine's staging buffer req does not go from

@@ -379,11 +379,15 @@ type lastFrame struct {
 // batch row (hints.Table.StreamBatch; a server stream's table has none,
 // the lane row then).
 func (r *laneRunner) exchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
-	pr := r.p.side.StreamProtocol(len(req)) // counted by the endpoint (requests)
+	return r.p.streamExchange(ctx, l, req)
+}
+
+func (p *lanePool) streamExchange(ctx context.Context, l *clane, req []byte) ([]byte, error) {
+	pr := p.side.StreamProtocol(len(req)) // counted by the endpoint (requests)
 	resp, err := l.ep.Call(ctx, pr, req)
 	if err == nil {
-		r.p.growReq(len(req))
-		r.p.growResp(len(resp))
+		p.growReq(len(req))
+		p.growResp(len(resp))
 	}
 	return resp, err
 }

@@ -32,6 +32,24 @@ import (
 // exchange is the next stream's or call's. A server that does not answer
 // within the bound (WithStreamCancelWait) has its exchange ended: the lane
 // is closed, as before, and the server, seeing it go, ends its side.
+//
+// The Cancel goes only to a server that granted wire.CapLaneCancel in
+// the lane's hello (clane.linkCancel): one of the previous version takes
+// it for the client gone and closes the lane. To such a server a reset
+// request acknowledges as above; a poll it holds is reached by nothing on
+// the lane, so a server stream's lane closes as before the handshake (the
+// exchange ended at once: waiting for the handler's next frame could take
+// the whole bound, which the function's next stream would wait too), and
+// a client or bidirectional stream's second lane carries the reset, which
+// that server answers at once and files with the stream, answering the
+// held poll with a reset: both lanes are kept.
+//
+// A server stream's caller may hold a borrowed message read in place in
+// the lane's reply at the cancel (borrow_msgs): the lane's next exchange
+// would overwrite it, so the lane is held (laneHold) until the message is
+// back, and told on the link at once, where the server resets the stream
+// (ending the handler) with no exchange; once the message is back, the
+// reset request acknowledges and the lane goes back to the pool.
 
 // laneCancel is a runner's side of the cancel handshake.
 type laneCancel struct {
@@ -80,7 +98,15 @@ func (r *laneRunner) onCancel() {
 	r.canceled = true
 	r.drainLocked()
 	if r.polling && !r.hang {
-		_ = r.l.link.SendCancel(r.seq) // a dead link: the lane is failing anyway
+		switch {
+		case r.l.linkCancel:
+			_ = r.l.link.SendCancel(r.seq) // a dead link: the lane is failing anyway
+		case r.up == nil:
+			// A server that does not know the link's Cancel: nothing
+			// reaches its held poll, the lane closes (above).
+			r.xcancel()
+		}
+		// (Else the second lane's reset answers the poll: upRunner.run.)
 	}
 	r.bound = time.AfterFunc(r.wait, r.xcancel)
 }
@@ -148,12 +174,17 @@ func (r *laneRunner) finish() (canceled bool) {
 	return canceled
 }
 
+// cancelReset is the reset frame a canceled stream's handshake sends.
+func cancelReset(id int32, cause error) []byte {
+	return wire.AppendResetFrame(nil, id, proto.ExcUnknown, "canceled: "+cause.Error())
+}
+
 // ack runs the handshake on the first lane once the stream's context
 // ended: a request of a reset frame, whose answer is the server's
 // acknowledgement. false: the server did not answer within the bound
 // (or the lane failed), and the lane is out of step.
 func (r *laneRunner) ack(cause error) bool {
-	req := wire.AppendResetFrame(nil, r.cs.id, proto.ExcUnknown, "canceled: "+cause.Error())
+	req := cancelReset(r.cs.id, cause)
 	for {
 		if r.hang {
 			// As a server that never answers: a poll it holds.
@@ -175,7 +206,14 @@ func (r *laneRunner) drain(cause error) {
 	r.end(cause)
 	if r.loan != nil && r.loan.Out() > 0 {
 		// The caller still reads a message in the lane's reply, which the
-		// next exchange would overwrite: the lane goes (fail).
+		// next exchange would overwrite.
+		if r.l.linkCancel {
+			r.hold(cause)
+			return
+		}
+		// A server without the link's Cancel learns of it only from the
+		// lane's end: its link goes now, the rest once the message is
+		// back (fail).
 		r.finish()
 		r.fail(cause, true)
 		return
@@ -190,12 +228,87 @@ func (r *laneRunner) drain(cause error) {
 
 // giveBack puts the first lane back in the pool, closed unless kept.
 func (r *laneRunner) giveBack(kept bool) {
+	r.released(true, r.p.putCanceled(r.l, kept))
+}
+
+// putCanceled puts a canceled stream's first lane back, closed unless
+// kept; it reports whether it was kept (the Conn closing marks it
+// broken too).
+func (p *lanePool) putCanceled(l *clane, kept bool) bool {
 	if !kept {
-		r.l.broken.Store(true)
+		l.broken.Store(true)
 	}
-	kept = !r.l.broken.Load() // (the Conn closing marks it too)
-	r.p.put(r.l)
-	r.released(true, kept)
+	kept = !l.broken.Load()
+	p.put(l)
+	return kept
+}
+
+// countCanceled counts a canceled stream's first lane kept or closed.
+func (p *lanePool) countCanceled(kept bool) {
+	if kept {
+		p.ls.streamRoutes.kept.Add(1)
+	} else {
+		p.ls.streamRoutes.closed.Add(1)
+	}
+}
+
+// hold ends the runner of a canceled server stream whose caller holds a
+// borrowed message read in the lane's reply, leaving the lane to a
+// laneHold until the message is back. The server is told on the link:
+// it resets the stream at once, no exchange needed. The lane is not
+// counted as coming back meanwhile: the caller may hold the message as
+// long as it likes (for good, if it never gives it back: the lane then
+// stays out of the pool, as any borrow not given back), and the
+// function's next stream or call must not wait for it.
+func (r *laneRunner) hold(cause error) {
+	if !r.hang {
+		_ = r.l.link.SendCancel(r.seq) // a dead link: the lane closes once the message is back
+	}
+	h := &laneHold{p: r.p, l: r.l, req: cancelReset(r.cs.id, cause), wait: r.wait, hang: r.hang}
+	r.finish()
+	// Before released: a message back meanwhile (back counts the lane
+	// again) leaves no moment at which the lane counts as not coming
+	// back, when a next stream would set up a new one.
+	r.loan.Finally(h.back)
+	r.released(false, false)
+}
+
+// laneHold is a canceled server stream's lane while its caller holds a
+// borrowed message read in the lane's reply. It refers to nothing of the
+// stream's: the stream's cleanup gives the message back once the stream
+// is unreachable (a caller dropping it), which a reference from the loan
+// to the stream would prevent.
+type laneHold struct {
+	p    *lanePool
+	l    *clane
+	req  []byte // the handshake's reset request
+	wait time.Duration
+	hang bool // tests: as a server that never answers
+}
+
+// back runs as the last message comes back (on the goroutine giving it
+// back, the caller's RecvMsg or the stream's cleanup): from now the
+// function's next stream or call waits for the lane (waitDrained), and
+// the handshake runs on a goroutine of its own.
+func (h *laneHold) back() {
+	h.p.draining.Add(1)
+	go h.giveBack()
+}
+
+// giveBack acknowledges the cancel with the reset request, within the
+// bound, and puts the lane back; closed when the server did not answer,
+// or when it failed or the Conn closed while the message was held (its
+// endpoint, whose memory the message was read in, closes only now).
+func (h *laneHold) giveBack() {
+	kept := false
+	if !h.hang && !h.l.broken.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), h.wait)
+		_, err := h.p.streamExchange(ctx, h.l, h.req)
+		cancel()
+		kept = err == nil
+	}
+	h.p.countCanceled(h.p.putCanceled(h.l, kept))
+	h.p.drained(1)
 }
 
 // drainDuplex is drain for a client or bidirectional stream's two lanes:
@@ -220,12 +333,8 @@ func (r *laneRunner) closeDuplex(kept, started bool) {
 // first lane is counted kept or closed (after the put: tests wait for
 // the count to find the lane idle).
 func (r *laneRunner) released(count, kept bool) {
-	switch {
-	case !count:
-	case kept:
-		r.p.ls.streamRoutes.kept.Add(1)
-	default:
-		r.p.ls.streamRoutes.closed.Add(1)
+	if count {
+		r.p.countCanceled(kept)
 	}
 	if r.draining > 0 { // finish set done: startDrain no longer writes it
 		r.p.drained(r.draining)

@@ -28,11 +28,12 @@ import (
 // each way, so a message of another stream, or one out of order, shows.
 // The first message of the client names the tag, the blob size of the
 // server's messages, and how many the server sends (Mode; 0: until the
-// stream ends).
+// stream ends); with a Blob, K.down then idles until canceled.
 type cancelSvc struct {
-	ended chan error   // each handler's end: nil, or its context's error
-	got   atomic.Int64 // messages the handlers received
-	stray atomic.Int64 // messages received with another tag, or out of order
+	ended  chan error   // each handler's end: nil, or its context's error
+	opened atomic.Int64 // handlers started
+	got    atomic.Int64 // messages the handlers received
+	stray  atomic.Int64 // messages received with another tag, or out of order
 }
 
 func cancelStreams(ts *testServer) *cancelSvc {
@@ -60,6 +61,7 @@ func (sv *cancelSvc) check(a *wiretest.EchoArgs, tag string, i int) {
 
 // first reads the client's first message: tag:0.
 func (sv *cancelSvc) first(ss server.ServerStream) (*wiretest.EchoArgs, string, error) {
+	sv.opened.Add(1)
 	var a wiretest.EchoArgs
 	if err := ss.RecvMsg(&a); err != nil {
 		return nil, "", err
@@ -101,6 +103,11 @@ func (sv *cancelSvc) down(ctx context.Context, ss server.ServerStream) (proto.St
 	a, tag, err := sv.first(ss)
 	if err == nil {
 		err = sv.send(ss, a, tag)
+	}
+	if err == nil && len(a.Blob) > 0 {
+		// Idle until canceled: its client's poll held.
+		<-ctx.Done()
+		err = ctx.Err()
 	}
 	return nil, sv.done(ctx, err)
 }
@@ -184,12 +191,12 @@ func recvTagged(t *testing.T, st client.Stream, tag string, n int) {
 }
 
 // runnerGoroutines lists the client's stream lane goroutines still
-// running.
+// running (a held lane's handshake's too).
 func runnerGoroutines() string {
 	buf := make([]byte, 1<<20)
 	var out []string
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "laneRunner") || strings.Contains(g, "upRunner") {
+		if strings.Contains(g, "laneRunner") || strings.Contains(g, "upRunner") || strings.Contains(g, "laneHold") {
 			out = append(out, g)
 		}
 	}

@@ -7,10 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +18,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/test/fastpathtest"
-	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -192,47 +189,6 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 			lane, tcp := c.StreamRoutes()
 			require.Equal(t, uint64(2), lane)
 			require.Zero(t, tcp)
-		})
-	}
-}
-
-// A borrowed stream canceled while its caller holds a message lent in
-// place: the server's handler ends at once, but the lane's memory, which
-// the message is read from, stays mapped and untouched until the caller
-// gives the message back, by its next RecvMsg or, dropping the stream,
-// once the stream is unreachable.
-func TestServerStreamBorrowedCanceled(t *testing.T) {
-	for _, drop := range []bool{false, true} {
-		t.Run(map[bool]string{false: "next RecvMsg", true: "stream dropped"}[drop], func(t *testing.T) {
-			ts := laneServer(t)
-			ended := blobStreams(ts)
-			c := dial(t, ts.addr, client.WithMultiplexed())
-			ctx, cancel := context.WithCancel(tctx(t))
-			defer cancel()
-			st, err := c.NewStream(ctx, blobMethod(true), &wiretest.EchoResult{})
-			require.NoError(t, err)
-			require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: 1000}))
-			require.NoError(t, st.CloseSend())
-			a := new(wiretest.EchoArgs)
-			require.NoError(t, st.RecvMsg(a))
-			require.NoError(t, checkBlob(a, 0))
-			require.NotZero(t, client.LentStreamMsgs(c), "read in place")
-			cancel()
-			select {
-			case err := <-ended:
-				require.Error(t, err)
-			case <-tctx(t).Done():
-				t.Fatal("the handler did not end")
-			}
-			require.NoError(t, checkBlob(a, 0), "the lane's memory, after the stream's end")
-			require.Equal(t, 1, client.LanesOpen(c), "kept while the message is out")
-			if drop {
-				st = nil
-				require.Eventually(t, func() bool { runtime.GC(); return client.LanesOpen(c) == 0 }, testenv.HangGuard(10*time.Second), time.Millisecond)
-				return
-			}
-			require.ErrorIs(t, st.RecvMsg(new(wiretest.EchoArgs)), context.Canceled)
-			require.Eventually(t, func() bool { return client.LanesOpen(c) == 0 }, testenv.HangGuard(10*time.Second), time.Millisecond)
 		})
 	}
 }

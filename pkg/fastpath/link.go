@@ -18,7 +18,8 @@ const GoAway = 'G'
 // their opens went on it) while it waits for a reply the server holds
 // (docs/design/streams.md, "Streams on lanes": a lane is one exchange at
 // a time, so the cancel cannot go on the lane itself). A server that does
-// not know it takes it for the peer gone, and the lane closes.
+// not know it takes it for the peer gone, and the lane closes: a client
+// sends it only to a server that granted wire.CapLaneCancel.
 const Cancel = 'C'
 
 // Link is a lane's liveness link: the bootstrap connection, kept open and

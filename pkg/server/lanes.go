@@ -57,6 +57,10 @@ type lane struct {
 	// peerWin: the receive windows the client grants the streams this
 	// lane carries (its attach hello).
 	peerWin wire.StreamWindows
+	// linkCancel: the lane was granted wire.CapLaneCancel, so its link
+	// takes the client's cancels (fastpath.Cancel); without it a cancel
+	// is the client gone, as to a server that does not know it.
+	linkCancel bool
 }
 
 // laneSession is the fast-path side of a TCP connection that became a
@@ -92,9 +96,9 @@ type laneSession struct {
 
 	stream laneStream // the stream the lane carries, if any (stream_lane.go)
 	// streams numbers the streams opened on the lane (the lane's
-	// goroutine's); canceled is the number of the last one the client
-	// canceled by the link, and cancels wakes a poll held meanwhile
-	// (fastpath.Cancel).
+	// goroutine's, written under c.mu with c.st: the link's watcher reads
+	// it); canceled is the number of the last one the client canceled by
+	// the link, and cancels wakes a poll held meanwhile (fastpath.Cancel).
 	streams  uint32
 	canceled atomic.Uint32
 	cancels  chan struct{}
@@ -297,7 +301,11 @@ func (ls *laneSession) serve() {
 	ls.codec = wire.GetCodec()
 	defer func() { wire.PutCodec(ls.codec) }() // no call runs once ServeCalls returned (call may swap it)
 	ls.cancels = make(chan struct{}, 1)
-	l.link = fastpath.WatchCancels(c.nc, nil, ls.noteCancel, func() {
+	var cancels func(uint32)
+	if l.linkCancel {
+		cancels = ls.noteCancel
+	}
+	l.link = fastpath.WatchCancels(c.nc, nil, cancels, func() {
 		c.cancel()
 		ep.Abort()
 	})

@@ -179,16 +179,22 @@ func (c *conn) fileStream(sc *streamcore.Conn, sw streamWriter, h *wire.Header, 
 	case wire.KindStreamReset:
 		typ, text, _ := wire.ParseReset(payload)
 		if st := sc.Get(h.Seqid); st != nil {
-			ss := st.Owner.(*serverStream)
-			err := streamcore.ResetError(typ, "client reset the stream: "+text)
-			ss.reset.Store(true)
-			st.Finish(err)
-			ss.cancel(err)
+			clientReset(st, typ, text)
 		}
 	default:
 		return fmt.Errorf("%w: frame kind %d where a stream frame belongs", wire.ErrBadFrame, h.Kind)
 	}
 	return nil
+}
+
+// clientReset ends st as the client's reset (of type typ, saying text)
+// does: its handler's context is canceled, no closing message goes.
+func clientReset(st *streamcore.Stream, typ int32, text string) {
+	ss := st.Owner.(*serverStream)
+	err := streamcore.ResetError(typ, "client reset the stream: "+text)
+	ss.reset.Store(true)
+	st.Finish(err)
+	ss.cancel(err)
 }
 
 // dropFrame gives back a frame's buffer and its charge.

@@ -86,10 +86,10 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	sl := &ls.stream
 	if sl.out == nil {
 		sl.out, sl.last = streamcore.NewOutbox(), 0
-		ls.streams++ // the client numbers its opens on the lane alike (Cancel)
 		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows))
 		c.mu.Lock()
 		c.st, c.sw = st, sl.out
+		ls.streams++ // the client numbers its opens on the lane alike (Cancel)
 		c.mu.Unlock()
 	}
 	// Within what the lane's engines carry (the plan's, from the message
@@ -208,9 +208,26 @@ func (ls *laneSession) cancelAsked() bool {
 }
 
 // noteCancel records a Cancel the lane's link read (on its watcher's
-// goroutine) and wakes a poll held meanwhile.
+// goroutine), resets the stream it names if the lane still carries it,
+// and wakes a poll held meanwhile. The reset is at once, held poll or
+// not: a client holding a borrowed message read in the lane's reply
+// sends the cancel with no exchange in flight, and cannot send the lane's
+// next request (its reset) before the message is given back, so the
+// handler would run on meanwhile (stream_lanecancel.go, pkg/client).
 func (ls *laneSession) noteCancel(stream uint32) {
 	ls.canceled.Store(stream)
+	c := ls.c
+	c.mu.Lock()
+	st := c.st
+	if ls.streams != stream {
+		st = nil // over already: the lane carries another stream, or none
+	}
+	c.mu.Unlock()
+	if st != nil {
+		st.Each(func(s *streamcore.Stream) {
+			clientReset(s, proto.ExcUnknown, "canceled: the client canceled the stream")
+		})
+	}
 	select {
 	case ls.cancels <- struct{}{}:
 	default:

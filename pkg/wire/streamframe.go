@@ -54,6 +54,13 @@ const CapStreams uint64 = 1 << 17
 // (HelloReply.FnWindows). A peer without it keeps the hello's windows.
 const CapStreamWindows uint64 = 1 << 18
 
+// CapLaneCancel, on an attach hello (with CapAttach): the server
+// understands the client's cancel of the stream the lane carries on the
+// lane's link (fastpath.Cancel). A server without it (an earlier
+// version) takes that cancel for the client gone and closes the lane, so
+// a client it did not grant the bit sends none.
+const CapLaneCancel uint64 = 1 << 19
+
 // FlagWindow, on an open frame only (with CapStreamWindows): the payload
 // starts with the client's receive window for the stream, u32 messages
 // and u32 bytes (before any header block), in place of the hello's.
