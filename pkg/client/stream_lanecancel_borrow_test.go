@@ -119,7 +119,7 @@ func TestServerStreamBorrowedCanceled(t *testing.T) {
 				kept, closed := client.LaneCancels(c)
 				return [2]uint64{kept, closed} == want && client.LanesOpen(c) == lanes
 			}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed; lanes open")
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 			if tt.close || !tt.drop && want[0] == 1 {
 				return
 			}

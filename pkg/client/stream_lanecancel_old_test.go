@@ -92,7 +92,7 @@ func TestLaneStreamCancelOldServer(t *testing.T) {
 				setups++
 			}
 			require.Equal(t, setups, client.LaneSetups(c))
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 		})
 	}
 }

@@ -190,6 +190,23 @@ func recvTagged(t *testing.T, st client.Stream, tag string, n int) {
 	}
 }
 
+// requireKept waits for the lane cancels' counts to read kept and closed:
+// each is counted just after its lane went back or closed, which the next
+// stream may see first.
+func requireKept(t *testing.T, c *client.Conn, kept, closed uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		k, cl := client.LaneCancels(c)
+		return k == kept && cl == closed
+	}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed")
+}
+
+// requireNoRunners waits for the client's stream lane goroutines to end.
+func requireNoRunners(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+}
+
 // runnerGoroutines lists the client's stream lane goroutines still
 // running (a held lane's handshake's too).
 func runnerGoroutines() string {
@@ -328,10 +345,7 @@ func TestLaneStreamCancelKeepsLanes(t *testing.T) {
 			require.Equal(t, lanes, client.LanesOpen(c))
 			// Counted just after the lane went back: the next stream may
 			// have taken it from the pool first.
-			require.Eventually(t, func() bool {
-				kept, closed := client.LaneCancels(c)
-				return kept == 1 && closed == 0
-			}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed")
+			requireKept(t, c, 1, 0)
 			if tt.mode.ClientSends() {
 				require.NoError(t, <-sendAll(st, "new", n, tt.size))
 			}
@@ -358,7 +372,7 @@ func TestLaneStreamCancelKeepsLanes(t *testing.T) {
 			require.Equal(t, proto.ExcUnknownMethod, ae.Type)
 			require.Contains(t, ae.Message, "open it as a stream")
 			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 		})
 	}
 }
@@ -420,12 +434,9 @@ func TestLaneStreamCancelThenOpenAtOnce(t *testing.T) {
 			if sent != nil {
 				require.Error(t, <-sent)
 			}
-			require.Eventually(t, func() bool {
-				kept, closed := client.LaneCancels(c)
-				return kept == 1 && closed == 0
-			}, testenv.HangGuard(10*time.Second), time.Millisecond, "kept, closed")
+			requireKept(t, c, 1, 0)
 			require.Equal(t, uint64(lanes), client.LaneSetups(c), "the same lanes")
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 		})
 	}
 }
@@ -462,7 +473,7 @@ func TestLaneStreamCancelUnacknowledged(t *testing.T) {
 			require.NoError(t, awaitEnd(t, sv))
 			require.Zero(t, sv.stray.Load())
 			require.Equal(t, uint64(lanes+1), client.LaneSetups(c), "one lane set up anew")
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 		})
 	}
 }
@@ -497,7 +508,7 @@ func TestLaneStreamCancelPeerGone(t *testing.T) {
 			kept, closed := client.LaneCancels(c)
 			require.Equal(t, [2]uint64{0, 1}, [2]uint64{kept, closed}, "kept, closed")
 			require.Eventually(t, func() bool { return client.LanesOpen(c) == 0 }, testenv.HangGuard(10*time.Second), time.Millisecond)
-			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
+			requireNoRunners(t)
 			if tt.kill == "client" {
 				return
 			}
