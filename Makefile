@@ -17,7 +17,7 @@ RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pk
 # mid-query (~5 min in the guest; its whole package takes 11).
 RXE_TPCH_RUN := ^(TestDistributedClients|TestDistributedQueries|TestWorkerKilled)$$/^(impyla|pyhive|gohive|function)$$/^ibv$$
 
-.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet fmt-check clean
+.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet nocgo fmt-check clean
 
 all: test
 
@@ -66,7 +66,7 @@ test-rdma: deps-rdma
 run: deps
 	./scripts/run.sh $(RUN_ARGS)
 
-test: deps fmt-check vet test-go test-allocs test-c test-tpch
+test: deps fmt-check vet nocgo test-go test-allocs test-c test-tpch
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -74,6 +74,14 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+# The framework as a user without cgo, or on macOS, builds it: no fast
+# path (pkg/client's and pkg/server's nofastpath.go), every call over TCP.
+# pkg/rdma, pkg/flock and hatkv need cgo.
+NOCGO_PKGS = ./pkg/client/... ./pkg/server/... ./pkg/cluster/... ./pkg/hints ./pkg/generic ./pkg/tracing/... ./pkg/fb303/... ./cmd/hatgen ./cmd/hatrpc ./examples/...
+nocgo:
+	CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
 
 test-go:
 	$(GO) test -race -timeout 20m ./...

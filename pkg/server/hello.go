@@ -35,12 +35,7 @@ func (c *conn) hello(p proto.Protocol, name string, seqid int32, body []byte) bo
 			c.reply(&to, proto.Exception, exc, codec)
 			return false
 		}
-		rep.Caps = wire.CapFraming | wire.CapAttach | caps
-		if !l.viaFLOCK && h.Caps&wire.CapLaneCancel != 0 {
-			// The client may cancel the lane's stream on its link.
-			rep.Caps |= wire.CapLaneCancel
-			l.linkCancel = true
-		}
+		rep.Caps = wire.CapFraming | wire.CapAttach | caps | l.grantCancel(&h)
 		rep.Transport = transportNames[l.tr]
 		c.mu.Lock()
 		c.fp = &laneSession{c: c, l: l}

@@ -138,6 +138,17 @@ func (s *Server) laneCaps(h *wire.Hello, local net.Addr) uint64 {
 
 // grantLane checks an attach request against the lane capabilities the
 // server grants the client; the exception says why it is refused.
+// grantCancel grants the lane wire.CapLaneCancel when its client offered
+// it (not to the FLOCK session): the client may then cancel the lane's
+// stream on its link.
+func (l *lane) grantCancel(h *wire.Hello) uint64 {
+	if l.viaFLOCK || h.Caps&wire.CapLaneCancel == 0 {
+		return 0
+	}
+	l.linkCancel = true
+	return wire.CapLaneCancel
+}
+
 func (c *conn) grantLane(h *wire.Hello, caps uint64) (*lane, *proto.ApplicationException) {
 	a := h.Attach
 	want, err := hints.ParseTransport(a.Transport)

@@ -26,6 +26,9 @@ func (c *conn) grantLane(h *wire.Hello, _ uint64) (*lane, *proto.ApplicationExce
 		fmt.Sprintf("hatrpc: no %q lanes for this client", h.Attach.Transport))
 }
 
+// grantCancel is never asked: grantLane grants no lane.
+func (l *lane) grantCancel(*wire.Hello) uint64 { return 0 }
+
 // checkPlans: with no lane granted, every function runs over TCP, which
 // every plan accepts.
 func (s *Server) checkPlans(*wire.Hello, uint64) (string, string) { return "", "" }
