@@ -75,13 +75,14 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The framework as a user without cgo, or on macOS, builds it: no fast
-# path (pkg/client's and pkg/server's nofastpath.go), every call over TCP.
-# pkg/rdma, pkg/flock and hatkv need cgo.
+# The framework as a user without cgo, on macOS or on Windows builds it:
+# no fast path (pkg/client's and pkg/server's nofastpath.go), every call
+# over TCP. pkg/rdma, pkg/flock and hatkv need cgo on Linux.
 NOCGO_PKGS = ./pkg/client/... ./pkg/server/... ./pkg/cluster/... ./pkg/hints ./pkg/generic ./pkg/tracing/... ./pkg/fb303/... ./cmd/hatgen ./cmd/hatrpc ./examples/...
 nocgo:
 	CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(NOCGO_PKGS)
 
 test-go:
 	$(GO) test -race -timeout 20m ./...

@@ -5,7 +5,6 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -276,15 +275,6 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			t.mu.Unlock()
 		}
 	}
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // PollingStats is what the tuner did: decisions taken per kind (one per

@@ -66,6 +66,9 @@ type SpinReader struct {
 // NewSpinReader returns a SpinReader over nc, or nil if nc is not a plain
 // socket (TLS, pipes): callers then read nc directly.
 func NewSpinReader(nc net.Conn) *SpinReader {
+	if !rawReads {
+		return nil
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return nil
@@ -117,7 +120,7 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 	deadline := time.Now().Add(spinWindow)
 	err := r.rc.Read(func(fd uintptr) bool {
 		for i := 0; ; i++ {
-			n, rerr = syscall.Read(int(fd), p)
+			n, rerr = rawRead(fd, p)
 			switch {
 			case rerr == syscall.EINTR:
 				continue
