@@ -48,18 +48,23 @@ func BlockedLaneWaits(c *Conn) int {
 	return countLanes(c, func(l *clane) bool { return l.ep.WaitsBlocked() })
 }
 
-// countLanes counts c's lanes, busy or idle, for which count is true: the
-// pools are taken under the Conn's lock, each pool's lanes under its own.
-func countLanes(c *Conn, count func(*clane) bool) int {
+// poolsOf is c's lane pools, taken under the Conn's lock.
+func poolsOf(c *Conn) []*lanePool {
 	ls := &c.lanes
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	pools := make([]*lanePool, 0, len(ls.pools))
 	for _, p := range ls.pools {
 		pools = append(pools, p)
 	}
-	ls.mu.Unlock()
+	return pools
+}
+
+// countLanes counts c's lanes, busy or idle, for which count is true: the
+// pools are taken under the Conn's lock, each pool's lanes under its own.
+func countLanes(c *Conn, count func(*clane) bool) int {
 	n := 0
-	for _, p := range pools {
+	for _, p := range poolsOf(c) {
 		p.mu.Lock()
 		for l := range p.all {
 			if count(l) {
@@ -122,15 +127,8 @@ func WithoutLaneCancel() Option { return func(o *options) { o.streams.noLinkCanc
 // StreamsPolling counts c's streams on lanes whose (first) lane has a
 // poll out, or about to go: a cancel then finds it held.
 func StreamsPolling(c *Conn) int {
-	ls := &c.lanes
-	ls.mu.Lock()
-	pools := make([]*lanePool, 0, len(ls.pools))
-	for _, p := range ls.pools {
-		pools = append(pools, p)
-	}
-	ls.mu.Unlock()
 	n := 0
-	for _, p := range pools {
+	for _, p := range poolsOf(c) {
 		p.smu.Lock()
 		for r := range p.live {
 			r.cmu.Lock()

@@ -37,21 +37,7 @@ func TestStreamBatchesByPlan(t *testing.T) {
 	s, _, addr := laneStreams(t)
 	s.Register(&server.Service{Name: "B", Methods: []server.Method{{Name: "digest", Stream: stream.Client,
 		// digest: the SHA-256 of every message's text and bytes, in order.
-		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
-			h := sha256.New()
-			for {
-				var a wiretest.EchoArgs
-				switch err := ss.RecvMsg(&a); err {
-				case nil:
-					digestMsg(h, &a)
-				case io.EOF:
-					sum := hex.EncodeToString(h.Sum(nil))
-					return &wiretest.EchoResult{Success: &sum}, nil
-				default:
-					return nil, err
-				}
-			}
-		}}}})
+		HandleStream: digestStream}}})
 	c := dial(t, addr)
 	// Sizes on both sides of the server's pre-known buffer (64 KiB): a
 	// burst of them batches well past it.
@@ -144,4 +130,22 @@ func TestStreamBatchesByPlan(t *testing.T) {
 func digestMsg(h hash.Hash, a *wiretest.EchoArgs) {
 	h.Write([]byte(a.Msg))
 	h.Write(a.Blob)
+}
+
+// digestStream is a client stream's handler answering the SHA-256 of
+// every message's text and bytes, in order.
+func digestStream(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
+	h := sha256.New()
+	for {
+		var a wiretest.EchoArgs
+		switch err := ss.RecvMsg(&a); err {
+		case nil:
+			digestMsg(h, &a)
+		case io.EOF:
+			sum := hex.EncodeToString(h.Sum(nil))
+			return &wiretest.EchoResult{Success: &sum}, nil
+		default:
+			return nil, err
+		}
+	}
 }

@@ -3,7 +3,6 @@
 package server_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/fastpath"
 	"github.com/hatrpc/hatrpc/pkg/hints"
-	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/pkg/server"
 	"github.com/hatrpc/hatrpc/pkg/stream"
 	"github.com/hatrpc/hatrpc/test/wiretest"
@@ -28,21 +26,7 @@ import (
 func TestPlanShowsWhatStreamsRan(t *testing.T) {
 	s, _, addr := laneStreams(t)
 	s.Register(&server.Service{Name: "Q", Methods: []server.Method{{Name: "plansum", Stream: stream.Client,
-		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
-			h := sha256.New()
-			for {
-				var a wiretest.EchoArgs
-				switch err := ss.RecvMsg(&a); err {
-				case nil:
-					digestMsg(h, &a)
-				case io.EOF:
-					sum := hex.EncodeToString(h.Sum(nil))
-					return &wiretest.EchoResult{Success: &sum}, nil
-				default:
-					return nil, err
-				}
-			}
-		}}}})
+		HandleStream: digestStream}}})
 	// A function-level protocol hint holds for batches too (the lane
 	// rows); a service level without one plans read_rndv past the
 	// server's buffer.
