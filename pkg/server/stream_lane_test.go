@@ -46,7 +46,8 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 			return nil, ctx.Err()
 		}}, {Name: "paced", Stream: stream.Server,
 		// paced: Mode messages of the request's Blob, each after the
-		// first sent once sv.pace says so.
+		// first sent once sv.pace says so, and the end once it says so
+		// again (so the last message's reply holds it alone).
 		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
 			var a wiretest.EchoArgs
 			if err := ss.RecvMsg(&a); err != nil {
@@ -63,6 +64,11 @@ func laneStreams(t *testing.T, opts ...server.Option) (*server.Server, *streamSv
 				if err := ss.SendMsg(&wiretest.EchoArgs{Msg: strconv.Itoa(i), Blob: a.Blob}); err != nil {
 					return nil, err
 				}
+			}
+			select {
+			case <-sv.pace:
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
 			return nil, nil
 		}}}})
@@ -218,9 +224,16 @@ func TestServerStreamWritesInPlace(t *testing.T) {
 		require.Equal(t, strconv.Itoa(i), a.Msg)
 		require.Len(t, a.Blob, blob)
 		require.Equal(t, lent+uint64(i), server.LentStreamReplies(s), "message %d written in place", i)
-		if i < n-1 { // the last one's reply may hold the end too
+		if i < n-1 { // as before the end waited for its pace: not asserted for the last
 			require.Equal(t, next+uint64(i+1), server.NextStreamLeases(s), "message %d's reply lent the next", i)
 		}
+	}
+	// The end only now: written at once after the last message, it could
+	// go in a reply of its own, counted before the check above.
+	select {
+	case sv.pace <- struct{}{}:
+	case <-time.After(eventually):
+		t.Fatal("the handler did not take its pace")
 	}
 	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
 }
