@@ -172,70 +172,61 @@ func BenchmarkRequestBuffer(b *testing.B) {
 // buffers), and the lease for the one after it is the other buffer.
 func TestNextReplyBuffer(t *testing.T) {
 	const calls = 8
-	for _, poll := range []Polling{PollBusy, PollEvent} {
-		for _, proto := range []Protocol{ProtoEager, ProtoWriteRNDV, ProtoReadRNDV, ProtoDirectWriteIMM, ProtoChainedWriteSend, ProtoRFP} {
-			for _, n := range []int{100, 64 << 10, 1 << 20} {
-				t.Run(fmt.Sprintf("%s/%s/%d", poll, proto, n), func(t *testing.T) {
-					cfg := testEPConfig(poll)
-					cli, srv := newRPCPair(t, cfg, cfg, false)
-					// The last fill ends before the endpoints close (their
-					// memory is unmapped): cleanups run last first.
-					var fills sync.WaitGroup
-					t.Cleanup(fills.Wait)
-					var (
-						next   []byte
-						filled chan struct{}
-						k      int
-						sent   [][]byte
-					)
-					serve(t, srv, proto, func([]byte) []byte {
-						out := next
-						if filled != nil {
-							<-filled // filled while the last reply went out
-						} else {
-							out = srv.ReplyBuffer(n)
-							fill(out, byte(k))
-						}
-						sent = append(sent, out)
-						next = srv.NextReplyBuffer(out, n)
-						if !assert.Len(t, next, n) {
-							filled, next = nil, nil
-							k++
-							return out
-						}
-						require.False(t, unsafe.SliceData(next) == unsafe.SliceData(out), "the lease is the buffer the reply goes from")
-						k++
-						filled = make(chan struct{})
-						fills.Add(1)
-						go func(b []byte, seed byte, done chan struct{}) {
-							defer fills.Done()
-							fill(b, seed)
-							close(done)
-						}(next, byte(k), filled)
-						return out
-					})
-					for i := 0; i < calls; i++ {
-						got, err := callT(t, cli, proto, []byte{byte(i)})
-						require.NoError(t, err)
-						want := make([]byte, n)
-						fill(want, byte(i))
-						require.Equal(t, want, got, "reply %d", i)
-					}
-					// Two buffers, alternating: a reply from the lease went
-					// without a copy into the other. (An RFP reply that fits
-					// the response buffer is copied there for fetching.)
-					require.Len(t, sent, calls)
-					if proto == ProtoRFP && n <= cfg.RespSize {
-						return
-					}
-					for i := 2; i < calls; i++ {
-						require.True(t, unsafe.SliceData(sent[i]) == unsafe.SliceData(sent[i-2]), "reply %d", i)
-						require.False(t, unsafe.SliceData(sent[i]) == unsafe.SliceData(sent[i-1]), "reply %d", i)
-					}
-				})
+	forNextBufferCases(t, func(t *testing.T, poll Polling, proto Protocol, n int) {
+		cfg := testEPConfig(poll)
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		// The last fill ends before the endpoints close (their
+		// memory is unmapped): cleanups run last first.
+		var fills sync.WaitGroup
+		t.Cleanup(fills.Wait)
+		var (
+			next   []byte
+			filled chan struct{}
+			k      int
+			sent   [][]byte
+		)
+		serve(t, srv, proto, func([]byte) []byte {
+			out := next
+			if filled != nil {
+				<-filled // filled while the last reply went out
+			} else {
+				out = srv.ReplyBuffer(n)
+				fill(out, byte(k))
 			}
+			sent = append(sent, out)
+			next = srv.NextReplyBuffer(out, n)
+			if !assert.Len(t, next, n) {
+				filled, next = nil, nil
+				k++
+				return out
+			}
+			require.False(t, unsafe.SliceData(next) == unsafe.SliceData(out), "the lease is the buffer the reply goes from")
+			k++
+			filled = make(chan struct{})
+			fills.Add(1)
+			go func(b []byte, seed byte, done chan struct{}) {
+				defer fills.Done()
+				fill(b, seed)
+				close(done)
+			}(next, byte(k), filled)
+			return out
+		})
+		for i := 0; i < calls; i++ {
+			got, err := callT(t, cli, proto, []byte{byte(i)})
+			require.NoError(t, err)
+			want := make([]byte, n)
+			fill(want, byte(i))
+			require.Equal(t, want, got, "reply %d", i)
 		}
-	}
+		// Two buffers, alternating: a reply from the lease went
+		// without a copy into the other. (An RFP reply that fits
+		// the response buffer is copied there for fetching.)
+		require.Len(t, sent, calls)
+		if proto == ProtoRFP && n <= cfg.RespSize {
+			return
+		}
+		requireAlternating(t, sent, "reply")
+	})
 }
 
 // NextRequestBuffer lends a client the staging buffer the next Call's
@@ -245,51 +236,66 @@ func TestNextReplyBuffer(t *testing.T) {
 // second on each goes from where it was filled, the two buffers in turn.
 func TestNextRequestBuffer(t *testing.T) {
 	const calls = 8
+	forNextBufferCases(t, func(t *testing.T, poll Polling, proto Protocol, n int) {
+		cfg := testEPConfig(poll)
+		cli, srv := newRPCPair(t, cfg, cfg, false)
+		var fills sync.WaitGroup
+		t.Cleanup(fills.Wait) // before the endpoints close
+		// The server answers each request with its digest: its
+		// first and last bytes, its length.
+		serve(t, srv, proto, func(req []byte) []byte {
+			if len(req) == 0 {
+				return []byte{}
+			}
+			return []byte{req[0], req[len(req)-1], byte(len(req) >> 16)}
+		})
+		req := cli.RequestBuffer(n)
+		require.Len(t, req, n)
+		fill(req, 0)
+		var sent [][]byte
+		for i := range calls {
+			next := cli.NextRequestBuffer(req, n)
+			require.Len(t, next, n)
+			require.False(t, unsafe.SliceData(next) == unsafe.SliceData(req), "the lease is the buffer the request goes from")
+			filled := make(chan struct{})
+			fills.Add(1)
+			go func(b []byte, seed byte) {
+				defer fills.Done()
+				fill(b, seed)
+				close(filled)
+			}(next, byte(i+1))
+			got, err := callT(t, cli, proto, req)
+			require.NoError(t, err)
+			want := make([]byte, n)
+			fill(want, byte(i))
+			require.Equal(t, []byte{want[0], want[n-1], byte(n >> 16)}, got, "request %d", i)
+			sent = append(sent, req)
+			<-filled
+			req = next
+		}
+		requireAlternating(t, sent, "request")
+	})
+}
+
+// forNextBufferCases runs f for every polling mode, protocol and size the
+// staging leases are tested at.
+func forNextBufferCases(t *testing.T, f func(t *testing.T, poll Polling, proto Protocol, n int)) {
 	for _, poll := range []Polling{PollBusy, PollEvent} {
 		for _, proto := range []Protocol{ProtoEager, ProtoWriteRNDV, ProtoReadRNDV, ProtoDirectWriteIMM, ProtoChainedWriteSend, ProtoRFP} {
 			for _, n := range []int{100, 64 << 10, 1 << 20} {
-				t.Run(fmt.Sprintf("%s/%s/%d", poll, proto, n), func(t *testing.T) {
-					cfg := testEPConfig(poll)
-					cli, srv := newRPCPair(t, cfg, cfg, false)
-					var fills sync.WaitGroup
-					t.Cleanup(fills.Wait) // before the endpoints close
-					// The server answers each request with its digest: its
-					// first and last bytes, its length.
-					serve(t, srv, proto, func(req []byte) []byte {
-						if len(req) == 0 {
-							return []byte{}
-						}
-						return []byte{req[0], req[len(req)-1], byte(len(req) >> 16)}
-					})
-					req := cli.RequestBuffer(n)
-					require.Len(t, req, n)
-					fill(req, 0)
-					var sent [][]byte
-					for i := range calls {
-						next := cli.NextRequestBuffer(req, n)
-						require.Len(t, next, n)
-						require.False(t, unsafe.SliceData(next) == unsafe.SliceData(req), "the lease is the buffer the request goes from")
-						filled := make(chan struct{})
-						fills.Add(1)
-						go func(b []byte, seed byte) {
-							defer fills.Done()
-							fill(b, seed)
-							close(filled)
-						}(next, byte(i+1))
-						got, err := callT(t, cli, proto, req)
-						require.NoError(t, err)
-						want := make([]byte, n)
-						fill(want, byte(i))
-						require.Equal(t, []byte{want[0], want[n-1], byte(n >> 16)}, got, "request %d", i)
-						sent = append(sent, req)
-						<-filled
-						req = next
-					}
-					for i := 2; i < calls; i++ {
-						require.True(t, unsafe.SliceData(sent[i]) == unsafe.SliceData(sent[i-2]), "request %d", i)
-					}
-				})
+				t.Run(fmt.Sprintf("%s/%s/%d", poll, proto, n), func(t *testing.T) { f(t, poll, proto, n) })
 			}
 		}
+	}
+}
+
+// requireAlternating: from the third on, each message went from the
+// buffer the one two before it went from, not the one just before (two
+// staging buffers in turn, no copy between them).
+func requireAlternating(t *testing.T, sent [][]byte, what string) {
+	t.Helper()
+	for i := 2; i < len(sent); i++ {
+		require.True(t, unsafe.SliceData(sent[i]) == unsafe.SliceData(sent[i-2]), "%s %d", what, i)
+		require.False(t, unsafe.SliceData(sent[i]) == unsafe.SliceData(sent[i-1]), "%s %d", what, i)
 	}
 }
