@@ -33,17 +33,24 @@ func callPath(met *metrics, st *methodStats, shard uint32, took time.Duration, o
 	st.cell(shard).repBytes.Add(20)
 }
 
+// edgeDurations is durs and every bucket edge of DurationBuckets from
+// both sides: the meters file by integer nanoseconds, prometheus by float
+// seconds, and the two must agree on each edge.
+func edgeDurations(durs ...time.Duration) []time.Duration {
+	for _, ub := range DurationBuckets {
+		d := time.Duration(ub * 1e9)
+		durs = append(durs, d-1, d, d+1)
+	}
+	return durs
+}
+
 // TestCallCellsExact: calls of many connections counted at once in the
 // shards (more connections than shards, so some share one) show in the
 // families exactly as the children fed the same calls would, buckets and
 // edges included; a scrape while they run never shows in_flight below
 // zero nor a counter going back.
 func TestCallCellsExact(t *testing.T) {
-	durs := []time.Duration{0, 5 * time.Microsecond, 5*time.Microsecond + 1, 12500 * time.Nanosecond, time.Millisecond, time.Hour}
-	for _, ub := range DurationBuckets {
-		d := time.Duration(ub * 1e9)
-		durs = append(durs, d-1, d, d+1)
-	}
+	durs := edgeDurations(0, 5*time.Microsecond, 5*time.Microsecond+1, 12500*time.Nanosecond, time.Millisecond, time.Hour)
 	reg := prometheus.NewRegistry()
 	var ms laneMeters
 	met := newMetrics(reg, ms.snapshot)

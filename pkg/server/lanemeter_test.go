@@ -18,14 +18,8 @@ import (
 // child at scrape time, land in the buckets, count and sum a prometheus
 // histogram fed the same durations has, on the bucket edges too.
 func TestLaneMeterHistogram(t *testing.T) {
-	durs := []time.Duration{0, 4 * time.Microsecond, 5 * time.Microsecond, 5*time.Microsecond + 1,
-		12500 * time.Nanosecond, time.Millisecond, 30 * time.Second, time.Hour}
-	for _, ub := range DurationBuckets {
-		// Every edge from both sides: the meter files by integer
-		// nanoseconds, prometheus by float seconds.
-		d := time.Duration(ub * 1e9)
-		durs = append(durs, d-1, d, d+1)
-	}
+	durs := edgeDurations(0, 4*time.Microsecond, 5*time.Microsecond, 5*time.Microsecond+1,
+		12500*time.Nanosecond, time.Millisecond, 30*time.Second, time.Hour)
 	reg := prometheus.NewRegistry()
 	var ms laneMeters
 	met := newMetrics(reg, ms.snapshot)
