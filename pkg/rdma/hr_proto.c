@@ -252,6 +252,21 @@ uint64_t hrp_deadline(hr_ep *ep, uint64_t now)
 	return ep->deadline;
 }
 
+/* A timed server wait's clock while nothing has come (recv_wait): read
+ * at its first empty poll and every EP_SEEN_EVERY after, so a request is
+ * seen at most that many polls after the last read; a read that coincides
+ * with the request's landing delays noticing it by one read, where the
+ * read at the request cost every call one. */
+#define EP_SEEN_EVERY 4
+
+void hrp_wait_seen(hr_ep *ep)
+{
+	if (ep->t_seen && ++ep->seen_polls < EP_SEEN_EVERY)
+		return;
+	ep->t_seen = hr_now_ns();
+	ep->seen_polls = 0;
+}
+
 /* hrp_check_flags, and HR_ETIMEDOUT once the deadline passed. */
 int hrp_check(hr_ep *ep)
 {
@@ -364,6 +379,7 @@ int hrp_progress(hr_ep *ep)
 				 * the provider and whether the clock is read. */
 				if (now >= ep->spin_yield) {
 					ep->spin_yield = now + EP_SPIN_YIELD_NS;
+					ep->t_seen = 0; /* the CPU may go elsewhere */
 					if (yield_handed_off()) {
 						ep->yielded_cpu = 1;
 						ep->st.spin_handoffs++;
@@ -372,6 +388,9 @@ int hrp_progress(hr_ep *ep)
 				return 0;
 			}
 		}
+		/* The wait may sleep from here: a request seen from now on is
+		 * stamped when it is seen (recv_wait). */
+		ep->t_seen = 0;
 		int st = hr_arm_cq(ep->cq, 0);
 		if (st != HR_OK)
 			return -hrp_fail(ep, st);
@@ -413,6 +432,7 @@ int hrp_progress(hr_ep *ep)
 		ep->spin_until = 0;
 		ep->empty_polls = 0;
 	} else if (++ep->empty_polls % EP_YIELD_EVERY == 0) {
+		ep->t_seen = 0;
 		sched_yield();
 	}
 	int st = dispatch(ep, wc, n);

@@ -122,6 +122,13 @@ struct hr_ep {
 	int pend_rfp;      /* server: the pending request came by RFP */
 	int time_arrivals; /* server: stamp every request's arrival (hr_ep_time_arrivals) */
 	uint64_t t_req;    /* when the pending request was taken in: RFP ones, or all with time_arrivals */
+	/* A timed server wait (time_arrivals) reads the clock while it polls,
+	 * off the request's path: t_seen is its last read (0: none since the
+	 * wait began or last gave up the CPU), seen_polls the empty polls
+	 * since; see recv_wait. */
+	int stamp_wait;
+	uint64_t t_seen;
+	uint32_t seen_polls;
 	uint64_t asked[HR_PROTO_COUNT]; /* client: calls made, by the protocol asked for (hr_ep_asked_get) */
 	uint64_t deadline; /* of the current operation; 0: deadline_ms from the next clock read */
 	uint64_t deadline_ms;
@@ -258,6 +265,7 @@ int hrp_repost(hr_ep *ep, uint32_t slot);
 int hrp_progress(hr_ep *ep);
 void hrp_unpark(hr_ep *ep);
 int hrp_check(hr_ep *ep);
+void hrp_wait_seen(hr_ep *ep);
 int hrp_check_flags(hr_ep *ep);
 uint64_t hrp_deadline(hr_ep *ep, uint64_t now);
 int hrp_wait_read(hr_ep *ep, uint64_t wr_id);

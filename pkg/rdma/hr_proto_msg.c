@@ -112,9 +112,13 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 		int r = hrp_progress(ep);
 		if (r < 0)
 			return -r;
+		if (r == 0 && ep->stamp_wait)
+			hrp_wait_seen(ep);
 		/* Deadline and cancel are looked at after every wait on the
 		 * channel, and once every EP_CHECK_EVERY polls while spinning:
-		 * a clock read on every poll slows noticing the message. The
+		 * a clock read on every poll slows noticing the message (a
+		 * timed server wait reads one every EP_SEEN_EVERY polls, which
+		 * costs less than the read at its request it saves). The
 		 * first look comes after EP_CHECK_EVERY empty polls, not at
 		 * the first: a message that comes within them (a ping-pong's
 		 * next request, a reply) is taken with no clock read. */
@@ -359,6 +363,7 @@ int hrp_recv_msg(hr_ep *ep, int listen_mem, uint64_t want_seq, hr_msg *h, uint8_
 		break;
 	}
 	ep->park_here = 0;
+	ep->stamp_wait = 0; /* the request's first message is seen: its stamp is kept */
 	if (ep->deadline_started) {
 		ep->deadline = ep->deadline_started;
 		ep->deadline_started = 0;

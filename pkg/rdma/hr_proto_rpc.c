@@ -229,9 +229,20 @@ static int recv_wait(hr_ep *ep, void **req, uint64_t *len)
 {
 	hr_msg h;
 	uint8_t *p;
+	/* A runtime's call start (hr_ep_time_arrivals) is the wait's last
+	 * clock read before the request was seen, at most EP_SEEN_EVERY empty
+	 * polls earlier (hrp_wait_seen): read while nothing had come, so no
+	 * clock read lies between the request and its handler (~20-80 ns a
+	 * call, history.md). A wait that armed its channel, yielded or parked
+	 * since its last read has none, and reads the clock on the way as
+	 * before. */
+	ep->stamp_wait = ep->time_arrivals;
+	ep->t_seen = 0;
+	ep->seen_polls = 0;
 	/* A busy-polling server also watches its pre-known buffer for RFP
 	 * requests, which arrive without any completion. */
 	int st = hrp_recv_msg(ep, !ep->cfg.event, ep->seq + 1, &h, &p, len);
+	ep->stamp_wait = 0;
 	if (st == HR_EP_PARKED)
 		ep->parked = EP_PARK_RECV;
 	if (st != HR_OK)
@@ -242,10 +253,13 @@ static int recv_wait(hr_ep *ep, void **req, uint64_t *len)
 	ep->pend_flags = h.flags;
 	ep->pend_rfp = h.proto == HR_PROTO_RFP;
 	/* The clock is read on the way to the handler only when someone
-	 * uses the time: an RFP reply's server time, or a runtime's call
-	 * start (hr_ep_time_arrivals). */
-	if (ep->pend_rfp || ep->time_arrivals)
+	 * uses the time and the wait has no recent read: an RFP reply's
+	 * server time (exact: the client subtracts it), or a runtime's call
+	 * start. */
+	if (ep->pend_rfp || (ep->time_arrivals && !ep->t_seen))
 		ep->t_req = hr_now_ns();
+	else if (ep->time_arrivals)
+		ep->t_req = ep->t_seen;
 	return HR_OK;
 }
 

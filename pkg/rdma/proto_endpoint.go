@@ -678,8 +678,12 @@ func (e *RPCEndpoint) InExchange() bool {
 // ServeCalls handed to its handler) was taken in, on the engine's clock
 // (MonotonicNow, CLOCK_MONOTONIC): a server's start of the call without a
 // clock read of its own. It is kept for every request once ServeCalls
-// ran with TimeArrivals, else only for RFP requests. Read it on the
-// serving goroutine, before the reply; 0 before the first request timed.
+// ran with TimeArrivals, else only for RFP requests. With TimeArrivals a
+// request a polling wait saw carries the wait's last clock read before
+// it (at most a few polls earlier, never before the wait began); an RFP
+// request, or one seen after the wait armed its channel or yielded, is
+// stamped when it is seen. Read it on the serving goroutine, before the
+// reply; 0 before the first request timed.
 func (e *RPCEndpoint) Arrived() int64 { return int64(*e.arrival) }
 
 // timeArrivals turns on the arrival time of every request (TimeArrivals).

@@ -144,9 +144,14 @@ func TestInExchange(t *testing.T) {
 }
 
 // TestEndpointArrived: a server's Arrived is when the engine took the
-// request in, on MonotonicNow's clock: after the client started the call
-// and before the handler ran, and later for every later request. It is 0
-// before the first one. Without TimeArrivals only RFP requests are
+// request in, on MonotonicNow's clock: before the handler ran, and later
+// for every later request; 0 before the first one. A wait that polled
+// stamps its request with its last clock read while nothing had come
+// (a few polls before it saw the request, which may be before the client
+// sent it): never before the wait began, i.e. after the last handler
+// ran. An RFP request, and one a wait saw after sleeping on its channel
+// (event polling without a spin), is stamped when it is seen: after the
+// client started the call. Without TimeArrivals only RFP requests are
 // stamped (TestEndpointArrivedUntimed).
 func TestEndpointArrived(t *testing.T) {
 	spin := testEPConfig(PollEvent)
@@ -155,12 +160,17 @@ func TestEndpointArrived(t *testing.T) {
 		name  string
 		cfg   EndpointConfig
 		proto Protocol
+		// polled: the server's waits poll (busy, or a spin) and a
+		// request that is no RFP one carries the wait's last read.
+		polled bool
 	}{
-		{"busy/eager", testEPConfig(PollBusy), ProtoEager},
-		{"busy/rfp", testEPConfig(PollBusy), ProtoRFP},
-		{"event/direct_write_imm", testEPConfig(PollEvent), ProtoDirectWriteIMM},
-		{"event/rfp", testEPConfig(PollEvent), ProtoRFP},
-		{"spin/rfp", spin, ProtoRFP},
+		{"busy/eager", testEPConfig(PollBusy), ProtoEager, true},
+		{"busy/direct_write_imm", testEPConfig(PollBusy), ProtoDirectWriteIMM, true},
+		{"busy/rfp", testEPConfig(PollBusy), ProtoRFP, false},
+		{"event/direct_write_imm", testEPConfig(PollEvent), ProtoDirectWriteIMM, false},
+		{"event/rfp", testEPConfig(PollEvent), ProtoRFP, false},
+		{"spin/direct_write_imm", spin, ProtoDirectWriteIMM, true},
+		{"spin/rfp", spin, ProtoRFP, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +178,7 @@ func TestEndpointArrived(t *testing.T) {
 			require.Zero(t, srv.Arrived(), "no request yet")
 			type seen struct{ arrived, entered int64 }
 			got := make(chan seen, 1)
+			waited := MonotonicNow() // the server's first wait begins after this
 			stop := serveCalls(t, srv, func(req []byte) ([]byte, Protocol) {
 				got <- seen{srv.Arrived(), MonotonicNow()}
 				return req, tc.proto
@@ -186,10 +197,15 @@ func TestEndpointArrived(t *testing.T) {
 				case <-time.After(testTimeout):
 					t.Fatal("handler did not report")
 				}
-				require.GreaterOrEqual(t, s.arrived, before, "call %d arrived before it was sent", i)
+				if tc.polled {
+					require.GreaterOrEqual(t, s.arrived, waited, "call %d stamped before the server waited for it", i)
+				} else {
+					require.GreaterOrEqual(t, s.arrived, before, "call %d arrived before it was sent", i)
+				}
 				require.LessOrEqual(t, s.arrived, s.entered, "call %d arrived after its handler ran", i)
 				require.Greater(t, s.arrived, last, "call %d", i)
 				last = s.arrived
+				waited = s.entered // the next wait begins after this handler
 			}
 			stop()
 		})

@@ -20,7 +20,9 @@ type serveConfig struct {
 // TimeArrivals makes Arrived valid for every request ServeCalls hands to
 // its handler. Without it the engine reads no clock on the way from a
 // request to its handler (~25 ns on a VM) unless the request came by RFP,
-// whose reply carries the server's time.
+// whose reply carries the server's time; with it a polling wait reads the
+// clock while nothing has come and stamps the request with its last read
+// (see Arrived), so that read is off the request's way too.
 func TimeArrivals() ServeOption {
 	return func(c *serveConfig) { c.arrivals = true }
 }
