@@ -211,12 +211,16 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 					if err != nil {
 						return err
 					}
+					after, err := d.hostAfter(ctx)
+					if err != nil {
+						return err
+					}
 					r := *res.Throughput
 					if old, ok := row.By[sys]; !ok || r.OpsPerSec() > old.OpsPerSec() {
 						row.By[sys] = r
 					}
 					c, s := r.CPUPerCall()
-					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s cpu/call %s+%s µs%s", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec(), us(c), us(s), before)
+					d.logf("tput    %-16s %7s c=%-3d rep %d %.0f calls/s cpu/call %s+%s µs%s%s", sys, SizeLabel(row.Size), row.Callers, rep, r.OpsPerSec(), us(c), us(s), before, after)
 				}
 			}
 		}

@@ -65,7 +65,11 @@ enum hr_send_flags {
 	HR_SEND_SIGNALED = 1,
 	HR_SEND_INLINE = 2,
 	HR_SEND_SOLICITED = 4,
-	HR_SEND_FENCE = 8
+	HR_SEND_FENCE = 8,
+	/* A hint: the target polls on another CPU (the endpoint polls busy,
+	 * which the plan chooses only while the pollers fit the cores). shm
+	 * then streams a large SEND or WRITE past the caches; ibv ignores it. */
+	HR_SEND_STREAM = 16
 };
 
 enum hr_access {

@@ -472,6 +472,8 @@ int hrp_post(hr_ep *ep, hr_send_wr *wr, uint32_t n)
 		}
 		if (wr[i].opcode != HR_OP_RDMA_READ && ep->cfg.inline_threshold && len <= ep->cfg.inline_threshold)
 			wr[i].flags |= HR_SEND_INLINE;
+		if (wr[i].opcode != HR_OP_RDMA_READ && !ep->cfg.event)
+			wr[i].flags |= HR_SEND_STREAM;
 	}
 	uint32_t bad = 0;
 	int st = hr_post_send(ep->qp, wr, n, &bad);

@@ -7,8 +7,29 @@
 #include "shm_internal.h"
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #define SHM_RNR_PENDING (-1)
+
+/* A SEND or WRITE of SHM_NT_MIN to SHM_NT_MAX bytes marked HR_SEND_STREAM
+ * (a busy-polling endpoint's) into a target that polls (its receive CQ not
+ * armed) is copied with non-temporal stores. Cached stores into lines the
+ * target's CPU read last must first take each line from it, as many at a
+ * time as the core's outstanding misses allow: a 128 KiB echo between two
+ * busy pollers took ~70 µs when the host put the two vCPUs in different L3
+ * complexes and ~23 µs in one, against ~20 µs in both when streamed to
+ * memory, where the target's copy finds it. Busy polling is what the plan
+ * chooses only while the pollers fit the cores, so the target reads on
+ * another CPU; under event polling (many callers on 2 cores) a woken
+ * target often reads on the CPU that wrote, from its own cache, and
+ * streaming lost up to a third of the calls. Past SHM_NT_MAX the buffers
+ * outgrow the L2 and the cached copy wins again with both vCPUs in one L3
+ * (docs/performance/history.md, "128 KiB at 1 caller: the host's phases
+ * and the copy into the target"). */
+#define SHM_NT_MIN (64u << 10)
+#define SHM_NT_MAX (256u << 10)
 
 /* ---- key checks: the MR table of the segment at base ---- */
 
@@ -57,8 +78,37 @@ static int mr_check_local(struct shm_seg *d, uint32_t pd, uint32_t key, uint64_t
 	return 0;
 }
 
-/* Copy src regions into dst regions; returns bytes copied. */
-static uint64_t sg_copy(struct region *dst, int nd, const struct region *src, int ns)
+/* copy_nt copies n bytes to d bypassing the caches: the unaligned head and
+ * the last partial line by memcpy, whole lines by streaming stores. The
+ * caller fences (sg_copy) before anything that publishes the data. */
+static void copy_nt(uint8_t *d, const uint8_t *s, uint32_t n)
+{
+#if defined(__x86_64__)
+	uint32_t head = (uint32_t)(-(uintptr_t)d & 63);
+	if (head > n)
+		head = n;
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	n -= head;
+	for (; n >= 64; d += 64, s += 64, n -= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+		_mm_stream_si128((__m128i *)(void *)d, a);
+		_mm_stream_si128((__m128i *)(void *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(void *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(void *)(d + 48), e);
+	}
+#endif
+	memcpy(d, s, n);
+}
+
+/* Copy src regions into dst regions; returns bytes copied. nt streams the
+ * copy past the caches (SHM_NT_MIN) and fences it: streaming stores are not
+ * ordered by the release store that later publishes the completion. */
+static uint64_t sg_copy(struct region *dst, int nd, const struct region *src, int ns, int nt)
 {
 	int di = 0, si = 0;
 	uint32_t doff = 0, soff = 0;
@@ -67,7 +117,10 @@ static uint64_t sg_copy(struct region *dst, int nd, const struct region *src, in
 		uint32_t n = src[si].len - soff;
 		if (dst[di].len - doff < n)
 			n = dst[di].len - doff;
-		memcpy(dst[di].p + doff, src[si].p + soff, n);
+		if (nt)
+			copy_nt(dst[di].p + doff, src[si].p + soff, n);
+		else
+			memcpy(dst[di].p + doff, src[si].p + soff, n);
 		total += n;
 		doff += n;
 		soff += n;
@@ -80,6 +133,10 @@ static uint64_t sg_copy(struct region *dst, int nd, const struct region *src, in
 			doff = 0;
 		}
 	}
+#if defined(__x86_64__)
+	if (nt)
+		_mm_sfence();
+#endif
 	return total;
 }
 
@@ -143,6 +200,15 @@ static int icq_reserve(struct shm_qp *qp, struct shm_qp_sh *tsh, int st, uint64_
 	atomic_store_explicit(&ic->tail, t + 1, memory_order_relaxed);
 	*slot = t;
 	return 0;
+}
+
+/* Whether wr's copy of total bytes into qp's target streams (SHM_NT_MIN). */
+static int copy_streams(struct shm_qp *qp, const hr_send_wr *wr, uint64_t total)
+{
+	if (!(wr->flags & HR_SEND_STREAM) || total < SHM_NT_MIN || total > SHM_NT_MAX)
+		return 0;
+	struct shm_icq_sh *ic = (struct shm_icq_sh *)(qp->rbase + qp->t_cq_off);
+	return atomic_load_explicit(&ic->armed, memory_order_relaxed) == 0;
 }
 
 static void icq_publish(struct shm_qp *qp, uint64_t t, uint64_t rslot, int st, uint32_t opcode, uint32_t len,
@@ -315,7 +381,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		}
 		uint64_t ct;
 		int have = icq_reserve(qp, tsh, HR_OK, &ct) == 0;
-		sg_copy(dst, nd, src, nsrc);
+		sg_copy(dst, nd, src, nsrc, copy_streams(qp, wr, total));
 		cnt_add(&tsh->inbound[op], 1);
 		cnt_add(&tsh->bytes_in, total);
 		/* The copy is ordered before the completion by the release store
@@ -344,7 +410,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			}
 			have = icq_reserve(qp, tsh, HR_OK, &ct) == 0;
 		}
-		sg_copy(&rr, 1, src, nsrc);
+		sg_copy(&rr, 1, src, nsrc, copy_streams(qp, wr, total));
 		cnt_add(&tsh->inbound[op], 1);
 		cnt_add(&tsh->bytes_in, total);
 		if (have)
@@ -366,7 +432,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			res.st = HR_EREMOTE_ACCESS;
 			break;
 		}
-		sg_copy(dst, (int)wr->num_sge, &rr, 1);
+		sg_copy(dst, (int)wr->num_sge, &rr, 1, 0);
 		cnt_add(&tsh->inbound[op], 1);
 		res.len = (uint32_t)total;
 		break;

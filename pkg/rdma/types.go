@@ -47,6 +47,10 @@ const (
 	Inline    SendFlags = 2
 	Solicited SendFlags = 4
 	Fence     SendFlags = 8
+	// Stream hints that the target polls on another CPU: the shm provider
+	// copies a large SEND or WRITE into it with non-temporal stores; ibv
+	// ignores it.
+	Stream SendFlags = 16
 )
 
 // Access is a memory region's permission set.
