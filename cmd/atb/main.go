@@ -263,8 +263,13 @@ func (o *options) gate() *bench.HostGate {
 	return bench.NewHostGate(o.hostCPUs[0], o.hostCPUs[1], o.hostWait)
 }
 
-// placement resolves one placement name against the two CPUs in cpus.
+// placement resolves one placement name against the two CPUs in cpus. A
+// list is refused, not cut to its first name: atb runs each kind of run
+// in one placement (atb-tcp's -placements takes several).
 func placement(name, cpus string) (bench.Placement, error) {
+	if strings.Contains(name, ",") {
+		return bench.Placement{}, fmt.Errorf("placement %q: one of unpinned, same-cpu, split-cpu, not a list (atb runs each kind of run in one placement)", name)
+	}
 	ps, err := bench.ParsePlacements(name, cpus)
 	if err != nil {
 		return bench.Placement{}, err

@@ -104,6 +104,7 @@ func TestPlacementFlag(t *testing.T) {
 		{name: "split-cpu", cpus: "0,1", server: "0", client: "1"},
 		{name: "same-cpu", cpus: "2,3", server: "2", client: "2"},
 		{name: "both", cpus: "0,1", wantErr: `unknown placement "both" (unpinned, same-cpu, split-cpu)`},
+		{name: "split-cpu,unpinned", cpus: "0,1", wantErr: `placement "split-cpu,unpinned": one of unpinned, same-cpu, split-cpu, not a list (atb runs each kind of run in one placement)`},
 		{name: "unpinned", cpus: "0", wantErr: `-cpus "0": want two different CPU numbers, e.g. 0,1`},
 	}
 	for _, tt := range tests {
