@@ -42,7 +42,7 @@ func (s *session) handshake(ctx context.Context, caps uint64) error {
 	if s.hat {
 		s.caps = rep.Caps
 		if rep.Caps&wire.CapStreams != 0 {
-			s.st = streamcore.NewConn(s.w.Write, releaseStreamMsg, rep.Windows, hello.Windows, streamcore.BulkHalfWindow()) // stream.go
+			s.st = streamcore.NewConn(s.w.Write, releaseStreamMsg, rep.Windows, hello.Windows, streamcore.BulkBound()) // stream.go
 			if rep.Caps&wire.CapStreamWindows != 0 {
 				s.fnWin = make(map[string]wire.StreamWindows, len(rep.FnWindows))
 				for _, w := range rep.FnWindows {

@@ -105,7 +105,7 @@ func (c *conn) grantStreams(h *wire.Hello, rep *wire.HelloReply) {
 			rep.FnWindows = *ws
 		}
 	}
-	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows, streamcore.BulkHalfWindow())
+	st := streamcore.NewConn(c.w.Write, c.releaseStreamMsg, h.Windows, rep.Windows, streamcore.BulkBound())
 	c.w.OnAsyncError(c.checkWrite) // a batched stream frame's write failed
 	c.mu.Lock()
 	c.st, c.sw = st, c.w

@@ -95,7 +95,7 @@ type Conn struct {
 	heldConn int64         // of those, consumed: credit to send
 	buffered int64         // bytes queued in all streams (tests, metrics)
 	err      error
-	bulkHalf bool // BulkHalfWindow
+	bulkHalf bool // BulkBound
 }
 
 // NewConn returns a connection's stream state; write sends a control
@@ -112,13 +112,13 @@ func NewConn(write func([]byte) error, release func(*Msg), send, recv wire.Strea
 // ConnOption configures a Conn (NewConn).
 type ConnOption func(*Conn)
 
-// BulkHalfWindow makes the Conn's streams send bulk messages (BulkMsg
-// bytes or more) only while less than half their byte window, at least
-// BulkInFlight, is in flight (Send). For a TCP connection only: a lane's
+// BulkBound makes the Conn's streams send bulk messages (BulkMsg
+// bytes or more) only while less than three quarters of their byte
+// window, at least BulkInFlight, is in flight (Send, sendBound). For a TCP connection only: a lane's
 // client polls while it reckons the server may send by the windows' rule
 // (client.laneRunner.serverMaySend), and a server holding a poll under a
 // tighter rule than the client's would hold it for ever.
-func BulkHalfWindow() ConnOption { return func(c *Conn) { c.bulkHalf = true } }
+func BulkBound() ConnOption { return func(c *Conn) { c.bulkHalf = true } }
 
 // Stream is one stream's flow state.
 //
@@ -382,9 +382,10 @@ func (c *Conn) Window(id int32, msgs, n uint32) (*Stream, error) {
 // connection have less than their window in flight, so one message may
 // overshoot a window: the receiver checks the same rule, and credit it
 // withholds (less than half a window) can never stall a sender. On a
-// Conn made with BulkHalfWindow a bulk message (BulkMsg bytes or more)
+// Conn made with BulkBound a bulk message (BulkMsg bytes or more)
 // waits, in a window over BulkInFlight, until its stream has less than
-// half its byte window (at least BulkInFlight) in flight (sendBound):
+// three quarters of its byte window (at least BulkInFlight) in flight
+// (sendBound):
 // the same bound, kept tighter by the sender alone, so it holds with any
 // receiver that does not predict the sender's rule.
 func (s *Stream) Send(ctx context.Context, size int64, write func() error) error {
@@ -425,13 +426,14 @@ func (s *Stream) Send(ctx context.Context, size int64, write func() error) error
 }
 
 // BulkMsg is the message size from which a sender on a TCP connection
-// keeps what it has in flight near BulkInFlight (BulkHalfWindow). A 64
+// keeps what it has in flight under its window (BulkBound). A 64
 // KiB server stream over loopback TCP with the default 1 MiB window in
 // flight left most of it in the socket queues (850 KB in the receiver's,
 // 1 MiB in the sender's, sent at the congestion control's pace) and its
 // sender's writev took 21 us of CPU a message; with half in flight 14
 // us, and the stream ran 1.3-1.5x faster in 5 of 6 alternated rounds
-// (docs/design/streams.md, "Not yet", the speed figures after the list).
+// (docs/performance/history.md, "half the window in flight"); three
+// quarters (sendBound) keeps data on the way while a credit travels.
 // Smaller messages are written in batches (wire.Writer.WriteStream) and
 // keep the whole window: a 512 KiB window slowed 4 KiB streams by a
 // tenth, and the rule from 4 or 16 KiB up gained nothing.
@@ -446,16 +448,21 @@ const BulkInFlight = 512 << 10
 
 // sendBound is the bytes in flight under which a message of size bytes
 // may be sent on a stream with a byte window of win: win, or on a
-// BulkHalfWindow Conn, for a bulk message in a window over BulkInFlight,
-// half of it but at least BulkInFlight. A receiver credits once half its
-// window is consumed, so what it withholds is under half a window: a
-// bulk sender never stalls.
+// BulkBound Conn, for a bulk message in a window over BulkInFlight,
+// three quarters of it but at least BulkInFlight. A receiver credits
+// once half its window is consumed, so what it withholds is under half a
+// window: a bulk sender never stalls. The quarter above that half keeps
+// messages on the way while the credit travels: with half the window as
+// the bound, the sender had sent all it could when the receiver credited
+// (both at 512 KiB of a 1 MiB window), so the receiver drained the
+// socket and waited for each credit's round trip, every 8 messages of 64
+// KiB (docs/performance/history.md, "the credit's round trip").
 func (c *Conn) sendBound(win int32, size int64) int64 {
 	w := int64(win)
 	if !c.bulkHalf || size < BulkMsg || w <= BulkInFlight {
 		return w
 	}
-	return max(w/2, BulkInFlight)
+	return max(w/4*3, BulkInFlight)
 }
 
 // Recv returns the next message of s, blocking until one comes, the

@@ -68,7 +68,7 @@ func canceled() context.Context {
 }
 
 func TestSendWindows(t *testing.T) {
-	half := []ConnOption{BulkHalfWindow()}
+	half := []ConnOption{BulkBound()}
 	tests := []struct {
 		name  string
 		win   wire.StreamWindows
@@ -80,13 +80,14 @@ func TestSendWindows(t *testing.T) {
 		{"a message larger than the window", wire.StreamWindows{Messages: 9, Bytes: 100, Conn: 1000}, []int64{500, 1}, nil},
 		{"connection", wire.StreamWindows{Messages: 9, Bytes: 10000, Conn: 1000}, []int64{400, 700, 1}, nil},
 		{"connection: a small message counts MsgCost", wire.StreamWindows{Messages: 99, Bytes: 10000, Conn: 3 * MsgCost}, []int64{1, 1, 1, 1}, nil},
-		{"bulk messages: half the byte window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
-		{"bulk messages without BulkHalfWindow: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, nil},
-		{"bulk messages: one overshoots half the window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight/2 + 1, BulkInFlight, BulkMsg}, half},
-		{"a small message after bulk ones: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg - 1, BulkMsg}, half},
-		{"bulk messages, a 4x window: half", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight, BulkInFlight, BulkMsg}, half},
+		{"bulk messages: three quarters of the byte window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk messages without BulkBound: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, nil},
+		{"bulk messages: one overshoots three quarters of the window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight/2 + 1, BulkInFlight, BulkMsg}, half},
+		{"a small message after bulk ones: the whole window", wire.StreamWindows{Messages: 99, Bytes: 2 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkInFlight / 2, BulkMsg - 1, BulkMsg}, half},
+		{"bulk messages, a 4x window: three quarters", wire.StreamWindows{Messages: 99, Bytes: 4 * BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight, BulkInFlight, BulkInFlight, BulkMsg}, half},
 		{"bulk messages, a window of BulkInFlight: the whole window", wire.StreamWindows{Messages: 99, Bytes: BulkInFlight, Conn: 1 << 30}, []int64{BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkInFlight / 4, BulkMsg}, half},
-		{"bulk messages, a window of 1.5 BulkInFlight: BulkInFlight", wire.StreamWindows{Messages: 99, Bytes: 3 * BulkInFlight / 2, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk messages, a window of 1.25 BulkInFlight: BulkInFlight", wire.StreamWindows{Messages: 99, Bytes: 5 * BulkInFlight / 4, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg}, half},
+		{"bulk messages, a window of 1.5 BulkInFlight: three quarters", wire.StreamWindows{Messages: 99, Bytes: 3 * BulkInFlight / 2, Conn: 1 << 30}, []int64{BulkInFlight / 2, BulkInFlight / 2, BulkMsg, BulkMsg, BulkMsg}, half},
 		{"bulk message, 1-byte window: one at a time", wire.StreamWindows{Messages: 99, Bytes: 1, Conn: 1 << 30}, []int64{BulkMsg, BulkMsg}, half},
 	}
 	for _, tt := range tests {
@@ -377,6 +378,68 @@ func TestConnWindowError(t *testing.T) {
 	require.EqualError(t, err, "stream: data past the window: the connection's window of 256 bytes is full (4 bytes buffered, 256 counting each message as at least 128 bytes)")
 }
 
+// TestBulkCreditFindsMessagesOnTheWay checks that a bulk sender keeps
+// more in flight than a receiver consumes before it credits (half its
+// window): when the credit goes, messages sent before it are still
+// unread, so the receiver has data while the credit travels. With half
+// the window as the sender's bound as well, the receiver had read all
+// of it when it credited, and waited a round trip every 8 messages of
+// 64 KiB.
+func TestBulkCreditFindsMessagesOnTheWay(t *testing.T) {
+	tests := []struct {
+		name   string
+		win    wire.StreamWindows
+		size   int64
+		unread int // messages sent and not read when the first credit goes
+	}{
+		{"1 MiB window, 64 KiB messages", wire.StreamWindows{Bytes: 1 << 20}, 64 << 10, 4},
+		{"2 MiB window, 64 KiB messages", wire.StreamWindows{Bytes: 2 << 20}, 64 << 10, 8},
+		{"1.5 MiB window, 96 KiB messages", wire.StreamWindows{Bytes: 3 << 19}, 96 << 10, 4},
+		{"a window of BulkInFlight: used whole", wire.StreamWindows{Bytes: BulkInFlight}, 64 << 10, 4},
+		{"a window of 1.25 BulkInFlight: BulkInFlight", wire.StreamWindows{Bytes: 5 * BulkInFlight / 4}, 64 << 10, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read, creditAt := 0, -1
+			recv := NewConn(func(b []byte) error {
+				h, err := wire.DecodeHeader(b, 1<<20)
+				if err != nil {
+					return err
+				}
+				if _, n, err := wire.ParseWindow(b[wire.HeaderSize : wire.HeaderSize+h.PayloadLen()]); err == nil && h.Seqid == 1 && n > 0 && creditAt < 0 {
+					creditAt = read + 1 // written inside the Recv that credits
+				}
+				return nil
+			}, func(*Msg) {}, tt.win, tt.win)
+			send := NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkBound())
+			defer recv.Fail(io.ErrClosedPipe)
+			defer send.Fail(io.ErrClosedPipe)
+			rs, err := recv.Open(1, nil)
+			require.NoError(t, err)
+			ss, err := send.Open(1, nil)
+			require.NoError(t, err)
+			sent := 0
+			for {
+				err := ss.Send(canceled(), tt.size, func() error {
+					_, err := recv.Data(1, Msg{Body: make([]byte, 1), Size: tt.size}, false)
+					return err
+				})
+				if err != nil {
+					require.ErrorIs(t, err, context.Canceled)
+					break
+				}
+				sent++
+			}
+			for ; read < sent && creditAt < 0; read++ {
+				_, err := rs.Recv(canceled())
+				require.NoError(t, err)
+			}
+			require.Positive(t, creditAt, "no credit after reading all %d messages sent", sent)
+			require.Equal(t, tt.unread, sent-creditAt, "sent %d, credit after reading %d", sent, creditAt)
+		})
+	}
+}
+
 // TestBulkSenderNeverStalls runs a bulk sender against a receiver that
 // credits by its rule (half its window consumed), for window sizes where
 // half a window is not a whole number of messages: every message arrives.
@@ -417,7 +480,7 @@ func TestBulkSenderNeverStalls(t *testing.T) {
 				}
 				return nil
 			}, func(*Msg) {}, tt.win, tt.win)
-			send = NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkHalfWindow())
+			send = NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkBound())
 			defer recv.Fail(io.ErrClosedPipe)
 			defer send.Fail(io.ErrClosedPipe)
 			rs, err := recv.Open(1, nil)
