@@ -60,6 +60,11 @@ type Outbox struct {
 // the idle processor, fills the next lease with the rest of its credit.
 const HandOff = BulkInFlight
 
+// handOff yields the processor at a lease's HandOff (a variable so that a
+// test sees each yield and where in the lease it came, which the
+// scheduler's choice of what runs next would not show reliably).
+var handOff = runtime.Gosched
+
 // outboxKeep bounds the buffer an empty outbox keeps: a window's burst
 // (the default byte window, with its frames' headers) stays, an odd huge
 // message's buffer does not stay pinned.
@@ -99,7 +104,7 @@ func (o *Outbox) WriteVec(head []byte, refs []proto.Ref) error {
 		o.mu.Unlock()
 		wake(o.wake)
 		if yield {
-			runtime.Gosched()
+			handOff()
 		}
 		return nil
 	}

@@ -317,10 +317,13 @@ func TestLoan(t *testing.T) {
 
 // A writer that fills HandOff bytes of a lent lease yields its processor
 // once a lease, so the lane's goroutine its writes woke sends them while
-// it writes on (on one processor: without the yield the taker would first
-// run once the writer is done). Each lease lent anew yields again.
+// it writes on (on one processor, without the yield the taker would
+// first run once the writer is done). Each lease lent anew yields again,
+// and nothing yields for frames queued in the outbox's own buffer. The
+// yields are counted through the handOff hook: the scheduler's choice of
+// what runs after one (under -race and load an asynchronous preemption
+// ran the taker early) is not what is tested.
 func TestOutboxHandOff(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const size = 64 << 10
 	frame := dataFrame(1, size, 'x')
 	perLease := (HandOff + len(frame) - 1) / len(frame) // frames written when it yields
@@ -340,23 +343,29 @@ func TestOutboxHandOff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := NewOutbox()
-			require.True(t, o.Lend(make([]byte, 2*HandOff)))
-			seen := make(chan int, 2)
-			go func() {
-				<-o.Wake()
-				seen <- o.Len()
-				if !tt.again(o, make([]byte, 2*HandOff)) {
-					seen <- -1
-					return
+			var at []int // the outbox's length at each yield
+			handOff = func() { at = append(at, o.Len()) }
+			t.Cleanup(func() { handOff = runtime.Gosched })
+			write := func(frames int) {
+				for range frames {
+					require.NoError(t, o.Write(frame))
 				}
-				<-o.Wake()
-				seen <- o.Len()
-			}()
-			for range 2 * perLease {
-				require.NoError(t, o.Write(frame))
 			}
-			require.Equal(t, perLease*len(frame), <-seen, "the taker ran when the first lease held HandOff")
-			require.Equal(t, perLease*len(frame), <-seen, "and again for the second")
+			write(1) // queued in the outbox's buffer: no lease, no yield
+			require.Equal(t, len(frame), len(o.Take(nil, 2*len(frame))))
+			require.Empty(t, at)
+
+			require.True(t, o.Lend(make([]byte, 2*HandOff)))
+			write(perLease - 1)
+			require.Empty(t, at, "before HandOff")
+			write(1)
+			require.Equal(t, []int{perLease * len(frame)}, at, "the first lease yields when it holds HandOff")
+			write(perLease - 1)
+			require.Len(t, at, 1, "once a lease")
+
+			require.True(t, tt.again(o, make([]byte, 2*HandOff)))
+			write(perLease)
+			require.Equal(t, []int{perLease * len(frame), perLease * len(frame)}, at, "and again for the second")
 			require.Equal(t, perLease*len(frame), len(o.Reclaim()))
 		})
 	}
