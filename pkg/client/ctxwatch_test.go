@@ -24,19 +24,20 @@ func TestKeptContextWatchStillCancels(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "x", got)
 	}
-	slow := &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(2 * time.Second)}
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		cancel()
-	}()
-	t0 := time.Now()
-	_, err := echo(ctx, c, slow)
-	require.ErrorIs(t, err, context.Canceled)
-	require.Less(t, time.Since(t0), time.Second)
+	// The server holds the call until its context ends, so only the
+	// client's watch (its Cancel frame, or its giving up) ends it; the
+	// context is cancelled once the call is at the server, not after a
+	// sleep that a slow host may outrun.
+	slow := &wiretest.EchoArgs{Msg: "slow", Mode: wiretest.ModeWaitCtx}
+	call := callAsync(func() error { _, err := echo(ctx, c, slow); return err })
+	waitHeld(t, ts, "slow")
+	cancel()
+	require.ErrorIs(t, awaitCall(t, call, "the kept watch did not end the call"), context.Canceled)
 
-	// Same Done channel, already closed: fails at once.
-	_, err = echo(ctx, c, slow)
-	require.ErrorIs(t, err, context.Canceled)
+	// Same Done channel, already closed: fails at once, never reaching the
+	// server (which would hold it).
+	require.ErrorIs(t, awaitCall(t, callAsync(func() error { _, err := echo(ctx, c, slow); return err }),
+		"a call of an ended context was sent"), context.Canceled)
 
 	// Another context sharing the ended one's parent works again.
 	got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "next"})
@@ -55,14 +56,44 @@ func TestKeptContextWatchSharedDone(t *testing.T) {
 	require.NoError(t, err)
 	type key struct{}
 	child := context.WithValue(parent, key{}, 1)
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		cancel()
-	}()
-	t0 := time.Now()
-	_, err = echo(child, c, &wiretest.EchoArgs{Msg: "slow", DelayNs: int64(2 * time.Second)})
-	require.ErrorIs(t, err, context.Canceled)
-	require.Less(t, time.Since(t0), time.Second)
+	call := callAsync(func() error {
+		_, err := echo(child, c, &wiretest.EchoArgs{Msg: "slow", Mode: wiretest.ModeWaitCtx})
+		return err
+	})
+	waitHeld(t, ts, "slow")
+	cancel()
+	require.ErrorIs(t, awaitCall(t, call, "cancelling the parent did not end the child's call"), context.Canceled)
+}
+
+// callAsync runs call in a goroutine; its error comes on the channel.
+func callAsync(call func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	return done
+}
+
+// awaitCall is the error from done, or a failure (why) if none comes
+// within a hang guard: a call only the client's own context can end.
+func awaitCall(t *testing.T, done <-chan error, why string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
+		t.Fatal(why)
+		return nil
+	}
+}
+
+// waitHeld waits until a ModeWaitCtx call of msg holds its handler.
+func waitHeld(t *testing.T, ts *testServer, msg string) {
+	t.Helper()
+	select {
+	case got := <-ts.echo.Waiting:
+		require.Equal(t, msg, got)
+	case <-time.After(testenv.HangGuard(10 * time.Second)):
+		t.Fatalf("the %q call did not reach its handler", msg)
+	}
 }
 
 // Callers waiting for their replies while another caller of the same

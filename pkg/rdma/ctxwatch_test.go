@@ -45,7 +45,7 @@ func TestEndpointContextWatch(t *testing.T) {
 		start := time.Now()
 		_, err := cli.Call(ctx, ProtoEager, []byte("nobody answers"))
 		require.ErrorIs(t, err, context.Canceled)
-		require.Less(t, time.Since(start), 5*time.Second)
+		require.Less(t, time.Since(start), testTimeout) // nobody answers: only cancel ends it, so a hang guard
 	})
 	t.Run("contexts derived by value share the watch", func(t *testing.T) {
 		// A runtime wraps the caller's context per call (a value for the

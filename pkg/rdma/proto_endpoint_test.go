@@ -421,7 +421,7 @@ func TestEndpointErrors(t *testing.T) {
 			start := time.Now()
 			_, err := cli.Call(ctx, ProtoEager, []byte("hello"))
 			require.ErrorIs(t, err, context.Canceled)
-			require.Less(t, time.Since(start), 5*time.Second)
+			require.Less(t, time.Since(start), testTimeout) // nobody serves: only cancel ends it, so a hang guard
 		})
 	}
 	t.Run("peer gone", func(t *testing.T) {

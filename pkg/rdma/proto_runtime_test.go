@@ -25,7 +25,9 @@ func TestEndpointAbort(t *testing.T) {
 				_, err := cli.Call(ctx, ProtoEager, []byte("nobody answers"))
 				errc <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			// Abort while the call waits in C, as the test means, rather
+			// than after a sleep a slow host may outrun.
+			require.Eventually(t, cli.InExchange, testTimeout, time.Millisecond, "the call waits in C")
 			cli.Abort()
 			select {
 			case err := <-errc:

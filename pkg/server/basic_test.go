@@ -123,11 +123,13 @@ func TestServerHintTimeout(t *testing.T) {
 	s.Register(svc)
 	for _, opts := range [][]client.Option{{client.WithMultiplexed()}, {client.WithMultiplexed(), client.WithoutUpgrade()}} {
 		c := dial(t, addr, opts...)
-		t0 := time.Now()
-		err := c.Call(tctx(t), &client.Method{Service: "Hinted", Name: "echo"},
+		ctx := tctx(t)
+		err := c.Call(ctx, &client.Method{Service: "Hinted", Name: "echo"},
 			&wiretest.EchoArgs{Msg: "h", Mode: wiretest.ModeWaitCtx}, &wiretest.EchoResult{})
 		require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcInternalError, Message: "context deadline exceeded"})
-		require.Less(t, time.Since(t0), 3*time.Second)
+		// The hint's 50 ms ended the call, not the caller's deadline (a
+		// hang guard): no bet on how fast a host gets there.
+		require.NoError(t, ctx.Err(), "the call ran to the caller's deadline")
 		require.Equal(t, "h", <-e.Cancelled)
 	}
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // tcpPair is loopback with a 5 s read deadline on both ends, so no read
@@ -21,6 +24,23 @@ func tcpPair(t *testing.T) (a, b net.Conn) {
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 	}
 	return a, b
+}
+
+// waitReadable waits (under a hang guard) until c has bytes to read,
+// reading none of them.
+func waitReadable(t *testing.T, c net.Conn) {
+	t.Helper()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for n, err = 0, unix.EINTR; err == unix.EINTR; {
+			n, err = unix.Poll(pfd, int(testenv.HangGuard(5*time.Second).Milliseconds()))
+		}
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the data never arrived")
 }
 
 func TestSpinReader(t *testing.T) {
@@ -65,7 +85,7 @@ func TestSpinReader(t *testing.T) {
 			case tt.sendAfter == 0:
 				_, err := b.Write(msg)
 				require.NoError(t, err)
-				time.Sleep(time.Millisecond) // let it arrive before the read
+				waitReadable(t, a) // there before the read: a sleep may not be, on a loaded host
 			default:
 				start := time.Now()
 				go func() {
