@@ -26,30 +26,41 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestDecide(t *testing.T) {
 	cases := []struct {
-		name                     string
-		waiting, cores, runnable int
-		cpu                      float64
-		want                     int
+		name                            string
+		waiting, lanes, cores, runnable int
+		cpu                             float64
+		want                            int
 	}{
-		{"idle", 0, 2, 0, 0.1, DecideSpin},
-		{"a lone caller spinning", 1, 2, 0, 0.5, DecideSpin},
-		{"the CPU busy with handlers", 1, 2, 0, 0.8, DecideBlock},
-		{"spinners would take every core, the CPU idles", 2, 2, 0, 0.3, DecideShort},
-		{"goroutines wait for a P", 1, 2, 3, 0.5, DecideShort},
-		{"goroutines queue, the CPU idles", 0, 2, 2, 0.1, DecideShort},
-		{"one goroutine runnable (a timer)", 1, 2, 1, 0.5, DecideSpin},
-		{"waiters fit the cores, the CPU has room", 2, 2, 0, 0.6, DecideShort},
-		{"waiters fit the cores, saturated", 2, 2, 5, 0.8, DecideBlock},
-		{"waiters outnumber the cores", 3, 2, 0, 0.6, DecideBlock},
-		{"many waiters, the CPU idles", 64, 2, 0, 0.1, DecideBlock},
-		{"pollers past the cores, the CPU half idle (128 KiB on 8 lanes)", 8, 2, 3, 0.4, DecideBlock},
-		{"one poller past the cores", 3, 2, 0, 0.1, DecideBlock},
-		{"many waiters, saturated", 64, 2, 10, 0.95, DecideBlock},
-		{"many cores", 63, 64, 0, 0.1, DecideSpin},
+		{"idle", 0, 1, 2, 0, 0.1, DecideSpin},
+		{"a lone caller spinning", 1, 1, 2, 0, 0.5, DecideSpin},
+		{"the CPU busy with handlers", 1, 1, 2, 0, 0.8, DecideBlock},
+		{"spinners would take every core, the CPU idles", 2, 2, 2, 0, 0.3, DecideShort},
+		{"goroutines wait for a P", 1, 1, 2, 3, 0.5, DecideShort},
+		{"goroutines queue, the CPU idles", 0, 1, 2, 2, 0.1, DecideShort},
+		{"one goroutine runnable (a timer)", 1, 1, 2, 1, 0.5, DecideSpin},
+		{"waiters fit the cores, the CPU has room", 2, 2, 2, 0, 0.6, DecideShort},
+		{"waiters fit the cores, saturated", 2, 2, 2, 5, 0.8, DecideBlock},
+		{"waiters outnumber the cores", 3, 3, 2, 0, 0.6, DecideBlock},
+		{"many waiters, the CPU idles", 64, 64, 2, 0, 0.1, DecideBlock},
+		{"pollers past the cores, the CPU half idle (128 KiB on 8 lanes)", 8, 8, 2, 3, 0.4, DecideBlock},
+		{"one poller past the cores", 3, 3, 2, 0, 0.1, DecideBlock},
+		{"many waiters, saturated", 64, 64, 2, 10, 0.95, DecideBlock},
+		{"many cores", 63, 63, 64, 0, 0.1, DecideSpin},
+		// Lanes past the cores, few of them in C at the tick and the
+		// goroutines queued for processors (128 KiB echoes on 8 lanes: the
+		// snapshot flips between 8 waiting and 1-2): spinning short holds
+		// a core the queued callers need, so the waiters block.
+		{"few of many lanes waiting, goroutines queue (128 KiB on 8 lanes)", 1, 8, 2, 3, 0.45, DecideBlock},
+		{"cores' worth of many lanes waiting, goroutines queue", 2, 16, 2, 2, 0.5, DecideBlock},
+		{"few of many lanes waiting, nothing queued", 1, 8, 2, 1, 0.45, DecideSpin},
+		{"cores' worth of many lanes waiting, nothing queued", 2, 8, 2, 0, 0.45, DecideShort},
+		// Lanes up to the cores, the rest by FLOCK (512 B at 64 callers):
+		// short spins as before, however many goroutines queue.
+		{"lanes fit the cores, goroutines queue (512 B, FLOCK past them)", 2, 2, 2, 12, 0.5, DecideShort},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.cores, tc.runnable, tc.cpu)))
+			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.lanes, tc.cores, tc.runnable, tc.cpu)))
 		})
 	}
 }

@@ -192,7 +192,15 @@ func spinOf(d int) time.Duration {
 // cores that spin short keep catching just enough answers to stay
 // spinning, and large echoes on 8-16 lanes spent a quarter of their CPU
 // polling (docs/performance/history.md, "128 KiB lanes: pollers past the
-// cores block").
+// cores block"). The waiters are a snapshot: with more lanes than cores
+// (lanes, every lane of the process) it often catches only one or two of
+// them in C while the others' callers queue for a processor (runnable),
+// and a short spin then holds a core those callers need. So with lanes
+// past the cores a short spin also needs runnable < cores: 128 KiB echoes
+// on 8 lanes had the tuner picking short spin on 7-66 % of its ticks,
+// and blocking instead made 1.4-1.6x the calls/s at 8 callers with a
+// quarter less CPU a call (docs/performance/history.md, "128 KiB lanes: a
+// snapshot of the waiters is not the lanes").
 //
 // Without the runnable count, and with waiters == cores blocking, 64
 // callers of a 512 B echo (2 lanes a side, the rest through FLOCK, 2
@@ -202,11 +210,11 @@ func spinOf(d int) time.Duration {
 // (docs/performance/history.md, "The tuner at 64 callers"). Loaded
 // with 8 or 64 callers a process showed 3-20 runnable goroutines a tick,
 // a lone caller's 0.1 on average.
-func Decide(waiting, cores, runnable int, cpu float64) int {
+func Decide(waiting, lanes, cores, runnable int, cpu float64) int {
 	switch {
 	case waiting < cores && runnable < cores && cpu < 0.75:
 		return DecideSpin
-	case waiting <= cores && cpu < 0.75:
+	case waiting <= cores && cpu < 0.75 && (lanes <= cores || runnable < cores):
 		return DecideShort
 	}
 	return DecideBlock
@@ -254,11 +262,11 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			}
 			lastCPU, lastWall = c, now
 			t.mu.Lock()
-			waiting := t.waitingLocked()
+			waiting, lanes := t.waitingLocked(), len(t.waiters)
 			t.mu.Unlock()
 			metrics.Read(runnable) // ~0.1 µs: the scheduler keeps the count
 			r := runnableOf(runnable[0])
-			d := Decide(waiting, cores, r, load)
+			d := Decide(waiting, lanes, cores, r, load)
 			t.counts[d].Add(1)
 			same := int(t.current.Swap(int32(d))) == d
 			period = nextPeriod(period, d, !same)
