@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(tc.waiting, tc.lanes, tc.cores, tc.runnable, tc.cpu)))
+			require.Equal(t, DecisionName(tc.want), DecisionName(Decide(Sample{Waiting: tc.waiting, Lanes: tc.lanes, Cores: tc.cores, Runnable: tc.runnable, CPU: tc.cpu})))
 		})
 	}
 }

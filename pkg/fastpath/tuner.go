@@ -210,14 +210,23 @@ func spinOf(d int) time.Duration {
 // (docs/performance/history.md, "The tuner at 64 callers"). Loaded
 // with 8 or 64 callers a process showed 3-20 runnable goroutines a tick,
 // a lone caller's 0.1 on average.
-func Decide(waiting, lanes, cores, runnable int, cpu float64) int {
+func Decide(s Sample) int {
 	switch {
-	case waiting < cores && runnable < cores && cpu < 0.75:
+	case s.Waiting < s.Cores && s.Runnable < s.Cores && s.CPU < 0.75:
 		return DecideSpin
-	case waiting <= cores && cpu < 0.75 && (lanes <= cores || runnable < cores):
+	case s.Waiting <= s.Cores && s.CPU < 0.75 && (s.Lanes <= s.Cores || s.Runnable < s.Cores):
 		return DecideShort
 	}
 	return DecideBlock
+}
+
+// Sample is what one tick of the tuner decides by (Decide).
+type Sample struct {
+	Waiting  int     // lanes waiting in C at the tick
+	Lanes    int     // every lane of the process
+	Cores    int     // GOMAXPROCS
+	Runnable int     // goroutines queued for a processor (a snapshot)
+	CPU      float64 // the process's CPU time since the last tick over all cores' wall time (0-1)
 }
 
 // runnableMetric counts the goroutines waiting for a processor (Go 1.25+).
@@ -266,7 +275,7 @@ func (t *tuner) loop(stop, done chan struct{}) {
 			t.mu.Unlock()
 			metrics.Read(runnable) // ~0.1 µs: the scheduler keeps the count
 			r := runnableOf(runnable[0])
-			d := Decide(waiting, lanes, cores, r, load)
+			d := Decide(Sample{Waiting: waiting, Lanes: lanes, Cores: cores, Runnable: r, CPU: load})
 			t.counts[d].Add(1)
 			same := int(t.current.Swap(int32(d))) == d
 			period = nextPeriod(period, d, !same)
