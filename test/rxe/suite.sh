@@ -78,12 +78,17 @@ for p in "${pkgs[@]}"; do
 	res=ok
 	[[ $rc == 0 ]] || { res="FAIL ($rc)"; fail=1; }
 	printf '%-24s %7s %7s %9s  %s\n' "$p" "$pass" "$failed" "$spec" "$res"
-	if [[ $rc != 0 && -f $log ]]; then
-		grep -E -A3 '^(--- FAIL|    --- FAIL|panic:)|Error Trace:|Error:|Messages:' "$log" | head -60 | sed 's/^/    /'
-	fi
+	# The log is kept first: under set -e a step below that fails must not
+	# lose it (a package that exited non-zero with no FAIL line once left
+	# nothing to read).
 	if [[ -n ${RXE_LOGS:-} && -f $log ]]; then
 		mkdir -p "$RXE_LOGS"
 		cp "$log" "$RXE_LOGS/" # every package's log, passed or not
+	fi
+	if [[ $rc != 0 && -f $log ]]; then
+		# No FAIL, panic or testify line (a crash, a timeout's dump cut
+		# short, a failing TestMain): the log's tail says what happened.
+		{ grep -E -A3 '^(--- FAIL|    --- FAIL|panic:|fatal error:|SIGABRT|SIGSEGV)|Error Trace:|Error:|Messages:' "$log" || tail -n 30 "$log"; } | head -60 | sed 's/^/    /' || true
 	fi
 done
 ((status == 0 && fail == 0)) || exit 1
