@@ -87,15 +87,15 @@ type Conn struct {
 
 	sendMu sync.Mutex // orders credit and the data frame's write (see Send)
 
-	mu       sync.Mutex
-	streams  map[int32]*Stream
-	sendConn int64         // bytes in flight to the peer, not yet credited
-	connWake chan struct{} // closed and replaced when connection credit comes
-	recvConn int64         // bytes received, not yet credited back
-	heldConn int64         // of those, consumed: credit to send
-	buffered int64         // bytes queued in all streams (tests, metrics)
-	err      error
-	bulkHalf bool // BulkBound
+	mu        sync.Mutex
+	streams   map[int32]*Stream
+	sendConn  int64         // bytes in flight to the peer, not yet credited
+	connWake  chan struct{} // closed and replaced when connection credit comes
+	recvConn  int64         // bytes received, not yet credited back
+	heldConn  int64         // of those, consumed: credit to send
+	buffered  int64         // bytes queued in all streams (tests, metrics)
+	err       error
+	bulkBound bool // BulkBound
 }
 
 // NewConn returns a connection's stream state; write sends a control
@@ -112,13 +112,14 @@ func NewConn(write func([]byte) error, release func(*Msg), send, recv wire.Strea
 // ConnOption configures a Conn (NewConn).
 type ConnOption func(*Conn)
 
-// BulkBound makes the Conn's streams send bulk messages (BulkMsg
-// bytes or more) only while less than three quarters of their byte
-// window, at least BulkInFlight, is in flight (Send, sendBound). For a TCP connection only: a lane's
-// client polls while it reckons the server may send by the windows' rule
-// (client.laneRunner.serverMaySend), and a server holding a poll under a
-// tighter rule than the client's would hold it for ever.
-func BulkBound() ConnOption { return func(c *Conn) { c.bulkHalf = true } }
+// BulkBound makes the Conn's streams send bulk messages (BulkMsg bytes or
+// more) only while less than three quarters of their byte window, at
+// least BulkInFlight, is in flight (Send, sendBound). For a TCP
+// connection only: a lane's client polls while it reckons the server may
+// send by the windows' rule (client.laneRunner.serverMaySend), and a
+// server holding a poll under a tighter rule than the client's would hold
+// it for ever.
+func BulkBound() ConnOption { return func(c *Conn) { c.bulkBound = true } }
 
 // Stream is one stream's flow state.
 //
@@ -459,7 +460,7 @@ const BulkInFlight = 512 << 10
 // KiB (docs/performance/history.md, "the credit's round trip").
 func (c *Conn) sendBound(win int32, size int64) int64 {
 	w := int64(win)
-	if !c.bulkHalf || size < BulkMsg || w <= BulkInFlight {
+	if !c.bulkBound || size < BulkMsg || w <= BulkInFlight {
 		return w
 	}
 	return max(w/4*3, BulkInFlight)
