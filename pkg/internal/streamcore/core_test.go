@@ -412,12 +412,7 @@ func TestBulkCreditFindsMessagesOnTheWay(t *testing.T) {
 				return nil
 			}, func(*Msg) {}, tt.win, tt.win)
 			send := NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkBound())
-			defer recv.Fail(io.ErrClosedPipe)
-			defer send.Fail(io.ErrClosedPipe)
-			rs, err := recv.Open(1, nil)
-			require.NoError(t, err)
-			ss, err := send.Open(1, nil)
-			require.NoError(t, err)
+			rs, ss := openPair(t, recv, send)
 			sent := 0
 			for {
 				err := ss.Send(canceled(), tt.size, func() error {
@@ -481,12 +476,7 @@ func TestBulkSenderNeverStalls(t *testing.T) {
 				return nil
 			}, func(*Msg) {}, tt.win, tt.win)
 			send = NewConn(func([]byte) error { return nil }, func(*Msg) {}, tt.win, tt.win, BulkBound())
-			defer recv.Fail(io.ErrClosedPipe)
-			defer send.Fail(io.ErrClosedPipe)
-			rs, err := recv.Open(1, nil)
-			require.NoError(t, err)
-			ss, err := send.Open(1, nil)
-			require.NoError(t, err)
+			rs, ss := openPair(t, recv, send)
 			const count = 64
 			sent := make(chan error, 1)
 			go func() {
@@ -509,4 +499,16 @@ func TestBulkSenderNeverStalls(t *testing.T) {
 			require.NoError(t, <-sent)
 		})
 	}
+}
+
+// openPair opens stream 1 on a receiving and a sending Conn, both failed
+// when the test ends.
+func openPair(t *testing.T, recv, send *Conn) (rs, ss *Stream) {
+	t.Helper()
+	t.Cleanup(func() { recv.Fail(io.ErrClosedPipe); send.Fail(io.ErrClosedPipe) })
+	rs, err := recv.Open(1, nil)
+	require.NoError(t, err)
+	ss, err = send.Open(1, nil)
+	require.NoError(t, err)
+	return rs, ss
 }
