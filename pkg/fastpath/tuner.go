@@ -212,13 +212,17 @@ func spinOf(d int) time.Duration {
 // a lone caller's 0.1 on average.
 func Decide(s Sample) int {
 	switch {
-	case s.Waiting < s.Cores && s.Runnable < s.Cores && s.CPU < 0.75:
+	case s.Waiting < s.Cores && s.Runnable < s.Cores && s.CPU < saturated:
 		return DecideSpin
-	case s.Waiting <= s.Cores && s.CPU < 0.75 && (s.Lanes <= s.Cores || s.Runnable < s.Cores):
+	case s.Waiting <= s.Cores && s.CPU < saturated && (s.Lanes <= s.Cores || s.Runnable < s.Cores):
 		return DecideShort
 	}
 	return DecideBlock
 }
+
+// saturated is the process's CPU share (of every core) at which every
+// waiter blocks, whatever the counts say.
+const saturated = 0.75
 
 // Sample is what one tick of the tuner decides by (Decide).
 type Sample struct {

@@ -1,11 +1,14 @@
 package fastpath
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/pkg/hints"
 	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
@@ -52,4 +55,35 @@ func TestTunerBacksOff(t *testing.T) {
 	require.Eventually(t, func() bool { return tune.resets.Load() > resets || tune.period.Load() == int64(tunePeriod) },
 		testenv.HangGuard(10*time.Second), time.Millisecond, "a new lane brings the period back to tunePeriod")
 	require.LessOrEqual(t, tune.period.Load(), int64(tuneMaxPeriod))
+}
+
+// What explain tells a user about the tuner (hints' tuner_spin trigger)
+// names the figures Decide and the spins use: a changed constant that
+// leaves the text behind fails here.
+func TestTunerSpinExplained(t *testing.T) {
+	pct := fmt.Sprintf("%.0f%%", saturated*100)
+	for _, tc := range []struct {
+		name    string
+		polling hints.Polling
+		want    []string
+	}{
+		{"adaptive", hints.PollAdaptive, []string{
+			hints.FormatDuration(tunePeriod) + " ", hints.FormatDuration(tuneMaxPeriod) + " ",
+			hints.FormatDuration(AdaptiveSpin) + " while fewer lanes wait", hints.FormatDuration(ShortSpin) + " while no more lanes wait",
+			"under " + pct, "more lanes than cores, only while fewer goroutines queue",
+		}},
+		{"busy", hints.PollBusy, []string{
+			"spins " + hints.FormatDuration(BusySpin) + " before blocking", "more lanes waiting in C than cores",
+			"at " + pct + " or more", "more lanes than cores with as many goroutines queued",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := hints.TableFor(hints.Set{Polling: tc.polling}, hints.Env{Side: hints.SideClient, Transport: hints.TransportSHM, Cores: 2})
+			i := slices.IndexFunc(tb.Adapts, func(a hints.Adapt) bool { return a.What == hints.AdaptTunerSpin })
+			require.GreaterOrEqual(t, i, 0, "a %s table adapts tuner_spin", tc.name)
+			for _, w := range tc.want {
+				require.Contains(t, tb.Adapts[i].Trigger, w)
+			}
+		})
+	}
 }

@@ -18,9 +18,13 @@ func adaptsOf(t *Table, share bool) []Adapt {
 	}
 	switch t.Polling {
 	case PollAdaptive:
-		add(AdaptTunerSpin, "every 10ms the tuner sets the spin before blocking from the CPU load: spin 100us, short spin 10us, or block once saturated")
+		add(AdaptTunerSpin, "every 10ms (up to 80ms apart while it keeps deciding to spin) the tuner sets the spin before blocking: "+
+			"100us while fewer lanes wait in C than there are cores, fewer goroutines queue for a processor than cores and the CPU is under 75%%; "+
+			"10us while no more lanes wait than cores and the CPU is under 75%% (with more lanes than cores, only while fewer goroutines queue than cores); "+
+			"otherwise none: the lane blocks")
 	case PollBusy:
-		add(AdaptTunerSpin, "the lane spins (20ms) until the tuner finds the CPU saturated or pollers outnumbering the cores twice, then blocks")
+		add(AdaptTunerSpin, "the lane spins 20ms before blocking until the tuner decides to block: "+
+			"more lanes waiting in C than cores, the CPU at 75%% or more, or more lanes than cores with as many goroutines queued for a processor as cores")
 	}
 	if slices.ContainsFunc(t.Lane, func(r Row) bool { return r.Protocol == ProtoRFP }) {
 		if t.Side == SideClient {
