@@ -10,7 +10,6 @@ import (
 
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/proto"
-	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/wiretest"
 )
 
@@ -53,12 +52,8 @@ func TestHandshakeFallbackToApache(t *testing.T) {
 				require.NoError(t, <-errs)
 			}
 			require.NoError(t, c.Call(tctx(t), wiretest.FireMethod, &wiretest.EchoArgs{Msg: "fired"}, nil))
-			select {
-			case got := <-proc.Fired:
-				require.Equal(t, "fired", got)
-			case <-time.After(testenv.HangGuard(5 * time.Second)):
-				t.Fatal("oneway not delivered")
-			}
+			got := recvWithin(t, proc.Fired, 5*time.Second, "oneway not delivered")
+			require.Equal(t, "fired", got)
 			err = c.Call(tctx(t), &client.Method{Name: "missing"}, &wiretest.EchoArgs{}, &wiretest.EchoResult{})
 			require.ErrorIs(t, err, &proto.ApplicationException{Type: proto.ExcUnknownMethod})
 			require.NoError(t, c.Close())

@@ -58,22 +58,14 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 		}()
 	}
 	for range 3 { // every call is in flight (at its handler) when the server dies
-		select {
-		case <-ts.echo.Waiting:
-		case <-time.After(testenv.HangGuard(5 * time.Second)):
-			t.Fatal("the calls did not reach the server")
-		}
+		recvWithin(t, ts.echo.Waiting, 5*time.Second, "the calls did not reach the server")
 	}
 	ts.stop()
 	for range 3 {
-		select {
-		case err := <-inflight:
-			require.ErrorIs(t, err, client.ErrConnClosed)
-			var ce *client.ConnError
-			require.ErrorAs(t, err, &ce)
-		case <-time.After(testenv.HangGuard(5 * time.Second)):
-			t.Fatal("in-flight call hangs after the server died")
-		}
+		err := recvWithin(t, inflight, 5*time.Second, "in-flight call hangs after the server died")
+		require.ErrorIs(t, err, client.ErrConnClosed)
+		var ce *client.ConnError
+		require.ErrorAs(t, err, &ce)
 	}
 	// While the server is down, calls fail fast with the typed error.
 	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "down"})

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,24 +77,14 @@ func callAsync(call func() error) <-chan error {
 // within a hang guard: a call only the client's own context can end.
 func awaitCall(t *testing.T, done <-chan error, why string) error {
 	t.Helper()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(testenv.HangGuard(10 * time.Second)):
-		t.Fatal(why)
-		return nil
-	}
+	return recvWithin(t, done, 10*time.Second, why)
 }
 
 // waitHeld waits until a ModeWaitCtx call of msg holds its handler.
 func waitHeld(t *testing.T, ts *testServer, msg string) {
 	t.Helper()
-	select {
-	case got := <-ts.echo.Waiting:
-		require.Equal(t, msg, got)
-	case <-time.After(testenv.HangGuard(10 * time.Second)):
-		t.Fatalf("the %q call did not reach its handler", msg)
-	}
+	got := recvWithin(t, ts.echo.Waiting, 10*time.Second, fmt.Sprintf("the %q call did not reach its handler", msg))
+	require.Equal(t, msg, got)
 }
 
 // Callers waiting for their replies while another caller of the same

@@ -154,13 +154,9 @@ func TestLanesServerFeatures(t *testing.T) {
 		return err
 	}), "the call outlived its deadline")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	select {
-	case d := <-ts.echo.Deadlines:
-		require.Greater(t, d, time.Duration(0))
-		require.LessOrEqual(t, d, 200*time.Millisecond)
-	case <-time.After(testenv.HangGuard(5 * time.Second)):
-		t.Fatal("handler saw no deadline")
-	}
+	d := recvWithin(t, ts.echo.Deadlines, 5*time.Second, "handler saw no deadline")
+	require.Greater(t, d, time.Duration(0))
+	require.LessOrEqual(t, d, 200*time.Millisecond)
 	// The timed-out lane was replaced: later calls work.
 	got, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "after timeout"})
 	require.NoError(t, err)
@@ -168,12 +164,8 @@ func TestLanesServerFeatures(t *testing.T) {
 
 	// Oneway.
 	require.NoError(t, c.Call(ctx, wiretest.FireMethod, &wiretest.EchoArgs{Msg: "fired"}, nil))
-	select {
-	case msg := <-ts.echo.Fired:
-		require.Equal(t, "fired", msg)
-	case <-time.After(testenv.HangGuard(5 * time.Second)):
-		t.Fatal("oneway not delivered")
-	}
+	msg := recvWithin(t, ts.echo.Fired, 5*time.Second, "oneway not delivered")
+	require.Equal(t, "fired", msg)
 
 	// Unknown method.
 	err = c.Call(ctx, &client.Method{Service: "Echo", Name: "nope"}, &wiretest.EchoArgs{}, &wiretest.EchoResult{})
@@ -276,20 +268,12 @@ func TestLanesShutdownGraceful(t *testing.T) {
 	}()
 	// The handler reports its (tctx) deadline as it starts: the call is in
 	// flight before Shutdown, where a sleep bet that it would be.
-	select {
-	case <-ts.echo.Deadlines:
-	case <-time.After(testenv.HangGuard(5 * time.Second)):
-		t.Fatal("the call did not reach its handler")
-	}
+	recvWithin(t, ts.echo.Deadlines, 5*time.Second, "the call did not reach its handler")
 	sctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(5*time.Second))
 	defer cancel()
 	require.NoError(t, ts.srv.Shutdown(sctx))
-	select {
-	case err := <-done:
-		require.NoError(t, err, "the in-flight call finishes during a graceful shutdown")
-	case <-time.After(testenv.HangGuard(5 * time.Second)):
-		t.Fatal("in-flight call hung")
-	}
+	err = recvWithin(t, done, 5*time.Second, "in-flight call hung")
+	require.NoError(t, err, "the in-flight call finishes during a graceful shutdown")
 	_, err = echo(tctx(t), c, &wiretest.EchoArgs{Msg: "after"})
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.DeadlineExceeded), "a closed server fails calls fast: %v", err)

@@ -103,3 +103,16 @@ func tctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// recvWithin is the next value from ch, or a failure (why) if none comes
+// within a hang guard of d: it asserts nothing about speed.
+func recvWithin[T any](t *testing.T, ch <-chan T, d time.Duration, why string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(testenv.HangGuard(d)):
+		t.Fatal(why)
+		panic("unreachable")
+	}
+}

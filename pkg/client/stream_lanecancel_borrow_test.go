@@ -65,19 +65,15 @@ func TestServerStreamBorrowedCanceled(t *testing.T) {
 			require.NoError(t, checkBlob(a, 0))
 			require.NotZero(t, client.LentStreamMsgs(c), "read in place")
 			cancel()
-			select {
-			case err := <-ended:
-				if tt.granted {
-					// The cancel on the link: no exchange needed.
-					require.ErrorContains(t, err, "client reset the stream: canceled")
-				} else {
-					// The lane's end (its link closed): its send fails, or
-					// its context is canceled.
-					require.Error(t, err)
-					require.NotContains(t, err.Error(), "client reset", "no reset could reach it")
-				}
-			case <-time.After(testenv.HangGuard(10 * time.Second)):
-				t.Fatal("the handler did not end")
+			err = recvWithin(t, ended, 10*time.Second, "the handler did not end")
+			if tt.granted {
+				// The cancel on the link: no exchange needed.
+				require.ErrorContains(t, err, "client reset the stream: canceled")
+			} else {
+				// The lane's end (its link closed): its send fails, or
+				// its context is canceled.
+				require.Error(t, err)
+				require.NotContains(t, err.Error(), "client reset", "no reset could reach it")
 			}
 			require.NoError(t, checkBlob(a, 0), "the lane's memory, after the stream's end")
 			require.Equal(t, 1, client.LanesOpen(c), "kept while the message is out")
@@ -147,10 +143,5 @@ func blobsOnce(t *testing.T, c *client.Conn, ended <-chan error) {
 		require.NoError(t, checkBlob(a, i))
 	}
 	require.Equal(t, io.EOF, st.RecvMsg(new(wiretest.EchoArgs)))
-	select {
-	case err := <-ended:
-		require.NoError(t, err)
-	case <-time.After(testenv.HangGuard(10 * time.Second)):
-		t.Fatal("the handler did not end")
-	}
+	require.NoError(t, recvWithin(t, ended, 10*time.Second, "the handler did not end"))
 }

@@ -96,12 +96,7 @@ func TestClientStreamRequestsLeased(t *testing.T) {
 			case "server gone":
 				ts.stop()
 			}
-			select {
-			case err := <-sent:
-				require.Error(t, err)
-			case <-time.After(testenv.HangGuard(10 * time.Second)):
-				t.Fatal("SendMsg went on after the stream ended")
-			}
+			require.Error(t, recvWithin(t, sent, 10*time.Second, "SendMsg went on after the stream ended"))
 			require.Eventually(t, func() bool { return runnerGoroutines() == "" }, testenv.HangGuard(10*time.Second), time.Millisecond, "%s", runnerGoroutines)
 			if end != "cancel" {
 				return

@@ -39,13 +39,7 @@ func headerEcho(seen chan<- metadata.MD) server.Interceptor {
 
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(testenv.HangGuard(10 * time.Second)):
-		t.Fatal("timed out")
-	}
-	panic("unreachable")
+	return recvWithin(t, ch, 10*time.Second, "timed out")
 }
 
 // Apache's Go THeader client calls a HatRPC server: its headers reach the
