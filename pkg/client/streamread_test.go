@@ -278,3 +278,26 @@ func TestStreamReadRoleSecondStream(t *testing.T) {
 	require.NoError(t, <-ps.done)
 	require.NoError(t, <-ps.done)
 }
+
+// A server that goes away while the read role is parked with a stream
+// (nobody reads) is found by the stream's next RecvMsg: it returns an
+// error rather than wait.
+func TestStreamReadRoleServerGone(t *testing.T) {
+	ts, ps := servePace(t, true)
+	c := dial(t, ts.addr)
+	ctx := tctx(t)
+	st := openPace(t, ctx, c, 3)
+	ps.step <- struct{}{}
+	recvPace(t, st, 0)
+	waitRole(t, ctx, c, "parked")
+	ts.stop()
+	got := make(chan error, 1)
+	go func() { got <- st.RecvMsg(&wiretest.EchoArgs{}) }()
+	select {
+	case err := <-got:
+		require.Error(t, err)
+		require.NotEqual(t, io.EOF, err)
+	case <-ctx.Done():
+		t.Fatal("RecvMsg did not return")
+	}
+}
