@@ -467,7 +467,8 @@ type session struct {
 	goaway  bool
 	// st: the connection's streams, when the server granted them;
 	// streams counts those not finished (stream.go): while any is, the
-	// read role is always held.
+	// read role is held, or parked with a lone server stream
+	// (stream_read.go).
 	st      *streamcore.Conn
 	streams int
 	// fnWin: the server's own per-stream receive windows by function
@@ -484,6 +485,14 @@ type session struct {
 	deadline   bool            // a read deadline is set on nc
 	idleArmed  bool
 	doneClosed bool
+	// A server stream's consumer holding the read role (stream_read.go):
+	// streamLeader is its stream, leadStop says the stream ended while it
+	// read. filedID is the stream of the last stream frame read (0: none);
+	// only the role's holder touches it.
+	streamLeader *clientStream
+	leadStop     bool
+	filedID      int32
+	selfReads    int64 // frames a stream's consumer read for itself (tests)
 }
 
 // call is one outstanding request waiting for its reply. The fields after

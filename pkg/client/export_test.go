@@ -33,3 +33,34 @@ func CallOnRetiredExtra(ctx context.Context, c *Conn, m *Method, args, result pr
 	req := request{m: m, args: args, sess: c.cur.Load()}
 	return true, tcpRoute{c}.callOn(ctx, picked, req, result)
 }
+
+// StreamReadRole says who holds the read role of c's first connection
+// (stream_read.go): "parked" with a server stream whose consumer reads
+// for itself, "stream" (that consumer reading), "call" (a call's
+// caller), "reader" (the reader goroutine) or "none" (nobody, no stream
+// open).
+func StreamReadRole(c *Conn) string {
+	s := c.cur.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.reading && s.streams > 0:
+		return "parked"
+	case !s.reading:
+		return "none"
+	case s.streamLeader != nil:
+		return "stream"
+	case s.leader != nil:
+		return "call"
+	}
+	return "reader"
+}
+
+// StreamSelfReads is how many stream frames their stream's consumer read
+// for itself on c's first connection.
+func StreamSelfReads(c *Conn) int64 {
+	s := c.cur.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.selfReads
+}

@@ -19,7 +19,9 @@ import (
 // own reply arrives the caller hands the role to a waiting caller or, when
 // none waits, drops it. A connection with no call outstanding is watched
 // by the idle reader, started idleDelay after the role was dropped, so a
-// server that goes away or drains is noticed between calls.
+// server that goes away or drains is noticed between calls. A server
+// stream that is the connection's only one reads its frames in RecvMsg
+// in the same way (stream_read.go).
 
 // idleDelay is how long a connection may go unwatched after its last
 // reply: long next to a call, short for noticing a vanished server.
@@ -337,7 +339,8 @@ func (s *session) releaseLocked() {
 		return
 	}
 	if s.streams > 0 {
-		// Open streams need a reader whether or not a call waits.
+		// Open streams need a reader whether or not a call waits (it
+		// parks the role with a lone server stream: stream_read.go).
 		s.reading = true
 		go s.readIdle()
 		return
@@ -377,6 +380,7 @@ func (s *session) idleRead() {
 // replies until no call is outstanding, then drops the role.
 func (s *session) readIdle() {
 	for {
+		s.filedID = 0
 		seq, bp, off, ok, err := s.readOne()
 		if err != nil {
 			s.fail(err)
@@ -385,16 +389,12 @@ func (s *session) readIdle() {
 			s.mu.Unlock()
 			return
 		}
+		if !ok && s.filedID != 0 && s.parkIdle(s.filedID) {
+			return // the stream's consumer reads now (stream_read.go)
+		}
 		s.mu.Lock()
 		if ok {
-			if cl := s.pending[seq]; cl != nil {
-				delete(s.pending, seq)
-				cl.reply, cl.off = bp, off
-				cl.signaled = true
-				cl.done <- struct{}{}
-			} else {
-				wire.PutBuf(bp)
-			}
+			s.deliverLocked(seq, bp, off)
 			// While streams are open this goroutine keeps the role and
 			// hands replies over, rather than passing the role to a
 			// waiting caller and starting again after its reply.

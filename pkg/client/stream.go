@@ -19,9 +19,11 @@ import (
 
 // Streams (docs/design/streams.md) ride the Conn's first TCP connection
 // when its server granted wire.CapStreams, next to its calls, except a
-// stream the plan puts on lanes (stream_lane.go, stream_duplex.go). While a stream is open some goroutine always holds the
-// connection's read role (reader.go), so stream frames are filed with
-// their streams whether or not a call waits.
+// stream the plan puts on lanes (stream_lane.go, stream_duplex.go).
+// While a stream is open some goroutine holds the connection's read role
+// (reader.go), so stream frames are filed with their streams whether or
+// not a call waits, except while it is parked with a lone server stream
+// whose consumer reads for itself (stream_read.go).
 
 type streamOptions struct {
 	windows      wire.StreamWindows
@@ -146,7 +148,8 @@ func (c *Conn) newStream(ctx context.Context, m *Method, final proto.Struct) (St
 		return cs, err // stream_lane.go; neither: the plan has it on TCP
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0}
+	cs := &clientStream{s: s, m: m, final: final, ctx: sctx, cancel: cancel, proto: s.format.Proto, headerCh: make(chan struct{}), timed: timeout > 0,
+		selfRead: m.Stream == stream.Server}
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.connErrLocked()
@@ -322,6 +325,13 @@ type clientStream struct {
 	// only).
 	borrow bool
 	held   streamcore.Msg
+	// selfRead: a server stream on TCP, whose RecvMsg reads the socket
+	// itself while it is the session's only stream (stream_read.go).
+	// readStop (guarded by s.mu): it ended, so it reads no more;
+	// uncounted (s.mu): release took it off s.streams.
+	selfRead  bool
+	readStop  bool
+	uncounted bool
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -453,7 +463,15 @@ func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 	// later frame (a fresh 64 KiB buffer per message cost more than the
 	// copy into it: page faults, zeroing, collections).
 	releaseStreamMsg(&cs.held)
-	m, err := cs.st.Recv(cs.ctx)
+	var (
+		m   streamcore.Msg
+		err error
+	)
+	if cs.selfRead {
+		m, err = cs.st.RecvReading(cs.ctx, cs.readSelf)
+	} else {
+		m, err = cs.st.Recv(cs.ctx)
+	}
 	if err == nil {
 		// A borrowed message's binary values, and a large message's,
 		// keep its frame's buffer instead of being copied out of it
@@ -537,9 +555,11 @@ func (cs *clientStream) reset(err error) {
 // context.DeadlineExceeded), and takes it off the session's count.
 func (cs *clientStream) end(err error) {
 	if !cs.st.Finish(err) {
+		cs.stopRead()
 		cs.release()
 		return
 	}
+	cs.stopRead()
 	cs.gotHeader(nil)
 	if !cs.peerDone.Load() && !(cs.timed && errors.Is(err, context.DeadlineExceeded)) {
 		rf := wire.AppendResetFrame(nil, cs.id, proto.ExcUnknown, "canceled: "+err.Error())
@@ -564,10 +584,28 @@ func (cs *clientStream) release() {
 	if cs.lane != nil {
 		return // never counted: the session's reader has nothing to read for it
 	}
-	cs.s.mu.Lock()
-	cs.s.streams--
-	cs.s.mu.Unlock()
+	s := cs.s
+	s.mu.Lock()
+	s.streams--
+	cs.uncounted = true
+	if s.streams == 0 && !s.reading && len(s.pending) == 0 && s.err == nil && !s.idleArmed {
+		// The role was parked with this stream (stream_read.go): the
+		// connection is watched again as after a call.
+		s.idleArmed = true
+		s.idle.Reset(idleDelay)
+	}
+	s.mu.Unlock()
 }
+
+// stopRead ends cs's reading of the session's socket (stream_read.go).
+func (cs *clientStream) stopRead() {
+	if cs.selfRead {
+		cs.s.stopStreamRead(cs)
+	}
+}
+
+// readSelf is cs's read for streamcore.Stream.RecvReading.
+func (cs *clientStream) readSelf() bool { return cs.s.recvRead(cs) }
 
 // streamFrame files one stream frame read by the session's reader (bp
 // holds it). An error is the connection's.
@@ -576,6 +614,7 @@ func (s *session) streamFrame(h *wire.Header, bp *[]byte) error {
 		wire.PutBuf(bp)
 		return fmt.Errorf("%w: stream frame of kind %d on a connection without streams", wire.ErrBadFrame, h.Kind)
 	}
+	s.filedID = h.Seqid
 	return fileStreamFrame(s.st, h, bp)
 }
 

@@ -470,7 +470,15 @@ func (c *Conn) sendBound(win int32, size int64) int64 {
 // stream's receiving ends (its error: io.EOF after a clean end) or ctx
 // does. Consuming a message credits the peer once half a window is
 // consumed.
-func (s *Stream) Recv(ctx context.Context) (Msg, error) {
+func (s *Stream) Recv(ctx context.Context) (Msg, error) { return s.RecvReading(ctx, nil) }
+
+// RecvReading is Recv for a receiver that may read its connection
+// itself: while s has nothing queued and has not ended, read (when not
+// nil) runs before Recv blocks. It reports true once it read a frame of
+// s or s ended (Recv looks again), false when another goroutine holds
+// the connection's reading (Recv waits for it to file a message, or
+// to give its reading up to this receiver with Wake).
+func (s *Stream) RecvReading(ctx context.Context, read func() bool) (Msg, error) {
 	c := s.c
 	for {
 		c.mu.Lock()
@@ -517,6 +525,9 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 			return Msg{}, err
 		}
 		c.mu.Unlock()
+		if read != nil && ctx.Err() == nil && read() {
+			continue
+		}
 		select {
 		case <-s.recvWake:
 		case <-ctx.Done():
@@ -524,6 +535,11 @@ func (s *Stream) Recv(ctx context.Context) (Msg, error) {
 		}
 	}
 }
+
+// Wake wakes a receiver of s blocked in Recv to look again: a reader
+// that gave its reading up to it (RecvReading) when nothing new may be
+// queued.
+func (s *Stream) Wake() { wake(s.recvWake) }
 
 // EndRecv ends the receiving side of s: Recv returns err once the queue
 // is drained (io.EOF: the peer ended its side cleanly).

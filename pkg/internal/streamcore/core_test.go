@@ -512,3 +512,67 @@ func openPair(t *testing.T, recv, send *Conn) (rs, ss *Stream) {
 	require.NoError(t, err)
 	return rs, ss
 }
+
+// RecvReading calls its read while nothing is queued: a read that files
+// a message (true) has Recv return it without blocking; one that ends
+// the stream has Recv return the end; one that finds another reader
+// (false) has Recv wait, and a Wake from that reader makes it read again.
+func TestRecvReading(t *testing.T) {
+	c, _, _ := newTestConn(t, wire.StreamWindows{})
+	s, err := c.Open(1, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.HangGuard(10*time.Second))
+	defer cancel()
+
+	reads := 0
+	m, err := s.RecvReading(ctx, func() bool {
+		reads++
+		_, err := c.Data(1, Msg{Body: []byte("read")}, false)
+		require.NoError(t, err)
+		return true
+	})
+	require.NoError(t, err)
+	require.Equal(t, "read", string(m.Body))
+	require.Equal(t, 1, reads)
+
+	// Another reader holds the connection: Recv waits until it wakes it,
+	// then reads itself.
+	select {
+	case <-s.recvWake: // the first message's, never waited for
+	default:
+	}
+	mine := make(chan struct{})
+	got := make(chan error, 1)
+	reads = 0
+	go func() {
+		m, err := s.RecvReading(ctx, func() bool {
+			reads++
+			if reads == 1 {
+				close(mine)
+				return false
+			}
+			_, err := c.Data(1, Msg{Body: []byte("after wake")}, false)
+			if err != nil {
+				return false
+			}
+			return true
+		})
+		if err == nil && string(m.Body) != "after wake" {
+			err = errors.New("got " + string(m.Body))
+		}
+		got <- err
+	}()
+	<-mine
+	s.Wake()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("RecvReading did not return")
+	}
+	require.Equal(t, 2, reads)
+
+	// A read that ends the stream: its end comes back.
+	_, err = s.RecvReading(ctx, func() bool { s.EndRecv(io.EOF); return true })
+	require.Equal(t, io.EOF, err)
+}
