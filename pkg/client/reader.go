@@ -143,26 +143,20 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 			s.spin.Arm() // the process's only call: its reply is about to come
 		}
 		_, err := s.br.Peek(1)
-		// A frame whole in the buffer is read without the socket, so a
-		// deadline set meanwhile cannot cut it: it needs no midFrame
-		// mark, and a burst of replies takes the lock once each, not
-		// twice (a cancelled leader is seen once the frame is read).
-		if err != nil || !s.frameBuffered() {
-			s.mu.Lock()
-			if err == nil {
-				s.midFrame = true
-				if cl.cancelled {
-					_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
-				}
-			} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
-				delete(s.pending, seq)
-				s.endLeadLocked()
-				s.mu.Unlock()
-				s.abandon(cl, seq)
-				return ctx.Err()
+		s.mu.Lock()
+		if err == nil {
+			s.midFrame = true
+			if cl.cancelled {
+				_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
 			}
+		} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
+			delete(s.pending, seq)
+			s.endLeadLocked()
 			s.mu.Unlock()
+			s.abandon(cl, seq)
+			return ctx.Err()
 		}
+		s.mu.Unlock()
 		var (
 			rseq int32
 			bp   *[]byte
@@ -421,18 +415,6 @@ func (s *session) anyWaitingLocked() bool {
 		}
 	}
 	return false
-}
-
-// frameBuffered tells whether the next HatRPC frame is in the read
-// buffer whole.
-func (s *session) frameBuffered() bool {
-	n := s.br.Buffered()
-	if !s.hat || n < wire.HeaderSize {
-		return false
-	}
-	hb, _ := s.br.Peek(wire.HeaderSize) // buffered: cannot fail
-	h, err := wire.DecodeHeader(hb, s.c.o.limits.MaxMessageSize)
-	return err == nil && n >= wire.HeaderSize+h.PayloadLen()
 }
 
 // readOne reads one frame or message. ok is false for frames handled here
