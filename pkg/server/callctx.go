@@ -258,8 +258,9 @@ type cancelTable struct {
 	// its calls one after another, so a call's place holds a call that
 	// ended long ago, and taking it is a store instead of a map insert
 	// (and, every doubling, a walk of the map to prune it). A call whose
-	// place holds one still live goes to m.
-	ring   [cancelRing]cancelEntry
+	// place holds one still live goes to m. Made by the first call
+	// (1 KiB): a plain Thrift connection has none.
+	ring   *[cancelRing]cancelEntry
 	inRing uint64 // which places of ring hold a call (bit i: ring[i])
 	m      map[int32]*callCtx
 	pruned int // live entries the last prune of m left
@@ -287,6 +288,9 @@ const (
 )
 
 func (t *cancelTable) add(fseq int32, c *callCtx) {
+	if t.ring == nil {
+		t.ring = new([cancelRing]cancelEntry)
+	}
 	i := uint32(fseq) % cancelRing
 	if e := &t.ring[i]; e.c == nil || e.c.state.Load() != ctxLive {
 		e.fseq, e.c = fseq, c
@@ -305,8 +309,10 @@ func (t *cancelTable) add(fseq int32, c *callCtx) {
 // find returns the call fseq names, nil when none is listed. An ended
 // call may be returned: cancelling it is a no-op.
 func (t *cancelTable) find(fseq int32) *callCtx {
-	if e := &t.ring[uint32(fseq)%cancelRing]; e.c != nil && e.fseq == fseq {
-		return e.c
+	if t.ring != nil {
+		if e := &t.ring[uint32(fseq)%cancelRing]; e.c != nil && e.fseq == fseq {
+			return e.c
+		}
 	}
 	return t.m[fseq]
 }
