@@ -126,6 +126,37 @@ type serverCallRaw struct {
 	buf [inlineRaw]byte
 }
 
+// ServerCallSlab is NewLazyServerCallCopy for a reader that makes one
+// call's headers after another (a connection's reader): a small block's
+// ServerCall comes from a block of serverCallSlabSize, one allocation
+// per block instead of one a call. A ServerCall is never handed out
+// twice, so a handler that keeps its call's context keeps reading its
+// own headers (and pins its block, 1 KiB, no more). Not safe for
+// concurrent use.
+type ServerCallSlab struct {
+	blk *[serverCallSlabSize]serverCallRaw
+	i   int // the next one to hand out
+}
+
+// serverCallSlabSize ServerCalls with their 64-byte blocks (144 bytes
+// each) fill a 1 KiB size class.
+const serverCallSlabSize = 7
+
+// NewLazyCopy is NewLazyServerCallCopy from the slab.
+func (s *ServerCallSlab) NewLazyCopy(raw []byte, parse func([]byte) (MD, error)) *ServerCall {
+	if len(raw) > inlineRaw {
+		return NewLazyServerCall(bytes.Clone(raw), parse)
+	}
+	if s.blk == nil || s.i == serverCallSlabSize {
+		s.blk, s.i = new([serverCallSlabSize]serverCallRaw), 0
+	}
+	c := &s.blk[s.i]
+	s.i++
+	c.parse = parse
+	c.raw = c.buf[:copy(c.buf[:], raw)]
+	return &c.ServerCall
+}
+
 // Incoming returns the headers the client sent.
 func (c *ServerCall) Incoming() MD {
 	if c.parse != nil {

@@ -129,3 +129,45 @@ func TestLazyServerCallCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestServerCallSlab: calls made one after another from a slab (across
+// several of its blocks) each keep their own headers and reply headers,
+// whatever the caller does to its buffer afterwards and whatever later
+// calls of the slab do.
+func TestServerCallSlab(t *testing.T) {
+	parse := func(b []byte) (metadata.MD, error) { return metadata.MD{"raw": string(b)}, nil }
+	cases := []struct {
+		name  string
+		n     int // header block bytes
+		calls int
+	}{
+		{"request ids, one block", 31, 3},
+		{"request ids, several blocks", 31, 50},
+		{"inline limit", 64, 20},
+		{"past inline", 65, 20},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var slab metadata.ServerCallSlab
+			raw := make([]byte, tc.n)
+			var calls []*metadata.ServerCall
+			var wants []string
+			for i := range tc.calls {
+				for j := range raw {
+					raw[j] = byte('a' + (i+j)%26)
+				}
+				wants = append(wants, string(raw))
+				sc := slab.NewLazyCopy(raw, parse)
+				sc.SetReply("call", string(rune('A'+i%26)))
+				calls = append(calls, sc)
+			}
+			for j := range raw {
+				raw[j] = 'X' // the server reuses its read buffer
+			}
+			for i, sc := range calls {
+				require.Equal(t, metadata.MD{"raw": wants[i]}, sc.Incoming(), "call %d", i)
+				require.Equal(t, metadata.MD{"call": string(rune('A' + i%26))}, sc.Reply(), "call %d", i)
+			}
+		})
+	}
+}

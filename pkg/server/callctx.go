@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -253,9 +254,27 @@ func (c *callCtx) release() {
 // connection goes idle with more than a few listed), its contexts read as ended meanwhile (a
 // Cancel for one is a no-op: contexts are never reused, see ctxSlab).
 type cancelTable struct {
+	// ring holds a call at fseq mod cancelRing: a HatRPC client numbers
+	// its calls one after another, so a call's place holds a call that
+	// ended long ago, and taking it is a store instead of a map insert
+	// (and, every doubling, a walk of the map to prune it). A call whose
+	// place holds one still live goes to m. Made by the first call
+	// (1 KiB): a plain Thrift connection has none.
+	ring   *[cancelRing]cancelEntry
+	inRing uint64 // which places of ring hold a call (bit i: ring[i])
 	m      map[int32]*callCtx
-	pruned int // live entries the last prune left
+	pruned int // live entries the last prune of m left
 }
+
+type cancelEntry struct {
+	fseq int32
+	c    *callCtx
+}
+
+// cancelRing is a power of two above the calls a client keeps in flight
+// on one connection in the common case (the Conn spreads 64 callers over
+// its connections: 16 or so each).
+const cancelRing = 64
 
 // pruneMin is the table size below which it is pruned only when idle,
 // and then only past pruneIdle entries: at most pruneIdle ended contexts
@@ -269,6 +288,15 @@ const (
 )
 
 func (t *cancelTable) add(fseq int32, c *callCtx) {
+	if t.ring == nil {
+		t.ring = new([cancelRing]cancelEntry)
+	}
+	i := uint32(fseq) % cancelRing
+	if e := &t.ring[i]; e.c == nil || e.c.state.Load() != ctxLive {
+		e.fseq, e.c = fseq, c
+		t.inRing |= 1 << i
+		return
+	}
 	if t.m == nil {
 		t.m = map[int32]*callCtx{}
 	}
@@ -278,7 +306,34 @@ func (t *cancelTable) add(fseq int32, c *callCtx) {
 	t.m[fseq] = c
 }
 
-// prune forgets the calls that ended.
+// find returns the call fseq names, nil when none is listed. An ended
+// call may be returned: cancelling it is a no-op.
+func (t *cancelTable) find(fseq int32) *callCtx {
+	if t.ring != nil {
+		if e := &t.ring[uint32(fseq)%cancelRing]; e.c != nil && e.fseq == fseq {
+			return e.c
+		}
+	}
+	return t.m[fseq]
+}
+
+// size is how many calls are listed, ended ones included.
+func (t *cancelTable) size() int { return bits.OnesCount64(t.inRing) + len(t.m) }
+
+// pruneAll forgets the calls that ended, in the ring too (an idle
+// connection's: the ring's ended calls would pin their blocks).
+func (t *cancelTable) pruneAll() {
+	for b := t.inRing; b != 0; b &= b - 1 {
+		i := bits.TrailingZeros64(b)
+		if e := &t.ring[i]; e.c.state.Load() != ctxLive {
+			*e = cancelEntry{}
+			t.inRing &^= 1 << i
+		}
+	}
+	t.prune()
+}
+
+// prune forgets the calls of m that ended.
 func (t *cancelTable) prune() {
 	for k, c := range t.m {
 		if c.state.Load() != ctxLive {

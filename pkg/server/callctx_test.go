@@ -199,15 +199,18 @@ func TestCancelTable(t *testing.T) {
 				require.LessOrEqual(t, len(tab.m), max(pruneMin, 2*tc.live)+1)
 			}
 			for i, c := range live {
-				require.Same(t, c, tab.m[int32(i)], "live call %d", i)
+				require.Same(t, c, tab.find(int32(i)), "live call %d", i)
 			}
-			tab.prune()
-			require.Len(t, tab.m, tc.live)
+			tab.pruneAll()
+			require.Equal(t, tc.live, tab.size())
+			for i, c := range live {
+				require.Same(t, c, tab.find(int32(i)), "live call %d after the prune", i)
+			}
 			// A Cancel for an ended call that is still listed is a no-op.
 			c := slab.next(parent, 0)
 			tab.add(-1, c)
 			c.release()
-			tab.m[-1].cancel(context.Canceled)
+			tab.find(-1).cancel(context.Canceled)
 			require.ErrorIs(t, c.Err(), context.Canceled)
 		})
 	}

@@ -89,13 +89,14 @@ type conn struct {
 	sw streamWriter
 
 	timeoutFields
-	chargeFn wire.Charge // c.charge, made once
-	charging int64       // reader-owned: budget charged for the message being read
-	rg       replyGate   // reply memory (replygate.go)
-	ctxs     ctxSlab     // reader-owned: its calls' contexts
-	calls    cancelTable // reader-owned: HatRPC calls in flight, for Cancel frames
-	memHeld  int64       // budget held by the connection's requests and replies; guarded by budget.mu
-	fastPath atomic.Bool // it became a lane or FLOCK session: its memory counts in budget.fastPath
+	chargeFn wire.Charge             // c.charge, made once
+	charging int64                   // reader-owned: budget charged for the message being read
+	rg       replyGate               // reply memory (replygate.go)
+	ctxs     ctxSlab                 // reader-owned: its calls' contexts
+	scs      metadata.ServerCallSlab // reader-owned: its calls' headers
+	calls    cancelTable             // reader-owned: HatRPC calls in flight, for Cancel frames
+	memHeld  int64                   // budget held by the connection's requests and replies; guarded by budget.mu
+	fastPath atomic.Bool             // it became a lane or FLOCK session: its memory counts in budget.fastPath
 }
 
 // request is one decoded-enough call, handed from the reader to a handler.
@@ -207,6 +208,8 @@ func (c *conn) serve() {
 		c.serveHook()
 		return
 	}
+	var k kit
+	defer k.done()
 	for {
 		if c.holding.Load() && !c.nextBuffered() {
 			c.unhold() // about to wait for the client: send what is held
@@ -216,7 +219,7 @@ func (c *conn) serve() {
 			c.turn.awaitAhead(&c.mu, c.turnIn)
 		}
 		c.growRead()
-		r, err := c.next()
+		r, err := c.next(&k)
 		if err == errAttached {
 			c.unhold()
 			c.fp.serve()
@@ -257,7 +260,7 @@ func (c *conn) serve() {
 			// other: only their reading overlaps).
 			c.unhold()
 			c.s.pool.run(c)
-			c.handle(r)
+			c.handle(r, &k)
 			return
 		}
 		if more && !c.holding.Load() {
@@ -276,7 +279,7 @@ func (c *conn) serve() {
 		c.inlineAt.Store(int64(at))
 		c.inline.Store(ep)
 		c.armHandoff()
-		end := c.handle(r)
+		end := c.handle(r, &k)
 		slow := more && end-at > quickCall
 		if !c.inline.CompareAndSwap(ep, 0) {
 			c.unhold()
@@ -362,7 +365,7 @@ func (c *conn) timedHandoff() {
 
 // next reads one message. It returns (nil, nil) for messages it fully
 // handled itself: control frames, the handshake, unknown methods.
-func (c *conn) next() (*request, error) {
+func (c *conn) next(k *kit) (*request, error) {
 	if c.drainFlag.Load() {
 		return nil, errDraining
 	}
@@ -436,7 +439,7 @@ func (c *conn) next() (*request, error) {
 				return nil, herr
 			}
 			// Decoded only if the handler looks (most never do).
-			sc = metadata.NewLazyServerCallCopy(msg[4:n], wire.ParseKV)
+			sc = c.scs.NewLazyCopy(msg[4:n], wire.ParseKV)
 			msg = msg[n:]
 		}
 	} else {
@@ -507,7 +510,7 @@ func (c *conn) next() (*request, error) {
 		}
 		return nil, nil
 	}
-	r := reqPool.Get().(*request)
+	r := k.take()
 	*r = request{
 		replyTo: replyTo{hat: c.hat, proto: p, name: m.m.Name, seqid: mh.Seqid, fseq: fseq, mem: c.takeCharge()},
 		m:       m, buf: bp, body: msg[mh.Body:],
@@ -624,8 +627,8 @@ func (c *conn) clearRequest(r *request) {
 
 // handle runs one call and writes its reply. It returns when the
 // handler returned (since epoch).
-func (c *conn) handle(r *request) time.Duration {
-	codec := wire.GetCodec()
+func (c *conn) handle(r *request, k *kit) time.Duration {
+	codec := k.getCodec()
 	c.takeCall(r)
 	if r.ordered {
 		if c.turn.ran.Load() != r.turn {
@@ -640,10 +643,11 @@ func (c *conn) handle(r *request) time.Duration {
 	if !r.oneway {
 		st.cell(c.shard).repBytes.Add(uint64(c.replyHinted(&r.replyTo, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
-	wire.PutCodec(codec)
+	codec.Reset()
 	c.putCall(r.m, r.call) // the reply is encoded
 	end := r.end
-	c.freeRequest(r) // returns a buffer borrowed arguments used: the reply is out
+	c.clearRequest(r) // returns a buffer borrowed arguments used: the reply is out
+	k.keep(r)
 	c.s.slots.release()
 	c.end()
 	return end
@@ -774,7 +778,7 @@ func (c *conn) fatalReply(to *replyTo, cause error) {
 }
 
 func (c *conn) cancelCall(seqid int32) {
-	if cctx := c.calls.m[seqid]; cctx != nil {
+	if cctx := c.calls.find(seqid); cctx != nil {
 		cctx.cancel(context.Canceled)
 	}
 }

@@ -120,8 +120,8 @@ func (c *conn) atBoundary() {
 		c.enter(phFrame, c.inBytes.Load())
 	default:
 		c.enter(phIdle, 0)
-		if len(c.calls.m) > pruneIdle {
-			c.calls.prune() // an idle connection keeps few ended calls
+		if c.calls.size() > pruneIdle {
+			c.calls.pruneAll() // an idle connection keeps few ended calls
 		}
 	}
 }

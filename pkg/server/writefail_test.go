@@ -60,7 +60,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 		wrote <- err
 	}()
 
-	r, err := c.next()
+	r, err := c.next(&kit{})
 	require.NoError(t, err)
 	require.NotNil(t, r)
 	assert.Equal(t, int32(1), r.seqid)
@@ -69,7 +69,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 	c.freeRequest(r)
 
 	c.checkWrite(errors.New("write: connection reset by peer"))
-	r, err = c.next()
+	r, err = c.next(&kit{})
 	assert.Nil(t, r)
 	require.ErrorIs(t, err, errWriteFailed)
 	assert.ErrorIs(t, err, net.ErrClosed)

@@ -98,6 +98,13 @@ func GetCodec() *Codec { return codecPool.Get().(*Codec) }
 
 // PutCodec returns c to the pool, dropping its buffer references.
 func PutCodec(c *Codec) {
+	c.Reset()
+	codecPool.Put(c)
+}
+
+// Reset drops c's buffer references, as PutCodec does, for an owner that
+// keeps c for its next message instead of pooling it.
+func (c *Codec) Reset() {
 	c.bw.Reset(nil)
 	c.cw.Reset(nil)
 	c.br.Reset(nil)
@@ -108,7 +115,6 @@ func PutCodec(c *Codec) {
 		c.js.Release()
 	}
 	c.limit = 0
-	codecPool.Put(c)
 }
 
 // SetLimit bounds the next AppendMessage, AppendMessageRefs, AppendStruct
