@@ -99,56 +99,6 @@ type conn struct {
 	fastPath atomic.Bool             // it became a lane or FLOCK session: its memory counts in budget.fastPath
 }
 
-// request is one decoded-enough call, handed from the reader to a handler.
-type request struct {
-	replyTo // where its reply goes (name: m's)
-	m       *method
-	buf     *[]byte
-	body    []byte
-	oneway  bool
-	timeout time.Duration
-	// turn: a plain connection's call runs once every call read before
-	// it on the connection has (ordered; order.go).
-	turn    uint64
-	ordered bool
-	ctx     *callCtx             // nil: the connection's context is the call's
-	size    int                  // request message bytes
-	tr      uint8                // transport index into method.stats
-	sc      *metadata.ServerCall // the call's headers; nil when it sent none
-	// at: when it started (since epoch); 0: execute reads the clock. A
-	// TCP call's is the clock read that gave its deadline, as the frame
-	// was parsed, unless it then waited (for memory, a slot or its turn):
-	// the handler's latency excludes the wait.
-	at time.Duration
-	// end: when its handler returned (execute's clock read for the
-	// latency), so the inline caller times the call without a read of
-	// its own.
-	end  time.Duration
-	args proto.Struct // set: the arguments to decode into (with call), else execute makes them
-	call any          // NewCall's value for HandleCall; nil: Handle runs
-	// lease: body is a lane's lease (the engine's buffer, or FLOCK's ring
-	// slot or task copy), valid until the reply is encoded and sent: a
-	// borrow_args method's arguments may alias it as they alias buf.
-	lease bool
-	cold  *coldPlace // a cold call's place (replygate.go); nil: none
-	conn  *conn      // set for a call whose handler may ReserveReply (replyroom.go)
-	// replyMax is ReserveReply's message limit when lower than the
-	// server's: a lane's maximum, or what its batch's frame has left
-	// (lanereply.go); 0: the server's.
-	replyMax int
-	// meter: a dedicated lane's, which counts the call (frame: its
-	// request frame's bytes) instead of the method's metric children;
-	// execute leaves the handler's result and error in res and err and
-	// the context live: the lane ends the call once the reply is out
-	// (afterReply).
-	meter *laneMeter
-	frame int
-	res   proto.Struct
-	err   error
-}
-
-var reqPool = sync.Pool{New: func() any { return new(request) }}
-
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	sr := wire.NewSpinReader(nc)
@@ -595,34 +545,6 @@ func (c *conn) begin() {
 		return
 	}
 	c.inflight.Add(1)
-}
-
-// releaseCtx ends the call's own context; the reader forgets it for
-// Cancel frames later (cancelTable).
-func (c *conn) releaseCtx(r *request) {
-	if r.ctx == nil {
-		return
-	}
-	r.ctx.release()
-	r.ctx = nil
-}
-
-func (c *conn) freeRequest(r *request) {
-	c.clearRequest(r)
-	reqPool.Put(r)
-}
-
-// clearRequest gives back what r holds and zeroes it for reuse.
-func (c *conn) clearRequest(r *request) {
-	c.releaseCtx(r)
-	if r.buf != nil {
-		wire.PutBuf(r.buf)
-	}
-	if r.mem > 0 {
-		c.s.budget.release(c, r.mem)
-	}
-	c.dropCold(r)
-	*r = request{}
 }
 
 // handle runs one call and writes its reply. It returns when the
