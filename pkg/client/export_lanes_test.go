@@ -87,6 +87,21 @@ func (c *Conn) LaneDevice(tr hints.Transport) error {
 // (borrowed ones, read in the lane's reply) instead of copying them out.
 func LentStreamMsgs(c *Conn) uint64 { return c.lanes.streamRoutes.lent.Load() }
 
+// CallerExchanges counts the lane exchanges server streams' callers ran
+// in their RecvMsg (stream_lanedrive.go).
+func CallerExchanges(c *Conn) uint64 { return c.lanes.streamRoutes.driven.Load() }
+
+// LaneTurn is whose turn a server stream's next lane exchange is:
+// "runner", "offered" (the caller's next RecvMsg may take it) or
+// "caller" (its RecvMsg runs it); "" for a stream that lends nothing.
+func LaneTurn(st Stream) string {
+	cs, ok := st.(*clientStream)
+	if !ok || cs.laneDrv == nil {
+		return ""
+	}
+	return [...]string{"runner", "offered", "caller"}[cs.laneDrv.drive.Load()]
+}
+
 // LeasedStreamRequests counts the second lanes' requests sent from the
 // staging memory SendMsg wrote into (upRunner.nextLease).
 func LeasedStreamRequests(c *Conn) uint64 { return c.lanes.streamRoutes.leased.Load() }

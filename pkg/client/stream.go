@@ -319,6 +319,10 @@ type clientStream struct {
 	// caller's next stream or call waits for them rather than set up new
 	// ones; nil on TCP.
 	laneEnded func()
+	// laneDrv: a server stream's lane runner that lends its messages;
+	// RecvMsg gives them back through it and may run the lane's next
+	// exchange (stream_lanedrive.go).
+	laneDrv *laneRunner
 	// borrow: the function's borrow_msgs hint (set by writeOpen); then
 	// held is the message whose buffer the caller's values of its last
 	// RecvMsg alias, given back by the next RecvMsg (RecvMsg's goroutine
@@ -462,7 +466,11 @@ func (cs *clientStream) RecvMsg(msg proto.Struct) error {
 	// longer, so their frame's buffer goes back to the pool, warm, for a
 	// later frame (a fresh 64 KiB buffer per message cost more than the
 	// copy into it: page faults, zeroing, collections).
-	releaseStreamMsg(&cs.held)
+	if cs.laneDrv != nil {
+		cs.laneDrv.driveHere(&cs.held)
+	} else {
+		releaseStreamMsg(&cs.held)
+	}
 	var (
 		m   streamcore.Msg
 		err error

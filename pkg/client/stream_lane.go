@@ -53,7 +53,9 @@ func (c *Conn) laneWindows() wire.StreamWindows {
 // kept and closed count the canceled streams on lanes whose (first) lane
 // went back to the pool after the server's acknowledgement, and those
 // whose lane was closed (stream_lanecancel.go).
-type streamRoutes struct{ lane, tcp, lent, leased, kept, closed atomic.Uint64 }
+// driven counts the exchanges of server streams' lanes their callers
+// ran (stream_lanedrive.go).
+type streamRoutes struct{ lane, tcp, lent, leased, kept, closed, driven atomic.Uint64 }
 
 // laneStream opens m's stream on a lane when the plan has one for it;
 // nil and nil: it goes on the session's TCP connection.
@@ -130,6 +132,8 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 		// canceled it and returned) will never give that message back:
 		// the lane then closes once the stream is unreachable.
 		runtime.AddCleanup(cs, (*streamcore.Loan).Abandon, r.loan)
+		r.kick = make(chan struct{}, 1)
+		cs.laneDrv = r
 	}
 	r.watchCancel(sctx)
 	p.track(r)
@@ -234,6 +238,9 @@ type laneRunner struct {
 	// hold a message while SendMsg waits for credit that only the next
 	// exchange brings.
 	loan *streamcore.Loan
+	// The caller's turn (stream_lanedrive.go): drive, kick, finished and
+	// the caller's request buffer.
+	callerDrive
 	// The cancel handshake (stream_lanecancel.go).
 	laneCancel
 	cmu sync.Mutex
@@ -284,14 +291,20 @@ func (r *laneRunner) sent(req []byte) (creditOnly, reset bool) {
 }
 
 func (r *laneRunner) run() {
-	cs, l := r.cs, r.l
+	cs := r.cs
 	var req []byte
 	for {
+		if r.finished.Load() {
+			return // its caller ran the exchange that ended the stream
+		}
 		if err := cs.ctx.Err(); err != nil {
 			// The stream ended on this side: the lane goes back once the
 			// server acknowledged.
 			r.drain(context.Cause(cs.ctx))
 			return
+		}
+		if r.offer() {
+			continue
 		}
 		if r.loan != nil && r.loan.Out() > 0 {
 			// The last reply is still read in place: the next exchange
@@ -315,54 +328,66 @@ func (r *laneRunner) run() {
 			}
 			continue
 		}
-		// Counted before the exchange: the server applies the credit
-		// before it answers, so its answer may hold data it allowed.
-		creditOnly, reset := r.sent(req)
-		poll := creditOnly && r.spoke && r.serverMaySend() && !cs.peerDone.Load()
-		if poll {
-			// A poll (alone, or after the credit): the server holds it
-			// until it has frames, rather than answer the credit at once,
-			// often with nothing, and take another exchange to poll.
-			if !r.startPoll() {
-				continue // canceled: the credit is of no use any more
-			}
-			req = wire.AppendWindowFrame(req, cs.id, 0, 0)
-		}
-		if r.seq == 0 {
-			r.opened()
-		}
-		// Not under the stream's context: an exchange ended midway
-		// breaks the lane (stream_lanecancel.go).
-		resp, err := r.exchange(r.xctx, l, req)
-		if poll {
-			r.stopPoll()
-		}
-		if err != nil {
-			r.fail(callFailed(cs.ctx, "lane", err), true)
-			return
-		}
-		last, err := r.file(resp, r.loan != nil && !reset)
-		if err != nil {
-			r.fail(&ConnError{Op: "lane", Err: err}, true)
-			return
-		}
-		if last != nil || reset {
-			// The stream is over both ways and the lane in step: the next
-			// stream (or call) may have it, from before RecvMsg can see
-			// the end (so a caller that opens its next stream then finds
-			// the lane idle).
-			r.out.Close()
-			canceled, kept := r.finish(), !l.broken.Load()
-			r.p.put(l)
-			r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
-			if last != nil {
-				if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
-					r.end(&ConnError{Op: "lane", Err: err}) // the lane is back in its pool already
-				}
-			}
+		if r.step(req) {
 			return
 		}
 	}
+}
+
+// step runs one exchange of req, the frames taken from the outbox (none:
+// a poll), and files its reply; true: the stream is over on this lane
+// (the lane is back in its pool or given up). The runner's goroutine
+// runs it, or the caller's (driveHere) while the runner offers it.
+func (r *laneRunner) step(req []byte) bool {
+	cs, l := r.cs, r.l
+	// Counted before the exchange: the server applies the credit
+	// before it answers, so its answer may hold data it allowed.
+	creditOnly, reset := r.sent(req)
+	poll := creditOnly && r.spoke && r.serverMaySend() && !cs.peerDone.Load()
+	if poll {
+		// A poll (alone, or after the credit): the server holds it
+		// until it has frames, rather than answer the credit at once,
+		// often with nothing, and take another exchange to poll.
+		if !r.startPoll() {
+			return false // canceled: the credit is of no use any more
+		}
+		req = wire.AppendWindowFrame(req, cs.id, 0, 0)
+	}
+	if r.seq == 0 {
+		r.opened()
+	}
+	// Not under the stream's context: an exchange ended midway
+	// breaks the lane (stream_lanecancel.go).
+	resp, err := r.exchange(r.xctx, l, req)
+	if poll {
+		r.stopPoll()
+	}
+	if err != nil {
+		r.fail(callFailed(cs.ctx, "lane", err), true)
+		return true
+	}
+	last, err := r.file(resp, r.loan != nil && !reset)
+	if err != nil {
+		r.fail(&ConnError{Op: "lane", Err: err}, true)
+		return true
+	}
+	if last != nil || reset {
+		// The stream is over both ways and the lane in step: the next
+		// stream (or call) may have it, from before RecvMsg can see
+		// the end (so a caller that opens its next stream then finds
+		// the lane idle).
+		r.out.Close()
+		canceled, kept := r.finish(), !l.broken.Load()
+		r.p.put(l)
+		r.released(canceled, kept) // the server's answer to a Cancel, or an end that crossed it
+		if last != nil {
+			if err := fileStreamFrame(r.sc, &last.h, last.bp); err != nil {
+				r.end(&ConnError{Op: "lane", Err: err}) // the lane is back in its pool already
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // lastFrame is the server's end or reset of the stream, filed once the

@@ -155,7 +155,7 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 			blobStreams(ts)
 			c := dial(t, ts.addr, append([]client.Option{client.WithMultiplexed()}, tt.copts...)...)
 			for round := range 2 { // the second stream takes the lane the first gave back
-				before := client.LentStreamMsgs(c)
+				before, drivenBefore := client.LentStreamMsgs(c), client.CallerExchanges(c)
 				st, err := c.NewStream(tctx(t), blobMethod(tt.borrow), &wiretest.EchoResult{})
 				require.NoError(t, err)
 				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n}))
@@ -178,11 +178,17 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 				// All but those of the reply that ends the stream (at most a
 				// window's: the lane is back at once, for others to overwrite).
 				lent := client.LentStreamMsgs(c) - before
+				// A reply read in place is followed by an exchange its
+				// caller runs (stream_lanedrive.go) unless the runner
+				// took its turn back first; never without one.
+				driven := client.CallerExchanges(c) - drivenBefore
 				if tt.borrow && tt.copts == nil {
 					require.GreaterOrEqual(t, lent, uint64(n-windowMsgs), "round %d", round)
 					require.LessOrEqual(t, lent, uint64(n), "round %d", round)
+					require.LessOrEqual(t, driven, lent, "round %d", round)
 				} else {
 					require.Zero(t, lent, "round %d", round)
+					require.Zero(t, driven, "round %d", round)
 				}
 				require.Equal(t, 1, client.LanesOpen(c), "round %d", round)
 			}

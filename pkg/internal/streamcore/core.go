@@ -177,6 +177,13 @@ func (s *Stream) RecvWindow() (msgs, bytes int32) {
 	return s.recvWin.msgs, s.recvWin.bytes
 }
 
+// Queued is the number of received messages waiting for Recv.
+func (s *Stream) Queued() int {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return len(s.q) - int(s.qHead)
+}
+
 // Burst counts a message about to be sent and reports whether s sent one
 // before it since it last received one: a stream sending several in a
 // row has its frames batched by the connection's writer, one that

@@ -138,6 +138,35 @@ func TestOverCredit(t *testing.T) {
 	require.Nil(t, st)
 }
 
+// Queued counts the messages filed and not yet received.
+func TestQueued(t *testing.T) {
+	tests := []struct {
+		name       string
+		filed, got int
+	}{
+		{"none", 0, 0},
+		{"filed", 3, 0},
+		{"some received", 3, 2},
+		{"all received", 3, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _, _ := newTestConn(t, wire.StreamWindows{Messages: 16, Bytes: 1000, Conn: 1000})
+			s, err := c.Open(1, nil)
+			require.NoError(t, err)
+			for range tt.filed {
+				_, err := c.Data(1, Msg{Body: make([]byte, 10), Size: 10}, false)
+				require.NoError(t, err)
+			}
+			for range tt.got {
+				_, err := s.Recv(context.Background())
+				require.NoError(t, err)
+			}
+			require.Equal(t, tt.filed-tt.got, s.Queued())
+		})
+	}
+}
+
 func TestReceive(t *testing.T) {
 	c, f, released := newTestConn(t, wire.StreamWindows{Messages: 2, Bytes: 1000, Conn: 1000})
 	s, err := c.Open(1, nil)

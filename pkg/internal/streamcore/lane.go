@@ -299,6 +299,8 @@ type Loan struct {
 	out  int
 	then func()
 	wake chan struct{}
+	// hushed: Return signals no Wake (Hush).
+	hushed bool
 }
 
 // NewLoan returns a loan with nothing out.
@@ -322,6 +324,7 @@ func (l *Loan) Abandon() { l.back(-1) }
 
 func (l *Loan) back(n int) {
 	l.mu.Lock()
+	signal := n < 0 || !l.hushed
 	if n < 0 || n > l.out {
 		n = l.out
 	}
@@ -332,7 +335,7 @@ func (l *Loan) back(n int) {
 		f, l.then = l.then, nil
 	}
 	l.mu.Unlock()
-	if zero {
+	if zero && signal {
 		wake(l.wake)
 	}
 	if f != nil {
@@ -347,8 +350,19 @@ func (l *Loan) Out() int {
 	return l.out
 }
 
-// Wake is signalled when the last message out comes back.
+// Wake is signalled when the last message out comes back (but for a
+// Return while hushed).
 func (l *Loan) Wake() <-chan struct{} { return l.wake }
+
+// Hush stops (true) or restarts Return signalling Wake: a lane runner
+// that has offered its next exchange to the caller who returns the
+// messages is not woken by their return (a thread woken per exchange
+// for nothing). Abandon still signals.
+func (l *Loan) Hush(h bool) {
+	l.mu.Lock()
+	l.hushed = h
+	l.mu.Unlock()
+}
 
 // Finally runs f once no message is out: now, or when the last comes
 // back (on that goroutine).

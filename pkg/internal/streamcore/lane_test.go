@@ -315,6 +315,49 @@ func TestLoan(t *testing.T) {
 	}
 }
 
+// A hushed loan does not wake its taker when the last message is
+// returned (the lane runner that offered its turn to the caller), but
+// does when the messages are abandoned; Finally runs either way.
+func TestLoanHush(t *testing.T) {
+	tests := []struct {
+		name  string
+		hush  bool
+		back  func(*Loan)
+		woken bool
+	}{
+		{"returned", false, func(l *Loan) { l.Return(); l.Return() }, true},
+		{"returned hushed", true, func(l *Loan) { l.Return(); l.Return() }, false},
+		{"abandoned hushed", true, func(l *Loan) { l.Return(); l.Abandon() }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLoan()
+			l.Lend()
+			l.Lend()
+			l.Hush(tt.hush)
+			ran := 0
+			l.Finally(func() { ran++ })
+			tt.back(l)
+			require.Zero(t, l.Out())
+			require.Equal(t, 1, ran)
+			select {
+			case <-l.Wake():
+				require.True(t, tt.woken, "woken while hushed")
+			default:
+				require.False(t, tt.woken, "not woken")
+			}
+			l.Hush(false)
+			l.Lend()
+			l.Return()
+			select {
+			case <-l.Wake():
+			default:
+				t.Fatal("not woken once unhushed")
+			}
+		})
+	}
+}
+
 // A writer that fills HandOff bytes of a lent lease yields its processor
 // once a lease, so the lane's goroutine its writes woke sends them while
 // it writes on (on one processor, without the yield the taker would
