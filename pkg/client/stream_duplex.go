@@ -12,7 +12,7 @@ import (
 )
 
 // A client or bidirectional stream on lanes takes two lanes of its
-// function's pool (docs/design/streams.md, "Streams on lanes"). A lane is
+// function's pool (docs/design/streams-lanes.md). A lane is
 // one exchange at a time started by the client, and the server holds a
 // poll until it has a frame to send; on one lane a client message queued
 // behind a held poll would wait for a server frame that may wait for that

@@ -22,7 +22,7 @@ import (
 
 // A stream the plan puts on lanes (hints.LanesCarry: where the session
 // granted shm or rdma) holds lanes of its function's pool for its life
-// (docs/design/streams.md, "Streams on lanes"): a server stream one, a
+// (docs/design/streams-lanes.md): a server stream one, a
 // client or bidirectional stream two (stream_duplex.go). A server
 // stream's lane carries the TCP stream frames: a goroutine of the
 // stream's (laneRunner) sends what the stream queued (open, its message,

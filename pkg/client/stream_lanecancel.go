@@ -17,7 +17,7 @@ import (
 // exchanges do not run under its context but under the runner's own
 // (xctx), which only the cancel's bound ends; the stream ends on this side
 // at once (its RecvMsg and SendMsg return), and the lanes follow once the
-// server acknowledged (docs/design/streams.md, "Streams on lanes"):
+// server acknowledged (docs/design/streams-lanes.md):
 //
 //   - a poll the server holds is answered once the client's Cancel
 //     (fastpath.Cancel, naming the stream's number on the lane) comes on

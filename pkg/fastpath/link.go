@@ -16,7 +16,7 @@ const GoAway = 'G'
 // 4-byte big-endian stream number, to cancel the stream of that number
 // the lane carries (the lane's streams are numbered from 1, in the order
 // their opens went on it) while it waits for a reply the server holds
-// (docs/design/streams.md, "Streams on lanes": a lane is one exchange at
+// (docs/design/streams-lanes.md: a lane is one exchange at
 // a time, so the cancel cannot go on the lane itself). A server that does
 // not know it takes it for the peer gone, and the lane closes: a client
 // sends it only to a server that granted wire.CapLaneCancel.

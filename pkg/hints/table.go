@@ -422,7 +422,7 @@ func StreamWindowOf(set Set) (bytes, messages int) {
 }
 
 // LanesCarry reports whether lanes carry streams of mode m: every mode
-// (docs/design/streams.md, "Streams on lanes"). A server stream holds
+// (docs/design/streams-lanes.md). A server stream holds
 // one lane; a client or bidirectional stream two, since a client holding
 // a poll on a lane could not send its own messages on it until the
 // server answered: the second carries them. A stream goes over TCP only

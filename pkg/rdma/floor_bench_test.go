@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkLaneStreamFloor is the floor of a server stream of 64 KiB
-// messages on a lane (docs/design/streams.md, "Streams on lanes"): the
+// messages on a lane (docs/design/streams-lanes.md): the
 // copies it cannot avoid and nothing else. Each exchange is a small
 // request (the client's poll) answered with 16 messages (1 MiB, the
 // stream's byte window and a reply's batch) that the server writes into

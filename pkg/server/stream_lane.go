@@ -493,7 +493,7 @@ func (ls *laneSession) offerJoin(h *wire.Header, payload []byte) error {
 // side's handler: each of such a stream's messages is handed between the
 // lanes' goroutines and the handler, and on a host of few cores a thread
 // spinning in C for it kept the core they needed, one blocked in C its
-// thread (docs/design/streams.md, "Streams on lanes"; the client's lanes
+// thread (docs/design/streams-lanes.md; the client's lanes
 // do the same, pkg/client streamBlock). A cgo crossing at most, at a
 // change only.
 func (ls *laneSession) blockWaits(on bool) {

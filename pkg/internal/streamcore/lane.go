@@ -10,7 +10,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/wire"
 )
 
-// A stream on a lane (docs/design/streams.md, "Streams on lanes") has
+// A stream on a lane (docs/design/streams-lanes.md) has
 // no byte stream to write its frames to: a lane is one request and one
 // reply at a time, started by the client. Each side queues its frames in
 // an Outbox, and the lane's exchanges carry them: the client's in its
