@@ -274,7 +274,7 @@ func TestSweepTick(t *testing.T) {
 }
 
 // What an Apache Thrift client sees of the time limits (documented in
-// docs/design/wire.md): a connection it opened and did not use within
+// docs/design/runtime.md): a connection it opened and did not use within
 // the handshake timeout, or left idle, is closed, and its next call fails
 // with a transport error; reopening the transport serves it again. Apache
 // clients do not reconnect by themselves.
