@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hatrpc/hatrpc/pkg/internal/streamcore"
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
 
@@ -16,3 +17,9 @@ func (c *Conn) laneStream(context.Context, *session, *Method, proto.Struct, time
 
 // StreamRoutes: no stream takes a lane in this build.
 func (c *Conn) StreamRoutes() (lane, tcp uint64) { return 0, 0 }
+
+// laneRunner: no lane runs a stream in this build (clientStream.laneDrv
+// stays nil).
+type laneRunner struct{}
+
+func (*laneRunner) driveHere(held *streamcore.Msg) { releaseStreamMsg(held) }
