@@ -17,7 +17,7 @@ RXE_PKGS := pkg/rdma pkg/flock pkg/flock/flockmetrics pkg/fastpath pkg/client pk
 # mid-query (~5 min in the guest; its whole package takes 11).
 RXE_TPCH_RUN := ^(TestDistributedClients|TestDistributedQueries|TestWorkerKilled)$$/^(impyla|pyhive|gohive|function)$$/^ibv$$
 
-.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet nocgo fmt-check clean
+.PHONY: all deps deps-rdma deps-bench run test test-go test-allocs test-leaks test-c test-tpch test-rdma bench bench-atb bench-stream test-grpcstream generate vet nocgo fmt-check clean
 
 all: test
 
@@ -66,7 +66,7 @@ test-rdma: deps-rdma
 run: deps
 	./scripts/run.sh $(RUN_ARGS)
 
-test: deps fmt-check vet nocgo test-go test-allocs test-c test-tpch
+test: deps fmt-check vet nocgo test-go test-allocs test-leaks test-c test-tpch
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -92,6 +92,12 @@ test-go:
 # hold the pooled paths to none.
 test-allocs:
 	$(GO) test -count=1 -run 'Allocs' ./pkg/server ./pkg/flock ./pkg/proto ./internal/bench
+
+# Peers coming and going leave no resident memory behind, measured
+# without the race detector, whose own memory grows with every goroutine
+# and lock a cycle creates (test/lanes/lifecycle_test.go).
+test-leaks:
+	$(GO) test -count=1 -run '^TestPeersComeAndGo$$' ./test/lanes
 
 # The TPC-H module (tpch/README.md), a Go module of its own so that the
 # framework's users never download DuckDB: its HiveServer2 on DuckDB, the

@@ -139,9 +139,19 @@ func TestPeersComeAndGo(t *testing.T) {
 	// second half of the run would add about what the first half did. So
 	// the second half may add at most half the first half's growth plus
 	// 4 MiB (Go heap noise), and the whole run at most 128 MiB.
+	//
+	// Not under the race detector: its own state grows by ~28 KiB a cycle
+	// here, in step with the cycles whatever the code does (1,200 cycles:
+	// 15.8-18.9 MiB each half on this code and on the build before it,
+	// 0.1-0.4 MiB in the second half without the detector), which a
+	// 300-cycle run cannot tell from a leak. The halves are compared by
+	// make test's test-leaks (this test without it, on shm) and by the ibv
+	// suite (built without it).
 	first, second := midRes.rssKB-baseRes.rssKB, res.rssKB-midRes.rssKB
 	t.Logf("resident memory growth: first half %d KiB, second half %d KiB", first, second)
-	assert.LessOrEqual(t, second, max(first, 0)/2+4<<10, "resident memory still growing in the second half (KiB)")
+	if !testenv.Race {
+		assert.LessOrEqual(t, second, max(first, 0)/2+4<<10, "resident memory still growing in the second half (KiB)")
+	}
 	assert.Less(t, res.rssKB, baseRes.rssKB+128<<10, "resident memory (KiB)")
 	// Every call took the fast path: FLOCK for Shared.get, a lane for Mix.ping.
 	fast := serverMetric(t, srv, "hatrpc_server_calls_total", "shm", "rdma")
