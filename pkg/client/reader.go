@@ -183,19 +183,13 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		}
 		other := s.pending[rseq]
 		delete(s.pending, rseq)
-		switch {
-		case other == cl:
+		if other == cl {
 			cl.reply, cl.off = bp, off
 			s.endLeadLocked()
 			s.mu.Unlock()
 			return nil
-		case other != nil:
-			other.reply, other.off = bp, off
-			other.signaled = true
-			other.done <- struct{}{}
-		default: // its caller gave up before the reply came
-			wire.PutBuf(bp)
 		}
+		handOver(other, bp, off) // nil: its caller gave up before the reply came
 		if cl.cancelled || (!watched && ctx.Err() != nil) {
 			delete(s.pending, seq)
 			s.endLeadLocked()

@@ -127,14 +127,21 @@ func (s *session) recvRead(cs *clientStream) bool {
 // deliverLocked hands the reply for seq (in bp from off) to its caller,
 // or drops it when its caller gave up; s.mu is held.
 func (s *session) deliverLocked(seq int32, bp *[]byte, off int) {
-	if cl := s.pending[seq]; cl != nil {
-		delete(s.pending, seq)
-		cl.reply, cl.off = bp, off
-		cl.signaled = true
-		cl.done <- struct{}{}
+	cl := s.pending[seq]
+	delete(s.pending, seq)
+	handOver(cl, bp, off)
+}
+
+// handOver wakes cl, a caller taken off s.pending, with its reply (in bp
+// from off), or drops the reply when cl is nil (its caller gave up).
+func handOver(cl *call, bp *[]byte, off int) {
+	if cl == nil {
+		wire.PutBuf(bp)
 		return
 	}
-	wire.PutBuf(bp)
+	cl.reply, cl.off = bp, off
+	cl.signaled = true
+	cl.done <- struct{}{}
 }
 
 // mayParkLocked reports whether the read role may be parked with cs, a
