@@ -112,9 +112,7 @@ func NewLazyServerCallCopy(raw []byte, parse func([]byte) (MD, error)) *ServerCa
 	if len(raw) > inlineRaw {
 		return NewLazyServerCall(bytes.Clone(raw), parse)
 	}
-	c := &serverCallRaw{ServerCall: ServerCall{parse: parse}}
-	c.raw = c.buf[:copy(c.buf[:], raw)]
-	return &c.ServerCall
+	return new(serverCallRaw).fill(raw, parse)
 }
 
 // inlineRaw is the largest header block NewLazyServerCallCopy keeps in
@@ -124,6 +122,14 @@ const inlineRaw = 64
 type serverCallRaw struct {
 	ServerCall
 	buf [inlineRaw]byte
+}
+
+// fill makes c the ServerCall of raw (at most inlineRaw bytes), copied
+// into c's own buffer.
+func (c *serverCallRaw) fill(raw []byte, parse func([]byte) (MD, error)) *ServerCall {
+	c.parse = parse
+	c.raw = c.buf[:copy(c.buf[:], raw)]
+	return &c.ServerCall
 }
 
 // ServerCallSlab is NewLazyServerCallCopy for a reader that makes one
@@ -152,9 +158,7 @@ func (s *ServerCallSlab) NewLazyCopy(raw []byte, parse func([]byte) (MD, error))
 	}
 	c := &s.blk[s.i]
 	s.i++
-	c.parse = parse
-	c.raw = c.buf[:copy(c.buf[:], raw)]
-	return &c.ServerCall
+	return c.fill(raw, parse)
 }
 
 // Incoming returns the headers the client sent.
