@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 // TestLanesEchoAllocs: a 64 B echo over engine lanes as atb's
@@ -56,7 +58,7 @@ func TestLanesEchoAllocs(t *testing.T) {
 	mallocs := float64(after.Mallocs-before.Mallocs) / n
 	bytes := float64(after.TotalAlloc-before.TotalAlloc) / n
 	t.Logf("per call: %.4f mallocs, %.1f bytes", mallocs, bytes)
-	if raceEnabled {
+	if testenv.Race {
 		// The race detector's build drops pooled values (codecs,
 		// buffers, call values) at random: ~0.5 allocations a call.
 		require.Less(t, mallocs, 2.5, "beyond what the race detector's pools drop")

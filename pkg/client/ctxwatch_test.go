@@ -21,9 +21,7 @@ func TestKeptContextWatchStillCancels(t *testing.T) {
 	c := dial(t, ts.addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	for range 3 {
-		got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "x"})
-		require.NoError(t, err)
-		require.Equal(t, "x", got)
+		requireEcho(t, ctx, c, "x")
 	}
 	// The server holds the call until its context ends, so only the
 	// client's watch (its Cancel frame, or its giving up) ends it; the

@@ -137,9 +137,7 @@ func TestLanesServerFeatures(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, proto.ExcInternalError, ae.Type)
 
-	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "still alive"})
-	require.NoError(t, err)
-	require.Equal(t, "still alive", got)
+	requireEcho(t, ctx, c, "still alive")
 
 	// Deadline: propagated to the handler, and the call returns on time.
 	for len(ts.echo.Deadlines) > 0 {
@@ -158,9 +156,7 @@ func TestLanesServerFeatures(t *testing.T) {
 	require.Greater(t, d, time.Duration(0))
 	require.LessOrEqual(t, d, 200*time.Millisecond)
 	// The timed-out lane was replaced: later calls work.
-	got, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "after timeout"})
-	require.NoError(t, err)
-	require.Equal(t, "after timeout", got)
+	requireEcho(t, ctx, c, "after timeout")
 
 	// Oneway.
 	require.NoError(t, c.Call(ctx, wiretest.FireMethod, &wiretest.EchoArgs{Msg: "fired"}, nil))

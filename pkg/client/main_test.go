@@ -96,6 +96,15 @@ func echo(ctx context.Context, c *client.Conn, args *wiretest.EchoArgs) (string,
 	return *res.Success, nil
 }
 
+// requireEcho asserts that an echo of msg on c answers with msg: the
+// connection still serves calls.
+func requireEcho(t *testing.T, ctx context.Context, c *client.Conn, msg string) {
+	t.Helper()
+	got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: msg})
+	require.NoError(t, err)
+	require.Equal(t, msg, got)
+}
+
 // tctx is a test's hang guard, scaled in the emulated guest
 // (testenv.HangGuard).
 func tctx(t testing.TB) context.Context {

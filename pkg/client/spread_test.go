@@ -424,9 +424,7 @@ func TestRetiredExtraFinishesItsCalls(t *testing.T) {
 		wrote[i] = cc.wrote.Load()
 	}
 	for range 20 {
-		got, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "fresh"})
-		require.NoError(t, err)
-		require.Equal(t, "fresh", got)
+		requireEcho(t, ctx, c, "fresh")
 	}
 	for i, cc := range busy {
 		assert.Equal(t, wrote[i], cc.wrote.Load(), "a call went out on a retired extra")

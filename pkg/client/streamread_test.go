@@ -119,9 +119,7 @@ func TestStreamConsumerReadsItself(t *testing.T) {
 	require.Equal(t, io.EOF, st.RecvMsg(&wiretest.EchoArgs{}))
 	require.GreaterOrEqual(t, client.StreamSelfReads(c), int64(n-1))
 	require.NotEqual(t, "parked", client.StreamReadRole(c))
-	out, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
-	require.NoError(t, err)
-	require.Equal(t, "after", out)
+	requireEcho(t, ctx, c, "after")
 }
 
 // Calls on the connection are not held up by a stream's consumer: one
@@ -140,9 +138,7 @@ func TestStreamReadRoleAndCalls(t *testing.T) {
 	waitRole(t, ctx, c, "parked")
 
 	// Parked: the call reads its own reply.
-	out, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "parked"})
-	require.NoError(t, err)
-	require.Equal(t, "parked", out)
+	requireEcho(t, ctx, c, "parked")
 
 	ps.step <- struct{}{}
 	recvPace(t, st, 1)
@@ -159,9 +155,7 @@ func TestStreamReadRoleAndCalls(t *testing.T) {
 		got <- err
 	}()
 	waitRole(t, ctx, c, "stream")
-	out, err = echo(ctx, c, &wiretest.EchoArgs{Msg: "reading"})
-	require.NoError(t, err)
-	require.Equal(t, "reading", out)
+	requireEcho(t, ctx, c, "reading")
 	ps.step <- struct{}{}
 	select {
 	case err := <-got:
@@ -221,9 +215,7 @@ func TestStreamReadRoleEnds(t *testing.T) {
 			}
 			if tt.name == "cancel" {
 				require.NotEqual(t, "stream", client.StreamReadRole(c))
-				out, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
-				require.NoError(t, err)
-				require.Equal(t, "after", out)
+				requireEcho(t, ctx, c, "after")
 			}
 		})
 	}
@@ -250,9 +242,7 @@ func TestStreamReadRoleDeadline(t *testing.T) {
 		err = st.RecvMsg(&m) // no step: it waits, reading, for the deadline
 	}
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	out, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "after"})
-	require.NoError(t, err)
-	require.Equal(t, "after", out)
+	requireEcho(t, ctx, c, "after")
 }
 
 // A second stream opened while the first's consumer holds the read role

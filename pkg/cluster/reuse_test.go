@@ -12,6 +12,7 @@ import (
 	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
 	"github.com/hatrpc/hatrpc/pkg/proto"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -60,7 +61,7 @@ func TestClientReusesValues(t *testing.T) {
 	// generated call's, the Client's use tracker) allocates its value and
 	// closure again on a quarter of the calls: +0.5 each.
 	own := 0.0
-	if raceEnabled {
+	if testenv.Race {
 		own += 1.0
 	}
 	assert.GreaterOrEqual(t, fresh-reused, 1.0, "the promise saves the call's values")

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 const hEcho, hFail = 1, 2
@@ -70,7 +72,7 @@ func TestCallsManyGoroutines(t *testing.T) {
 			}
 			c, p := dialFrom(t, d, cd, s, append([]Option{WithMetrics(m)}, tc.opts...)...)
 			n := tc.n
-			if raceEnabled && tc.g*tc.n > 10000 {
+			if testenv.Race && tc.g*tc.n > 10000 {
 				// 256x100 takes 15-30 s under -race on a loaded 2-core
 				// machine; a quarter of the calls keeps all 256 goroutines
 				// contending.

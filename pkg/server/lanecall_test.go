@@ -142,7 +142,7 @@ func TestFLOCKCallAllocs(t *testing.T) {
 	// quarter of the calls: ~1.8 allocations then. make test counts
 	// without it too (test-allocs).
 	got := testutil.AllocsPerCall(2100, func() { dst = call(req, dst)[:0] })
-	if raceEnabled {
+	if testenv.Race {
 		require.Less(t, got, 2.5, "beyond what the race detector's pools drop")
 	} else {
 		require.Less(t, got, 0.06, "more than the contexts' block")

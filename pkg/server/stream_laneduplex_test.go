@@ -237,7 +237,7 @@ func TestBidiPingPongOnLanes(t *testing.T) {
 	s, _, addr := duplexStreams(t)
 	c := dial(t, addr)
 	streams, rounds := 40, 50
-	if raceEnabled {
+	if testenv.Race {
 		streams = 12
 	}
 	const parallel = 4

@@ -428,7 +428,7 @@ func TestStreamHandlerReturnsEarly(t *testing.T) {
 
 func TestStreamsManyOnOneConnection(t *testing.T) {
 	n := 10000
-	if raceEnabled {
+	if testenv.Race {
 		n = 2000 // the race detector allows 8128 goroutines
 	}
 	s, _, addr := startStreams(t)

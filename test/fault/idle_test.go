@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hatrpc/hatrpc/pkg/server"
+	"github.com/hatrpc/hatrpc/test/testenv"
 	"github.com/hatrpc/hatrpc/test/testutil"
 )
 
@@ -26,7 +27,7 @@ const perConnBound = 48 << 10
 // connection would exceed the detector's limit of 8128 live goroutines, so
 // the 10,000 are opened and dropped in batches.
 func idleBatch() int {
-	if raceEnabled {
+	if testenv.Race {
 		return 4_000
 	}
 	return idleConns

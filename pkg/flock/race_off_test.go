@@ -1,5 +1,0 @@
-//go:build !race
-
-package flock
-
-const raceEnabled = false

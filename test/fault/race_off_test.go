@@ -1,5 +1,0 @@
-//go:build !race
-
-package fault_test
-
-const raceEnabled = false
