@@ -214,8 +214,10 @@ func TestCrossProcess(t *testing.T) {
 	}
 }
 
-// A dead peer process is detected within a bounded time: a send waiting on
-// RNR and everything behind it fail instead of hanging.
+// A dead peer process is detected: a send waiting on RNR and everything
+// behind it fail instead of hanging (waitN's hang guard is the bound; shm
+// learns of the death from a pidfd, ibv from its retry budget, and neither
+// is a speed this test may assert on a loaded host).
 func TestDeadPeer(t *testing.T) {
 	d := openTest(t)
 	a := newSide(t, d, newPD(t, d), sideCfg{rnrRetry: 7})
@@ -227,9 +229,7 @@ func TestDeadPeer(t *testing.T) {
 	require.NoError(t, a.qp.PostSend([]SendWR{sendWR(1, OpSend, Signaled, a.mr.SGE(0, 64)), w}))
 	expectNone(t, a.scq, 5*time.Millisecond)
 	require.NoError(t, cmd.Process.Kill())
-	start := time.Now()
 	wcs := waitN(t, a.scq, 2)
-	require.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, wcs[0].Err(), ErrRetryExceeded)
 	require.ErrorIs(t, wcs[1].Err(), ErrFlushed)
 	require.Equal(t, QPError, a.qp.State())
