@@ -20,9 +20,11 @@ const (
 
 // growRead swaps the read buffer for one of bigReadBufSize the first time
 // a HatRPC connection has half of the small one still buffered after a
-// frame: calls of a few KiB pipelined deeper than the buffer holds. Small
-// calls never get there (16 of 512 B are 8 KiB), so most connections keep
-// the small buffer. Only the read role holder calls it (c.br is its own).
+// frame: calls pipelined deeper than half the buffer. Calls of a few KiB
+// get there at a few in flight; 512 B calls can at 16 in flight (fifteen
+// ~590 B frames buffered behind the one read are over 8 KiB); a
+// connection without such bursts keeps the small buffer. Only the read
+// role holder calls it (c.br is its own).
 func (c *conn) growRead() {
 	if c.grown || !c.hat || c.br.Buffered() < readBufSize/2 {
 		return
