@@ -500,11 +500,8 @@ static int icqe_read(struct shm_qp *qp, struct shm_icqe *c)
 	/* One copy, then only the copy is looked at. */
 	volatile struct shm_icqe *v = e;
 	c->rslot = v->rslot;
-	c->byte_len = v->byte_len;
-	c->imm = v->imm;
-	c->status = v->status;
-	c->opcode = v->opcode;
-	c->flags = v->flags;
+	c->lw = v->lw;
+	c->sw = v->sw;
 	qp->icq_cons++;
 	return 1;
 }

@@ -311,9 +311,16 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		res.st = HR_ERETRY_EXC;
 		goto out;
 	}
-	if (!target_sane(qp, tsh_off)) {
-		res.st = HR_EREMOTE_OP;
-		goto out;
+	/* A target QP's rings never move: its control block (named by the
+	 * window's entry, and the same QP by the qpn check above) is read and
+	 * checked once, not on every message. */
+	if (tsh_off != qp->t_sh_off) {
+		qp->t_sh_off = 0;
+		if (!target_sane(qp, tsh_off)) {
+			res.st = HR_EREMOTE_OP;
+			goto out;
+		}
+		qp->t_sh_off = tsh_off;
 	}
 	if ((ts = atomic_load(&tsh->state)) != HR_QPS_RTR && ts != HR_QPS_RTS) {
 		res.st = HR_ERETRY_EXC;

@@ -405,6 +405,7 @@ int shm_qp_connect(hr_qp *hq, const hr_qp_attr *r)
 	qp->rhdr = rh;
 	qp->t_wake = wake;
 	qp->rqpn = r->qpn;
+	qp->t_sh_off = 0; /* the target's control block: checked at its first work request */
 	/* RTR then RTS: nothing to program, the peer's rings are reachable. */
 	atomic_store(&qp->sh->state, HR_QPS_RTS);
 	pthread_mutex_unlock(&qp->lock);

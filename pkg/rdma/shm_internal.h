@@ -98,14 +98,29 @@ struct shm_cq_sh {
 struct shm_icqe {
 	_Atomic uint64_t seq; /* slot index + 1 once written */
 	uint64_t rslot;       /* the receive consumed: RQ or SRQ ring index */
-	uint32_t byte_len;
-	uint32_t imm;
-	uint8_t status, opcode, flags, pad_[5];
+	/* The owner copies the entry in three 8-byte words (lw, sw): a
+	 * field-by-field copy made the checks that read two of the byte
+	 * fields at once wait for their store-to-load forwarding to fail. */
+	union {
+		struct {
+			uint32_t byte_len;
+			uint32_t imm;
+		};
+		uint64_t lw;
+	};
+	union {
+		struct {
+			uint8_t status, opcode, flags, pad_[5];
+		};
+		uint64_t sw;
+	};
 };
 
 /* A QP's inbound completion ring, next to its control block in the PD
  * segment: the connected initiator produces, the owner's poll of the QP's
  * receive CQ consumes. Only the QP's peers map it. */
+_Static_assert(sizeof(struct shm_icqe) == 32, "two inbound entries a cache line");
+
 struct shm_icq_sh {
 	_Atomic uint64_t tail;
 	uint8_t p1_[CACHELINE - 8];
@@ -310,10 +325,13 @@ struct shm_qp {
 	uint32_t rnr_tries;
 	uint64_t rnr_deadline;
 	_Atomic int pending;
-	/* the target's ring and CQ sizes, validated once per work request
-	 * (exec_wr): the target can rewrite its shared copies */
+	/* the target's ring and CQ sizes and offsets, read from its shared
+	 * copies and validated once for the target control block at t_sh_off
+	 * (exec_wr): the copies here are what is used, so a target that
+	 * rewrites its own stays inside its mapping */
 	uint32_t t_rcap, t_ccap;
 	uint64_t t_rq_off, t_cq_off;
+	uint64_t t_sh_off; /* 0: not validated yet */
 	/* the connected peer: its QP's PD segment (rbase), read by the
 	 * service thread, and its QP's wake pipe (t_wake, ours to write) */
 	struct shm_peer *_Atomic peer;
