@@ -41,8 +41,11 @@ var turnHold = 250 * time.Microsecond
 // turnMin is the message size from which the handler is offered the
 // turn: a stream of smaller messages spends its time encoding and
 // decoding them, and gains more from the lane sending one reply while
-// the handler fills the next than from the hand-off saved.
-const turnMin = wire.AliasMin
+// the handler fills the next than from the hand-off saved (64 B streams
+// were behind without a bound in 11 of 16 rounds, 4 KiB ones ahead in 7
+// of 8 with this one: docs/performance/history.md, "The handler's
+// turn").
+const turnMin = 4 << 10
 
 // laneTurn is a lane's turn state (laneStream.turn).
 type laneTurn struct {
@@ -154,6 +157,11 @@ func (ls *laneSession) offerTurn(lent *bool) (b []byte, pr rdma.Protocol, done b
 			t.failed = true
 		}
 	}
+	// A request handed back is answered here, in the call of the poll the
+	// lane offered (a nested call, which stays only while it offers the
+	// turn again: the handler hands back no poll the lane would offer,
+	// every other request of the stream is answered at once, and one
+	// that ends it leaves nothing to offer).
 	switch {
 	case t.pending != nil:
 		req := t.pending
@@ -214,8 +222,9 @@ func (ls *laneSession) driveTurn(ctx context.Context, gen uint32, size int64) bo
 	}
 	ls.l.in.Add(float64(len(req)))
 	if _, _, err := ls.fileStreamFrames(req); err != nil {
-		// Not past creditPoll's checks but for what filing refuses (credit
-		// past the window): the lane answers it as a malformed request.
+		// Past creditPoll's checks, refused by filing (credit past the
+		// window): the lane files it again, is refused, and answers it as
+		// a malformed request (the lane ends).
 		t.pending = req
 		return ls.handBack()
 	}

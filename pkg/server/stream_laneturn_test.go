@@ -25,8 +25,9 @@ import (
 const turnMsg = 64 << 10
 
 // turnStreams is laneStreams with "T:bulk": a server stream of Mode
-// messages of turnMsg bytes (message i filled with byte i+1) that fails
-// with "early" after Msg's length of them when Msg is set; each
+// messages of turnMsg bytes, or of Blob's length if set (message i
+// filled with byte i+1), that fails with "early" after Msg's length of
+// them when Msg is set; each
 // handler's end goes to ended. The offered turn waits for the handler
 // as long as the test runs (SetTurnHold): where it finds the handler is
 // then the stream's doing, not the scheduler's.
@@ -39,12 +40,16 @@ func turnStreams(t *testing.T) (s *server.Server, addr string, ended chan error)
 		HandleStream: func(ctx context.Context, ss server.ServerStream) (proto.Struct, error) {
 			var a wiretest.EchoArgs
 			err := ss.RecvMsg(&a)
+			size := turnMsg
+			if len(a.Blob) > 0 {
+				size = len(a.Blob)
+			}
 			for i := 0; err == nil && i < int(a.Mode); i++ {
 				if a.Msg != "" && i == len(a.Msg) {
 					err = errors.New("early")
 					break
 				}
-				err = ss.SendMsg(&wiretest.EchoArgs{Blob: bytes.Repeat([]byte{byte(i + 1)}, turnMsg)})
+				err = ss.SendMsg(&wiretest.EchoArgs{Blob: bytes.Repeat([]byte{byte(i + 1)}, size)})
 			}
 			ended <- err
 			return nil, err
@@ -57,12 +62,16 @@ func tBulk() *client.Method { return &client.Method{Service: "T", Name: "bulk", 
 // recvBulk reads turnStreams' messages from, checking each, until an
 // error, which it returns with the next message's number.
 func recvBulk(st client.Stream, from, upTo int) (int, error) {
+	return recvSized(st, turnMsg, from, upTo)
+}
+
+func recvSized(st client.Stream, size, from, upTo int) (int, error) {
 	for i := from; i < upTo; i++ {
 		var a wiretest.EchoArgs
 		if err := st.RecvMsg(&a); err != nil {
 			return i, err
 		}
-		if len(a.Blob) != turnMsg || a.Blob[0] != byte(i+1) || a.Blob[turnMsg-1] != byte(i+1) {
+		if len(a.Blob) != size || a.Blob[0] != byte(i+1) || a.Blob[size-1] != byte(i+1) {
 			return i, errors.New("message out of order or torn")
 		}
 	}
@@ -77,7 +86,7 @@ func recvBulk(st client.Stream, from, upTo int) (int, error) {
 // state, and the lane carries the next stream (the client gone: its
 // lanes close, no lane or stream goroutine is left).
 func TestServerStreamHandlerDrives(t *testing.T) {
-	const n, read = 64, 20 // 4 MiB: four windows; read before the stall
+	const n, read = 64, 20 // 4 MiB, 16 windows; read before the stall
 	const (
 		toEnd    = iota
 		fails    // the handler fails after 40 messages
@@ -111,7 +120,10 @@ func TestServerStreamHandlerDrives(t *testing.T) {
 			for d := 500 * time.Millisecond; ; d *= 2 {
 				var addr string
 				s, addr, ended = turnStreams(t)
-				c = dial(t, addr)
+				// A window of four: the handler waits for credit within
+				// the first exchanges, so the lane offers it the turn
+				// before the client stops reading.
+				c = dial(t, addr, client.WithStreamWindow(4, 0, 0))
 				stream, stop = context.WithCancel(tctx(t))
 				if tt.end == deadline {
 					stream, stop = context.WithTimeout(tctx(t), d)
@@ -211,6 +223,46 @@ func TestServerStreamHandlerDrives(t *testing.T) {
 			stats := c.LaneStats()
 			require.Len(t, stats, 1)
 			require.Equal(t, 1, stats[0].Lanes, "one stream after another: one lane")
+		})
+	}
+}
+
+// The turn is offered for messages from 4 KiB (turnMin): a stream of
+// smaller ones keeps the lane's own exchanges, which overlap the
+// handler's encoding.
+func TestServerStreamTurnBound(t *testing.T) {
+	tests := []struct {
+		name  string
+		size  int
+		turns bool
+	}{
+		{"2 KiB: the lane's", 2 << 10, false},
+		{"4 KiB: the handler's", 4 << 10, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, addr, ended := turnStreams(t)
+			// 16 messages a window: replies of 32 KiB and more, which
+			// lend their memory (the turn's condition besides the size).
+			c := dial(t, addr, client.WithStreamWindow(16, 0, 0))
+			const n = 256
+			st, err := c.NewStream(tctx(t), tBulk(), &wiretest.EchoResult{})
+			require.NoError(t, err)
+			require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, tt.size)}))
+			require.NoError(t, st.CloseSend())
+			// Stopped once, the client lets the handler wait for credit
+			// with a poll of lent memory to come.
+			got, err := recvSized(st, tt.size, 0, 40)
+			require.NoError(t, err)
+			if tt.turns {
+				require.Eventually(t, func() bool { return server.TurnWaits(s) == 1 }, eventually, time.Millisecond)
+			}
+			got, err = recvSized(st, tt.size, got, n)
+			require.NoError(t, err)
+			require.Equal(t, n, got)
+			require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
+			require.NoError(t, <-ended)
+			require.Equal(t, tt.turns, server.TurnExchanges(s) > 0)
 		})
 	}
 }
