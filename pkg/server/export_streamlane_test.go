@@ -2,6 +2,8 @@
 
 package server
 
+import "time"
+
 // StreamLaneCaller runs requests through a lane session's call path as
 // the engine would hand them over (no endpoint): a lane carrying streams
 // for hand-made frames. Each reply is copied (the lane reuses its buffer).
@@ -20,6 +22,23 @@ func LentStreamReplies(s *Server) uint64 { return s.lentReplies.Load() }
 // LentStreamPolls counts s's held stream lane polls that found the reply's
 // memory lent to the outbox.
 func LentStreamPolls(s *Server) uint64 { return s.lentPolls.Load() }
+
+// TurnExchanges counts s's stream lane exchanges run by a handler at its
+// wait for credit (stream_laneturn.go).
+func TurnExchanges(s *Server) uint64 { return s.turnExchanges.Load() }
+
+// TurnWaits counts s's handlers waiting in their turn for the client's
+// next request now.
+func TurnWaits(s *Server) int64 { return s.turnWaits.Load() }
+
+// SetTurnHold sets how long an offered turn waits for the handler (a
+// test that must find the handler in its turn sets it past its run);
+// restore puts the default back. Not safe while streams run.
+func SetTurnHold(d time.Duration) (restore func()) {
+	old := turnHold
+	turnHold = d
+	return func() { turnHold = old }
+}
 
 // NextStreamLeases counts s's stream lane replies whose exchange lent the
 // outbox the engine's other staging buffer for the next reply.

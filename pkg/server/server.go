@@ -93,6 +93,10 @@ type Server struct {
 	// lentPolls counts the held polls that found their reply memory lent
 	// to the outbox.
 	lentPolls atomic.Uint64
+	// turnExchanges counts the stream lane exchanges a handler ran at its
+	// wait for credit (stream_laneturn.go)
+	turnExchanges atomic.Uint64
+	turnWaits     atomic.Int64 // handlers waiting in their turn for a request now
 	// nextLeases counts the stream lane replies whose exchange lent the
 	// outbox the engine's other staging buffer for the next (lendNext).
 	nextLeases atomic.Uint64

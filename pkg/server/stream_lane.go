@@ -59,6 +59,7 @@ type laneStream struct {
 	// lease: the memory last lent to the outbox (valid while lent)
 	lease []byte
 	join  *laneJoin // a client or bidirectional stream's way in for its second lane
+	turn  laneTurn  // the exchanges' driver (stream_laneturn.go)
 	// ended: the reply in hand ends the stream (its end or a reset)
 }
 
@@ -86,7 +87,11 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	sl := &ls.stream
 	if sl.out == nil {
 		sl.out, sl.last = streamcore.NewOutbox(), 0
-		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows))
+		opts := []streamcore.ConnOption(nil)
+		if l.ep != nil && !l.viaFLOCK {
+			opts = append(opts, streamcore.WithDriver(ls.newDriver()))
+		}
+		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows), opts...)
 		c.mu.Lock()
 		c.st, c.sw = st, sl.out
 		ls.streams++ // the client numbers its opens on the lane alike (Cancel)
@@ -95,10 +100,7 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	// Within what the lane's engines carry (the plan's, from the message
 	// limit): a reply of several frames past it would be refused and end
 	// the lane (one frame alone is held to it when it is written).
-	limit := min(laneBatch, fastpath.MaxMessage)
-	if m := l.side.Config.MaxMessage; m > 0 {
-		limit = min(limit, m)
-	}
+	limit := ls.replyLimit()
 	poll, reset, err := ls.fileStreamFrames(req)
 	if err != nil {
 		// As a malformed frame closes a connection, it ends the lane: its
@@ -121,6 +123,11 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 	}
 	if lent && poll {
 		c.s.lentPolls.Add(1)
+		if ls.offersTurn() {
+			if b, pr, done := ls.offerTurn(&lent); done {
+				return b, pr
+			}
+		}
 	}
 	// A poll the client canceled the stream under (a Cancel on the link,
 	// which may come before the poll or while it is held) is answered at
@@ -135,6 +142,13 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 			poll = false
 		}
 	}
+	return ls.streamTail(lent, reset, canceled, limit)
+}
+
+// streamTail answers a request whose frames are filed: the outbox's
+// frames, or an empty credit, or the reset.
+func (ls *laneSession) streamTail(lent, reset, canceled bool, limit int) ([]byte, rdma.Protocol) {
+	c, sl := ls.c, &ls.stream
 	if canceled {
 		ls.cancelStream()
 		reset = true
@@ -198,6 +212,14 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		ls.leaveStream()
 	}
 	return ls.streamReply(b)
+}
+
+func (ls *laneSession) replyLimit() int {
+	limit := min(laneBatch, fastpath.MaxMessage)
+	if m := ls.l.side.Config.MaxMessage; m > 0 {
+		limit = min(limit, m)
+	}
+	return limit
 }
 
 // cancelAsked reports whether the client canceled the stream the lane

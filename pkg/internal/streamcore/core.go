@@ -95,7 +95,8 @@ type Conn struct {
 	heldConn  int64         // of those, consumed: credit to send
 	buffered  int64         // bytes queued in all streams (tests, metrics)
 	err       error
-	bulkBound bool // BulkBound
+	bulkBound bool   // BulkBound
+	driver    Driver // WithDriver
 }
 
 // NewConn returns a connection's stream state; write sends a control
@@ -120,6 +121,34 @@ type ConnOption func(*Conn)
 // server holding a poll under a tighter rule than the client's would hold
 // it for ever.
 func BulkBound() ConnOption { return func(c *Conn) { c.bulkBound = true } }
+
+// Driver runs the exchanges of a lane carrying a Conn's one stream in
+// the stream's sender (a server stream's handler) instead of the lane's
+// goroutine: at the sender's wait for credit, which the exchange brings,
+// so no goroutine is readied between them (pkg/server,
+// stream_laneturn.go).
+type Driver interface {
+	// Drive runs before a sender of a size-byte message waits for
+	// credit (until ctx ends); true: it ran an exchange, which may have
+	// brought credit (the sender looks again before it waits).
+	Drive(ctx context.Context, size int64) bool
+	// Finished runs once a stream is finished: its sender will drive
+	// no more.
+	Finished()
+}
+
+// WithDriver makes d drive the Conn's exchanges (Driver).
+func WithDriver(d Driver) ConnOption { return func(c *Conn) { c.driver = d } }
+
+// Redrive wakes the senders waiting for credit, to Drive again: the
+// driver has an exchange for them that it had not when they looked.
+func (c *Conn) Redrive() {
+	c.mu.Lock()
+	for _, s := range c.streams {
+		wake(s.sendWake)
+	}
+	c.mu.Unlock()
+}
 
 // Stream is one stream's flow state.
 //
@@ -424,6 +453,9 @@ func (s *Stream) Send(ctx context.Context, size int64, write func() error) error
 		cw := c.connWake
 		c.mu.Unlock()
 		c.sendMu.Unlock()
+		if c.driver != nil && c.driver.Drive(ctx, size) {
+			continue
+		}
 		select {
 		case <-s.sendWake:
 		case <-cw:
@@ -613,6 +645,9 @@ func (s *Stream) Finish(err error) bool {
 	}
 	wake(s.sendWake)
 	wake(s.recvWake)
+	if c.driver != nil {
+		c.driver.Finished()
+	}
 	return true
 }
 
