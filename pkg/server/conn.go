@@ -43,14 +43,6 @@ type conn struct {
 	turnIn  uint64  // next plain call's turn to run (order.go)
 	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
 	grown   bool    // br is the big read buffer (readbuf.go)
-	// whole: serve found the next frame buffered whole; atBoundary, which
-	// would look again before the frame is read, takes it instead (the
-	// buffer only grows in between).
-	whole bool
-	// lastEnd: when the call this reader just ran inline ended (since
-	// epoch), 0 if it ran none; next takes it as the start of a call it
-	// read whole from the buffer right after, instead of a clock read.
-	lastEnd time.Duration
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -169,10 +161,8 @@ func (c *conn) serve() {
 	var k kit
 	defer k.done()
 	for {
-		if c.holding.Load() {
-			if c.whole = c.nextBuffered(); !c.whole {
-				c.unhold() // about to wait for the client: send what is held
-			}
+		if c.holding.Load() && !c.nextBuffered() {
+			c.unhold() // about to wait for the client: send what is held
 		}
 		if !c.hat && c.turnIn-c.turn.ran.Load() >= plainAhead {
 			c.unhold() // the calls ahead's replies go out while it waits
@@ -245,7 +235,7 @@ func (c *conn) serve() {
 			c.unhold()
 			return // the timer moved the read role on
 		}
-		c.slow, c.lastEnd = slow, end
+		c.slow = slow
 		if !more && c.br.Buffered() == 0 && c.s.slots.inUse() == 0 {
 			// A lone call answered and no other call runs: its client
 			// is likely to send the next one right away, and polling
@@ -259,16 +249,6 @@ func (c *conn) serve() {
 // call to run inline too: beyond it the calls of a burst go to separate
 // goroutines (and cores).
 const quickCall = 20 * time.Microsecond
-
-// callStart is when a call read by next starts: lastEnd, when the call
-// was buffered whole (whole) and the reader had just ended one inline
-// (lastEnd != 0), else now.
-func callStart(whole bool, lastEnd time.Duration) time.Duration {
-	if whole && lastEnd != 0 {
-		return lastEnd
-	}
-	return time.Since(epoch)
-}
 
 // nextBuffered tells whether the next HatRPC frame is buffered whole, so
 // reading it cannot wait for the client.
@@ -345,9 +325,7 @@ func (c *conn) next(k *kit) (*request, error) {
 		// closed getCounters floods took a server to 740 MB that way.
 		return nil, errWriteFailed
 	}
-	whole := c.atBoundary()
-	lastEnd := c.lastEnd
-	c.lastEnd = 0
+	c.atBoundary()
 	first := !c.started
 	if first {
 		if c.startsHTTP() {
@@ -499,13 +477,8 @@ func (c *conn) next(k *kit) (*request, error) {
 		timeout = ht
 	}
 	// One clock read a call gives both its deadline and, unless it waits
-	// before it runs, the start of its handler's time (r.at). A call of
-	// a burst, buffered whole when the call before it ended inline on
-	// this reader, starts at that end: the reader did nothing since but
-	// queue that call's reply and read this one (well under a µs, now
-	// counted in this call's time and against its deadline, the safe
-	// side), and the burst saves a clock read a call.
-	r.at = callStart(whole, lastEnd)
+	// before it runs, the start of its handler's time (r.at).
+	r.at = time.Since(epoch)
 	// A call with a reply has its own context, through which its
 	// handler may reserve room for it (ReserveReply).
 	if r.hat || timeout > 0 || !r.oneway {

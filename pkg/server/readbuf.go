@@ -29,7 +29,7 @@ func (c *conn) growRead() {
 	if c.grown || !c.hat || c.br.Buffered() < readBufSize/2 {
 		return
 	}
-	c.grown, c.whole = true, false        // the new buffer holds nothing yet
+	c.grown = true
 	rest, _ := c.br.Peek(c.br.Buffered()) // buffered: cannot fail
 	c.br = bufio.NewReaderSize(&prefixReader{pre: append([]byte(nil), rest...), r: c.raw}, bigReadBufSize)
 }

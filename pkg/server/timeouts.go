@@ -105,16 +105,12 @@ func (c *conn) enter(ph uint32, base int64) {
 	c.phase.Store(ph)
 }
 
-// atBoundary records the reader's phase before it reads the next message
-// and tells whether that message is buffered whole (HatRPC framing).
-func (c *conn) atBoundary() (whole bool) {
-	whole = c.whole
-	c.whole = false
+// atBoundary records the reader's phase before it reads the next message.
+func (c *conn) atBoundary() {
 	switch {
 	case !c.greeted:
 		// The handshake phase runs from accept to the first message.
-	case whole || c.nextBuffered():
-		whole = true
+	case c.nextBuffered():
 		// The whole message is here: reading it cannot stall, so the
 		// reader stays busy (no phase stores, each a full barrier, for
 		// every call of a pipelined burst).
@@ -128,7 +124,6 @@ func (c *conn) atBoundary() (whole bool) {
 			c.calls.pruneAll() // an idle connection keeps few ended calls
 		}
 	}
-	return whole
 }
 
 // busy records that the reader holds a whole message (or waits for the
