@@ -462,7 +462,7 @@ type session struct {
 
 	mu      sync.Mutex
 	seq     int32
-	pending map[int32]*call
+	pending callTable
 	err     error
 	goaway  bool
 	// st: the connection's streams, when the server granted them;
@@ -521,11 +521,10 @@ func newSession(c *Conn, nc net.Conn, f wire.Format) *session {
 	sr := wire.NewSpinReader(nc)
 	return &session{
 		c: c, nc: nc, spin: sr,
-		br:      bufio.NewReaderSize(sr.Reader(nc), 32<<10),
-		w:       newWriter(nc, c.o.writeTimeout),
-		format:  f,
-		done:    make(chan struct{}),
-		pending: map[int32]*call{},
+		br:     bufio.NewReaderSize(sr.Reader(nc), 32<<10),
+		w:      newWriter(nc, c.o.writeTimeout),
+		format: f,
+		done:   make(chan struct{}),
 	}
 }
 
@@ -720,7 +719,7 @@ func (s *session) reserve(oneway bool) (int32, *call, error) {
 	if !oneway {
 		cl = callPool.Get().(*call)
 		cl.seq = s.seq
-		s.pending[s.seq] = cl
+		s.pending.put(s.seq, cl)
 	}
 	return s.seq, cl, nil
 }
@@ -728,11 +727,7 @@ func (s *session) reserve(oneway bool) (int32, *call, error) {
 func (s *session) take(seq int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pending[seq]; !ok {
-		return false
-	}
-	delete(s.pending, seq)
-	return true
+	return s.pending.take(seq) != nil
 }
 
 func (s *session) sendCancel(seq int32) {

@@ -29,14 +29,14 @@ func TestWatchWakesWaiters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &session{pending: map[int32]*call{}}
+			s := &session{}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			s.watchDone(ctx, ctx.Done())
 			w := s.watch
 			require.NotNil(t, w)
 			cl := &call{done: make(chan struct{}, 1), seq: 7, waiting: true, watch: w, signaled: tc.signaled}
-			s.pending[7] = cl
+			s.pending.put(7, cl)
 			if tc.replace {
 				other, ocancel := context.WithCancel(context.Background())
 				defer ocancel()
@@ -55,7 +55,7 @@ func TestWatchWakesWaiters(t *testing.T) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			require.Equal(t, tc.woke, cl.woke)
-			_, listed := s.pending[7]
+			listed := s.pending.get(7) != nil
 			require.Equal(t, tc.listed, listed)
 			if !tc.signaled {
 				require.True(t, cl.signaled)

@@ -75,7 +75,7 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 				s.mu.Lock()
 				if !cl.signaled { // nothing is on its way: withdraw
 					cl.waiting = false
-					delete(s.pending, seq)
+					s.pending.take(seq)
 					s.mu.Unlock()
 					s.abandon(cl, seq)
 					return ctx.Err()
@@ -101,7 +101,7 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 			return nil
 		}
 		if ctx.Err() != nil { // handed the role after giving up: pass it on
-			delete(s.pending, seq)
+			s.pending.take(seq)
 			s.releaseLocked()
 			s.mu.Unlock()
 			s.abandon(cl, seq)
@@ -152,7 +152,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 				_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
 			}
 		} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
-			delete(s.pending, seq)
+			s.pending.take(seq)
 			s.endLeadLocked()
 			s.mu.Unlock()
 			s.abandon(cl, seq)
@@ -181,8 +181,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 			s.mu.Unlock()
 			continue
 		}
-		other := s.pending[rseq]
-		delete(s.pending, rseq)
+		other := s.pending.take(rseq)
 		if other == cl {
 			cl.reply, cl.off = bp, off
 			s.endLeadLocked()
@@ -191,7 +190,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		}
 		handOver(other, bp, off) // nil: its caller gave up before the reply came
 		if cl.cancelled || (!watched && ctx.Err() != nil) {
-			delete(s.pending, seq)
+			s.pending.take(seq)
 			s.endLeadLocked()
 			s.mu.Unlock()
 			s.abandon(cl, seq)
@@ -219,9 +218,9 @@ func (w *ctxWatch) fire() {
 	s := w.s
 	s.mu.Lock()
 	w.fired = true
-	for seq, cl := range s.pending {
+	for seq, cl := range s.pending.all() {
 		if cl.watch == w && cl.waiting && !cl.signaled {
-			delete(s.pending, seq)
+			s.pending.take(seq)
 			cl.woke, cl.signaled = wokeCtx, true
 			cl.done <- struct{}{}
 		}
@@ -240,7 +239,7 @@ const (
 // unwatchLocked wakes the callers waiting on w, which is being replaced,
 // to wait again (on their context themselves); s.mu is held.
 func (s *session) unwatchLocked(w *ctxWatch) {
-	for _, cl := range s.pending {
+	for _, cl := range s.pending.all() {
 		if cl.watch == w && cl.waiting && !cl.signaled {
 			cl.woke, cl.signaled = wokeAgain, true
 			cl.done <- struct{}{}
@@ -320,7 +319,7 @@ func (s *session) endLeadLocked() {
 // releaseLocked passes the read role to a waiting caller, or drops it
 // (arming the idle reader when no call is outstanding); s.mu is held.
 func (s *session) releaseLocked() {
-	for _, cl := range s.pending {
+	for _, cl := range s.pending.all() {
 		if cl.waiting && !cl.signaled {
 			cl.lead, cl.signaled = true, true
 			cl.done <- struct{}{}
@@ -339,7 +338,7 @@ func (s *session) releaseLocked() {
 		go s.readIdle()
 		return
 	}
-	if len(s.pending) == 0 && !s.idleArmed {
+	if s.pending.len() == 0 && !s.idleArmed {
 		s.idleArmed = true
 		s.idle.Reset(idleDelay)
 	}
@@ -356,7 +355,7 @@ func (s *session) closeDoneLocked() {
 func (s *session) idleRead() {
 	s.mu.Lock()
 	s.idleArmed = false
-	if s.reading || s.err != nil || len(s.pending) > 0 {
+	if s.reading || s.err != nil || s.pending.len() > 0 {
 		s.mu.Unlock()
 		return
 	}
@@ -392,7 +391,7 @@ func (s *session) readIdle() {
 			// While streams are open this goroutine keeps the role and
 			// hands replies over, rather than passing the role to a
 			// waiting caller and starting again after its reply.
-			if s.streams == 0 && (len(s.pending) == 0 || s.anyWaitingLocked()) {
+			if s.streams == 0 && (s.pending.len() == 0 || s.anyWaitingLocked()) {
 				s.releaseLocked()
 				s.mu.Unlock()
 				return
@@ -403,7 +402,7 @@ func (s *session) readIdle() {
 }
 
 func (s *session) anyWaitingLocked() bool {
-	for _, cl := range s.pending {
+	for _, cl := range s.pending.all() {
 		if cl.waiting && !cl.signaled {
 			return true
 		}
@@ -477,13 +476,11 @@ func (s *session) fail(cause error) {
 	}
 	s.err = cause
 	s.down.Store(true)
-	pend := s.pending
-	s.pending = nil
 	s.idle.Stop()
 	s.idleArmed = false
 	cerr := s.connErrLocked()
 	w := s.dropWatchLocked()
-	for _, cl := range pend {
+	for _, cl := range s.pending.all() {
 		if cl.signaled {
 			continue // handed the read role: it finds s.err and waits again
 		}
@@ -491,6 +488,7 @@ func (s *session) fail(cause error) {
 		cl.signaled = true
 		cl.done <- struct{}{}
 	}
+	s.pending = callTable{}
 	if !s.reading {
 		s.closeDoneLocked()
 	}

@@ -596,7 +596,7 @@ func (cs *clientStream) release() {
 	s.mu.Lock()
 	s.streams--
 	cs.uncounted = true
-	if s.streams == 0 && !s.reading && len(s.pending) == 0 && s.err == nil && !s.idleArmed {
+	if s.streams == 0 && !s.reading && s.pending.len() == 0 && s.err == nil && !s.idleArmed {
 		// The role was parked with this stream (stream_read.go): the
 		// connection is watched again as after a call.
 		s.idleArmed = true

@@ -127,8 +127,7 @@ func (s *session) recvRead(cs *clientStream) bool {
 // deliverLocked hands the reply for seq (in bp from off) to its caller,
 // or drops it when its caller gave up; s.mu is held.
 func (s *session) deliverLocked(seq int32, bp *[]byte, off int) {
-	cl := s.pending[seq]
-	delete(s.pending, seq)
+	cl := s.pending.take(seq)
 	handOver(cl, bp, off)
 }
 
@@ -148,7 +147,7 @@ func handOver(cl *call, bp *[]byte, off int) {
 // stream a frame was just filed for: it reads itself, it is the
 // session's only stream and no call is outstanding; s.mu is held.
 func (s *session) mayParkLocked(cs *clientStream) bool {
-	return cs.selfRead && !cs.uncounted && !cs.readStop && s.streams == 1 && len(s.pending) == 0 && s.err == nil
+	return cs.selfRead && !cs.uncounted && !cs.readStop && s.streams == 1 && s.pending.len() == 0 && s.err == nil
 }
 
 // endStreamLeadLocked gives up the read role a stream's consumer held:

