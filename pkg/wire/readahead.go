@@ -68,18 +68,10 @@ func (r *SpinReader) ReadAhead(p []byte) (int, error) {
 	if r.aheadLen > 0 || r.armed || len(p) == 0 {
 		return r.Read(p)
 	}
-	var (
-		n    int
-		rerr error
-	)
-	err := r.rc.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = readv2(int(fd), p, r.ahead[:])
-			if rerr != syscall.EINTR {
-				return rerr != syscall.EAGAIN
-			}
-		}
-	})
+	r.buf, r.n, r.rerr = p, 0, nil
+	err := r.rc.Read(r.aheadFn)
+	n, rerr := r.n, r.rerr
+	r.buf, r.rerr = nil, nil
 	switch {
 	case err != nil:
 		return 0, r.opError(err)
@@ -93,6 +85,16 @@ func (r *SpinReader) ReadAhead(p []byte) (int, error) {
 		n = len(p)
 	}
 	return n, nil
+}
+
+// readAhead is ReadAhead's raw read (rc.Read's callback).
+func (r *SpinReader) readAhead(fd uintptr) bool {
+	for {
+		r.n, r.rerr = readv2(int(fd), r.buf, r.ahead[:])
+		if r.rerr != syscall.EINTR {
+			return r.rerr != syscall.EAGAIN
+		}
+	}
 }
 
 // readAheadBuffered returns bytes a ReadAhead took beyond its p (Read

@@ -61,6 +61,17 @@ type SpinReader struct {
 	// start of the next frame, ahead[aheadOff:aheadOff+aheadLen].
 	ahead              [HeaderSize]byte
 	aheadOff, aheadLen int
+
+	// The raw reads' callbacks (poll, readAhead) as method values bound
+	// once, and the state they share with Read and ReadAhead: a closure
+	// per read would cost three allocations each time a lone call or a
+	// burst ends, on both sides.
+	pollFn, aheadFn func(fd uintptr) bool
+	buf             []byte // the read's p while it runs
+	n               int
+	rerr            error
+	polled          bool      // the poll's window passed
+	deadline        time.Time // the poll's window ends
 }
 
 // NewSpinReader returns a SpinReader over nc, or nil if nc is not a plain
@@ -77,7 +88,9 @@ func NewSpinReader(nc net.Conn) *SpinReader {
 	if err != nil {
 		return nil
 	}
-	return &SpinReader{nc: nc, rc: rc}
+	r := &SpinReader{nc: nc, rc: rc}
+	r.pollFn, r.aheadFn = r.poll, r.readAhead
+	return r
 }
 
 // Reader returns r as an io.Reader, or nc when r is nil.
@@ -112,40 +125,12 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 		return r.nc.Read(p)
 	}
 	defer polling.Store(false)
-	var (
-		n      int
-		rerr   error
-		polled bool
-	)
-	deadline := time.Now().Add(spinWindow)
-	err := r.rc.Read(func(fd uintptr) bool {
-		for i := 0; ; i++ {
-			n, rerr = rawRead(fd, p)
-			switch {
-			case rerr == syscall.EINTR:
-				continue
-			case rerr != syscall.EAGAIN:
-				return true
-			case polled:
-				// Woken by the poller after the window: one read, then
-				// wait again if it was spurious.
-				return false
-			}
-			if i&3 == 3 && time.Now().After(deadline) {
-				polled = true
-				r.misses++
-				if r.misses >= spinMisses {
-					r.misses, r.pause = 0, spinPause
-				}
-				if r.onMiss != nil {
-					r.onMiss()
-				}
-				return false
-			}
-			osyield.Thread()
-		}
-	})
-	if !polled {
+	r.buf, r.n, r.rerr, r.polled = p, 0, nil, false
+	r.deadline = time.Now().Add(spinWindow)
+	err := r.rc.Read(r.pollFn)
+	n, rerr := r.n, r.rerr
+	r.buf, r.rerr = nil, nil
+	if !r.polled {
 		r.misses = 0
 	}
 	switch {
@@ -157,6 +142,37 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// poll is an armed read's raw read (rc.Read's callback): reads, yielding
+// between them, until bytes come or the window passes; then one read
+// each time the runtime's poller wakes it.
+func (r *SpinReader) poll(fd uintptr) bool {
+	for i := 0; ; i++ {
+		r.n, r.rerr = rawRead(fd, r.buf)
+		switch {
+		case r.rerr == syscall.EINTR:
+			continue
+		case r.rerr != syscall.EAGAIN:
+			return true
+		case r.polled:
+			// Woken by the poller after the window: one read, then
+			// wait again if it was spurious.
+			return false
+		}
+		if i&3 == 3 && time.Now().After(r.deadline) {
+			r.polled = true
+			r.misses++
+			if r.misses >= spinMisses {
+				r.misses, r.pause = 0, spinPause
+			}
+			if r.onMiss != nil {
+				r.onMiss()
+			}
+			return false
+		}
+		osyield.Thread()
+	}
 }
 
 // opError wraps err as net.Conn.Read would, so callers classify errors
