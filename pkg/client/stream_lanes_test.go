@@ -79,6 +79,7 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 		st, err := c.NewStream(tctx(t), m, &wiretest.EchoResult{})
 		require.NoError(t, err)
 		require.Equal(t, 2, client.BlockedLaneWaits(c), "stream %d", i)
+		require.Equal(t, 1, client.PacedLaneWaits(c), "stream %d: the first lane's", i)
 		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "x"}))
 		var a wiretest.EchoArgs
 		require.NoError(t, st.RecvMsg(&a))
@@ -86,6 +87,7 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 		require.NoError(t, st.CloseSend())
 		require.Equal(t, io.EOF, st.RecvMsg(&a))
 		require.Zero(t, client.BlockedLaneWaits(c), "stream %d", i)
+		require.Zero(t, client.PacedLaneWaits(c), "stream %d", i)
 	}
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(2), lane)
@@ -160,6 +162,7 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n}))
 				require.NoError(t, st.CloseSend())
+				require.Equal(t, 1, client.PacedLaneWaits(c), "round %d", round)
 				var prev *wiretest.EchoArgs
 				for i := 0; ; i++ {
 					if prev != nil {
@@ -191,6 +194,9 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 					require.Zero(t, driven, "round %d", round)
 				}
 				require.Equal(t, 1, client.LanesOpen(c), "round %d", round)
+				// Paced while it carried the stream (rdma.RPCEndpoint.
+				// PacedWaits), no longer once put took it back.
+				require.Zero(t, client.PacedLaneWaits(c), "round %d", round)
 			}
 			lane, tcp := c.StreamRoutes()
 			require.Equal(t, uint64(2), lane)

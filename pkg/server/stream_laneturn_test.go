@@ -266,3 +266,28 @@ func TestServerStreamTurnBound(t *testing.T) {
 		})
 	}
 }
+
+// A lane's waits are paced while it carries a stream (its requests come
+// as the client reads, rdma.RPCEndpoint.PacedWaits) and no longer once it
+// left it, for the next stream too.
+func TestServerStreamLanePacedWaits(t *testing.T) {
+	s, addr, ended := turnStreams(t)
+	c := dial(t, addr, client.WithStreamWindow(16, 0, 0))
+	const n, size = 64, 4 << 10
+	for round := range 2 { // the second stream takes the lane the first left
+		st, err := c.NewStream(tctx(t), tBulk(), &wiretest.EchoResult{})
+		require.NoError(t, err)
+		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, size)}))
+		require.NoError(t, st.CloseSend())
+		got, err := recvSized(st, size, 0, 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, server.PacedLaneWaits(s), "round %d", round)
+		got, err = recvSized(st, size, got, n)
+		require.NoError(t, err)
+		require.Equal(t, n, got)
+		require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
+		require.NoError(t, <-ended)
+		// The lane leaves the stream as it sends the end.
+		require.Zero(t, server.PacedLaneWaits(s), "round %d", round)
+	}
+}
