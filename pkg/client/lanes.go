@@ -139,7 +139,8 @@ type clane struct {
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
 	blocked bool
-	// paced: the lane carries a stream, its waits paced by the server's
+	// paced: the lane carries a server stream whose caller runs its
+	// exchanges (stream_lanedrive.go), its waits paced by the server's
 	// handler and this side's caller (rdma.RPCEndpoint.PacedWaits); put
 	// ends it. Read and written by the lane's holder only.
 	paced bool

@@ -86,11 +86,6 @@ func (c *Conn) laneStream(ctx context.Context, s *session, m *Method, final prot
 	if l == nil {
 		return nil, c.lanesBusy(err)
 	}
-	// Its replies come as the server's handler writes them and its polls
-	// go as the caller reads: no handoff in a wait for them says where
-	// the server runs (PacedWaits; put ends it).
-	l.paced = true
-	l.ep.PacedWaits(true)
 	// A client or bidirectional stream takes a second lane for its
 	// client's frames (stream_duplex.go): with one lane, a message could
 	// wait behind a poll the server holds for a frame that waits on it.

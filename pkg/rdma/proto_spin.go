@@ -59,12 +59,13 @@ func (e *RPCEndpoint) BlockWaits(on bool) {
 
 // PacedWaits (on) tells the engine that the endpoint's waits last as
 // long as the peer's producer or consumer takes, not the peer's service
-// of one request: a lane carrying a stream, whose client's poll the
-// server holds until its handler has written, and whose server waits for
-// the client's credit, which comes once its caller has read a window. A
-// wait there is answered after a spin's yield whatever thread the yield
-// let run, so the engine takes no such handoff for the peer placed on
-// this CPU and does not turn to blocking at once for it (hr_ep_set_paced;
+// of one request: a lane whose bulk server stream runs on the two turns
+// (docs/design/streams-lanes.md), whose client's poll waits for the
+// handler's window and whose server waits for the client's credit, which
+// comes once its caller has read one. A wait there is answered after a
+// spin's yield whatever thread the yield let run, so the engine takes no
+// such handoff for the peer placed on this CPU and does not turn to
+// blocking at once for it (hr_ep_set_paced;
 // docs/performance/history.md, "Spinners on one CPU" for the rule, "Bulk
 // server streams on shm lanes: slow rounds on a quiet host" for what it
 // cost a stream). Safe from any goroutine; one cgo crossing, so callers

@@ -90,11 +90,6 @@ func (ls *laneSession) streamCall(req []byte) ([]byte, rdma.Protocol) {
 		opts := []streamcore.ConnOption(nil)
 		if l.ep != nil && !l.viaFLOCK {
 			opts = append(opts, streamcore.WithDriver(ls.newDriver()))
-			// Its requests come as the client reads and the handler's
-			// turn waits for them: no handoff in such a wait says where
-			// the client runs (rdma.RPCEndpoint.PacedWaits;
-			// leaveStream ends it).
-			l.ep.PacedWaits(true)
 		}
 		st := streamcore.NewConn(sl.out.Write, c.releaseStreamMsg, l.peerWin, streamcore.WithDefaults(c.s.opts.streams.windows), opts...)
 		c.mu.Lock()
@@ -369,7 +364,8 @@ func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
 func (ls *laneSession) leaveStream() {
 	c := ls.c
 	ls.dropJoin()
-	if ls.l.ep != nil && !ls.l.viaFLOCK {
+	if t := &ls.stream.turn; t.paced {
+		t.paced = false
 		ls.l.ep.PacedWaits(false)
 	}
 	ls.stream.out.Close()

@@ -267,27 +267,43 @@ func TestServerStreamTurnBound(t *testing.T) {
 	}
 }
 
-// A lane's waits are paced while it carries a stream (its requests come
-// as the client reads, rdma.RPCEndpoint.PacedWaits) and no longer once it
-// left it, for the next stream too.
+// A lane's waits are paced once its handler runs the exchanges for
+// messages of wire.AliasMin or more (rdma.RPCEndpoint.PacedWaits), and no
+// longer once the lane left the stream, for the next stream too; 4 KiB
+// messages take the turn unpaced.
 func TestServerStreamLanePacedWaits(t *testing.T) {
-	s, addr, ended := turnStreams(t)
-	c := dial(t, addr, client.WithStreamWindow(16, 0, 0))
-	const n, size = 64, 4 << 10
-	for round := range 2 { // the second stream takes the lane the first left
-		st, err := c.NewStream(tctx(t), tBulk(), &wiretest.EchoResult{})
-		require.NoError(t, err)
-		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, size)}))
-		require.NoError(t, st.CloseSend())
-		got, err := recvSized(st, size, 0, 1)
-		require.NoError(t, err)
-		require.Equal(t, 1, server.PacedLaneWaits(s), "round %d", round)
-		got, err = recvSized(st, size, got, n)
-		require.NoError(t, err)
-		require.Equal(t, n, got)
-		require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
-		require.NoError(t, <-ended)
-		// The lane leaves the stream as it sends the end.
-		require.Zero(t, server.PacedLaneWaits(s), "round %d", round)
+	tests := []struct {
+		name  string
+		size  int
+		paced bool
+	}{
+		{"4 KiB", 4 << 10, false},
+		{"64 KiB", 64 << 10, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, addr, ended := turnStreams(t)
+			c := dial(t, addr, client.WithStreamWindow(16, 0, 0))
+			const n = 64
+			for round := range 2 { // the second stream takes the lane the first left
+				st, err := c.NewStream(tctx(t), tBulk(), &wiretest.EchoResult{})
+				require.NoError(t, err)
+				require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Mode: n, Blob: make([]byte, tt.size)}))
+				require.NoError(t, st.CloseSend())
+				// Stopped once, the client lets the handler wait for credit
+				// in its turn.
+				got, err := recvSized(st, tt.size, 0, 20)
+				require.NoError(t, err)
+				require.Eventually(t, func() bool { return server.TurnWaits(s) == 1 }, eventually, time.Millisecond)
+				require.Equal(t, tt.paced, server.PacedLaneWaits(s) == 1, "round %d", round)
+				got, err = recvSized(st, tt.size, got, n)
+				require.NoError(t, err)
+				require.Equal(t, n, got)
+				require.ErrorIs(t, st.RecvMsg(&wiretest.EchoArgs{}), io.EOF)
+				require.NoError(t, <-ended)
+				// The lane leaves the stream as it sends the end.
+				require.Zero(t, server.PacedLaneWaits(s), "round %d", round)
+			}
+		})
 	}
 }
