@@ -48,12 +48,6 @@ func BlockedLaneWaits(c *Conn) int {
 	return countLanes(c, func(l *clane) bool { return l.ep.WaitsBlocked() })
 }
 
-// PacedLaneWaits counts c's lanes whose waits are paced (the lanes
-// carrying a stream, stream_lane.go).
-func PacedLaneWaits(c *Conn) int {
-	return countLanes(c, func(l *clane) bool { return l.ep.WaitsPaced() })
-}
-
 // poolsOf is c's lane pools, taken under the Conn's lock.
 func poolsOf(c *Conn) []*lanePool {
 	ls := &c.lanes

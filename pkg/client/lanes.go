@@ -139,11 +139,6 @@ type clane struct {
 	// waits block at once (streamBlock); put restores its spin. Read and
 	// written by the lane's holder only.
 	blocked bool
-	// paced: the lane carries a server stream whose caller runs its
-	// exchanges (stream_lanedrive.go), its waits paced by the server's
-	// handler and this side's caller (rdma.RPCEndpoint.PacedWaits); put
-	// ends it. Read and written by the lane's holder only.
-	paced bool
 	// head is the head of the lane's last plain reply: the frame header
 	// after its length, and the Thrift message header (see replyBody).
 	head []byte
@@ -419,10 +414,6 @@ func (p *lanePool) put(l *clane) {
 	if l.blocked {
 		l.blocked = false
 		l.ep.BlockWaits(false) // a call's spin again, the tuner's
-	}
-	if l.paced {
-		l.paced = false
-		l.ep.PacedWaits(false)
 	}
 	if p.waiters.Load() == 0 && p.hot.CompareAndSwap(nil, l) {
 		if p.waiters.Load() == 0 {

@@ -90,14 +90,6 @@ func (r *laneRunner) driveHere(held *streamcore.Msg) {
 		return
 	}
 	cs := r.cs
-	if !r.l.paced {
-		// One thread a side from here (the server's handler runs its
-		// turn at this size): each wait is for the other's window, and
-		// a handoff in it says nothing of where the server runs
-		// (rdma.RPCEndpoint.PacedWaits; put ends it).
-		r.l.paced = true
-		r.l.ep.PacedWaits(true)
-	}
 	if cs.ctx.Err() == nil {
 		req := r.out.Take(r.creq[:0], laneStreamBatch)
 		if len(req) > 0 || (r.spoke && r.serverMaySend() && !cs.peerDone.Load()) {

@@ -69,8 +69,7 @@ func TestStreamBesideLanes(t *testing.T) {
 // second's frames on its lane goroutine), park their waits while the
 // stream lasts (a thread spinning or blocked in C for such an answer kept
 // the cores or threads the stream's goroutines needed) and get their
-// spin back, by put, before RecvMsg sees the end; neither is paced
-// (rdma.RPCEndpoint.PacedWaits: only a lane its caller drives).
+// spin back, by put, before RecvMsg sees the end.
 func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 	ts := laneServer(t)
 	echoStreams(ts)
@@ -80,7 +79,6 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 		st, err := c.NewStream(tctx(t), m, &wiretest.EchoResult{})
 		require.NoError(t, err)
 		require.Equal(t, 2, client.BlockedLaneWaits(c), "stream %d", i)
-		require.Zero(t, client.PacedLaneWaits(c), "stream %d: its caller runs no exchange", i)
 		require.NoError(t, st.SendMsg(&wiretest.EchoArgs{Msg: "x"}))
 		var a wiretest.EchoArgs
 		require.NoError(t, st.RecvMsg(&a))
@@ -88,7 +86,6 @@ func TestDuplexStreamLanesBlockWaits(t *testing.T) {
 		require.NoError(t, st.CloseSend())
 		require.Equal(t, io.EOF, st.RecvMsg(&a))
 		require.Zero(t, client.BlockedLaneWaits(c), "stream %d", i)
-		require.Zero(t, client.PacedLaneWaits(c), "stream %d", i)
 	}
 	lane, tcp := c.StreamRoutes()
 	require.Equal(t, uint64(2), lane)
@@ -165,19 +162,6 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 				require.NoError(t, st.CloseSend())
 				var prev *wiretest.EchoArgs
 				for i := 0; ; i++ {
-					if i == n/2 {
-						// Paced from the caller's first exchange
-						// (rdma.RPCEndpoint.PacedWaits), set before it
-						// is counted; never without one.
-						driven := client.CallerExchanges(c) - drivenBefore
-						paced := client.PacedLaneWaits(c)
-						if driven > 0 {
-							require.Equal(t, 1, paced, "round %d", round)
-						}
-						if !tt.borrow || tt.copts != nil {
-							require.Zero(t, paced, "round %d", round)
-						}
-					}
 					if prev != nil {
 						require.NoError(t, checkBlob(prev, i-1), "before the next RecvMsg")
 					}
@@ -207,9 +191,6 @@ func TestServerStreamBorrowedInPlace(t *testing.T) {
 					require.Zero(t, driven, "round %d", round)
 				}
 				require.Equal(t, 1, client.LanesOpen(c), "round %d", round)
-				// Paced while it carried the stream (rdma.RPCEndpoint.
-				// PacedWaits), no longer once put took it back.
-				require.Zero(t, client.PacedLaneWaits(c), "round %d", round)
 			}
 			lane, tcp := c.StreamRoutes()
 			require.Equal(t, uint64(2), lane)

@@ -677,7 +677,6 @@ void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns
 const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }
 void hr_ep_time_arrivals(hr_ep *ep, int on) { ep->time_arrivals = on != 0; }
 void hr_ep_set_event_slice(hr_ep *ep, int ms) { ep->event_slice_ms = ms > 0 ? ms : EP_EVENT_SLICE_MS; }
-void hr_ep_set_paced(hr_ep *ep, int on) { atomic_store_explicit(&ep->paced, on != 0, memory_order_relaxed); }
 void hr_ep_set_park(hr_ep *ep, int on) { atomic_store_explicit(&ep->park, on != 0, memory_order_relaxed); }
 int hr_ep_fd(hr_ep *ep) { return ep->cfg.event && ep->ch ? hr_chan_fd(ep->ch) : -1; }
 const int32_t *hr_ep_park_ms(hr_ep *ep) { return &ep->park_ms; }

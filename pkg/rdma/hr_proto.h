@@ -175,16 +175,6 @@ void hr_ep_abort(hr_ep *ep);
 /* Event mode: poll for ns before arming the CQ and blocking (0: block at
  * once). The adaptive poller moves this with the CPU load; any thread. */
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns);
-/* Paced waits (event mode): with paced on, a wait answered while its
- * spin's yield had handed the CPU to another thread is not taken for the
- * peer placed on this CPU, so it starts no blocking at once
- * (EP_SPIN_HANDOFFS), and skipping that handoffs began ends at the next
- * wait. For an endpoint whose waits last as long as the peer's producer or
- * consumer takes (a stream's held poll, its window), not the peer's
- * service of one request: there the answer comes after a yield whatever
- * ran meanwhile. Waits that spun and slept anyway still start skipping.
- * Any thread; it takes effect at the next wait. */
-void hr_ep_set_paced(hr_ep *ep, int on);
 /* Parking (event mode): with park on, a long wait that would sleep on the
  * completion channel (a call's wait for its reply, a server's wait for its
  * next request, before any of the message has arrived) returns

@@ -137,7 +137,6 @@ struct hr_ep {
 	_Atomic uint32_t cancel_gen;
 	_Atomic uint32_t aborted;  /* hr_ep_abort: every wait ends with HR_ECLOSED */
 	_Atomic uint64_t spin_ns;  /* event mode: poll this long before blocking */
-	_Atomic uint32_t paced;    /* hr_ep_set_paced: handoffs do not start skipping */
 	uint64_t spin_until;       /* end of the current spin phase, 0: none yet */
 	uint64_t spin_yield;       /* the spin's next sched_yield */
 	uint32_t empty_polls;      /* fruitless polls since the last completion */
@@ -208,14 +207,6 @@ static inline uint32_t hrp_probe_every(const hr_ep *ep)
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {
-	if (ep->skip_handoff && atomic_load_explicit(&ep->paced, memory_order_relaxed)) {
-		/* Paced (hr_ep_set_paced): the skipping handoffs began ends. */
-		ep->spin_misses = 0;
-		ep->spin_probe = 0;
-		ep->spin_probe_every = 0;
-		ep->skip_handoff = 0;
-		ep->spin_handoff_row = 0;
-	}
 	ep->wait_slept = 0;
 	ep->wait_spun = 0;
 	ep->wait_handoff = 0;
@@ -226,8 +217,6 @@ static inline void hrp_wait_begin(hr_ep *ep)
 
 static inline void hrp_wait_end(hr_ep *ep)
 {
-	if (ep->wait_handoff && atomic_load_explicit(&ep->paced, memory_order_relaxed))
-		ep->wait_handoff = 0; /* no sign of the peer's placement: hr_ep_set_paced */
 	if (ep->wait_handoff && ++ep->spin_handoff_row >= EP_SPIN_HANDOFFS) {
 		if (ep->spin_misses >= EP_SPIN_MISSES) {
 			/* A probe that handed off: probe less often. */

@@ -201,7 +201,6 @@ type RPCEndpoint struct {
 	spinMu  sync.Mutex
 	spin    time.Duration
 	blocked bool
-	paced   atomic.Bool // PacedWaits as last set
 
 	// Parking (proto_park.go): park is what BlockWaits asks for, pk the
 	// parker while waits park, cpark the engine's switch as last set

@@ -57,32 +57,6 @@ func (e *RPCEndpoint) BlockWaits(on bool) {
 	}
 }
 
-// PacedWaits (on) tells the engine that the endpoint's waits last as
-// long as the peer's producer or consumer takes, not the peer's service
-// of one request: a lane whose bulk server stream runs on the two turns
-// (docs/design/streams-lanes.md), whose client's poll waits for the
-// handler's window and whose server waits for the client's credit, which
-// comes once its caller has read one. A wait there is answered after a
-// spin's yield whatever thread the yield let run, so the engine takes no
-// such handoff for the peer placed on this CPU and does not turn to
-// blocking at once for it (hr_ep_set_paced;
-// docs/performance/history.md, "Spinners on one CPU" for the rule, "Bulk
-// server streams on shm lanes: slow rounds on a quiet host" for what it
-// cost a stream). Safe from any goroutine; one cgo crossing, so callers
-// change it only when the endpoint's use does.
-func (e *RPCEndpoint) PacedWaits(on bool) {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	if !e.closed {
-		C.hr_ep_set_paced(e.p, C.int(boolInt(on)))
-		e.paced.Store(on)
-	}
-}
-
-// WaitsPaced reports whether PacedWaits holds the endpoint's waits paced
-// now.
-func (e *RPCEndpoint) WaitsPaced() bool { return e.paced.Load() }
-
 // WaitsBlocked reports whether BlockWaits holds the endpoint's waits
 // parked now.
 func (e *RPCEndpoint) WaitsBlocked() bool {

@@ -59,21 +59,6 @@ func BlockedLaneWaits(s *Server) int {
 	return n
 }
 
-// PacedLaneWaits counts s's lanes whose waits are paced (the lanes
-// carrying a stream, stream_lane.go).
-func PacedLaneWaits(s *Server) int {
-	ms := &s.laneMeters
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	n := 0
-	for lm := range ms.live {
-		if lm.eng.paced != nil && lm.eng.paced() {
-			n++
-		}
-	}
-	return n
-}
-
 // ParkedLaneWaits sums the waits the live lanes parked in Go so far
 // (rdma.RPCEndpoint.ParkedWaits), and counts the lanes holding a parker
 // now (Parking).

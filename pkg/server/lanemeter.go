@@ -33,10 +33,8 @@ type laneEngine struct {
 	// blocked: rdma.RPCEndpoint.WaitsBlocked (the lane carries a client
 	// or bidirectional stream, stream_lane.go); parked and
 	// parking: rdma.RPCEndpoint.ParkedWaits and Parking (its waits park
-	// in Go then); paced: rdma.RPCEndpoint.WaitsPaced (the lane carries
-	// a stream); tests read them.
+	// in Go then); tests read them.
 	blocked func() bool
-	paced   func() bool
 	parked  func() uint64
 	parking func() bool
 }

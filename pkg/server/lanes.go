@@ -328,7 +328,7 @@ func (ls *laneSession) serve() {
 	defer ls.unjoin(streamcore.ErrLaneGone)
 	defer ls.dropJoin()
 	l.meter = c.s.laneMeters.add(l.tr, laneEngine{m: l.m, sent: ep.SentByProtocol, blocked: ep.WaitsBlocked,
-		paced: ep.WaitsPaced, parked: ep.ParkedWaits, parking: ep.Parking})
+		parked: ep.ParkedWaits, parking: ep.Parking})
 	defer c.s.laneMeters.retire(l.meter) // after ServeCalls: no call is counted any more
 	defer ls.endRoom()                   // a reply the lane ended with, never sent
 	defer ls.reclaimNext()               // before ep.Close: the lease is the endpoint's memory

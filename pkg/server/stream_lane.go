@@ -364,10 +364,6 @@ func (ls *laneSession) streamReply(b []byte) ([]byte, rdma.Protocol) {
 func (ls *laneSession) leaveStream() {
 	c := ls.c
 	ls.dropJoin()
-	if t := &ls.stream.turn; t.paced {
-		t.paced = false
-		ls.l.ep.PacedWaits(false)
-	}
 	ls.stream.out.Close()
 	ls.stream.out, ls.stream.next, ls.stream.lease = nil, false, nil
 	c.mu.Lock()

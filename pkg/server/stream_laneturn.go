@@ -60,7 +60,6 @@ type laneTurn struct {
 
 	// Handed with the turn (the state word orders them):
 	lent    bool   // the held poll's reply memory is lent (streamCall)
-	paced   bool   // the endpoint's waits are paced (driveTurn; leaveStream ends it)
 	pending []byte // a request the handler took and did not file
 	await   bool   // the handler replied, its wait for the next request ended early
 	failed  bool   // the handler's exchange failed
@@ -200,19 +199,6 @@ func (ls *laneSession) driveTurn(ctx context.Context, gen uint32, size int64) bo
 	}
 	if ls.cancelAsked() {
 		return ls.handBack() // the lane answers the poll with the reset
-	}
-	if !t.paced && size >= wire.AliasMin {
-		// One thread a side from here (the client reads messages this
-		// large in place, its caller running the exchanges): each wait is
-		// for the other's window, and a handoff in it says nothing of
-		// where the client runs (rdma.RPCEndpoint.PacedWaits). Smaller
-		// messages keep two threads a side, for whom a yield that let
-		// another run often was the contention the engine's blocking
-		// answers (64 B and 4 KiB streams were slower paced:
-		// docs/performance/history.md, "Bulk server streams on shm lanes:
-		// slow rounds on a quiet host").
-		t.paced = true
-		ls.l.ep.PacedWaits(true)
 	}
 	b, pr := ls.streamTail(t.lent, false, false, ls.replyLimit())
 	err := ls.l.ep.Reply(c.ctx, pr, b)
