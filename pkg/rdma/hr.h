@@ -304,11 +304,6 @@ typedef struct hr_provider {
 	 * handoff rule reads it at a spin's yield (hr_proto_int.h,
 	 * EP_SPIN_HANDOFFS) and treats unknown as "maybe on this CPU". */
 	int (*qp_peer_cpu)(hr_qp *qp);
-	/* The calling thread may be on another CPU than at its last call
-	 * (its wait slept, or a yield handed the CPU off): publish the CPU
-	 * it is on now where the connected peer's qp_peer_cpu reads it.
-	 * A no-op where the provider keeps no peer CPU. */
-	int (*qp_note_cpu)(hr_qp *qp);
 } hr_provider;
 
 /* Every handle starts with its provider, so dispatch needs no lookup. */
@@ -370,7 +365,6 @@ int hr_dev_counters(hr_dev *d, hr_counters *out);
 int hr_query_qp_caps(hr_qp *qp, hr_qp_caps *out);
 int hr_cq_depth(hr_cq *cq);
 int hr_qp_peer_cpu(hr_qp *qp);
-int hr_qp_note_cpu(hr_qp *qp);
 
 /* Pollers that run in C so completions cross to Go in batches.
  * hr_poll_spin busy-polls up to spin_ns for at least one completion.

@@ -166,13 +166,6 @@ static int d_cq_depth(hr_cq *cq)
 	(void)cq;
 	return -HR_ENOTSUP;
 }
-/* Nothing to publish: see hr_provider.qp_note_cpu. */
-static int d_qp_note_cpu(hr_qp *qp)
-{
-	(void)qp;
-	return HR_OK;
-}
-
 /* Unknown, not unsupported: see hr_provider.qp_peer_cpu. */
 static int d_qp_peer_cpu(hr_qp *qp)
 {
@@ -189,7 +182,7 @@ static int d_qp_peer_cpu(hr_qp *qp)
 	X(create_srq) X(destroy_srq) X(post_srq_recv) X(srq_max_wr) X(create_qp)       \
 	X(destroy_qp) X(qp_local_attr) X(qp_connect) X(qp_set_error) X(qp_state)       \
 	X(post_send) X(post_recv) X(qp_counters) X(dev_counters) X(qp_caps) X(cq_depth) \
-	X(qp_peer_cpu) X(qp_note_cpu)
+	X(qp_peer_cpu)
 
 #define HR_COUNT_OP(op) +1
 /* An op added to hr_provider but not to HR_OPS would stay NULL. */

@@ -398,7 +398,6 @@ int hrp_progress(hr_ep *ep)
 					ep->spin_yield = now + EP_SPIN_YIELD_NS;
 					ep->t_seen = 0; /* the CPU may go elsewhere */
 					if (yield_handed_off()) {
-						hr_qp_note_cpu(ep->qp);
 						ep->yielded_cpu = 1;
 						ep->st.spin_handoffs++;
 					}
@@ -444,12 +443,6 @@ int hrp_progress(hr_ep *ep)
 	if (n < 0)
 		return -hrp_fail(ep, -n);
 	if (n > 0) {
-		/* A wait that slept may wake on another CPU: the peer's
-		 * handoff rule reads it (hr_qp_note_cpu). */
-		if (ep->wait_slept && !ep->cpu_noted) {
-			ep->cpu_noted = 1;
-			hr_qp_note_cpu(ep->qp);
-		}
 		/* Answered while another thread had this CPU, maybe the
 		 * peer: see hrp_wait_end. */
 		if (handed) {

@@ -286,5 +286,4 @@ const hr_provider hr_shm_ops = {
 	.qp_caps = shm_qp_caps,
 	.cq_depth = shm_cq_depth,
 	.qp_peer_cpu = shm_qp_peer_cpu,
-	.qp_note_cpu = shm_qp_note_cpu,
 };

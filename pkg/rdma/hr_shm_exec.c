@@ -7,7 +7,6 @@
 #include "shm_internal.h"
 
 #include <string.h>
-#include <sched.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
@@ -327,11 +326,7 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		res.st = HR_ERETRY_EXC;
 		goto out;
 	}
-	/* Unknown until a first post: a sender that never waits never
-	 * notes its CPU (shm_qp_note_cpu). A load of a line each message
-	 * writes anyway. */
-	if (__builtin_expect(atomic_load_explicit(&tsh->peer_cpu, memory_order_relaxed) < 0, 0))
-		atomic_store_explicit(&tsh->peer_cpu, sched_getcpu(), memory_order_relaxed);
+	atomic_store_explicit(&tsh->peer_cpu, qp->post_cpu, memory_order_relaxed);
 
 	struct region src[HR_MAX_SGE], dst[HR_MAX_SGE], rr;
 	uint64_t total = 0;

@@ -503,6 +503,11 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 		return HR_ESTATE;
 	}
 	uint64_t retired = atomic_load_explicit(&qp->sq_retired, memory_order_acquire);
+	/* What the target's engine compares with its own CPU when a spin's
+	 * yield handed off (hr_proto_int.h, EP_SPIN_HANDOFFS); exec_wr
+	 * publishes it. A load of glibc's rseq area (~2.5 ns), not a
+	 * syscall. */
+	qp->post_cpu = sched_getcpu();
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t len;
 		if ((st = check_wr(qp, &wr[i], &len)) != HR_OK) {
@@ -537,22 +542,6 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 
 /* The target's word, written by our peer's exec_wr: a hint, so a peer that
  * forges it misleads only its own lane's spinning. */
-/* Into the connected target's block (the word shm_qp_peer_cpu reads
- * there), once exec_wr has validated it; under the lock that keeps the
- * mapping. Called only where the thread can have moved (hr_proto.c), so
- * the post path stores nothing. */
-int shm_qp_note_cpu(hr_qp *hq)
-{
-	struct shm_qp *qp = (struct shm_qp *)hq;
-	int cpu = sched_getcpu();
-	pthread_mutex_lock(&qp->lock);
-	if (qp->t_sh_off && qp->rbase)
-		atomic_store_explicit(&((struct shm_qp_sh *)(qp->rbase + qp->t_sh_off))->peer_cpu, cpu,
-				      memory_order_relaxed);
-	pthread_mutex_unlock(&qp->lock);
-	return HR_OK;
-}
-
 int shm_qp_peer_cpu(hr_qp *hq)
 {
 	int c = atomic_load_explicit(&((struct shm_qp *)hq)->sh->peer_cpu, memory_order_relaxed);

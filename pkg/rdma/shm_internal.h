@@ -170,9 +170,9 @@ struct shm_qp_sh {
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t completions;
 	_Atomic uint64_t errors;
-	/* the CPU the initiator's engine thread was on when it last woke
-	 * or handed its CPU off (shm_qp_note_cpu), -1 before one
-	 * (shm_qp_peer_cpu) */
+	/* the CPU the initiator's thread was on at its last post, -1 before
+	 * one (shm_qp_peer_cpu): beside completions, a line each message
+	 * writes anyway */
 	_Atomic int32_t peer_cpu;
 };
 
@@ -350,6 +350,7 @@ struct shm_qp {
 	int wake_rw;
 	uint64_t wake_id, wake_ino;
 	hr_counters cnt; /* send side, under lock */
+	int32_t post_cpu; /* sched_getcpu() at the last post_send (under lock) */
 };
 
 struct shm_dev {
@@ -447,7 +448,6 @@ int shm_post_recv(hr_qp *q, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 int shm_qp_counters(hr_qp *q, hr_counters *out);
 int shm_qp_caps(hr_qp *q, hr_qp_caps *out);
 int shm_qp_peer_cpu(hr_qp *q);
-int shm_qp_note_cpu(hr_qp *q);
 void shm_counters_add(hr_counters *dst, const hr_counters *src);
 void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
 
