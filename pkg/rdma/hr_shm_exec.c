@@ -326,7 +326,6 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 		res.st = HR_ERETRY_EXC;
 		goto out;
 	}
-	atomic_store_explicit(&tsh->peer_cpu, qp->post_cpu, memory_order_relaxed);
 
 	struct region src[HR_MAX_SGE], dst[HR_MAX_SGE], rr;
 	uint64_t total = 0;

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "shm_internal.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -254,7 +253,6 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	memset(qp->sh, 0, qp->sh_bytes);
 	qp->sh->qpn = qp->qpn;
 	qp->sh->pd = qp->pd;
-	atomic_store_explicit(&qp->sh->peer_cpu, -1, memory_order_relaxed);
 	qp->sh->icq_off = qp->sh_off + sh_sz;
 	qp->icq = (struct shm_icq_sh *)((uint8_t *)qp->sh + sh_sz);
 	qp->icq->cap = icap;
@@ -503,11 +501,6 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 		return HR_ESTATE;
 	}
 	uint64_t retired = atomic_load_explicit(&qp->sq_retired, memory_order_acquire);
-	/* What the target's engine compares with its own CPU when a spin's
-	 * yield handed off (hr_proto_int.h, EP_SPIN_HANDOFFS); exec_wr
-	 * publishes it. A load of glibc's rseq area (~2.5 ns), not a
-	 * syscall. */
-	qp->post_cpu = sched_getcpu();
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t len;
 		if ((st = check_wr(qp, &wr[i], &len)) != HR_OK) {
@@ -538,14 +531,6 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 	shm_qp_progress(qp);
 	pthread_mutex_unlock(&qp->lock);
 	return st;
-}
-
-/* The target's word, written by our peer's exec_wr: a hint, so a peer that
- * forges it misleads only its own lane's spinning. */
-int shm_qp_peer_cpu(hr_qp *hq)
-{
-	int c = atomic_load_explicit(&((struct shm_qp *)hq)->sh->peer_cpu, memory_order_relaxed);
-	return c >= 0 ? c : -1;
 }
 
 int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)
