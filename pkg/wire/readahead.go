@@ -68,10 +68,7 @@ func (r *SpinReader) ReadAhead(p []byte) (int, error) {
 	if r.aheadLen > 0 || r.armed || len(p) == 0 {
 		return r.Read(p)
 	}
-	r.buf, r.n, r.rerr = p, 0, nil
-	err := r.rc.Read(r.aheadFn)
-	n, rerr := r.n, r.rerr
-	r.buf, r.rerr = nil, nil
+	n, rerr, err := r.rawReadWith(r.aheadFn, p)
 	switch {
 	case err != nil:
 		return 0, r.opError(err)

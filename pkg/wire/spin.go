@@ -125,11 +125,9 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 		return r.nc.Read(p)
 	}
 	defer polling.Store(false)
-	r.buf, r.n, r.rerr, r.polled = p, 0, nil, false
+	r.polled = false
 	r.deadline = time.Now().Add(spinWindow)
-	err := r.rc.Read(r.pollFn)
-	n, rerr := r.n, r.rerr
-	r.buf, r.rerr = nil, nil
+	n, rerr, err := r.rawReadWith(r.pollFn, p)
 	if !r.polled {
 		r.misses = 0
 	}
@@ -142,6 +140,17 @@ func (r *SpinReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// rawReadWith runs one of the raw reads' callbacks (pollFn, aheadFn)
+// over p and returns what it read: the state it shares with them is set
+// here only, and p is not kept past the read.
+func (r *SpinReader) rawReadWith(fn func(fd uintptr) bool, p []byte) (n int, rerr, err error) {
+	r.buf, r.n, r.rerr = p, 0, nil
+	err = r.rc.Read(fn)
+	n, rerr = r.n, r.rerr
+	r.buf, r.rerr = nil, nil
+	return n, rerr, err
 }
 
 // poll is an armed read's raw read (rc.Read's callback): reads, yielding
