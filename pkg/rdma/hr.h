@@ -298,6 +298,19 @@ typedef struct hr_provider {
 	int (*qp_caps)(hr_qp *qp, hr_qp_caps *out);
 	/* Completions the CQ holds (>= the requested depth). */
 	int (*cq_depth)(hr_cq *cq);
+	/* The CPU the connected peer's engine thread last noted
+	 * (qp_note_cpu), or -1 when unknown (the default: a NIC's peer is
+	 * normally on another host). Not an error, so not -HR_ENOTSUP: the engine's
+	 * handoff rule reads it at a spin's yield (hr_proto_int.h,
+	 * EP_SPIN_HANDOFFS) and treats unknown as "maybe on this CPU". */
+	int (*qp_peer_cpu)(hr_qp *qp);
+	/* The calling thread waits on this QP's peer long enough to yield
+	 * (a spin that reached its clock, a yield, a wake-up from a sleep):
+	 * publish the CPU it is on now where the connected peer's
+	 * qp_peer_cpu reads it. Never on the post path (a 64 B round trip's
+	 * waits end before any of these). A no-op where the provider keeps
+	 * no peer CPU. */
+	int (*qp_note_cpu)(hr_qp *qp);
 } hr_provider;
 
 /* Every handle starts with its provider, so dispatch needs no lookup. */
@@ -358,6 +371,8 @@ int hr_qp_counters(hr_qp *qp, hr_counters *out);
 int hr_dev_counters(hr_dev *d, hr_counters *out);
 int hr_query_qp_caps(hr_qp *qp, hr_qp_caps *out);
 int hr_cq_depth(hr_cq *cq);
+int hr_qp_peer_cpu(hr_qp *qp);
+int hr_qp_note_cpu(hr_qp *qp);
 
 /* Pollers that run in C so completions cross to Go in batches.
  * hr_poll_spin busy-polls up to spin_ns for at least one completion.

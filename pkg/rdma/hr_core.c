@@ -159,6 +159,8 @@ int hr_qp_counters(hr_qp *qp, hr_counters *out) { return PROV(qp)->qp_counters(q
 int hr_dev_counters(hr_dev *d, hr_counters *out) { return PROV(d)->dev_counters(d, out); }
 int hr_query_qp_caps(hr_qp *qp, hr_qp_caps *out) { return PROV(qp)->qp_caps(qp, out); }
 int hr_cq_depth(hr_cq *cq) { return PROV(cq)->cq_depth(cq); }
+int hr_qp_peer_cpu(hr_qp *qp) { return PROV(qp)->qp_peer_cpu(qp); }
+int hr_qp_note_cpu(hr_qp *qp) { return PROV(qp)->qp_note_cpu(qp); }
 
 int hr_poll_spin(hr_cq *cq, int n, hr_wc *wc, uint64_t spin_ns)
 {

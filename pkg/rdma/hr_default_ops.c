@@ -4,7 +4,8 @@
  * ops it has; hr_set_ops copies those over these defaults, which answer
  * HR_ENOTSUP (as -HR_ENOTSUP where the op returns a count or an fd), so the
  * dispatch in hr_core.c never meets a NULL op and Go maps the answer to
- * ErrNotSupported like any other status. */
+ * ErrNotSupported like any other status (qp_peer_cpu alone answers -1,
+ * unknown). */
 #include "hr.h"
 
 static int d_open(const hr_dev_opts *o, hr_dev **out)
@@ -165,6 +166,19 @@ static int d_cq_depth(hr_cq *cq)
 	(void)cq;
 	return -HR_ENOTSUP;
 }
+/* Nothing to publish: see hr_provider.qp_note_cpu. */
+static int d_qp_note_cpu(hr_qp *qp)
+{
+	(void)qp;
+	return HR_OK;
+}
+
+/* Unknown, not unsupported: see hr_provider.qp_peer_cpu. */
+static int d_qp_peer_cpu(hr_qp *qp)
+{
+	(void)qp;
+	return -1;
+}
 
 /* Every op of hr_provider, once: the defaults, hr_set_ops and the size
  * check below are all written from it. */
@@ -174,7 +188,8 @@ static int d_cq_depth(hr_cq *cq)
 	X(destroy_cq) X(poll_cq) X(arm_cq) X(get_cq_event) X(ack_cq_events)            \
 	X(create_srq) X(destroy_srq) X(post_srq_recv) X(srq_max_wr) X(create_qp)       \
 	X(destroy_qp) X(qp_local_attr) X(qp_connect) X(qp_set_error) X(qp_state)       \
-	X(post_send) X(post_recv) X(qp_counters) X(dev_counters) X(qp_caps) X(cq_depth)
+	X(post_send) X(post_recv) X(qp_counters) X(dev_counters) X(qp_caps) X(cq_depth) \
+	X(qp_peer_cpu) X(qp_note_cpu)
 
 #define HR_COUNT_OP(op) +1
 /* An op added to hr_provider but not to HR_OPS would stay NULL. */

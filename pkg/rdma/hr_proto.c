@@ -49,6 +49,23 @@ static int yield_handed_off(void)
 	return before >= 0 && thread_switches() != before;
 }
 
+/* Whether the thread a spin's yield handed this CPU to may have been the
+ * peer: the CPU the peer's thread last noted (its wait before the answer)
+ * is this thread's now, or the provider does not know it (ibv). Read only
+ * for a wait answered right after a yield that handed off, so rarely. */
+static int peer_was_here(hr_ep *ep)
+{
+	int cpu = hr_qp_peer_cpu(ep->qp);
+	return cpu < 0 || cpu == sched_getcpu();
+}
+
+/* Read only by a wait that would skip its spin (it sleeps anyway). */
+int hrp_peer_away(hr_ep *ep)
+{
+	int cpu = hr_qp_peer_cpu(ep->qp);
+	return cpu >= 0 && cpu != sched_getcpu();
+}
+
 /* An event-mode spin reads the clock once every this many empty polls
  * (~1-2 µs here), to see whether its phase is over. Read on every poll,
  * the vDSO clock was half the loop (perf over a 64 B lane run: 49 % of
@@ -373,6 +390,11 @@ int hrp_progress(hr_ep *ep)
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
+				/* A wait that reaches the clock is long enough
+				 * for a yield: the peer's handoff rule may read
+				 * this CPU (peer_was_here). A 64 B ping-pong's
+				 * waits end before this read. */
+				hr_qp_note_cpu(ep->qp);
 			}
 			if (now < ep->spin_until) {
 				/* By time, not by polls: a poll's cost varies with
@@ -384,6 +406,7 @@ int hrp_progress(hr_ep *ep)
 						ep->yielded_cpu = 1;
 						ep->st.spin_handoffs++;
 					}
+					hr_qp_note_cpu(ep->qp); /* it may have moved */
 				}
 				return 0;
 			}
@@ -426,9 +449,18 @@ int hrp_progress(hr_ep *ep)
 	if (n < 0)
 		return -hrp_fail(ep, -n);
 	if (n > 0) {
-		/* Answered while another thread had this CPU: see
-		 * hrp_wait_end. */
-		ep->wait_handoff |= handed;
+		/* A wait that slept may wake on another CPU: the peer's
+		 * handoff rule reads it (hr_qp_note_cpu). */
+		if (ep->wait_slept && !ep->cpu_noted) {
+			ep->cpu_noted = 1;
+			hr_qp_note_cpu(ep->qp);
+		}
+		/* Answered while another thread had this CPU, maybe the
+		 * peer: see hrp_wait_end. */
+		if (handed) {
+			ep->wait_handed = 1;
+			ep->wait_handoff |= peer_was_here(ep);
+		}
 		ep->spin_until = 0;
 		ep->empty_polls = 0;
 	} else if (++ep->empty_polls % EP_YIELD_EVERY == 0) {

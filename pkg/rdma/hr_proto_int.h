@@ -148,8 +148,8 @@ struct hr_ep {
 	uint32_t spin_probe_every; /* a probe every this many waits: 0 is EP_SPIN_PROBE */
 	int wait_nospin;      /* this wait blocks at once */
 	uint32_t spin_handoff_row; /* consecutive waits that spun and were answered while yielded */
-	int skip_handoff;     /* the skipping began with handoffs, not misses */
-	int wait_handoff;     /* this wait was answered while its spin had yielded the CPU */
+	int skip_handoff;     /* the skipping began with handoffs (1 the peer here, 2 elsewhere), not misses */
+	int wait_handoff;     /* answered after a yield that handed the CPU off: 1 maybe to the peer, 2 a row of others */
 	int yielded_cpu;      /* the last progress step's yield handed the CPU to another thread */
 	int wait_spun;        /* this wait spun: its outcome counts */
 	int wait_slept;       /* this wait slept on the channel */
@@ -169,6 +169,13 @@ struct hr_ep {
 	uint32_t rfp_mode; /* 0 fetch, 1 server-reply */
 	uint32_t rfp_over; /* consecutive calls over R */
 	hr_ep_stats st;
+	/* The handoff rule's peer-CPU state (see EP_SPIN_HANDOFFS), last so
+	 * the fields above keep their places. */
+	int wait_handed;      /* answered after a yield that handed the CPU to any thread */
+	int wait_early;       /* this wait probes early: the peer was seen on another CPU */
+	int early_off;        /* an early probe handed off: none until the next regular probe */
+	uint32_t spin_away_row; /* waits in a row handed off with the peer elsewhere */
+	int cpu_noted;        /* this wait's wake-up published its CPU (hr_qp_note_cpu) */
 };
 
 /* A wait whose spin keeps ending in a sleep anyway (the answer takes
@@ -192,8 +199,28 @@ struct hr_ep {
  * this CPU, say, and blocking a quiet host's lane for 8 waits cost more
  * slow calls (wake-ups of a halted vCPU) than it saved. A yield to
  * another thread that did not bring the answer says nothing about the
- * peer. history.md, "Spinners on one CPU". */
+ * peer. history.md, "Spinners on one CPU".
+ *
+ * Where the provider knows the CPU the peer's thread last noted while it
+ * waited (shm: hr_qp_peer_cpu; the engine notes it at a spin's first
+ * clock read, at each yield and after a sleep, never on the post path,
+ * hrp_progress), a handoff counts toward EP_SPIN_HANDOFFS only when that
+ * CPU is this thread's: a 64 KiB stream's 50-100 us waits cross 2-3
+ * yields, and any thread at one (a collector, another process) read as
+ * the peer blocked a quiet host's stream for the rest of the run. With the
+ * peer elsewhere it takes EP_SPIN_HANDOFFS_AWAY waits in a row: a thread
+ * that wants this CPU that persistently (a 64 B stream's second thread on
+ * this side) is contention the blocking leaves the CPU to. Skipping that
+ * handoffs with the peer here began also probes at once at a wait that
+ * sees the peer on another CPU (wait_early): a blocking pair's wake-ups
+ * place the two on one CPU now and then, so the probes kept handing off
+ * and backed off to 1 in 256 after the placement was over. A probe handed
+ * off to any thread keeps the skipping, as before; an early one stops
+ * early probes until the next regular probe. ibv knows no peer's CPU:
+ * there every handoff counts, as before. history.md, "Bulk server streams
+ * on shm lanes: the peer's CPU at a handoff". */
 #define EP_SPIN_HANDOFFS 2
+#define EP_SPIN_HANDOFFS_AWAY 4
 #define EP_SPIN_MISSES 4
 #define EP_SPIN_PROBE 8
 #define EP_SPIN_PROBE_MAX 256
@@ -205,18 +232,49 @@ static inline uint32_t hrp_probe_every(const hr_ep *ep)
 	return ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
 }
 
+/* hr_proto.c: the peer's last post was made on another CPU than this
+ * thread's (0 when unknown). */
+int hrp_peer_away(hr_ep *ep);
+
 static inline void hrp_wait_begin(hr_ep *ep)
 {
 	ep->wait_slept = 0;
+	ep->cpu_noted = 0;
 	ep->wait_spun = 0;
 	ep->wait_handoff = 0;
 	ep->yielded_cpu = 0;
 	ep->wait_nospin = ep->spin_misses >= EP_SPIN_MISSES && ++ep->spin_probe % hrp_probe_every(ep) != 0;
+	if (ep->spin_misses >= EP_SPIN_MISSES) {
+		ep->wait_early = 0;
+		if (!ep->wait_nospin)
+			ep->early_off = 0;
+		/* Skipping that handoffs began probes at once when the peer
+		 * is seen on another CPU: see EP_SPIN_HANDOFFS. */
+		else if (ep->skip_handoff == 1 && !ep->early_off && hrp_peer_away(ep)) {
+			ep->wait_nospin = 0;
+			ep->wait_early = 1;
+		}
+	}
 	ep->st.spin_skips += (uint64_t)ep->wait_nospin;
 }
 
 static inline void hrp_wait_end(hr_ep *ep)
 {
+	if (ep->wait_handed) {
+		ep->wait_handed = 0;
+		if (ep->spin_misses >= EP_SPIN_MISSES && ep->skip_handoff) {
+			/* A probe answered after handing off to any thread
+			 * keeps the skipping: see EP_SPIN_HANDOFFS. */
+			if (!ep->wait_handoff)
+				ep->wait_handoff = ep->skip_handoff;
+			ep->early_off |= ep->wait_early;
+		} else if (!ep->wait_handoff && ++ep->spin_away_row >= EP_SPIN_HANDOFFS_AWAY) {
+			ep->wait_handoff = 2;
+			ep->spin_handoff_row = EP_SPIN_HANDOFFS - 1;
+		}
+	} else if (ep->spin_away_row && ep->wait_spun && !ep->wait_slept) {
+		ep->spin_away_row = 0;
+	}
 	if (ep->wait_handoff && ++ep->spin_handoff_row >= EP_SPIN_HANDOFFS) {
 		if (ep->spin_misses >= EP_SPIN_MISSES) {
 			/* A probe that handed off: probe less often. */
@@ -225,7 +283,7 @@ static inline void hrp_wait_end(hr_ep *ep)
 		}
 		ep->spin_misses = EP_SPIN_MISSES;
 		ep->spin_probe = 0;
-		ep->skip_handoff = 1;
+		ep->skip_handoff = ep->wait_handoff;
 	} else if (ep->wait_handoff) {
 		/* The first of a row: see EP_SPIN_HANDOFFS. */
 	} else if (!ep->wait_slept) {

@@ -285,4 +285,6 @@ const hr_provider hr_shm_ops = {
 	.dev_counters = shm_dev_counters,
 	.qp_caps = shm_qp_caps,
 	.cq_depth = shm_cq_depth,
+	.qp_peer_cpu = shm_qp_peer_cpu,
+	.qp_note_cpu = shm_qp_note_cpu,
 };

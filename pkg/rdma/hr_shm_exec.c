@@ -321,6 +321,8 @@ static struct exec_res exec_wr(struct shm_qp *qp, struct shm_sqe *e, uint8_t *in
 			goto out;
 		}
 		qp->t_sh_off = tsh_off;
+		/* A new target's block has no CPU of ours yet. */
+		atomic_store_explicit(&qp->noted_cpu, -1, memory_order_relaxed);
 	}
 	if ((ts = atomic_load(&tsh->state)) != HR_QPS_RTR && ts != HR_QPS_RTS) {
 		res.st = HR_ERETRY_EXC;

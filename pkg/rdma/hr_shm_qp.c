@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "shm_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -253,6 +254,8 @@ int shm_create_qp(hr_pd *pd, const hr_qp_init *in, hr_qp **out)
 	memset(qp->sh, 0, qp->sh_bytes);
 	qp->sh->qpn = qp->qpn;
 	qp->sh->pd = qp->pd;
+	atomic_store_explicit(&qp->sh->peer_cpu, -1, memory_order_relaxed);
+	atomic_store_explicit(&qp->noted_cpu, -1, memory_order_relaxed);
 	qp->sh->icq_off = qp->sh_off + sh_sz;
 	qp->icq = (struct shm_icq_sh *)((uint8_t *)qp->sh + sh_sz);
 	qp->icq->cap = icap;
@@ -531,6 +534,36 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 	shm_qp_progress(qp);
 	pthread_mutex_unlock(&qp->lock);
 	return st;
+}
+
+/* The target's word, written by our peer's exec_wr: a hint, so a peer that
+ * forges it misleads only its own lane's spinning. */
+/* Into the connected target's block (the word shm_qp_peer_cpu reads
+ * there), once exec_wr has validated it; under the lock that keeps the
+ * mapping. Called where a waiting thread spins or can have moved
+ * (hr_proto.c), never on the post path; only a change is stored, so a
+ * spin that notes its CPU at each phase start and yield takes the lock
+ * only when the thread moved. */
+int shm_qp_note_cpu(hr_qp *hq)
+{
+	struct shm_qp *qp = (struct shm_qp *)hq;
+	int cpu = sched_getcpu();
+	if (cpu < 0 || cpu == atomic_load_explicit(&qp->noted_cpu, memory_order_relaxed))
+		return HR_OK;
+	pthread_mutex_lock(&qp->lock);
+	if (qp->t_sh_off && qp->rbase) {
+		atomic_store_explicit(&((struct shm_qp_sh *)(qp->rbase + qp->t_sh_off))->peer_cpu, cpu,
+				      memory_order_relaxed);
+		atomic_store_explicit(&qp->noted_cpu, cpu, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return HR_OK;
+}
+
+int shm_qp_peer_cpu(hr_qp *hq)
+{
+	int c = atomic_load_explicit(&((struct shm_qp *)hq)->sh->peer_cpu, memory_order_relaxed);
+	return c >= 0 ? c : -1;
 }
 
 int shm_post_recv(hr_qp *hq, const hr_recv_wr *wr, uint32_t n, uint32_t *bad)

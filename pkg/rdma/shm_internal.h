@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC 0x314d48535248ull /* "HRSHM1" */
-#define SHM_VERSION 4
+#define SHM_VERSION 5
 #define SHM_MAX_MR 4096
 #define SHM_MAX_QP 1024
 #define SHM_MAX_INLINE 256
@@ -170,6 +170,10 @@ struct shm_qp_sh {
 	_Atomic uint64_t bytes_in;
 	_Atomic uint64_t completions;
 	_Atomic uint64_t errors;
+	/* the CPU the initiator's engine thread last noted while it waited
+	 * (shm_qp_note_cpu), -1 before one (shm_qp_peer_cpu): beside
+	 * completions, a line the initiator writes anyway */
+	_Atomic int32_t peer_cpu;
 };
 
 struct shm_extent {
@@ -346,6 +350,9 @@ struct shm_qp {
 	int wake_rw;
 	uint64_t wake_id, wake_ino;
 	hr_counters cnt; /* send side, under lock */
+	/* the CPU last stored into the target's peer_cpu (shm_qp_note_cpu),
+	 * -1 none: read without the lock, written under it */
+	_Atomic int32_t noted_cpu;
 };
 
 struct shm_dev {
@@ -442,6 +449,8 @@ int shm_post_send(hr_qp *q, const hr_send_wr *wr, uint32_t n, uint32_t *bad);
 int shm_post_recv(hr_qp *q, const hr_recv_wr *wr, uint32_t n, uint32_t *bad);
 int shm_qp_counters(hr_qp *q, hr_counters *out);
 int shm_qp_caps(hr_qp *q, hr_qp_caps *out);
+int shm_qp_peer_cpu(hr_qp *q);
+int shm_qp_note_cpu(hr_qp *q);
 void shm_counters_add(hr_counters *dst, const hr_counters *src);
 void shm_qp_sh_counters(struct shm_qp_sh *sh, hr_counters *out);
 

@@ -139,6 +139,51 @@ static void test_opcodes(void)
 	ep_close(&b);
 }
 
+/* The CPU a peer's thread noted, as the target QP sees it (the engine's
+ * handoff rule, hr_proto_int.h): unknown before the peer noted one after
+ * its first post and on ibv, else the CPU of its last hr_qp_note_cpu,
+ * from each CPU it is pinned to in turn; posting alone publishes nothing. */
+static void test_peer_cpu(void)
+{
+	struct ep a, b;
+	CHECK_ST(ep_open(&a, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_open(&b, prov, 1 << 16, 7, 0), HR_OK);
+	CHECK_ST(ep_connect(&a, &b), HR_OK);
+	CHECK(hr_qp_peer_cpu(b.qp) == -1 && hr_qp_peer_cpu(a.qp) == -1);
+	cpu_set_t old;
+	CHECK(pthread_getaffinity_np(pthread_self(), sizeof old, &old) == 0);
+	int pinned = 0;
+	for (int c = 0; c < CPU_SETSIZE && pinned < 4; c++) {
+		if (!CPU_ISSET(c, &old))
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+		pinned++;
+		hr_wc wc[1];
+		uint32_t bad;
+		hr_send_wr w = mk_send(c, HR_OP_RDMA_WRITE, HR_SEND_SIGNALED, &a, 0, 64);
+		w.remote_addr = (uint64_t)(uintptr_t)b.buf;
+		w.rkey = b.mr->rkey;
+		CHECK_ST(hr_post_send(a.qp, &w, 1, &bad), HR_OK);
+		CHECK(wait_wc(a.scq, wc, 1, 5000) == 1);
+		if (pinned == 1)
+			CHECK(hr_qp_peer_cpu(b.qp) == -1); /* a post publishes nothing */
+		CHECK_ST(hr_qp_note_cpu(a.qp), HR_OK);
+		CHECK_ST(hr_qp_note_cpu(a.qp), HR_OK); /* the same CPU again: no change */
+		if (strcmp(prov, "shm") == 0)
+			CHECK(hr_qp_peer_cpu(b.qp) == c);
+		else
+			CHECK(hr_qp_peer_cpu(b.qp) == -1);
+		CHECK(hr_qp_peer_cpu(a.qp) == -1); /* b never posted */
+	}
+	CHECK(pthread_setaffinity_np(pthread_self(), sizeof old, &old) == 0);
+	CHECK(pinned > 0);
+	ep_close(&a);
+	ep_close(&b);
+}
+
 static void test_errors(void)
 {
 	struct ep a, b;
@@ -465,6 +510,7 @@ int main(void)
 	ep_close(&probe);
 	if (st == HR_OK) {
 		test_opcodes();
+		test_peer_cpu();
 		test_errors();
 		test_inline_paths();
 		test_multi_producer();

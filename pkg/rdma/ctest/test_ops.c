@@ -36,6 +36,8 @@ void test_default_ops(void)
 	CHECK(hr_chan_fd((hr_chan *)&h) == -HR_ENOTSUP);
 	CHECK(hr_cq_depth((hr_cq *)&h) == -HR_ENOTSUP);
 	CHECK(hr_qp_state((hr_qp *)&h) == -HR_ENOTSUP);
+	CHECK(hr_qp_peer_cpu((hr_qp *)&h) == -1); /* unknown, not an error */
+	CHECK(hr_qp_note_cpu((hr_qp *)&h) == HR_OK); /* nothing to publish */
 	hr_ack_cq_events((hr_cq *)&h, 1); /* void defaults do nothing */
 	hr_close(dev);
 

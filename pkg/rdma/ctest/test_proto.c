@@ -50,6 +50,7 @@ struct pair {
 	uint32_t retries;
 	atomic_ullong base_exceeded; /* the client's count before the call */
 	atomic_ullong delay_ns; /* hold each answer this long */
+	atomic_uint fast_every; /* but every n-th (n > 0) */
 };
 
 static hr_ep_cfg cfg_of(uint32_t event, uint32_t retries)
@@ -94,6 +95,7 @@ static void *server(void *arg)
 {
 	struct pair *pr = arg;
 	uint8_t *out = malloc(5u << 20);
+	uint32_t answers = 0;
 	while (!atomic_load(&pr->stop)) {
 		void *req;
 		uint64_t len;
@@ -105,6 +107,9 @@ static void *server(void *arg)
 		if (atomic_load(&pr->slow))
 			slow_answer(pr);
 		uint64_t d = atomic_load(&pr->delay_ns);
+		uint32_t fe = atomic_load(&pr->fast_every);
+		if (fe && ++answers % fe == 0)
+			d = 0;
 		if (d) {
 			struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
 			nanosleep(&ts, NULL);
@@ -305,53 +310,168 @@ static void test_spin_skip(void)
 	CHECK(fast.spin_skips == probed.spin_skips || fast.spin_handoffs > probed.spin_handoffs);
 }
 
-/* A lane's client and server threads on one CPU (pinned to it here, as an
- * oversubscribed host may place them), both spinning: neither can see its
- * answer before it yields the CPU to the other. A wait answered while its
- * yield had handed the CPU over makes the endpoint's next waits block at
- * once instead of spinning in turns. The spins are 1 s, so without that no wait sleeps and
- * none skips its spin; no clock decides it. Also on the test's failure
- * paths the main thread gets its CPUs back. */
-static void test_spin_handoff(void)
+/* The first n CPUs this thread may run on into cpus; returns how many. */
+static int allowed_cpus(const cpu_set_t *set, int *cpus, int n)
 {
-	cpu_set_t old, one;
+	int k = 0;
+	for (int c = 0; c < CPU_SETSIZE && k < n; c++)
+		if (CPU_ISSET(c, set))
+			cpus[k++] = c;
+	return k;
+}
+
+static void pin_set(cpu_set_t *s, int cpu)
+{
+	CPU_ZERO(s);
+	CPU_SET(cpu, s);
+}
+
+/* A thread that wants the client's CPU all the time: each of the client's
+ * yields hands the CPU to it. */
+static void *hog(void *arg)
+{
+	atomic_int *stop = arg;
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/* Unknown, as on ibv (swapped into the shm table by HANDOFF_UNKNOWN). */
+static int cpu_unknown(hr_qp *qp)
+{
+	(void)qp;
+	return -1;
+}
+
+/* test_spin_handoff's placements. */
+enum {
+	HANDOFF_ONE_CPU, /* client and server on one CPU */
+	HANDOFF_AWAY,    /* client beside a hog, server on another CPU */
+	HANDOFF_UNKNOWN, /* the same, the peer's CPU unknown to the engine */
+	HANDOFF_AWAY_ROW, /* HANDOFF_AWAY, every answer held */
+	HANDOFF_MOVED,   /* HANDOFF_ONE_CPU, then the server on another CPU */
+};
+
+/* A lane's client and server threads on one CPU (HANDOFF_ONE_CPU: pinned
+ * to it here, as an oversubscribed host may place them), both spinning:
+ * neither can see its answer before it yields the CPU to the other. A wait
+ * answered while its yield had handed the CPU over, the peer's last post
+ * made from this CPU, makes the endpoint's next waits block at once
+ * instead of spinning in turns. HANDOFF_AWAY: the client's yields hand its
+ * CPU to a hog while the server, on another CPU, holds the first three of
+ * four answers for 200 us (past a spin's first yield): up to three
+ * handoffs in a row, which block the fourth call under the old rule (two
+ * in a row), but the peer's CPU says they were not to it and it takes
+ * four such, so nothing blocks (on shm; ibv does not know the peer's
+ * CPU). HANDOFF_UNKNOWN holds every answer with the peer's CPU unknown:
+ * two in a row block, as before. HANDOFF_AWAY_ROW holds every answer: a
+ * thread that takes this CPU at every wait is contention, and the
+ * endpoint blocks wherever the peer is. The spins are 1 s, so without a
+ * handoff that counts no wait sleeps and none skips its spin; no clock
+ * decides it. HANDOFF_MOVED: once skipping began on one CPU, the server
+ * moves to another; a skipping wait that sees the peer's last post made
+ * there probes at once, spins and ends the skipping (within a call or
+ * two, not at a probe backed off to one wait in up to 256). Also on the
+ * test's failure paths the main thread gets its CPUs back. */
+static void test_spin_handoff(int place)
+{
+	cpu_set_t old, one, other;
 	CHECK(pthread_getaffinity_np(pthread_self(), sizeof old, &old) == 0);
-	CPU_ZERO(&one);
-	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (CPU_ISSET(c, &old)) {
-			CPU_SET(c, &one);
-			break;
-		}
+	int cpus[2];
+	int ncpu = allowed_cpus(&old, cpus, 2);
+	CHECK(ncpu > 0);
+	if (place != HANDOFF_ONE_CPU && ncpu < 2) {
+		printf("test_spin_handoff(%d): one CPU allowed, no other CPU for the peer\n", place);
+		return;
 	}
+	pin_set(&one, cpus[0]);
+	pin_set(&other, place == HANDOFF_ONE_CPU || place == HANDOFF_MOVED ? cpus[0] : cpus[1]);
+	hr_provider *full = (hr_provider *)(uintptr_t)prov; /* hr_<name>_provider is not const */
+	int (*peer_cpu)(hr_qp *) = full->qp_peer_cpu;
+	if (place == HANDOFF_UNKNOWN)
+		full->qp_peer_cpu = cpu_unknown;
 	struct pair pr;
-	CHECK_ST(connect_pair(&pr, 1, 1, 5));
+	int cst = connect_pair(&pr, 1, 1, 5);
+	if (cst != HR_OK)
+		full->qp_peer_cpu = peer_cpu;
+	CHECK_ST(cst);
 	hr_ep_set_spin(pr.cli, 1000000000ull);
 	hr_ep_set_spin(pr.srv, 1000000000ull);
 	atomic_store(&pr.proto, HR_PROTO_EAGER);
-	pthread_attr_t at;
-	int started = pthread_attr_init(&at) == 0 && pthread_attr_setaffinity_np(&at, sizeof one, &one) == 0 &&
+	int hogs = place == HANDOFF_AWAY || place == HANDOFF_UNKNOWN || place == HANDOFF_AWAY_ROW;
+	if (hogs)
+		atomic_store(&pr.delay_ns, 200000ull);
+	int calls = 64;
+	if (place == HANDOFF_AWAY) {
+		calls = 4;
+		atomic_store(&pr.fast_every, 4);
+	}
+	atomic_int hog_stop = 0;
+	pthread_t hog_th;
+	pthread_attr_t at, hat;
+	int hogged = 0;
+	int started = pthread_attr_init(&at) == 0 && pthread_attr_setaffinity_np(&at, sizeof other, &other) == 0 &&
+		      pthread_attr_init(&hat) == 0 && pthread_attr_setaffinity_np(&hat, sizeof one, &one) == 0 &&
 		      pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0 &&
 		      pthread_create(&pr.th, &at, server, &pr) == 0;
+	if (started && hogs)
+		started = hogged = pthread_create(&hog_th, &hat, hog, &hog_stop) == 0;
 	uint8_t req[32] = {1, 2, 3};
 	void *resp;
 	uint64_t rl;
 	int st = HR_OK;
-	for (int i = 0; i < 64 && started && st == HR_OK; i++)
+	for (int i = 0; i < calls && started && st == HR_OK; i++)
 		st = hr_ep_call(pr.cli, HR_PROTO_EAGER, req, sizeof req, 10000, 1, &resp, &rl);
-	if (started) {
-		atomic_store(&pr.stop, 1);
-		pthread_join(pr.th, NULL);
+	int known = hr_qp_peer_cpu(pr.cli->qp) >= 0;
+	hr_ep_stats c0, s0;
+	hr_ep_stats_get(pr.cli, &c0);
+	hr_ep_stats_get(pr.srv, &s0);
+	if (place == HANDOFF_MOVED && started) {
+		cpu_set_t away;
+		pin_set(&away, cpus[1]);
+		started = pthread_setaffinity_np(pr.th, sizeof away, &away) == 0;
+		for (int i = 0; i < 64 && started && st == HR_OK; i++)
+			st = hr_ep_call(pr.cli, HR_PROTO_EAGER, req, sizeof req, 10000, 1, &resp, &rl);
 	}
+	if (hogged) {
+		atomic_store(&hog_stop, 1);
+		pthread_join(hog_th, NULL);
+	}
+	atomic_store(&pr.stop, 1);
+	pthread_join(pr.th, NULL);
 	hr_ep_stats c, s;
 	hr_ep_stats_get(pr.cli, &c);
 	hr_ep_stats_get(pr.srv, &s);
 	close_pair(&pr, 0);
+	full->qp_peer_cpu = peer_cpu;
 	pthread_attr_destroy(&at);
+	pthread_attr_destroy(&hat);
 	int restored = pthread_setaffinity_np(pthread_self(), sizeof old, &old) == 0;
 	CHECK(started && restored);
 	CHECK_ST(st);
-	CHECK(c.spin_handoffs + s.spin_handoffs > 0);
-	CHECK(c.spin_skips + s.spin_skips > 0);
+	if (place == HANDOFF_ONE_CPU || place == HANDOFF_MOVED) {
+		CHECK(c0.spin_handoffs + s0.spin_handoffs > 0);
+		CHECK(c0.spin_skips + s0.spin_skips > 0);
+	}
+	if (place == HANDOFF_ONE_CPU)
+		return;
+	if (place == HANDOFF_MOVED) {
+		/* ibv knows no peer's CPU: its skipping ends at a probe. */
+		/* A probe that handed the CPU to any thread (another
+		 * process's, on a loaded host) keeps the skipping by design. */
+		if (known && c.spin_handoffs == c0.spin_handoffs && s.spin_handoffs == s0.spin_handoffs)
+			CHECK(c.spin_skips - c0.spin_skips + s.spin_skips - s0.spin_skips <= 4);
+		return;
+	}
+	CHECK(known == (place != HANDOFF_UNKNOWN && strcmp(prov->name, "shm") == 0));
+	CHECK(c.spin_handoffs > 0);
+	if (place == HANDOFF_AWAY) {
+		/* Three handoffs at most, all elsewhere: none counts. */
+		if (known)
+			CHECK(c.spin_skips == 0);
+		return;
+	}
+	CHECK(c.spin_skips > 0);
 }
 
 static void test_bad_config(void)
@@ -784,7 +904,11 @@ int main(void)
 	test_timeout(0);
 	test_timeout(1);
 	test_spin_skip();
-	test_spin_handoff();
+	test_spin_handoff(HANDOFF_ONE_CPU);
+	test_spin_handoff(HANDOFF_AWAY);
+	test_spin_handoff(HANDOFF_UNKNOWN);
+	test_spin_handoff(HANDOFF_AWAY_ROW);
+	test_spin_handoff(HANDOFF_MOVED);
 	test_bad_config();
 	test_torn_rfp_request();
 	test_torn_rfp_response();
