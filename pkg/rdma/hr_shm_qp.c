@@ -536,8 +536,6 @@ int shm_post_send(hr_qp *hq, const hr_send_wr *wr, uint32_t n, uint32_t *bad)
 	return st;
 }
 
-/* The target's word, written by our peer's exec_wr: a hint, so a peer that
- * forges it misleads only its own lane's spinning. */
 /* Into the connected target's block (the word shm_qp_peer_cpu reads
  * there), once exec_wr has validated it; under the lock that keeps the
  * mapping. Called where a waiting thread spins or can have moved
@@ -560,6 +558,8 @@ int shm_qp_note_cpu(hr_qp *hq)
 	return HR_OK;
 }
 
+/* Our block's word, written by our peer's shm_qp_note_cpu: a hint, so a
+ * peer that forges it misleads only its own lane's spinning. */
 int shm_qp_peer_cpu(hr_qp *hq)
 {
 	int c = atomic_load_explicit(&((struct shm_qp *)hq)->sh->peer_cpu, memory_order_relaxed);
