@@ -49,17 +49,10 @@ static int yield_handed_off(void)
 	return before >= 0 && thread_switches() != before;
 }
 
-/* Whether the thread a spin's yield handed this CPU to may have been the
- * peer: the CPU the peer's thread last noted (its wait before the answer)
- * is this thread's now, or the provider does not know it (ibv). Read only
- * for a wait answered right after a yield that handed off, so rarely. */
-static int peer_was_here(hr_ep *ep)
-{
-	int cpu = hr_qp_peer_cpu(ep->qp);
-	return cpu < 0 || cpu == sched_getcpu();
-}
-
-/* Read only by a wait that would skip its spin (it sleeps anyway). */
+/* Read where a wait is slow anyway: a wait answered right after a yield
+ * that handed off, whose thread may have been the peer unless this says
+ * otherwise (ibv, not knowing, never does), and a wait that would skip its
+ * spin (it sleeps). */
 int hrp_peer_away(hr_ep *ep)
 {
 	int cpu = hr_qp_peer_cpu(ep->qp);
@@ -392,7 +385,7 @@ int hrp_progress(hr_ep *ep)
 				ep->spin_yield = now + EP_SPIN_YIELD_NS;
 				/* A wait that reaches the clock is long enough
 				 * for a yield: the peer's handoff rule may read
-				 * this CPU (peer_was_here). A 64 B ping-pong's
+				 * this CPU (hrp_peer_away). A 64 B ping-pong's
 				 * waits end before this read. */
 				hr_qp_note_cpu(ep->qp);
 			}
@@ -451,15 +444,13 @@ int hrp_progress(hr_ep *ep)
 	if (n > 0) {
 		/* A wait that slept may wake on another CPU: the peer's
 		 * handoff rule reads it (hr_qp_note_cpu). */
-		if (ep->wait_slept && !ep->cpu_noted) {
-			ep->cpu_noted = 1;
+		if (ep->wait_slept)
 			hr_qp_note_cpu(ep->qp);
-		}
 		/* Answered while another thread had this CPU, maybe the
 		 * peer: see hrp_wait_end. */
 		if (handed) {
 			ep->wait_handed = 1;
-			ep->wait_handoff |= peer_was_here(ep);
+			ep->wait_handoff |= !hrp_peer_away(ep);
 		}
 		ep->spin_until = 0;
 		ep->empty_polls = 0;

@@ -175,7 +175,6 @@ struct hr_ep {
 	int wait_early;       /* this wait probes early: the peer was seen on another CPU */
 	int early_off;        /* an early probe handed off: none until the next regular probe */
 	uint32_t spin_away_row; /* waits in a row handed off with the peer elsewhere */
-	int cpu_noted;        /* this wait's wake-up published its CPU (hr_qp_note_cpu) */
 };
 
 /* A wait whose spin keeps ending in a sleep anyway (the answer takes
@@ -232,14 +231,13 @@ static inline uint32_t hrp_probe_every(const hr_ep *ep)
 	return ep->spin_probe_every ? ep->spin_probe_every : EP_SPIN_PROBE;
 }
 
-/* hr_proto.c: the peer's last post was made on another CPU than this
- * thread's (0 when unknown). */
+/* hr_proto.c: the CPU the peer's thread last noted is not this thread's
+ * (0 when unknown). */
 int hrp_peer_away(hr_ep *ep);
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {
 	ep->wait_slept = 0;
-	ep->cpu_noted = 0;
 	ep->wait_spun = 0;
 	ep->wait_handoff = 0;
 	ep->yielded_cpu = 0;
