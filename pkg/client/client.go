@@ -241,7 +241,7 @@ func (c *Conn) invokeUse(ctx context.Context, m *Method, args, result proto.Stru
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return notSent(err)
 	}
 	if c.http != nil {
 		return c.http.call(ctx, c, m, args, result, use)
@@ -554,7 +554,7 @@ func (s *session) call(ctx context.Context, name string, oneway bool, args, resu
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return context.DeadlineExceeded
+			return errDeadlineNotSent
 		}
 	}
 	codec := wire.GetCodec()

@@ -128,6 +128,7 @@ func TestTimeouts(t *testing.T) {
 			err := awaitCall(t, callAsync(func() error { return c.Call(context.Background(), tc.m, slow, &wiretest.EchoResult{}) }),
 				"the call outlived its timeout")
 			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, client.ErrNotSent, "it was sent, and may have run")
 			free()
 			// A late reply to the abandoned call does not confuse later ones.
 			got, err := echo(tctx(t), c, &wiretest.EchoArgs{Msg: "next"})
@@ -141,6 +142,8 @@ func TestTimeouts(t *testing.T) {
 		cancel()
 		_, err := echo(ctx, c, &wiretest.EchoArgs{Msg: "x"})
 		require.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, client.ErrNotSent)
+		assert.EqualError(t, err, "context canceled")
 	})
 }
 

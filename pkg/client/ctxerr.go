@@ -2,8 +2,43 @@ package client
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrNotSent is matched (errors.Is) by the error of a call whose context
+// ended before its request left the client: the call ran nowhere. The
+// error also matches the context's own (context.DeadlineExceeded or
+// context.Canceled) and reads as it does. A retrying layer (pkg/cluster)
+// does not count such a call as an attempt.
+var ErrNotSent = errors.New("client: request not sent")
+
+// notSentError is a context's error for a call that was not sent.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string        { return e.err.Error() }
+func (e *notSentError) Unwrap() error        { return e.err }
+func (e *notSentError) Is(target error) bool { return target == ErrNotSent }
+
+// Made once: a call that finds its deadline passed allocates nothing.
+var (
+	errDeadlineNotSent = &notSentError{context.DeadlineExceeded}
+	errCanceledNotSent = &notSentError{context.Canceled}
+)
+
+// notSent is ctx's error (nil or a context error) marked as a call's that
+// was not sent.
+func notSent(err error) error {
+	switch err {
+	case context.DeadlineExceeded:
+		return errDeadlineNotSent
+	case context.Canceled:
+		return errCanceledNotSent
+	case nil:
+		return nil
+	}
+	return &notSentError{err} // a context's cause of its own
+}
 
 // callFailed is the error of a call whose exchange failed: the caller's
 // own context error if that is why, else the connection error.

@@ -174,7 +174,7 @@ func (f flockRoute) call(ctx context.Context, req request, result proto.Struct) 
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return context.DeadlineExceeded
+			return errDeadlineNotSent
 		}
 	}
 	codec := wire.GetCodec()

@@ -29,13 +29,13 @@ func (p *lanePool) call(ctx context.Context, req request, result proto.Struct) e
 	if p.canShare && !req.fromFLOCK && p.saturated() && p.lastReq.Load() <= p.flockMax {
 		return flockRoute{p}.call(ctx, req, result)
 	}
-	c := p.ls.c
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return context.DeadlineExceeded
+			return errDeadlineNotSent
 		}
 	}
+	c := p.ls.c
 	var l *clane
 	b := req.frame
 	if b == nil && p.batch == nil {

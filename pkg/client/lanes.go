@@ -289,7 +289,7 @@ func (p *lanePool) get(ctx context.Context, reqSize int, mode getMode) (*clane, 
 			}
 			return l, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, notSent(ctx.Err()) // waited for a lane: nothing sent
 		}
 	}
 }

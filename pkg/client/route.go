@@ -257,7 +257,7 @@ func (s *session) callFrame(ctx context.Context, frame []byte, oneway bool, resu
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return context.DeadlineExceeded
+			return errDeadlineNotSent
 		}
 	}
 	h, err := wire.DecodeHeader(frame, len(frame))

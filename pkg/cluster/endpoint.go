@@ -80,8 +80,11 @@ func newEndpoint(c *Client, addr string) *endpoint {
 		IsSuccessful: func(err error) bool {
 			return !serverFault(err)
 		},
-		// The caller gave up: that says nothing about the server.
-		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
+		// The caller gave up, or the call's deadline passed before it was
+		// sent: that says nothing about the server.
+		IsExcluded: func(err error) bool {
+			return errors.Is(err, context.Canceled) || errors.Is(err, client.ErrNotSent)
+		},
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if observe != nil {
 				observe(name, breakerState(from), breakerState(to))
@@ -99,12 +102,16 @@ func serverFault(err error) bool {
 }
 
 // notSent reports whether err proves the request never left the client:
-// the connection could not be (re)opened, or the Conn was already closed.
-// Such a call did not run anywhere, so it may go to another server
-// whatever its hints say.
+// the connection could not be (re)opened, the Conn was already closed, or
+// the call's context ended before it was sent (client.ErrNotSent). Such a
+// call did not run anywhere, so it may go to another server whatever its
+// hints say, and it is not counted as an attempt.
 func notSent(err error) bool {
 	if err == nil {
 		return false // without a heap cell for ce, which errors.As would take
+	}
+	if errors.Is(err, client.ErrNotSent) {
+		return true
 	}
 	var ce *client.ConnError
 	if !errors.As(err, &ce) {

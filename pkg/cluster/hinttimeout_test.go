@@ -2,13 +2,16 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hatrpc/hatrpc/pkg/client"
 	"github.com/hatrpc/hatrpc/pkg/cluster/internal/testsvc/gen/store"
+	"github.com/hatrpc/hatrpc/pkg/proto"
 	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
@@ -71,4 +74,34 @@ func TestExpiredBeforeSending(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+// TestAttemptNotSent: an attempt whose own timeout passed before its
+// request was sent (client.ErrNotSent) ran nowhere: it is not counted, it
+// says nothing to the breaker, and even a non-idempotent call goes again.
+// (A timeout hint's deadline passing between the retry's pause and the
+// send made the count one more than the server saw.)
+func TestAttemptNotSent(t *testing.T) {
+	h := newStoreHandler()
+	a := startServer(t, h)
+	var held atomic.Bool
+	// The first call waits until its attempt's timeout has passed, then
+	// goes on: the Conn finds the deadline gone and sends nothing.
+	hold := func(ctx context.Context, m *client.Method, args, result proto.Struct, next client.Invoker) error {
+		if held.CompareAndSwap(false, true) {
+			<-ctx.Done()
+		}
+		return next(ctx, m, args, result)
+	}
+	cl := dialCluster(t, []string{a.addr}, fastOptions(WithAttemptTimeout(testenv.HangGuard(200*time.Millisecond)),
+		WithBreaker(BreakerSettings{Failures: 1, OpenFor: time.Hour}),
+		WithConnOptions(client.WithInterceptors(hold)))...)
+	n, err := store.NewStoreClient(cl).Incr(tctx(t, 10*time.Second), "k")
+	require.NoError(t, err)
+	assert.True(t, held.Load())
+	assert.Equal(t, int64(1), n)
+	assert.Equal(t, int64(1), h.incrs.Load())
+	st := statusOf(cl, a.addr)
+	assert.Equal(t, BreakerClosed, st.Breaker, "one failure would have opened it")
+	assert.Equal(t, uint64(2), st.Calls, "both attempts went to the server's Conn")
 }
