@@ -450,7 +450,9 @@ int hrp_progress(hr_ep *ep)
 		 * peer: see hrp_wait_end. */
 		if (handed) {
 			ep->wait_handed = 1;
-			ep->wait_handoff |= !hrp_peer_away(ep);
+			/* Not when it moved off the peer's CPU: hrp_move_away. */
+			if (!hrp_peer_away(ep) && !hrp_move_away(ep))
+				ep->wait_handoff = 1;
 		}
 		ep->spin_until = 0;
 		ep->empty_polls = 0;

@@ -86,6 +86,7 @@ typedef struct hr_ep_stats {
 	uint64_t last_server_ns; /* server time of the last server-reply call */
 	uint64_t spin_skips;     /* waits that blocked at once: their spins kept missing */
 	uint64_t spin_handoffs;  /* spin yields that handed the CPU to another thread */
+	uint64_t spin_moves;     /* moves off the peer's CPU to an idle one (hrp_move_away) */
 	uint32_t rfp_mode;       /* 0 fetch, 1 server-reply */
 	uint32_t pad_;
 	/* Messages this side sent (requests, replies), by the protocol they

@@ -6,6 +6,7 @@
 
 #include "hr_proto.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -175,6 +176,7 @@ struct hr_ep {
 	int wait_early;       /* this wait probes early: the peer was seen on another CPU */
 	int early_off;        /* an early probe handed off: none until the next regular probe */
 	uint32_t spin_away_row; /* waits in a row handed off with the peer elsewhere */
+	uint64_t moved_ns;      /* when hrp_move_away last moved this thread */
 };
 
 /* A wait whose spin keeps ending in a sleep anyway (the answer takes
@@ -234,6 +236,29 @@ static inline uint32_t hrp_probe_every(const hr_ep *ep)
 /* hr_proto.c: the CPU the peer's thread last noted is not this thread's
  * (0 when unknown). */
 int hrp_peer_away(hr_ep *ep);
+
+/* hr_proto_move.c. A wait answered after a spin yield that handed this
+ * CPU to the peer's thread (its noted CPU is this one) found the two on
+ * one CPU: each spins until its yield before the other can answer, and the
+ * blocking the handoff rule turns to then keeps them there (each wakes
+ * the other, and the kernel places a wakee by its waker). When another
+ * CPU this thread may run on was idle more than half the time since the
+ * last look (the kernel's cpuidle counters, looked at 2-50 ms apart,
+ * process-wide), the thread moves there instead, and the handoff does not
+ * count toward blocking. Beside a busy CPU (a hog) nothing moves: there
+ * the one free CPU shared is the best place. At most once in 5 ms per
+ * endpoint; never where the peer's CPU is unknown (ibv), the thread may
+ * run on one CPU only, or the host has no cpuidle counters. Returns 1
+ * when it moved. history.md, "Bulk server streams on shm lanes: moving
+ * off the peer's CPU". */
+int hrp_move_away(hr_ep *ep);
+
+/* The CPU of mask other than cpu idle most, and more than half the time,
+ * since the last look if that was 2-50 ms before now; -1 none. Every call
+ * at least 2 ms after the last is a look. For tests: hrp_move_source sets
+ * where idle times come from (NULL: cpuidle) and forgets the last look. */
+int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now);
+void hrp_move_source(int64_t (*idle_us)(int cpu));
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {

@@ -10,7 +10,7 @@ WFLAGS := -std=gnu11 -Wall -Wextra -Werror -pthread
 LDLIBS := -libverbs -lpthread
 CORE := $(wildcard hr_*.c)
 HDRS := $(wildcard *.h)
-PTEST := ctest/test_proto.c ctest/test_proto_spin.c ctest/proto_pair.c
+PTEST := ctest/test_proto.c ctest/test_proto_spin.c ctest/test_proto_move.c ctest/proto_pair.c
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 .PHONY: proto-ctest proto-sanitize

@@ -154,6 +154,10 @@ type EndpointStats struct {
 	// waits in a row answered while their yield had handed it over, the
 	// next waits block at once (hr_proto_int.h).
 	SpinHandoffs uint64
+	// SpinMoves counts moves of the waiting thread off the CPU its peer's
+	// thread was on, to another CPU idle more than half the time lately
+	// (shm; hr_proto_int.h, hrp_move_away).
+	SpinMoves uint64
 	// SentByProtocol counts the messages this side sent (a client's
 	// requests, a server's replies) by the protocol they actually went by:
 	// hybrid as eager or write_rndv by size, a message too large for its
@@ -717,6 +721,7 @@ func (e *RPCEndpoint) Stats() EndpointStats {
 		RFPExceeded: uint64(s.rfp_exceeded), RFPToReply: uint64(s.rfp_to_reply), RFPToFetch: uint64(s.rfp_to_fetch),
 		RFPReplyCalls: uint64(s.rfp_reply_calls), FetchNS: uint64(s.fetch_ns), LastServerNS: uint64(s.last_server_ns), RFPServerReply: s.rfp_mode != 0,
 		SpinSkips: uint64(s.spin_skips), SpinHandoffs: uint64(s.spin_handoffs),
+		SpinMoves: uint64(s.spin_moves),
 	}
 	for i := range st.SentByProtocol {
 		st.SentByProtocol[i] = uint64(s.sent[i])

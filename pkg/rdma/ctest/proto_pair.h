@@ -66,4 +66,8 @@ enum {
 void test_spin_skip(void);
 void test_spin_handoff(int place);
 
+/* test_proto_move.c */
+void test_move_target(void);
+void test_move_away(void);
+
 #endif

@@ -556,6 +556,8 @@ int main(void)
 	test_spin_handoff(HANDOFF_UNKNOWN);
 	test_spin_handoff(HANDOFF_AWAY_ROW);
 	test_spin_handoff(HANDOFF_MOVED);
+	test_move_target();
+	test_move_away();
 	test_bad_config();
 	test_torn_rfp_request();
 	test_torn_rfp_response();
