@@ -237,26 +237,30 @@ static inline uint32_t hrp_probe_every(const hr_ep *ep)
  * (0 when unknown). */
 int hrp_peer_away(hr_ep *ep);
 
-/* hr_proto_move.c. A wait answered after a spin yield that handed this
- * CPU to the peer's thread (its noted CPU is this one) found the two on
- * one CPU: each spins until its yield before the other can answer, and the
- * blocking the handoff rule turns to then keeps them there (each wakes
- * the other, and the kernel places a wakee by its waker). When another
- * CPU this thread may run on was idle more than half the time since the
- * last look (the kernel's cpuidle counters, looked at 2-50 ms apart,
+/* hr_proto_move.c. A wait answered after a spin yield that handed this CPU
+ * to the peer's thread (its noted CPU is this one) found the two on one
+ * CPU: each spins until its yield before the other can answer, and the
+ * blocking the handoff rule turns to then keeps them there (each wakes the
+ * other, and the kernel places a wakee by its waker). When another CPU
+ * this thread may run on was idle more than half the time since the last
+ * look at it (the kernel's cpuidle counters, looked at 2-50 ms apart,
  * process-wide), the thread moves there instead, and the handoff does not
  * count toward blocking. Beside a busy CPU (a hog) nothing moves: there
  * the one free CPU shared is the best place. At most once in 5 ms per
  * endpoint; never where the peer's CPU is unknown (ibv), the thread may
- * run on one CPU only, or the host has no cpuidle counters. Returns 1
- * when it moved. history.md, "Bulk server streams on shm lanes: moving
+ * run on one CPU only, or the host has no cpuidle counters. A peer that
+ * forges its noted CPU (shm: a word of shared memory) can make this thread
+ * move within its own mask, to an idle CPU, once in 5 ms at most. Returns
+ * 1 when it moved. history.md, "Bulk server streams on shm lanes: moving
  * off the peer's CPU". */
 int hrp_move_away(hr_ep *ep);
 
-/* The CPU of mask other than cpu idle most, and more than half the time,
- * since the last look if that was 2-50 ms before now; -1 none. Every call
- * at least 2 ms after the last is a look. For tests: hrp_move_source sets
- * where idle times come from (NULL: cpuidle) and forgets the last look. */
+/* A look: of cpu and the next CPUs of mask (8 at most), the one other
+ * than cpu idle most, and more than half the time, since its last look if
+ * that was 2-50 ms before now; -1 none. Looks are 2 ms apart or more, the
+ * gap doubling to 32 ms after each that compared and found none; a call inside the gap
+ * is no look (-1). For tests: hrp_move_source sets where idle times come
+ * from (NULL: cpuidle) and forgets every look. */
 int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now);
 void hrp_move_source(int64_t (*idle_us)(int cpu));
 

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* An endpoint moves its thread at most once in this long: a move that did
@@ -16,15 +17,24 @@
  * every wait. */
 #define EP_MOVE_EVERY_NS 5000000ull
 
-/* The idle time of the CPUs is compared over a window of 2-50 ms between
- * two looks: shorter says nothing at the cpuidle counters' microseconds,
+/* A CPU's idle time is compared over a window of 2-50 ms between two
+ * looks at it: shorter says nothing at the cpuidle counters' microseconds,
  * longer reaches back past the placement being judged (while the two
  * threads ran apart both CPUs were busy). */
 #define MOVE_WINDOW_MIN_NS 2000000ull
 #define MOVE_WINDOW_MAX_NS 50000000ull
 
-/* The CPUs a look covers; a thread allowed on others never moves there. */
-#define MOVE_CPUS 256
+/* Looks are at least MOVE_WINDOW_MIN_NS apart, process-wide; each that
+ * compared and found no idle CPU doubles that gap up to MOVE_GAP_MAX_NS
+ * (a pair that shares a CPU on a host with none idle hands off at every
+ * wait, and a look costs a few file reads a CPU); any other resets it. */
+#define MOVE_GAP_MAX_NS 32000000ull
+
+/* The CPUs a look covers: the given CPU and the next ones of the mask,
+ * at most MOVE_LOOK_CPUS of them below MOVE_CPUS, so a look on a large
+ * host stays a few dozen reads. */
+#define MOVE_CPUS 1024
+#define MOVE_LOOK_CPUS 8
 
 /* A CPU's time in its idle states, in µs, from the kernel's cpuidle
  * counters (/sys/devices/system/cpu/cpuN/cpuidle/stateK/time); -1 where
@@ -52,34 +62,44 @@ static int64_t cpuidle_us(int cpu)
 static struct {
 	pthread_mutex_t mu;
 	int64_t (*idle_us)(int cpu);
-	uint64_t t_ns;               /* the last look, 0: none */
-	int64_t idle[MOVE_CPUS];     /* each CPU's idle µs then, -1 unknown */
-} mv = {PTHREAD_MUTEX_INITIALIZER, cpuidle_us, 0, {0}};
+	uint64_t last_ns;          /* the last look, 0: none */
+	uint64_t gap_ns;           /* the least time to the next: 0 is MOVE_WINDOW_MIN_NS */
+	int64_t idle[MOVE_CPUS];   /* each CPU's idle µs at its last look, -1 unknown */
+	uint64_t at[MOVE_CPUS];    /* when that was, 0: never */
+} mv = {.mu = PTHREAD_MUTEX_INITIALIZER, .idle_us = cpuidle_us};
 
 void hrp_move_source(int64_t (*idle_us)(int cpu))
 {
 	pthread_mutex_lock(&mv.mu);
 	mv.idle_us = idle_us ? idle_us : cpuidle_us;
-	mv.t_ns = 0;
+	mv.last_ns = 0;
+	mv.gap_ns = 0;
+	memset(mv.at, 0, sizeof mv.at);
 	pthread_mutex_unlock(&mv.mu);
 }
 
 int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now)
 {
-	int best = -1;
 	pthread_mutex_lock(&mv.mu);
-	uint64_t age = now - mv.t_ns;
-	if (mv.t_ns && age < MOVE_WINDOW_MIN_NS) {
+	uint64_t gap = mv.gap_ns ? mv.gap_ns : MOVE_WINDOW_MIN_NS;
+	if (mv.last_ns && now - mv.last_ns < gap) {
 		pthread_mutex_unlock(&mv.mu);
 		return -1;
 	}
-	int window = mv.t_ns && age <= MOVE_WINDOW_MAX_NS;
+	mv.last_ns = now;
+	int best = -1, looked = 0, compared = 0;
 	double most = 0.5; /* idle more than half the window */
-	for (int c = 0; c < MOVE_CPUS; c++) {
+	int from = cpu >= 0 && cpu < MOVE_CPUS ? cpu : 0;
+	for (int i = 0; i < MOVE_CPUS && looked < MOVE_LOOK_CPUS; i++) {
+		int c = (from + i) % MOVE_CPUS;
 		if (!CPU_ISSET(c, mask))
 			continue;
+		looked++;
 		int64_t us = mv.idle_us(c);
-		if (window && c != cpu && us >= 0 && mv.idle[c] >= 0 && us >= mv.idle[c]) {
+		uint64_t age = now - mv.at[c];
+		if (c != cpu && us >= 0 && mv.at[c] && mv.idle[c] >= 0 && us >= mv.idle[c] &&
+		    age >= MOVE_WINDOW_MIN_NS && age <= MOVE_WINDOW_MAX_NS) {
+			compared = 1;
 			double f = (double)(us - mv.idle[c]) * 1000.0 / (double)age;
 			if (f > most) {
 				most = f;
@@ -87,8 +107,14 @@ int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now)
 			}
 		}
 		mv.idle[c] = us;
+		mv.at[c] = now;
 	}
-	mv.t_ns = now;
+	/* A look with nothing to compare with (the first, or the last
+	 * too long ago) is the start of a window: the next may come soon. */
+	if (best >= 0 || !compared)
+		mv.gap_ns = 0;
+	else if (gap < MOVE_GAP_MAX_NS)
+		mv.gap_ns = gap * 2;
 	pthread_mutex_unlock(&mv.mu);
 	return best;
 }

@@ -16,8 +16,9 @@ static int64_t fake_idle_us(int cpu)
 }
 
 /* hrp_move_target: a CPU idle more than half a 2-50 ms window between two
- * looks, not the one given, in the mask. The times are the test's own:
- * no clock decides it. */
+ * looks at it, not the one given, in the mask; looks at least 2 ms apart,
+ * the gap doubling after each that compared and found none. The times are the test's
+ * own: no clock decides it. */
 void test_move_target(void)
 {
 	const uint64_t ms = 1000000ull, t0 = 1000 * ms;
@@ -42,10 +43,12 @@ void test_move_target(void)
 		{"a window past 50 ms says nothing", 100, 0, 80000, 0, 0, -1},
 		{"CPU 1 idle, but the peer is there; CPU 0 idle 6 of 10 ms", 110, 6000, 10000, 1, 0, 0},
 		{"no CPU but this one in the mask", 120, 10000, 10000, 0, 1, -1},
-		{"idle both, the idlest taken", 130, 7000, 9000, 2, 0, 1},
+		{"both idle (CPU 1 over 20 ms), the idlest taken", 130, 7000, 19000, 2, 0, 1},
 		{"the counters unknown", 140, -1, -1, 0, 0, -1},
 		{"back: no earlier look to compare with", 150, 0, 10000, 0, 0, -1},
-		{"and the next compares", 160, 0, 10000, 0, 0, 1},
+		{"5 ms later (no gap after nothing compared): CPU 1 idle 1 of 5 ms", 155, 0, 1000, 0, 0, -1},
+		{"3 ms later is inside the gap that look doubled to 4 ms", 158, 0, 3000, 0, 0, -1},
+		{"and the next look compares over 10 ms", 165, 0, 7000, 0, 0, 1},
 	};
 	hrp_move_source(fake_idle_us);
 	int64_t idle[2] = {5000, 5000};
@@ -117,17 +120,18 @@ void test_move_away(void)
 	if (ncpu > 1)
 		CPU_SET(cpus[1], &both);
 	idle_cpu_of_test = ncpu > 1 ? cpus[1] : -1;
-	hrp_move_source(one_idle_us);
 	int moved = 0, tries = 0, pinned = 1;
 	for (; tries < 100 && !moved && pinned; tries++) {
 		pinned = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
 		/* The server's side notes its thread's CPU (this one's). */
 		hr_qp_note_cpu(pr.srv->qp);
 		pinned = pinned && pthread_setaffinity_np(pthread_self(), sizeof both, &both) == 0;
-		/* The first look, 3 ms before the one the move makes; the
-		 * idle CPU's counter then grows by more than the window. */
+		/* The first look, 10 ms before the one the move makes (past
+		 * the 4 ms gap a look that found none leaves); the idle CPU's
+		 * counter then grows by more than the window. */
+		hrp_move_source(one_idle_us);
 		idle_us_of_test = 0;
-		hrp_move_target(-1, &both, hr_now_ns() - 3000000ull);
+		hrp_move_target(-1, &both, hr_now_ns() - 10000000ull);
 		idle_us_of_test = 1000000;
 		pr.cli->moved_ns = 0;
 		moved = pinned && hrp_move_away(pr.cli);
