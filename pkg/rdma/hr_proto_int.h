@@ -258,9 +258,9 @@ int hrp_move_away(hr_ep *ep);
 /* A look: of cpu and the next CPUs of mask (8 at most), the one other
  * than cpu idle most, and more than half the time, since its last look if
  * that was 2-50 ms before now; -1 none. Looks are 2 ms apart or more, the
- * gap doubling to 32 ms after each that compared and found none; a call inside the gap
- * is no look (-1). For tests: hrp_move_source sets where idle times come
- * from (NULL: cpuidle) and forgets every look. */
+ * gap doubling to 32 ms after each that compared and found none; a call
+ * inside the gap is no look (-1). For tests: hrp_move_source sets where
+ * idle times come from (NULL: cpuidle) and forgets every look. */
 int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now);
 void hrp_move_source(int64_t (*idle_us)(int cpu));
 

@@ -17,8 +17,8 @@ static int64_t fake_idle_us(int cpu)
 
 /* hrp_move_target: a CPU idle more than half a 2-50 ms window between two
  * looks at it, not the one given, in the mask; looks at least 2 ms apart,
- * the gap doubling after each that compared and found none. The times are the test's
- * own: no clock decides it. */
+ * the gap doubling after each that compared and found none. The times are
+ * the test's own: no clock decides it. */
 void test_move_target(void)
 {
 	const uint64_t ms = 1000000ull, t0 = 1000 * ms;
@@ -126,9 +126,9 @@ void test_move_away(void)
 		/* The server's side notes its thread's CPU (this one's). */
 		hr_qp_note_cpu(pr.srv->qp);
 		pinned = pinned && pthread_setaffinity_np(pthread_self(), sizeof both, &both) == 0;
-		/* The first look, 10 ms before the one the move makes (past
-		 * the 4 ms gap a look that found none leaves); the idle CPU's
-		 * counter then grows by more than the window. */
+		/* The first look, 10 ms before the one the move makes (a
+		 * window of 2-50 ms); the idle CPU's counter then grows by
+		 * more than the window. */
 		hrp_move_source(one_idle_us);
 		idle_us_of_test = 0;
 		hrp_move_target(-1, &both, hr_now_ns() - 10000000ull);
