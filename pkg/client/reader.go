@@ -118,7 +118,7 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 // HatRPC server to stop working on it.
 func (s *session) abandon(cl *call, seq int32) {
 	cl.cancelled = false
-	callPool.Put(cl)
+	putCall(cl)
 	if s.hat {
 		s.sendCancel(seq)
 	}
@@ -184,11 +184,12 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		other := s.pending.take(rseq)
 		if other == cl {
 			cl.reply, cl.off = bp, off
+			s.spareFromLocked(cl)
 			s.endLeadLocked()
 			s.mu.Unlock()
 			return nil
 		}
-		handOver(other, bp, off) // nil: its caller gave up before the reply came
+		s.handOver(other, bp, off) // nil: its caller gave up before the reply came
 		if cl.cancelled || (!watched && ctx.Err() != nil) {
 			s.pending.take(seq)
 			s.endLeadLocked()
@@ -414,7 +415,11 @@ func (s *session) anyWaitingLocked() bool {
 // (GoAway); otherwise bp holds the reply for seq from offset off.
 func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error) {
 	lim := &s.c.o.limits
-	bp = wire.GetBuf()
+	bp = s.repSpare
+	s.repSpare = nil
+	if bp == nil {
+		bp = wire.GetBuf()
+	}
 	if s.hat {
 		var h wire.Header
 		h, *bp, err = wire.ReadFrameFrom(s.br, s.spin.Reader(s.nc), *bp, lim.MaxMessageSize)

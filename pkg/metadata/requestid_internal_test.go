@@ -1,6 +1,8 @@
 package metadata
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"sync"
 	"testing"
 
@@ -76,4 +78,19 @@ func TestRequestIDsConcurrent(t *testing.T) {
 		}
 	}
 	require.Len(t, seen, workers*each)
+}
+
+// TestAppendIDDigits pins the id's text: hex of v's bytes, least
+// significant first, as ids were written before appendID wrote its own
+// digits (a peer or log that parses them sees the same form).
+func TestAppendIDDigits(t *testing.T) {
+	values := []uint64{0, 1, 9, 10, 0xf, 0x10, 0x9a, 0xa9, 0xdeadbeef, 0x0123456789abcdef, 0xfedcba9876543210, ^uint64(0), mixID(42)}
+	for i := range uint64(4096) { // every digit value at every position, with neighbours
+		values = append(values, mixID(i), i*0x1111111111111111, ^(i * 0x0101010101010101))
+	}
+	for _, v := range values {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v)
+		require.Equal(t, "id="+hex.EncodeToString(b[:]), string(appendID([]byte("id="), v)), "v=%#x", v)
+	}
 }

@@ -161,7 +161,11 @@ func (c *conn) serve() {
 	var k kit
 	defer k.done()
 	for {
-		if c.holding.Load() && !c.nextBuffered() {
+		// Looked at once a message: the header decode and the buffer's
+		// peek were three a call of a pipelined burst (this test, the
+		// phase's in next, the frame read's own).
+		whole := c.nextBuffered()
+		if c.holding.Load() && !whole {
 			c.unhold() // about to wait for the client: send what is held
 		}
 		if !c.hat && c.turnIn-c.turn.ran.Load() >= plainAhead {
@@ -169,7 +173,7 @@ func (c *conn) serve() {
 			c.turn.awaitAhead(&c.mu, c.turnIn)
 		}
 		c.growRead()
-		r, err := c.next(&k)
+		r, err := c.next(&k, whole)
 		if err == errAttached {
 			c.unhold()
 			c.fp.serve()
@@ -313,9 +317,10 @@ func (c *conn) timedHandoff() {
 	}
 }
 
-// next reads one message. It returns (nil, nil) for messages it fully
-// handled itself: control frames, the handshake, unknown methods.
-func (c *conn) next(k *kit) (*request, error) {
+// next reads one message; whole says the next frame is buffered whole
+// (nextBuffered). It returns (nil, nil) for messages it fully handled
+// itself: control frames, the handshake, unknown methods.
+func (c *conn) next(k *kit, whole bool) (*request, error) {
 	if c.drainFlag.Load() {
 		return nil, errDraining
 	}
@@ -325,7 +330,7 @@ func (c *conn) next(k *kit) (*request, error) {
 		// closed getCounters floods took a server to 740 MB that way.
 		return nil, errWriteFailed
 	}
-	c.atBoundary()
+	c.atBoundary(whole)
 	first := !c.started
 	if first {
 		if c.startsHTTP() {
@@ -341,7 +346,7 @@ func (c *conn) next(k *kit) (*request, error) {
 		c.format, c.started = f, true
 	}
 	lim := &c.s.opts.limits
-	bp := wire.GetBuf()
+	bp := k.takeIn()
 	var (
 		msg     []byte
 		p       proto.Protocol
@@ -568,7 +573,8 @@ func (c *conn) handle(r *request, k *kit) time.Duration {
 	codec.Reset()
 	c.putCall(r.m, r.call) // the reply is encoded
 	end := r.end
-	c.clearRequest(r) // returns a buffer borrowed arguments used: the reply is out
+	k.keepIn(r)       // the reply is out: nothing borrows the request's buffer
+	c.clearRequest(r) // returns a larger buffer borrowed arguments used
 	k.keep(r)
 	c.s.slots.release()
 	c.end()

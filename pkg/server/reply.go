@@ -61,9 +61,12 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		defer wire.PutCodec(codec)
 	}
 	var bp *[]byte
-	if hint != nil {
+	switch {
+	case hint != nil && hint.Large():
 		bp = hint.Buf()
-	} else {
+	case hat:
+		bp = codec.TakeBuf() // back with KeepBuf once written
+	default:
 		bp = wire.GetBuf()
 	}
 	b := *bp
@@ -98,13 +101,13 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
 		if !c.admitReply(to, int64(n)) {
-			wire.PutBuf(bp)
+			codec.KeepBuf(bp)
 			return 0
 		}
 		c.s.met.io(c.shard).out[ioTCP].Add(uint64(n))
 		c.checkWrite(c.w.WriteVec(b, refs))
 		c.s.budget.release(c, int64(n))
-		wire.PutBuf(bp)
+		codec.KeepBuf(bp)
 		return n - start
 	}
 	limit := c.s.opts.limits.MaxMessageSize

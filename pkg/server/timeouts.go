@@ -105,12 +105,13 @@ func (c *conn) enter(ph uint32, base int64) {
 	c.phase.Store(ph)
 }
 
-// atBoundary records the reader's phase before it reads the next message.
-func (c *conn) atBoundary() {
+// atBoundary records the reader's phase before it reads the next message;
+// whole says that message is buffered whole.
+func (c *conn) atBoundary(whole bool) {
 	switch {
 	case !c.greeted:
 		// The handshake phase runs from accept to the first message.
-	case c.nextBuffered():
+	case whole:
 		// The whole message is here: reading it cannot stall, so the
 		// reader stays busy (no phase stores, each a full barrier, for
 		// every call of a pipelined burst).

@@ -60,7 +60,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 		wrote <- err
 	}()
 
-	r, err := c.next(&kit{})
+	r, err := c.next(&kit{}, c.nextBuffered())
 	require.NoError(t, err)
 	require.NotNil(t, r)
 	assert.Equal(t, int32(1), r.seqid)
@@ -69,7 +69,7 @@ func TestNoReadAfterWriteFailure(t *testing.T) {
 	c.freeRequest(r)
 
 	c.checkWrite(errors.New("write: connection reset by peer"))
-	r, err = c.next(&kit{})
+	r, err = c.next(&kit{}, c.nextBuffered())
 	assert.Nil(t, r)
 	require.ErrorIs(t, err, errWriteFailed)
 	assert.ErrorIs(t, err, net.ErrClosed)

@@ -194,6 +194,17 @@ func (h *SizeHint) Max() int { return int(h.max.Load()) }
 // message that Max moves per message.
 const maxDecay = 8
 
+// Large reports whether the last message was large enough for Buf to
+// take its buffer from the size-classed pool.
+func (h *SizeHint) Large() bool {
+	n := int(h.n.Load())
+	return n >= largeMin && n <= maxPooledBuf
+}
+
+// Small reports whether *b is a buffer of the small pool (GetBuf's): an
+// owner may keep it for its next message instead of pooling it.
+func Small(b *[]byte) bool { return cap(*b) < largeMin }
+
 // Buf returns an empty pooled buffer sized like the last message.
 func (h *SizeHint) Buf() *[]byte { return GetBufSize(int(h.n.Load())) }
 
