@@ -19,6 +19,32 @@ func (c *conn) takeCall(r *request) {
 	}
 }
 
+// takeCallKept is takeCall for a serving turn, which first looks at the
+// call value its last call of the same method left (putCallKept): a
+// burst of calls of one method then takes no value from the pool.
+func (c *conn) takeCallKept(r *request, k *kit) {
+	if k.call != nil && k.callOf == r.m && r.args == nil && len(c.s.opts.interceptors) == 0 {
+		r.args, r.call = r.m.m.NewCall(k.call)
+		k.call, k.callOf = nil, nil
+		return
+	}
+	c.takeCall(r)
+}
+
+// putCallKept is putCall for a serving turn: call, reset, stays with k
+// for the turn's next call (k.done pools it) unless k holds one.
+func (c *conn) putCallKept(m *method, call any, k *kit) {
+	if call == nil || len(c.s.opts.interceptors) > 0 {
+		return
+	}
+	if k.call != nil {
+		c.putCall(m, call)
+		return
+	}
+	_, k.call = m.m.NewCall(call)
+	k.callOf = m
+}
+
 // putCall resets call, whose reply is encoded, and pools it: it holds
 // nothing of its call from here on.
 func (c *conn) putCall(m *method, call any) {

@@ -556,7 +556,7 @@ func (c *conn) begin() {
 // handler returned (since epoch).
 func (c *conn) handle(r *request, k *kit) time.Duration {
 	codec := k.getCodec()
-	c.takeCall(r)
+	c.takeCallKept(r, k)
 	if r.ordered {
 		if c.turn.ran.Load() != r.turn {
 			r.at = 0 // it waits for its turn: its time starts after
@@ -571,7 +571,7 @@ func (c *conn) handle(r *request, k *kit) time.Duration {
 		st.cell(c.shard).repBytes.Add(uint64(c.replyHinted(&r.replyTo, typ, body, codec, &r.m.repHint, replyMD(r))))
 	}
 	codec.Reset()
-	c.putCall(r.m, r.call) // the reply is encoded
+	c.putCallKept(r.m, r.call, k) // the reply is encoded
 	end := r.end
 	k.keepIn(r)       // the reply is out: nothing borrows the request's buffer
 	c.clearRequest(r) // returns a larger buffer borrowed arguments used

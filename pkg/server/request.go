@@ -99,6 +99,10 @@ type kit struct {
 	// of a 64-caller 512 B call's ~10,800 instructions with the client's,
 	// scripts/insn-ab.sh).
 	in *[]byte
+	// call is a reset call value of method callOf, kept from the call
+	// run last for the next of its method (takeCallKept).
+	call   any
+	callOf *method
 }
 
 // takeIn returns an empty buffer to read a request into.
@@ -153,6 +157,9 @@ func (k *kit) done() {
 	}
 	if k.in != nil {
 		wire.PutBuf(k.in)
+	}
+	if k.call != nil {
+		k.callOf.calls.Put(k.call)
 	}
 	*k = kit{}
 }
