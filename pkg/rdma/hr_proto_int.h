@@ -263,6 +263,9 @@ int hrp_move_away(hr_ep *ep);
  * idle times come from (NULL: cpuidle) and forgets every look. */
 int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now);
 void hrp_move_source(int64_t (*idle_us)(int cpu));
+/* For tests: the call hrp_move_away sets the thread's affinity with
+ * (NULL: sched_setaffinity). */
+void hrp_move_affinity(int (*set)(pid_t pid, size_t size, const cpu_set_t *mask));
 
 static inline void hrp_wait_begin(hr_ep *ep)
 {

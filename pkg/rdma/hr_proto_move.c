@@ -119,6 +119,13 @@ int hrp_move_target(int cpu, const cpu_set_t *mask, uint64_t now)
 	return best;
 }
 
+static int (*move_setaffinity)(pid_t, size_t, const cpu_set_t *) = sched_setaffinity;
+
+void hrp_move_affinity(int (*set)(pid_t pid, size_t size, const cpu_set_t *mask))
+{
+	move_setaffinity = set ? set : sched_setaffinity;
+}
+
 int hrp_move_away(hr_ep *ep)
 {
 	int peer = hr_qp_peer_cpu(ep->qp);
@@ -138,9 +145,16 @@ int hrp_move_away(hr_ep *ep)
 	 * where the first call put it, and keeps every CPU it had. */
 	CPU_ZERO(&to);
 	CPU_SET(c, &to);
-	if (sched_setaffinity(0, sizeof to, &to) != 0)
+	if (move_setaffinity(0, sizeof to, &to) != 0)
 		return 0;
-	sched_setaffinity(0, sizeof mask, &mask);
+	if (move_setaffinity(0, sizeof mask, &mask) != 0) {
+		/* The mask it had is no longer allowed (its cpuset shrank in
+		 * between): every CPU, which the kernel narrows to those
+		 * allowed, rather than a thread of the runtime's pinned to c
+		 * for good. */
+		memset(&to, 0xff, sizeof to);
+		move_setaffinity(0, sizeof to, &to);
+	}
 	hr_qp_note_cpu(ep->qp);
 	ep->st.spin_moves++;
 	return 1;

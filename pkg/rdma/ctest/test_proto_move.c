@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "proto_pair.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <string.h>
 
@@ -87,7 +88,33 @@ static int64_t one_idle_us(int cpu)
  * move. ibv knows no peer's CPU: nothing moves there. The kernel may move
  * this thread itself between the test's pinning and the call: then the
  * try is made again, up to 100 times. */
+/* Set through hrp_move_affinity by move_away_case(1): the second call of
+ * a move (the restore of the mask it had) fails; the others are made. */
+static int aff_calls;
+static cpu_set_t aff_last;
+
+static int restore_fails(pid_t pid, size_t size, const cpu_set_t *mask)
+{
+	if (++aff_calls == 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	aff_last = *mask;
+	return sched_setaffinity(pid, size, mask);
+}
+
+static void move_away_case(int fail_restore);
+
 void test_move_away(void)
+{
+	move_away_case(0);
+	move_away_case(1);
+}
+
+/* fail_restore: the mask cannot be restored after the move; the thread
+ * then gets every CPU (the kernel's allowed ones), not the one it moved
+ * to alone. */
+static void move_away_case(int fail_restore)
 {
 	cpu_set_t old, one, both;
 	CHECK(pthread_getaffinity_np(pthread_self(), sizeof old, &old) == 0);
@@ -134,7 +161,10 @@ void test_move_away(void)
 		hrp_move_target(-1, &both, hr_now_ns() - 10000000ull);
 		idle_us_of_test = 1000000;
 		pr.cli->moved_ns = 0;
+		aff_calls = 0;
+		hrp_move_affinity(fail_restore ? restore_fails : NULL);
 		moved = pinned && hrp_move_away(pr.cli);
+		hrp_move_affinity(NULL);
 		if (!moved && ncpu > 1 && strcmp(prov->name, "shm") != 0)
 			break;
 	}
@@ -156,6 +186,15 @@ void test_move_away(void)
 	}
 	CHECK(moved);
 	CHECK(cpu_after == cpus[1]);
+	if (fail_restore) {
+		/* Moved, restore refused, then every CPU asked for. */
+		CHECK(aff_calls == 3);
+		CHECK(CPU_COUNT(&aff_last) == CPU_SETSIZE);
+		CHECK(CPU_ISSET(cpus[0], &now) && CPU_ISSET(cpus[1], &now));
+		CHECK(CPU_COUNT(&now) == CPU_COUNT(&old));
+		CHECK(seen == cpus[1]);
+		return;
+	}
 	CHECK(CPU_EQUAL(&now, &both));
 	CHECK(seen == cpus[1]);
 	CHECK(!again);
