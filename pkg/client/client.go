@@ -495,7 +495,7 @@ type session struct {
 	selfReads    int64 // frames a stream's consumer read for itself (tests)
 	// repSpare: a reply buffer for the role holder's next readOne, from
 	// a caller's record (spareFromLocked); only the holder uses it.
-	repSpare *[]byte
+	repSpare wire.Spare
 }
 
 // call is one outstanding request waiting for its reply. The fields after
@@ -503,11 +503,11 @@ type session struct {
 type call struct {
 	// codec and req: the caller's codec and small request buffer, kept
 	// with the record between calls (callKit). rep: a small reply buffer
-	// kept from its last call (keepRep), which the read role takes for a
+	// kept from its last call, which the read role takes for a
 	// later reply under session.mu (spareFromLocked).
 	codec *wire.Codec
-	req   *[]byte
-	rep   *[]byte
+	req   wire.Spare
+	rep   wire.Spare
 
 	done  chan struct{}
 	reply *[]byte
@@ -635,23 +635,18 @@ func (s *session) callKit(cl *call) (*wire.Codec, *[]byte) {
 	if cl.codec == nil {
 		cl.codec = wire.GetCodec()
 	}
-	bp := cl.req
-	if bp == nil || s.reqHint.Large() {
-		bp = s.reqHint.Buf()
+	if s.reqHint.Large() {
+		return cl.codec, s.reqHint.Buf()
 	}
-	return cl.codec, bp
+	return cl.codec, cl.req.Get()
 }
 
 // keepReq disposes of a written request's buffer: kept by the call
 // record cl if it is a small one, else back to the pool.
 func keepReq(cl *call, bp *[]byte) {
-	if cl != nil && wire.Small(bp) {
-		*bp = (*bp)[:0]
-		cl.req = bp
+	if cl != nil {
+		cl.req.Keep(bp)
 		return
-	}
-	if cl != nil && cl.req == bp {
-		cl.req = nil
 	}
 	wire.PutBuf(bp)
 }
@@ -689,7 +684,7 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p pro
 		} else {
 			err = ownDeadline(ctx, err)
 		}
-		keepRep(cl, rp)
+		cl.rep.Keep(rp)
 		putCall(cl) // codec is cl's: recycled once the decode is done
 		return err
 	}
@@ -701,7 +696,7 @@ func (s *session) finish(ctx context.Context, codec *wire.Codec, cl *call, p pro
 	if alias {
 		wire.Release(rp, alias)
 	} else {
-		keepRep(cl, rp)
+		cl.rep.Keep(rp)
 	}
 	putCall(cl)
 	return ownDeadline(ctx, err)

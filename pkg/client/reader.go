@@ -415,11 +415,7 @@ func (s *session) anyWaitingLocked() bool {
 // (GoAway); otherwise bp holds the reply for seq from offset off.
 func (s *session) readOne() (seq int32, bp *[]byte, off int, ok bool, err error) {
 	lim := &s.c.o.limits
-	bp = s.repSpare
-	s.repSpare = nil
-	if bp == nil {
-		bp = wire.GetBuf()
-	}
+	bp = s.repSpare.Get()
 	if s.hat {
 		var h wire.Header
 		h, *bp, err = wire.ReadFrameFrom(s.br, s.spin.Reader(s.nc), *bp, lim.MaxMessageSize)

@@ -146,27 +146,13 @@ func (s *session) handOver(cl *call, bp *[]byte, off int) {
 }
 
 // spareFromLocked takes the reply buffer cl kept from its last call
-// (keepRep) as the one the read role reads the next reply into, if the
+// (call.rep) as the one the read role reads the next reply into, if the
 // role has none: the reply buffers then go round between the reader and
 // the callers without the pool (two pool operations a call, ~120 of a
 // 64-caller 512 B call's ~10,400 instructions, scripts/insn-ab.sh). s.mu
 // is held by the read role's holder, which alone uses s.repSpare.
 func (s *session) spareFromLocked(cl *call) {
-	if s.repSpare == nil && cl.rep != nil {
-		s.repSpare, cl.rep = cl.rep, nil
-	}
-}
-
-// keepRep disposes of a reply buffer its caller is done with: kept by
-// the call record for the read role (spareFromLocked) if it is small and
-// the record has none, else back to the pool.
-func keepRep(cl *call, bp *[]byte) {
-	if cl.rep == nil && wire.Small(bp) {
-		*bp = (*bp)[:0]
-		cl.rep = bp
-		return
-	}
-	wire.PutBuf(bp)
+	s.repSpare.From(&cl.rep)
 }
 
 // mayParkLocked reports whether the read role may be parked with cs, a

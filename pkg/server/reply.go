@@ -65,7 +65,7 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 	case hint != nil && hint.Large():
 		bp = hint.Buf()
 	case hat:
-		bp = codec.TakeBuf() // back with KeepBuf once written
+		bp = codec.Spare.Get() // back with Spare.Keep once written
 	default:
 		bp = wire.GetBuf()
 	}
@@ -101,13 +101,13 @@ func (c *conn) replyHinted(to *replyTo, typ proto.MessageType, body proto.Struct
 		*bp = b
 		n := len(b) + proto.RefsLen(refs)
 		if !c.admitReply(to, int64(n)) {
-			codec.KeepBuf(bp)
+			codec.Spare.Keep(bp)
 			return 0
 		}
 		c.s.met.io(c.shard).out[ioTCP].Add(uint64(n))
 		c.checkWrite(c.w.WriteVec(b, refs))
 		c.s.budget.release(c, int64(n))
-		codec.KeepBuf(bp)
+		codec.Spare.Keep(bp)
 		return n - start
 	}
 	limit := c.s.opts.limits.MaxMessageSize

@@ -98,7 +98,7 @@ type kit struct {
 	// run inline takes no buffer from the pool (four pool operations, ~400
 	// of a 64-caller 512 B call's ~10,800 instructions with the client's,
 	// scripts/insn-ab.sh).
-	in *[]byte
+	in wire.Spare
 	// call is a reset call value of method callOf, kept from the call
 	// run last for the next of its method (takeCallKept).
 	call   any
@@ -106,20 +106,13 @@ type kit struct {
 }
 
 // takeIn returns an empty buffer to read a request into.
-func (k *kit) takeIn() *[]byte {
-	if bp := k.in; bp != nil {
-		k.in = nil
-		return bp
-	}
-	return wire.GetBuf()
-}
+func (k *kit) takeIn() *[]byte { return k.in.Get() }
 
 // keepIn takes r's buffer, if it is a small one, for the next request
 // read; r's reply must be out (its arguments may be borrowed from it).
 func (k *kit) keepIn(r *request) {
-	if k.in == nil && r.buf != nil && wire.Small(r.buf) {
-		*r.buf = (*r.buf)[:0]
-		k.in, r.buf = r.buf, nil
+	if k.in.Hold(r.buf) {
+		r.buf = nil
 	}
 }
 
@@ -155,9 +148,7 @@ func (k *kit) done() {
 	if k.req != nil {
 		reqPool.Put(k.req)
 	}
-	if k.in != nil {
-		wire.PutBuf(k.in)
-	}
+	k.in.Release()
 	if k.call != nil {
 		k.callOf.calls.Put(k.call)
 	}

@@ -408,44 +408,6 @@ func TestDecodeAfterAliased(t *testing.T) {
 	}
 }
 
-// A codec's spare buffer: a small buffer given back is the next one taken
-// (no pool operation), emptied; a large one, or a second while the spare
-// is held, goes to the pools instead of being pinned by the codec.
-func TestCodecSpareBuf(t *testing.T) {
-	tests := []struct {
-		name     string
-		capacity int
-		kept     bool
-	}{
-		{"small", 4 << 10, true},
-		{"just under large", largeMin - 1, true},
-		{"large", largeMin, false},
-		{"huge", maxPooledBuf + 1, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c := GetCodec()
-			defer PutCodec(c)
-			c.spare = nil
-			b := append(make([]byte, 0, tc.capacity), "message"...)
-			c.KeepBuf(&b)
-			if !tc.kept {
-				assert.Nil(t, c.spare, "a large buffer is not kept")
-				return
-			}
-			require.Same(t, &b, c.spare)
-			assert.Empty(t, b, "kept empty")
-			again := make([]byte, 0, 64)
-			c.KeepBuf(&again)
-			assert.Same(t, &b, c.spare, "the spare held stays; another goes to the pool")
-			got := c.TakeBuf()
-			assert.Same(t, &b, got)
-			assert.Nil(t, c.spare)
-			assert.NotSame(t, &b, c.TakeBuf(), "without a spare, from the pool")
-		})
-	}
-}
-
 func TestSizeHintLarge(t *testing.T) {
 	for _, tc := range []struct {
 		size  int

@@ -85,31 +85,10 @@ type Codec struct {
 
 	js *proto.JSONCodec // made on first use: JSON connections only
 
-	// spare is a small message buffer that travels with the codec
-	// (TakeBuf, KeepBuf): an owner that encodes a message a use then
-	// takes no buffer from the pool for it.
-	spare *[]byte
-}
-
-// TakeBuf returns an empty small buffer: the codec's spare, or a pooled
-// one. Give it back with KeepBuf (or PutBuf).
-func (c *Codec) TakeBuf() *[]byte {
-	if bp := c.spare; bp != nil {
-		c.spare = nil
-		return bp
-	}
-	return GetBuf()
-}
-
-// KeepBuf disposes of a buffer done with: kept as the codec's spare if it
-// is small and the codec has none, else back to the pool.
-func (c *Codec) KeepBuf(bp *[]byte) {
-	if c.spare == nil && Small(bp) {
-		*bp = (*bp)[:0]
-		c.spare = bp
-		return
-	}
-	PutBuf(bp)
+	// Spare is a small message buffer that travels with the codec: an
+	// owner that encodes a message a use takes it (Get) and gives it
+	// back (Keep) instead of the pool's.
+	Spare Spare
 }
 
 var codecPool = sync.Pool{New: func() any {
