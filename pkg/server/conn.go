@@ -43,6 +43,7 @@ type conn struct {
 	turnIn  uint64  // next plain call's turn to run (order.go)
 	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
 	grown   bool    // br is the big read buffer (readbuf.go)
+	mc      methodCache
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -446,7 +447,7 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 		c.releaseCharge()
 		return nil, err
 	}
-	m := c.s.lookup(mh.Name)
+	m := c.mc.find(c.s, mh.Name)
 	if m == nil {
 		name := string(mh.Name)
 		defer wire.PutBuf(bp)

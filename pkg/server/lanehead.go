@@ -63,5 +63,5 @@ func (ls *laneSession) learnHead(req []byte, h wire.Header, mh wire.MsgHeader, m
 	k := &ls.head
 	k.bytes = append(append(k.bytes[:0], req[4:12]...), req[wire.HeaderSize:wire.HeaderSize+mh.Body]...)
 	k.p = h.Protocol()
-	k.seqid, k.body, k.m, k.tab = mh.Seqid, mh.Body, m, ls.mTab
+	k.seqid, k.body, k.m, k.tab = mh.Seqid, mh.Body, m, ls.mc.tab
 }

@@ -82,11 +82,9 @@ type laneSession struct {
 	// calls run concurrently on the FLOCK workers): see call and lookup.
 	codec *wire.Codec
 	ctxs  ctxSlab
-	mm    *method             // the method last called
-	mTab  *map[string]*method // the table mm was found in
-	mName []byte              // the name mm was found by
-	next  nextCall            // the arguments and call value for the next call of next.m
-	end   laneEnd             // what is left of the last call once its reply is out
+	mc    methodCache
+	next  nextCall // the arguments and call value for the next call of next.m
+	end   laneEnd  // what is left of the last call once its reply is out
 	// inBatch: the calls of an RF-RPC batch run one after the other, so
 	// each reads the clock for its start rather than the batch's arrival.
 	inBatch bool
@@ -691,24 +689,13 @@ func (ls *laneSession) callPooled(sr *request) ([]byte, rdma.Protocol) {
 	return out, pr
 }
 
-// lookup finds the method a call names. A lane's calls mostly name one
-// function, so the last one found is kept and matched by its name's
-// bytes (not for the FLOCK session, whose calls run concurrently); a
-// Register since makes the lane look again.
+// lookup finds the method a call names, through the lane's cache (not
+// for the FLOCK session, whose calls run concurrently).
 func (ls *laneSession) lookup(name []byte) *method {
-	s := ls.c.s
-	tab := s.methods.Load()
 	if ls.l.viaFLOCK {
-		return (*tab)[string(name)]
+		return ls.c.s.lookup(name)
 	}
-	if ls.mm != nil && ls.mTab == tab && string(ls.mName) == string(name) {
-		return ls.mm
-	}
-	m := (*tab)[string(name)]
-	if m != nil {
-		ls.mm, ls.mTab, ls.mName = m, tab, append(ls.mName[:0], name...)
-	}
-	return m
+	return ls.mc.find(ls.c.s, name)
 }
 
 // laneReplied counts a lane reply of m by its engine protocol, or
