@@ -87,8 +87,9 @@ func (s *rawServer) Stop(ctx context.Context) error {
 	}
 }
 
-// Serve starts the raw echo server on addr.
-func (r Raw) Serve(_ context.Context, addr string) (Server, error) {
+// serveRaw accepts connections on addr and serves each with serve on
+// its own goroutine until Stop.
+func serveRaw(addr string, serve func(net.Conn)) (Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -108,11 +109,7 @@ func (r Raw) Serve(_ context.Context, addr string) (Server, error) {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				if r.Shared {
-					rawStreamEcho(c)
-				} else {
-					rawServeConn(c)
-				}
+				serve(c)
 				s.mu.Lock()
 				delete(s.conns, c)
 				s.mu.Unlock()
@@ -121,6 +118,14 @@ func (r Raw) Serve(_ context.Context, addr string) (Server, error) {
 		}
 	}()
 	return s, nil
+}
+
+// Serve starts the raw echo server on addr.
+func (r Raw) Serve(_ context.Context, addr string) (Server, error) {
+	if r.Shared {
+		return serveRaw(addr, rawStreamEcho)
+	}
+	return serveRaw(addr, rawServeConn)
 }
 
 // rawServeConn answers one request at a time: the first read usually
@@ -238,14 +243,46 @@ func rawDial(ctx context.Context, addr string) (net.Conn, error) {
 
 // rawMux is the shared pipelined connection of raw-tcp-1conn.
 type rawMux struct {
-	c    net.Conn
+	rawLink
 	r    io.Reader    // c, or a buffer over it (batched)
 	w    *wire.Writer // nil: one writev per call under wmu
 	wmu  sync.Mutex
-	done chan struct{} // closed when the reader exits
-	err  error         // why the reader exited; read after done
 	mu   sync.Mutex
 	call []*rawMuxCaller // by id
+}
+
+// rawLink is a connection shared by callers, as they see it: the
+// connection, and its reader's exit and why.
+type rawLink struct {
+	c    net.Conn
+	done chan struct{} // closed when the reader exits
+	err  error         // why the reader exited; read after done
+}
+
+// await waits for ready (the caller's reply is in), the reader's exit or
+// the end of ctx.
+func (l *rawLink) await(ctx context.Context, ready <-chan struct{}) error {
+	select {
+	case <-ready:
+		return nil
+	case <-l.done:
+		return fmt.Errorf("raw reader: %w", l.err)
+	case <-ctx.Done():
+		// The reply may still arrive into the caller's buffer; a caller
+		// is not used again once its context ends (the run is over).
+		return ctx.Err()
+	}
+}
+
+// closeBy closes the connection for its owner (the first of its
+// callers), waiting for the reader; the others close nothing.
+func (l *rawLink) closeBy(owner bool) error {
+	if !owner {
+		return nil
+	}
+	err := l.c.Close()
+	<-l.done
+	return err
 }
 
 type rawMuxCaller struct {
@@ -264,7 +301,7 @@ func rawMuxCallers(ctx context.Context, addr string, n int, batched bool) ([]Cal
 	if err != nil {
 		return nil, err
 	}
-	m := &rawMux{c: c, r: c, done: make(chan struct{}), call: make([]*rawMuxCaller, n)}
+	m := &rawMux{rawLink: rawLink{c: c, done: make(chan struct{})}, r: c, call: make([]*rawMuxCaller, n)}
 	if batched {
 		m.r = bufio.NewReaderSize(c, 256<<10)
 		m.w = wire.NewWriter(c, nil)
@@ -327,26 +364,13 @@ func (c *rawMuxCaller) Echo(ctx context.Context, payload []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-c.ready:
-		return c.rep, nil
-	case <-c.m.done:
-		return nil, fmt.Errorf("raw reader: %w", c.m.err)
-	case <-ctx.Done():
-		// The reply may still arrive into c.rep; this caller is not used
-		// again once its context ends (the run is over).
-		return nil, ctx.Err()
+	if err := c.m.await(ctx, c.ready); err != nil {
+		return nil, err
 	}
+	return c.rep, nil
 }
 
-func (c *rawMuxCaller) Close() error {
-	if !c.owner {
-		return nil
-	}
-	err := c.m.c.Close()
-	<-c.m.done
-	return err
-}
+func (c *rawMuxCaller) Close() error { return c.m.closeBy(c.owner) }
 
 // rawBatchCallers spreads n callers round-robin over rawBatchConns
 // batched connections.

@@ -109,34 +109,7 @@ func fill(br *bufio.Reader) error {
 }
 
 func (RawThrift) Serve(_ context.Context, addr string) (Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &rawServer{ln: ln, conns: map[net.Conn]struct{}{}}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns[c] = struct{}{}
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				rawThriftServe(c)
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				_ = c.Close()
-			}()
-		}
-	}()
-	return s, nil
+	return serveRaw(addr, rawThriftServe)
 }
 
 // rawThriftServe answers every whole call in its read buffer, then writes
@@ -174,11 +147,9 @@ func rawThriftServe(c net.Conn) {
 
 // rawThriftConn is one of the callers' shared connections.
 type rawThriftConn struct {
-	c    net.Conn
+	rawLink
 	br   *bufio.Reader
 	w    *wire.Writer
-	done chan struct{} // closed when the reader exits
-	err  error         // why the reader exited; read after done
 	call []*rawThriftCaller
 }
 
@@ -202,8 +173,8 @@ func (RawThrift) Callers(ctx context.Context, addr string, n int) ([]Caller, err
 			_ = CloseAll(all)
 			return nil, err
 		}
-		m := &rawThriftConn{c: c, br: bufio.NewReaderSize(c, rawThriftBuf), w: wire.NewWriter(c, nil),
-			done: make(chan struct{}), call: make([]*rawThriftCaller, share)}
+		m := &rawThriftConn{rawLink: rawLink{c: c, done: make(chan struct{})},
+			br: bufio.NewReaderSize(c, rawThriftBuf), w: wire.NewWriter(c, nil), call: make([]*rawThriftCaller, share)}
 		for j := range share {
 			tc := &rawThriftCaller{m: m, id: uint32(j), ready: make(chan struct{}, 1), owner: j == 0}
 			m.call[j] = tc
@@ -254,24 +225,12 @@ func (c *rawThriftCaller) Echo(ctx context.Context, payload []byte) ([]byte, err
 	if err := c.m.w.Write(c.frame); err != nil {
 		return nil, err
 	}
-	select {
-	case <-c.ready:
-		return c.rep, nil
-	case <-c.m.done:
-		return nil, fmt.Errorf("raw-thrift reader: %w", c.m.err)
-	case <-ctx.Done():
-		// As raw-tcp-batch's: this caller is not used again.
-		return nil, ctx.Err()
+	if err := c.m.await(ctx, c.ready); err != nil {
+		return nil, err
 	}
+	return c.rep, nil
 }
 
-func (c *rawThriftCaller) Close() error {
-	if !c.owner {
-		return nil
-	}
-	err := c.m.c.Close()
-	<-c.m.done
-	return err
-}
+func (c *rawThriftCaller) Close() error { return c.m.closeBy(c.owner) }
 
 func init() { Register(RawThrift{}) }

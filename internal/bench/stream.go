@@ -323,34 +323,7 @@ const rawBatch = 256 << 10
 // Serve starts the raw stream server: per connection, requests of
 // rawStreamReq bytes, each answered with count frames.
 func (RawStream) Serve(_ context.Context, addr string) (Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &rawServer{ln: ln, conns: map[net.Conn]struct{}{}}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns[c] = struct{}{}
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				rawStreamServe(c)
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				_ = c.Close()
-			}()
-		}
-	}()
-	return s, nil
+	return serveRaw(addr, rawStreamServe)
 }
 
 // rawStreamServe answers each request with its frames: a batch of as
