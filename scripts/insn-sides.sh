@@ -9,6 +9,7 @@
 # it every call; one that fits hardly misses.
 #
 #   scripts/insn-sides.sh [SYSTEM...] [-- insn flags]
+#   TOP=30 scripts/insn-sides.sh hatrpc   # and the 30 functions with the most of that code
 #
 # SYSTEMs default to hatrpc and raw-thrift-batch. The work tree is built
 # as scripts/insn-ab.sh builds it (inline-call limits raised, GOGC=off).
@@ -74,6 +75,6 @@ for sys in "${systems[@]}"; do
 		one "$sys" "$side" 300
 		one "$sys" "$side" 900
 		printf '%-18s %-6s ' "$sys" "$side"
-		python3 scripts/insn-lines.py "$tmp/$sys.$side.300.out" "$tmp/$sys.$side.900.out" $((600 * callers))
+		python3 scripts/insn-lines.py "$tmp/$sys.$side.300.out" "$tmp/$sys.$side.900.out" $((600 * callers)) ${TOP:+"$TOP"}
 	done
 done
