@@ -168,6 +168,11 @@ func (u *upRunner) run() {
 		default:
 		}
 		if cs.ctx.Err() != nil {
+			// The cancel starts here if the stream's watcher has not run
+			// yet (its goroutine not scheduled): the reset below may end
+			// the first lane's held poll before it does, and the stream
+			// must count as canceled by then (a no-op once it ran).
+			r.onCancel()
 			if r.l.linkCancel || reset || r.hang {
 				// Canceled: the first lane's runner tells the server, and
 				// closes done once it answered.
