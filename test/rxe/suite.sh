@@ -13,6 +13,9 @@
 # names; the table counts them (run, passed or skipped as not applicable).
 # No other test may skip.
 #
+# RXE_COUNT (default 1) runs each test that many times (go test -count):
+# a flake seen once in CI, hunted on ibv.
+#
 # HATRPC_HANG_SCALE (default 6) multiplies the tests' hang guards in the
 # guest (test/testenv.HangGuard); deadlines that assert timing do not scale.
 set -euo pipefail
@@ -53,7 +56,7 @@ done
 	echo 'for p in "$@"; do'
 	echo '  name=${p//\//_}'
 	echo "  cd $(printf %q "$root")/\$p"
-	echo "  $(printf %q "$share")/bin/\$name.test -test.v -test.timeout 40m ${run:+-test.run $(printf %q "$run")} >$(printf %q "$share")/logs/\$name.log 2>&1"
+	echo "  $(printf %q "$share")/bin/\$name.test -test.v -test.timeout 40m -test.count ${RXE_COUNT:-1} ${run:+-test.run $(printf %q "$run")} >$(printf %q "$share")/logs/\$name.log 2>&1"
 	echo "  echo \$? >$(printf %q "$share")/logs/\$name.rc"
 	echo "  echo \"rxe: \$p done (exit \$(cat $(printf %q "$share")/logs/\$name.rc))\""
 	echo 'done'
