@@ -9,8 +9,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/hatrpc/hatrpc/internal/bench"
