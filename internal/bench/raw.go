@@ -375,12 +375,21 @@ func (c *rawMuxCaller) Close() error { return c.m.closeBy(c.owner) }
 // rawBatchCallers spreads n callers round-robin over rawBatchConns
 // batched connections.
 func rawBatchCallers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	return spreadCallers(ctx, addr, n, func(ctx context.Context, addr string, share int) ([]Caller, error) {
+		return rawMuxCallers(ctx, addr, share, true)
+	})
+}
+
+// spreadCallers spreads n callers round-robin over rawBatchConns
+// connections, each opened with its share of callers by open (callers k,
+// k+conns, ... on the k-th); on an error the ones opened are closed.
+func spreadCallers(ctx context.Context, addr string, n int, open func(ctx context.Context, addr string, share int) ([]Caller, error)) ([]Caller, error) {
 	conns := min(n, rawBatchConns)
 	out := make([]Caller, n)
 	var all []Caller
 	for k := 0; k < conns; k++ {
-		share := (n - k + conns - 1) / conns // callers k, k+conns, ...
-		cs, err := rawMuxCallers(ctx, addr, share, true)
+		share := (n - k + conns - 1) / conns
+		cs, err := open(ctx, addr, share)
 		if err != nil {
 			_ = CloseAll(all)
 			return nil, err

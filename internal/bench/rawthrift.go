@@ -163,26 +163,24 @@ type rawThriftCaller struct {
 }
 
 func (RawThrift) Callers(ctx context.Context, addr string, n int) ([]Caller, error) {
-	conns := min(n, rawBatchConns)
-	out := make([]Caller, n)
-	var all []Caller
-	for k := 0; k < conns; k++ {
-		share := (n - k + conns - 1) / conns // callers k, k+conns, ...
-		c, err := rawDial(ctx, addr)
-		if err != nil {
-			_ = CloseAll(all)
-			return nil, err
-		}
-		m := &rawThriftConn{rawLink: rawLink{c: c, done: make(chan struct{})},
-			br: bufio.NewReaderSize(c, rawThriftBuf), w: wire.NewWriter(c, nil), call: make([]*rawThriftCaller, share)}
-		for j := range share {
-			tc := &rawThriftCaller{m: m, id: uint32(j), ready: make(chan struct{}, 1), owner: j == 0}
-			m.call[j] = tc
-			out[k+j*conns] = tc
-			all = append(all, tc)
-		}
-		go m.read()
+	return spreadCallers(ctx, addr, n, rawThriftCallers)
+}
+
+// rawThriftCallers opens one connection for n callers, seqids 0..n-1.
+func rawThriftCallers(ctx context.Context, addr string, n int) ([]Caller, error) {
+	c, err := rawDial(ctx, addr)
+	if err != nil {
+		return nil, err
 	}
+	m := &rawThriftConn{rawLink: rawLink{c: c, done: make(chan struct{})},
+		br: bufio.NewReaderSize(c, rawThriftBuf), w: wire.NewWriter(c, nil), call: make([]*rawThriftCaller, n)}
+	out := make([]Caller, n)
+	for j := range n {
+		tc := &rawThriftCaller{m: m, id: uint32(j), ready: make(chan struct{}, 1), owner: j == 0}
+		m.call[j] = tc
+		out[j] = tc
+	}
+	go m.read()
 	return out, nil
 }
 
