@@ -28,23 +28,8 @@ command -v valgrind >/dev/null || { echo "insn-ab: needs valgrind (apt-get insta
 tmp=$(mktemp -d)
 trap 'for d in "$tmp"/src-*; do git worktree remove --force "$d" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 
-build() { # name rev|"" -> $tmp/insn-name
-	local name=$1 rev=$2 dir
-	if [[ -z $rev ]]; then
-		dir=$tmp/src-$name
-		mkdir -p "$dir"
-		git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$dir"
-	else
-		dir=$tmp/src-$name
-		git worktree add -q --detach "$dir" "$rev"
-		# An older revision may predate the driver: use this one's.
-		mkdir -p "$dir/internal/bench/insn"
-		cp internal/bench/insn/main.go "$dir/internal/bench/insn/"
-	fi
-	sed -i 's/^const quickCall = 20 \* time.Microsecond/const quickCall = 20 * time.Millisecond/; s/^const inlineBudget = 50 \* time.Microsecond/const inlineBudget = 50 * time.Millisecond/' "$dir/pkg/server/conn.go"
-	grep -q '^const quickCall = 20 \* time.Millisecond' "$dir/pkg/server/conn.go" || { echo "insn-ab: $name: quickCall not found to patch" >&2; exit 1; }
-	(cd "$dir" && go build -o "$tmp/insn-$name" ./internal/bench/insn)
-}
+# shellcheck source=scripts/insn-build.sh
+. scripts/insn-build.sh
 
 count() { # name
 	local n
@@ -58,7 +43,7 @@ count() { # name
 	python3 scripts/insn-per-call.py "$tmp/$1.300.out" "$tmp/$1.900.out" $((600 * callers)) "${TOP:-15}"
 }
 
-build old "$old"
-build new "$new"
+insn_build "$tmp" old "$old"
+insn_build "$tmp" new "$new"
 count old
 count new

@@ -25,12 +25,9 @@ command -v valgrind >/dev/null || { echo "insn-sides: needs valgrind (apt-get in
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-src=$tmp/src
-mkdir -p "$src"
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src"
-sed -i 's/^const quickCall = 20 \* time.Microsecond/const quickCall = 20 * time.Millisecond/; s/^const inlineBudget = 50 \* time.Microsecond/const inlineBudget = 50 * time.Millisecond/' "$src/pkg/server/conn.go"
-grep -q '^const quickCall = 20 \* time.Millisecond' "$src/pkg/server/conn.go" || { echo "insn-sides: quickCall not found to patch" >&2; exit 1; }
-(cd "$src" && go build -o "$tmp/insn" ./internal/bench/insn)
+# shellcheck source=scripts/insn-build.sh
+. scripts/insn-build.sh
+insn_build "$tmp" work
 
 export GOGC=off GODEBUG=asyncpreemptoff=1
 vg() { # out cmd...
@@ -46,9 +43,9 @@ one() {
 	rm -f "$tmp/fifo" "$tmp/addr"
 	mkfifo "$tmp/fifo"
 	if [[ $side == server ]]; then
-		vg "$out" "$tmp/insn" -sys "$sys" -serve 127.0.0.1:0 <"$tmp/fifo" >"$tmp/addr" 2>"$tmp/server.err" &
+		vg "$out" "$tmp/insn-work" -sys "$sys" -serve 127.0.0.1:0 <"$tmp/fifo" >"$tmp/addr" 2>"$tmp/server.err" &
 	else
-		"$tmp/insn" -sys "$sys" -serve 127.0.0.1:0 <"$tmp/fifo" >"$tmp/addr" 2>"$tmp/server.err" &
+		"$tmp/insn-work" -sys "$sys" -serve 127.0.0.1:0 <"$tmp/fifo" >"$tmp/addr" 2>"$tmp/server.err" &
 	fi
 	local pid=$!
 	exec 3>"$tmp/fifo"
@@ -59,9 +56,9 @@ one() {
 	done
 	[[ -n $addr ]] || { echo "insn-sides: $sys server did not start: $(cat "$tmp/server.err")" >&2; exit 1; }
 	if [[ $side == server ]]; then
-		"$tmp/insn" -sys "$sys" -addr "$addr" -calls "$n" "${flags[@]}"
+		"$tmp/insn-work" -sys "$sys" -addr "$addr" -calls "$n" "${flags[@]}"
 	else
-		vg "$out" "$tmp/insn" -sys "$sys" -addr "$addr" -calls "$n" "${flags[@]}" 2>"$tmp/client.err" ||
+		vg "$out" "$tmp/insn-work" -sys "$sys" -addr "$addr" -calls "$n" "${flags[@]}" 2>"$tmp/client.err" ||
 			{ cat "$tmp/client.err" >&2; exit 1; }
 	fi
 	exec 3>&-
