@@ -103,6 +103,10 @@ type kit struct {
 	// run last for the next of its method (takeCallKept).
 	call   any
 	callOf *method
+	// ended is when the call run inline last ended (its handler's end,
+	// since epoch), for the next call read whole right after it; 0: the
+	// read role waited or moved since (serve clears it each message).
+	ended time.Duration
 }
 
 // takeIn returns an empty buffer to read a request into.
