@@ -168,6 +168,7 @@ func TestReadFrameFrom(t *testing.T) {
 		{"large frames back to back", []int{128 << 10, 200 << 10, 40 << 10}, 0},
 		{"large frames in short reads", []int{128 << 10, 33 << 10, 128 << 10}, 1500},
 		{"frame exactly buffered", []int{16<<10 - HeaderSize, 64 << 10}, 0},
+		{"small frames in short reads", []int{10, 300, 0, 4 << 10}, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"testing/iotest"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
 )
@@ -48,6 +49,10 @@ func FuzzReadFrame(f *testing.F) {
 		br2 := bufio.NewReaderSize(raw, 4096)
 		raw3 := bytes.NewReader(in)
 		br3 := bufio.NewReaderSize(raw3, 4096)
+		// A byte a read: a frame is never buffered whole before it is
+		// read, which the readers above (bursts in one buffer) mostly
+		// find it.
+		br4 := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(in)), 4096)
 		for {
 			h, fr, err := ReadFrame(br, nil, 1<<17)
 			h2, fr2, err2 := ReadFrameFrom(br2, raw, nil, 1<<17)
@@ -58,6 +63,10 @@ func FuzzReadFrame(f *testing.F) {
 			h3, fr3, err3 := ReadFrameCharged(br3, raw3, nil, 1<<17, func(n int) error { charged += n; return nil })
 			if (err == nil) != (err3 == nil) || err == nil && (h != h3 || !bytes.Equal(fr, fr3)) {
 				t.Fatalf("ReadFrame %v %v, ReadFrameCharged %v %v", h, err, h3, err3)
+			}
+			h4, fr4, err4 := ReadFrame(br4, nil, 1<<17)
+			if (err == nil) != (err4 == nil) || err == nil && (h != h4 || !bytes.Equal(fr, fr4)) {
+				t.Fatalf("ReadFrame %v %v, from a byte at a time %v %v", h, err, h4, err4)
 			}
 			if err != nil {
 				return
