@@ -108,10 +108,11 @@ func PutCodec(c *Codec) {
 }
 
 // Reset drops c's buffer references, as PutCodec does, for an owner that
-// keeps c for its next message instead of pooling it.
+// keeps c for its next message instead of pooling it. The writers hold
+// none: every encode drops its buffer as it ends (AppendMessage,
+// AppendStruct), so resetting them again cost each kept codec's call ~35
+// instructions for nothing (TestCodecResetKeepsNothing).
 func (c *Codec) Reset() {
-	c.bw.Reset(nil)
-	c.cw.Reset(nil)
 	c.br.Reset(nil)
 	c.cr.Reset(nil)
 	clear(c.refs) // must not pin the values of the last message
