@@ -44,6 +44,7 @@ type conn struct {
 	zlib    bool    // Apache's TZlibTransport: br inflates, w deflates (zlib.go)
 	grown   bool    // br is the big read buffer (readbuf.go)
 	mc      methodCache
+	peeked  wire.Header // the next frame's, when nextBuffered found it whole
 
 	upgraded atomic.Bool // mirrors hat for goroutines without the read role
 
@@ -258,7 +259,8 @@ func (c *conn) serve() {
 const quickCall = 20 * time.Microsecond
 
 // nextBuffered tells whether the next HatRPC frame is buffered whole, so
-// reading it cannot wait for the client.
+// reading it cannot wait for the client; its header is then c.peeked,
+// for next to take the frame without decoding the header again.
 func (c *conn) nextBuffered() bool {
 	n := c.br.Buffered()
 	if !c.hat || n < wire.HeaderSize {
@@ -266,6 +268,7 @@ func (c *conn) nextBuffered() bool {
 	}
 	hb, _ := c.br.Peek(wire.HeaderSize) // buffered: cannot fail
 	h, err := wire.DecodeHeader(hb, c.s.opts.limits.MaxMessageSize)
+	c.peeked = h
 	return err == nil && n >= wire.HeaderSize+h.PayloadLen()
 }
 
@@ -361,7 +364,12 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 	if c.hat {
 		var h wire.Header
 		var b []byte
-		h, b, err = wire.ReadFrameCharged(c.br, c.raw, *bp, lim.MaxMessageSize, c.chargeFn)
+		if whole {
+			h = c.peeked
+			b, err = wire.TakeFrame(c.br, &h, *bp, c.chargeFn)
+		} else {
+			h, b, err = wire.ReadFrameCharged(c.br, c.raw, *bp, lim.MaxMessageSize, c.chargeFn)
+		}
 		*bp = b
 		if err != nil {
 			wire.PutBuf(bp)

@@ -53,6 +53,7 @@ func FuzzReadFrame(f *testing.F) {
 		// read, which the readers above (bursts in one buffer) mostly
 		// find it.
 		br4 := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(in)), 4096)
+		br5 := bufio.NewReaderSize(bytes.NewReader(in), 4096)
 		for {
 			h, fr, err := ReadFrame(br, nil, 1<<17)
 			h2, fr2, err2 := ReadFrameFrom(br2, raw, nil, 1<<17)
@@ -68,6 +69,12 @@ func FuzzReadFrame(f *testing.F) {
 			if (err == nil) != (err4 == nil) || err == nil && (h != h4 || !bytes.Equal(fr, fr4)) {
 				t.Fatalf("ReadFrame %v %v, from a byte at a time %v %v", h, err, h4, err4)
 			}
+			// As a server reads a burst: the header decoded from what is
+			// buffered, the frame taken whole when it is all there.
+			h5, fr5, err5 := takeOrRead(br5)
+			if (err == nil) != (err5 == nil) || err == nil && (h != h5 || !bytes.Equal(fr, fr5)) {
+				t.Fatalf("ReadFrame %v %v, TakeFrame %v %v", h, err, h5, err5)
+			}
 			if err != nil {
 				return
 			}
@@ -79,6 +86,19 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// takeOrRead reads br's next frame as the server's reader does: TakeFrame
+// when DecodeHeader finds it buffered whole, else ReadFrameCharged.
+func takeOrRead(br *bufio.Reader) (Header, []byte, error) {
+	if n := br.Buffered(); n >= HeaderSize {
+		hb, _ := br.Peek(HeaderSize)
+		if h, err := DecodeHeader(hb, 1<<17); err == nil && n >= HeaderSize+h.PayloadLen() {
+			fr, err := TakeFrame(br, &h, nil, nil)
+			return h, fr, err
+		}
+	}
+	return ReadFrameCharged(br, nil, nil, 1<<17, nil)
 }
 
 func FuzzHello(f *testing.F) {

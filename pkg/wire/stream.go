@@ -285,23 +285,13 @@ func ReadFrameCharged(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload in
 		return h, dst[:0], err
 	}
 	n := HeaderSize + h.PayloadLen()
-	var buf []byte
-	if charge != nil && n >= ChargeMin {
-		if err := charge(n); err != nil {
-			return h, dst[:0], &ChargeError{Err: err, Size: n}
-		}
-		buf = sized(dst[:0], n)
-	} else {
-		buf = growInto(dst[:0], n)
-	}
 	if n <= br.Buffered() {
-		// Buffered whole (each frame of a pipelined burst but maybe the
-		// last): one copy out of br's buffer, not readFull's way through
-		// io.ReadFull and bufio.Reader.Read (~200 instructions a frame).
-		b, _ := br.Peek(n)
-		buf = append(buf, b...)
-		_, _ = br.Discard(n)
-		return h, buf, nil
+		out, err := TakeFrame(br, &h, dst, charge)
+		return h, out, err
+	}
+	buf, err := frameBuf(dst, n, charge)
+	if err != nil {
+		return h, buf, err
 	}
 	k := n // bytes read through br
 	if raw != nil && n >= largeMin {
@@ -312,6 +302,38 @@ func ReadFrameCharged(br *bufio.Reader, raw io.Reader, dst []byte, maxPayload in
 		out, err = readFullAhead(raw, out, n-k)
 	}
 	return h, out, err
+}
+
+// TakeFrame is ReadFrameCharged for a frame br holds whole, whose header
+// h the caller decoded (DecodeHeader, with its limit) from br's next
+// bytes: one copy out of br's buffer, not readFull's way through
+// io.ReadFull and bufio.Reader.Read (~200 instructions a frame), and no
+// second decode. The frame must fit br's buffer (else bufio.ErrBufferFull).
+func TakeFrame(br *bufio.Reader, h *Header, dst []byte, charge Charge) ([]byte, error) {
+	n := HeaderSize + h.PayloadLen()
+	buf, err := frameBuf(dst, n, charge)
+	if err != nil {
+		return buf, err
+	}
+	b, err := br.Peek(n)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, b...)
+	_, _ = br.Discard(n)
+	return buf, nil
+}
+
+// frameBuf returns dst emptied, with room for a frame of n bytes,
+// asking charge (if not nil) for a frame of ChargeMin bytes or more.
+func frameBuf(dst []byte, n int, charge Charge) ([]byte, error) {
+	if charge != nil && n >= ChargeMin {
+		if err := charge(n); err != nil {
+			return dst[:0], &ChargeError{Err: err, Size: n}
+		}
+		return sized(dst[:0], n), nil
+	}
+	return growInto(dst[:0], n), nil
 }
 
 // readFull appends exactly n bytes from br to dst, growing it in steps so a
