@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -84,6 +85,15 @@ func (s *session) await(ctx context.Context, cl *call, seq int32) error {
 				<-cl.done
 			}
 		}
+		if !cl.lead && cl.woke == wokeReply {
+			// Its reply or the session's failure: the record left the
+			// pending table before the wake (handOver's caller took it,
+			// fail empties the table), so no other goroutine looks at it
+			// any more, and it is reset without s.mu, which every call
+			// took a second time here, from both CPUs.
+			cl.waiting, cl.signaled, cl.watch = false, false, nil
+			return nil
+		}
 		s.mu.Lock()
 		lead, woke := cl.lead, cl.woke
 		cl.waiting, cl.signaled, cl.lead, cl.watch, cl.woke = false, false, false, nil, wokeReply
@@ -145,20 +155,25 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 			s.spin.Arm() // the process's only call: its reply is about to come
 		}
 		_, err := s.br.Peek(1)
-		s.mu.Lock()
-		if err == nil {
-			s.midFrame = true
-			if cl.cancelled {
-				_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
+		// A frame buffered whole is read without the socket, which a
+		// deadline set by interrupt cannot cut short (the next read
+		// sees it): the mid-frame mark, a lock a reply, is not needed.
+		if err != nil || !s.frameBuffered() {
+			s.mu.Lock()
+			if err == nil {
+				s.midFrame = true
+				if cl.cancelled {
+					_ = s.nc.SetReadDeadline(time.Now().Add(midFrameGrace))
+				}
+			} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
+				s.pending.take(seq)
+				s.endLeadLocked()
+				s.mu.Unlock()
+				s.abandon(cl, seq)
+				return ctx.Err()
 			}
-		} else if cl.cancelled && errors.Is(err, os.ErrDeadlineExceeded) && s.err == nil {
-			s.pending.take(seq)
-			s.endLeadLocked()
 			s.mu.Unlock()
-			s.abandon(cl, seq)
-			return ctx.Err()
 		}
-		s.mu.Unlock()
 		var (
 			rseq int32
 			bp   *[]byte
@@ -409,6 +424,17 @@ func (s *session) anyWaitingLocked() bool {
 		}
 	}
 	return false
+}
+
+// frameBuffered tells whether the read buffer holds the next HatRPC
+// frame whole (its length says how long it is).
+func (s *session) frameBuffered() bool {
+	n := s.br.Buffered()
+	if !s.hat || n < 4 {
+		return false
+	}
+	b, _ := s.br.Peek(4) // buffered: cannot fail
+	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(b))
 }
 
 // readOne reads one frame or message. ok is false for frames handled here

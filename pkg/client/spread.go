@@ -118,7 +118,10 @@ func (c *Conn) pick(s *session) *session {
 	if len(extra)+1 < limit && (best == s || best.loaded()) {
 		c.growSpread(limit)
 	}
-	if best != s && !best.usable() {
+	// down, not usable: the flag mirrors what usable reads under the
+	// session's mutex, which every call sent on an extra connection
+	// took, from both CPUs, for a look that is stale once made anyway.
+	if best != s && best.down.Load() {
 		c.dropExtra(best)
 		return s
 	}
