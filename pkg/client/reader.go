@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -158,7 +157,7 @@ func (s *session) lead(ctx context.Context, cl *call, seq int32) error {
 		// A frame buffered whole is read without the socket, which a
 		// deadline set by interrupt cannot cut short (the next read
 		// sees it): the mid-frame mark, a lock a reply, is not needed.
-		if err != nil || !s.frameBuffered() {
+		if err != nil || !s.hat || !wire.FrameBuffered(s.br) {
 			s.mu.Lock()
 			if err == nil {
 				s.midFrame = true
@@ -424,17 +423,6 @@ func (s *session) anyWaitingLocked() bool {
 		}
 	}
 	return false
-}
-
-// frameBuffered tells whether the read buffer holds the next HatRPC
-// frame whole (its length says how long it is).
-func (s *session) frameBuffered() bool {
-	n := s.br.Buffered()
-	if !s.hat || n < 4 {
-		return false
-	}
-	b, _ := s.br.Peek(4) // buffered: cannot fail
-	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(b))
 }
 
 // readOne reads one frame or message. ok is false for frames handled here

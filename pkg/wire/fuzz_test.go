@@ -50,8 +50,8 @@ func FuzzReadFrame(f *testing.F) {
 		raw3 := bytes.NewReader(in)
 		br3 := bufio.NewReaderSize(raw3, 4096)
 		// A byte a read: a frame is never buffered whole before it is
-		// read, which the readers above (bursts in one buffer) mostly
-		// find it.
+		// read, where the readers above (the input in one buffer) mostly
+		// find it whole.
 		br4 := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(in)), 4096)
 		br5 := bufio.NewReaderSize(bytes.NewReader(in), 4096)
 		for {

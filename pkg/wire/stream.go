@@ -254,6 +254,18 @@ func sized(dst []byte, n int) []byte {
 	return make([]byte, 0, n)
 }
 
+// FrameBuffered tells whether br holds the next HatRPC frame whole, by
+// its length field alone (the header is not checked): reading it cannot
+// wait for the peer.
+func FrameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < lenFieldSize {
+		return false
+	}
+	b, _ := br.Peek(lenFieldSize) // buffered: cannot fail
+	return uint64(n) >= lenFieldSize+uint64(binary.BigEndian.Uint32(b))
+}
+
 // ReadFrame reads one HatRPC frame; the returned slice holds the header
 // followed by the payload (appended to dst[:0]).
 func ReadFrame(br *bufio.Reader, dst []byte, maxPayload int) (Header, []byte, error) {

@@ -69,3 +69,29 @@ func TestTakeFrame(t *testing.T) {
 		})
 	}
 }
+
+// FrameBuffered says whether the next frame is in the buffer whole, by
+// its length field, whatever follows it.
+func TestFrameBuffered(t *testing.T) {
+	f := make([]byte, HeaderSize+10)
+	SealFrame(f, KindReply, 0, 1, 0)
+	tests := []struct {
+		name string
+		in   []byte
+		want bool
+	}{
+		{"empty", nil, false},
+		{"part of the length", f[:3], false},
+		{"header only", f[:HeaderSize], false},
+		{"one byte short", f[:len(f)-1], false},
+		{"whole", f, true},
+		{"whole and part of the next", append(append([]byte(nil), f...), f[:5]...), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br := bufio.NewReaderSize(bytes.NewReader(tt.in), 4096)
+			_, _ = br.Peek(len(tt.in)) // all of it buffered
+			require.Equal(t, tt.want, FrameBuffered(br))
+		})
+	}
+}
