@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"math"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
-	"github.com/hatrpc/hatrpc/test/testenv"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/metadata"
+	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
 func TestCallCtx(t *testing.T) {
@@ -107,7 +111,9 @@ func TestCallCtxEndRaces(t *testing.T) {
 // TestCtxSlab: contexts from a lane's blocks are never reused, so one a
 // handler kept reads as ended while later calls run.
 func TestCtxSlab(t *testing.T) {
-	require.EqualValues(t, 56, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 56-byte contexts")
+	require.EqualValues(t, 72, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 72-byte contexts")
+	require.LessOrEqual(t, ctxSlabSize*unsafe.Sizeof(callCtx{}), uintptr(1024), "a block in the 1 KiB size class")
+	require.Greater(t, (ctxSlabSize+1)*unsafe.Sizeof(callCtx{}), uintptr(1024), "the block fills its size class")
 	var s ctxSlab
 	parent := context.Background()
 	first := s.next(parent, 0)
@@ -214,4 +220,41 @@ func TestCancelTable(t *testing.T) {
 			require.ErrorIs(t, c.Err(), context.Canceled)
 		})
 	}
+}
+
+// A context whose call sent only a request id makes its headers on the
+// first look, once, whoever looks (goroutines of the handler may race):
+// every look sees the same holder, so reply headers set through one are
+// the call's; a context without headers answers the key as its parent.
+func TestCallCtxRequestID(t *testing.T) {
+	var s ctxSlab
+	c := s.next(context.Background(), 0)
+	c.rid, c.hasRID = [16]byte([]byte("0123456789abcdef")), true
+	got := make(chan *metadata.ServerCall, 8)
+	var wg sync.WaitGroup
+	for range cap(got) {
+		wg.Go(func() {
+			md, ok := metadata.FromIncomingContext(c)
+			assert.True(t, ok)
+			assert.Equal(t, metadata.MD{metadata.RequestIDKey: "0123456789abcdef"}, md)
+			sc, _ := metadata.ServerCallFrom(c)
+			got <- sc
+		})
+	}
+	wg.Wait()
+	close(got)
+	first := <-got
+	require.NotNil(t, first)
+	for sc := range got {
+		require.Same(t, first, sc)
+	}
+	require.True(t, metadata.SetReply(c, "r", "1"))
+	require.Equal(t, metadata.MD{"r": "1"}, c.sc.Load().Reply())
+	require.Equal(t, "0123456789abcdef", metadata.RequestID(c))
+
+	plain := s.next(context.Background(), 0)
+	_, ok := metadata.FromIncomingContext(plain)
+	require.False(t, ok)
+	require.Equal(t, "", metadata.RequestID(plain))
+	require.Nil(t, plain.sc.Load(), "no holder made for a call without headers")
 }

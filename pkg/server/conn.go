@@ -360,6 +360,8 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 		fseq    int32
 		err     error
 		sc      *metadata.ServerCall
+		rid     [wire.RequestIDSize]byte
+		hasRID  bool
 	)
 	if c.hat {
 		var h wire.Header
@@ -404,8 +406,13 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 				c.releaseCharge()
 				return nil, herr
 			}
-			// Decoded only if the handler looks (most never do).
-			sc = c.scs.NewLazyCopy(msg[4:n], wire.ParseKV)
+			// Decoded only if the handler looks (most never do); a
+			// request id alone is kept as its bytes (callCtx.rid).
+			if id, ok := wire.RequestIDOnly(msg[4:n]); ok {
+				rid, hasRID = [wire.RequestIDSize]byte(id), true
+			} else {
+				sc = c.scs.NewLazyCopy(msg[4:n], wire.ParseKV)
+			}
 			msg = msg[n:]
 		}
 	} else {
@@ -468,6 +475,9 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 	r.m, r.buf, r.body = m, bp, msg[mh.Body:]
 	r.oneway, r.timeout = mh.Type == proto.Oneway || m.m.Oneway, timeout
 	r.size, r.tr, r.sc = len(msg), trThrift, sc
+	if hasRID {
+		r.rid, r.hasRID = rid, true
+	}
 	if c.hat {
 		r.tr = trTCP
 	}
@@ -497,7 +507,12 @@ func (c *conn) next(k *kit, whole bool) (*request, error) {
 			dl = deadlineAt(r.at, timeout)
 		}
 		r.ctx = c.ctxs.next(c.ctx, dl)
-		r.ctx.sc = sc
+		if sc != nil {
+			r.ctx.sc.Store(sc)
+		}
+		if hasRID {
+			r.ctx.rid, r.ctx.hasRID = rid, true
+		}
 		if !r.oneway {
 			r.ctx.rq, r.conn = r, c
 		}

@@ -19,6 +19,7 @@ const (
 	PhFrame     = phFrame
 	PhBusy      = phBusy
 	IdleGrace   = idleGrace
+	CtxSlabSize = ctxSlabSize
 )
 
 // ManualSweep keeps s from starting its own sweeper; call before Serve.

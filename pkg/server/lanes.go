@@ -486,7 +486,9 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 	} else {
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
-	r.ctx.sc = r.sc
+	if r.sc != nil {
+		r.ctx.sc.Store(r.sc)
+	}
 	if r.oneway || l.viaFLOCK {
 		return ls.callPooled(r)
 	}

@@ -24,7 +24,11 @@ type request struct {
 	ctx     *callCtx             // nil: the connection's context is the call's
 	size    int                  // request message bytes
 	tr      uint8                // transport index into method.stats
-	sc      *metadata.ServerCall // the call's headers; nil when it sent none
+	sc      *metadata.ServerCall // the call's headers; nil when it sent none or only rid
+	// rid: the call's request id when it was all its headers (hasRID;
+	// callCtx.rid), for the server's log lines after its context ended.
+	rid    [wire.RequestIDSize]byte
+	hasRID bool
 	// at: when it started (since epoch); 0: execute reads the clock. A
 	// TCP call's is the clock read that gave its deadline, as the frame
 	// was parsed, unless it then waited (for memory, a slot or its turn):
@@ -64,6 +68,11 @@ var reqPool = sync.Pool{New: func() any { return new(request) }}
 func (c *conn) releaseCtx(r *request) {
 	if r.ctx == nil {
 		return
+	}
+	if r.sc == nil && r.hasRID {
+		// Headers its handler made from the request id (and may have
+		// set reply headers on) go with the reply.
+		r.sc = r.ctx.sc.Load()
 	}
 	r.ctx.release()
 	r.ctx = nil

@@ -168,8 +168,11 @@ func replyMD(r *request) metadata.MD {
 
 // requestID is the call's request id for log lines ("" if none).
 func requestID(r *request) string {
-	if r.sc == nil {
-		return ""
+	switch {
+	case r.sc != nil:
+		return r.sc.Incoming()[metadata.RequestIDKey]
+	case r.hasRID:
+		return string(r.rid[:])
 	}
-	return r.sc.Incoming()[metadata.RequestIDKey]
+	return ""
 }

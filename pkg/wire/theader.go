@@ -414,6 +414,29 @@ func AppendHeaderBlockRID(dst []byte, md metadata.MD) []byte {
 	return dst
 }
 
+// ridBlock is the start of a header block (after its length) that holds
+// nothing but a request id of RequestIDSize bytes, as AppendHeaderBlockRID
+// writes it for a call with no other headers: one pair, the key, the
+// value's length (lengths under 128 are one-byte varints).
+const ridBlock = "\x01" + string(rune(len(metadata.RequestIDKey))) + metadata.RequestIDKey + string(rune(RequestIDSize))
+
+// RequestIDSize is the length of the request ids this package's clients
+// generate (metadata.AppendRequestID).
+const RequestIDSize = 16
+
+// RequestIDOnly returns the request id of a header block (its bytes after
+// the length, as HeaderBlockLen delimits them) whose one pair is a
+// request id of RequestIDSize bytes, and false for any other block: for
+// such a block ParseKV gives metadata.MD{metadata.RequestIDKey: id}, so a
+// server can keep the id's 16 bytes instead of the block and its
+// decoder.
+func RequestIDOnly(block []byte) (id []byte, ok bool) {
+	if len(block) != len(ridBlock)+RequestIDSize || string(block[:len(ridBlock)]) != ridBlock {
+		return nil, false
+	}
+	return block[len(ridBlock):], true
+}
+
 // HeaderBlockLen returns the size of the header block at the start of a
 // FlagHeaders payload, length field included, checked against the payload.
 func HeaderBlockLen(payload []byte) (int, error) {
