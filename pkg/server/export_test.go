@@ -120,6 +120,23 @@ func BudgetUsed(s *Server) int64 {
 	return s.budget.used
 }
 
+// MaxConnMemHeld is the most any one connection of s holds of the budget.
+func MaxConnMemHeld(s *Server) int64 {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.budget.mu.Lock() // memHeld's guard; never taken with s.mu here
+	defer s.budget.mu.Unlock()
+	var most int64
+	for _, c := range conns {
+		most = max(most, c.memHeld)
+	}
+	return most
+}
+
 // SetColdLease sets how long a cold call holds its place (replygate.go);
 // call it before s serves.
 func SetColdLease(s *Server, d time.Duration) { s.coldLease = d }
