@@ -26,18 +26,10 @@ sys=${SYS:-hatrpc}
 pairs=${PAIRS:-8}
 command -v perf >/dev/null || { echo "cpu-ab: needs perf (apt-get install linux-perf)" >&2; exit 1; }
 tmp=$(mktemp -d)
-trap 'git worktree remove --force "$tmp/src-old" 2>/dev/null || true; [[ -n $new ]] && git worktree remove --force "$tmp/src-new" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'for d in "$tmp"/src-*; do git worktree remove --force "$d" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 
-build() { # name rev
-	if [[ -z $2 ]]; then
-		go build -o "$tmp/insn-$1" ./internal/bench/insn
-		return
-	fi
-	git worktree add -q --detach "$tmp/src-$1" "$2"
-	mkdir -p "$tmp/src-$1/internal/bench/insn" # an older revision may predate the driver
-	cp internal/bench/insn/main.go "$tmp/src-$1/internal/bench/insn/"
-	(cd "$tmp/src-$1" && go build -o "$tmp/insn-$1" ./internal/bench/insn)
-}
+# shellcheck source=scripts/insn-build.sh
+. scripts/insn-build.sh
 
 # one NAME: prints "server_ms client_ms wall_ns" for one run of the build.
 one() {
@@ -63,8 +55,8 @@ one() {
 	echo "$(awk -F, '/task-clock/ {print $1}' "$tmp/server.stat") $(awk -F, '/task-clock/ {print $1}' "$tmp/client.stat") $((end - start))"
 }
 
-build old "$old"
-build new "$new"
+insn_build "$tmp" old "$old" native
+insn_build "$tmp" new "$new" native
 callers=64 calls=6000
 for ((i = 0; i < ${#flags[@]}; i++)); do
 	[[ ${flags[i]} == -callers ]] && callers=${flags[i + 1]}
