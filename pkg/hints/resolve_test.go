@@ -178,6 +178,36 @@ func TestResolveBorrowArgs(t *testing.T) {
 	}
 }
 
+// TestResolveBorrowCtx: borrow_ctx is server-side only, like
+// borrow_args; a function's value beats its service's.
+func TestResolveBorrowCtx(t *testing.T) {
+	tests := []struct {
+		name    string
+		service []RawGroup
+		group   RawGroup
+		want    bool
+		value   string
+	}{
+		{"shared group", nil, grp(RawShared, 5, id(5, 9, "borrow_ctx", "on")), true, "on"},
+		{"s_hint, alias spelling", nil, grp(RawServer, 5, id(5, 11, "borrow_ctx", "yes")), true, "on"},
+		{"function off beats service on", []RawGroup{grp(RawServer, 2, id(2, 11, "borrow_ctx", "on"))},
+			grp(RawServer, 5, id(5, 11, "borrow_ctx", "off")), false, "off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Resolve("S", tt.service, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
+			require.NoError(t, err)
+			fn := res.Function("put")
+			require.NotNil(t, fn)
+			assert.Equal(t, tt.want, fn.Server.Set.BorrowCtx)
+			assert.False(t, fn.Client.Set.BorrowCtx)
+			v, ok := res.Lookup("put", SideServer, "borrow_ctx")
+			require.True(t, ok)
+			assert.Equal(t, tt.value, v.Value)
+		})
+	}
+}
+
 // TestResolveRetryHints: idempotent and retries are client-side only, so
 // written in a shared group they reach the client's set alone; retries=0
 // is kept apart from "default" so RetryBudget can tell them apart.
@@ -371,6 +401,10 @@ func TestResolveErrors(t *testing.T) {
 			[]string{`svc.thrift:1:21: bad value "maybe" for borrow_args: want one of off, on`}, []error{ErrBadValue}},
 		{"server-only key in c_hint", []RawGroup{grp(RawClient, 1, id(1, 9, "borrow_args", "on"))}, nil,
 			[]string{`svc.thrift:1:9: hint "borrow_args" is not allowed in c_hint: it is server-side only`}, []error{ErrSide}},
+		{"bad borrow_ctx", []RawGroup{grp(RawServer, 1, id(1, 9, "borrow_ctx", "maybe"))}, nil,
+			[]string{`svc.thrift:1:20: bad value "maybe" for borrow_ctx: want one of off, on`}, []error{ErrBadValue}},
+		{"borrow_ctx in c_hint", []RawGroup{grp(RawClient, 1, id(1, 9, "borrow_ctx", "on"))}, nil,
+			[]string{`svc.thrift:1:9: hint "borrow_ctx" is not allowed in c_hint: it is server-side only`}, []error{ErrSide}},
 		{"bad idempotent", []RawGroup{grp(RawClient, 1, id(1, 9, "idempotent", "maybe"))}, nil,
 			[]string{`svc.thrift:1:20: bad value "maybe" for idempotent: want one of off, on`}, []error{ErrBadValue}},
 		{"idempotent in s_hint", []RawGroup{grp(RawServer, 1, id(1, 9, "idempotent", "true"))}, nil,

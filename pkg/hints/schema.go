@@ -336,6 +336,16 @@ var schema = []Key{
 			s.BorrowArgs = v == 1
 			return onOffNames[v], nil
 		}},
+	{Name: "borrow_ctx", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
+		Doc: "on: the handler (and its interceptors) keeps neither its context nor one made from it once it returns, so a lane reuses the call's context for its next call instead of allocating one a call",
+		apply: func(s *Set, raw string) (string, error) {
+			v, ok := enumParse(onOffNames, switchAliases, raw)
+			if !ok {
+				return "", enumErr("borrow_ctx", raw, onOffNames)
+			}
+			s.BorrowCtx = v == 1
+			return onOffNames[v], nil
+		}},
 	{Name: "borrow_msgs", Type: TypeEnum, Values: onOffNames, Default: "off",
 		Doc: "on: a streaming function's receiver keeps no binary value of a message it received, nor any part of one, past its next RecvMsg (Recv) on that stream, nor past the stream's end, so binary values are decoded in place in the message's frame buffer, which is reused for a later message instead of each message getting memory of its own; off: every message owns its values",
 		apply: func(s *Set, raw string) (string, error) {

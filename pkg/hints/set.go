@@ -37,6 +37,7 @@ type Set struct {
 	Credits         int           // receive slots per connection; 0 = goal dependent
 	Timeout         time.Duration // per-call deadline; 0 = none (the context decides)
 	BorrowArgs      bool          // server: the handler keeps no argument past its return
+	BorrowCtx       bool          // server: the handler keeps no context of the call past its return
 	BorrowMsgs      bool          // a stream's receiver keeps no binary value of a message past its next RecvMsg
 	NeverBlocks     bool          // server: the handler is short and never blocks (FLOCK may run it on its dispatcher)
 	Idempotent      bool          // client: the function may be sent again (pkg/cluster and client.Conn retries, hedges)
@@ -195,6 +196,9 @@ func GoLiteral(s Set) string {
 	dur("Timeout", s.Timeout)
 	if s.BorrowArgs {
 		field("BorrowArgs", "true")
+	}
+	if s.BorrowCtx {
+		field("BorrowCtx", "true")
 	}
 	if s.BorrowMsgs {
 		field("BorrowMsgs", "true")

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"github.com/hatrpc/hatrpc/pkg/proto"
@@ -43,6 +44,9 @@ func (ls *laneSession) afterReply() {
 	if e.metered {
 		if e.ctx != nil {
 			e.ctx.release()
+			if m.bctx {
+				ls.keepCtx(e.ctx)
+			}
 		}
 		ls.c.s.slots.release()
 		// A failed call's outcome (rare, and labelled) goes to the
@@ -59,4 +63,32 @@ func (ls *laneSession) afterReply() {
 		ls.next.m, ls.next.args, ls.next.call = m, args, call
 	}
 	*e = laneEnd{}
+}
+
+// borrowedCtx is the context of a dedicated lane's call of a borrow_ctx
+// method: the one its last such call ended with, reset, else a fresh
+// one. The hint promises that nothing keeps a call's context past the
+// call, so a lane running a 64 B echo allocates nothing a call: at 72
+// bytes a call the server collected every ~60,000 calls, and each
+// collection stalled a train of calls for 0.1-0.7 ms (the lanes' tail).
+func (ls *laneSession) borrowedCtx(parent context.Context, dl time.Duration) *callCtx {
+	c := ls.spareCtx
+	if c == nil {
+		return ls.ctxs.next(parent, dl)
+	}
+	ls.spareCtx = nil
+	c.parent, c.dl, c.rq, c.hasRID = parent, dl, nil, false
+	c.sc.Store(nil)
+	c.state.Store(ctxLive)
+	return c
+}
+
+// keepCtx keeps the ended context of a borrow_ctx call for the lane's
+// next one (borrowedCtx), unless its handler asked for the Done channel:
+// the deadline's timer or the parent's watch it set up may still be
+// about to end it, and would end the next call instead.
+func (ls *laneSession) keepCtx(c *callCtx) {
+	if c.w.Load() == nil {
+		ls.spareCtx = c
+	}
 }

@@ -80,11 +80,12 @@ type laneSession struct {
 
 	// What a lane's one call at a time uses (not the FLOCK session's, whose
 	// calls run concurrently on the FLOCK workers): see call and lookup.
-	codec *wire.Codec
-	ctxs  ctxSlab
-	mc    methodCache
-	next  nextCall // the arguments and call value for the next call of next.m
-	end   laneEnd  // what is left of the last call once its reply is out
+	codec    *wire.Codec
+	ctxs     ctxSlab
+	spareCtx *callCtx // the last borrow_ctx call's context, ended, for the next (borrowedCtx)
+	mc       methodCache
+	next     nextCall // the arguments and call value for the next call of next.m
+	end      laneEnd  // what is left of the last call once its reply is out
 	// inBatch: the calls of an RF-RPC batch run one after the other, so
 	// each reads the clock for its start rather than the batch's arrival.
 	inBatch bool
@@ -481,11 +482,15 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 	// arguments may alias it.
 	r.oneway = r.oneway || m.m.Oneway
 	r.hat, r.name, r.size, r.tr, r.lease = true, m.m.Name, len(req)-off, l.tr, true
-	if l.viaFLOCK {
+	switch {
+	case l.viaFLOCK:
 		r.ctx = ls.flockCtxs.next(c.ctx, deadlineAt(at, timeout))
-	} else {
+	case m.bctx && !r.oneway:
+		r.ctx = ls.borrowedCtx(c.ctx, deadlineAt(at, timeout))
+	default:
 		r.ctx = ls.ctxs.next(c.ctx, deadlineAt(at, timeout))
 	}
+	cc := r.ctx
 	if r.sc != nil {
 		r.ctx.sc.Store(r.sc)
 	}
@@ -547,6 +552,9 @@ func (ls *laneSession) callMethod(r *request, req []byte, off int, timeout time.
 		e.rep, e.frame, e.pr = len(out)-wire.HeaderSize, len(out), pr
 	} else { // no lane meter: execute ended the call, and its reply is counted now
 		c.clearRequest(r)
+		if m.bctx {
+			ls.keepCtx(cc)
+		}
 		c.s.slots.release()
 		l.out.Add(float64(len(out)))
 		st.cell(c.shard).repBytes.Add(uint64(len(out) - wire.HeaderSize))

@@ -282,9 +282,9 @@ func WithDumpable() Option { return func(o *options) { o.dumpable = true } }
 // same option).
 func WithServiceLevelHints() Option { return func(o *options) { o.svcLevel = true } }
 
-// WithOwnedArgs ignores the borrow_args and borrow_msgs hints: every
-// handler gets arguments and stream messages of its own to keep, as
-// without the hints. For a handler suspected of
-// keeping a borrowed argument (which the server would then overwrite),
-// and for comparisons.
+// WithOwnedArgs ignores the borrow_args, borrow_msgs and borrow_ctx
+// hints: every handler gets arguments, stream messages and a context of
+// its own to keep, as without the hints. For a handler suspected of
+// keeping a borrowed argument or context (which the server would then
+// overwrite or reuse), and for comparisons.
 func WithOwnedArgs() Option { return func(o *options) { o.ownedArgs = true } }

@@ -122,6 +122,7 @@ type method struct {
 	repHint wire.SizeHint                                     // size of the last reply over TCP; see conn.replyHinted
 	cold    chan struct{}                                     // a place per call started before repHint knew a size (replygate.go)
 	borrow  bool                                              // borrow_args: binary arguments alias the request buffer (TCP)
+	bctx    bool                                              // borrow_ctx: a lane reuses the call's context for its next call
 	bmsgs   bool                                              // borrow_msgs: a stream message's binary values alias its frame until the next RecvMsg
 	lim     *proto.Limits                                     // decoder limits of its arguments (WithContainerLimit)
 	limiter Limiter                                           // rate limit (WithRateLimit); nil = none
@@ -223,6 +224,7 @@ func (s *Server) Register(svc *Service) {
 		rm.timeout = rm.set.Timeout
 		rm.borrow = rm.set.BorrowArgs && !s.opts.ownedArgs
 		rm.bmsgs = rm.set.BorrowMsgs && !s.opts.ownedArgs
+		rm.bctx = rm.set.BorrowCtx && !s.opts.ownedArgs
 		rm.reqSize = reqSize
 		if m.Stream != stream.None {
 			b, msgs := hints.StreamWindowOf(rm.set) // what the plan's table shows (Server.Plan)

@@ -7,7 +7,8 @@ service Echo {
   s_hint: concurrency = 64;
 
   // The echo handlers return their argument and keep nothing past the
-  // call, so the server may decode it in place (docs/hints.md, "Borrowed
+  // call, neither it nor their context, so the server may decode it in
+  // place and a lane reuse the context (docs/hints.md, "Borrowed
   // arguments").
-  binary echo(1: binary payload) [ s_hint: borrow_args = on; ],
+  binary echo(1: binary payload) [ s_hint: borrow_args = on; s_hint: borrow_ctx = on; ],
 }

@@ -283,7 +283,7 @@ var EchoHints = hints.Service{
 	Client: hints.Set{},
 	Server: hints.Set{Concurrency: 64},
 	Functions: []hints.Function{
-		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 64, BorrowArgs: true}},
+		{Name: "echo", Client: hints.Set{}, Server: hints.Set{Concurrency: 64, BorrowArgs: true, BorrowCtx: true}},
 	},
 }
 
