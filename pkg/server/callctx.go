@@ -82,7 +82,9 @@ func deadlineAt(at, timeout time.Duration) time.Duration {
 // ctxSlab hands out call contexts carved from blocks, one allocation per
 // ctxSlabSize calls instead of one a call. A context is never handed out
 // twice: a handler may keep its context past the call, and it must go on
-// reading as cancelled (a kept one pins its block, 1 KiB, no more).
+// reading as cancelled (a kept one pins its block, 1 KiB, no more). Only
+// a dedicated lane reuses one, for a method whose handler promised to
+// keep none (borrow_ctx: laneSession.borrowedCtx).
 type ctxSlab struct {
 	blk *[ctxSlabSize]callCtx
 	i   int // the next one to hand out
@@ -275,7 +277,8 @@ func (c *callCtx) release() {
 // updates a call, the reader's and the handler's) but left for the reader
 // to drop once the table has doubled since it last looked (and when the
 // connection goes idle with more than a few listed), its contexts read as ended meanwhile (a
-// Cancel for one is a no-op: contexts are never reused, see ctxSlab).
+// Cancel for one is a no-op: a connection's contexts are never reused,
+// see ctxSlab).
 type cancelTable struct {
 	// ring holds a call at fseq mod cancelRing: a HatRPC client numbers
 	// its calls one after another, so a call's place holds a call that

@@ -108,8 +108,9 @@ func TestCallCtxEndRaces(t *testing.T) {
 	}
 }
 
-// TestCtxSlab: contexts from a lane's blocks are never reused, so one a
-// handler kept reads as ended while later calls run.
+// TestCtxSlab: a slab never hands a context out twice, so one a handler
+// kept reads as ended while later calls run (borrow_ctx's reuse is a
+// lane's own: TestLaneBorrowedCtx).
 func TestCtxSlab(t *testing.T) {
 	require.EqualValues(t, 72, unsafe.Sizeof(callCtx{}), "ctxSlabSize is chosen for 72-byte contexts")
 	require.LessOrEqual(t, ctxSlabSize*unsafe.Sizeof(callCtx{}), uintptr(1024), "a block in the 1 KiB size class")
