@@ -32,6 +32,7 @@ type ctxSeen struct {
 	md       metadata.MD
 	room     error // ReserveReply's answer for a small reply
 	keptErr  error // the previous call's context, kept: its Err now
+	closed   bool  // its Done channel was closed (looked at only when asked)
 }
 
 // TestLaneBorrowedCtx: a dedicated lane's calls of a borrow_ctx method
@@ -62,9 +63,10 @@ func TestLaneBorrowedCtx(t *testing.T) {
 				}
 				s := server.New(opts...)
 				var (
-					seen    []ctxSeen
-					kept    context.Context
-					askDone bool
+					seen      []ctxSeen
+					kept      context.Context
+					askDone   bool
+					checkDone bool
 				)
 				fn := &hints.Function{Name: "echo", Server: tc.set}
 				s.Register(&server.Service{Name: "Echo", Methods: []server.Method{
@@ -80,6 +82,13 @@ func TestLaneBorrowedCtx(t *testing.T) {
 							kept = ctx
 							if askDone {
 								_ = ctx.Done()
+							}
+							if checkDone {
+								select {
+								case <-ctx.Done():
+									seen[len(seen)-1].closed = true
+								default:
+								}
 							}
 							return &mix.EchoEchoResult{Success: a.(*mix.EchoEchoArgs).Payload}, nil
 						}},
@@ -104,8 +113,17 @@ func TestLaneBorrowedCtx(t *testing.T) {
 				askDone = false
 				run(5, 0, nil)
 				run(6, 0, nil)
+				// A handler breaking the promise: call 6's context asked
+				// for Done after its call ended (its channel closes at
+				// once). Call 7 must not inherit the closed channel.
+				_ = kept.Done()
+				checkDone = true
+				run(7, 0, nil)
 
-				require.Len(t, seen, 6)
+				require.Len(t, seen, 7)
+				require.False(t, seen[6].closed, "call 7's Done is open")
+				require.False(t, seen[6].ptr == seen[5].ptr, "call 7 does not reuse a context asked for Done")
+				seen = seen[:6]
 				for i, v := range seen {
 					require.NoError(t, v.err, "call %d: its context is live", i+1)
 					require.NoError(t, v.room, "call %d: its reply room", i+1)

@@ -73,10 +73,13 @@ func (ls *laneSession) afterReply() {
 // collection stalled a train of calls for 0.1-0.7 ms (the lanes' tail).
 func (ls *laneSession) borrowedCtx(parent context.Context, dl time.Duration) *callCtx {
 	c := ls.spareCtx
-	if c == nil {
+	ls.spareCtx = nil
+	if c == nil || c.w.Load() != nil {
+		// None kept, or someone asked the ended one for Done after all
+		// (a handler that broke the promise): its channel is closed, and
+		// a later call must not inherit it.
 		return ls.ctxs.next(parent, dl)
 	}
-	ls.spareCtx = nil
 	c.parent, c.dl, c.rq, c.hasRID = parent, dl, nil, false
 	c.sc.Store(nil)
 	c.state.Store(ctxLive)
