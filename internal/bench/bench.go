@@ -173,6 +173,30 @@ type LatencyResult struct {
 	P99   time.Duration `json:"p99_ns"`
 	P999  time.Duration `json:"p999_ns"`
 	Mean  time.Duration `json:"mean_ns"`
+	// Elapsed is the recorded calls' wall time and Over[i] how many of
+	// them took longer than SlowEdges[i]: how often a run is interrupted
+	// per millisecond of calls, comparable between systems of different
+	// speeds where a percentile is not (zero Elapsed: not measured, as
+	// for UCX's own tool).
+	Elapsed time.Duration         `json:"elapsed_ns,omitempty"`
+	Over    [len(SlowEdges)]int64 `json:"over,omitempty"`
+}
+
+// SlowEdges are the call lengths LatencyResult.Over counts calls beyond.
+var SlowEdges = [...]time.Duration{5 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond}
+
+// overCounts counts h's values above each of SlowEdges.
+func overCounts(h *hdrhistogram.Histogram) (over [len(SlowEdges)]int64) {
+	for _, b := range h.Distribution() {
+		for i, e := range SlowEdges {
+			// A bucket counts once its lowest value is past the edge:
+			// buckets are 8 ns wide up to ~16 µs, 16-32 ns beyond.
+			if b.From > int64(e) {
+				over[i] += b.Count
+			}
+		}
+	}
+	return over
 }
 
 // MeasureLatency makes warmup unrecorded calls, then calls recorded ones.
@@ -184,6 +208,7 @@ func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls
 		}
 	}
 	h := NewHistogram()
+	began := time.Now()
 	for i := 0; i < calls; i++ {
 		start := time.Now()
 		err := e.call(ctx)
@@ -194,11 +219,13 @@ func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls
 		_ = h.RecordValue(int64(d))
 	}
 	return LatencyResult{
-		Calls: h.TotalCount(),
-		P50:   time.Duration(h.ValueAtQuantile(50)),
-		P99:   time.Duration(h.ValueAtQuantile(99)),
-		P999:  time.Duration(h.ValueAtQuantile(99.9)),
-		Mean:  time.Duration(h.Mean()),
+		Calls:   h.TotalCount(),
+		P50:     time.Duration(h.ValueAtQuantile(50)),
+		P99:     time.Duration(h.ValueAtQuantile(99)),
+		P999:    time.Duration(h.ValueAtQuantile(99.9)),
+		Mean:    time.Duration(h.Mean()),
+		Elapsed: time.Since(began),
+		Over:    overCounts(h),
 	}, nil
 }
 

@@ -164,10 +164,11 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 							return err
 						}
 						l := *res.Latency
+						rows[i].addSlow(sys, l)
 						if old, ok := rows[i].By[sys]; !ok || l.P50 < old.P50 {
 							rows[i].By[sys] = l
 						}
-						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v p99.9=%v%s%s", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99, l.P999, before, after)
+						d.logf("latency %-9s %-16s %7s rep %d p50=%v p99=%v p99.9=%v over %s%s%s", p.Name, sys, SizeLabel(size), rep, l.P50, l.P99, l.P999, overText(l.Over), before, after)
 					}
 				}
 			}

@@ -537,6 +537,7 @@ func writeLanesGoals(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 			}
 			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×%s: **%s**\n",
 				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, floor, mark(ratio <= LanesTailGoal))
+			writeSlowRates(w, r, lanes)
 		}
 	}
 	var cells []string
@@ -702,4 +703,57 @@ func MergeThroughput(a, b []ThroughputRow) []ThroughputRow {
 		out[i].By = by
 	}
 	return out
+}
+
+// writeSlowRates follows the tail goal's line: how often the lanes, the
+// best engine system and the host's floor were interrupted, per
+// millisecond of calls over all repetitions. A percentile of a fixed call
+// count penalizes a slower system (its calls last longer, so more of the
+// host's interruptions land on them); a rate per millisecond compares
+// them, and the floor's is the host's own.
+func writeSlowRates(w io.Writer, r LatencyRow, lanes string) {
+	if r.Slow == nil {
+		return
+	}
+	best := ""
+	for sys, v := range r.By {
+		if IsEngineSystem(sys) && (best == "" || v.P50 < r.By[best].P50) {
+			best = sys
+		}
+	}
+	var parts []string
+	for _, sys := range []string{lanes, best, FloorName} {
+		t, ok := r.Slow[sys]
+		if sys == "" || !ok {
+			continue
+		}
+		rates := make([]string, len(SlowEdges))
+		for i := range SlowEdges {
+			rates[i] = strconv.FormatFloat(t.perMs(i), 'f', 2, 64)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%d calls, %.1f ms)", sys, strings.Join(rates, " / "), t.Calls, float64(t.Elapsed)/float64(time.Millisecond)))
+	}
+	if len(parts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  - calls over %s µs per ms of calls, all repetitions: %s\n", slowEdgesText(), strings.Join(parts, "; "))
+}
+
+// slowEdgesText is SlowEdges in µs, "5 / 10 / 20".
+func slowEdgesText() string {
+	edges := make([]string, len(SlowEdges))
+	for i, e := range SlowEdges {
+		edges[i] = strconv.Itoa(int(e / time.Microsecond))
+	}
+	return strings.Join(edges, " / ")
+}
+
+// overText is a repetition's Over for the runner's log: "5 / 10 / 20 µs:
+// 3 / 1 / 0".
+func overText(over [len(SlowEdges)]int64) string {
+	n := make([]string, len(over))
+	for i, v := range over {
+		n[i] = strconv.FormatInt(v, 10)
+	}
+	return slowEdgesText() + " µs: " + strings.Join(n, " / ")
 }

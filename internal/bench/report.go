@@ -41,6 +41,32 @@ type LatencyRow struct {
 	Placement string
 	Size      int
 	By        map[string]LatencyResult
+	// Slow sums every repetition's Calls, Elapsed and Over per system
+	// (By keeps the best repetition only); nil when read from a CSV.
+	Slow map[string]LatencyResult
+}
+
+// addSlow adds a repetition's interruption counts to r.Slow.
+func (r *LatencyRow) addSlow(sys string, l LatencyResult) {
+	if l.Elapsed <= 0 {
+		return
+	}
+	if r.Slow == nil {
+		r.Slow = map[string]LatencyResult{}
+	}
+	t := r.Slow[sys]
+	t.Calls += l.Calls
+	t.Elapsed += l.Elapsed
+	for i := range t.Over {
+		t.Over[i] += l.Over[i]
+	}
+	r.Slow[sys] = t
+}
+
+// perMs is how many calls per millisecond of calls took longer than
+// SlowEdges[i].
+func (l LatencyResult) perMs(i int) float64 {
+	return float64(l.Over[i]) / (float64(l.Elapsed) / float64(time.Millisecond))
 }
 
 // ThroughputRow is one (size, callers) point of the throughput table.

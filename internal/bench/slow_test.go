@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hatrpc/hatrpc/pkg/rdma"
+)
+
+// TestOverCounts: calls are counted past each of SlowEdges, a value at an
+// edge not (buckets are 8 ns wide there, so 5.01 µs is past 5).
+func TestOverCounts(t *testing.T) {
+	tests := []struct {
+		name string
+		vals []time.Duration
+		want [len(SlowEdges)]int64
+	}{
+		{"none", []time.Duration{time.Microsecond, 2 * time.Microsecond}, [3]int64{}},
+		{"at the edges", []time.Duration{5 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond}, [3]int64{2, 1, 0}},
+		{"past each", []time.Duration{5010 * time.Nanosecond, 10020 * time.Nanosecond, 20040 * time.Nanosecond, time.Millisecond}, [3]int64{4, 3, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHistogram()
+			for _, v := range tt.vals {
+				require.NoError(t, h.RecordValue(int64(v)))
+			}
+			assert.Equal(t, tt.want, overCounts(h))
+		})
+	}
+}
+
+// TestSlowRates: the tail goal's line is followed by the lanes', the
+// best engine system's and the floor's interruptions per millisecond of
+// calls, summed over repetitions; a row read from a CSV has none.
+func TestSlowRates(t *testing.T) {
+	imm := Engine{Proto: rdma.ProtoDirectWriteIMM}.Name()
+	eager := Engine{Proto: rdma.ProtoEager}.Name()
+	lanes := Hat{Lanes: true}.Name()
+	row := LatencyRow{Placement: "unpinned", Size: 64, By: map[string]LatencyResult{
+		imm:       {P50: 1000 * time.Nanosecond},
+		eager:     {P50: 1100 * time.Nanosecond},
+		lanes:     {P50: 1400 * time.Nanosecond, P999: 14 * time.Microsecond},
+		FloorName: {P50: 500 * time.Nanosecond, P999: 2 * time.Microsecond},
+	}}
+	rep := func(calls int64, ms int, over ...int64) LatencyResult {
+		return LatencyResult{Calls: calls, Elapsed: time.Duration(ms) * time.Millisecond, Over: [3]int64(over)}
+	}
+	for range 2 {
+		row.addSlow(lanes, rep(3000, 4, 3, 2, 1))
+		row.addSlow(imm, rep(3000, 3, 1, 0, 0))
+		row.addSlow(eager, rep(3000, 3, 9, 9, 9)) // not the best engine system: not shown
+		row.addSlow(FloorName, rep(3000, 2, 1, 1, 0))
+	}
+	row.addSlow("ucx-sm", LatencyResult{Calls: 3000}) // no Elapsed: not measured
+
+	var b bytes.Buffer
+	writeLanesGoals(&b, []LatencyRow{row}, nil)
+	assert.Equal(t, "- 64B lanes p99.9 ≤ 5× their p50: 14.00 / 1.40 µs, 10.0× (the host's floor-shm: p50 0.50, p99.9 2.00 µs): **MISS**\n"+
+		"  - calls over 5 / 10 / 20 µs per ms of calls, all repetitions: hatrpc-lanes 0.75 / 0.50 / 0.25 (6000 calls, 8.0 ms); "+
+		"shm-direct_write_imm 0.33 / 0.00 / 0.00 (6000 calls, 6.0 ms); floor-shm 0.50 / 0.50 / 0.00 (6000 calls, 4.0 ms)\n", b.String())
+	_, ok := row.Slow["ucx-sm"]
+	assert.False(t, ok, "a result without Elapsed adds nothing")
+
+	row.Slow = nil
+	b.Reset()
+	writeLanesGoals(&b, []LatencyRow{row}, nil)
+	assert.NotContains(t, b.String(), "per ms of calls", "no counts, no line")
+}
