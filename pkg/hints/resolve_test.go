@@ -119,33 +119,41 @@ func TestResolvePrecedence(t *testing.T) {
 	assert.Equal(t, "default", fside.Client.Values[4].Origin.Describe())
 }
 
-// TestResolveNeverBlocks: never_blocks is server-side only, like
-// borrow_args; a function's value beats its service's.
-func TestResolveNeverBlocks(t *testing.T) {
-	tests := []struct {
-		name    string
-		service []RawGroup
-		group   RawGroup
-		want    bool
-		value   string
+// TestResolveServerSwitches: never_blocks and borrow_ctx are server-side
+// only, like borrow_args; a function's value beats its service's.
+func TestResolveServerSwitches(t *testing.T) {
+	for _, key := range []struct {
+		name string
+		get  func(Set) bool
 	}{
-		{"shared group", nil, grp(RawShared, 5, id(5, 9, "never_blocks", "on")), true, "on"},
-		{"s_hint, alias spelling", nil, grp(RawServer, 5, id(5, 11, "never_blocks", "true")), true, "on"},
-		{"function off beats service on", []RawGroup{grp(RawServer, 2, id(2, 11, "never_blocks", "on"))},
-			grp(RawServer, 5, id(5, 11, "never_blocks", "off")), false, "off"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := Resolve("S", tt.service, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
-			require.NoError(t, err)
-			fn := res.Function("put")
-			require.NotNil(t, fn)
-			assert.Equal(t, tt.want, fn.Server.Set.NeverBlocks)
-			assert.False(t, fn.Client.Set.NeverBlocks)
-			v, ok := res.Lookup("put", SideServer, "never_blocks")
-			require.True(t, ok)
-			assert.Equal(t, tt.value, v.Value)
-		})
+		{"never_blocks", func(s Set) bool { return s.NeverBlocks }},
+		{"borrow_ctx", func(s Set) bool { return s.BorrowCtx }},
+	} {
+		tests := []struct {
+			name    string
+			service []RawGroup
+			group   RawGroup
+			want    bool
+			value   string
+		}{
+			{"shared group", nil, grp(RawShared, 5, id(5, 9, key.name, "on")), true, "on"},
+			{"s_hint, alias spelling", nil, grp(RawServer, 5, id(5, 11, key.name, "true")), true, "on"},
+			{"function off beats service on", []RawGroup{grp(RawServer, 2, id(2, 11, key.name, "on"))},
+				grp(RawServer, 5, id(5, 11, key.name, "off")), false, "off"},
+		}
+		for _, tt := range tests {
+			t.Run(key.name+"/"+tt.name, func(t *testing.T) {
+				res, err := Resolve("S", tt.service, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
+				require.NoError(t, err)
+				fn := res.Function("put")
+				require.NotNil(t, fn)
+				assert.Equal(t, tt.want, key.get(fn.Server.Set))
+				assert.False(t, key.get(fn.Client.Set))
+				v, ok := res.Lookup("put", SideServer, key.name)
+				require.True(t, ok)
+				assert.Equal(t, tt.value, v.Value)
+			})
+		}
 	}
 }
 
@@ -174,36 +182,6 @@ func TestResolveBorrowArgs(t *testing.T) {
 			require.True(t, ok)
 			assert.Equal(t, tt.value, v.Value)
 			assert.False(t, res.Server.Set.BorrowArgs, "the service level is untouched")
-		})
-	}
-}
-
-// TestResolveBorrowCtx: borrow_ctx is server-side only, like
-// borrow_args; a function's value beats its service's.
-func TestResolveBorrowCtx(t *testing.T) {
-	tests := []struct {
-		name    string
-		service []RawGroup
-		group   RawGroup
-		want    bool
-		value   string
-	}{
-		{"shared group", nil, grp(RawShared, 5, id(5, 9, "borrow_ctx", "on")), true, "on"},
-		{"s_hint, alias spelling", nil, grp(RawServer, 5, id(5, 11, "borrow_ctx", "yes")), true, "on"},
-		{"function off beats service on", []RawGroup{grp(RawServer, 2, id(2, 11, "borrow_ctx", "on"))},
-			grp(RawServer, 5, id(5, 11, "borrow_ctx", "off")), false, "off"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := Resolve("S", tt.service, []RawFunction{{Name: "put", Pos: Pos{testFile, 5, 3}, Groups: []RawGroup{tt.group}}})
-			require.NoError(t, err)
-			fn := res.Function("put")
-			require.NotNil(t, fn)
-			assert.Equal(t, tt.want, fn.Server.Set.BorrowCtx)
-			assert.False(t, fn.Client.Set.BorrowCtx)
-			v, ok := res.Lookup("put", SideServer, "borrow_ctx")
-			require.True(t, ok)
-			assert.Equal(t, tt.value, v.Value)
 		})
 	}
 }
