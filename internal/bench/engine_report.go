@@ -249,7 +249,7 @@ func WriteEngineLatencyTable(w io.Writer, systems []string, rows []LatencyRow) {
 			line += " - |"
 			continue
 		}
-		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio <= 1+PlannedSlack))
+		line += fmt.Sprintf(" %s (%s) %s |", ratioText(ratio, 1+PlannedSlack), short(best), mark(ratio <= 1+PlannedSlack))
 	}
 	fmt.Fprintln(w, line)
 	// Against the fixed system running the plan's protocol: the planner's
@@ -387,7 +387,7 @@ func WriteEngineThroughputTable(w io.Writer, systems []string, rows []Throughput
 			line += " - |"
 			continue
 		}
-		line += fmt.Sprintf(" %.2f (%s) %s |", ratio, short(best), mark(ratio >= 1-PlannedSlack))
+		line += fmt.Sprintf(" %s (%s) %s |", ratioText(ratio, 1-PlannedSlack), short(best), mark(ratio >= 1-PlannedSlack))
 	}
 	fmt.Fprintln(w, line)
 	line = "| planned / same protocol |"
@@ -505,12 +505,12 @@ func writeUCXVerdict(w io.Writer, r LatencyRow) {
 		return
 	}
 	ratio := float64(best) / float64(ucx)
-	fmt.Fprintf(w, "- %s engine p50 ≤ UCX shared-memory round trip: best engine %s %.2f µs, %s %.2f µs, %.2f×: **%s**\n",
-		SizeLabel(r.Size), short(bestName), toUS(int64(best)), ucxName, toUS(int64(ucx)), ratio, mark(ratio <= 1))
+	fmt.Fprintf(w, "- %s engine p50 ≤ UCX shared-memory round trip: best engine %s %.2f µs, %s %.2f µs, %s×: **%s**\n",
+		SizeLabel(r.Size), short(bestName), toUS(int64(best)), ucxName, toUS(int64(ucx)), ratioText(ratio, 1), mark(ratio <= 1))
 	if l, ok := r.By[(Hat{Lanes: true}).Name()]; ok {
 		lr := float64(l.P50) / float64(best)
-		fmt.Fprintf(w, "- %s lanes p50 ≤ %.1f× best engine: %.2f µs, %.2f×: **%s**\n",
-			SizeLabel(r.Size), LanesGoalVsEngine, toUS(int64(l.P50)), lr, mark(lr <= LanesGoalVsEngine))
+		fmt.Fprintf(w, "- %s lanes p50 ≤ %.1f× best engine: %.2f µs, %s×: **%s**\n",
+			SizeLabel(r.Size), LanesGoalVsEngine, toUS(int64(l.P50)), ratioText(lr, LanesGoalVsEngine), mark(lr <= LanesGoalVsEngine))
 	}
 }
 
@@ -558,7 +558,7 @@ func writeLanesGoals(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 		}
 		ratio := l.OpsPerSec() / best
 		pass = pass && ratio >= LanesLargeGoal
-		cells = append(cells, fmt.Sprintf("c%d %.2f (%s)", r.Callers, ratio, short(bestName)))
+		cells = append(cells, fmt.Sprintf("c%d %s (%s)", r.Callers, ratioText(ratio, LanesLargeGoal), short(bestName)))
 	}
 	if len(cells) > 0 {
 		fmt.Fprintf(w, "- %s lanes ≥ %.1f× best engine calls/s: %s: **%s**\n",
@@ -756,4 +756,16 @@ func overText(over [len(SlowEdges)]int64) string {
 		n[i] = strconv.FormatInt(v, 10)
 	}
 	return slowEdgesText() + " µs: " + strings.Join(n, " / ")
+}
+
+// ratioText is a goal's ratio to two decimals, or to as many more as it
+// takes not to read as the goal itself: 0.899 against ≥ 0.9 shows as
+// 0.899, not as a failing 0.90.
+func ratioText(ratio, goal float64) string {
+	for prec := 2; ; prec++ {
+		t := strconv.FormatFloat(ratio, 'f', prec, 64)
+		if r, _ := strconv.ParseFloat(t, 64); r != goal || ratio == goal || prec == 6 {
+			return t
+		}
+	}
 }

@@ -119,3 +119,24 @@ func TestMergeKeepsBest(t *testing.T) {
 	assert.Equal(t, int64(20), tm[0].By["x"].Calls)
 	assert.Equal(t, int64(30), tm[0].By["y"].Calls)
 }
+
+// TestRatioText: a ratio that two decimals would round onto its goal is
+// shown to three, so a miss never reads as the goal itself.
+func TestRatioText(t *testing.T) {
+	tests := []struct {
+		ratio, goal float64
+		want        string
+	}{
+		{0.8996, 0.9, "0.8996"},
+		{0.899, 0.9, "0.899"},
+		{0.9, 0.9, "0.90"},
+		{0.9012, 0.9, "0.901"},
+		{0.95, 0.9, "0.95"},
+		{1.2049, 1.2, "1.205"},
+		{1.204, 1.2, "1.204"},
+		{1.41, 1.2, "1.41"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ratioText(tt.ratio, tt.goal), "%v against %v", tt.ratio, tt.goal)
+	}
+}
