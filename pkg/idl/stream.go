@@ -49,9 +49,15 @@ func (l *loader) streamMode(f *Function, a *astFunction) {
 	}
 }
 
-// unstreamable are the hints a stream cannot honour: a stream is never
-// sent again, so retrying and hedging do not apply to it.
-var unstreamable = map[string]bool{"idempotent": true, "hedge": true, "retries": true}
+// unstreamable are the hints a stream cannot honour, and why: a stream is
+// never sent again, so retrying and hedging do not apply to it, and its
+// handler's context lives as long as the stream.
+var unstreamable = map[string]string{
+	"idempotent": "a stream is never retried or hedged",
+	"hedge":      "a stream is never retried or hedged",
+	"retries":    "a stream is never retried or hedged",
+	"borrow_ctx": "its handler's context lasts as long as the stream; a lane reuses only a unary call's",
+}
 
 // checkStream checks, once names resolve, that a streaming function's
 // messages are structs and that its own hints apply to a stream.
@@ -84,8 +90,8 @@ func (l *loader) checkStream(s *Service, f *Function) {
 	}
 	for _, g := range f.Hints {
 		for _, e := range g.Entries {
-			if unstreamable[e.Key] {
-				l.diags.errorf(ErrStream, e.Pos, fmt.Sprintf("hint %q does not apply to %s: a stream is never retried or hedged", e.Key, where))
+			if why, ok := unstreamable[e.Key]; ok {
+				l.diags.errorf(ErrStream, e.Pos, fmt.Sprintf("hint %q does not apply to %s: %s", e.Key, where, why))
 			}
 		}
 	}

@@ -72,6 +72,11 @@ func TestStreamingErrorsExactText(t *testing.T) {
 			`main.thrift:5:58: hint "idempotent" does not apply to streaming function S.f: a stream is never retried or hedged`,
 			`main.thrift:5:75: hint "retries" does not apply to streaming function S.f: a stream is never retried or hedged`,
 		}},
+		{"borrowed context on a stream", `service S {
+  Resp f(1: Req req) (streaming.mode="bidirectional") [ s_hint: borrow_ctx = on; ]
+}`, []string{
+			`main.thrift:5:65: hint "borrow_ctx" does not apply to streaming function S.f: its handler's context lasts as long as the stream; a lane reuses only a unary call's`,
+		}},
 		{"window on a unary function", `service S {
   Resp f(1: Req req) [ s_hint: stream_window = 64KiB; ]
 }`, []string{
