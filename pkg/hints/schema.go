@@ -134,6 +134,17 @@ func sizeAtLeast(raw string, lo int, dst *int) (string, error) {
 	return FormatSize(n), nil
 }
 
+// onOff sets *dst from an on/off hint's raw value (its aliases too) and
+// returns the value's canonical spelling.
+func onOff(key, raw string, dst *bool) (string, error) {
+	v, ok := enumParse(onOffNames, switchAliases, raw)
+	if !ok {
+		return "", enumErr(key, raw, onOffNames)
+	}
+	*dst = v == 1
+	return onOffNames[v], nil
+}
+
 // durationOrNone is positiveDuration for a key whose default is none
 // (0), which a function can set to reset a service-level value.
 func durationOrNone(raw string, dst *time.Duration) (string, error) {
@@ -329,42 +340,22 @@ var schema = []Key{
 	{Name: "borrow_args", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
 		Doc: "on: the handler (and its interceptors) keeps no argument, nor any part of one, once it returns, so binary arguments are decoded in place in the request's buffer, which is reused as soon as the reply is written (TCP)",
 		apply: func(s *Set, raw string) (string, error) {
-			v, ok := enumParse(onOffNames, switchAliases, raw)
-			if !ok {
-				return "", enumErr("borrow_args", raw, onOffNames)
-			}
-			s.BorrowArgs = v == 1
-			return onOffNames[v], nil
+			return onOff("borrow_args", raw, &s.BorrowArgs)
 		}},
 	{Name: "borrow_ctx", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
 		Doc: "on: the handler (and its interceptors) keeps neither its context nor one made from it once it returns, so a lane reuses the call's context for its next call instead of allocating one a call",
 		apply: func(s *Set, raw string) (string, error) {
-			v, ok := enumParse(onOffNames, switchAliases, raw)
-			if !ok {
-				return "", enumErr("borrow_ctx", raw, onOffNames)
-			}
-			s.BorrowCtx = v == 1
-			return onOffNames[v], nil
+			return onOff("borrow_ctx", raw, &s.BorrowCtx)
 		}},
 	{Name: "borrow_msgs", Type: TypeEnum, Values: onOffNames, Default: "off",
 		Doc: "on: a streaming function's receiver keeps no binary value of a message it received, nor any part of one, past its next RecvMsg (Recv) on that stream, nor past the stream's end, so binary values are decoded in place in the message's frame buffer, which is reused for a later message instead of each message getting memory of its own; off: every message owns its values",
 		apply: func(s *Set, raw string) (string, error) {
-			v, ok := enumParse(onOffNames, switchAliases, raw)
-			if !ok {
-				return "", enumErr("borrow_msgs", raw, onOffNames)
-			}
-			s.BorrowMsgs = v == 1
-			return onOffNames[v], nil
+			return onOff("borrow_msgs", raw, &s.BorrowMsgs)
 		}},
 	{Name: "never_blocks", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideServerOnly,
 		Doc: "on: the handler (and its interceptors) returns within microseconds and never blocks (no I/O, no lock held by a slow path, no waiting for other calls), so over a shared QP (qp_sharing) it may run on the server's request dispatcher instead of a worker",
 		apply: func(s *Set, raw string) (string, error) {
-			v, ok := enumParse(onOffNames, switchAliases, raw)
-			if !ok {
-				return "", enumErr("never_blocks", raw, onOffNames)
-			}
-			s.NeverBlocks = v == 1
-			return onOffNames[v], nil
+			return onOff("never_blocks", raw, &s.NeverBlocks)
 		}},
 	{Name: "timeout", Type: TypeDuration, Default: "none",
 		Doc: "per-call deadline (client) or handler deadline (server), on top of the context's",
@@ -374,12 +365,7 @@ var schema = []Key{
 	{Name: "idempotent", Type: TypeEnum, Values: onOffNames, Default: "off", Side: SideClientOnly,
 		Doc: "on: running the function twice has the effect of running it once, so a multi-server client (pkg/cluster) may send it again, to another server, after a connection failure or timeout, and a client.Conn after a connection failure or an Unavailable status, or as a hedge; off: a call that may have reached a server is never sent again",
 		apply: func(s *Set, raw string) (string, error) {
-			v, ok := enumParse(onOffNames, switchAliases, raw)
-			if !ok {
-				return "", enumErr("idempotent", raw, onOffNames)
-			}
-			s.Idempotent = v == 1
-			return onOffNames[v], nil
+			return onOff("idempotent", raw, &s.Idempotent)
 		}},
 	{Name: "hedge", Type: TypeDuration, Default: "none", Side: SideClientOnly,
 		Doc: "delay after which a client.Conn sends a second copy of a call of an idempotent function that has no answer yet, within its retry budget; the first answer wins and the other copy is cancelled; none: no hedging",
