@@ -179,7 +179,7 @@ type LatencyResult struct {
 	// speeds where a percentile is not (zero Elapsed: not measured, as
 	// for UCX's own tool).
 	Elapsed time.Duration         `json:"elapsed_ns,omitempty"`
-	Over    [len(SlowEdges)]int64 `json:"over,omitempty"`
+	Over    [len(SlowEdges)]int64 `json:"over"`
 }
 
 // SlowEdges are the call lengths LatencyResult.Over counts calls beyond.

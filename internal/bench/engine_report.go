@@ -432,15 +432,10 @@ func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 			continue
 		}
 		writeUCXVerdict(w, r)
-		best, bestName := math.Inf(1), ""
-		for s, v := range r.By {
-			if IsEngineSystem(s) && toUS(int64(v.P50)) < best {
-				best, bestName = toUS(int64(v.P50)), s
-			}
-		}
+		bestName, best := bestEngineP50(r)
 		if pl, ok := r.By[plannedName()]; ok {
 			fmt.Fprintf(w, "- %s p50 < %.0f µs: best engine %s %.2f µs, planned %.2f µs, TCP %s µs: **%s**\n",
-				SizeLabel(r.Size), LatencyGoalP50, short(bestName), best, toUS(int64(pl.P50)),
+				SizeLabel(r.Size), LatencyGoalP50, short(bestName), toUS(int64(best)), toUS(int64(pl.P50)),
 				tcpP50(r), mark(toUS(int64(pl.P50)) < LatencyGoalP50))
 		}
 	}
@@ -486,19 +481,28 @@ func WriteEngineVerdicts(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 	writeLanesGoals(w, lat, tput)
 }
 
+// bestEngineP50 is the engine system with the lowest p50 in r (on a tie
+// the first by name), "" when r has none.
+func bestEngineP50(r LatencyRow) (string, time.Duration) {
+	name, best := "", time.Duration(0)
+	for s, v := range r.By {
+		if IsEngineSystem(s) && (name == "" || v.P50 < best || v.P50 == best && s < name) {
+			name, best = s, v.P50
+		}
+	}
+	return name, best
+}
+
 // writeUCXVerdict is issue 47's goal 1 at one size: the best engine
 // system's p50 at most UCX's shared-memory round trip (the better of
 // ucx_perftest's tag and am latency), and the lanes within
 // LanesGoalVsEngine of the best engine system.
 func writeUCXVerdict(w io.Writer, r LatencyRow) {
-	best, bestName := time.Duration(math.MaxInt64), ""
+	bestName, best := bestEngineP50(r)
 	ucx, ucxName := time.Duration(math.MaxInt64), ""
 	for s, v := range r.By {
 		if isUCX(s) && v.P50 < ucx {
 			ucx, ucxName = v.P50, s
-		}
-		if IsEngineSystem(s) && (v.P50 < best || v.P50 == best && s < bestName) {
-			best, bestName = v.P50, s
 		}
 	}
 	if ucxName == "" || bestName == "" || ucx <= 0 {
@@ -715,12 +719,7 @@ func writeSlowRates(w io.Writer, r LatencyRow, lanes string) {
 	if r.Slow == nil {
 		return
 	}
-	best := ""
-	for sys, v := range r.By {
-		if IsEngineSystem(sys) && (best == "" || v.P50 < r.By[best].P50) {
-			best = sys
-		}
-	}
+	best, _ := bestEngineP50(r)
 	var parts []string
 	for _, sys := range []string{lanes, best, FloorName} {
 		t, ok := r.Slow[sys]
