@@ -53,11 +53,13 @@ func (l *loader) streamMode(f *Function, a *astFunction) {
 // never sent again, so retrying and hedging do not apply to it, and its
 // handler's context lives as long as the stream.
 var unstreamable = map[string]string{
-	"idempotent": "a stream is never retried or hedged",
-	"hedge":      "a stream is never retried or hedged",
-	"retries":    "a stream is never retried or hedged",
+	"idempotent": neverRetried,
+	"hedge":      neverRetried,
+	"retries":    neverRetried,
 	"borrow_ctx": "its handler's context lasts as long as the stream; a lane reuses only a unary call's",
 }
+
+const neverRetried = "a stream is never retried or hedged"
 
 // checkStream checks, once names resolve, that a streaming function's
 // messages are structs and that its own hints apply to a stream.

@@ -5,6 +5,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -169,7 +170,7 @@ func TestLaneBorrowedCtxLive(t *testing.T) {
 		{Name: "echo", Hints: fn, NewArgs: func() proto.Struct { return mix.NewEchoEchoArgs() },
 			Handle: func(ctx context.Context, _ proto.Struct) (proto.Struct, error) {
 				md, _ := metadata.FromIncomingContext(ctx)
-				if md["done"] == "1" {
+				if md["done"] == "true" {
 					_ = ctx.Done()
 				}
 				// The odd calls' 20 minutes, not the others' guard.
@@ -191,7 +192,7 @@ func TestLaneBorrowedCtxLive(t *testing.T) {
 				cctx, want := ctx, "call= long=false err=<nil>"
 				if i%2 == 1 {
 					id := fmt.Sprint(g, ".", i)
-					cctx = metadata.AppendToOutgoingContext(long, "call", id, "done", fmt.Sprint(b2i(i%10 == 3)))
+					cctx = metadata.AppendToOutgoingContext(long, "call", id, "done", strconv.FormatBool(i%10 == 3))
 					want = "call=" + id + " long=true err=<nil>"
 				}
 				var res mix.EchoEchoResult
@@ -205,11 +206,4 @@ func TestLaneBorrowedCtxLive(t *testing.T) {
 	wg.Wait()
 	lanes, _, _, _ := server.FastPathInUse(s)
 	require.Equal(t, callers, lanes, "the calls ran on lanes")
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
