@@ -231,10 +231,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 
 // defaultSystems are the engine systems, HatRPC over TCP and lanes, the
 // world they are held to (issue 47): UCX's shared-memory round trip and
-// Apache Thrift's C++ library over TCP, and the host's own floor.
+// Apache Thrift's C++ library over TCP, and the host's own floor, bare
+// and with a lane call's length (bench.LaneFloor).
 func defaultSystems() []string {
 	return append(bench.EngineSystems(), bench.Subject, "hatrpc-lanes",
-		"ucx-sm", "ucx-sm-am", "apache-cpp-threaded", "apache-cpp-nonblocking", bench.FloorName)
+		"ucx-sm", "ucx-sm-am", "apache-cpp-threaded", "apache-cpp-nonblocking", bench.FloorName, bench.LaneFloor.Name())
 }
 
 // positiveInts parses a list of sizes or counts, without duplicates.

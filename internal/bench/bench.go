@@ -73,11 +73,14 @@ func Lookup(name string) (System, error) {
 		}
 		return baselineSystem{name: name}, nil
 	}
+	if f, ok := parseFloor(name); ok && f.Work > 0 {
+		return f, nil // a floor with work is named by its work, not registered
+	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	s, ok := registry[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownSystem, name, systemNames())
+		return nil, fmt.Errorf("%w %q (have %v, and %s+<duration>)", ErrUnknownSystem, name, systemNames(), FloorName)
 	}
 	return s, nil
 }

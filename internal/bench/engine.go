@@ -97,7 +97,7 @@ func EngineSystems() []string {
 func TCPSystems() []string {
 	var out []string
 	for _, s := range Systems() {
-		if !IsEngineSystem(s) && !isUCX(s) && !IsStream(s) && s != FloorName {
+		if !IsEngineSystem(s) && !isUCX(s) && !IsStream(s) && !IsFloor(s) {
 			out = append(out, s)
 		}
 	}

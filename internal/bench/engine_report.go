@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func providerOf(system string) string {
 	if isUCX(system) {
 		return "ucx-sm"
 	}
-	if system == FloorName {
+	if IsFloor(system) {
 		return "memory"
 	}
 	return "tcp"
@@ -535,12 +536,21 @@ func writeLanesGoals(w io.Writer, lat []LatencyRow, tput []ThroughputRow) {
 	for _, r := range lat {
 		if l, ok := r.By[lanes]; ok && r.Size == LatencyGoalSize && l.P50 > 0 {
 			ratio := float64(l.P999) / float64(l.P50)
-			floor := ""
-			if f, ok := r.By[FloorName]; ok {
-				floor = fmt.Sprintf(" (the host's %s: p50 %.2f, p99.9 %.2f µs)", FloorName, toUS(int64(f.P50)), toUS(int64(f.P999)))
+			var floors []string
+			for _, f := range floorsOf(r) {
+				v := r.By[f]
+				t := fmt.Sprintf("%s: p50 %.2f, p99.9 %.2f µs", f, toUS(int64(v.P50)), toUS(int64(v.P999)))
+				if f != FloorName && v.P50 > 0 {
+					t += fmt.Sprintf(", %.1f×%s", float64(v.P999)/float64(v.P50), withinText(r, f))
+				}
+				floors = append(floors, t)
 			}
-			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×%s: **%s**\n",
-				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, floor, mark(ratio <= LanesTailGoal))
+			floor := ""
+			if len(floors) > 0 {
+				floor = " (the host's " + strings.Join(floors, "; ") + ")"
+			}
+			fmt.Fprintf(w, "- %s lanes p99.9 ≤ %.0f× their p50: %.2f / %.2f µs, %.1f×%s%s: **%s**\n",
+				SizeLabel(r.Size), LanesTailGoal, toUS(int64(l.P999)), toUS(int64(l.P50)), ratio, withinText(r, lanes), floor, mark(ratio <= LanesTailGoal))
 			writeSlowRates(w, r, lanes)
 		}
 	}
@@ -721,7 +731,7 @@ func writeSlowRates(w io.Writer, r LatencyRow, lanes string) {
 	}
 	best, _ := bestEngineP50(r)
 	var parts []string
-	for _, sys := range []string{lanes, best, FloorName} {
+	for _, sys := range append([]string{lanes, best}, floorsOf(r)...) {
 		t, ok := r.Slow[sys]
 		if sys == "" || !ok {
 			continue
@@ -736,6 +746,34 @@ func writeSlowRates(w io.Writer, r LatencyRow, lanes string) {
 		return
 	}
 	fmt.Fprintf(w, "  - calls over %s µs per ms of calls, all repetitions: %s\n", slowEdgesText(), strings.Join(parts, "; "))
+}
+
+// floorsOf lists the floor systems of r: FloorName first, then the floors
+// with work, shortest first (a floor as long as the lanes' call shows
+// what the host does to a tail that long).
+func floorsOf(r LatencyRow) []string {
+	var out []string
+	for s := range r.By {
+		if IsFloor(s) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		fa, _ := parseFloor(a)
+		fb, _ := parseFloor(b)
+		return cmp.Compare(fa.Work, fb.Work)
+	})
+	return out
+}
+
+// withinText is ", ≤ 5× in k of n repetitions" for a system with more
+// than one repetition tallied in r, else empty.
+func withinText(r LatencyRow, sys string) string {
+	t, ok := r.Slow[sys]
+	if !ok || t.Reps < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", ≤ %.0f× in %d of %d repetitions", LanesTailGoal, t.Within, t.Reps)
 }
 
 // slowEdgesText is SlowEdges in µs, "5 / 10 / 20".

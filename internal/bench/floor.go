@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,15 +24,67 @@ import (
 // costs on this host, and what the host alone does to its tail (issue
 // 47's goals 1 and 2 ask whether the engine's and the lanes' figures
 // are theirs or the host's). Latency only, like UCX.
-type Floor struct{}
+//
+// With Work the server also runs a fixed amount of arithmetic before
+// each answer, about Work long when it starts: a floor call as long as
+// a slower system's (FloorName+"+800ns", say, for a lane call), so the
+// two tails meet the same share of the host's interruptions. The work
+// is counted in loop steps, not timed: an interruption in it lengthens
+// the call by all its length, as one in a real handler's code would
+// (a wait on the clock would absorb it up to the pad).
+type Floor struct {
+	Work time.Duration
+}
 
-// FloorName is the floor system's name.
+// FloorName is the floor system's name; a floor with Work is named
+// FloorName+"+"+Work ("floor-shm+800ns"), which Lookup resolves.
 const FloorName = "floor-shm"
 
-// Name is FloorName.
-func (Floor) Name() string { return FloorName }
+// Name is FloorName, with its Work when it has some.
+func (f Floor) Name() string {
+	if f.Work > 0 {
+		return FloorName + "+" + f.Work.String()
+	}
+	return FloorName
+}
 
-func (Floor) describe() string {
+// LaneFloor is the floor with about the time a 64 B lane call adds to the
+// bare floor's round trip on this project's hosts (0.66 µs in the host's
+// usual phase, 0.83 in its slow one, in the 2026-12-06/07 sweeps): its
+// tail is what the host alone does to a call as long as a lane call
+// (issue 47 goal 2). The report prints its p50 beside the lanes'.
+var LaneFloor = Floor{Work: 800 * time.Nanosecond}
+
+// IsFloor tells whether system is the host's floor, with or without Work.
+func IsFloor(system string) bool {
+	_, ok := parseFloor(system)
+	return ok
+}
+
+// maxFloorWork bounds a floor's Work: a floor call stays a short call.
+const maxFloorWork = time.Millisecond
+
+// parseFloor reads a floor's name: FloorName, or FloorName+"+"+a
+// duration in (0, maxFloorWork].
+func parseFloor(name string) (Floor, bool) {
+	if name == FloorName {
+		return Floor{}, true
+	}
+	v, ok := strings.CutPrefix(name, FloorName+"+")
+	if !ok {
+		return Floor{}, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > maxFloorWork {
+		return Floor{}, false
+	}
+	return Floor{Work: d}, true
+}
+
+func (f Floor) describe() string {
+	if f.Work > 0 {
+		return "the host's floor with ~" + f.Work.String() + " of fixed work in the server each call: a floor call as long as a slower system's"
+	}
 	return "two processes' busy-poll echo through one /dev/shm mapping: no engine, no RPC"
 }
 
@@ -113,6 +168,8 @@ type floorServer struct {
 	m    floorMap
 	done chan struct{}
 	once sync.Once
+	// steps of floorWork a call (Floor.Work calibrated at Serve), 0 none
+	steps int
 }
 
 // Serve maps a new file in /dev/shm (addr is ignored: the file's path is
@@ -124,7 +181,7 @@ type floorServer struct {
 // a hand-off to the locked thread) while the other systems measured, on
 // the CPUs where their pollers spin (docs/performance/history.md, "The
 // tail traced").
-func (Floor) Serve(ctx context.Context, _ string) (Server, error) {
+func (f Floor) Serve(ctx context.Context, _ string) (Server, error) {
 	var rnd [8]byte
 	if _, err := unix.Getrandom(rnd[:], 0); err != nil {
 		return nil, err
@@ -135,7 +192,7 @@ func (Floor) Serve(ctx context.Context, _ string) (Server, error) {
 		_ = os.Remove(path)
 		return nil, err
 	}
-	s := &floorServer{path: path, m: m, done: make(chan struct{})}
+	s := &floorServer{path: path, m: m, done: make(chan struct{}), steps: floorSteps(f.Work)}
 	go s.loop()
 	return s, nil
 }
@@ -152,6 +209,9 @@ func (s *floorServer) loop() {
 	for n := 0; ; n++ {
 		if seq := req.Load(); seq != last {
 			size := int(s.m.word(floorReqSeq + 8).Load())
+			if s.steps > 0 {
+				floorSink.Store(floorWork(s.steps, seq))
+			}
 			copy(s.m[floorRep:floorRep+size], s.m[floorReq:floorReq+size])
 			rep.Store(seq)
 			last = seq
@@ -169,6 +229,35 @@ func (s *floorServer) loop() {
 			s.m.sleep(rung)
 		}
 	}
+}
+
+// floorSink keeps floorWork's result, so the compiler cannot drop it.
+var floorSink atomic.Uint64
+
+// floorWork runs n steps of a dependent multiply-add chain: ~1 ns a step,
+// no memory traffic, no call, nothing the peer or the host sees.
+func floorWork(n int, x uint64) uint64 {
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	return x
+}
+
+// floorSteps is how many floorWork steps take about d on this host now:
+// the fastest of a few timed millisecond runs (a run the host interrupted
+// is slow, and would make the work too short).
+func floorSteps(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	const probe = 1 << 20
+	best := time.Duration(math.MaxInt64)
+	for range 5 {
+		t0 := time.Now()
+		floorSink.Store(floorWork(probe, uint64(t0.UnixNano())))
+		best = min(best, time.Since(t0))
+	}
+	return max(1, int(float64(probe)*float64(d)/float64(max(best, 1))))
 }
 
 func (s *floorServer) Addr() string { return s.path }

@@ -86,6 +86,72 @@ func TestFloorErrors(t *testing.T) {
 	assert.Zero(t, m.word(floorAttached).Load(), "Close detaches")
 }
 
+// A floor with work is named by it, found by that name in this process
+// and the server's (Lookup), and still echoes; names that are no floor's
+// are unknown systems.
+func TestFloorWork(t *testing.T) {
+	tests := []struct {
+		name string
+		want Floor
+		ok   bool
+	}{
+		{"floor-shm", Floor{}, true},
+		{"floor-shm+800ns", Floor{Work: 800 * time.Nanosecond}, true},
+		{"floor-shm+1.5µs", Floor{Work: 1500 * time.Nanosecond}, true},
+		{"floor-shm+1ms", Floor{Work: time.Millisecond}, true},
+		{"floor-shm+1.001ms", Floor{}, false},
+		{"floor-shm+0s", Floor{}, false},
+		{"floor-shm+-1µs", Floor{}, false},
+		{"floor-shm+", Floor{}, false},
+		{"floor-shm+x", Floor{}, false},
+		{"floor-shmx", Floor{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ok := parseFloor(tt.name)
+			require.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, f)
+			assert.Equal(t, tt.ok, IsFloor(tt.name))
+			sys, err := Lookup(tt.name)
+			if !tt.ok {
+				assert.ErrorIs(t, err, ErrUnknownSystem)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, sys)
+			assert.True(t, LatencyOnly(tt.name))
+			assert.Equal(t, "memory", providerOf(tt.name))
+			assert.NotContains(t, TCPSystems(), tt.name)
+		})
+	}
+	assert.Equal(t, "floor-shm+800ns", Floor{Work: 800 * time.Nanosecond}.Name())
+	assert.Equal(t, "floor-shm+1.5µs", Floor{Work: 1500 * time.Nanosecond}.Name())
+	assert.Contains(t, systemLabel("floor-shm+800ns", 64, 1), "floor-shm+800ns (the host's floor with ~800ns of fixed work")
+
+	// Steps grow with the work asked for (the count itself is the host's).
+	assert.Zero(t, floorSteps(0))
+	short, long := floorSteps(time.Microsecond), floorSteps(100*time.Microsecond)
+	assert.Positive(t, short)
+	assert.Greater(t, long, short)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := Floor{Work: 2 * time.Microsecond}
+	srv, err := f.Serve(ctx, "")
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, srv.Stop(ctx)) }()
+	assert.Positive(t, srv.(*floorServer).steps)
+	callers, err := f.Callers(ctx, srv.Addr(), 1)
+	require.NoError(t, err)
+	for _, size := range []int{0, 64, 4096} {
+		p := bytes.Repeat([]byte{byte(size + 1)}, size)
+		got, err := callers[0].Echo(ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+	}
+	require.NoError(t, callers[0].Close())
+}
+
 func TestFloorDescribed(t *testing.T) {
 	proto, poll := Describe(FloorName, 64, 1)
 	assert.Equal(t, []string{"spin", "busy"}, []string{proto, poll})

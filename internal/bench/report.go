@@ -43,7 +43,16 @@ type LatencyRow struct {
 	By        map[string]LatencyResult
 	// Slow sums every repetition's Calls, Elapsed and Over per system
 	// (By keeps the best repetition only); nil when read from a CSV.
-	Slow map[string]LatencyResult
+	Slow map[string]SlowTally
+}
+
+// SlowTally is a system's repetitions of one latency point summed: their
+// calls, time and calls over each of SlowEdges, how many repetitions
+// there were and in how many the p99.9 was within LanesTailGoal of the
+// p50 (goal 2 judges one repetition; the count says how often it holds).
+type SlowTally struct {
+	LatencyResult
+	Reps, Within int
 }
 
 // addSlow adds a repetition's interruption counts to r.Slow.
@@ -52,13 +61,17 @@ func (r *LatencyRow) addSlow(sys string, l LatencyResult) {
 		return
 	}
 	if r.Slow == nil {
-		r.Slow = map[string]LatencyResult{}
+		r.Slow = map[string]SlowTally{}
 	}
 	t := r.Slow[sys]
 	t.Calls += l.Calls
 	t.Elapsed += l.Elapsed
 	for i := range t.Over {
 		t.Over[i] += l.Over[i]
+	}
+	t.Reps++
+	if l.P50 > 0 && float64(l.P999) <= LanesTailGoal*float64(l.P50) {
+		t.Within++
 	}
 	r.Slow[sys] = t
 }
