@@ -13,9 +13,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +53,8 @@ func run() error {
 	switch o.role {
 	case "server":
 		return bench.ServeUntilEOF(ctx, o.system, o.addr, os.Stdin, os.Stdout)
+	case "tail":
+		return tailReport(o.stamps, o.perfScript, os.Stdout)
 	case "client":
 		var s bench.ClientSpec
 		if err := json.Unmarshal([]byte(o.spec), &s); err != nil {
@@ -66,6 +70,20 @@ func run() error {
 	if o.from != "" {
 		return regenerateTo(o.from, o.out, os.Stdout, os.Stderr)
 	}
+	var stamps io.Writer
+	if o.stamps != "" {
+		f, err := os.Create(o.stamps)
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriter(f)
+		defer func() {
+			if err := errors.Join(bw.Flush(), f.Close()); err != nil {
+				fmt.Fprintln(os.Stderr, "atb: -stamps:", err)
+			}
+		}()
+		stamps = bw
+	}
 	started := time.Now()
 	gate := o.gate()
 	// Two drivers: latency and throughput sweep different sizes.
@@ -74,7 +92,7 @@ func run() error {
 		latD := bench.Driver{
 			Systems: o.systems, Placements: []bench.Placement{o.latP}, Sizes: o.latSizes,
 			Calls: o.calls, Warmup: o.warmup, WarmupFor: o.warmupFor, Reps: o.reps, Log: os.Stderr, Settle: o.settle,
-			Gate: gate,
+			Gate: gate, Stamps: stamps,
 		}
 		if lat, _, err = latD.Run(ctx); err != nil {
 			return err
@@ -116,6 +134,7 @@ func run() error {
 // options are the parsed, checked flags.
 type options struct {
 	role, system, addr, spec, out, from string
+	stamps, perfScript                  string
 	systems                             []string
 	latSizes, tputSizes, callers        []int
 	calls, warmup, reps                 int
@@ -140,7 +159,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 		cpus     = fs.String("cpus", "0,1", "the two CPUs used for pinning")
 		baseline = fs.String("baseline", "", "another atb binary (an older build): a system named X"+bench.BaselineSuffix+" is its X, measured in the same run")
 	)
-	fs.StringVar(&o.role, "role", "driver", "driver | server | client (server and client are internal)")
+	fs.StringVar(&o.role, "role", "driver", "driver | tail | server | client (server and client are internal; tail: -stamps and -perf-script into a report)")
+	fs.StringVar(&o.stamps, "stamps", "", "driver: write each latency repetition's calls over 5µs with their CLOCK_MONOTONIC start to this file; tail: read them from it (scripts/tail-trace.sh)")
+	fs.StringVar(&o.perfScript, "perf-script", "", "tail: `perf script --ns -F comm,pid,tid,cpu,time,event,trace,ip,sym` output of a `perf record -a -k mono` taken during the run")
 	fs.StringVar(&o.system, "system", "", "server role: system to serve")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "server role: listen address")
 	fs.StringVar(&o.spec, "spec", "", "client role: JSON ClientSpec")
@@ -160,6 +181,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (*options, error) {
 	}
 	switch o.role {
 	case "server", "client":
+		return &o, nil
+	case "tail":
+		if o.stamps == "" || o.perfScript == "" {
+			return nil, fmt.Errorf("-role tail needs -stamps and -perf-script")
+		}
 		return &o, nil
 	case "driver":
 	default:
@@ -378,4 +404,19 @@ func readDir(dir string) ([]string, []bench.LatencyRow, []bench.ThroughputRow, e
 		}
 	}
 	return sys, lat, tput, nil
+}
+
+// tailReport is -role tail: the run's stamps against the host's trace.
+func tailReport(stamps, perfScript string, w io.Writer) error {
+	sf, err := os.Open(stamps)
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	pf, err := os.Open(perfScript)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	return bench.TraceReport(w, sf, pf)
 }

@@ -67,8 +67,10 @@ func TestRunnerEndToEnd(t *testing.T) {
 	// With the host check: every rep's line says what the cache line's
 	// round trip was before and after it, unless the probe could not run
 	// here (then the sweep says so once and goes on).
+	stamps := filepath.Join(dir, "stamps")
 	cmd = exec.CommandContext(ctx, bin, "-systems", "hatrpc,hatrpc@base", "-baseline", bin,
-		"-lat-sizes", "64", "-tput-sizes", "", "-calls", "100", "-warmup", "10", "-reps", "2", "-host-wait", "1s", "-out", res)
+		"-lat-sizes", "64", "-tput-sizes", "", "-calls", "100", "-warmup", "10", "-reps", "2", "-host-wait", "1s", "-out", res,
+		"-stamps", stamps)
 	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -84,6 +86,28 @@ func TestRunnerEndToEnd(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 4, reps, "two systems, two reps")
+	// -stamps: a window a repetition, each system's (the baseline's
+	// processes are this binary too), read back by -role tail.
+	f, err := os.Open(stamps)
+	require.NoError(t, err)
+	wins, err := bench.ReadStamps(f)
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	require.Len(t, wins, 4)
+	for _, w := range wins {
+		assert.Contains(t, []string{"hatrpc", "hatrpc@base"}, w.System)
+		assert.Less(t, w.Begin, w.End)
+	}
+	trace := filepath.Join(dir, "perf.txt")
+	require.NoError(t, os.WriteFile(trace, []byte("  atb 1/1 [000] 1.000000000: sched:sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=b next_pid=2 next_prio=120\n"), 0o644))
+	tail, err := exec.CommandContext(ctx, bin, "-role", "tail", "-stamps", stamps, "-perf-script", trace).CombinedOutput()
+	require.NoError(t, err, "%s", tail)
+	assert.Contains(t, string(tail), "hatrpc 64B: 2 repetitions")
+	assert.Contains(t, string(tail), "hatrpc@base 64B: 2 repetitions")
+	tail, err = exec.CommandContext(ctx, bin, "-role", "tail", "-stamps", stamps).CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(tail), "-role tail needs -stamps and -perf-script")
+
 	rows := read("latency.csv")
 	require.Len(t, rows, 3, "a row per system")
 	for i, want := range []string{"hatrpc", "hatrpc@base"} {

@@ -183,6 +183,9 @@ type LatencyResult struct {
 	// for UCX's own tool).
 	Elapsed time.Duration         `json:"elapsed_ns,omitempty"`
 	Over    [len(SlowEdges)]int64 `json:"over"`
+	// Stamps, asked for by ClientSpec.Stamps, place the slow calls in
+	// time (stamps.go); the driver writes them out and drops them.
+	Stamps *Stamps `json:"stamps,omitempty"`
 }
 
 // SlowEdges are the call lengths LatencyResult.Over counts calls beyond.
@@ -204,6 +207,12 @@ func overCounts(h *hdrhistogram.Histogram) (over [len(SlowEdges)]int64) {
 
 // MeasureLatency makes warmup unrecorded calls, then calls recorded ones.
 func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls int) (LatencyResult, error) {
+	return measureLatency(ctx, c, payload, warmup, calls, false)
+}
+
+// measureLatency is MeasureLatency, with the recorded calls over
+// SlowEdges[0] stamped when stamps is set (LatencyResult.Stamps).
+func measureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls int, stamps bool) (LatencyResult, error) {
 	e := newEchoer(c, payload)
 	for i := 0; i < warmup; i++ {
 		if err := e.call(ctx); err != nil {
@@ -211,6 +220,10 @@ func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls
 		}
 	}
 	h := NewHistogram()
+	var st *stamper
+	if stamps {
+		st = newStamper()
+	}
 	began := time.Now()
 	for i := 0; i < calls; i++ {
 		start := time.Now()
@@ -220,8 +233,11 @@ func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls
 			return LatencyResult{}, err
 		}
 		_ = h.RecordValue(int64(d))
+		if st != nil && d > SlowEdges[0] {
+			st.add(start, d)
+		}
 	}
-	return LatencyResult{
+	res := LatencyResult{
 		Calls:   h.TotalCount(),
 		P50:     time.Duration(h.ValueAtQuantile(50)),
 		P99:     time.Duration(h.ValueAtQuantile(99)),
@@ -229,7 +245,11 @@ func MeasureLatency(ctx context.Context, c Caller, payload []byte, warmup, calls
 		Mean:    time.Duration(h.Mean()),
 		Elapsed: time.Since(began),
 		Over:    overCounts(h),
-	}, nil
+	}
+	if st != nil {
+		res.Stamps = st.done(began, res.Elapsed)
+	}
+	return res, nil
 }
 
 // ThroughputResult is one closed-loop run with several concurrent callers.

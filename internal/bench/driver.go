@@ -33,6 +33,9 @@ type Driver struct {
 	// slow phase (hostphase.go) and has the line's round trip logged
 	// before and after it; nil: no check.
 	Gate *HostGate
+	// Stamps, when set, receives each latency repetition's slow calls
+	// placed in time (stamps.go), for TraceReport.
+	Stamps io.Writer
 
 	pids map[string]int // server process per system, set by withServers
 }
@@ -155,9 +158,17 @@ func (d *Driver) Run(ctx context.Context) ([]LatencyRow, []ThroughputRow, error)
 						}
 						res, err := RunClientProcess(ctx, ClientSpec{
 							System: sys, Addr: addrs[sys], Size: size, Warmup: d.Warmup, WarmupFor: d.WarmupFor, Calls: d.Calls,
+							Stamps: d.Stamps != nil,
 						}, p.ClientCPU)
 						if err != nil {
 							return err
+						}
+						if st := res.Latency.Stamps; st != nil {
+							// Written and dropped: the rows keep figures only.
+							if err := writeStamps(d.Stamps, sys, size, rep, st); err != nil {
+								return fmt.Errorf("stamps: %w", err)
+							}
+							res.Latency.Stamps = nil
 						}
 						after, err := d.hostAfter(ctx)
 						if err != nil {

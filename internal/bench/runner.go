@@ -90,6 +90,8 @@ type ClientSpec struct {
 	// ServerPID is the server process, whose CPU time a throughput run
 	// samples from /proc (0: not sampled).
 	ServerPID int `json:"server_pid,omitempty"`
+	// Stamps asks a latency run for its slow calls' times (Stamps).
+	Stamps bool `json:"stamps,omitempty"`
 }
 
 // ClientResult is a client process's answer (one JSON line on stdout).
@@ -127,7 +129,7 @@ func RunClient(ctx context.Context, spec ClientSpec) (ClientResult, error) {
 		if err := warmUpFor(ctx, cs[0], payload, spec.WarmupFor); err != nil {
 			return res, err
 		}
-		lat, err := MeasureLatency(ctx, cs[0], payload, spec.Warmup, spec.Calls)
+		lat, err := measureLatency(ctx, cs[0], payload, spec.Warmup, spec.Calls, spec.Stamps)
 		if err != nil {
 			return res, err
 		}
