@@ -122,7 +122,7 @@ const perfScript = `         swapper     0/0     [000] 1.000000000: sched:sched_
 	          448a10 runtime.mstart1
              atb   40/100    [000] 1.000502000: irq_vectors:local_timer_entry: vector=236
              atb   40/100    [000] 1.001302000: irq_vectors:local_timer_entry: vector=236
-             atb   40/100    [000] 1.001303000: irq:softirq_entry: vec=7 [action=SCHED]
+             atb   40/100    [000] 1.001303000: irq:softirq_entry: vec=7 [action=SCHED] ffffffff81369dd3 handle_softirqs
              atb   40/100    [000] 1.001701000: sched:sched_switch: prev_comm=atb prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
 	ffffffff82249848 __schedule
 	ffffffff8224a1b3 schedule

@@ -252,9 +252,9 @@ func (h *tracedHost) inside(from, to int64) string {
 		case strings.HasPrefix(e.name, "exceptions:page_fault"):
 			fault = true
 		case e.name == "irq:softirq_entry":
-			// "vec=7 [action=SCHED]"
+			// "vec=7 [action=SCHED]", then perf's ip and symbol
 			if _, a, ok := strings.Cut(e.args, "action="); ok {
-				if a = strings.TrimSuffix(a, "]"); !slices.Contains(softirqs, a) {
+				if a, _, _ = strings.Cut(a, "]"); !slices.Contains(softirqs, a) {
 					softirqs = append(softirqs, a)
 				}
 			}
