@@ -40,7 +40,7 @@ func main() {
 	}
 }
 
-func run() error {
+func run() (err error) {
 	o, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		return err
@@ -72,14 +72,16 @@ func run() error {
 	}
 	var stamps io.Writer
 	if o.stamps != "" {
-		f, err := os.Create(o.stamps)
-		if err != nil {
-			return err
+		f, ferr := os.Create(o.stamps) // not err: the defer below sets run's result
+		if ferr != nil {
+			return ferr
 		}
 		bw := bufio.NewWriter(f)
+		// A stamps file cut short would make -role tail's report wrong
+		// without a word, so losing it fails the run.
 		defer func() {
-			if err := errors.Join(bw.Flush(), f.Close()); err != nil {
-				fmt.Fprintln(os.Stderr, "atb: -stamps:", err)
+			if cerr := errors.Join(bw.Flush(), f.Close()); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("-stamps: %w", cerr))
 			}
 		}()
 		stamps = bw

@@ -107,6 +107,13 @@ func TestRunnerEndToEnd(t *testing.T) {
 	tail, err = exec.CommandContext(ctx, bin, "-role", "tail", "-stamps", stamps).CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(tail), "-role tail needs -stamps and -perf-script")
+	// Stamps that cannot all be written fail the run, not only a line.
+	cmd = exec.CommandContext(ctx, bin, "-systems", "hatrpc", "-lat-sizes", "64", "-tput-sizes", "", "-calls", "50",
+		"-warmup", "5", "-reps", "1", "-host-wait", "0", "-out", filepath.Join(dir, "full"), "-stamps", "/dev/full")
+	cmd.Env = append(os.Environ(), "HATRPC_PROVIDER="+fastpathtest.Provider())
+	full, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", full)
+	assert.Contains(t, string(full), "-stamps: write /dev/full: no space left on device")
 
 	rows := read("latency.csv")
 	require.Len(t, rows, 3, "a row per system")

@@ -14,21 +14,6 @@ import (
 	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
-// slowNth echoes, sleeping on its nth call.
-type slowNth struct {
-	n, calls int
-	sleep    time.Duration
-}
-
-func (s *slowNth) Echo(_ context.Context, p []byte) ([]byte, error) {
-	if s.calls++; s.calls == s.n {
-		time.Sleep(s.sleep)
-	}
-	return append([]byte(nil), p...), nil
-}
-
-func (s *slowNth) Close() error { return nil }
-
 func monoNowNs(t *testing.T) int64 {
 	var ts unix.Timespec
 	require.NoError(t, unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts))
@@ -44,7 +29,7 @@ func TestMeasureLatencyStamps(t *testing.T) {
 	defer cancel()
 	const sleep = 300 * time.Microsecond
 	before := monoNowNs(t)
-	res, err := measureLatency(ctx, &slowNth{n: 7, sleep: sleep}, []byte("stamp"), 2, 20, true)
+	res, err := measureLatency(ctx, &countingCaller{slowAt: 7, sleep: sleep}, []byte("stamp"), 2, 20, true)
 	require.NoError(t, err)
 	after := monoNowNs(t)
 	st := res.Stamps
@@ -63,7 +48,7 @@ func TestMeasureLatencyStamps(t *testing.T) {
 	}
 	assert.True(t, slept, "the slept call is stamped: %+v", st.Calls)
 
-	res, err = measureLatency(ctx, &slowNth{n: 7, sleep: sleep}, []byte("stamp"), 2, 20, false)
+	res, err = measureLatency(ctx, &countingCaller{slowAt: 7, sleep: sleep}, []byte("stamp"), 2, 20, false)
 	require.NoError(t, err)
 	assert.Nil(t, res.Stamps)
 }

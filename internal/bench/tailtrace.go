@@ -94,6 +94,7 @@ type traceEvent struct {
 	name   string // "sched:sched_switch", ...
 	args   string
 	frames []frame
+	sw     *switchOf // a sched_switch event's tasks, parsed once as it is read
 }
 
 type frame struct {
@@ -119,7 +120,11 @@ func readPerfScript(r io.Reader) ([]traceEvent, error) {
 			cpu, _ := strconv.Atoi(m[4])
 			s, _ := strconv.ParseInt(m[5], 10, 64)
 			ns, _ := strconv.ParseInt(m[6], 10, 64)
-			out = append(out, traceEvent{t: s*1e9 + ns, cpu: cpu, comm: m[1], tid: tid, name: m[7], args: m[8]})
+			e := traceEvent{t: s*1e9 + ns, cpu: cpu, comm: m[1], tid: tid, name: m[7], args: m[8]}
+			if e.name == "sched:sched_switch" {
+				e.sw = parseSwitch(e.args)
+			}
+			out = append(out, e)
 			continue
 		}
 		if m := frameLine.FindStringSubmatch(l); m != nil && len(out) > 0 {
@@ -141,14 +146,16 @@ type switchOf struct {
 	nextComm   string
 }
 
-func parseSwitch(e *traceEvent) (switchOf, bool) {
-	m := switchArgs.FindStringSubmatch(e.args)
+// parseSwitch reads a sched_switch event's arguments (nil: not in the
+// form this reads, and the event is then not counted as a switch).
+func parseSwitch(args string) *switchOf {
+	m := switchArgs.FindStringSubmatch(args)
 	if m == nil {
-		return switchOf{}, false
+		return nil
 	}
 	prev, _ := strconv.Atoi(m[2])
 	next, _ := strconv.Atoi(m[5])
-	return switchOf{prev: prev, next: next, prevState: m[3], nextComm: m[4]}, true
+	return &switchOf{prev: prev, next: next, prevState: m[3], nextComm: m[4]}
 }
 
 // genericFrames say nothing of why a thread slept.
@@ -184,7 +191,7 @@ type tracedHost struct {
 func indexTrace(ev []traceEvent) *tracedHost {
 	h := &tracedHost{ev: ev, switches: map[int][]int{}}
 	for i := range ev {
-		if ev[i].name == "sched:sched_switch" {
+		if ev[i].sw != nil {
 			h.switches[ev[i].cpu] = append(h.switches[ev[i].cpu], i)
 		}
 	}
@@ -198,8 +205,7 @@ func (h *tracedHost) current(cpu int, t int64) int {
 	if k == 0 {
 		return -1
 	}
-	s, _ := parseSwitch(&h.ev[sw[k-1]])
-	return s.next
+	return h.ev[sw[k-1]].sw.next
 }
 
 // leaves is what task, switched in by event i on its CPU, was doing when
@@ -210,7 +216,7 @@ func (h *tracedHost) leaves(i int, task int) string {
 	k := sort.SearchInts(sw, i)
 	for ; k < len(sw); k++ {
 		o := &h.ev[sw[k]]
-		if s, ok := parseSwitch(o); ok && s.prev == task && sw[k] > i {
+		if o.sw.prev == task && sw[k] > i {
 			if w := sleptIn(o.frames); w != "" {
 				return w
 			}
@@ -236,11 +242,8 @@ func (h *tracedHost) inside(from, to int64) string {
 	for i := lo; i < hi; i++ {
 		e := &h.ev[i]
 		switch {
-		case e.name == "sched:sched_switch":
-			s, ok := parseSwitch(e)
-			if !ok {
-				continue
-			}
+		case e.sw != nil:
+			s := e.sw
 			switch {
 			case was[s.prev] && s.prevState != "R" && s.prevState != "R+" && slept == "":
 				slept = "a thread running at the call's start slept: " + withWhere(e.comm, sleptIn(e.frames))
@@ -291,16 +294,15 @@ func withWhere(comm, where string) string {
 	return comm + " (" + where + ")"
 }
 
-// tailBands are TraceReport's columns: slow calls by length.
-var tailBands = [...]time.Duration{10 * time.Microsecond, 20 * time.Microsecond}
-
+// tailBand is the column of TraceReport a slow call of length d falls
+// in: the last of SlowEdges it reaches (the first for any shorter call).
 func tailBand(d time.Duration) int {
-	for i, e := range tailBands {
-		if d < e {
+	for i := len(SlowEdges) - 1; i > 0; i-- {
+		if d >= SlowEdges[i] {
 			return i
 		}
 	}
-	return len(tailBands)
+	return 0
 }
 
 // TraceReport reads a run's stamps and the host's trace (perf script
@@ -327,7 +329,7 @@ func TraceReport(w io.Writer, stamps io.Reader, perfScript io.Reader) error {
 	type tally struct {
 		reps, dropped, slow int
 		span                time.Duration
-		by                  map[string]*[len(tailBands) + 1]int
+		by                  map[string]*[len(SlowEdges)]int
 	}
 	var order []key
 	all := map[key]*tally{}
@@ -335,7 +337,7 @@ func TraceReport(w io.Writer, stamps io.Reader, perfScript io.Reader) error {
 		k := key{win.System, win.Size}
 		t := all[k]
 		if t == nil {
-			t = &tally{by: map[string]*[len(tailBands) + 1]int{}}
+			t = &tally{by: map[string]*[len(SlowEdges)]int{}}
 			all[k] = t
 			order = append(order, k)
 		}
@@ -345,7 +347,7 @@ func TraceReport(w io.Writer, stamps io.Reader, perfScript io.Reader) error {
 		for _, c := range win.Calls {
 			what := h.inside(c.Start, c.Start+int64(c.Len))
 			if t.by[what] == nil {
-				t.by[what] = new([len(tailBands) + 1]int)
+				t.by[what] = new([len(SlowEdges)]int)
 			}
 			t.by[what][tailBand(c.Len)]++
 			t.slow++
@@ -358,8 +360,15 @@ func TraceReport(w io.Writer, stamps io.Reader, perfScript io.Reader) error {
 		if t.dropped > 0 {
 			fmt.Fprintf(w, ", %d more not stamped", t.dropped)
 		}
-		fmt.Fprintf(w, "\n\n| inside the slow call | %v–%v | %v–%v | ≥ %v | a ms |\n|---|---:|---:|---:|---:|\n",
-			SlowEdges[0], tailBands[0], tailBands[0], tailBands[1], tailBands[1])
+		fmt.Fprint(w, "\n\n| inside the slow call |")
+		for i, e := range SlowEdges {
+			if i+1 < len(SlowEdges) {
+				fmt.Fprintf(w, " %v–%v |", e, SlowEdges[i+1])
+			} else {
+				fmt.Fprintf(w, " ≥ %v |", e)
+			}
+		}
+		fmt.Fprintf(w, " a ms |\n|---|%s---:|\n", strings.Repeat("---:|", len(SlowEdges)))
 		whats := make([]string, 0, len(t.by))
 		for what := range t.by {
 			whats = append(whats, what)
@@ -378,8 +387,11 @@ func TraceReport(w io.Writer, stamps io.Reader, perfScript io.Reader) error {
 			return strings.Compare(a, b)
 		})
 		for _, what := range whats {
-			b := t.by[what]
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f |\n", what, b[0], b[1], b[2], float64(sum(what))/ms)
+			fmt.Fprintf(w, "| %s |", what)
+			for _, n := range t.by[what] {
+				fmt.Fprintf(w, " %d |", n)
+			}
+			fmt.Fprintf(w, " %.2f |\n", float64(sum(what))/ms)
 		}
 	}
 	return nil

@@ -9,15 +9,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// countingCaller echoes and counts; it fails from call failAt on (0: never).
+// countingCaller echoes and counts; it fails from call failAt on and
+// sleeps for sleep in call slowAt (0: never).
 type countingCaller struct {
-	calls, failAt int
+	calls, failAt, slowAt int
+	sleep                 time.Duration
 }
 
 var errCaller = errors.New("caller failed")
 
 func (c *countingCaller) Echo(_ context.Context, p []byte) ([]byte, error) {
 	c.calls++
+	if c.calls == c.slowAt {
+		time.Sleep(c.sleep)
+	}
 	if c.failAt > 0 && c.calls >= c.failAt {
 		return nil, errCaller
 	}
