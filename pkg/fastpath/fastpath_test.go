@@ -57,6 +57,16 @@ func TestDecide(t *testing.T) {
 		// Lanes up to the cores, the rest by FLOCK (512 B at 64 callers):
 		// short spins as before, however many goroutines queue.
 		{"lanes fit the cores, goroutines queue (512 B, FLOCK past them)", 2, 2, 2, 12, 0.5, DecideShort},
+		// One core (a one-CPU cpuset), one lane: its own work is the
+		// load; only another goroutine wanting the core is contention.
+		{"one core, its lane in C, its work the load", 1, 1, 1, 0, 0.8, DecideShort},
+		{"one core, its lane queued behind the tuner", 0, 1, 1, 1, 0.95, DecideShort},
+		{"one core, idle", 0, 1, 1, 0, 0.05, DecideShort},
+		{"one core, a goroutine queued besides its lane in C", 1, 1, 1, 1, 0.8, DecideBlock},
+		{"one core, a goroutine queued besides, the CPU has room", 1, 1, 1, 1, 0.3, DecideShort},
+		{"one core, two goroutines queued", 0, 1, 1, 2, 0.8, DecideBlock},
+		{"one core, two lanes", 1, 2, 1, 0, 0.8, DecideBlock},
+		{"one core, two lanes, the CPU has room", 1, 2, 1, 0, 0.3, DecideShort},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,10 +263,21 @@ func (s *spinRec) SetSpin(d time.Duration) {
 	s.last.Store(int64(d))
 }
 
-// waitRec is a lane that says whether it is in C.
-type waitRec struct{ in atomic.Bool }
+// waitRec is a lane that says whether it is in C, and reports spun (if
+// set) as its waits' polling.
+type waitRec struct {
+	in   atomic.Bool
+	spun func() time.Duration
+}
 
 func (w *waitRec) InExchange() bool { return w.in.Load() }
+
+func (w *waitRec) Spun() time.Duration {
+	if w.spun == nil {
+		return 0
+	}
+	return w.spun()
+}
 
 func TestTunerLifecycle(t *testing.T) {
 	// A fresh tuner starts at DecideSpin, and registration applies it

@@ -12,6 +12,64 @@ import (
 	"github.com/hatrpc/hatrpc/test/testenv"
 )
 
+// TestLoadOf: the load the tree decides by leaves the lanes' polling
+// out: a lane spinning a process's one core full is no load.
+func TestLoadOf(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name            string
+		cpu, spun, wall time.Duration
+		cores           int
+		want            float64
+	}{
+		{"no polling: the CPU share", 15 * ms, 0, 10 * ms, 2, 0.75},
+		{"one core spun full: none", 10 * ms, 10 * ms, 10 * ms, 1, 0},
+		{"one core, spun a third", 9 * ms, 3 * ms, 10 * ms, 1, 0.6},
+		{"two cores, one spinning, one working", 20 * ms, 10 * ms, 10 * ms, 2, 0.5},
+		{"spun estimated past the CPU: none, not below", 5 * ms, 6 * ms, 10 * ms, 2, 0},
+		{"no wall time: none", 5 * ms, 0, 0, 2, 0},
+		{"no cores: none", 5 * ms, 0, 10 * ms, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.InDelta(t, tc.want, loadOf(tc.cpu, tc.spun, tc.wall, tc.cores), 1e-9)
+		})
+	}
+}
+
+// TestTunerLeavesPollingOut: a process burning CPU shows load, and none
+// while its lane's polling accounts for all of its CPU time.
+func TestTunerLeavesPollingOut(t *testing.T) {
+	burn := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for x := 0; ; x++ {
+			select {
+			case <-burn:
+				return
+			default:
+			}
+		}
+	}()
+	defer func() { close(burn); <-done }()
+	a := &spinRec{}
+	ua := RegisterAdaptive(a)
+	defer ua()
+	w := &waitRec{}
+	uw := CountWaits(w)
+	require.Eventually(t, func() bool { return Polling().Load > 0 },
+		testenv.HangGuard(10*time.Second), tunePeriod, "a goroutine burning CPU is load")
+	uw()
+	// The lane reports twice the process's CPU time as its polling
+	// (read a moment after the tuner reads the CPU time, it is no less).
+	base := cpuTime()
+	w = &waitRec{spun: func() time.Duration { return 2 * (cpuTime() - base) }}
+	uw = CountWaits(w)
+	defer uw()
+	require.Eventually(t, func() bool { return Polling().Load == 0 },
+		testenv.HangGuard(10*time.Second), tunePeriod, "polling is no load")
+}
+
 func TestNextPeriod(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -19,12 +19,14 @@ func adaptsOf(t *Table, share bool) []Adapt {
 	switch t.Polling {
 	case PollAdaptive:
 		add(AdaptTunerSpin, "every 10ms (up to 80ms apart while it keeps deciding to spin) the tuner sets the spin before blocking: "+
-			"100us while fewer lanes wait in C than there are cores, fewer goroutines queue for a processor than cores and the CPU is under 75%%; "+
-			"10us while no more lanes wait than cores and the CPU is under 75%% (with more lanes than cores, only while fewer goroutines queue than cores); "+
+			"100us while fewer lanes wait in C than there are cores, fewer goroutines queue for a processor than cores and the CPU (the lanes' own polling left out) is under 75%%; "+
+			"10us while no more lanes wait than cores and the CPU is under 75%% (with more lanes than cores, only while fewer goroutines queue than cores), "+
+			"or on one core with one lane while no other goroutine wants it; "+
 			"otherwise none: the lane blocks")
 	case PollBusy:
 		add(AdaptTunerSpin, "the lane spins 20ms before blocking until the tuner decides to block: "+
-			"more lanes waiting in C than cores, the CPU at 75%% or more, or more lanes than cores with as many goroutines queued for a processor as cores")
+			"more lanes waiting in C than cores, the CPU (the lanes' own polling left out) at 75%% or more (not on one core with one lane and no other goroutine wanting it), "+
+			"or more lanes than cores with as many goroutines queued for a processor as cores")
 	}
 	if slices.ContainsFunc(t.Lane, func(r Row) bool { return r.Protocol == ProtoRFP }) {
 		if t.Side == SideClient {

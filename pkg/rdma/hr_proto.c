@@ -348,6 +348,46 @@ static int dispatch(hr_ep *ep, const hr_wc *wc, int n)
 	return HR_OK;
 }
 
+/* A spin's clock read after k empty polls: the time since its last read
+ * is spun, and calibrates an empty poll's cost, when it is within 4x of
+ * what its polls cost at the present rate (a wait's loop costs more than
+ * the bare polls poll_cost_ps times: 1.5-3x); a longer one had the thread
+ * preempted (another thread's time in it, which no yield saw: tens of
+ * times a segment's microsecond), and is credited by count. */
+static void spin_clock_read(hr_ep *ep, uint64_t now, uint32_t k)
+{
+	uint32_t n = k - ep->polls_credited;
+	if (ep->spin_clock && now > ep->spin_clock && n) {
+		uint64_t d = now - ep->spin_clock, ps = d * 1000 / n, cur = ep->poll_ps;
+		if (ps >= cur / 4 && ps <= cur * 4) {
+			hrp_spun(ep, d);
+			ep->poll_ps = (uint32_t)(cur - cur / 8 + ps / 8);
+			ep->polls_credited = k;
+		}
+	}
+	hrp_polls_credit(ep);
+	ep->spin_clock = now;
+}
+
+/* An empty poll's cost before any spin measured one: the least of a few
+ * timed rounds of polls of the endpoint's empty CQ (~10 us in all). */
+#define EP_POLL_CALIBRATE 256
+static uint32_t poll_cost_ps(hr_cq *cq)
+{
+	uint64_t best = UINT64_MAX;
+	hr_wc wc[HR_EP_POLL];
+	for (int r = 0; r < 3; r++) {
+		uint64_t t0 = hr_now_ns();
+		for (int i = 0; i < EP_POLL_CALIBRATE; i++)
+			(void)hr_poll_cq(cq, HR_EP_POLL, wc);
+		uint64_t d = hr_now_ns() - t0;
+		if (d < best)
+			best = d;
+	}
+	uint64_t ps = best * 1000 / EP_POLL_CALIBRATE;
+	return ps < 1000 ? 1000 : ps > 1000000 ? 1000000 : (uint32_t)ps;
+}
+
 /* One step of progress: >0 completions handled, 0 none (busy mode) or an
  * event slice passed, <0 -status. Event mode arms and blocks in slices so
  * cancellation is noticed. */
@@ -376,9 +416,17 @@ int hrp_progress(hr_ep *ep)
 			 * EP_SPIN_CLOCK_EVERY polls later: a wait answered
 			 * sooner (a ping-pong's) reads no clock. */
 			ep->wait_spun = 1;
+			if (k == 1) {
+				/* The spin accounting's start (see hrp_spun):
+				 * read where the message cannot be here yet
+				 * (just sent, or answered), so it delays none. */
+				hrp_polls_credit(ep);
+				ep->spin_clock = hr_now_ns();
+			}
 			if (k % EP_SPIN_CLOCK_EVERY != 0)
 				return 0;
 			uint64_t now = hr_now_ns();
+			spin_clock_read(ep, now, k);
 			hrp_deadline(ep, now); /* fixes a call's, if still open */
 			if (!ep->spin_until) {
 				ep->spin_until = now + spin;
@@ -396,6 +444,7 @@ int hrp_progress(hr_ep *ep)
 					ep->spin_yield = now + EP_SPIN_YIELD_NS;
 					ep->t_seen = 0; /* the CPU may go elsewhere */
 					if (yield_handed_off()) {
+						ep->spin_clock = 0; /* another thread's time in it */
 						ep->yielded_cpu = 1;
 						ep->st.spin_handoffs++;
 					}
@@ -407,6 +456,8 @@ int hrp_progress(hr_ep *ep)
 		/* The wait may sleep from here: a request seen from now on is
 		 * stamped when it is seen (recv_wait). */
 		ep->t_seen = 0;
+		hrp_polls_credit(ep);
+		ep->spin_clock = 0;
 		int st = hr_arm_cq(ep->cq, 0);
 		if (st != HR_OK)
 			return -hrp_fail(ep, st);
@@ -455,10 +506,15 @@ int hrp_progress(hr_ep *ep)
 				ep->wait_handoff = 1;
 		}
 		ep->spin_until = 0;
-		ep->empty_polls = 0;
+		hrp_polls_end(ep);
 	} else if (++ep->empty_polls % EP_YIELD_EVERY == 0) {
+		/* A busy wait's polls, credited now and then, timed from the
+		 * end of one yield to the next (two clock reads in
+		 * EP_YIELD_EVERY polls). */
+		spin_clock_read(ep, hr_now_ns(), ep->empty_polls);
 		ep->t_seen = 0;
 		sched_yield();
+		ep->spin_clock = hr_now_ns();
 	}
 	int st = dispatch(ep, wc, n);
 	return st != HR_OK ? -st : n;
@@ -600,6 +656,7 @@ int hr_ep_create(hr_dev *dev, hr_pd *pd, const hr_ep_cfg *cfg, hr_ep **out)
 	};
 	if ((st = injected() ? HR_ENOMEM : hr_create_qp(pd, &in, &ep->qp)))
 		goto fail;
+	ep->poll_ps = poll_cost_ps(ep->cq); /* before any receive is posted: the CQ is empty */
 	for (uint32_t i = 0; i < cfg->nslots; i++)
 		if ((st = hrp_repost(ep, i)))
 			goto fail;
@@ -700,6 +757,9 @@ void hr_ep_cancel(hr_ep *ep, uint32_t gen)
 void hr_ep_abort(hr_ep *ep) { atomic_store(&ep->aborted, 1); }
 void hr_ep_set_spin(hr_ep *ep, uint64_t ns) { atomic_store_explicit(&ep->spin_ns, ns, memory_order_relaxed); }
 const uint64_t *hr_ep_arrival(hr_ep *ep) { return &ep->t_req; }
+/* _Atomic uint64_t has uint64_t's representation on every target of this
+ * engine; cgo reads no _Atomic types. */
+const uint64_t *hr_ep_spun_ns(hr_ep *ep) { return (const uint64_t *)&ep->spun_ns; }
 void hr_ep_time_arrivals(hr_ep *ep, int on) { ep->time_arrivals = on != 0; }
 void hr_ep_set_event_slice(hr_ep *ep, int ms) { ep->event_slice_ms = ms > 0 ? ms : EP_EVENT_SLICE_MS; }
 void hr_ep_set_park(hr_ep *ep, int on) { atomic_store_explicit(&ep->park, on != 0, memory_order_relaxed); }

@@ -177,6 +177,16 @@ struct hr_ep {
 	int early_off;        /* an early probe handed off: none until the next regular probe */
 	uint32_t spin_away_row; /* waits in a row handed off with the peer elsewhere */
 	uint64_t moved_ns;      /* when hrp_move_away last moved this thread */
+	/* Spin accounting (hr_ep_spun_ns): spun_ns is the time this
+	 * endpoint's waits spent polling, its one writer the exchange;
+	 * polls_credited the empty polls of this wait already in it,
+	 * spin_clock the spin's last clock read whose segment since is clean
+	 * (0: none, or the CPU was handed off since), poll_ps an empty poll's
+	 * cost in picoseconds. */
+	_Atomic uint64_t spun_ns;
+	uint32_t polls_credited;
+	uint32_t poll_ps;
+	uint64_t spin_clock;
 };
 
 /* A wait whose spin keeps ending in a sleep anyway (the answer takes
@@ -267,8 +277,45 @@ void hrp_move_source(int64_t (*idle_us)(int cpu));
  * (NULL: sched_setaffinity). */
 void hrp_move_affinity(int (*set)(pid_t pid, size_t size, const cpu_set_t *mask));
 
+/* Spin accounting. The tuner decides whether the process's CPU is
+ * saturated by its CPU time, which includes its lanes' own spinning: a
+ * lane alone on a one-CPU process spins its core full, read as saturated,
+ * and blocked every wait (docs/performance/history.md, "A lane process
+ * on one CPU blocks its waits"). So each endpoint counts the time its
+ * waits polled, for the tuner to leave out (hr_ep_spun_ns). Without a
+ * clock read of its own: a wait's empty polls are credited at poll_ps
+ * each where the wait ends, and a spin's clock reads (one in
+ * EP_SPIN_CLOCK_EVERY polls, there anyway) credit the time since the
+ * last one and calibrate poll_ps by it. A plain add and store where a
+ * wait ends. */
+static inline void hrp_spun(hr_ep *ep, uint64_t ns)
+{
+	atomic_store_explicit(&ep->spun_ns, atomic_load_explicit(&ep->spun_ns, memory_order_relaxed) + ns,
+			      memory_order_relaxed);
+}
+
+/* Credits this wait's empty polls not yet credited, by count. */
+static inline void hrp_polls_credit(hr_ep *ep)
+{
+	uint32_t n = ep->empty_polls - ep->polls_credited;
+	if (n) {
+		hrp_spun(ep, (uint64_t)n * ep->poll_ps / 1000);
+		ep->polls_credited = ep->empty_polls;
+	}
+}
+
+/* A wait's polls are over (a completion or a message came). */
+static inline void hrp_polls_end(hr_ep *ep)
+{
+	hrp_polls_credit(ep);
+	ep->empty_polls = 0;
+	ep->polls_credited = 0;
+	ep->spin_clock = 0;
+}
+
 static inline void hrp_wait_begin(hr_ep *ep)
 {
+	ep->spin_clock = 0; /* a wait that failed may have left one */
 	ep->wait_slept = 0;
 	ep->wait_spun = 0;
 	ep->wait_handoff = 0;

@@ -67,7 +67,7 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 	}
 	for (unsigned spin = 0;; spin++) {
 		if (ep->arr_head != ep->arr_tail) {
-			ep->empty_polls = 0;
+			hrp_polls_end(ep);
 			hr_arrival a = ep->arr[ep->arr_head % ep->cfg.nslots];
 			ep->arr_head++;
 			*mem = 0;
@@ -101,7 +101,7 @@ static int next_msg(hr_ep *ep, int listen_mem, hr_msg *h, uint8_t **payload, uin
 				 * its completion is left to the completion). */
 				if (h->type == HRM_DATA && h->proto == HR_PROTO_RFP && h->seq == seq &&
 				    h->len <= ep->cfg.direct_size && h->sum == hrp_msg_sum(h) && hrp_payload_ok(h, p)) {
-					ep->empty_polls = 0;
+					hrp_polls_end(ep);
 					*payload = p;
 					*mem = 1;
 					*byte_len = 0;

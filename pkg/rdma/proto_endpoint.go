@@ -216,6 +216,7 @@ type RPCEndpoint struct {
 	parks  atomic.Uint64 // waits parked (ParkedWaits)
 
 	arrival *C.uint64_t // when the request in hand was taken in (hr_ep_arrival)
+	spun    *C.uint64_t // the time its waits polled (hr_ep_spun_ns)
 
 	sentAtClose  [NumProtocols]uint64 // SentByProtocol once closed (written under cmu)
 	callsAtClose [NumProtocols]uint64 // CallsByProtocol once closed (written under cmu)
@@ -253,7 +254,7 @@ func NewRPCEndpoint(pd *PD, cfg EndpointConfig) (*RPCEndpoint, error) {
 	}
 	C.hr_ep_leases(p, &out.lv)
 	e := &RPCEndpoint{pd: pd, p: p, out: out, qp: &QP{pd: pd, p: C.hr_ep_qp(p), provider: pd.dev.provider},
-		now: monoNow, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p), spin: max(cfg.SpinTime, 0),
+		now: monoNow, busy: cfg.Polling == PollBusy, arrival: C.hr_ep_arrival(p), spun: C.hr_ep_spun_ns(p), spin: max(cfg.SpinTime, 0),
 		parkMs: C.hr_ep_park_ms(p)}
 	e.spins.Store(e.busy || cfg.SpinTime > 0)
 	return e, nil
@@ -676,6 +677,22 @@ func (e *RPCEndpoint) InExchange() bool {
 	e.cmu.RLock()
 	defer e.cmu.RUnlock()
 	return !e.closed && atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.out.in_c))) != 0
+}
+
+// Spun is the time the endpoint's waits have spent polling since it was
+// created (busy polling, and an event wait's spin phase; not its
+// sleeps): what the adaptive poller leaves out of the process's CPU load
+// (fastpath.CountWaits). An estimate the engine keeps without a clock
+// read of its own: a wait's empty polls at a calibrated cost each, a long
+// spin by the clock reads it makes anyway. Safe from any goroutine; 0
+// once closed.
+func (e *RPCEndpoint) Spun() time.Duration {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return 0
+	}
+	return time.Duration(atomic.LoadUint64((*uint64)(unsafe.Pointer(e.spun))))
 }
 
 // Arrived is when the request in hand (the last one Recv returned or
