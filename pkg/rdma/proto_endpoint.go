@@ -679,22 +679,6 @@ func (e *RPCEndpoint) InExchange() bool {
 	return !e.closed && atomic.LoadUint32((*uint32)(unsafe.Pointer(&e.out.in_c))) != 0
 }
 
-// Spun is the time the endpoint's waits have spent polling since it was
-// created (busy polling, and an event wait's spin phase; not its
-// sleeps): what the adaptive poller leaves out of the process's CPU load
-// (fastpath.CountWaits). An estimate the engine keeps without a clock
-// read of its own: a wait's empty polls at a calibrated cost each, a long
-// spin by the clock reads it makes anyway. Safe from any goroutine; 0
-// once closed.
-func (e *RPCEndpoint) Spun() time.Duration {
-	e.cmu.RLock()
-	defer e.cmu.RUnlock()
-	if e.closed {
-		return 0
-	}
-	return time.Duration(atomic.LoadUint64((*uint64)(unsafe.Pointer(e.spun))))
-}
-
 // Arrived is when the request in hand (the last one Recv returned or
 // ServeCalls handed to its handler) was taken in, on the engine's clock
 // (MonotonicNow, CLOCK_MONOTONIC): a server's start of the call without a

@@ -3,11 +3,15 @@ package rdma
 // #include "hr_proto.h"
 import "C"
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
 
 // An event endpoint's spin phase: what the tuner sets (SetSpin), and its
 // long waits parked in Go while they wait on goroutines of this process
-// (BlockWaits).
+// (BlockWaits); the time its waits polled (Spun).
 
 // SetSpin sets how long an event-polling endpoint spins before it blocks
 // (0: block at once); it takes effect at the next wait. Safe from any
@@ -75,4 +79,20 @@ func (e *RPCEndpoint) applySpin(d time.Duration) {
 		C.hr_ep_set_spin(e.p, C.uint64_t(d))
 		e.spins.Store(e.busy || (d > 0 && !e.blocked))
 	}
+}
+
+// Spun is the time the endpoint's waits have spent polling since it was
+// created (busy polling, and an event wait's spin phase; not its
+// sleeps): what the adaptive poller leaves out of the process's CPU load
+// (fastpath.CountWaits). An estimate the engine keeps without a clock
+// read of its own: a wait's empty polls at a calibrated cost each, a long
+// spin by the clock reads it makes anyway. Safe from any goroutine; 0
+// once closed.
+func (e *RPCEndpoint) Spun() time.Duration {
+	e.cmu.RLock()
+	defer e.cmu.RUnlock()
+	if e.closed {
+		return 0
+	}
+	return time.Duration(atomic.LoadUint64((*uint64)(unsafe.Pointer(e.spun))))
 }
