@@ -65,6 +65,7 @@ type tuner struct {
 	resets  atomic.Uint64 // backed-off periods a kick cut short (tests)
 
 	waiters map[Waiter]time.Duration // every lane, adaptive or not: its Spun at the last tick
+	gone    time.Duration            // the polling of lanes no longer counted (PollingStats.Polled)
 	counts  [NumDecisions]atomic.Uint64
 	load    atomic.Uint64 // the last tick's Sample.CPU (math.Float64bits)
 }
@@ -101,6 +102,7 @@ func CountWaits(w Waiter) (unregister func()) {
 	tune.kicked()
 	return func() {
 		tune.mu.Lock()
+		tune.gone += max(w.Spun(), tune.waiters[w])
 		delete(tune.waiters, w)
 		tune.mu.Unlock()
 		tune.kicked()
@@ -116,6 +118,15 @@ func (t *tuner) spunLocked() time.Duration {
 			d += now - last
 			t.waiters[w] = now
 		}
+	}
+	return d
+}
+
+// polledLocked is the time every lane counted so far polled (t.mu held).
+func (t *tuner) polledLocked() time.Duration {
+	d := t.gone
+	for w, last := range t.waiters {
+		d += max(w.Spun(), last)
 	}
 	return d
 }
@@ -354,8 +365,9 @@ type PollingStats struct {
 	Decisions [NumDecisions]uint64
 	Current   int
 	Waiting   int
-	Adaptive  int     // endpoints under the tuner (adaptive and busy)
-	Load      float64 // the CPU share the last tick decided by (Sample.CPU)
+	Adaptive  int           // endpoints under the tuner (adaptive and busy)
+	Load      float64       // the CPU share the last tick decided by (Sample.CPU)
+	Polled    time.Duration // the time the waits of every lane counted so far polled (CPU the spinning took)
 }
 
 // Polling reports the tuner's state.
@@ -368,6 +380,7 @@ func Polling() PollingStats {
 	s.Load = math.Float64frombits(tune.load.Load())
 	tune.mu.Lock()
 	s.Waiting = tune.waitingLocked()
+	s.Polled = tune.polledLocked()
 	s.Adaptive = len(tune.eps)
 	tune.mu.Unlock()
 	return s

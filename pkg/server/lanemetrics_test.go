@@ -71,6 +71,12 @@ func TestLaneMetricsExact(t *testing.T) {
 	waiting := func() float64 { return value("hatrpc_rdma_lanes_waiting", nil) }
 	require.Eventually(t, func() bool { return waiting() == 1 }, eventually, time.Millisecond,
 		"the idle lane's server waits in C")
+	// The lanes' waits spun (adaptive polling: a reply's wait, the idle
+	// server's first 100 µs), and the poller's load is a share.
+	polled := value("hatrpc_rdma_lanes_polled_seconds_total", nil)
+	require.Positive(t, polled)
+	load := value("hatrpc_rdma_polling_load", nil)
+	require.True(t, load >= 0 && load <= 1, "load %v", load)
 
 	// A call held by its handler is in flight, and counted as begun.
 	ctx, cancel := context.WithCancel(tctx(t))
@@ -90,6 +96,7 @@ func TestLaneMetricsExact(t *testing.T) {
 		return lanes == 0 && value("hatrpc_server_in_flight", fn) == 0
 	}, eventually, time.Millisecond, "the lane or its call outlived the client")
 	require.Zero(t, waiting(), "a closed lane is not counted")
+	require.GreaterOrEqual(t, value("hatrpc_rdma_lanes_polled_seconds_total", nil), polled, "a closed lane's polling stays counted")
 	require.Equal(t, float64(ok+2), value("hatrpc_server_calls_total", fn))
 	require.Equal(t, float64(ok+2), value("hatrpc_server_call_duration_seconds", fn))
 	require.Equal(t, float64(ok+2), value("hatrpc_server_handled_total", fn))

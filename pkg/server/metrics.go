@@ -124,6 +124,14 @@ func newMetrics(reg *prometheus.Registry, snap func() *laneSnap) *metrics {
 		Namespace: "hatrpc", Subsystem: "rdma", Name: "lanes_waiting",
 		Help: "Lanes of this process waiting in C for a message (the adaptive poller's input).",
 	}, func() float64 { return float64(fastpath.Polling().Waiting) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "hatrpc", Subsystem: "rdma", Name: "polling_load",
+		Help: "The process's CPU share (0-1 of all cores) the adaptive poller last decided by, its lanes' own polling left out.",
+	}, func() float64 { return fastpath.Polling().Load }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "hatrpc", Subsystem: "rdma", Name: "lanes_polled_seconds_total",
+		Help: "Time the lanes of this process spent polling in their waits (spinning, not asleep): the CPU their spin took.",
+	}, func() float64 { return fastpath.Polling().Polled.Seconds() }))
 	// The series of the transports every server serves exist from the
 	// start, at zero; the io shards add to them (callmeter.go).
 	for _, tr := range []uint8{trTCP, trThrift} {
