@@ -247,10 +247,10 @@ func spinOf(d int) time.Duration {
 // queued: the tuner's goroutine holds the one processor as it looks).
 // Its share is the lane's own work, in the handler or the caller between
 // calls, which its spin never competes with: counted as load, a 64 B
-// echo's server at 75-80 % blocked its lane tick after tick, 0.3-14 % of
-// calls over 20 µs where spinning gave 0.2-0.3 % like the host's floor
-// (docs/performance/history.md, "A lane process on one CPU blocks its
-// waits"). A goroutine queued besides, or a second lane, is contention
+// echo's server at 75-80 % blocked its lane every other tick, 0.3-21 %
+// of calls over 5 µs a repetition where spinning gave 0.3-0.5 %
+// (docs/performance/history.md, "A lane process on one CPU spins
+// again"). A goroutine queued besides, or a second lane, is contention
 // the tree above decides on.
 func Decide(s Sample) int {
 	switch {
@@ -283,7 +283,7 @@ type Sample struct {
 // counted, a lane spinning alone on a process's one core read as
 // saturated, so the tuner blocked its waits, and the next tick, with the
 // core idle, let it spin again (docs/performance/history.md, "A lane
-// process on one CPU blocks its waits").
+// process on one CPU spins again").
 func loadOf(cpu, spun, wall time.Duration, cores int) float64 {
 	if wall <= 0 || cores <= 0 {
 		return 0

@@ -411,10 +411,12 @@ int hrp_progress(hr_ep *ep)
 		uint64_t spin = ep->wait_nospin || parks ? 0 : atomic_load_explicit(&ep->spin_ns, memory_order_relaxed);
 		if (spin) {
 			uint32_t k = ++ep->empty_polls;
-			/* The wait spins from its first empty poll; its first
-			 * clock read, which starts the spin phase, comes
+			/* The wait spins from its first empty poll; the clock
+			 * read that starts the spin phase comes
 			 * EP_SPIN_CLOCK_EVERY polls later: a wait answered
-			 * sooner (a ping-pong's) reads no clock. */
+			 * sooner (a ping-pong's) reads only the spin
+			 * accounting's, at its first empty poll, before
+			 * anything can have come. */
 			ep->wait_spun = 1;
 			if (k == 1) {
 				/* The spin accounting's start (see hrp_spun):

@@ -213,9 +213,9 @@ void hr_ep_time_arrivals(hr_ep *ep, int on);
 /* The time the endpoint's waits have spent polling since it was created
  * (a busy wait's polls, a spin phase's), in ns: a count its exchange
  * stores whole, for a tuner on any thread to read (relaxed) while the
- * endpoint exists. Estimated, without a clock read of its own: a wait's
- * empty polls at a calibrated cost each, a long spin's time by the clock
- * reads it makes anyway. */
+ * endpoint exists. Estimated, with no clock read on a message's path: a
+ * wait's empty polls at a calibrated cost each, a long spin's time by the
+ * clock reads it makes anyway and one at its first empty poll. */
 const uint64_t *hr_ep_spun_ns(hr_ep *ep);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
 /* Copies st.sent (HR_PROTO_COUNT counters); safe from any thread while the

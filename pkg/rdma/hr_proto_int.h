@@ -282,9 +282,10 @@ void hrp_move_affinity(int (*set)(pid_t pid, size_t size, const cpu_set_t *mask)
  * lane alone on a one-CPU process spins its core full, read as saturated,
  * and blocked every wait (docs/performance/history.md, "A lane process
  * on one CPU blocks its waits"). So each endpoint counts the time its
- * waits polled, for the tuner to leave out (hr_ep_spun_ns). Without a
- * clock read of its own: a wait's empty polls are credited at poll_ps
- * each where the wait ends, and a spin's clock reads (one in
+ * waits polled, for the tuner to leave out (hr_ep_spun_ns). With no
+ * clock read on a message's path: a wait's empty polls are credited at
+ * poll_ps each where the wait ends, and a spin's clock reads (one at its
+ * first empty poll, before anything can have come, then one in
  * EP_SPIN_CLOCK_EVERY polls, there anyway) credit the time since the
  * last one and calibrate poll_ps by it. A plain add and store where a
  * wait ends. */

@@ -84,10 +84,10 @@ func (e *RPCEndpoint) applySpin(d time.Duration) {
 // Spun is the time the endpoint's waits have spent polling since it was
 // created (busy polling, and an event wait's spin phase; not its
 // sleeps): what the adaptive poller leaves out of the process's CPU load
-// (fastpath.CountWaits). An estimate the engine keeps without a clock
-// read of its own: a wait's empty polls at a calibrated cost each, a long
-// spin by the clock reads it makes anyway. Safe from any goroutine; 0
-// once closed.
+// (fastpath.CountWaits). An estimate the engine keeps with no clock read
+// on a message's path: a wait's empty polls at a calibrated cost each, a
+// long spin by the clock reads it makes anyway. Safe from any goroutine;
+// 0 once closed.
 func (e *RPCEndpoint) Spun() time.Duration {
 	e.cmu.RLock()
 	defer e.cmu.RUnlock()
