@@ -369,6 +369,11 @@ static void spin_clock_read(hr_ep *ep, uint64_t now, uint32_t k)
 	ep->spin_clock = now;
 }
 
+/* One spinning wait in this many reads the clock at its first empty poll
+ * (spin_clock_read's calibration in waits too short for two of its
+ * reads: a 64 B ping-pong's, 30-50 polls). */
+#define EP_CALIBRATE_EVERY 16
+
 /* An empty poll's cost before any spin measured one: the least of a few
  * timed rounds of polls of the endpoint's empty CQ (~10 us in all). */
 #define EP_POLL_CALIBRATE 256
@@ -414,14 +419,17 @@ int hrp_progress(hr_ep *ep)
 			/* The wait spins from its first empty poll; the clock
 			 * read that starts the spin phase comes
 			 * EP_SPIN_CLOCK_EVERY polls later: a wait answered
-			 * sooner (a ping-pong's) reads only the spin
-			 * accounting's, at its first empty poll, before
-			 * anything can have come. */
+			 * sooner (a ping-pong's) reads none, but for one in
+			 * EP_CALIBRATE_EVERY (below). */
 			ep->wait_spun = 1;
-			if (k == 1) {
-				/* The spin accounting's start (see hrp_spun):
-				 * read where the message cannot be here yet
-				 * (just sent, or answered), so it delays none. */
+			if (k == 1 && ++ep->calib_waits % EP_CALIBRATE_EVERY == 0) {
+				/* A sample for the spin accounting's poll cost
+				 * (see hrp_spun), which short waits are credited
+				 * by: read where the message cannot be here yet
+				 * (just sent, or answered), and in one wait of
+				 * EP_CALIBRATE_EVERY: where the clock is a system
+				 * call, a read a wait would cost every wait CPU,
+				 * and a quick answer its time. */
 				hrp_polls_credit(ep);
 				ep->spin_clock = hr_now_ns();
 			}

@@ -215,7 +215,7 @@ void hr_ep_time_arrivals(hr_ep *ep, int on);
  * stores whole, for a tuner on any thread to read (relaxed) while the
  * endpoint exists. Estimated, with no clock read on a message's path: a
  * wait's empty polls at a calibrated cost each, a long spin's time by the
- * clock reads it makes anyway and one at its first empty poll. */
+ * clock reads it makes anyway. */
 const uint64_t *hr_ep_spun_ns(hr_ep *ep);
 void hr_ep_stats_get(hr_ep *ep, hr_ep_stats *out);
 /* Copies st.sent (HR_PROTO_COUNT counters); safe from any thread while the

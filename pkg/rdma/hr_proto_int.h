@@ -187,6 +187,7 @@ struct hr_ep {
 	uint32_t polls_credited;
 	uint32_t poll_ps;
 	uint64_t spin_clock;
+	uint32_t calib_waits; /* spinning waits, for EP_CALIBRATE_EVERY */
 };
 
 /* A wait whose spin keeps ending in a sleep anyway (the answer takes
@@ -284,11 +285,11 @@ void hrp_move_affinity(int (*set)(pid_t pid, size_t size, const cpu_set_t *mask)
  * on one CPU blocks its waits"). So each endpoint counts the time its
  * waits polled, for the tuner to leave out (hr_ep_spun_ns). With no
  * clock read on a message's path: a wait's empty polls are credited at
- * poll_ps each where the wait ends, and a spin's clock reads (one at its
- * first empty poll, before anything can have come, then one in
- * EP_SPIN_CLOCK_EVERY polls, there anyway) credit the time since the
- * last one and calibrate poll_ps by it. A plain add and store where a
- * wait ends. */
+ * poll_ps each where the wait ends, and a spin's clock reads (one in
+ * EP_SPIN_CLOCK_EVERY polls, there anyway, and in one wait of
+ * EP_CALIBRATE_EVERY one at its first empty poll, before anything can
+ * have come) credit the time since the last one and calibrate poll_ps by
+ * it. A plain add and store where a wait ends. */
 static inline void hrp_spun(hr_ep *ep, uint64_t ns)
 {
 	atomic_store_explicit(&ep->spun_ns, atomic_load_explicit(&ep->spun_ns, memory_order_relaxed) + ns,
