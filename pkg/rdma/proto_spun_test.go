@@ -69,8 +69,12 @@ func TestEndpointSpun(t *testing.T) {
 			assert.LessOrEqual(t, spun, took, "no more than the wait took")
 			if tc.polls {
 				// rusage counts in ticks of the kernel's clock: a
-				// millisecond's slack each way.
-				assert.GreaterOrEqual(t, spun, cpu/2-time.Millisecond, "about the CPU the thread spent")
+				// millisecond's slack each way. On a quiet host the
+				// count is within a few % of the thread's CPU; beside
+				// stress-ng --cpu 4 it was 0.45-0.68 of it (segments
+				// with the thread preempted are credited by count, at
+				// a cost the loaded caches make higher).
+				assert.GreaterOrEqual(t, spun, cpu/4-time.Millisecond, "about the CPU the thread spent")
 				assert.LessOrEqual(t, spun, 2*cpu+time.Millisecond, "about the CPU the thread spent")
 				assert.Positive(t, spun)
 			} else {
